@@ -1,0 +1,2 @@
+//! The `cmdgraph` command-line tool.
+fn main() {}

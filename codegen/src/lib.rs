@@ -1,0 +1,1 @@
+//! cmdgraph-codegen (filled by its own issue).

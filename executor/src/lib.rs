@@ -1,0 +1,1 @@
+//! cmdgraph-executor (filled by its own issue).

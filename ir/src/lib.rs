@@ -1,0 +1,21 @@
+//! `cmdgraph-ir`: the command-graph IR.
+//!
+//! The data model ([`module`], [`graph`], [`kernel`], [`types`]) stores every entity in a
+//! typed [`arena::Arena`]. Around it: the text format ([`text`]: lexer, parser, printer),
+//! the verifier ([`verify`]), the DOT writer ([`dot`]) and diagnostics ([`diag`]).
+//! Nothing here links LLVM, Vulkan or egg.
+
+pub mod arena;
+pub mod diag;
+pub mod graph;
+pub mod kernel;
+pub mod module;
+pub mod span;
+pub mod types;
+
+pub use arena::{Arena, Handle};
+pub use graph::*;
+pub use kernel::{Body, Kernel, KernelBody, Op, OpKind, Param, ParamType, Region, Value, ValueDef, ValueType};
+pub use module::*;
+pub use span::Span;
+pub use types::*;

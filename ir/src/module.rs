@@ -1,0 +1,170 @@
+//! The top level of the IR: a [`Module`] holds kernels, memory objects and graphs.
+
+use crate::arena::{Arena, Handle};
+use crate::graph::Graph;
+use crate::kernel::Kernel;
+use crate::types::{Literal, Type};
+use serde::{Deserialize, Serialize};
+
+/// Comments attached to an item, statement or op so that `cmdgraph fmt` keeps them.
+///
+/// `leading` lines stand on their own lines before the entity (each without the `//`
+/// marker, leading space kept); `trailing` is a comment on the same line after it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comments {
+    /// Whole-line comments before the entity, in order.
+    pub leading: Vec<String>,
+    /// A comment at the end of the entity's last line.
+    pub trailing: Option<String>,
+}
+
+impl Comments {
+    /// Whether there is no comment at all.
+    pub fn is_empty(&self) -> bool {
+        self.leading.is_empty() && self.trailing.is_none()
+    }
+}
+
+/// A whole `.cgir` file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Module {
+    /// Kernel definitions (with bodies or external SPIR-V).
+    pub kernels: Arena<Kernel>,
+    /// User memory (USM allocations, SYCL buffers) and `device_global` variables.
+    pub memories: Arena<MemoryObject>,
+    /// Command graphs.
+    pub graphs: Arena<Graph>,
+    /// Top-level items in source order; the printer follows it.
+    pub items: Vec<Item>,
+    /// Comments after the last item.
+    pub trailing_comments: Vec<String>,
+}
+
+/// A reference to one top-level item, in source order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Item {
+    /// A `kernel` definition.
+    Kernel(Handle<Kernel>),
+    /// A `usm`, `buffer` or `device_global` declaration.
+    Memory(Handle<MemoryObject>),
+    /// A `graph` definition.
+    Graph(Handle<Graph>),
+}
+
+impl Module {
+    /// Finds a kernel by name (without the `@`).
+    pub fn kernel_by_name(&self, name: &str) -> Option<Handle<Kernel>> {
+        self.kernels.iter().find(|(_, k)| k.name == name).map(|(h, _)| h)
+    }
+
+    /// Finds a memory object by name (without the `@`).
+    pub fn memory_by_name(&self, name: &str) -> Option<Handle<MemoryObject>> {
+        self.memories.iter().find(|(_, m)| m.name == name).map(|(h, _)| h)
+    }
+
+    /// Finds a graph by name (without the `@`).
+    pub fn graph_by_name(&self, name: &str) -> Option<Handle<Graph>> {
+        self.graphs.iter().find(|(_, g)| g.name == name).map(|(h, _)| h)
+    }
+}
+
+/// Memory that exists outside any one graph: bound by the application at run time
+/// (`usm`, `buffer`) or owned by the device (`device_global`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryObject {
+    /// Name without the `@`.
+    pub name: String,
+    /// Element type.
+    pub elem: Type,
+    /// Number of elements.
+    pub count: u64,
+    /// What kind of memory this is.
+    pub kind: MemoryKind,
+    /// Attached comments.
+    pub comments: Comments,
+}
+
+impl MemoryObject {
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.elem.size().saturating_mul(self.count)
+    }
+}
+
+/// The kind of a [`MemoryObject`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MemoryKind {
+    /// `usm @x : f32[N] [device|shared|host]`: a USM allocation the application binds at
+    /// run time.
+    Usm(UsmKind),
+    /// `buffer @b : f32[N]`: a SYCL buffer, reached through accessors.
+    Buffer,
+    /// `device_global @g : T[N] [= [...]] [properties(...)]`: one instance per device,
+    /// persisting across graph executions; only kernels may touch it inside a graph.
+    DeviceGlobal(DeviceGlobal),
+}
+
+/// `usm::alloc` kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UsmKind {
+    /// `device` (the default, not printed).
+    Device,
+    /// `shared`
+    Shared,
+    /// `host`
+    Host,
+}
+
+impl UsmKind {
+    /// The keyword spelling this kind.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            UsmKind::Device => "device",
+            UsmKind::Shared => "shared",
+            UsmKind::Host => "host",
+        }
+    }
+
+    /// Parses a keyword.
+    pub fn from_keyword(word: &str) -> Option<UsmKind> {
+        [UsmKind::Device, UsmKind::Shared, UsmKind::Host].into_iter().find(|k| k.keyword() == word)
+    }
+}
+
+/// A `device_global` declaration's initialiser and compile-time properties (003).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceGlobal {
+    /// Initial elements (`= [1, 2, 3]`); empty means zero-initialised. When shorter than
+    /// the element count the rest is zero.
+    pub init: Vec<Literal>,
+    /// `device_image_scope`
+    pub device_image_scope: bool,
+    /// `host_access(read|write|read_write|none)`; `None` when not written (= read_write).
+    pub host_access: Option<HostAccess>,
+    /// `init_mode(reprogram|reset)`; `None` when not written.
+    pub init_mode: Option<InitMode>,
+    /// `implement_in_csr`
+    pub implement_in_csr: bool,
+}
+
+/// The `host_access` property of a `device_global`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HostAccess {
+    /// `read`
+    Read,
+    /// `write`
+    Write,
+    /// `read_write`
+    ReadWrite,
+    /// `none`
+    None,
+}
+
+/// The `init_mode` property of a `device_global`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InitMode {
+    /// `reprogram`
+    Reprogram,
+    /// `reset`
+    Reset,
+}

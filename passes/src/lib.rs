@@ -1,0 +1,1 @@
+//! cmdgraph-passes (filled by its own issue).
