@@ -11,6 +11,7 @@
 use crate::arena::{Arena, Handle};
 use crate::kernel::Kernel;
 use crate::module::{Comments, MemoryObject, UsmKind};
+use crate::span::SpanTable;
 use crate::types::{Access, Literal, Type};
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,24 @@ pub struct Graph {
     pub closing_comments: Vec<String>,
     /// Comments attached to the `graph` line.
     pub comments: Comments,
+    /// Spans of kernel arguments and other sub-parts (for diagnostics).
+    #[serde(skip)]
+    pub spans: SpanTable<Site>,
+}
+
+/// A part of a graph statement that diagnostics point at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Site {
+    /// Argument `index` of a kernel node.
+    NodeArg(Handle<Node>, u32),
+    /// Argument `index` of alternative `alt` of a dynamic command group.
+    AltArg(Handle<DynCommandGroup>, u32, u32),
+    /// Alternative `alt` of a dynamic command group.
+    Alt(Handle<DynCommandGroup>, u32),
+    /// The launch (range / nd_range) of a kernel node.
+    NodeLaunch(Handle<Node>),
+    /// Entry `index` of a node's `access(...)` list or barrier `wait(...)` list.
+    NodeListItem(Handle<Node>, u32),
 }
 
 /// Graph properties (`property::graph::*`). `no_cycle_check` and

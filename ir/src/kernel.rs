@@ -7,6 +7,7 @@
 
 use crate::arena::{Arena, Handle};
 use crate::module::{Comments, MemoryObject};
+use crate::span::SpanTable;
 use crate::types::{Access, Literal, ScalarType, Type};
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +22,9 @@ pub struct Kernel {
     pub body: KernelBody,
     /// Attached comments.
     pub comments: Comments,
+    /// Spans of the parameters, by index (for diagnostics).
+    #[serde(skip)]
+    pub param_spans: SpanTable<u32>,
 }
 
 /// A kernel parameter.

@@ -40,3 +40,33 @@ impl Span {
         self.start as usize..self.end as usize
     }
 }
+
+/// Spans of parts of an entity that are not arena elements (a kernel argument, a parameter),
+/// keyed by `K`. Side information only: it never takes part in equality or serialization, so
+/// a parsed module equals the same module built through the API.
+#[derive(Clone, Debug)]
+pub struct SpanTable<K: Ord>(pub std::collections::BTreeMap<K, Span>);
+
+impl<K: Ord> Default for SpanTable<K> {
+    fn default() -> Self {
+        SpanTable(std::collections::BTreeMap::new())
+    }
+}
+
+impl<K: Ord> PartialEq for SpanTable<K> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<K: Ord> SpanTable<K> {
+    /// The span recorded for `key`, or [`Span::UNDEFINED`].
+    pub fn get(&self, key: &K) -> Span {
+        self.0.get(key).copied().unwrap_or(Span::UNDEFINED)
+    }
+
+    /// Records the span of `key`.
+    pub fn insert(&mut self, key: K, span: Span) {
+        self.0.insert(key, span);
+    }
+}
