@@ -12,6 +12,7 @@ pub mod kernel;
 pub mod module;
 pub mod span;
 pub mod types;
+pub mod verify;
 
 pub use arena::{Arena, Handle};
 pub use graph::*;
