@@ -178,7 +178,15 @@ impl Walker<'_> {
         let body = self.body;
         let o = &body.ops[op];
         let span = self.op_span(op);
-        let types = self.check_kind(op, &o.kind, ctx, last, depth, span);
+        let types = match &o.kind {
+            OpKind::For { var, lo, hi, step, carried, body } => {
+                self.for_op(op, (*var, *lo, *hi, *step), carried, body, depth, span)
+            }
+            OpKind::If { cond, result_types, then_region, else_region } => {
+                self.if_op(*cond, result_types, then_region, else_region.as_ref(), depth, span)
+            }
+            kind => self.check_kind(kind, ctx, last, span),
+        };
         let expected = result_count(&o.kind);
         if o.results.len() != expected {
             self.errors.push(VerifyError::ResultCount {

@@ -164,6 +164,7 @@
 
 mod alloc;
 mod args;
+mod control;
 mod ctx;
 mod cycle;
 mod dcg;

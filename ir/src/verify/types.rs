@@ -3,10 +3,9 @@
 
 use super::ctx::check_type;
 use super::error::VerifyError;
-use super::kernel::{max_depth, op_keyword, RegionCtx, Walker};
+use super::kernel::{op_keyword, RegionCtx, Walker};
 use super::memory::literal_problem;
-use crate::arena::Handle;
-use crate::kernel::{atomic_scalar, AtomicOp, BinaryOp, CmpOp, MemBase, Op, OpKind, UnaryOp, ValueDef, ValueType, V};
+use crate::kernel::{atomic_scalar, AtomicOp, BinaryOp, CmpOp, MemBase, OpKind, UnaryOp, ValueType, V};
 use crate::module::MemoryKind;
 use crate::span::Span;
 use crate::types::{Access, ScalarType, Type};
@@ -72,11 +71,9 @@ impl Walker<'_> {
     /// result it defines (`None` where a type cannot be known because of another error).
     pub(super) fn check_kind(
         &mut self,
-        op: Handle<Op>,
         kind: &OpKind,
         ctx: &RegionCtx,
         last: bool,
-        depth: usize,
         span: Span,
     ) -> Vec<Option<ValueType>> {
         let keyword = op_keyword(kind);
@@ -216,93 +213,8 @@ impl Walker<'_> {
                 }
                 vec![Some(ValueType::Local { elem: *elem })]
             }
-            OpKind::For { var, lo, hi, step, carried, body } => {
-                let bounds = self.for_bounds(*lo, *hi, *step, span);
-                let inits: Vec<Option<Type>> = carried.iter().map(|(_, init)| self.data(*init, span)).collect();
-                if depth + 1 > max_depth() {
-                    self.errors.push(VerifyError::NestingTooDeep { span });
-                    return inits.into_iter().map(|t| t.map(ValueType::Data)).collect();
-                }
-                let mut scope = Vec::new();
-                if self.define(*var, ValueDef::LoopVar(op), span, &mut scope) {
-                    let tv = self.body.values[*var].ty;
-                    if let Some(b) = bounds.filter(|b| ValueType::Data(*b) != tv) {
-                        self.errors.push(VerifyError::ForBounds {
-                            problem: format!(
-                                "the loop variable has type {} but the bounds are {b}",
-                                super::kernel::value_type_text(tv)
-                            ),
-                            span,
-                        });
-                    }
-                }
-                let mut expects = Vec::new();
-                for (i, ((inner, _), init)) in carried.iter().zip(&inits).enumerate() {
-                    if !self.define(*inner, ValueDef::Carried(op, i as u32), span, &mut scope) {
-                        expects.push(*init);
-                        continue;
-                    }
-                    let ty = self.body.values[*inner].ty;
-                    match (ty, init) {
-                        (ValueType::Data(t), Some(init)) if t != *init => {
-                            self.errors.push(VerifyError::CarriedType {
-                                name: self.value_name(*inner),
-                                problem: format!("has type {t} but its initial value is {init}"),
-                                span,
-                            });
-                            expects.push(Some(t));
-                        }
-                        (ValueType::Data(t), _) => expects.push(Some(t)),
-                        (other, _) => {
-                            self.errors.push(VerifyError::CarriedType {
-                                name: self.value_name(*inner),
-                                problem: format!("has memory type {}", super::kernel::value_type_text(other)),
-                                span,
-                            });
-                            expects.push(None);
-                        }
-                    }
-                }
-                let region_ctx = RegionCtx {
-                    top: false,
-                    owner: "for",
-                    region: "body",
-                    expects: if carried.is_empty() { None } else { Some(expects) },
-                    owner_span: span,
-                };
-                self.region(body, &region_ctx, depth + 1, scope);
-                inits.into_iter().map(|t| t.map(ValueType::Data)).collect()
-            }
-            OpKind::If { cond, result_types, then_region, else_region } => {
-                if let Some(t) = self.data(*cond, span) {
-                    if t != Type::BOOL {
-                        self.errors.push(VerifyError::IfCondition { found: t.to_string(), span });
-                    }
-                }
-                let valid: Vec<Option<Type>> =
-                    result_types.iter().map(|t| check_type(*t, span, self.errors).then_some(*t)).collect();
-                if !result_types.is_empty() && else_region.is_none() {
-                    self.errors.push(VerifyError::IfMissingElse { span });
-                }
-                if depth + 1 > max_depth() {
-                    self.errors.push(VerifyError::NestingTooDeep { span });
-                } else {
-                    let expects = if result_types.is_empty() { None } else { Some(valid.clone()) };
-                    let then_ctx = RegionCtx {
-                        top: false,
-                        owner: "if",
-                        region: "then",
-                        expects: expects.clone(),
-                        owner_span: span,
-                    };
-                    self.region(then_region, &then_ctx, depth + 1, Vec::new());
-                    if let Some(else_region) = else_region {
-                        let else_ctx = RegionCtx { top: false, owner: "if", region: "else", expects, owner_span: span };
-                        self.region(else_region, &else_ctx, depth + 1, Vec::new());
-                    }
-                }
-                valid.into_iter().map(|t| t.map(ValueType::Data)).collect()
-            }
+            // `op` routes these to control.rs, keeping this large frame off the recursion.
+            OpKind::For { .. } | OpKind::If { .. } => Vec::new(),
             OpKind::Yield(values) => {
                 let types: Vec<Option<Type>> = values.iter().map(|v| self.data(*v, span)).collect();
                 let problem = if ctx.top {
@@ -447,30 +359,8 @@ impl Walker<'_> {
         }
     }
 
-    /// `for` bounds and step: one integer scalar type, returned.
-    fn for_bounds(&mut self, lo: V, hi: V, step: V, span: Span) -> Option<Type> {
-        let types: Vec<Option<Type>> = [lo, hi, step].iter().map(|v| self.data(*v, span)).collect();
-        let known: Vec<Type> = types.iter().flatten().copied().collect();
-        let first = *known.first()?;
-        let problem = if known.iter().any(|t| *t != first) {
-            Some(format!(
-                "the bounds and step must have one type, found {}",
-                known.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
-            ))
-        } else if first.is_vector() || !first.scalar.is_integer() {
-            Some(format!("the bounds and step must be integers, found {first}"))
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            self.errors.push(VerifyError::ForBounds { problem, span });
-            return None;
-        }
-        (types.len() == known.len()).then_some(first)
-    }
-
     /// A `yield`'s values against the region's result types.
-    fn yield_matches(&mut self, expects: &[Option<Type>], found: &[Option<Type>], span: Span) {
+    pub(super) fn yield_matches(&mut self, expects: &[Option<Type>], found: &[Option<Type>], span: Span) {
         if expects.len() != found.len() {
             let problem = format!("yields {} values but the region has {} results", found.len(), expects.len());
             self.errors.push(VerifyError::YieldMismatch { problem, span });
