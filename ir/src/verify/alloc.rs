@@ -9,7 +9,7 @@
 
 use super::ctx::Gx;
 use super::error::VerifyError;
-use super::reach::Adjacency;
+use super::reach::{Adjacency, Search};
 use super::uses::node_uses;
 use crate::arena::Handle;
 use crate::graph::{MemRef, Node, NodeKind};
@@ -56,12 +56,16 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
     let pairs: Vec<(usize, usize)> = g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect();
     let forward = Adjacency::new(n, &pairs);
     let backward = Adjacency::reversed(n, &pairs);
+    let mut search = Search::new(n);
     for (&m, life) in &allocs {
         let Some(malloc) = Handle::<Node>::from_usize(m) else { continue };
         let alloc = gx.node_name(malloc);
         let malloc_span = gx.node_span(malloc);
-        let after_malloc = forward.reach(m);
-        let reached = |v: &[bool], h: Handle<Node>| v.get(h.index()).copied().unwrap_or(false);
+        let users: Vec<usize> = life.users.iter().map(|(u, _)| u.index()).collect();
+        let mut targets = users.clone();
+        targets.extend(life.frees.iter().map(|f| f.index()));
+        search.run(&forward, m, &targets);
+        let after_malloc: Vec<bool> = life.users.iter().map(|(u, _)| search.reached(u.index())).collect();
         for (i, &f) in life.frees.iter().enumerate() {
             if i > 0 {
                 errors.push(VerifyError::DoubleFree {
@@ -70,7 +74,7 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                     first: gx.node_span(life.frees[0]),
                 });
             }
-            if !reached(&after_malloc, f) {
+            if !search.reached(f.index()) {
                 errors.push(VerifyError::FreeNotAfterMalloc {
                     alloc: alloc.clone(),
                     span: gx.node_span(f),
@@ -78,13 +82,8 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                 });
             }
         }
-        let free = life.frees.first().copied();
-        let (after_free, before_free) = match free {
-            Some(f) => (forward.reach(f.index()), backward.reach(f.index())),
-            None => (Vec::new(), Vec::new()),
-        };
-        for &(user, span) in &life.users {
-            if !reached(&after_malloc, user) {
+        for (&(user, span), &ok) in life.users.iter().zip(&after_malloc) {
+            if !ok {
                 errors.push(VerifyError::UseBeforeMalloc {
                     alloc: alloc.clone(),
                     user: gx.node_name(user),
@@ -92,22 +91,23 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                     malloc: malloc_span,
                 });
             }
-            let Some(f) = free else { continue };
-            if reached(&after_free, user) {
-                errors.push(VerifyError::UseAfterFree {
-                    alloc: alloc.clone(),
-                    user: gx.node_name(user),
-                    span,
-                    free: gx.node_span(f),
-                });
-            } else if !reached(&before_free, user) {
-                errors.push(VerifyError::UseNotBeforeFree {
-                    alloc: alloc.clone(),
-                    user: gx.node_name(user),
-                    span,
-                    free: gx.node_span(f),
-                });
-            }
+        }
+        let Some(&free) = life.frees.first() else { continue };
+        search.run(&backward, free.index(), &users);
+        let late: Vec<(Handle<Node>, Span)> =
+            life.users.iter().filter(|(u, _)| !search.reached(u.index())).copied().collect();
+        if late.is_empty() {
+            continue;
+        }
+        let late_ix: Vec<usize> = late.iter().map(|(u, _)| u.index()).collect();
+        search.run(&forward, free.index(), &late_ix);
+        for (user, span) in late {
+            let (user_name, free_span) = (gx.node_name(user), gx.node_span(free));
+            errors.push(if search.reached(user.index()) {
+                VerifyError::UseAfterFree { alloc: alloc.clone(), user: user_name, span, free: free_span }
+            } else {
+                VerifyError::UseNotBeforeFree { alloc: alloc.clone(), user: user_name, span, free: free_span }
+            });
         }
     }
 }

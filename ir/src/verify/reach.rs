@@ -50,25 +50,6 @@ impl Adjacency {
         }
     }
 
-    /// Nodes reachable from `start` by one or more edges, plus `start` itself.
-    pub(super) fn reach(&self, start: usize) -> Vec<bool> {
-        let mut seen = vec![false; self.len()];
-        let mut stack = Vec::new();
-        if start < seen.len() {
-            seen[start] = true;
-            stack.push(start);
-        }
-        while let Some(i) = stack.pop() {
-            for &j in self.next(i) {
-                if !seen[j] {
-                    seen[j] = true;
-                    stack.push(j);
-                }
-            }
-        }
-        seen
-    }
-
     /// A shortest path from `from` to `to` (both included), if there is one.
     pub(super) fn path(&self, from: usize, to: usize) -> Option<Vec<usize>> {
         let n = self.len();
@@ -118,5 +99,68 @@ impl Adjacency {
             }
         }
         done == n
+    }
+}
+
+/// Repeated reachability searches over one graph that share their scratch memory, so that
+/// many small queries on a large graph cost what they visit, not the graph's size each.
+pub(super) struct Search {
+    /// `stamp[i] == epoch` marks node `i` as reached by the current search.
+    stamp: Vec<u32>,
+    /// `target[i] == epoch` marks node `i` as a target of the current search.
+    target: Vec<u32>,
+    epoch: u32,
+    stack: Vec<usize>,
+}
+
+impl Search {
+    /// Scratch space for a graph of `n` nodes.
+    pub(super) fn new(n: usize) -> Search {
+        Search { stamp: vec![0; n], target: vec![0; n], epoch: 0, stack: Vec::new() }
+    }
+
+    /// Searches from `start` along `adj` until every node of `targets` is reached or
+    /// nothing more is; afterwards [`Search::reached`] answers for the targets (and
+    /// `start`, which counts as reached).
+    pub(super) fn run(&mut self, adj: &Adjacency, start: usize, targets: &[usize]) {
+        if self.epoch == u32::MAX {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.target.iter_mut().for_each(|s| *s = 0);
+            self.epoch = 0;
+        }
+        self.epoch += 1;
+        let epoch = self.epoch;
+        self.stack.clear();
+        if start >= self.stamp.len() {
+            return;
+        }
+        self.stamp[start] = epoch;
+        self.stack.push(start);
+        let mut left = 0usize;
+        for &t in targets {
+            if let Some(slot) = self.target.get_mut(t) {
+                if *slot != epoch && t != start {
+                    *slot = epoch;
+                    left += 1;
+                }
+            }
+        }
+        while left > 0 {
+            let Some(i) = self.stack.pop() else { break };
+            for &j in adj.next(i) {
+                if self.stamp[j] != epoch {
+                    self.stamp[j] = epoch;
+                    if self.target[j] == epoch {
+                        left -= 1;
+                    }
+                    self.stack.push(j);
+                }
+            }
+        }
+    }
+
+    /// Whether the last search reached `i`.
+    pub(super) fn reached(&self, i: usize) -> bool {
+        self.stamp.get(i).is_some_and(|&s| s == self.epoch)
     }
 }
