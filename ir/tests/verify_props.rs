@@ -11,7 +11,7 @@ fn h<T>(i: u8) -> Handle<T> {
 }
 
 fn memref(i: u8) -> MemRef {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         MemRef::Memory(h(i / 2 % 5))
     } else {
         MemRef::Alloc(h(i / 2))
@@ -25,7 +25,7 @@ fn arg_value(kind: u8, a: u8) -> ArgValue {
         2 => ArgValue::Accessor(Accessor {
             buffer: memref(a),
             mode: Access::ALL[a as usize % 4],
-            range: (a % 3 == 0).then_some((a as u64, 3)),
+            range: (a.is_multiple_of(3)).then_some((a as u64, 3)),
         }),
         3 => ArgValue::Bytes(vec![0; a as usize % 9]),
         _ => ArgValue::Local { elem: Type::F32, count: a as u64 % 3 },
@@ -35,7 +35,7 @@ fn arg_value(kind: u8, a: u8) -> ArgValue {
 fn node_kind(kind: u8, a: u8, b: u8, c: u8) -> NodeKind {
     let ptr = |x: u8| Pointer { base: memref(x), offset: x as u64 };
     let args =
-        vec![Arg::Value(arg_value(a, b)), if c % 2 == 0 { Arg::Dyn(h(c % 4)) } else { Arg::Value(arg_value(c, a)) }];
+        vec![Arg::Value(arg_value(a, b)), if c.is_multiple_of(2) { Arg::Dyn(h(c % 4)) } else { Arg::Value(arg_value(c, a)) }];
     match kind % 14 {
         0 => NodeKind::Empty,
         1 => NodeKind::Kernel(KernelCommand {
@@ -51,7 +51,7 @@ fn node_kind(kind: u8, a: u8, b: u8, c: u8) -> NodeKind {
         3 => NodeKind::Memset { dst: ptr(a), value: b, bytes: c as u64 },
         4 => NodeKind::Memfill {
             dst: ptr(a),
-            pattern: Literal { value: LitValue::Float(1.5), ty: (b % 2 == 0).then_some(ScalarType::F32) },
+            pattern: Literal { value: LitValue::Float(1.5), ty: (b.is_multiple_of(2)).then_some(ScalarType::F32) },
             count: c as u64,
         },
         5 => NodeKind::Prefetch { ptr: ptr(a), bytes: b as u64 },
@@ -99,13 +99,13 @@ fn body(ops: &[(u8, u8, u8)]) -> Body {
                 hi: v(a),
                 step: v(b),
                 carried: vec![(v(b), v(a))],
-                body: Region { ops: vec![h((a % 8) as u8)], closing_comments: vec![] },
+                body: Region { ops: vec![h(a % 8)], closing_comments: vec![] },
             },
         };
         let result = body.values.append(
             Value {
                 name: format!("v{i}"),
-                ty: if a % 3 == 0 { ValueType::Data(Type::U32) } else { ValueType::Data(Type::F32) },
+                ty: if a.is_multiple_of(3) { ValueType::Data(Type::U32) } else { ValueType::Data(Type::F32) },
                 def: ValueDef::Result(h(i as u8), 0),
             },
             Span::UNDEFINED,
@@ -184,7 +184,7 @@ fn build(nodes: &[NodeSpec], edges: &[(u8, u8, u8)], ops: &[(u8, u8, u8)], subgr
             Node {
                 name: format!("n{i}"),
                 kind: node_kind(kind, a, b, c),
-                queue: (c % 3 == 0).then_some(h(c % 2)),
+                queue: (c.is_multiple_of(3)).then_some(h(c % 2)),
                 comments: Comments::default(),
             },
             Span::UNDEFINED,
@@ -194,7 +194,7 @@ fn build(nodes: &[NodeSpec], edges: &[(u8, u8, u8)], ops: &[(u8, u8, u8)], subgr
     for &(from, to, kind) in edges {
         let kind = EdgeKind::ALL[kind as usize % 8];
         let e = g.edges.append(Edge { from: h(from % 10), to: h(to % 10), kind }, Span::UNDEFINED);
-        if kind == EdgeKind::MakeEdge || from % 4 == 0 {
+        if kind == EdgeKind::MakeEdge || from.is_multiple_of(4) {
             g.body.push(Stmt::MakeEdge(e));
         }
     }
