@@ -11,6 +11,7 @@ pub mod graph;
 pub mod kernel;
 pub mod module;
 pub mod span;
+pub mod text;
 pub mod types;
 pub mod verify;
 
