@@ -1,6 +1,7 @@
 //! [`VerifyError::to_diagnostic`]: the code, message, caret label, secondary locations and
 //! help of every invariant. Codes are stable and documented in docs/ir.md.
 
+use super::ctx::plural;
 use super::error::VerifyError;
 use crate::diag::Diagnostic;
 use crate::span::Span;
@@ -89,7 +90,11 @@ impl VerifyError {
             ),
             E::ArgCount { kernel, expected, found, span, kernel_span } => diag(
                 "E0210",
-                format!("kernel {kernel} takes {expected} arguments but {found} were given"),
+                format!(
+                    "kernel {kernel} takes {} but {found} {} given",
+                    plural(*expected as u64, "argument"),
+                    if *found == 1 { "is" } else { "are" }
+                ),
                 *span,
                 "wrong argument count",
                 "pass one argument per kernel parameter, in order",

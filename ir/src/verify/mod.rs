@@ -210,5 +210,7 @@ pub fn check(module: &Module) -> Vec<VerifyError> {
     }
     subgraph::check(module, &mut errors);
     errors.sort_by_key(|e| e.span().start);
+    // One op can break one rule through two operands (`add %buf, %buf`): say it once.
+    errors.dedup();
     errors
 }
