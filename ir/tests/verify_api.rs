@@ -348,3 +348,91 @@ fn spans_point_at_api_provided_locations() {
     let errors = verify::check(&m);
     assert_eq!(errors, vec![VerifyError::SelfEdge { node: "%a".into(), span: Span::new(10, 14) }]);
 }
+
+#[test]
+fn builtin_dimension_three() {
+    // The parser only reads dimensions 0..=2; the API can hold any u8.
+    for (dim, expected) in [(3u8, vec!["E0310"]), (2, vec![])] {
+        let mut m = Module::default();
+        let (mut k, _) = KernelBuilder::new("k", &[]);
+        k.op(OpKind::Builtin(kernel::Builtin::GroupId, dim), &[("g", U32)]);
+        k.finish(&mut m);
+        assert_eq!(codes(&m), expected);
+    }
+}
+
+#[test]
+fn atomic_expected_value_only_for_cmpxchg() {
+    let build = |op: kernel::AtomicOp, with_expected: bool| {
+        let mut m = Module::default();
+        let (mut k, p) =
+            KernelBuilder::new("k", &[("x", ParamType::Buffer { elem: Type::U32, access: Access::ReadWrite })]);
+        let i = k.op(OpKind::Builtin(kernel::Builtin::GlobalId, 0), &[("i", U32)])[0];
+        let expected = with_expected.then_some(i);
+        k.op(OpKind::Atomic { op, mem: MemBase::Value(p[0]), index: i, value: i, expected }, &[("old", U32)]);
+        k.finish(&mut m);
+        codes(&m)
+    };
+    assert_eq!(build(kernel::AtomicOp::CompareExchange, false), vec!["E0322"]);
+    assert_eq!(build(kernel::AtomicOp::Add, true), vec!["E0322"]);
+    assert!(build(kernel::AtomicOp::CompareExchange, true).is_empty());
+    assert!(build(kernel::AtomicOp::Add, false).is_empty());
+}
+
+/// `%r = for %i = %z to %z step %z carry(%acc = %init) { yield %acc }` with `%acc` of type
+/// `carried` and `%init` a `u32`.
+fn loop_with_carried(carried: ValueType) -> Module {
+    let mut m = Module::default();
+    let (mut k, _) = KernelBuilder::new("k", &[]);
+    let z = k.op(OpKind::Const(Literal { value: LitValue::Int(0), ty: None }, Type::U32), &[("z", U32)])[0];
+    let var = k.value("i", U32);
+    let acc = k.value("acc", carried);
+    let (y, _) = k.detached(OpKind::Yield(vec![acc]), &[]);
+    let body = Region { ops: vec![y], closing_comments: vec![] };
+    let (f, _) = k.detached(OpKind::For { var, lo: z, hi: z, step: z, carried: vec![(acc, z)], body }, &[("r", U32)]);
+    k.body.values[var].def = ValueDef::LoopVar(f);
+    k.body.values[acc].def = ValueDef::Carried(f, 0);
+    k.body.entry.ops.push(f);
+    k.finish(&mut m);
+    m
+}
+
+#[test]
+fn carried_value_of_another_type_than_its_initial_value() {
+    // The parser gives carried values their initial value's type; the API may not.
+    assert_eq!(codes(&loop_with_carried(F32)), vec!["E0324"]);
+    assert_clean(&loop_with_carried(U32));
+}
+
+#[test]
+fn duplicate_value_names_and_a_use_out_of_scope() {
+    // The parser rejects both (E0102, E0104); the API can build them.
+    let mut m = Module::default();
+    let (mut k, _) = KernelBuilder::new("k", &[("a", ParamType::Value(Type::F32))]);
+    k.op(OpKind::Builtin(kernel::Builtin::GlobalId, 0), &[("a", U32)]);
+    let t = k.op(
+        OpKind::Const(Literal { value: LitValue::Bool(true), ty: None }, Type::BOOL),
+        &[("t", ValueType::Data(Type::BOOL))],
+    )[0];
+    let (inner, vs) = k.detached(OpKind::Builtin(kernel::Builtin::LocalId, 0), &[("inner", U32)]);
+    let then_region = Region { ops: vec![inner], closing_comments: vec![] };
+    k.op(OpKind::If { cond: t, result_types: vec![], then_region, else_region: None }, &[]);
+    k.op(OpKind::Unary(kernel::UnaryOp::Not, vs[0]), &[("late", U32)]);
+    k.finish(&mut m);
+    let errors = verify::check(&m);
+    let found: Vec<&str> = errors.iter().map(VerifyError::code).collect();
+    assert_eq!(found, vec!["E0301", "E0304"], "{errors:#?}");
+    assert!(matches!(&errors[1], VerifyError::ValueNotInScope { name, later: false, .. } if name == "%inner"));
+}
+
+#[test]
+fn use_before_definition_in_a_kernel() {
+    let mut m = Module::default();
+    let (mut k, _) = KernelBuilder::new("k", &[]);
+    let (late_op, late) = k.detached(OpKind::Builtin(kernel::Builtin::GlobalId, 0), &[("late", U32)]);
+    k.op(OpKind::Unary(kernel::UnaryOp::Not, late[0]), &[("early", U32)]);
+    k.body.entry.ops.push(late_op);
+    k.finish(&mut m);
+    let errors = verify::check(&m);
+    assert!(matches!(&errors[..], [VerifyError::ValueNotInScope { later: true, .. }]), "{errors:#?}");
+}

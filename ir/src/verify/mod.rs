@@ -210,7 +210,8 @@ pub fn check(module: &Module) -> Vec<VerifyError> {
     }
     subgraph::check(module, &mut errors);
     errors.sort_by_key(|e| e.span().start);
-    // One op can break one rule through two operands (`add %buf, %buf`): say it once.
-    errors.dedup();
+    // One op can break one rule through two operands (`add %buf, %buf`): say it once. Without
+    // a span, equal errors may come from different places, so they are all kept.
+    errors.dedup_by(|a, b| a == b && a.span().is_defined());
     errors
 }
