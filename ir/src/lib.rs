@@ -13,6 +13,7 @@ pub mod module;
 pub mod span;
 pub mod text;
 pub mod types;
+pub mod verify;
 
 pub use arena::{Arena, Handle};
 pub use graph::*;
