@@ -13,12 +13,15 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// docs/ir.md: a file is at most 1 GiB.
-pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+/// docs/ir.md: a file is at most 1 GiB (the parser's own limit).
+pub const MAX_INPUT_BYTES: u64 = cmdgraph_ir::text::MAX_FILE_SIZE as u64;
 
-/// Code of the diagnostics for input that is not text the lexer can see (not UTF-8, too
-/// large); the lexer's own codes start at E0001.
-pub const INPUT_CODE: &str = "E0000";
+/// Code of the diagnostic for input that is not UTF-8, which the lexer (taking `&str`)
+/// never sees; its own codes start at E0001.
+pub const NOT_UTF8_CODE: &str = "E0000";
+
+/// The parser's code for a file over the size limit, reused for input cut off at the limit.
+pub const TOO_LARGE_CODE: &str = "E0009";
 
 /// The name diagnostics use for stdin.
 pub const STDIN_NAME: &str = "<stdin>";
@@ -44,7 +47,7 @@ pub fn read_input(path: &Path) -> Result<Input, Failure> {
         (path.display().to_string(), File::open(path).and_then(read_limited))
     };
     let bytes = bytes.map_err(|e| Failure::Io(format!("error: cannot read `{name}`: {e}")))?;
-    decode(name, bytes)
+    decode(name, bytes, MAX_INPUT_BYTES)
 }
 
 /// Reads at most one byte more than the limit, so an endless stream cannot exhaust memory.
@@ -54,12 +57,19 @@ fn read_limited(reader: impl Read) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Checks the size limit and UTF-8, with diagnostics in the usual rendered form.
-fn decode(name: String, bytes: Vec<u8>) -> Result<Input, Failure> {
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(Failure::Rejected(format!(
-            "error[{INPUT_CODE}]: `{name}` is larger than the 1 GiB input limit\n  = help: split the module into several files\n"
-        )));
+/// Checks the size limit (a parameter so that tests need not allocate a gigabyte) and
+/// UTF-8, with diagnostics in the usual rendered form.
+fn decode(name: String, bytes: Vec<u8>, limit: u64) -> Result<Input, Failure> {
+    if bytes.len() as u64 > limit {
+        // Only the start of the first line is needed to point at 1:1.
+        let head = &bytes[..bytes.len().min(200)];
+        let first_line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+        let shown = String::from_utf8_lossy(first_line);
+        let message = format!("file is more than the limit of {limit} bytes");
+        let d = Diagnostic::error(TOO_LARGE_CODE, message, Span::new(0, 0))
+            .with_label("reading stopped at the limit")
+            .with_help("split the module into several files");
+        return Err(Failure::Rejected(d.render(&name, &shown)));
     }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Input { name, text }),
@@ -69,7 +79,7 @@ fn decode(name: String, bytes: Vec<u8>) -> Result<Input, Failure> {
             // Every byte before `at` is valid, so in the lossy text `at` starts U+FFFD
             // (3 bytes) and line and column are those of the bad byte.
             let shown = String::from_utf8_lossy(e.as_bytes());
-            let d = Diagnostic::error(INPUT_CODE, format!("invalid UTF-8: byte 0x{byte:02x}"), Span::new(at, at + 3))
+            let d = Diagnostic::error(NOT_UTF8_CODE, format!("invalid UTF-8: byte 0x{byte:02x}"), Span::new(at, at + 3))
                 .with_label("not UTF-8")
                 .with_help("cmdgraph reads UTF-8 text; re-encode the file (e.g. `iconv -t UTF-8`)");
             Err(Failure::Rejected(d.render(&name, &shown)))
@@ -218,7 +228,7 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_a_located_diagnostic() {
-        let Err(Failure::Rejected(text)) = decode("f.cgir".into(), b"usm @x : f32[4]\nusm @\xff : f32[4]\n".to_vec())
+        let Err(Failure::Rejected(text)) = decode("f.cgir".into(), b"usm @x : f32[4]\nusm @\xff : f32[4]\n".to_vec(), MAX_INPUT_BYTES)
         else {
             panic!("invalid UTF-8 accepted");
         };
@@ -227,8 +237,17 @@ mod tests {
     }
 
     #[test]
+    fn input_over_the_limit_is_rejected_at_1_1() {
+        let Err(Failure::Rejected(text)) = decode("big.cgir".into(), b"usm @x : f32[4]\n".to_vec(), 8) else {
+            panic!("oversized input accepted");
+        };
+        assert!(text.contains("error[E0009]: file is more than the limit of 8 bytes"), "{text}");
+        assert!(text.contains("big.cgir:1:1"), "{text}");
+    }
+
+    #[test]
     fn utf8_input_is_kept_as_is() {
-        let input = decode("f".into(), "// é\n".as_bytes().to_vec()).map_err(|_| ()).expect("valid");
+        let input = decode("f".into(), "// é\n".as_bytes().to_vec(), MAX_INPUT_BYTES).map_err(|_| ()).expect("valid");
         assert_eq!(input.text, "// é\n");
         assert_eq!(input.name, "f");
     }
