@@ -79,9 +79,10 @@ fn decode(name: String, bytes: Vec<u8>, limit: u64) -> Result<Input, Failure> {
             // Every byte before `at` is valid, so in the lossy text `at` starts U+FFFD
             // (3 bytes) and line and column are those of the bad byte.
             let shown = String::from_utf8_lossy(e.as_bytes());
-            let d = Diagnostic::error(NOT_UTF8_CODE, format!("invalid UTF-8: byte 0x{byte:02x}"), Span::new(at, at + 3))
-                .with_label("not UTF-8")
-                .with_help("cmdgraph reads UTF-8 text; re-encode the file (e.g. `iconv -t UTF-8`)");
+            let d =
+                Diagnostic::error(NOT_UTF8_CODE, format!("invalid UTF-8: byte 0x{byte:02x}"), Span::new(at, at + 3))
+                    .with_label("not UTF-8")
+                    .with_help("cmdgraph reads UTF-8 text; re-encode the file (e.g. `iconv -t UTF-8`)");
             Err(Failure::Rejected(d.render(&name, &shown)))
         }
     }
@@ -228,7 +229,8 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_a_located_diagnostic() {
-        let Err(Failure::Rejected(text)) = decode("f.cgir".into(), b"usm @x : f32[4]\nusm @\xff : f32[4]\n".to_vec(), MAX_INPUT_BYTES)
+        let Err(Failure::Rejected(text)) =
+            decode("f.cgir".into(), b"usm @x : f32[4]\nusm @\xff : f32[4]\n".to_vec(), MAX_INPUT_BYTES)
         else {
             panic!("invalid UTF-8 accepted");
         };
