@@ -326,3 +326,27 @@ fn dangling_handles_do_not_panic() {
     assert!(verbose.contains("frees: %?"), "{verbose}");
     assert!(!plain.contains("->"), "{plain}");
 }
+
+#[test]
+fn every_example_renders_in_both_modes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
+        let path = entry.expect("directory entry").path();
+        if path.extension().is_none_or(|e| e != "cgir") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).expect("example is readable");
+        let module = crate::text::parse(&source).unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
+        let (plain, verbose) = both_modes(&module);
+        // Every node of every graph is drawn, under an ID made from its name.
+        for (_, graph) in module.graphs.iter() {
+            for (_, node) in graph.nodes.iter() {
+                let id = format!("\"{}/%{}\" [label=", graph.name, node.name);
+                assert!(plain.contains(&id) && verbose.contains(&id), "{}: {id} missing", path.display());
+            }
+        }
+        seen += 1;
+    }
+    assert!(seen > 0, "no examples found in {}", dir.display());
+}
