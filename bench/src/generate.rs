@@ -50,8 +50,10 @@ kernel @scale(%in: buf<f32, read>, %out: buf<f32, write>, %s: f32) {
 }
 ",
     );
+    // Canonical text: a blank line between items, none inside a run of memory declarations.
+    out.push('\n');
     for u in 0..USM {
-        let _ = write!(out, "\nusm @u{u} : f32[{ELEMS}]\n");
+        let _ = writeln!(out, "usm @u{u} : f32[{ELEMS}]");
     }
 }
 
@@ -64,7 +66,12 @@ pub fn module_text(nodes: usize) -> String {
     out.push_str("\ngraph @big {\n");
     let bytes = ELEMS * 4;
     for b in 0..blocks {
-        let (x, y, z, w) = (rng.below(USM), rng.below(USM), rng.below(USM), rng.below(USM));
+        // Four different buffers: offsets from `base` in disjoint ranges 0, 1..=5, 6..=10, 11..=14.
+        let base = rng.below(USM);
+        let x = base;
+        let y = (base + 1 + rng.below(5)) % USM;
+        let z = (base + 6 + rng.below(5)) % USM;
+        let w = (base + 11 + rng.below(4)) % USM;
         let after_join = if b == 0 { String::new() } else { format!(" after(%j{})", b - 1) };
         let _ = writeln!(out, "  %m{b} = async_malloc f32[{ELEMS}]{after_join}");
         let _ = writeln!(out, "  %a{b} = kernel @scale range({ELEMS}) args(@u{x}, %m{b}, 2.0) after(%m{b})");
@@ -97,7 +104,9 @@ mod tests {
         }
         let graph = module.graphs.iter().next().map(|(_, g)| g).unwrap_or_else(|| panic!("no graph"));
         assert_eq!(graph.nodes.len(), 1000);
-        assert_eq!(cmdgraph_ir::text::print(&module), text, "generated text is not canonical");
+        let printed = cmdgraph_ir::text::print(&module);
+        let diff = printed.lines().zip(text.lines()).position(|(a, b)| a != b);
+        assert!(printed == text, "generated text is not canonical; first difference at line {diff:?}");
     }
 
     #[test]

@@ -134,8 +134,6 @@ pub fn mutants(src: &str, seed: u64, budget: Budget) -> Vec<Mutant> {
     out
 }
 
-const MB: usize = 1 << 20;
-
 /// `depth` nested `if` regions inside a kernel, closed properly.
 pub fn nested_ifs(depth: usize) -> String {
     let mut s = String::from("kernel @k(%x: buf<f32, write>) {\n  %c = const true : bool\n");
@@ -162,24 +160,27 @@ pub fn nested_fors(depth: usize) -> String {
     s
 }
 
-/// Inputs that are hostile regardless of any example: huge lines, deep nesting, random
-/// bytes, invalid UTF-8. `random_cases` random buffers of up to `random_len` bytes.
-pub fn hostile(seed: u64, random_cases: usize, random_len: usize) -> Vec<Mutant> {
+/// Inputs that are hostile regardless of any example: single lines of `big` bytes (1 MB in
+/// the library test), deep nesting, random bytes, invalid UTF-8. `random_cases` random
+/// buffers of up to `random_len` bytes.
+pub fn hostile(seed: u64, big: usize, random_cases: usize, random_len: usize) -> Vec<Mutant> {
+    const MB: usize = 1 << 20;
+    let mb = if big >= MB { "1 MB".to_string() } else { format!("{} KB", big >> 10) };
     let mut out = Vec::new();
     let mut push = |what: &str, bytes: Vec<u8>| out.push(Mutant { what: what.to_string(), bytes });
 
     push("empty file", Vec::new());
-    push("1 MB comment line", format!("// {}\n", "x".repeat(MB)).into_bytes());
-    push("1 MB line of `a`", "a".repeat(MB).into_bytes());
-    push("1 MB global name", format!("usm @{} : f32[4]\n", "n".repeat(MB)).into_bytes());
-    push("1 MB integer literal", format!("usm @x : f32[{}]\n", "9".repeat(MB)).into_bytes());
-    push("1 MB float literal", format!("device_global @g : f32[1] = [1.{}]\n", "5".repeat(MB)).into_bytes());
-    push("1 MB string", format!("kernel @k() spirv \"{}\" entry \"main\"\n", "s".repeat(MB)).into_bytes());
-    push("1 MB unterminated string", format!("kernel @k() spirv \"{}", "s".repeat(MB)).into_bytes());
-    push("1 MB byte string", format!("graph @g {{\n  dyn %r = x\"{}\"\n}}\n", "ab".repeat(MB / 2)).into_bytes());
+    push(&format!("{mb} comment line"), format!("// {}\n", "x".repeat(big)).into_bytes());
+    push(&format!("{mb} line of `a`"), "a".repeat(big).into_bytes());
+    push(&format!("{mb} global name"), format!("usm @{} : f32[4]\n", "n".repeat(big)).into_bytes());
+    push(&format!("{mb} integer literal"), format!("usm @x : f32[{}]\n", "9".repeat(big)).into_bytes());
+    push(&format!("{mb} float literal"), format!("device_global @g : f32[1] = [1.{}]\n", "5".repeat(big)).into_bytes());
+    push(&format!("{mb} string"), format!("kernel @k() spirv \"{}\" entry \"main\"\n", "s".repeat(big)).into_bytes());
+    push(&format!("{mb} unterminated string"), format!("kernel @k() spirv \"{}", "s".repeat(big)).into_bytes());
+    push(&format!("{mb} byte string"), format!("graph @g {{\n  dyn %r = x\"{}\"\n}}\n", "ab".repeat(big / 2)).into_bytes());
     let mut nodes = String::from("graph @g {");
     let mut i = 0;
-    while nodes.len() < MB {
+    while nodes.len() < big {
         nodes.push_str(&format!(" %n{i} = empty"));
         if i > 0 {
             nodes.push_str(&format!(" after(%n{})", i - 1));
@@ -187,8 +188,8 @@ pub fn hostile(seed: u64, random_cases: usize, random_len: usize) -> Vec<Mutant>
         i += 1;
     }
     nodes.push_str(" }\n");
-    push("1 MB graph on one line", nodes.into_bytes());
-    push("1 MB of `(`", "(".repeat(MB).into_bytes());
+    push(&format!("{mb} graph on one line"), nodes.into_bytes());
+    push(&format!("{mb} of `(`"), "(".repeat(big).into_bytes());
 
     for depth in [255, 256, 257, 10_000] {
         push(&format!("{depth} nested if regions"), nested_ifs(depth).into_bytes());
