@@ -30,6 +30,13 @@ enum Command {
         /// Runs per stage; the best one counts.
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// A stage whose first run takes longer than this many seconds is not repeated.
+        #[arg(long, default_value_t = 20.0)]
+        budget_secs: f64,
+        /// Stages to time (parse, verify, print, total); the others show 0.
+        /// Writing docs/performance.md needs them all.
+        #[arg(long, value_delimiter = ',', default_values_t = ["parse".to_string(), "verify".into(), "print".into(), "total".into()])]
+        stages: Vec<String>,
         /// Print the table only; leave docs/performance.md alone.
         #[arg(long)]
         no_write: bool,
@@ -41,7 +48,33 @@ fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn run_parse(sizes: &[usize], runs: usize, write: bool) -> Result<(), String> {
+fn run_parse(
+    sizes: &[usize],
+    repeat: measure::Repeat,
+    stage_names: &[String],
+    write: bool,
+) -> Result<(), String> {
+    let known = ["parse", "verify", "print", "total"];
+    if let Some(bad) = stage_names.iter().find(|s| !known.contains(&s.as_str())) {
+        return Err(format!(
+            "unknown stage `{bad}` (expected one of {})",
+            known.join(", ")
+        ));
+    }
+    let on = |name: &str| stage_names.iter().any(|s| s == name);
+    let stages = measure::Stages {
+        parse: on("parse"),
+        verify: on("verify"),
+        print: on("print"),
+        total: on("total"),
+    };
+    let all = stages.parse && stages.verify && stages.print && stages.total;
+    if write && !all {
+        return Err(
+            "writing docs/performance.md needs every stage: add --no-write or drop --stages"
+                .to_string(),
+        );
+    }
     let dir = workspace_root().join("target").join("bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut rows = Vec::new();
@@ -49,9 +82,26 @@ fn run_parse(sizes: &[usize], runs: usize, write: bool) -> Result<(), String> {
         let text = generate::module_text(nodes);
         let nodes = nodes.div_ceil(generate::BLOCK).max(1) * generate::BLOCK;
         // Fewer runs for the largest inputs: each one takes seconds already.
-        let runs = if nodes >= 1_000_000 { runs.min(3) } else { runs };
-        eprintln!("parse: {nodes} nodes, {:.1} MB of text, best of {runs}", text.len() as f64 / 1e6);
-        let timings = measure::measure(nodes, &text, &dir.join(format!("parse_{nodes}.cgir")), runs)?;
+        let repeat = measure::Repeat {
+            runs: if nodes >= 1_000_000 {
+                repeat.runs.min(3)
+            } else {
+                repeat.runs
+            },
+            ..repeat
+        };
+        eprintln!(
+            "parse: {nodes} nodes, {:.1} MB of text, best of {}",
+            text.len() as f64 / 1e6,
+            repeat.runs
+        );
+        let timings = measure::measure(
+            nodes,
+            &text,
+            &dir.join(format!("parse_{nodes}.cgir")),
+            repeat,
+            stages,
+        )?;
         rows.push(timings);
     }
     let table = report::table(&rows);
@@ -68,14 +118,15 @@ fn run_parse(sizes: &[usize], runs: usize, write: bool) -> Result<(), String> {
          Input: generated graphs (bench/src/generate.rs): blocks of async_malloc, five kernels \
          with pointer and scalar arguments, memcpy, memset, async_free and an empty join, \
          with edges to the previous node, the previous block and a block four back.\n\n\
-         Best of {} runs per stage (3 for 10^6). *read* = `fs::read_to_string` of the same text \
+         Best of {} runs per stage (3 for 10^6; 1 for a stage whose first run took over the \
+         --budget-secs, 20 s by default). *read* = `fs::read_to_string` of the same text \
          from the page cache and *scan* = `split_ascii_whitespace().count()` over it: reference \
          stages timed in the same run, so the last two columns are ratios that hold on a noisy \
          machine. Target: more than 1M nodes/s for parse+verify+print at 10^5 nodes.\n\n{}",
         args.join(" "),
         report::today(),
         report::machine(),
-        runs,
+        repeat.runs,
         table
     );
     let path = workspace_root().join("docs").join("performance.md");
@@ -87,7 +138,17 @@ fn run_parse(sizes: &[usize], runs: usize, write: bool) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Parse { sizes, runs, no_write } => run_parse(&sizes, runs, !no_write),
+        Command::Parse {
+            sizes,
+            runs,
+            budget_secs,
+            stages,
+            no_write,
+        } => {
+            let budget = std::time::Duration::try_from_secs_f64(budget_secs.max(0.0))
+                .unwrap_or(std::time::Duration::MAX);
+            run_parse(&sizes, measure::Repeat { runs, budget }, &stages, !no_write)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
