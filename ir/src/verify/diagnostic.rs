@@ -371,7 +371,7 @@ impl VerifyError {
                 format!("in_order edge {edge}: {problem}"),
                 *span,
                 "not an in-order chain",
-                "`via in_order` joins consecutive submissions of one in_order queue; use another provenance",
+                "`via in_order` joins two submissions of one in_order queue; record both `on` that queue, or use another provenance",
             ),
             E::EventFromDiscardQueue { edge, queue, span } => diag(
                 "E0255",

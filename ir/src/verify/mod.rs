@@ -160,7 +160,10 @@
 //!   diagnosed.
 //!
 //! Not checked here: properties of executable graphs (update, profiling), whole-graph
-//! update compatibility, and data races between unordered commands.
+//! update compatibility, data races between unordered commands, and whether `all_leaves`
+//! edges and the edges of a barrier without a wait list come from exactly the leaves of the
+//! graph (or queue) when their node was created: passes that remove nodes change those
+//! leaves, and the edges, not their derivation, are what the IR keeps.
 
 mod alloc;
 mod args;
