@@ -16,7 +16,10 @@ pub(super) fn check_graph(m: &Module, gh: Handle<Graph>, g: &Graph, errors: &mut
     let gx = Gx { m, g, gh };
     names::check_graph(gx, errors);
     order::check(&gx, errors);
-    let pairs: BTreeSet<(usize, usize)> = g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect();
+    // Only barrier wait lists need edge lookups; most graphs have none.
+    let waits = g.nodes.iter().any(|(_, n)| matches!(&n.kind, NodeKind::Barrier { wait } if !wait.is_empty()));
+    let pairs: BTreeSet<(usize, usize)> =
+        if waits { g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect() } else { BTreeSet::new() };
     for (n, node) in g.nodes.iter() {
         check_node(&gx, n, node, &pairs, errors);
     }
