@@ -72,40 +72,17 @@ pub fn module_text(nodes: usize) -> String {
         let y = (base + 1 + rng.below(5)) % USM;
         let z = (base + 6 + rng.below(5)) % USM;
         let w = (base + 11 + rng.below(4)) % USM;
-        let after_join = if b == 0 {
-            String::new()
-        } else {
-            format!(" after(%j{})", b - 1)
-        };
+        let after_join = if b == 0 { String::new() } else { format!(" after(%j{})", b - 1) };
         let _ = writeln!(out, "  %m{b} = async_malloc f32[{ELEMS}]{after_join}");
-        let _ = writeln!(
-            out,
-            "  %a{b} = kernel @scale range({ELEMS}) args(@u{x}, %m{b}, 2.0) after(%m{b})"
-        );
-        let _ = writeln!(
-            out,
-            "  %b{b} = kernel @axpy range({ELEMS}) args(%m{b}, @u{y}, 0.5) after(%a{b})"
-        );
+        let _ = writeln!(out, "  %a{b} = kernel @scale range({ELEMS}) args(@u{x}, %m{b}, 2.0) after(%m{b})");
+        let _ = writeln!(out, "  %b{b} = kernel @axpy range({ELEMS}) args(%m{b}, @u{y}, 0.5) after(%a{b})");
         // A long-range edge as well: to the join four blocks back, when there is one.
-        let far = if b >= 4 {
-            format!(", %j{}", b - 4)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "  %c{b} = kernel @axpy range({ELEMS}) args(@u{z}, @u{y}, -1.5) after(%b{b}{far})"
-        );
+        let far = if b >= 4 { format!(", %j{}", b - 4) } else { String::new() };
+        let _ = writeln!(out, "  %c{b} = kernel @axpy range({ELEMS}) args(@u{z}, @u{y}, -1.5) after(%b{b}{far})");
         let _ = writeln!(out, "  %d{b} = memcpy @u{w}, @u{y}, {bytes} after(%c{b})");
         let _ = writeln!(out, "  %e{b} = memset @u{x}, 0, {bytes} after(%a{b})");
-        let _ = writeln!(
-            out,
-            "  %g{b} = kernel @scale range({ELEMS}) args(@u{w}, @u{z}, 3.0) after(%d{b}, %e{b})"
-        );
-        let _ = writeln!(
-            out,
-            "  %h{b} = kernel @axpy range({ELEMS}) args(%m{b}, @u{w}, 1.25) after(%b{b}, %g{b})"
-        );
+        let _ = writeln!(out, "  %g{b} = kernel @scale range({ELEMS}) args(@u{w}, @u{z}, 3.0) after(%d{b}, %e{b})");
+        let _ = writeln!(out, "  %h{b} = kernel @axpy range({ELEMS}) args(%m{b}, @u{w}, 1.25) after(%b{b}, %g{b})");
         let _ = writeln!(out, "  %f{b} = async_free %m{b} after(%h{b})");
         let _ = writeln!(out, "  %j{b} = empty after(%f{b}, %g{b})");
     }
@@ -125,19 +102,11 @@ mod tests {
         if let Err(d) = cmdgraph_ir::verify::verify(&module) {
             panic!("{}", cmdgraph_ir::diag::render_all(&d, "gen.cgir", &text));
         }
-        let graph = module
-            .graphs
-            .iter()
-            .next()
-            .map(|(_, g)| g)
-            .unwrap_or_else(|| panic!("no graph"));
+        let graph = module.graphs.iter().next().map(|(_, g)| g).unwrap_or_else(|| panic!("no graph"));
         assert_eq!(graph.nodes.len(), 1000);
         let printed = cmdgraph_ir::text::print(&module);
         let diff = printed.lines().zip(text.lines()).position(|(a, b)| a != b);
-        assert!(
-            printed == text,
-            "generated text is not canonical; first difference at line {diff:?}"
-        );
+        assert!(printed == text, "generated text is not canonical; first difference at line {diff:?}");
     }
 
     #[test]
@@ -145,9 +114,6 @@ mod tests {
         assert_eq!(module_text(200), module_text(200));
         let small = module_text(100).len();
         let large = module_text(1000).len();
-        assert!(
-            large > 9 * small / 2 && large < 11 * small,
-            "{small} -> {large}"
-        );
+        assert!(large > 9 * small / 2 && large < 11 * small, "{small} -> {large}");
     }
 }

@@ -48,32 +48,16 @@ fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn run_parse(
-    sizes: &[usize],
-    repeat: measure::Repeat,
-    stage_names: &[String],
-    write: bool,
-) -> Result<(), String> {
+fn run_parse(sizes: &[usize], repeat: measure::Repeat, stage_names: &[String], write: bool) -> Result<(), String> {
     let known = ["parse", "verify", "print", "total"];
     if let Some(bad) = stage_names.iter().find(|s| !known.contains(&s.as_str())) {
-        return Err(format!(
-            "unknown stage `{bad}` (expected one of {})",
-            known.join(", ")
-        ));
+        return Err(format!("unknown stage `{bad}` (expected one of {})", known.join(", ")));
     }
     let on = |name: &str| stage_names.iter().any(|s| s == name);
-    let stages = measure::Stages {
-        parse: on("parse"),
-        verify: on("verify"),
-        print: on("print"),
-        total: on("total"),
-    };
+    let stages = measure::Stages { parse: on("parse"), verify: on("verify"), print: on("print"), total: on("total") };
     let all = stages.parse && stages.verify && stages.print && stages.total;
     if write && !all {
-        return Err(
-            "writing docs/performance.md needs every stage: add --no-write or drop --stages"
-                .to_string(),
-        );
+        return Err("writing docs/performance.md needs every stage: add --no-write or drop --stages".to_string());
     }
     let dir = workspace_root().join("target").join("bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -82,26 +66,10 @@ fn run_parse(
         let text = generate::module_text(nodes);
         let nodes = nodes.div_ceil(generate::BLOCK).max(1) * generate::BLOCK;
         // Fewer runs for the largest inputs: each one takes seconds already.
-        let repeat = measure::Repeat {
-            runs: if nodes >= 1_000_000 {
-                repeat.runs.min(3)
-            } else {
-                repeat.runs
-            },
-            ..repeat
-        };
-        eprintln!(
-            "parse: {nodes} nodes, {:.1} MB of text, best of {}",
-            text.len() as f64 / 1e6,
-            repeat.runs
-        );
-        let timings = measure::measure(
-            nodes,
-            &text,
-            &dir.join(format!("parse_{nodes}.cgir")),
-            repeat,
-            stages,
-        )?;
+        let repeat =
+            measure::Repeat { runs: if nodes >= 1_000_000 { repeat.runs.min(3) } else { repeat.runs }, ..repeat };
+        eprintln!("parse: {nodes} nodes, {:.1} MB of text, best of {}", text.len() as f64 / 1e6, repeat.runs);
+        let timings = measure::measure(nodes, &text, &dir.join(format!("parse_{nodes}.cgir")), repeat, stages)?;
         rows.push(timings);
     }
     let table = report::table(&rows);
@@ -138,15 +106,9 @@ fn run_parse(
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Parse {
-            sizes,
-            runs,
-            budget_secs,
-            stages,
-            no_write,
-        } => {
-            let budget = std::time::Duration::try_from_secs_f64(budget_secs.max(0.0))
-                .unwrap_or(std::time::Duration::MAX);
+        Command::Parse { sizes, runs, budget_secs, stages, no_write } => {
+            let budget =
+                std::time::Duration::try_from_secs_f64(budget_secs.max(0.0)).unwrap_or(std::time::Duration::MAX);
             run_parse(&sizes, measure::Repeat { runs, budget }, &stages, !no_write)
         }
     };

@@ -79,26 +79,15 @@ fn best<T>(repeat: Repeat, mut f: impl FnMut() -> T) -> (Duration, T) {
 }
 
 /// Writes `text` to `file` and measures every selected stage on it.
-pub fn measure(
-    nodes: usize,
-    text: &str,
-    file: &Path,
-    repeat: Repeat,
-    stages: Stages,
-) -> Result<Timings, String> {
+pub fn measure(nodes: usize, text: &str, file: &Path, repeat: Repeat, stages: Stages) -> Result<Timings, String> {
     std::fs::write(file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    let (read, _) = best(repeat, || {
-        std::fs::read_to_string(file).map(|s| s.len()).unwrap_or(0)
-    });
+    let (read, _) = best(repeat, || std::fs::read_to_string(file).map(|s| s.len()).unwrap_or(0));
     let (scan, _) = best(repeat, || black_box(text).split_ascii_whitespace().count());
 
     // The module is needed by the later stages even when parsing is not timed.
     let (parse, parsed) = best(repeat, || cmdgraph_ir::text::parse(black_box(text)));
     let module = parsed.map_err(|d| {
-        format!(
-            "generated text does not parse:\n{}",
-            cmdgraph_ir::diag::render_all(&d, "gen.cgir", text)
-        )
+        format!("generated text does not parse:\n{}", cmdgraph_ir::diag::render_all(&d, "gen.cgir", text))
     })?;
     let parse = if stages.parse { parse } else { Duration::ZERO };
 
@@ -106,10 +95,7 @@ pub fn measure(
     if stages.verify {
         let (took, result) = best(repeat, || cmdgraph_ir::verify::verify(black_box(&module)));
         result.map_err(|d| {
-            format!(
-                "generated text does not verify:\n{}",
-                cmdgraph_ir::diag::render_all(&d, "gen.cgir", text)
-            )
+            format!("generated text does not verify:\n{}", cmdgraph_ir::diag::render_all(&d, "gen.cgir", text))
         })?;
         verify = took;
     }
@@ -127,22 +113,12 @@ pub fn measure(
             let Ok(m) = cmdgraph_ir::text::parse(black_box(text)) else {
                 return false;
             };
-            cmdgraph_ir::verify::verify(&m).is_ok()
-                && cmdgraph_ir::text::print(&m).len() == text.len()
+            cmdgraph_ir::verify::verify(&m).is_ok() && cmdgraph_ir::text::print(&m).len() == text.len()
         });
         if !ok {
             return Err("parse + verify + print failed on the generated text".to_string());
         }
         total = took;
     }
-    Ok(Timings {
-        nodes,
-        bytes: text.len(),
-        read,
-        scan,
-        parse,
-        verify,
-        print,
-        total,
-    })
+    Ok(Timings { nodes, bytes: text.len(), read, scan, parse, verify, print, total })
 }

@@ -49,8 +49,7 @@ pub fn table(rows: &[Timings]) -> String {
             ms(t.verify),
             ms(t.print),
             ms(t.total),
-            t.nodes_per_sec()
-                .map_or_else(|| "-".to_string(), |r| format!("{:.2}M", r / 1e6)),
+            t.nodes_per_sec().map_or_else(|| "-".to_string(), |r| format!("{:.2}M", r / 1e6)),
             ratio(t.total, t.read),
             ratio(t.total, t.scan),
         );
@@ -75,9 +74,7 @@ pub fn machine() -> String {
 
 /// Today's date (UTC) as `YYYY-MM-DD`, from the system clock.
 pub fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
     let z = (secs / 86_400) as i64 + 719_468;
     let era = z.div_euclid(146_097);
@@ -102,17 +99,10 @@ pub fn write_section(path: &Path, name: &str, body: &str) -> Result<(), String> 
     };
     let section = format!("{begin}\n{}{end}\n", body);
     let new = match (old.find(&begin), old.find(&end)) {
-        (Some(b), Some(e)) if b < e => format!(
-            "{}{}{}",
-            &old[..b],
-            section,
-            old[e + end.len()..].trim_start_matches('\n')
-        ),
-        _ => format!(
-            "{}\n{}",
-            old.trim_end_matches('\n').to_string() + "\n",
-            section
-        ),
+        (Some(b), Some(e)) if b < e => {
+            format!("{}{}{}", &old[..b], section, old[e + end.len()..].trim_start_matches('\n'))
+        }
+        _ => format!("{}\n{}", old.trim_end_matches('\n').to_string() + "\n", section),
     };
     std::fs::write(path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -133,18 +123,9 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(text.starts_with("# Performance\n\nintro\n"), "{text}");
-        assert!(
-            text.contains("second\n") && !text.contains("first"),
-            "{text}"
-        );
-        assert!(
-            text.contains("<!-- bench:other:begin -->\nx\n<!-- bench:other:end -->"),
-            "{text}"
-        );
-        assert!(
-            text.find("bench:parse:begin") < text.find("bench:other:begin"),
-            "{text}"
-        );
+        assert!(text.contains("second\n") && !text.contains("first"), "{text}");
+        assert!(text.contains("<!-- bench:other:begin -->\nx\n<!-- bench:other:end -->"), "{text}");
+        assert!(text.find("bench:parse:begin") < text.find("bench:other:begin"), "{text}");
     }
 
     #[test]

@@ -17,13 +17,8 @@ use std::time::{Duration, Instant};
 const SEED: u64 = 0x0BAD_5EED;
 
 /// Per example: ~60 processes.
-const BUDGET: Budget = Budget {
-    truncations: 24,
-    line_deletions: 10,
-    line_duplications: 10,
-    byte_flips: 12,
-    splices: 4,
-};
+const BUDGET: Budget =
+    Budget { truncations: 24, line_deletions: 10, line_duplications: 10, byte_flips: 12, splices: 4 };
 
 /// A generous bound: a healthy run on a 1 MB input takes well under a second.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -37,8 +32,7 @@ fn examples() -> Vec<(PathBuf, String)> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "cgir"))
         .map(|p| {
-            let text =
-                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p, text)
         })
         .collect();
@@ -55,11 +49,7 @@ fn has_location(text: &str) -> bool {
         if line_len == 0 || rest.as_bytes().get(line_len) != Some(&b':') {
             return false;
         }
-        rest[line_len + 1..]
-            .bytes()
-            .take_while(u8::is_ascii_digit)
-            .count()
-            > 0
+        rest[line_len + 1..].bytes().take_while(u8::is_ascii_digit).count() > 0
     })
 }
 
@@ -75,10 +65,7 @@ fn run_one(dir: &Path, subcommand: &str, m: &Mutant) -> Option<String> {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start cmdgraph: {e}"));
     // Drain stderr on a thread so a chatty child cannot block on a full pipe.
-    let mut stderr = child
-        .stderr
-        .take()
-        .unwrap_or_else(|| panic!("no stderr pipe"));
+    let mut stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr pipe"));
     let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
         let _ = std::io::Read::read_to_end(&mut stderr, &mut buf);
@@ -91,10 +78,7 @@ fn run_one(dir: &Path, subcommand: &str, m: &Mutant) -> Option<String> {
             Ok(None) if start.elapsed() > TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Some(format!(
-                    "{subcommand} {}: still running after {TIMEOUT:?}",
-                    m.what
-                ));
+                return Some(format!("{subcommand} {}: still running after {TIMEOUT:?}", m.what));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => panic!("waiting for cmdgraph: {e}"),
@@ -105,50 +89,29 @@ fn run_one(dir: &Path, subcommand: &str, m: &Mutant) -> Option<String> {
     match status.code() {
         Some(0) => None,
         Some(1) if has_location(&stderr) => None,
-        Some(1) => Some(format!(
-            "{subcommand} {}: exit 1 without `{FILE}:line:col` in stderr:\n{tail}",
-            m.what
-        )),
-        Some(code) => Some(format!(
-            "{subcommand} {}: exit code {code}:\n{tail}",
-            m.what
-        )),
-        None => Some(format!(
-            "{subcommand} {}: killed by a signal ({status}):\n{tail}",
-            m.what
-        )),
+        Some(1) => Some(format!("{subcommand} {}: exit 1 without `{FILE}:line:col` in stderr:\n{tail}", m.what)),
+        Some(code) => Some(format!("{subcommand} {}: exit code {code}:\n{tail}", m.what)),
+        None => Some(format!("{subcommand} {}: killed by a signal ({status}):\n{tail}", m.what)),
     }
 }
 
 fn assert_all_clean(subcommand: &str, inputs: &[Mutant]) {
     assert!(!inputs.is_empty(), "no inputs were generated");
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let defects: Vec<String> = inputs
-        .iter()
-        .filter_map(|m| run_one(dir.path(), subcommand, m))
-        .collect();
+    let defects: Vec<String> = inputs.iter().filter_map(|m| run_one(dir.path(), subcommand, m)).collect();
     assert!(
         defects.is_empty(),
         "{} of {} corrupted inputs made `cmdgraph {subcommand}` misbehave:\n{}",
         defects.len(),
         inputs.len(),
-        defects
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        defects.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
 }
 
 #[test]
 fn verify_survives_mutated_examples() {
     let examples = examples();
-    assert!(
-        examples.len() >= 7,
-        "expected the seven examples, found {}",
-        examples.len()
-    );
+    assert!(examples.len() >= 7, "expected the seven examples, found {}", examples.len());
     let mut inputs = Vec::new();
     for (i, (_, src)) in examples.iter().enumerate() {
         inputs.extend(mutants(src, SEED + i as u64, BUDGET));
@@ -170,11 +133,8 @@ fn dot_survives_hostile_inputs() {
 #[test]
 fn invalid_utf8_is_rejected_with_a_location() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    std::fs::write(
-        dir.path().join(FILE),
-        b"usm @x : f32[4]\nusm @\xff : f32[4]\n",
-    )
-    .unwrap_or_else(|e| panic!("write: {e}"));
+    std::fs::write(dir.path().join(FILE), b"usm @x : f32[4]\nusm @\xff : f32[4]\n")
+        .unwrap_or_else(|e| panic!("write: {e}"));
     let out = Command::new(env!("CARGO_BIN_EXE_cmdgraph"))
         .args(["verify", FILE])
         .current_dir(dir.path())
@@ -183,8 +143,5 @@ fn invalid_utf8_is_rejected_with_a_location() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
     assert!(has_location(&stderr), "no location in:\n{stderr}");
-    assert!(
-        stderr.contains(&format!("{FILE}:2:")),
-        "the bad byte is on line 2:\n{stderr}"
-    );
+    assert!(stderr.contains(&format!("{FILE}:2:")), "the bad byte is on line 2:\n{stderr}");
 }

@@ -28,13 +28,8 @@ const SEED: u64 = 0x00C0_FFEE;
 const STACK: usize = 8 << 20;
 
 /// Per example: ~1,000 inputs, a few seconds in a debug build.
-const BUDGET: Budget = Budget {
-    truncations: 400,
-    line_deletions: 1000,
-    line_duplications: 1000,
-    byte_flips: 300,
-    splices: 100,
-};
+const BUDGET: Budget =
+    Budget { truncations: 400, line_deletions: 1000, line_duplications: 1000, byte_flips: 300, splices: 100 };
 
 thread_local! {
     static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
@@ -58,8 +53,7 @@ fn examples() -> Vec<(PathBuf, String)> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "cgir"))
         .map(|p| {
-            let text =
-                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p, text)
         })
         .collect();
@@ -73,9 +67,7 @@ fn check_located(diags: &[Diagnostic], source: &str, stage: &str) -> Result<(), 
         return Err(format!("{stage} failed with no diagnostic"));
     }
     for d in diags {
-        let in_source = d.span.is_defined()
-            && d.span.start <= d.span.end
-            && d.span.end as usize <= source.len();
+        let in_source = d.span.is_defined() && d.span.start <= d.span.end && d.span.end as usize <= source.len();
         if !in_source {
             return Err(format!(
                 "{stage} diagnostic {} `{}` has span {:?} outside 0..{}",
@@ -102,17 +94,12 @@ fn exercise(source: &str) -> Result<(), String> {
             }
             let printed = cmdgraph_ir::text::print(&module);
             let reparsed = cmdgraph_ir::text::parse(&printed).map_err(|d| {
-                let first = d
-                    .first()
-                    .map(|d| d.render("printed.cgir", &printed))
-                    .unwrap_or_default();
+                let first = d.first().map(|d| d.render("printed.cgir", &printed)).unwrap_or_default();
                 format!("printed text does not parse:\n{first}")
             })?;
             let again = cmdgraph_ir::text::print(&reparsed);
             if again != printed {
-                return Err(
-                    "printing is not a fixed point: print(parse(print(m))) != print(m)".to_string(),
-                );
+                return Err("printing is not a fixed point: print(parse(print(m))) != print(m)".to_string());
             }
             Ok(())
         }
@@ -154,32 +141,20 @@ fn assert_no_defects(defects: Vec<String>, total: usize) {
         defects.is_empty(),
         "{} of {total} corrupted inputs exposed a defect:\n{}",
         defects.len(),
-        defects
-            .iter()
-            .take(40)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        defects.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
 }
 
 #[test]
 fn mutated_examples_never_panic() {
     let examples = examples();
-    assert!(
-        examples.len() >= 7,
-        "expected the seven examples, found {}",
-        examples.len()
-    );
+    assert!(examples.len() >= 7, "expected the seven examples, found {}", examples.len());
     let mut defects = Vec::new();
     let mut total = 0;
     for (i, (path, src)) in examples.iter().enumerate() {
         let inputs = mutants(src, SEED + i as u64, BUDGET);
         total += inputs.len();
-        defects.extend(run_all(
-            &inputs,
-            &path.file_name().unwrap_or_default().to_string_lossy(),
-        ));
+        defects.extend(run_all(&inputs, &path.file_name().unwrap_or_default().to_string_lossy()));
     }
     assert_no_defects(defects, total);
 }
@@ -199,15 +174,8 @@ fn deep_nesting_is_a_located_diagnostic() {
     let defects: Vec<String> = inputs
         .iter()
         .flat_map(|&(depth, ok)| {
-            [
-                ("if", mutations::nested_ifs(depth)),
-                ("for", mutations::nested_fors(depth)),
-            ]
-            .map(|(kind, text)| {
-                let m = Mutant {
-                    what: format!("{depth} nested {kind} regions"),
-                    bytes: text.into_bytes(),
-                };
+            [("if", mutations::nested_ifs(depth)), ("for", mutations::nested_fors(depth))].map(|(kind, text)| {
+                let m = Mutant { what: format!("{depth} nested {kind} regions"), bytes: text.into_bytes() };
                 (m, ok)
             })
         })
@@ -229,9 +197,7 @@ fn deep_nesting_is_a_located_diagnostic() {
                     m.what,
                     d.first().map_or("no diagnostic", |x| x.message.as_str())
                 )),
-                (Err(d), false) => check_located(&d, &text, "parse")
-                    .err()
-                    .map(|e| format!("{}: {e}", m.what)),
+                (Err(d), false) => check_located(&d, &text, "parse").err().map(|e| format!("{}: {e}", m.what)),
             }
         })
         .collect();
@@ -247,17 +213,12 @@ fn truncating_an_example_anywhere_is_an_error_or_a_valid_prefix() {
         .iter()
         .find(|(p, _)| p.ends_with("saxpy_chain.cgir"))
         .unwrap_or_else(|| panic!("examples/saxpy_chain.cgir missing"));
-    let graph_start = src
-        .find("graph @main")
-        .unwrap_or_else(|| panic!("{} has no graph @main", path.display()));
+    let graph_start = src.find("graph @main").unwrap_or_else(|| panic!("{} has no graph @main", path.display()));
     let end = src.trim_end().len();
     for cut in (graph_start + 1..end).step_by(7) {
         if !src.is_char_boundary(cut) {
             continue;
         }
-        assert!(
-            cmdgraph_ir::text::parse(&src[..cut]).is_err(),
-            "prefix of {cut} bytes parsed"
-        );
+        assert!(cmdgraph_ir::text::parse(&src[..cut]).is_err(), "prefix of {cut} bytes parsed");
     }
 }

@@ -10,8 +10,7 @@ fn examples() -> Vec<(PathBuf, String)> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "cgir"))
         .map(|p| {
-            let text =
-                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p, text)
         })
         .collect();
@@ -20,25 +19,14 @@ fn examples() -> Vec<(PathBuf, String)> {
 }
 
 fn parse_or_panic(name: &str, text: &str) -> cmdgraph_ir::Module {
-    cmdgraph_ir::text::parse(text).unwrap_or_else(|diags| {
-        panic!(
-            "{name} does not parse:\n{}",
-            cmdgraph_ir::diag::render_all(&diags, name, text)
-        )
-    })
+    cmdgraph_ir::text::parse(text)
+        .unwrap_or_else(|diags| panic!("{name} does not parse:\n{}", cmdgraph_ir::diag::render_all(&diags, name, text)))
 }
 
 #[test]
 fn the_examples_are_all_there() {
-    let names: Vec<String> = examples()
-        .iter()
-        .map(|(p, _)| {
-            p.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let names: Vec<String> =
+        examples().iter().map(|(p, _)| p.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect();
     for expected in [
         "dynamic_update.cgir",
         "mlp_layer.cgir",
@@ -48,10 +36,7 @@ fn the_examples_are_all_there() {
         "subgraph.cgir",
         "temporaries_host_task.cgir",
     ] {
-        assert!(
-            names.iter().any(|n| n == expected),
-            "examples/{expected} is missing (have {names:?})"
-        );
+        assert!(names.iter().any(|n| n == expected), "examples/{expected} is missing (have {names:?})");
     }
 }
 
@@ -61,10 +46,7 @@ fn every_example_parses_and_verifies() {
         let name = path.display().to_string();
         let module = parse_or_panic(&name, &text);
         if let Err(diags) = cmdgraph_ir::verify::verify(&module) {
-            panic!(
-                "{name} does not verify:\n{}",
-                cmdgraph_ir::diag::render_all(&diags, &name, &text)
-            );
+            panic!("{name} does not verify:\n{}", cmdgraph_ir::diag::render_all(&diags, &name, &text));
         }
         assert!(module.graphs.len() >= 1, "{name} defines no graph");
         assert!(module.kernels.len() >= 1, "{name} defines no kernel");
@@ -81,10 +63,7 @@ fn every_example_is_in_canonical_form() {
                 .lines()
                 .zip(text.lines())
                 .position(|(a, b)| a != b)
-                .map_or_else(
-                    || printed.lines().count().min(text.lines().count()) + 1,
-                    |i| i + 1,
-                );
+                .map_or_else(|| printed.lines().count().min(text.lines().count()) + 1, |i| i + 1);
             panic!(
                 "{name} is not in canonical form (first difference at line {line}):\n--- file\n{}\n--- printed\n{}",
                 text.lines().nth(line - 1).unwrap_or("<end of file>"),
@@ -104,10 +83,6 @@ fn printing_is_a_deterministic_fixed_point() {
         assert_eq!(first, second, "{name}: two prints of one module differ");
         let reparsed = parse_or_panic(&format!("{name} (printed)"), &first);
         assert!(reparsed == module, "{name}: parse(print(m)) != m");
-        assert_eq!(
-            cmdgraph_ir::text::print(&reparsed),
-            first,
-            "{name}: print(parse(print(m))) != print(m)"
-        );
+        assert_eq!(cmdgraph_ir::text::print(&reparsed), first, "{name}: print(parse(print(m))) != print(m)");
     }
 }

@@ -79,24 +79,13 @@ pub fn mutants(src: &str, seed: u64, budget: Budget) -> Vec<Mutant> {
     let mut out = Vec::new();
 
     for at in spread(bytes.len(), budget.truncations) {
-        out.push(Mutant {
-            what: format!("truncate at byte {at}"),
-            bytes: bytes[..at].to_vec(),
-        });
+        out.push(Mutant { what: format!("truncate at byte {at}"), bytes: bytes[..at].to_vec() });
     }
 
     let ls = lines(src);
     for i in spread(ls.len(), budget.line_deletions) {
-        let text: String = ls
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .map(|(_, l)| *l)
-            .collect();
-        out.push(Mutant {
-            what: format!("delete line {}", i + 1),
-            bytes: text.into_bytes(),
-        });
+        let text: String = ls.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, l)| *l).collect();
+        out.push(Mutant { what: format!("delete line {}", i + 1), bytes: text.into_bytes() });
     }
     for i in spread(ls.len(), budget.line_duplications) {
         let mut text = String::new();
@@ -106,10 +95,7 @@ pub fn mutants(src: &str, seed: u64, budget: Budget) -> Vec<Mutant> {
                 text.push_str(l);
             }
         }
-        out.push(Mutant {
-            what: format!("duplicate line {}", i + 1),
-            bytes: text.into_bytes(),
-        });
+        out.push(Mutant { what: format!("duplicate line {}", i + 1), bytes: text.into_bytes() });
     }
 
     let mut rng = Rng::new(seed);
@@ -122,16 +108,9 @@ pub fn mutants(src: &str, seed: u64, budget: Budget) -> Vec<Mutant> {
         for _ in 0..flips {
             let at = rng.below(b.len());
             // Mostly printable ASCII (what a typo makes), sometimes any byte.
-            b[at] = if rng.below(4) == 0 {
-                rng.below(256) as u8
-            } else {
-                0x20 + rng.below(0x5f) as u8
-            };
+            b[at] = if rng.below(4) == 0 { rng.below(256) as u8 } else { 0x20 + rng.below(0x5f) as u8 };
         }
-        out.push(Mutant {
-            what: format!("flip {flips} bytes (seed {seed}, case {case})"),
-            bytes: b,
-        });
+        out.push(Mutant { what: format!("flip {flips} bytes (seed {seed}, case {case})"), bytes: b });
     }
 
     for case in 0..budget.splices {
@@ -148,11 +127,7 @@ pub fn mutants(src: &str, seed: u64, budget: Budget) -> Vec<Mutant> {
             text.push_str(l);
         }
         out.push(Mutant {
-            what: format!(
-                "insert line {} before line {} (seed {seed}, case {case})",
-                from + 1,
-                to + 1
-            ),
+            what: format!("insert line {} before line {} (seed {seed}, case {case})", from + 1, to + 1),
             bytes: text.into_bytes(),
         });
     }
@@ -175,16 +150,10 @@ pub fn nested_fors(depth: usize) -> String {
         "kernel @k(%x: buf<f32, write>) {\n  %z = const 0 : u32\n  %o = const 1 : u32\n  %f = const 0.0 : f32\n",
     );
     for d in 0..depth {
-        s.push_str(&format!(
-            "%r{d} = for %i{d} = %z to %o step %o carry(%a{d} = %f) {{\n"
-        ));
+        s.push_str(&format!("%r{d} = for %i{d} = %z to %o step %o carry(%a{d} = %f) {{\n"));
     }
     for d in (0..depth).rev() {
-        let inner = if d + 1 == depth {
-            format!("%a{d}")
-        } else {
-            format!("%r{}", d + 1)
-        };
+        let inner = if d + 1 == depth { format!("%a{d}") } else { format!("%r{}", d + 1) };
         s.push_str(&format!("yield {inner}\n}}\n"));
     }
     s.push_str("}\n");
@@ -196,52 +165,21 @@ pub fn nested_fors(depth: usize) -> String {
 /// buffers of up to `random_len` bytes.
 pub fn hostile(seed: u64, big: usize, random_cases: usize, random_len: usize) -> Vec<Mutant> {
     const MB: usize = 1 << 20;
-    let mb = if big >= MB {
-        "1 MB".to_string()
-    } else {
-        format!("{} KB", big >> 10)
-    };
+    let mb = if big >= MB { "1 MB".to_string() } else { format!("{} KB", big >> 10) };
     let mut out = Vec::new();
-    let mut push = |what: &str, bytes: Vec<u8>| {
-        out.push(Mutant {
-            what: what.to_string(),
-            bytes,
-        })
-    };
+    let mut push = |what: &str, bytes: Vec<u8>| out.push(Mutant { what: what.to_string(), bytes });
 
     push("empty file", Vec::new());
-    push(
-        &format!("{mb} comment line"),
-        format!("// {}\n", "x".repeat(big)).into_bytes(),
-    );
+    push(&format!("{mb} comment line"), format!("// {}\n", "x".repeat(big)).into_bytes());
     push(&format!("{mb} line of `a`"), "a".repeat(big).into_bytes());
-    push(
-        &format!("{mb} global name"),
-        format!("usm @{} : f32[4]\n", "n".repeat(big)).into_bytes(),
-    );
-    push(
-        &format!("{mb} integer literal"),
-        format!("usm @x : f32[{}]\n", "9".repeat(big)).into_bytes(),
-    );
-    push(
-        &format!("{mb} float literal"),
-        format!("device_global @g : f32[1] = [1.{}]\n", "5".repeat(big)).into_bytes(),
-    );
-    push(
-        &format!("{mb} string"),
-        format!("kernel @k() spirv \"{}\" entry \"main\"\n", "s".repeat(big)).into_bytes(),
-    );
-    push(
-        &format!("{mb} unterminated string"),
-        format!("kernel @k() spirv \"{}", "s".repeat(big)).into_bytes(),
-    );
+    push(&format!("{mb} global name"), format!("usm @{} : f32[4]\n", "n".repeat(big)).into_bytes());
+    push(&format!("{mb} integer literal"), format!("usm @x : f32[{}]\n", "9".repeat(big)).into_bytes());
+    push(&format!("{mb} float literal"), format!("device_global @g : f32[1] = [1.{}]\n", "5".repeat(big)).into_bytes());
+    push(&format!("{mb} string"), format!("kernel @k() spirv \"{}\" entry \"main\"\n", "s".repeat(big)).into_bytes());
+    push(&format!("{mb} unterminated string"), format!("kernel @k() spirv \"{}", "s".repeat(big)).into_bytes());
     push(
         &format!("{mb} byte string"),
-        format!(
-            "graph @g {{\n  dyn %r = x\"{}\"\n}}\n",
-            "ab".repeat(big / 2)
-        )
-        .into_bytes(),
+        format!("graph @g {{\n  dyn %r = x\"{}\"\n}}\n", "ab".repeat(big / 2)).into_bytes(),
     );
     let mut nodes = String::from("graph @g {");
     let mut i = 0;
@@ -257,72 +195,34 @@ pub fn hostile(seed: u64, big: usize, random_cases: usize, random_len: usize) ->
     push(&format!("{mb} of `(`"), "(".repeat(big).into_bytes());
 
     for depth in [255, 256, 257, 10_000] {
-        push(
-            &format!("{depth} nested if regions"),
-            nested_ifs(depth).into_bytes(),
-        );
-        push(
-            &format!("{depth} nested for regions"),
-            nested_fors(depth).into_bytes(),
-        );
+        push(&format!("{depth} nested if regions"), nested_ifs(depth).into_bytes());
+        push(&format!("{depth} nested for regions"), nested_fors(depth).into_bytes());
     }
     let deep = 10_000;
     push(
         "10000 unclosed if regions",
-        nested_ifs(deep)
-            .split("%i = global_id")
-            .next()
-            .unwrap_or("")
-            .as_bytes()
-            .to_vec(),
+        nested_ifs(deep).split("%i = global_id").next().unwrap_or("").as_bytes().to_vec(),
     );
     push(
         "10000 nested `(` in args",
-        format!(
-            "graph @g {{\n  %k = kernel @k range(4) args({}\n}}\n",
-            "(".repeat(deep)
-        )
-        .into_bytes(),
+        format!("graph @g {{\n  %k = kernel @k range(4) args({}\n}}\n", "(".repeat(deep)).into_bytes(),
     );
-    push(
-        "10000 nested `[`",
-        format!("usm @x : f32{}\n", "[".repeat(deep)).into_bytes(),
-    );
-    push(
-        "10000 nested `{`",
-        format!("graph @g {}\n", "{".repeat(deep)).into_bytes(),
-    );
-    push(
-        "10000 nested `<`",
-        format!("kernel @k(%x: buf{}) {{}}\n", "<".repeat(deep)).into_bytes(),
-    );
+    push("10000 nested `[`", format!("usm @x : f32{}\n", "[".repeat(deep)).into_bytes());
+    push("10000 nested `{`", format!("graph @g {}\n", "{".repeat(deep)).into_bytes());
+    push("10000 nested `<`", format!("kernel @k(%x: buf{}) {{}}\n", "<".repeat(deep)).into_bytes());
     push(
         "10000 balanced `{}` in a kernel",
         format!("kernel @k() {}{}\n", "{".repeat(deep), "}".repeat(deep)).into_bytes(),
     );
     push(
         "10000 nested vec types",
-        format!(
-            "usm @x : {}f32{}[4]\n",
-            "vec4<".repeat(deep),
-            ">".repeat(deep)
-        )
-        .into_bytes(),
+        format!("usm @x : {}f32{}[4]\n", "vec4<".repeat(deep), ">".repeat(deep)).into_bytes(),
     );
 
     push("lone continuation byte", vec![0x80]);
-    push(
-        "invalid UTF-8 in a comment",
-        b"// caf\xe9\nusm @x : f32[4]\n".to_vec(),
-    );
-    push(
-        "invalid UTF-8 in a name",
-        b"usm @x\xff\xfe : f32[4]\n".to_vec(),
-    );
-    push(
-        "truncated multi-byte char",
-        b"graph @g {\n  %n = host_task \"\xe2\x82".to_vec(),
-    );
+    push("invalid UTF-8 in a comment", b"// caf\xe9\nusm @x : f32[4]\n".to_vec());
+    push("invalid UTF-8 in a name", b"usm @x\xff\xfe : f32[4]\n".to_vec());
+    push("truncated multi-byte char", b"graph @g {\n  %n = host_task \"\xe2\x82".to_vec());
     push("UTF-16 BOM", b"\xff\xfeu\x00s\x00m\x00".to_vec());
     push("UTF-8 BOM", b"\xef\xbb\xbfusm @x : f32[4]\n".to_vec());
     push("NUL bytes", b"usm @x\0 : f32[4]\0\n".to_vec());
@@ -336,21 +236,9 @@ pub fn hostile(seed: u64, big: usize, random_cases: usize, random_len: usize) ->
         let len = rng.below(random_len + 1);
         let ascii = case % 2 == 0;
         let bytes = (0..len)
-            .map(|_| {
-                if ascii {
-                    TOKEN_BYTES[rng.below(TOKEN_BYTES.len())]
-                } else {
-                    rng.below(256) as u8
-                }
-            })
+            .map(|_| if ascii { TOKEN_BYTES[rng.below(TOKEN_BYTES.len())] } else { rng.below(256) as u8 })
             .collect();
-        push(
-            &format!(
-                "random {} bytes (seed {seed}, case {case})",
-                if ascii { "token" } else { "binary" }
-            ),
-            bytes,
-        );
+        push(&format!("random {} bytes (seed {seed}, case {case})", if ascii { "token" } else { "binary" }), bytes);
     }
     out
 }
