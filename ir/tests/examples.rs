@@ -48,8 +48,8 @@ fn every_example_parses_and_verifies() {
         if let Err(diags) = cmdgraph_ir::verify::verify(&module) {
             panic!("{name} does not verify:\n{}", cmdgraph_ir::diag::render_all(&diags, &name, &text));
         }
-        assert!(module.graphs.len() >= 1, "{name} defines no graph");
-        assert!(module.kernels.len() >= 1, "{name} defines no kernel");
+        assert!(!module.graphs.is_empty(), "{name} defines no graph");
+        assert!(!module.kernels.is_empty(), "{name} defines no kernel");
     }
 }
 
