@@ -7,12 +7,14 @@
 
 pub mod arena;
 pub mod diag;
+pub mod dot;
 pub mod graph;
 pub mod kernel;
 pub mod module;
 pub mod span;
 pub mod text;
 pub mod types;
+pub mod verify;
 
 pub use arena::{Arena, Handle};
 pub use graph::*;
