@@ -37,6 +37,10 @@ enum Command {
         /// Writing docs/performance.md needs them all.
         #[arg(long, value_delimiter = ',', default_values_t = ["parse".to_string(), "verify".into(), "print".into(), "total".into()])]
         stages: Vec<String>,
+        /// Time verify (and so parse+verify+print) only for graphs of at most this many
+        /// nodes; larger ones get parse and print only.
+        #[arg(long)]
+        verify_up_to: Option<usize>,
         /// Print the table only; leave docs/performance.md alone.
         #[arg(long)]
         no_write: bool,
@@ -48,7 +52,17 @@ fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn run_parse(sizes: &[usize], repeat: measure::Repeat, stage_names: &[String], write: bool) -> Result<(), String> {
+/// What `cmdgraph-bench parse` was asked to do.
+struct ParseRun<'a> {
+    sizes: &'a [usize],
+    repeat: measure::Repeat,
+    stages: &'a [String],
+    verify_up_to: Option<usize>,
+    write: bool,
+}
+
+fn run_parse(run: &ParseRun<'_>) -> Result<(), String> {
+    let ParseRun { sizes, repeat, stages: stage_names, verify_up_to, write } = *run;
     let known = ["parse", "verify", "print", "total"];
     if let Some(bad) = stage_names.iter().find(|s| !known.contains(&s.as_str())) {
         return Err(format!("unknown stage `{bad}` (expected one of {})", known.join(", ")));
@@ -69,6 +83,10 @@ fn run_parse(sizes: &[usize], repeat: measure::Repeat, stage_names: &[String], w
         let repeat =
             measure::Repeat { runs: if nodes >= 1_000_000 { repeat.runs.min(3) } else { repeat.runs }, ..repeat };
         eprintln!("parse: {nodes} nodes, {:.1} MB of text, best of {}", text.len() as f64 / 1e6, repeat.runs);
+        let stages = match verify_up_to {
+            Some(limit) if nodes > limit => measure::Stages { verify: false, total: false, ..stages },
+            _ => stages,
+        };
         let timings = measure::measure(nodes, &text, &dir.join(format!("parse_{nodes}.cgir")), repeat, stages)?;
         rows.push(timings);
     }
@@ -90,7 +108,8 @@ fn run_parse(sizes: &[usize], repeat: measure::Repeat, stage_names: &[String], w
          --budget-secs, 20 s by default). *read* = `fs::read_to_string` of the same text \
          from the page cache and *scan* = `split_ascii_whitespace().count()` over it: reference \
          stages timed in the same run, so the last two columns are ratios that hold on a noisy \
-         machine. Target: more than 1M nodes/s for parse+verify+print at 10^5 nodes.\n\n{}",
+         machine. `-` marks a stage not timed at that size (`--verify-up-to`). Target: more \
+         than 1M nodes/s for parse+verify+print at 10^5 nodes.\n\n{}",
         args.join(" "),
         report::today(),
         report::machine(),
@@ -106,10 +125,11 @@ fn run_parse(sizes: &[usize], repeat: measure::Repeat, stage_names: &[String], w
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Parse { sizes, runs, budget_secs, stages, no_write } => {
+        Command::Parse { sizes, runs, budget_secs, stages, verify_up_to, no_write } => {
             let budget =
                 std::time::Duration::try_from_secs_f64(budget_secs.max(0.0)).unwrap_or(std::time::Duration::MAX);
-            run_parse(&sizes, measure::Repeat { runs, budget }, &stages, !no_write)
+            let repeat = measure::Repeat { runs, budget };
+            run_parse(&ParseRun { sizes: &sizes, repeat, stages: &stages, verify_up_to, write: !no_write })
         }
     };
     match result {

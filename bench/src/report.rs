@@ -7,12 +7,21 @@ use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
 
+/// Milliseconds, or `-` for a stage that was not timed.
 fn ms(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64() * 1e3)
+    if d.is_zero() {
+        "-".to_string()
+    } else {
+        format!("{:.2}", d.as_secs_f64() * 1e3)
+    }
 }
 
 fn ratio(a: Duration, b: Duration) -> String {
-    format!("{:.1}", a.as_secs_f64() / b.as_secs_f64().max(1e-12))
+    if a.is_zero() || b.is_zero() {
+        "-".to_string()
+    } else {
+        format!("{:.1}", a.as_secs_f64() / b.as_secs_f64())
+    }
 }
 
 /// Human-readable node counts: `10^5`.
