@@ -98,9 +98,10 @@ fn run_parse(run: &ParseRun<'_>) -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let body = format!(
         "## Text front end: parse, verify, print\n\n\
-         Command: `cargo run --release -p cmdgraph-bench -- {}` (or `bash scripts/bench.sh`)  \n\
+         Command: `cargo run --release -p cmdgraph-bench -- {}` (`bash scripts/bench.sh` runs every \
+         suite this way, pinned to one core with `taskset`; extra arguments are passed on)  \n\
          Date: {}  \n\
-         Machine: {}; one thread  \n\
+         Machine: {}; the benchmark is single-threaded  \n\
          Input: generated graphs (bench/src/generate.rs): blocks of async_malloc, five kernels \
          with pointer and scalar arguments, memcpy, memset, async_free and an empty join, \
          with edges to the previous node, the previous block and a block four back.\n\n\

@@ -66,19 +66,18 @@ pub fn table(rows: &[Timings]) -> String {
     out
 }
 
-/// `nproc` and the CPU model.
+/// The machine's CPU count and model (from /proc/cpuinfo, so a `taskset` pin does not hide
+/// cores), and how many of them this process may use.
 pub fn machine() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_string());
-    format!("{cores} cores (nproc), {model}")
+    let usable = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cores = info.lines().filter(|l| l.starts_with("processor")).count();
+    let model = info
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or_else(|| "unknown CPU".to_string(), |(_, v)| v.trim().to_string());
+    format!("{cores} cores (`nproc` without a pin), {model}; this run pinned to {usable}")
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, from the system clock.
