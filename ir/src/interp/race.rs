@@ -39,7 +39,13 @@ impl fmt::Display for Race {
         write!(
             f,
             "race on {} bytes {}..{}: %{} ({}) and %{} ({}) are not ordered by any path",
-            self.memory, self.range.start, self.range.end, self.first, self.kinds.0, self.second, self.kinds.1
+            self.memory,
+            self.range.start,
+            self.range.end,
+            self.first,
+            self.kinds.0,
+            self.second,
+            self.kinds.1
         )
     }
 }
@@ -83,7 +89,11 @@ impl HappensBefore {
                 }
             }
         }
-        Ok(HappensBefore { column, words, rows })
+        Ok(HappensBefore {
+            column,
+            words,
+            rows,
+        })
     }
 
     /// Whether `a` happens before `b`.
@@ -122,7 +132,12 @@ pub(crate) fn detect(
         for ((loc, kind), set) in log.sets {
             let pieces = per_loc.entry(loc).or_default();
             for (start, end) in set.finish() {
-                pieces.push(Piece { start, end, node: node as u32, kind });
+                pieces.push(Piece {
+                    start,
+                    end,
+                    node: node as u32,
+                    kind,
+                });
             }
         }
     }
