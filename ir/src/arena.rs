@@ -28,10 +28,7 @@ impl<T> Handle<T> {
     /// Returns `None` when the index does not fit the handle (more than `u32::MAX - 1` items).
     pub fn from_usize(index: usize) -> Option<Self> {
         let raw = u32::try_from(index).ok()?.checked_add(1)?;
-        Some(Handle {
-            index: NonZeroU32::new(raw)?,
-            marker: PhantomData,
-        })
+        Some(Handle { index: NonZeroU32::new(raw)?, marker: PhantomData })
     }
 
     /// The zero-based index of this handle, usable to index side tables.
@@ -83,10 +80,7 @@ pub struct Arena<T> {
 
 impl<T> Default for Arena<T> {
     fn default() -> Self {
-        Arena {
-            data: Vec::new(),
-            spans: Vec::new(),
-        }
+        Arena { data: Vec::new(), spans: Vec::new() }
     }
 }
 
@@ -138,10 +132,7 @@ impl<T> Arena<T> {
 
     /// The span `handle` was created with.
     pub fn span(&self, handle: Handle<T>) -> Span {
-        self.spans
-            .get(handle.index())
-            .copied()
-            .unwrap_or(Span::UNDEFINED)
+        self.spans.get(handle.index()).copied().unwrap_or(Span::UNDEFINED)
     }
 
     /// Replaces the span of `handle`.
@@ -156,18 +147,12 @@ impl<T> Arena<T> {
 
     /// Elements with their handles, in insertion order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (Handle<T>, &T)> + ExactSizeIterator {
-        self.data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (Handle::from_usize(i).expect("in range"), v))
+        self.data.iter().enumerate().map(|(i, v)| (Handle::from_usize(i).expect("in range"), v))
     }
 
     /// Mutable elements with their handles, in insertion order.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (Handle<T>, &mut T)> {
-        self.data
-            .iter_mut()
-            .enumerate()
-            .map(|(i, v)| (Handle::from_usize(i).expect("in range"), v))
+        self.data.iter_mut().enumerate().map(|(i, v)| (Handle::from_usize(i).expect("in range"), v))
     }
 
     /// Handles in insertion order.

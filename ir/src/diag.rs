@@ -80,9 +80,7 @@ impl Diagnostic {
         let simple = SimpleFile::new(file, source);
         let mut labels = Vec::new();
         if self.span.is_defined() {
-            labels.push(
-                Label::primary((), clamp(source, self.span)).with_message(self.label.clone()),
-            );
+            labels.push(Label::primary((), clamp(source, self.span)).with_message(self.label.clone()));
         }
         for (span, msg) in &self.secondary {
             if span.is_defined() {
@@ -93,10 +91,7 @@ impl Diagnostic {
             Severity::Error => CsDiagnostic::error(),
             Severity::Warning => CsDiagnostic::warning(),
         };
-        let mut diagnostic = base
-            .with_code(self.code)
-            .with_message(self.message.clone())
-            .with_labels(labels);
+        let mut diagnostic = base.with_code(self.code).with_message(self.message.clone()).with_labels(labels);
         if let Some(help) = &self.help {
             diagnostic = diagnostic.with_notes(vec![format!("help: {help}")]);
         }
@@ -105,10 +100,7 @@ impl Diagnostic {
         if term::emit(&mut out, &config, &simple, &diagnostic).is_err() {
             // Rendering can only fail on I/O to a Vec, which cannot happen; keep a plain form.
             let (line, col) = self.line_col(source);
-            return format!(
-                "error[{}]: {}\n  --> {file}:{line}:{col}\n",
-                self.code, self.message
-            );
+            return format!("error[{}]: {}\n  --> {file}:{line}:{col}\n", self.code, self.message);
         }
         String::from_utf8_lossy(&out.into_inner()).into_owned()
     }

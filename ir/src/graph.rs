@@ -80,12 +80,8 @@ pub struct GraphProperties {
 
 impl GraphProperties {
     /// Property keywords in canonical order.
-    pub const KEYWORDS: [&'static str; 4] = [
-        "no_cycle_check",
-        "assume_buffer_outlives_graph",
-        "updatable",
-        "enable_profiling",
-    ];
+    pub const KEYWORDS: [&'static str; 4] =
+        ["no_cycle_check", "assume_buffer_outlives_graph", "updatable", "enable_profiling"];
 
     /// Sets the property named `word`; returns false for an unknown word.
     pub fn set(&mut self, word: &str) -> bool {
@@ -102,18 +98,8 @@ impl GraphProperties {
 
     /// The keywords of the properties that are set, in canonical order.
     pub fn keywords(&self) -> Vec<&'static str> {
-        let flags = [
-            self.no_cycle_check,
-            self.assume_buffer_outlives_graph,
-            self.updatable,
-            self.enable_profiling,
-        ];
-        Self::KEYWORDS
-            .iter()
-            .zip(flags)
-            .filter(|(_, on)| *on)
-            .map(|(k, _)| *k)
-            .collect()
+        let flags = [self.no_cycle_check, self.assume_buffer_outlives_graph, self.updatable, self.enable_profiling];
+        Self::KEYWORDS.iter().zip(flags).filter(|(_, on)| *on).map(|(k, _)| *k).collect()
     }
 }
 
@@ -556,48 +542,33 @@ pub struct Registration {
 impl Graph {
     /// Finds a node by name (without the `%`).
     pub fn node_by_name(&self, name: &str) -> Option<Handle<Node>> {
-        self.nodes
-            .iter()
-            .find(|(_, n)| n.name == name)
-            .map(|(h, _)| h)
+        self.nodes.iter().find(|(_, n)| n.name == name).map(|(h, _)| h)
     }
 
     /// The spec `node_type` of a node, looking through dynamic command groups.
     pub fn node_type(&self, node: Handle<Node>) -> NodeType {
         match &self.nodes[node].kind {
-            NodeKind::Dynamic { dcg } => {
-                match self.dcgs.try_get(*dcg).and_then(|d| d.alternatives.first()) {
-                    Some(Alternative::HostTask(_)) => NodeType::HostTask,
-                    _ => NodeType::Kernel,
-                }
-            }
+            NodeKind::Dynamic { dcg } => match self.dcgs.try_get(*dcg).and_then(|d| d.alternatives.first()) {
+                Some(Alternative::HostTask(_)) => NodeType::HostTask,
+                _ => NodeType::Kernel,
+            },
             kind => kind.node_type(),
         }
     }
 
     /// Direct predecessors of `node`, in edge creation order (duplicates kept).
     pub fn predecessors(&self, node: Handle<Node>) -> Vec<Handle<Node>> {
-        self.edges
-            .iter()
-            .filter(|(_, e)| e.to == node)
-            .map(|(_, e)| e.from)
-            .collect()
+        self.edges.iter().filter(|(_, e)| e.to == node).map(|(_, e)| e.from).collect()
     }
 
     /// Direct successors of `node`, in edge creation order (duplicates kept).
     pub fn successors(&self, node: Handle<Node>) -> Vec<Handle<Node>> {
-        self.edges
-            .iter()
-            .filter(|(_, e)| e.from == node)
-            .map(|(_, e)| e.to)
-            .collect()
+        self.edges.iter().filter(|(_, e)| e.from == node).map(|(_, e)| e.to).collect()
     }
 
     /// Edges created together with `node` (every non-`make_edge` edge into it), in order.
     pub fn inline_edges(&self, node: Handle<Node>) -> impl Iterator<Item = (Handle<Edge>, &Edge)> {
-        self.edges
-            .iter()
-            .filter(move |(_, e)| e.to == node && e.kind != EdgeKind::MakeEdge)
+        self.edges.iter().filter(move |(_, e)| e.to == node && e.kind != EdgeKind::MakeEdge)
     }
 
     /// Every (node, alternative, argument) slot registered with `param`.
@@ -607,11 +578,7 @@ impl Graph {
             let mut scan = |cmd: &KernelCommand, alternative: Option<u32>| {
                 for (i, arg) in cmd.args.iter().enumerate() {
                     if *arg == Arg::Dyn(param) {
-                        out.push(Registration {
-                            node,
-                            alternative,
-                            arg: i as u32,
-                        });
+                        out.push(Registration { node, alternative, arg: i as u32 });
                     }
                 }
             };

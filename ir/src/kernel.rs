@@ -360,14 +360,7 @@ pub enum CmpOp {
 
 impl CmpOp {
     /// Every comparison.
-    pub const ALL: [CmpOp; 6] = [
-        CmpOp::Eq,
-        CmpOp::Ne,
-        CmpOp::Lt,
-        CmpOp::Le,
-        CmpOp::Gt,
-        CmpOp::Ge,
-    ];
+    pub const ALL: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
     /// Its keyword.
     pub fn keyword(self) -> &'static str {
         match self {
@@ -539,10 +532,7 @@ impl Body {
 pub fn atomic_scalar(op: AtomicOp, ty: ScalarType) -> bool {
     match ty {
         ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64 => true,
-        ScalarType::F32 => matches!(
-            op,
-            AtomicOp::Add | AtomicOp::Exchange | AtomicOp::Min | AtomicOp::Max
-        ),
+        ScalarType::F32 => matches!(op, AtomicOp::Add | AtomicOp::Exchange | AtomicOp::Min | AtomicOp::Max),
         _ => false,
     }
 }

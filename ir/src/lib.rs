@@ -16,9 +16,7 @@ pub mod types;
 
 pub use arena::{Arena, Handle};
 pub use graph::*;
-pub use kernel::{
-    Body, Kernel, KernelBody, Op, OpKind, Param, ParamType, Region, Value, ValueDef, ValueType,
-};
+pub use kernel::{Body, Kernel, KernelBody, Op, OpKind, Param, ParamType, Region, Value, ValueDef, ValueType};
 pub use module::*;
 pub use span::Span;
 pub use types::*;

@@ -54,26 +54,17 @@ pub enum Item {
 impl Module {
     /// Finds a kernel by name (without the `@`).
     pub fn kernel_by_name(&self, name: &str) -> Option<Handle<Kernel>> {
-        self.kernels
-            .iter()
-            .find(|(_, k)| k.name == name)
-            .map(|(h, _)| h)
+        self.kernels.iter().find(|(_, k)| k.name == name).map(|(h, _)| h)
     }
 
     /// Finds a memory object by name (without the `@`).
     pub fn memory_by_name(&self, name: &str) -> Option<Handle<MemoryObject>> {
-        self.memories
-            .iter()
-            .find(|(_, m)| m.name == name)
-            .map(|(h, _)| h)
+        self.memories.iter().find(|(_, m)| m.name == name).map(|(h, _)| h)
     }
 
     /// Finds a graph by name (without the `@`).
     pub fn graph_by_name(&self, name: &str) -> Option<Handle<Graph>> {
-        self.graphs
-            .iter()
-            .find(|(_, g)| g.name == name)
-            .map(|(h, _)| h)
+        self.graphs.iter().find(|(_, g)| g.name == name).map(|(h, _)| h)
     }
 }
 
@@ -136,9 +127,7 @@ impl UsmKind {
 
     /// Parses a keyword.
     pub fn from_keyword(word: &str) -> Option<UsmKind> {
-        [UsmKind::Device, UsmKind::Shared, UsmKind::Host]
-            .into_iter()
-            .find(|k| k.keyword() == word)
+        [UsmKind::Device, UsmKind::Shared, UsmKind::Host].into_iter().find(|k| k.keyword() == word)
     }
 }
 

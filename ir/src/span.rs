@@ -13,18 +13,12 @@ pub struct Span {
 
 impl Span {
     /// The span of entities built through the API rather than parsed.
-    pub const UNDEFINED: Span = Span {
-        start: u32::MAX,
-        end: u32::MAX,
-    };
+    pub const UNDEFINED: Span = Span { start: u32::MAX, end: u32::MAX };
 
     /// A span from byte offsets.
     pub fn new(start: usize, end: usize) -> Span {
         let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX - 1);
-        Span {
-            start: clamp(start),
-            end: clamp(end),
-        }
+        Span { start: clamp(start), end: clamp(end) }
     }
 
     /// Whether this span points into real source text.
@@ -35,10 +29,7 @@ impl Span {
     /// The smallest span covering both.
     pub fn join(self, other: Span) -> Span {
         match (self.is_defined(), other.is_defined()) {
-            (true, true) => Span {
-                start: self.start.min(other.start),
-                end: self.end.max(other.end),
-            },
+            (true, true) => Span { start: self.start.min(other.start), end: self.end.max(other.end) },
             (true, false) => self,
             _ => other,
         }

@@ -69,10 +69,7 @@ impl ScalarType {
 
     /// Whether this is a signed or unsigned integer type (not `bool`).
     pub fn is_integer(self) -> bool {
-        matches!(
-            self,
-            ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64
-        )
+        matches!(self, ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64)
     }
 
     /// Whether this is a signed integer type.
@@ -121,20 +118,13 @@ impl Type {
 
     /// Size in bytes in memory (vec3 is padded to 4 lanes as in SYCL/Vulkan std430).
     pub fn size(self) -> u64 {
-        let lanes = if self.lanes == 3 {
-            4
-        } else {
-            self.lanes as u64
-        };
+        let lanes = if self.lanes == 3 { 4 } else { self.lanes as u64 };
         self.scalar.size() * lanes
     }
 
     /// The same shape with a different scalar (used by comparisons: `vec4<f32>` -> `vec4<bool>`).
     pub fn with_scalar(self, scalar: ScalarType) -> Type {
-        Type {
-            scalar,
-            lanes: self.lanes,
-        }
+        Type { scalar, lanes: self.lanes }
     }
 }
 
@@ -163,12 +153,7 @@ pub enum Access {
 
 impl Access {
     /// Every access mode, in keyword order.
-    pub const ALL: [Access; 4] = [
-        Access::Read,
-        Access::Write,
-        Access::ReadWrite,
-        Access::NoInit,
-    ];
+    pub const ALL: [Access; 4] = [Access::Read, Access::Write, Access::ReadWrite, Access::NoInit];
 
     /// The keyword spelling this mode.
     pub fn keyword(self) -> &'static str {

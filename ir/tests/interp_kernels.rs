@@ -18,21 +18,9 @@ fn saxpy_chain_matches_rust() {
     let y = usm(&mut m, "y", F32, n);
     let mut g = GB::new("main");
     let a = [2.0f32, -0.5, 3.25];
-    let k0 = g.node(
-        "k0",
-        kernel_node(k, range(&[n]), vec![ptr(x), ptr(y), f32_arg(a[0] as f64)]),
-        &[],
-    );
-    let k1 = g.node(
-        "k1",
-        kernel_node(k, range(&[n]), vec![ptr(x), ptr(y), f32_arg(a[1] as f64)]),
-        &[k0],
-    );
-    g.node(
-        "k2",
-        kernel_node(k, range(&[n]), vec![ptr(x), ptr(y), f32_arg(a[2] as f64)]),
-        &[k1],
-    );
+    let k0 = g.node("k0", kernel_node(k, range(&[n]), vec![ptr(x), ptr(y), f32_arg(a[0] as f64)]), &[]);
+    let k1 = g.node("k1", kernel_node(k, range(&[n]), vec![ptr(x), ptr(y), f32_arg(a[1] as f64)]), &[k0]);
+    g.node("k2", kernel_node(k, range(&[n]), vec![ptr(x), ptr(y), f32_arg(a[2] as f64)]), &[k1]);
     add_graph(&mut m, g.finish());
 
     let xs = inputs(n as usize, 1);
@@ -108,11 +96,7 @@ fn stencil_2d_matches_rust() {
     let i = usm(&mut m, "in", F32, h * w);
     let o = usm(&mut m, "out", F32, h * w);
     let mut g = GB::new("main");
-    g.node(
-        "st",
-        kernel_node(k, range(&[h, w]), vec![ptr(i), ptr(o)]),
-        &[],
-    );
+    g.node("st", kernel_node(k, range(&[h, w]), vec![ptr(i), ptr(o)]), &[]);
     add_graph(&mut m, g.finish());
 
     let input = inputs((h * w) as usize, 3);
@@ -190,19 +174,8 @@ fn tiled_matmul_matches_naive() {
     let hb = usm(&mut m, "b", F32, kk * nn);
     let hc = usm(&mut m, "c", F32, mm * nn);
     let mut g = GB::new("main");
-    let local = Arg::Value(ArgValue::Local {
-        elem: F32,
-        count: t * t,
-    });
-    g.node(
-        "mm",
-        kernel_node(
-            k,
-            nd(&[mm, nn], &[t, t]),
-            vec![ptr(ha), ptr(hb), ptr(hc), local],
-        ),
-        &[],
-    );
+    let local = Arg::Value(ArgValue::Local { elem: F32, count: t * t });
+    g.node("mm", kernel_node(k, nd(&[mm, nn], &[t, t]), vec![ptr(ha), ptr(hb), ptr(hc), local]), &[]);
     add_graph(&mut m, g.finish());
 
     let av = inputs((mm * kk) as usize, 4);
@@ -297,17 +270,8 @@ fn tree_reduction_and_atomics() {
 
     let mut m = Module::default();
     let k = add_kernel(&mut m, kb.finish());
-    let names = [
-        ("in", F32, n),
-        ("ints", I32, n),
-        ("partial", F32, n / l),
-        ("total", F32, 1),
-        ("count", U32, 1),
-    ];
-    let mut args: Vec<Arg> = names
-        .iter()
-        .map(|(name, ty, c)| ptr(usm(&mut m, name, *ty, *c)))
-        .collect();
+    let names = [("in", F32, n), ("ints", I32, n), ("partial", F32, n / l), ("total", F32, 1), ("count", U32, 1)];
+    let mut args: Vec<Arg> = names.iter().map(|(name, ty, c)| ptr(usm(&mut m, name, *ty, *c))).collect();
     for (name, ty, c) in [("maxv", I32, 1), ("flag", U32, slots), ("won", U32, n)] {
         args.push(ptr(usm(&mut m, name, ty, c)));
     }
@@ -338,27 +302,15 @@ fn tree_reduction_and_atomics() {
     }
     let expected_total = expected_partial.iter().fold(0f32, |acc, x| acc + x);
     assert_eq!(interp.read_as::<f32>("partial").unwrap(), expected_partial);
-    assert_eq!(
-        interp.read_as::<f32>("total").unwrap(),
-        vec![expected_total]
-    );
+    assert_eq!(interp.read_as::<f32>("total").unwrap(), vec![expected_total]);
     assert_eq!(interp.read_as::<u32>("count").unwrap(), vec![n as u32]);
-    assert_eq!(
-        interp.read_as::<i32>("maxv").unwrap(),
-        vec![*int_input.iter().max().unwrap()]
-    );
+    assert_eq!(interp.read_as::<i32>("maxv").unwrap(), vec![*int_input.iter().max().unwrap()]);
     let won: Vec<u32> = interp.read_as("won").unwrap();
     let flag: Vec<u32> = interp.read_as("flag").unwrap();
     for s in 0..slots as usize {
-        let winners: Vec<usize> = (0..n as usize)
-            .filter(|i| i % slots as usize == s && won[*i] == 1)
-            .collect();
+        let winners: Vec<usize> = (0..n as usize).filter(|i| i % slots as usize == s && won[*i] == 1).collect();
         assert_eq!(winners.len(), 1, "slot {s}");
-        assert_eq!(
-            flag[s],
-            winners[0] as u32 + 1,
-            "slot {s} holds the winner's ticket"
-        );
+        assert_eq!(flag[s], winners[0] as u32 + 1, "slot {s} holds the winner's ticket");
     }
 }
 
@@ -431,17 +383,9 @@ fn nd_range_offset_and_single_task_builtins() {
     let single = add_kernel(&mut m, kb.finish());
     let sbuf = usm(&mut m, "s", U32, 2);
     let mut g = GB::new("main");
-    let launch = Launch::NdRange {
-        global: vec![g0, g1],
-        local: vec![l0, l1],
-        offset: vec![o0, o1],
-    };
+    let launch = Launch::NdRange { global: vec![g0, g1], local: vec![l0, l1], offset: vec![o0, o1] };
     g.node("ids", kernel_node(k, launch, vec![ptr(o), ptr(r)]), &[]);
-    g.node(
-        "one",
-        kernel_node(single, Launch::SingleTask, vec![ptr(sbuf)]),
-        &[],
-    );
+    g.node("one", kernel_node(single, Launch::SingleTask, vec![ptr(sbuf)]), &[]);
     add_graph(&mut m, g.finish());
 
     let mut interp = Interpreter::new(&m).unwrap();
@@ -583,69 +527,25 @@ fn scalar_and_vector_semantics() {
     let hh = usm(&mut m, "hout", f16t, 3);
     let hv = usm(&mut m, "vout", v4, 3);
     let mut g = GB::new("main");
-    g.node(
-        "sem",
-        kernel_node(
-            k,
-            Launch::SingleTask,
-            vec![ptr(hi), ptr(hf), ptr(hh), ptr(hv)],
-        ),
-        &[],
-    );
+    g.node("sem", kernel_node(k, Launch::SingleTask, vec![ptr(hi), ptr(hf), ptr(hh), ptr(hv)]), &[]);
     add_graph(&mut m, g.finish());
 
     let mut interp = Interpreter::new(&m).unwrap();
-    interp
-        .bind_as::<f32>(
-            "vout",
-            &[1.0, 2.0, 0.5, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        )
-        .unwrap();
+    interp.bind_as::<f32>("vout", &[1.0, 2.0, 0.5, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]).unwrap();
     let exec = interp.finalize("main").unwrap();
     interp.run(exec).unwrap();
     assert_eq!(
         interp.read_as::<i32>("iout").unwrap(),
-        vec![
-            0,
-            0,
-            -3,
-            -1,
-            i32::MIN,
-            14,
-            -2,
-            i32::MIN,
-            i32::MAX,
-            -2,
-            0,
-            -1,
-            1
-        ]
+        vec![0, 0, -3, -1, i32::MIN, 14, -2, i32::MIN, i32::MAX, -2, 0, -1, 1]
     );
     let (a, b, c) = (0.1f32, 0.7f32, -0.07f32);
-    let expected_f = vec![
-        a.mul_add(b, c),
-        1.0 / b.sqrt(),
-        a,
-        b % a,
-        b.powf(a),
-        c.tanh(),
-        f32::INFINITY,
-    ];
+    let expected_f = vec![a.mul_add(b, c), 1.0 / b.sqrt(), a, b % a, b.powf(a), c.tanh(), f32::INFINITY];
     assert_eq!(interp.read_as::<f32>("fout").unwrap(), expected_f);
     let h = interp.read_as::<f16>("hout").unwrap();
-    assert_eq!(
-        h,
-        vec![
-            f16::from_f32(1.0 / 3.0),
-            f16::from_f32(3f32.sqrt()),
-            f16::INFINITY
-        ]
-    );
+    assert_eq!(h, vec![f16::from_f32(1.0 / 3.0), f16::from_f32(3f32.sqrt()), f16::INFINITY]);
     let v = [1.0f32, 2.0, 0.5, 4.0];
     let w = [2.0f32, 9.0, 1.0, 8.0];
-    let sel: Vec<f32> = (0..4)
-        .map(|i| if w[i] > 3.0 { w[i] } else { v[i] })
-        .collect();
+    let sel: Vec<f32> = (0..4).map(|i| if w[i] > 3.0 { w[i] } else { v[i] }).collect();
     let mut expected_v = v.to_vec();
     expected_v.extend(&sel);
     expected_v.extend([sel[2], v[0], 9.0, 3.0]);
@@ -716,11 +616,7 @@ fn range_launch_restrictions_and_divergent_barrier() {
     let mut interp = Interpreter::new(&m).unwrap();
     let exec = interp.finalize("bad_range").unwrap();
     match interp.run(exec) {
-        Err(InterpError::Invalid {
-            node: Some(node),
-            message,
-            ..
-        }) => {
+        Err(InterpError::Invalid { node: Some(node), message, .. }) => {
             assert_eq!(node, "loc");
             assert!(message.contains("nd_range"), "{message}");
         }
@@ -749,31 +645,17 @@ fn raw_bytes_argument_and_bad_literal() {
     let y = usm(&mut m, "y", F32, 4);
     let mut g = GB::new("raw");
     let raw = Arg::Value(ArgValue::Bytes(1.5f32.to_le_bytes().to_vec()));
-    g.node(
-        "k",
-        kernel_node(k, range(&[4]), vec![ptr(x), ptr(y), raw]),
-        &[],
-    );
+    g.node("k", kernel_node(k, range(&[4]), vec![ptr(x), ptr(y), raw]), &[]);
     add_graph(&mut m, g.finish());
     let mut g = GB::new("bad");
-    let flag = Arg::Value(ArgValue::Scalar(cmdgraph_ir::types::Literal {
-        value: LitValue::Bool(true),
-        ty: None,
-    }));
-    g.node(
-        "k",
-        kernel_node(k, range(&[4]), vec![ptr(x), ptr(y), flag]),
-        &[],
-    );
+    let flag = Arg::Value(ArgValue::Scalar(cmdgraph_ir::types::Literal { value: LitValue::Bool(true), ty: None }));
+    g.node("k", kernel_node(k, range(&[4]), vec![ptr(x), ptr(y), flag]), &[]);
     add_graph(&mut m, g.finish());
     let mut interp = Interpreter::new(&m).unwrap();
     interp.bind_as::<f32>("x", &[1.0, 2.0, 3.0, -4.0]).unwrap();
     let exec = interp.finalize("raw").unwrap();
     interp.run(exec).unwrap();
-    assert_eq!(
-        interp.read_as::<f32>("y").unwrap(),
-        vec![1.5, 3.0, 4.5, -6.0]
-    );
+    assert_eq!(interp.read_as::<f32>("y").unwrap(), vec![1.5, 3.0, 4.5, -6.0]);
     let exec = interp.finalize("bad").unwrap();
     assert!(matches!(interp.run(exec), Err(InterpError::Invalid { .. })));
 }

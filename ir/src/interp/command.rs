@@ -17,8 +17,7 @@ use super::memory::{Life, MemCtx, Space};
 use super::value::{literal_bits, write_elem};
 use crate::arena::Handle;
 use crate::graph::{
-    Alternative, Arg, ArgValue, Graph, HostTaskCommand, KernelCommand, MemRef, Node, NodeKind,
-    Pointer,
+    Alternative, Arg, ArgValue, Graph, HostTaskCommand, KernelCommand, MemRef, Node, NodeKind, Pointer,
 };
 use crate::module::Module;
 use crate::types::Type;
@@ -36,11 +35,7 @@ impl GraphState {
     /// The values as of now in the modifiable graph (what `finalize` captures).
     pub fn capture(graph: &Graph) -> GraphState {
         GraphState {
-            params: graph
-                .dyn_params
-                .iter()
-                .map(|(_, p)| p.value.clone())
-                .collect(),
+            params: graph.dyn_params.iter().map(|(_, p)| p.value.clone()).collect(),
             active: graph.dcgs.iter().map(|(_, d)| d.active).collect(),
         }
     }
@@ -79,21 +74,15 @@ impl NodeCtx<'_, '_> {
     /// The bytes of `space`.
     fn bytes(&mut self, space: Space) -> Result<&mut [u8], InterpError> {
         let name = self.name;
-        self.mem
-            .bytes_mut(space)
-            .map_err(|k| InterpError::fault(name, k))
+        self.mem.bytes_mut(space).map_err(|k| InterpError::fault(name, k))
     }
 
     /// The space a command's memory reference names.
     fn space(&self, base: MemRef) -> Result<Space, InterpError> {
         match base {
             MemRef::Memory(h) => self.mem.user_space(h).map_err(|k| self.fault(k)),
-            MemRef::Alloc(h) if self.root && self.mem.allocs.info.contains_key(&h) => {
-                Ok(Space::Alloc(h))
-            }
-            MemRef::Alloc(_) => {
-                Err(self.invalid("names a node that is not an async_malloc of this graph"))
-            }
+            MemRef::Alloc(h) if self.root && self.mem.allocs.info.contains_key(&h) => Ok(Space::Alloc(h)),
+            MemRef::Alloc(_) => Err(self.invalid("names a node that is not an async_malloc of this graph")),
         }
     }
 
@@ -101,9 +90,7 @@ impl NodeCtx<'_, '_> {
     fn range(&self, ptr: Pointer, len: u64) -> Result<Space, InterpError> {
         let space = self.space(ptr.base)?;
         self.mem.check_live(space).map_err(|k| self.fault(k))?;
-        self.mem
-            .check_range(space, ptr.offset, len)
-            .map_err(|k| self.fault(k))?;
+        self.mem.check_range(space, ptr.offset, len).map_err(|k| self.fault(k))?;
         Ok(space)
     }
 
@@ -135,11 +122,7 @@ impl NodeCtx<'_, '_> {
                 self.record(d, AccessKind::Write, dst.offset, *bytes);
                 Ok(0)
             }
-            NodeKind::Memfill {
-                dst,
-                pattern,
-                count,
-            } => {
+            NodeKind::Memfill { dst, pattern, count } => {
                 let Some(ty) = pattern.ty else {
                     return Err(self.invalid("the memfill pattern has no type"));
                 };
@@ -148,9 +131,7 @@ impl NodeCtx<'_, '_> {
                 let size = ty.size();
                 let mut elem = vec![0u8; size as usize];
                 write_elem(&mut elem, Type::scalar(ty), &[bits]);
-                let bytes = count
-                    .checked_mul(size)
-                    .ok_or_else(|| self.invalid("memfill size overflows"))?;
+                let bytes = count.checked_mul(size).ok_or_else(|| self.invalid("memfill size overflows"))?;
                 let d = self.range(*dst, bytes)?;
                 let o = dst.offset as usize;
                 let buf = self.bytes(d)?;
@@ -181,38 +162,20 @@ impl NodeCtx<'_, '_> {
                     Some(Life::Live) => {}
                     Some(Life::Freed(by)) => {
                         let memory = self.mem.name(space);
-                        let kind = FaultKind::Other(format!(
-                            "double free: {memory} was already freed by %{by}"
-                        ));
+                        let kind = FaultKind::Other(format!("double free: {memory} was already freed by %{by}"));
                         return Err(self.fault(kind));
                     }
-                    _ => {
-                        return Err(self.fault(FaultKind::Lifetime {
-                            memory: self.mem.name(space),
-                            freed_by: None,
-                        }))
-                    }
+                    _ => return Err(self.fault(FaultKind::Lifetime { memory: self.mem.name(space), freed_by: None })),
                 }
-                self.mem
-                    .allocs
-                    .life
-                    .insert(*alloc, Life::Freed(self.name.to_string()));
+                self.mem.allocs.life.insert(*alloc, Life::Freed(self.name.to_string()));
                 let size = self.mem.size(space);
                 self.record(space, AccessKind::Free, 0, size);
                 Ok(0)
             }
             NodeKind::Dynamic { dcg } => {
-                let group = self
-                    .graph
-                    .dcgs
-                    .try_get(*dcg)
-                    .ok_or_else(|| self.invalid("dynamic command group out of range"))?;
-                let active = self
-                    .state
-                    .active
-                    .get(dcg.index())
-                    .copied()
-                    .unwrap_or(group.active);
+                let group =
+                    self.graph.dcgs.try_get(*dcg).ok_or_else(|| self.invalid("dynamic command group out of range"))?;
+                let active = self.state.active.get(dcg.index()).copied().unwrap_or(group.active);
                 match group.alternatives.get(active as usize) {
                     Some(Alternative::Kernel(cmd)) => self.kernel(cmd),
                     Some(Alternative::HostTask(cmd)) => {
@@ -223,20 +186,15 @@ impl NodeCtx<'_, '_> {
                         "alternative {active} of %{} is neither a kernel nor a host task",
                         group.name
                     ))),
-                    None => {
-                        Err(self.invalid(format!("%{} has no alternative {active}", group.name)))
-                    }
+                    None => Err(self.invalid(format!("%{} has no alternative {active}", group.name))),
                 }
             }
         }
     }
 
     fn kernel(&mut self, cmd: &KernelCommand) -> Result<u64, InterpError> {
-        let kernel = self
-            .module
-            .kernels
-            .try_get(cmd.kernel)
-            .ok_or_else(|| self.invalid("kernel handle out of range"))?;
+        let kernel =
+            self.module.kernels.try_get(cmd.kernel).ok_or_else(|| self.invalid("kernel handle out of range"))?;
         let mut args = Vec::with_capacity(cmd.args.len());
         for arg in &cmd.args {
             args.push(match arg {
@@ -265,32 +223,18 @@ impl NodeCtx<'_, '_> {
         let mut declared = Vec::with_capacity(cmd.access.len());
         for a in &cmd.access {
             let space = self.space(a.mem)?;
-            declared.push(Declared {
-                name: self.mem.name(space),
-                space,
-                mode: a.mode,
-            });
+            declared.push(Declared { name: self.mem.name(space), space, mode: a.mode });
         }
         let Some(callback) = self.callbacks.get_mut(&cmd.callback) else {
-            return Err(self.fault(FaultKind::UnregisteredCallback {
-                callback: cmd.callback.clone(),
-            }));
+            return Err(self.fault(FaultKind::UnregisteredCallback { callback: cmd.callback.clone() }));
         };
-        let mut ctx = HostContext::new(
-            self.name,
-            declared,
-            self.mem.reborrow(),
-            self.log.as_deref_mut(),
-        );
+        let mut ctx = HostContext::new(self.name, declared, self.mem.reborrow(), self.log.as_deref_mut());
         let result = callback(&mut ctx);
         let violation = ctx.violation();
         let error = match (result, violation) {
             (Err(e), _) | (Ok(()), Some(e)) => e,
             (Ok(()), None) => return Ok(()),
         };
-        Err(self.fault(FaultKind::Host {
-            callback: cmd.callback.clone(),
-            error,
-        }))
+        Err(self.fault(FaultKind::Host { callback: cmd.callback.clone(), error }))
     }
 }

@@ -168,31 +168,17 @@ impl HostError {
 impl InterpError {
     /// An API misuse error.
     pub(crate) fn api(message: impl Into<String>) -> InterpError {
-        InterpError::Api {
-            message: message.into(),
-        }
+        InterpError::Api { message: message.into() }
     }
 
     /// An invalid-graph error.
-    pub(crate) fn invalid(
-        graph: &str,
-        node: Option<&str>,
-        message: impl Into<String>,
-    ) -> InterpError {
-        InterpError::Invalid {
-            graph: graph.to_string(),
-            node: node.map(str::to_string),
-            message: message.into(),
-        }
+    pub(crate) fn invalid(graph: &str, node: Option<&str>, message: impl Into<String>) -> InterpError {
+        InterpError::Invalid { graph: graph.to_string(), node: node.map(str::to_string), message: message.into() }
     }
 
     /// A fault at a node, outside any kernel.
     pub(crate) fn fault(node: &str, kind: FaultKind) -> InterpError {
-        InterpError::Fault(Box::new(Fault {
-            node: node.to_string(),
-            site: None,
-            kind,
-        }))
+        InterpError::Fault(Box::new(Fault { node: node.to_string(), site: None, kind }))
     }
 
     /// The fault, if this is one.
@@ -233,11 +219,7 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "node %{}", self.node)?;
         if let Some(site) = &self.site {
-            write!(
-                f,
-                ", kernel @{}, `{}` (op {}",
-                site.kernel, site.op, site.op_index
-            )?;
+            write!(f, ", kernel @{}, `{}` (op {}", site.kernel, site.op, site.op_index)?;
             if site.span.is_defined() {
                 write!(f, ", bytes {}..{}", site.span.start, site.span.end)?;
             }
@@ -252,40 +234,18 @@ impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FaultKind::IndexOutOfBounds { memory, index, len } => {
-                write!(
-                    f,
-                    "index {index} out of bounds of {memory} ({len} elements)"
-                )
+                write!(f, "index {index} out of bounds of {memory} ({len} elements)")
             }
-            FaultKind::BytesOutOfBounds {
-                memory,
-                start,
-                len,
-                size,
-            } => {
-                write!(
-                    f,
-                    "bytes {start}..{} out of bounds of {memory} ({size} bytes)",
-                    *start as u128 + *len as u128
-                )
+            FaultKind::BytesOutOfBounds { memory, start, len, size } => {
+                write!(f, "bytes {start}..{} out of bounds of {memory} ({size} bytes)", *start as u128 + *len as u128)
             }
-            FaultKind::Lifetime {
-                memory,
-                freed_by: None,
-            } => {
+            FaultKind::Lifetime { memory, freed_by: None } => {
                 write!(f, "use of {memory} before its async_malloc node ran")
             }
-            FaultKind::Lifetime {
-                memory,
-                freed_by: Some(free),
-            } => {
+            FaultKind::Lifetime { memory, freed_by: Some(free) } => {
                 write!(f, "use of {memory} after it was freed by %{free}")
             }
-            FaultKind::AccessMode {
-                memory,
-                attempted,
-                allowed,
-            } => {
+            FaultKind::AccessMode { memory, attempted, allowed } => {
                 write!(f, "{attempted} of {memory}, which is declared `{allowed}`")
             }
             FaultKind::UnregisteredCallback { callback } => {
@@ -303,24 +263,11 @@ impl fmt::Display for HostError {
             HostError::NotDeclared { memory } => {
                 write!(f, "{memory} is not in the node's access list")
             }
-            HostError::Mode {
-                memory,
-                attempted,
-                declared,
-            } => {
+            HostError::Mode { memory, attempted, declared } => {
                 write!(f, "{attempted} of {memory}, which is declared `{declared}`")
             }
-            HostError::OutOfBounds {
-                memory,
-                start,
-                len,
-                size,
-            } => {
-                write!(
-                    f,
-                    "bytes {start}..{} out of bounds of {memory} ({size} bytes)",
-                    *start as u128 + *len as u128
-                )
+            HostError::OutOfBounds { memory, start, len, size } => {
+                write!(f, "bytes {start}..{} out of bounds of {memory} ({size} bytes)", *start as u128 + *len as u128)
             }
             HostError::NotLive { memory } => write!(f, "graph allocation {memory} is not live"),
             HostError::Failed(message) => f.write_str(message),

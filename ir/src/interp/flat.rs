@@ -63,26 +63,11 @@ impl Flat {
         Ok(flat)
     }
 
-    fn push(
-        &mut self,
-        graph: Handle<Graph>,
-        node: Handle<Node>,
-        name: String,
-        role: Role,
-    ) -> Result<u32, InterpError> {
+    fn push(&mut self, graph: Handle<Graph>, node: Handle<Node>, name: String, role: Role) -> Result<u32, InterpError> {
         if self.nodes.len() >= MAX_NODES {
-            return Err(InterpError::api(format!(
-                "expanded graph exceeds {MAX_NODES} nodes"
-            )));
+            return Err(InterpError::api(format!("expanded graph exceeds {MAX_NODES} nodes")));
         }
-        self.nodes.push(FlatNode {
-            graph,
-            node,
-            name,
-            role,
-            preds: Vec::new(),
-            succs: Vec::new(),
-        });
+        self.nodes.push(FlatNode { graph, node, name, role, preds: Vec::new(), succs: Vec::new() });
         Ok((self.nodes.len() - 1) as u32)
     }
 
@@ -99,16 +84,9 @@ impl Flat {
         prefix: &str,
         stack: &mut Vec<Handle<Graph>>,
     ) -> Result<Vec<(u32, u32)>, InterpError> {
-        let graph = module
-            .graphs
-            .try_get(g)
-            .ok_or_else(|| InterpError::api("graph handle out of range"))?;
+        let graph = module.graphs.try_get(g).ok_or_else(|| InterpError::api("graph handle out of range"))?;
         if stack.len() >= MAX_DEPTH {
-            return Err(InterpError::invalid(
-                &graph.name,
-                None,
-                format!("sub-graphs nest deeper than {MAX_DEPTH}"),
-            ));
+            return Err(InterpError::invalid(&graph.name, None, format!("sub-graphs nest deeper than {MAX_DEPTH}")));
         }
         stack.push(g);
         let mut ends = Vec::with_capacity(graph.nodes.len());
@@ -117,28 +95,20 @@ impl Flat {
             match &node.kind {
                 NodeKind::Subgraph { graph: child } => {
                     let child_graph = module.graphs.try_get(*child).ok_or_else(|| {
-                        InterpError::invalid(
-                            &graph.name,
-                            Some(&name),
-                            "sub-graph handle out of range",
-                        )
+                        InterpError::invalid(&graph.name, Some(&name), "sub-graph handle out of range")
                     })?;
                     if stack.contains(child) {
                         return Err(InterpError::invalid(
                             &graph.name,
                             Some(&name),
-                            format!(
-                                "graph @{} contains itself through this sub-graph node",
-                                child_graph.name
-                            ),
+                            format!("graph @{} contains itself through this sub-graph node", child_graph.name),
                         ));
                     }
-                    if let Some((_, n)) = child_graph.nodes.iter().find(|(_, n)| {
-                        matches!(
-                            n.kind,
-                            NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. }
-                        )
-                    }) {
+                    if let Some((_, n)) = child_graph
+                        .nodes
+                        .iter()
+                        .find(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. }))
+                    {
                         return Err(InterpError::invalid(
                             &graph.name,
                             Some(&name),
@@ -152,8 +122,7 @@ impl Flat {
                     let enter = self.push(g, h, name.clone(), Role::Enter)?;
                     let child_ends = self.expand(module, *child, &format!("{name}/"), stack)?;
                     let exit = self.push(g, h, name, Role::Exit)?;
-                    let (mut has_pred, mut has_succ) =
-                        (vec![false; child_ends.len()], vec![false; child_ends.len()]);
+                    let (mut has_pred, mut has_succ) = (vec![false; child_ends.len()], vec![false; child_ends.len()]);
                     for (_, e) in child_graph.edges.iter() {
                         // Handles were checked when the child was expanded.
                         has_succ[e.from.index()] = true;
@@ -180,11 +149,7 @@ impl Flat {
         }
         for (_, e) in graph.edges.iter() {
             let (Some(from), Some(to)) = (ends.get(e.from.index()), ends.get(e.to.index())) else {
-                return Err(InterpError::invalid(
-                    &graph.name,
-                    None,
-                    "edge endpoint out of range",
-                ));
+                return Err(InterpError::invalid(&graph.name, None, "edge endpoint out of range"));
             };
             let (from, to) = (from.1, to.0);
             self.edge(from, to);
@@ -196,9 +161,7 @@ impl Flat {
     /// Fails with the first node (in flat order) on a cycle.
     fn check_acyclic(&self, module: &Module) -> Result<(), InterpError> {
         let mut indeg: Vec<usize> = self.nodes.iter().map(|n| n.preds.len()).collect();
-        let mut ready: Vec<u32> = (0..self.nodes.len() as u32)
-            .filter(|&i| indeg[i as usize] == 0)
-            .collect();
+        let mut ready: Vec<u32> = (0..self.nodes.len() as u32).filter(|&i| indeg[i as usize] == 0).collect();
         let mut seen = 0;
         while let Some(i) = ready.pop() {
             seen += 1;
@@ -218,24 +181,13 @@ impl Flat {
         let mut visited = vec![false; self.nodes.len()];
         while !visited[at] {
             visited[at] = true;
-            match self.nodes[at]
-                .preds
-                .iter()
-                .find(|&&p| indeg[p as usize] > 0)
-            {
+            match self.nodes[at].preds.iter().find(|&&p| indeg[p as usize] > 0) {
                 Some(&p) => at = p as usize,
                 None => break,
             }
         }
         let n = &self.nodes[at];
-        let gname = module
-            .graphs
-            .try_get(n.graph)
-            .map_or("?", |g| g.name.as_str());
-        Err(InterpError::invalid(
-            gname,
-            Some(&n.name),
-            "the graph has a cycle through this node",
-        ))
+        let gname = module.graphs.try_get(n.graph).map_or("?", |g| g.name.as_str());
+        Err(InterpError::invalid(gname, Some(&n.name), "the graph has a cycle through this node"))
     }
 }

@@ -73,19 +73,8 @@ pub struct HostContext<'a> {
 }
 
 impl<'a> HostContext<'a> {
-    pub(crate) fn new(
-        node: &'a str,
-        declared: Vec<Declared>,
-        mem: MemCtx<'a>,
-        log: Option<&'a mut NodeLog>,
-    ) -> Self {
-        HostContext {
-            node,
-            declared,
-            mem,
-            log,
-            violation: None,
-        }
+    pub(crate) fn new(node: &'a str, declared: Vec<Declared>, mem: MemCtx<'a>, log: Option<&'a mut NodeLog>) -> Self {
+        HostContext { node, declared, mem, log, violation: None }
     }
 
     /// The first access violation, if any (reported even if the callback swallowed it).
@@ -105,30 +94,18 @@ impl<'a> HostContext<'a> {
 
     fn lookup(&mut self, name: &str, attempted: &'static str) -> Result<Space, HostError> {
         let bare = name.trim_start_matches(['@', '%']);
-        let found = self
-            .declared
-            .iter()
-            .find(|d| d.name.get(1..) == Some(bare))
-            .cloned();
+        let found = self.declared.iter().find(|d| d.name.get(1..) == Some(bare)).cloned();
         let result = match found {
-            None => Err(HostError::NotDeclared {
-                memory: name.to_string(),
-            }),
+            None => Err(HostError::NotDeclared { memory: name.to_string() }),
             Some(d) => {
                 let ok = match attempted {
                     "read" => d.mode.reads(),
                     _ => d.mode.writes(),
                 };
                 if !ok {
-                    Err(HostError::Mode {
-                        memory: d.name.clone(),
-                        attempted,
-                        declared: d.mode,
-                    })
+                    Err(HostError::Mode { memory: d.name.clone(), attempted, declared: d.mode })
                 } else if self.mem.check_live(d.space).is_err() {
-                    Err(HostError::NotLive {
-                        memory: d.name.clone(),
-                    })
+                    Err(HostError::NotLive { memory: d.name.clone() })
                 } else {
                     Ok(d.space)
                 }
@@ -156,9 +133,7 @@ impl<'a> HostContext<'a> {
         let bare = name.trim_start_matches(['@', '%']);
         match self.declared.iter().find(|d| d.name.get(1..) == Some(bare)) {
             Some(d) => Ok(self.mem.size(d.space)),
-            None => self.note(Err(HostError::NotDeclared {
-                memory: name.to_string(),
-            })),
+            None => self.note(Err(HostError::NotDeclared { memory: name.to_string() })),
         }
     }
 
@@ -184,12 +159,7 @@ impl<'a> HostContext<'a> {
         let size = self.mem.size(space);
         let len = bytes.len() as u64;
         if offset.checked_add(len).is_none_or(|end| end > size) {
-            let err = HostError::OutOfBounds {
-                memory: self.mem.name(space),
-                start: offset,
-                len,
-                size,
-            };
+            let err = HostError::OutOfBounds { memory: self.mem.name(space), start: offset, len, size };
             return self.note(Err(err));
         }
         match self.mem.bytes_mut(space) {
@@ -205,20 +175,13 @@ impl<'a> HostContext<'a> {
     }
 
     /// Writes elements starting at element `index` of declared writable memory.
-    pub fn write_as<T: Element>(
-        &mut self,
-        name: &str,
-        index: u64,
-        values: &[T],
-    ) -> Result<(), HostError> {
-        let offset = index
-            .checked_mul(T::SIZE as u64)
-            .ok_or_else(|| HostError::OutOfBounds {
-                memory: name.to_string(),
-                start: u64::MAX,
-                len: 0,
-                size: 0,
-            })?;
+    pub fn write_as<T: Element>(&mut self, name: &str, index: u64, values: &[T]) -> Result<(), HostError> {
+        let offset = index.checked_mul(T::SIZE as u64).ok_or_else(|| HostError::OutOfBounds {
+            memory: name.to_string(),
+            start: u64::MAX,
+            len: 0,
+            size: 0,
+        })?;
         self.write(name, offset, &to_bytes(values))
     }
 }

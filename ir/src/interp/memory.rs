@@ -116,9 +116,9 @@ impl Allocs {
                 let mut bytes = alloc_bytes(size, poison)?;
                 for h in zeroed {
                     if let Some(a) = info.get(h) {
-                        if let Some(r) = bytes.get_mut(
-                            a.pool_offset as usize..a.pool_offset.saturating_add(a.size) as usize,
-                        ) {
+                        if let Some(r) =
+                            bytes.get_mut(a.pool_offset as usize..a.pool_offset.saturating_add(a.size) as usize)
+                        {
                             r.fill(0);
                         }
                     }
@@ -127,12 +127,7 @@ impl Allocs {
             }
         }
         let life = info.keys().map(|h| (*h, Life::Unallocated)).collect();
-        Ok(Allocs {
-            info,
-            separate,
-            pool,
-            life,
-        })
+        Ok(Allocs { info, separate, pool, life })
     }
 
     /// Forgets every allocation's state at the start of a run.
@@ -201,13 +196,7 @@ pub(crate) struct MemCtx<'a> {
 impl MemCtx<'_> {
     /// A shorter-lived view of the same memory (for host callbacks).
     pub fn reborrow(&mut self) -> MemCtx<'_> {
-        MemCtx {
-            module: self.module,
-            user: self.user,
-            dg: self.dg,
-            allocs: self.allocs,
-            device: self.device,
-        }
+        MemCtx { module: self.module, user: self.user, dg: self.dg, allocs: self.allocs, device: self.device }
     }
 
     /// The display name of a space: `@x` or `%t`.
@@ -239,17 +228,9 @@ impl MemCtx<'_> {
             match self.allocs.life.get(&h) {
                 Some(Life::Live) => {}
                 Some(Life::Freed(by)) => {
-                    return Err(FaultKind::Lifetime {
-                        memory: self.name(space),
-                        freed_by: Some(by.clone()),
-                    })
+                    return Err(FaultKind::Lifetime { memory: self.name(space), freed_by: Some(by.clone()) })
                 }
-                _ => {
-                    return Err(FaultKind::Lifetime {
-                        memory: self.name(space),
-                        freed_by: None,
-                    })
-                }
+                _ => return Err(FaultKind::Lifetime { memory: self.name(space), freed_by: None }),
             }
         }
         Ok(())
@@ -259,16 +240,8 @@ impl MemCtx<'_> {
     pub fn bytes_mut(&mut self, space: Space) -> Result<&mut [u8], FaultKind> {
         let missing = || FaultKind::Other("memory has no storage (bad handle)".to_string());
         match space {
-            Space::User(h) => self
-                .user
-                .get_mut(h.index())
-                .map(|v| v.as_mut_slice())
-                .ok_or_else(missing),
-            Space::DeviceGlobal(h) => self
-                .dg
-                .instance(self.device, h)
-                .map(|v| v.as_mut_slice())
-                .ok_or_else(missing),
+            Space::User(h) => self.user.get_mut(h.index()).map(|v| v.as_mut_slice()).ok_or_else(missing),
+            Space::DeviceGlobal(h) => self.dg.instance(self.device, h).map(|v| v.as_mut_slice()).ok_or_else(missing),
             Space::Alloc(h) => self.allocs.bytes_mut(h).ok_or_else(missing),
         }
     }
@@ -278,10 +251,9 @@ impl MemCtx<'_> {
         match space {
             Space::User(h) => (Loc::User(h), 0),
             Space::DeviceGlobal(h) => (Loc::DeviceGlobal(h), 0),
-            Space::Alloc(h) if self.allocs.pooled() => (
-                Loc::Pool,
-                self.allocs.info.get(&h).map_or(0, |a| a.pool_offset),
-            ),
+            Space::Alloc(h) if self.allocs.pooled() => {
+                (Loc::Pool, self.allocs.info.get(&h).map_or(0, |a| a.pool_offset))
+            }
             Space::Alloc(h) => (Loc::Alloc(h), 0),
         }
     }
@@ -303,12 +275,7 @@ impl MemCtx<'_> {
     pub fn check_range(&self, space: Space, start: u64, len: u64) -> Result<(), FaultKind> {
         let size = self.size(space);
         if start.checked_add(len).is_none_or(|end| end > size) {
-            return Err(FaultKind::BytesOutOfBounds {
-                memory: self.name(space),
-                start,
-                len,
-                size,
-            });
+            return Err(FaultKind::BytesOutOfBounds { memory: self.name(space), start, len, size });
         }
         Ok(())
     }

@@ -102,10 +102,7 @@ pub struct Interpreter {
 
 impl std::fmt::Debug for Interpreter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Interpreter")
-            .field("callbacks", &self.callbacks)
-            .field("execs", &self.execs.len())
-            .finish()
+        f.debug_struct("Interpreter").field("callbacks", &self.callbacks).field("execs", &self.execs.len()).finish()
     }
 }
 
@@ -125,17 +122,12 @@ impl Interpreter {
                 MemoryKind::DeviceGlobal(d) => {
                     let mut image = bytes;
                     if d.init.len() as u64 > m.count {
-                        return Err(bad(format!(
-                            "{} initial values for {} elements",
-                            d.init.len(),
-                            m.count
-                        )));
+                        return Err(bad(format!("{} initial values for {} elements", d.init.len(), m.count)));
                     }
                     let stride = m.elem.size() as usize;
                     for (i, lit) in d.init.iter().enumerate() {
-                        let bits = literal_bits(lit.value, m.elem.scalar).ok_or_else(|| {
-                            bad(format!("initial value {i} does not fit {}", m.elem))
-                        })?;
+                        let bits = literal_bits(lit.value, m.elem.scalar)
+                            .ok_or_else(|| bad(format!("initial value {i} does not fit {}", m.elem)))?;
                         let lanes = vec![bits; m.elem.lanes as usize];
                         if let Some(slot) = image.get_mut(i * stride..(i + 1) * stride) {
                             write_elem(slot, m.elem, &lanes);
@@ -176,14 +168,12 @@ impl Interpreter {
 
     fn user_index(&self, name: &str) -> Result<usize, InterpError> {
         let bare = name.trim_start_matches('@');
-        let h = self
-            .module
-            .memory_by_name(bare)
-            .ok_or_else(|| InterpError::api(format!("no memory object @{bare}")))?;
+        let h =
+            self.module.memory_by_name(bare).ok_or_else(|| InterpError::api(format!("no memory object @{bare}")))?;
         match self.module.memories[h].kind {
-            MemoryKind::DeviceGlobal(_) => Err(InterpError::api(format!(
-                "@{bare} is a device_global; use read_device_global"
-            ))),
+            MemoryKind::DeviceGlobal(_) => {
+                Err(InterpError::api(format!("@{bare} is a device_global; use read_device_global")))
+            }
             _ => Ok(h.index()),
         }
     }
@@ -193,11 +183,7 @@ impl Interpreter {
         let i = self.user_index(name)?;
         let slot = &mut self.user[i];
         if slot.len() != bytes.len() {
-            return Err(InterpError::api(format!(
-                "@{name} holds {} bytes, {} were given",
-                slot.len(),
-                bytes.len()
-            )));
+            return Err(InterpError::api(format!("@{name} holds {} bytes, {} were given", slot.len(), bytes.len())));
         }
         slot.copy_from_slice(bytes);
         Ok(())
@@ -223,18 +209,12 @@ impl Interpreter {
     /// that device has touched it yet).
     pub fn read_device_global(&self, name: &str, device: u32) -> Result<Vec<u8>, InterpError> {
         let bare = name.trim_start_matches('@');
-        let h = self
-            .module
-            .memory_by_name(bare)
-            .ok_or_else(|| InterpError::api(format!("no memory object @{bare}")))?;
+        let h =
+            self.module.memory_by_name(bare).ok_or_else(|| InterpError::api(format!("no memory object @{bare}")))?;
         if let Some(live) = self.dg.live.get(&(device, h)) {
             return Ok(live.clone());
         }
-        self.dg
-            .init
-            .get(&h)
-            .cloned()
-            .ok_or_else(|| InterpError::api(format!("@{bare} is not a device_global")))
+        self.dg.init.get(&h).cloned().ok_or_else(|| InterpError::api(format!("@{bare} is not a device_global")))
     }
 
     /// Finalizes graph `name` with each allocation in storage of its own.
@@ -246,53 +226,26 @@ impl Interpreter {
     /// parameter values and active alternatives, and creates the allocations (zeroing the
     /// `zero_init` ones, poisoning the rest with [`POISON`]). Fails while another executable
     /// graph of a graph with allocations is alive (000 §8.4.3).
-    pub fn finalize_with(
-        &mut self,
-        name: &str,
-        layout: AllocLayout,
-    ) -> Result<ExecId, InterpError> {
+    pub fn finalize_with(&mut self, name: &str, layout: AllocLayout) -> Result<ExecId, InterpError> {
         let bare = name.trim_start_matches('@');
-        let root = self
-            .module
-            .graph_by_name(bare)
-            .ok_or_else(|| InterpError::api(format!("no graph @{bare}")))?;
+        let root = self.module.graph_by_name(bare).ok_or_else(|| InterpError::api(format!("no graph @{bare}")))?;
         let graph = &self.module.graphs[root];
-        let has_allocs = graph
-            .nodes
-            .iter()
-            .any(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. }));
+        let has_allocs = graph.nodes.iter().any(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. }));
         if has_allocs && self.execs.values().any(|e| e.root == root) {
-            return Err(InterpError::LiveExecutable {
-                graph: graph.name.clone(),
-            });
+            return Err(InterpError::LiveExecutable { graph: graph.name.clone() });
         }
         let flat = Flat::build(&self.module, root)?;
         let mut states = BTreeMap::new();
         for f in &flat.nodes {
             if let Some(g) = self.module.graphs.try_get(f.graph) {
-                states
-                    .entry(f.graph)
-                    .or_insert_with(|| GraphState::capture(g));
+                states.entry(f.graph).or_insert_with(|| GraphState::capture(g));
             }
         }
-        states
-            .entry(root)
-            .or_insert_with(|| GraphState::capture(graph));
+        states.entry(root).or_insert_with(|| GraphState::capture(graph));
         let allocs = Self::allocations(graph, &layout)?;
         let id = ExecId(self.next_exec);
-        self.next_exec = self
-            .next_exec
-            .checked_add(1)
-            .ok_or_else(|| InterpError::api("too many executable graphs"))?;
-        self.execs.insert(
-            id,
-            Executable {
-                root,
-                flat,
-                states,
-                allocs,
-            },
-        );
+        self.next_exec = self.next_exec.checked_add(1).ok_or_else(|| InterpError::api("too many executable graphs"))?;
+        self.execs.insert(id, Executable { root, flat, states, allocs });
         Ok(id)
     }
 
@@ -300,23 +253,14 @@ impl Interpreter {
         let mut info = BTreeMap::new();
         let mut zeroed = Vec::new();
         for (h, n) in graph.nodes.iter() {
-            let NodeKind::AsyncMalloc {
-                elem,
-                count,
-                kind,
-                zero_init,
-            } = &n.kind
-            else {
+            let NodeKind::AsyncMalloc { elem, count, kind, zero_init } = &n.kind else {
                 continue;
             };
             let bad = |msg: &str| InterpError::invalid(&graph.name, Some(&n.name), msg);
             if *kind != UsmKind::Device {
                 return Err(bad("graph allocations must be `device` USM (000 §8.4.3)"));
             }
-            let size = elem
-                .size()
-                .checked_mul(*count)
-                .ok_or_else(|| bad("allocation size overflows"))?;
+            let size = elem.size().checked_mul(*count).ok_or_else(|| bad("allocation size overflows"))?;
             let pool_offset = match layout {
                 AllocLayout::Separate => 0,
                 AllocLayout::Pool(pool) => {
@@ -334,14 +278,7 @@ impl Interpreter {
                     off
                 }
             };
-            info.insert(
-                h,
-                AllocInfo {
-                    name: n.name.clone(),
-                    size,
-                    pool_offset,
-                },
-            );
+            info.insert(h, AllocInfo { name: n.name.clone(), size, pool_offset });
             if *zero_init {
                 zeroed.push(h);
             }
@@ -355,78 +292,46 @@ impl Interpreter {
                     return Err(InterpError::invalid(
                         &graph.name,
                         None,
-                        format!(
-                            "the pool layout names node [{}], which is not an async_malloc",
-                            stray.index()
-                        ),
+                        format!("the pool layout names node [{}], which is not an async_malloc", stray.index()),
                     ));
                 }
                 Some(pool.size)
             }
         };
-        Allocs::new(info, &zeroed, pool_size)
-            .map_err(|m| InterpError::invalid(&graph.name, None, m))
+        Allocs::new(info, &zeroed, pool_size).map_err(|m| InterpError::invalid(&graph.name, None, m))
     }
 
     /// Destroys an executable graph (its allocations go with it).
     pub fn drop_exec(&mut self, exec: ExecId) -> Result<(), InterpError> {
-        self.execs
-            .remove(&exec)
-            .map(|_| ())
-            .ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))
+        self.execs.remove(&exec).map(|_| ()).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))
     }
 
     /// A copy of the bytes of graph allocation `node` of an executable graph.
     pub fn read_alloc(&mut self, exec: ExecId, node: &str) -> Result<Vec<u8>, InterpError> {
-        let e = self
-            .execs
-            .get_mut(&exec)
-            .ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
+        let e = self.execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
         let bare = node.trim_start_matches('%');
-        let h = e
-            .allocs
-            .info
-            .iter()
-            .find(|(_, a)| a.name == bare)
-            .map(|(h, _)| *h);
-        h.and_then(|h| e.allocs.read(h))
-            .ok_or_else(|| InterpError::api(format!("no allocation %{bare}")))
+        let h = e.allocs.info.iter().find(|(_, a)| a.name == bare).map(|(h, _)| *h);
+        h.and_then(|h| e.allocs.read(h)).ok_or_else(|| InterpError::api(format!("no allocation %{bare}")))
     }
 
-    fn state_mut(
-        &mut self,
-        exec: ExecId,
-        graph: Option<&str>,
-    ) -> Result<(&Graph, &mut GraphState), InterpError> {
-        let e = self
-            .execs
-            .get_mut(&exec)
-            .ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
+    fn state_mut(&mut self, exec: ExecId, graph: Option<&str>) -> Result<(&Graph, &mut GraphState), InterpError> {
+        let e = self.execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
         let g = match graph {
             None => e.root,
             Some(name) => {
                 let bare = name.trim_start_matches('@');
-                self.module
-                    .graph_by_name(bare)
-                    .ok_or_else(|| InterpError::api(format!("no graph @{bare}")))?
+                self.module.graph_by_name(bare).ok_or_else(|| InterpError::api(format!("no graph @{bare}")))?
             }
         };
-        let state = e
-            .states
-            .get_mut(&g)
-            .ok_or_else(|| InterpError::api("the graph is not part of this executable graph"))?;
+        let state =
+            e.states.get_mut(&g).ok_or_else(|| InterpError::api("the graph is not part of this executable graph"))?;
         Ok((&self.module.graphs[g], state))
     }
 
     /// Sets dynamic parameter `param` of the executable's root graph (what
     /// `dynamic_parameter::update` followed by `exec.update(nodes)` does). The new value
     /// must be of the same kind (and scalar type, element type) as the old one.
-    pub fn update_param(
-        &mut self,
-        exec: ExecId,
-        param: &str,
-        value: ArgValue,
-    ) -> Result<(), InterpError> {
+    pub fn update_param(&mut self, exec: ExecId, param: &str, value: ArgValue) -> Result<(), InterpError> {
         self.update_param_in(exec, None, param, value)
     }
 
@@ -445,33 +350,21 @@ impl Interpreter {
             .dyn_params
             .iter()
             .find(|(_, p)| p.name == bare)
-            .ok_or_else(|| {
-                InterpError::api(format!(
-                    "graph @{} has no dynamic parameter %{bare}",
-                    g.name
-                ))
-            })?;
-        let slot = state
-            .params
-            .get_mut(h.index())
-            .ok_or_else(|| InterpError::api("parameter out of range"))?;
+            .ok_or_else(|| InterpError::api(format!("graph @{} has no dynamic parameter %{bare}", g.name)))?;
+        let slot = state.params.get_mut(h.index()).ok_or_else(|| InterpError::api("parameter out of range"))?;
         let same_kind = match (&*slot, &value) {
             (ArgValue::Scalar(a), ArgValue::Scalar(b)) => match (a.ty, b.ty) {
                 (Some(t), Some(u)) => t == u,
                 (Some(t), None) => literal_bits(b.value, t).is_some(),
                 _ => true,
             },
-            (ArgValue::Pointer(_), ArgValue::Pointer(_))
-            | (ArgValue::Accessor(_), ArgValue::Accessor(_)) => true,
+            (ArgValue::Pointer(_), ArgValue::Pointer(_)) | (ArgValue::Accessor(_), ArgValue::Accessor(_)) => true,
             (ArgValue::Bytes(a), ArgValue::Bytes(b)) => a.len() == b.len(),
             (ArgValue::Local { elem: a, .. }, ArgValue::Local { elem: b, .. }) => a == b,
             _ => false,
         };
         if !same_kind {
-            return Err(InterpError::api(format!(
-                "%{bare} holds {:?}; {value:?} is not a value of that kind",
-                slot
-            )));
+            return Err(InterpError::api(format!("%{bare} holds {:?}; {value:?} is not a value of that kind", slot)));
         }
         *slot = match (&*slot, value) {
             (ArgValue::Scalar(a), ArgValue::Scalar(mut b)) => {
@@ -499,22 +392,18 @@ impl Interpreter {
     ) -> Result<(), InterpError> {
         let (g, state) = self.state_mut(exec, graph)?;
         let bare = dcg.trim_start_matches('%');
-        let (h, d) = g.dcgs.iter().find(|(_, d)| d.name == bare).ok_or_else(|| {
-            InterpError::api(format!(
-                "graph @{} has no dynamic command group %{bare}",
-                g.name
-            ))
-        })?;
+        let (h, d) = g
+            .dcgs
+            .iter()
+            .find(|(_, d)| d.name == bare)
+            .ok_or_else(|| InterpError::api(format!("graph @{} has no dynamic command group %{bare}", g.name)))?;
         if index as usize >= d.alternatives.len() {
             return Err(InterpError::api(format!(
                 "%{bare} has {} alternatives; {index} is out of range",
                 d.alternatives.len()
             )));
         }
-        let slot = state
-            .active
-            .get_mut(h.index())
-            .ok_or_else(|| InterpError::api("group out of range"))?;
+        let slot = state.active.get_mut(h.index()).ok_or_else(|| InterpError::api("group out of range"))?;
         *slot = index;
         Ok(())
     }
@@ -528,55 +417,26 @@ impl Interpreter {
     /// previous run (they are zeroed only at finalize). On error the run stops at the
     /// failing node; memory holds what the nodes before it wrote.
     pub fn run_with(&mut self, exec: ExecId, opts: &RunOptions) -> Result<RunStats, InterpError> {
-        let Interpreter {
-            module,
-            user,
-            dg,
-            callbacks,
-            execs,
-            ..
-        } = self;
-        let e = execs
-            .get_mut(&exec)
-            .ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
-        let Executable {
-            root,
-            flat,
-            states,
-            allocs,
-        } = e;
+        let Interpreter { module, user, dg, callbacks, execs, .. } = self;
+        let e = execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
+        let Executable { root, flat, states, allocs } = e;
         allocs.reset_lifetimes();
         let order = schedule::schedule(flat, opts.order);
-        let mut logs: Vec<NodeLog> = if opts.check_races {
-            vec![NodeLog::default(); flat.nodes.len()]
-        } else {
-            Vec::new()
-        };
+        let mut logs: Vec<NodeLog> =
+            if opts.check_races { vec![NodeLog::default(); flat.nodes.len()] } else { Vec::new() };
         let module: &Module = module;
         let device = module.graphs.try_get(*root).map_or(0, |g| g.device);
         let mut stats = RunStats::default();
-        let mut mem = MemCtx {
-            module,
-            user,
-            dg,
-            allocs,
-            device,
-        };
+        let mut mem = MemCtx { module, user, dg, allocs, device };
         for &i in &order {
             let f = &flat.nodes[i as usize];
             if f.role != Role::Command {
                 continue;
             }
-            let (Some(graph), Some(state)) = (module.graphs.try_get(f.graph), states.get(&f.graph))
-            else {
-                return Err(InterpError::api(
-                    "executable graph refers to a missing graph",
-                ));
+            let (Some(graph), Some(state)) = (module.graphs.try_get(f.graph), states.get(&f.graph)) else {
+                return Err(InterpError::api("executable graph refers to a missing graph"));
             };
-            let node = graph
-                .nodes
-                .try_get(f.node)
-                .ok_or_else(|| InterpError::api("node handle out of range"))?;
+            let node = graph.nodes.try_get(f.node).ok_or_else(|| InterpError::api("node handle out of range"))?;
             let mut ctx = NodeCtx {
                 module,
                 graph,
@@ -593,21 +453,15 @@ impl Interpreter {
         if opts.check_races {
             let allocs = &e.allocs;
             stats.races = race::detect(&e.flat, &order, logs, |loc, range| match loc {
-                Loc::User(h) | Loc::DeviceGlobal(h) => module
-                    .memories
-                    .try_get(h)
-                    .map_or("@?".to_string(), |m| format!("@{}", m.name)),
-                Loc::Alloc(h) => allocs
-                    .info
-                    .get(&h)
-                    .map_or("%?".to_string(), |a| format!("%{}", a.name)),
+                Loc::User(h) | Loc::DeviceGlobal(h) => {
+                    module.memories.try_get(h).map_or("@?".to_string(), |m| format!("@{}", m.name))
+                }
+                Loc::Alloc(h) => allocs.info.get(&h).map_or("%?".to_string(), |a| format!("%{}", a.name)),
                 Loc::Pool => {
                     let names: Vec<String> = allocs
                         .info
                         .values()
-                        .filter(|a| {
-                            a.pool_offset < range.end && range.start < a.pool_offset + a.size
-                        })
+                        .filter(|a| a.pool_offset < range.end && range.start < a.pool_offset + a.size)
                         .map(|a| format!("%{}", a.name))
                         .collect();
                     format!("pool ({})", names.join(", "))

@@ -39,13 +39,7 @@ impl fmt::Display for Race {
         write!(
             f,
             "race on {} bytes {}..{}: %{} ({}) and %{} ({}) are not ordered by any path",
-            self.memory,
-            self.range.start,
-            self.range.end,
-            self.first,
-            self.kinds.0,
-            self.second,
-            self.kinds.1
+            self.memory, self.range.start, self.range.end, self.first, self.kinds.0, self.second, self.kinds.1
         )
     }
 }
@@ -89,11 +83,7 @@ impl HappensBefore {
                 }
             }
         }
-        Ok(HappensBefore {
-            column,
-            words,
-            rows,
-        })
+        Ok(HappensBefore { column, words, rows })
     }
 
     /// Whether `a` happens before `b`.
@@ -132,12 +122,7 @@ pub(crate) fn detect(
         for ((loc, kind), set) in log.sets {
             let pieces = per_loc.entry(loc).or_default();
             for (start, end) in set.finish() {
-                pieces.push(Piece {
-                    start,
-                    end,
-                    node: node as u32,
-                    kind,
-                });
+                pieces.push(Piece { start, end, node: node as u32, kind });
             }
         }
     }
@@ -156,11 +141,8 @@ pub(crate) fn detect(
                     continue;
                 }
                 let overlap = p.start.max(a.start)..p.end.min(a.end);
-                let (first, second, kf, ks) = if a.node < p.node {
-                    (a.node, p.node, a.kind, p.kind)
-                } else {
-                    (p.node, a.node, p.kind, a.kind)
-                };
+                let (first, second, kf, ks) =
+                    if a.node < p.node { (a.node, p.node, a.kind, p.kind) } else { (p.node, a.node, p.kind, a.kind) };
                 found
                     .entry((first, second, loc))
                     .and_modify(|(r, k1, k2)| {

@@ -253,29 +253,11 @@ mod tests {
 
     #[test]
     fn casts_follow_rust_as() {
-        assert_eq!(
-            cast(f32_bits(-1.5), ScalarType::F32, ScalarType::I32),
-            (-1i32) as u32 as u64
-        );
-        assert_eq!(
-            cast(f32_bits(1e20), ScalarType::F32, ScalarType::I32),
-            i32::MAX as u32 as u64
-        );
-        assert_eq!(
-            cast(f32_bits(f32::NAN), ScalarType::F32, ScalarType::U32),
-            0
-        );
-        assert_eq!(
-            cast((-1i32) as u32 as u64, ScalarType::I32, ScalarType::I64),
-            u64::MAX
-        );
-        assert_eq!(
-            cast(u32::MAX as u64, ScalarType::U32, ScalarType::I64),
-            u32::MAX as u64
-        );
-        assert_eq!(
-            f32_of(cast(16_777_217, ScalarType::I64, ScalarType::F32)),
-            16_777_216.0
-        );
+        assert_eq!(cast(f32_bits(-1.5), ScalarType::F32, ScalarType::I32), (-1i32) as u32 as u64);
+        assert_eq!(cast(f32_bits(1e20), ScalarType::F32, ScalarType::I32), i32::MAX as u32 as u64);
+        assert_eq!(cast(f32_bits(f32::NAN), ScalarType::F32, ScalarType::U32), 0);
+        assert_eq!(cast((-1i32) as u32 as u64, ScalarType::I32, ScalarType::I64), u64::MAX);
+        assert_eq!(cast(u32::MAX as u64, ScalarType::U32, ScalarType::I64), u32::MAX as u64);
+        assert_eq!(f32_of(cast(16_777_217, ScalarType::I64, ScalarType::F32)), 16_777_216.0);
     }
 }

@@ -54,10 +54,8 @@ pub(crate) fn schedule(flat: &Flat, order: Order) -> Vec<u32> {
     let mut out = Vec::with_capacity(n);
     match order {
         Order::Creation => {
-            let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> = (0..n as u32)
-                .filter(|&i| indeg[i as usize] == 0)
-                .map(std::cmp::Reverse)
-                .collect();
+            let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> =
+                (0..n as u32).filter(|&i| indeg[i as usize] == 0).map(std::cmp::Reverse).collect();
             while let Some(std::cmp::Reverse(i)) = ready.pop() {
                 out.push(i);
                 for &s in &flat.nodes[i as usize].succs {

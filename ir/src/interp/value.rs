@@ -22,10 +22,7 @@ pub(crate) struct Lanes {
 impl Lanes {
     /// `n` work-items, every component zero.
     pub fn zeros(ty: Type, n: usize) -> Lanes {
-        Lanes {
-            ty,
-            data: vec![0; n * ty.lanes as usize],
-        }
+        Lanes { ty, data: vec![0; n * ty.lanes as usize] }
     }
 
     /// `n` work-items all holding `value` (one entry per vector lane).
@@ -180,14 +177,14 @@ pub fn from_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
 
 /// A zero- or poison-filled byte vector, or an error message when it cannot be allocated.
 pub(crate) fn alloc_bytes(len: u64, fill: u8) -> Result<Vec<u8>, String> {
-    let n = usize::try_from(len)
-        .map_err(|_| format!("{len} bytes do not fit this host's address space"))?;
+    let n = usize::try_from(len).map_err(|_| format!("{len} bytes do not fit this host's address space"))?;
     if len > MAX_OBJECT_BYTES {
-        return Err(format!("{len} bytes exceed the interpreter's limit of {MAX_OBJECT_BYTES} bytes per memory object"));
+        return Err(format!(
+            "{len} bytes exceed the interpreter's limit of {MAX_OBJECT_BYTES} bytes per memory object"
+        ));
     }
     let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| format!("cannot allocate {len} bytes"))?;
+    v.try_reserve_exact(n).map_err(|_| format!("cannot allocate {len} bytes"))?;
     v.resize(n, fill);
     Ok(v)
 }

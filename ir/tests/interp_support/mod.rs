@@ -6,9 +6,9 @@ use cmdgraph_ir::kernel::{AtomicOp, BinaryOp, Builtin, CmpOp, MemBase, Param, Un
 use cmdgraph_ir::module::{Comments, DeviceGlobal, MemoryKind, MemoryObject, Module, UsmKind};
 use cmdgraph_ir::types::{Access, LitValue, Literal, ScalarType, Type};
 use cmdgraph_ir::{
-    Alternative, Arg, ArgValue, Body, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Item,
-    Kernel, KernelBody, KernelCommand, Launch, MemRef, Node, NodeKind, Op, OpKind, ParamType,
-    Pointer, Region, Span, Stmt, Value, ValueDef, ValueType,
+    Alternative, Arg, ArgValue, Body, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Item, Kernel, KernelBody,
+    KernelCommand, Launch, MemRef, Node, NodeKind, Op, OpKind, ParamType, Pointer, Region, Span, Stmt, Value, ValueDef,
+    ValueType,
 };
 
 /// A value handle.
@@ -25,37 +25,21 @@ pub struct KB {
 
 impl KB {
     pub fn new(name: &str) -> KB {
-        KB {
-            name: name.to_string(),
-            params: Vec::new(),
-            body: Body::default(),
-            regions: vec![Vec::new()],
-            counter: 0,
-        }
+        KB { name: name.to_string(), params: Vec::new(), body: Body::default(), regions: vec![Vec::new()], counter: 0 }
     }
 
     fn value(&mut self, ty: ValueType, def: ValueDef) -> V {
         self.counter += 1;
         let name = format!("v{}", self.counter);
-        self.body
-            .values
-            .append(Value { name, ty, def }, Span::UNDEFINED)
+        self.body.values.append(Value { name, ty, def }, Span::UNDEFINED)
     }
 
     pub fn param(&mut self, name: &str, ty: ParamType) -> V {
         let i = self.params.len() as u32;
-        self.params.push(Param {
-            name: name.to_string(),
-            ty,
-        });
-        self.body.values.append(
-            Value {
-                name: name.to_string(),
-                ty: ty.into(),
-                def: ValueDef::Param(i),
-            },
-            Span::UNDEFINED,
-        )
+        self.params.push(Param { name: name.to_string(), ty });
+        self.body
+            .values
+            .append(Value { name: name.to_string(), ty: ty.into(), def: ValueDef::Param(i) }, Span::UNDEFINED)
     }
 
     pub fn buf(&mut self, name: &str, elem: Type, access: Access) -> V {
@@ -75,11 +59,7 @@ impl KB {
 
     fn op(&mut self, kind: OpKind, results: &[Type]) -> Vec<V> {
         let h = self.body.ops.append(
-            Op {
-                kind: OpKind::Yield(vec![]),
-                results: vec![],
-                comments: Comments::default(),
-            },
+            Op { kind: OpKind::Yield(vec![]), results: vec![], comments: Comments::default() },
             Span::UNDEFINED,
         );
         let rs: Vec<V> = results
@@ -87,11 +67,7 @@ impl KB {
             .enumerate()
             .map(|(i, t)| self.value(ValueType::Data(*t), ValueDef::Result(h, i as u32)))
             .collect();
-        self.body.ops[h] = Op {
-            kind,
-            results: rs.clone(),
-            comments: Comments::default(),
-        };
+        self.body.ops[h] = Op { kind, results: rs.clone(), comments: Comments::default() };
         self.regions.last_mut().unwrap().push(h);
         rs
     }
@@ -101,16 +77,7 @@ impl KB {
     }
 
     pub fn konst(&mut self, value: LitValue, ty: Type) -> V {
-        self.op1(
-            OpKind::Const(
-                Literal {
-                    value,
-                    ty: Some(ty.scalar),
-                },
-                ty,
-            ),
-            ty,
-        )
+        self.op1(OpKind::Const(Literal { value, ty: Some(ty.scalar) }, ty), ty)
     }
     pub fn f32(&mut self, x: f64) -> V {
         self.konst(LitValue::Float(x), Type::F32)
@@ -179,74 +146,23 @@ impl KB {
     }
     pub fn load(&mut self, mem: V, index: V) -> V {
         let t = self.ty(mem);
-        self.op1(
-            OpKind::Load {
-                mem: MemBase::Value(mem),
-                index,
-            },
-            t,
-        )
+        self.op1(OpKind::Load { mem: MemBase::Value(mem), index }, t)
     }
     pub fn load_global(&mut self, g: Handle<MemoryObject>, elem: Type, index: V) -> V {
-        self.op1(
-            OpKind::Load {
-                mem: MemBase::Global(g),
-                index,
-            },
-            elem,
-        )
+        self.op1(OpKind::Load { mem: MemBase::Global(g), index }, elem)
     }
     pub fn store(&mut self, mem: V, index: V, value: V) {
-        self.op(
-            OpKind::Store {
-                mem: MemBase::Value(mem),
-                index,
-                value,
-            },
-            &[],
-        );
+        self.op(OpKind::Store { mem: MemBase::Value(mem), index, value }, &[]);
     }
     pub fn store_global(&mut self, g: Handle<MemoryObject>, index: V, value: V) {
-        self.op(
-            OpKind::Store {
-                mem: MemBase::Global(g),
-                index,
-                value,
-            },
-            &[],
-        );
+        self.op(OpKind::Store { mem: MemBase::Global(g), index, value }, &[]);
     }
     pub fn atomic(&mut self, op: AtomicOp, mem: V, index: V, value: V) -> V {
         let t = self.ty(mem);
-        self.op1(
-            OpKind::Atomic {
-                op,
-                mem: MemBase::Value(mem),
-                index,
-                value,
-                expected: None,
-            },
-            t,
-        )
+        self.op1(OpKind::Atomic { op, mem: MemBase::Value(mem), index, value, expected: None }, t)
     }
-    pub fn atomic_global(
-        &mut self,
-        op: AtomicOp,
-        g: Handle<MemoryObject>,
-        elem: Type,
-        index: V,
-        value: V,
-    ) -> V {
-        self.op1(
-            OpKind::Atomic {
-                op,
-                mem: MemBase::Global(g),
-                index,
-                value,
-                expected: None,
-            },
-            elem,
-        )
+    pub fn atomic_global(&mut self, op: AtomicOp, g: Handle<MemoryObject>, elem: Type, index: V, value: V) -> V {
+        self.op1(OpKind::Atomic { op, mem: MemBase::Global(g), index, value, expected: None }, elem)
     }
     pub fn cmpxchg(&mut self, mem: V, index: V, expected: V, new: V) -> V {
         let t = self.ty(mem);
@@ -264,11 +180,7 @@ impl KB {
     }
     pub fn local(&mut self, elem: Type, count: u64) -> V {
         let h = self.body.ops.append(
-            Op {
-                kind: OpKind::LocalAlloc { elem, count },
-                results: vec![],
-                comments: Comments::default(),
-            },
+            Op { kind: OpKind::LocalAlloc { elem, count }, results: vec![], comments: Comments::default() },
             Span::UNDEFINED,
         );
         let v = self.value(ValueType::Local { elem }, ValueDef::Result(h, 0));
@@ -283,10 +195,7 @@ impl KB {
         if yields {
             self.op(OpKind::Yield(ys), &[]);
         }
-        Region {
-            ops: self.regions.pop().unwrap(),
-            closing_comments: vec![],
-        }
+        Region { ops: self.regions.pop().unwrap(), closing_comments: vec![] }
     }
 
     /// `for %k = lo to hi step step carry(...)`; `body(kb, k, carried)` returns the yields.
@@ -299,11 +208,7 @@ impl KB {
         body: impl FnOnce(&mut KB, V, &[V]) -> Vec<V>,
     ) -> Vec<V> {
         let h = self.body.ops.append(
-            Op {
-                kind: OpKind::Yield(vec![]),
-                results: vec![],
-                comments: Comments::default(),
-            },
+            Op { kind: OpKind::Yield(vec![]), results: vec![], comments: Comments::default() },
             Span::UNDEFINED,
         );
         let t = self.ty(lo);
@@ -328,14 +233,7 @@ impl KB {
             .collect();
         let pairs = carried.into_iter().zip(inits.iter().copied()).collect();
         self.body.ops[h] = Op {
-            kind: OpKind::For {
-                var,
-                lo,
-                hi,
-                step,
-                carried: pairs,
-                body: region,
-            },
+            kind: OpKind::For { var, lo, hi, step, carried: pairs, body: region },
             results: results.clone(),
             comments: Comments::default(),
         };
@@ -352,11 +250,7 @@ impl KB {
         else_: Option<Box<dyn FnOnce(&mut KB) -> Vec<V> + '_>>,
     ) -> Vec<V> {
         let h = self.body.ops.append(
-            Op {
-                kind: OpKind::Yield(vec![]),
-                results: vec![],
-                comments: Comments::default(),
-            },
+            Op { kind: OpKind::Yield(vec![]), results: vec![], comments: Comments::default() },
             Span::UNDEFINED,
         );
         let yields = !types.is_empty();
@@ -368,12 +262,7 @@ impl KB {
             .map(|(i, t)| self.value(ValueType::Data(*t), ValueDef::Result(h, i as u32)))
             .collect();
         self.body.ops[h] = Op {
-            kind: OpKind::If {
-                cond,
-                result_types: types.to_vec(),
-                then_region,
-                else_region,
-            },
+            kind: OpKind::If { cond, result_types: types.to_vec(), then_region, else_region },
             results: results.clone(),
             comments: Comments::default(),
         };
@@ -382,10 +271,7 @@ impl KB {
     }
 
     pub fn finish(mut self) -> Kernel {
-        self.body.entry = Region {
-            ops: self.regions.pop().unwrap(),
-            closing_comments: vec![],
-        };
+        self.body.entry = Region { ops: self.regions.pop().unwrap(), closing_comments: vec![] };
         Kernel {
             name: self.name,
             params: self.params,
@@ -403,21 +289,9 @@ pub fn add_kernel(m: &mut Module, k: Kernel) -> Handle<Kernel> {
     h
 }
 
-pub fn add_memory(
-    m: &mut Module,
-    name: &str,
-    elem: Type,
-    count: u64,
-    kind: MemoryKind,
-) -> Handle<MemoryObject> {
+pub fn add_memory(m: &mut Module, name: &str, elem: Type, count: u64, kind: MemoryKind) -> Handle<MemoryObject> {
     let h = m.memories.append(
-        MemoryObject {
-            name: name.to_string(),
-            elem,
-            count,
-            kind,
-            comments: Comments::default(),
-        },
+        MemoryObject { name: name.to_string(), elem, count, kind, comments: Comments::default() },
         Span::UNDEFINED,
     );
     m.items.push(Item::Memory(h));
@@ -432,30 +306,9 @@ pub fn buffer(m: &mut Module, name: &str, elem: Type, count: u64) -> Handle<Memo
     add_memory(m, name, elem, count, MemoryKind::Buffer)
 }
 
-pub fn device_global(
-    m: &mut Module,
-    name: &str,
-    elem: Type,
-    count: u64,
-    init: &[LitValue],
-) -> Handle<MemoryObject> {
-    let init = init
-        .iter()
-        .map(|v| Literal {
-            value: *v,
-            ty: None,
-        })
-        .collect();
-    add_memory(
-        m,
-        name,
-        elem,
-        count,
-        MemoryKind::DeviceGlobal(DeviceGlobal {
-            init,
-            ..Default::default()
-        }),
-    )
+pub fn device_global(m: &mut Module, name: &str, elem: Type, count: u64, init: &[LitValue]) -> Handle<MemoryObject> {
+    let init = init.iter().map(|v| Literal { value: *v, ty: None }).collect();
+    add_memory(m, name, elem, count, MemoryKind::DeviceGlobal(DeviceGlobal { init, ..Default::default() }))
 }
 
 pub fn add_graph(m: &mut Module, g: Graph) -> Handle<Graph> {
@@ -471,76 +324,38 @@ pub struct GB {
 
 impl GB {
     pub fn new(name: &str) -> GB {
-        GB {
-            g: Graph {
-                name: name.to_string(),
-                ..Default::default()
-            },
-        }
+        GB { g: Graph { name: name.to_string(), ..Default::default() } }
     }
 
     pub fn node(&mut self, name: &str, kind: NodeKind, after: &[Handle<Node>]) -> Handle<Node> {
-        let h = self.g.nodes.append(
-            Node {
-                name: name.to_string(),
-                kind,
-                queue: None,
-                comments: Comments::default(),
-            },
-            Span::UNDEFINED,
-        );
+        let h = self
+            .g
+            .nodes
+            .append(Node { name: name.to_string(), kind, queue: None, comments: Comments::default() }, Span::UNDEFINED);
         for &a in after {
-            self.g.edges.append(
-                Edge {
-                    from: a,
-                    to: h,
-                    kind: EdgeKind::DependsOn,
-                },
-                Span::UNDEFINED,
-            );
+            self.g.edges.append(Edge { from: a, to: h, kind: EdgeKind::DependsOn }, Span::UNDEFINED);
         }
         self.g.body.push(Stmt::Node(h));
         h
     }
 
     pub fn edge(&mut self, from: Handle<Node>, to: Handle<Node>) {
-        let e = self.g.edges.append(
-            Edge {
-                from,
-                to,
-                kind: EdgeKind::MakeEdge,
-            },
-            Span::UNDEFINED,
-        );
+        let e = self.g.edges.append(Edge { from, to, kind: EdgeKind::MakeEdge }, Span::UNDEFINED);
         self.g.body.push(Stmt::MakeEdge(e));
     }
 
     pub fn dyn_param(&mut self, name: &str, value: ArgValue) -> Handle<DynParam> {
-        let h = self.g.dyn_params.append(
-            DynParam {
-                name: name.to_string(),
-                value,
-                comments: Comments::default(),
-            },
-            Span::UNDEFINED,
-        );
+        let h = self
+            .g
+            .dyn_params
+            .append(DynParam { name: name.to_string(), value, comments: Comments::default() }, Span::UNDEFINED);
         self.g.body.push(Stmt::DynParam(h));
         h
     }
 
-    pub fn dcg(
-        &mut self,
-        name: &str,
-        active: u32,
-        alternatives: Vec<Alternative>,
-    ) -> Handle<DynCommandGroup> {
+    pub fn dcg(&mut self, name: &str, active: u32, alternatives: Vec<Alternative>) -> Handle<DynCommandGroup> {
         let h = self.g.dcgs.append(
-            DynCommandGroup {
-                name: name.to_string(),
-                active,
-                alternatives,
-                comments: Comments::default(),
-            },
+            DynCommandGroup { name: name.to_string(), active, alternatives, comments: Comments::default() },
             Span::UNDEFINED,
         );
         self.g.body.push(Stmt::Dcg(h));
@@ -553,32 +368,19 @@ impl GB {
 }
 
 pub fn kernel_node(kernel: Handle<Kernel>, launch: Launch, args: Vec<Arg>) -> NodeKind {
-    NodeKind::Kernel(KernelCommand {
-        kernel,
-        launch,
-        args,
-    })
+    NodeKind::Kernel(KernelCommand { kernel, launch, args })
 }
 
 pub fn ptr(h: Handle<MemoryObject>) -> Arg {
-    Arg::Value(ArgValue::Pointer(Pointer {
-        base: MemRef::Memory(h),
-        offset: 0,
-    }))
+    Arg::Value(ArgValue::Pointer(Pointer { base: MemRef::Memory(h), offset: 0 }))
 }
 
 pub fn mem_ptr(h: Handle<MemoryObject>, offset: u64) -> Pointer {
-    Pointer {
-        base: MemRef::Memory(h),
-        offset,
-    }
+    Pointer { base: MemRef::Memory(h), offset }
 }
 
 pub fn alloc_ptr(node: Handle<Node>, offset: u64) -> Pointer {
-    Pointer {
-        base: MemRef::Alloc(node),
-        offset,
-    }
+    Pointer { base: MemRef::Alloc(node), offset }
 }
 
 pub fn alloc_arg(node: Handle<Node>) -> Arg {
@@ -586,17 +388,11 @@ pub fn alloc_arg(node: Handle<Node>) -> Arg {
 }
 
 pub fn f32_arg(x: f64) -> Arg {
-    Arg::Value(ArgValue::Scalar(Literal {
-        value: LitValue::Float(x),
-        ty: None,
-    }))
+    Arg::Value(ArgValue::Scalar(Literal { value: LitValue::Float(x), ty: None }))
 }
 
 pub fn u32_arg(x: u32) -> Arg {
-    Arg::Value(ArgValue::Scalar(Literal {
-        value: LitValue::Int(x as i128),
-        ty: None,
-    }))
+    Arg::Value(ArgValue::Scalar(Literal { value: LitValue::Int(x as i128), ty: None }))
 }
 
 pub fn range(n: &[u64]) -> Launch {
@@ -604,18 +400,11 @@ pub fn range(n: &[u64]) -> Launch {
 }
 
 pub fn nd(global: &[u64], local: &[u64]) -> Launch {
-    Launch::NdRange {
-        global: global.to_vec(),
-        local: local.to_vec(),
-        offset: vec![],
-    }
+    Launch::NdRange { global: global.to_vec(), local: local.to_vec(), offset: vec![] }
 }
 
 pub fn f32_buf(access: Access) -> ParamType {
-    ParamType::Buffer {
-        elem: Type::F32,
-        access,
-    }
+    ParamType::Buffer { elem: Type::F32, access }
 }
 
 pub const I32: Type = Type::scalar(ScalarType::I32);
@@ -677,6 +466,4 @@ pub fn add_kernel_const() -> Kernel {
 }
 
 #[allow(unused_imports)]
-pub use cmdgraph_ir::kernel::{
-    AtomicOp as Atomic, BinaryOp as Bin, Builtin as B, CmpOp as Cmp, UnaryOp as Un,
-};
+pub use cmdgraph_ir::kernel::{AtomicOp as Atomic, BinaryOp as Bin, Builtin as B, CmpOp as Cmp, UnaryOp as Un};

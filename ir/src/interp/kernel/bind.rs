@@ -127,10 +127,7 @@ pub(crate) fn prepare(
     let mut local_bytes = 0u64;
     for (i, (param, arg)) in kernel.params.iter().zip(args).enumerate() {
         let Some(v) = param_values[i] else {
-            return Err(format!(
-                "parameter %{} has no value in the kernel body",
-                param.name
-            ));
+            return Err(format!("parameter %{} has no value in the kernel body", param.name));
         };
         let what = |detail: &str| format!("argument {i} (parameter %{}): {detail}", param.name);
         let bind = match (param.ty, arg) {
@@ -148,11 +145,7 @@ pub(crate) fn prepare(
             (ParamType::Value(ty), ArgValue::Bytes(raw)) => {
                 let data = super::super::value::elem_data_bytes(ty);
                 if raw.len() as u64 != ty.size() && raw.len() as u64 != data {
-                    return Err(what(&format!(
-                        "{} raw bytes for a {ty} parameter of {} bytes",
-                        raw.len(),
-                        ty.size()
-                    )));
+                    return Err(what(&format!("{} raw bytes for a {ty} parameter of {} bytes", raw.len(), ty.size())));
                 }
                 let mut lanes = vec![0; ty.lanes as usize];
                 read_elem(raw, ty, &mut lanes);
@@ -175,16 +168,11 @@ pub(crate) fn prepare(
             }
             (ParamType::Buffer { elem, access }, ArgValue::Accessor(acc)) => {
                 let MemRef::Memory(h) = acc.buffer else {
-                    return Err(what(
-                        "an accessor must name a module buffer, not a graph allocation",
-                    ));
+                    return Err(what("an accessor must name a module buffer, not a graph allocation"));
                 };
                 let space = mem.user_space(h).map_err(|e| what(&e.to_string()))?;
                 if !acc.mode.satisfies(access) {
-                    return Err(what(&format!(
-                        "a `{}` accessor for a `{access}` parameter",
-                        acc.mode
-                    )));
+                    return Err(what(&format!("a `{}` accessor for a `{access}` parameter", acc.mode)));
                 }
                 let obj = &mem.module.memories[h];
                 let (lo, hi) = acc.range.unwrap_or((0, obj.count));
@@ -207,44 +195,19 @@ pub(crate) fn prepare(
                 prep.views.push(view);
                 ParamBind::Mem(MemSlot::Global(prep.views.len() - 1))
             }
-            (
-                ParamType::Local { elem },
-                ArgValue::Local {
-                    elem: arg_elem,
-                    count,
-                },
-            ) => {
-                let bytes = arg_elem
-                    .size()
-                    .checked_mul(*count)
-                    .ok_or_else(|| what("local memory size overflows"))?;
-                let i = add_local(
-                    &mut prep,
-                    &mut local_bytes,
-                    format!("%{}", param.name),
-                    elem,
-                    bytes,
-                    POISON,
-                )?;
+            (ParamType::Local { elem }, ArgValue::Local { elem: arg_elem, count }) => {
+                let bytes = arg_elem.size().checked_mul(*count).ok_or_else(|| what("local memory size overflows"))?;
+                let i = add_local(&mut prep, &mut local_bytes, format!("%{}", param.name), elem, bytes, POISON)?;
                 ParamBind::Mem(MemSlot::Local(i))
             }
-            (ty, arg) => {
-                return Err(what(&format!(
-                    "{} argument for a {} parameter",
-                    arg_kind(arg),
-                    param_kind(ty)
-                )))
-            }
+            (ty, arg) => return Err(what(&format!("{} argument for a {} parameter", arg_kind(arg), param_kind(ty)))),
         };
         prep.params.push((v, bind));
     }
     for (h, op) in body.ops.iter() {
         match &op.kind {
             OpKind::LocalAlloc { elem, count } => {
-                let bytes = elem
-                    .size()
-                    .checked_mul(*count)
-                    .ok_or("local memory size overflows")?;
+                let bytes = elem.size().checked_mul(*count).ok_or("local memory size overflows")?;
                 let name = op
                     .results
                     .first()
@@ -253,31 +216,15 @@ pub(crate) fn prepare(
                 let i = add_local(&mut prep, &mut local_bytes, name, *elem, bytes, 0)?;
                 prep.op_locals.insert(h, i);
             }
-            OpKind::Load {
-                mem: MemBase::Global(g),
-                ..
-            }
-            | OpKind::Store {
-                mem: MemBase::Global(g),
-                ..
-            }
-            | OpKind::Atomic {
-                mem: MemBase::Global(g),
-                ..
-            } => {
+            OpKind::Load { mem: MemBase::Global(g), .. }
+            | OpKind::Store { mem: MemBase::Global(g), .. }
+            | OpKind::Atomic { mem: MemBase::Global(g), .. } => {
                 if prep.dg_views.contains_key(g) {
                     continue;
                 }
-                let obj = mem
-                    .module
-                    .memories
-                    .try_get(*g)
-                    .ok_or("memory handle out of range")?;
+                let obj = mem.module.memories.try_get(*g).ok_or("memory handle out of range")?;
                 if !matches!(obj.kind, MemoryKind::DeviceGlobal(_)) {
-                    return Err(format!(
-                        "the body names @{}, which is not a device_global",
-                        obj.name
-                    ));
+                    return Err(format!("the body names @{}, which is not a device_global", obj.name));
                 }
                 let space = Space::DeviceGlobal(*g);
                 let view = GlobalView {
@@ -312,12 +259,7 @@ fn add_local(
     if *total > MAX_LOCAL_BYTES {
         return Err(format!("{total} bytes of work-group memory exceed the interpreter's limit of {MAX_LOCAL_BYTES}"));
     }
-    prep.locals.push(LocalMem {
-        name,
-        elem,
-        bytes: vec![fill; bytes as usize],
-        fill,
-    });
+    prep.locals.push(LocalMem { name, elem, bytes: vec![fill; bytes as usize], fill });
     Ok(prep.locals.len() - 1)
 }
 
@@ -326,35 +268,25 @@ fn space_of(base: MemRef, mem: &MemCtx<'_>, root: bool) -> Result<Space, String>
     match base {
         MemRef::Memory(h) => mem.user_space(h).map_err(|e| e.to_string()),
         MemRef::Alloc(h) if root && mem.allocs.info.contains_key(&h) => Ok(Space::Alloc(h)),
-        MemRef::Alloc(_) => {
-            Err("the pointer names a node that is not an async_malloc of this graph".to_string())
-        }
+        MemRef::Alloc(_) => Err("the pointer names a node that is not an async_malloc of this graph".to_string()),
     }
 }
 
 /// Kernels launched with `range` or `single_task` have no observable work-group.
 fn check_range_kernel(kernel: &Kernel, body: &Body) -> Result<(), String> {
-    if let Some(p) = kernel
-        .params
-        .iter()
-        .find(|p| matches!(p.ty, ParamType::Local { .. }))
-    {
-        return Err(format!(
-            "parameter %{} is work-group memory, which needs an nd_range launch",
-            p.name
-        ));
+    if let Some(p) = kernel.params.iter().find(|p| matches!(p.ty, ParamType::Local { .. })) {
+        return Err(format!("parameter %{} is work-group memory, which needs an nd_range launch", p.name));
     }
     for (h, op) in body.ops.iter() {
         let what = match &op.kind {
             OpKind::GroupBarrier => "group_barrier",
             OpKind::LocalAlloc { .. } => "local",
-            OpKind::Builtin(
-                Builtin::LocalId | Builtin::GroupId | Builtin::LocalRange | Builtin::GroupRange,
-                _,
-            ) => match &op.kind {
-                OpKind::Builtin(b, _) => b.keyword(),
-                _ => "builtin",
-            },
+            OpKind::Builtin(Builtin::LocalId | Builtin::GroupId | Builtin::LocalRange | Builtin::GroupRange, _) => {
+                match &op.kind {
+                    OpKind::Builtin(b, _) => b.keyword(),
+                    _ => "builtin",
+                }
+            }
             _ => continue,
         };
         return Err(format!(

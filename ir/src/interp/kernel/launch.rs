@@ -51,51 +51,23 @@ impl Geometry {
             a
         };
         let geo = match launch {
-            Launch::SingleTask => Geometry {
-                dims: 1,
-                global: [1; 3],
-                local: [1; 3],
-                offset: [0; 3],
-                nd: false,
-            },
+            Launch::SingleTask => Geometry { dims: 1, global: [1; 3], local: [1; 3], offset: [0; 3], nd: false },
             Launch::Range(r) => {
                 if r.is_empty() || r.len() > 3 {
-                    return Err(format!(
-                        "range has {} dimensions; 1 to 3 are allowed",
-                        r.len()
-                    ));
+                    return Err(format!("range has {} dimensions; 1 to 3 are allowed", r.len()));
                 }
-                Geometry {
-                    dims: r.len(),
-                    global: pad(r, 1),
-                    local: [1; 3],
-                    offset: [0; 3],
-                    nd: false,
-                }
+                Geometry { dims: r.len(), global: pad(r, 1), local: [1; 3], offset: [0; 3], nd: false }
             }
-            Launch::NdRange {
-                global,
-                local,
-                offset,
-            } => {
+            Launch::NdRange { global, local, offset } => {
                 if global.is_empty() || global.len() > 3 {
-                    return Err(format!(
-                        "nd_range has {} dimensions; 1 to 3 are allowed",
-                        global.len()
-                    ));
+                    return Err(format!("nd_range has {} dimensions; 1 to 3 are allowed", global.len()));
                 }
-                if local.len() != global.len()
-                    || !(offset.is_empty() || offset.len() == global.len())
-                {
-                    return Err(
-                        "nd_range global, local and offset have different dimensions".to_string(),
-                    );
+                if local.len() != global.len() || !(offset.is_empty() || offset.len() == global.len()) {
+                    return Err("nd_range global, local and offset have different dimensions".to_string());
                 }
                 for (d, (&g, &l)) in global.iter().zip(local).enumerate() {
                     if l == 0 || g % l != 0 {
-                        return Err(format!(
-                            "global size {g} is not a multiple of local size {l} in dimension {d}"
-                        ));
+                        return Err(format!("global size {g} is not a multiple of local size {l} in dimension {d}"));
                     }
                 }
                 Geometry {
@@ -108,17 +80,11 @@ impl Geometry {
             }
         };
         for d in 0..3 {
-            if geo.offset[d]
-                .checked_add(geo.global[d])
-                .is_none_or(|end| end > 1 << 32)
-            {
-                return Err(format!(
-                    "dimension {d} exceeds the u32 range of the id builtins"
-                ));
+            if geo.offset[d].checked_add(geo.global[d]).is_none_or(|end| end > 1 << 32) {
+                return Err(format!("dimension {d} exceeds the u32 range of the id builtins"));
             }
         }
-        geo.total()
-            .ok_or_else(|| "the launch has more work-items than fit in 64 bits".to_string())?;
+        geo.total().ok_or_else(|| "the launch has more work-items than fit in 64 bits".to_string())?;
         if geo.nd && geo.group_size() > MAX_GROUP {
             return Err(format!(
                 "work-group of {} work-items exceeds the interpreter's limit of {MAX_GROUP}",
@@ -130,9 +96,7 @@ impl Geometry {
 
     /// Number of work-items.
     pub fn total(&self) -> Option<u64> {
-        self.global
-            .iter()
-            .try_fold(1u64, |acc, &g| acc.checked_mul(g))
+        self.global.iter().try_fold(1u64, |acc, &g| acc.checked_mul(g))
     }
 
     /// Work-items per group (`nd_range`) or per chunk (`range`).
@@ -215,12 +179,8 @@ mod tests {
 
     #[test]
     fn nd_range_ids() {
-        let geo = Geometry::new(&Launch::NdRange {
-            global: vec![4, 6],
-            local: vec![2, 3],
-            offset: vec![10, 0],
-        })
-        .unwrap();
+        let geo =
+            Geometry::new(&Launch::NdRange { global: vec![4, 6], local: vec![2, 3], offset: vec![10, 0] }).unwrap();
         assert_eq!(geo.group_count(), 4);
         let mut ids = GroupIds::default();
         geo.fill_ids(3, &mut ids);
@@ -232,12 +192,7 @@ mod tests {
 
     #[test]
     fn bad_launches_are_errors() {
-        assert!(Geometry::new(&Launch::NdRange {
-            global: vec![10],
-            local: vec![3],
-            offset: vec![]
-        })
-        .is_err());
+        assert!(Geometry::new(&Launch::NdRange { global: vec![10], local: vec![3], offset: vec![] }).is_err());
         assert!(Geometry::new(&Launch::Range(vec![])).is_err());
         assert!(Geometry::new(&Launch::Range(vec![1 << 33])).is_err());
     }

@@ -40,21 +40,8 @@ impl Target<'_> {
         let data = elem_data_bytes(self.elem);
         let len = (self.end.saturating_sub(self.start)) / stride.max(1);
         for (lane, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
-            let i = idx
-                .data
-                .get(lane)
-                .and_then(|&b| int_of(b, idx.ty.scalar))
-                .unwrap_or(-1);
-            let oob = || {
-                (
-                    lane,
-                    FaultKind::IndexOutOfBounds {
-                        memory: self.name.to_string(),
-                        index: i,
-                        len,
-                    },
-                )
-            };
+            let i = idx.data.get(lane).and_then(|&b| int_of(b, idx.ty.scalar)).unwrap_or(-1);
+            let oob = || (lane, FaultKind::IndexOutOfBounds { memory: self.name.to_string(), index: i, len });
             if i < 0 || i >= len as i128 {
                 return Err(oob());
             }
@@ -88,40 +75,20 @@ impl Exec<'_, '_, '_> {
         let slot = match base {
             MemBase::Value(v) => match self.slots.get(v.index()) {
                 Some(Slot::Mem(m)) => *m,
-                _ => {
-                    return Err(self.fault_at(h, mask, format!("{} is not memory", self.vname(v))))
-                }
+                _ => return Err(self.fault_at(h, mask, format!("{} is not memory", self.vname(v)))),
             },
             MemBase::Global(g) => match self.prep.dg_views.get(&g) {
                 Some(&i) => MemSlot::Global(i),
-                None => {
-                    return Err(self.fault_at(
-                        h,
-                        mask,
-                        "device_global was not prepared".to_string(),
-                    ))
-                }
+                None => return Err(self.fault_at(h, mask, "device_global was not prepared".to_string())),
             },
         };
         match self.slots.get(index.index()) {
             Some(Slot::Data(l)) if l.ty.lanes == 1 && l.ty.scalar.is_integer() => {}
-            _ => {
-                return Err(self.fault_at(
-                    h,
-                    mask,
-                    format!("index {} is not an integer", self.vname(index)),
-                ))
-            }
+            _ => return Err(self.fault_at(h, mask, format!("index {} is not an integer", self.vname(index)))),
         }
         let active = mask.iter().any(|&m| m);
         let lane0 = first(mask);
-        let Exec {
-            slots,
-            mem,
-            log,
-            prep,
-            ..
-        } = self;
+        let Exec { slots, mem, log, prep, .. } = self;
         let idx = match slots.get(index.index()) {
             Some(Slot::Data(l)) => l,
             _ => return Err(InterpError::api("unreachable: index checked above")),
@@ -137,11 +104,7 @@ impl Exec<'_, '_, '_> {
                     _ => view.access == Access::ReadWrite,
                 };
                 let failure = if !allowed {
-                    Some(FaultKind::AccessMode {
-                        memory: view.name.clone(),
-                        attempted,
-                        allowed: view.access,
-                    })
+                    Some(FaultKind::AccessMode { memory: view.name.clone(), attempted, allowed: view.access })
                 } else if active {
                     mem.check_live(view.space).err()
                 } else {
@@ -168,10 +131,7 @@ impl Exec<'_, '_, '_> {
                 }
             }
             MemSlot::Local(i) => match prep.locals.get_mut(i) {
-                None => Err((
-                    lane0,
-                    FaultKind::Other("local memory out of range".to_string()),
-                )),
+                None => Err((lane0, FaultKind::Other("local memory out of range".to_string()))),
                 Some(local) => {
                     let end = local.bytes.len() as u64;
                     let mut target = Target {
@@ -190,30 +150,14 @@ impl Exec<'_, '_, '_> {
     }
 
     /// `load mem[index]`.
-    pub fn load(
-        &mut self,
-        h: Handle<Op>,
-        mask: &[bool],
-        base: MemBase,
-        index: V,
-    ) -> Result<Lanes, InterpError> {
+    pub fn load(&mut self, h: Handle<Op>, mask: &[bool], base: MemBase, index: V) -> Result<Lanes, InterpError> {
         let n = self.ids.n;
-        self.with_target(
-            h,
-            mask,
-            base,
-            index,
-            AccessKind::Read,
-            "read",
-            |t, idx, _| {
-                let mut out = Lanes::zeros(t.elem, n);
-                let w = t.elem.lanes as usize;
-                t.each(idx, mask, |lane, bytes| {
-                    read_elem(bytes, out.ty, &mut out.data[lane * w..(lane + 1) * w])
-                })?;
-                Ok(out)
-            },
-        )
+        self.with_target(h, mask, base, index, AccessKind::Read, "read", |t, idx, _| {
+            let mut out = Lanes::zeros(t.elem, n);
+            let w = t.elem.lanes as usize;
+            t.each(idx, mask, |lane, bytes| read_elem(bytes, out.ty, &mut out.data[lane * w..(lane + 1) * w]))?;
+            Ok(out)
+        })
     }
 
     /// `store mem[index], value`.
@@ -227,27 +171,17 @@ impl Exec<'_, '_, '_> {
     ) -> Result<(), InterpError> {
         let lane0 = first(mask);
         let vname = self.vname(value);
-        self.with_target(
-            h,
-            mask,
-            base,
-            index,
-            AccessKind::Write,
-            "write",
-            |t, idx, slots| {
-                let value = match slots.get(value.index()) {
-                    Some(Slot::Data(l)) if l.ty == t.elem => l,
-                    _ => {
-                        let msg = format!("stored value {vname} is not a defined {}", t.elem);
-                        return Err((lane0, FaultKind::Other(msg)));
-                    }
-                };
-                let w = value.width();
-                t.each(idx, mask, |lane, bytes| {
-                    write_elem(bytes, value.ty, &value.data[lane * w..(lane + 1) * w])
-                })
-            },
-        )
+        self.with_target(h, mask, base, index, AccessKind::Write, "write", |t, idx, slots| {
+            let value = match slots.get(value.index()) {
+                Some(Slot::Data(l)) if l.ty == t.elem => l,
+                _ => {
+                    let msg = format!("stored value {vname} is not a defined {}", t.elem);
+                    return Err((lane0, FaultKind::Other(msg)));
+                }
+            };
+            let w = value.width();
+            t.each(idx, mask, |lane, bytes| write_elem(bytes, value.ty, &value.data[lane * w..(lane + 1) * w]))
+        })
     }
 
     /// `atomic op mem[index], value` and `atomic cmpxchg mem[index], expected, value`.
@@ -266,67 +200,43 @@ impl Exec<'_, '_, '_> {
         let lane0 = first(mask);
         let names = (self.vname(value), expected.map(|e| self.vname(e)));
         if (op == AtomicOp::CompareExchange) != expected.is_some() {
-            return Err(self.fault_at(
-                h,
-                mask,
-                "`cmpxchg` (and only it) takes an expected value".to_string(),
-            ));
+            return Err(self.fault_at(h, mask, "`cmpxchg` (and only it) takes an expected value".to_string()));
         }
-        self.with_target(
-            h,
-            mask,
-            base,
-            index,
-            AccessKind::Write,
-            "atomic",
-            |t, idx, slots| {
-                let scalar_ty = t.elem.scalar;
-                let bad = |what: String| Err((lane0, FaultKind::Other(what)));
-                if t.elem.lanes != 1 {
-                    return bad(format!("atomics need a scalar element, not {}", t.elem));
+        self.with_target(h, mask, base, index, AccessKind::Write, "atomic", |t, idx, slots| {
+            let scalar_ty = t.elem.scalar;
+            let bad = |what: String| Err((lane0, FaultKind::Other(what)));
+            if t.elem.lanes != 1 {
+                return bad(format!("atomics need a scalar element, not {}", t.elem));
+            }
+            let operand = |v: V, name: &str| match slots.get(v.index()) {
+                Some(Slot::Data(l)) if l.ty == t.elem => Ok(l),
+                _ => Err((lane0, FaultKind::Other(format!("atomic operand {name} is not a defined {}", t.elem)))),
+            };
+            let value = operand(value, &names.0)?;
+            let expected = match (expected, &names.1) {
+                (Some(e), Some(name)) => Some(operand(e, name)?),
+                _ => None,
+            };
+            let rmw: scalar::Fn2 = match op {
+                AtomicOp::CompareExchange if scalar_ty.is_integer() => |_, new| new,
+                _ => match scalar::atomic(op, scalar_ty) {
+                    Some(f) => f,
+                    None => return bad(format!("`atomic {}` does not apply to {}", op.keyword(), t.elem)),
+                },
+            };
+            let mut out = Lanes::zeros(t.elem, n);
+            let elem = t.elem;
+            t.each(idx, mask, |lane, bytes| {
+                let mut old = [0u64; 1];
+                read_elem(bytes, elem, &mut old);
+                out.data[lane] = old[0];
+                let operand = value.data[lane];
+                let swap = expected.is_none_or(|e| e.data[lane] == old[0]);
+                if swap {
+                    write_elem(bytes, elem, &[rmw(old[0], operand)]);
                 }
-                let operand = |v: V, name: &str| match slots.get(v.index()) {
-                    Some(Slot::Data(l)) if l.ty == t.elem => Ok(l),
-                    _ => Err((
-                        lane0,
-                        FaultKind::Other(format!(
-                            "atomic operand {name} is not a defined {}",
-                            t.elem
-                        )),
-                    )),
-                };
-                let value = operand(value, &names.0)?;
-                let expected = match (expected, &names.1) {
-                    (Some(e), Some(name)) => Some(operand(e, name)?),
-                    _ => None,
-                };
-                let rmw: scalar::Fn2 = match op {
-                    AtomicOp::CompareExchange if scalar_ty.is_integer() => |_, new| new,
-                    _ => match scalar::atomic(op, scalar_ty) {
-                        Some(f) => f,
-                        None => {
-                            return bad(format!(
-                                "`atomic {}` does not apply to {}",
-                                op.keyword(),
-                                t.elem
-                            ))
-                        }
-                    },
-                };
-                let mut out = Lanes::zeros(t.elem, n);
-                let elem = t.elem;
-                t.each(idx, mask, |lane, bytes| {
-                    let mut old = [0u64; 1];
-                    read_elem(bytes, elem, &mut old);
-                    out.data[lane] = old[0];
-                    let operand = value.data[lane];
-                    let swap = expected.is_none_or(|e| e.data[lane] == old[0]);
-                    if swap {
-                        write_elem(bytes, elem, &[rmw(old[0], operand)]);
-                    }
-                })?;
-                Ok(out)
-            },
-        )
+            })?;
+            Ok(out)
+        })
     }
 }

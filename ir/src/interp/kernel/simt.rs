@@ -82,14 +82,8 @@ impl<'k> Exec<'k, '_, '_> {
     /// A fault at `op` for the work-item in lane `lane`.
     pub fn fault(&self, op: Handle<Op>, lane: usize, kind: FaultKind) -> InterpError {
         let dims = self.prep.geo.dims;
-        let work_item = (0..dims)
-            .map(|d| self.ids.gid[d].get(lane).copied().unwrap_or(0))
-            .collect();
-        let keyword = self
-            .body
-            .ops
-            .try_get(op)
-            .map_or("?".to_string(), |o| op_keyword(&o.kind));
+        let work_item = (0..dims).map(|d| self.ids.gid[d].get(lane).copied().unwrap_or(0)).collect();
+        let keyword = self.body.ops.try_get(op).map_or("?".to_string(), |o| op_keyword(&o.kind));
         InterpError::Fault(Box::new(Fault {
             node: self.node.to_string(),
             site: Some(KernelSite {
@@ -112,31 +106,17 @@ impl<'k> Exec<'k, '_, '_> {
     pub fn data(&self, op: Handle<Op>, mask: &[bool], v: V) -> Result<&Lanes, InterpError> {
         match self.slots.get(v.index()) {
             Some(Slot::Data(l)) => Ok(l),
-            _ => Err(self.fault_at(
-                op,
-                mask,
-                format!("value {} is not defined here or is not data", self.vname(v)),
-            )),
+            _ => Err(self.fault_at(op, mask, format!("value {} is not defined here or is not data", self.vname(v)))),
         }
     }
 
     /// `%name` of a value.
     pub fn vname(&self, v: V) -> String {
-        self.body
-            .values
-            .try_get(v)
-            .map_or("%?".to_string(), |x| format!("%{}", x.name))
+        self.body.values.try_get(v).map_or("%?".to_string(), |x| format!("%{}", x.name))
     }
 
     /// Defines result `i` of `op`.
-    pub fn set(
-        &mut self,
-        h: Handle<Op>,
-        op: &Op,
-        mask: &[bool],
-        i: usize,
-        lanes: Lanes,
-    ) -> Result<(), InterpError> {
+    pub fn set(&mut self, h: Handle<Op>, op: &Op, mask: &[bool], i: usize, lanes: Lanes) -> Result<(), InterpError> {
         let Some(&v) = op.results.get(i) else {
             return Err(self.fault_at(h, mask, format!("the op has no result {i}")));
         };
@@ -145,10 +125,7 @@ impl<'k> Exec<'k, '_, '_> {
                 return Err(self.fault_at(
                     h,
                     mask,
-                    format!(
-                        "result %{} is declared {:?} but the op yields {}",
-                        value.name, value.ty, lanes.ty
-                    ),
+                    format!("result %{} is declared {:?} but the op yields {}", value.name, value.ty, lanes.ty),
                 ));
             }
         }
@@ -162,12 +139,7 @@ impl<'k> Exec<'k, '_, '_> {
     }
 
     /// Runs a region under `mask`; returns the values of its `yield`, if it has one.
-    pub fn region(
-        &mut self,
-        region: &'k Region,
-        mask: &[bool],
-        depth: usize,
-    ) -> Result<Option<&'k [V]>, InterpError> {
+    pub fn region(&mut self, region: &'k Region, mask: &[bool], depth: usize) -> Result<Option<&'k [V]>, InterpError> {
         for &h in &region.ops {
             let Some(op) = self.body.ops.try_get(h) else {
                 return Err(self.fault_at(h, mask, "op handle out of range".to_string()));
@@ -176,80 +148,42 @@ impl<'k> Exec<'k, '_, '_> {
                 return Ok(Some(values));
             }
             if depth > MAX_NESTING {
-                return Err(self.fault_at(
-                    h,
-                    mask,
-                    format!("regions nest deeper than {MAX_NESTING}"),
-                ));
+                return Err(self.fault_at(h, mask, format!("regions nest deeper than {MAX_NESTING}")));
             }
             self.op(h, op, mask, depth)?;
         }
         Ok(None)
     }
 
-    fn op(
-        &mut self,
-        h: Handle<Op>,
-        op: &'k Op,
-        mask: &[bool],
-        depth: usize,
-    ) -> Result<(), InterpError> {
+    fn op(&mut self, h: Handle<Op>, op: &'k Op, mask: &[bool], depth: usize) -> Result<(), InterpError> {
         let n = self.ids.n;
         let out = match &op.kind {
             OpKind::Const(lit, ty) => {
-                let bits = literal_bits(lit.value, ty.scalar).ok_or_else(|| {
-                    self.fault_at(h, mask, format!("the literal does not fit {ty}"))
-                })?;
+                let bits = literal_bits(lit.value, ty.scalar)
+                    .ok_or_else(|| self.fault_at(h, mask, format!("the literal does not fit {ty}")))?;
                 Lanes::splat(*ty, &vec![bits; ty.lanes as usize], n)
             }
             OpKind::Builtin(b, d) => self.builtin(h, mask, *b, *d)?,
             OpKind::Unary(u, a) => {
                 let a = self.data(h, mask, *a)?;
-                let f = scalar::unary(*u, a.ty.scalar).ok_or_else(|| {
-                    self.fault_at(
-                        h,
-                        mask,
-                        format!("`{}` does not apply to {}", u.keyword(), a.ty),
-                    )
-                })?;
-                Lanes {
-                    ty: a.ty,
-                    data: a.data.iter().map(|&x| f(x)).collect(),
-                }
+                let f = scalar::unary(*u, a.ty.scalar)
+                    .ok_or_else(|| self.fault_at(h, mask, format!("`{}` does not apply to {}", u.keyword(), a.ty)))?;
+                Lanes { ty: a.ty, data: a.data.iter().map(|&x| f(x)).collect() }
             }
             OpKind::Binary(b, x, y) => {
                 let (x, y) = (self.data(h, mask, *x)?, self.data(h, mask, *y)?);
                 self.same(h, mask, x.ty, y.ty)?;
-                let f = scalar::binary(*b, x.ty.scalar).ok_or_else(|| {
-                    self.fault_at(
-                        h,
-                        mask,
-                        format!("`{}` does not apply to {}", b.keyword(), x.ty),
-                    )
-                })?;
-                Lanes {
-                    ty: x.ty,
-                    data: x.data.iter().zip(&y.data).map(|(&p, &q)| f(p, q)).collect(),
-                }
+                let f = scalar::binary(*b, x.ty.scalar)
+                    .ok_or_else(|| self.fault_at(h, mask, format!("`{}` does not apply to {}", b.keyword(), x.ty)))?;
+                Lanes { ty: x.ty, data: x.data.iter().zip(&y.data).map(|(&p, &q)| f(p, q)).collect() }
             }
             OpKind::Fma(a, b, c) => {
-                let (a, b, c) = (
-                    self.data(h, mask, *a)?,
-                    self.data(h, mask, *b)?,
-                    self.data(h, mask, *c)?,
-                );
+                let (a, b, c) = (self.data(h, mask, *a)?, self.data(h, mask, *b)?, self.data(h, mask, *c)?);
                 self.same(h, mask, a.ty, b.ty)?;
                 self.same(h, mask, a.ty, c.ty)?;
-                let f = scalar::fma(a.ty.scalar).ok_or_else(|| {
-                    self.fault_at(h, mask, format!("`fma` does not apply to {}", a.ty))
-                })?;
-                let data = a
-                    .data
-                    .iter()
-                    .zip(&b.data)
-                    .zip(&c.data)
-                    .map(|((&p, &q), &r)| f(p, q, r))
-                    .collect();
+                let f = scalar::fma(a.ty.scalar)
+                    .ok_or_else(|| self.fault_at(h, mask, format!("`fma` does not apply to {}", a.ty)))?;
+                let data = a.data.iter().zip(&b.data).zip(&c.data).map(|((&p, &q), &r)| f(p, q, r)).collect();
                 Lanes { ty: a.ty, data }
             }
             OpKind::Cmp(c, x, y) => {
@@ -257,26 +191,16 @@ impl<'k> Exec<'k, '_, '_> {
                 self.same(h, mask, x.ty, y.ty)?;
                 let f = scalar::compare(*c, x.ty.scalar);
                 let data = x.data.iter().zip(&y.data).map(|(&p, &q)| f(p, q)).collect();
-                Lanes {
-                    ty: x.ty.with_scalar(ScalarType::Bool),
-                    data,
-                }
+                Lanes { ty: x.ty.with_scalar(ScalarType::Bool), data }
             }
             OpKind::Select(c, x, y) => self.select(h, mask, *c, *x, *y)?,
             OpKind::Cast(x, ty) => {
                 let x = self.data(h, mask, *x)?;
                 if x.ty.lanes != ty.lanes {
-                    return Err(self.fault_at(
-                        h,
-                        mask,
-                        format!("cast from {} to {ty} changes the lane count", x.ty),
-                    ));
+                    return Err(self.fault_at(h, mask, format!("cast from {} to {ty} changes the lane count", x.ty)));
                 }
                 let (from, to) = (x.ty.scalar, ty.scalar);
-                Lanes {
-                    ty: *ty,
-                    data: x.data.iter().map(|&b| scalar::cast(b, from, to)).collect(),
-                }
+                Lanes { ty: *ty, data: x.data.iter().map(|&b| scalar::cast(b, from, to)).collect() }
             }
             OpKind::Splat(x, ty) => {
                 let x = self.data(h, mask, *x)?;
@@ -284,14 +208,7 @@ impl<'k> Exec<'k, '_, '_> {
                     return Err(self.fault_at(h, mask, format!("splat of {} to {ty}", x.ty)));
                 }
                 let w = ty.lanes as usize;
-                Lanes {
-                    ty: *ty,
-                    data: x
-                        .data
-                        .iter()
-                        .flat_map(|&b| std::iter::repeat_n(b, w))
-                        .collect(),
-                }
+                Lanes { ty: *ty, data: x.data.iter().flat_map(|&b| std::iter::repeat_n(b, w)).collect() }
             }
             OpKind::Extract(v, lane) => {
                 let v = self.data(h, mask, *v)?;
@@ -299,20 +216,13 @@ impl<'k> Exec<'k, '_, '_> {
                 if l >= w {
                     return Err(self.fault_at(h, mask, format!("lane {lane} of a {}", v.ty)));
                 }
-                Lanes {
-                    ty: Type::scalar(v.ty.scalar),
-                    data: v.data.chunks(w).map(|c| c[l]).collect(),
-                }
+                Lanes { ty: Type::scalar(v.ty.scalar), data: v.data.chunks(w).map(|c| c[l]).collect() }
             }
             OpKind::Insert(v, lane, s) => {
                 let (v, s) = (self.data(h, mask, *v)?, self.data(h, mask, *s)?);
                 let (w, l) = (v.width(), *lane as usize);
                 if l >= w || s.ty != Type::scalar(v.ty.scalar) {
-                    return Err(self.fault_at(
-                        h,
-                        mask,
-                        format!("insert of a {} into lane {lane} of a {}", s.ty, v.ty),
-                    ));
+                    return Err(self.fault_at(h, mask, format!("insert of a {} into lane {lane} of a {}", s.ty, v.ty)));
                 }
                 let mut out = v.clone();
                 for (chunk, &x) in out.data.chunks_mut(w).zip(&s.data) {
@@ -322,16 +232,10 @@ impl<'k> Exec<'k, '_, '_> {
             }
             OpKind::Construct(parts) => self.construct(h, mask, parts)?,
             OpKind::Load { mem, index } => self.load(h, mask, *mem, *index)?,
-            OpKind::Store { mem, index, value } => {
-                return self.store(h, mask, *mem, *index, *value)
+            OpKind::Store { mem, index, value } => return self.store(h, mask, *mem, *index, *value),
+            OpKind::Atomic { op: aop, mem, index, value, expected } => {
+                self.atomic(h, mask, *aop, *mem, *index, *value, *expected)?
             }
-            OpKind::Atomic {
-                op: aop,
-                mem,
-                index,
-                value,
-                expected,
-            } => self.atomic(h, mask, *aop, *mem, *index, *value, *expected)?,
             OpKind::GroupBarrier => {
                 if let Some(missing) = mask.iter().position(|m| !m) {
                     let msg = format!(
@@ -345,11 +249,7 @@ impl<'k> Exec<'k, '_, '_> {
             }
             OpKind::LocalAlloc { .. } => {
                 let Some(&i) = self.prep.op_locals.get(&h) else {
-                    return Err(self.fault_at(
-                        h,
-                        mask,
-                        "local memory was not prepared".to_string(),
-                    ));
+                    return Err(self.fault_at(h, mask, "local memory was not prepared".to_string()));
                 };
                 if let Some(local) = self.prep.locals.get_mut(i) {
                     local.bytes.fill(local.fill);
@@ -362,30 +262,11 @@ impl<'k> Exec<'k, '_, '_> {
                 }
                 return Ok(());
             }
-            OpKind::For {
-                var,
-                lo,
-                hi,
-                step,
-                carried,
-                body,
-            } => return self.for_loop(h, op, mask, depth, (*var, *lo, *hi, *step), carried, body),
-            OpKind::If {
-                cond,
-                result_types,
-                then_region,
-                else_region,
-            } => {
-                return self.if_op(
-                    h,
-                    op,
-                    mask,
-                    depth,
-                    *cond,
-                    result_types,
-                    then_region,
-                    else_region.as_ref(),
-                )
+            OpKind::For { var, lo, hi, step, carried, body } => {
+                return self.for_loop(h, op, mask, depth, (*var, *lo, *hi, *step), carried, body)
+            }
+            OpKind::If { cond, result_types, then_region, else_region } => {
+                return self.if_op(h, op, mask, depth, *cond, result_types, then_region, else_region.as_ref())
             }
             OpKind::Yield(_) => return Ok(()),
         };
@@ -403,19 +284,12 @@ impl<'k> Exec<'k, '_, '_> {
 
     /// `(x, y, z)` of the work-item in `lane`.
     pub fn item_text(&self, lane: usize) -> String {
-        let ids: Vec<String> = (0..self.prep.geo.dims)
-            .map(|d| self.ids.gid[d].get(lane).copied().unwrap_or(0).to_string())
-            .collect();
+        let ids: Vec<String> =
+            (0..self.prep.geo.dims).map(|d| self.ids.gid[d].get(lane).copied().unwrap_or(0).to_string()).collect();
         format!("({})", ids.join(", "))
     }
 
-    fn builtin(
-        &self,
-        h: Handle<Op>,
-        mask: &[bool],
-        b: Builtin,
-        d: u8,
-    ) -> Result<Lanes, InterpError> {
+    fn builtin(&self, h: Handle<Op>, mask: &[bool], b: Builtin, d: u8) -> Result<Lanes, InterpError> {
         let d = d as usize;
         if d > 2 {
             return Err(self.fault_at(h, mask, format!("dimension {d} (0 to 2 are allowed)")));
@@ -424,10 +298,7 @@ impl<'k> Exec<'k, '_, '_> {
         let n = self.ids.n;
         // Dimensions the launch did not write read as id 0 and size 1 (as OpenCL does).
         let uniform = |x: u64| Lanes::splat(Type::U32, &[x], n);
-        let per_item = |v: &[u64]| Lanes {
-            ty: Type::U32,
-            data: v.iter().map(|&x| x as u32 as u64).collect(),
-        };
+        let per_item = |v: &[u64]| Lanes { ty: Type::U32, data: v.iter().map(|&x| x as u32 as u64).collect() };
         Ok(match b {
             Builtin::GlobalId => per_item(&self.ids.gid[d]),
             Builtin::LocalId => per_item(&self.ids.lid[d]),
@@ -439,18 +310,10 @@ impl<'k> Exec<'k, '_, '_> {
     }
 
     fn select(&self, h: Handle<Op>, mask: &[bool], c: V, x: V, y: V) -> Result<Lanes, InterpError> {
-        let (c, x, y) = (
-            self.data(h, mask, c)?,
-            self.data(h, mask, x)?,
-            self.data(h, mask, y)?,
-        );
+        let (c, x, y) = (self.data(h, mask, c)?, self.data(h, mask, x)?, self.data(h, mask, y)?);
         self.same(h, mask, x.ty, y.ty)?;
         if c.ty.scalar != ScalarType::Bool || !(c.ty.lanes == 1 || c.ty.lanes == x.ty.lanes) {
-            return Err(self.fault_at(
-                h,
-                mask,
-                format!("select condition of type {} for {}", c.ty, x.ty),
-            ));
+            return Err(self.fault_at(h, mask, format!("select condition of type {} for {}", c.ty, x.ty)));
         }
         let w = x.width();
         let per_lane = c.ty.lanes > 1;
@@ -476,15 +339,8 @@ impl<'k> Exec<'k, '_, '_> {
             return Err(self.fault_at(h, mask, "`vec` needs 2 to 4 scalars".to_string()));
         };
         let scalar_ty = first_part.ty;
-        if !(2..=4).contains(&lanes.len())
-            || scalar_ty.lanes != 1
-            || lanes.iter().any(|l| l.ty != scalar_ty)
-        {
-            return Err(self.fault_at(
-                h,
-                mask,
-                "`vec` needs 2 to 4 scalars of one type".to_string(),
-            ));
+        if !(2..=4).contains(&lanes.len()) || scalar_ty.lanes != 1 || lanes.iter().any(|l| l.ty != scalar_ty) {
+            return Err(self.fault_at(h, mask, "`vec` needs 2 to 4 scalars of one type".to_string()));
         }
         let w = lanes.len();
         let mut data = Vec::with_capacity(self.ids.n * w);
@@ -493,10 +349,7 @@ impl<'k> Exec<'k, '_, '_> {
                 data.push(part.data[item]);
             }
         }
-        Ok(Lanes {
-            ty: Type::vector(scalar_ty.scalar, w as u8),
-            data,
-        })
+        Ok(Lanes { ty: Type::vector(scalar_ty.scalar, w as u8), data })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -510,18 +363,10 @@ impl<'k> Exec<'k, '_, '_> {
         carried: &'k [(V, V)],
         body: &'k Region,
     ) -> Result<(), InterpError> {
-        let (lo, hi, step) = (
-            self.data(h, mask, lo)?,
-            self.data(h, mask, hi)?,
-            self.data(h, mask, step)?,
-        );
+        let (lo, hi, step) = (self.data(h, mask, lo)?, self.data(h, mask, hi)?, self.data(h, mask, step)?);
         let t = lo.ty;
         if t.lanes != 1 || !t.scalar.is_integer() || hi.ty != t || step.ty != t {
-            return Err(self.fault_at(
-                h,
-                mask,
-                format!("loop bounds of types {}, {}, {}", lo.ty, hi.ty, step.ty),
-            ));
+            return Err(self.fault_at(h, mask, format!("loop bounds of types {}, {}, {}", lo.ty, hi.ty, step.ty)));
         }
         let int = |bits: u64| int_of(bits, t.scalar).unwrap_or(0);
         let mut cur: Vec<i128> = lo.data.iter().map(|&b| int(b)).collect();
@@ -529,49 +374,34 @@ impl<'k> Exec<'k, '_, '_> {
         let step: Vec<i128> = step.data.iter().map(|&b| int(b)).collect();
         let mut active: Vec<bool> = (0..self.ids.n).map(|l| mask[l] && cur[l] < hi[l]).collect();
         if let Some(l) = (0..self.ids.n).find(|&l| active[l] && step[l] <= 0) {
-            return Err(self.fault(
-                h,
-                l,
-                FaultKind::Other(format!("for step {} is not positive", step[l])),
-            ));
+            return Err(self.fault(h, l, FaultKind::Other(format!("for step {} is not positive", step[l]))));
         }
         let mut values: Vec<Lanes> = Vec::with_capacity(carried.len());
         for &(_, init) in carried {
             values.push(self.data(h, mask, init)?.clone());
         }
         while active.iter().any(|&a| a) {
-            let var_lanes = Lanes {
-                ty: t,
-                data: cur.iter().map(|&x| int_bits(x, t.scalar)).collect(),
-            };
+            let var_lanes = Lanes { ty: t, data: cur.iter().map(|&x| int_bits(x, t.scalar)).collect() };
             self.put(var, Slot::Data(var_lanes));
             for (&(inner, _), value) in carried.iter().zip(&values) {
                 self.put(inner, Slot::Data(value.clone()));
             }
             let yielded = self.region(body, &active, depth + 1)?;
             if !carried.is_empty() {
-                let yielded = yielded
-                    .filter(|y| y.len() == carried.len())
-                    .ok_or_else(|| {
-                        self.fault_at(
-                            h,
-                            &active,
-                            format!("the loop body must yield {} values", carried.len()),
-                        )
-                    })?;
+                let yielded = yielded.filter(|y| y.len() == carried.len()).ok_or_else(|| {
+                    self.fault_at(h, &active, format!("the loop body must yield {} values", carried.len()))
+                })?;
                 for (value, &y) in values.iter_mut().zip(yielded) {
                     let new = match self.slots.get(y.index()) {
                         Some(Slot::Data(l)) if l.ty == value.ty => l,
                         _ => {
-                            let msg =
-                                format!("yielded {} is not a defined {}", self.vname(y), value.ty);
+                            let msg = format!("yielded {} is not a defined {}", self.vname(y), value.ty);
                             return Err(self.fault_at(h, &active, msg));
                         }
                     };
                     let w = value.width();
                     for (l, _) in active.iter().enumerate().filter(|(_, a)| **a) {
-                        value.data[l * w..(l + 1) * w]
-                            .copy_from_slice(&new.data[l * w..(l + 1) * w]);
+                        value.data[l * w..(l + 1) * w].copy_from_slice(&new.data[l * w..(l + 1) * w]);
                     }
                 }
             }
@@ -604,20 +434,9 @@ impl<'k> Exec<'k, '_, '_> {
         if c.ty != Type::BOOL {
             return Err(self.fault_at(h, mask, format!("`if` condition of type {}", c.ty)));
         }
-        let then_mask: Vec<bool> = mask
-            .iter()
-            .zip(&c.data)
-            .map(|(&m, &b)| m && b != 0)
-            .collect();
-        let else_mask: Vec<bool> = mask
-            .iter()
-            .zip(&c.data)
-            .map(|(&m, &b)| m && b == 0)
-            .collect();
-        let mut results: Vec<Lanes> = result_types
-            .iter()
-            .map(|&t| Lanes::zeros(t, self.ids.n))
-            .collect();
+        let then_mask: Vec<bool> = mask.iter().zip(&c.data).map(|(&m, &b)| m && b != 0).collect();
+        let else_mask: Vec<bool> = mask.iter().zip(&c.data).map(|(&m, &b)| m && b == 0).collect();
+        let mut results: Vec<Lanes> = result_types.iter().map(|&t| Lanes::zeros(t, self.ids.n)).collect();
         for (region, lanes) in [(Some(then_region), &then_mask), (else_region, &else_mask)] {
             if !lanes.iter().any(|&a| a) {
                 continue;
@@ -626,19 +445,11 @@ impl<'k> Exec<'k, '_, '_> {
                 if results.is_empty() {
                     continue;
                 }
-                return Err(self.fault_at(
-                    h,
-                    lanes,
-                    "an `if` with results needs an else region".to_string(),
-                ));
+                return Err(self.fault_at(h, lanes, "an `if` with results needs an else region".to_string()));
             };
             let yielded = self.region(region, lanes, depth + 1)?.unwrap_or(&[]);
             if yielded.len() != results.len() {
-                return Err(self.fault_at(
-                    h,
-                    lanes,
-                    format!("the region must yield {} values", results.len()),
-                ));
+                return Err(self.fault_at(h, lanes, format!("the region must yield {} values", results.len())));
             }
             for (out, &y) in results.iter_mut().zip(yielded) {
                 let src = match self.slots.get(y.index()) {
