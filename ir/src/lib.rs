@@ -12,6 +12,7 @@ pub mod interp;
 pub mod kernel;
 pub mod module;
 pub mod span;
+pub mod text;
 pub mod types;
 
 pub use arena::{Arena, Handle};
