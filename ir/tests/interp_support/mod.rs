@@ -467,3 +467,19 @@ pub fn add_kernel_const() -> Kernel {
 
 #[allow(unused_imports)]
 pub use cmdgraph_ir::kernel::{AtomicOp as Atomic, BinaryOp as Bin, Builtin as B, CmpOp as Cmp, UnaryOp as Un};
+
+/// Parses `.cgir` text, panicking with the rendered diagnostics on failure.
+pub fn parse(source: &str) -> Module {
+    match cmdgraph_ir::text::parse(source) {
+        Ok(m) => m,
+        Err(diags) => {
+            let text: Vec<String> = diags.iter().map(|d| d.render("test.cgir", source)).collect();
+            panic!("test input does not parse:\n{}", text.join("\n"))
+        }
+    }
+}
+
+/// Parses `source` and makes an interpreter for it.
+pub fn interp(source: &str) -> cmdgraph_ir::interp::Interpreter {
+    cmdgraph_ir::interp::Interpreter::new(&parse(source)).unwrap()
+}
