@@ -44,14 +44,14 @@ graph @g {
     let stats = interp.run(exec).unwrap();
     assert_eq!(stats.order.len(), 14);
 
-    let mut a = vec![0u8; 32];
+    let mut a = [0u8; 32];
     a[4..12].fill(171);
     assert_eq!(interp.read("a").unwrap(), &a[..]);
     assert_eq!(interp.read_as::<f32>("b").unwrap(), vec![0.0, 2.5, 2.5, 2.5, 0.0, 0.0, 0.0, 0.0]);
     assert_eq!(interp.read_as::<i32>("c").unwrap(), vec![-3; 4]);
     let half = cmdgraph_ir::interp::half::f16::from_f32(0.5).to_bits();
     assert_eq!(interp.read_as::<u16>("h").unwrap(), vec![0, half, half, 0]);
-    let mut d = vec![0u8; 32];
+    let mut d = [0u8; 32];
     d[8..24].copy_from_slice(&a[0..16]);
     assert_eq!(interp.read("d").unwrap(), &d[..]);
     let mut e = e0.clone();
@@ -232,7 +232,11 @@ graph @mode {
     let memory = "@x".to_string();
     assert_eq!(
         oob(&err),
-        ("k".into(), Some(("load".into(), vec![8])), FaultKind::IndexOutOfBounds { memory: memory.clone(), index: 8, len: 8 })
+        (
+            "k".into(),
+            Some(("load".into(), vec![8])),
+            FaultKind::IndexOutOfBounds { memory: memory.clone(), index: 8, len: 8 }
+        )
     );
     let text = err.to_string();
     assert!(text.contains("%k") && text.contains("work-item (8)") && text.contains("index 8"), "{text}");
@@ -254,7 +258,11 @@ graph @mode {
     let err = run(&mut interp, "acc_oob").unwrap_err();
     assert_eq!(
         oob(&err),
-        ("k".into(), Some(("load".into(), vec![4])), FaultKind::IndexOutOfBounds { memory: "@b".into(), index: 4, len: 4 })
+        (
+            "k".into(),
+            Some(("load".into(), vec![4])),
+            FaultKind::IndexOutOfBounds { memory: "@b".into(), index: 4, len: 4 }
+        )
     );
 
     let err = run(&mut interp, "mode").unwrap_err();
@@ -263,7 +271,11 @@ graph @mode {
         (
             "w".into(),
             Some(("store".into(), vec![0])),
-            FaultKind::AccessMode { memory: "@x".into(), attempted: "write", allowed: cmdgraph_ir::types::Access::Read }
+            FaultKind::AccessMode {
+                memory: "@x".into(),
+                attempted: "write",
+                allowed: cmdgraph_ir::types::Access::Read
+            }
         )
     );
 }
@@ -312,7 +324,11 @@ graph @copy_after_free {
     let err = run("after_free");
     assert_eq!(
         oob(&err),
-        ("k".into(), Some(("store".into(), vec![0])), FaultKind::Lifetime { memory: "%t".into(), freed_by: Some("f".into()) })
+        (
+            "k".into(),
+            Some(("store".into(), vec![0])),
+            FaultKind::Lifetime { memory: "%t".into(), freed_by: Some("f".into()) }
+        )
     );
     assert!(err.to_string().contains("after it was freed by %f"), "{err}");
     let err = run("before_malloc");
@@ -412,11 +428,17 @@ fn pool_layout_same_outputs_when_valid() {
 #[test]
 fn pool_layout_errors() {
     let err = run_pool("seq", Some((64, 0, 8))).unwrap_err();
-    assert!(matches!(&err, InterpError::Invalid { node: Some(n), message, .. } if n == "b" && message.contains("outside")), "{err:?}");
+    assert!(
+        matches!(&err, InterpError::Invalid { node: Some(n), message, .. } if n == "b" && message.contains("outside")),
+        "{err:?}"
+    );
     let mut interp = interp(POOL);
     let layout = AllocLayout::Pool(PoolLayout { size: 64, ..Default::default() });
     let err = interp.finalize_with("seq", layout).unwrap_err();
-    assert!(matches!(&err, InterpError::Invalid { node: Some(n), message, .. } if n == "a" && message.contains("no offset")), "{err:?}");
+    assert!(
+        matches!(&err, InterpError::Invalid { node: Some(n), message, .. } if n == "a" && message.contains("no offset")),
+        "{err:?}"
+    );
 }
 
 /// Binding checks sizes and names.

@@ -14,6 +14,9 @@ use cmdgraph_ir::{
 /// A value handle.
 pub type V = Handle<Value>;
 
+/// A region builder for `if`'s else branch.
+pub type RegionFn<'a> = Box<dyn FnOnce(&mut KB) -> Vec<V> + 'a>;
+
 /// Builds one kernel body op by op; `for`/`if` take closures for their regions.
 pub struct KB {
     name: String,
@@ -247,7 +250,7 @@ impl KB {
         cond: V,
         types: &[Type],
         then_: impl FnOnce(&mut KB) -> Vec<V>,
-        else_: Option<Box<dyn FnOnce(&mut KB) -> Vec<V> + '_>>,
+        else_: Option<RegionFn<'_>>,
     ) -> Vec<V> {
         let h = self.body.ops.append(
             Op { kind: OpKind::Yield(vec![]), results: vec![], comments: Comments::default() },
