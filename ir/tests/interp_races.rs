@@ -275,13 +275,13 @@ graph @g {
 "#
     ));
     interp.register_callback("peek", |ctx| {
-        let y = ctx.read("y")?;
-        ctx.write("z", 0, &y[..8])
+        let y = ctx.read_bytes("y", 4, 8)?;
+        ctx.write("z", 0, &y)
     });
     interp.register_callback("poke", |ctx| ctx.write("z", 4, &[1; 8]));
     let exec = interp.finalize("g").unwrap();
     let stats = interp.run_with(exec, &checked(Order::Creation)).unwrap();
     let got: Vec<(String, String, String, std::ops::Range<u64>)> =
         stats.races.iter().map(|r| (r.first.clone(), r.second.clone(), r.memory.clone(), r.range.clone())).collect();
-    assert_eq!(got, vec![("w".into(), "h".into(), "@y".into(), 0..16), ("h".into(), "h2".into(), "@z".into(), 4..8)]);
+    assert_eq!(got, vec![("w".into(), "h".into(), "@y".into(), 4..12), ("h".into(), "h2".into(), "@z".into(), 4..8)]);
 }
