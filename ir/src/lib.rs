@@ -7,6 +7,7 @@
 
 pub mod arena;
 pub mod diag;
+pub mod dot;
 pub mod graph;
 pub mod interp;
 pub mod kernel;
@@ -14,6 +15,7 @@ pub mod module;
 pub mod span;
 pub mod text;
 pub mod types;
+pub mod verify;
 
 pub use arena::{Arena, Handle};
 pub use graph::*;
