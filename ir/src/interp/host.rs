@@ -92,6 +92,12 @@ impl<'a> HostContext<'a> {
         self.declared.iter().map(|d| d.name.clone()).collect()
     }
 
+    /// The declared mode of memory `name`, if the node declared it.
+    pub fn mode(&self, name: &str) -> Option<Access> {
+        let bare = name.trim_start_matches(['@', '%']);
+        self.declared.iter().find(|d| d.name.get(1..) == Some(bare)).map(|d| d.mode)
+    }
+
     fn lookup(&mut self, name: &str, attempted: &'static str) -> Result<Space, HostError> {
         let bare = name.trim_start_matches(['@', '%']);
         let found = self.declared.iter().find(|d| d.name.get(1..) == Some(bare)).cloned();

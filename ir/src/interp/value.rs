@@ -102,25 +102,30 @@ pub(crate) fn literal_bits(value: LitValue, ty: ScalarType) -> Option<u64> {
 /// Reads one element of type `ty` from little-endian `bytes` (its lanes, not vec3's
 /// padding) into `out`, one entry per lane. A stored `bool` is true when its byte is
 /// non-zero. Missing bytes read as zero.
+#[inline]
 pub(crate) fn read_elem(bytes: &[u8], ty: Type, out: &mut [u64]) {
     let size = ty.scalar.size() as usize;
-    for (slot, chunk) in out.iter_mut().zip(bytes.chunks(size)).take(ty.lanes as usize) {
-        let mut raw = [0u8; 8];
-        for (dst, src) in raw.iter_mut().zip(chunk) {
-            *dst = *src;
-        }
-        let bits = u64::from_le_bytes(raw);
+    for (lane, slot) in out.iter_mut().enumerate().take(ty.lanes as usize) {
+        let start = lane * size;
+        let bits = match bytes.get(start..start + size) {
+            Some(&[a]) => a as u64,
+            Some(&[a, b]) => u16::from_le_bytes([a, b]) as u64,
+            Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) as u64,
+            Some(&[a, b, c, d, e, f, g, h]) => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+            _ => 0,
+        };
         *slot = if ty.scalar == ScalarType::Bool { (bits != 0) as u64 } else { bits };
     }
 }
 
 /// Writes one element of type `ty` (its lanes, not vec3's padding) little-endian.
+#[inline]
 pub(crate) fn write_elem(bytes: &mut [u8], ty: Type, lanes: &[u64]) {
     let size = ty.scalar.size() as usize;
-    for (chunk, bits) in bytes.chunks_mut(size).zip(lanes).take(ty.lanes as usize) {
-        let raw = bits.to_le_bytes();
-        for (dst, src) in chunk.iter_mut().zip(raw.iter()) {
-            *dst = *src;
+    for (lane, bits) in lanes.iter().enumerate().take(ty.lanes as usize) {
+        let start = lane * size;
+        if let Some(dst) = bytes.get_mut(start..start + size) {
+            dst.copy_from_slice(&bits.to_le_bytes()[..size]);
         }
     }
 }

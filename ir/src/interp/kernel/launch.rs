@@ -128,21 +128,27 @@ impl Geometry {
 
     /// The ids of group (or chunk) number `g`, reusing `ids`' vectors.
     pub fn fill_ids(&self, g: u64, ids: &mut GroupIds) {
-        for d in 0..3 {
-            ids.gid[d].clear();
-            ids.lid[d].clear();
-        }
         if self.nd {
             let groups = self.groups();
             ids.group = delinearize(g, &groups);
             let n = self.group_size();
             ids.n = n as usize;
-            for l in 0..n {
-                let lid = delinearize(l, &self.local);
-                for (d, &x) in lid.iter().enumerate() {
-                    ids.lid[d].push(x);
-                    ids.gid[d].push(self.offset[d] + ids.group[d] * self.local[d] + x);
+            // Local ids are the same in every group: compute them once.
+            if ids.lid[0].len() != ids.n {
+                for d in 0..3 {
+                    ids.lid[d].clear();
                 }
+                for l in 0..n {
+                    for (d, &x) in delinearize(l, &self.local).iter().enumerate() {
+                        ids.lid[d].push(x);
+                    }
+                }
+            }
+            for d in 0..3 {
+                let base = self.offset[d] + ids.group[d] * self.local[d];
+                let (gid, lid) = (&mut ids.gid[d], &ids.lid[d]);
+                gid.clear();
+                gid.extend(lid.iter().map(|&x| base + x));
             }
         } else {
             let total = self.total().unwrap_or(0);
@@ -150,11 +156,23 @@ impl Geometry {
             let last = (first + RANGE_CHUNK).min(total);
             ids.group = [g, 0, 0];
             ids.n = (last - first) as usize;
-            for linear in first..last {
-                let gid = delinearize(linear, &self.global);
-                for (d, &x) in gid.iter().enumerate() {
+            for d in 0..3 {
+                ids.gid[d].clear();
+                ids.lid[d].clear();
+                ids.lid[d].resize(ids.n, 0);
+            }
+            // Count up from the first id with carries instead of dividing per work-item.
+            let mut id = delinearize(first, &self.global);
+            for _ in first..last {
+                for (d, &x) in id.iter().enumerate() {
                     ids.gid[d].push(x);
-                    ids.lid[d].push(0);
+                }
+                for d in (0..3).rev() {
+                    id[d] += 1;
+                    if id[d] < self.global[d].max(1) {
+                        break;
+                    }
+                    id[d] = 0;
                 }
             }
         }
