@@ -83,7 +83,7 @@ fn every_example_graph_runs_race_free_and_deterministically() {
             let mut interp = setup(&m);
             let exec = interp.finalize(&g.name).unwrap_or_else(|e| panic!("{path} @{}: {e}", g.name));
             let stats = interp
-                .run_with(exec, &RunOptions { order: Order::Creation, check_races: true })
+                .run_with(exec, &RunOptions { order: Order::Creation, check_races: true, fuel: None })
                 .unwrap_or_else(|e| panic!("{path} @{}: {e}", g.name));
             assert!(stats.races.is_empty(), "{path} @{}: {:?}", g.name, stats.races);
             let reference = snapshot(&interp, &m);
@@ -91,7 +91,7 @@ fn every_example_graph_runs_race_free_and_deterministically() {
                 let mut interp = setup(&m);
                 let exec = interp.finalize(&g.name).unwrap();
                 let stats = interp
-                    .run_with(exec, &RunOptions { order: Order::Random(seed), check_races: true })
+                    .run_with(exec, &RunOptions { order: Order::Random(seed), check_races: true, fuel: None })
                     .unwrap_or_else(|e| panic!("{path} @{} seed {seed}: {e}", g.name));
                 assert!(stats.races.is_empty(), "{path} @{} seed {seed}: {:?}", g.name, stats.races);
                 assert!(snapshot(&interp, &m) == reference, "{path} @{}: seed {seed} changed the outputs", g.name);

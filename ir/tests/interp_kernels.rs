@@ -659,3 +659,47 @@ fn raw_bytes_argument_and_bad_literal() {
     let exec = interp.finalize("bad").unwrap();
     assert!(matches!(interp.run(exec), Err(InterpError::Invalid { .. })));
 }
+
+/// Regions nested as deep as docs/ir.md allows (256) run in a test thread's default stack.
+#[test]
+fn deepest_legal_nesting_runs() {
+    let depth = 255;
+    let mut kb = KB::new("deep");
+    let out = kb.buf("out", U32, Access::ReadWrite);
+    let zero = kb.u32(0);
+    let one = kb.u32(1);
+    let t = kb.cmp(Cmp::Eq, zero, zero);
+    fn nest(kb: &mut KB, left: usize, t: V, out: V, zero: V, one: V) {
+        if left == 0 {
+            kb.atomic(Atomic::Add, out, zero, one);
+            return;
+        }
+        if left.is_multiple_of(2) {
+            kb.if_(
+                t,
+                &[],
+                |kb| {
+                    nest(kb, left - 1, t, out, zero, one);
+                    vec![]
+                },
+                None,
+            );
+        } else {
+            kb.for_(zero, one, one, &[], |kb, _, _| {
+                nest(kb, left - 1, t, out, zero, one);
+                vec![]
+            });
+        }
+    }
+    nest(&mut kb, depth, t, out, zero, one);
+    let mut m = Module::default();
+    let k = add_kernel(&mut m, kb.finish());
+    let o = usm(&mut m, "out", U32, 1);
+    let mut g = GB::new("main");
+    g.node("deep", kernel_node(k, range(&[300]), vec![ptr(o)]), &[]);
+    add_graph(&mut m, g.finish());
+    let mut interp = Interpreter::new(&m).unwrap();
+    let exec = interp.finalize("main").unwrap();
+    interp.run(exec).unwrap();
+    assert_eq!(interp.read_as::<u32>("out").unwrap(), vec![300]);
+}

@@ -53,6 +53,8 @@ pub(crate) struct NodeCtx<'r, 'a> {
     pub mem: &'r mut MemCtx<'a>,
     pub log: Option<&'r mut NodeLog>,
     pub callbacks: &'r mut HostCallbacks,
+    /// Kernel op executions left (see `RunOptions::fuel`).
+    pub fuel: &'r mut u64,
 }
 
 impl NodeCtx<'_, '_> {
@@ -216,6 +218,7 @@ impl NodeCtx<'_, '_> {
             self.mem,
             self.log.as_deref_mut(),
             self.root,
+            self.fuel,
         )
     }
 

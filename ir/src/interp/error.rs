@@ -117,6 +117,8 @@ pub enum FaultKind {
         /// The callback's error.
         error: HostError,
     },
+    /// The run used up its `RunOptions::fuel`.
+    OutOfFuel,
     /// Anything else (divergent barrier, ill-typed operands, bad launch, double free, ...).
     Other(String),
 }
@@ -252,6 +254,7 @@ impl fmt::Display for FaultKind {
                 write!(f, "no callback registered under the name \"{callback}\"")
             }
             FaultKind::Host { callback, error } => write!(f, "callback \"{callback}\": {error}"),
+            FaultKind::OutOfFuel => f.write_str("out of fuel: the run executed more kernel ops than allowed"),
             FaultKind::Other(message) => f.write_str(message),
         }
     }

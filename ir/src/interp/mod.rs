@@ -65,6 +65,10 @@ pub struct RunOptions {
     pub order: Order,
     /// Record every byte each node touches and report races ([`RunStats::races`]).
     pub check_races: bool,
+    /// Most kernel op executions the run may perform, counted per work-item (an op run for a
+    /// group of 256 work-items costs 256); past it the run fails with
+    /// [`FaultKind::OutOfFuel`]. `None`: no limit. Guards against runaway loops.
+    pub fuel: Option<u64>,
 }
 
 /// What a run did.
@@ -427,6 +431,7 @@ impl Interpreter {
         let module: &Module = module;
         let device = module.graphs.try_get(*root).map_or(0, |g| g.device);
         let mut stats = RunStats::default();
+        let mut fuel = opts.fuel.unwrap_or(u64::MAX);
         let mut mem = MemCtx { module, user, dg, allocs, device };
         for &i in &order {
             let f = &flat.nodes[i as usize];
@@ -446,6 +451,7 @@ impl Interpreter {
                 mem: &mut mem,
                 log: logs.get_mut(i as usize),
                 callbacks,
+                fuel: &mut fuel,
             };
             stats.work_items += ctx.execute(f.node, node)?;
             stats.order.push(f.name.clone());

@@ -84,7 +84,14 @@ impl Exec<'_, '_, '_> {
         };
         match self.slots.get(index.index()) {
             Some(Slot::Data(l)) if l.ty.lanes == 1 && l.ty.scalar.is_integer() => {}
-            _ => return Err(self.fault_at(h, mask, format!("index {} is not an integer", self.vname(index)))),
+            Some(Slot::Data(l)) => {
+                return Err(self.fault_at(
+                    h,
+                    mask,
+                    format!("index {} is a {}, not an integer", self.vname(index), l.ty),
+                ))
+            }
+            _ => return Err(self.fault_at(h, mask, format!("value {} is not defined here", self.vname(index)))),
         }
         let active = mask.iter().any(|&m| m);
         let lane0 = first(mask);

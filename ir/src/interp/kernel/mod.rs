@@ -28,6 +28,7 @@ pub(crate) fn run(
     mem: &mut MemCtx<'_>,
     log: Option<&mut NodeLog>,
     root: bool,
+    fuel: &mut u64,
 ) -> Result<u64, InterpError> {
     let invalid = |message: String| InterpError::invalid(graph, Some(node), message);
     let body = match &kernel.body {
@@ -51,6 +52,7 @@ pub(crate) fn run(
         slots: vec![simt::Slot::Empty; body.values.len()],
         mem,
         log,
+        fuel,
     };
     exec.run()?;
     Ok(total)

@@ -45,6 +45,8 @@ pub(crate) struct Exec<'k, 'r, 'a> {
     pub slots: Vec<Slot>,
     pub mem: &'r mut MemCtx<'a>,
     pub log: Option<&'r mut NodeLog>,
+    /// Op executions left, per work-item.
+    pub fuel: &'r mut u64,
 }
 
 impl<'k> Exec<'k, '_, '_> {
@@ -122,11 +124,13 @@ impl<'k> Exec<'k, '_, '_> {
         };
         if let Some(value) = self.body.values.try_get(v) {
             if value.ty != ValueType::Data(lanes.ty) {
-                return Err(self.fault_at(
-                    h,
-                    mask,
-                    format!("result %{} is declared {:?} but the op yields {}", value.name, value.ty, lanes.ty),
-                ));
+                let declared = match value.ty {
+                    ValueType::Data(t) => t.to_string(),
+                    ValueType::Buffer { elem, access } => format!("buf<{elem}, {access}>"),
+                    ValueType::Local { elem } => format!("local<{elem}>"),
+                };
+                let msg = format!("result %{} is declared {declared} but the op yields {}", value.name, lanes.ty);
+                return Err(self.fault_at(h, mask, msg));
             }
         }
         match self.slots.get_mut(v.index()) {
@@ -150,12 +154,33 @@ impl<'k> Exec<'k, '_, '_> {
             if depth > MAX_NESTING {
                 return Err(self.fault_at(h, mask, format!("regions nest deeper than {MAX_NESTING}")));
             }
+            let cost = self.ids.n as u64;
+            if *self.fuel < cost {
+                return Err(self.fault(h, first(mask), FaultKind::OutOfFuel));
+            }
+            *self.fuel -= cost;
             self.op(h, op, mask, depth)?;
         }
         Ok(None)
     }
 
+    /// One op. Structured ops recurse through here, so this frame (and `for_loop`'s and
+    /// `if_op`'s) stays small: everything else happens in `simple_op`, out of line.
     fn op(&mut self, h: Handle<Op>, op: &'k Op, mask: &[bool], depth: usize) -> Result<(), InterpError> {
+        match &op.kind {
+            OpKind::For { var, lo, hi, step, carried, body } => {
+                self.for_loop(h, op, mask, depth, (*var, *lo, *hi, *step), carried, body)
+            }
+            OpKind::If { cond, result_types, then_region, else_region } => {
+                self.if_op(h, op, mask, depth, *cond, result_types, then_region, else_region.as_ref())
+            }
+            _ => self.simple_op(h, op, mask),
+        }
+    }
+
+    /// Every op without regions.
+    #[inline(never)]
+    fn simple_op(&mut self, h: Handle<Op>, op: &'k Op, mask: &[bool]) -> Result<(), InterpError> {
         let n = self.ids.n;
         let out = match &op.kind {
             OpKind::Const(lit, ty) => {
@@ -262,13 +287,7 @@ impl<'k> Exec<'k, '_, '_> {
                 }
                 return Ok(());
             }
-            OpKind::For { var, lo, hi, step, carried, body } => {
-                return self.for_loop(h, op, mask, depth, (*var, *lo, *hi, *step), carried, body)
-            }
-            OpKind::If { cond, result_types, then_region, else_region } => {
-                return self.if_op(h, op, mask, depth, *cond, result_types, then_region, else_region.as_ref())
-            }
-            OpKind::Yield(_) => return Ok(()),
+            OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) => return Ok(()),
         };
         self.set(h, op, mask, 0, out)
     }
