@@ -8,6 +8,7 @@
 pub mod arena;
 pub mod diag;
 pub mod graph;
+pub mod identity;
 pub mod kernel;
 pub mod module;
 pub mod span;
