@@ -14,6 +14,7 @@ use crate::module::{Comments, MemoryObject, UsmKind};
 use crate::span::SpanTable;
 use crate::types::{Access, Literal, Type};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A modifiable command graph (`command_graph<graph_state::modifiable>`) together with the
 /// finalize properties it is meant to be compiled with.
@@ -43,6 +44,10 @@ pub struct Graph {
     pub closing_comments: Vec<String>,
     /// Comments attached to the `graph` line.
     pub comments: Comments,
+    /// Comments attached to `edge %a -> %b` statements (an [`Edge`] is `Copy` and carries
+    /// none itself); only `make_edge` edges have statements of their own.
+    #[serde(default)]
+    pub edge_comments: BTreeMap<Handle<Edge>, Comments>,
     /// Spans of kernel arguments and other sub-parts (for diagnostics).
     #[serde(skip)]
     pub spans: SpanTable<Site>,

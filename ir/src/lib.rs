@@ -12,7 +12,9 @@ pub mod identity;
 pub mod kernel;
 pub mod module;
 pub mod span;
+pub mod text;
 pub mod types;
+pub mod verify;
 
 pub use arena::{Arena, Handle};
 pub use graph::*;

@@ -197,7 +197,11 @@ impl fmt::Display for Access {
 }
 
 /// The value of a literal, before or after it is given a type.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Equality is structural on the written value: floats compare by bit pattern (so `0.0` and
+/// `-0.0` differ, as their texts do) and every NaN equals every other NaN (all print as
+/// `nan`), which makes `parse(print(m)) == m` hold for modules holding `nan`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub enum LitValue {
     /// `true` / `false`
     Bool(bool),
@@ -205,6 +209,17 @@ pub enum LitValue {
     Int(i128),
     /// A floating-point literal (`1.5`, `1e-3`, `inf`, `-inf`, `nan`).
     Float(f64),
+}
+
+impl PartialEq for LitValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (LitValue::Bool(a), LitValue::Bool(b)) => a == b,
+            (LitValue::Int(a), LitValue::Int(b)) => a == b,
+            (LitValue::Float(a), LitValue::Float(b)) => (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
 }
 
 /// A scalar literal. In kernel arguments the type may be left to the parameter

@@ -1,0 +1,464 @@
+//! The lexer: source text to tokens with byte spans, on demand.
+//!
+//! Tokens are produced one at a time (the parser looks one token ahead), so a large graph
+//! is never held as a token vector. Comments are trivia: they are queued in
+//! [`Lexer::comments`] as the lexer passes them, and the parser attaches them to the items,
+//! statements and ops around them. Strings and byte strings are decoded here, once, into
+//! side tables that the tokens index.
+
+use super::error::ParseError;
+use super::{MAX_NAME_LEN, MAX_NESTING};
+use crate::span::Span;
+use std::collections::VecDeque;
+
+/// What a token is. Names, identifiers and numbers keep their text in the source (the
+/// token's span); strings and byte strings index [`Lexer::strings`] / [`Lexer::byte_strings`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum TokenKind {
+    /// `@name`
+    Global,
+    /// `%name`
+    Local,
+    /// A keyword or identifier.
+    Ident,
+    /// An integer literal.
+    Int(i128),
+    /// A float literal (including `inf`, `-inf`, `nan`).
+    Float(f64),
+    /// A string literal, decoded into `strings[i]`.
+    Str(u32),
+    /// A byte string literal, decoded into `byte_strings[i]`.
+    Bytes(u32),
+    /// `(`
+    LParen,
+    /// `)`
+    RParen,
+    /// `{`
+    LBrace,
+    /// `}`
+    RBrace,
+    /// `[`
+    LBracket,
+    /// `]`
+    RBracket,
+    /// `<`
+    Lt,
+    /// `>`
+    Gt,
+    /// `,`
+    Comma,
+    /// `:`
+    Colon,
+    /// `=`
+    Eq,
+    /// `+`
+    Plus,
+    /// `->`
+    Arrow,
+    /// `..`
+    DotDot,
+    /// The end of the input.
+    Eof,
+}
+
+/// A token and where it is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Token {
+    /// What it is.
+    pub kind: TokenKind,
+    /// Its bytes in the source.
+    pub span: Span,
+}
+
+/// A `//` comment.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Comment<'s> {
+    /// The text after `//`, without the line break (and without trailing `\r`).
+    pub text: &'s str,
+    /// From `//` to the end of the text.
+    pub span: Span,
+    /// Whether only whitespace precedes it on its line (a whole-line comment). A comment
+    /// that is not on its own line trails the token before it.
+    pub own_line: bool,
+}
+
+/// The on-demand lexer.
+pub(crate) struct Lexer<'s> {
+    src: &'s str,
+    pos: usize,
+    depth: usize,
+    newline_since_token: bool,
+    /// Comments passed over and not yet claimed by the parser, in source order.
+    pub comments: VecDeque<Comment<'s>>,
+    /// Decoded string literals.
+    pub strings: Vec<String>,
+    /// Decoded byte string literals.
+    pub byte_strings: Vec<Vec<u8>>,
+    /// Errors that did not stop lexing (a too-long name, an out-of-range integer).
+    pub errors: Vec<ParseError>,
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b'-')
+}
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+impl<'s> Lexer<'s> {
+    /// A lexer at the start of `src`.
+    pub fn new(src: &'s str) -> Lexer<'s> {
+        Lexer {
+            src,
+            pos: 0,
+            depth: 0,
+            newline_since_token: true,
+            comments: VecDeque::new(),
+            strings: Vec::new(),
+            byte_strings: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The source text.
+    pub fn source(&self) -> &'s str {
+        self.src
+    }
+
+    fn byte(&self, at: usize) -> Option<u8> {
+        self.src.as_bytes().get(at).copied()
+    }
+
+    fn span(&self, start: usize) -> Span {
+        Span::new(start, self.pos)
+    }
+
+    /// Skips whitespace and queues comments.
+    fn skip_trivia(&mut self) {
+        let bytes = self.src.as_bytes();
+        while let Some(&b) = bytes.get(self.pos) {
+            match b {
+                b'\n' => {
+                    self.newline_since_token = true;
+                    self.pos += 1;
+                }
+                b' ' | b'\t' | b'\r' => self.pos += 1,
+                b'/' if bytes.get(self.pos + 1) == Some(&b'/') => {
+                    let start = self.pos;
+                    let end = bytes[start..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |i| start + i);
+                    // Windows line ends: `\r` belongs to the line break, not to the comment.
+                    let text = self.src[start + 2..end].trim_end_matches('\r');
+                    let span = Span::new(start, start + 2 + text.len());
+                    self.comments.push_back(Comment { text, span, own_line: self.newline_since_token });
+                    self.pos = end;
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The next token; [`TokenKind::Eof`] at the end, forever.
+    pub fn next_token(&mut self) -> Result<Token, ParseError> {
+        self.skip_trivia();
+        self.newline_since_token = false;
+        let start = self.pos;
+        let Some(b) = self.byte(start) else {
+            return Ok(Token { kind: TokenKind::Eof, span: Span::new(start, start) });
+        };
+        let punct = |kind, len: usize| (kind, len);
+        let (kind, len) = match b {
+            b'@' | b'%' => return self.name(start, b),
+            b'"' => return self.string(start),
+            b'x' if self.byte(start + 1) == Some(b'"') => return self.byte_string(start),
+            b'0'..=b'9' => return self.number(start),
+            b'-' => match self.byte(start + 1) {
+                Some(b'>') => punct(TokenKind::Arrow, 2),
+                Some(b'0'..=b'9') => return self.number(start),
+                Some(c) if is_ident_start(c) => return self.negative_word(start),
+                _ => return Err(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
+            },
+            c if is_ident_start(c) => return Ok(self.word(start)),
+            b'(' => punct(TokenKind::LParen, 1),
+            b')' => punct(TokenKind::RParen, 1),
+            b'{' => punct(TokenKind::LBrace, 1),
+            b'}' => punct(TokenKind::RBrace, 1),
+            b'[' => punct(TokenKind::LBracket, 1),
+            b']' => punct(TokenKind::RBracket, 1),
+            b'<' => punct(TokenKind::Lt, 1),
+            b'>' => punct(TokenKind::Gt, 1),
+            b',' => punct(TokenKind::Comma, 1),
+            b':' => punct(TokenKind::Colon, 1),
+            b'=' => punct(TokenKind::Eq, 1),
+            b'+' => punct(TokenKind::Plus, 1),
+            b'.' if self.byte(start + 1) == Some(b'.') => punct(TokenKind::DotDot, 2),
+            _ => {
+                let ch = self.src[start..].chars().next().unwrap_or('\u{fffd}');
+                return Err(ParseError::UnexpectedChar { ch, span: Span::new(start, start + ch.len_utf8()) });
+            }
+        };
+        self.pos = start + len;
+        let span = self.span(start);
+        match kind {
+            TokenKind::LParen | TokenKind::LBrace | TokenKind::LBracket => {
+                self.depth += 1;
+                if self.depth > MAX_NESTING {
+                    return Err(ParseError::TooDeep { span });
+                }
+            }
+            TokenKind::RParen | TokenKind::RBrace | TokenKind::RBracket => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        Ok(Token { kind, span })
+    }
+
+    fn name(&mut self, start: usize, sigil: u8) -> Result<Token, ParseError> {
+        let bytes = self.src.as_bytes();
+        let mut end = start + 1;
+        while bytes.get(end).is_some_and(|&b| is_name_byte(b)) {
+            end += 1;
+        }
+        if end == start + 1 {
+            return Err(ParseError::EmptyName { sigil: sigil as char, span: Span::new(start, start + 1) });
+        }
+        self.pos = end;
+        let span = self.span(start);
+        let len = end - start - 1;
+        if len > MAX_NAME_LEN {
+            self.errors.push(ParseError::NameTooLong { len, span });
+        }
+        let kind = if sigil == b'@' { TokenKind::Global } else { TokenKind::Local };
+        Ok(Token { kind, span })
+    }
+
+    fn word(&mut self, start: usize) -> Token {
+        let bytes = self.src.as_bytes();
+        let mut end = start + 1;
+        while bytes.get(end).is_some_and(|&b| is_ident_byte(b)) {
+            end += 1;
+        }
+        self.pos = end;
+        let kind = match &self.src[start..end] {
+            "inf" => TokenKind::Float(f64::INFINITY),
+            "nan" => TokenKind::Float(f64::NAN),
+            _ => TokenKind::Ident,
+        };
+        Token { kind, span: self.span(start) }
+    }
+
+    /// `-` directly followed by a word: only `-inf` is a token.
+    fn negative_word(&mut self, start: usize) -> Result<Token, ParseError> {
+        let word = self.word(start + 1);
+        match word.kind {
+            TokenKind::Float(f) if f.is_infinite() => {
+                Ok(Token { kind: TokenKind::Float(f64::NEG_INFINITY), span: self.span(start) })
+            }
+            _ => Err(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
+        }
+    }
+
+    fn number(&mut self, start: usize) -> Result<Token, ParseError> {
+        let bytes = self.src.as_bytes();
+        let negative = bytes.get(start) == Some(&b'-');
+        let digits_start = if negative { start + 1 } else { start };
+        let mut end = digits_start;
+        let result = if bytes.get(end) == Some(&b'0') && bytes.get(end + 1) == Some(&b'x') {
+            end += 2;
+            let hex_start = end;
+            while bytes.get(end).is_some_and(|b| b.is_ascii_hexdigit()) {
+                end += 1;
+            }
+            if end == hex_start {
+                self.pos = end;
+                return Err(ParseError::InvalidNumber { reason: "`0x` needs hex digits", span: self.span(start) });
+            }
+            self.int_value(&self.src[hex_start..end], 16, negative)
+        } else {
+            let mut is_float = false;
+            while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                end += 1;
+            }
+            if bytes.get(end) == Some(&b'.') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit) {
+                is_float = true;
+                end += 1;
+                while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                    end += 1;
+                }
+            }
+            if matches!(bytes.get(end), Some(b'e' | b'E')) {
+                let mut exp = end + 1;
+                if matches!(bytes.get(exp), Some(b'+' | b'-')) {
+                    exp += 1;
+                }
+                if bytes.get(exp).is_some_and(u8::is_ascii_digit) {
+                    is_float = true;
+                    end = exp;
+                    while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                        end += 1;
+                    }
+                }
+            }
+            if is_float {
+                self.src[start..end].parse::<f64>().map(TokenKind::Float).map_err(|_| "malformed float")
+            } else {
+                self.int_value(&self.src[digits_start..end], 10, negative)
+            }
+        };
+        // `12abc`, `1.5.2`, `1e`: a number must not run into a word or another fraction.
+        if bytes.get(end).is_some_and(|&b| is_ident_byte(b))
+            || (bytes.get(end) == Some(&b'.') && bytes.get(end + 1) != Some(&b'.'))
+        {
+            while bytes.get(end).is_some_and(|&b| is_ident_byte(b) || b == b'.') {
+                end += 1;
+            }
+            self.pos = end;
+            return Err(ParseError::InvalidNumber {
+                reason: "a number must be followed by a space or punctuation",
+                span: self.span(start),
+            });
+        }
+        self.pos = end;
+        let span = self.span(start);
+        match result {
+            Ok(kind) => Ok(Token { kind, span }),
+            Err(reason) => {
+                // The literal is well delimited: report it and go on with a zero.
+                self.errors.push(ParseError::InvalidNumber { reason, span });
+                Ok(Token { kind: TokenKind::Int(0), span })
+            }
+        }
+    }
+
+    fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<TokenKind, &'static str> {
+        let magnitude = u128::from_str_radix(digits, radix).map_err(|_| "integer does not fit in 128 bits")?;
+        let value = if negative {
+            0i128.checked_sub_unsigned(magnitude)
+        } else {
+            i128::try_from(magnitude).ok()
+        };
+        value.map(TokenKind::Int).ok_or("integer does not fit in 128 bits")
+    }
+
+    fn string(&mut self, start: usize) -> Result<Token, ParseError> {
+        let bytes = self.src.as_bytes();
+        let mut out = String::new();
+        let mut i = start + 1;
+        let mut chunk = i;
+        loop {
+            match bytes.get(i) {
+                None | Some(b'\n') => {
+                    self.pos = i;
+                    return Err(ParseError::UnterminatedString { span: self.span(start) });
+                }
+                Some(b'"') => {
+                    out.push_str(&self.src[chunk..i]);
+                    i += 1;
+                    break;
+                }
+                Some(b'\\') => {
+                    out.push_str(&self.src[chunk..i]);
+                    let (ch, len) = self.escape(i)?;
+                    out.push(ch);
+                    i += len;
+                    chunk = i;
+                }
+                Some(_) => i += 1,
+            }
+        }
+        self.pos = i;
+        let index = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
+        self.strings.push(out);
+        Ok(Token { kind: TokenKind::Str(index), span: self.span(start) })
+    }
+
+    /// Decodes the escape at `at` (a `\`); returns the character and the escape's length.
+    fn escape(&self, at: usize) -> Result<(char, usize), ParseError> {
+        let bytes = self.src.as_bytes();
+        let simple = |c| Ok((c, 2));
+        match bytes.get(at + 1) {
+            Some(b'\\') => simple('\\'),
+            Some(b'"') => simple('"'),
+            Some(b'n') => simple('\n'),
+            Some(b't') => simple('\t'),
+            Some(b'u') => {
+                let invalid = |reason, end: usize| ParseError::InvalidEscape { reason, span: Span::new(at, end) };
+                if bytes.get(at + 2) != Some(&b'{') {
+                    return Err(invalid("`\\u` must be followed by `{`", at + 2));
+                }
+                let digits = at + 3;
+                let mut end = digits;
+                while bytes.get(end).is_some_and(u8::is_ascii_hexdigit) {
+                    end += 1;
+                }
+                if bytes.get(end) != Some(&b'}') {
+                    return Err(invalid("`\\u{` must be followed by hex digits and `}`", end.min(bytes.len())));
+                }
+                if end == digits || end - digits > 6 {
+                    return Err(invalid("`\\u{...}` takes 1 to 6 hex digits", end + 1));
+                }
+                let code = u32::from_str_radix(&self.src[digits..end], 16).unwrap_or(u32::MAX);
+                match char::from_u32(code) {
+                    Some(c) => Ok((c, end + 1 - at)),
+                    None => Err(invalid("not a Unicode scalar value", end + 1)),
+                }
+            }
+            _ => {
+                let len = self.src[at + 1..].chars().next().map_or(1, |c| 1 + c.len_utf8());
+                Err(ParseError::InvalidEscape { reason: "unknown escape", span: Span::new(at, at + len) })
+            }
+        }
+    }
+
+    fn byte_string(&mut self, start: usize) -> Result<Token, ParseError> {
+        let bytes = self.src.as_bytes();
+        let mut out = Vec::new();
+        let mut i = start + 2;
+        loop {
+            match bytes.get(i) {
+                None | Some(b'\n') => {
+                    self.pos = i;
+                    return Err(ParseError::UnterminatedString { span: self.span(start) });
+                }
+                Some(b'"') => break,
+                Some(b' ') => i += 1,
+                Some(&b) => {
+                    let Some(hi) = hex_value(b) else {
+                        let len = self.src[i..].chars().next().map_or(1, char::len_utf8);
+                        return Err(ParseError::InvalidBytes {
+                            reason: "only hex digits and spaces are allowed",
+                            span: Span::new(i, i + len),
+                        });
+                    };
+                    let Some(lo) = bytes.get(i + 1).and_then(|&b| hex_value(b)) else {
+                        return Err(ParseError::InvalidBytes {
+                            reason: "hex digits must come in pairs",
+                            span: Span::new(i, i + 1),
+                        });
+                    };
+                    out.push(hi << 4 | lo);
+                    i += 2;
+                }
+            }
+        }
+        self.pos = i + 1;
+        let index = u32::try_from(self.byte_strings.len()).unwrap_or(u32::MAX);
+        self.byte_strings.push(out);
+        Ok(Token { kind: TokenKind::Bytes(index), span: self.span(start) })
+    }
+}
+
+#[cfg(test)]
+mod tests;

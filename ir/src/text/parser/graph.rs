@@ -1,0 +1,342 @@
+//! Graphs: the header and the statements of the body (`queue`, `dyn`, `dcg`, nodes, `edge`).
+//!
+//! Graph-local names must be defined before use: nodes, dynamic parameters and dynamic
+//! command groups share one namespace ([`GraphScope::locals`]), queues have their own.
+
+use super::items::unknown;
+use super::resolve::ItemKind;
+use super::{PResult, ParseError, Parser};
+use crate::arena::Handle;
+use crate::graph::{
+    Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Node, NodeKind, Queue, Site, Stmt,
+};
+use crate::module::{Comments, Item};
+use crate::span::Span;
+use crate::text::lexer::TokenKind;
+use std::collections::HashMap;
+
+const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
+const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
+                         `queue @q`, `dyn %p = <value>`, `dcg %d active(N) { ... }` or `edge %a -> %b`";
+const NODE_HINT: &str = "a node is `%name = <command> [on @queue] [after(%a, %b via accessor, ...)]`";
+const PROVENANCES: &str = "depends_on, all_leaves, accessor, event, in_order, barrier, transitive";
+
+/// What a graph-local `%name` denotes.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Local {
+    /// A node.
+    Node(Handle<Node>),
+    /// A dynamic parameter.
+    Dyn(Handle<DynParam>),
+    /// A dynamic command group.
+    Dcg(Handle<DynCommandGroup>),
+}
+
+impl Local {
+    /// What the name is, for "wrong kind" errors.
+    pub(super) fn describe(self, graph: &Graph) -> &'static str {
+        match self {
+            Local::Dyn(_) => "a dynamic parameter",
+            Local::Dcg(_) => "a dynamic command group",
+            Local::Node(h) => match graph.nodes.try_get(h).map(|n| &n.kind) {
+                Some(NodeKind::AsyncMalloc { .. }) => "an async_malloc node",
+                _ => "a node",
+            },
+        }
+    }
+}
+
+/// Names visible in the graph being parsed, with their defining spans.
+#[derive(Default)]
+pub(super) struct GraphScope<'s> {
+    pub locals: HashMap<&'s str, (Local, Span)>,
+    pub queues: HashMap<&'s str, (Handle<Queue>, Span)>,
+}
+
+impl<'s> Parser<'s> {
+    /// `graph := 'graph' GLOBAL graph_attr* '{' stmt* '}'`
+    pub(super) fn graph_item(&mut self, mut comments: Comments) -> PResult<()> {
+        let first = self.bump()?;
+        self.hint = GRAPH_HINT;
+        let (name, name_span) = self.expect_global("a graph name (`@name`)")?;
+        self.define_item(ItemKind::Graph, name, self.module.graphs.len(), name_span);
+        let mut graph = Graph { name: name.to_string(), ..Graph::default() };
+        self.graph_attributes(&mut graph)?;
+        self.expect(TokenKind::LBrace)?;
+        let mut scope = GraphScope::default();
+        loop {
+            let t = self.peek()?;
+            if t.kind == TokenKind::RBrace {
+                graph.closing_comments = self.closing_comments()?;
+                self.bump()?;
+                break;
+            }
+            let comments = self.leading_comments()?;
+            self.hint = STMT_HINT;
+            match t.kind {
+                TokenKind::Local => self.node_stmt(&mut graph, &mut scope, comments)?,
+                TokenKind::Ident => match self.text(t) {
+                    "queue" => self.queue_stmt(&mut graph, &mut scope, comments)?,
+                    "dyn" => self.dyn_stmt(&mut graph, &mut scope, comments)?,
+                    "dcg" => self.dcg_stmt(&mut graph, &mut scope, comments)?,
+                    "edge" => self.edge_stmt(&mut graph, &scope, comments)?,
+                    _ => return Err(self.unexpected(t, "a graph statement")),
+                },
+                _ => return Err(self.unexpected(t, "a graph statement or `}`")),
+            }
+        }
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        graph.comments = comments;
+        let handle = self.module.graphs.append(graph, span);
+        self.module.items.push(Item::Graph(handle));
+        Ok(())
+    }
+
+    /// `graph_attr*`, in any order, each at most once.
+    fn graph_attributes(&mut self, graph: &mut Graph) -> PResult<()> {
+        let mut seen: [Option<Span>; 3] = [None; 3];
+        loop {
+            let t = self.peek()?;
+            let slot = match (t.kind, self.text(t)) {
+                (TokenKind::Ident, "device") => 0,
+                (TokenKind::Ident, "context") => 1,
+                (TokenKind::Ident, "properties") => 2,
+                _ => return Ok(()),
+            };
+            self.bump()?;
+            if let Some(first) = seen[slot] {
+                self.error(ParseError::DuplicateAttribute { name: self.text(t).to_string(), span: t.span, first });
+            }
+            seen[slot] = Some(t.span);
+            match slot {
+                0 | 1 => {
+                    self.expect(TokenKind::LParen)?;
+                    let value = self.expect_u32(if slot == 0 { "a device index" } else { "a context index" })?;
+                    self.expect(TokenKind::RParen)?;
+                    if slot == 0 {
+                        graph.device = value;
+                    } else {
+                        graph.context = value;
+                    }
+                }
+                _ => {
+                    let mut firsts: HashMap<&'s str, Span> = HashMap::new();
+                    self.paren_list(|p| {
+                        let (word, w) = p.expect_word("a graph property")?;
+                        if !graph.properties.set(word) {
+                            return Err(unknown(
+                                "graph property",
+                                word,
+                                "no_cycle_check, assume_buffer_outlives_graph, updatable, enable_profiling",
+                                w.span,
+                            ));
+                        }
+                        if let Some(&first) = firsts.get(word) {
+                            p.error(ParseError::DuplicateAttribute { name: word.to_string(), span: w.span, first });
+                        } else {
+                            firsts.insert(word, w.span);
+                        }
+                        Ok(())
+                    })?;
+                }
+            }
+        }
+    }
+
+    /// Defines a graph-local name, recording a duplicate as an error.
+    fn define_local(&mut self, scope: &mut GraphScope<'s>, name: &'s str, local: Local, span: Span) {
+        match scope.locals.get(name) {
+            Some(&(_, first)) => self.error(ParseError::Duplicate { name: format!("%{name}"), span, first }),
+            None => {
+                scope.locals.insert(name, (local, span));
+            }
+        }
+    }
+
+    /// Resolves a `%name` that must be a node; records an error and returns `None` otherwise.
+    pub(super) fn node_ref(&mut self, graph: &Graph, scope: &GraphScope<'s>) -> PResult<Option<Handle<Node>>> {
+        let (name, span) = self.expect_local("a node name (`%name`)")?;
+        match scope.locals.get(name) {
+            Some(&(Local::Node(h), _)) => return Ok(Some(h)),
+            Some(&(other, def)) => self.error(ParseError::WrongKind {
+                name: format!("%{name}"),
+                expected: "a node",
+                found: other.describe(graph),
+                span,
+                def,
+            }),
+            None => self.error(ParseError::Undefined {
+                kind: "node",
+                name: format!("%{name}"),
+                help: "a node must be defined by an earlier statement of the same graph",
+                span,
+            }),
+        }
+        Ok(None)
+    }
+
+    /// `queue := 'queue' GLOBAL ('in_order')? ('discard_events')?`
+    fn queue_stmt(&mut self, graph: &mut Graph, scope: &mut GraphScope<'s>, mut comments: Comments) -> PResult<()> {
+        let first = self.bump()?;
+        self.hint = "a queue is `queue @name [in_order] [discard_events]`";
+        let (name, name_span) = self.expect_global("a queue name (`@name`)")?;
+        let in_order = self.eat_keyword("in_order")?;
+        let discard_events = self.eat_keyword("discard_events")?;
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let queue = Queue { name: name.to_string(), in_order, discard_events, comments };
+        let h = graph.queues.append(queue, span);
+        match scope.queues.get(name) {
+            Some(&(_, first)) => {
+                self.error(ParseError::Duplicate { name: format!("@{name}"), span: name_span, first })
+            }
+            None => {
+                scope.queues.insert(name, (h, name_span));
+            }
+        }
+        graph.body.push(Stmt::Queue(h));
+        Ok(())
+    }
+
+    /// `dyn := 'dyn' LOCAL '=' value`
+    fn dyn_stmt(&mut self, graph: &mut Graph, scope: &mut GraphScope<'s>, mut comments: Comments) -> PResult<()> {
+        let first = self.bump()?;
+        self.hint = "a dynamic parameter is `dyn %name = <value>`, e.g. `dyn %a = 2.0 : f32`, `dyn %p = @x`";
+        let (name, name_span) = self.expect_local("a parameter name (`%name`)")?;
+        self.expect(TokenKind::Eq)?;
+        let value = self.arg_value(graph, scope, true)?;
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let h = graph.dyn_params.append(DynParam { name: name.to_string(), value, comments }, span);
+        self.define_local(scope, name, Local::Dyn(h), name_span);
+        graph.body.push(Stmt::DynParam(h));
+        Ok(())
+    }
+
+    /// `dcg := 'dcg' LOCAL 'active' '(' INT ')' '{' command* '}'`
+    fn dcg_stmt(&mut self, graph: &mut Graph, scope: &mut GraphScope<'s>, mut comments: Comments) -> PResult<()> {
+        let first = self.bump()?;
+        let hint = "a dynamic command group is `dcg %name active(N) { <command> ... }`";
+        self.hint = hint;
+        let (name, name_span) = self.expect_local("a command group name (`%name`)")?;
+        self.expect_keyword("active")?;
+        self.expect(TokenKind::LParen)?;
+        let active = self.expect_u32("an active index")?;
+        self.expect(TokenKind::RParen)?;
+        self.expect(TokenKind::LBrace)?;
+        let mut alternatives = Vec::new();
+        let mut sites = Vec::new();
+        while self.peek()?.kind != TokenKind::RBrace {
+            let start = self.peek()?.span.start as usize;
+            let (kind, spans) = self.command(graph, scope)?;
+            self.hint = hint;
+            let index = u32::try_from(alternatives.len()).unwrap_or(u32::MAX);
+            // The group's handle exists only once it is appended: keep (alternative,
+            // argument) pairs until then.
+            sites.push((index, None, Span::new(start, self.prev_end as usize)));
+            for (i, arg) in spans.args.into_iter().enumerate() {
+                sites.push((index, Some(i as u32), arg));
+            }
+            alternatives.push(match kind {
+                NodeKind::Kernel(cmd) => Alternative::Kernel(cmd),
+                NodeKind::HostTask(task) => Alternative::HostTask(task),
+                other => Alternative::Other(Box::new(other)),
+            });
+        }
+        self.bump()?;
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let dcg = DynCommandGroup { name: name.to_string(), active, alternatives, comments };
+        let h = graph.dcgs.append(dcg, span);
+        for (alt, arg, span) in sites {
+            let site = match arg {
+                None => Site::Alt(h, alt),
+                Some(arg) => Site::AltArg(h, alt, arg),
+            };
+            graph.spans.insert(site, span);
+        }
+        self.define_local(scope, name, Local::Dcg(h), name_span);
+        graph.body.push(Stmt::Dcg(h));
+        Ok(())
+    }
+
+    /// `make_edge := 'edge' LOCAL '->' LOCAL`
+    fn edge_stmt(&mut self, graph: &mut Graph, scope: &GraphScope<'s>, mut comments: Comments) -> PResult<()> {
+        let first = self.bump()?;
+        self.hint = "an explicit edge is `edge %from -> %to`";
+        let from = self.node_ref(graph, scope)?;
+        self.expect(TokenKind::Arrow)?;
+        let to = self.node_ref(graph, scope)?;
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        if let (Some(from), Some(to)) = (from, to) {
+            let h = graph.edges.append(Edge { from, to, kind: EdgeKind::MakeEdge }, span);
+            if !comments.is_empty() {
+                graph.edge_comments.insert(h, comments);
+            }
+            graph.body.push(Stmt::MakeEdge(h));
+        }
+        Ok(())
+    }
+
+    /// `node := LOCAL '=' command ('on' GLOBAL)? after?`
+    fn node_stmt(&mut self, graph: &mut Graph, scope: &mut GraphScope<'s>, mut comments: Comments) -> PResult<()> {
+        self.hint = NODE_HINT;
+        let (name, name_span) = self.expect_local("a node name")?;
+        self.expect(TokenKind::Eq)?;
+        let (kind, spans) = self.command(graph, scope)?;
+        self.hint = NODE_HINT;
+        let mut queue = None;
+        if self.eat_keyword("on")? {
+            let (q, q_span) = self.expect_global("a queue name (`@name`)")?;
+            match scope.queues.get(q) {
+                Some(&(h, _)) => queue = Some(h),
+                None => self.error(ParseError::Undefined {
+                    kind: "queue",
+                    name: format!("@{q}"),
+                    help: "declare the queue earlier in the same graph: `queue @q [in_order]`",
+                    span: q_span,
+                }),
+            }
+        }
+        let mut deps = Vec::new();
+        if self.eat_keyword("after")? {
+            deps = self.paren_list(|p| p.dependency(graph, scope))?;
+        }
+        let span = Span::new(name_span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let h = graph.nodes.append(Node { name: name.to_string(), kind, queue, comments }, span);
+        self.define_local(scope, name, Local::Node(h), name_span);
+        for (from, kind, span) in deps.into_iter().flatten() {
+            graph.edges.append(Edge { from, to: h, kind }, span);
+        }
+        if let Some(launch) = spans.launch {
+            graph.spans.insert(Site::NodeLaunch(h), launch);
+        }
+        for (i, arg) in spans.args.into_iter().enumerate() {
+            graph.spans.insert(Site::NodeArg(h, i as u32), arg);
+        }
+        for (i, item) in spans.items.into_iter().enumerate() {
+            graph.spans.insert(Site::NodeListItem(h, i as u32), item);
+        }
+        graph.body.push(Stmt::Node(h));
+        Ok(())
+    }
+
+    /// `dep := LOCAL ('via' provenance)?`
+    fn dependency(&mut self, graph: &Graph, scope: &GraphScope<'s>) -> PResult<Option<(Handle<Node>, EdgeKind, Span)>> {
+        let start = self.peek()?.span.start as usize;
+        let node = self.node_ref(graph, scope)?;
+        let mut kind = EdgeKind::DependsOn;
+        if self.eat_keyword("via")? {
+            let (word, t) = self.expect_word("an edge provenance")?;
+            kind = match EdgeKind::from_keyword(word) {
+                Some(k) if k != EdgeKind::MakeEdge => k,
+                _ => return Err(unknown("edge provenance", word, PROVENANCES, t.span)),
+            };
+        }
+        let span = Span::new(start, self.prev_end as usize);
+        Ok(node.map(|n| (n, kind, span)))
+    }
+}

@@ -1,0 +1,167 @@
+//! Module items: the top-level loop and memory declarations (`usm`, `buffer`,
+//! `device_global`). Kernels and graphs have their own files.
+
+use super::resolve::ItemKind;
+use super::{PResult, ParseError, Parser};
+use crate::module::{Comments, DeviceGlobal, HostAccess, InitMode, Item, MemoryKind, MemoryObject, UsmKind};
+use crate::span::Span;
+use crate::text::lexer::TokenKind;
+use crate::types::Literal;
+
+const MEMORY_HINT: &str = "memory is declared as `usm @x : f32[N] [shared|host]`, `buffer @b : f32[N]` \
+                           or `device_global @g : T[N] [= [lit, ...]] [properties(...)]`";
+
+const ITEMS: &str = "kernel, usm, buffer, device_global, graph";
+
+impl<'s> Parser<'s> {
+    /// `module := item*`
+    pub(super) fn module(&mut self) -> PResult<()> {
+        loop {
+            let t = self.peek()?;
+            if t.kind == TokenKind::Eof {
+                self.module.trailing_comments = self.closing_comments()?;
+                return Ok(());
+            }
+            let comments = self.leading_comments()?;
+            self.hint = "a module is a sequence of items: `kernel`, `usm`, `buffer`, `device_global`, `graph`";
+            match t.kind {
+                TokenKind::Ident => match self.text(t) {
+                    "kernel" => self.kernel_item(comments)?,
+                    "usm" | "buffer" | "device_global" => self.memory_item(comments)?,
+                    "graph" => self.graph_item(comments)?,
+                    word => {
+                        return Err(ParseError::UnknownKeyword {
+                            what: "item",
+                            found: word.to_string(),
+                            allowed: ITEMS,
+                            span: t.span,
+                        })
+                    }
+                },
+                _ => return Err(self.unexpected(t, "an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`)")),
+            }
+        }
+    }
+
+    /// Defines a module-level name, recording a duplicate as an error.
+    pub(super) fn define_item(&mut self, kind: ItemKind, name: &'s str, index: usize, span: Span) {
+        if let Err(e) = self.syms.define(kind, name, index, span) {
+            self.error(e);
+        }
+    }
+
+    /// `memory := usm ... | buffer ... | device_global ...`
+    fn memory_item(&mut self, mut comments: Comments) -> PResult<()> {
+        let (keyword, first) = self.expect_word("a memory declaration")?;
+        self.hint = MEMORY_HINT;
+        let (name, name_span) = self.expect_global("a memory name (`@name`)")?;
+        self.expect(TokenKind::Colon)?;
+        let elem = self.ty()?;
+        self.expect(TokenKind::LBracket)?;
+        let count = self.expect_u64("an element count")?;
+        self.expect(TokenKind::RBracket)?;
+        let kind = match keyword {
+            "usm" => MemoryKind::Usm(self.usm_kind()?),
+            "buffer" => MemoryKind::Buffer,
+            _ => MemoryKind::DeviceGlobal(self.device_global()?),
+        };
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        self.define_item(ItemKind::Memory, name, self.module.memories.len(), name_span);
+        let memory = MemoryObject { name: name.to_string(), elem, count, kind, comments };
+        let handle = self.module.memories.append(memory, span);
+        self.module.items.push(Item::Memory(handle));
+        Ok(())
+    }
+
+    /// `usm_kind := device | shared | host`, optional (default `device`).
+    pub(super) fn usm_kind(&mut self) -> PResult<UsmKind> {
+        let t = self.peek()?;
+        if t.kind == TokenKind::Ident {
+            if let Some(kind) = UsmKind::from_keyword(self.text(t)) {
+                self.bump()?;
+                return Ok(kind);
+            }
+        }
+        Ok(UsmKind::Device)
+    }
+
+    /// `('=' '[' lit (',' lit)* ']')? dg_props?`
+    fn device_global(&mut self) -> PResult<DeviceGlobal> {
+        let mut dg = DeviceGlobal::default();
+        if self.eat(TokenKind::Eq)? {
+            self.expect(TokenKind::LBracket)?;
+            loop {
+                let (value, _) = self.literal()?;
+                dg.init.push(Literal { value, ty: None });
+                if !self.eat(TokenKind::Comma)? {
+                    break;
+                }
+            }
+            self.expect(TokenKind::RBracket)?;
+        }
+        if self.eat_keyword("properties")? {
+            let mut seen: [Option<Span>; 4] = [None; 4];
+            self.paren_list(|p| p.device_global_property(&mut dg, &mut seen))?;
+        }
+        Ok(dg)
+    }
+
+    /// One `dg_prop`; `seen` holds where each property was first written.
+    fn device_global_property(&mut self, dg: &mut DeviceGlobal, seen: &mut [Option<Span>; 4]) -> PResult<()> {
+        let (word, t) = self.expect_word("a device_global property")?;
+        let slot = match word {
+            "device_image_scope" => {
+                dg.device_image_scope = true;
+                0
+            }
+            "implement_in_csr" => {
+                dg.implement_in_csr = true;
+                1
+            }
+            "host_access" => {
+                self.expect(TokenKind::LParen)?;
+                let (mode, m) = self.expect_word("a host access mode")?;
+                dg.host_access = Some(match mode {
+                    "read" => HostAccess::Read,
+                    "write" => HostAccess::Write,
+                    "read_write" => HostAccess::ReadWrite,
+                    "none" => HostAccess::None,
+                    _ => return Err(unknown("host access mode", mode, "read, write, read_write, none", m.span)),
+                });
+                self.expect(TokenKind::RParen)?;
+                2
+            }
+            "init_mode" => {
+                self.expect(TokenKind::LParen)?;
+                let (mode, m) = self.expect_word("an init mode")?;
+                dg.init_mode = Some(match mode {
+                    "reprogram" => InitMode::Reprogram,
+                    "reset" => InitMode::Reset,
+                    _ => return Err(unknown("init mode", mode, "reprogram, reset", m.span)),
+                });
+                self.expect(TokenKind::RParen)?;
+                3
+            }
+            _ => {
+                return Err(unknown(
+                    "device_global property",
+                    word,
+                    "device_image_scope, implement_in_csr, host_access(...), init_mode(...)",
+                    t.span,
+                ))
+            }
+        };
+        if let Some(first) = seen[slot] {
+            self.error(ParseError::DuplicateAttribute { name: word.to_string(), span: t.span, first });
+        } else {
+            seen[slot] = Some(t.span);
+        }
+        Ok(())
+    }
+}
+
+/// An [`ParseError::UnknownKeyword`].
+pub(super) fn unknown(what: &'static str, found: &str, allowed: &'static str, span: Span) -> ParseError {
+    ParseError::UnknownKeyword { what, found: found.to_string(), allowed, span }
+}

@@ -1,0 +1,522 @@
+//! Kernels: the header, parameters, and bodies in the kernel language.
+//!
+//! Values are SSA: each name is defined once per kernel and is visible after its definition
+//! in its region and the regions nested in it ([`KernelScope`]). Ops and values are appended
+//! in pre-order: an op, then its result values, then (for `for`) the loop variable and the
+//! carried values, then the ops and values of its regions. Value types are placeholders
+//! here; [`super::infer`] computes them once module-level names are resolved.
+
+use super::items::unknown;
+use super::resolve::{handle, ItemKind};
+use super::{PResult, ParseError, Parser};
+use crate::arena::Handle;
+use crate::kernel::{
+    AtomicOp, BinaryOp, Body, Builtin, CmpOp, Kernel, KernelBody, MemBase, Op, OpKind, Param, ParamType, Region,
+    UnaryOp, Value, ValueDef, ValueType, V,
+};
+use crate::module::{Comments, Item};
+use crate::span::{Span, SpanTable};
+use crate::text::lexer::TokenKind;
+use crate::types::{Literal, Type};
+use std::collections::HashMap;
+
+const KERNEL_HINT: &str = "a kernel is `kernel @name(%p: T, ...) { ops }` or \
+                           `kernel @name(%p: T, ...) spirv \"file.spv\" entry \"main\"`";
+const OP_HINT: &str = "an op is `[%r, ... =] <op> <operands>`, e.g. `%r = add %a, %b`, `store %buf[%i], %v`";
+const OPS: &str = "const, global_id, local_id, group_id, global_range, local_range, group_range, neg, not, abs, \
+                   sqrt, rsqrt, exp, log, sin, cos, tanh, floor, ceil, add, sub, mul, div, rem, min, max, pow, \
+                   and, or, xor, shl, shr, fma, eq, ne, lt, le, gt, ge, select, cast, splat, extract, insert, vec, \
+                   load, store, atomic, group_barrier, local, yield, for, if";
+
+/// The type every value gets until [`super::infer`] runs.
+const PLACEHOLDER: ValueType = ValueType::Data(Type::BOOL);
+
+/// How many results a simple op produces.
+#[derive(Clone, Copy)]
+enum Arity {
+    Zero,
+    One,
+    AtMostOne,
+}
+
+/// The names of a kernel and which of them are visible at the current point.
+#[derive(Default)]
+struct KernelScope<'s> {
+    names: HashMap<&'s str, V>,
+    /// By value index: whether the value is visible.
+    visible: Vec<bool>,
+    /// Visible values, innermost definitions last; regions truncate it when they end.
+    stack: Vec<V>,
+}
+
+impl KernelScope<'_> {
+    fn enter(&mut self, v: V) {
+        if self.visible.len() <= v.index() {
+            self.visible.resize(v.index() + 1, false);
+        }
+        if let Some(slot) = self.visible.get_mut(v.index()) {
+            *slot = true;
+        }
+        self.stack.push(v);
+    }
+
+    /// Hides every value entered since the stack had `mark` entries.
+    fn leave(&mut self, mark: usize) {
+        for v in self.stack.drain(mark.min(self.stack.len())..) {
+            if let Some(slot) = self.visible.get_mut(v.index()) {
+                *slot = false;
+            }
+        }
+    }
+
+    fn is_visible(&self, v: V) -> bool {
+        self.visible.get(v.index()).copied().unwrap_or(false)
+    }
+}
+
+impl<'s> Parser<'s> {
+    /// `kernel := 'kernel' GLOBAL '(' (param (',' param)*)? ')' (block | spirv)`
+    pub(super) fn kernel_item(&mut self, mut comments: Comments) -> PResult<()> {
+        let first = self.bump()?;
+        self.hint = KERNEL_HINT;
+        let (name, name_span) = self.expect_global("a kernel name (`@name`)")?;
+        self.define_item(ItemKind::Kernel, name, self.module.kernels.len(), name_span);
+        let mut params = Vec::new();
+        let mut param_spans = SpanTable::default();
+        let mut names: Vec<(&'s str, Span)> = Vec::new();
+        let mut seen: HashMap<&'s str, Span> = HashMap::new();
+        self.expect(TokenKind::LParen)?;
+        if !self.eat(TokenKind::RParen)? {
+            loop {
+                let (pname, pspan) = self.expect_local("a parameter name (`%name`)")?;
+                self.expect(TokenKind::Colon)?;
+                let ty = self.param_type()?;
+                let index = u32::try_from(params.len()).unwrap_or(u32::MAX);
+                param_spans.insert(index, Span::new(pspan.start as usize, self.prev_end as usize));
+                if let Some(&first) = seen.get(pname) {
+                    self.error(ParseError::Duplicate { name: format!("%{pname}"), span: pspan, first });
+                } else {
+                    seen.insert(pname, pspan);
+                }
+                params.push(Param { name: pname.to_string(), ty });
+                names.push((pname, pspan));
+                if self.eat(TokenKind::Comma)? {
+                    continue;
+                }
+                let t = self.peek()?;
+                if t.kind != TokenKind::RParen {
+                    return Err(self.unexpected(t, "`,` or `)`"));
+                }
+                self.bump()?;
+                break;
+            }
+        }
+        let t = self.peek()?;
+        let body = if t.kind == TokenKind::LBrace {
+            KernelBody::Ir(self.kernel_body(&params, &names)?)
+        } else if self.eat_keyword("spirv")? {
+            let path = self.expect_string("the SPIR-V file path (a string)")?;
+            self.expect_keyword("entry")?;
+            let entry = self.expect_string("the entry point name (a string)")?;
+            KernelBody::Spirv { path, entry }
+        } else {
+            return Err(self.unexpected(t, "`{` or `spirv`"));
+        };
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let kernel = Kernel { name: name.to_string(), params, body, comments, param_spans };
+        let h = self.module.kernels.append(kernel, span);
+        self.module.items.push(Item::Kernel(h));
+        Ok(())
+    }
+
+    /// `ptype := type | 'buf' '<' type ',' access '>' | 'local' '<' type '>'`
+    fn param_type(&mut self) -> PResult<ParamType> {
+        if self.eat_keyword("buf")? {
+            self.expect(TokenKind::Lt)?;
+            let elem = self.ty()?;
+            self.expect(TokenKind::Comma)?;
+            let access = self.access()?;
+            self.expect(TokenKind::Gt)?;
+            return Ok(ParamType::Buffer { elem, access });
+        }
+        if self.eat_keyword("local")? {
+            self.expect(TokenKind::Lt)?;
+            let elem = self.ty()?;
+            self.expect(TokenKind::Gt)?;
+            return Ok(ParamType::Local { elem });
+        }
+        Ok(ParamType::Value(self.ty()?))
+    }
+
+    /// `block := '{' op* '}'`, with the parameters as its first values.
+    fn kernel_body(&mut self, params: &[Param], names: &[(&'s str, Span)]) -> PResult<Body> {
+        let mut body = Body::default();
+        let mut scope = KernelScope::default();
+        for (i, (param, &(name, span))) in params.iter().zip(names).enumerate() {
+            let value = Value { name: param.name.clone(), ty: param.ty.into(), def: ValueDef::Param(i as u32) };
+            let v = body.values.append(value, span);
+            // Duplicate parameters were reported with the header; keep the first.
+            scope.names.entry(name).or_insert(v);
+            scope.enter(v);
+        }
+        body.entry = self.region(&mut body, &mut scope)?;
+        Ok(body)
+    }
+
+    /// `'{' op* '}'`; values defined inside are hidden again at its end.
+    fn region(&mut self, body: &mut Body, scope: &mut KernelScope<'s>) -> PResult<Region> {
+        self.expect(TokenKind::LBrace)?;
+        let mark = scope.stack.len();
+        let mut ops = Vec::new();
+        loop {
+            let t = self.peek()?;
+            if t.kind == TokenKind::RBrace {
+                let closing_comments = self.closing_comments()?;
+                self.bump()?;
+                scope.leave(mark);
+                return Ok(Region { ops, closing_comments });
+            }
+            ops.push(self.op(body, scope)?);
+        }
+    }
+
+    /// Defines a value name; a second definition anywhere in the kernel is an error.
+    fn define_value(&mut self, body: &Body, scope: &mut KernelScope<'s>, name: &'s str, v: V, span: Span) {
+        match scope.names.get(name) {
+            Some(&first) => self.error(ParseError::Duplicate {
+                name: format!("%{name}"),
+                span,
+                first: body.values.span(first),
+            }),
+            None => {
+                scope.names.insert(name, v);
+            }
+        }
+    }
+
+    /// Appends a value defined by `def`, registers its name and returns it (not yet visible).
+    fn new_value(&mut self, body: &mut Body, scope: &mut KernelScope<'s>, (name, span): (&'s str, Span), def: ValueDef) -> V {
+        let v = body.values.append(Value { name: name.to_string(), ty: PLACEHOLDER, def }, span);
+        self.define_value(body, scope, name, v, span);
+        v
+    }
+
+    /// A `%name` operand: a visible value.
+    fn operand(&mut self, body: &Body, scope: &KernelScope<'s>) -> PResult<V> {
+        let (name, span) = self.expect_local("a value (`%name`)")?;
+        match scope.names.get(name) {
+            Some(&v) if scope.is_visible(v) => return Ok(v),
+            Some(&v) => self.error(ParseError::OutOfScope {
+                name: format!("%{name}"),
+                span,
+                def: body.values.span(v),
+            }),
+            None => self.error(ParseError::Undefined {
+                kind: "value",
+                name: format!("%{name}"),
+                help: "a value must be a parameter or the result of an op above, in this region or an \
+                       enclosing one",
+                span,
+            }),
+        }
+        Ok(handle(0))
+    }
+
+    /// `%a (',' %b)*`
+    fn operands(&mut self, body: &Body, scope: &KernelScope<'s>) -> PResult<Vec<V>> {
+        let mut out = vec![self.operand(body, scope)?];
+        while self.eat(TokenKind::Comma)? {
+            out.push(self.operand(body, scope)?);
+        }
+        Ok(out)
+    }
+
+    /// `op := results? body`
+    fn op(&mut self, body: &mut Body, scope: &mut KernelScope<'s>) -> PResult<Handle<Op>> {
+        let mut comments = self.leading_comments()?;
+        self.hint = OP_HINT;
+        let start = self.peek()?.span.start as usize;
+        let mut results: Vec<(&'s str, Span)> = Vec::new();
+        if self.peek()?.kind == TokenKind::Local {
+            loop {
+                results.push(self.expect_local("a result name (`%name`)")?);
+                if !self.eat(TokenKind::Comma)? {
+                    break;
+                }
+            }
+            self.expect(TokenKind::Eq)?;
+        }
+        let (word, t) = self.expect_word("an op")?;
+        let results_span = match (results.first(), results.last()) {
+            (Some(a), Some(b)) => a.1.join(b.1),
+            _ => t.span,
+        };
+        match word {
+            "for" => return self.for_op(body, scope, results, results_span, comments, start),
+            "if" => return self.if_op(body, scope, results, results_span, comments, start),
+            _ => {}
+        }
+        let (kind, arity) = self.simple_op(word, t.span, body, scope)?;
+        let ok = match arity {
+            Arity::Zero => results.is_empty(),
+            Arity::One => results.len() == 1,
+            Arity::AtMostOne => results.len() <= 1,
+        };
+        if !ok {
+            let expected = match arity {
+                Arity::Zero => "no result",
+                Arity::One => "1 result",
+                Arity::AtMostOne => "at most 1 result",
+            };
+            self.error(result_count(word, expected.to_string(), results.len(), results_span));
+        }
+        let span = Span::new(start, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let op = body.ops.append(Op { kind, results: Vec::new(), comments }, span);
+        let mut values = Vec::with_capacity(results.len());
+        for (i, result) in results.into_iter().enumerate() {
+            let v = self.new_value(body, scope, result, ValueDef::Result(op, i as u32));
+            scope.enter(v);
+            values.push(v);
+        }
+        body.ops[op].results = values;
+        Ok(op)
+    }
+
+    /// The ops without regions, after their keyword.
+    fn simple_op(&mut self, word: &str, at: Span, body: &Body, scope: &KernelScope<'s>) -> PResult<(OpKind, Arity)> {
+        use Arity::{AtMostOne, One, Zero};
+        if let Some(b) = Builtin::ALL.into_iter().find(|b| b.keyword() == word) {
+            let (dim, span) = self.expect_int("a dimension (0, 1 or 2)")?;
+            let dim = u8::try_from(dim).ok().filter(|d| *d <= 2);
+            let dim = dim.ok_or(ParseError::OutOfRange { what: "a dimension", range: "0..=2", span })?;
+            return Ok((OpKind::Builtin(b, dim), One));
+        }
+        if let Some(u) = UnaryOp::ALL.into_iter().find(|u| u.keyword() == word) {
+            return Ok((OpKind::Unary(u, self.operand(body, scope)?), One));
+        }
+        if let Some(b) = BinaryOp::ALL.into_iter().find(|b| b.keyword() == word) {
+            let (x, y) = self.two(body, scope)?;
+            return Ok((OpKind::Binary(b, x, y), One));
+        }
+        if let Some(c) = CmpOp::ALL.into_iter().find(|c| c.keyword() == word) {
+            let (x, y) = self.two(body, scope)?;
+            return Ok((OpKind::Cmp(c, x, y), One));
+        }
+        let kind = match word {
+            "const" => {
+                let (value, _) = self.literal()?;
+                self.expect(TokenKind::Colon)?;
+                (OpKind::Const(Literal { value, ty: None }, self.ty()?), One)
+            }
+            "fma" | "select" => {
+                let (a, b) = self.two(body, scope)?;
+                self.expect(TokenKind::Comma)?;
+                let c = self.operand(body, scope)?;
+                (if word == "fma" { OpKind::Fma(a, b, c) } else { OpKind::Select(a, b, c) }, One)
+            }
+            "cast" => {
+                let a = self.operand(body, scope)?;
+                self.expect_keyword("to")?;
+                (OpKind::Cast(a, self.ty()?), One)
+            }
+            "splat" => {
+                let a = self.operand(body, scope)?;
+                self.expect(TokenKind::Colon)?;
+                (OpKind::Splat(a, self.ty()?), One)
+            }
+            "extract" => {
+                let v = self.operand(body, scope)?;
+                self.expect(TokenKind::Comma)?;
+                (OpKind::Extract(v, self.int_in("a lane index", "0..=255")?), One)
+            }
+            "insert" => {
+                let v = self.operand(body, scope)?;
+                self.expect(TokenKind::Comma)?;
+                let lane = self.int_in("a lane index", "0..=255")?;
+                self.expect(TokenKind::Comma)?;
+                (OpKind::Insert(v, lane, self.operand(body, scope)?), One)
+            }
+            "vec" => (OpKind::Construct(self.operands(body, scope)?), One),
+            "load" => {
+                let (mem, index) = self.element(body, scope)?;
+                (OpKind::Load { mem, index }, One)
+            }
+            "store" => {
+                let (mem, index) = self.element(body, scope)?;
+                self.expect(TokenKind::Comma)?;
+                (OpKind::Store { mem, index, value: self.operand(body, scope)? }, Zero)
+            }
+            "atomic" => {
+                let (w, t) = self.expect_word("an atomic operation")?;
+                let Some(op) = AtomicOp::ALL.into_iter().find(|a| a.keyword() == w) else {
+                    return Err(unknown(
+                        "atomic operation",
+                        w,
+                        "add, sub, min, max, and, or, xor, xchg, cmpxchg",
+                        t.span,
+                    ));
+                };
+                let (mem, index) = self.element(body, scope)?;
+                self.expect(TokenKind::Comma)?;
+                let mut value = self.operand(body, scope)?;
+                let mut expected = None;
+                if op == AtomicOp::CompareExchange {
+                    self.expect(TokenKind::Comma)?;
+                    expected = Some(value);
+                    value = self.operand(body, scope)?;
+                }
+                (OpKind::Atomic { op, mem, index, value, expected }, AtMostOne)
+            }
+            "group_barrier" => (OpKind::GroupBarrier, Zero),
+            "local" => {
+                let elem = self.ty()?;
+                self.expect(TokenKind::LBracket)?;
+                let count = self.expect_u64("an element count")?;
+                self.expect(TokenKind::RBracket)?;
+                (OpKind::LocalAlloc { elem, count }, One)
+            }
+            "yield" => (OpKind::Yield(self.operands(body, scope)?), Zero),
+            _ => return Err(unknown("op", word, OPS, at)),
+        };
+        Ok(kind)
+    }
+
+    /// `%a, %b`
+    fn two(&mut self, body: &Body, scope: &KernelScope<'s>) -> PResult<(V, V)> {
+        let a = self.operand(body, scope)?;
+        self.expect(TokenKind::Comma)?;
+        Ok((a, self.operand(body, scope)?))
+    }
+
+    /// `(%buf | @global) '[' %index ']'`
+    fn element(&mut self, body: &Body, scope: &KernelScope<'s>) -> PResult<(MemBase, V)> {
+        let t = self.peek()?;
+        let mem = match t.kind {
+            TokenKind::Local => MemBase::Value(self.operand(body, scope)?),
+            TokenKind::Global => {
+                self.bump()?;
+                MemBase::Global(self.syms.reference(ItemKind::Memory, self.name_of(t), t.span))
+            }
+            _ => return Err(self.unexpected(t, "memory (a buffer or local value `%name`, or a device_global `@name`)")),
+        };
+        self.expect(TokenKind::LBracket)?;
+        let index = self.operand(body, scope)?;
+        self.expect(TokenKind::RBracket)?;
+        Ok((mem, index))
+    }
+
+    /// `for %k = %lo to %hi step %s [carry(%a = %init, ...)] { ... }` after `for`.
+    fn for_op(
+        &mut self,
+        body: &mut Body,
+        scope: &mut KernelScope<'s>,
+        results: Vec<(&'s str, Span)>,
+        results_span: Span,
+        mut comments: Comments,
+        start: usize,
+    ) -> PResult<Handle<Op>> {
+        self.hint = "a loop is `[%r, ... =] for %k = %lo to %hi step %s [carry(%a = %init, ...)] { ... }`";
+        let var = self.expect_local("the loop variable (`%name`)")?;
+        self.expect(TokenKind::Eq)?;
+        let lo = self.operand(body, scope)?;
+        self.expect_keyword("to")?;
+        let hi = self.operand(body, scope)?;
+        self.expect_keyword("step")?;
+        let step = self.operand(body, scope)?;
+        let mut carry = Vec::new();
+        if self.eat_keyword("carry")? {
+            carry = self.paren_list(|p| {
+                let name = p.expect_local("a carried value name (`%name`)")?;
+                p.expect(TokenKind::Eq)?;
+                Ok((name, p.operand(body, scope)?))
+            })?;
+        }
+        if results.len() != carry.len() {
+            let expected = match carry.len() {
+                0 => "no result (it has no `carry`)".to_string(),
+                1 => "1 result (one per carried value)".to_string(),
+                n => format!("{n} results (one per carried value)"),
+            };
+            self.error(result_count("for", expected, results.len(), results_span));
+        }
+        let op = body.ops.append(Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Comments::default() }, Span::UNDEFINED);
+        let result_values: Vec<V> = results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| self.new_value(body, scope, r, ValueDef::Result(op, i as u32)))
+            .collect();
+        let mark = scope.stack.len();
+        let var = self.new_value(body, scope, var, ValueDef::LoopVar(op));
+        scope.enter(var);
+        let mut carried = Vec::with_capacity(carry.len());
+        for (i, (name, init)) in carry.into_iter().enumerate() {
+            let v = self.new_value(body, scope, name, ValueDef::Carried(op, i as u32));
+            scope.enter(v);
+            carried.push((v, init));
+        }
+        let region = self.region(body, scope)?;
+        scope.leave(mark);
+        result_values.iter().for_each(|&v| scope.enter(v));
+        body.ops.set_span(op, Span::new(start, self.prev_end as usize));
+        self.finish_comments(&mut comments)?;
+        body.ops[op] = Op {
+            kind: OpKind::For { var, lo, hi, step, carried, body: region },
+            results: result_values,
+            comments,
+        };
+        Ok(op)
+    }
+
+    /// `if %c [-> T, ...] { ... } [else { ... }]` after `if`.
+    fn if_op(
+        &mut self,
+        body: &mut Body,
+        scope: &mut KernelScope<'s>,
+        results: Vec<(&'s str, Span)>,
+        results_span: Span,
+        mut comments: Comments,
+        start: usize,
+    ) -> PResult<Handle<Op>> {
+        self.hint = "a conditional is `[%r, ... =] if %cond [-> T, ...] { ... } [else { ... }]`";
+        let cond = self.operand(body, scope)?;
+        let mut result_types = Vec::new();
+        if self.eat(TokenKind::Arrow)? {
+            result_types.push(self.ty()?);
+            while self.eat(TokenKind::Comma)? {
+                result_types.push(self.ty()?);
+            }
+        }
+        if results.len() != result_types.len() {
+            let expected = match result_types.len() {
+                0 => "no result (it declares no `-> T`)".to_string(),
+                1 => "1 result (one per `-> T` type)".to_string(),
+                n => format!("{n} results (one per `-> T` type)"),
+            };
+            self.error(result_count("if", expected, results.len(), results_span));
+        }
+        let op = body.ops.append(Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Comments::default() }, Span::UNDEFINED);
+        let result_values: Vec<V> = results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| self.new_value(body, scope, r, ValueDef::Result(op, i as u32)))
+            .collect();
+        let then_region = self.region(body, scope)?;
+        let else_region = if self.eat_keyword("else")? { Some(self.region(body, scope)?) } else { None };
+        result_values.iter().for_each(|&v| scope.enter(v));
+        body.ops.set_span(op, Span::new(start, self.prev_end as usize));
+        self.finish_comments(&mut comments)?;
+        body.ops[op] = Op {
+            kind: OpKind::If { cond, result_types, then_region, else_region },
+            results: result_values,
+            comments,
+        };
+        Ok(op)
+    }
+}
+
+/// A [`ParseError::ResultCount`].
+fn result_count(op: &str, expected: String, found: usize, span: Span) -> ParseError {
+    ParseError::ResultCount { op: op.to_string(), expected, found, span }
+}

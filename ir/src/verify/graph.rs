@@ -1,0 +1,187 @@
+//! One graph: runs every graph check in order, and checks each node's command on its own
+//! (operands, sizes, ranges, queue, barrier wait list, sub-graph compatibility).
+
+use super::args::{check_kernel_command, CmdSpans};
+use super::ctx::{check_type, Gx, MemClass};
+use super::error::VerifyError;
+use super::memory::{check_byte_range, check_pointer, literal_problem};
+use super::{alloc, cycle, dcg, edges, names, order, uses};
+use crate::arena::Handle;
+use crate::graph::{Graph, Node, NodeKind, Site};
+use crate::module::{Module, UsmKind};
+use std::collections::BTreeSet;
+
+/// Runs every check of one graph.
+pub(super) fn check_graph(m: &Module, gh: Handle<Graph>, g: &Graph, errors: &mut Vec<VerifyError>) {
+    let gx = Gx { m, g, gh };
+    names::check_graph(gx, errors);
+    order::check(&gx, errors);
+    let pairs: BTreeSet<(usize, usize)> = g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect();
+    for (n, node) in g.nodes.iter() {
+        check_node(&gx, n, node, &pairs, errors);
+    }
+    dcg::check_dyn_params(&gx, errors);
+    dcg::check_dcgs(&gx, errors);
+    uses::check_buffer_lifetime(&gx, errors);
+    edges::check(&gx, errors);
+    cycle::check(&gx, errors);
+    alloc::check(&gx, errors);
+}
+
+/// Checks one node's command. `edges` holds every (from, to) index pair.
+fn check_node(
+    gx: &Gx<'_>,
+    n: Handle<Node>,
+    node: &Node,
+    edges: &BTreeSet<(usize, usize)>,
+    errors: &mut Vec<VerifyError>,
+) {
+    let span = gx.node_span(n);
+    if let Some(q) = node.queue {
+        if gx.g.queues.try_get(q).is_none() {
+            errors.push(VerifyError::DanglingHandle { what: "queue", index: q.index(), span });
+        }
+    }
+    match &node.kind {
+        NodeKind::Empty => {}
+        NodeKind::Kernel(cmd) => {
+            let arg = |i: u32| gx.site(Site::NodeArg(n, i), span);
+            let spans = CmdSpans { cmd: span, launch: gx.site(Site::NodeLaunch(n), span), arg: &arg };
+            check_kernel_command(gx, cmd, &spans, node.queue, errors);
+        }
+        NodeKind::Memcpy { dst, src, bytes } => {
+            let d = check_pointer(gx, dst, "memcpy", true, span, errors);
+            let s = check_pointer(gx, src, "memcpy", true, span, errors);
+            let d_ok =
+                d.as_ref().is_some_and(|d| check_byte_range("memcpy destination", d, dst, Some(*bytes), span, errors));
+            let s_ok =
+                s.as_ref().is_some_and(|s| check_byte_range("memcpy source", s, src, Some(*bytes), span, errors));
+            let overlap = *bytes > 0
+                && dst.offset < src.offset.saturating_add(*bytes)
+                && src.offset < dst.offset.saturating_add(*bytes);
+            if d_ok && s_ok && dst.base == src.base && overlap {
+                errors.push(VerifyError::MemcpyOverlap {
+                    name: gx.mem_name(dst.base),
+                    dst: dst.offset,
+                    src: src.offset,
+                    bytes: *bytes,
+                    span,
+                });
+            }
+        }
+        NodeKind::Memset { dst, bytes, .. } => {
+            if let Some(info) = check_pointer(gx, dst, "memset", false, span, errors) {
+                check_byte_range("memset", &info, dst, Some(*bytes), span, errors);
+            }
+        }
+        NodeKind::Memfill { dst, pattern, count } => {
+            let info = check_pointer(gx, dst, "memfill", true, span, errors);
+            let Some(ty) = pattern.ty else {
+                errors.push(VerifyError::MemfillPattern { problem: "the pattern has no type".to_string(), span });
+                return;
+            };
+            if let Some(problem) = literal_problem(pattern, ty) {
+                errors.push(VerifyError::MemfillPattern { problem, span });
+            }
+            if let Some(info) = info {
+                check_byte_range("memfill", &info, dst, ty.size().checked_mul(*count), span, errors);
+            }
+        }
+        NodeKind::Prefetch { ptr, bytes } => {
+            if let Some(info) = check_pointer(gx, ptr, "prefetch", false, span, errors) {
+                check_byte_range("prefetch", &info, ptr, Some(*bytes), span, errors);
+            }
+        }
+        NodeKind::Memadvise { ptr, bytes, .. } => {
+            if let Some(info) = check_pointer(gx, ptr, "memadvise", false, span, errors) {
+                check_byte_range("memadvise", &info, ptr, Some(*bytes), span, errors);
+            }
+        }
+        NodeKind::Barrier { wait } => {
+            if node.queue.is_none() {
+                errors.push(VerifyError::BarrierWithoutQueue { node: gx.node_name(n), span });
+            }
+            for (i, w) in wait.iter().enumerate() {
+                let item = gx.site(Site::NodeListItem(n, i as u32), span);
+                if gx.node(*w).is_none() {
+                    errors.push(VerifyError::DanglingHandle { what: "node", index: w.index(), span: item });
+                } else if !edges.contains(&(w.index(), n.index())) {
+                    errors.push(VerifyError::BarrierWaitNotPredecessor {
+                        barrier: gx.node_name(n),
+                        waited: gx.node_name(*w),
+                        span: item,
+                    });
+                }
+            }
+        }
+        NodeKind::HostTask(task) | NodeKind::Native(task) => {
+            let context = if matches!(node.kind, NodeKind::HostTask(_)) {
+                "a host_task access list"
+            } else {
+                "a native access list"
+            };
+            for (i, a) in task.access.iter().enumerate() {
+                let item = gx.site(Site::NodeListItem(n, i as u32), span);
+                if let Some(info) = gx.resolve_reported(a.mem, item, errors) {
+                    if info.class == MemClass::DeviceGlobal {
+                        errors.push(VerifyError::DeviceGlobalOperand { name: info.name, context, span: item });
+                    }
+                }
+            }
+        }
+        NodeKind::Subgraph { graph } => check_subgraph(gx, *graph, span, errors),
+        NodeKind::AsyncMalloc { elem, count, kind, .. } => {
+            if *kind != UsmKind::Device {
+                errors.push(VerifyError::AllocKindNotDevice { kind: kind.keyword(), span });
+            }
+            if check_type(*elem, span, errors) && (*count == 0 || elem.size().checked_mul(*count).is_none()) {
+                errors.push(VerifyError::BadSize {
+                    what: format!("graph allocation {}", gx.node_name(n)),
+                    count: *count,
+                    span,
+                });
+            }
+        }
+        NodeKind::AsyncFree { alloc } => match gx.node(*alloc) {
+            None => errors.push(VerifyError::DanglingHandle { what: "node", index: alloc.index(), span }),
+            Some(_) if !gx.is_malloc(*alloc) => errors.push(VerifyError::FreeOfForeignMemory {
+                name: gx.node_name(*alloc),
+                span,
+                target: gx.node_span(*alloc),
+            }),
+            Some(_) => {}
+        },
+        NodeKind::Dynamic { dcg } => {
+            if gx.g.dcgs.try_get(*dcg).is_none() {
+                errors.push(VerifyError::DanglingHandle { what: "dynamic command group", index: dcg.index(), span });
+            }
+            if let Some(q) = node.queue {
+                errors.push(VerifyError::DcgOnRecordedNode { node: gx.node_name(n), queue: gx.queue_name(q), span });
+            }
+        }
+    }
+}
+
+/// A sub-graph must exist, share the parent's device and context (§22 #38) and own no
+/// allocations (§22 #37, #39, #57). Recursion is checked over the whole module (subgraph.rs).
+fn check_subgraph(gx: &Gx<'_>, child: Handle<Graph>, span: crate::span::Span, errors: &mut Vec<VerifyError>) {
+    let Some(c) = gx.m.graphs.try_get(child) else {
+        errors.push(VerifyError::DanglingHandle { what: "graph", index: child.index(), span });
+        return;
+    };
+    if (c.device, c.context) != (gx.g.device, gx.g.context) {
+        errors.push(VerifyError::SubgraphDeviceMismatch {
+            child: format!("@{}", c.name),
+            parent: (gx.g.device, gx.g.context),
+            found: (c.device, c.context),
+            span,
+        });
+    }
+    if let Some((h, _)) = c.nodes.iter().find(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. })) {
+        errors.push(VerifyError::SubgraphWithAllocations {
+            child: format!("@{}", c.name),
+            span,
+            alloc: c.nodes.span(h),
+        });
+    }
+}

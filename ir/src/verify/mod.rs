@@ -1,0 +1,214 @@
+//! The verifier: every invariant a [`Module`] must satisfy before any later stage runs.
+//!
+//! [`verify`] runs after parsing and, under `--verify-each`, after every pass. It never
+//! panics, whatever the module holds (API-built modules may hold dangling handles), and
+//! reports every violation it finds, sorted by source position, as a [`Diagnostic`] with a
+//! stable code. [`check`] returns the structured [`VerifyError`]s instead.
+//!
+//! # Invariants
+//!
+//! Structure and names (module and graph):
+//! - E0200 every handle is in range: kernels, memory objects, graphs, nodes, edges, queues,
+//!   dynamic parameters and command groups, ops and values.
+//! - E0201 no name is defined twice in a namespace: kernels, memory objects and graphs share
+//!   one; a graph's nodes, dynamic parameters and command groups share one; its queues have
+//!   one; kernel parameters and values have E0301.
+//! - E0202 every name is spellable: `[A-Za-z0-9_.$-]+`, at most 1024 bytes.
+//! - E0203 the module item list lists each kernel, memory object and graph exactly once; a
+//!   graph body lists each queue, dynamic parameter, command group and node exactly once,
+//!   nodes in creation (arena) order.
+//! - E0204 a graph statement only names nodes, dynamic parameters, command groups and queues
+//!   of earlier statements.
+//! - E0205 every type has 1 to 4 lanes.
+//! - E0206 memory objects, graph allocations and work-group memory have at least one
+//!   element and a byte size that fits 64 bits.
+//! - E0207 a `device_global` initialiser has at most one literal per element, each fitting
+//!   the element type.
+//!
+//! Kernel commands (kernel nodes and kernel alternatives):
+//! - E0210 as many arguments as the kernel has parameters.
+//! - E0211 each argument's kind suits its parameter: a value parameter takes a scalar
+//!   literal or raw bytes, `buf<T, a>` a pointer or accessor, `local<T>` work-group memory.
+//! - E0212 a scalar literal fits the parameter's (scalar) type, and a type written on it is
+//!   the parameter's; a dynamic scalar fits its own type.
+//! - E0213 pointer, accessor and work-group memory element types equal the parameter's.
+//! - E0214 an accessor's mode satisfies the parameter's access (`Access::satisfies`).
+//! - E0215 accessors only name `buffer` memory.
+//! - E0216 kernel pointer arguments, memset, prefetch and memadvise need USM memory or a
+//!   graph allocation, not a buffer (memcpy and memfill also take buffers, as SYCL's copy
+//!   and fill do with accessors).
+//! - E0217 a `device_global` is never an operand of a graph command: kernel pointer or
+//!   accessor arguments, dynamic parameter values, memory commands, host task and native
+//!   access lists (§22 #59: device_global copy/memcpy in a graph is invalid; host access is
+//!   undefined, 003).
+//! - E0218 raw bytes are exactly as long as the parameter's type.
+//! - E0219 a kernel with a `local<T>` parameter is launched with an `nd_range`.
+//! - E0220 a dynamic scalar parameter carries its type.
+//! - E0221 a dynamic parameter is not registered on a node recorded from a queue (§22 #40).
+//! - E0222 a pointer's offset lies inside its memory.
+//! - E0223 a kernel pointer argument's offset is a multiple of the parameter's element size.
+//! - E0225 `range` and `nd_range` have 1 to 3 dimensions;
+//! - E0226 no launch size is zero;
+//! - E0227 an `nd_range`'s local size (and offset, if written) has the global's
+//!   dimensionality;
+//! - E0228 each local size divides its global size.
+//!
+//! Memory commands and accessors:
+//! - E0230 memcpy (source and destination), memset, memfill, prefetch and memadvise byte
+//!   ranges, and accessor element ranges, lie inside their memory objects.
+//! - E0231 a memcpy's source and destination ranges do not overlap.
+//! - E0232 an accessor range `[lo..hi]` is not empty.
+//! - E0233 a memfill pattern carries its type and fits it.
+//! - E0234 a graph using a buffer (accessor argument, dynamic accessor parameter, command
+//!   group alternative, host task or native access, memcpy or memfill) has
+//!   `assume_buffer_outlives_graph` (§22 #6, #12, #53).
+//!
+//! Graph-owned allocations (000 §8.4.3):
+//! - E0240 `async_malloc` kind is `device` (§22 #7, #56).
+//! - E0241 `async_free` frees an `async_malloc` node of the same graph.
+//! - E0242 a pointer naming a node names an `async_malloc` node.
+//! - E0243 an allocation is freed at most once.
+//! - E0244 every use (command operand, registered dynamic parameter holding the pointer,
+//!   any alternative of a `dynamic` node, host task or native access) is reached from the
+//!   `async_malloc` in the happens-before relation;
+//! - E0245 no use is reached from the `async_free` (use after free);
+//! - E0246 every use reaches the `async_free`;
+//! - E0247 the `async_free` is reached from the `async_malloc`.
+//!
+//! Edges:
+//! - E0250 no edge joins a node to itself (§22 #19).
+//! - E0251 the edges form no cycle (§22 #20). Reported once, at the first edge in creation
+//!   order that closes a cycle (the one `make_edge` would have refused), with the cycle.
+//!   **`no_cycle_check`**: the spec skips the check and makes a cyclic graph undefined
+//!   behaviour; cmdgraph rejects cycles in every graph anyway, because every later stage
+//!   (scheduling, fusion, memory planning, update) needs a DAG. The message says so.
+//! - E0252 edge provenance agrees with the statements: `make_edge` edges are created by
+//!   exactly one `edge` statement, every other edge with its destination node, and walking
+//!   the body creates the edges in creation (arena) order.
+//! - E0253 an edge is created after both of its endpoints (recorded nodes only have
+//!   backward edges).
+//! - E0254 a `via in_order` edge joins two nodes recorded from one `in_order` queue.
+//! - E0255 a `via event` edge does not start at a node of a `discard_events` queue (§22 #48).
+//! - E0256 a `via barrier` edge enters a barrier, or leaves one to a node of its queue.
+//! - E0257 a `via transitive` edge enters a node recorded from a queue.
+//! - E0258 a `via accessor` edge joins two nodes accessing a common buffer, one of them
+//!   writing it. (Missing accessor edges, i.e. buffer races, are not checked here.)
+//!
+//! Barriers:
+//! - E0260 a barrier node has a queue (`on @q`): explicit barriers are invalid (§22 #58).
+//! - E0261 every node in a barrier's wait list is a direct predecessor of the barrier.
+//!
+//! Sub-graphs:
+//! - E0265 a graph does not contain itself, directly or through nested sub-graphs.
+//! - E0266 a sub-graph has no graph-owned allocations (§22 #37, #39, #57).
+//! - E0267 a sub-graph has its parent's device and context (§22 #38).
+//!
+//! Dynamic parameters and command groups:
+//! - E0270 a command group has at least one alternative (§22 #14);
+//! - E0271 its active index is in range (§22 #16);
+//! - E0272 each alternative is a kernel or a host task (§22 #13);
+//! - E0273 all alternatives have one command type (§22 #15);
+//! - E0274 all alternatives make the same buffer accessor requirements (buffer, mode), so
+//!   that switching cannot change the edges (§22 #11);
+//! - E0275 a `dynamic` node is not recorded from a queue (command groups are explicit-API
+//!   only, §22 #9, 000 §11.3).
+//! - Dynamic parameters can only be registered with kernel arguments: the data model has no
+//!   way to register one elsewhere, and the parser rejects a dynamic parameter named as the
+//!   operand of any other command (§22 #8). An unused dynamic parameter is fine. Each
+//!   registered slot is checked like an argument (E0211-E0218, E0223).
+//!
+//! Kernels:
+//! - E0300 an IR body's first values are its parameters, in order, with their names and
+//!   types.
+//! - E0301 each value name is defined once per kernel (parameters included).
+//! - E0302 each op appears once in the region tree.
+//! - E0303 each value is defined once, by the op (loop, carried slot) its definition records.
+//! - E0304 SSA dominance: a use is in the region of its definition, after it, or in a region
+//!   nested there.
+//! - E0305 each op defines as many results as it produces; E0306 of the types it produces.
+//! - E0307 memory values (`buf`, `local`) are only used as the memory of load, store and
+//!   atomic; E0308 that memory is a buffer or local value or a `device_global`.
+//! - E0309 a constant's literal fits its type.
+//! - E0310 builtin dimensions are 0 to 2.
+//! - E0311 binary ops, `fma`, comparisons and `select` branches take one operand type.
+//! - E0312 math ops, `pow` and `fma` take floats; `not`, `and`, `or`, `xor` integers or bool;
+//!   `shl`, `shr` integers; arithmetic, `neg`, `abs` and ordering comparisons no bool.
+//! - E0313 a `select` condition is `bool` or a bool vector of the operands' width.
+//! - E0314 `cast` keeps the lane count.
+//! - E0315 `extract`/`insert` lanes are inside the vector;
+//! - E0316 `splat` makes a vector of its scalar operand's type, `extract`/`insert` take
+//!   vectors (and a scalar of the lane type), `vec` takes 2 to 4 scalars.
+//! - E0317 memory indices are integer scalars.
+//! - E0318 stored, atomic and expected values have the memory's element type (this covers
+//!   `device_global` element types).
+//! - E0319 loads need readable memory, stores writable memory;
+//! - E0320 atomics on a buffer need `read_write`;
+//! - E0321 atomics take the element types `kernel::atomic_scalar` allows;
+//! - E0322 only `cmpxchg` takes an expected value, and it does.
+//! - E0323 `for` bounds, step and variable have one integer type;
+//! - E0324 carried values have their initial values' types.
+//! - E0325 `yield` is the last op of a `for` body with carried values or of an `if` region
+//!   with results, and nowhere else;
+//! - E0326 it yields one value per result, of the result's type;
+//! - E0327 such regions end with `yield`.
+//! - E0328 an `if` condition is a `bool` scalar; E0329 an `if` with results has `else`.
+//! - E0330 `local` ops are at the kernel's top level.
+//! - E0331 regions nest at most 256 deep.
+//! - E0332 a `local` op allocates at least one element.
+//! - `group_barrier` is accepted anywhere: a barrier not reached by every work-item of the
+//!   group (inside divergent control flow) is undefined behaviour, as in SYCL, and not
+//!   diagnosed.
+//!
+//! Not checked here: properties of executable graphs (update, profiling), whole-graph
+//! update compatibility, and data races between unordered commands.
+
+mod alloc;
+mod args;
+mod control;
+mod ctx;
+mod cycle;
+mod dcg;
+mod diagnostic;
+mod edges;
+mod error;
+mod graph;
+mod kernel;
+mod memory;
+mod names;
+mod order;
+mod reach;
+mod subgraph;
+mod types;
+mod uses;
+
+pub use error::VerifyError;
+
+use crate::diag::Diagnostic;
+use crate::module::Module;
+
+/// Verifies a module: `Ok(())`, or every violation found, sorted by source position.
+pub fn verify(module: &Module) -> Result<(), Vec<Diagnostic>> {
+    let errors = check(module);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.iter().map(VerifyError::to_diagnostic).collect())
+    }
+}
+
+/// Every violated invariant of a module, sorted by the start of their primary spans
+/// (entities without a span last, in the order found).
+pub fn check(module: &Module) -> Vec<VerifyError> {
+    let mut errors = Vec::new();
+    names::check_module(module, &mut errors);
+    memory::check_memories(module, &mut errors);
+    for (h, k) in module.kernels.iter() {
+        kernel::check_kernel(module, h, k, &mut errors);
+    }
+    for (h, g) in module.graphs.iter() {
+        graph::check_graph(module, h, g, &mut errors);
+    }
+    subgraph::check(module, &mut errors);
+    errors.sort_by_key(|e| e.span().start);
+    errors
+}
