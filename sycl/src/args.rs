@@ -134,6 +134,12 @@ fn check_dims(what: &str, dims: &[u64]) -> Result<()> {
     if !(1..=3).contains(&dims.len()) {
         return Err(SyclError::invalid(0, format!("a {what} has 1 to 3 dimensions, not {}", dims.len())));
     }
+    if dims.contains(&0) {
+        return Err(SyclError::invalid(
+            0,
+            format!("a {what} of size {dims:?} launches nothing; every size must be at least 1"),
+        ));
+    }
     Ok(())
 }
 

@@ -37,8 +37,6 @@ pub(crate) struct ExecShared {
     pub(crate) source: Rc<RefCell<GraphInner>>,
     pub(crate) props: FinalizeProps,
     pub(crate) state: RefCell<ExecState>,
-    /// Contents of graph-owned allocations, by `async_malloc` node index.
-    pub(crate) pool: RefCell<Vec<Vec<u8>>>,
 }
 
 /// An executable command graph. Copies share one executable graph.
@@ -60,19 +58,17 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
         ));
     }
     let (mut module, graph) = inner.module();
+    if let Err(diags) = cmdgraph_ir::verify::verify(&module) {
+        let ub = diags.iter().any(|d| d.code.starts_with("E024"));
+        let list: Vec<String> = diags.iter().map(|d| format!("{}: {}", d.code, d.message)).collect();
+        return Err(SyclError::invalid(
+            if ub { 73 } else { 0 },
+            format!("finalize: graph `@{}` does not verify:\n{}", inner.ir.name, list.join("\n")),
+        ));
+    }
     let g = &mut module.graphs[graph];
     g.properties.updatable = props.updatable;
     g.properties.enable_profiling = props.enable_profiling;
-    let pool = g
-        .nodes
-        .iter()
-        .map(|(_, n)| match n.kind {
-            // zero_init memory is zeroed at finalize; other allocations start zeroed too
-            // in this runtime, but a graph must not rely on that (decision A9).
-            NodeKind::AsyncMalloc { elem, count, .. } => vec![0u8; usize::try_from(elem.size() * count).unwrap_or(0)],
-            _ => Vec::new(),
-        })
-        .collect();
     let natives: Vec<String> = g
         .nodes
         .iter()
@@ -87,7 +83,6 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
         source: rc.clone(),
         props,
         state: RefCell::new(ExecState { module, graph, node_count: inner.ir.nodes.len(), version: 0 }),
-        pool: RefCell::new(pool),
     }));
     let ctx = inner.ctx.clone();
     drop(inner);

@@ -33,6 +33,8 @@ pub(crate) enum Mode {
     Dcg,
     /// A submission to an executing queue: it runs now.
     Eager { queue: Queue },
+    /// An executing-queue submission turned into a one-node graph to run it.
+    Internal,
 }
 
 /// A command that the graph extension bans or does not implement, kept so that the
@@ -166,7 +168,7 @@ impl Handler {
 
     /// `accessor{buf, cgh, range, offset, mode}`: requires elements `[lo, hi)`.
     pub fn access_range(&mut self, buffer: &Buffer, mode: Access, lo: u64, hi: u64) -> Accessor {
-        if lo > hi || hi > buffer.count() {
+        if lo >= hi || hi > buffer.count() {
             let msg = format!(
                 "accessor range {lo}..{hi} is outside buffer `@{}` of {} elements",
                 buffer.name(),

@@ -71,6 +71,56 @@ impl Context {
         Ok(KernelRef { ctx: self.clone(), handle, name, params })
     }
 
+    /// Registers every kernel of `.cgir` text (other items are ignored, except that a
+    /// `device_global` a kernel addresses is declared in this context unless it exists).
+    /// Parse errors come back rendered, with file `<kernels>`.
+    pub fn register_kernels_from_text(&self, source: &str) -> Result<Vec<KernelRef>> {
+        let module = cmdgraph_ir::text::parse(source).map_err(|diags| {
+            SyclError::invalid(
+                0,
+                format!("kernel text does not parse:\n{}", cmdgraph_ir::diag::render_all(&diags, "<kernels>", source)),
+            )
+        })?;
+        let mut map = std::collections::BTreeMap::new();
+        for (h, m) in module.memories.iter() {
+            if let MemoryKind::DeviceGlobal(props) = &m.kind {
+                let existing =
+                    self.0.borrow().memories.iter().find(|(_, x)| x.name == m.name).map(|(h, x)| (h, x.kind.clone()));
+                let target = match existing {
+                    Some((target, MemoryKind::DeviceGlobal(_))) => target,
+                    Some(_) => {
+                        return Err(SyclError::invalid(
+                            0,
+                            format!(
+                                "`@{}` is a device_global in the text but another kind of memory in the context",
+                                m.name
+                            ),
+                        ))
+                    }
+                    None => crate::memory::DeviceGlobal::new(self, &m.name, m.elem, m.count, props.clone())?.handle(),
+                };
+                map.insert(h, target);
+            }
+        }
+        let mut out = Vec::new();
+        for (_, k) in module.kernels.iter() {
+            let mut k = k.clone();
+            if let KernelBody::Ir(body) = &mut k.body {
+                for (_, op) in body.ops.iter_mut() {
+                    if let OpKind::Load { mem, .. } | OpKind::Store { mem, .. } | OpKind::Atomic { mem, .. } =
+                        &mut op.kind
+                    {
+                        if let MemBase::Global(g) = mem {
+                            *g = *map.get(g).unwrap_or(g);
+                        }
+                    }
+                }
+            }
+            out.push(self.register_kernel(k)?);
+        }
+        Ok(out)
+    }
+
     /// Finds a registered kernel by name.
     pub fn kernel(&self, name: &str) -> Option<KernelRef> {
         let inner = self.0.borrow();

@@ -32,6 +32,7 @@ mod queue;
 mod run;
 
 pub use args::{KArg, NdRange, Range};
+pub use cmdgraph_ir::interp::{HostContext, HostError};
 pub use cmdgraph_ir::{Access, NodeType, Type, UsmKind};
 pub use dynamic::{DynamicCommandGroup, DynamicParameter};
 pub use error::{Errc, Result, SyclError};
@@ -44,4 +45,4 @@ pub use node::Node;
 pub use platform::{Context, Device, DeviceInfo, GraphSupport};
 pub use props::{FinalizeProps, GraphProps, MemoryPool, NodeProps, QueueProps, RecordingProps};
 pub use queue::{Event, EventStatus, ProfilingInfo, Queue, QueueState};
-pub use run::{HostTaskContext, HostTaskFn, InteropHandle, NativeFn, NativeGraph};
+pub use run::{HostTaskFn, InteropHandle, NativeFn, NativeGraph};

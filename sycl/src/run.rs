@@ -1,22 +1,30 @@
-//! Running commands: executing-queue submissions and executable graphs, on the memory
-//! the context keeps. Commands run one at a time in a topological order of the graph
-//! (creation order among ready nodes), which is one of the orders its edges allow.
-//! Kernels run on the reference interpreter; host tasks and native commands are Rust
-//! callbacks registered by name.
+//! Running commands on the reference interpreter (`cmdgraph_ir::interp`): executable
+//! graphs submitted to an executing queue, and submissions to executing queues (each run
+//! as a one-node graph).
+//!
+//! The context keeps the contents of every USM allocation, buffer and `device_global`.
+//! A run builds an interpreter for the executable graph's snapshot module, binds that
+//! memory, runs the graph once and copies the memory back. Graph-owned allocations live
+//! for one run: `zero_init` ones start zeroed, the others start poisoned (decision A9:
+//! their contents are not kept between executions). Host tasks are Rust callbacks
+//! registered by name; a native command's callback runs at every finalize (decision A8)
+//! and its optional "work" callback when the node executes.
 
 use crate::error::{Result, SyclError};
 use crate::exec::ExecutableGraph;
-use crate::handler::{Command, Handler};
-use crate::memory::{from_bytes, put_literal, to_bytes, DeviceGlobal, Element, Ptr, PtrBase};
+use crate::handler::{Command, Handler, Mode};
+use crate::memory::DeviceGlobal;
 use crate::platform::Context;
 use crate::queue::{Event, EventKind, ProfilingInfo, Queue};
-use cmdgraph_ir::{Graph, Handle, HostAccess, KernelCommand, MemRef, Module, NodeKind, Pointer, Type};
+use cmdgraph_ir::interp::{HostContext, HostError, Interpreter};
+use cmdgraph_ir::{Graph, Handle, HostAccess, LitValue, Literal, MemoryKind, Module, ScalarType, Type};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// A host-task callback.
-pub type HostTaskFn = Rc<dyn Fn(&mut HostTaskContext) -> Result<()>>;
-/// A native-command callback.
+/// A host-task callback (also a native command's run-time work).
+pub type HostTaskFn = Rc<RefCell<dyn FnMut(&mut HostContext<'_>) -> std::result::Result<(), HostError>>>;
+/// A native-command callback, called with the interop handle.
 pub type NativeFn = Rc<dyn Fn(&InteropHandle) -> Result<()>>;
 
 /// Callbacks registered with a context, by name.
@@ -24,23 +32,23 @@ pub type NativeFn = Rc<dyn Fn(&InteropHandle) -> Result<()>>;
 pub(crate) struct Callbacks {
     host: BTreeMap<String, HostTaskFn>,
     native: BTreeMap<String, NativeFn>,
+    native_work: BTreeMap<String, HostTaskFn>,
 }
 
-/// `interop_handle` as host tasks and native commands see it (004).
+/// `interop_handle` as native commands see it (004).
 pub struct InteropHandle {
     has_graph: bool,
 }
 
 /// The backend graph a native command adds work to (project-defined, 004 §Implementation
-/// Notes); this runtime records nothing in it.
+/// Notes); the reference runtime records nothing in it.
 #[derive(Debug)]
 pub struct NativeGraph {
     _private: (),
 }
 
 impl InteropHandle {
-    /// `ext_codeplay_has_graph()`: true only for a native command called while its graph
-    /// is finalized.
+    /// `ext_codeplay_has_graph()`: true only while the native command's graph is finalized.
     pub fn ext_codeplay_has_graph(&self) -> bool {
         self.has_graph
     }
@@ -57,71 +65,31 @@ impl InteropHandle {
     }
 }
 
-/// What a host task can reach while it runs: its interop handle and device memory,
-/// graph-owned allocations of the running graph included.
-pub struct HostTaskContext {
-    interop: InteropHandle,
-    ctx: Context,
-    exec: Option<ExecutableGraph>,
-}
-
-impl HostTaskContext {
-    /// The interop handle (`ext_codeplay_has_graph()` is false in host tasks).
-    pub fn interop(&self) -> &InteropHandle {
-        &self.interop
-    }
-
-    fn with_bytes<R>(&self, ptr: &Ptr, f: impl FnOnce(&mut Vec<u8>) -> R) -> Result<R> {
-        match &ptr.base {
-            PtrBase::Usm(u) => {
-                let mut inner = self.ctx.0.borrow_mut();
-                inner.store.get_mut(u.handle().index()).map(f).ok_or_else(|| SyclError::invalid(0, "no such memory"))
-            }
-            PtrBase::Alloc { node, .. } => {
-                let exec = self.exec.as_ref().ok_or_else(|| SyclError::invalid(0, "no graph allocation here"))?;
-                let mut pool = exec.0.pool.borrow_mut();
-                pool.get_mut(node.index()).map(f).ok_or_else(|| SyclError::invalid(0, "no such allocation"))
-            }
-            PtrBase::Dangling => Err(SyclError::invalid(0, "dangling pointer")),
-        }
-    }
-
-    /// Reads `count` elements at `ptr`.
-    pub fn read<T: Element>(&self, ptr: &Ptr, count: u64) -> Result<Vec<T>> {
-        let start = usize::try_from(ptr.offset).unwrap_or(usize::MAX);
-        let len = usize::try_from(count.saturating_mul(T::TYPE.size())).unwrap_or(usize::MAX);
-        let bytes = self.with_bytes(ptr, |b| b.get(start..start.saturating_add(len)).map(<[u8]>::to_vec))?;
-        Ok(from_bytes(&bytes.ok_or_else(|| SyclError::invalid(0, "host task read past the end of memory"))?))
-    }
-
-    /// Writes `data` at `ptr`.
-    pub fn write<T: Element>(&self, ptr: &Ptr, data: &[T]) -> Result<()> {
-        let start = usize::try_from(ptr.offset).unwrap_or(usize::MAX);
-        let data = to_bytes(data);
-        let ok = self.with_bytes(ptr, |b| match b.get_mut(start..start.saturating_add(data.len())) {
-            Some(dst) => {
-                dst.copy_from_slice(&data);
-                true
-            }
-            None => false,
-        })?;
-        if ok {
-            Ok(())
-        } else {
-            Err(SyclError::invalid(0, "host task write past the end of memory"))
-        }
-    }
-}
-
 impl Context {
-    /// Registers the host-task callback `name` (replacing one of the same name).
-    pub fn register_host_task(&self, name: &str, f: impl Fn(&mut HostTaskContext) -> Result<()> + 'static) {
-        self.0.borrow_mut().callbacks.host.insert(name.to_string(), Rc::new(f));
+    /// Registers host-task callback `name` (replacing one of the same name). It reaches the
+    /// memory its node declares (`access(...)`: the command group's accessors and USM list).
+    pub fn register_host_task(
+        &self,
+        name: &str,
+        f: impl FnMut(&mut HostContext<'_>) -> std::result::Result<(), HostError> + 'static,
+    ) {
+        self.0.borrow_mut().callbacks.host.insert(name.to_string(), Rc::new(RefCell::new(f)));
     }
 
-    /// Registers the native-command callback `name` (replacing one of the same name).
+    /// Registers native-command callback `name`: called at every finalize of a graph
+    /// holding the command (with a graph) and on an executing queue (without one).
     pub fn register_native_command(&self, name: &str, f: impl Fn(&InteropHandle) -> Result<()> + 'static) {
         self.0.borrow_mut().callbacks.native.insert(name.to_string(), Rc::new(f));
+    }
+
+    /// Registers what native command `name` does when its node executes (the native work
+    /// the callback enqueued). Without one, the node does nothing when it runs.
+    pub fn register_native_work(
+        &self,
+        name: &str,
+        f: impl FnMut(&mut HostContext<'_>) -> std::result::Result<(), HostError> + 'static,
+    ) {
+        self.0.borrow_mut().callbacks.native_work.insert(name.to_string(), Rc::new(RefCell::new(f)));
     }
 }
 
@@ -131,13 +99,6 @@ pub(crate) fn call_native(ctx: &Context, name: &str, has_graph: bool) -> Result<
     let f =
         f.ok_or_else(|| SyclError::invalid(0, format!("no native command `{name}` is registered with the context")))?;
     f(&InteropHandle { has_graph })
-}
-
-fn call_host(ctx: &Context, name: &str, exec: Option<&ExecutableGraph>) -> Result<()> {
-    let f = ctx.0.borrow().callbacks.host.get(name).cloned();
-    let f = f.ok_or_else(|| SyclError::invalid(0, format!("no host task `{name}` is registered with the context")))?;
-    let mut hc = HostTaskContext { interop: InteropHandle { has_graph: false }, ctx: ctx.clone(), exec: exec.cloned() };
-    f(&mut hc)
 }
 
 /// Rows 65, 67, 68: a copy to or from a `device_global` on an executing queue.
@@ -190,15 +151,16 @@ pub(crate) fn check_device_global_copy(
 
 fn kernel_uses_global(ctx: &Context, global: &DeviceGlobal) -> bool {
     use cmdgraph_ir::kernel::MemBase;
+    use cmdgraph_ir::{KernelBody, OpKind};
     let inner = ctx.0.borrow();
     let used = inner.kernels.iter().any(|(_, k)| match &k.body {
-        cmdgraph_ir::KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| match &op.kind {
-            cmdgraph_ir::OpKind::Load { mem, .. }
-            | cmdgraph_ir::OpKind::Store { mem, .. }
-            | cmdgraph_ir::OpKind::Atomic { mem, .. } => *mem == MemBase::Global(global.handle()),
+        KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| match &op.kind {
+            OpKind::Load { mem, .. } | OpKind::Store { mem, .. } | OpKind::Atomic { mem, .. } => {
+                *mem == MemBase::Global(global.handle())
+            }
             _ => false,
         }),
-        cmdgraph_ir::KernelBody::Spirv { .. } => false,
+        KernelBody::Spirv { .. } => false,
     });
     used
 }
@@ -208,6 +170,7 @@ fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
+/// Profiling information of a command that ran, or why it has none (rows 61, 0).
 fn profiling(
     queue: &Queue,
     submit: u64,
@@ -235,29 +198,25 @@ pub(crate) fn run_eager(queue: &Queue, mut h: Handler) -> Result<Event> {
         return Err(e);
     }
     let submit = now_ns();
-    for e in &h.deps {
-        if let EventKind::Recorded { .. } = &*e.0 {
-            return Err(SyclError::invalid(
-                51,
-                "depends_on: the event was returned by a recording queue whose recording has ended; recorded events cannot be used outside their recording",
-            ));
-        }
+    if h.deps.iter().any(|e| matches!(&*e.0, EventKind::Recorded { .. })) {
+        return Err(SyclError::invalid(
+            51,
+            "depends_on: the event was returned by a queue whose recording has ended; recorded events cannot be used outside their recording",
+        ));
     }
     let dyn_arg = h.set_args.values().any(|a| matches!(a, crate::KArg::Dyn(_)))
         || matches!(&h.command, Some(Command::Kernel { args, .. }) if args.iter().any(|a| matches!(a, crate::KArg::Dyn(_))));
     if dyn_arg || !h.dyn_requires.is_empty() {
-        let row = if dyn_arg { 41 } else { 43 };
         return Err(SyclError::invalid(
-            row,
-            "set_arg/require with a dynamic parameter outside a graph; dynamic parameters only work in graph.add",
+            if dyn_arg { 41 } else { 43 },
+            "set_arg/require with a dynamic parameter in a normal (non-graph) submission; dynamic parameters only work in graph.add",
         ));
     }
     let ctx = queue.context();
     let start = now_ns();
     let mut graph = None;
     match h.command.take() {
-        None | Some(Command::Barrier { .. }) | Some(Command::Prefetch { .. }) | Some(Command::Advise { .. }) => {}
-        Some(Command::HostTask { callback, .. }) => call_host(&ctx, &callback, None)?,
+        None | Some(Command::Barrier { .. }) => {}
         Some(Command::Native { callback, .. }) => call_native(&ctx, &callback, false)?,
         Some(Command::Subgraph { exec, .. }) => {
             run_graph(&exec)?;
@@ -277,140 +236,107 @@ pub(crate) fn run_eager(queue: &Queue, mut h: Handler) -> Result<Event> {
                 "async_malloc/async_free outside a graph are not implemented by this runtime",
             ));
         }
-        Some(
-            cmd @ (Command::Kernel { .. } | Command::Memcpy { .. } | Command::Memset { .. } | Command::Fill { .. }),
-        ) => {
-            run_one_eager(queue, &ctx, cmd, h)?;
+        Some(cmd) => {
+            h.command = Some(cmd);
+            run_one(queue, h)?;
         }
     }
     Ok(Event::done(profiling(queue, submit, start, graph.as_ref())))
 }
 
-/// An eager memory command or kernel: built as a one-node graph and run like any graph.
-fn run_one_eager(queue: &Queue, _ctx: &Context, cmd: Command, mut h: Handler) -> Result<()> {
-    let g = crate::ModifiableGraph::new(&queue.context(), &queue.device(), crate::GraphProps::buffers())?;
-    h.command = Some(cmd);
+/// An eager kernel, memory command or host task: a one-node graph, run once.
+fn run_one(queue: &Queue, mut h: Handler) -> Result<()> {
+    let g = crate::ModifiableGraph::eager(queue)?;
     h.deps.clear();
-    h.mode = crate::handler::Mode::Explicit;
+    h.mode = Mode::Internal;
     h.graph = Some(g.inner().clone());
     crate::graph::GraphInner::add_command_group(g.inner(), h, &Default::default())?;
     let exec = g.finalize(Default::default())?;
     run_graph(&exec)
 }
 
-/// Memory a running graph reaches: the context's memory and the graph's allocations.
-struct Memory<'a> {
-    store: &'a mut Vec<Vec<u8>>,
-    pool: &'a mut Vec<Vec<u8>>,
-}
-
-impl Memory<'_> {
-    fn bytes(&mut self, r: MemRef) -> Result<&mut Vec<u8>> {
-        let slot = match r {
-            MemRef::Memory(m) => self.store.get_mut(m.index()),
-            MemRef::Alloc(n) => self.pool.get_mut(n.index()),
+/// The literals that make a `device_global`'s initialiser equal to `bytes` (scalar
+/// element types; a vector `device_global` keeps its declared initialiser).
+fn literals(elem: Type, bytes: &[u8]) -> Option<Vec<Literal>> {
+    if elem.lanes != 1 {
+        return None;
+    }
+    let size = elem.size() as usize;
+    let lit = |chunk: &[u8]| {
+        let mut raw = [0u8; 8];
+        raw[..chunk.len().min(8)].copy_from_slice(&chunk[..chunk.len().min(8)]);
+        let bits = u64::from_le_bytes(raw);
+        let value = match elem.scalar {
+            ScalarType::Bool => LitValue::Bool(bits != 0),
+            ScalarType::I32 => LitValue::Int(bits as u32 as i32 as i128),
+            ScalarType::U32 => LitValue::Int(bits as u32 as i128),
+            ScalarType::I64 => LitValue::Int(bits as i64 as i128),
+            ScalarType::U64 => LitValue::Int(bits as i128),
+            ScalarType::F16 => LitValue::Float(cmdgraph_ir::interp::half::f16::from_bits(bits as u16).to_f64()),
+            ScalarType::F32 => LitValue::Float(f32::from_bits(bits as u32) as f64),
         };
-        slot.ok_or_else(|| SyclError::invalid(0, "the graph names memory the runtime does not have"))
-    }
-
-    fn range(&mut self, p: Pointer, bytes: u64) -> Result<&mut [u8]> {
-        let buf = self.bytes(p.base)?;
-        let start = usize::try_from(p.offset).unwrap_or(usize::MAX);
-        let end = start.saturating_add(usize::try_from(bytes).unwrap_or(usize::MAX));
-        buf.get_mut(start..end).ok_or_else(|| SyclError::invalid(0, "a command runs past the end of its memory"))
-    }
+        Literal { value, ty: Some(elem.scalar) }
+    };
+    Some(bytes.chunks_exact(size).map(lit).collect())
 }
 
-/// Executes an executable graph once, on the context's memory.
+fn interp_error(e: impl std::fmt::Display) -> SyclError {
+    SyclError::invalid(0, format!("execution failed: {e}"))
+}
+
+/// Executes an executable graph once on the context's memory.
 pub(crate) fn run_graph(exec: &ExecutableGraph) -> Result<()> {
-    let (module, graph) = {
+    let ctx = exec.0.ctx.clone();
+    let (mut module, graph): (Module, Handle<Graph>) = {
         let st = exec.0.state.borrow();
         (st.module.clone(), st.graph)
     };
-    run_graph_in(exec, &module, graph, 0)
-}
-
-/// A topological order of `g`'s nodes, ready nodes taken in creation order.
-fn topo_order(g: &Graph) -> Vec<Handle<cmdgraph_ir::Node>> {
-    let n = g.nodes.len();
-    let mut indeg = vec![0usize; n];
-    let mut succ = vec![Vec::new(); n];
-    for (_, e) in g.edges.iter() {
-        if e.from.index() < n && e.to.index() < n {
-            indeg[e.to.index()] += 1;
-            succ[e.from.index()].push(e.to.index());
-        }
-    }
-    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|i| indeg[*i] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(i) = ready.pop_first() {
-        order.extend(Handle::from_usize(i));
-        for &s in &succ[i] {
-            indeg[s] -= 1;
-            if indeg[s] == 0 {
-                ready.insert(s);
+    let device = module.graphs[graph].device;
+    {
+        let inner = ctx.0.borrow();
+        for (h, m) in module.memories.iter_mut() {
+            if let MemoryKind::DeviceGlobal(d) = &mut m.kind {
+                if let Some(lits) = inner.store.get(h.index()).and_then(|b| literals(m.elem, b)) {
+                    d.init = lits;
+                }
             }
         }
     }
-    order
-}
-
-fn run_graph_in(exec: &ExecutableGraph, module: &Module, graph: Handle<Graph>, depth: usize) -> Result<()> {
-    if depth > 256 {
-        return Err(SyclError::invalid(0, "sub-graphs nest more than 256 deep"));
-    }
-    let g = module.graphs.try_get(graph).ok_or_else(|| SyclError::invalid(0, "missing graph"))?;
-    let ctx = exec.0.ctx.clone();
-    for h in topo_order(g) {
-        let node = &g.nodes[h];
-        match &node.kind {
-            NodeKind::HostTask(cmd) => call_host(&ctx, &cmd.callback, Some(exec))?,
-            NodeKind::Native(_) => {}
-            NodeKind::Subgraph { graph: child } => run_graph_in(exec, module, *child, depth + 1)?,
-            NodeKind::Dynamic { dcg } => match g.dcgs.try_get(*dcg).and_then(|d| d.alternatives.get(d.active as usize))
-            {
-                Some(cmdgraph_ir::Alternative::Kernel(cmd)) => run_kernel(exec, module, g, cmd)?,
-                Some(cmdgraph_ir::Alternative::HostTask(cmd)) => call_host(&ctx, &cmd.callback, Some(exec))?,
-                _ => return Err(SyclError::invalid(0, "a dynamic node without a runnable alternative")),
-            },
-            NodeKind::Kernel(cmd) => run_kernel(exec, module, g, cmd)?,
-            other => {
-                let mut inner = ctx.0.borrow_mut();
-                let mut pool = exec.0.pool.borrow_mut();
-                let mut mem = Memory { store: &mut inner.store, pool: &mut pool };
-                run_memory_command(&mut mem, other)?;
+    let mut interp = Interpreter::new(&module).map_err(interp_error)?;
+    let names: Vec<(usize, String, bool)> = module
+        .memories
+        .iter()
+        .map(|(h, m)| (h.index(), m.name.clone(), matches!(m.kind, MemoryKind::DeviceGlobal(_))))
+        .collect();
+    {
+        let inner = ctx.0.borrow();
+        for (i, name, dg) in &names {
+            if let (false, Some(bytes)) = (dg, inner.store.get(*i)) {
+                interp.bind(name, bytes).map_err(interp_error)?;
+            }
+        }
+        for (name, f) in inner.callbacks.host.iter().chain(&inner.callbacks.native_work) {
+            let f = f.clone();
+            interp.register_callback(name, move |hc| (f.borrow_mut())(hc));
+        }
+        for name in inner.callbacks.native.keys() {
+            if !inner.callbacks.native_work.contains_key(name) {
+                interp.register_callback(name, |_| Ok(()));
             }
         }
     }
-    Ok(())
-}
-
-fn run_memory_command(mem: &mut Memory<'_>, kind: &NodeKind) -> Result<()> {
-    match kind {
-        NodeKind::Memcpy { dst, src, bytes } => {
-            let data = mem.range(*src, *bytes)?.to_vec();
-            mem.range(*dst, *bytes)?.copy_from_slice(&data);
-        }
-        NodeKind::Memset { dst, value, bytes } => mem.range(*dst, *bytes)?.fill(*value),
-        NodeKind::Memfill { dst, pattern, count } => {
-            let ty = pattern.ty.unwrap_or(cmdgraph_ir::ScalarType::F32);
-            let mut one = Vec::new();
-            put_literal(pattern.value, ty, &mut one);
-            let total = (one.len() as u64).saturating_mul(*count);
-            let out = mem.range(*dst, total)?;
-            for chunk in out.chunks_mut(one.len().max(1)) {
-                chunk.copy_from_slice(&one[..chunk.len()]);
+    let id = interp.finalize(&module.graphs[graph].name).map_err(interp_error)?;
+    let result = interp.run(id).map(|_| ());
+    // Memory holds what the nodes that ran wrote, even when a node failed.
+    let mut inner = ctx.0.borrow_mut();
+    for (i, name, dg) in &names {
+        let bytes =
+            if *dg { interp.read_device_global(name, device).ok() } else { interp.read(name).ok().map(<[u8]>::to_vec) };
+        if let (Some(bytes), Some(slot)) = (bytes, inner.store.get_mut(*i)) {
+            if bytes.len() == slot.len() {
+                *slot = bytes;
             }
         }
-        _ => {}
     }
-    Ok(())
-}
-
-fn run_kernel(exec: &ExecutableGraph, module: &Module, g: &Graph, cmd: &KernelCommand) -> Result<()> {
-    let _ = (exec, module, g, cmd);
-    Err(SyclError::unsupported(
-        0,
-        "kernel execution needs the reference interpreter, which this build does not have yet",
-    ))
+    result.map_err(interp_error)
 }

@@ -33,7 +33,11 @@ use std::rc::Rc;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Via {
     Explicit,
-    Recording { transitive: bool },
+    /// A one-node graph that runs an executing-queue submission.
+    Internal,
+    Recording {
+        transitive: bool,
+    },
     Dcg,
 }
 
@@ -41,7 +45,7 @@ impl Via {
     /// Picks the row for the explicit API, recording, or a dynamic command group.
     fn row(self, explicit: u32, recording: u32, dcg: u32) -> u32 {
         match self {
-            Via::Explicit => explicit,
+            Via::Explicit | Via::Internal => explicit,
             Via::Recording { .. } => recording,
             Via::Dcg => dcg,
         }
@@ -197,6 +201,12 @@ fn arg_value(
             if pointer_elem(inner, p) != Some(elem) {
                 return Err(mismatch(&format!("a pointer to {:?} elements", pointer_elem(inner, p))));
             }
+            if p.offset % elem.size().max(1) != 0 {
+                return Err(mismatch(&format!(
+                    "a pointer {} bytes into its memory, not on an element boundary",
+                    p.offset
+                )));
+            }
             Ok(ArgValue::Pointer(pointer(rc, inner, p, 0, &format!("kernel `@{kernel}` argument {index}"))?))
         }
         (KArg::Acc(a), ParamType::Buffer { elem, access }) => {
@@ -223,6 +233,7 @@ fn kernel_args(
     rc: &Rc<RefCell<GraphInner>>,
     inner: &GraphInner,
     kernel: &crate::kernel::KernelRef,
+    launch: &cmdgraph_ir::Launch,
     mut args: Vec<KArg>,
     set_args: &std::collections::BTreeMap<u32, KArg>,
     reqs: &mut Vec<Accessor>,
@@ -242,6 +253,10 @@ fn kernel_args(
     }
     ensure(args.len() == kernel.params.len(), 0, || {
         format!("kernel `@{}` takes {} arguments, {} given", kernel.name, kernel.params.len(), args.len())
+    })?;
+    let local = kernel.params.iter().any(|p| matches!(p, ParamType::Local { .. }));
+    ensure(!local || matches!(launch, cmdgraph_ir::Launch::NdRange { .. }), 0, || {
+        format!("kernel `@{}` takes work-group memory, so it needs an nd_range launch", kernel.name)
     })?;
     let mut out = Vec::with_capacity(args.len());
     for (i, (arg, param)) in args.iter().zip(&kernel.params).enumerate() {
@@ -306,20 +321,40 @@ pub(crate) fn convert(
         }
     }
     let command = h.command.take();
+    let visible = matches!(command, Some(Command::HostTask { .. } | Command::Native { .. } | Command::Kernel { .. }));
+    if !visible && !reqs.is_empty() {
+        let what = command.as_ref().map_or("no command", Command::what);
+        return Err(SyclError::invalid(
+            0,
+            format!("the command group requires buffer accessors but holds {what}; accessors serve kernels and host tasks here (use USM pointers for memory commands)"),
+        ));
+    }
     let kind = match command {
         None => NodeKind::Empty,
         Some(Command::Kernel { kernel, launch, args }) => {
             ensure(kernel.ctx.same(&inner.ctx), 0, || {
                 format!("kernel `@{}` is registered with another context", kernel.name)
             })?;
-            let args = kernel_args(rc, inner, &kernel, args, &h.set_args, &mut reqs)?;
+            let mut used = Vec::new();
+            let args = kernel_args(rc, inner, &kernel, &launch, args, &h.set_args, &mut used)?;
+            if let Some(a) = reqs.iter().find(|r| !used.iter().any(|u| u.to_ir() == r.to_ir())) {
+                return Err(SyclError::invalid(
+                    0,
+                    format!("an accessor on buffer `@{}` is required but not passed to kernel `@{}`; pass it as an argument so the graph records the access", a.buffer.name(), kernel.name),
+                ));
+            }
+            reqs = used;
             NodeKind::Kernel(KernelCommand { kernel: kernel.handle, launch, args })
         }
-        Some(Command::Memcpy { dst, src, bytes }) => NodeKind::Memcpy {
-            dst: pointer(rc, inner, &dst, bytes, "memcpy destination")?,
-            src: pointer(rc, inner, &src, bytes, "memcpy source")?,
-            bytes,
-        },
+        Some(Command::Memcpy { dst, src, bytes }) => {
+            let d = pointer(rc, inner, &dst, bytes, "memcpy destination")?;
+            let s = pointer(rc, inner, &src, bytes, "memcpy source")?;
+            let overlap = d.base == s.base
+                && d.offset < s.offset.saturating_add(bytes)
+                && s.offset < d.offset.saturating_add(bytes);
+            ensure(!overlap, 0, || "memcpy: the source and destination ranges overlap".to_string())?;
+            NodeKind::Memcpy { dst: d, src: s, bytes }
+        }
         Some(Command::Memset { dst, value, bytes }) => {
             NodeKind::Memset { dst: pointer(rc, inner, &dst, bytes, "memset")?, value, bytes }
         }
@@ -438,7 +473,7 @@ pub(crate) fn check_buffers(inner: &GraphInner, reqs: &[Accessor], via: Via) -> 
             )
         })?;
     }
-    if via != Via::Dcg {
+    if matches!(via, Via::Explicit | Via::Recording { .. }) {
         if let Some(a) = reqs.iter().find(|a| a.mode.writes() && a.buffer.writes_back()) {
             return Err(SyclError::invalid(
                 54,
@@ -464,6 +499,7 @@ impl GraphInner {
         }
         let (via, queue) = match &h.mode {
             Mode::Explicit => (Via::Explicit, None),
+            Mode::Internal => (Via::Internal, None),
             Mode::Recording { queue, transitive } => (Via::Recording { transitive: *transitive }, Some(queue.clone())),
             Mode::Dcg | Mode::Eager { .. } => return Err(SyclError::invalid(0, "internal: not a graph submission")),
         };
@@ -573,6 +609,18 @@ pub(crate) fn add_dynamic(
             format!(
                 "add: alternatives 0 and {i} of the dynamic command group have different event or accessor dependencies, so switching would change the graph's topology; give every alternative the same dependencies"
             ),
+        ));
+    }
+    let shape = |reqs: &Vec<cmdgraph_ir::Accessor>| {
+        let mut set: Vec<_> = reqs.iter().map(|a| (a.buffer, a.mode)).collect();
+        set.sort_by_key(|(b, m)| (format!("{b:?}"), *m));
+        set.dedup();
+        set
+    };
+    if let Some(i) = side.reqs.iter().position(|r| shape(r) != shape(&side.reqs[0])) {
+        return Err(SyclError::invalid(
+            11,
+            format!("add: alternatives 0 and {i} of the dynamic command group require different buffer accesses, so switching could change the graph's edges; give every alternative the same accessors"),
         ));
     }
     let mut deps = Deps::default();

@@ -238,6 +238,12 @@ impl ModifiableGraph {
         ModifiableGraph::create(&queue.context(), &queue.device(), None, props, 3)
     }
 
+    /// A graph that runs one executing-queue submission; its name is not claimed.
+    pub(crate) fn eager(queue: &Queue) -> Result<ModifiableGraph> {
+        let props = GraphProps { no_cycle_check: false, assume_buffer_outlives_graph: true };
+        ModifiableGraph::build(&queue.context(), &queue.device(), "__eager".to_string(), props)
+    }
+
     fn create(
         ctx: &Context,
         device: &Device,
@@ -259,6 +265,10 @@ impl ModifiableGraph {
             )
         })?;
         let name = ctx.0.borrow_mut().claim_name(name, "g")?;
+        ModifiableGraph::build(ctx, device, name, props)
+    }
+
+    fn build(ctx: &Context, device: &Device, name: String, props: GraphProps) -> Result<ModifiableGraph> {
         let ir = Graph {
             name,
             properties: GraphProperties {
