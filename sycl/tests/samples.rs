@@ -94,7 +94,7 @@ fn sample_8_4_3_recorded_async_malloc() {
         .unwrap();
     graph.end_recording_queue(&queue).unwrap();
 
-    let expected_edges = vec![
+    let expected_edges = [
         edge(&Node::get_node_from_event(&e0).unwrap(), &Node::get_node_from_event(&e1).unwrap(), EdgeKind::Event),
         edge(&Node::get_node_from_event(&e1).unwrap(), &Node::get_node_from_event(&e2).unwrap(), EdgeKind::Event),
     ];
