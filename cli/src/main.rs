@@ -1,2 +1,50 @@
-//! The `cmdgraph` command-line tool.
-fn main() {}
+//! The `cmdgraph` command-line tool: format, verify and draw command-graph IR (`.cgir`).
+//!
+//! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
+//! mismatch), 2 usage error (from clap), 3 I/O error.
+
+mod cmd;
+mod exit;
+mod io;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+const EXAMPLES: &str = "\
+Examples:
+  cmdgraph verify app.cgir                 check a module, diagnostics on stderr
+  cmdgraph fmt app.cgir -o app.cgir        rewrite a file in canonical form
+  cmdgraph fmt --check app.cgir            exit 1 if app.cgir is not canonical
+  cmdgraph dot app.cgir | dot -Tsvg > app.svg
+  cat app.cgir | cmdgraph dot --verbose --graph main -
+
+Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
+
+/// Format, verify and draw SYCL command graphs written in the cmdgraph IR (`.cgir`).
+#[derive(Parser)]
+#[command(name = "cmdgraph", version, after_help = EXAMPLES, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print a module in canonical form (parses; does not verify).
+    Fmt(cmd::fmt::FmtArgs),
+    /// Parse and verify a module; diagnostics go to stderr.
+    Verify(cmd::verify::VerifyArgs),
+    /// Draw the graphs of a verified module as Graphviz DOT.
+    Dot(cmd::dot::DotArgs),
+}
+
+fn main() -> ExitCode {
+    // clap exits by itself: 2 on a usage error, 0 after --help / --version.
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Fmt(args) => cmd::fmt::run(&args),
+        Command::Verify(args) => cmd::verify::run(&args),
+        Command::Dot(args) => cmd::dot::run(&args),
+    };
+    exit::finish(outcome)
+}

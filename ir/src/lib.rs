@@ -7,6 +7,7 @@
 
 pub mod arena;
 pub mod diag;
+pub mod dot;
 pub mod graph;
 pub mod identity;
 pub mod interp;

@@ -1,0 +1,42 @@
+//! One module per subcommand, plus the parse and verify steps they share.
+
+pub mod dot;
+pub mod fmt;
+pub mod verify;
+
+use crate::exit::Failure;
+use crate::io::Input;
+use cmdgraph_ir::diag::{render_all, Diagnostic, Severity};
+use cmdgraph_ir::Module;
+
+/// Parses the input; parse diagnostics reject it.
+pub fn parse(input: &Input) -> Result<Module, Failure> {
+    cmdgraph_ir::text::parse(&input.text).map_err(|diagnostics| reject(input, &diagnostics))
+}
+
+/// Verifies a parsed module. Errors reject it; when every diagnostic is a warning the
+/// rendered warnings are returned for the caller to print.
+pub fn verify(input: &Input, module: &Module) -> Result<String, Failure> {
+    match cmdgraph_ir::verify::verify(module) {
+        Ok(()) => Ok(String::new()),
+        Err(diagnostics) if diagnostics.iter().all(|d| d.severity == Severity::Warning) => {
+            Ok(render_all(&diagnostics, &input.name, &input.text))
+        }
+        Err(diagnostics) => Err(reject(input, &diagnostics)),
+    }
+}
+
+fn reject(input: &Input, diagnostics: &[Diagnostic]) -> Failure {
+    if diagnostics.is_empty() {
+        // An error without a diagnostic is a bug in the library; still say which input.
+        return Failure::Rejected(format!("error: `{}` was rejected without a diagnostic", input.name));
+    }
+    Failure::Rejected(render_all(diagnostics, &input.name, &input.text))
+}
+
+/// Prints warnings (already rendered) to stderr.
+pub fn print_warnings(text: &str) {
+    if !text.is_empty() {
+        eprint!("{text}");
+    }
+}

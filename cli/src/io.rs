@@ -1,0 +1,256 @@
+//! Input and output shared by the subcommands.
+//!
+//! Input comes from a file or stdin (`-`), is read whole up to the IR's 1 GiB limit and must
+//! be UTF-8; bytes that are not become a located diagnostic (exit 1), never a crash. Output
+//! goes to stdout or, with `-o FILE`, is written atomically: a temporary file in the target's
+//! directory is written, flushed to disk and renamed over the target, so a reader sees the
+//! old file or the complete new one, and any failure leaves the target untouched.
+
+use crate::exit::Failure;
+use cmdgraph_ir::diag::Diagnostic;
+use cmdgraph_ir::Span;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// docs/ir.md: a file is at most 1 GiB (the parser's own limit).
+pub const MAX_INPUT_BYTES: u64 = cmdgraph_ir::text::MAX_FILE_SIZE as u64;
+
+/// Code of the diagnostic for input that is not UTF-8, which the lexer (taking `&str`)
+/// never sees; its own codes start at E0001.
+pub const NOT_UTF8_CODE: &str = "E0000";
+
+/// The parser's code for a file over the size limit, reused for input cut off at the limit.
+pub const TOO_LARGE_CODE: &str = "E0009";
+
+/// The name diagnostics use for stdin.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Source text and the name diagnostics show for it (the path as given, or `<stdin>`).
+pub struct Input {
+    /// Shown in diagnostics and messages.
+    pub name: String,
+    /// The whole input.
+    pub text: String,
+}
+
+/// Whether a path argument means stdin/stdout.
+pub fn is_stdio(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Reads `path` (or stdin for `-`) as UTF-8 text.
+pub fn read_input(path: &Path) -> Result<Input, Failure> {
+    let (name, bytes) = if is_stdio(path) {
+        (STDIN_NAME.to_string(), read_limited(io::stdin().lock()))
+    } else {
+        (path.display().to_string(), File::open(path).and_then(read_limited))
+    };
+    let bytes = bytes.map_err(|e| Failure::Io(format!("error: cannot read `{name}`: {e}")))?;
+    decode(name, bytes, MAX_INPUT_BYTES)
+}
+
+/// Reads at most one byte more than the limit, so an endless stream cannot exhaust memory.
+fn read_limited(reader: impl Read) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Checks the size limit (a parameter so that tests need not allocate a gigabyte) and
+/// UTF-8, with diagnostics in the usual rendered form.
+fn decode(name: String, bytes: Vec<u8>, limit: u64) -> Result<Input, Failure> {
+    if bytes.len() as u64 > limit {
+        // Only the start of the first line is needed to point at 1:1.
+        let head = &bytes[..bytes.len().min(200)];
+        let first_line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+        let shown = String::from_utf8_lossy(first_line);
+        let message = format!("file is more than the limit of {limit} bytes");
+        let d = Diagnostic::error(TOO_LARGE_CODE, message, Span::new(0, 0))
+            .with_label("reading stopped at the limit")
+            .with_help("split the module into several files");
+        return Err(Failure::Rejected(d.render(&name, &shown)));
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Input { name, text }),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let byte = e.as_bytes().get(at).copied().unwrap_or(0);
+            // Every byte before `at` is valid, so in the lossy text `at` starts U+FFFD
+            // (3 bytes) and line and column are those of the bad byte.
+            let shown = String::from_utf8_lossy(e.as_bytes());
+            let d =
+                Diagnostic::error(NOT_UTF8_CODE, format!("invalid UTF-8: byte 0x{byte:02x}"), Span::new(at, at + 3))
+                    .with_label("not UTF-8")
+                    .with_help("cmdgraph reads UTF-8 text; re-encode the file (e.g. `iconv -t UTF-8`)");
+            Err(Failure::Rejected(d.render(&name, &shown)))
+        }
+    }
+}
+
+/// Writes `text` to stdout (`None` or `-`) or atomically to a file.
+pub fn write_output(target: Option<&Path>, text: &str) -> Result<(), Failure> {
+    match target {
+        Some(path) if !is_stdio(path) => write_atomic(path, text.as_bytes())
+            .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display()))),
+        _ => {
+            let mut out = io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                // A reader that stopped early (`cmdgraph dot x | head`) is not an error.
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+                Err(e) => Err(Failure::Io(format!("error: cannot write to stdout: {e}"))),
+                Ok(()) => Ok(()),
+            }
+        }
+    }
+}
+
+/// Replaces `path` with `data`: temp file in the same directory (same file system, so the
+/// rename is atomic), fsync, rename, fsync of the directory. On error the temp file is
+/// removed (dropping an unpersisted `NamedTempFile` deletes it) and `path` is untouched.
+pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
+    let path = resolve_symlink(path);
+    let file_name =
+        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the output path names no file"))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let existing = fs::metadata(&path).ok();
+    if existing.as_ref().is_some_and(|m| m.is_dir()) {
+        return Err(io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"));
+    }
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(file_name);
+    prefix.push(".");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    if let Some(perms) = new_file_permissions() {
+        builder.permissions(perms);
+    }
+    let mut tmp = builder.tempfile_in(&dir)?;
+    if let Some(meta) = &existing {
+        // Keep the mode of the file being replaced.
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    tmp.write_all(data)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(&path).map_err(|e| e.error)?;
+    // Make the rename itself durable; not every platform can open a directory for this.
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Writing through a symlink replaces the file it points to, not the link.
+fn resolve_symlink(path: &Path) -> PathBuf {
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link {
+        if let Ok(real) = fs::canonicalize(path) {
+            return real;
+        }
+    }
+    path.to_path_buf()
+}
+
+/// The mode a plain `File::create` would give (0666 less the umask); tempfile's default is
+/// 0600, which would make `fmt -o` quietly hide a new file from other users.
+#[cfg(unix)]
+fn new_file_permissions() -> Option<fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(fs::Permissions::from_mode(0o666))
+}
+
+#[cfg(not(unix))]
+fn new_file_permissions() -> Option<fs::Permissions> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        let entries = fs::read_dir(dir).expect("read_dir");
+        let names = entries.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned());
+        names.filter(|n| n.ends_with(".tmp")).collect()
+    }
+
+    #[test]
+    fn atomic_write_creates_and_replaces() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("out.cgir");
+        write_atomic(&target, b"one").expect("create");
+        assert_eq!(fs::read(&target).expect("read"), b"one");
+        write_atomic(&target, b"two").expect("replace");
+        assert_eq!(fs::read(&target).expect("read"), b"two");
+        assert!(leftovers(dir.path()).is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_write_keeps_the_mode_of_the_replaced_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("out.cgir");
+        fs::write(&target, "old").expect("write");
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).expect("chmod");
+        write_atomic(&target, b"new").expect("replace");
+        assert_eq!(fs::metadata(&target).expect("stat").permissions().mode() & 0o777, 0o640);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_write_through_a_symlink_replaces_the_linked_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("real.cgir");
+        let link = dir.path().join("link.cgir");
+        fs::write(&real, "old").expect("write");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        write_atomic(&link, b"new").expect("write through link");
+        assert!(fs::symlink_metadata(&link).expect("lstat").file_type().is_symlink());
+        assert_eq!(fs::read(&real).expect("read"), b"new");
+    }
+
+    #[test]
+    fn failed_atomic_write_leaves_target_untouched_and_no_temp_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("sub");
+        fs::create_dir(&target).expect("mkdir");
+        fs::write(target.join("keep"), "kept").expect("write");
+        assert!(write_atomic(&target, b"data").is_err());
+        assert_eq!(fs::read(target.join("keep")).expect("still there"), b"kept");
+        assert!(leftovers(dir.path()).is_empty());
+        let missing = dir.path().join("no/such/dir/out.cgir");
+        assert!(write_atomic(&missing, b"data").is_err());
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_located_diagnostic() {
+        let Err(Failure::Rejected(text)) =
+            decode("f.cgir".into(), b"usm @x : f32[4]\nusm @\xff : f32[4]\n".to_vec(), MAX_INPUT_BYTES)
+        else {
+            panic!("invalid UTF-8 accepted");
+        };
+        assert!(text.contains("error[E0000]: invalid UTF-8: byte 0xff"), "{text}");
+        assert!(text.contains("f.cgir:2:6"), "{text}");
+    }
+
+    #[test]
+    fn input_over_the_limit_is_rejected_at_1_1() {
+        let Err(Failure::Rejected(text)) = decode("big.cgir".into(), b"usm @x : f32[4]\n".to_vec(), 8) else {
+            panic!("oversized input accepted");
+        };
+        assert!(text.contains("error[E0009]: file is more than the limit of 8 bytes"), "{text}");
+        assert!(text.contains("big.cgir:1:1"), "{text}");
+    }
+
+    #[test]
+    fn utf8_input_is_kept_as_is() {
+        let input = decode("f".into(), "// é\n".as_bytes().to_vec(), MAX_INPUT_BYTES).map_err(|_| ()).expect("valid");
+        assert_eq!(input.text, "// é\n");
+        assert_eq!(input.name, "f");
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every benchmark and updates docs/performance.md with their tables.
+#
+#   bash scripts/bench.sh            # all suites, default sizes
+#   bash scripts/bench.sh --runs 3   # extra arguments go to each suite
+#
+# Suites run one after the other on one core (taskset, where present), in release mode.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/setup.sh
+# shellcheck source=scripts/env.sh
+. scripts/env.sh
+
+cargo build --release -q -p cmdgraph-bench
+pin=()
+if command -v taskset >/dev/null 2>&1; then
+  pin=(taskset -c 0)
+fi
+
+for suite in parse; do
+  echo "==> cmdgraph-bench ${suite}"
+  "${pin[@]}" cargo run --release -q -p cmdgraph-bench -- "$suite" "$@"
+done

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs what cmdgraph needs on a Debian 12 machine that already has Rust. Idempotent: when
+# every package is present it touches nothing (no apt-get update, no network).
+#
+#   bash scripts/setup.sh
+#
+# Packages and why:
+#   llvm-22-tools llvm-22-dev libpolly-22-dev libzstd-dev  LLVM 22 (SPIR-V backend) for codegen,
+#                                                         and lit/FileCheck/not for lit-tests/
+#   graphviz                                              `dot`, to check every DOT we write
+#   spirv-tools                                           spirv-val / spirv-dis
+#   mesa-vulkan-drivers libvulkan1                        llvmpipe, a Vulkan 1.3 device on the CPU
+#   vulkan-validationlayers vulkan-tools                  validation in tests, vulkaninfo
+#   python3                                               lit is a Python program
+# clang is not needed: libFuzzer (fuzz/) and every -sys crate build with the machine's gcc.
+set -euo pipefail
+
+PACKAGES=(
+  llvm-22-tools llvm-22-dev libpolly-22-dev libzstd-dev
+  graphviz spirv-tools
+  mesa-vulkan-drivers libvulkan1 vulkan-validationlayers vulkan-tools
+  python3
+)
+
+die() {
+  echo "setup.sh: error: $*" >&2
+  exit 1
+}
+
+installed() {
+  [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" = "installed" ]
+}
+
+command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found: this script expects Debian 12 (bookworm)"
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "not root and no sudo: install ${missing[*]} by hand"
+    SUDO=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -q || die "apt-get update failed"
+  "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" \
+    || die "apt-get install ${missing[*]} failed"
+  for p in "${missing[@]}"; do
+    installed "$p" || die "package $p is still missing after apt-get install"
+  done
+else
+  echo "setup.sh: all ${#PACKAGES[@]} Debian packages present"
+fi
+
+# The Rust side comes with the machine (rustup, stable): check it rather than install it.
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (rustup, stable toolchain) first"
+cargo fmt --version >/dev/null 2>&1 || die "rustfmt missing: rustup component add rustfmt"
+cargo clippy --version >/dev/null 2>&1 || die "clippy missing: rustup component add clippy"
+
+# shellcheck source=scripts/env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+for tool in lit FileCheck not llvm-config dot spirv-val; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool not on PATH after setup (PATH=$PATH)"
+done

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run). From a fresh Debian 12 machine with Rust:
+#
+#   bash scripts/test.sh
+#
+# Installs what is missing (scripts/setup.sh), then: rustfmt check, clippy with warnings as
+# errors, `cargo test --workspace` (unit, integration and the lit suite), and every example
+# through `cmdgraph verify` and `cmdgraph dot | dot -Tsvg`. Stops at the first failure and
+# says which step failed. Set CARGO_BUILD_JOBS to limit parallelism on a shared machine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+current_step="start"
+on_error() {
+  local rc=$?
+  echo >&2
+  echo "test.sh: FAILED at step: ${current_step} (exit code ${rc})" >&2
+  exit "$rc"
+}
+trap on_error ERR
+
+step() {
+  current_step="$*"
+  echo
+  echo "==> $*"
+}
+
+step "setup (scripts/setup.sh)"
+bash scripts/setup.sh
+# shellcheck source=scripts/env.sh
+. scripts/env.sh
+
+step "cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test --workspace"
+cargo test --workspace
+
+step "examples: cmdgraph verify and cmdgraph dot | dot -Tsvg"
+cargo build -q -p cmdgraph-cli
+shopt -s nullglob
+examples=(examples/*.cgir)
+[ "${#examples[@]}" -gt 0 ] || { echo "no examples/*.cgir found" >&2; false; }
+for ex in "${examples[@]}"; do
+  current_step="cmdgraph verify ${ex}"
+  cargo run -q -p cmdgraph-cli -- verify "$ex"
+  current_step="cmdgraph dot ${ex} | dot -Tsvg"
+  cargo run -q -p cmdgraph-cli -- dot "$ex" | dot -Tsvg >/dev/null
+  echo "  ok  ${ex}"
+done
+
+trap - ERR
+echo
+echo "test.sh: all steps passed"
