@@ -240,3 +240,9 @@ fn kind_name(kernel: bool) -> &'static str {
         "host task"
     }
 }
+
+impl std::fmt::Debug for DynamicCommandGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DynamicCommandGroup(%{})", self.name())
+    }
+}

@@ -225,12 +225,12 @@ pub struct ModifiableGraph(pub(crate) Rc<GraphShared>);
 impl ModifiableGraph {
     /// `command_graph(context, device, props)`, named `gN` (rows 1, 2).
     pub fn new(ctx: &Context, device: &Device, props: GraphProps) -> Result<ModifiableGraph> {
-        ModifiableGraph::create(ctx, device, None, props, 1)
+        ModifiableGraph::create(ctx, device, None, props, 2)
     }
 
     /// `command_graph(context, device, props)` with the name the IR shows.
     pub fn new_named(ctx: &Context, device: &Device, name: &str, props: GraphProps) -> Result<ModifiableGraph> {
-        ModifiableGraph::create(ctx, device, Some(name), props, 1)
+        ModifiableGraph::create(ctx, device, Some(name), props, 2)
     }
 
     /// `command_graph(queue, props)`: the queue's device and context (row 3).
@@ -483,6 +483,19 @@ impl ModifiableGraph {
             inner.ir.nodes.handles().filter(|h| !has_pred[h.index()]).collect()
         };
         roots.into_iter().map(|h| self.node(h)).collect()
+    }
+
+    /// `print_graph(path, verbose)`: writes the graph (and its sub-graphs) as DOT to
+    /// `path`, which must end in `.dot` (row 23).
+    pub fn print_graph(&self, path: &str, verbose: bool) -> Result<()> {
+        let p = std::path::Path::new(path);
+        let stem_ok = p.file_stem().is_some_and(|s| !s.is_empty());
+        ensure(stem_ok && p.extension().is_some_and(|e| e == "dot"), 23, || {
+            format!("print_graph: `{path}` is not a `<filename>.dot` path; only DOT output is supported")
+        })?;
+        let (module, _) = self.to_module();
+        let dot = cmdgraph_ir::dot::to_dot(&module, &cmdgraph_ir::dot::DotOptions { verbose, graph: None });
+        std::fs::write(p, dot).map_err(|e| SyclError::invalid(23, format!("print_graph: writing `{path}` failed: {e}")))
     }
 
     /// The IR module of this graph as it is now (its graph is the module's last).
