@@ -215,7 +215,8 @@ impl KernelBuilder {
 
     /// `%r = const value : ty`
     pub fn constant(&mut self, value: LitValue, ty: Type) -> KValue {
-        self.push_value(OpKind::Const(Literal { value, ty: Some(ty.scalar) }, ty), ty)
+        // The type lives on the op; the literal carries none (as the parser writes it).
+        self.push_value(OpKind::Const(Literal { value, ty: None }, ty), ty)
     }
 
     /// `%r = const v : f32`
