@@ -37,6 +37,8 @@ pub(crate) struct ExecShared {
     pub(crate) source: Rc<RefCell<GraphInner>>,
     pub(crate) props: FinalizeProps,
     pub(crate) state: RefCell<ExecState>,
+    /// The interpreter state runs use (built on first run).
+    pub(crate) runner: RefCell<Option<crate::run::Runner>>,
 }
 
 /// An executable command graph. Copies share one executable graph.
@@ -83,6 +85,7 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
         source: rc.clone(),
         props,
         state: RefCell::new(ExecState { module, graph, node_count: inner.ir.nodes.len(), version: 0 }),
+        runner: RefCell::new(None),
     }));
     let ctx = inner.ctx.clone();
     drop(inner);

@@ -409,6 +409,17 @@ impl DeviceGlobal {
     }
 }
 
+impl Context {
+    /// The `device_global` of this context named `name`.
+    pub fn device_global(&self, name: &str) -> Option<DeviceGlobal> {
+        let inner = self.0.borrow();
+        let (handle, m) = inner.memories.iter().find(|(_, m)| m.name == name)?;
+        let MemoryKind::DeviceGlobal(props) = &m.kind else { return None };
+        let mem = MemHandle { ctx: self.clone(), handle, name: m.name.clone(), elem: m.elem, count: m.count };
+        Some(DeviceGlobal { mem, props: props.clone() })
+    }
+}
+
 /// Encodes one literal as a scalar of type `ty` (little-endian).
 pub(crate) fn put_literal(value: LitValue, ty: ScalarType, out: &mut Vec<u8>) {
     let int = |v: LitValue| match v {

@@ -3,10 +3,10 @@
 //! as a one-node graph).
 //!
 //! The context keeps the contents of every USM allocation, buffer and `device_global`.
-//! A run builds an interpreter for the executable graph's snapshot module, binds that
-//! memory, runs the graph once and copies the memory back. Graph-owned allocations live
-//! for one run: `zero_init` ones start zeroed, the others start poisoned (decision A9:
-//! their contents are not kept between executions). Host tasks are Rust callbacks
+//! A run uses an interpreter for the executable graph's snapshot module, binds that
+//! memory, runs the graph and copies the memory back. The interpreter is kept with the
+//! executable graph, so graph-owned allocations keep their contents between executions
+//! (decision A9: `zero_init` ones are zeroed at finalize only). Host tasks are Rust callbacks
 //! registered by name; a native command's callback runs at every finalize (decision A8)
 //! and its optional "work" callback when the node executes.
 
@@ -16,7 +16,7 @@ use crate::handler::{Command, Handler, Mode};
 use crate::memory::DeviceGlobal;
 use crate::platform::Context;
 use crate::queue::{Event, EventKind, ProfilingInfo, Queue};
-use cmdgraph_ir::interp::{HostContext, HostError, Interpreter};
+use cmdgraph_ir::interp::{ExecId, HostContext, HostError, Interpreter};
 use cmdgraph_ir::{Graph, Handle, HostAccess, LitValue, Literal, MemoryKind, Module, ScalarType, Type};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -284,54 +284,92 @@ fn interp_error(e: impl std::fmt::Display) -> SyclError {
     SyclError::invalid(0, format!("execution failed: {e}"))
 }
 
-/// Executes an executable graph once on the context's memory.
-pub(crate) fn run_graph(exec: &ExecutableGraph) -> Result<()> {
-    let ctx = exec.0.ctx.clone();
-    let (mut module, graph): (Module, Handle<Graph>) = {
-        let st = exec.0.state.borrow();
-        (st.module.clone(), st.graph)
-    };
-    let device = module.graphs[graph].device;
-    {
-        let inner = ctx.0.borrow();
-        for (h, m) in module.memories.iter_mut() {
-            if let MemoryKind::DeviceGlobal(d) = &mut m.kind {
-                if let Some(lits) = inner.store.get(h.index()).and_then(|b| literals(m.elem, b)) {
-                    d.init = lits;
+/// The interpreter state of one executable graph: kept between runs so graph-owned
+/// allocations keep their contents (decision A9), rebuilt when the graph was updated or
+/// when a `device_global` changed outside it.
+pub(crate) struct Runner {
+    interp: Interpreter,
+    id: ExecId,
+    version: u64,
+    device: u32,
+    /// (memory index, name, is a device_global) of every module memory object.
+    names: Vec<(usize, String, bool)>,
+}
+
+impl Runner {
+    fn build(exec: &ExecutableGraph) -> Result<Runner> {
+        let (mut module, graph, version): (Module, Handle<Graph>, u64) = {
+            let st = exec.0.state.borrow();
+            (st.module.clone(), st.graph, st.version)
+        };
+        {
+            let inner = exec.0.ctx.0.borrow();
+            for (h, m) in module.memories.iter_mut() {
+                if let MemoryKind::DeviceGlobal(d) = &mut m.kind {
+                    if let Some(lits) = inner.store.get(h.index()).and_then(|b| literals(m.elem, b)) {
+                        d.init = lits;
+                    }
                 }
             }
         }
+        let mut interp = Interpreter::new(&module).map_err(interp_error)?;
+        let id = interp.finalize(&module.graphs[graph].name).map_err(interp_error)?;
+        let names = module
+            .memories
+            .iter()
+            .map(|(h, m)| (h.index(), m.name.clone(), matches!(m.kind, MemoryKind::DeviceGlobal(_))))
+            .collect();
+        Ok(Runner { interp, id, version, device: module.graphs[graph].device, names })
     }
-    let mut interp = Interpreter::new(&module).map_err(interp_error)?;
-    let names: Vec<(usize, String, bool)> = module
-        .memories
-        .iter()
-        .map(|(h, m)| (h.index(), m.name.clone(), matches!(m.kind, MemoryKind::DeviceGlobal(_))))
-        .collect();
+
+    /// Whether this state still matches the graph and the context's device globals.
+    fn fresh(&self, exec: &ExecutableGraph) -> bool {
+        if self.version != exec.0.state.borrow().version {
+            return false;
+        }
+        let inner = exec.0.ctx.0.borrow();
+        self.names.iter().filter(|(_, _, dg)| *dg).all(|(i, name, _)| {
+            self.interp.read_device_global(name, self.device).ok().as_deref() == inner.store.get(*i).map(Vec::as_slice)
+        })
+    }
+}
+
+/// Executes an executable graph once on the context's memory.
+pub(crate) fn run_graph(exec: &ExecutableGraph) -> Result<()> {
+    let ctx = exec.0.ctx.clone();
+    let mut slot = exec.0.runner.try_borrow_mut().map_err(|_| {
+        SyclError::invalid(0, "the executable graph is already running (a host task submitted it again)")
+    })?;
+    if !slot.as_ref().is_some_and(|r| r.fresh(exec)) {
+        *slot = Some(Runner::build(exec)?);
+    }
+    let runner = slot.as_mut().ok_or_else(|| SyclError::invalid(0, "no runner"))?;
     {
         let inner = ctx.0.borrow();
-        for (i, name, dg) in &names {
+        for (i, name, dg) in &runner.names {
             if let (false, Some(bytes)) = (dg, inner.store.get(*i)) {
-                interp.bind(name, bytes).map_err(interp_error)?;
+                runner.interp.bind(name, bytes).map_err(interp_error)?;
             }
         }
         for (name, f) in inner.callbacks.host.iter().chain(&inner.callbacks.native_work) {
             let f = f.clone();
-            interp.register_callback(name, move |hc| (f.borrow_mut())(hc));
+            runner.interp.register_callback(name, move |hc| (f.borrow_mut())(hc));
         }
         for name in inner.callbacks.native.keys() {
             if !inner.callbacks.native_work.contains_key(name) {
-                interp.register_callback(name, |_| Ok(()));
+                runner.interp.register_callback(name, |_| Ok(()));
             }
         }
     }
-    let id = interp.finalize(&module.graphs[graph].name).map_err(interp_error)?;
-    let result = interp.run(id).map(|_| ());
+    let result = runner.interp.run(runner.id).map(|_| ());
     // Memory holds what the nodes that ran wrote, even when a node failed.
     let mut inner = ctx.0.borrow_mut();
-    for (i, name, dg) in &names {
-        let bytes =
-            if *dg { interp.read_device_global(name, device).ok() } else { interp.read(name).ok().map(<[u8]>::to_vec) };
+    for (i, name, dg) in &runner.names {
+        let bytes = if *dg {
+            runner.interp.read_device_global(name, runner.device).ok()
+        } else {
+            runner.interp.read(name).ok().map(<[u8]>::to_vec)
+        };
         if let (Some(bytes), Some(slot)) = (bytes, inner.store.get_mut(*i)) {
             if bytes.len() == slot.len() {
                 *slot = bytes;

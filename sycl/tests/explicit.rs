@@ -309,3 +309,120 @@ fn graph_from_queue_uses_its_device_and_context() {
     g.begin_recording(&q, RecordingProps::default()).unwrap();
     assert!(q.ext_oneapi_get_graph().unwrap().same(&g));
 }
+
+/// Decision A11: in an explicit `add`, `handler::depends_on` with the event of work that
+/// ran outside any graph is refused like a foreign event while recording (row 47).
+#[test]
+fn explicit_add_refuses_event_of_work_that_ran() {
+    let env = Env::new();
+    let q = env.queue(QueueProps::none());
+    let x = env.usm_f32(&[0.0; 2]);
+    let ran = q.parallel_for(&env.kernel("increment"), 2, args![&x], &[]).unwrap();
+    let g = env.graph(GraphProps::none());
+    let r = g.add(
+        |h| {
+            h.depends_on(&ran);
+            h.parallel_for(&env.kernel("increment"), 2, args![&x]);
+        },
+        NodeProps::none(),
+    );
+    expect_err(r, Errc::Invalid, 47);
+}
+
+/// Decision A6: an argument slot is registered with one parameter; a later `set_arg` for
+/// the same index replaces the earlier registration, so the last one decides the value.
+#[test]
+fn last_set_arg_for_a_slot_wins() {
+    let env = Env::new();
+    let g = env.graph(GraphProps::none());
+    let (x, y) = (env.usm_f32(&[1.0]), env.usm_f32(&[0.0]));
+    let p1 = DynamicParameter::new(&g, 2.0f32).unwrap();
+    let p2 = DynamicParameter::new(&g, 5.0f32).unwrap();
+    g.add(
+        |h| {
+            h.set_args(args![&x, &y]);
+            h.set_arg(2, &p1);
+            h.set_arg(2, &p2);
+            h.parallel_for(&env.kernel("scale"), 1, vec![]);
+        },
+        NodeProps::none(),
+    )
+    .unwrap();
+    let text = roundtrip(&g);
+    assert!(text.contains(&format!(", %{})", p2.name())) && !text.contains(&format!(", %{})", p1.name())), "{text}");
+    p1.update(100.0f32).unwrap();
+    env.queue(QueueProps::none()).ext_oneapi_graph(&g.finalize(FinalizeProps::none()).unwrap(), &[]).unwrap();
+    assert_eq!(y.read::<f32>().unwrap(), vec![5.0]);
+}
+
+/// Events of a `discard_events` queue are not linked to nodes (row 44).
+#[test]
+fn discarded_events_have_no_node() {
+    let env = Env::new();
+    let g = env.graph(GraphProps::none());
+    let q = env.queue(QueueProps { discard_events: true, ..QueueProps::none() });
+    g.begin_recording(&q, RecordingProps::default()).unwrap();
+    let e = q.ext_oneapi_submit_barrier().unwrap();
+    expect_err(Node::get_node_from_event(&e), Errc::Invalid, 44);
+    g.end_recording();
+    let text = roundtrip(&g);
+    assert!(text.contains("discard_events"), "{text}");
+}
+
+/// Decision A9: a graph-owned allocation keeps its contents between executions of one
+/// executable graph; `zero_init` zeroes it at finalize only.
+#[test]
+fn zero_init_allocation_is_zeroed_at_finalize_only() {
+    let env = Env::new();
+    let out = env.usm_f32(&[0.0; 2]);
+    let g = env.graph(GraphProps::none());
+    let mut p = None;
+    let pool = MemoryPool { kind: UsmKind::Device, zero_init: true };
+    let a = g.add(|h| p = Some(h.async_malloc_from_pool(Type::F32, 2, &pool)), NodeProps::none()).unwrap();
+    let p = p.unwrap();
+    let k = g.add(|h| h.parallel_for(&env.kernel("increment"), 2, args![&p]), NodeProps::depends_on(&[&a])).unwrap();
+    let c = g.add(|h| h.memcpy(&out, p.clone(), 8), NodeProps::depends_on(&[&k])).unwrap();
+    g.add(|h| h.async_free(&p), NodeProps::depends_on(&[&c])).unwrap();
+    let text = roundtrip(&g);
+    assert!(text.contains("async_malloc f32[2] zero_init"), "{text}");
+    let q = env.queue(QueueProps::none());
+    let exec = g.finalize(FinalizeProps::none()).unwrap();
+    for _ in 0..3 {
+        q.ext_oneapi_graph(&exec, &[]).unwrap();
+    }
+    assert_eq!(out.read::<f32>().unwrap(), vec![3.0, 3.0]);
+    drop(exec);
+    let again = g.finalize(FinalizeProps::none()).unwrap();
+    q.ext_oneapi_graph(&again, &[]).unwrap();
+    assert_eq!(out.read::<f32>().unwrap(), vec![1.0, 1.0], "a new finalize zeroes again");
+}
+
+/// A `device_global` has one instance per device: kernels of different graphs and copies
+/// on executing queues see the same contents, across executions.
+#[test]
+fn device_global_is_shared_across_graphs_and_runs() {
+    let env = Env::new();
+    let kernels = env
+        .ctx
+        .register_kernels_from_text(
+            "device_global @hits : u32[1] = [5]\nkernel @hit(%unused: buf<u32, read>) {\n  %z = const 0 : u32\n  %one = const 1 : u32\n  %old = atomic add @hits[%z], %one\n}\n",
+        )
+        .unwrap();
+    let dummy = Usm::device::<u32>(&env.ctx, 1).unwrap();
+    let q = env.queue(QueueProps::none());
+    let make = || {
+        let g = env.graph(GraphProps::none());
+        g.add(|h| h.single_task(&kernels[0], args![&dummy]), NodeProps::none()).unwrap();
+        roundtrip(&g);
+        g.finalize(FinalizeProps::none()).unwrap()
+    };
+    let (a, b) = (make(), make());
+    q.ext_oneapi_graph(&a, &[]).unwrap();
+    q.ext_oneapi_graph(&b, &[]).unwrap();
+    q.ext_oneapi_graph(&a, &[]).unwrap();
+    let hits = env.ctx.device_global("hits").expect("declared by the kernel text");
+    assert_eq!(q.copy_from_device_global::<u32>(&hits, 1, 0).unwrap(), vec![8]);
+    q.copy_to_device_global(&hits, &[100u32], 0).unwrap();
+    q.ext_oneapi_graph(&b, &[]).unwrap();
+    assert_eq!(q.copy_from_device_global::<u32>(&hits, 1, 0).unwrap(), vec![101]);
+}
