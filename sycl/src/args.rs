@@ -1,8 +1,9 @@
 //! Kernel arguments and execution ranges.
 
+use crate::buffer::Accessor;
 use crate::dynamic::DynamicParameter;
 use crate::error::{Result, SyclError};
-use crate::memory::{Accessor, Ptr, Usm};
+use crate::memory::{Ptr, Usm};
 use cmdgraph_ir::{Launch, LitValue, Literal, ScalarType, Type};
 
 /// One kernel argument, as `set_arg` / a kernel lambda capture would give it.

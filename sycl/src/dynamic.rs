@@ -195,7 +195,7 @@ impl DynamicCommandGroup {
                 other => Alternative::Other(Box::new(other)),
             });
             deps.events.push(h.deps.clone());
-            deps.reqs.push(converted.reqs.iter().map(crate::memory::Accessor::to_ir).collect());
+            deps.reqs.push(converted.reqs.iter().map(crate::buffer::Accessor::to_ir).collect());
         }
         let mut inner = rc.borrow_mut();
         let name = format!("dcg{}", inner.ir.dcgs.len());

@@ -8,12 +8,14 @@
 //! a handler method meets is kept and returned by the `add`/`submit` that ran the CGF.
 
 use crate::args::{nd_range_launch, range_launch, KArg, NdRange, Range};
+use crate::buffer::{Accessor, Buffer};
 use crate::dynamic::DynamicParameter;
 use crate::error::{Errc, SyclError};
 use crate::exec::ExecutableGraph;
+use crate::global::DeviceGlobal;
 use crate::graph::GraphInner;
 use crate::kernel::KernelRef;
-use crate::memory::{to_bytes, Accessor, Buffer, DeviceGlobal, Element, Ptr, PtrBase};
+use crate::memory::{to_bytes, Element, Ptr, PtrBase};
 use crate::props::MemoryPool;
 use crate::queue::{Event, Queue};
 use cmdgraph_ir::{Access, Handle, Launch, Literal, Node, Type, UsmKind};

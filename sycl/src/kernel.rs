@@ -97,7 +97,7 @@ impl Context {
                             ),
                         ))
                     }
-                    None => crate::memory::DeviceGlobal::new(self, &m.name, m.elem, m.count, props.clone())?.handle(),
+                    None => crate::global::DeviceGlobal::new(self, &m.name, m.elem, m.count, props.clone())?.handle(),
                 };
                 map.insert(h, target);
             }
@@ -281,7 +281,7 @@ impl KernelBuilder {
     }
 
     /// `%r = load @g[%index]` from a `device_global` of element type `elem`.
-    pub fn load_global(&mut self, global: &crate::memory::DeviceGlobal, index: KValue) -> KValue {
+    pub fn load_global(&mut self, global: &crate::global::DeviceGlobal, index: KValue) -> KValue {
         let ty = global.elem();
         self.push_value(OpKind::Load { mem: MemBase::Global(global.handle()), index }, ty)
     }
@@ -292,7 +292,7 @@ impl KernelBuilder {
     }
 
     /// `store @g[%index], %value` into a `device_global`.
-    pub fn store_global(&mut self, global: &crate::memory::DeviceGlobal, index: KValue, value: KValue) {
+    pub fn store_global(&mut self, global: &crate::global::DeviceGlobal, index: KValue, value: KValue) {
         self.push_op(OpKind::Store { mem: MemBase::Global(global.handle()), index, value });
     }
 

@@ -18,9 +18,11 @@
 //! rules, the decisions on the spec's ambiguities and where each error row is tested.
 
 mod args;
+mod buffer;
 mod dynamic;
 mod error;
 mod exec;
+mod global;
 mod graph;
 mod handler;
 mod kernel;
@@ -32,15 +34,17 @@ mod queue;
 mod run;
 
 pub use args::{KArg, NdRange, Range};
+pub use buffer::{Accessor, Buffer};
 pub use cmdgraph_ir::interp::{HostContext, HostError};
 pub use cmdgraph_ir::{Access, NodeType, Type, UsmKind};
 pub use dynamic::{DynamicCommandGroup, DynamicParameter};
 pub use error::{Errc, Result, SyclError};
 pub use exec::ExecutableGraph;
+pub use global::DeviceGlobal;
 pub use graph::ModifiableGraph;
 pub use handler::{CommandGroup, Handler};
 pub use kernel::{KValue, KernelBuilder, KernelRef};
-pub use memory::{Accessor, Buffer, DeviceGlobal, Element, Ptr, Usm};
+pub use memory::{Element, Ptr, Usm};
 pub use node::Node;
 pub use platform::{Context, Device, DeviceInfo, GraphSupport};
 pub use props::{FinalizeProps, GraphProps, MemoryPool, NodeProps, QueueProps, RecordingProps};

@@ -7,10 +7,11 @@
 use crate::args::{KArg, NdRange, Range};
 use crate::error::{Result, SyclError};
 use crate::exec::ExecutableGraph;
+use crate::global::DeviceGlobal;
 use crate::graph::{GraphInner, GraphShared, ModifiableGraph};
 use crate::handler::{Handler, Mode};
 use crate::kernel::KernelRef;
-use crate::memory::{from_bytes, DeviceGlobal, Element, Ptr};
+use crate::memory::{from_bytes, Element, Ptr};
 use crate::platform::{Context, Device};
 use crate::props::{QueueProps, RecordingProps};
 use cmdgraph_ir::{Handle, Node, Type, UsmKind};

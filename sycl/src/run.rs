@@ -12,8 +12,8 @@
 
 use crate::error::{Result, SyclError};
 use crate::exec::ExecutableGraph;
+use crate::global::DeviceGlobal;
 use crate::handler::{Command, Handler, Mode};
-use crate::memory::DeviceGlobal;
 use crate::platform::Context;
 use crate::queue::{Event, EventKind, ProfilingInfo, Queue};
 use cmdgraph_ir::interp::{ExecId, HostContext, HostError, Interpreter};
