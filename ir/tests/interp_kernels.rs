@@ -34,7 +34,7 @@ fn saxpy_chain_matches_rust() {
     assert_eq!(stats.work_items, 3 * n);
     for a in a {
         for (y, x) in ys.iter_mut().zip(&xs) {
-            *y = a * *x + *y;
+            *y += a * *x;
         }
     }
     assert_eq!(interp.read_as::<f32>("y").unwrap(), ys);
@@ -307,10 +307,10 @@ fn tree_reduction_and_atomics() {
     assert_eq!(interp.read_as::<i32>("maxv").unwrap(), vec![*int_input.iter().max().unwrap()]);
     let won: Vec<u32> = interp.read_as("won").unwrap();
     let flag: Vec<u32> = interp.read_as("flag").unwrap();
-    for s in 0..slots as usize {
+    for (s, holder) in flag.iter().enumerate() {
         let winners: Vec<usize> = (0..n as usize).filter(|i| i % slots as usize == s && won[*i] == 1).collect();
         assert_eq!(winners.len(), 1, "slot {s}");
-        assert_eq!(flag[s], winners[0] as u32 + 1, "slot {s} holds the winner's ticket");
+        assert_eq!(*holder, winners[0] as u32 + 1, "slot {s} holds the winner's ticket");
     }
 }
 
@@ -572,7 +572,7 @@ fn vec3_stride_and_padding() {
     interp.bind("out", &[0xEE; 32]).unwrap();
     let exec = interp.finalize("main").unwrap();
     interp.run(exec).unwrap();
-    let mut expected = vec![0xEEu8; 32];
+    let mut expected = [0xEEu8; 32];
     for lane in 0..3 {
         expected[16 + 4 * lane..16 + 4 * lane + 4].copy_from_slice(&0x0102_0304u32.to_le_bytes());
     }

@@ -148,6 +148,23 @@ impl<'a> HostContext<'a> {
         Ok(bytes)
     }
 
+    /// A copy of bytes `[offset, offset + len)` of declared readable memory (only those
+    /// bytes count as read for the race detector).
+    pub fn read_bytes(&mut self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>, HostError> {
+        let space = self.lookup(name, "read")?;
+        let size = self.mem.size(space);
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            let err = HostError::OutOfBounds { memory: self.mem.name(space), start: offset, len, size };
+            return self.note(Err(err));
+        }
+        let bytes = match self.mem.bytes_mut(space) {
+            Ok(b) => b.get(offset as usize..(offset + len) as usize).unwrap_or_default().to_vec(),
+            Err(e) => return self.note(Err(HostError::Failed(e.to_string()))),
+        };
+        self.record(space, AccessKind::Read, offset, len);
+        Ok(bytes)
+    }
+
     /// All of declared readable memory as elements.
     pub fn read_as<T: Element>(&mut self, name: &str) -> Result<Vec<T>, HostError> {
         Ok(from_bytes(&self.read(name)?))

@@ -452,7 +452,8 @@ impl Interpreter {
         }
         if opts.check_races {
             let allocs = &e.allocs;
-            stats.races = race::detect(&e.flat, &order, logs, |loc, range| match loc {
+            let pool = Self::pool_lifetimes(&e.flat, e.root, allocs, module);
+            stats.races = race::detect(&e.flat, &order, logs, &pool, |loc, range| match loc {
                 Loc::User(h) | Loc::DeviceGlobal(h) => {
                     module.memories.try_get(h).map_or("@?".to_string(), |m| format!("@{}", m.name))
                 }
@@ -469,5 +470,34 @@ impl Interpreter {
             })?;
         }
         Ok(stats)
+    }
+
+    /// In pool mode, each allocation's pool bytes with its malloc and free nodes.
+    fn pool_lifetimes(flat: &Flat, root: Handle<Graph>, allocs: &Allocs, module: &Module) -> Vec<race::PoolAlloc> {
+        if !allocs.pooled() {
+            return Vec::new();
+        }
+        let mut spans: BTreeMap<Handle<crate::graph::Node>, race::PoolAlloc> = BTreeMap::new();
+        let Some(graph) = module.graphs.try_get(root) else { return Vec::new() };
+        for (i, f) in flat.nodes.iter().enumerate() {
+            if f.graph != root || f.role != Role::Command {
+                continue;
+            }
+            match graph.nodes.try_get(f.node).map(|n| &n.kind) {
+                Some(NodeKind::AsyncMalloc { .. }) => {
+                    if let Some(a) = allocs.info.get(&f.node) {
+                        let range = a.pool_offset..a.pool_offset + a.size;
+                        spans.entry(f.node).or_insert(race::PoolAlloc { range, malloc: i as u32, free: None });
+                    }
+                }
+                Some(NodeKind::AsyncFree { alloc }) => {
+                    if let Some(span) = spans.get_mut(alloc) {
+                        span.free = Some(i as u32);
+                    }
+                }
+                _ => {}
+            }
+        }
+        spans.into_values().collect()
     }
 }

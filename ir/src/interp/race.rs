@@ -6,7 +6,10 @@
 //! byte sets are the exact bytes each node touched in this run (see `access`). For every
 //! memory a sweep over the intervals sorted by start finds the overlapping pairs; `async_malloc`
 //! and `async_free` count as writes of the whole allocation, so a node not ordered between
-//! its allocation's malloc and free is reported too.
+//! its allocation's malloc and free is reported too. In pool mode, two allocations a memory
+//! plan placed on overlapping bytes are reported (as a pair of `async_malloc` nodes) unless
+//! the `async_free` of one happens before the `async_malloc` of the other: that is the
+//! condition for sharing memory, and it can fail even when every node is ordered.
 
 use super::access::{AccessKind, NodeLog};
 use super::error::InterpError;
@@ -95,6 +98,18 @@ impl HappensBefore {
     }
 }
 
+/// A graph allocation that ran in pool mode: its pool bytes and the flat indices of its
+/// `async_malloc` and (if it ran) `async_free` nodes.
+#[derive(Clone, Debug)]
+pub(crate) struct PoolAlloc {
+    /// Bytes of the pool it occupies.
+    pub range: Range<u64>,
+    /// Its `async_malloc` node.
+    pub malloc: u32,
+    /// Its `async_free` node, if one ran.
+    pub free: Option<u32>,
+}
+
 /// One recorded interval.
 #[derive(Clone, Copy)]
 struct Piece {
@@ -113,6 +128,7 @@ pub(crate) fn detect(
     flat: &Flat,
     topo: &[u32],
     logs: Vec<NodeLog>,
+    pool: &[PoolAlloc],
     name: impl Fn(Loc, &Range<u64>) -> String,
 ) -> Result<Vec<Race>, InterpError> {
     let touched: Vec<bool> = logs.iter().map(|l| !l.sets.is_empty()).collect();
@@ -154,6 +170,26 @@ pub(crate) fn detect(
                     .or_insert((overlap, kf, ks));
             }
             active.push(p);
+        }
+    }
+    for (i, a) in pool.iter().enumerate() {
+        for b in &pool[i + 1..] {
+            let overlap = a.range.start.max(b.range.start)..a.range.end.min(b.range.end);
+            let ordered =
+                |x: &PoolAlloc, y: &PoolAlloc| x.free.is_some_and(|f| hb.before(f as usize, y.malloc as usize));
+            if overlap.is_empty() || ordered(a, b) || ordered(b, a) {
+                continue;
+            }
+            let (first, second) = (a.malloc.min(b.malloc), a.malloc.max(b.malloc));
+            found
+                .entry((first, second, Loc::Pool))
+                .and_modify(|(r, k1, k2)| {
+                    r.start = r.start.min(overlap.start);
+                    r.end = r.end.max(overlap.end);
+                    *k1 = (*k1).max(AccessKind::Alloc);
+                    *k2 = (*k2).max(AccessKind::Alloc);
+                })
+                .or_insert((overlap, AccessKind::Alloc, AccessKind::Alloc));
         }
     }
     Ok(found

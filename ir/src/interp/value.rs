@@ -99,29 +99,28 @@ pub(crate) fn literal_bits(value: LitValue, ty: ScalarType) -> Option<u64> {
     })
 }
 
-/// Reads one element of type `ty` from little-endian `bytes` (at least `ty.size()` long for
-/// vec3 minus the padding lane) into `out`, one entry per lane. A stored `bool` is true when
-/// its byte is non-zero.
+/// Reads one element of type `ty` from little-endian `bytes` (its lanes, not vec3's
+/// padding) into `out`, one entry per lane. A stored `bool` is true when its byte is
+/// non-zero. Missing bytes read as zero.
 pub(crate) fn read_elem(bytes: &[u8], ty: Type, out: &mut [u64]) {
     let size = ty.scalar.size() as usize;
-    for (lane, slot) in out.iter_mut().enumerate().take(ty.lanes as usize) {
-        let mut bits = 0u64;
-        for (k, byte) in bytes.iter().skip(lane * size).take(size).enumerate() {
-            bits |= (*byte as u64) << (8 * k);
+    for (slot, chunk) in out.iter_mut().zip(bytes.chunks(size)).take(ty.lanes as usize) {
+        let mut raw = [0u8; 8];
+        for (dst, src) in raw.iter_mut().zip(chunk) {
+            *dst = *src;
         }
-        if ty.scalar == ScalarType::Bool {
-            bits = (bits != 0) as u64;
-        }
-        *slot = bits;
+        let bits = u64::from_le_bytes(raw);
+        *slot = if ty.scalar == ScalarType::Bool { (bits != 0) as u64 } else { bits };
     }
 }
 
 /// Writes one element of type `ty` (its lanes, not vec3's padding) little-endian.
 pub(crate) fn write_elem(bytes: &mut [u8], ty: Type, lanes: &[u64]) {
     let size = ty.scalar.size() as usize;
-    for (lane, bits) in lanes.iter().enumerate().take(ty.lanes as usize) {
-        for (k, byte) in bytes.iter_mut().skip(lane * size).take(size).enumerate() {
-            *byte = (bits >> (8 * k)) as u8;
+    for (chunk, bits) in bytes.chunks_mut(size).zip(lanes).take(ty.lanes as usize) {
+        let raw = bits.to_le_bytes();
+        for (dst, src) in chunk.iter_mut().zip(raw.iter()) {
+            *dst = *src;
         }
     }
 }
@@ -182,6 +181,11 @@ pub(crate) fn alloc_bytes(len: u64, fill: u8) -> Result<Vec<u8>, String> {
         return Err(format!(
             "{len} bytes exceed the interpreter's limit of {MAX_OBJECT_BYTES} bytes per memory object"
         ));
+    }
+    if fill == 0 {
+        // Zeroed allocations come from the allocator's zeroed path, so untouched pages of a
+        // large memory object cost nothing.
+        return Ok(vec![0; n]);
     }
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| format!("cannot allocate {len} bytes"))?;

@@ -14,6 +14,9 @@ use cmdgraph_ir::{
 /// A value handle.
 pub type V = Handle<Value>;
 
+/// A region builder for `if`'s else branch.
+pub type RegionFn<'a> = Box<dyn FnOnce(&mut KB) -> Vec<V> + 'a>;
+
 /// Builds one kernel body op by op; `for`/`if` take closures for their regions.
 pub struct KB {
     name: String,
@@ -247,7 +250,7 @@ impl KB {
         cond: V,
         types: &[Type],
         then_: impl FnOnce(&mut KB) -> Vec<V>,
-        else_: Option<Box<dyn FnOnce(&mut KB) -> Vec<V> + '_>>,
+        else_: Option<RegionFn<'_>>,
     ) -> Vec<V> {
         let h = self.body.ops.append(
             Op { kind: OpKind::Yield(vec![]), results: vec![], comments: Comments::default() },
@@ -467,3 +470,19 @@ pub fn add_kernel_const() -> Kernel {
 
 #[allow(unused_imports)]
 pub use cmdgraph_ir::kernel::{AtomicOp as Atomic, BinaryOp as Bin, Builtin as B, CmpOp as Cmp, UnaryOp as Un};
+
+/// Parses `.cgir` text, panicking with the rendered diagnostics on failure.
+pub fn parse(source: &str) -> Module {
+    match cmdgraph_ir::text::parse(source) {
+        Ok(m) => m,
+        Err(diags) => {
+            let text: Vec<String> = diags.iter().map(|d| d.render("test.cgir", source)).collect();
+            panic!("test input does not parse:\n{}", text.join("\n"))
+        }
+    }
+}
+
+/// Parses `source` and makes an interpreter for it.
+pub fn interp(source: &str) -> cmdgraph_ir::interp::Interpreter {
+    cmdgraph_ir::interp::Interpreter::new(&parse(source)).unwrap()
+}

@@ -1,5 +1,5 @@
-//! Kernel launches: geometry ([`launch`]), argument binding ([`bind`]), SIMT execution of
-//! the body ([`simt`]) and its memory ops ([`memop`]).
+//! Kernel launches: geometry ([`launch`]), argument binding (`bind`), SIMT execution of
+//! the body (`simt`) and its memory ops (`memop`).
 
 pub mod launch;
 
