@@ -171,8 +171,15 @@ pub fn topologically_identical(
             None => IdentityMismatch::global(mismatch),
         });
     }
+    let (ia, ib) = (incoming(a), incoming(b));
     if a.edges.len() != b.edges.len() {
-        return Err(IdentityMismatch::global(Mismatch::EdgeCount { a: a.edges.len(), b: b.edges.len() }));
+        // Name the first node whose incoming edges differ in number, as the place to look.
+        let mismatch = Mismatch::EdgeCount { a: a.edges.len(), b: b.edges.len() };
+        let node = a.nodes.handles().zip(ia.iter().zip(&ib)).find(|(_, (x, y))| x.len() != y.len()).map(|(h, _)| h);
+        return Err(match node {
+            Some(node) => IdentityMismatch::at(mismatch, node, a, b),
+            None => IdentityMismatch::global(mismatch),
+        });
     }
     for ((node, na), (_, nb)) in a.nodes.iter().zip(b.nodes.iter()) {
         let (ta, tb) = (a.node_type(node), b.node_type(node));
@@ -185,7 +192,6 @@ pub fn topologically_identical(
             return Err(IdentityMismatch::at(Mismatch::Kernel { a: name(ka), b: name(kb) }, node, a, b));
         }
     }
-    let (ia, ib) = (incoming(a), incoming(b));
     for (node, (ea, eb)) in a.nodes.handles().zip(ia.iter().zip(&ib)) {
         if ea.len() != eb.len() {
             return Err(IdentityMismatch::at(Mismatch::InDegree { a: ea.len(), b: eb.len() }, node, a, b));
@@ -270,5 +276,9 @@ mod tests {
             check(graph(&[NodeKind::Empty], &[]), graph(&[NodeKind::Empty, NodeKind::Empty], &[])).expect_err("counts");
         assert_eq!(err.mismatch, Mismatch::NodeCount { a: 1, b: 2 });
         assert_eq!(err.node.map(Handle::index), Some(1));
+        let nodes = [NodeKind::Empty, NodeKind::Empty, NodeKind::Empty];
+        let err = check(graph(&nodes, &[]), graph(&nodes, &[(0, 2, EdgeKind::DependsOn)])).expect_err("edges");
+        assert_eq!(err.mismatch, Mismatch::EdgeCount { a: 0, b: 1 });
+        assert_eq!(err.node.map(Handle::index), Some(2), "the node whose edges differ");
     }
 }
