@@ -34,8 +34,10 @@ fn arg_value(kind: u8, a: u8) -> ArgValue {
 
 fn node_kind(kind: u8, a: u8, b: u8, c: u8) -> NodeKind {
     let ptr = |x: u8| Pointer { base: memref(x), offset: x as u64 };
-    let args =
-        vec![Arg::Value(arg_value(a, b)), if c.is_multiple_of(2) { Arg::Dyn(h(c % 4)) } else { Arg::Value(arg_value(c, a)) }];
+    let args = vec![
+        Arg::Value(arg_value(a, b)),
+        if c.is_multiple_of(2) { Arg::Dyn(h(c % 4)) } else { Arg::Value(arg_value(c, a)) },
+    ];
     match kind % 14 {
         0 => NodeKind::Empty,
         1 => NodeKind::Kernel(KernelCommand {

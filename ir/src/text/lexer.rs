@@ -22,7 +22,7 @@ pub(crate) enum TokenKind {
     /// A keyword or identifier.
     Ident,
     /// An integer literal.
-    Int(i128),
+    Int(IntValue),
     /// A float literal (including `inf`, `-inf`, `nan`).
     Float(f64),
     /// A string literal, decoded into `strings[i]`.
@@ -59,6 +59,23 @@ pub(crate) enum TokenKind {
     DotDot,
     /// The end of the input.
     Eof,
+}
+
+/// An `i128` stored as two words, so that a token is 8-byte aligned (and 32 bytes, not 48).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct IntValue([u64; 2]);
+
+impl IntValue {
+    /// Stores `v`.
+    pub fn new(v: i128) -> IntValue {
+        let bits = v as u128;
+        IntValue([bits as u64, (bits >> 64) as u64])
+    }
+
+    /// The stored value.
+    pub fn get(self) -> i128 {
+        (u128::from(self.0[0]) | u128::from(self.0[1]) << 64) as i128
+    }
 }
 
 /// A token and where it is.
@@ -98,8 +115,44 @@ pub(crate) struct Lexer<'s> {
     pub errors: Vec<ParseError>,
 }
 
-fn is_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b'-')
+/// A lexing result; the error is boxed so that the common `Ok` path moves little data.
+pub(crate) type LexResult<T> = Result<T, Box<ParseError>>;
+
+/// An error result.
+pub(crate) fn fail<T>(error: ParseError) -> LexResult<T> {
+    Err(Box::new(error))
+}
+
+/// Character class bit: may appear in a `@name` / `%name`.
+const NAME: u8 = 1;
+/// Character class bit: may continue an identifier.
+const IDENT: u8 = 2;
+
+/// Character classes by byte, so that scanning a name or word is one load per byte.
+static CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            table[i] = NAME | IDENT;
+        } else if b == b'.' || b == b'$' || b == b'-' {
+            table[i] = NAME;
+        }
+        i += 1;
+    }
+    table
+};
+
+/// The first index at or after `at` whose byte is not of `class`.
+fn scan(bytes: &[u8], mut at: usize, class: u8) -> usize {
+    while let Some(&b) = bytes.get(at) {
+        if CLASS[usize::from(b)] & class == 0 {
+            break;
+        }
+        at += 1;
+    }
+    at
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -107,7 +160,7 @@ fn is_ident_start(b: u8) -> bool {
 }
 
 fn is_ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    CLASS[usize::from(b)] & IDENT != 0
 }
 
 fn hex_value(b: u8) -> Option<u8> {
@@ -137,6 +190,27 @@ impl<'s> Lexer<'s> {
     /// The source text.
     pub fn source(&self) -> &'s str {
         self.src
+    }
+
+    /// The decoded value of string token `index`, taken out of the side table. Values are
+    /// taken in order right after their token, so the table stays a few entries long
+    /// (taken, now empty, entries at its end are dropped; an untaken empty string reads
+    /// back as the same empty string).
+    pub fn take_string(&mut self, index: u32) -> String {
+        let value = self.strings.get_mut(index as usize).map(std::mem::take).unwrap_or_default();
+        while self.strings.last().is_some_and(String::is_empty) {
+            self.strings.pop();
+        }
+        value
+    }
+
+    /// The decoded value of byte string token `index`, like [`Lexer::take_string`].
+    pub fn take_bytes(&mut self, index: u32) -> Vec<u8> {
+        let value = self.byte_strings.get_mut(index as usize).map(std::mem::take).unwrap_or_default();
+        while self.byte_strings.last().is_some_and(Vec::is_empty) {
+            self.byte_strings.pop();
+        }
+        value
     }
 
     fn byte(&self, at: usize) -> Option<u8> {
@@ -172,7 +246,7 @@ impl<'s> Lexer<'s> {
     }
 
     /// The next token; [`TokenKind::Eof`] at the end, forever.
-    pub fn next_token(&mut self) -> Result<Token, ParseError> {
+    pub fn next_token(&mut self) -> LexResult<Token> {
         self.skip_trivia();
         self.newline_since_token = false;
         let start = self.pos;
@@ -189,7 +263,7 @@ impl<'s> Lexer<'s> {
                 Some(b'>') => punct(TokenKind::Arrow, 2),
                 Some(b'0'..=b'9') => return self.number(start),
                 Some(c) if is_ident_start(c) => return self.negative_word(start),
-                _ => return Err(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
+                _ => return fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
             },
             c if is_ident_start(c) => return Ok(self.word(start)),
             b'(' => punct(TokenKind::LParen, 1),
@@ -205,10 +279,7 @@ impl<'s> Lexer<'s> {
             b'=' => punct(TokenKind::Eq, 1),
             b'+' => punct(TokenKind::Plus, 1),
             b'.' if self.byte(start + 1) == Some(b'.') => punct(TokenKind::DotDot, 2),
-            _ => {
-                let ch = self.src[start..].chars().next().unwrap_or('\u{fffd}');
-                return Err(ParseError::UnexpectedChar { ch, span: Span::new(start, start + ch.len_utf8()) });
-            }
+            _ => return self.unexpected_char(start),
         };
         self.pos = start + len;
         let span = self.span(start);
@@ -216,7 +287,7 @@ impl<'s> Lexer<'s> {
             TokenKind::LParen | TokenKind::LBrace | TokenKind::LBracket => {
                 self.depth += 1;
                 if self.depth > MAX_NESTING {
-                    return Err(ParseError::TooDeep { span });
+                    return fail(ParseError::TooDeep { span });
                 }
             }
             TokenKind::RParen | TokenKind::RBrace | TokenKind::RBracket => self.depth = self.depth.saturating_sub(1),
@@ -225,14 +296,16 @@ impl<'s> Lexer<'s> {
         Ok(Token { kind, span })
     }
 
-    fn name(&mut self, start: usize, sigil: u8) -> Result<Token, ParseError> {
-        let bytes = self.src.as_bytes();
-        let mut end = start + 1;
-        while bytes.get(end).is_some_and(|&b| is_name_byte(b)) {
-            end += 1;
-        }
+    #[cold]
+    fn unexpected_char(&self, start: usize) -> LexResult<Token> {
+        let ch = self.src.get(start..).and_then(|s| s.chars().next()).unwrap_or('\u{fffd}');
+        fail(ParseError::UnexpectedChar { ch, span: Span::new(start, start + ch.len_utf8()) })
+    }
+
+    fn name(&mut self, start: usize, sigil: u8) -> LexResult<Token> {
+        let end = scan(self.src.as_bytes(), start + 1, NAME);
         if end == start + 1 {
-            return Err(ParseError::EmptyName { sigil: sigil as char, span: Span::new(start, start + 1) });
+            return fail(ParseError::EmptyName { sigil: sigil as char, span: Span::new(start, start + 1) });
         }
         self.pos = end;
         let span = self.span(start);
@@ -246,31 +319,30 @@ impl<'s> Lexer<'s> {
 
     fn word(&mut self, start: usize) -> Token {
         let bytes = self.src.as_bytes();
-        let mut end = start + 1;
-        while bytes.get(end).is_some_and(|&b| is_ident_byte(b)) {
-            end += 1;
-        }
+        let end = scan(bytes, start + 1, IDENT);
         self.pos = end;
-        let kind = match &self.src[start..end] {
-            "inf" => TokenKind::Float(f64::INFINITY),
-            "nan" => TokenKind::Float(f64::NAN),
+        let kind = match bytes.get(start..end) {
+            Some(b"inf") => TokenKind::Float(f64::INFINITY),
+            Some(b"nan") => TokenKind::Float(f64::NAN),
             _ => TokenKind::Ident,
         };
         Token { kind, span: self.span(start) }
     }
 
     /// `-` directly followed by a word: only `-inf` is a token.
-    fn negative_word(&mut self, start: usize) -> Result<Token, ParseError> {
+    #[inline(never)]
+    fn negative_word(&mut self, start: usize) -> LexResult<Token> {
         let word = self.word(start + 1);
         match word.kind {
             TokenKind::Float(f) if f.is_infinite() => {
                 Ok(Token { kind: TokenKind::Float(f64::NEG_INFINITY), span: self.span(start) })
             }
-            _ => Err(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
+            _ => fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
         }
     }
 
-    fn number(&mut self, start: usize) -> Result<Token, ParseError> {
+    #[inline(never)]
+    fn number(&mut self, start: usize) -> LexResult<Token> {
         let bytes = self.src.as_bytes();
         let negative = bytes.get(start) == Some(&b'-');
         let digits_start = if negative { start + 1 } else { start };
@@ -283,7 +355,7 @@ impl<'s> Lexer<'s> {
             }
             if end == hex_start {
                 self.pos = end;
-                return Err(ParseError::InvalidNumber { reason: "`0x` needs hex digits", span: self.span(start) });
+                return fail(ParseError::InvalidNumber { reason: "`0x` needs hex digits", span: self.span(start) });
             }
             self.int_value(&self.src[hex_start..end], 16, negative)
         } else {
@@ -325,7 +397,7 @@ impl<'s> Lexer<'s> {
                 end += 1;
             }
             self.pos = end;
-            return Err(ParseError::InvalidNumber {
+            return fail(ParseError::InvalidNumber {
                 reason: "a number must be followed by a space or punctuation",
                 span: self.span(start),
             });
@@ -337,7 +409,7 @@ impl<'s> Lexer<'s> {
             Err(reason) => {
                 // The literal is well delimited: report it and go on with a zero.
                 self.errors.push(ParseError::InvalidNumber { reason, span });
-                Ok(Token { kind: TokenKind::Int(0), span })
+                Ok(Token { kind: TokenKind::Int(IntValue::new(0)), span })
             }
         }
     }
@@ -349,10 +421,11 @@ impl<'s> Lexer<'s> {
         } else {
             i128::try_from(magnitude).ok()
         };
-        value.map(TokenKind::Int).ok_or("integer does not fit in 128 bits")
+        value.map(|v| TokenKind::Int(IntValue::new(v))).ok_or("integer does not fit in 128 bits")
     }
 
-    fn string(&mut self, start: usize) -> Result<Token, ParseError> {
+    #[inline(never)]
+    fn string(&mut self, start: usize) -> LexResult<Token> {
         let bytes = self.src.as_bytes();
         let mut out = String::new();
         let mut i = start + 1;
@@ -361,7 +434,7 @@ impl<'s> Lexer<'s> {
             match bytes.get(i) {
                 None | Some(b'\n') => {
                     self.pos = i;
-                    return Err(ParseError::UnterminatedString { span: self.span(start) });
+                    return fail(ParseError::UnterminatedString { span: self.span(start) });
                 }
                 Some(b'"') => {
                     out.push_str(&self.src[chunk..i]);
@@ -385,7 +458,7 @@ impl<'s> Lexer<'s> {
     }
 
     /// Decodes the escape at `at` (a `\`); returns the character and the escape's length.
-    fn escape(&self, at: usize) -> Result<(char, usize), ParseError> {
+    fn escape(&self, at: usize) -> LexResult<(char, usize)> {
         let bytes = self.src.as_bytes();
         let simple = |c| Ok((c, 2));
         match bytes.get(at + 1) {
@@ -396,7 +469,7 @@ impl<'s> Lexer<'s> {
             Some(b'u') => {
                 let invalid = |reason, end: usize| ParseError::InvalidEscape { reason, span: Span::new(at, end) };
                 if bytes.get(at + 2) != Some(&b'{') {
-                    return Err(invalid("`\\u` must be followed by `{`", at + 2));
+                    return fail(invalid("`\\u` must be followed by `{`", at + 2));
                 }
                 let digits = at + 3;
                 let mut end = digits;
@@ -404,25 +477,26 @@ impl<'s> Lexer<'s> {
                     end += 1;
                 }
                 if bytes.get(end) != Some(&b'}') {
-                    return Err(invalid("`\\u{` must be followed by hex digits and `}`", end.min(bytes.len())));
+                    return fail(invalid("`\\u{` must be followed by hex digits and `}`", end.min(bytes.len())));
                 }
                 if end == digits || end - digits > 6 {
-                    return Err(invalid("`\\u{...}` takes 1 to 6 hex digits", end + 1));
+                    return fail(invalid("`\\u{...}` takes 1 to 6 hex digits", end + 1));
                 }
                 let code = u32::from_str_radix(&self.src[digits..end], 16).unwrap_or(u32::MAX);
                 match char::from_u32(code) {
                     Some(c) => Ok((c, end + 1 - at)),
-                    None => Err(invalid("not a Unicode scalar value", end + 1)),
+                    None => fail(invalid("not a Unicode scalar value", end + 1)),
                 }
             }
             _ => {
                 let len = self.src[at + 1..].chars().next().map_or(1, |c| 1 + c.len_utf8());
-                Err(ParseError::InvalidEscape { reason: "unknown escape", span: Span::new(at, at + len) })
+                fail(ParseError::InvalidEscape { reason: "unknown escape", span: Span::new(at, at + len) })
             }
         }
     }
 
-    fn byte_string(&mut self, start: usize) -> Result<Token, ParseError> {
+    #[inline(never)]
+    fn byte_string(&mut self, start: usize) -> LexResult<Token> {
         let bytes = self.src.as_bytes();
         let mut out = Vec::new();
         let mut i = start + 2;
@@ -430,22 +504,29 @@ impl<'s> Lexer<'s> {
             match bytes.get(i) {
                 None | Some(b'\n') => {
                     self.pos = i;
-                    return Err(ParseError::UnterminatedString { span: self.span(start) });
+                    return fail(ParseError::UnterminatedString { span: self.span(start) });
                 }
                 Some(b'"') => break,
                 Some(b' ') => i += 1,
                 Some(&b) => {
                     let Some(hi) = hex_value(b) else {
                         let len = self.src[i..].chars().next().map_or(1, char::len_utf8);
-                        return Err(ParseError::InvalidBytes {
+                        return fail(ParseError::InvalidBytes {
                             reason: "only hex digits and spaces are allowed",
                             span: Span::new(i, i + len),
                         });
                     };
                     let Some(lo) = bytes.get(i + 1).and_then(|&b| hex_value(b)) else {
-                        return Err(ParseError::InvalidBytes {
-                            reason: "hex digits must come in pairs",
-                            span: Span::new(i, i + 1),
+                        if matches!(bytes.get(i + 1), None | Some(b'"' | b' ' | b'\n')) {
+                            return fail(ParseError::InvalidBytes {
+                                reason: "hex digits must come in pairs",
+                                span: Span::new(i, i + 1),
+                            });
+                        }
+                        let len = self.src.get(i + 1..).and_then(|s| s.chars().next()).map_or(1, char::len_utf8);
+                        return fail(ParseError::InvalidBytes {
+                            reason: "only hex digits and spaces are allowed",
+                            span: Span::new(i + 1, i + 1 + len),
                         });
                     };
                     out.push(hi << 4 | lo);

@@ -44,7 +44,8 @@ pub(super) fn check_kernel_command(
                 expected: k.params.len(),
                 found: cmd.args.len(),
                 span: spans.cmd,
-                kernel_span: gx.m.kernels.span(cmd.kernel),
+                // The `kernel` keyword only: the whole definition would drown the message.
+                kernel_span: keyword_span(gx.m.kernels.span(cmd.kernel)),
             });
         }
         let uses_local = k.params.iter().any(|p| matches!(p.ty, ParamType::Local { .. }));
@@ -259,5 +260,14 @@ fn check_slot(
             }
         }
         _ => kind_mismatch(errors),
+    }
+}
+
+/// The `kernel` keyword at the start of a kernel definition's span.
+fn keyword_span(span: Span) -> Span {
+    if span.is_defined() {
+        Span { start: span.start, end: span.start.saturating_add(6).min(span.end) }
+    } else {
+        span
     }
 }

@@ -181,3 +181,12 @@ pub(super) fn check_type(ty: Type, span: Span, errors: &mut Vec<VerifyError>) ->
     errors.push(VerifyError::InvalidType { lanes: ty.lanes, span });
     false
 }
+
+/// `1 element`, `2 elements`.
+pub(super) fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

@@ -79,7 +79,7 @@ pub(super) fn check_dcgs(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                             if info.class == MemClass::DeviceGlobal {
                                 errors.push(VerifyError::DeviceGlobalOperand {
                                     name: info.name,
-                                    context: "a host_task access list",
+                                    context: "a host_task access entry",
                                     span: alt_span,
                                 });
                             }

@@ -1,9 +1,21 @@
 //! [`VerifyError::to_diagnostic`]: the code, message, caret label, secondary locations and
 //! help of every invariant. Codes are stable and documented in docs/ir.md.
 
+use super::ctx::plural;
 use super::error::VerifyError;
 use crate::diag::Diagnostic;
 use crate::span::Span;
+
+/// A cycle as `%a -> %b -> %a`; a long one keeps its ends (`%a -> ... (998 more) -> %a`).
+fn show_cycle(cycle: &[String]) -> String {
+    const ENDS: usize = 8;
+    if cycle.len() <= 2 * ENDS {
+        return cycle.join(" -> ");
+    }
+    let head = cycle[..ENDS].join(" -> ");
+    let tail = cycle[cycle.len() - ENDS..].join(" -> ");
+    format!("{head} -> ... ({} more) -> {tail}", cycle.len() - 2 * ENDS)
+}
 
 /// Builds a diagnostic from its parts.
 fn diag(code: &'static str, message: String, span: Span, label: &str, help: &str) -> Diagnostic {
@@ -89,7 +101,11 @@ impl VerifyError {
             ),
             E::ArgCount { kernel, expected, found, span, kernel_span } => diag(
                 "E0210",
-                format!("kernel {kernel} takes {expected} arguments but {found} were given"),
+                format!(
+                    "kernel {kernel} takes {} but {found} {} given",
+                    plural(*expected as u64, "argument"),
+                    if *found == 1 { "is" } else { "are" }
+                ),
                 *span,
                 "wrong argument count",
                 "pass one argument per kernel parameter, in order",
@@ -326,7 +342,7 @@ impl VerifyError {
             ),
             E::Cycle { cycle, no_cycle_check, span } => diag(
                 "E0251",
-                format!("the graph has a cycle: {}", cycle.join(" -> ")),
+                format!("the graph has a cycle: {}", show_cycle(cycle)),
                 *span,
                 "this edge closes the cycle",
                 if *no_cycle_check {
@@ -355,7 +371,7 @@ impl VerifyError {
                 format!("in_order edge {edge}: {problem}"),
                 *span,
                 "not an in-order chain",
-                "`via in_order` joins consecutive submissions of one in_order queue; use another provenance",
+                "`via in_order` joins two submissions of one in_order queue; record both `on` that queue, or use another provenance",
             ),
             E::EventFromDiscardQueue { edge, queue, span } => diag(
                 "E0255",

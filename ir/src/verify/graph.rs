@@ -16,7 +16,10 @@ pub(super) fn check_graph(m: &Module, gh: Handle<Graph>, g: &Graph, errors: &mut
     let gx = Gx { m, g, gh };
     names::check_graph(gx, errors);
     order::check(&gx, errors);
-    let pairs: BTreeSet<(usize, usize)> = g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect();
+    // Only barrier wait lists need edge lookups; most graphs have none.
+    let waits = g.nodes.iter().any(|(_, n)| matches!(&n.kind, NodeKind::Barrier { wait } if !wait.is_empty()));
+    let pairs: BTreeSet<(usize, usize)> =
+        if waits { g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect() } else { BTreeSet::new() };
     for (n, node) in g.nodes.iter() {
         check_node(&gx, n, node, &pairs, errors);
     }
@@ -50,8 +53,8 @@ fn check_node(
             check_kernel_command(gx, cmd, &spans, node.queue, errors);
         }
         NodeKind::Memcpy { dst, src, bytes } => {
-            let d = check_pointer(gx, dst, "memcpy", true, span, errors);
-            let s = check_pointer(gx, src, "memcpy", true, span, errors);
+            let d = check_pointer(gx, dst, "a memcpy operand", true, span, errors);
+            let s = check_pointer(gx, src, "a memcpy operand", true, span, errors);
             let d_ok =
                 d.as_ref().is_some_and(|d| check_byte_range("memcpy destination", d, dst, Some(*bytes), span, errors));
             let s_ok =
@@ -70,12 +73,12 @@ fn check_node(
             }
         }
         NodeKind::Memset { dst, bytes, .. } => {
-            if let Some(info) = check_pointer(gx, dst, "memset", false, span, errors) {
-                check_byte_range("memset", &info, dst, Some(*bytes), span, errors);
+            if let Some(info) = check_pointer(gx, dst, "a memset operand", false, span, errors) {
+                check_byte_range("memset range", &info, dst, Some(*bytes), span, errors);
             }
         }
         NodeKind::Memfill { dst, pattern, count } => {
-            let info = check_pointer(gx, dst, "memfill", true, span, errors);
+            let info = check_pointer(gx, dst, "a memfill operand", true, span, errors);
             let Some(ty) = pattern.ty else {
                 errors.push(VerifyError::MemfillPattern { problem: "the pattern has no type".to_string(), span });
                 return;
@@ -84,17 +87,17 @@ fn check_node(
                 errors.push(VerifyError::MemfillPattern { problem, span });
             }
             if let Some(info) = info {
-                check_byte_range("memfill", &info, dst, ty.size().checked_mul(*count), span, errors);
+                check_byte_range("memfill range", &info, dst, ty.size().checked_mul(*count), span, errors);
             }
         }
         NodeKind::Prefetch { ptr, bytes } => {
-            if let Some(info) = check_pointer(gx, ptr, "prefetch", false, span, errors) {
-                check_byte_range("prefetch", &info, ptr, Some(*bytes), span, errors);
+            if let Some(info) = check_pointer(gx, ptr, "a prefetch operand", false, span, errors) {
+                check_byte_range("prefetch range", &info, ptr, Some(*bytes), span, errors);
             }
         }
         NodeKind::Memadvise { ptr, bytes, .. } => {
-            if let Some(info) = check_pointer(gx, ptr, "memadvise", false, span, errors) {
-                check_byte_range("memadvise", &info, ptr, Some(*bytes), span, errors);
+            if let Some(info) = check_pointer(gx, ptr, "a memadvise operand", false, span, errors) {
+                check_byte_range("memadvise range", &info, ptr, Some(*bytes), span, errors);
             }
         }
         NodeKind::Barrier { wait } => {
@@ -116,9 +119,9 @@ fn check_node(
         }
         NodeKind::HostTask(task) | NodeKind::Native(task) => {
             let context = if matches!(node.kind, NodeKind::HostTask(_)) {
-                "a host_task access list"
+                "a host_task access entry"
             } else {
-                "a native access list"
+                "a native access entry"
             };
             for (i, a) in task.access.iter().enumerate() {
                 let item = gx.site(Site::NodeListItem(n, i as u32), span);

@@ -122,14 +122,30 @@ pub(super) struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// The span of an op, or the kernel's when it has none.
+    /// The span of an op, or the kernel's when it has none. A `for` or `if` spans its
+    /// regions, which would drown the message: it is cut to its first line as far as the
+    /// value spans tell (`%r = for %i = ... carry(%acc`, `%r`, or the `if` keyword).
     pub(super) fn op_span(&self, op: Handle<Op>) -> Span {
         let s = self.body.ops.span(op);
-        if s.is_defined() {
-            s
-        } else {
-            self.kspan
+        if !s.is_defined() {
+            return self.kspan;
         }
+        let Some(o) = self.body.ops.try_get(op) else { return s };
+        let inner: Vec<V> = match &o.kind {
+            OpKind::For { var, carried, .. } => {
+                std::iter::once(*var).chain(carried.iter().map(|(v, _)| *v)).chain(o.results.iter().copied()).collect()
+            }
+            OpKind::If { .. } => o.results.clone(),
+            _ => return s,
+        };
+        let end = inner
+            .iter()
+            .map(|&v| self.body.values.span(v))
+            .filter(|v| v.is_defined() && v.start >= s.start && v.end <= s.end)
+            .map(|v| v.end)
+            .max();
+        let keyword_end = s.start.saturating_add(2).min(s.end);
+        Span { start: s.start, end: end.unwrap_or(keyword_end) }
     }
 
     /// `%name` of a value.
@@ -157,12 +173,13 @@ impl Walker<'_> {
             self.op(op, ctx, i + 1 == count, depth, &mut scope);
         }
         if ctx.expects.is_some() {
-            let ends_in_yield = region
+            // A misplaced `yield` is reported where it is; only a region with none is missing one.
+            let has_yield = region
                 .ops
-                .last()
-                .and_then(|&op| self.body.ops.try_get(op))
-                .is_some_and(|o| matches!(o.kind, OpKind::Yield(_)));
-            if !ends_in_yield {
+                .iter()
+                .filter_map(|&op| self.body.ops.try_get(op))
+                .any(|o| matches!(o.kind, OpKind::Yield(_)));
+            if !has_yield {
                 self.errors.push(VerifyError::MissingYield { op: ctx.owner, region: ctx.region, span: ctx.owner_span });
             }
         }

@@ -2,7 +2,7 @@
 //! sizes, `device_global` initialisers, pointers and accessors resolving to memory of the
 //! right kind, and every byte or element range inside its memory object.
 
-use super::ctx::{check_type, Gx, MemClass, MemInfo};
+use super::ctx::{check_type, plural, Gx, MemClass, MemInfo};
 use super::error::VerifyError;
 use crate::graph::{Accessor, Pointer};
 use crate::module::{MemoryKind, Module};
@@ -22,7 +22,11 @@ pub(super) fn check_memories(m: &Module, errors: &mut Vec<VerifyError>) {
             if dg.init.len() as u64 > mem.count {
                 errors.push(VerifyError::DeviceGlobalInit {
                     name: name.clone(),
-                    problem: format!("has {} initial elements but only {} elements", dg.init.len(), mem.count),
+                    problem: format!(
+                        "{} for {}",
+                        plural(dg.init.len() as u64, "initial value"),
+                        plural(mem.count, "element")
+                    ),
                     span,
                 });
             }
@@ -30,7 +34,7 @@ pub(super) fn check_memories(m: &Module, errors: &mut Vec<VerifyError>) {
                 if let Some(problem) = literal_problem(lit, mem.elem.scalar) {
                     errors.push(VerifyError::DeviceGlobalInit {
                         name: name.clone(),
-                        problem: format!("initial element {i}: {problem}"),
+                        problem: format!("initial value {i}: {problem}"),
                         span,
                     });
                 }
@@ -130,7 +134,11 @@ pub(super) fn check_accessor(
     match info.class {
         MemClass::Buffer => {}
         MemClass::DeviceGlobal => {
-            errors.push(VerifyError::DeviceGlobalOperand { name: info.name, context: "an accessor", span });
+            errors.push(VerifyError::DeviceGlobalOperand {
+                name: info.name,
+                context: "the buffer of an accessor",
+                span,
+            });
             return None;
         }
         MemClass::Usm => {

@@ -160,7 +160,10 @@
 //!   diagnosed.
 //!
 //! Not checked here: properties of executable graphs (update, profiling), whole-graph
-//! update compatibility, and data races between unordered commands.
+//! update compatibility, data races between unordered commands, and whether `all_leaves`
+//! edges and the edges of a barrier without a wait list come from exactly the leaves of the
+//! graph (or queue) when their node was created: passes that remove nodes change those
+//! leaves, and the edges, not their derivation, are what the IR keeps.
 
 mod alloc;
 mod args;
@@ -209,6 +212,10 @@ pub fn check(module: &Module) -> Vec<VerifyError> {
         graph::check_graph(module, h, g, &mut errors);
     }
     subgraph::check(module, &mut errors);
-    errors.sort_by_key(|e| e.span().start);
+    // Stable: errors at one position keep the order in which the checks found them.
+    errors.sort_by_cached_key(|e| e.span().start);
+    // One op can break one rule through two operands (`add %buf, %buf`): say it once. Without
+    // a span, equal errors may come from different places, so they are all kept.
+    errors.dedup_by(|a, b| a == b && a.span().is_defined());
     errors
 }

@@ -203,3 +203,39 @@ pub fn ptr(mem: MemRef) -> Arg {
 pub fn malloc(n: u64) -> NodeKind {
     NodeKind::AsyncMalloc { elem: Type::F32, count: n, kind: UsmKind::Device, zero_init: false }
 }
+
+/// Parses `src`, panicking with the rendered diagnostics if it does not parse.
+pub fn parse(src: &str) -> Module {
+    cmdgraph_ir::text::parse(src).unwrap_or_else(|d| {
+        panic!("test source does not parse:\n{}\n{src}", cmdgraph_ir::diag::render_all(&d, "test.cgir", src))
+    })
+}
+
+/// Asserts that `src` parses and verifies clean.
+pub fn expect_clean(src: &str) {
+    let m = parse(src);
+    if let Err(d) = cmdgraph_ir::verify::verify(&m) {
+        panic!("expected no error:\n{}\n{src}", cmdgraph_ir::diag::render_all(&d, "test.cgir", src));
+    }
+}
+
+/// Asserts that `src` parses and has exactly one verifier error, `code` at `line:col`.
+pub fn expect_error(src: &str, code: &str, line: usize, col: usize) {
+    let m = parse(src);
+    let diags = cmdgraph_ir::verify::verify(&m).err().unwrap_or_default();
+    let rendered = cmdgraph_ir::diag::render_all(&diags, "test.cgir", src);
+    assert_eq!(diags.len(), 1, "expected exactly one error, got:\n{rendered}\n{src}");
+    let d = &diags[0];
+    assert_eq!(d.code, code, "{rendered}");
+    assert_eq!(d.line_col(src), (line, col), "{rendered}");
+    assert!(d.help.is_some(), "{rendered}");
+    assert!(rendered.contains(&format!("test.cgir:{line}:{col}")), "{rendered}");
+}
+
+/// `template` with its `§` replaced by `bad` has exactly the error `code` at `line:col`;
+/// with `good` instead (the near miss) it verifies clean.
+pub fn near_miss(template: &str, bad: &str, good: &str, code: &str, line: usize, col: usize) {
+    assert!(template.contains('§'), "template without a § placeholder");
+    expect_error(&template.replace('§', bad), code, line, col);
+    expect_clean(&template.replace('§', good));
+}

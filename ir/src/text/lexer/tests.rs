@@ -1,1 +1,183 @@
 use super::*;
+
+/// Every token of `src` with its text, or the first fatal error.
+fn lex(src: &str) -> Result<Vec<(TokenKind, &str)>, ParseError> {
+    let mut lexer = Lexer::new(src);
+    let mut out = Vec::new();
+    loop {
+        let t = lexer.next_token().map_err(|e| *e)?;
+        if t.kind == TokenKind::Eof {
+            return Ok(out);
+        }
+        out.push((t.kind, &src[t.span.range()]));
+    }
+}
+
+fn kinds(src: &str) -> Vec<TokenKind> {
+    lex(src).expect("lexes").into_iter().map(|(k, _)| k).collect()
+}
+
+fn int(v: i128) -> TokenKind {
+    TokenKind::Int(IntValue::new(v))
+}
+
+/// The fatal error for `src`, as (code, message, span).
+fn fatal(src: &str) -> (&'static str, String, std::ops::Range<usize>) {
+    let e = lex(src).expect_err("must fail");
+    (e.code(), e.message(), e.span().range())
+}
+
+#[test]
+fn names_words_and_punctuation_keep_their_spans() {
+    let src = "%k0 = kernel @a.b$-c range(4) args(%x, %t) -> .. + : <>";
+    let toks = lex(src).unwrap();
+    let texts: Vec<&str> = toks.iter().map(|(_, t)| *t).collect();
+    assert_eq!(
+        texts,
+        ["%k0", "=", "kernel", "@a.b$-c", "range", "(", "4", ")", "args", "(", "%x", ",", "%t", ")", "->", "..", "+", ":", "<", ">"]
+    );
+    assert_eq!(toks[0].0, TokenKind::Local);
+    assert_eq!(toks[2].0, TokenKind::Ident);
+    assert_eq!(toks[3].0, TokenKind::Global);
+    assert_eq!(toks[14].0, TokenKind::Arrow);
+}
+
+#[test]
+fn integers_decimal_hex_negative_and_extremes() {
+    assert_eq!(kinds("42 0x2A 0x2a -7 -0x10 0"), [int(42), int(42), int(42), int(-7), int(-16), int(0)]);
+    let min = "-170141183460469231731687303715884105728";
+    assert_eq!(kinds(min), [int(i128::MIN)]);
+    let max = "170141183460469231731687303715884105727";
+    assert_eq!(kinds(max), [int(i128::MAX)]);
+}
+
+#[test]
+fn integer_overflow_is_reported_and_lexing_goes_on() {
+    let mut lexer = Lexer::new("170141183460469231731687303715884105728 x");
+    let first = lexer.next_token().unwrap();
+    assert_eq!(first.kind, int(0));
+    assert_eq!(lexer.next_token().unwrap().kind, TokenKind::Ident);
+    assert_eq!(lexer.errors.len(), 1);
+    assert_eq!(lexer.errors[0].code(), "E0005");
+    assert_eq!(lexer.errors[0].message(), "invalid number: integer does not fit in 128 bits");
+    assert_eq!(lexer.errors[0].span().range(), 0..39);
+}
+
+#[test]
+fn floats_in_every_form() {
+    let f = |v: f64| TokenKind::Float(v);
+    assert_eq!(kinds("1.5 -0.25 1e-3 2.5E+8 1e21"), [f(1.5), f(-0.25), f(1e-3), f(2.5e8), f(1e21)]);
+    assert_eq!(kinds("inf -inf"), [f(f64::INFINITY), f(f64::NEG_INFINITY)]);
+    match kinds("nan")[..] {
+        [TokenKind::Float(v)] => assert!(v.is_nan()),
+        ref other => panic!("{other:?}"),
+    }
+    // `-0.0` keeps its sign.
+    match kinds("-0.0")[..] {
+        [TokenKind::Float(v)] => assert!(v == 0.0 && v.is_sign_negative()),
+        ref other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_range_is_two_integers_around_dotdot() {
+    assert_eq!(kinds("[0..512]"), [TokenKind::LBracket, int(0), TokenKind::DotDot, int(512), TokenKind::RBracket]);
+}
+
+#[test]
+fn malformed_numbers_are_errors() {
+    assert_eq!(fatal("x 12abc"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 2..7));
+    assert_eq!(fatal("1.e5"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..4));
+    assert_eq!(fatal("0x"), ("E0005", "invalid number: `0x` needs hex digits".into(), 0..2));
+    assert_eq!(fatal("1e"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..2));
+    assert_eq!(fatal("1.5.2").0, "E0005");
+}
+
+#[test]
+fn strings_decode_every_escape() {
+    let mut lexer = Lexer::new(r#""a\\b\"c\nd\te\u{1F600}\u{41}é""#);
+    let t = lexer.next_token().unwrap();
+    let TokenKind::Str(i) = t.kind else { panic!("{t:?}") };
+    assert_eq!(lexer.take_string(i), "a\\b\"c\nd\te\u{1F600}Aé");
+    assert!(lexer.strings.is_empty(), "taken strings leave the table");
+}
+
+#[test]
+fn bad_strings_are_errors() {
+    assert_eq!(fatal(r#""abc\q""#), ("E0003", "invalid escape in string: unknown escape".into(), 4..6));
+    assert_eq!(fatal(r#""\u{D800}""#), ("E0003", "invalid escape in string: not a Unicode scalar value".into(), 1..9));
+    assert_eq!(fatal(r#""\u{1234567}""#).0, "E0003");
+    assert_eq!(fatal(r#""\u12""#).0, "E0003");
+    assert_eq!(fatal("\"abc\nx\""), ("E0002", "unterminated string".into(), 0..4));
+    assert_eq!(fatal("\"abc"), ("E0002", "unterminated string".into(), 0..4));
+}
+
+#[test]
+fn byte_strings_take_hex_pairs_and_spaces() {
+    let mut lexer = Lexer::new(r#"x"0a0B ff" x"""#);
+    let t = lexer.next_token().unwrap();
+    let TokenKind::Bytes(i) = t.kind else { panic!("{t:?}") };
+    assert_eq!(lexer.take_bytes(i), vec![0x0a, 0x0b, 0xff]);
+    let t = lexer.next_token().unwrap();
+    let TokenKind::Bytes(i) = t.kind else { panic!("{t:?}") };
+    assert_eq!(lexer.take_bytes(i), Vec::<u8>::new());
+    assert_eq!(fatal(r#"x"0a0""#), ("E0004", "invalid byte string: hex digits must come in pairs".into(), 4..5));
+    assert_eq!(fatal(r#"x"0g""#), ("E0004", "invalid byte string: only hex digits and spaces are allowed".into(), 3..4));
+    assert_eq!(fatal(r#"x"g0""#).2, 2..3);
+    assert_eq!(fatal("x\"0a\n\"").0, "E0002");
+}
+
+#[test]
+fn comments_are_trivia_with_their_line_position() {
+    let src = "// head\n%a = empty // tail\r\n  //  indented  \r\r\n}";
+    let mut lexer = Lexer::new(src);
+    let mut toks = 0;
+    while lexer.next_token().unwrap().kind != TokenKind::Eof {
+        toks += 1;
+    }
+    assert_eq!(toks, 4);
+    let c: Vec<(&str, bool)> = lexer.comments.iter().map(|c| (c.text, c.own_line)).collect();
+    assert_eq!(c, [(" head", true), (" tail", false), ("  indented  ", true)]);
+    assert_eq!(lexer.comments[0].span.range(), 0..7);
+}
+
+#[test]
+fn names_must_not_be_empty_or_too_long() {
+    assert_eq!(fatal("@ x"), ("E0006", "`@` must be followed by a name".into(), 0..1));
+    assert_eq!(fatal("% x"), ("E0006", "`%` must be followed by a name".into(), 0..1));
+    let long = format!("%{}", "n".repeat(MAX_NAME_LEN + 1));
+    let mut lexer = Lexer::new(&long);
+    assert_eq!(lexer.next_token().unwrap().kind, TokenKind::Local);
+    assert_eq!(lexer.errors.len(), 1);
+    assert_eq!(lexer.errors[0].message(), "name is 1025 bytes long, more than the limit of 1024");
+    let ok = format!("%{}", "n".repeat(MAX_NAME_LEN));
+    let mut lexer = Lexer::new(&ok);
+    lexer.next_token().unwrap();
+    assert!(lexer.errors.is_empty());
+}
+
+#[test]
+fn nesting_is_limited() {
+    let ok = format!("{}{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+    assert!(lex(&ok).is_ok());
+    let deep = "[".repeat(MAX_NESTING + 1);
+    assert_eq!(fatal(&deep), ("E0008", "brackets and regions nested deeper than the limit of 256".into(), 256..257));
+}
+
+#[test]
+fn stray_characters_are_errors() {
+    assert_eq!(fatal("a ; b"), ("E0001", "unexpected character `;`".into(), 2..3));
+    assert_eq!(fatal("é"), ("E0001", "unexpected character `é`".into(), 0..2));
+    assert_eq!(fatal("a - b"), ("E0001", "unexpected character `-`".into(), 2..3));
+    assert_eq!(fatal("-x"), ("E0001", "unexpected character `-`".into(), 0..1));
+    assert_eq!(fatal("a / b").0, "E0001");
+    assert_eq!(fatal("a . b").0, "E0001");
+    assert_eq!(fatal("\u{0}").0, "E0001");
+}
+
+#[test]
+fn eof_repeats() {
+    let mut lexer = Lexer::new("  ");
+    assert_eq!(lexer.next_token().unwrap().kind, TokenKind::Eof);
+    assert_eq!(lexer.next_token().unwrap().kind, TokenKind::Eof);
+}

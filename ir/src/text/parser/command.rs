@@ -29,15 +29,24 @@ pub(super) struct CommandSpans {
 
 impl<'s> Parser<'s> {
     /// `command := 'empty' | 'kernel' ... | 'memcpy' ... | ...`
-    pub(super) fn command(&mut self, graph: &Graph, scope: &GraphScope<'s>) -> PResult<(NodeKind, CommandSpans)> {
+    /// `spans` is cleared and filled; callers reuse one across statements to save
+    /// allocations.
+    pub(super) fn command(
+        &mut self,
+        graph: &Graph,
+        scope: &GraphScope<'s>,
+        spans: &mut CommandSpans,
+    ) -> PResult<NodeKind> {
         let (word, t) = self.expect_word("a command")?;
-        let mut spans = CommandSpans::default();
+        spans.launch = None;
+        spans.args.clear();
+        spans.items.clear();
         let kind = match word {
             "empty" => NodeKind::Empty,
             "kernel" => {
                 self.hint = "a kernel command is `kernel @k <launch> args(<arg>, ...)`, \
                              with launch `single_task`, `range(N, ...)` or `nd_range(global(...), local(...))`";
-                NodeKind::Kernel(self.kernel_command(graph, scope, &mut spans)?)
+                NodeKind::Kernel(self.kernel_command(graph, scope, spans)?)
             }
             "memcpy" => {
                 self.hint = "a copy is `memcpy <dst>, <src>, <bytes>`, e.g. `memcpy @dst + 64, @src, 4096`";
@@ -102,7 +111,7 @@ impl<'s> Parser<'s> {
                 self.hint = "a host task is `host_task \"callback\" [access(@x read, %t write)]` \
                              (`native` likewise)";
                 let callback = self.expect_string("a callback name (a string)")?;
-                let access = self.access_list(graph, scope, &mut spans)?;
+                let access = self.access_list(graph, scope, spans)?;
                 let task = HostTaskCommand { callback, access };
                 if word == "native" {
                     NodeKind::Native(task)
@@ -157,7 +166,7 @@ impl<'s> Parser<'s> {
             }
             _ => return Err(unknown("command", word, COMMANDS, t.span)),
         };
-        Ok((kind, spans))
+        Ok(kind)
     }
 
     /// `'kernel' GLOBAL launch 'args' '(' (arg (',' arg)*)? ')'` after the keyword.
@@ -267,8 +276,7 @@ impl<'s> Parser<'s> {
             TokenKind::Global | TokenKind::Local => Ok(ArgValue::Pointer(self.pointer(graph, scope)?)),
             TokenKind::Bytes(i) => {
                 self.bump()?;
-                let slot = self.lex.byte_strings.get_mut(i as usize);
-                Ok(ArgValue::Bytes(slot.map(std::mem::take).unwrap_or_default()))
+                Ok(ArgValue::Bytes(self.lex.take_bytes(i)))
             }
             TokenKind::Ident if self.text(t) == "acc" => Ok(ArgValue::Accessor(self.accessor(graph, scope)?)),
             TokenKind::Ident if self.text(t) == "local" => {
@@ -284,12 +292,12 @@ impl<'s> Parser<'s> {
                 let ty = if typed_scalar {
                     let t = self.peek()?;
                     if t.kind != TokenKind::Colon {
-                        return Err(ParseError::Unexpected {
+                        return Err(Box::new(ParseError::Unexpected {
                             expected: "`:` and the scalar's type".to_string(),
                             found: self.describe(t),
                             help: "a dynamic parameter's scalar value carries its type: `dyn %a = 2.0 : f32`",
                             span: t.span,
-                        });
+                        }));
                     }
                     self.bump()?;
                     Some(self.scalar()?)

@@ -5,15 +5,16 @@
 
 use super::items::unknown;
 use super::resolve::ItemKind;
+use super::command::CommandSpans;
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
 use crate::graph::{
     Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Node, NodeKind, Queue, Site, Stmt,
 };
 use crate::module::{Comments, Item};
-use crate::span::Span;
+use crate::span::{Span, SpanTable};
 use crate::text::lexer::TokenKind;
-use std::collections::HashMap;
+use super::fxhash::FxHashMap;
 
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
 const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
@@ -46,11 +47,32 @@ impl Local {
     }
 }
 
-/// Names visible in the graph being parsed, with their defining spans.
+/// Names visible in the graph being parsed, with their defining spans, and the spans of
+/// statement parts collected for [`Graph::spans`].
 #[derive(Default)]
 pub(super) struct GraphScope<'s> {
-    pub locals: HashMap<&'s str, (Local, Span)>,
-    pub queues: HashMap<&'s str, (Handle<Queue>, Span)>,
+    pub locals: FxHashMap<&'s str, (Local, Span)>,
+    pub queues: FxHashMap<&'s str, (Handle<Queue>, Span)>,
+    sites: SiteSpans,
+}
+
+/// [`Site`] spans by variant. Each list grows in key order (statements come in order), so
+/// their concatenation in variant order is sorted and the map is built in linear time
+/// rather than by one `BTreeMap` insertion per argument.
+#[derive(Default)]
+struct SiteSpans {
+    node_args: Vec<(Site, Span)>,
+    alt_args: Vec<(Site, Span)>,
+    alts: Vec<(Site, Span)>,
+    launches: Vec<(Site, Span)>,
+    list_items: Vec<(Site, Span)>,
+}
+
+impl SiteSpans {
+    fn into_table(self) -> SpanTable<Site> {
+        let all = [self.node_args, self.alt_args, self.alts, self.launches, self.list_items];
+        SpanTable(all.into_iter().flatten().collect())
+    }
 }
 
 impl<'s> Parser<'s> {
@@ -85,6 +107,7 @@ impl<'s> Parser<'s> {
                 _ => return Err(self.unexpected(t, "a graph statement or `}`")),
             }
         }
+        graph.spans = std::mem::take(&mut scope.sites).into_table();
         let span = Span::new(first.span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
         graph.comments = comments;
@@ -121,7 +144,7 @@ impl<'s> Parser<'s> {
                     }
                 }
                 _ => {
-                    let mut firsts: HashMap<&'s str, Span> = HashMap::new();
+                    let mut firsts: FxHashMap<&'s str, Span> = FxHashMap::default();
                     self.paren_list(|p| {
                         let (word, w) = p.expect_word("a graph property")?;
                         if !graph.properties.set(word) {
@@ -227,16 +250,17 @@ impl<'s> Parser<'s> {
         self.expect(TokenKind::LBrace)?;
         let mut alternatives = Vec::new();
         let mut sites = Vec::new();
+        let mut spans = CommandSpans::default();
         while self.peek()?.kind != TokenKind::RBrace {
             let start = self.peek()?.span.start as usize;
-            let (kind, spans) = self.command(graph, scope)?;
+            let kind = self.command(graph, scope, &mut spans)?;
             self.hint = hint;
             let index = u32::try_from(alternatives.len()).unwrap_or(u32::MAX);
             // The group's handle exists only once it is appended: keep (alternative,
             // argument) pairs until then.
             sites.push((index, None, Span::new(start, self.prev_end as usize)));
-            for (i, arg) in spans.args.into_iter().enumerate() {
-                sites.push((index, Some(i as u32), arg));
+            for (i, arg) in spans.args.iter().enumerate() {
+                sites.push((index, Some(i as u32), *arg));
             }
             alternatives.push(match kind {
                 NodeKind::Kernel(cmd) => Alternative::Kernel(cmd),
@@ -250,11 +274,10 @@ impl<'s> Parser<'s> {
         let dcg = DynCommandGroup { name: name.to_string(), active, alternatives, comments };
         let h = graph.dcgs.append(dcg, span);
         for (alt, arg, span) in sites {
-            let site = match arg {
-                None => Site::Alt(h, alt),
-                Some(arg) => Site::AltArg(h, alt, arg),
-            };
-            graph.spans.insert(site, span);
+            match arg {
+                None => scope.sites.alts.push((Site::Alt(h, alt), span)),
+                Some(arg) => scope.sites.alt_args.push((Site::AltArg(h, alt, arg), span)),
+            }
         }
         self.define_local(scope, name, Local::Dcg(h), name_span);
         graph.body.push(Stmt::Dcg(h));
@@ -285,7 +308,8 @@ impl<'s> Parser<'s> {
         self.hint = NODE_HINT;
         let (name, name_span) = self.expect_local("a node name")?;
         self.expect(TokenKind::Eq)?;
-        let (kind, spans) = self.command(graph, scope)?;
+        let mut spans = std::mem::take(&mut self.spans);
+        let kind = self.command(graph, scope, &mut spans)?;
         self.hint = NODE_HINT;
         let mut queue = None;
         if self.eat_keyword("on")? {
@@ -300,27 +324,35 @@ impl<'s> Parser<'s> {
                 }),
             }
         }
-        let mut deps = Vec::new();
+        let mut deps = std::mem::take(&mut self.deps);
+        deps.clear();
         if self.eat_keyword("after")? {
-            deps = self.paren_list(|p| p.dependency(graph, scope))?;
+            self.expect(TokenKind::LParen)?;
+            loop {
+                deps.extend(self.dependency(graph, scope)?);
+                if !self.eat(TokenKind::Comma)? {
+                    break;
+                }
+            }
+            self.expect(TokenKind::RParen)?;
         }
         let span = Span::new(name_span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
         let h = graph.nodes.append(Node { name: name.to_string(), kind, queue, comments }, span);
         self.define_local(scope, name, Local::Node(h), name_span);
-        for (from, kind, span) in deps.into_iter().flatten() {
+        for &(from, kind, span) in &deps {
             graph.edges.append(Edge { from, to: h, kind }, span);
         }
+        let sites = &mut scope.sites;
         if let Some(launch) = spans.launch {
-            graph.spans.insert(Site::NodeLaunch(h), launch);
+            sites.launches.push((Site::NodeLaunch(h), launch));
         }
-        for (i, arg) in spans.args.into_iter().enumerate() {
-            graph.spans.insert(Site::NodeArg(h, i as u32), arg);
-        }
-        for (i, item) in spans.items.into_iter().enumerate() {
-            graph.spans.insert(Site::NodeListItem(h, i as u32), item);
-        }
+        sites.node_args.extend(spans.args.iter().enumerate().map(|(i, arg)| (Site::NodeArg(h, i as u32), *arg)));
+        sites.list_items.extend(spans.items.iter().enumerate().map(|(i, it)| (Site::NodeListItem(h, i as u32), *it)));
         graph.body.push(Stmt::Node(h));
+        // Hand the buffers back for the next statement.
+        self.spans = spans;
+        self.deps = deps;
         Ok(())
     }
 

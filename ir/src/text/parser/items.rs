@@ -30,12 +30,7 @@ impl<'s> Parser<'s> {
                     "usm" | "buffer" | "device_global" => self.memory_item(comments)?,
                     "graph" => self.graph_item(comments)?,
                     word => {
-                        return Err(ParseError::UnknownKeyword {
-                            what: "item",
-                            found: word.to_string(),
-                            allowed: ITEMS,
-                            span: t.span,
-                        })
+                        return Err(unknown("item", word, ITEMS, t.span))
                     }
                 },
                 _ => return Err(self.unexpected(t, "an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`)")),
@@ -161,7 +156,7 @@ impl<'s> Parser<'s> {
     }
 }
 
-/// An [`ParseError::UnknownKeyword`].
-pub(super) fn unknown(what: &'static str, found: &str, allowed: &'static str, span: Span) -> ParseError {
-    ParseError::UnknownKeyword { what, found: found.to_string(), allowed, span }
+/// A [`ParseError::UnknownKeyword`].
+pub(super) fn unknown(what: &'static str, found: &str, allowed: &'static str, span: Span) -> Box<ParseError> {
+    Box::new(ParseError::UnknownKeyword { what, found: found.to_string(), allowed, span })
 }

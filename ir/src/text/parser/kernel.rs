@@ -18,7 +18,7 @@ use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
 use crate::text::lexer::TokenKind;
 use crate::types::{Literal, Type};
-use std::collections::HashMap;
+use super::fxhash::FxHashMap;
 
 const KERNEL_HINT: &str = "a kernel is `kernel @name(%p: T, ...) { ops }` or \
                            `kernel @name(%p: T, ...) spirv \"file.spv\" entry \"main\"`";
@@ -42,7 +42,7 @@ enum Arity {
 /// The names of a kernel and which of them are visible at the current point.
 #[derive(Default)]
 struct KernelScope<'s> {
-    names: HashMap<&'s str, V>,
+    names: FxHashMap<&'s str, V>,
     /// By value index: whether the value is visible.
     visible: Vec<bool>,
     /// Visible values, innermost definitions last; regions truncate it when they end.
@@ -84,7 +84,7 @@ impl<'s> Parser<'s> {
         let mut params = Vec::new();
         let mut param_spans = SpanTable::default();
         let mut names: Vec<(&'s str, Span)> = Vec::new();
-        let mut seen: HashMap<&'s str, Span> = HashMap::new();
+        let mut seen: FxHashMap<&'s str, Span> = FxHashMap::default();
         self.expect(TokenKind::LParen)?;
         if !self.eat(TokenKind::RParen)? {
             loop {
@@ -290,7 +290,7 @@ impl<'s> Parser<'s> {
         if let Some(b) = Builtin::ALL.into_iter().find(|b| b.keyword() == word) {
             let (dim, span) = self.expect_int("a dimension (0, 1 or 2)")?;
             let dim = u8::try_from(dim).ok().filter(|d| *d <= 2);
-            let dim = dim.ok_or(ParseError::OutOfRange { what: "a dimension", range: "0..=2", span })?;
+            let dim = dim.ok_or(ParseError::OutOfRange { what: "a dimension", range: "0..=2", span }).map_err(Box::new)?;
             return Ok((OpKind::Builtin(b, dim), One));
         }
         if let Some(u) = UnaryOp::ALL.into_iter().find(|u| u.keyword() == word) {

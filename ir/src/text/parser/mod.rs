@@ -13,6 +13,7 @@
 //! never seen.
 
 mod command;
+mod fxhash;
 mod graph;
 mod infer;
 mod items;
@@ -26,6 +27,7 @@ use super::lexer::{Lexer, Token, TokenKind};
 use crate::module::{Comments, Module};
 use crate::span::Span;
 use crate::types::{Access, LitValue, ScalarType, Type};
+use items::unknown;
 use resolve::Symbols;
 
 /// Stop collecting recoverable errors after this many: a file this broken needs fixing
@@ -33,7 +35,7 @@ use resolve::Symbols;
 const MAX_ERRORS: usize = 64;
 
 /// The result of a parsing step; `Err` is a syntax error that ends parsing.
-type PResult<T> = Result<T, ParseError>;
+type PResult<T> = Result<T, Box<ParseError>>;
 
 /// Parses, resolves and types a whole module.
 pub(crate) fn parse_module(source: &str) -> Result<Module, Vec<ParseError>> {
@@ -55,7 +57,7 @@ pub(crate) fn parse_module(source: &str) -> Result<Module, Vec<ParseError>> {
                 return Ok(module);
             }
         }
-        Err(fatal) => errors.push(fatal),
+        Err(fatal) => errors.push(*fatal),
     }
     errors.sort_by_key(|e| e.span().start);
     errors.truncate(MAX_ERRORS);
@@ -74,6 +76,10 @@ pub(crate) struct Parser<'s> {
     syms: Symbols<'s>,
     /// The syntax of the construct being parsed, shown as help on syntax errors.
     hint: &'static str,
+    /// Reused per node statement: spans of the command's parts.
+    spans: command::CommandSpans,
+    /// Reused per node statement: the `after(...)` edges.
+    deps: Vec<(crate::arena::Handle<crate::graph::Node>, crate::graph::EdgeKind, Span)>,
 }
 
 impl<'s> Parser<'s> {
@@ -86,6 +92,8 @@ impl<'s> Parser<'s> {
             module: Module::default(),
             syms: Symbols::default(),
             hint: "see docs/ir.md for the syntax",
+            spans: command::CommandSpans::default(),
+            deps: Vec::new(),
         }
     }
 
@@ -205,8 +213,7 @@ impl<'s> Parser<'s> {
         let t = self.peek()?;
         if let TokenKind::Str(i) = t.kind {
             self.bump()?;
-            let slot = self.lex.strings.get_mut(i as usize);
-            return Ok(slot.map(std::mem::take).unwrap_or_default());
+            return Ok(self.lex.take_string(i));
         }
         Err(self.unexpected(t, what))
     }
@@ -216,7 +223,7 @@ impl<'s> Parser<'s> {
         let t = self.peek()?;
         if let TokenKind::Int(v) = t.kind {
             self.bump()?;
-            return Ok((v, t.span));
+            return Ok((v.get(), t.span));
         }
         Err(self.unexpected(t, what))
     }
@@ -224,7 +231,7 @@ impl<'s> Parser<'s> {
     /// Consumes an integer that must fit `T`; `what` names the field, `range` its bounds.
     fn int_in<T: TryFrom<i128>>(&mut self, what: &'static str, range: &'static str) -> PResult<T> {
         let (v, span) = self.expect_int(what)?;
-        T::try_from(v).map_err(|_| ParseError::OutOfRange { what, range, span })
+        T::try_from(v).map_err(|_| Box::new(ParseError::OutOfRange { what, range, span }))
     }
 
     /// Consumes a non-negative integer that fits `u64`.
@@ -238,13 +245,13 @@ impl<'s> Parser<'s> {
     }
 
     /// The error for an unexpected token `t` where `expected` was allowed.
-    fn unexpected(&self, t: Token, expected: &str) -> ParseError {
-        ParseError::Unexpected {
+    fn unexpected(&self, t: Token, expected: &str) -> Box<ParseError> {
+        Box::new(ParseError::Unexpected {
             expected: expected.to_string(),
             found: self.describe(t),
             help: self.hint,
             span: t.span,
-        }
+        })
     }
 
     /// A short description of a token for "found ..." messages.
@@ -302,12 +309,7 @@ impl<'s> Parser<'s> {
     /// `scalar`
     fn scalar(&mut self) -> PResult<ScalarType> {
         let (word, t) = self.expect_word("a scalar type")?;
-        ScalarType::from_keyword(word).ok_or_else(|| ParseError::UnknownKeyword {
-            what: "scalar type",
-            found: word.to_string(),
-            allowed: "bool, i32, u32, i64, u64, f16, f32",
-            span: t.span,
-        })
+        ScalarType::from_keyword(word).ok_or_else(|| unknown("scalar type", word, "bool, i32, u32, i64, u64, f16, f32", t.span))
     }
 
     /// `type := scalar | vec2<scalar> | vec3<scalar> | vec4<scalar>`
@@ -321,12 +323,12 @@ impl<'s> Parser<'s> {
             "vec3" => 3,
             "vec4" => 4,
             _ => {
-                return Err(ParseError::UnknownKeyword {
-                    what: "type",
-                    found: word.to_string(),
-                    allowed: "bool, i32, u32, i64, u64, f16, f32, vec2<T>, vec3<T>, vec4<T>",
-                    span: t.span,
-                })
+                return Err(unknown(
+                    "type",
+                    word,
+                    "bool, i32, u32, i64, u64, f16, f32, vec2<T>, vec3<T>, vec4<T>",
+                    t.span,
+                ))
             }
         };
         self.expect(TokenKind::Lt)?;
@@ -338,12 +340,8 @@ impl<'s> Parser<'s> {
     /// `access := read | write | read_write | no_init`
     fn access(&mut self) -> PResult<Access> {
         let (word, t) = self.expect_word("an access mode")?;
-        Access::from_keyword(word).ok_or_else(|| ParseError::UnknownKeyword {
-            what: "access mode",
-            found: word.to_string(),
-            allowed: "read, write, read_write, no_init",
-            span: t.span,
-        })
+        Access::from_keyword(word)
+            .ok_or_else(|| unknown("access mode", word, "read, write, read_write, no_init", t.span))
     }
 
     /// Whether the next token starts a literal.
@@ -360,7 +358,7 @@ impl<'s> Parser<'s> {
     fn literal(&mut self) -> PResult<(LitValue, Span)> {
         let t = self.peek()?;
         let value = match t.kind {
-            TokenKind::Int(v) => LitValue::Int(v),
+            TokenKind::Int(v) => LitValue::Int(v.get()),
             TokenKind::Float(f) => LitValue::Float(f),
             TokenKind::Ident if self.text(t) == "true" => LitValue::Bool(true),
             TokenKind::Ident if self.text(t) == "false" => LitValue::Bool(false),

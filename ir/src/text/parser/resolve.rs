@@ -12,7 +12,7 @@ use crate::graph::{Accessor, Alternative, Arg, ArgValue, Graph, KernelCommand, M
 use crate::kernel::{Kernel, KernelBody, MemBase, OpKind};
 use crate::module::{MemoryObject, Module};
 use crate::span::Span;
-use std::collections::HashMap;
+use super::fxhash::FxHashMap;
 
 /// The three kinds of module items, which share one namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +73,7 @@ struct Sym<'s> {
 /// The module-level symbol table.
 #[derive(Default)]
 pub(super) struct Symbols<'s> {
-    map: HashMap<&'s str, usize>,
+    map: FxHashMap<&'s str, usize>,
     syms: Vec<Sym<'s>>,
 }
 
