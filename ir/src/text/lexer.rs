@@ -513,16 +513,9 @@ impl<'s> Lexer<'s> {
                         });
                     };
                     let Some(lo) = bytes.get(i + 1).and_then(|&b| hex_value(b)) else {
-                        if matches!(bytes.get(i + 1), None | Some(b'"' | b' ' | b'\n')) {
-                            return fail(ParseError::InvalidBytes {
-                                reason: "hex digits must come in pairs",
-                                span: Span::new(i, i + 1),
-                            });
-                        }
-                        let len = self.src.get(i + 1..).and_then(|s| s.chars().next()).map_or(1, char::len_utf8);
                         return fail(ParseError::InvalidBytes {
-                            reason: "only hex digits and spaces are allowed",
-                            span: Span::new(i + 1, i + 1 + len),
+                            reason: "hex digits must come in pairs",
+                            span: Span::new(i, i + 1),
                         });
                     };
                     out.push(hi << 4 | lo);
