@@ -277,6 +277,9 @@ impl<'s> Parser<'s> {
     /// item, statement or op that starts there.
     fn leading_comments(&mut self) -> PResult<Comments> {
         self.peek()?;
+        if self.lex.comments.is_empty() {
+            return Ok(Comments::default());
+        }
         let leading = self.lex.comments.drain(..).map(|c| c.text.to_string()).collect();
         Ok(Comments { leading, trailing: None })
     }
@@ -287,6 +290,9 @@ impl<'s> Parser<'s> {
     fn finish_comments(&mut self, comments: &mut Comments) -> PResult<()> {
         let end = self.prev_end;
         self.peek()?;
+        if self.lex.comments.is_empty() {
+            return Ok(());
+        }
         while self.lex.comments.front().is_some_and(|c| c.span.start < end) {
             if let Some(c) = self.lex.comments.pop_front() {
                 comments.leading.push(c.text.to_string());
