@@ -176,12 +176,14 @@ impl<'s> Lexer<'s> {
     /// A lexer at the start of `src`.
     ///
     /// A source beyond [`super::MAX_FILE_SIZE`] lexes as empty: the parser reports it as
-    /// too large before lexing, and the bound keeps every offset within a `u32` span.
+    /// too large before lexing, and the bound keeps every offset within a `u32` span. A
+    /// leading byte order mark (which some editors write) is skipped.
     pub fn new(src: &'s str) -> Lexer<'s> {
         let src = if src.len() > super::MAX_FILE_SIZE { "" } else { src };
+        let pos = if src.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
         Lexer {
             src,
-            pos: 0,
+            pos,
             depth: 0,
             newline_since_token: true,
             comments: VecDeque::new(),

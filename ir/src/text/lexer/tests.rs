@@ -192,6 +192,13 @@ fn stray_characters_are_errors() {
 }
 
 #[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let toks = lex("\u{feff}usm @x").unwrap();
+    assert_eq!(toks, [(TokenKind::Ident, "usm"), (TokenKind::Global, "@x")]);
+    assert_eq!(fatal("usm \u{feff}").0, "E0001");
+}
+
+#[test]
 fn eof_repeats() {
     let mut lexer = Lexer::new("  ");
     assert_eq!(lexer.next_token().unwrap().kind, TokenKind::Eof);

@@ -162,7 +162,7 @@ impl<'s> Parser<'s> {
 
     /// Consumes a token of kind `kind` if it is next.
     fn eat(&mut self, kind: TokenKind) -> PResult<bool> {
-        if self.peek()?.kind == kind {
+        if same_kind(self.peek()?.kind, kind) {
             self.bump()?;
             return Ok(true);
         }
@@ -172,7 +172,7 @@ impl<'s> Parser<'s> {
     /// Consumes a token of kind `kind` (punctuation) or fails.
     fn expect(&mut self, kind: TokenKind) -> PResult<Token> {
         let t = self.peek()?;
-        if t.kind == kind {
+        if same_kind(t.kind, kind) {
             return self.bump();
         }
         Err(self.unexpected(t, &format!("`{}`", punct_text(kind))))
@@ -385,6 +385,12 @@ impl<'s> Parser<'s> {
         self.expect(TokenKind::RParen)?;
         Ok(out)
     }
+}
+
+/// Whether two token kinds are the same variant. `eat` and `expect` take punctuation kinds,
+/// which carry nothing else, so this is their equality, without comparing payloads.
+fn same_kind(a: TokenKind, b: TokenKind) -> bool {
+    std::mem::discriminant(&a) == std::mem::discriminant(&b)
 }
 
 /// The spelling of a punctuation token kind.
