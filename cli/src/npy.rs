@@ -139,34 +139,22 @@ pub fn parse_header(text: &[u8]) -> Result<Header, NpyError> {
     }
 }
 
-/// Writes a version 1.0 file (2.0 if the header would not fit in 65535 bytes, which takes
-/// a shape of thousands of dimensions) in C order, padded as NumPy pads it.
+/// Writes a version 1.0 file in C order, padded as NumPy pads it. A shape of up to 64
+/// dimensions (NumPy's limit, and the reader's) always fits version 1.0's 16-bit length.
 pub fn write(descr: &str, shape: &[u64], data: &[u8]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-    let shape_text = match dims.len() {
-        1 => format!("({},)", dims[0]),
+    let shape_text = match dims.as_slice() {
+        [one] => format!("({one},)"),
         _ => format!("({})", dims.join(", ")),
     };
     let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
-    let pad = |preamble: usize| (ALIGN - (preamble + dict.len() + 1) % ALIGN) % ALIGN;
-    let v1_len = dict.len() + pad(10) + 1;
-    let mut out = Vec::with_capacity(v1_len + 12 + data.len());
+    let padded = (10 + dict.len() + 1).next_multiple_of(ALIGN) - 10;
+    let mut out = Vec::with_capacity(10 + padded + data.len());
     out.extend_from_slice(MAGIC);
-    let header_len = match u16::try_from(v1_len) {
-        Ok(len) => {
-            out.extend_from_slice(&[1, 0]);
-            out.extend_from_slice(&len.to_le_bytes());
-            v1_len
-        }
-        Err(_) => {
-            let len = dict.len() + pad(12) + 1;
-            out.extend_from_slice(&[2, 0]);
-            out.extend_from_slice(&(len as u32).to_le_bytes());
-            len
-        }
-    };
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&u16::try_from(padded).unwrap_or(u16::MAX).to_le_bytes());
     out.extend_from_slice(dict.as_bytes());
-    out.resize(out.len() + header_len - dict.len() - 1, b' ');
+    out.resize(10 + padded - 1, b' ');
     out.push(b'\n');
     out.extend_from_slice(data);
     out
@@ -298,19 +286,22 @@ impl Lexer<'_> {
     /// not a tuple, so it is refused as NumPy refuses it.
     fn shape_value(&mut self) -> Result<Vec<u64>, NpyError> {
         self.expect(Token::Open('('))?;
-        let mut dims = Vec::new();
+        let mut dims = match self.next()? {
+            Token::Close(')') => return Ok(Vec::new()),
+            Token::Int(n) => vec![n],
+            t => return err(format!("expected a dimension or `)` in 'shape', found {t}")),
+        };
         loop {
             match self.next()? {
-                Token::Close(')') if dims.len() != 1 => return Ok(dims),
-                Token::Close(')') => return err("'shape' must be a tuple: write (N,) for one dimension"),
-                Token::Int(n) => dims.push(n),
-                t => return err(format!("expected a dimension or `)` in 'shape', found {t}")),
-            }
-            match self.next()? {
                 Token::Comma => {}
-                Token::Close(')') if dims.len() != 1 => return Ok(dims),
+                Token::Close(')') if dims.len() > 1 => return Ok(dims),
                 Token::Close(')') => return err("'shape' must be a tuple: write (N,) for one dimension"),
                 t => return err(format!("expected `,` or `)` in 'shape', found {t}")),
+            }
+            match self.next()? {
+                Token::Close(')') => return Ok(dims),
+                Token::Int(n) => dims.push(n),
+                t => return err(format!("expected a dimension or `)` in 'shape', found {t}")),
             }
             if dims.len() > 64 {
                 return err("'shape' has more than 64 dimensions");
@@ -372,14 +363,15 @@ mod tests {
     }
 
     #[test]
-    fn huge_headers_switch_to_version_2() {
-        let shape = vec![1u64; 20_000];
-        let file = write("<u8", &shape, &[0; 8]);
-        assert_eq!(&file[6..8], &[2, 0]);
-        assert_eq!((file.len() - 8) % ALIGN, 0);
-        let (h, data) = read(&file).expect("v2 round trip");
-        assert_eq!(h.shape.len(), 20_000);
-        assert_eq!(data, &[0; 8]);
+    fn the_largest_shape_fits_version_1() {
+        let shape = vec![u64::MAX; 64];
+        let file = write("<u8", &shape, &[]);
+        assert_eq!(&file[6..8], &[1, 0]);
+        assert_eq!(file.len() % ALIGN, 0);
+        let (h, data) = read(&file).expect("round trip");
+        assert_eq!(h.shape, shape);
+        assert!(data.is_empty());
+        assert_eq!(h.element_count(), None);
     }
 
     #[test]

@@ -294,9 +294,10 @@ mod tests {
         let mut file = npy::write("<f4", &[4], &[0; 16]);
         file.pop();
         assert!(from_npy(&file, F32X4).expect_err("short").contains("promises 16 bytes of data"));
-        let file = npy::write("<f4", &[2, 2], &[0; 16]);
-        let fortran = String::from_utf8_lossy(&file).replace("False", "True ");
-        let e = from_npy(fortran.as_bytes(), F32X4).expect_err("fortran");
+        let mut file = npy::write("<f4", &[2, 2], &[0; 16]);
+        let at = file.windows(5).position(|w| w == b"False").expect("fortran_order");
+        file[at..at + 5].copy_from_slice(b"True ");
+        let e = from_npy(&file, F32X4).expect_err("fortran");
         assert!(e.contains("Fortran order"), "{e}");
     }
 
