@@ -265,25 +265,34 @@ fn read_data(path: &Path, name: &str, layout: Layout) -> Result<Vec<u8>, Failure
     if meta.is_dir() {
         return Err(io_err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory")));
     }
-    if meta.is_file() && meta.len() > limit {
-        return Err(reject(if npy {
-            format!("it has {} bytes, more than an .npy file of {} can have", meta.len(), layout.describe())
-        } else {
-            data::check_raw_len(meta.len(), layout).err().unwrap_or_default()
-        }));
-    }
     let mut bytes = Vec::new();
+    if meta.is_file() && meta.len() > limit {
+        // Too large to fit: read only the head, for the .npy hint.
+        let mut head = file.take(crate::npy::MAGIC.len() as u64);
+        head.read_to_end(&mut bytes).map_err(io_err)?;
+        if npy {
+            let why = format!("it has {} bytes, more than an .npy file of {} can have", meta.len(), layout.describe());
+            return Err(reject(why));
+        }
+        return Err(reject(raw_mismatch(meta.len(), &bytes, layout)));
+    }
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io_err)?;
     if npy {
         return data::from_npy(&bytes, layout).map_err(reject);
     }
-    data::check_raw_len(bytes.len() as u64, layout).map_err(|mut why| {
-        if crate::npy::has_magic(&bytes) {
-            why.push_str("; it looks like an .npy file: give it the .npy extension");
-        }
-        reject(why)
-    })?;
+    if bytes.len() as u64 != layout.bytes() {
+        return Err(reject(raw_mismatch(bytes.len() as u64, &bytes, layout)));
+    }
     Ok(bytes)
+}
+
+/// Why a raw file of `len` bytes starting with `head` does not fit.
+fn raw_mismatch(len: u64, head: &[u8], layout: Layout) -> String {
+    let mut why = data::check_raw_len(len, layout).err().unwrap_or_default();
+    if crate::npy::has_magic(head) {
+        why.push_str("; it looks like an .npy file: give it the .npy extension");
+    }
+    why
 }
 
 /// Registers a callback for every host task and native command name of the module. The
