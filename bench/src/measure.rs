@@ -53,12 +53,10 @@ fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
 /// Writes `text` to `file` and measures every stage on it.
 pub fn measure(nodes: usize, text: &str, file: &Path, runs: usize) -> Result<Timings, String> {
     std::fs::write(file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    let module = cmdgraph_ir::text::parse(text).map_err(|d| {
-        format!("generated text does not parse:\n{}", cmdgraph_ir::diag::render_all(&d, "gen.cgir", text))
-    })?;
-    cmdgraph_ir::verify::verify(&module).map_err(|d| {
-        format!("generated text does not verify:\n{}", cmdgraph_ir::diag::render_all(&d, "gen.cgir", text))
-    })?;
+    let module = cmdgraph_ir::text::parse(text)
+        .map_err(|d| format!("generated text does not parse:\n{}", cmdgraph_ir::diag::render_all(&d, "gen.cgir", text)))?;
+    cmdgraph_ir::verify::verify(&module)
+        .map_err(|d| format!("generated text does not verify:\n{}", cmdgraph_ir::diag::render_all(&d, "gen.cgir", text)))?;
     if cmdgraph_ir::text::print(&module) != text {
         return Err("generated text is not canonical: print(parse(text)) != text".to_string());
     }

@@ -99,9 +99,7 @@ pub fn write_section(path: &Path, name: &str, body: &str) -> Result<(), String> 
     };
     let section = format!("{begin}\n{}{end}\n", body);
     let new = match (old.find(&begin), old.find(&end)) {
-        (Some(b), Some(e)) if b < e => {
-            format!("{}{}{}", &old[..b], section, old[e + end.len()..].trim_start_matches('\n'))
-        }
+        (Some(b), Some(e)) if b < e => format!("{}{}{}", &old[..b], section, old[e + end.len()..].trim_start_matches('\n')),
         _ => format!("{}\n{}", old.trim_end_matches('\n').to_string() + "\n", section),
     };
     std::fs::write(path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -62,13 +62,7 @@ fn check_located(diags: &[Diagnostic], source: &str, stage: &str) -> Result<(), 
     for d in diags {
         let in_source = d.span.is_defined() && d.span.start <= d.span.end && d.span.end as usize <= source.len();
         if !in_source {
-            return Err(format!(
-                "{stage} diagnostic {} `{}` has span {:?} outside 0..{}",
-                d.code,
-                d.message,
-                d.span,
-                source.len()
-            ));
+            return Err(format!("{stage} diagnostic {} `{}` has span {:?} outside 0..{}", d.code, d.message, d.span, source.len()));
         }
         if d.render("input.cgir", source).is_empty() {
             return Err(format!("{stage} diagnostic {} renders to nothing", d.code));

@@ -59,11 +59,10 @@ fn every_example_is_in_canonical_form() {
         let name = path.display().to_string();
         let printed = cmdgraph_ir::text::print(&parse_or_panic(&name, &text));
         if printed != text {
-            let line = printed
-                .lines()
-                .zip(text.lines())
-                .position(|(a, b)| a != b)
-                .map_or_else(|| printed.lines().count().min(text.lines().count()) + 1, |i| i + 1);
+            let line = printed.lines().zip(text.lines()).position(|(a, b)| a != b).map_or_else(
+                || printed.lines().count().min(text.lines().count()) + 1,
+                |i| i + 1,
+            );
             panic!(
                 "{name} is not in canonical form (first difference at line {line}):\n--- file\n{}\n--- printed\n{}",
                 text.lines().nth(line - 1).unwrap_or("<end of file>"),

@@ -416,7 +416,11 @@ impl<'s> Lexer<'s> {
 
     fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<TokenKind, &'static str> {
         let magnitude = u128::from_str_radix(digits, radix).map_err(|_| "integer does not fit in 128 bits")?;
-        let value = if negative { 0i128.checked_sub_unsigned(magnitude) } else { i128::try_from(magnitude).ok() };
+        let value = if negative {
+            0i128.checked_sub_unsigned(magnitude)
+        } else {
+            i128::try_from(magnitude).ok()
+        };
         value.map(|v| TokenKind::Int(IntValue::new(v))).ok_or("integer does not fit in 128 bits")
     }
 

@@ -195,21 +195,12 @@ pub fn hostile(seed: u64, random_cases: usize, random_len: usize) -> Vec<Mutant>
         push(&format!("{depth} nested for regions"), nested_fors(depth).into_bytes());
     }
     let deep = 10_000;
-    push(
-        "10000 unclosed if regions",
-        nested_ifs(deep).split("%i = global_id").next().unwrap_or("").as_bytes().to_vec(),
-    );
-    push(
-        "10000 nested `(` in args",
-        format!("graph @g {{\n  %k = kernel @k range(4) args({}\n}}\n", "(".repeat(deep)).into_bytes(),
-    );
+    push("10000 unclosed if regions", nested_ifs(deep).split("%i = global_id").next().unwrap_or("").as_bytes().to_vec());
+    push("10000 nested `(` in args", format!("graph @g {{\n  %k = kernel @k range(4) args({}\n}}\n", "(".repeat(deep)).into_bytes());
     push("10000 nested `[`", format!("usm @x : f32{}\n", "[".repeat(deep)).into_bytes());
     push("10000 nested `{`", format!("graph @g {}\n", "{".repeat(deep)).into_bytes());
     push("10000 nested `<`", format!("kernel @k(%x: buf{}) {{}}\n", "<".repeat(deep)).into_bytes());
-    push(
-        "10000 balanced `{}` in a kernel",
-        format!("kernel @k() {}{}\n", "{".repeat(deep), "}".repeat(deep)).into_bytes(),
-    );
+    push("10000 balanced `{}` in a kernel", format!("kernel @k() {}{}\n", "{".repeat(deep), "}".repeat(deep)).into_bytes());
     push(
         "10000 nested vec types",
         format!("usm @x : {}f32{}[4]\n", "vec4<".repeat(deep), ">".repeat(deep)).into_bytes(),

@@ -34,10 +34,7 @@ fn names_words_and_punctuation_keep_their_spans() {
     let texts: Vec<&str> = toks.iter().map(|(_, t)| *t).collect();
     assert_eq!(
         texts,
-        [
-            "%k0", "=", "kernel", "@a.b$-c", "range", "(", "4", ")", "args", "(", "%x", ",", "%t", ")", "->", "..",
-            "+", ":", "<", ">"
-        ]
+        ["%k0", "=", "kernel", "@a.b$-c", "range", "(", "4", ")", "args", "(", "%x", ",", "%t", ")", "->", "..", "+", ":", "<", ">"]
     );
     assert_eq!(toks[0].0, TokenKind::Local);
     assert_eq!(toks[2].0, TokenKind::Ident);
@@ -89,19 +86,10 @@ fn a_range_is_two_integers_around_dotdot() {
 
 #[test]
 fn malformed_numbers_are_errors() {
-    assert_eq!(
-        fatal("x 12abc"),
-        ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 2..7)
-    );
-    assert_eq!(
-        fatal("1.e5"),
-        ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..4)
-    );
+    assert_eq!(fatal("x 12abc"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 2..7));
+    assert_eq!(fatal("1.e5"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..4));
     assert_eq!(fatal("0x"), ("E0005", "invalid number: `0x` needs hex digits".into(), 0..2));
-    assert_eq!(
-        fatal("1e"),
-        ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..2)
-    );
+    assert_eq!(fatal("1e"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..2));
     assert_eq!(fatal("1.5.2").0, "E0005");
 }
 
@@ -134,10 +122,7 @@ fn byte_strings_take_hex_pairs_and_spaces() {
     let TokenKind::Bytes(i) = t.kind else { panic!("{t:?}") };
     assert_eq!(lexer.take_bytes(i), Vec::<u8>::new());
     assert_eq!(fatal(r#"x"0a0""#), ("E0004", "invalid byte string: hex digits must come in pairs".into(), 4..5));
-    assert_eq!(
-        fatal(r#"x"0g""#),
-        ("E0004", "invalid byte string: only hex digits and spaces are allowed".into(), 3..4)
-    );
+    assert_eq!(fatal(r#"x"0g""#), ("E0004", "invalid byte string: only hex digits and spaces are allowed".into(), 3..4));
     assert_eq!(fatal(r#"x"g0""#).2, 2..3);
     assert_eq!(fatal("x\"0a\n\"").0, "E0002");
 }

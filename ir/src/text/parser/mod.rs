@@ -309,8 +309,7 @@ impl<'s> Parser<'s> {
     /// `scalar`
     fn scalar(&mut self) -> PResult<ScalarType> {
         let (word, t) = self.expect_word("a scalar type")?;
-        ScalarType::from_keyword(word)
-            .ok_or_else(|| unknown("scalar type", word, "bool, i32, u32, i64, u64, f16, f32", t.span))
+        ScalarType::from_keyword(word).ok_or_else(|| unknown("scalar type", word, "bool, i32, u32, i64, u64, f16, f32", t.span))
     }
 
     /// `type := scalar | vec2<scalar> | vec3<scalar> | vec4<scalar>`
