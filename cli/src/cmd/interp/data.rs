@@ -302,6 +302,20 @@ mod tests {
     }
 
     #[test]
+    fn truncated_or_corrupted_files_are_errors_not_panics() {
+        let memory = vec![7u8; 32];
+        let file = to_npy(&memory, VEC3);
+        for n in 0..file.len() {
+            assert!(from_npy(&file[..n], VEC3).is_err(), "prefix of {n} bytes accepted");
+        }
+        for i in 0..file.len() {
+            let mut bad = file.clone();
+            bad[i] ^= 0xff;
+            let _ = from_npy(&bad, VEC3);
+        }
+    }
+
+    #[test]
     fn raw_length_must_match_exactly() {
         assert_eq!(check_raw_len(16, F32X4), Ok(()));
         assert!(check_raw_len(12, F32X4).expect_err("short").contains("has 12 bytes but f32[4] takes 16"));
