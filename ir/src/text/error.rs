@@ -289,7 +289,9 @@ impl ParseError {
             }
             ParseError::EmptyName { .. } => "names are made of `A-Z a-z 0-9 _ . $ -`, e.g. `@main`, `%k0`".to_string(),
             ParseError::NameTooLong { .. } => "use a shorter name".to_string(),
-            ParseError::TooDeep { .. } => "flatten the nesting, e.g. move inner loops into separate kernels".to_string(),
+            ParseError::TooDeep { .. } => {
+                "flatten the nesting, e.g. move inner loops into separate kernels".to_string()
+            }
             ParseError::FileTooLarge { .. } => "split the module into several files".to_string(),
             ParseError::Unexpected { help, .. } => (*help).to_string(),
             ParseError::UnknownKeyword { allowed, .. } => format!("expected one of: {allowed}"),
@@ -311,9 +313,8 @@ impl ParseError {
 
     /// The diagnostic to show for this error.
     pub fn to_diagnostic(&self) -> Diagnostic {
-        let mut d = Diagnostic::error(self.code(), self.message(), self.span())
-            .with_label(self.label())
-            .with_help(self.help());
+        let mut d =
+            Diagnostic::error(self.code(), self.message(), self.span()).with_label(self.label()).with_help(self.help());
         match self {
             ParseError::DuplicateAttribute { first, .. } | ParseError::Duplicate { first, .. } => {
                 d = d.with_secondary(*first, "first defined here");

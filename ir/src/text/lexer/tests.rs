@@ -34,7 +34,10 @@ fn names_words_and_punctuation_keep_their_spans() {
     let texts: Vec<&str> = toks.iter().map(|(_, t)| *t).collect();
     assert_eq!(
         texts,
-        ["%k0", "=", "kernel", "@a.b$-c", "range", "(", "4", ")", "args", "(", "%x", ",", "%t", ")", "->", "..", "+", ":", "<", ">"]
+        [
+            "%k0", "=", "kernel", "@a.b$-c", "range", "(", "4", ")", "args", "(", "%x", ",", "%t", ")", "->", "..",
+            "+", ":", "<", ">"
+        ]
     );
     assert_eq!(toks[0].0, TokenKind::Local);
     assert_eq!(toks[2].0, TokenKind::Ident);
@@ -86,10 +89,19 @@ fn a_range_is_two_integers_around_dotdot() {
 
 #[test]
 fn malformed_numbers_are_errors() {
-    assert_eq!(fatal("x 12abc"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 2..7));
-    assert_eq!(fatal("1.e5"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..4));
+    assert_eq!(
+        fatal("x 12abc"),
+        ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 2..7)
+    );
+    assert_eq!(
+        fatal("1.e5"),
+        ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..4)
+    );
     assert_eq!(fatal("0x"), ("E0005", "invalid number: `0x` needs hex digits".into(), 0..2));
-    assert_eq!(fatal("1e"), ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..2));
+    assert_eq!(
+        fatal("1e"),
+        ("E0005", "invalid number: a number must be followed by a space or punctuation".into(), 0..2)
+    );
     assert_eq!(fatal("1.5.2").0, "E0005");
 }
 
@@ -122,8 +134,12 @@ fn byte_strings_take_hex_pairs_and_spaces() {
     let TokenKind::Bytes(i) = t.kind else { panic!("{t:?}") };
     assert_eq!(lexer.take_bytes(i), Vec::<u8>::new());
     assert_eq!(fatal(r#"x"0a0""#), ("E0004", "invalid byte string: hex digits must come in pairs".into(), 4..5));
-    assert_eq!(fatal(r#"x"0g""#), ("E0004", "invalid byte string: only hex digits and spaces are allowed".into(), 3..4));
-    assert_eq!(fatal(r#"x"g0""#).2, 2..3);
+    // A lone digit is reported as such, even when a stray character follows it.
+    assert_eq!(fatal(r#"x"0g""#), ("E0004", "invalid byte string: hex digits must come in pairs".into(), 2..3));
+    assert_eq!(
+        fatal(r#"x"g0""#),
+        ("E0004", "invalid byte string: only hex digits and spaces are allowed".into(), 2..3)
+    );
     assert_eq!(fatal("x\"0a\n\"").0, "E0002");
 }
 
@@ -173,6 +189,13 @@ fn stray_characters_are_errors() {
     assert_eq!(fatal("a / b").0, "E0001");
     assert_eq!(fatal("a . b").0, "E0001");
     assert_eq!(fatal("\u{0}").0, "E0001");
+}
+
+#[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let toks = lex("\u{feff}usm @x").unwrap();
+    assert_eq!(toks, [(TokenKind::Ident, "usm"), (TokenKind::Global, "@x")]);
+    assert_eq!(fatal("usm \u{feff}").0, "E0001");
 }
 
 #[test]

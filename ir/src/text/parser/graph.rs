@@ -3,18 +3,17 @@
 //! Graph-local names must be defined before use: nodes, dynamic parameters and dynamic
 //! command groups share one namespace ([`GraphScope::locals`]), queues have their own.
 
+use super::command::CommandSpans;
+use super::fxhash::FxHashMap;
 use super::items::unknown;
 use super::resolve::ItemKind;
-use super::command::CommandSpans;
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
-use crate::graph::{
-    Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Node, NodeKind, Queue, Site, Stmt,
-};
+use crate::graph::{Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Node, NodeKind, Queue, Site, Stmt};
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
 use crate::text::lexer::TokenKind;
-use super::fxhash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
 const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
@@ -169,10 +168,13 @@ impl<'s> Parser<'s> {
 
     /// Defines a graph-local name, recording a duplicate as an error.
     fn define_local(&mut self, scope: &mut GraphScope<'s>, name: &'s str, local: Local, span: Span) {
-        match scope.locals.get(name) {
-            Some(&(_, first)) => self.error(ParseError::Duplicate { name: format!("%{name}"), span, first }),
-            None => {
-                scope.locals.insert(name, (local, span));
+        match scope.locals.entry(name) {
+            Entry::Occupied(first) => {
+                let first = first.get().1;
+                self.error(ParseError::Duplicate { name: format!("%{name}"), span, first })
+            }
+            Entry::Vacant(slot) => {
+                slot.insert((local, span));
             }
         }
     }
@@ -211,9 +213,7 @@ impl<'s> Parser<'s> {
         let queue = Queue { name: name.to_string(), in_order, discard_events, comments };
         let h = graph.queues.append(queue, span);
         match scope.queues.get(name) {
-            Some(&(_, first)) => {
-                self.error(ParseError::Duplicate { name: format!("@{name}"), span: name_span, first })
-            }
+            Some(&(_, first)) => self.error(ParseError::Duplicate { name: format!("@{name}"), span: name_span, first }),
             None => {
                 scope.queues.insert(name, (h, name_span));
             }

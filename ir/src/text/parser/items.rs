@@ -29,9 +29,7 @@ impl<'s> Parser<'s> {
                     "kernel" => self.kernel_item(comments)?,
                     "usm" | "buffer" | "device_global" => self.memory_item(comments)?,
                     "graph" => self.graph_item(comments)?,
-                    word => {
-                        return Err(unknown("item", word, ITEMS, t.span))
-                    }
+                    word => return Err(unknown("item", word, ITEMS, t.span)),
                 },
                 _ => return Err(self.unexpected(t, "an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`)")),
             }

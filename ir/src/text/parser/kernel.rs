@@ -6,6 +6,7 @@
 //! carried values, then the ops and values of its regions. Value types are placeholders
 //! here; [`super::infer`] computes them once module-level names are resolved.
 
+use super::fxhash::FxHashMap;
 use super::items::unknown;
 use super::resolve::{handle, ItemKind};
 use super::{PResult, ParseError, Parser};
@@ -18,7 +19,6 @@ use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
 use crate::text::lexer::TokenKind;
 use crate::types::{Literal, Type};
-use super::fxhash::FxHashMap;
 
 const KERNEL_HINT: &str = "a kernel is `kernel @name(%p: T, ...) { ops }` or \
                            `kernel @name(%p: T, ...) spirv \"file.spv\" entry \"main\"`";
@@ -184,11 +184,9 @@ impl<'s> Parser<'s> {
     /// Defines a value name; a second definition anywhere in the kernel is an error.
     fn define_value(&mut self, body: &Body, scope: &mut KernelScope<'s>, name: &'s str, v: V, span: Span) {
         match scope.names.get(name) {
-            Some(&first) => self.error(ParseError::Duplicate {
-                name: format!("%{name}"),
-                span,
-                first: body.values.span(first),
-            }),
+            Some(&first) => {
+                self.error(ParseError::Duplicate { name: format!("%{name}"), span, first: body.values.span(first) })
+            }
             None => {
                 scope.names.insert(name, v);
             }
@@ -196,7 +194,13 @@ impl<'s> Parser<'s> {
     }
 
     /// Appends a value defined by `def`, registers its name and returns it (not yet visible).
-    fn new_value(&mut self, body: &mut Body, scope: &mut KernelScope<'s>, (name, span): (&'s str, Span), def: ValueDef) -> V {
+    fn new_value(
+        &mut self,
+        body: &mut Body,
+        scope: &mut KernelScope<'s>,
+        (name, span): (&'s str, Span),
+        def: ValueDef,
+    ) -> V {
         let v = body.values.append(Value { name: name.to_string(), ty: PLACEHOLDER, def }, span);
         self.define_value(body, scope, name, v, span);
         v
@@ -207,11 +211,7 @@ impl<'s> Parser<'s> {
         let (name, span) = self.expect_local("a value (`%name`)")?;
         match scope.names.get(name) {
             Some(&v) if scope.is_visible(v) => return Ok(v),
-            Some(&v) => self.error(ParseError::OutOfScope {
-                name: format!("%{name}"),
-                span,
-                def: body.values.span(v),
-            }),
+            Some(&v) => self.error(ParseError::OutOfScope { name: format!("%{name}"), span, def: body.values.span(v) }),
             None => self.error(ParseError::Undefined {
                 kind: "value",
                 name: format!("%{name}"),
@@ -290,7 +290,8 @@ impl<'s> Parser<'s> {
         if let Some(b) = Builtin::ALL.into_iter().find(|b| b.keyword() == word) {
             let (dim, span) = self.expect_int("a dimension (0, 1 or 2)")?;
             let dim = u8::try_from(dim).ok().filter(|d| *d <= 2);
-            let dim = dim.ok_or(ParseError::OutOfRange { what: "a dimension", range: "0..=2", span }).map_err(Box::new)?;
+            let dim =
+                dim.ok_or(ParseError::OutOfRange { what: "a dimension", range: "0..=2", span }).map_err(Box::new)?;
             return Ok((OpKind::Builtin(b, dim), One));
         }
         if let Some(u) = UnaryOp::ALL.into_iter().find(|u| u.keyword() == word) {
@@ -441,7 +442,10 @@ impl<'s> Parser<'s> {
             };
             self.error(result_count("for", expected, results.len(), results_span));
         }
-        let op = body.ops.append(Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Comments::default() }, Span::UNDEFINED);
+        let op = body.ops.append(
+            Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Comments::default() },
+            Span::UNDEFINED,
+        );
         let result_values: Vec<V> = results
             .into_iter()
             .enumerate()
@@ -461,11 +465,8 @@ impl<'s> Parser<'s> {
         result_values.iter().for_each(|&v| scope.enter(v));
         body.ops.set_span(op, Span::new(start, self.prev_end as usize));
         self.finish_comments(&mut comments)?;
-        body.ops[op] = Op {
-            kind: OpKind::For { var, lo, hi, step, carried, body: region },
-            results: result_values,
-            comments,
-        };
+        body.ops[op] =
+            Op { kind: OpKind::For { var, lo, hi, step, carried, body: region }, results: result_values, comments };
         Ok(op)
     }
 
@@ -496,7 +497,10 @@ impl<'s> Parser<'s> {
             };
             self.error(result_count("if", expected, results.len(), results_span));
         }
-        let op = body.ops.append(Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Comments::default() }, Span::UNDEFINED);
+        let op = body.ops.append(
+            Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Comments::default() },
+            Span::UNDEFINED,
+        );
         let result_values: Vec<V> = results
             .into_iter()
             .enumerate()
@@ -507,11 +511,8 @@ impl<'s> Parser<'s> {
         result_values.iter().for_each(|&v| scope.enter(v));
         body.ops.set_span(op, Span::new(start, self.prev_end as usize));
         self.finish_comments(&mut comments)?;
-        body.ops[op] = Op {
-            kind: OpKind::If { cond, result_types, then_region, else_region },
-            results: result_values,
-            comments,
-        };
+        body.ops[op] =
+            Op { kind: OpKind::If { cond, result_types, then_region, else_region }, results: result_values, comments };
         Ok(op)
     }
 }

@@ -6,13 +6,13 @@
 //! parsed, [`Symbols::resolve`] reports names that are undefined or of the wrong kind and
 //! rewrites every provisional handle to the real arena handle in one walk over the module.
 
+use super::fxhash::FxHashMap;
 use super::ParseError;
 use crate::arena::Handle;
 use crate::graph::{Accessor, Alternative, Arg, ArgValue, Graph, KernelCommand, MemRef, NodeKind, Pointer};
 use crate::kernel::{Kernel, KernelBody, MemBase, OpKind};
 use crate::module::{MemoryObject, Module};
 use crate::span::Span;
-use super::fxhash::FxHashMap;
 
 /// The three kinds of module items, which share one namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -47,9 +47,20 @@ fn unexpected_token_says_what_was_expected_and_how_to_write_it() {
     assert_eq!(error(src), e("E0010", "expected `:`, found `f32`", 1, 8));
     let d = parse_module(src).unwrap_err()[0].to_diagnostic();
     assert!(d.help.as_deref().unwrap_or("").starts_with("memory is declared as `usm @x : f32[N]"), "{d:?}");
-    assert_eq!(error("graph @g {\n  %a = empty\n"), e("E0010", "expected a graph statement or `}`, found end of file", 3, 1));
+    assert_eq!(
+        error("graph @g {\n  %a = empty\n"),
+        e("E0010", "expected a graph statement or `}`, found end of file", 3, 1)
+    );
     assert_eq!(error("graph @g {\n  kernel @k\n}"), e("E0010", "expected a graph statement, found `kernel`", 2, 3));
-    assert_eq!(error("42"), e("E0010", "expected an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`), found integer `42`", 1, 1));
+    assert_eq!(
+        error("42"),
+        e(
+            "E0010",
+            "expected an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`), found integer `42`",
+            1,
+            1
+        )
+    );
 }
 
 #[test]
@@ -58,7 +69,10 @@ fn unknown_keywords_list_the_allowed_ones() {
     let d = parse_module("graph @g {\n  %a = bogus\n}").unwrap_err()[0].to_diagnostic();
     assert!(d.help.as_deref().unwrap_or("").starts_with("expected one of: empty, kernel, memcpy"), "{d:?}");
     assert_eq!(error("usm @x : f33[4]"), e("E0011", "unknown type `f33`", 1, 10));
-    assert_eq!(error("graph @g {\n  %a = empty\n  %b = empty after(%a via make_edge)\n}"), e("E0011", "unknown edge provenance `make_edge`", 3, 27));
+    assert_eq!(
+        error("graph @g {\n  %a = empty\n  %b = empty after(%a via make_edge)\n}"),
+        e("E0011", "unknown edge provenance `make_edge`", 3, 27)
+    );
     assert_eq!(error("kernel @k() {\n  %a = frob\n}"), e("E0011", "unknown op `frob`", 2, 8));
     assert_eq!(error("graph @g properties(fast) {\n}"), e("E0011", "unknown graph property `fast`", 1, 21));
     assert_eq!(error("module @m"), e("E0011", "unknown item `module`", 1, 1));
@@ -73,7 +87,10 @@ fn undefined_graph_names() {
     // Defined later is not defined: graph-local names must come first.
     let later = errors("graph @g {\n  edge %a -> %b\n  %a = empty\n  %b = empty\n}");
     assert_eq!(later, [e("E0101", "undefined node `%a`", 2, 8), e("E0101", "undefined node `%b`", 2, 14)]);
-    assert_eq!(error(&format!("{SAXPY}graph @g {{\n  %k = kernel @k single_task args(%p)\n}}")), e("E0101", "undefined dynamic parameter or allocation `%p`", 4, 35));
+    assert_eq!(
+        error(&format!("{SAXPY}graph @g {{\n  %k = kernel @k single_task args(%p)\n}}")),
+        e("E0101", "undefined dynamic parameter or allocation `%p`", 4, 35)
+    );
 }
 
 #[test]
@@ -100,9 +117,20 @@ fn names_of_the_wrong_kind() {
     let src = "graph @g {\n  dyn %p = 1 : u32\n  %f = async_free %p\n}";
     assert_eq!(error(src), e("E0103", "`%p` is a dynamic parameter, but a node is expected here", 3, 19));
     let src = format!("{SAXPY}graph @g {{\n  %e = empty\n  %n = kernel @k range(4) args(%e)\n}}");
-    assert_eq!(error(&src), e("E0103", "`%e` is a node, but a dynamic parameter or an async_malloc node is expected here", 5, 32));
+    assert_eq!(
+        error(&src),
+        e("E0103", "`%e` is a node, but a dynamic parameter or an async_malloc node is expected here", 5, 32)
+    );
     let src = "usm @x : f32[4]\ngraph @g {\n  dyn %p = @x\n  %c = memcpy %p, @x, 4\n}";
-    assert_eq!(error(src), e("E0103", "`%p` is a dynamic parameter, but memory (`@name` or an `async_malloc` node) is expected here", 4, 15));
+    assert_eq!(
+        error(src),
+        e(
+            "E0103",
+            "`%p` is a dynamic parameter, but memory (`@name` or an `async_malloc` node) is expected here",
+            4,
+            15
+        )
+    );
     let src = "graph @g {\n  %e = empty\n  %d = dynamic %e\n}";
     assert_eq!(error(src), e("E0103", "`%e` is a node, but a dynamic command group is expected here", 3, 16));
     let src = "usm @x : f32[4]\ngraph @g {\n  %a = kernel @x single_task args()\n}";
@@ -131,10 +159,13 @@ fn module_names_may_be_used_before_their_definition() {
     let nodes: Vec<_> = main.nodes.iter().map(|(_, n)| &n.kind).collect();
     let NodeKind::Kernel(cmd) = nodes[0] else { panic!() };
     assert_eq!(cmd.kernel, m.kernel_by_name("k").unwrap());
-    assert_eq!(cmd.args, [Arg::Value(ArgValue::Pointer(crate::graph::Pointer {
-        base: MemRef::Memory(m.memory_by_name("x").unwrap()),
-        offset: 0
-    }))]);
+    assert_eq!(
+        cmd.args,
+        [Arg::Value(ArgValue::Pointer(crate::graph::Pointer {
+            base: MemRef::Memory(m.memory_by_name("x").unwrap()),
+            offset: 0
+        }))]
+    );
     assert_eq!(nodes[1], &NodeKind::Subgraph { graph: m.graph_by_name("inner").unwrap() });
     assert_eq!(m.items.len(), 4);
     assert!(matches!(m.items[3], Item::Memory(_)));
@@ -162,26 +193,42 @@ fn result_counts_are_checked() {
     assert_eq!(error(src), e("E0013", "`add` produces 1 result, but 0 result names are written", 2, 3));
     let src = "kernel @k(%b: buf<u32, read_write>, %i: u32) {\n  %a, %c = atomic add %b[%i], %i\n}";
     assert_eq!(error(src), e("E0013", "`atomic` produces at most 1 result, but 2 result names are written", 2, 3));
-    let src = "kernel @k(%n: u32) {\n  %a = for %i = %n to %n step %n carry(%x = %n, %y = %n) {\n    yield %x, %y\n  }\n}";
-    assert_eq!(error(src), e("E0013", "`for` produces 2 results (one per carried value), but 1 result name is written", 2, 3));
+    let src =
+        "kernel @k(%n: u32) {\n  %a = for %i = %n to %n step %n carry(%x = %n, %y = %n) {\n    yield %x, %y\n  }\n}";
+    assert_eq!(
+        error(src),
+        e("E0013", "`for` produces 2 results (one per carried value), but 1 result name is written", 2, 3)
+    );
     let src = "kernel @k(%c: bool) {\n  %a = if %c {\n  }\n}";
-    assert_eq!(error(src), e("E0013", "`if` produces no result (it declares no `-> T`), but 1 result name is written", 2, 3));
+    assert_eq!(
+        error(src),
+        e("E0013", "`if` produces no result (it declares no `-> T`), but 1 result name is written", 2, 3)
+    );
 }
 
 #[test]
 fn integers_out_of_their_field_range() {
     let g = |stmt: &str| format!("usm @x : f32[4]\ngraph @g {{\n  {stmt}\n}}");
     assert_eq!(error(&g("%m = memset @x, 256, 4")), e("E0012", "a byte value must be in 0..=255", 3, 19));
-    assert_eq!(error(&g("%m = memset @x, 0, -4")), e("E0012", "a byte count must be in 0..=18446744073709551615", 3, 22));
+    assert_eq!(
+        error(&g("%m = memset @x, 0, -4")),
+        e("E0012", "a byte count must be in 0..=18446744073709551615", 3, 22)
+    );
     assert_eq!(error(&g("%m = memadvise @x, 4, 2147483648")).0, "E0012");
-    assert_eq!(error("graph @g device(4294967296) {\n}"), e("E0012", "a device index must be in 0..=4294967295", 1, 17));
+    assert_eq!(
+        error("graph @g device(4294967296) {\n}"),
+        e("E0012", "a device index must be in 0..=4294967295", 1, 17)
+    );
     assert_eq!(error("kernel @k() {\n  %i = global_id 3\n}"), e("E0012", "a dimension must be in 0..=2", 2, 18));
     assert_eq!(error("kernel @k(%v: vec4<f32>) {\n  %i = extract %v, 256\n}").0, "E0012");
 }
 
 #[test]
 fn attributes_and_properties_written_twice() {
-    assert_eq!(error("graph @g properties(updatable, updatable) {\n}"), e("E0014", "`updatable` is written twice", 1, 32));
+    assert_eq!(
+        error("graph @g properties(updatable, updatable) {\n}"),
+        e("E0014", "`updatable` is written twice", 1, 32)
+    );
     assert_eq!(error("graph @g device(1) device(2) {\n}"), e("E0014", "`device` is written twice", 1, 20));
     let src = "device_global @d : u32[1] properties(init_mode(reset), init_mode(reprogram))";
     assert_eq!(error(src), e("E0014", "`init_mode` is written twice", 1, 56));
@@ -189,12 +236,16 @@ fn attributes_and_properties_written_twice() {
 
 #[test]
 fn dynamic_scalars_need_their_type() {
-    assert_eq!(error("graph @g {\n  dyn %a = 2.0\n}"), e("E0010", "expected `:` and the scalar's type, found `}`", 3, 1));
+    assert_eq!(
+        error("graph @g {\n  dyn %a = 2.0\n}"),
+        e("E0010", "expected `:` and the scalar's type, found `}`", 3, 1)
+    );
 }
 
 #[test]
 fn several_errors_are_collected_until_the_first_syntax_error() {
-    let src = "graph @g {\n  %a = empty after(%x)\n  %b = empty after(%y)\n  %c = empty after(\n  %d = empty after(%z)\n}";
+    let src =
+        "graph @g {\n  %a = empty after(%x)\n  %b = empty after(%y)\n  %c = empty after(\n  %d = empty after(%z)\n}";
     assert_eq!(
         errors(src),
         [
@@ -280,7 +331,10 @@ fn spans_cover_items_statements_arguments_and_values() {
     let (gh, g) = m.graphs.iter().next().unwrap();
     assert!(text(m.graphs.span(gh)).starts_with("graph @g {"));
     let n = g.node_by_name("n").unwrap();
-    assert_eq!(text(g.nodes.span(n)), "%n = kernel @k nd_range(global(8), local(4)) args(@x + 4, %a) after(%e via event)");
+    assert_eq!(
+        text(g.nodes.span(n)),
+        "%n = kernel @k nd_range(global(8), local(4)) args(@x + 4, %a) after(%e via event)"
+    );
     assert_eq!(text(g.spans.get(&Site::NodeLaunch(n))), "nd_range(global(8), local(4))");
     assert_eq!(text(g.spans.get(&Site::NodeArg(n, 0))), "@x + 4");
     assert_eq!(text(g.spans.get(&Site::NodeArg(n, 1))), "%a");
@@ -376,5 +430,13 @@ fn value_types_follow_the_definitions() {
         .map(|n| body.values.iter().find(|(_, v)| v.name == *n).unwrap().1.def)
         .collect();
     let ValueDef::Result(for_op, 0) = defs[0] else { panic!("{defs:?}") };
-    assert_eq!(defs[1..], [ValueDef::Result(for_op, 1), ValueDef::LoopVar(for_op), ValueDef::Carried(for_op, 0), ValueDef::Carried(for_op, 1)]);
+    assert_eq!(
+        defs[1..],
+        [
+            ValueDef::Result(for_op, 1),
+            ValueDef::LoopVar(for_op),
+            ValueDef::Carried(for_op, 0),
+            ValueDef::Carried(for_op, 1)
+        ]
+    );
 }

@@ -3,8 +3,8 @@
 use super::{name_in, Printer, INVALID};
 use crate::arena::Handle;
 use crate::graph::{
-    Accessor, Alternative, Arg, ArgValue, Edge, EdgeKind, Graph, HostTaskCommand, KernelCommand, Launch, MemRef,
-    Node, NodeKind, Pointer, Stmt,
+    Accessor, Alternative, Arg, ArgValue, Edge, EdgeKind, Graph, HostTaskCommand, KernelCommand, Launch, MemRef, Node,
+    NodeKind, Pointer, Stmt,
 };
 use crate::module::UsmKind;
 
@@ -19,7 +19,8 @@ struct InlineEdges<'g> {
 impl<'g> InlineEdges<'g> {
     fn new(graph: &'g Graph) -> InlineEdges<'g> {
         let n = graph.nodes.len();
-        let inline = || graph.edges.iter().map(|(_, e)| e).filter(move |e| e.kind != EdgeKind::MakeEdge && e.to.index() < n);
+        let inline =
+            || graph.edges.iter().map(|(_, e)| e).filter(move |e| e.kind != EdgeKind::MakeEdge && e.to.index() < n);
         let mut start = vec![0usize; n + 1];
         for e in inline() {
             start[e.to.index() + 1] += 1;

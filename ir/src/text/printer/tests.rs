@@ -13,7 +13,13 @@ fn node(name: &str, kind: NodeKind) -> Node {
 }
 
 fn usm(name: &str, kind: UsmKind) -> MemoryObject {
-    MemoryObject { name: name.into(), elem: Type::F32, count: 4, kind: MemoryKind::Usm(kind), comments: Comments::default() }
+    MemoryObject {
+        name: name.into(),
+        elem: Type::F32,
+        count: 4,
+        kind: MemoryKind::Usm(kind),
+        comments: Comments::default(),
+    }
 }
 
 fn lit(value: LitValue, ty: Option<ScalarType>) -> ArgValue {
@@ -56,7 +62,10 @@ fn h<T>(i: usize) -> Handle<T> {
 fn defaults_are_omitted() {
     let x = MemRef::Memory(h(0));
     let nodes = vec![
-        node("a", NodeKind::Memcpy { dst: Pointer { base: x, offset: 0 }, src: Pointer { base: x, offset: 8 }, bytes: 4 }),
+        node(
+            "a",
+            NodeKind::Memcpy { dst: Pointer { base: x, offset: 0 }, src: Pointer { base: x, offset: 8 }, bytes: 4 },
+        ),
         node("t", NodeKind::AsyncMalloc { elem: Type::F32, count: 4, kind: UsmKind::Device, zero_init: false }),
         node("b", NodeKind::Barrier { wait: vec![] }),
     ];
@@ -125,7 +134,10 @@ fn dangling_handles_print_as_invalid_without_panicking() {
         node("s", NodeKind::Subgraph { graph: h(9) }),
         node("c", NodeKind::Memset { dst: Pointer { base: MemRef::Memory(h(5)), offset: 0 }, value: 1, bytes: 2 }),
     ];
-    let edges = vec![Edge { from: h(42), to: h(0), kind: EdgeKind::DependsOn }, Edge { from: h(0), to: h(99), kind: EdgeKind::Event }];
+    let edges = vec![
+        Edge { from: h(42), to: h(0), kind: EdgeKind::DependsOn },
+        Edge { from: h(0), to: h(99), kind: EdgeKind::Event },
+    ];
     let mut m = graph_module(nodes, edges);
     m.items.push(Item::Kernel(h(3)));
     let text = crate::text::print(&m);
