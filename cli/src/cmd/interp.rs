@@ -13,7 +13,7 @@ mod locate;
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use cmdgraph_ir::graph::{Alternative, NodeKind};
-use cmdgraph_ir::interp::{Interpreter, Order, Race, RunOptions};
+use cmdgraph_ir::interp::{InterpError, Interpreter, Order, Race, RunOptions};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
 use std::cell::RefCell;
@@ -94,7 +94,7 @@ pub fn run(args: &InterpArgs) -> Outcome {
     let graph = pick_graph(&module, args.graph.as_deref(), &input.name)?;
     let inputs = resolve_inputs(&module, &args.inputs, &input.name)?;
     let outputs = resolve_outputs(&module, &args.outputs, &input.name)?;
-    let fail = |e: cmdgraph_ir::interp::InterpError| Failure::Rejected(locate::render(&e, &module, &graph, &input));
+    let fail = |e: InterpError| Failure::Rejected(locate::render(&e, &module, &graph, &input));
 
     let mut interp = Interpreter::new(&module).map_err(fail)?;
     for (b, layout) in &inputs {
@@ -105,38 +105,11 @@ pub fn run(args: &InterpArgs) -> Outcome {
     if !args.strict_host {
         register_no_ops(&mut interp, &module, &calls);
     }
-    let exec = interp.finalize(&graph).map_err(fail)?;
-    let mut races: Vec<Race> = Vec::new();
-    let (mut nodes, mut work_items) = (0, 0);
-    for i in 0..args.runs {
-        let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i as u64)));
-        let opts = RunOptions { order, check_races: args.races, fuel: args.fuel };
-        let stats = interp.run_with(exec, &opts).map_err(fail)?;
-        (nodes, work_items) = (stats.order.len(), stats.work_items);
-        for race in stats.races {
-            if !races.contains(&race) {
-                races.push(race);
-            }
-        }
-    }
+    let ran = run_graph(&mut interp, &graph, args).map_err(fail)?;
     note_no_ops(&calls.borrow());
 
     let device = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
-    let mut summary = format!(
-        "graph @{graph}: {} run(s) in {}; per run: {nodes} node(s) run, {work_items} work-item(s)\n",
-        args.runs,
-        order_text(args.seed, args.runs)
-    );
-    let zeroed: Vec<String> = module
-        .memories
-        .iter()
-        .filter(|(_, m)| !matches!(m.kind, MemoryKind::DeviceGlobal(_)))
-        .filter(|(_, m)| !inputs.iter().any(|(b, _)| b.name == m.name))
-        .map(|(_, m)| format!("@{}", m.name))
-        .collect();
-    if !zeroed.is_empty() {
-        summary.push_str(&format!("zeroed (no --input): {}\n", zeroed.join(", ")));
-    }
+    let mut summary = summary_head(&module, &graph, args, &ran, &inputs);
     let mut files = Vec::new();
     for (b, layout, global) in &outputs {
         let bytes =
@@ -154,11 +127,12 @@ pub fn run(args: &InterpArgs) -> Outcome {
     }
     if !args.races {
         summary.push_str("races: not checked (use --races)\n");
-    } else if races.is_empty() {
+    } else if ran.races.is_empty() {
         summary.push_str("races: none\n");
     } else {
+        let races = &ran.races;
         summary.push_str(&format!("races: {} found\n", races.len()));
-        for race in &races {
+        for race in races {
             summary.push_str(&format!("  {race}\n"));
         }
         io::write_output(None, &summary)?;
@@ -170,6 +144,53 @@ pub fn run(args: &InterpArgs) -> Outcome {
             .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
     }
     io::write_output(None, &summary)
+}
+
+/// What the runs did: nodes and work-items of the last run, races of all runs (each once).
+struct Ran {
+    nodes: usize,
+    work_items: u64,
+    races: Vec<Race>,
+}
+
+/// Finalizes `graph` and runs it `--runs` times with the order, race and fuel options.
+fn run_graph(interp: &mut Interpreter, graph: &str, args: &InterpArgs) -> Result<Ran, InterpError> {
+    let exec = interp.finalize(graph)?;
+    let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new() };
+    for i in 0..args.runs {
+        let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i as u64)));
+        let opts = RunOptions { order, check_races: args.races, fuel: args.fuel };
+        let stats = interp.run_with(exec, &opts)?;
+        (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
+        for race in stats.races {
+            if !ran.races.contains(&race) {
+                ran.races.push(race);
+            }
+        }
+    }
+    Ok(ran)
+}
+
+/// The summary's first lines: the graph, runs and order, and the memory that started zeroed.
+fn summary_head(module: &Module, graph: &str, args: &InterpArgs, ran: &Ran, inputs: &[(Binding, Layout)]) -> String {
+    let mut text = format!(
+        "graph @{graph}: {} run(s) in {}; per run: {} node(s) run, {} work-item(s)\n",
+        args.runs,
+        order_text(args.seed, args.runs),
+        ran.nodes,
+        ran.work_items
+    );
+    let zeroed: Vec<String> = module
+        .memories
+        .iter()
+        .filter(|(_, m)| !matches!(m.kind, MemoryKind::DeviceGlobal(_)))
+        .filter(|(_, m)| !inputs.iter().any(|(b, _)| b.name == m.name))
+        .map(|(_, m)| format!("@{}", m.name))
+        .collect();
+    if !zeroed.is_empty() {
+        text.push_str(&format!("zeroed (no --input): {}\n", zeroed.join(", ")));
+    }
+    text
 }
 
 /// The graph to run: `--graph`, or the module's only graph.
