@@ -1,4 +1,4 @@
-//! The `cmdgraph` command-line tool: format, verify and draw command-graph IR (`.cgir`).
+//! The `cmdgraph` command-line tool: format, verify, draw and interpret command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
 //! mismatch), 2 usage error (from clap), 3 I/O error.
@@ -6,6 +6,7 @@
 mod cmd;
 mod exit;
 mod io;
+mod npy;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -17,10 +18,11 @@ Examples:
   cmdgraph fmt --check app.cgir            exit 1 if app.cgir is not canonical
   cmdgraph dot app.cgir | dot -Tsvg > app.svg
   cat app.cgir | cmdgraph dot --verbose --graph main -
+  cmdgraph interp app.cgir --input x=x.npy --output y=y.npy --races
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
-/// Format, verify and draw SYCL command graphs written in the cmdgraph IR (`.cgir`).
+/// Format, verify, draw and run SYCL command graphs written in the cmdgraph IR (`.cgir`).
 #[derive(Parser)]
 #[command(name = "cmdgraph", version, after_help = EXAMPLES, arg_required_else_help = true)]
 struct Cli {
@@ -36,6 +38,8 @@ enum Command {
     Verify(cmd::verify::VerifyArgs),
     /// Draw the graphs of a verified module as Graphviz DOT.
     Dot(cmd::dot::DotArgs),
+    /// Run a graph on the reference interpreter with data from .npy or raw files.
+    Interp(cmd::interp::InterpArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         Command::Fmt(args) => cmd::fmt::run(&args),
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Dot(args) => cmd::dot::run(&args),
+        Command::Interp(args) => cmd::interp::run(&args),
     };
     exit::finish(outcome)
 }

@@ -9,6 +9,8 @@ pub mod arena;
 pub mod diag;
 pub mod dot;
 pub mod graph;
+pub mod identity;
+pub mod interp;
 pub mod kernel;
 pub mod module;
 pub mod span;

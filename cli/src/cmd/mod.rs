@@ -2,6 +2,7 @@
 
 pub mod dot;
 pub mod fmt;
+pub mod interp;
 pub mod verify;
 
 use crate::exit::Failure;

@@ -174,10 +174,16 @@ fn hex_value(b: u8) -> Option<u8> {
 
 impl<'s> Lexer<'s> {
     /// A lexer at the start of `src`.
+    ///
+    /// A source beyond [`super::MAX_FILE_SIZE`] lexes as empty: the parser reports it as
+    /// too large before lexing, and the bound keeps every offset within a `u32` span. A
+    /// leading byte order mark (which some editors write) is skipped.
     pub fn new(src: &'s str) -> Lexer<'s> {
+        let src = if src.len() > super::MAX_FILE_SIZE { "" } else { src };
+        let pos = if src.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
         Lexer {
             src,
-            pos: 0,
+            pos,
             depth: 0,
             newline_since_token: true,
             comments: VecDeque::new(),
@@ -218,31 +224,42 @@ impl<'s> Lexer<'s> {
     }
 
     fn span(&self, start: usize) -> Span {
-        Span::new(start, self.pos)
+        // Offsets fit `u32`: `new` refuses sources beyond `MAX_FILE_SIZE` (1 GiB).
+        Span { start: start as u32, end: self.pos as u32 }
     }
 
     /// Skips whitespace and queues comments.
     fn skip_trivia(&mut self) {
         let bytes = self.src.as_bytes();
-        while let Some(&b) = bytes.get(self.pos) {
-            match b {
-                b'\n' => {
+        let mut pos = self.pos;
+        loop {
+            match bytes.get(pos) {
+                Some(b' ' | b'\t' | b'\r') => pos += 1,
+                Some(b'\n') => {
                     self.newline_since_token = true;
-                    self.pos += 1;
+                    pos += 1;
                 }
-                b' ' | b'\t' | b'\r' => self.pos += 1,
-                b'/' if bytes.get(self.pos + 1) == Some(&b'/') => {
-                    let start = self.pos;
-                    let end = bytes[start..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |i| start + i);
-                    // Windows line ends: `\r` belongs to the line break, not to the comment.
-                    let text = self.src[start + 2..end].trim_end_matches('\r');
-                    let span = Span::new(start, start + 2 + text.len());
-                    self.comments.push_back(Comment { text, span, own_line: self.newline_since_token });
-                    self.pos = end;
-                }
+                Some(b'/') if bytes.get(pos + 1) == Some(&b'/') => pos = self.comment(pos),
                 _ => break,
             }
         }
+        self.pos = pos;
+    }
+
+    /// Queues the comment starting at `start` (its `//`); returns where its line ends.
+    #[cold]
+    #[inline(never)]
+    fn comment(&mut self, start: usize) -> usize {
+        let bytes = self.src.as_bytes();
+        let end = bytes
+            .get(start..)
+            .and_then(|rest| rest.iter().position(|&c| c == b'\n'))
+            .map_or(bytes.len(), |i| start + i);
+        // Windows line ends: `\r` belongs to the line break, not to the comment.
+        let text = self.src.get(start + 2..end).unwrap_or("").trim_end_matches('\r');
+        let span = Span::new(start, start + 2 + text.len());
+        self.comments.push_back(Comment { text, span, own_line: self.newline_since_token });
+        end
     }
 
     /// The next token; [`TokenKind::Eof`] at the end, forever.
@@ -415,7 +432,16 @@ impl<'s> Lexer<'s> {
     }
 
     fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<TokenKind, &'static str> {
-        let magnitude = u128::from_str_radix(digits, radix).map_err(|_| "integer does not fit in 128 bits")?;
+        // The digits were checked by the caller; accumulate them directly (`from_str_radix`
+        // on `u128` was a visible part of lexing a large graph).
+        let mut magnitude: u128 = 0;
+        for b in digits.bytes() {
+            let digit = u128::from(hex_value(b).ok_or("malformed integer")?);
+            magnitude = magnitude
+                .checked_mul(u128::from(radix))
+                .and_then(|m| m.checked_add(digit))
+                .ok_or("integer does not fit in 128 bits")?;
+        }
         let value = if negative { 0i128.checked_sub_unsigned(magnitude) } else { i128::try_from(magnitude).ok() };
         value.map(|v| TokenKind::Int(IntValue::new(v))).ok_or("integer does not fit in 128 bits")
     }
@@ -513,16 +539,9 @@ impl<'s> Lexer<'s> {
                         });
                     };
                     let Some(lo) = bytes.get(i + 1).and_then(|&b| hex_value(b)) else {
-                        if matches!(bytes.get(i + 1), None | Some(b'"' | b' ' | b'\n')) {
-                            return fail(ParseError::InvalidBytes {
-                                reason: "hex digits must come in pairs",
-                                span: Span::new(i, i + 1),
-                            });
-                        }
-                        let len = self.src.get(i + 1..).and_then(|s| s.chars().next()).map_or(1, char::len_utf8);
                         return fail(ParseError::InvalidBytes {
-                            reason: "only hex digits and spaces are allowed",
-                            span: Span::new(i + 1, i + 1 + len),
+                            reason: "hex digits must come in pairs",
+                            span: Span::new(i, i + 1),
                         });
                     };
                     out.push(hi << 4 | lo);

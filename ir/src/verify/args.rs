@@ -48,10 +48,7 @@ pub(super) fn check_kernel_command(
                 kernel_span: keyword_span(gx.m.kernels.span(cmd.kernel)),
             });
         }
-        let uses_local = k.params.iter().any(|p| matches!(p.ty, ParamType::Local { .. }));
-        if uses_local && !matches!(cmd.launch, Launch::NdRange { .. }) {
-            errors.push(VerifyError::LocalNeedsNdRange { kernel: format!("@{}", k.name), span: spans.launch });
-        }
+        check_launch_kind(gx, cmd, k, spans.launch, errors);
     }
     for (i, arg) in cmd.args.iter().enumerate() {
         let span = (spans.arg)(i as u32);
@@ -84,6 +81,24 @@ pub(super) fn check_kernel_command(
     }
 }
 
+/// A `range` or `single_task` launch has no work-group, so its kernel may have no
+/// `local<T>` parameter (E0219) and no work-group op (E0229). One diagnostic per launch: the
+/// fix (an `nd_range`) is the same, so E0219 hides E0229.
+fn check_launch_kind(gx: &Gx<'_>, cmd: &KernelCommand, k: &Kernel, span: Span, errors: &mut Vec<VerifyError>) {
+    let launch = match cmd.launch {
+        Launch::NdRange { .. } => return,
+        Launch::Range(_) => "range",
+        Launch::SingleTask => "single_task",
+    };
+    let Some(needs) = gx.needs.get(cmd.kernel.index()) else { return };
+    let kernel = format!("@{}", k.name);
+    if let Some(param_span) = needs.local_param {
+        errors.push(VerifyError::LocalNeedsNdRange { kernel, span, param_span });
+    } else if let Some((op, op_span)) = needs.group_op {
+        errors.push(VerifyError::GroupOpNeedsNdRange { kernel, launch, op, span, op_span });
+    }
+}
+
 /// Launch shape: 1 to 3 dimensions, no zero size, and for an `nd_range` a local size (and
 /// offset, if written) of the same dimensionality with each local size dividing the global.
 fn check_launch(launch: &Launch, span: Span, errors: &mut Vec<VerifyError>) {
@@ -99,6 +114,7 @@ fn check_launch(launch: &Launch, span: Span, errors: &mut Vec<VerifyError>) {
                 errors.push(VerifyError::LaunchDims { dims: r.len(), span });
             }
             zero("range", r, errors);
+            check_size(r, &[], span, errors);
         }
         Launch::NdRange { global, local, offset } => {
             if !(1..=3).contains(&global.len()) {
@@ -117,12 +133,39 @@ fn check_launch(launch: &Launch, span: Span, errors: &mut Vec<VerifyError>) {
             }
             zero("global", global, errors);
             zero("local", local, errors);
+            check_size(global, offset, span, errors);
             for (dim, (&g, &l)) in global.iter().zip(local).enumerate() {
                 if g != 0 && l != 0 && g % l != 0 {
                     errors.push(VerifyError::NdRangeIndivisible { dim, global: g, local: l, span });
                 }
             }
         }
+    }
+}
+
+/// The builtins return `u32`: each size must fit (`global_range`), and so must the last id
+/// of each dimension, offset included (`global_id`); the work-items must fit 64 bits (the
+/// linear id). The interpreter refuses the same launches. Zero sizes are E0226's.
+fn check_size(global: &[u64], offset: &[u64], span: Span, errors: &mut Vec<VerifyError>) {
+    const IDS: u64 = 1 << 32;
+    for (dim, &size) in global.iter().enumerate() {
+        let off = offset.get(dim).copied().unwrap_or(0);
+        let problem = if size >= IDS {
+            format!("size {size} of dimension {dim} does not fit u32")
+        } else if off.checked_add(size).is_none_or(|end| end > IDS) {
+            format!("offset {off} + size {size} of dimension {dim} passes 2^32, so the last global_id does not fit u32")
+        } else {
+            continue;
+        };
+        errors.push(VerifyError::LaunchTooLarge { problem, span });
+        return;
+    }
+    if !global.contains(&0) && global.iter().try_fold(1u64, |n, &s| n.checked_mul(s)).is_none() {
+        let sizes: Vec<String> = global.iter().map(u64::to_string).collect();
+        errors.push(VerifyError::LaunchTooLarge {
+            problem: format!("{} work-items do not fit 64 bits", sizes.join(" x ")),
+            span,
+        });
     }
 }
 

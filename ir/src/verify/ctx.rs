@@ -2,6 +2,7 @@
 //! their sigils, the best span for a site, and what memory a [`MemRef`] denotes.
 
 use super::error::VerifyError;
+use super::needs::KernelNeeds;
 use crate::arena::Handle;
 use crate::graph::{Graph, MemRef, Node, NodeKind, Site};
 use crate::module::{MemoryKind, Module};
@@ -53,6 +54,8 @@ pub(super) struct Gx<'a> {
     pub g: &'a Graph,
     /// Its handle.
     pub gh: Handle<Graph>,
+    /// What each kernel of the module needs from its launch, indexed by kernel handle.
+    pub needs: &'a [KernelNeeds],
 }
 
 impl<'a> Gx<'a> {

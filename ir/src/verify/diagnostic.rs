@@ -3,18 +3,24 @@
 
 use super::ctx::plural;
 use super::error::VerifyError;
+use super::subgraph::MAX_SUBGRAPH_LEVELS;
 use crate::diag::Diagnostic;
 use crate::span::Span;
 
 /// A cycle as `%a -> %b -> %a`; a long one keeps its ends (`%a -> ... (998 more) -> %a`).
 fn show_cycle(cycle: &[String]) -> String {
+    show_chain(cycle, " -> ")
+}
+
+/// A chain of names joined by `sep`; a long one keeps its ends (`a sep ... (998 more) sep b`).
+fn show_chain(chain: &[String], sep: &str) -> String {
     const ENDS: usize = 8;
-    if cycle.len() <= 2 * ENDS {
-        return cycle.join(" -> ");
+    if chain.len() <= 2 * ENDS {
+        return chain.join(sep);
     }
-    let head = cycle[..ENDS].join(" -> ");
-    let tail = cycle[cycle.len() - ENDS..].join(" -> ");
-    format!("{head} -> ... ({} more) -> {tail}", cycle.len() - 2 * ENDS)
+    let head = chain[..ENDS].join(sep);
+    let tail = chain[chain.len() - ENDS..].join(sep);
+    format!("{head}{sep}... ({} more){sep}{tail}", chain.len() - 2 * ENDS)
 }
 
 /// Builds a diagnostic from its parts.
@@ -168,13 +174,14 @@ impl VerifyError {
                 "give exactly as many bytes as the parameter's type occupies",
             )
             .with_secondary(*param_span, "parameter declared here"),
-            E::LocalNeedsNdRange { kernel, span } => diag(
+            E::LocalNeedsNdRange { kernel, span, param_span } => diag(
                 "E0219",
                 format!("kernel {kernel} uses work-group memory but is not launched with an nd_range"),
                 *span,
                 "no work-group size",
                 "launch it with nd_range(global(...), local(...))",
-            ),
+            )
+            .with_secondary(*param_span, "work-group memory parameter declared here"),
             E::DynScalarUntyped { name, span } => diag(
                 "E0220",
                 format!("dynamic scalar parameter {name} has no type"),
@@ -204,6 +211,13 @@ impl VerifyError {
                 "misaligned",
                 "offset pointer arguments by whole elements",
             ),
+            E::LaunchTooLarge { problem, span } => diag(
+                "E0224",
+                format!("launch too large: {problem}"),
+                *span,
+                "too large",
+                "builtin ids and sizes are u32: keep every size below 2^32, offset + size at most 2^32, and fewer than 2^64 work-items",
+            ),
             E::LaunchDims { dims, span } => diag(
                 "E0225",
                 format!("a launch has {dims} dimensions"),
@@ -232,6 +246,14 @@ impl VerifyError {
                 "not divisible",
                 "choose a work-group size that divides the global size",
             ),
+            E::GroupOpNeedsNdRange { kernel, launch, op, span, op_span } => diag(
+                "E0229",
+                format!("kernel {kernel} uses `{op}` but is launched with {launch}, which has no work-groups"),
+                *span,
+                "no work-group",
+                "launch it with nd_range(global(...), local(...)), or remove the work-group op from the kernel",
+            )
+            .with_secondary(*op_span, format!("`{op}` needs a work-group")),
             E::RangeOutOfBounds { what, name, start, end, size, unit, span } => diag(
                 "E0230",
                 match end {
@@ -440,6 +462,18 @@ impl VerifyError {
                 "device or context mismatch",
                 "a sub-graph must have its parent's device and context",
             ),
+            E::SubgraphNestingTooDeep { chain, span, outer } => diag(
+                "E0268",
+                format!(
+                    "sub-graphs nest {} levels deep, more than {MAX_SUBGRAPH_LEVELS}: {}",
+                    chain.len(),
+                    show_chain(chain, " contains ")
+                ),
+                *span,
+                "opens the level past the limit",
+                "flatten the nesting: inline some sub-graphs into their parents",
+            )
+            .with_secondary(*outer, "outermost sub-graph node of the chain"),
             E::DcgEmpty { name, span } => diag(
                 "E0270",
                 format!("dynamic command group {name} has no alternatives"),

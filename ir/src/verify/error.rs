@@ -201,6 +201,8 @@ pub enum VerifyError {
         kernel: String,
         /// The launch.
         span: Span,
+        /// The `local<T>` parameter.
+        param_span: Span,
     },
     /// E0220: a dynamic scalar parameter whose literal has no type.
     DynScalarUntyped {
@@ -243,6 +245,14 @@ pub enum VerifyError {
     },
 
     // ----- launches -----
+    /// E0224: a launch whose ids or sizes do not fit the `u32` builtins, or whose
+    /// work-item count does not fit 64 bits.
+    LaunchTooLarge {
+        /// What is too large.
+        problem: String,
+        /// The launch.
+        span: Span,
+    },
     /// E0225: a `range` or `nd_range` with no dimension or more than three.
     LaunchDims {
         /// The number of dimensions written.
@@ -281,6 +291,21 @@ pub enum VerifyError {
         local: u64,
         /// The launch.
         span: Span,
+    },
+    /// E0229: a kernel launched with `range` or `single_task` that uses a work-group op
+    /// (`group_barrier`, `local`, or the `local_id`, `group_id`, `local_range`,
+    /// `group_range` builtins).
+    GroupOpNeedsNdRange {
+        /// The kernel, `@k`.
+        kernel: String,
+        /// The launch kind (`range` or `single_task`).
+        launch: &'static str,
+        /// The op's keyword.
+        op: &'static str,
+        /// The launch.
+        span: Span,
+        /// The op in the kernel body.
+        op_span: Span,
     },
 
     // ----- memory commands -----
@@ -543,6 +568,16 @@ pub enum VerifyError {
         found: (u32, u32),
         /// The sub-graph node.
         span: Span,
+    },
+    /// E0268: sub-graphs nested more than 256 levels deep (the graph that contains them
+    /// counts as level 1).
+    SubgraphNestingTooDeep {
+        /// The graphs of the deepest chain, outermost first.
+        chain: Vec<String>,
+        /// The `subgraph` node that opens the level past the limit.
+        span: Span,
+        /// The outermost `subgraph` node of the chain.
+        outer: Span,
     },
 
     // ----- dynamic command groups -----

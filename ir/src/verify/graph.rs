@@ -5,6 +5,7 @@ use super::args::{check_kernel_command, CmdSpans};
 use super::ctx::{check_type, Gx, MemClass};
 use super::error::VerifyError;
 use super::memory::{check_byte_range, check_pointer, literal_problem};
+use super::needs::KernelNeeds;
 use super::{alloc, cycle, dcg, edges, names, order, uses};
 use crate::arena::Handle;
 use crate::graph::{Graph, Node, NodeKind, Site};
@@ -12,8 +13,14 @@ use crate::module::{Module, UsmKind};
 use std::collections::BTreeSet;
 
 /// Runs every check of one graph.
-pub(super) fn check_graph(m: &Module, gh: Handle<Graph>, g: &Graph, errors: &mut Vec<VerifyError>) {
-    let gx = Gx { m, g, gh };
+pub(super) fn check_graph(
+    m: &Module,
+    needs: &[KernelNeeds],
+    gh: Handle<Graph>,
+    g: &Graph,
+    errors: &mut Vec<VerifyError>,
+) {
+    let gx = Gx { m, g, gh, needs };
     names::check_graph(gx, errors);
     order::check(&gx, errors);
     // Only barrier wait lists need edge lookups; most graphs have none.

@@ -42,11 +42,21 @@
 //!   access lists (§22 #59: device_global copy/memcpy in a graph is invalid; host access is
 //!   undefined, 003).
 //! - E0218 raw bytes are exactly as long as the parameter's type.
-//! - E0219 a kernel with a `local<T>` parameter is launched with an `nd_range`.
+//! - E0219 a kernel with a `local<T>` parameter is launched with an `nd_range`;
+//! - E0229 so is a kernel using a work-group op: `group_barrier`, `local`, `local_id`,
+//!   `group_id`, `local_range` or `group_range` (`range` and `single_task` launches have no
+//!   work-group; SYCL's `item` has none of these). One error per launch, E0219 first; it
+//!   points at the launch, with the parameter or the first such op (source order) as a
+//!   secondary location. Each kernel is scanned once, however many nodes launch it.
+//!   A builtin of a dimension the launch does not have (`global_id 2` in a 1-D launch) is
+//!   not an error: it reads as id 0 and size 1 (docs/ir.md, Execution semantics), so one
+//!   kernel can serve launches of several dimensionalities.
 //! - E0220 a dynamic scalar parameter carries its type.
 //! - E0221 a dynamic parameter is not registered on a node recorded from a queue (§22 #40).
 //! - E0222 a pointer's offset lies inside its memory.
 //! - E0223 a kernel pointer argument's offset is a multiple of the parameter's element size.
+//! - E0224 launch ids and sizes fit the `u32` builtins: each size is below 2^32 and each
+//!   offset + size at most 2^32; the work-item count fits 64 bits.
 //! - E0225 `range` and `nd_range` have 1 to 3 dimensions;
 //! - E0226 no launch size is zero;
 //! - E0227 an `nd_range`'s local size (and offset, if written) has the global's
@@ -102,6 +112,9 @@
 //! - E0265 a graph does not contain itself, directly or through nested sub-graphs.
 //! - E0266 a sub-graph has no graph-owned allocations (§22 #37, #39, #57).
 //! - E0267 a sub-graph has its parent's device and context (§22 #38).
+//! - E0268 sub-graphs nest at most 256 levels deep (a graph is level 1, the graphs its
+//!   `subgraph` nodes run level 2, ...), like regions (E0331). Reported once per outermost
+//!   graph of a chain that is too deep, at the `subgraph` node opening level 257.
 //!
 //! Dynamic parameters and command groups:
 //! - E0270 a command group has at least one alternative (§22 #14);
@@ -164,6 +177,13 @@
 //! edges and the edges of a barrier without a wait list come from exactly the leaves of the
 //! graph (or queue) when their node was created: passes that remove nodes change those
 //! leaves, and the edges, not their derivation, are what the IR keeps.
+//!
+//! Left to run time (the interpreter, the executor), because they depend on the device or
+//! on values: work-group size and work-group memory limits (the interpreter runs groups of
+//! up to 65536 work-items and 64 MiB; Vulkan devices allow less and say so when queried),
+//! memory object and expanded graph sizes the host can hold, out-of-bounds indices, loop
+//! steps that are not positive, barriers under divergent control flow (undefined
+//! behaviour), dynamic parameter updates, and running external SPIR-V bodies.
 
 mod alloc;
 mod args;
@@ -178,6 +198,7 @@ mod graph;
 mod kernel;
 mod memory;
 mod names;
+mod needs;
 mod order;
 mod reach;
 mod subgraph;
@@ -208,8 +229,10 @@ pub fn check(module: &Module) -> Vec<VerifyError> {
     for (h, k) in module.kernels.iter() {
         kernel::check_kernel(module, h, k, &mut errors);
     }
+    // Once per kernel, not per launch: a kernel may be launched by 10^5 nodes.
+    let needs = needs::summarize(module);
     for (h, g) in module.graphs.iter() {
-        graph::check_graph(module, h, g, &mut errors);
+        graph::check_graph(module, &needs, h, g, &mut errors);
     }
     subgraph::check(module, &mut errors);
     // Stable: errors at one position keep the order in which the checks found them.

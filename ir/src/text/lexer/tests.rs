@@ -134,11 +134,12 @@ fn byte_strings_take_hex_pairs_and_spaces() {
     let TokenKind::Bytes(i) = t.kind else { panic!("{t:?}") };
     assert_eq!(lexer.take_bytes(i), Vec::<u8>::new());
     assert_eq!(fatal(r#"x"0a0""#), ("E0004", "invalid byte string: hex digits must come in pairs".into(), 4..5));
+    // A lone digit is reported as such, even when a stray character follows it.
+    assert_eq!(fatal(r#"x"0g""#), ("E0004", "invalid byte string: hex digits must come in pairs".into(), 2..3));
     assert_eq!(
-        fatal(r#"x"0g""#),
-        ("E0004", "invalid byte string: only hex digits and spaces are allowed".into(), 3..4)
+        fatal(r#"x"g0""#),
+        ("E0004", "invalid byte string: only hex digits and spaces are allowed".into(), 2..3)
     );
-    assert_eq!(fatal(r#"x"g0""#).2, 2..3);
     assert_eq!(fatal("x\"0a\n\"").0, "E0002");
 }
 
@@ -188,6 +189,13 @@ fn stray_characters_are_errors() {
     assert_eq!(fatal("a / b").0, "E0001");
     assert_eq!(fatal("a . b").0, "E0001");
     assert_eq!(fatal("\u{0}").0, "E0001");
+}
+
+#[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let toks = lex("\u{feff}usm @x").unwrap();
+    assert_eq!(toks, [(TokenKind::Ident, "usm"), (TokenKind::Global, "@x")]);
+    assert_eq!(fatal("usm \u{feff}").0, "E0001");
 }
 
 #[test]

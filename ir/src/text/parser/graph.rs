@@ -13,6 +13,7 @@ use crate::graph::{Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
 use crate::text::lexer::TokenKind;
+use std::collections::hash_map::Entry;
 
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
 const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
@@ -167,10 +168,13 @@ impl<'s> Parser<'s> {
 
     /// Defines a graph-local name, recording a duplicate as an error.
     fn define_local(&mut self, scope: &mut GraphScope<'s>, name: &'s str, local: Local, span: Span) {
-        match scope.locals.get(name) {
-            Some(&(_, first)) => self.error(ParseError::Duplicate { name: format!("%{name}"), span, first }),
-            None => {
-                scope.locals.insert(name, (local, span));
+        match scope.locals.entry(name) {
+            Entry::Occupied(first) => {
+                let first = first.get().1;
+                self.error(ParseError::Duplicate { name: format!("%{name}"), span, first })
+            }
+            Entry::Vacant(slot) => {
+                slot.insert((local, span));
             }
         }
     }

@@ -162,7 +162,7 @@ impl<'s> Parser<'s> {
 
     /// Consumes a token of kind `kind` if it is next.
     fn eat(&mut self, kind: TokenKind) -> PResult<bool> {
-        if self.peek()?.kind == kind {
+        if same_kind(self.peek()?.kind, kind) {
             self.bump()?;
             return Ok(true);
         }
@@ -172,7 +172,7 @@ impl<'s> Parser<'s> {
     /// Consumes a token of kind `kind` (punctuation) or fails.
     fn expect(&mut self, kind: TokenKind) -> PResult<Token> {
         let t = self.peek()?;
-        if t.kind == kind {
+        if same_kind(t.kind, kind) {
             return self.bump();
         }
         Err(self.unexpected(t, &format!("`{}`", punct_text(kind))))
@@ -277,6 +277,9 @@ impl<'s> Parser<'s> {
     /// item, statement or op that starts there.
     fn leading_comments(&mut self) -> PResult<Comments> {
         self.peek()?;
+        if self.lex.comments.is_empty() {
+            return Ok(Comments::default());
+        }
         let leading = self.lex.comments.drain(..).map(|c| c.text.to_string()).collect();
         Ok(Comments { leading, trailing: None })
     }
@@ -287,6 +290,9 @@ impl<'s> Parser<'s> {
     fn finish_comments(&mut self, comments: &mut Comments) -> PResult<()> {
         let end = self.prev_end;
         self.peek()?;
+        if self.lex.comments.is_empty() {
+            return Ok(());
+        }
         while self.lex.comments.front().is_some_and(|c| c.span.start < end) {
             if let Some(c) = self.lex.comments.pop_front() {
                 comments.leading.push(c.text.to_string());
@@ -379,6 +385,12 @@ impl<'s> Parser<'s> {
         self.expect(TokenKind::RParen)?;
         Ok(out)
     }
+}
+
+/// Whether two token kinds are the same variant. `eat` and `expect` take punctuation kinds,
+/// which carry nothing else, so this is their equality, without comparing payloads.
+fn same_kind(a: TokenKind, b: TokenKind) -> bool {
+    std::mem::discriminant(&a) == std::mem::discriminant(&b)
 }
 
 /// The spelling of a punctuation token kind.

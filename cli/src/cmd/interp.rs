@@ -1,0 +1,380 @@
+//! `cmdgraph interp`: run a graph on the reference interpreter with data from files.
+//!
+//! The module is parsed and verified as `cmdgraph verify` does; each `--input` binds a
+//! `usm` or `buffer` memory object from a raw or `.npy` file (the rest start zeroed); the
+//! graph is finalized once and run `--runs` times; each `--output` is written atomically.
+//! Host tasks and native commands run as no-op callbacks unless `--strict-host`. A summary
+//! (nodes, work-items, a checksum per output, races) goes to stdout. docs/cli.md describes
+//! the data formats and the summary.
+
+mod data;
+mod locate;
+
+use crate::exit::{Failure, Outcome};
+use crate::io;
+use cmdgraph_ir::graph::{Alternative, NodeKind};
+use cmdgraph_ir::interp::{InterpError, Interpreter, Order, Race, RunOptions};
+use cmdgraph_ir::module::{MemoryKind, Module};
+use data::Layout;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+const EXAMPLES: &str = "\
+Examples:
+  cmdgraph interp app.cgir --input x=x.npy --input y=y.bin --output z=z.npy
+  cmdgraph interp app.cgir --graph main --races --seed 7 --runs 20
+  cmdgraph interp app.cgir --output sum=sum.bin --strict-host
+
+Data files: `.npy` (NumPy, little-endian dtype of the element type, C order; vecN<T> has a
+trailing dimension of N) or, with any other extension, the raw bytes of the memory object.";
+
+/// `NAME=FILE` of `--input` / `--output`.
+#[derive(Clone, Debug)]
+pub struct Binding {
+    /// The memory object, without `@`.
+    pub name: String,
+    /// The data file.
+    pub path: PathBuf,
+}
+
+fn parse_binding(text: &str) -> Result<Binding, String> {
+    let (name, path) = text.split_once('=').ok_or("expected NAME=FILE, e.g. x=x.npy")?;
+    let name = name.strip_prefix('@').unwrap_or(name);
+    if name.is_empty() {
+        return Err("the memory object's name before `=` is empty".into());
+    }
+    if path.is_empty() {
+        return Err("the file name after `=` is empty".into());
+    }
+    Ok(Binding { name: name.to_string(), path: PathBuf::from(path) })
+}
+
+/// Arguments of `cmdgraph interp`.
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct InterpArgs {
+    /// The module to run; `-` reads stdin.
+    #[arg(value_name = "FILE", default_value = "-")]
+    pub input: PathBuf,
+    /// The graph to run (`main` or `@main`); needed when the module has several.
+    #[arg(long, value_name = "NAME")]
+    pub graph: Option<String>,
+    /// Bind memory object NAME (usm or buffer) from FILE (.npy or raw bytes); repeatable.
+    #[arg(long = "input", value_name = "NAME=FILE", value_parser = parse_binding)]
+    pub inputs: Vec<Binding>,
+    /// Write memory object NAME to FILE (.npy or raw bytes) after the runs; repeatable.
+    #[arg(long = "output", value_name = "NAME=FILE", value_parser = parse_binding)]
+    pub outputs: Vec<Binding>,
+    /// Check for data races between unordered nodes; exit 1 if any is found.
+    #[arg(long)]
+    pub races: bool,
+    /// Run nodes in a random valid order from this seed (run i uses seed + i).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// How many times to run the executable graph (memory carries over between runs).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Make host tasks and native commands an error instead of running them as no-ops.
+    #[arg(long)]
+    pub strict_host: bool,
+    /// Stop a run after this many kernel op executions (counted per work-item).
+    #[arg(long, value_name = "N")]
+    pub fuel: Option<u64>,
+}
+
+/// Runs `cmdgraph interp`.
+pub fn run(args: &InterpArgs) -> Outcome {
+    let input = io::read_input(&args.input)?;
+    let module = super::parse(&input)?;
+    super::print_warnings(&super::verify(&input, &module)?);
+    let graph = pick_graph(&module, args.graph.as_deref(), &input.name)?;
+    let inputs = resolve_inputs(&module, &args.inputs, &input.name)?;
+    let outputs = resolve_outputs(&module, &args.outputs, &input.name)?;
+    let fail = |e: InterpError| Failure::Rejected(locate::render(&e, &module, &graph, &input));
+
+    let mut interp = Interpreter::new(&module).map_err(fail)?;
+    for (b, layout) in &inputs {
+        let bytes = read_data(&b.path, &b.name, *layout)?;
+        interp.bind(&b.name, &bytes).map_err(fail)?;
+    }
+    let calls = Rc::new(RefCell::new(BTreeMap::new()));
+    if !args.strict_host {
+        register_no_ops(&mut interp, &module, &calls);
+    }
+    let ran = run_graph(&mut interp, &graph, args).map_err(fail)?;
+    note_no_ops(&calls.borrow());
+
+    let device = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
+    let mut summary = summary_head(&module, &graph, args, &ran, &inputs);
+    let mut files = Vec::new();
+    for (b, layout, global) in &outputs {
+        let bytes =
+            if *global { interp.read_device_global(&b.name, device) } else { interp.read(&b.name).map(<[u8]>::to_vec) };
+        let bytes = bytes.map_err(fail)?;
+        summary.push_str(&format!(
+            "output @{} -> {}: {}, {}\n",
+            b.name,
+            b.path.display(),
+            layout.describe(),
+            data::checksum(&bytes, *layout)
+        ));
+        let file = if is_npy(&b.path) { data::to_npy(&bytes, *layout) } else { bytes };
+        files.push((&b.path, file));
+    }
+    if !args.races {
+        summary.push_str("races: not checked (use --races)\n");
+    } else if ran.races.is_empty() {
+        summary.push_str("races: none\n");
+    } else {
+        let races = &ran.races;
+        summary.push_str(&format!("races: {} found\n", races.len()));
+        for race in races {
+            summary.push_str(&format!("  {race}\n"));
+        }
+        io::write_output(None, &summary)?;
+        let outputs = if files.is_empty() { "" } else { "; no output file was written" };
+        return Err(Failure::Rejected(format!("error: {} data race(s) found{outputs}", races.len())));
+    }
+    for (path, file) in files {
+        io::write_atomic(path, &file)
+            .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
+    }
+    io::write_output(None, &summary)
+}
+
+/// What the runs did: nodes and work-items of the last run, races of all runs (each once).
+struct Ran {
+    nodes: usize,
+    work_items: u64,
+    races: Vec<Race>,
+}
+
+/// Finalizes `graph` and runs it `--runs` times with the order, race and fuel options.
+fn run_graph(interp: &mut Interpreter, graph: &str, args: &InterpArgs) -> Result<Ran, InterpError> {
+    let exec = interp.finalize(graph)?;
+    let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new() };
+    for i in 0..args.runs {
+        let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i as u64)));
+        let opts = RunOptions { order, check_races: args.races, fuel: args.fuel };
+        let stats = interp.run_with(exec, &opts)?;
+        (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
+        for race in stats.races {
+            if !ran.races.contains(&race) {
+                ran.races.push(race);
+            }
+        }
+    }
+    Ok(ran)
+}
+
+/// The summary's first lines: the graph, runs and order, and the memory that started zeroed.
+fn summary_head(module: &Module, graph: &str, args: &InterpArgs, ran: &Ran, inputs: &[(Binding, Layout)]) -> String {
+    let mut text = format!(
+        "graph @{graph}: {} run(s) in {}; per run: {} node(s) run, {} work-item(s)\n",
+        args.runs,
+        order_text(args.seed, args.runs),
+        ran.nodes,
+        ran.work_items
+    );
+    let zeroed: Vec<String> = module
+        .memories
+        .iter()
+        .filter(|(_, m)| !matches!(m.kind, MemoryKind::DeviceGlobal(_)))
+        .filter(|(_, m)| !inputs.iter().any(|(b, _)| b.name == m.name))
+        .map(|(_, m)| format!("@{}", m.name))
+        .collect();
+    if !zeroed.is_empty() {
+        text.push_str(&format!("zeroed (no --input): {}\n", zeroed.join(", ")));
+    }
+    text
+}
+
+/// The graph to run: `--graph`, or the module's only graph.
+fn pick_graph(module: &Module, wanted: Option<&str>, file: &str) -> Result<String, Failure> {
+    let names: Vec<String> = module.graphs.iter().map(|(_, g)| format!("@{}", g.name)).collect();
+    let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    match wanted {
+        Some(name) => {
+            let bare = name.strip_prefix('@').unwrap_or(name);
+            match module.graph_by_name(bare) {
+                Some(_) => Ok(bare.to_string()),
+                None => Err(Failure::Rejected(format!(
+                    "error: `{file}` has no graph named `@{bare}` (its graphs: {listed})"
+                ))),
+            }
+        }
+        None => match module.graphs.iter().next() {
+            Some((_, g)) if names.len() == 1 => Ok(g.name.clone()),
+            Some(_) => Err(Failure::Rejected(format!(
+                "error: `{file}` has {} graphs; choose one with --graph (its graphs: {listed})",
+                names.len()
+            ))),
+            None => Err(Failure::Rejected(format!("error: `{file}` has no graph to run"))),
+        },
+    }
+}
+
+/// Finds memory object `name` for `--input`/`--output`, or says which names exist.
+fn memory<'m>(module: &'m Module, name: &str, file: &str) -> Result<&'m cmdgraph_ir::MemoryObject, Failure> {
+    match module.memory_by_name(name) {
+        Some(h) => Ok(&module.memories[h]),
+        None => {
+            let names: Vec<String> = module.memories.iter().map(|(_, m)| format!("@{}", m.name)).collect();
+            let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            Err(Failure::Rejected(format!(
+                "error: `{file}` has no memory object named `@{name}` (its memory objects: {listed})"
+            )))
+        }
+    }
+}
+
+fn resolve_inputs(module: &Module, inputs: &[Binding], file: &str) -> Result<Vec<(Binding, Layout)>, Failure> {
+    let mut out: Vec<(Binding, Layout)> = Vec::new();
+    for b in inputs {
+        let m = memory(module, &b.name, file)?;
+        if matches!(m.kind, MemoryKind::DeviceGlobal(_)) {
+            return Err(Failure::Rejected(format!(
+                "error: --input @{}: a device_global starts from its initialiser and cannot be bound \
+                 (only usm and buffer memory can)",
+                b.name
+            )));
+        }
+        if out.iter().any(|(seen, _)| seen.name == b.name) {
+            return Err(Failure::Rejected(format!("error: --input names @{} twice", b.name)));
+        }
+        out.push((b.clone(), Layout { elem: m.elem, count: m.count }));
+    }
+    Ok(out)
+}
+
+fn resolve_outputs(module: &Module, outputs: &[Binding], file: &str) -> Result<Vec<(Binding, Layout, bool)>, Failure> {
+    let mut out = Vec::new();
+    for b in outputs {
+        let m = memory(module, &b.name, file)?;
+        if io::is_stdio(&b.path) {
+            return Err(Failure::Rejected(format!(
+                "error: --output @{}=-: outputs are binary and go to files, not stdout",
+                b.name
+            )));
+        }
+        let global = matches!(m.kind, MemoryKind::DeviceGlobal(_));
+        out.push((b.clone(), Layout { elem: m.elem, count: m.count }, global));
+    }
+    Ok(out)
+}
+
+fn is_npy(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+}
+
+/// Reads a data file into the bytes of memory object `name`. Unreadable files are I/O
+/// errors (exit 3); files that do not fit the memory object reject the input (exit 1).
+fn read_data(path: &Path, name: &str, layout: Layout) -> Result<Vec<u8>, Failure> {
+    let io_err = |e: std::io::Error| Failure::Io(format!("error: cannot read `{}`: {e}", path.display()));
+    let reject = |why: String| {
+        Failure::Rejected(format!("error: cannot bind `{}` to @{name} ({}): {why}", path.display(), layout.describe()))
+    };
+    let npy = is_npy(path);
+    // An .npy header is at most 1 MiB plus its 12-byte preamble (npy::MAX_HEADER).
+    let limit = layout.bytes().saturating_add(if npy { (1 << 20) + 12 } else { 0 });
+    let file = File::open(path).map_err(io_err)?;
+    let meta = file.metadata().map_err(io_err)?;
+    if meta.is_dir() {
+        return Err(io_err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory")));
+    }
+    let mut bytes = Vec::new();
+    if meta.is_file() && meta.len() > limit {
+        // Too large to fit: read only the head, for the .npy hint.
+        let mut head = file.take(crate::npy::MAGIC.len() as u64);
+        head.read_to_end(&mut bytes).map_err(io_err)?;
+        if npy {
+            let why = format!("it has {} bytes, more than an .npy file of {} can have", meta.len(), layout.describe());
+            return Err(reject(why));
+        }
+        return Err(reject(raw_mismatch(meta.len(), &bytes, layout)));
+    }
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io_err)?;
+    if npy {
+        return data::from_npy(&bytes, layout).map_err(reject);
+    }
+    if bytes.len() as u64 != layout.bytes() {
+        return Err(reject(raw_mismatch(bytes.len() as u64, &bytes, layout)));
+    }
+    Ok(bytes)
+}
+
+/// Why a raw file of `len` bytes starting with `head` does not fit.
+fn raw_mismatch(len: u64, head: &[u8], layout: Layout) -> String {
+    let mut why = data::check_raw_len(len, layout).err().unwrap_or_default();
+    if crate::npy::has_magic(head) {
+        why.push_str("; it looks like an .npy file: give it the .npy extension");
+    }
+    why
+}
+
+/// Registers a callback for every host task and native command name of the module. The
+/// CLI has no host code, so each one reads the memory it declared readable (and writes
+/// `read_write` memory back unchanged) so that the race detector sees those accesses, and
+/// counts its calls for the note.
+fn register_no_ops(interp: &mut Interpreter, module: &Module, calls: &Rc<RefCell<BTreeMap<String, u64>>>) {
+    let mut names = std::collections::BTreeSet::new();
+    for (_, g) in module.graphs.iter() {
+        for (_, n) in g.nodes.iter() {
+            if let NodeKind::HostTask(c) | NodeKind::Native(c) = &n.kind {
+                names.insert(c.callback.clone());
+            }
+        }
+        for (_, d) in g.dcgs.iter() {
+            for alt in &d.alternatives {
+                if let Alternative::HostTask(c) = alt {
+                    names.insert(c.callback.clone());
+                }
+            }
+        }
+    }
+    for name in names {
+        let calls = Rc::clone(calls);
+        let key = name.clone();
+        interp.register_callback(&name, move |ctx| {
+            *calls.borrow_mut().entry(key.clone()).or_insert(0) += 1;
+            for memory in ctx.declared() {
+                match ctx.mode(&memory) {
+                    Some(mode) if mode.reads() && mode.writes() => {
+                        let bytes = ctx.read(&memory)?;
+                        ctx.write(&memory, 0, &bytes)?;
+                    }
+                    Some(mode) if mode.reads() => {
+                        ctx.read(&memory)?;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Says on stderr which host callbacks ran as no-ops.
+fn note_no_ops(calls: &BTreeMap<String, u64>) {
+    if calls.is_empty() {
+        return;
+    }
+    let list: Vec<String> = calls.iter().map(|(name, n)| format!("\"{name}\" ({n} call(s))")).collect();
+    eprintln!(
+        "note: host tasks and native commands ran as no-ops: {}; cmdgraph interp runs no host code \
+         (--strict-host makes them an error)",
+        list.join(", ")
+    );
+}
+
+fn order_text(seed: Option<u64>, runs: u32) -> String {
+    match seed {
+        None => "creation order".to_string(),
+        Some(s) if runs == 1 => format!("random order (seed {s})"),
+        Some(s) => format!("random order (seeds {s} to {})", s.wrapping_add(runs as u64 - 1)),
+    }
+}

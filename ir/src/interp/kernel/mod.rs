@@ -1,0 +1,59 @@
+//! Kernel launches: geometry ([`launch`]), argument binding (`bind`), SIMT execution of
+//! the body (`simt`) and its memory ops (`memop`).
+
+pub mod launch;
+
+mod bind;
+mod memop;
+mod simt;
+
+use super::access::NodeLog;
+use super::error::InterpError;
+use super::memory::MemCtx;
+use crate::graph::{ArgValue, Launch};
+use crate::kernel::{Kernel, KernelBody};
+use launch::{Geometry, GroupIds};
+
+/// Runs `kernel` over `launch` with resolved `args`; returns the number of work-items.
+///
+/// `root` says whether the node belongs to the executable graph's root graph (only there
+/// may pointers name graph allocations).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    graph: &str,
+    node: &str,
+    kernel: &Kernel,
+    launch: &Launch,
+    args: &[ArgValue],
+    mem: &mut MemCtx<'_>,
+    log: Option<&mut NodeLog>,
+    root: bool,
+    fuel: &mut u64,
+) -> Result<u64, InterpError> {
+    let invalid = |message: String| InterpError::invalid(graph, Some(node), message);
+    let body = match &kernel.body {
+        KernelBody::Ir(body) => body,
+        KernelBody::Spirv { path, .. } => {
+            return Err(invalid(format!(
+                "kernel @{} is external SPIR-V (\"{path}\"); the interpreter runs only kernel-language bodies",
+                kernel.name
+            )))
+        }
+    };
+    let geo = Geometry::new(launch).map_err(invalid)?;
+    let total = geo.total().unwrap_or(0);
+    let prep = bind::prepare(kernel, body, geo, args, mem, root).map_err(invalid)?;
+    let mut exec = simt::Exec {
+        kernel,
+        body,
+        node,
+        prep,
+        ids: GroupIds::default(),
+        slots: vec![simt::Slot::Empty; body.values.len()],
+        mem,
+        log,
+        fuel,
+    };
+    exec.run()?;
+    Ok(total)
+}

@@ -1,0 +1,263 @@
+//! Scalar semantics of the kernel language, one function per (op, type).
+//!
+//! Each lookup returns a plain `fn` over canonical bits (see `value`), chosen once per op
+//! execution and applied to every component, or `None` when the op does not apply to the
+//! type. Semantics:
+//! - `f32` arithmetic is done in `f32` (never widened), `fma` is `f32::mul_add` (one
+//!   rounding), math functions are Rust's `f32` functions; `rsqrt` is `1 / sqrt`.
+//! - `f16` arithmetic and math are computed in `f32` and rounded once to `f16` (exact for
+//!   `add sub mul div sqrt`, since `f32` has more than 2·11+2 bits); `fma` goes through `f64`.
+//! - `min`/`max` on floats return the non-NaN operand (IEEE minNum/maxNum, SYCL `fmin`);
+//!   float `rem` is C `fmod`.
+//! - Integer arithmetic wraps; `div` and `rem` by zero give 0, and `MIN / -1` gives `MIN`
+//!   (`rem` gives 0); shift amounts are taken modulo the bit width; `shr` is arithmetic on
+//!   signed types.
+//! - `cast` follows Rust `as`: float to integer truncates toward zero and saturates (NaN
+//!   gives 0), integer to integer wraps, to `bool` is "not zero" (NaN is true), from `bool`
+//!   is 0 or 1.
+
+use super::value::{f16_bits, f16_of, f32_bits, f32_of, int_bits, int_of};
+use crate::kernel::{AtomicOp, BinaryOp, CmpOp, UnaryOp};
+use crate::types::ScalarType;
+use half::f16;
+
+/// A unary function over bits.
+pub(crate) type Fn1 = fn(u64) -> u64;
+/// A binary function over bits.
+pub(crate) type Fn2 = fn(u64, u64) -> u64;
+/// A ternary function over bits.
+pub(crate) type Fn3 = fn(u64, u64, u64) -> u64;
+
+fn f32_1(x: u64, f: impl Fn(f32) -> f32) -> u64 {
+    f32_bits(f(f32_of(x)))
+}
+fn f16_1(x: u64, f: impl Fn(f32) -> f32) -> u64 {
+    f16_bits(f16::from_f32(f(f16_of(x).to_f32())))
+}
+fn f32_2(a: u64, b: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
+    f32_bits(f(f32_of(a), f32_of(b)))
+}
+fn f16_2(a: u64, b: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
+    f16_bits(f16::from_f32(f(f16_of(a).to_f32(), f16_of(b).to_f32())))
+}
+
+macro_rules! float_unary {
+    ($ty:expr, $f:expr) => {
+        match $ty {
+            ScalarType::F32 => Some((|x| f32_1(x, $f)) as Fn1),
+            ScalarType::F16 => Some((|x| f16_1(x, $f)) as Fn1),
+            _ => None,
+        }
+    };
+}
+
+/// The function for a unary op on `ty`.
+pub(crate) fn unary(op: UnaryOp, ty: ScalarType) -> Option<Fn1> {
+    use ScalarType::*;
+    match op {
+        UnaryOp::Neg => match ty {
+            I32 | U32 => Some(|x| (x as u32).wrapping_neg() as u64),
+            I64 | U64 => Some(|x: u64| x.wrapping_neg()),
+            _ => float_unary!(ty, |v: f32| -v),
+        },
+        UnaryOp::Not => match ty {
+            Bool => Some(|x| (x & 1) ^ 1),
+            I32 | U32 => Some(|x| !(x as u32) as u64),
+            I64 | U64 => Some(|x: u64| !x),
+            _ => None,
+        },
+        UnaryOp::Abs => match ty {
+            I32 => Some(|x| (x as u32 as i32).wrapping_abs() as u32 as u64),
+            I64 => Some(|x| (x as i64).wrapping_abs() as u64),
+            U32 | U64 => Some(|x| x),
+            _ => float_unary!(ty, f32::abs),
+        },
+        UnaryOp::Sqrt => float_unary!(ty, f32::sqrt),
+        UnaryOp::Rsqrt => float_unary!(ty, |v: f32| 1.0 / v.sqrt()),
+        UnaryOp::Exp => float_unary!(ty, f32::exp),
+        UnaryOp::Log => float_unary!(ty, f32::ln),
+        UnaryOp::Sin => float_unary!(ty, f32::sin),
+        UnaryOp::Cos => float_unary!(ty, f32::cos),
+        UnaryOp::Tanh => float_unary!(ty, f32::tanh),
+        UnaryOp::Floor => float_unary!(ty, f32::floor),
+        UnaryOp::Ceil => float_unary!(ty, f32::ceil),
+    }
+}
+
+macro_rules! float_binary {
+    ($ty:expr, $f:expr) => {
+        match $ty {
+            ScalarType::F32 => Some((|a, b| f32_2(a, b, $f)) as Fn2),
+            ScalarType::F16 => Some((|a, b| f16_2(a, b, $f)) as Fn2),
+            _ => None,
+        }
+    };
+}
+
+/// Integer binary ops through `$t` (the Rust type of the IR type).
+macro_rules! int_binary {
+    ($op:expr, $t:ty, $u:ty) => {{
+        let f: Fn2 = match $op {
+            BinaryOp::Add => |a, b| (a as $t).wrapping_add(b as $t) as $u as u64,
+            BinaryOp::Sub => |a, b| (a as $t).wrapping_sub(b as $t) as $u as u64,
+            BinaryOp::Mul => |a, b| (a as $t).wrapping_mul(b as $t) as $u as u64,
+            BinaryOp::Div => |a, b| {
+                if b as $t == 0 {
+                    0
+                } else {
+                    (a as $t).wrapping_div(b as $t) as $u as u64
+                }
+            },
+            BinaryOp::Rem => |a, b| {
+                if b as $t == 0 {
+                    0
+                } else {
+                    (a as $t).wrapping_rem(b as $t) as $u as u64
+                }
+            },
+            BinaryOp::Min => |a, b| (a as $t).min(b as $t) as $u as u64,
+            BinaryOp::Max => |a, b| (a as $t).max(b as $t) as $u as u64,
+            BinaryOp::And => |a, b| ((a as $t) & (b as $t)) as $u as u64,
+            BinaryOp::Or => |a, b| ((a as $t) | (b as $t)) as $u as u64,
+            BinaryOp::Xor => |a, b| ((a as $t) ^ (b as $t)) as $u as u64,
+            BinaryOp::Shl => |a, b| (a as $t).wrapping_shl(b as u32) as $u as u64,
+            BinaryOp::Shr => |a, b| (a as $t).wrapping_shr(b as u32) as $u as u64,
+            BinaryOp::Pow => return None,
+        };
+        Some(f)
+    }};
+}
+
+/// The function for a binary op on `ty`.
+pub(crate) fn binary(op: BinaryOp, ty: ScalarType) -> Option<Fn2> {
+    use ScalarType::*;
+    match ty {
+        // `bits as i32` keeps the low 32 bits, which are the canonical `i32` bits.
+        I32 => int_binary!(op, i32, u32),
+        U32 => int_binary!(op, u32, u32),
+        I64 => int_binary!(op, i64, u64),
+        U64 => int_binary!(op, u64, u64),
+        Bool => match op {
+            BinaryOp::And => Some(|a, b| a & b & 1),
+            BinaryOp::Or => Some(|a, b| (a | b) & 1),
+            BinaryOp::Xor => Some(|a, b| (a ^ b) & 1),
+            _ => None,
+        },
+        F32 | F16 => match op {
+            BinaryOp::Add => float_binary!(ty, |a, b| a + b),
+            BinaryOp::Sub => float_binary!(ty, |a, b| a - b),
+            BinaryOp::Mul => float_binary!(ty, |a, b| a * b),
+            BinaryOp::Div => float_binary!(ty, |a, b| a / b),
+            BinaryOp::Rem => float_binary!(ty, |a, b| a % b),
+            BinaryOp::Min => float_binary!(ty, f32::min),
+            BinaryOp::Max => float_binary!(ty, f32::max),
+            BinaryOp::Pow => float_binary!(ty, f32::powf),
+            _ => None,
+        },
+    }
+}
+
+/// The function for a comparison on `ty`; the result is bool bits.
+pub(crate) fn compare(op: CmpOp, ty: ScalarType) -> Fn2 {
+    macro_rules! cmp_via {
+        ($conv:expr) => {
+            match op {
+                CmpOp::Eq => |a, b| ($conv(a) == $conv(b)) as u64,
+                CmpOp::Ne => |a, b| ($conv(a) != $conv(b)) as u64,
+                CmpOp::Lt => |a, b| ($conv(a) < $conv(b)) as u64,
+                CmpOp::Le => |a, b| ($conv(a) <= $conv(b)) as u64,
+                CmpOp::Gt => |a, b| ($conv(a) > $conv(b)) as u64,
+                CmpOp::Ge => |a, b| ($conv(a) >= $conv(b)) as u64,
+            }
+        };
+    }
+    match ty {
+        ScalarType::F32 => cmp_via!(f32_of),
+        ScalarType::F16 => cmp_via!(|x| f16_of(x).to_f32()),
+        ScalarType::I32 => cmp_via!(|x: u64| x as u32 as i32),
+        ScalarType::I64 => cmp_via!(|x: u64| x as i64),
+        ScalarType::Bool | ScalarType::U32 | ScalarType::U64 => cmp_via!(|x: u64| x),
+    }
+}
+
+/// `a * b + c` rounded once.
+pub(crate) fn fma(ty: ScalarType) -> Option<Fn3> {
+    match ty {
+        ScalarType::F32 => Some(|a, b, c| f32_bits(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
+        ScalarType::F16 => Some(|a, b, c| {
+            let w = |x: u64| f16_of(x).to_f64();
+            f16_bits(f16::from_f64(w(a).mul_add(w(b), w(c))))
+        }),
+        _ => None,
+    }
+}
+
+/// Converts `bits` of type `from` to `to` (Rust `as` semantics, see the module doc).
+pub(crate) fn cast(bits: u64, from: ScalarType, to: ScalarType) -> u64 {
+    if let Some(v) = int_of(bits, from) {
+        return int_bits(v, to);
+    }
+    let x = match from {
+        ScalarType::F16 => f16_of(bits).to_f32(),
+        _ => f32_of(bits),
+    };
+    match to {
+        ScalarType::Bool => (x != 0.0) as u64,
+        ScalarType::I32 => x as i32 as u32 as u64,
+        ScalarType::U32 => x as u32 as u64,
+        ScalarType::I64 => x as i64 as u64,
+        ScalarType::U64 => x as u64,
+        ScalarType::F16 => f16_bits(f16::from_f32(x)),
+        ScalarType::F32 => f32_bits(x),
+    }
+}
+
+/// The new memory value of an atomic read-modify-write (`old` op `operand`), or `None` when
+/// the op does not apply to `ty`. `cmpxchg` is handled by the caller.
+pub(crate) fn atomic(op: AtomicOp, ty: ScalarType) -> Option<Fn2> {
+    let as_binary = |b: BinaryOp| binary(b, ty);
+    match (op, ty) {
+        (_, ScalarType::Bool | ScalarType::F16) => None,
+        (AtomicOp::Exchange, _) => Some(|_, new| new),
+        (AtomicOp::CompareExchange, _) => None,
+        (AtomicOp::Add, _) => as_binary(BinaryOp::Add),
+        (AtomicOp::Min, _) => as_binary(BinaryOp::Min),
+        (AtomicOp::Max, _) => as_binary(BinaryOp::Max),
+        (_, ScalarType::F32) => None,
+        (AtomicOp::Sub, _) => as_binary(BinaryOp::Sub),
+        (AtomicOp::And, _) => as_binary(BinaryOp::And),
+        (AtomicOp::Or, _) => as_binary(BinaryOp::Or),
+        (AtomicOp::Xor, _) => as_binary(BinaryOp::Xor),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_edge_cases() {
+        let div = binary(BinaryOp::Div, ScalarType::I32).unwrap();
+        assert_eq!(div(7, 0), 0);
+        let min = i32::MIN as u32 as u64;
+        assert_eq!(div(min, (-1i32) as u32 as u64), min);
+        let shl = binary(BinaryOp::Shl, ScalarType::U32).unwrap();
+        assert_eq!(shl(1, 33), 2);
+        let shr = binary(BinaryOp::Shr, ScalarType::I32).unwrap();
+        assert_eq!(shr((-8i32) as u32 as u64, 1), (-4i32) as u32 as u64);
+        let lt = compare(CmpOp::Lt, ScalarType::I32);
+        assert_eq!(lt((-1i32) as u32 as u64, 1), 1);
+        let ltu = compare(CmpOp::Lt, ScalarType::U32);
+        assert_eq!(ltu((-1i32) as u32 as u64, 1), 0);
+    }
+
+    #[test]
+    fn casts_follow_rust_as() {
+        assert_eq!(cast(f32_bits(-1.5), ScalarType::F32, ScalarType::I32), (-1i32) as u32 as u64);
+        assert_eq!(cast(f32_bits(1e20), ScalarType::F32, ScalarType::I32), i32::MAX as u32 as u64);
+        assert_eq!(cast(f32_bits(f32::NAN), ScalarType::F32, ScalarType::U32), 0);
+        assert_eq!(cast((-1i32) as u32 as u64, ScalarType::I32, ScalarType::I64), u64::MAX);
+        assert_eq!(cast(u32::MAX as u64, ScalarType::U32, ScalarType::I64), u32::MAX as u64);
+        assert_eq!(f32_of(cast(16_777_217, ScalarType::I64, ScalarType::F32)), 16_777_216.0);
+    }
+}

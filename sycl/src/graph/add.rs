@@ -1,0 +1,196 @@
+//! Turning a command group into a node: the checks of `add` and of recorded submissions
+//! (§22 rows 4-11, 37-43, 47, 48, 53, 54, 56-59), and the node's inline edges.
+//!
+//! Edge order of a new node (the creation order whole-graph update compares; decision
+//! A5 drops an edge whose source is already listed):
+//! 1. the in-order edge from the queue's previous node (`via in_order`);
+//! 2. `property::node::depends_on` nodes, in the order given;
+//! 3. `depends_on_all_leaves`: the graph's leaves in creation order (`via all_leaves`);
+//! 4. `handler::depends_on` events in call order (`via event`, or `via transitive` for
+//!    the submission that switched its queue to recording);
+//! 5. accessor data dependencies, sources in creation order (`via accessor`);
+//! 6. a barrier's wait list, or the leaves recorded from its queue (`via barrier`);
+//! 7. the queue's last barrier, unless the edges above already order it (`via barrier`).
+
+use super::checks::{check_banned, check_buffers, check_dynamic, event_node};
+use super::convert::{convert, Via};
+use super::edges::{accessor_deps, leaves, queue_leaves, Adjacency, Deps};
+use super::GraphInner;
+use crate::buffer::Accessor;
+use crate::dynamic::DynamicCommandGroup;
+use crate::error::{ensure, Result, SyclError};
+use crate::handler::{Command, Handler, Mode};
+use crate::props::NodeProps;
+use cmdgraph_ir::{EdgeKind, Handle, Node, NodeKind};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// `add(props)`: an empty node.
+pub(crate) fn add_empty(rc: &Rc<RefCell<GraphInner>>, props: &NodeProps) -> Result<Handle<Node>> {
+    let mut inner = rc.borrow_mut();
+    inner.check_not_recording(4, "add (empty node)")?;
+    let mut deps = Deps::default();
+    explicit_deps(rc, &inner, props, &mut deps)?;
+    Ok(inner.push_node(NodeKind::Empty, None, &deps.list, Vec::new()))
+}
+
+/// Edges 2 and 3: `depends_on` and `depends_on_all_leaves`.
+fn explicit_deps(rc: &Rc<RefCell<GraphInner>>, inner: &GraphInner, props: &NodeProps, deps: &mut Deps) -> Result<()> {
+    for n in &props.depends_on {
+        ensure(Rc::ptr_eq(&n.graph, rc), 0, || {
+            format!("property::node::depends_on names a node of another graph than `@{}`", inner.ir.name)
+        })?;
+        deps.push(n.handle, EdgeKind::DependsOn);
+    }
+    if props.all_leaves {
+        for leaf in leaves(&inner.ir) {
+            deps.push(leaf, EdgeKind::AllLeaves);
+        }
+    }
+    Ok(())
+}
+
+impl GraphInner {
+    /// `add(cgf)` or a recorded submission: checks, converts, computes edges, appends.
+    pub(crate) fn add_command_group(
+        rc: &Rc<RefCell<GraphInner>>,
+        mut h: Handler,
+        props: &NodeProps,
+    ) -> Result<Handle<Node>> {
+        if let Some(e) = h.error.take() {
+            return Err(e);
+        }
+        let (via, queue) = match &h.mode {
+            Mode::Explicit => (Via::Explicit, None),
+            Mode::Internal => (Via::Internal, None),
+            Mode::Recording { queue, transitive } => (Via::Recording { transitive: *transitive }, Some(queue.clone())),
+            Mode::Dcg | Mode::Eager { .. } => return Err(SyclError::invalid(0, "internal: not a graph submission")),
+        };
+        let mut inner = rc.borrow_mut();
+        if via == Via::Explicit {
+            inner.check_not_recording(5, "add")?;
+        }
+        check_banned(&h.command, h.scratch)?;
+        check_dynamic(&h, via)?;
+        let expected = match &h.command {
+            Some(Command::AsyncMalloc { .. }) => Some(inner.ir.nodes.len()),
+            _ => None,
+        };
+        let converted = convert(rc, &mut inner, &mut h, via)?;
+        check_buffers(&inner, &converted.reqs, via)?;
+        let event_kind = match via {
+            Via::Recording { transitive: true } => EdgeKind::Transitive,
+            _ => EdgeKind::Event,
+        };
+        let events = h.deps.iter().map(|e| event_node(rc, &inner, e)).collect::<Result<Vec<_>>>()?;
+
+        let rec = queue.as_ref().map(|q| inner.queue_rec(q));
+        let adj = Adjacency::new(&inner.ir);
+        let mut deps = Deps::default();
+        if let (Some(q), Some(r)) = (&queue, rec) {
+            if let (true, Some(last)) = (q.props().in_order, inner.queues[r].last) {
+                deps.push(last, EdgeKind::InOrder);
+            }
+        }
+        explicit_deps(rc, &inner, props, &mut deps)?;
+        for e in events {
+            deps.push(e, event_kind);
+        }
+        let ir_reqs: Vec<_> = converted.reqs.iter().map(Accessor::to_ir).collect();
+        for n in accessor_deps(&inner.ir, &inner.reqs, &ir_reqs, &adj) {
+            deps.push(n, EdgeKind::Accessor);
+        }
+        if let NodeKind::Barrier { wait } = &converted.kind {
+            let sources = match (wait.is_empty(), rec) {
+                (true, Some(r)) => queue_leaves(&inner.ir, inner.queues[r].ir),
+                _ => wait.clone(),
+            };
+            for n in sources {
+                deps.push(n, EdgeKind::Barrier);
+            }
+        }
+        if let Some(b) = rec.and_then(|r| inner.queues[r].barrier) {
+            let implied = deps.sources().iter().any(|s| *s == b || adj.reaches(b, *s));
+            if !implied {
+                deps.push(b, EdgeKind::Barrier);
+            }
+        }
+
+        if expected.is_some_and(|n| n != inner.ir.nodes.len()) {
+            return Err(SyclError::invalid(0, "async_malloc: the graph changed while its command group ran"));
+        }
+        let is_barrier = matches!(converted.kind, NodeKind::Barrier { .. });
+        let queue_ir = rec.map(|r| inner.queues[r].ir);
+        let handle = inner.push_node(converted.kind, queue_ir, &deps.list, ir_reqs);
+        if let Some(r) = rec {
+            inner.queues[r].last = Some(handle);
+            if is_barrier {
+                inner.queues[r].barrier = Some(handle);
+            }
+            for a in &converted.reqs {
+                let mut list = a.buffer.0.recorded_in.borrow_mut();
+                if !list.iter().any(|w| std::ptr::eq(w.as_ptr(), Rc::as_ptr(rc))) {
+                    list.push(Rc::downgrade(rc));
+                }
+            }
+        }
+        Ok(handle)
+    }
+}
+
+/// `add(dynamicCG, props)` (rows 9, 10, 11).
+pub(crate) fn add_dynamic(
+    rc: &Rc<RefCell<GraphInner>>,
+    dcg: &DynamicCommandGroup,
+    props: &NodeProps,
+) -> Result<Handle<Node>> {
+    let mut inner = rc.borrow_mut();
+    inner.check_not_recording(9, "add (dynamic command group)")?;
+    ensure(Rc::ptr_eq(&dcg.graph, rc), 10, || {
+        format!("add: the dynamic command group was created for another graph than `@{}`", inner.ir.name)
+    })?;
+    let side = inner
+        .dcg_deps
+        .get(dcg.handle.index())
+        .cloned()
+        .ok_or_else(|| SyclError::invalid(0, "unknown dynamic command group"))?;
+    let adj = Adjacency::new(&inner.ir);
+    let mut per_alt: Vec<Vec<(Handle<Node>, EdgeKind)>> = Vec::new();
+    for (events, reqs) in side.events.iter().zip(&side.reqs) {
+        let mut d = Deps::default();
+        for e in events {
+            d.push(event_node(rc, &inner, e)?, EdgeKind::Event);
+        }
+        for n in accessor_deps(&inner.ir, &inner.reqs, reqs, &adj) {
+            d.push(n, EdgeKind::Accessor);
+        }
+        per_alt.push(d.list);
+    }
+    if let Some(i) = per_alt.iter().position(|d| *d != per_alt[0]) {
+        return Err(SyclError::invalid(
+            11,
+            format!(
+                "add: alternatives 0 and {i} of the dynamic command group have different event or accessor dependencies, so switching would change the graph's topology; give every alternative the same dependencies"
+            ),
+        ));
+    }
+    let shape = |reqs: &Vec<cmdgraph_ir::Accessor>| {
+        let mut set: Vec<_> = reqs.iter().map(|a| (a.buffer, a.mode)).collect();
+        set.sort_by_key(|(b, m)| (format!("{b:?}"), *m));
+        set.dedup();
+        set
+    };
+    if let Some(i) = side.reqs.iter().position(|r| shape(r) != shape(&side.reqs[0])) {
+        return Err(SyclError::invalid(
+            11,
+            format!("add: alternatives 0 and {i} of the dynamic command group require different buffer accesses, so switching could change the graph's edges; give every alternative the same accessors"),
+        ));
+    }
+    let mut deps = Deps::default();
+    explicit_deps(rc, &inner, props, &mut deps)?;
+    for (n, k) in per_alt.into_iter().next().unwrap_or_default() {
+        deps.push(n, k);
+    }
+    let reqs = side.reqs.iter().flatten().copied().collect();
+    Ok(inner.push_node(NodeKind::Dynamic { dcg: dcg.handle }, None, &deps.list, reqs))
+}

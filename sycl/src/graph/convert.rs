@@ -1,0 +1,355 @@
+//! Converting a command group into an IR node kind: pointers, kernel arguments checked
+//! against their parameters, accessor requirements, access lists, sub-graph slots.
+
+use super::checks::{check_banned, event_node};
+use super::module::Child;
+use super::GraphInner;
+use crate::args::KArg;
+use crate::buffer::Accessor;
+use crate::dynamic::DynamicParameter;
+use crate::error::{ensure, Result, SyclError};
+use crate::handler::{Command, Handler};
+use crate::memory::{Ptr, PtrBase};
+use cmdgraph_ir::{
+    Arg, ArgValue, Handle, HostTaskCommand, KernelCommand, MemAccess, MemRef, NodeKind, ParamType, Pointer, UsmKind,
+};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// How a command group reaches the graph.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    Explicit,
+    /// A one-node graph that runs an executing-queue submission.
+    Internal,
+    Recording {
+        transitive: bool,
+    },
+    Dcg,
+}
+
+impl Via {
+    /// Picks the row for the explicit API, recording, or a dynamic command group.
+    pub(crate) fn row(self, explicit: u32, recording: u32, dcg: u32) -> u32 {
+        match self {
+            Via::Explicit | Via::Internal => explicit,
+            Via::Recording { .. } => recording,
+            Via::Dcg => dcg,
+        }
+    }
+}
+
+/// What converting a command group produced.
+pub(crate) struct Converted {
+    pub(crate) kind: NodeKind,
+    /// Accessor requirements (the handler's, accessor arguments, accessor parameters).
+    pub(crate) reqs: Vec<Accessor>,
+}
+
+/// A pointer as the IR writes it; checks that it is this graph's and in bounds.
+pub(crate) fn pointer(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &GraphInner,
+    p: &Ptr,
+    bytes: u64,
+    what: &str,
+) -> Result<Pointer> {
+    let base = match &p.base {
+        PtrBase::Usm(u) => {
+            ensure(u.mem.ctx.same(&inner.ctx), 0, || {
+                format!("{what}: USM allocation `@{}` belongs to another context", u.name())
+            })?;
+            MemRef::Memory(u.handle())
+        }
+        PtrBase::Alloc { graph, node, .. } => {
+            let own = std::ptr::eq(graph.as_ptr(), Rc::as_ptr(rc));
+            let is_alloc = matches!(inner.ir.nodes.try_get(*node).map(|n| &n.kind), Some(NodeKind::AsyncMalloc { .. }));
+            ensure(own && is_alloc, 73, || {
+                format!("{what}: the pointer comes from an async_malloc of another graph; graph-owned memory is only valid inside its own graph")
+            })?;
+            MemRef::Alloc(*node)
+        }
+        PtrBase::Dangling => {
+            return Err(SyclError::invalid(0, format!("{what}: the pointer comes from a failed async_malloc")))
+        }
+    };
+    let end = p.offset.checked_add(bytes);
+    ensure(end.is_some_and(|e| e <= p.allocation_bytes()), 0, || {
+        format!(
+            "{what}: {bytes} bytes at byte offset {} run past the end of the allocation ({} bytes)",
+            p.offset,
+            p.allocation_bytes()
+        )
+    })?;
+    Ok(Pointer { base, offset: p.offset })
+}
+
+/// The element type of the memory a pointer points into.
+fn pointer_elem(inner: &GraphInner, p: &Ptr) -> Option<cmdgraph_ir::Type> {
+    match &p.base {
+        PtrBase::Usm(u) => Some(u.elem()),
+        PtrBase::Alloc { node, .. } => match inner.ir.nodes.try_get(*node).map(|n| &n.kind) {
+            Some(NodeKind::AsyncMalloc { elem, .. }) => Some(*elem),
+            _ => None,
+        },
+        PtrBase::Dangling => None,
+    }
+}
+
+/// One kernel argument as an IR value, checked against its parameter.
+fn arg_value(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &GraphInner,
+    kernel: &str,
+    index: usize,
+    param: ParamType,
+    arg: &KArg,
+    reqs: &mut Vec<Accessor>,
+) -> Result<ArgValue> {
+    let mismatch = |got: &str| {
+        SyclError::invalid(
+            0,
+            format!("kernel `@{kernel}` argument {index}: the parameter is {param:?} but the argument is {got}"),
+        )
+    };
+    match (arg, param) {
+        (KArg::Scalar(lit), ParamType::Value(t)) if t.lanes == 1 && lit.ty == Some(t.scalar) => {
+            Ok(ArgValue::Scalar(*lit))
+        }
+        (KArg::Bytes(b), ParamType::Value(t)) if b.len() as u64 == t.size() => Ok(ArgValue::Bytes(b.clone())),
+        (KArg::Ptr(p), ParamType::Buffer { elem, .. }) => {
+            if pointer_elem(inner, p) != Some(elem) {
+                return Err(mismatch(&format!("a pointer to {:?} elements", pointer_elem(inner, p))));
+            }
+            if p.offset % elem.size().max(1) != 0 {
+                return Err(mismatch(&format!(
+                    "a pointer {} bytes into its memory, not on an element boundary",
+                    p.offset
+                )));
+            }
+            Ok(ArgValue::Pointer(pointer(rc, inner, p, 0, &format!("kernel `@{kernel}` argument {index}"))?))
+        }
+        (KArg::Acc(a), ParamType::Buffer { elem, access }) => {
+            if a.buffer.elem() != elem || !a.mode.satisfies(access) {
+                return Err(mismatch(&format!("an accessor on {} elements with mode {}", a.buffer.elem(), a.mode)));
+            }
+            ensure(a.buffer.0.mem.ctx.same(&inner.ctx), 0, || {
+                format!("buffer `@{}` belongs to another context", a.buffer.name())
+            })?;
+            reqs.push(a.clone());
+            Ok(ArgValue::Accessor(a.to_ir()))
+        }
+        (KArg::Local { elem, count }, ParamType::Local { elem: e }) if *elem == e => {
+            Ok(ArgValue::Local { elem: *elem, count: *count })
+        }
+        (KArg::Dyn(_), _) => Err(SyclError::invalid(0, "a dynamic parameter cannot hold another dynamic parameter")),
+        (other, _) => Err(mismatch(&format!("{other:?}"))),
+    }
+}
+
+/// Kernel arguments: `args` with `set_arg` values applied, each checked; dynamic
+/// parameters must belong to this graph (rows 42, 43).
+fn kernel_args(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &GraphInner,
+    kernel: &crate::kernel::KernelRef,
+    launch: &cmdgraph_ir::Launch,
+    mut args: Vec<KArg>,
+    set_args: &std::collections::BTreeMap<u32, KArg>,
+    reqs: &mut Vec<Accessor>,
+) -> Result<Vec<Arg>> {
+    for (i, a) in set_args {
+        let i = *i as usize;
+        match i.cmp(&args.len()) {
+            std::cmp::Ordering::Less => args[i] = a.clone(),
+            std::cmp::Ordering::Equal => args.push(a.clone()),
+            std::cmp::Ordering::Greater => {
+                return Err(SyclError::invalid(
+                    0,
+                    format!("set_arg({i}) leaves argument {} of `@{}` unset", args.len(), kernel.name),
+                ))
+            }
+        }
+    }
+    ensure(args.len() == kernel.params.len(), 0, || {
+        format!("kernel `@{}` takes {} arguments, {} given", kernel.name, kernel.params.len(), args.len())
+    })?;
+    let local = kernel.params.iter().any(|p| matches!(p, ParamType::Local { .. }));
+    ensure(!local || matches!(launch, cmdgraph_ir::Launch::NdRange { .. }), 0, || {
+        format!("kernel `@{}` takes work-group memory, so it needs an nd_range launch", kernel.name)
+    })?;
+    let mut out = Vec::with_capacity(args.len());
+    for (i, (arg, param)) in args.iter().zip(&kernel.params).enumerate() {
+        match arg {
+            KArg::Dyn(p) => {
+                check_param_graph(rc, inner, p, 42)?;
+                let value = inner.dyn_values.get(p.handle.index()).cloned();
+                let value = value.ok_or_else(|| SyclError::invalid(0, "unknown dynamic parameter"))?;
+                arg_value(rc, inner, &kernel.name, i, *param, &value, reqs)?;
+                out.push(Arg::Dyn(p.handle));
+            }
+            other => out.push(Arg::Value(arg_value(rc, inner, &kernel.name, i, *param, other, reqs)?)),
+        }
+    }
+    Ok(out)
+}
+
+/// Row 42/43: the parameter must belong to this graph.
+pub(crate) fn check_param_graph(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &GraphInner,
+    p: &DynamicParameter,
+    row: u32,
+) -> Result<()> {
+    ensure(Rc::ptr_eq(&p.graph, rc), row, || {
+        format!(
+            "a dynamic parameter of another graph is used in graph `@{}`; create the parameter on this graph",
+            inner.ir.name
+        )
+    })
+}
+
+/// The USM and buffer memory a host task or native command touches.
+fn access_list(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &GraphInner,
+    usm: &[(Ptr, cmdgraph_ir::Access)],
+    reqs: &[Accessor],
+) -> Result<Vec<MemAccess>> {
+    let mut out: Vec<MemAccess> =
+        reqs.iter().map(|a| MemAccess { mem: MemRef::Memory(a.buffer.handle()), mode: a.mode }).collect();
+    for (p, mode) in usm {
+        let ptr = pointer(rc, inner, p, 0, "host task access list")?;
+        out.push(MemAccess { mem: ptr.base, mode: *mode });
+    }
+    Ok(out)
+}
+
+/// Converts the handler's command into an IR node kind (None: an empty node).
+pub(crate) fn convert(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &mut GraphInner,
+    h: &mut Handler,
+    via: Via,
+) -> Result<Converted> {
+    let mut reqs = std::mem::take(&mut h.reqs);
+    for p in std::mem::take(&mut h.dyn_requires) {
+        check_param_graph(rc, inner, &p, 43)?;
+        match inner.dyn_values.get(p.handle.index()) {
+            Some(KArg::Acc(a)) => reqs.push(a.clone()),
+            _ => return Err(SyclError::invalid(43, "handler::require needs a dynamic parameter holding an accessor")),
+        }
+    }
+    let command = h.command.take();
+    let visible = matches!(command, Some(Command::HostTask { .. } | Command::Native { .. } | Command::Kernel { .. }));
+    if !visible && !reqs.is_empty() {
+        let what = command.as_ref().map_or("no command", Command::what);
+        return Err(SyclError::invalid(
+            0,
+            format!("the command group requires buffer accessors but holds {what}; accessors serve kernels and host tasks here (use USM pointers for memory commands)"),
+        ));
+    }
+    let kind = match command {
+        None => NodeKind::Empty,
+        Some(Command::Kernel { kernel, launch, args }) => {
+            ensure(kernel.ctx.same(&inner.ctx), 0, || {
+                format!("kernel `@{}` is registered with another context", kernel.name)
+            })?;
+            let mut used = Vec::new();
+            let args = kernel_args(rc, inner, &kernel, &launch, args, &h.set_args, &mut used)?;
+            if let Some(a) = reqs.iter().find(|r| !used.iter().any(|u| u.to_ir() == r.to_ir())) {
+                return Err(SyclError::invalid(
+                    0,
+                    format!("an accessor on buffer `@{}` is required but not passed to kernel `@{}`; pass it as an argument so the graph records the access", a.buffer.name(), kernel.name),
+                ));
+            }
+            reqs = used;
+            NodeKind::Kernel(KernelCommand { kernel: kernel.handle, launch, args })
+        }
+        Some(Command::Memcpy { dst, src, bytes }) => {
+            let d = pointer(rc, inner, &dst, bytes, "memcpy destination")?;
+            let s = pointer(rc, inner, &src, bytes, "memcpy source")?;
+            let overlap = d.base == s.base
+                && d.offset < s.offset.saturating_add(bytes)
+                && s.offset < d.offset.saturating_add(bytes);
+            ensure(!overlap, 0, || "memcpy: the source and destination ranges overlap".to_string())?;
+            NodeKind::Memcpy { dst: d, src: s, bytes }
+        }
+        Some(Command::Memset { dst, value, bytes }) => {
+            NodeKind::Memset { dst: pointer(rc, inner, &dst, bytes, "memset")?, value, bytes }
+        }
+        Some(Command::Fill { dst, pattern, elem, count }) => {
+            let bytes = elem.size().saturating_mul(count);
+            NodeKind::Memfill { dst: pointer(rc, inner, &dst, bytes, "fill")?, pattern, count }
+        }
+        Some(Command::Prefetch { ptr, bytes }) => {
+            NodeKind::Prefetch { ptr: pointer(rc, inner, &ptr, bytes, "prefetch")?, bytes }
+        }
+        Some(Command::Advise { ptr, bytes, advice }) => {
+            NodeKind::Memadvise { ptr: pointer(rc, inner, &ptr, bytes, "mem_advise")?, bytes, advice }
+        }
+        Some(Command::HostTask { callback, usm }) => {
+            let access = access_list(rc, inner, &usm, &reqs)?;
+            NodeKind::HostTask(HostTaskCommand { callback, access })
+        }
+        Some(Command::Native { callback, usm }) => {
+            let access = access_list(rc, inner, &usm, &reqs)?;
+            NodeKind::Native(HostTaskCommand { callback, access })
+        }
+        Some(Command::Barrier { wait }) => {
+            ensure(via != Via::Explicit, 58, || {
+                "add: a barrier cannot be added through the explicit API; add an empty node with depends_on_all_leaves instead".to_string()
+            })?;
+            let wait = wait.iter().map(|e| event_node(rc, inner, e)).collect::<Result<Vec<_>>>()?;
+            NodeKind::Barrier { wait }
+        }
+        Some(Command::AsyncMalloc { elem, count, pool }) => {
+            ensure(pool.kind == UsmKind::Device, via.row(7, 56, 13), || {
+                format!("async_malloc: a graph allocation must be usm::alloc::device, not {}", pool.kind.keyword())
+            })?;
+            NodeKind::AsyncMalloc { elem, count, kind: pool.kind, zero_init: pool.zero_init }
+        }
+        Some(Command::AsyncFree { ptr }) => {
+            pointer(rc, inner, &ptr, 0, "async_free")?;
+            match ptr.base {
+                PtrBase::Alloc { node, .. } if ptr.offset == 0 => NodeKind::AsyncFree { alloc: node },
+                _ => {
+                    return Err(SyclError::invalid(
+                        73,
+                        "async_free: the pointer is not the start of an allocation made by async_malloc in this graph",
+                    ))
+                }
+            }
+        }
+        Some(Command::Subgraph { exec, shortcut }) => {
+            let (module, root, version, device, ctx, allocs) = exec.snapshot_for_subgraph();
+            ensure(device == inner.device && ctx.same(&inner.ctx), 38, || {
+                format!(
+                    "ext_oneapi_graph: the executable graph's device {} / context {} differ from graph `@{}`'s",
+                    device.id(),
+                    ctx.id(),
+                    inner.ir.name
+                )
+            })?;
+            ensure(!allocs, if shortcut { 37 } else { via.row(57, 39, 39) }, || {
+                "ext_oneapi_graph: a graph with graph-owned allocations (async_malloc) cannot be a sub-graph"
+                    .to_string()
+            })?;
+            let weak = exec.downgrade();
+            let slot = match inner.children.iter().position(|c| c.exec.ptr_eq(&weak) && c.version == version) {
+                Some(slot) => slot,
+                None => {
+                    inner.children.push(Child { exec: weak, version, module, root });
+                    inner.children.len() - 1
+                }
+            };
+            let graph = Handle::from_usize(slot).ok_or_else(|| SyclError::invalid(0, "too many sub-graphs"))?;
+            NodeKind::Subgraph { graph }
+        }
+        Some(other @ (Command::DeviceGlobalCopy { .. } | Command::Banned(_))) => {
+            check_banned(&Some(other), false)?;
+            NodeKind::Empty
+        }
+    };
+    Ok(Converted { kind, reqs })
+}

@@ -1,0 +1,266 @@
+//! Memory the graphs of a context use: USM allocations, buffers (reached through
+//! accessors), `device_global`s, and pointers into them or into graph-owned allocations.
+//!
+//! Each USM allocation, buffer and `device_global` is a module memory object of the
+//! context (element type + count) with its contents kept by the context, so the host can
+//! fill inputs and read results around graph executions.
+
+use crate::error::{Result, SyclError};
+use crate::graph::GraphInner;
+use crate::platform::Context;
+use cmdgraph_ir::{Handle, MemoryKind, MemoryObject, Node, ScalarType, Type, UsmKind};
+use std::cell::RefCell;
+use std::rc::Weak;
+
+/// A Rust type that can be an element of device memory.
+pub trait Element: Copy {
+    /// The IR type.
+    const TYPE: Type;
+    /// Appends the little-endian bytes of `self`.
+    fn put(self, out: &mut Vec<u8>);
+    /// Reads a value from `TYPE.size()` little-endian bytes.
+    fn get(bytes: &[u8]) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $scalar:expr) => {
+        impl Element for $t {
+            const TYPE: Type = Type::scalar($scalar);
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$t>()];
+                let n = raw.len().min(bytes.len());
+                raw[..n].copy_from_slice(&bytes[..n]);
+                <$t>::from_le_bytes(raw)
+            }
+        }
+    };
+}
+element!(f32, ScalarType::F32);
+element!(i32, ScalarType::I32);
+element!(u32, ScalarType::U32);
+element!(i64, ScalarType::I64);
+element!(u64, ScalarType::U64);
+
+impl Element for bool {
+    const TYPE: Type = Type::BOOL;
+    fn put(self, out: &mut Vec<u8>) {
+        out.push(self as u8);
+    }
+    fn get(bytes: &[u8]) -> Self {
+        bytes.first().is_some_and(|b| *b != 0)
+    }
+}
+
+/// Encodes a slice of elements as bytes.
+pub fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() * T::TYPE.size() as usize);
+    data.iter().for_each(|v| v.put(&mut out));
+    out
+}
+
+/// Decodes bytes as elements (a trailing partial element is dropped).
+pub fn from_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::TYPE.size() as usize).map(T::get).collect()
+}
+
+/// Checks that host data of type `T` may be copied to or from memory of element type `elem`.
+pub(crate) fn check_elem<T: Element>(what: &str, elem: Type) -> Result<()> {
+    if T::TYPE != elem {
+        return Err(SyclError::invalid(
+            0,
+            format!("{what} holds {elem} elements, not {}; use the element type it was created with", T::TYPE),
+        ));
+    }
+    Ok(())
+}
+
+/// Shared parts of every module memory object.
+#[derive(Clone)]
+pub(crate) struct MemHandle {
+    pub(crate) ctx: Context,
+    pub(crate) handle: Handle<MemoryObject>,
+    pub(crate) name: String,
+    pub(crate) elem: Type,
+    pub(crate) count: u64,
+}
+
+impl MemHandle {
+    pub(crate) fn create(
+        ctx: &Context,
+        name: Option<&str>,
+        prefix: &str,
+        elem: Type,
+        count: u64,
+        kind: MemoryKind,
+    ) -> Result<Self> {
+        if elem.size().checked_mul(count).is_none_or(|b| b > (1 << 40)) {
+            return Err(SyclError::invalid(0, format!("{count} elements of {elem} do not fit in device memory")));
+        }
+        let mut inner = ctx.0.borrow_mut();
+        let name = inner.claim_name(name, prefix)?;
+        let mem = MemoryObject { name: name.clone(), elem, count, kind, comments: Default::default() };
+        let handle = inner.add_memory(mem);
+        Ok(MemHandle { ctx: ctx.clone(), handle, name, elem, count })
+    }
+
+    pub(crate) fn bytes(&self) -> u64 {
+        self.elem.size() * self.count
+    }
+
+    pub(crate) fn write_raw(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let mut inner = self.ctx.0.borrow_mut();
+        let store = inner.store.get_mut(self.handle.index()).ok_or_else(|| missing(&self.name))?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let end = start.checked_add(data.len()).filter(|e| *e <= store.len()).ok_or_else(|| {
+            SyclError::invalid(
+                0,
+                format!("writing {} bytes at byte {offset} runs past the end of `@{}`", data.len(), self.name),
+            )
+        })?;
+        store[start..end].copy_from_slice(data);
+        Ok(())
+    }
+
+    pub(crate) fn read_raw(&self) -> Vec<u8> {
+        self.ctx.0.borrow().store.get(self.handle.index()).cloned().unwrap_or_default()
+    }
+}
+
+fn missing(name: &str) -> SyclError {
+    SyclError::invalid(0, format!("memory `@{name}` has no storage in its context"))
+}
+
+/// A USM allocation (`malloc_device`, `malloc_shared`, `malloc_host`): `usm @x : T[N]`.
+#[derive(Clone)]
+pub struct Usm {
+    pub(crate) mem: MemHandle,
+    kind: UsmKind,
+}
+
+impl Usm {
+    /// Allocates `count` elements of `elem` of USM `kind`, named `name` (or `usmN`).
+    pub fn new(ctx: &Context, name: Option<&str>, elem: Type, count: u64, kind: UsmKind) -> Result<Usm> {
+        Ok(Usm { mem: MemHandle::create(ctx, name, "usm", elem, count, MemoryKind::Usm(kind))?, kind })
+    }
+
+    /// `sycl::malloc_device<T>(count, ctx)`.
+    pub fn device<T: Element>(ctx: &Context, count: u64) -> Result<Usm> {
+        Usm::new(ctx, None, T::TYPE, count, UsmKind::Device)
+    }
+
+    /// `sycl::malloc_shared<T>(count, ctx)`.
+    pub fn shared<T: Element>(ctx: &Context, count: u64) -> Result<Usm> {
+        Usm::new(ctx, None, T::TYPE, count, UsmKind::Shared)
+    }
+
+    /// The IR name (without `@`).
+    pub fn name(&self) -> &str {
+        &self.mem.name
+    }
+
+    /// Element type.
+    pub fn elem(&self) -> Type {
+        self.mem.elem
+    }
+
+    /// Element count.
+    pub fn count(&self) -> u64 {
+        self.mem.count
+    }
+
+    /// The USM kind.
+    pub fn kind(&self) -> UsmKind {
+        self.kind
+    }
+
+    /// The module memory object.
+    pub fn handle(&self) -> Handle<MemoryObject> {
+        self.mem.handle
+    }
+
+    /// A pointer to the first element.
+    pub fn ptr(&self) -> Ptr {
+        Ptr { base: PtrBase::Usm(self.clone()), offset: 0 }
+    }
+
+    /// A pointer to element `index`.
+    pub fn at(&self, index: u64) -> Ptr {
+        Ptr { base: PtrBase::Usm(self.clone()), offset: index.saturating_mul(self.mem.elem.size()) }
+    }
+
+    /// Copies host data into the allocation from element 0 (a blocking host copy).
+    pub fn write<T: Element>(&self, data: &[T]) -> Result<()> {
+        check_elem::<T>(&format!("`@{}`", self.mem.name), self.mem.elem)?;
+        self.mem.write_raw(0, &to_bytes(data))
+    }
+
+    /// Copies the whole allocation to the host (a blocking host copy).
+    pub fn read<T: Element>(&self) -> Result<Vec<T>> {
+        check_elem::<T>(&format!("`@{}`", self.mem.name), self.mem.elem)?;
+        Ok(from_bytes(&self.mem.read_raw()))
+    }
+}
+
+impl std::fmt::Debug for Usm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Usm(@{})", self.mem.name)
+    }
+}
+
+/// What a [`Ptr`] points into.
+#[derive(Clone)]
+pub(crate) enum PtrBase {
+    /// A USM allocation.
+    Usm(Usm),
+    /// A graph-owned allocation: the `async_malloc` node of a graph.
+    Alloc { graph: Weak<RefCell<GraphInner>>, node: Handle<Node>, bytes: u64 },
+    /// The result of an `async_malloc` that failed; using it is an error.
+    Dangling,
+}
+
+/// A device pointer: a USM allocation or a graph-owned allocation, plus a byte offset.
+#[derive(Clone)]
+pub struct Ptr {
+    pub(crate) base: PtrBase,
+    pub(crate) offset: u64,
+}
+
+impl Ptr {
+    /// The pointer `bytes` further on.
+    pub fn byte_add(&self, bytes: u64) -> Ptr {
+        Ptr { base: self.base.clone(), offset: self.offset.saturating_add(bytes) }
+    }
+
+    /// Size in bytes of the allocation the pointer points into.
+    pub fn allocation_bytes(&self) -> u64 {
+        match &self.base {
+            PtrBase::Usm(u) => u.mem.bytes(),
+            PtrBase::Alloc { bytes, .. } => *bytes,
+            PtrBase::Dangling => 0,
+        }
+    }
+
+    /// The byte offset from the start of the allocation.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+}
+
+impl From<&Usm> for Ptr {
+    fn from(usm: &Usm) -> Ptr {
+        usm.ptr()
+    }
+}
+
+impl std::fmt::Debug for Ptr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.base {
+            PtrBase::Usm(u) => write!(f, "Ptr(@{} + {})", u.name(), self.offset),
+            PtrBase::Alloc { node, .. } => write!(f, "Ptr(alloc {node:?} + {})", self.offset),
+            PtrBase::Dangling => write!(f, "Ptr(dangling)"),
+        }
+    }
+}

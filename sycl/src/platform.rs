@@ -1,0 +1,201 @@
+//! Devices and contexts.
+//!
+//! A [`Context`] is also the module-level registry of everything graphs share: kernels,
+//! USM allocations, buffers and `device_global`s (one namespace of `@` names, as in the
+//! IR), the contents of that memory, and the host-task and native-command callbacks.
+//! Every module the builder writes starts with the context's kernels and memory objects
+//! in registration order, so their handles are the same in every graph of the context.
+
+use crate::error::{Result, SyclError};
+use crate::run::Callbacks;
+use cmdgraph_ir::{Arena, Handle, Item, Kernel, MemoryObject};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+/// How far a device supports `sycl_ext_oneapi_graph` (000 §6 Table 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphSupport {
+    /// `aspect::ext_oneapi_graph`: everything, executable graph update included.
+    Full,
+    /// `aspect::ext_oneapi_limited_graph` only: no executable graph update.
+    Limited,
+    /// Neither aspect: graphs cannot be built for this device.
+    None,
+}
+
+/// What a device can do, as far as the builder checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The graph aspects the device reports.
+    pub graph_support: GraphSupport,
+    /// `aspect::fp16`: kernels that use `f16` can run.
+    pub fp16: bool,
+    /// Native commands can add work to the device's native graph (004).
+    pub native_graph: bool,
+}
+
+impl Default for DeviceInfo {
+    fn default() -> Self {
+        DeviceInfo { graph_support: GraphSupport::Full, fp16: true, native_graph: true }
+    }
+}
+
+struct DeviceInner {
+    id: u32,
+    info: DeviceInfo,
+}
+
+/// A `sycl::device`. Copies share one device; two devices are the same when their ids are.
+#[derive(Clone)]
+pub struct Device(Rc<DeviceInner>);
+
+impl Device {
+    /// A device with id `id` (written as `device(id)` on graphs) and capabilities `info`.
+    pub fn new(id: u32, info: DeviceInfo) -> Device {
+        Device(Rc::new(DeviceInner { id, info }))
+    }
+
+    /// The device's id.
+    pub fn id(&self) -> u32 {
+        self.0.id
+    }
+
+    /// The device's capabilities.
+    pub fn info(&self) -> DeviceInfo {
+        self.0.info
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Device) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({})", self.0.id)
+    }
+}
+
+/// The shared state of a context.
+pub(crate) struct ContextInner {
+    pub(crate) id: u32,
+    pub(crate) devices: Vec<Device>,
+    pub(crate) kernels: Arena<Kernel>,
+    pub(crate) memories: Arena<MemoryObject>,
+    /// Kernels and memory objects in registration order (the module's first items).
+    pub(crate) items: Vec<Item>,
+    /// Every `@` name in use: kernels, memory objects, graphs, queues.
+    names: BTreeSet<String>,
+    /// Contents of every memory object, by memory handle index.
+    pub(crate) store: Vec<Vec<u8>>,
+    /// Host-task and native-command callbacks, by name.
+    pub(crate) callbacks: Callbacks,
+}
+
+impl ContextInner {
+    /// Claims `name` in the module namespace, or picks `<prefix><n>` when `name` is None.
+    pub(crate) fn claim_name(&mut self, name: Option<&str>, prefix: &str) -> Result<String> {
+        match name {
+            Some(name) => {
+                check_name(name)?;
+                if !self.names.insert(name.to_string()) {
+                    return Err(SyclError::invalid(
+                        0,
+                        format!("the name `@{name}` is already used by a kernel, memory object, graph or queue of this context; pick another name"),
+                    ));
+                }
+                Ok(name.to_string())
+            }
+            None => {
+                let mut n = 0usize;
+                loop {
+                    let candidate = format!("{prefix}{n}");
+                    if self.names.insert(candidate.clone()) {
+                        return Ok(candidate);
+                    }
+                    n += 1;
+                }
+            }
+        }
+    }
+
+    /// Registers a memory object and zero-fills its contents.
+    pub(crate) fn add_memory(&mut self, mem: MemoryObject) -> Handle<MemoryObject> {
+        let bytes = usize::try_from(mem.size_bytes()).unwrap_or(0);
+        let handle = self.memories.append(mem, cmdgraph_ir::Span::UNDEFINED);
+        self.items.push(Item::Memory(handle));
+        if self.store.len() <= handle.index() {
+            self.store.resize(handle.index() + 1, Vec::new());
+        }
+        self.store[handle.index()] = vec![0; bytes];
+        handle
+    }
+}
+
+/// Checks that `name` can be written as an IR name (`[A-Za-z0-9_.$-]+`, at most 1024 bytes).
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-');
+    if name.is_empty() || name.len() > 1024 || !name.chars().all(ok_char) {
+        return Err(SyclError::invalid(
+            0,
+            format!("`{name}` is not a valid name: use 1 to 1024 characters from [A-Za-z0-9_.$-]"),
+        ));
+    }
+    Ok(())
+}
+
+/// A `sycl::context`: a set of devices, and the registry of kernels, memory and callbacks
+/// that graphs of this context share. Copies share one context.
+#[derive(Clone)]
+pub struct Context(pub(crate) Rc<RefCell<ContextInner>>);
+
+impl Context {
+    /// A context with id `id` (written as `context(id)` on graphs) over `devices`.
+    pub fn new(id: u32, devices: &[Device]) -> Context {
+        Context(Rc::new(RefCell::new(ContextInner {
+            id,
+            devices: devices.to_vec(),
+            kernels: Arena::new(),
+            memories: Arena::new(),
+            items: Vec::new(),
+            names: BTreeSet::new(),
+            store: Vec::new(),
+            callbacks: Callbacks::default(),
+        })))
+    }
+
+    /// The context's id.
+    pub fn id(&self) -> u32 {
+        self.0.borrow().id
+    }
+
+    /// The context's devices.
+    pub fn devices(&self) -> Vec<Device> {
+        self.0.borrow().devices.clone()
+    }
+
+    /// Whether `device` belongs to this context.
+    pub fn contains(&self, device: &Device) -> bool {
+        self.0.borrow().devices.iter().any(|d| d == device)
+    }
+
+    /// Whether two handles name the same context.
+    pub fn same(&self, other: &Context) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Context) -> bool {
+        self.same(other)
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Context({})", self.id())
+    }
+}
