@@ -4,9 +4,10 @@
 #   bash scripts/demo.sh [examples/FILE.cgir]
 #
 # installs what is missing, builds the `cmdgraph` tool and runs the main job on one example
-# (default examples/saxpy_chain.cgir): verify it, check it is in canonical form, and render
-# its graph to target/demo/<name>.svg. The job's steps live in `main_job` below; later
-# pipeline stages (compile to a bundle, run it) are added there and nowhere else.
+# (default examples/saxpy_chain.cgir): verify it, check it is in canonical form, render its
+# graph to target/demo/<name>.svg, and run it on the reference interpreter with the race
+# detector on. The job's steps live in `main_job` below; later pipeline stages (compile to a
+# bundle, run it on Vulkan) are added there and nowhere else.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -42,6 +43,10 @@ main_job() {
   run_step "canonical form" "$cmdgraph" fmt --check "$src"
   run_step "render graph" render_svg "$src" "${out_dir}/${name}.svg"
   echo "graph picture: $(pwd)/${out_dir}/${name}.svg"
+  # The last graph of the file is the top-level one (a parent follows its sub-graphs).
+  local graph
+  graph="$(grep -o '^graph @[A-Za-z0-9_.$-]*' "$src" | tail -n 1 | cut -d@ -f2)"
+  run_step "interpret" "$cmdgraph" interp "$src" --graph "$graph" --races --runs 3 --seed 1
   # Later stages go here, e.g.:
   #   run_step "compile" "$cmdgraph" compile "$src" -o "${out_dir}/${name}.cgb"
   #   run_step "run" "$cmdgraph" run "${out_dir}/${name}.cgb"
