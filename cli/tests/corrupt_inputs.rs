@@ -18,7 +18,7 @@ const SEED: u64 = 0x0BAD_5EED;
 
 /// Per example: ~60 processes.
 const BUDGET: Budget =
-    Budget { truncations: 24, line_deletions: 10, line_duplications: 10, byte_flips: 12, splices: 4 };
+    Budget { truncations: 24, line_deletions: 10, line_duplications: 10, byte_flips: 12, splices: 4, edits: 12 };
 
 /// A generous bound: a healthy run on a 1 MB input takes well under a second.
 const TIMEOUT: Duration = Duration::from_secs(60);

@@ -26,8 +26,72 @@ pub struct Budget {
     pub line_duplications: usize,
     /// Random byte flips (1 to 4 bytes each).
     pub byte_flips: usize,
-    /// Random token-level splices (a random line inserted at a random line).
+    /// Random line splices (a random line inserted before another).
     pub splices: usize,
+    /// Semantic edits (see [`edit_sites`]), evenly sampled.
+    pub edits: usize,
+}
+
+/// Whether `b` can be part of a name, keyword or number.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'%' | b'@' | b'$' | b'.' | b'-')
+}
+
+/// Keyword swaps that usually keep the text parseable but change its meaning.
+const WORD_SWAPS: &[(&str, &str)] = &[
+    ("read", "write"),
+    ("write", "read"),
+    ("read_write", "read"),
+    ("no_init", "read"),
+    ("f32", "u32"),
+    ("u32", "f32"),
+    ("i32", "f32"),
+    ("in_order", ""),
+    ("zero_init", ""),
+    ("assume_buffer_outlives_graph", "updatable"),
+    ("local_id", "global_id"),
+    ("add", "sub"),
+    ("lt", "gt"),
+    ("async_free", "async_malloc"),
+];
+
+/// Numbers a literal is replaced with, in turn: zero, one, odd, past `u32`, negative.
+const NUMBER_SWAPS: &[&str] = &["0", "1", "3", "4294967296", "-1", "65537"];
+
+/// Places where a small semantic edit applies: `(start, end, replacement, description)`.
+/// Integer literals are replaced by other numbers, access modes, types and a few
+/// keywords are swapped, and each `after(...)` list and `via` tag is dropped. Most results
+/// still parse, so these reach the verifier, unlike most byte-level damage.
+pub fn edit_sites(src: &str) -> Vec<(usize, usize, String, String)> {
+    let b = src.as_bytes();
+    let mut sites = Vec::new();
+    let mut i = 0;
+    let mut numbers = 0;
+    while i < b.len() {
+        if !is_word_byte(b[i]) || (i > 0 && is_word_byte(b[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let end = i + b[i..].iter().take_while(|c| is_word_byte(**c)).count();
+        let word = &src[i..end];
+        if word.bytes().all(|c| c.is_ascii_digit()) {
+            let with = NUMBER_SWAPS[numbers % NUMBER_SWAPS.len()];
+            numbers += 1;
+            sites.push((i, end, with.to_string(), format!("number {word} at byte {i} -> {with}")));
+        } else if let Some((_, with)) = WORD_SWAPS.iter().find(|(w, _)| *w == word) {
+            sites.push((i, end, with.to_string(), format!("`{word}` at byte {i} -> `{with}`")));
+        } else if word == "after" && b.get(end) == Some(&b'(') {
+            let close = src[end..].find(')').map_or(b.len(), |c| end + c + 1);
+            let start = if i > 0 && b[i - 1] == b' ' { i - 1 } else { i };
+            sites.push((start, close, String::new(), format!("drop the after(...) at byte {i}")));
+        } else if word == "via" {
+            let next = end + 1 + b.get(end + 1..).map_or(0, |r| r.iter().take_while(|c| is_word_byte(**c)).count());
+            let start = if i > 0 && b[i - 1] == b' ' { i - 1 } else { i };
+            sites.push((start, next, String::new(), format!("drop the `via` tag at byte {i}")));
+        }
+        i = end;
+    }
+    sites
 }
 
 /// splitmix64: tiny, good enough, and identical on every platform.
@@ -111,6 +175,13 @@ pub fn mutants(src: &str, seed: u64, budget: Budget) -> Vec<Mutant> {
             b[at] = if rng.below(4) == 0 { rng.below(256) as u8 } else { 0x20 + rng.below(0x5f) as u8 };
         }
         out.push(Mutant { what: format!("flip {flips} bytes (seed {seed}, case {case})"), bytes: b });
+    }
+
+    let sites = edit_sites(src);
+    for i in spread(sites.len(), budget.edits) {
+        let (start, end, with, what) = &sites[i];
+        let text = format!("{}{with}{}", &src[..*start], &src[*end..]);
+        out.push(Mutant { what: format!("edit: {what}"), bytes: text.into_bytes() });
     }
 
     for case in 0..budget.splices {
