@@ -19,7 +19,7 @@
 mod mutations;
 
 use cmdgraph_ir::diag::Diagnostic;
-use mutations::{hostile, mutants, Budget, Mutant};
+use mutations::{edits, hostile, mutants, Budget, Mutant};
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -31,14 +31,11 @@ const SEED: u64 = 0x00C0_FFEE;
 const STACK: usize = 2 << 20;
 
 /// Per example: ~1,000 inputs, a few seconds in a debug build.
-const BUDGET: Budget = Budget {
-    truncations: 400,
-    line_deletions: 1000,
-    line_duplications: 1000,
-    byte_flips: 300,
-    splices: 100,
-    edits: 400,
-};
+const BUDGET: Budget =
+    Budget { truncations: 400, line_deletions: 1000, line_duplications: 1000, byte_flips: 300, splices: 100 };
+
+/// Semantic edits per example (all of them for most examples).
+const EDITS: usize = 400;
 
 thread_local! {
     static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
@@ -221,7 +218,8 @@ fn mutated_examples_never_panic() {
     let mut report = Report::default();
     let mut total = 0;
     for (i, (path, src)) in examples.iter().enumerate() {
-        let inputs = mutants(src, SEED + i as u64, BUDGET);
+        let mut inputs = mutants(src, SEED + i as u64, BUDGET);
+        inputs.extend(edits(src, EDITS));
         total += inputs.len();
         report.add(run_all(&inputs, &path.file_name().unwrap_or_default().to_string_lossy()));
     }

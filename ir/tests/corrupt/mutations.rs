@@ -28,8 +28,6 @@ pub struct Budget {
     pub byte_flips: usize,
     /// Random line splices (a random line inserted before another).
     pub splices: usize,
-    /// Semantic edits (see [`edit_sites`]), evenly sampled.
-    pub edits: usize,
 }
 
 /// Whether `b` can be part of a name, keyword or number.
@@ -57,6 +55,19 @@ const WORD_SWAPS: &[(&str, &str)] = &[
 
 /// Numbers a literal is replaced with, in turn: zero, one, odd, past `u32`, negative.
 const NUMBER_SWAPS: &[&str] = &["0", "1", "3", "4294967296", "-1", "65537"];
+
+/// Up to `count` semantic edits of `src` (see [`edit_sites`]), evenly spread over the file.
+pub fn edits(src: &str, count: usize) -> Vec<Mutant> {
+    let sites = edit_sites(src);
+    spread(sites.len(), count)
+        .into_iter()
+        .map(|i| {
+            let (start, end, with, what) = &sites[i];
+            let text = format!("{}{with}{}", &src[..*start], &src[*end..]);
+            Mutant { what: format!("edit: {what}"), bytes: text.into_bytes() }
+        })
+        .collect()
+}
 
 /// Places where a small semantic edit applies: `(start, end, replacement, description)`.
 /// Integer literals are replaced by other numbers, access modes, types and a few
@@ -175,13 +186,6 @@ pub fn mutants(src: &str, seed: u64, budget: Budget) -> Vec<Mutant> {
             b[at] = if rng.below(4) == 0 { rng.below(256) as u8 } else { 0x20 + rng.below(0x5f) as u8 };
         }
         out.push(Mutant { what: format!("flip {flips} bytes (seed {seed}, case {case})"), bytes: b });
-    }
-
-    let sites = edit_sites(src);
-    for i in spread(sites.len(), budget.edits) {
-        let (start, end, with, what) = &sites[i];
-        let text = format!("{}{with}{}", &src[..*start], &src[*end..]);
-        out.push(Mutant { what: format!("edit: {what}"), bytes: text.into_bytes() });
     }
 
     for case in 0..budget.splices {
