@@ -37,7 +37,8 @@ step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo test --workspace"
-cargo test --workspace
+test_log="$(mktemp)"
+cargo test --workspace 2>&1 | tee "$test_log"
 
 step "examples: cmdgraph verify and cmdgraph dot | dot -Tsvg"
 cargo build -q -p cmdgraph-cli
@@ -55,3 +56,7 @@ done
 trap - ERR
 echo
 echo "test.sh: all steps passed"
+# One closing line over every cargo test binary (unit, integration, lit, doc tests).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$test_log"
+rm -f "$test_log"
