@@ -1,0 +1,40 @@
+//! The crate dependency rule of ARCHITECTURE.md: an application that loads bundles links the
+//! executor and never LLVM; the code generator never links Vulkan. Checked on the resolved
+//! dependency tree (normal and build dependencies), so a transitive path breaks it too.
+
+use std::process::Command;
+
+fn dependency_names(package: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
+    let out = Command::new(cargo)
+        .args(["tree", "--offline", "--manifest-path", manifest, "-p", package])
+        .args(["-e", "normal,build", "--prefix", "none", "--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut names: Vec<String> = text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn executor_depends_on_ir_only() {
+    let names = dependency_names("cmdgraph-executor");
+    let workspace: Vec<&String> = names.iter().filter(|n| n.starts_with("cmdgraph-")).collect();
+    assert_eq!(workspace, ["cmdgraph-executor", "cmdgraph-ir"], "executor must depend on cmdgraph-ir only");
+    for forbidden in ["inkwell", "llvm-sys", "egg"] {
+        assert!(!names.iter().any(|n| n == forbidden), "executor links {forbidden}: {names:?}");
+    }
+}
+
+#[test]
+fn codegen_never_links_vulkan() {
+    let names = dependency_names("cmdgraph-codegen");
+    for forbidden in ["ash", "cmdgraph-executor"] {
+        assert!(!names.iter().any(|n| n == forbidden), "codegen links {forbidden}: {names:?}");
+    }
+    assert!(names.iter().any(|n| n == "cmdgraph-ir"), "codegen is expected to build on cmdgraph-ir: {names:?}");
+}
