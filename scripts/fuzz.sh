@@ -3,9 +3,10 @@
 #
 #   bash scripts/fuzz.sh SECONDS [TARGET] [extra libFuzzer flags...]
 #
-# TARGET defaults to parse_verify (fuzz/fuzz_targets/). The corpus lives in
-# fuzz/corpus/TARGET (git-ignored) and is seeded from examples/*.cgir; crashes land in
-# fuzz/artifacts/TARGET. The toolchain is stable, so nightly-only flags are enabled with
+# TARGET defaults to parse_verify (fuzz/fuzz_targets/: parse_verify, interp_run). The corpus
+# lives in fuzz/corpus/TARGET (git-ignored) and is seeded from examples/*.cgir and the lit
+# tests' .cgir files; interp_run also starts from parse_verify's corpus when there is one.
+# Crashes land in fuzz/artifacts/TARGET. The toolchain is stable, so nightly-only flags are enabled with
 # RUSTC_BOOTSTRAP=1. FUZZ_SANITIZER=address (default) or none. One process: one core.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,12 +25,17 @@ fi
 
 corpus="fuzz/corpus/${target}"
 mkdir -p "$corpus" "fuzz/artifacts/${target}"
-for ex in examples/*.cgir; do
-  cp -n "$ex" "$corpus/" 2>/dev/null || true
-done
+# Seeds: each file under a name made from its path, so same-named files do not collide.
+while IFS= read -r seed; do
+  cp -n "$seed" "$corpus/seed-$(echo "$seed" | tr '/' '_')" 2>/dev/null || true
+done < <(find examples lit-tests -name '*.cgir' -type f | sort)
+extra=()
+if [ "$target" != parse_verify ] && [ -d fuzz/corpus/parse_verify ]; then
+  extra=(fuzz/corpus/parse_verify)
+fi
 
 echo "fuzz.sh: ${target} for ${seconds}s, sanitizer ${sanitizer}, corpus ${corpus} ($(ls "$corpus" | wc -l) inputs)"
-RUSTC_BOOTSTRAP=1 exec cargo fuzz run --fuzz-dir fuzz -s "$sanitizer" "$target" "$corpus" -- \
+RUSTC_BOOTSTRAP=1 exec cargo fuzz run --fuzz-dir fuzz -s "$sanitizer" "$target" "$corpus" "${extra[@]}" -- \
   -max_total_time="$seconds" \
   -rss_limit_mb=2048 \
   -timeout=10 \
