@@ -6,75 +6,159 @@
 //! the user, and the user must reach the free. A use is any command operand naming the
 //! allocation, a dynamic parameter holding it that is registered on the node, any
 //! alternative of a `dynamic` node's command group, and host task or native access lists.
+//!
+//! # Cost
+//!
+//! The questions are answered exactly, together, over the graph's topological ranks
+//! (topo.rs, batch.rs): one forward job per allocation (does the malloc reach each user
+//! and free?), one backward job (does each user reach the first free?), and, only for
+//! users that do not, one forward job from the free to tell a use after free (E0245) from
+//! an unordered one (E0246). A job only looks at ranks between its source and its farthest
+//! target. Collecting the uses is O(nodes + operands).
+//!
+//! When allocations live over short stretches of the graph, as temporaries do, the total
+//! is near-linear: O(nodes x size classes + edges), where a size class is a power of two
+//! of lifetime length (in ranks). When many allocations each live across most of the
+//! graph, it is O(allocations / 64 x (nodes + edges)) in the worst case: jobs share
+//! 64-bit sweeps, but the work still grows with the product.
 
+use super::batch::{Job, Ranked};
 use super::ctx::Gx;
 use super::error::VerifyError;
-use super::reach::{Adjacency, Search};
+use super::topo::Topo;
 use super::uses::node_uses;
 use crate::arena::Handle;
 use crate::graph::{MemRef, Node, NodeKind};
 use crate::span::Span;
-use std::collections::BTreeMap;
 
 /// What one allocation is used and freed by.
-#[derive(Default)]
 struct Lifetime {
+    /// The `async_malloc` node.
+    malloc: Handle<Node>,
     /// Using nodes, each with its first use, in creation order.
     users: Vec<(Handle<Node>, Span)>,
     /// `async_free` nodes, in creation order.
     frees: Vec<Handle<Node>>,
 }
 
-/// Checks every graph allocation of the graph.
-pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
+/// No lifetime (in `slot`), no user yet (in `last_user`).
+const NONE: u32 = u32::MAX;
+
+/// Every allocation of the graph with its users and frees, in malloc creation order.
+fn lifetimes(gx: &Gx<'_>) -> Vec<Lifetime> {
     let g = gx.g;
-    let mut allocs: BTreeMap<usize, Lifetime> = BTreeMap::new();
+    // slot[i]: the index in `lives` of the allocation node `i` makes.
+    let mut slot = vec![NONE; g.nodes.len()];
+    let mut lives: Vec<Lifetime> = Vec::new();
+    // last_user[l]: the last node recorded as a user of `lives[l]`, so that a node naming
+    // an allocation several times counts once, at its first use.
+    let mut last_user: Vec<u32> = Vec::new();
+    let mut life = |m: Handle<Node>, lives: &mut Vec<Lifetime>, last_user: &mut Vec<u32>| -> Option<usize> {
+        let s = slot.get_mut(m.index())?;
+        if *s == NONE {
+            *s = lives.len() as u32;
+            lives.push(Lifetime { malloc: m, users: Vec::new(), frees: Vec::new() });
+            last_user.push(NONE);
+        }
+        Some(*s as usize)
+    };
     for (n, node) in g.nodes.iter() {
         match &node.kind {
             NodeKind::AsyncMalloc { .. } => {
-                allocs.entry(n.index()).or_default();
+                life(n, &mut lives, &mut last_user);
             }
             NodeKind::AsyncFree { alloc } if gx.is_malloc(*alloc) => {
-                allocs.entry(alloc.index()).or_default().frees.push(n);
+                if let Some(l) = life(*alloc, &mut lives, &mut last_user) {
+                    lives[l].frees.push(n);
+                }
             }
             _ => {
-                let mut seen = std::collections::BTreeSet::new();
                 for u in node_uses(gx, n, node) {
-                    if let MemRef::Alloc(a) = u.mem {
-                        if gx.is_malloc(a) && seen.insert(a.index()) {
-                            allocs.entry(a.index()).or_default().users.push((n, u.span));
-                        }
+                    let MemRef::Alloc(a) = u.mem else { continue };
+                    if !gx.is_malloc(a) {
+                        continue;
+                    }
+                    let Some(l) = life(a, &mut lives, &mut last_user) else { continue };
+                    if last_user[l] != n.index() as u32 {
+                        last_user[l] = n.index() as u32;
+                        lives[l].users.push((n, u.span));
                     }
                 }
             }
         }
     }
-    if allocs.values().all(|l| l.users.is_empty() && l.frees.is_empty()) {
+    // A free or use may name a malloc created after it (reported elsewhere).
+    lives.sort_by_key(|l| l.malloc.index());
+    lives
+}
+
+/// The rank of a node (every node of a live allocation is in range).
+fn rank(topo: &Topo, n: Handle<Node>) -> u32 {
+    topo.rank.get(n.index()).copied().unwrap_or(0)
+}
+
+/// Checks every graph allocation of the graph.
+pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
+    let lives = lifetimes(gx);
+    if lives.iter().all(|l| l.users.is_empty() && l.frees.is_empty()) {
         return;
     }
-    let n = g.nodes.len();
-    let pairs: Vec<(usize, usize)> = g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect();
-    let forward = Adjacency::new(n, &pairs);
-    let backward = Adjacency::reversed(n, &pairs);
-    let mut search = Search::new(n);
-    for (&m, life) in &allocs {
-        let Some(malloc) = Handle::<Node>::from_usize(m) else { continue };
-        let alloc = gx.node_name(malloc);
-        let malloc_span = gx.node_span(malloc);
-        let users: Vec<usize> = life.users.iter().map(|(u, _)| u.index()).collect();
-        let mut targets = users.clone();
-        targets.extend(life.frees.iter().map(|f| f.index()));
-        search.run(&forward, m, &targets);
-        let after_malloc: Vec<bool> = life.users.iter().map(|(u, _)| search.reached(u.index())).collect();
-        for (i, &f) in life.frees.iter().enumerate() {
-            if i > 0 {
+    let forward = Ranked::forward(topo);
+    let fkey = |n: Handle<Node>| forward.key(rank(topo, n));
+    // Does the malloc reach each user, then each free?
+    let jobs: Vec<Job> = lives
+        .iter()
+        .map(|l| Job {
+            source: fkey(l.malloc),
+            targets: l.users.iter().map(|u| fkey(u.0)).chain(l.frees.iter().map(|&f| fkey(f))).collect(),
+        })
+        .collect();
+    let (after_malloc, _) = forward.reach(&jobs);
+    // Does each user reach the first free? Searched backwards from the free: one job.
+    let freed: Vec<(usize, Handle<Node>)> =
+        lives.iter().enumerate().filter_map(|(i, l)| l.frees.first().map(|&f| (i, f))).collect();
+    let mut before_free: Vec<Option<Vec<bool>>> = vec![None; lives.len()];
+    if !freed.is_empty() {
+        let backward = Ranked::backward(topo);
+        let bkey = |n: Handle<Node>| backward.key(rank(topo, n));
+        let jobs: Vec<Job> = freed
+            .iter()
+            .map(|&(i, f)| Job { source: bkey(f), targets: lives[i].users.iter().map(|u| bkey(u.0)).collect() })
+            .collect();
+        let (answers, _) = backward.reach(&jobs);
+        for (&(i, _), a) in freed.iter().zip(answers) {
+            before_free[i] = Some(a);
+        }
+    }
+    // Users that do not reach the free: does the free reach them (use after free)?
+    let late: Vec<(usize, Handle<Node>, Vec<(Handle<Node>, Span)>)> = freed
+        .iter()
+        .filter_map(|&(i, f)| {
+            let ok = before_free[i].as_ref()?;
+            let late: Vec<_> = lives[i].users.iter().zip(ok).filter(|(_, &ok)| !ok).map(|(u, _)| *u).collect();
+            (!late.is_empty()).then_some((i, f, late))
+        })
+        .collect();
+    let jobs: Vec<Job> = late
+        .iter()
+        .map(|(_, f, users)| Job { source: fkey(*f), targets: users.iter().map(|u| fkey(u.0)).collect() })
+        .collect();
+    let (after_free, _) = forward.reach(&jobs);
+    let mut late = late.into_iter().zip(after_free).peekable();
+
+    for (i, (life, reached)) in lives.iter().zip(&after_malloc).enumerate() {
+        let alloc = gx.node_name(life.malloc);
+        let malloc_span = gx.node_span(life.malloc);
+        let (users_ok, frees_ok) = reached.split_at(life.users.len().min(reached.len()));
+        for (j, (&f, &ok)) in life.frees.iter().zip(frees_ok).enumerate() {
+            if j > 0 {
                 errors.push(VerifyError::DoubleFree {
                     alloc: alloc.clone(),
                     span: gx.node_span(f),
                     first: gx.node_span(life.frees[0]),
                 });
             }
-            if !search.reached(f.index()) {
+            if !ok {
                 errors.push(VerifyError::FreeNotAfterMalloc {
                     alloc: alloc.clone(),
                     span: gx.node_span(f),
@@ -82,7 +166,7 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                 });
             }
         }
-        for (&(user, span), &ok) in life.users.iter().zip(&after_malloc) {
+        for (&(user, span), &ok) in life.users.iter().zip(users_ok) {
             if !ok {
                 errors.push(VerifyError::UseBeforeMalloc {
                     alloc: alloc.clone(),
@@ -92,21 +176,14 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                 });
             }
         }
-        let Some(&free) = life.frees.first() else { continue };
-        search.run(&backward, free.index(), &users);
-        let late: Vec<(Handle<Node>, Span)> =
-            life.users.iter().filter(|(u, _)| !search.reached(u.index())).copied().collect();
-        if late.is_empty() {
-            continue;
-        }
-        let late_ix: Vec<usize> = late.iter().map(|(u, _)| u.index()).collect();
-        search.run(&forward, free.index(), &late_ix);
-        for (user, span) in late {
-            let (user_name, free_span) = (gx.node_name(user), gx.node_span(free));
-            errors.push(if search.reached(user.index()) {
-                VerifyError::UseAfterFree { alloc: alloc.clone(), user: user_name, span, free: free_span }
+        let Some(((_, free, users), after)) = late.next_if(|((l, _, _), _)| *l == i) else { continue };
+        let free_span = gx.node_span(free);
+        for ((user, span), after) in users.into_iter().zip(after) {
+            let user = gx.node_name(user);
+            errors.push(if after {
+                VerifyError::UseAfterFree { alloc: alloc.clone(), user, span, free: free_span }
             } else {
-                VerifyError::UseNotBeforeFree { alloc: alloc.clone(), user: user_name, span, free: free_span }
+                VerifyError::UseNotBeforeFree { alloc: alloc.clone(), user, span, free: free_span }
             });
         }
     }

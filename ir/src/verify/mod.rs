@@ -187,6 +187,7 @@
 
 mod alloc;
 mod args;
+mod batch;
 mod control;
 mod ctx;
 mod cycle;
@@ -202,6 +203,7 @@ mod needs;
 mod order;
 mod reach;
 mod subgraph;
+mod topo;
 mod types;
 mod uses;
 
