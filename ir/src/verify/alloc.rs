@@ -26,17 +26,16 @@ use super::batch::{Job, Ranked};
 use super::ctx::Gx;
 use super::error::VerifyError;
 use super::topo::Topo;
-use super::uses::node_uses;
+use super::uses::{for_each_node_use, Use};
 use crate::arena::Handle;
 use crate::graph::{MemRef, Node, NodeKind};
-use crate::span::Span;
 
 /// What one allocation is used and freed by.
 struct Lifetime {
     /// The `async_malloc` node.
     malloc: Handle<Node>,
     /// Using nodes, each with its first use, in creation order.
-    users: Vec<(Handle<Node>, Span)>,
+    users: Vec<(Handle<Node>, Use)>,
     /// `async_free` nodes, in creation order.
     frees: Vec<Handle<Node>>,
 }
@@ -72,19 +71,17 @@ fn lifetimes(gx: &Gx<'_>) -> Vec<Lifetime> {
                     lives[l].frees.push(n);
                 }
             }
-            _ => {
-                for u in node_uses(gx, n, node) {
-                    let MemRef::Alloc(a) = u.mem else { continue };
-                    if !gx.is_malloc(a) {
-                        continue;
-                    }
-                    let Some(l) = life(a, &mut lives, &mut last_user) else { continue };
-                    if last_user[l] != n.index() as u32 {
-                        last_user[l] = n.index() as u32;
-                        lives[l].users.push((n, u.span));
-                    }
+            _ => for_each_node_use(gx, n, node, &mut |u| {
+                let MemRef::Alloc(a) = u.mem else { return };
+                if !gx.is_malloc(a) {
+                    return;
                 }
-            }
+                let Some(l) = life(a, &mut lives, &mut last_user) else { return };
+                if last_user[l] != n.index() as u32 {
+                    last_user[l] = n.index() as u32;
+                    lives[l].users.push((n, u));
+                }
+            }),
         }
     }
     // A free or use may name a malloc created after it (reported elsewhere).
@@ -131,7 +128,7 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
         }
     }
     // Users that do not reach the free: does the free reach them (use after free)?
-    let late: Vec<(usize, Handle<Node>, Vec<(Handle<Node>, Span)>)> = freed
+    let late: Vec<(usize, Handle<Node>, Vec<(Handle<Node>, Use)>)> = freed
         .iter()
         .filter_map(|&(i, f)| {
             let ok = before_free[i].as_ref()?;
@@ -166,20 +163,20 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
                 });
             }
         }
-        for (&(user, span), &ok) in life.users.iter().zip(users_ok) {
+        for (&(user, u), &ok) in life.users.iter().zip(users_ok) {
             if !ok {
                 errors.push(VerifyError::UseBeforeMalloc {
                     alloc: alloc.clone(),
                     user: gx.node_name(user),
-                    span,
+                    span: u.span(gx),
                     malloc: malloc_span,
                 });
             }
         }
         let Some(((_, free, users), after)) = late.next_if(|((l, _, _), _)| *l == i) else { continue };
         let free_span = gx.node_span(free);
-        for ((user, span), after) in users.into_iter().zip(after) {
-            let user = gx.node_name(user);
+        for ((user, u), after) in users.into_iter().zip(after) {
+            let (user, span) = (gx.node_name(user), u.span(gx));
             errors.push(if after {
                 VerifyError::UseAfterFree { alloc: alloc.clone(), user, span, free: free_span }
             } else {

@@ -73,7 +73,8 @@ fn check_node(gx: &Gx<'_>, n: Handle<Node>, node: &Node, waits: &[Vec<usize>], e
         NodeKind::Empty => {}
         NodeKind::Kernel(cmd) => {
             let arg = |i: u32| gx.site(Site::NodeArg(n, i), span);
-            let spans = CmdSpans { cmd: span, launch: gx.site(Site::NodeLaunch(n), span), arg: &arg };
+            let launch = || gx.site(Site::NodeLaunch(n), span);
+            let spans = CmdSpans { cmd: span, launch: &launch, arg: &arg };
             check_kernel_command(gx, cmd, &spans, node.queue, errors);
         }
         NodeKind::Memcpy { dst, src, bytes } => {
@@ -152,7 +153,7 @@ fn check_node(gx: &Gx<'_>, n: Handle<Node>, node: &Node, waits: &[Vec<usize>], e
                 let item = gx.site(Site::NodeListItem(n, i as u32), span);
                 if let Some(info) = gx.resolve_reported(a.mem, item, errors) {
                     if info.class == MemClass::DeviceGlobal {
-                        errors.push(VerifyError::DeviceGlobalOperand { name: info.name, context, span: item });
+                        errors.push(VerifyError::DeviceGlobalOperand { name: info.name(), context, span: item });
                     }
                 }
             }
