@@ -35,10 +35,13 @@ struct Lifetime {
     /// The `async_malloc` node.
     malloc: Handle<Node>,
     /// Using nodes, each with its first use, in creation order.
-    users: Vec<(Handle<Node>, Use)>,
+    users: Users,
     /// `async_free` nodes, in creation order.
     frees: Vec<Handle<Node>>,
 }
+
+/// Nodes using an allocation, each with its first use of it.
+type Users = Vec<(Handle<Node>, Use)>;
 
 /// No lifetime (in `slot`), no user yet (in `last_user`).
 const NONE: u32 = u32::MAX;
@@ -128,7 +131,7 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
         }
     }
     // Users that do not reach the free: does the free reach them (use after free)?
-    let late: Vec<(usize, Handle<Node>, Vec<(Handle<Node>, Use)>)> = freed
+    let late: Vec<(usize, Handle<Node>, Users)> = freed
         .iter()
         .filter_map(|&(i, f)| {
             let ok = before_free[i].as_ref()?;
