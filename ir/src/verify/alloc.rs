@@ -22,7 +22,7 @@
 //! graph, it is O(allocations / 64 x (nodes + edges)) in the worst case: jobs share
 //! 64-bit sweeps, but the work still grows with the product.
 
-use super::batch::{Job, Ranked};
+use super::batch::{Jobs, Sweep};
 use super::ctx::Gx;
 use super::error::VerifyError;
 use super::topo::Topo;
@@ -92,75 +92,67 @@ fn lifetimes(gx: &Gx<'_>) -> Vec<Lifetime> {
     lives
 }
 
-/// The rank of a node (every node of a live allocation is in range).
-fn rank(topo: &Topo, n: Handle<Node>) -> u32 {
-    topo.rank.get(n.index()).copied().unwrap_or(0)
-}
-
 /// Checks every graph allocation of the graph.
 pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
     let lives = lifetimes(gx);
     if lives.iter().all(|l| l.users.is_empty() && l.frees.is_empty()) {
         return;
     }
-    let forward = Ranked::forward(topo);
-    let fkey = |n: Handle<Node>| forward.key(rank(topo, n));
-    // Does the malloc reach each user, then each free?
-    let jobs: Vec<Job> = lives
-        .iter()
-        .map(|l| Job {
-            source: fkey(l.malloc),
-            targets: l.users.iter().map(|u| fkey(u.0)).chain(l.frees.iter().map(|&f| fkey(f))).collect(),
-        })
-        .collect();
-    let (after_malloc, _) = forward.reach(&jobs);
-    // Does each user reach the first free? Searched backwards from the free: one job.
-    let freed: Vec<(usize, Handle<Node>)> =
-        lives.iter().enumerate().filter_map(|(i, l)| l.frees.first().map(|&f| (i, f))).collect();
-    let mut before_free: Vec<Option<Vec<bool>>> = vec![None; lives.len()];
-    if !freed.is_empty() {
-        let backward = Ranked::backward(topo);
-        let bkey = |n: Handle<Node>| backward.key(rank(topo, n));
-        let jobs: Vec<Job> = freed
-            .iter()
-            .map(|&(i, f)| Job { source: bkey(f), targets: lives[i].users.iter().map(|u| bkey(u.0)).collect() })
-            .collect();
-        let (answers, _) = backward.reach(&jobs);
-        for (&(i, _), a) in freed.iter().zip(answers) {
-            before_free[i] = Some(a);
+    let forward = Sweep::forward(topo);
+    // Does the malloc reach each user, then each free? Job `i` is allocation `i`'s.
+    let mut jobs = Jobs::default();
+    for l in &lives {
+        let targets = l.users.iter().map(|u| u.0.index()).chain(l.frees.iter().map(|f| f.index()));
+        jobs.push(l.malloc.index(), targets);
+    }
+    let (reached, _) = forward.reach(&jobs);
+    let after_malloc = |i: usize| reached.get(jobs.range(i)).unwrap_or(&[]);
+    // Does each user reach the first free? Searched backwards from the free.
+    let mut back = Jobs::default();
+    // back_job[i]: allocation `i`'s job in `back`, if it is freed.
+    let mut back_job: Vec<Option<usize>> = vec![None; lives.len()];
+    for (i, l) in lives.iter().enumerate() {
+        if let Some(f) = l.frees.first() {
+            back_job[i] = Some(back.push(f.index(), l.users.iter().map(|u| u.0.index())));
         }
     }
+    let before_free = if back.len() > 0 {
+        let pred = topo.succ.transpose();
+        Sweep::backward(topo, &pred).reach(&back).0
+    } else {
+        Vec::new()
+    };
     // Users that do not reach the free: does the free reach them (use after free)?
-    let late: Vec<(usize, Handle<Node>, Users)> = freed
-        .iter()
-        .filter_map(|&(i, f)| {
-            let ok = before_free[i].as_ref()?;
-            let late: Vec<_> = lives[i].users.iter().zip(ok).filter(|(_, &ok)| !ok).map(|(u, _)| *u).collect();
-            (!late.is_empty()).then_some((i, f, late))
-        })
-        .collect();
-    let jobs: Vec<Job> = late
-        .iter()
-        .map(|(_, f, users)| Job { source: fkey(*f), targets: users.iter().map(|u| fkey(u.0)).collect() })
-        .collect();
-    let (after_free, _) = forward.reach(&jobs);
-    let mut late = late.into_iter().zip(after_free).peekable();
+    let mut late = Jobs::default();
+    // late_users[i]: allocation `i`'s job in `late` and its users there.
+    let mut late_users: Vec<Option<(usize, Users)>> = vec![None; lives.len()];
+    for (i, l) in lives.iter().enumerate() {
+        let (Some(b), Some(&free)) = (back_job[i], l.frees.first()) else { continue };
+        let ok = before_free.get(back.range(b)).unwrap_or(&[]);
+        let users: Users = l.users.iter().zip(ok).filter(|(_, &ok)| !ok).map(|(u, _)| *u).collect();
+        if !users.is_empty() {
+            late_users[i] = Some((late.push(free.index(), users.iter().map(|u| u.0.index())), users));
+        }
+    }
+    let (after_free, _) = forward.reach(&late);
 
-    for (i, (life, reached)) in lives.iter().zip(&after_malloc).enumerate() {
-        let alloc = gx.node_name(life.malloc);
+    for (i, life) in lives.iter().enumerate() {
+        let reached = after_malloc(i);
+        // Only for diagnostics: most allocations have none.
+        let alloc = || gx.node_name(life.malloc);
         let malloc_span = gx.node_span(life.malloc);
         let (users_ok, frees_ok) = reached.split_at(life.users.len().min(reached.len()));
         for (j, (&f, &ok)) in life.frees.iter().zip(frees_ok).enumerate() {
             if j > 0 {
                 errors.push(VerifyError::DoubleFree {
-                    alloc: alloc.clone(),
+                    alloc: alloc(),
                     span: gx.node_span(f),
                     first: gx.node_span(life.frees[0]),
                 });
             }
             if !ok {
                 errors.push(VerifyError::FreeNotAfterMalloc {
-                    alloc: alloc.clone(),
+                    alloc: alloc(),
                     span: gx.node_span(f),
                     malloc: malloc_span,
                 });
@@ -169,21 +161,22 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
         for (&(user, u), &ok) in life.users.iter().zip(users_ok) {
             if !ok {
                 errors.push(VerifyError::UseBeforeMalloc {
-                    alloc: alloc.clone(),
+                    alloc: alloc(),
                     user: gx.node_name(user),
                     span: u.span(gx),
                     malloc: malloc_span,
                 });
             }
         }
-        let Some(((_, free, users), after)) = late.next_if(|((l, _, _), _)| *l == i) else { continue };
+        let (Some((job, users)), Some(&free)) = (&late_users[i], life.frees.first()) else { continue };
         let free_span = gx.node_span(free);
-        for ((user, u), after) in users.into_iter().zip(after) {
+        let after = after_free.get(late.range(*job)).unwrap_or(&[]);
+        for (&(user, u), &after) in users.iter().zip(after) {
             let (user, span) = (gx.node_name(user), u.span(gx));
             errors.push(if after {
-                VerifyError::UseAfterFree { alloc: alloc.clone(), user, span, free: free_span }
+                VerifyError::UseAfterFree { alloc: alloc(), user, span, free: free_span }
             } else {
-                VerifyError::UseNotBeforeFree { alloc: alloc.clone(), user, span, free: free_span }
+                VerifyError::UseNotBeforeFree { alloc: alloc(), user, span, free: free_span }
             });
         }
     }

@@ -1,6 +1,6 @@
 //! Many reachability questions over one ranked graph, answered together.
 //!
-//! A [`Job`] asks whether its source reaches each of its targets. In a graph whose keys
+//! A job ([`Jobs`]) asks whether its source reaches each of its targets. In a graph whose keys
 //! increase along every edge (topological ranks, topo.rs), a path from `s` to `t` only
 //! visits keys in `[s, t]`, so a job never needs to look past its largest target (its
 //! bound), and a target below the source is unreachable without a search.
@@ -21,85 +21,109 @@
 
 use super::topo::{Csr, Topo};
 
-/// Whether `source` reaches each of `targets` (keys of a [`Ranked`] graph).
-pub(super) struct Job {
-    /// Where the search starts.
-    pub source: u32,
-    /// What it looks for.
-    pub targets: Vec<u32>,
+/// Reachability questions: job `j` asks whether node `sources[j]` reaches each node of
+/// `targets[starts[j]..starts[j + 1]]`. Flat lists, so that 10^4 jobs cost no allocation each.
+#[derive(Default)]
+pub(super) struct Jobs {
+    sources: Vec<u32>,
+    starts: Vec<usize>,
+    targets: Vec<u32>,
 }
 
-/// A graph over topological keys: every edge goes from a smaller key to a larger one.
-pub(super) struct Ranked {
-    next: Csr,
-    /// Keys count down from the last rank: edges are the graph's edges reversed.
-    reversed: bool,
-    ranks: u32,
+impl Jobs {
+    /// Adds a job; returns its index.
+    pub(super) fn push(&mut self, source: usize, targets: impl IntoIterator<Item = usize>) -> usize {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        // Out-of-range nodes (never passed by the checks) become a node no search reaches.
+        let clamp = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+        self.sources.push(clamp(source));
+        self.targets.extend(targets.into_iter().map(clamp));
+        self.starts.push(self.targets.len());
+        self.sources.len() - 1
+    }
+
+    /// Number of jobs.
+    pub(super) fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// Where job `j`'s targets (and answers) lie in the flat lists.
+    pub(super) fn range(&self, j: usize) -> std::ops::Range<usize> {
+        match (self.starts.get(j), self.starts.get(j + 1)) {
+            (Some(&a), Some(&b)) => a..b,
+            _ => 0..0,
+        }
+    }
 }
 
-impl Ranked {
-    /// The graph's edges between ranks, keyed by rank.
-    pub(super) fn forward(topo: &Topo) -> Ranked {
-        Ranked::build(topo, false)
+/// Searches over a graph's edges in one direction, keyed by topological rank so that keys
+/// increase along every edge searched.
+pub(super) struct Sweep<'t> {
+    topo: &'t Topo,
+    /// Successor lists (forward) or predecessor lists (backward), by node.
+    adj: &'t Csr,
+    /// Keys count down from the last rank: a backward search.
+    backward: bool,
+}
+
+impl<'t> Sweep<'t> {
+    /// Searches along the edges.
+    pub(super) fn forward(topo: &'t Topo) -> Sweep<'t> {
+        Sweep { topo, adj: &topo.succ, backward: false }
     }
 
-    /// The graph's edges reversed, keyed so that keys still increase along them: a search
-    /// here walks from a node to its predecessors.
-    pub(super) fn backward(topo: &Topo) -> Ranked {
-        Ranked::build(topo, true)
+    /// Searches against the edges; `pred` is `topo.succ.transpose()`.
+    pub(super) fn backward(topo: &'t Topo, pred: &'t Csr) -> Sweep<'t> {
+        Sweep { topo, adj: pred, backward: true }
     }
 
-    fn build(topo: &Topo, reversed: bool) -> Ranked {
-        let ranks = topo.ranks as u32;
-        let mut r = Ranked { next: Csr::new(0, &[]), reversed, ranks };
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        for (v, &rv) in topo.rank.iter().enumerate() {
-            for &w in topo.succ.next(v) {
-                let rw = topo.rank.get(w as usize).copied().unwrap_or(rv);
-                if rw != rv {
-                    pairs.push(if reversed { (r.key(rw), r.key(rv)) } else { (rv, rw) });
+    /// The key of a node, `None` out of range.
+    fn key(&self, node: u32) -> Option<u32> {
+        let r = *self.topo.rank.get(node as usize)?;
+        Some(if self.backward { (self.topo.ranks as u32).saturating_sub(1).saturating_sub(r) } else { r })
+    }
+
+    /// The nodes with key `k`.
+    fn nodes(&self, k: usize) -> &'t [u32] {
+        let r = if self.backward { self.topo.ranks.saturating_sub(1).saturating_sub(k) } else { k };
+        self.topo.nodes_at(r)
+    }
+
+    /// Answers every job: `answers[i]` says whether the job owning target `i` reaches it (a
+    /// target with the source's key, the source itself or a node of its cycle, counts as
+    /// reached). Also returns the work done, in keys scanned plus edges followed, for tests
+    /// that guard the complexity.
+    pub(super) fn reach(&self, jobs: &Jobs) -> (Vec<bool>, u64) {
+        let mut answers = vec![false; jobs.targets.len()];
+        // (size class, source key, bound, job): only jobs with a target above the source search.
+        let mut live: Vec<(u32, u32, u32, usize)> = Vec::new();
+        for (j, &source) in jobs.sources.iter().enumerate() {
+            let Some(sk) = self.key(source) else { continue };
+            let mut bound = None;
+            for (i, &t) in jobs.range(j).zip(&jobs.targets[jobs.range(j)]) {
+                match self.key(t) {
+                    Some(tk) if tk == sk => answers[i] = true,
+                    Some(tk) if tk > sk => bound = bound.max(Some(tk)),
+                    _ => {}
                 }
             }
+            if let Some(b) = bound {
+                live.push((u32::BITS - (b - sk).leading_zeros(), sk, b, j));
+            }
         }
-        r.next = Csr::new(topo.ranks, &pairs);
-        r
-    }
-
-    /// The key of a node of rank `rank`.
-    pub(super) fn key(&self, rank: u32) -> u32 {
-        if self.reversed {
-            self.ranks.saturating_sub(1).saturating_sub(rank)
-        } else {
-            rank
-        }
-    }
-
-    /// Answers every job: `answers[j][i]` says whether job `j` reaches its target `i` (a
-    /// target equal to the source counts as reached). Also returns the work done, in keys
-    /// scanned plus edges followed, for tests that guard the complexity.
-    pub(super) fn reach(&self, jobs: &[Job]) -> (Vec<Vec<bool>>, u64) {
-        let mut answers: Vec<Vec<bool>> =
-            jobs.iter().map(|j| j.targets.iter().map(|&t| t == j.source).collect()).collect();
-        let keys = self.next.len();
-        // (size class, source, bound, job): only jobs with a target above the source search.
-        let mut live: Vec<(u32, u32, u32, usize)> = jobs
-            .iter()
-            .enumerate()
-            .filter_map(|(j, job)| {
-                let bound = job.targets.iter().copied().filter(|&t| t > job.source && (t as usize) < keys).max()?;
-                Some((u32::BITS - (bound - job.source).leading_zeros(), job.source, bound, j))
-            })
-            .collect();
         live.sort_unstable();
-        let mut mask = vec![0u64; keys];
+        let mut mask = vec![0u64; self.topo.ranks];
         let mut steps = 0u64;
+        let mut ends: Vec<(u32, u64)> = Vec::with_capacity(64);
         for chunk in live.chunks(64) {
             let (Some(lo), Some(hi)) = (chunk.iter().map(|c| c.1).min(), chunk.iter().map(|c| c.2).max()) else {
                 continue;
             };
             let (lo, hi) = (lo as usize, hi as usize);
             // Bits leave `alive` once the sweep passes their job's bound.
-            let mut ends: Vec<(u32, u64)> = Vec::with_capacity(chunk.len());
+            ends.clear();
             let mut alive = 0u64;
             for (bit, &(_, source, bound, _)) in chunk.iter().enumerate() {
                 mask[source as usize] |= 1 << bit;
@@ -121,18 +145,21 @@ impl Ranked {
                 if m == 0 {
                     continue;
                 }
-                for &s in self.next.next(k) {
-                    steps += 1;
-                    if let Some(slot) = mask.get_mut(s as usize).filter(|_| s as usize <= hi) {
-                        *slot |= m;
+                for &v in self.nodes(k) {
+                    for &w in self.adj.next(v as usize) {
+                        steps += 1;
+                        // Edges inside a cycle (same key) add nothing; past `hi` nothing is asked.
+                        if let Some(kw) = self.key(w).map(|kw| kw as usize).filter(|&kw| kw > k && kw <= hi) {
+                            mask[kw] |= m;
+                        }
                     }
                 }
             }
-            for (bit, &(_, source, _, j)) in chunk.iter().enumerate() {
-                let (Some(job), Some(out)) = (jobs.get(j), answers.get_mut(j)) else { continue };
-                for (&t, ans) in job.targets.iter().zip(out.iter_mut()) {
-                    if t > source && mask.get(t as usize).is_some_and(|m| m & (1 << bit) != 0) {
-                        *ans = true;
+            for (bit, &(_, sk, _, j)) in chunk.iter().enumerate() {
+                for i in jobs.range(j) {
+                    let tk = jobs.targets.get(i).and_then(|&t| self.key(t));
+                    if tk.is_some_and(|tk| tk > sk && mask[tk as usize] & (1 << bit) != 0) {
+                        answers[i] = true;
                     }
                 }
             }
@@ -163,29 +190,25 @@ mod tests {
     /// Checks every job of both directions against a plain breadth-first search.
     fn agrees_with_bfs(n: usize, pairs: &[(u32, u32)], rng: &mut Rng) {
         let topo = Topo::from_pairs(n, pairs);
+        let pred = topo.succ.transpose();
         let upairs: Vec<(usize, usize)> = pairs.iter().map(|&(a, b)| (a as usize, b as usize)).collect();
         let flipped: Vec<(usize, usize)> = upairs.iter().map(|&(a, b)| (b, a)).collect();
-        for (ranked, adj) in [
-            (Ranked::forward(&topo), Adjacency::new(n, &upairs)),
-            (Ranked::backward(&topo), Adjacency::new(n, &flipped)),
+        for (sweep, adj) in [
+            (Sweep::forward(&topo), Adjacency::new(n, &upairs)),
+            (Sweep::backward(&topo, &pred), Adjacency::new(n, &flipped)),
         ] {
-            // Nodes and the jobs' sources and targets, as nodes (several nodes share a key
-            // in a cyclic graph).
+            let mut jobs = Jobs::default();
             let mut queries: Vec<(usize, Vec<usize>)> = Vec::new();
             for _ in 0..150 {
                 let source = rng.below(n);
-                let targets = (0..1 + rng.below(6)).map(|_| rng.below(n)).collect();
+                let targets: Vec<usize> = (0..1 + rng.below(6)).map(|_| rng.below(n)).collect();
+                jobs.push(source, targets.iter().copied());
                 queries.push((source, targets));
             }
-            let key = |v: usize| ranked.key(topo.rank[v]);
-            let jobs: Vec<Job> = queries
-                .iter()
-                .map(|(s, ts)| Job { source: key(*s), targets: ts.iter().map(|&t| key(t)).collect() })
-                .collect();
-            let (answers, _) = ranked.reach(&jobs);
-            for ((s, ts), got) in queries.iter().zip(&answers) {
-                for (&t, &g) in ts.iter().zip(got) {
-                    assert_eq!(adj.path(*s, t).is_some(), g, "{s} -> {t} in {pairs:?}");
+            let (answers, _) = sweep.reach(&jobs);
+            for (j, (s, ts)) in queries.iter().enumerate() {
+                for (&t, &got) in ts.iter().zip(&answers[jobs.range(j)]) {
+                    assert_eq!(adj.path(*s, t).is_some(), got, "{s} -> {t} in {pairs:?}");
                 }
             }
         }
@@ -213,30 +236,23 @@ mod tests {
 
     /// A chain of blocks like the benchmark graph: a source, a few nodes, a sink, and an
     /// edge from each sink to the next source. One job per block, from its source to its
-    /// nodes and sink.
-    fn block_jobs(blocks: u32) -> u64 {
+    /// nodes and sink. Returns the work done.
+    fn block_jobs(blocks: usize) -> u64 {
         let mut pairs = Vec::new();
-        let mut jobs = Vec::new();
-        for b in 0..blocks {
+        let mut jobs = Jobs::default();
+        for b in 0..blocks as u32 {
             let base = b * 6;
             pairs.extend([(base, base + 1), (base, base + 2), (base + 1, base + 3), (base + 2, base + 3)]);
             pairs.extend([(base + 3, base + 4), (base + 4, base + 5)]);
-            if b + 1 < blocks {
+            if b + 1 < blocks as u32 {
                 pairs.push((base + 5, base + 6));
             }
-            jobs.push((base, vec![base + 1, base + 2, base + 4]));
+            let base = base as usize;
+            jobs.push(base, [base + 1, base + 2, base + 4]);
         }
-        let topo = Topo::from_pairs(blocks as usize * 6, &pairs);
-        let fwd = Ranked::forward(&topo);
-        let jobs: Vec<Job> = jobs
-            .into_iter()
-            .map(|(s, ts)| Job {
-                source: fwd.key(topo.rank[s as usize]),
-                targets: ts.iter().map(|&t| topo.rank[t as usize]).collect(),
-            })
-            .collect();
-        let (answers, steps) = fwd.reach(&jobs);
-        assert!(answers.iter().flatten().all(|&a| a));
+        let topo = Topo::from_pairs(blocks * 6, &pairs);
+        let (answers, steps) = Sweep::forward(&topo).reach(&jobs);
+        assert!(answers.iter().all(|&a| a));
         steps
     }
 
@@ -256,11 +272,12 @@ mod tests {
         pairs.extend((sources..sources + chain - 1).map(|i| (i, i + 1)));
         let n = (sources + chain) as usize;
         let topo = Topo::from_pairs(n, &pairs);
-        let fwd = Ranked::forward(&topo);
-        let last = topo.rank[n - 1];
-        let jobs: Vec<Job> = (0..sources).map(|s| Job { source: topo.rank[s as usize], targets: vec![last] }).collect();
-        let (answers, steps) = fwd.reach(&jobs);
-        assert!(answers.iter().flatten().all(|&a| a));
+        let mut jobs = Jobs::default();
+        for s in 0..sources as usize {
+            jobs.push(s, [n - 1]);
+        }
+        let (answers, steps) = Sweep::forward(&topo).reach(&jobs);
+        assert!(answers.iter().all(|&a| a));
         // Ten sweeps of the chain, not 640.
         assert!(steps <= 12 * 2 * n as u64, "{steps} steps");
     }

@@ -45,6 +45,28 @@ impl Csr {
         Csr { offsets, targets }
     }
 
+    /// The same lists with every edge reversed, each list in the order of its sources.
+    pub(super) fn transpose(&self) -> Csr {
+        let n = self.len();
+        let mut offsets = vec![0usize; n + 1];
+        for &t in &self.targets {
+            offsets[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut targets = vec![0u32; self.targets.len()];
+        for from in 0..n {
+            for &to in self.next(from) {
+                let slot = &mut fill[to as usize];
+                targets[*slot] = from as u32;
+                *slot += 1;
+            }
+        }
+        Csr { offsets, targets }
+    }
+
     /// Number of nodes.
     pub(super) fn len(&self) -> usize {
         self.offsets.len() - 1
@@ -59,13 +81,18 @@ impl Csr {
     }
 }
 
-/// A graph's topological ranks and successor lists.
+/// A graph's topological ranks, nodes by rank, and successor lists.
 pub(super) struct Topo {
     /// Successor lists by node index (edges between distinct nodes in range).
     pub succ: Csr,
     /// `rank[i]`: the position of node `i` (of its component, in a cyclic graph) in
     /// topological order.
     pub rank: Vec<u32>,
+    /// The nodes by rank: `order[r]` has rank `r` in an acyclic graph; in a cyclic one the
+    /// nodes of rank `r` are `order[first[r]..first[r + 1]]`.
+    order: Vec<u32>,
+    /// Where each rank starts in `order`; empty for an acyclic graph.
+    first: Vec<usize>,
     /// Number of distinct ranks: the node count of an acyclic graph.
     pub ranks: usize,
     /// Whether the graph has no cycle.
@@ -94,7 +121,7 @@ impl Topo {
             for (r, &v) in order.iter().enumerate() {
                 rank[v as usize] = r as u32;
             }
-            return Topo { succ, rank, ranks: n, acyclic: true };
+            return Topo { succ, rank, order, first: Vec::new(), ranks: n, acyclic: true };
         }
         // Rank the condensation: each component once, in Kahn's order of the component DAG.
         let (comp, count) = components(&succ);
@@ -108,7 +135,34 @@ impl Topo {
         for (v, slot) in rank.iter_mut().enumerate() {
             *slot = crank[comp[v] as usize];
         }
-        Topo { succ, rank, ranks: count, acyclic: false }
+        // Nodes grouped by rank (a counting sort).
+        let mut first = vec![0usize; count + 1];
+        for &r in &rank {
+            first[r as usize + 1] += 1;
+        }
+        for r in 0..count {
+            first[r + 1] += first[r];
+        }
+        let mut fill = first.clone();
+        let mut order = vec![0u32; n];
+        for (v, &r) in rank.iter().enumerate() {
+            order[fill[r as usize]] = v as u32;
+            fill[r as usize] += 1;
+        }
+        Topo { succ, rank, order, first, ranks: count, acyclic: false }
+    }
+
+    /// The nodes of rank `r`: one in an acyclic graph, a component in a cyclic one.
+    pub(super) fn nodes_at(&self, r: usize) -> &[u32] {
+        let range = if self.acyclic {
+            r..r + 1
+        } else {
+            match (self.first.get(r), self.first.get(r + 1)) {
+                (Some(&a), Some(&b)) => a..b,
+                _ => return &[],
+            }
+        };
+        self.order.get(range).unwrap_or(&[])
     }
 }
 
@@ -209,6 +263,9 @@ mod tests {
         assert!(t.rank[0] < t.rank[1] && t.rank[1] < t.rank[2]);
         // FIFO from index order: the two sources come first.
         assert_eq!((t.rank[0], t.rank[3]), (0, 1));
+        assert_eq!([0, 1, 2, 3].map(|r| t.nodes_at(r)), [&[0], &[3], &[1], &[2]]);
+        let pred = t.succ.transpose();
+        assert_eq!((pred.next(2), pred.next(0)), (&[0, 1][..], &[][..]));
     }
 
     #[test]
@@ -218,6 +275,8 @@ mod tests {
         assert!(!t.acyclic);
         assert_eq!(t.ranks, 4);
         assert_eq!(t.rank[1], t.rank[2]);
+        assert_eq!(t.nodes_at(t.rank[1] as usize), &[1, 2]);
+        assert_eq!(t.nodes_at(t.rank[4] as usize), &[4]);
         assert!(t.rank[4] < t.rank[0] && t.rank[0] < t.rank[1] && t.rank[2] < t.rank[3]);
     }
 

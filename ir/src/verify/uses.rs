@@ -7,6 +7,7 @@ use super::error::VerifyError;
 use crate::arena::Handle;
 use crate::graph::{Alternative, Arg, ArgValue, DynCommandGroup, KernelCommand, MemRef, Node, NodeKind, Site};
 use crate::kernel::ParamType;
+use crate::module::MemoryKind;
 use crate::span::Span;
 use crate::types::Access;
 
@@ -138,7 +139,9 @@ pub(super) fn is_buffer(gx: &Gx<'_>, u: &Use) -> bool {
 /// dynamic parameter and dynamic command group, at its first buffer use.
 pub(super) fn check_buffer_lifetime(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
     let g = gx.g;
-    if g.properties.assume_buffer_outlives_graph {
+    // Without any buffer in the module no use can name one: skip the walk.
+    let buffers = gx.m.memories.iter().any(|(_, mem)| matches!(mem.kind, MemoryKind::Buffer));
+    if g.properties.assume_buffer_outlives_graph || !buffers {
         return;
     }
     let report = |u: &Use, errors: &mut Vec<VerifyError>| {
