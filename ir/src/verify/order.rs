@@ -85,7 +85,7 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                 Ref::Queue(h) => pos.queues.get(h.index()),
             };
             // A reference to itself (`%t = async_free %t`) is diagnosed by the command checks.
-            if !defined.copied().flatten().is_some_and(|p| p > i) {
+            if defined.copied().flatten().is_none_or(|p| p <= i) {
                 continue;
             }
             // Names only for the diagnostic (dangling dynamic parameters and command groups
