@@ -199,6 +199,7 @@ mod graph;
 mod kernel;
 mod memory;
 mod names;
+mod namespace;
 mod needs;
 mod order;
 mod reach;
