@@ -151,7 +151,7 @@ fn radix_sort(v: &mut Vec<(u32, u32)>) {
     let mut other = vec![(0u32, 0u32); v.len()];
     for (pass, count) in counts.iter().enumerate() {
         // A byte equal in every key leaves the order as it is.
-        if count.iter().any(|&c| c == v.len()) {
+        if count.contains(&v.len()) {
             continue;
         }
         let mut next = [0usize; 256];
