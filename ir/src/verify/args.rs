@@ -18,13 +18,18 @@ use crate::span::Span;
 pub(super) struct CmdSpans<'s> {
     /// The whole command (node or alternative).
     pub cmd: Span,
-    /// Its launch.
-    pub launch: Span,
+    /// Its launch (a lookup: asked for only when reporting).
+    pub launch: &'s dyn Fn() -> Span,
     /// Argument `i`.
     pub arg: &'s dyn Fn(u32) -> Span,
 }
 
 /// Checks one kernel command. `queue` is the queue the node was recorded from, if any.
+///
+/// The exact spans of the launch and of each argument are map lookups, and almost every
+/// command is valid: the command is checked with its own span everywhere first, and only
+/// when that finds something wrong is it checked again with the exact spans (the checks
+/// are pure, so the second run finds the same errors).
 pub(super) fn check_kernel_command(
     gx: &Gx<'_>,
     cmd: &KernelCommand,
@@ -32,7 +37,25 @@ pub(super) fn check_kernel_command(
     queue: Option<Handle<Queue>>,
     errors: &mut Vec<VerifyError>,
 ) {
-    check_launch(&cmd.launch, spans.launch, errors);
+    let before = errors.len();
+    let rough = CmdSpans { cmd: spans.cmd, launch: &|| spans.cmd, arg: &|_| spans.cmd };
+    check_command(gx, cmd, &rough, queue, errors);
+    if errors.len() > before {
+        errors.truncate(before);
+        check_command(gx, cmd, spans, queue, errors);
+    }
+}
+
+/// [`check_kernel_command`] with the spans given.
+fn check_command(
+    gx: &Gx<'_>,
+    cmd: &KernelCommand,
+    spans: &CmdSpans<'_>,
+    queue: Option<Handle<Queue>>,
+    errors: &mut Vec<VerifyError>,
+) {
+    let launch = (spans.launch)();
+    check_launch(&cmd.launch, launch, errors);
     let kernel = gx.m.kernels.try_get(cmd.kernel);
     if kernel.is_none() {
         errors.push(VerifyError::DanglingHandle { what: "kernel", index: cmd.kernel.index(), span: spans.cmd });
@@ -48,7 +71,7 @@ pub(super) fn check_kernel_command(
                 kernel_span: keyword_span(gx.m.kernels.span(cmd.kernel)),
             });
         }
-        check_launch_kind(gx, cmd, k, spans.launch, errors);
+        check_launch_kind(gx, cmd, k, launch, errors);
     }
     for (i, arg) in cmd.args.iter().enumerate() {
         let span = (spans.arg)(i as u32);
@@ -91,11 +114,11 @@ fn check_launch_kind(gx: &Gx<'_>, cmd: &KernelCommand, k: &Kernel, span: Span, e
         Launch::SingleTask => "single_task",
     };
     let Some(needs) = gx.needs.get(cmd.kernel.index()) else { return };
-    let kernel = format!("@{}", k.name);
+    let kernel = || format!("@{}", k.name);
     if let Some(param_span) = needs.local_param {
-        errors.push(VerifyError::LocalNeedsNdRange { kernel, span, param_span });
+        errors.push(VerifyError::LocalNeedsNdRange { kernel: kernel(), span, param_span });
     } else if let Some((op, op_span)) = needs.group_op {
-        errors.push(VerifyError::GroupOpNeedsNdRange { kernel, launch, op, span, op_span });
+        errors.push(VerifyError::GroupOpNeedsNdRange { kernel: kernel(), launch, op, span, op_span });
     }
 }
 
@@ -220,7 +243,8 @@ fn check_slot(
     errors: &mut Vec<VerifyError>,
 ) {
     let Some(param) = kernel.params.get(index) else { return };
-    let param_span = {
+    // Both only for a diagnostic: a map lookup and an allocation per argument otherwise.
+    let param_span = || {
         let s = kernel.param_spans.get(&(index as u32));
         if s.is_defined() {
             s
@@ -228,44 +252,49 @@ fn check_slot(
             gx.m.kernels.span(kh)
         }
     };
-    let pname = format!("%{}", param.name);
+    let pname = || format!("%{}", param.name);
     let kind_mismatch = |errors: &mut Vec<VerifyError>| {
         errors.push(VerifyError::ArgKind {
-            param: pname.clone(),
+            param: pname(),
             expected: param_type_text(param.ty),
             found: describe(value),
             span,
-            param_span,
+            param_span: param_span(),
         })
     };
     let elem_mismatch = |expected: crate::types::Type, found: crate::types::Type, errors: &mut Vec<VerifyError>| {
         errors.push(VerifyError::ArgElemType {
-            param: pname.clone(),
+            param: pname(),
             expected: expected.to_string(),
             found: found.to_string(),
             span,
-            param_span,
+            param_span: param_span(),
         })
     };
     match (param.ty, value) {
         (ParamType::Value(t), ArgValue::Scalar(lit)) => {
             if t.lanes != 1 {
                 errors.push(VerifyError::ScalarArg {
-                    problem: format!("parameter {pname} has vector type {t} but a literal is one scalar"),
+                    problem: format!("parameter {} has vector type {t} but a literal is one scalar", pname()),
                     span,
-                    param_span,
+                    param_span: param_span(),
                 });
             } else if let Some(problem) = literal_problem(lit, t.scalar) {
                 errors.push(VerifyError::ScalarArg {
-                    problem: format!("for parameter {pname}: {problem}"),
+                    problem: format!("for parameter {}: {problem}", pname()),
                     span,
-                    param_span,
+                    param_span: param_span(),
                 });
             }
         }
         (ParamType::Value(t), ArgValue::Bytes(bytes)) => {
             if bytes.len() as u64 != t.size() {
-                errors.push(VerifyError::RawBytesSize { expected: t.size(), found: bytes.len(), span, param_span });
+                errors.push(VerifyError::RawBytesSize {
+                    expected: t.size(),
+                    found: bytes.len(),
+                    span,
+                    param_span: param_span(),
+                });
             }
         }
         (ParamType::Buffer { elem, .. }, ArgValue::Pointer(p)) => {
@@ -289,11 +318,11 @@ fn check_slot(
             }
             if !a.mode.satisfies(access) {
                 errors.push(VerifyError::ArgAccess {
-                    param: pname.clone(),
+                    param: pname(),
                     expected: access.keyword(),
                     found: a.mode.keyword(),
                     span,
-                    param_span,
+                    param_span: param_span(),
                 });
             }
         }

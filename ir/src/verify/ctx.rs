@@ -24,9 +24,11 @@ pub(super) enum MemClass {
 
 /// What a [`MemRef`] denotes.
 #[derive(Clone, Debug)]
-pub(super) struct MemInfo {
-    /// `@x` or `%t`.
-    pub name: String,
+pub(super) struct MemInfo<'a> {
+    /// `@` or `%`.
+    sigil: char,
+    /// The name after the sigil; [`MemInfo::name`] joins them only for a diagnostic.
+    bare: &'a str,
     /// Its kind.
     pub class: MemClass,
     /// Element type.
@@ -35,6 +37,13 @@ pub(super) struct MemInfo {
     pub count: u64,
     /// Size in bytes (saturating; an overflowing size is reported where it is declared).
     pub size: u64,
+}
+
+impl MemInfo<'_> {
+    /// `@x` or `%t`, for a diagnostic.
+    pub(super) fn name(&self) -> String {
+        format!("{}{}", self.sigil, self.bare)
+    }
 }
 
 /// Why a [`MemRef`] does not resolve.
@@ -98,7 +107,7 @@ impl<'a> Gx<'a> {
     }
 
     /// Resolves a memory reference.
-    pub(super) fn resolve(&self, r: MemRef) -> Result<MemInfo, Unresolved> {
+    pub(super) fn resolve(&self, r: MemRef) -> Result<MemInfo<'a>, Unresolved> {
         match r {
             MemRef::Memory(h) => {
                 let mem = self.m.memories.try_get(h).ok_or(Unresolved::Dangling("memory object", h.index()))?;
@@ -108,7 +117,8 @@ impl<'a> Gx<'a> {
                     MemoryKind::DeviceGlobal(_) => MemClass::DeviceGlobal,
                 };
                 Ok(MemInfo {
-                    name: format!("@{}", mem.name),
+                    sigil: '@',
+                    bare: &mem.name,
                     class,
                     elem: mem.elem,
                     count: mem.count,
@@ -119,7 +129,8 @@ impl<'a> Gx<'a> {
                 let node = self.node(n).ok_or(Unresolved::Dangling("node", n.index()))?;
                 match node.kind {
                     NodeKind::AsyncMalloc { elem, count, .. } => Ok(MemInfo {
-                        name: format!("%{}", node.name),
+                        sigil: '%',
+                        bare: &node.name,
                         class: MemClass::Alloc,
                         elem,
                         count,
@@ -132,7 +143,7 @@ impl<'a> Gx<'a> {
     }
 
     /// Resolves a memory reference, reporting why it does not resolve.
-    pub(super) fn resolve_reported(&self, r: MemRef, span: Span, errors: &mut Vec<VerifyError>) -> Option<MemInfo> {
+    pub(super) fn resolve_reported(&self, r: MemRef, span: Span, errors: &mut Vec<VerifyError>) -> Option<MemInfo<'a>> {
         match self.resolve(r) {
             Ok(info) => Some(info),
             Err(Unresolved::Dangling(what, index)) => {

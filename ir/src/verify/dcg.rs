@@ -70,7 +70,7 @@ pub(super) fn check_dcgs(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
             match alt {
                 Alternative::Kernel(cmd) => {
                     let arg = |j: u32| gx.site(Site::AltArg(d, i, j), alt_span);
-                    let spans = CmdSpans { cmd: alt_span, launch: alt_span, arg: &arg };
+                    let spans = CmdSpans { cmd: alt_span, launch: &|| alt_span, arg: &arg };
                     check_kernel_command(gx, cmd, &spans, None, errors);
                 }
                 Alternative::HostTask(task) => {
@@ -78,7 +78,7 @@ pub(super) fn check_dcgs(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                         if let Some(info) = gx.resolve_reported(a.mem, alt_span, errors) {
                             if info.class == MemClass::DeviceGlobal {
                                 errors.push(VerifyError::DeviceGlobalOperand {
-                                    name: info.name,
+                                    name: info.name(),
                                     context: "a host_task access entry",
                                     span: alt_span,
                                 });

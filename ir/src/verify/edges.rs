@@ -51,14 +51,34 @@ fn check_provenance(gx: &Gx<'_>, valid: &[bool], errors: &mut Vec<VerifyError>) 
             }
         }
     }
-    let mut inline: Vec<Vec<Handle<Edge>>> = vec![Vec::new(); g.nodes.len()];
+    // The inline edges of node `i`, in creation order, are `inline[start[i]..start[i + 1]]`
+    // (a counting sort: no list per node).
+    let into = |e: Handle<Edge>, edge: &Edge| {
+        (edge.kind != EdgeKind::MakeEdge && valid.get(e.index()).copied().unwrap_or(false))
+            .then_some(edge.to.index())
+            .filter(|&to| to < g.nodes.len())
+    };
+    let mut start = vec![0usize; g.nodes.len() + 1];
     for (e, edge) in g.edges.iter() {
-        if edge.kind != EdgeKind::MakeEdge && valid.get(e.index()).copied().unwrap_or(false) {
-            if let Some(list) = inline.get_mut(edge.to.index()) {
-                list.push(e);
-            }
+        if let Some(to) = into(e, edge) {
+            start[to + 1] += 1;
         }
     }
+    for i in 0..g.nodes.len() {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut inline: Vec<Option<Handle<Edge>>> = vec![None; start[g.nodes.len()]];
+    for (e, edge) in g.edges.iter() {
+        if let Some(to) = into(e, edge) {
+            inline[fill[to]] = Some(e);
+            fill[to] += 1;
+        }
+    }
+    let inline_of = |n: usize| match (start.get(n), start.get(n + 1)) {
+        (Some(&a), Some(&b)) => inline.get(a..b).unwrap_or(&[]),
+        _ => &[],
+    };
     let describe = |e: Handle<Edge>, edge: &Edge| (gx.edge_name(edge.from, edge.to), g.edges.span(e));
     let mut listed = vec![0u32; g.edges.len()];
     let mut seq: Vec<Handle<Edge>> = Vec::with_capacity(g.edges.len());
@@ -74,7 +94,7 @@ fn check_provenance(gx: &Gx<'_>, valid: &[bool], errors: &mut Vec<VerifyError>) 
                 if std::mem::replace(done, true) {
                     continue;
                 }
-                for &e in inline.get(n.index()).map(Vec::as_slice).unwrap_or(&[]) {
+                for &e in inline_of(n.index()).iter().flatten() {
                     let edge = &g.edges[e];
                     listed[e.index()] += 1;
                     seq.push(e);

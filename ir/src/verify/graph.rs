@@ -6,11 +6,11 @@ use super::ctx::{check_type, Gx, MemClass};
 use super::error::VerifyError;
 use super::memory::{check_byte_range, check_pointer, literal_problem};
 use super::needs::KernelNeeds;
+use super::topo::Topo;
 use super::{alloc, cycle, dcg, edges, names, order, uses};
 use crate::arena::Handle;
 use crate::graph::{Graph, Node, NodeKind, Site};
 use crate::module::{Module, UsmKind};
-use std::collections::BTreeSet;
 
 /// Runs every check of one graph.
 pub(super) fn check_graph(
@@ -23,29 +23,46 @@ pub(super) fn check_graph(
     let gx = Gx { m, g, gh, needs };
     names::check_graph(gx, errors);
     order::check(&gx, errors);
-    // Only barrier wait lists need edge lookups; most graphs have none.
-    let waits = g.nodes.iter().any(|(_, n)| matches!(&n.kind, NodeKind::Barrier { wait } if !wait.is_empty()));
-    let pairs: BTreeSet<(usize, usize)> =
-        if waits { g.edges.iter().map(|(_, e)| (e.from.index(), e.to.index())).collect() } else { BTreeSet::new() };
+    let waits = barrier_preds(g);
     for (n, node) in g.nodes.iter() {
-        check_node(&gx, n, node, &pairs, errors);
+        check_node(&gx, n, node, &waits, errors);
     }
     dcg::check_dyn_params(&gx, errors);
     dcg::check_dcgs(&gx, errors);
     uses::check_buffer_lifetime(&gx, errors);
     edges::check(&gx, errors);
-    cycle::check(&gx, errors);
-    alloc::check(&gx, errors);
+    // One order for both checks that need one.
+    let topo = Topo::new(g);
+    cycle::check(&gx, &topo, errors);
+    alloc::check(&gx, &topo, errors);
 }
 
-/// Checks one node's command. `edges` holds every (from, to) index pair.
-fn check_node(
-    gx: &Gx<'_>,
-    n: Handle<Node>,
-    node: &Node,
-    edges: &BTreeSet<(usize, usize)>,
-    errors: &mut Vec<VerifyError>,
-) {
+/// For each barrier with a wait list, its direct predecessors, sorted (index `i` of the
+/// result is node `i`; other nodes get an empty list). One pass over the edges, so a
+/// barrier waiting on many nodes costs a binary search per entry.
+fn barrier_preds(g: &Graph) -> Vec<Vec<usize>> {
+    let mut preds: Vec<Vec<usize>> = Vec::new();
+    // Most graphs have no wait list: then nothing is allocated.
+    let waiting: Vec<bool> =
+        g.nodes.iter().map(|(_, n)| matches!(&n.kind, NodeKind::Barrier { wait } if !wait.is_empty())).collect();
+    if !waiting.contains(&true) {
+        return preds;
+    }
+    preds.resize_with(g.nodes.len(), Vec::new);
+    for (_, e) in g.edges.iter() {
+        if waiting.get(e.to.index()).copied().unwrap_or(false) {
+            preds[e.to.index()].push(e.from.index());
+        }
+    }
+    for list in &mut preds {
+        list.sort_unstable();
+    }
+    preds
+}
+
+/// Checks one node's command. `waits[i]` lists the direct predecessors of barrier `i`,
+/// sorted, when it has a wait list.
+fn check_node(gx: &Gx<'_>, n: Handle<Node>, node: &Node, waits: &[Vec<usize>], errors: &mut Vec<VerifyError>) {
     let span = gx.node_span(n);
     if let Some(q) = node.queue {
         if gx.g.queues.try_get(q).is_none() {
@@ -56,7 +73,8 @@ fn check_node(
         NodeKind::Empty => {}
         NodeKind::Kernel(cmd) => {
             let arg = |i: u32| gx.site(Site::NodeArg(n, i), span);
-            let spans = CmdSpans { cmd: span, launch: gx.site(Site::NodeLaunch(n), span), arg: &arg };
+            let launch = || gx.site(Site::NodeLaunch(n), span);
+            let spans = CmdSpans { cmd: span, launch: &launch, arg: &arg };
             check_kernel_command(gx, cmd, &spans, node.queue, errors);
         }
         NodeKind::Memcpy { dst, src, bytes } => {
@@ -111,11 +129,12 @@ fn check_node(
             if node.queue.is_none() {
                 errors.push(VerifyError::BarrierWithoutQueue { node: gx.node_name(n), span });
             }
+            let preds = waits.get(n.index()).map_or(&[][..], Vec::as_slice);
             for (i, w) in wait.iter().enumerate() {
                 let item = gx.site(Site::NodeListItem(n, i as u32), span);
                 if gx.node(*w).is_none() {
                     errors.push(VerifyError::DanglingHandle { what: "node", index: w.index(), span: item });
-                } else if !edges.contains(&(w.index(), n.index())) {
+                } else if preds.binary_search(&w.index()).is_err() {
                     errors.push(VerifyError::BarrierWaitNotPredecessor {
                         barrier: gx.node_name(n),
                         waited: gx.node_name(*w),
@@ -134,7 +153,7 @@ fn check_node(
                 let item = gx.site(Site::NodeListItem(n, i as u32), span);
                 if let Some(info) = gx.resolve_reported(a.mem, item, errors) {
                     if info.class == MemClass::DeviceGlobal {
-                        errors.push(VerifyError::DeviceGlobalOperand { name: info.name, context, span: item });
+                        errors.push(VerifyError::DeviceGlobalOperand { name: info.name(), context, span: item });
                     }
                 }
             }

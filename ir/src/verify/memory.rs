@@ -69,28 +69,28 @@ pub(super) fn show_literal(lit: &Literal) -> String {
 /// Checks a pointer operand of a graph command or kernel argument: it resolves, is not a
 /// `device_global`, is USM (or a graph allocation) unless `allow_buffer`, and its offset lies
 /// inside the memory. Returns the memory when the pointer is usable.
-pub(super) fn check_pointer(
-    gx: &Gx<'_>,
+pub(super) fn check_pointer<'a>(
+    gx: &Gx<'a>,
     ptr: &Pointer,
     context: &'static str,
     allow_buffer: bool,
     span: Span,
     errors: &mut Vec<VerifyError>,
-) -> Option<MemInfo> {
+) -> Option<MemInfo<'a>> {
     let info = gx.resolve_reported(ptr.base, span, errors)?;
     match info.class {
         MemClass::DeviceGlobal => {
-            errors.push(VerifyError::DeviceGlobalOperand { name: info.name, context, span });
+            errors.push(VerifyError::DeviceGlobalOperand { name: info.name(), context, span });
             return None;
         }
         MemClass::Buffer if !allow_buffer => {
-            errors.push(VerifyError::PointerToBuffer { context, name: info.name, span });
+            errors.push(VerifyError::PointerToBuffer { context, name: info.name(), span });
             return None;
         }
         _ => {}
     }
     if ptr.offset > info.size {
-        errors.push(VerifyError::PointerOutOfBounds { name: info.name, offset: ptr.offset, size: info.size, span });
+        errors.push(VerifyError::PointerOutOfBounds { name: info.name(), offset: ptr.offset, size: info.size, span });
         return None;
     }
     Some(info)
@@ -100,7 +100,7 @@ pub(super) fn check_pointer(
 /// resolution `info` the caller already has).
 pub(super) fn check_byte_range(
     what: &'static str,
-    info: &MemInfo,
+    info: &MemInfo<'_>,
     ptr: &Pointer,
     bytes: Option<u64>,
     span: Span,
@@ -112,7 +112,7 @@ pub(super) fn check_byte_range(
     }
     errors.push(VerifyError::RangeOutOfBounds {
         what,
-        name: info.name.clone(),
+        name: info.name(),
         start: ptr.offset,
         end,
         size: info.size,
@@ -124,29 +124,29 @@ pub(super) fn check_byte_range(
 
 /// Checks an accessor: it resolves to a `buffer` and its element range is non-empty and
 /// inside the buffer. Returns the buffer when the accessor is usable.
-pub(super) fn check_accessor(
-    gx: &Gx<'_>,
+pub(super) fn check_accessor<'a>(
+    gx: &Gx<'a>,
     acc: &Accessor,
     span: Span,
     errors: &mut Vec<VerifyError>,
-) -> Option<MemInfo> {
+) -> Option<MemInfo<'a>> {
     let info = gx.resolve_reported(acc.buffer, span, errors)?;
     match info.class {
         MemClass::Buffer => {}
         MemClass::DeviceGlobal => {
             errors.push(VerifyError::DeviceGlobalOperand {
-                name: info.name,
+                name: info.name(),
                 context: "the buffer of an accessor",
                 span,
             });
             return None;
         }
         MemClass::Usm => {
-            errors.push(VerifyError::AccessorNotBuffer { name: info.name, kind: "usm memory", span });
+            errors.push(VerifyError::AccessorNotBuffer { name: info.name(), kind: "usm memory", span });
             return None;
         }
         MemClass::Alloc => {
-            errors.push(VerifyError::AccessorNotBuffer { name: info.name, kind: "a graph allocation", span });
+            errors.push(VerifyError::AccessorNotBuffer { name: info.name(), kind: "a graph allocation", span });
             return None;
         }
     }
@@ -158,7 +158,7 @@ pub(super) fn check_accessor(
         if hi > info.count {
             errors.push(VerifyError::RangeOutOfBounds {
                 what: "accessor range",
-                name: info.name,
+                name: info.name(),
                 start: lo,
                 end: Some(hi),
                 size: info.count,

@@ -187,6 +187,7 @@
 
 mod alloc;
 mod args;
+mod batch;
 mod control;
 mod ctx;
 mod cycle;
@@ -198,10 +199,12 @@ mod graph;
 mod kernel;
 mod memory;
 mod names;
+mod namespace;
 mod needs;
 mod order;
 mod reach;
 mod subgraph;
+mod topo;
 mod types;
 mod uses;
 

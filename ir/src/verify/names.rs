@@ -6,11 +6,11 @@
 
 use super::ctx::Gx;
 use super::error::VerifyError;
+use super::namespace::{self, Segment};
 use crate::arena::Arena;
 use crate::graph::Stmt;
 use crate::module::{Item, Module};
 use crate::span::Span;
-use std::collections::BTreeMap;
 
 /// The longest name the text format accepts, in bytes (docs/ir.md, Limits).
 const MAX_NAME: usize = 1024;
@@ -22,51 +22,17 @@ pub(super) fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b'-'))
 }
 
-/// One definition in a namespace, for duplicate detection.
-struct Def<'a> {
-    kind: &'static str,
-    sigil: char,
-    name: &'a str,
-    span: Span,
-}
-
-/// Reports invalid names and duplicates. Definitions are taken in source order (by span),
-/// so the second one written is the one reported; API-built entities (no span) come after,
-/// in the order given.
-fn check_namespace(mut defs: Vec<Def<'_>>, errors: &mut Vec<VerifyError>) {
-    defs.sort_by_key(|d| d.span.start);
-    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
-    for def in defs {
-        if !valid_name(def.name) {
-            errors.push(VerifyError::InvalidName { kind: def.kind, name: def.name.to_string(), span: def.span });
-        }
-        if let Some(first) = seen.get(def.name) {
-            errors.push(VerifyError::DuplicateName {
-                kind: def.kind,
-                name: format!("{}{}", def.sigil, def.name),
-                span: def.span,
-                first: *first,
-            });
-        } else {
-            seen.insert(def.name, def.span);
-        }
-    }
-}
-
 /// Module-level names (kernels, memory objects and graphs share one namespace) and the
 /// module item list.
 pub(super) fn check_module(m: &Module, errors: &mut Vec<VerifyError>) {
-    let mut defs = Vec::new();
-    for (h, k) in m.kernels.iter() {
-        defs.push(Def { kind: "kernel", sigil: '@', name: &k.name, span: m.kernels.span(h) });
-    }
-    for (h, mem) in m.memories.iter() {
-        defs.push(Def { kind: "memory object", sigil: '@', name: &mem.name, span: m.memories.span(h) });
-    }
-    for (h, g) in m.graphs.iter() {
-        defs.push(Def { kind: "graph", sigil: '@', name: &g.name, span: m.graphs.span(h) });
-    }
-    check_namespace(defs, errors);
+    namespace::check(
+        &[
+            Segment::of("kernel", '@', &m.kernels, |k| &k.name),
+            Segment::of("memory object", '@', &m.memories, |mem| &mem.name),
+            Segment::of("graph", '@', &m.graphs, |g| &g.name),
+        ],
+        errors,
+    );
 
     let mut kernels = vec![0usize; m.kernels.len()];
     let mut memories = vec![0usize; m.memories.len()];
@@ -109,23 +75,15 @@ fn listed_once<T>(
 /// queues have their own) and the graph body listing.
 pub(super) fn check_graph(gx: Gx<'_>, errors: &mut Vec<VerifyError>) {
     let g = gx.g;
-    let mut defs = Vec::new();
-    for (h, n) in g.nodes.iter() {
-        defs.push(Def { kind: "node", sigil: '%', name: &n.name, span: g.nodes.span(h) });
-    }
-    for (h, p) in g.dyn_params.iter() {
-        defs.push(Def { kind: "dynamic parameter", sigil: '%', name: &p.name, span: g.dyn_params.span(h) });
-    }
-    for (h, d) in g.dcgs.iter() {
-        defs.push(Def { kind: "dynamic command group", sigil: '%', name: &d.name, span: g.dcgs.span(h) });
-    }
-    check_namespace(defs, errors);
-    let queues = g
-        .queues
-        .iter()
-        .map(|(h, q)| Def { kind: "queue", sigil: '@', name: &q.name, span: g.queues.span(h) })
-        .collect();
-    check_namespace(queues, errors);
+    namespace::check(
+        &[
+            Segment::of("node", '%', &g.nodes, |n| &n.name),
+            Segment::of("dynamic parameter", '%', &g.dyn_params, |p| &p.name),
+            Segment::of("dynamic command group", '%', &g.dcgs, |d| &d.name),
+        ],
+        errors,
+    );
+    namespace::check(&[Segment::of("queue", '@', &g.queues, |q| &q.name)], errors);
 
     let graph_span = gx.m.graphs.span(gx.gh);
     let mut queues = vec![0usize; g.queues.len()];

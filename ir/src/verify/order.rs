@@ -43,49 +43,66 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
             slot.get_or_insert(i);
         }
     }
+    let mut refs: Vec<Ref> = Vec::new();
     for (i, stmt) in g.body.iter().enumerate() {
-        let (refs, span) = match *stmt {
+        // The list is reused: one allocation for the whole body, not one per statement.
+        refs.clear();
+        let span = match *stmt {
             Stmt::Node(h) => match g.nodes.try_get(h) {
-                Some(node) => (node_refs(node), g.nodes.span(h)),
+                Some(node) => {
+                    node_refs(node, &mut refs);
+                    g.nodes.span(h)
+                }
                 None => continue,
             },
             Stmt::DynParam(h) => match g.dyn_params.try_get(h) {
-                Some(p) => (value_refs(&p.value), g.dyn_params.span(h)),
+                Some(p) => {
+                    value_refs(&p.value, &mut refs);
+                    g.dyn_params.span(h)
+                }
                 None => continue,
             },
             Stmt::Dcg(h) => match g.dcgs.try_get(h) {
                 Some(d) => {
-                    let mut refs = Vec::new();
                     for alt in &d.alternatives {
                         match alt {
-                            Alternative::Kernel(cmd) => refs.extend(command_refs(cmd)),
+                            Alternative::Kernel(cmd) => command_refs(cmd, &mut refs),
                             Alternative::HostTask(t) => refs.extend(t.access.iter().filter_map(|a| mem_ref(a.mem))),
                             Alternative::Other(_) => {}
                         }
                     }
-                    (refs, g.dcgs.span(h))
+                    g.dcgs.span(h)
                 }
                 None => continue,
             },
             Stmt::Queue(_) | Stmt::MakeEdge(_) => continue,
         };
-        for r in refs {
-            let (defined, name, def) = match r {
-                Ref::Node(h) => (pos.nodes.get(h.index()), gx.node_name(h), g.nodes.span(h)),
+        for r in &refs {
+            let defined = match *r {
+                Ref::Node(h) => pos.nodes.get(h.index()),
+                Ref::Dyn(h) => pos.dyns.get(h.index()),
+                Ref::Dcg(h) => pos.dcgs.get(h.index()),
+                Ref::Queue(h) => pos.queues.get(h.index()),
+            };
+            // A reference to itself (`%t = async_free %t`) is diagnosed by the command checks.
+            if defined.copied().flatten().is_none_or(|p| p <= i) {
+                continue;
+            }
+            // Names only for the diagnostic (dangling dynamic parameters and command groups
+            // are reported by their own checks).
+            let (name, def) = match *r {
+                Ref::Node(h) => (gx.node_name(h), g.nodes.span(h)),
                 Ref::Dyn(h) => match g.dyn_params.try_get(h) {
-                    Some(p) => (pos.dyns.get(h.index()), format!("%{}", p.name), g.dyn_params.span(h)),
+                    Some(p) => (format!("%{}", p.name), g.dyn_params.span(h)),
                     None => continue,
                 },
                 Ref::Dcg(h) => match g.dcgs.try_get(h) {
-                    Some(d) => (pos.dcgs.get(h.index()), format!("%{}", d.name), g.dcgs.span(h)),
+                    Some(d) => (format!("%{}", d.name), g.dcgs.span(h)),
                     None => continue,
                 },
-                Ref::Queue(h) => (pos.queues.get(h.index()), gx.queue_name(h), g.queues.span(h)),
+                Ref::Queue(h) => (gx.queue_name(h), g.queues.span(h)),
             };
-            // A reference to itself (`%t = async_free %t`) is diagnosed by the command checks.
-            if defined.copied().flatten().is_some_and(|p| p > i) {
-                errors.push(VerifyError::UseBeforeDefinition { name, span, def });
-            }
+            errors.push(VerifyError::UseBeforeDefinition { name, span, def });
         }
     }
 }
@@ -99,31 +116,29 @@ fn mem_ref(mem: MemRef) -> Option<Ref> {
 }
 
 /// Names in an argument value.
-fn value_refs(value: &ArgValue) -> Vec<Ref> {
+fn value_refs(value: &ArgValue, out: &mut Vec<Ref>) {
     match value {
-        ArgValue::Pointer(p) => mem_ref(p.base).into_iter().collect(),
-        ArgValue::Accessor(a) => mem_ref(a.buffer).into_iter().collect(),
-        _ => Vec::new(),
+        ArgValue::Pointer(p) => out.extend(mem_ref(p.base)),
+        ArgValue::Accessor(a) => out.extend(mem_ref(a.buffer)),
+        _ => {}
     }
 }
 
 /// Names in a kernel command.
-fn command_refs(cmd: &KernelCommand) -> Vec<Ref> {
-    let mut out = Vec::new();
+fn command_refs(cmd: &KernelCommand, out: &mut Vec<Ref>) {
     for arg in &cmd.args {
         match arg {
-            Arg::Value(v) => out.extend(value_refs(v)),
+            Arg::Value(v) => value_refs(v, out),
             Arg::Dyn(d) => out.push(Ref::Dyn(*d)),
         }
     }
-    out
 }
 
 /// Names in a node statement.
-fn node_refs(node: &crate::graph::Node) -> Vec<Ref> {
-    let mut out: Vec<Ref> = node.queue.map(Ref::Queue).into_iter().collect();
+fn node_refs(node: &crate::graph::Node, out: &mut Vec<Ref>) {
+    out.extend(node.queue.map(Ref::Queue));
     match &node.kind {
-        NodeKind::Kernel(cmd) => out.extend(command_refs(cmd)),
+        NodeKind::Kernel(cmd) => command_refs(cmd, out),
         NodeKind::Memcpy { dst, src, .. } => {
             out.extend(mem_ref(dst.base));
             out.extend(mem_ref(src.base));
@@ -136,5 +151,4 @@ fn node_refs(node: &crate::graph::Node) -> Vec<Ref> {
         NodeKind::Dynamic { dcg } => out.push(Ref::Dcg(*dcg)),
         NodeKind::Empty | NodeKind::Subgraph { .. } | NodeKind::AsyncMalloc { .. } => {}
     }
-    out
 }

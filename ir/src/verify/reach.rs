@@ -1,5 +1,6 @@
-//! Happens-before reachability over a graph's edges: a compressed adjacency list built
-//! for one check and breadth-first searches over it (no recursion, any graph size).
+//! Small graph utilities for the error paths: a compressed adjacency list, a shortest path
+//! (to show a cycle) and an acyclicity test, all without recursion. The allocation checks
+//! answer their many reachability questions with topo.rs and batch.rs instead.
 
 /// Adjacency lists of `n` nodes in compressed form.
 pub(super) struct Adjacency {
@@ -29,12 +30,6 @@ impl Adjacency {
             }
         }
         Adjacency { offsets, targets }
-    }
-
-    /// The same lists with every edge reversed.
-    pub(super) fn reversed(n: usize, pairs: &[(usize, usize)]) -> Adjacency {
-        let flipped: Vec<(usize, usize)> = pairs.iter().map(|&(a, b)| (b, a)).collect();
-        Adjacency::new(n, &flipped)
     }
 
     /// Number of nodes.
@@ -99,68 +94,5 @@ impl Adjacency {
             }
         }
         done == n
-    }
-}
-
-/// Repeated reachability searches over one graph that share their scratch memory, so that
-/// many small queries on a large graph cost what they visit, not the graph's size each.
-pub(super) struct Search {
-    /// `stamp[i] == epoch` marks node `i` as reached by the current search.
-    stamp: Vec<u32>,
-    /// `target[i] == epoch` marks node `i` as a target of the current search.
-    target: Vec<u32>,
-    epoch: u32,
-    stack: Vec<usize>,
-}
-
-impl Search {
-    /// Scratch space for a graph of `n` nodes.
-    pub(super) fn new(n: usize) -> Search {
-        Search { stamp: vec![0; n], target: vec![0; n], epoch: 0, stack: Vec::new() }
-    }
-
-    /// Searches from `start` along `adj` until every node of `targets` is reached or
-    /// nothing more is; afterwards [`Search::reached`] answers for the targets (and
-    /// `start`, which counts as reached).
-    pub(super) fn run(&mut self, adj: &Adjacency, start: usize, targets: &[usize]) {
-        if self.epoch == u32::MAX {
-            self.stamp.iter_mut().for_each(|s| *s = 0);
-            self.target.iter_mut().for_each(|s| *s = 0);
-            self.epoch = 0;
-        }
-        self.epoch += 1;
-        let epoch = self.epoch;
-        self.stack.clear();
-        if start >= self.stamp.len() {
-            return;
-        }
-        self.stamp[start] = epoch;
-        self.stack.push(start);
-        let mut left = 0usize;
-        for &t in targets {
-            if let Some(slot) = self.target.get_mut(t) {
-                if *slot != epoch && t != start {
-                    *slot = epoch;
-                    left += 1;
-                }
-            }
-        }
-        while left > 0 {
-            let Some(i) = self.stack.pop() else { break };
-            for &j in adj.next(i) {
-                if self.stamp[j] != epoch {
-                    self.stamp[j] = epoch;
-                    if self.target[j] == epoch {
-                        left -= 1;
-                    }
-                    self.stack.push(j);
-                }
-            }
-        }
-    }
-
-    /// Whether the last search reached `i`.
-    pub(super) fn reached(&self, i: usize) -> bool {
-        self.stamp.get(i).is_some_and(|&s| s == self.epoch)
     }
 }

@@ -7,6 +7,7 @@ use super::error::VerifyError;
 use crate::arena::Handle;
 use crate::graph::{Alternative, Arg, ArgValue, DynCommandGroup, KernelCommand, MemRef, Node, NodeKind, Site};
 use crate::kernel::ParamType;
+use crate::module::MemoryKind;
 use crate::span::Span;
 use crate::types::Access;
 
@@ -17,17 +18,29 @@ pub(super) struct Use {
     pub mem: MemRef,
     /// How it is touched (prefetch and memadvise count as reads).
     pub mode: Access,
-    /// Where it is written.
-    pub span: Span,
+    /// Where it is written: the span recorded for `site`, else `fallback`. Looked up only
+    /// for a diagnostic ([`Use::span`]): the span table is a map, and valid graphs of
+    /// 10^5 nodes would pay a lookup per operand for nothing.
+    site: Option<Site>,
+    fallback: Span,
     /// Whether it comes through a dynamic parameter (reported at the parameter).
     pub via_dyn: bool,
 }
 
-/// The uses of a kernel command's arguments. A pointer takes the access of its parameter
-/// (`read_write` when unknown).
-pub(super) fn command_uses(gx: &Gx<'_>, cmd: &KernelCommand, arg_span: &dyn Fn(u32) -> Span) -> Vec<Use> {
+impl Use {
+    /// Where the use is written.
+    pub(super) fn span(&self, gx: &Gx<'_>) -> Span {
+        match self.site {
+            Some(site) => gx.site(site, self.fallback),
+            None => self.fallback,
+        }
+    }
+}
+
+/// The uses of a kernel command's arguments, argument `i` written at `site(i)` (else at
+/// `fallback`). A pointer takes the access of its parameter (`read_write` when unknown).
+fn command_uses(gx: &Gx<'_>, cmd: &KernelCommand, site: &dyn Fn(u32) -> Site, fallback: Span, f: &mut dyn FnMut(Use)) {
     let kernel = gx.m.kernels.try_get(cmd.kernel);
-    let mut out = Vec::new();
     for (i, arg) in cmd.args.iter().enumerate() {
         let (value, via_dyn) = match arg {
             Arg::Value(v) => (v, false),
@@ -36,71 +49,85 @@ pub(super) fn command_uses(gx: &Gx<'_>, cmd: &KernelCommand, arg_span: &dyn Fn(u
                 None => continue,
             },
         };
-        let span = arg_span(i as u32);
+        let site = Some(site(i as u32));
         match value {
             ArgValue::Pointer(p) => {
                 let mode = match kernel.and_then(|k| k.params.get(i)).map(|p| p.ty) {
                     Some(ParamType::Buffer { access, .. }) => access,
                     _ => Access::ReadWrite,
                 };
-                out.push(Use { mem: p.base, mode, span, via_dyn });
+                f(Use { mem: p.base, mode, site, fallback, via_dyn });
             }
-            ArgValue::Accessor(a) => out.push(Use { mem: a.buffer, mode: a.mode, span, via_dyn }),
+            ArgValue::Accessor(a) => f(Use { mem: a.buffer, mode: a.mode, site, fallback, via_dyn }),
             _ => {}
         }
     }
-    out
+}
+
+/// Calls `f` with each use of one alternative of a dynamic command group.
+fn for_each_alternative_use(
+    gx: &Gx<'_>,
+    d: Handle<DynCommandGroup>,
+    index: u32,
+    alt: &Alternative,
+    f: &mut dyn FnMut(Use),
+) {
+    let alt_span = gx.site(Site::Alt(d, index), gx.g.dcgs.span(d));
+    match alt {
+        Alternative::Kernel(cmd) => command_uses(gx, cmd, &|i| Site::AltArg(d, index, i), alt_span, f),
+        Alternative::HostTask(task) => {
+            for a in &task.access {
+                f(Use { mem: a.mem, mode: a.mode, site: None, fallback: alt_span, via_dyn: false });
+            }
+        }
+        Alternative::Other(_) => {}
+    }
 }
 
 /// The uses of one alternative of a dynamic command group.
 pub(super) fn alternative_uses(gx: &Gx<'_>, d: Handle<DynCommandGroup>, index: u32, alt: &Alternative) -> Vec<Use> {
-    let alt_span = gx.site(Site::Alt(d, index), gx.g.dcgs.span(d));
-    match alt {
-        Alternative::Kernel(cmd) => command_uses(gx, cmd, &|i| gx.site(Site::AltArg(d, index, i), alt_span)),
-        Alternative::HostTask(task) => {
-            task.access.iter().map(|a| Use { mem: a.mem, mode: a.mode, span: alt_span, via_dyn: false }).collect()
+    let mut out = Vec::new();
+    for_each_alternative_use(gx, d, index, alt, &mut |u| out.push(u));
+    out
+}
+
+/// Calls `f` with every memory use of a node, without allocating. A `dynamic` node uses
+/// what any of its alternatives uses (any of them may become active), located at the node.
+pub(super) fn for_each_node_use(gx: &Gx<'_>, n: Handle<Node>, node: &Node, f: &mut dyn FnMut(Use)) {
+    let span = gx.node_span(n);
+    let at_node = |mem: MemRef, mode: Access| Use { mem, mode, site: None, fallback: span, via_dyn: false };
+    match &node.kind {
+        NodeKind::Kernel(cmd) => command_uses(gx, cmd, &|i| Site::NodeArg(n, i), span, f),
+        NodeKind::Memcpy { dst, src, .. } => {
+            f(at_node(dst.base, Access::Write));
+            f(at_node(src.base, Access::Read));
         }
-        Alternative::Other(_) => Vec::new(),
+        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => f(at_node(dst.base, Access::Write)),
+        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => f(at_node(ptr.base, Access::Read)),
+        NodeKind::HostTask(task) | NodeKind::Native(task) => {
+            for (i, a) in task.access.iter().enumerate() {
+                let site = Some(Site::NodeListItem(n, i as u32));
+                f(Use { mem: a.mem, mode: a.mode, site, fallback: span, via_dyn: false });
+            }
+        }
+        NodeKind::Dynamic { dcg } => {
+            if let Some(group) = gx.g.dcgs.try_get(*dcg) {
+                for (i, alt) in group.alternatives.iter().enumerate() {
+                    for_each_alternative_use(gx, *dcg, i as u32, alt, &mut |u| {
+                        f(Use { site: None, fallback: span, ..u })
+                    });
+                }
+            }
+        }
+        _ => {}
     }
 }
 
-/// Every memory use of a node. A `dynamic` node uses what any of its alternatives uses
-/// (any of them may become active), located at the node.
+/// Every memory use of a node (see [`for_each_node_use`]).
 pub(super) fn node_uses(gx: &Gx<'_>, n: Handle<Node>, node: &Node) -> Vec<Use> {
-    let span = gx.node_span(n);
-    let one = |mem: MemRef, mode: Access| vec![Use { mem, mode, span, via_dyn: false }];
-    match &node.kind {
-        NodeKind::Kernel(cmd) => command_uses(gx, cmd, &|i| gx.site(Site::NodeArg(n, i), span)),
-        NodeKind::Memcpy { dst, src, .. } => {
-            let mut v = one(dst.base, Access::Write);
-            v.extend(one(src.base, Access::Read));
-            v
-        }
-        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => one(dst.base, Access::Write),
-        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => one(ptr.base, Access::Read),
-        NodeKind::HostTask(task) | NodeKind::Native(task) => task
-            .access
-            .iter()
-            .enumerate()
-            .map(|(i, a)| Use {
-                mem: a.mem,
-                mode: a.mode,
-                span: gx.site(Site::NodeListItem(n, i as u32), span),
-                via_dyn: false,
-            })
-            .collect(),
-        NodeKind::Dynamic { dcg } => match gx.g.dcgs.try_get(*dcg) {
-            Some(group) => group
-                .alternatives
-                .iter()
-                .enumerate()
-                .flat_map(|(i, alt)| alternative_uses(gx, *dcg, i as u32, alt))
-                .map(|u| Use { span, ..u })
-                .collect(),
-            None => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
+    let mut out = Vec::new();
+    for_each_node_use(gx, n, node, &mut |u| out.push(u));
+    out
 }
 
 /// Whether a use names a module `buffer`.
@@ -112,14 +139,16 @@ pub(super) fn is_buffer(gx: &Gx<'_>, u: &Use) -> bool {
 /// dynamic parameter and dynamic command group, at its first buffer use.
 pub(super) fn check_buffer_lifetime(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
     let g = gx.g;
-    if g.properties.assume_buffer_outlives_graph {
+    // Without any buffer in the module no use can name one: skip the walk.
+    let buffers = gx.m.memories.iter().any(|(_, mem)| matches!(mem.kind, MemoryKind::Buffer));
+    if g.properties.assume_buffer_outlives_graph || !buffers {
         return;
     }
     let report = |u: &Use, errors: &mut Vec<VerifyError>| {
         errors.push(VerifyError::BufferWithoutAssume {
             buffer: gx.mem_name(u.mem),
             graph: gx.graph_name(),
-            span: u.span,
+            span: u.span(gx),
         })
     };
     for (h, p) in g.dyn_params.iter() {
@@ -128,7 +157,7 @@ pub(super) fn check_buffer_lifetime(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) 
             ArgValue::Pointer(ptr) => ptr.base,
             _ => continue,
         };
-        let u = Use { mem, mode: Access::Read, span: g.dyn_params.span(h), via_dyn: false };
+        let u = Use { mem, mode: Access::Read, site: None, fallback: g.dyn_params.span(h), via_dyn: false };
         if is_buffer(gx, &u) {
             report(&u, errors);
         }
@@ -148,8 +177,14 @@ pub(super) fn check_buffer_lifetime(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) 
         if matches!(node.kind, NodeKind::Dynamic { .. }) {
             continue;
         }
-        if let Some(u) = node_uses(gx, n, node).iter().find(|u| !u.via_dyn && is_buffer(gx, u)) {
-            report(u, errors);
+        let mut first = None;
+        for_each_node_use(gx, n, node, &mut |u| {
+            if first.is_none() && !u.via_dyn && is_buffer(gx, &u) {
+                first = Some(u);
+            }
+        });
+        if let Some(u) = first {
+            report(&u, errors);
         }
     }
 }
