@@ -105,6 +105,10 @@ pub(crate) struct Lexer<'s> {
     pos: usize,
     depth: usize,
     newline_since_token: bool,
+    /// Line breaks passed so far.
+    lines_passed: usize,
+    /// Line breaks in the whole source, counted on first use.
+    lines_total: Option<usize>,
     /// Comments passed over and not yet claimed by the parser, in source order.
     pub comments: VecDeque<Comment<'s>>,
     /// Decoded string literals.
@@ -186,6 +190,8 @@ impl<'s> Lexer<'s> {
             pos,
             depth: 0,
             newline_since_token: true,
+            lines_passed: 0,
+            lines_total: None,
             comments: VecDeque::new(),
             strings: Vec::new(),
             byte_strings: Vec::new(),
@@ -219,6 +225,17 @@ impl<'s> Lexer<'s> {
         value
     }
 
+    /// Line breaks after the current position: an upper bound on the statements still to
+    /// come in canonical text, which the parser sizes its tables with. The first call counts
+    /// the line breaks of the whole source, once (a vectorised byte count).
+    pub fn lines_left(&mut self) -> usize {
+        let src = self.src;
+        // Byte counters per chunk of 255 bytes, which the compiler turns into wide compares.
+        let count = |chunk: &[u8]| usize::from(chunk.iter().fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n'))));
+        let total = *self.lines_total.get_or_insert_with(|| src.as_bytes().chunks(255).map(count).sum());
+        total.saturating_sub(self.lines_passed)
+    }
+
     fn byte(&self, at: usize) -> Option<u8> {
         self.src.as_bytes().get(at).copied()
     }
@@ -237,6 +254,7 @@ impl<'s> Lexer<'s> {
                 Some(b' ' | b'\t' | b'\r') => pos += 1,
                 Some(b'\n') => {
                     self.newline_since_token = true;
+                    self.lines_passed += 1;
                     pos += 1;
                 }
                 Some(b'/') if bytes.get(pos + 1) == Some(&b'/') => pos = self.comment(pos),

@@ -4,8 +4,8 @@
 //! command groups share one namespace ([`GraphScope::locals`]), queues have their own.
 
 use super::command::CommandSpans;
-use super::fxhash::FxHashMap;
 use super::items::unknown;
+use super::names::NameMap;
 use super::resolve::ItemKind;
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
@@ -13,7 +13,6 @@ use crate::graph::{Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
 use crate::text::lexer::TokenKind;
-use std::collections::hash_map::Entry;
 
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
 const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
@@ -50,8 +49,8 @@ impl Local {
 /// statement parts collected for [`Graph::spans`].
 #[derive(Default)]
 pub(super) struct GraphScope<'s> {
-    pub locals: FxHashMap<&'s str, (Local, Span)>,
-    pub queues: FxHashMap<&'s str, (Handle<Queue>, Span)>,
+    pub locals: NameMap<'s, (Local, Span)>,
+    pub queues: NameMap<'s, (Handle<Queue>, Span)>,
     sites: SiteSpans,
 }
 
@@ -68,9 +67,21 @@ struct SiteSpans {
 }
 
 impl SiteSpans {
+    /// Room for `lines` more statements: a large graph's lists then never move as they
+    /// grow (what is not used is only address space, and is given back by `into_table`).
+    fn reserve(&mut self, lines: usize) {
+        // Kernel nodes have a launch and a few arguments each; the other lists are short.
+        let _ = self.node_args.try_reserve(lines.saturating_mul(4));
+        let _ = self.launches.try_reserve(lines);
+    }
+
     fn into_table(self) -> SpanTable<Site> {
-        let all = [self.node_args, self.alt_args, self.alts, self.launches, self.list_items];
-        SpanTable(all.into_iter().flatten().collect())
+        let SiteSpans { mut node_args, alt_args, alts, launches, list_items } = self;
+        for list in [alt_args, alts, launches, list_items] {
+            node_args.extend(list);
+        }
+        node_args.shrink_to_fit();
+        node_args.into_iter().collect()
     }
 }
 
@@ -84,7 +95,15 @@ impl<'s> Parser<'s> {
         let mut graph = Graph { name: name.to_string(), ..Graph::default() };
         self.graph_attributes(&mut graph)?;
         self.expect(TokenKind::LBrace)?;
+        // Room for a statement per line left (canonical text has no more), so that a large
+        // graph is not copied as it grows; the room not used is given back at the end.
+        let lines = self.lex.lines_left();
+        graph.nodes.reserve(lines);
+        graph.edges.reserve(lines.saturating_mul(2));
+        let _ = graph.body.try_reserve(lines);
         let mut scope = GraphScope::default();
+        scope.sites.reserve(lines);
+        scope.locals.reserve(lines);
         loop {
             let t = self.peek()?;
             if t.kind == TokenKind::RBrace {
@@ -107,6 +126,9 @@ impl<'s> Parser<'s> {
             }
         }
         graph.spans = std::mem::take(&mut scope.sites).into_table();
+        graph.nodes.shrink_to_fit();
+        graph.edges.shrink_to_fit();
+        graph.body.shrink_to_fit();
         let span = Span::new(first.span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
         graph.comments = comments;
@@ -143,7 +165,7 @@ impl<'s> Parser<'s> {
                     }
                 }
                 _ => {
-                    let mut firsts: FxHashMap<&'s str, Span> = FxHashMap::default();
+                    let mut firsts: NameMap<'s, Span> = NameMap::default();
                     self.paren_list(|p| {
                         let (word, w) = p.expect_word("a graph property")?;
                         if !graph.properties.set(word) {
@@ -154,10 +176,9 @@ impl<'s> Parser<'s> {
                                 w.span,
                             ));
                         }
-                        if let Some(&first) = firsts.get(word) {
+                        if let Err(e) = firsts.insert_with(word, || w.span) {
+                            let first = firsts.entry(e).copied().unwrap_or(w.span);
                             p.error(ParseError::DuplicateAttribute { name: word.to_string(), span: w.span, first });
-                        } else {
-                            firsts.insert(word, w.span);
                         }
                         Ok(())
                     })?;
@@ -168,14 +189,9 @@ impl<'s> Parser<'s> {
 
     /// Defines a graph-local name, recording a duplicate as an error.
     fn define_local(&mut self, scope: &mut GraphScope<'s>, name: &'s str, local: Local, span: Span) {
-        match scope.locals.entry(name) {
-            Entry::Occupied(first) => {
-                let first = first.get().1;
-                self.error(ParseError::Duplicate { name: format!("%{name}"), span, first })
-            }
-            Entry::Vacant(slot) => {
-                slot.insert((local, span));
-            }
+        if let Err(e) = scope.locals.insert_with(name, || (local, span)) {
+            let first = scope.locals.entry(e).map_or(span, |&(_, first)| first);
+            self.error(ParseError::Duplicate { name: format!("%{name}"), span, first });
         }
     }
 
@@ -212,11 +228,9 @@ impl<'s> Parser<'s> {
         self.finish_comments(&mut comments)?;
         let queue = Queue { name: name.to_string(), in_order, discard_events, comments };
         let h = graph.queues.append(queue, span);
-        match scope.queues.get(name) {
-            Some(&(_, first)) => self.error(ParseError::Duplicate { name: format!("@{name}"), span: name_span, first }),
-            None => {
-                scope.queues.insert(name, (h, name_span));
-            }
+        if let Err(e) = scope.queues.insert_with(name, || (h, name_span)) {
+            let first = scope.queues.entry(e).map_or(name_span, |&(_, first)| first);
+            self.error(ParseError::Duplicate { name: format!("@{name}"), span: name_span, first });
         }
         graph.body.push(Stmt::Queue(h));
         Ok(())

@@ -6,8 +6,8 @@
 //! carried values, then the ops and values of its regions. Value types are placeholders
 //! here; [`super::infer`] computes them once module-level names are resolved.
 
-use super::fxhash::FxHashMap;
 use super::items::unknown;
+use super::names::NameMap;
 use super::resolve::{handle, ItemKind};
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
@@ -42,7 +42,7 @@ enum Arity {
 /// The names of a kernel and which of them are visible at the current point.
 #[derive(Default)]
 struct KernelScope<'s> {
-    names: FxHashMap<&'s str, V>,
+    names: NameMap<'s, V>,
     /// By value index: whether the value is visible.
     visible: Vec<bool>,
     /// Visible values, innermost definitions last; regions truncate it when they end.
@@ -84,7 +84,7 @@ impl<'s> Parser<'s> {
         let mut params = Vec::new();
         let mut param_spans = SpanTable::default();
         let mut names: Vec<(&'s str, Span)> = Vec::new();
-        let mut seen: FxHashMap<&'s str, Span> = FxHashMap::default();
+        let mut seen: NameMap<'s, Span> = NameMap::default();
         self.expect(TokenKind::LParen)?;
         if !self.eat(TokenKind::RParen)? {
             loop {
@@ -93,10 +93,9 @@ impl<'s> Parser<'s> {
                 let ty = self.param_type()?;
                 let index = u32::try_from(params.len()).unwrap_or(u32::MAX);
                 param_spans.insert(index, Span::new(pspan.start as usize, self.prev_end as usize));
-                if let Some(&first) = seen.get(pname) {
+                if let Err(e) = seen.insert_with(pname, || pspan) {
+                    let first = seen.entry(e).copied().unwrap_or(pspan);
                     self.error(ParseError::Duplicate { name: format!("%{pname}"), span: pspan, first });
-                } else {
-                    seen.insert(pname, pspan);
                 }
                 params.push(Param { name: pname.to_string(), ty });
                 names.push((pname, pspan));
@@ -157,7 +156,7 @@ impl<'s> Parser<'s> {
             let value = Value { name: param.name.clone(), ty: param.ty.into(), def: ValueDef::Param(i as u32) };
             let v = body.values.append(value, span);
             // Duplicate parameters were reported with the header; keep the first.
-            scope.names.entry(name).or_insert(v);
+            let _ = scope.names.insert_with(name, || v);
             scope.enter(v);
         }
         body.entry = self.region(&mut body, &mut scope)?;
@@ -183,13 +182,9 @@ impl<'s> Parser<'s> {
 
     /// Defines a value name; a second definition anywhere in the kernel is an error.
     fn define_value(&mut self, body: &Body, scope: &mut KernelScope<'s>, name: &'s str, v: V, span: Span) {
-        match scope.names.get(name) {
-            Some(&first) => {
-                self.error(ParseError::Duplicate { name: format!("%{name}"), span, first: body.values.span(first) })
-            }
-            None => {
-                scope.names.insert(name, v);
-            }
+        if let Err(e) = scope.names.insert_with(name, || v) {
+            let first = scope.names.entry(e).map_or(span, |&first| body.values.span(first));
+            self.error(ParseError::Duplicate { name: format!("%{name}"), span, first });
         }
     }
 

@@ -13,11 +13,11 @@
 //! never seen.
 
 mod command;
-mod fxhash;
 mod graph;
 mod infer;
 mod items;
 mod kernel;
+mod names;
 mod resolve;
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@
 //! parsed, [`Symbols::resolve`] reports names that are undefined or of the wrong kind and
 //! rewrites every provisional handle to the real arena handle in one walk over the module.
 
-use super::fxhash::FxHashMap;
+use super::names::NameMap;
 use super::ParseError;
 use crate::arena::Handle;
 use crate::graph::{Accessor, Alternative, Arg, ArgValue, Graph, KernelCommand, MemRef, NodeKind, Pointer};
@@ -62,35 +62,28 @@ pub(super) fn handle<T>(index: usize) -> Handle<T> {
     Handle::from_usize(index.min(u32::MAX as usize - 2)).expect("a clamped index always fits a handle")
 }
 
-struct Sym<'s> {
-    name: &'s str,
+struct Sym {
     /// Kind, arena index and name span of the first definition.
     def: Option<(ItemKind, usize, Span)>,
     /// The first reference of each kind, for "undefined" errors.
     first_use: [Option<Span>; 3],
 }
 
-/// The module-level symbol table.
+/// The module-level symbol table; a name's entry number is its symbol number.
 #[derive(Default)]
 pub(super) struct Symbols<'s> {
-    map: FxHashMap<&'s str, usize>,
-    syms: Vec<Sym<'s>>,
+    map: NameMap<'s, Sym>,
 }
 
 impl<'s> Symbols<'s> {
     fn intern(&mut self, name: &'s str) -> usize {
-        let next = self.syms.len();
-        let index = *self.map.entry(name).or_insert(next);
-        if index == next {
-            self.syms.push(Sym { name, def: None, first_use: [None; 3] });
-        }
-        index
+        self.map.insert_with(name, || Sym { def: None, first_use: [None; 3] }).unwrap_or_else(|e| e)
     }
 
     /// A provisional handle for a reference to `name` as a `kind`.
     pub fn reference<T>(&mut self, kind: ItemKind, name: &'s str, span: Span) -> Handle<T> {
         let index = self.intern(name);
-        if let Some(sym) = self.syms.get_mut(index) {
+        if let Some(sym) = self.map.entry_mut(index) {
             sym.first_use[kind.index()].get_or_insert(span);
         }
         handle(index)
@@ -99,7 +92,7 @@ impl<'s> Symbols<'s> {
     /// Defines `name` as item `index` of `kind`'s arena; a second definition is an error.
     pub fn define(&mut self, kind: ItemKind, name: &'s str, index: usize, span: Span) -> Result<(), ParseError> {
         let sym = self.intern(name);
-        let Some(sym) = self.syms.get_mut(sym) else { return Ok(()) };
+        let Some(sym) = self.map.entry_mut(sym) else { return Ok(()) };
         match sym.def {
             Some((_, _, first)) => Err(ParseError::Duplicate { name: format!("@{name}"), span, first }),
             None => {
@@ -112,9 +105,9 @@ impl<'s> Symbols<'s> {
     /// Reports undefined and wrong-kind references, then (if there is no error at all)
     /// rewrites every provisional handle in `module`.
     pub fn resolve(&self, module: &mut Module, errors: &mut Vec<ParseError>) {
-        let n = self.syms.len();
+        let n = self.map.len();
         let mut maps = Maps { kernels: vec![None; n], memories: vec![None; n], graphs: vec![None; n] };
-        for (i, sym) in self.syms.iter().enumerate() {
+        for (i, (name, sym)) in self.map.iter().enumerate() {
             if let Some((kind, index, _)) = sym.def {
                 match kind {
                     ItemKind::Kernel => maps.kernels[i] = Some(handle(index)),
@@ -127,12 +120,12 @@ impl<'s> Symbols<'s> {
                 match sym.def {
                     None => errors.push(ParseError::Undefined {
                         kind: kind.noun(),
-                        name: format!("@{}", sym.name),
+                        name: format!("@{name}"),
                         help: kind.help(),
                         span,
                     }),
                     Some((found, _, def)) if found != kind => errors.push(ParseError::WrongKind {
-                        name: format!("@{}", sym.name),
+                        name: format!("@{name}"),
                         expected: kind.with_article(),
                         found: found.with_article(),
                         span,
