@@ -4,30 +4,32 @@
 //! large part of parsing a big graph. A general `HashMap<&str, V>` hashes through the
 //! `Hasher` byte stream (a length prefix, a variable-length copy of the tail, a call per
 //! key) and moves whole entries when it grows. This table hashes a name in a few word
-//! reads, keeps only an 8-byte slot (hash bits and entry number) in the probed array, and
-//! stores the entries in insertion order, so that growing moves slots only and the entries
-//! of recent names, which most lookups are for, stay in cache. Entry numbers are dense, so
-//! the module symbol table uses them as symbol numbers.
+//! reads and stores the entries apart, in insertion order: the entries of recent names,
+//! which most lookups are for, stay in cache, and growing moves slots only. Entry numbers
+//! are dense, so the module symbol table uses them as symbol numbers.
+//!
+//! Defining a name must first find out whether it is new, and in a large graph the slot it
+//! hashes to is almost never in cache: that miss was most of the cost of a definition.
+//! So which slots are used is kept in a bitmap of one bit per slot, 64 times smaller than
+//! the slots and so mostly in cache, and the table is kept at most a quarter full: most
+//! new names find their first slot unused in the bitmap, and then the slot is only
+//! written, which the processor does not wait for.
 //!
 //! The hash is not keyed: an input crafted to collide makes lookups slower (linear probing
 //! over equal hashes), never wrong, and the file size bounds the work.
 
-/// A slot: the hash's high bits (never 0 in a used slot) and the entry number.
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    tag: u32,
-    entry: u32,
-}
-
 /// Names to values, with entries kept in insertion order.
 pub(super) struct NameMap<'s, V> {
-    slots: Vec<Slot>,
+    /// One bit per slot: whether it is used.
+    used: Vec<u64>,
+    /// Per used slot: the hash's high 32 bits, then the entry number in the low 32 bits.
+    slots: Vec<u64>,
     entries: Vec<(&'s str, V)>,
 }
 
 impl<V> Default for NameMap<'_, V> {
     fn default() -> Self {
-        NameMap { slots: Vec::new(), entries: Vec::new() }
+        NameMap { used: Vec::new(), slots: Vec::new(), entries: Vec::new() }
     }
 }
 
@@ -91,19 +93,16 @@ fn same(a: &str, b: &str) -> bool {
     }
 }
 
+/// Slots per name, at most: probes rarely go past the first slot.
+const SLOTS_PER_NAME: usize = 4;
+
 impl<'s, V> NameMap<'s, V> {
-    /// Makes room for `additional` more names. Allocation failure (a huge estimate) is
-    /// ignored: the table then grows as names come.
+    /// Makes room for `additional` more entries, so that they are not moved as names come.
+    /// Allocation failure (a huge estimate) is ignored: the entries then grow as usual. The
+    /// slots are not sized here: they grow by doubling, which costs little, and sizing them
+    /// for an estimate would write memory the estimate may not need.
     pub fn reserve(&mut self, additional: usize) {
-        let wanted = self.entries.len().saturating_add(additional);
-        if self.entries.try_reserve(additional).is_err() {
-            return;
-        }
-        // Load factor at most 1/2: short probe sequences.
-        let slots = wanted.checked_mul(2).and_then(usize::checked_next_power_of_two).unwrap_or(0);
-        if slots > self.slots.len() {
-            self.rehash(slots);
-        }
+        let _ = self.entries.try_reserve(additional);
     }
 
     /// Number of names.
@@ -115,9 +114,29 @@ impl<'s, V> NameMap<'s, V> {
         self.slots.len().wrapping_sub(1)
     }
 
-    /// The tag stored for `h` (never 0, which marks an empty slot).
-    fn tag(h: u64) -> u32 {
-        ((h >> 32) as u32) | 1
+    fn is_used(&self, slot: usize) -> bool {
+        self.used.get(slot / 64).is_some_and(|bits| bits >> (slot % 64) & 1 != 0)
+    }
+
+    /// The slot of `name` if it is present (`Ok`), or the free slot where it goes (`Err`).
+    /// The table must have slots.
+    fn probe(&self, name: &str, h: u64) -> Result<usize, usize> {
+        let tag = h >> 32;
+        let mask = self.mask();
+        let mut i = h as usize & mask;
+        // The table is never full, so an unused slot ends every probe sequence; the bound
+        // only makes that evident.
+        for _ in 0..self.slots.len() {
+            if !self.is_used(i) {
+                return Err(i);
+            }
+            let slot = self.slots.get(i).copied().unwrap_or(0);
+            if slot >> 32 == tag && self.entries.get(slot as u32 as usize).is_some_and(|(n, _)| same(n, name)) {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
+        }
+        Err(i)
     }
 
     /// The entry number of `name`, if present.
@@ -125,23 +144,8 @@ impl<'s, V> NameMap<'s, V> {
         if self.slots.is_empty() {
             return None;
         }
-        let h = hash(name);
-        let tag = Self::tag(h);
-        let mask = self.mask();
-        let mut i = h as usize & mask;
-        loop {
-            let slot = *self.slots.get(i)?;
-            if slot.tag == 0 {
-                return None;
-            }
-            if slot.tag == tag {
-                let entry = slot.entry as usize;
-                if self.entries.get(entry).is_some_and(|(n, _)| same(n, name)) {
-                    return Some(entry);
-                }
-            }
-            i = (i + 1) & mask;
-        }
+        let slot = self.probe(name, hash(name)).ok()?;
+        self.slots.get(slot).map(|&s| s as u32 as usize)
     }
 
     /// The value of `name`, if present.
@@ -167,55 +171,49 @@ impl<'s, V> NameMap<'s, V> {
     /// The entry number of `name`, inserting it with `value()` if absent; `Ok` when it was
     /// inserted, `Err` when it was already there (and `value` was not called).
     pub fn insert_with(&mut self, name: &'s str, value: impl FnOnce() -> V) -> Result<usize, usize> {
-        // Grow before probing, so that the probe below finds the slot to fill.
-        if (self.entries.len() + 1) * 2 > self.slots.len() {
-            self.rehash((self.slots.len() * 2).max(16));
+        // Grow before probing, so that the probe finds the slot to fill.
+        if (self.entries.len() + 1) * SLOTS_PER_NAME > self.slots.len() {
+            self.rehash((self.slots.len() * 2).max(64));
         }
         let h = hash(name);
-        let tag = Self::tag(h);
-        let mask = self.mask();
-        let mut i = h as usize & mask;
-        loop {
-            let Some(slot) = self.slots.get_mut(i) else { return Err(0) };
-            if slot.tag == 0 {
+        match self.probe(name, h) {
+            Ok(slot) => Err(self.slots.get(slot).map_or(0, |&s| s as u32 as usize)),
+            Err(slot) => {
                 let entry = self.entries.len();
-                *slot = Slot { tag, entry: entry as u32 };
+                self.fill(slot, h, entry);
                 self.entries.push((name, value()));
-                return Ok(entry);
+                Ok(entry)
             }
-            if slot.tag == tag {
-                let entry = slot.entry as usize;
-                if self.entries.get(entry).is_some_and(|(n, _)| same(n, name)) {
-                    return Err(entry);
-                }
-            }
-            i = (i + 1) & mask;
         }
     }
 
-    /// Rebuilds the slot array with `size` slots (a power of two above twice the entries).
+    /// Marks `slot` used by `entry`, whose name hashes to `h`.
+    fn fill(&mut self, slot: usize, h: u64, entry: usize) {
+        if let Some(bits) = self.used.get_mut(slot / 64) {
+            *bits |= 1 << (slot % 64);
+        }
+        if let Some(s) = self.slots.get_mut(slot) {
+            // Entry numbers fit 32 bits: there are fewer names than bytes of input (< 1 GiB).
+            *s = (h >> 32) << 32 | entry as u64 & 0xffff_ffff;
+        }
+    }
+
+    /// Rebuilds the slots with `size` of them (a power of two, above 4 per entry).
     fn rehash(&mut self, size: usize) {
-        let mut slots = Vec::new();
-        if slots.try_reserve_exact(size).is_err() {
-            // Keep the old table if it still has a free slot; otherwise there is no memory
-            // for even this one, which the allocation below reports as any Vec would.
-            if (self.entries.len() + 1) * 2 <= self.slots.len() {
-                return;
-            }
-        }
-        slots.resize(size, Slot::default());
-        let mask = size - 1;
-        for (entry, (name, _)) in self.entries.iter().enumerate() {
+        // Zeroed vectors come from the allocator already zeroed, untouched until used.
+        self.used = vec![0u64; size.div_ceil(64)];
+        self.slots = vec![0u64; size];
+        for entry in 0..self.entries.len() {
+            let Some(&(name, _)) = self.entries.get(entry) else { break };
+            // Names in the table are distinct: only an unused slot is needed.
             let h = hash(name);
-            let mut i = h as usize & mask;
-            while slots.get(i).is_some_and(|s| s.tag != 0) {
-                i = (i + 1) & mask;
+            let mask = self.mask();
+            let mut slot = h as usize & mask;
+            while self.is_used(slot) {
+                slot = (slot + 1) & mask;
             }
-            if let Some(slot) = slots.get_mut(i) {
-                *slot = Slot { tag: Self::tag(h), entry: entry as u32 };
-            }
+            self.fill(slot, h, entry);
         }
-        self.slots = slots;
     }
 }
 
