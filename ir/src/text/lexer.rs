@@ -104,11 +104,11 @@ pub(crate) struct Lexer<'s> {
     src: &'s str,
     pos: usize,
     depth: usize,
-    newline_since_token: bool,
-    /// Line breaks passed so far.
-    lines_passed: usize,
-    /// Line breaks in the whole source, counted on first use.
-    lines_total: Option<usize>,
+    /// Whether a token has been produced (comments before the first one are on their own
+    /// line whatever precedes them, e.g. a byte order mark).
+    after_token: bool,
+    /// Line breaks counted so far: `(position, line breaks before it, line breaks in all)`.
+    lines: Option<(usize, usize, usize)>,
     /// Comments passed over and not yet claimed by the parser, in source order.
     pub comments: VecDeque<Comment<'s>>,
     /// Decoded string literals.
@@ -131,17 +131,82 @@ pub(crate) fn fail<T>(error: ParseError) -> LexResult<T> {
 const NAME: u8 = 1;
 /// Character class bit: may continue an identifier.
 const IDENT: u8 = 2;
+/// Character class bit: whitespace (a space, a tab, a line break).
+const SPACE: u8 = 4;
+/// Character class bit: a one-byte punctuation token, whatever follows it.
+const PUNCT: u8 = 8;
+/// Character class bit: starts a `@name` or `%name`.
+const SIGIL: u8 = 16;
+/// Character class bit: may start an identifier (or a byte string `x"..."`).
+const WORD: u8 = 32;
+/// Character class bit: a decimal digit.
+const DIGIT: u8 = 64;
 
-/// Character classes by byte, so that scanning a name or word is one load per byte.
+/// Character classes by byte, so that classifying or scanning is one load per byte.
 static CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut i = 0;
     while i < 256 {
         let b = i as u8;
+        let mut class = 0;
         if b.is_ascii_alphanumeric() || b == b'_' {
-            table[i] = NAME | IDENT;
+            class |= NAME | IDENT;
         } else if b == b'.' || b == b'$' || b == b'-' {
-            table[i] = NAME;
+            class |= NAME;
+        }
+        if matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
+            class |= SPACE;
+        }
+        if punct_kind(b).is_some() {
+            class |= PUNCT;
+        }
+        if b == b'@' || b == b'%' {
+            class |= SIGIL;
+        }
+        if b.is_ascii_alphabetic() || b == b'_' {
+            class |= WORD;
+        }
+        if b.is_ascii_digit() {
+            class |= DIGIT;
+        }
+        table[i] = class;
+        i += 1;
+    }
+    table
+};
+
+/// The token of a one-byte punctuation character.
+const fn punct_kind(b: u8) -> Option<TokenKind> {
+    Some(match b {
+        b'(' => TokenKind::LParen,
+        b')' => TokenKind::RParen,
+        b'{' => TokenKind::LBrace,
+        b'}' => TokenKind::RBrace,
+        b'[' => TokenKind::LBracket,
+        b']' => TokenKind::RBracket,
+        b'<' => TokenKind::Lt,
+        b'>' => TokenKind::Gt,
+        b',' => TokenKind::Comma,
+        b':' => TokenKind::Colon,
+        b'=' => TokenKind::Eq,
+        b'+' => TokenKind::Plus,
+        _ => return None,
+    })
+}
+
+/// One-byte punctuation tokens by byte (`Eof` for the other bytes), and how each changes
+/// the nesting depth.
+static PUNCT_TOKEN: [(TokenKind, i8); 256] = {
+    let mut table = [(TokenKind::Eof, 0i8); 256];
+    let mut i = 0;
+    while i < 256 {
+        if let Some(kind) = punct_kind(i as u8) {
+            let depth = match i as u8 {
+                b'(' | b'{' | b'[' => 1,
+                b')' | b'}' | b']' => -1,
+                _ => 0,
+            };
+            table[i] = (kind, depth);
         }
         i += 1;
     }
@@ -189,9 +254,8 @@ impl<'s> Lexer<'s> {
             src,
             pos,
             depth: 0,
-            newline_since_token: true,
-            lines_passed: 0,
-            lines_total: None,
+            after_token: false,
+            lines: None,
             comments: VecDeque::new(),
             strings: Vec::new(),
             byte_strings: Vec::new(),
@@ -226,14 +290,20 @@ impl<'s> Lexer<'s> {
     }
 
     /// Line breaks after the current position: an upper bound on the statements still to
-    /// come in canonical text, which the parser sizes its tables with. The first call counts
-    /// the line breaks of the whole source, once (a vectorised byte count).
+    /// come in canonical text, which the parser sizes its tables with. Counted on demand, a
+    /// wide byte count over the text not counted before (the whole source once in all).
     pub fn lines_left(&mut self) -> usize {
-        let src = self.src;
         // Byte counters per chunk of 255 bytes, which the compiler turns into wide compares.
-        let count = |chunk: &[u8]| usize::from(chunk.iter().fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n'))));
-        let total = *self.lines_total.get_or_insert_with(|| src.as_bytes().chunks(255).map(count).sum());
-        total.saturating_sub(self.lines_passed)
+        fn count(bytes: &[u8]) -> usize {
+            let chunk = |c: &[u8]| usize::from(c.iter().fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n'))));
+            bytes.chunks(255).map(chunk).sum()
+        }
+        let bytes = self.src.as_bytes();
+        let (at, before, total) = *self.lines.get_or_insert_with(|| (0, 0, count(bytes)));
+        let pos = self.pos.max(at);
+        let before = before + count(bytes.get(at..pos).unwrap_or(&[]));
+        self.lines = Some((pos, before, total));
+        total.saturating_sub(before)
     }
 
     fn byte(&self, at: usize) -> Option<u8> {
@@ -246,28 +316,32 @@ impl<'s> Lexer<'s> {
     }
 
     /// Skips whitespace and queues comments.
+    #[inline]
     fn skip_trivia(&mut self) {
         let bytes = self.src.as_bytes();
-        let mut pos = self.pos;
+        let from = self.pos;
+        let mut pos = from;
         loop {
-            match bytes.get(pos) {
-                Some(b' ' | b'\t' | b'\r') => pos += 1,
-                Some(b'\n') => {
-                    self.newline_since_token = true;
-                    self.lines_passed += 1;
-                    pos += 1;
+            while let Some(&b) = bytes.get(pos) {
+                if CLASS[usize::from(b)] & SPACE == 0 {
+                    break;
                 }
-                Some(b'/') if bytes.get(pos + 1) == Some(&b'/') => pos = self.comment(pos),
-                _ => break,
+                pos += 1;
+            }
+            if bytes.get(pos) == Some(&b'/') && bytes.get(pos + 1) == Some(&b'/') {
+                pos = self.comment(from, pos);
+            } else {
+                break;
             }
         }
         self.pos = pos;
     }
 
-    /// Queues the comment starting at `start` (its `//`); returns where its line ends.
+    /// Queues the comment starting at `start` (its `//`), in the trivia that starts at
+    /// `from` (where the previous token ended); returns where its line ends.
     #[cold]
     #[inline(never)]
-    fn comment(&mut self, start: usize) -> usize {
+    fn comment(&mut self, from: usize, start: usize) -> usize {
         let bytes = self.src.as_bytes();
         let end = bytes
             .get(start..)
@@ -276,59 +350,68 @@ impl<'s> Lexer<'s> {
         // Windows line ends: `\r` belongs to the line break, not to the comment.
         let text = self.src.get(start + 2..end).unwrap_or("").trim_end_matches('\r');
         let span = Span::new(start, start + 2 + text.len());
-        self.comments.push_back(Comment { text, span, own_line: self.newline_since_token });
+        // Whether only whitespace precedes it on its line: no token yet, or a line break
+        // since the last one (looked for here rather than tracked byte by byte, since
+        // comments are rare and whitespace is not).
+        let own_line = !self.after_token || bytes.get(from..start).is_some_and(|gap| gap.contains(&b'\n'));
+        self.comments.push_back(Comment { text, span, own_line });
         end
     }
 
     /// The next token; [`TokenKind::Eof`] at the end, forever.
     pub fn next_token(&mut self) -> LexResult<Token> {
+        let bytes = self.src.as_bytes();
         self.skip_trivia();
-        self.newline_since_token = false;
+        self.after_token = true;
         let start = self.pos;
-        let Some(b) = self.byte(start) else {
+        let Some(&b) = bytes.get(start) else {
             return Ok(Token { kind: TokenKind::Eof, span: Span::new(start, start) });
         };
-        let punct = |kind, len: usize| (kind, len);
-        let (kind, len) = match b {
-            b'@' | b'%' => return self.name(start, b),
-            b'"' => return self.string(start),
-            b'x' if self.byte(start + 1) == Some(b'"') => return self.byte_string(start),
-            b'0'..=b'9' => return self.number(start),
-            b'-' => match self.byte(start + 1) {
-                Some(b'>') => punct(TokenKind::Arrow, 2),
-                Some(b'0'..=b'9') => return self.number(start),
-                Some(c) if is_ident_start(c) => return self.negative_word(start),
-                _ => return fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
-            },
-            c if is_ident_start(c) => return Ok(self.word(start)),
-            b'(' => punct(TokenKind::LParen, 1),
-            b')' => punct(TokenKind::RParen, 1),
-            b'{' => punct(TokenKind::LBrace, 1),
-            b'}' => punct(TokenKind::RBrace, 1),
-            b'[' => punct(TokenKind::LBracket, 1),
-            b']' => punct(TokenKind::RBracket, 1),
-            b'<' => punct(TokenKind::Lt, 1),
-            b'>' => punct(TokenKind::Gt, 1),
-            b',' => punct(TokenKind::Comma, 1),
-            b':' => punct(TokenKind::Colon, 1),
-            b'=' => punct(TokenKind::Eq, 1),
-            b'+' => punct(TokenKind::Plus, 1),
-            b'.' if self.byte(start + 1) == Some(b'.') => punct(TokenKind::DotDot, 2),
-            _ => return self.unexpected_char(start),
-        };
-        self.pos = start + len;
-        let span = self.span(start);
-        match kind {
-            TokenKind::LParen | TokenKind::LBrace | TokenKind::LBracket => {
+        // The frequent starts first, each a test of one class bit.
+        let class = CLASS[usize::from(b)];
+        if class & PUNCT != 0 {
+            let (kind, depth) = PUNCT_TOKEN[usize::from(b)];
+            self.pos = start + 1;
+            let span = self.span(start);
+            if depth > 0 {
                 self.depth += 1;
                 if self.depth > MAX_NESTING {
                     return fail(ParseError::TooDeep { span });
                 }
+            } else if depth < 0 {
+                self.depth = self.depth.saturating_sub(1);
             }
-            TokenKind::RParen | TokenKind::RBrace | TokenKind::RBracket => self.depth = self.depth.saturating_sub(1),
-            _ => {}
+            return Ok(Token { kind, span });
         }
-        Ok(Token { kind, span })
+        if class & SIGIL != 0 {
+            return self.name(start, b);
+        }
+        if class & WORD != 0 && !(b == b'x' && bytes.get(start + 1) == Some(&b'"')) {
+            return Ok(self.word(start));
+        }
+        if class & DIGIT != 0 {
+            return self.number(start);
+        }
+        self.other(start, b)
+    }
+
+    /// The tokens that start with a byte [`Lexer::next_token`] does not handle itself.
+    #[inline(never)]
+    fn other(&mut self, start: usize, b: u8) -> LexResult<Token> {
+        let (kind, len) = match b {
+            b'"' => return self.string(start),
+            b'x' => return self.byte_string(start),
+            b'-' => match self.byte(start + 1) {
+                Some(b'>') => (TokenKind::Arrow, 2),
+                Some(b'0'..=b'9') => return self.number(start),
+                Some(c) if is_ident_start(c) => return self.negative_word(start),
+                _ => return fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
+            },
+            b'.' if self.byte(start + 1) == Some(b'.') => (TokenKind::DotDot, 2),
+            _ => return self.unexpected_char(start),
+        };
+        self.pos = start + len;
+        Ok(Token { kind, span: self.span(start) })
     }
 
     #[cold]
@@ -378,6 +461,9 @@ impl<'s> Lexer<'s> {
 
     #[inline(never)]
     fn number(&mut self, start: usize) -> LexResult<Token> {
+        if let Some(token) = self.short_number(start) {
+            return Ok(token);
+        }
         let bytes = self.src.as_bytes();
         let negative = bytes.get(start) == Some(&b'-');
         let digits_start = if negative { start + 1 } else { start };
@@ -447,6 +533,55 @@ impl<'s> Lexer<'s> {
                 Ok(Token { kind: TokenKind::Int(IntValue::new(0)), span })
             }
         }
+    }
+
+    /// `[-]digits` or `[-]digits.digits` with at most 15 digits in all and ended by neither a
+    /// word character nor `.`: the numbers printed graphs are made of, valued in one pass.
+    /// The values are those of the general path: an integer is exact, and a float is the
+    /// quotient of two exactly represented numbers (a mantissa below 2^53 and a power of ten
+    /// up to 10^15), which IEEE division rounds correctly, as parsing the text does. `None`
+    /// leaves everything else (hex, exponents, long literals, errors) to the general path.
+    fn short_number(&mut self, start: usize) -> Option<Token> {
+        const MAX_DIGITS: usize = 15;
+        const POW10: [f64; MAX_DIGITS + 1] =
+            [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+        let bytes = self.src.as_bytes();
+        let negative = bytes.get(start) == Some(&b'-');
+        let mut at = start + usize::from(negative);
+        let mut mantissa: u64 = 0;
+        let mut digits = 0;
+        let mut point = None;
+        loop {
+            match bytes.get(at) {
+                Some(&b) if b.is_ascii_digit() => {
+                    if digits == MAX_DIGITS {
+                        return None;
+                    }
+                    mantissa = mantissa * 10 + u64::from(b - b'0');
+                    digits += 1;
+                }
+                Some(b'.') if point.is_none() && bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => {
+                    point = Some(digits)
+                }
+                _ => break,
+            }
+            at += 1;
+        }
+        if digits == 0 || bytes.get(at).is_some_and(|&b| b == b'.' || CLASS[usize::from(b)] & IDENT != 0) {
+            return None;
+        }
+        let kind = match point {
+            None => {
+                let value = i128::from(mantissa);
+                TokenKind::Int(IntValue::new(if negative { -value } else { value }))
+            }
+            Some(whole) => {
+                let value = mantissa as f64 / POW10.get(digits - whole).copied()?;
+                TokenKind::Float(if negative { -value } else { value })
+            }
+        };
+        self.pos = at;
+        Some(Token { kind, span: self.span(start) })
     }
 
     fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<TokenKind, &'static str> {

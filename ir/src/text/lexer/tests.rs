@@ -83,6 +83,39 @@ fn floats_in_every_form() {
 }
 
 #[test]
+fn short_numbers_have_the_values_of_the_general_path() {
+    // The one-pass path takes up to 15 digits; past that, and for exponents, the general
+    // path does. Both must give what `str::parse` gives, bit for bit.
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..20_000 {
+        let digits = 1 + (next() % 18) as usize;
+        let text: String = (0..digits).map(|_| char::from(b'0' + (next() % 10) as u8)).collect();
+        let point = (next() % (digits as u64 + 1)) as usize;
+        let sign = if next() % 2 == 0 { "-" } else { "" };
+        let src = if point == 0 || point == digits {
+            format!("{sign}{text}")
+        } else {
+            format!("{sign}{}.{}", &text[..point], &text[point..])
+        };
+        match kinds(&src)[..] {
+            [TokenKind::Float(v)] => assert_eq!(v.to_bits(), src.parse::<f64>().unwrap().to_bits(), "{src}"),
+            [TokenKind::Int(v)] => assert_eq!(v.get(), src.parse::<i128>().unwrap(), "{src}"),
+            ref other => panic!("{src}: {other:?}"),
+        }
+    }
+    // Followed by punctuation, by `..`, and not followed by anything.
+    assert_eq!(kinds("12,3)"), [int(12), TokenKind::Comma, int(3), TokenKind::RParen]);
+    assert_eq!(kinds("2.5]"), [TokenKind::Float(2.5), TokenKind::RBracket]);
+    assert_eq!(kinds("-0.5"), [TokenKind::Float(-0.5)]);
+}
+
+#[test]
 fn a_range_is_two_integers_around_dotdot() {
     assert_eq!(kinds("[0..512]"), [TokenKind::LBracket, int(0), TokenKind::DotDot, int(512), TokenKind::RBracket]);
 }
@@ -155,6 +188,25 @@ fn comments_are_trivia_with_their_line_position() {
     let c: Vec<(&str, bool)> = lexer.comments.iter().map(|c| (c.text, c.own_line)).collect();
     assert_eq!(c, [(" head", true), (" tail", false), ("  indented  ", true)]);
     assert_eq!(lexer.comments[0].span.range(), 0..7);
+    // Before the first token every comment is on its own line; after a token, the one
+    // after a line break is.
+    let mut lexer = Lexer::new("  // a\n// b\nx // c\n // d // e\ny");
+    while lexer.next_token().unwrap().kind != TokenKind::Eof {}
+    let c: Vec<(&str, bool)> = lexer.comments.iter().map(|c| (c.text, c.own_line)).collect();
+    assert_eq!(c, [(" a", true), (" b", true), (" c", false), (" d // e", true)]);
+}
+
+#[test]
+fn lines_left_counts_line_breaks_after_the_position() {
+    let mut lexer = Lexer::new("a\nb\n\nc\n");
+    assert_eq!(lexer.lines_left(), 4);
+    lexer.next_token().unwrap();
+    lexer.next_token().unwrap();
+    assert_eq!(lexer.lines_left(), 3);
+    lexer.next_token().unwrap();
+    assert_eq!(lexer.lines_left(), 1);
+    lexer.next_token().unwrap();
+    assert_eq!(lexer.lines_left(), 0);
 }
 
 #[test]
