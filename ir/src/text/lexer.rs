@@ -7,13 +7,17 @@
 //! side tables that the tokens index.
 
 use super::error::ParseError;
+use super::keyword::Kw;
 use super::{MAX_NAME_LEN, MAX_NESTING};
 use crate::span::Span;
 use std::collections::VecDeque;
 
-/// What a token is. Names, identifiers and numbers keep their text in the source (the
-/// token's span); strings and byte strings index [`Lexer::strings`] / [`Lexer::byte_strings`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What a token is. Names and identifiers keep their text in the source (the token's
+/// span); the value of a number is [`Lexer::number`] while the number is the last token
+/// lexed; strings and byte strings index [`Lexer::strings`] / [`Lexer::byte_strings`].
+/// Without payloads a token is 16 bytes, and results carrying one are returned in
+/// registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TokenKind {
     /// `@name`
     Global,
@@ -22,13 +26,13 @@ pub(crate) enum TokenKind {
     /// A keyword or identifier.
     Ident,
     /// An integer literal.
-    Int(IntValue),
+    Int,
     /// A float literal (including `inf`, `-inf`, `nan`).
-    Float(f64),
-    /// A string literal, decoded into `strings[i]`.
-    Str(u32),
-    /// A byte string literal, decoded into `byte_strings[i]`.
-    Bytes(u32),
+    Float,
+    /// A string literal, decoded into `strings[token.index]`.
+    Str,
+    /// A byte string literal, decoded into `byte_strings[token.index]`.
+    Bytes,
     /// `(`
     LParen,
     /// `)`
@@ -61,21 +65,13 @@ pub(crate) enum TokenKind {
     Eof,
 }
 
-/// An `i128` stored as two words, so that a token is 8-byte aligned (and 32 bytes, not 48).
+/// The value of a number token.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct IntValue([u64; 2]);
-
-impl IntValue {
-    /// Stores `v`.
-    pub fn new(v: i128) -> IntValue {
-        let bits = v as u128;
-        IntValue([bits as u64, (bits >> 64) as u64])
-    }
-
-    /// The stored value.
-    pub fn get(self) -> i128 {
-        (u128::from(self.0[0]) | u128::from(self.0[1]) << 64) as i128
-    }
+pub(crate) enum Number {
+    /// An integer.
+    Int(i128),
+    /// A float.
+    Float(f64),
 }
 
 /// A token and where it is.
@@ -83,8 +79,19 @@ impl IntValue {
 pub(crate) struct Token {
     /// What it is.
     pub kind: TokenKind,
+    /// For an identifier, the structural keyword it is (or [`Kw::None`]).
+    pub kw: Kw,
+    /// For a string or byte string, its index in the side table.
+    pub index: u32,
     /// Its bytes in the source.
     pub span: Span,
+}
+
+impl Token {
+    /// A token without keyword or index.
+    fn new(kind: TokenKind, span: Span) -> Token {
+        Token { kind, kw: Kw::None, index: 0, span }
+    }
 }
 
 /// A `//` comment.
@@ -111,6 +118,9 @@ pub(crate) struct Lexer<'s> {
     lines: Option<(usize, usize, usize)>,
     /// Comments passed over and not yet claimed by the parser, in source order.
     pub comments: VecDeque<Comment<'s>>,
+    /// The value of the last number token lexed. The parser reads it while that token is
+    /// the one it peeks at (it never lexes past a number before reading its value).
+    pub number: Number,
     /// Decoded string literals.
     pub strings: Vec<String>,
     /// Decoded byte string literals.
@@ -257,6 +267,7 @@ impl<'s> Lexer<'s> {
             after_token: false,
             lines: None,
             comments: VecDeque::new(),
+            number: Number::Int(0),
             strings: Vec::new(),
             byte_strings: Vec::new(),
             errors: Vec::new(),
@@ -365,7 +376,7 @@ impl<'s> Lexer<'s> {
         self.after_token = true;
         let start = self.pos;
         let Some(&b) = bytes.get(start) else {
-            return Ok(Token { kind: TokenKind::Eof, span: Span::new(start, start) });
+            return Ok(Token::new(TokenKind::Eof, Span::new(start, start)));
         };
         // The frequent starts first, each a test of one class bit.
         let class = CLASS[usize::from(b)];
@@ -381,7 +392,7 @@ impl<'s> Lexer<'s> {
             } else if depth < 0 {
                 self.depth = self.depth.saturating_sub(1);
             }
-            return Ok(Token { kind, span });
+            return Ok(Token::new(kind, span));
         }
         if class & SIGIL != 0 {
             return self.name(start, b);
@@ -411,7 +422,7 @@ impl<'s> Lexer<'s> {
             _ => return self.unexpected_char(start),
         };
         self.pos = start + len;
-        Ok(Token { kind, span: self.span(start) })
+        Ok(Token::new(kind, self.span(start)))
     }
 
     #[cold]
@@ -432,28 +443,28 @@ impl<'s> Lexer<'s> {
             self.errors.push(ParseError::NameTooLong { len, span });
         }
         let kind = if sigil == b'@' { TokenKind::Global } else { TokenKind::Local };
-        Ok(Token { kind, span })
+        Ok(Token::new(kind, span))
     }
 
     fn word(&mut self, start: usize) -> Token {
         let bytes = self.src.as_bytes();
         let end = scan(bytes, start + 1, IDENT);
         self.pos = end;
-        let kind = match bytes.get(start..end) {
-            Some(b"inf") => TokenKind::Float(f64::INFINITY),
-            Some(b"nan") => TokenKind::Float(f64::NAN),
-            _ => TokenKind::Ident,
-        };
-        Token { kind, span: self.span(start) }
+        let span = self.span(start);
+        match bytes.get(start..end) {
+            Some(b"inf") => self.number_token(Number::Float(f64::INFINITY), span),
+            Some(b"nan") => self.number_token(Number::Float(f64::NAN), span),
+            word => Token { kind: TokenKind::Ident, kw: Kw::of(word.unwrap_or_default()), index: 0, span },
+        }
     }
 
     /// `-` directly followed by a word: only `-inf` is a token.
     #[inline(never)]
     fn negative_word(&mut self, start: usize) -> LexResult<Token> {
         let word = self.word(start + 1);
-        match word.kind {
-            TokenKind::Float(f) if f.is_infinite() => {
-                Ok(Token { kind: TokenKind::Float(f64::NEG_INFINITY), span: self.span(start) })
+        match (word.kind, self.number) {
+            (TokenKind::Float, Number::Float(f)) if f.is_infinite() => {
+                Ok(self.number_token(Number::Float(f64::NEG_INFINITY), self.span(start)))
             }
             _ => fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
         }
@@ -505,7 +516,7 @@ impl<'s> Lexer<'s> {
                 }
             }
             if is_float {
-                self.src[start..end].parse::<f64>().map(TokenKind::Float).map_err(|_| "malformed float")
+                self.src[start..end].parse::<f64>().map(Number::Float).map_err(|_| "malformed float")
             } else {
                 self.int_value(&self.src[digits_start..end], 10, negative)
             }
@@ -526,13 +537,23 @@ impl<'s> Lexer<'s> {
         self.pos = end;
         let span = self.span(start);
         match result {
-            Ok(kind) => Ok(Token { kind, span }),
+            Ok(number) => Ok(self.number_token(number, span)),
             Err(reason) => {
                 // The literal is well delimited: report it and go on with a zero.
                 self.errors.push(ParseError::InvalidNumber { reason, span });
-                Ok(Token { kind: TokenKind::Int(IntValue::new(0)), span })
+                Ok(self.number_token(Number::Int(0), span))
             }
         }
+    }
+
+    /// A number token, its value kept in [`Lexer::number`].
+    fn number_token(&mut self, number: Number, span: Span) -> Token {
+        self.number = number;
+        let kind = match number {
+            Number::Int(_) => TokenKind::Int,
+            Number::Float(_) => TokenKind::Float,
+        };
+        Token::new(kind, span)
     }
 
     /// `[-]digits` or `[-]digits.digits` with at most 15 digits in all and ended by neither a
@@ -570,21 +591,21 @@ impl<'s> Lexer<'s> {
         if digits == 0 || bytes.get(at).is_some_and(|&b| b == b'.' || CLASS[usize::from(b)] & IDENT != 0) {
             return None;
         }
-        let kind = match point {
+        let number = match point {
             None => {
                 let value = i128::from(mantissa);
-                TokenKind::Int(IntValue::new(if negative { -value } else { value }))
+                Number::Int(if negative { -value } else { value })
             }
             Some(whole) => {
                 let value = mantissa as f64 / POW10.get(digits - whole).copied()?;
-                TokenKind::Float(if negative { -value } else { value })
+                Number::Float(if negative { -value } else { value })
             }
         };
         self.pos = at;
-        Some(Token { kind, span: self.span(start) })
+        Some(self.number_token(number, self.span(start)))
     }
 
-    fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<TokenKind, &'static str> {
+    fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<Number, &'static str> {
         // The digits were checked by the caller; accumulate them directly (`from_str_radix`
         // on `u128` was a visible part of lexing a large graph).
         let mut magnitude: u128 = 0;
@@ -596,7 +617,7 @@ impl<'s> Lexer<'s> {
                 .ok_or("integer does not fit in 128 bits")?;
         }
         let value = if negative { 0i128.checked_sub_unsigned(magnitude) } else { i128::try_from(magnitude).ok() };
-        value.map(|v| TokenKind::Int(IntValue::new(v))).ok_or("integer does not fit in 128 bits")
+        value.map(Number::Int).ok_or("integer does not fit in 128 bits")
     }
 
     #[inline(never)]
@@ -629,7 +650,7 @@ impl<'s> Lexer<'s> {
         self.pos = i;
         let index = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
         self.strings.push(out);
-        Ok(Token { kind: TokenKind::Str(index), span: self.span(start) })
+        Ok(Token { kind: TokenKind::Str, kw: Kw::None, index, span: self.span(start) })
     }
 
     /// Decodes the escape at `at` (a `\`); returns the character and the escape's length.
@@ -705,7 +726,7 @@ impl<'s> Lexer<'s> {
         self.pos = i + 1;
         let index = u32::try_from(self.byte_strings.len()).unwrap_or(u32::MAX);
         self.byte_strings.push(out);
-        Ok(Token { kind: TokenKind::Bytes(index), span: self.span(start) })
+        Ok(Token { kind: TokenKind::Bytes, kw: Kw::None, index, span: self.span(start) })
     }
 }
 

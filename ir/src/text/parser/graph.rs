@@ -12,6 +12,7 @@ use crate::arena::Handle;
 use crate::graph::{Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Node, NodeKind, Queue, Site, Stmt};
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
+use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
@@ -115,11 +116,11 @@ impl<'s> Parser<'s> {
             self.hint = STMT_HINT;
             match t.kind {
                 TokenKind::Local => self.node_stmt(&mut graph, &mut scope, comments)?,
-                TokenKind::Ident => match self.text(t) {
-                    "queue" => self.queue_stmt(&mut graph, &mut scope, comments)?,
-                    "dyn" => self.dyn_stmt(&mut graph, &mut scope, comments)?,
-                    "dcg" => self.dcg_stmt(&mut graph, &mut scope, comments)?,
-                    "edge" => self.edge_stmt(&mut graph, &scope, comments)?,
+                TokenKind::Ident => match t.kw {
+                    Kw::Queue => self.queue_stmt(&mut graph, &mut scope, comments)?,
+                    Kw::Dyn => self.dyn_stmt(&mut graph, &mut scope, comments)?,
+                    Kw::Dcg => self.dcg_stmt(&mut graph, &mut scope, comments)?,
+                    Kw::Edge => self.edge_stmt(&mut graph, &scope, comments)?,
                     _ => return Err(self.unexpected(t, "a graph statement")),
                 },
                 _ => return Err(self.unexpected(t, "a graph statement or `}`")),
@@ -142,10 +143,10 @@ impl<'s> Parser<'s> {
         let mut seen: [Option<Span>; 3] = [None; 3];
         loop {
             let t = self.peek()?;
-            let slot = match (t.kind, self.text(t)) {
-                (TokenKind::Ident, "device") => 0,
-                (TokenKind::Ident, "context") => 1,
-                (TokenKind::Ident, "properties") => 2,
+            let slot = match (t.kind, t.kw) {
+                (TokenKind::Ident, Kw::Device) => 0,
+                (TokenKind::Ident, Kw::Context) => 1,
+                (TokenKind::Ident, Kw::Properties) => 2,
                 _ => return Ok(()),
             };
             self.bump()?;
@@ -222,8 +223,8 @@ impl<'s> Parser<'s> {
         let first = self.bump()?;
         self.hint = "a queue is `queue @name [in_order] [discard_events]`";
         let (name, name_span) = self.expect_global("a queue name (`@name`)")?;
-        let in_order = self.eat_keyword("in_order")?;
-        let discard_events = self.eat_keyword("discard_events")?;
+        let in_order = self.eat_keyword(Kw::InOrder)?;
+        let discard_events = self.eat_keyword(Kw::DiscardEvents)?;
         let span = Span::new(first.span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
         let queue = Queue { name: name.to_string(), in_order, discard_events, comments };
@@ -257,7 +258,7 @@ impl<'s> Parser<'s> {
         let hint = "a dynamic command group is `dcg %name active(N) { <command> ... }`";
         self.hint = hint;
         let (name, name_span) = self.expect_local("a command group name (`%name`)")?;
-        self.expect_keyword("active")?;
+        self.expect_keyword(Kw::Active)?;
         self.expect(TokenKind::LParen)?;
         let active = self.expect_u32("an active index")?;
         self.expect(TokenKind::RParen)?;
@@ -326,7 +327,7 @@ impl<'s> Parser<'s> {
         let kind = self.command(graph, scope, &mut spans)?;
         self.hint = NODE_HINT;
         let mut queue = None;
-        if self.eat_keyword("on")? {
+        if self.eat_keyword(Kw::On)? {
             let (q, q_span) = self.expect_global("a queue name (`@name`)")?;
             match scope.queues.get(q) {
                 Some(&(h, _)) => queue = Some(h),
@@ -340,7 +341,7 @@ impl<'s> Parser<'s> {
         }
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
-        if self.eat_keyword("after")? {
+        if self.eat_keyword(Kw::After)? {
             self.expect(TokenKind::LParen)?;
             loop {
                 deps.extend(self.dependency(graph, scope)?);
@@ -375,7 +376,7 @@ impl<'s> Parser<'s> {
         let start = self.peek()?.span.start as usize;
         let node = self.node_ref(graph, scope)?;
         let mut kind = EdgeKind::DependsOn;
-        if self.eat_keyword("via")? {
+        if self.eat_keyword(Kw::Via)? {
             let (word, t) = self.expect_word("an edge provenance")?;
             kind = match EdgeKind::from_keyword(word) {
                 Some(k) if k != EdgeKind::MakeEdge => k,

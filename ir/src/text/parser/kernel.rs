@@ -17,6 +17,7 @@ use crate::kernel::{
 };
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
+use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 use crate::types::{Literal, Type};
 
@@ -113,9 +114,9 @@ impl<'s> Parser<'s> {
         let t = self.peek()?;
         let body = if t.kind == TokenKind::LBrace {
             KernelBody::Ir(self.kernel_body(&params, &names)?)
-        } else if self.eat_keyword("spirv")? {
+        } else if self.eat_keyword(Kw::Spirv)? {
             let path = self.expect_string("the SPIR-V file path (a string)")?;
-            self.expect_keyword("entry")?;
+            self.expect_keyword(Kw::Entry)?;
             let entry = self.expect_string("the entry point name (a string)")?;
             KernelBody::Spirv { path, entry }
         } else {
@@ -131,7 +132,7 @@ impl<'s> Parser<'s> {
 
     /// `ptype := type | 'buf' '<' type ',' access '>' | 'local' '<' type '>'`
     fn param_type(&mut self) -> PResult<ParamType> {
-        if self.eat_keyword("buf")? {
+        if self.eat_keyword(Kw::Buf)? {
             self.expect(TokenKind::Lt)?;
             let elem = self.ty()?;
             self.expect(TokenKind::Comma)?;
@@ -139,7 +140,7 @@ impl<'s> Parser<'s> {
             self.expect(TokenKind::Gt)?;
             return Ok(ParamType::Buffer { elem, access });
         }
-        if self.eat_keyword("local")? {
+        if self.eat_keyword(Kw::Local)? {
             self.expect(TokenKind::Lt)?;
             let elem = self.ty()?;
             self.expect(TokenKind::Gt)?;
@@ -247,9 +248,9 @@ impl<'s> Parser<'s> {
             (Some(a), Some(b)) => a.1.join(b.1),
             _ => t.span,
         };
-        match word {
-            "for" => return self.for_op(body, scope, results, results_span, comments, start),
-            "if" => return self.if_op(body, scope, results, results_span, comments, start),
+        match t.kw {
+            Kw::For => return self.for_op(body, scope, results, results_span, comments, start),
+            Kw::If => return self.if_op(body, scope, results, results_span, comments, start),
             _ => {}
         }
         let (kind, arity) = self.simple_op(word, t.span, body, scope)?;
@@ -314,7 +315,7 @@ impl<'s> Parser<'s> {
             }
             "cast" => {
                 let a = self.operand(body, scope)?;
-                self.expect_keyword("to")?;
+                self.expect_keyword(Kw::To)?;
                 (OpKind::Cast(a, self.ty()?), One)
             }
             "splat" => {
@@ -417,12 +418,12 @@ impl<'s> Parser<'s> {
         let var = self.expect_local("the loop variable (`%name`)")?;
         self.expect(TokenKind::Eq)?;
         let lo = self.operand(body, scope)?;
-        self.expect_keyword("to")?;
+        self.expect_keyword(Kw::To)?;
         let hi = self.operand(body, scope)?;
-        self.expect_keyword("step")?;
+        self.expect_keyword(Kw::Step)?;
         let step = self.operand(body, scope)?;
         let mut carry = Vec::new();
-        if self.eat_keyword("carry")? {
+        if self.eat_keyword(Kw::Carry)? {
             carry = self.paren_list(|p| {
                 let name = p.expect_local("a carried value name (`%name`)")?;
                 p.expect(TokenKind::Eq)?;
@@ -502,7 +503,7 @@ impl<'s> Parser<'s> {
             .map(|(i, r)| self.new_value(body, scope, r, ValueDef::Result(op, i as u32)))
             .collect();
         let then_region = self.region(body, scope)?;
-        let else_region = if self.eat_keyword("else")? { Some(self.region(body, scope)?) } else { None };
+        let else_region = if self.eat_keyword(Kw::Else)? { Some(self.region(body, scope)?) } else { None };
         result_values.iter().for_each(|&v| scope.enter(v));
         body.ops.set_span(op, Span::new(start, self.prev_end as usize));
         self.finish_comments(&mut comments)?;
