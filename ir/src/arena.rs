@@ -146,6 +146,11 @@ impl<T> Arena<T> {
         self.data.get(handle.index())
     }
 
+    /// The element behind `handle`, mutably, or `None` if the handle is out of range.
+    pub fn try_get_mut(&mut self, handle: Handle<T>) -> Option<&mut T> {
+        self.data.get_mut(handle.index())
+    }
+
     /// The span `handle` was created with.
     pub fn span(&self, handle: Handle<T>) -> Span {
         self.spans.get(handle.index()).copied().unwrap_or(Span::UNDEFINED)

@@ -55,6 +55,15 @@ pub(super) struct GraphScope<'s> {
     sites: SiteSpans,
 }
 
+/// Buffers that each node statement fills and the next one reuses, to save allocations.
+#[derive(Default)]
+pub(super) struct StmtBuffers {
+    /// Spans of the command's parts.
+    spans: CommandSpans,
+    /// The `after(...)` edges.
+    deps: Vec<(Handle<Node>, EdgeKind, Span)>,
+}
+
 /// [`Site`] spans by variant. Each list grows in key order (statements come in order), so
 /// their concatenation in variant order is sorted and the map is built in linear time
 /// rather than by one `BTreeMap` insertion per argument.
@@ -105,6 +114,7 @@ impl<'s> Parser<'s> {
         let mut scope = GraphScope::default();
         scope.sites.reserve(lines);
         scope.locals.reserve(lines);
+        let mut bufs = StmtBuffers::default();
         loop {
             let t = self.peek()?;
             if t.kind == TokenKind::RBrace {
@@ -115,7 +125,7 @@ impl<'s> Parser<'s> {
             let comments = self.leading_comments()?;
             self.hint = STMT_HINT;
             match t.kind {
-                TokenKind::Local => self.node_stmt(&mut graph, &mut scope, comments)?,
+                TokenKind::Local => self.node_stmt(&mut graph, &mut scope, &mut bufs, comments)?,
                 TokenKind::Ident => match t.kw {
                     Kw::Queue => self.queue_stmt(&mut graph, &mut scope, comments)?,
                     Kw::Dyn => self.dyn_stmt(&mut graph, &mut scope, comments)?,
@@ -319,12 +329,18 @@ impl<'s> Parser<'s> {
     }
 
     /// `node := LOCAL '=' command ('on' GLOBAL)? after?`
-    fn node_stmt(&mut self, graph: &mut Graph, scope: &mut GraphScope<'s>, mut comments: Comments) -> PResult<()> {
+    fn node_stmt(
+        &mut self,
+        graph: &mut Graph,
+        scope: &mut GraphScope<'s>,
+        bufs: &mut StmtBuffers,
+        mut comments: Comments,
+    ) -> PResult<()> {
         self.hint = NODE_HINT;
         let (name, name_span) = self.expect_local("a node name")?;
         self.expect(TokenKind::Eq)?;
-        let mut spans = std::mem::take(&mut self.spans);
-        let kind = self.command(graph, scope, &mut spans)?;
+        let StmtBuffers { spans, deps } = bufs;
+        let mut kind = self.command(graph, scope, spans)?;
         self.hint = NODE_HINT;
         let mut queue = None;
         if self.eat_keyword(Kw::On)? {
@@ -339,12 +355,13 @@ impl<'s> Parser<'s> {
                 }),
             }
         }
-        let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
         if self.eat_keyword(Kw::After)? {
             self.expect(TokenKind::LParen)?;
             loop {
-                deps.extend(self.dependency(graph, scope)?);
+                if let Some(dep) = self.dependency(graph, scope)? {
+                    deps.push(dep);
+                }
                 if !self.eat(TokenKind::Comma)? {
                     break;
                 }
@@ -353,21 +370,26 @@ impl<'s> Parser<'s> {
         }
         let span = Span::new(name_span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
+        let resolved = self.syms.resolve_now(&mut kind);
         let h = graph.nodes.append(Node { name: name.to_string(), kind, queue, comments }, span);
+        if !resolved {
+            self.syms.later(self.module.graphs.len(), h);
+        }
         self.define_local(scope, name, Local::Node(h), name_span);
-        for &(from, kind, span) in &deps {
+        for &(from, kind, span) in deps.iter() {
             graph.edges.append(Edge { from, to: h, kind }, span);
         }
         let sites = &mut scope.sites;
         if let Some(launch) = spans.launch {
             sites.launches.push((Site::NodeLaunch(h), launch));
         }
-        sites.node_args.extend(spans.args.iter().enumerate().map(|(i, arg)| (Site::NodeArg(h, i as u32), *arg)));
-        sites.list_items.extend(spans.items.iter().enumerate().map(|(i, it)| (Site::NodeListItem(h, i as u32), *it)));
+        for (i, &arg) in spans.args.iter().enumerate() {
+            sites.node_args.push((Site::NodeArg(h, i as u32), arg));
+        }
+        for (i, &item) in spans.items.iter().enumerate() {
+            sites.list_items.push((Site::NodeListItem(h, i as u32), item));
+        }
         graph.body.push(Stmt::Node(h));
-        // Hand the buffers back for the next statement.
-        self.spans = spans;
-        self.deps = deps;
         Ok(())
     }
 

@@ -77,10 +77,6 @@ pub(crate) struct Parser<'s> {
     syms: Symbols<'s>,
     /// The syntax of the construct being parsed, shown as help on syntax errors.
     hint: &'static str,
-    /// Reused per node statement: spans of the command's parts.
-    spans: command::CommandSpans,
-    /// Reused per node statement: the `after(...)` edges.
-    deps: Vec<(crate::arena::Handle<crate::graph::Node>, crate::graph::EdgeKind, Span)>,
 }
 
 impl<'s> Parser<'s> {
@@ -93,8 +89,6 @@ impl<'s> Parser<'s> {
             module: Module::default(),
             syms: Symbols::default(),
             hint: "see docs/ir.md for the syntax",
-            spans: command::CommandSpans::default(),
-            deps: Vec::new(),
         }
     }
 
