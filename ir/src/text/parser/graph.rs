@@ -122,7 +122,7 @@ impl<'s> Parser<'s> {
                 self.bump()?;
                 break;
             }
-            let comments = self.leading_comments()?;
+            let comments = self.leading_comments();
             self.hint = STMT_HINT;
             match t.kind {
                 TokenKind::Local => self.node_stmt(&mut graph, &mut scope, &mut bufs, comments)?,

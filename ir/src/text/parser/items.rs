@@ -23,7 +23,7 @@ impl<'s> Parser<'s> {
                 self.module.trailing_comments = self.closing_comments()?;
                 return Ok(());
             }
-            let comments = self.leading_comments()?;
+            let comments = self.leading_comments();
             self.hint = "a module is a sequence of items: `kernel`, `usm`, `buffer`, `device_global`, `graph`";
             match t.kind {
                 TokenKind::Ident => match t.kw {

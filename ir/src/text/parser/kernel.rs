@@ -230,7 +230,7 @@ impl<'s> Parser<'s> {
 
     /// `op := results? body`
     fn op(&mut self, body: &mut Body, scope: &mut KernelScope<'s>) -> PResult<Handle<Op>> {
-        let mut comments = self.leading_comments()?;
+        let mut comments = self.leading_comments();
         self.hint = OP_HINT;
         let start = self.peek()?.span.start as usize;
         let mut results: Vec<(&'s str, Span)> = Vec::new();

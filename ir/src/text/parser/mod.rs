@@ -268,15 +268,15 @@ impl<'s> Parser<'s> {
 
     // ---- comments ----
 
-    /// Takes every unclaimed comment before the next token: the leading comments of the
-    /// item, statement or op that starts there.
-    fn leading_comments(&mut self) -> PResult<Comments> {
-        self.peek()?;
+    /// Takes every unclaimed comment before the next token, which the caller has just
+    /// peeked at (so the lexer has passed them): the leading comments of the item,
+    /// statement or op that starts there.
+    fn leading_comments(&mut self) -> Comments {
         if self.lex.comments.is_empty() {
-            return Ok(Comments::default());
+            return Comments::default();
         }
         let leading = self.lex.comments.drain(..).map(|c| c.text.to_string()).collect();
-        Ok(Comments { leading, trailing: None })
+        Comments { leading, trailing: None }
     }
 
     /// Finishes the comments of an entity whose last token was just consumed: comments
