@@ -115,6 +115,22 @@ impl<T> Arena<T> {
         handle
     }
 
+    /// Makes room for at least `additional` more elements, so that appending them does not
+    /// move the arena. A request that cannot be allocated is ignored (the arena then grows
+    /// as elements are appended), so callers may pass generous estimates: memory reserved and
+    /// never written is only address space.
+    pub fn reserve(&mut self, additional: usize) {
+        if self.data.try_reserve(additional).is_ok() && self.spans.try_reserve(additional).is_err() {
+            self.data.shrink_to_fit();
+        }
+    }
+
+    /// Gives back the room [`Arena::reserve`] made and appending did not use.
+    pub fn shrink_to_fit(&mut self) {
+        self.data.shrink_to_fit();
+        self.spans.shrink_to_fit();
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.data.len()
@@ -128,6 +144,11 @@ impl<T> Arena<T> {
     /// The element behind `handle`, or `None` if the handle is out of range.
     pub fn try_get(&self, handle: Handle<T>) -> Option<&T> {
         self.data.get(handle.index())
+    }
+
+    /// The element behind `handle`, mutably, or `None` if the handle is out of range.
+    pub fn try_get_mut(&mut self, handle: Handle<T>) -> Option<&mut T> {
+        self.data.get_mut(handle.index())
     }
 
     /// The span `handle` was created with.

@@ -7,13 +7,17 @@
 //! side tables that the tokens index.
 
 use super::error::ParseError;
+use super::keyword::Kw;
 use super::{MAX_NAME_LEN, MAX_NESTING};
 use crate::span::Span;
 use std::collections::VecDeque;
 
-/// What a token is. Names, identifiers and numbers keep their text in the source (the
-/// token's span); strings and byte strings index [`Lexer::strings`] / [`Lexer::byte_strings`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What a token is. Names and identifiers keep their text in the source (the token's
+/// span); the value of a number is [`Lexer::number`] while the number is the last token
+/// lexed; strings and byte strings index [`Lexer::strings`] / [`Lexer::byte_strings`].
+/// Without payloads a token is 16 bytes, and results carrying one are returned in
+/// registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TokenKind {
     /// `@name`
     Global,
@@ -22,13 +26,13 @@ pub(crate) enum TokenKind {
     /// A keyword or identifier.
     Ident,
     /// An integer literal.
-    Int(IntValue),
+    Int,
     /// A float literal (including `inf`, `-inf`, `nan`).
-    Float(f64),
-    /// A string literal, decoded into `strings[i]`.
-    Str(u32),
-    /// A byte string literal, decoded into `byte_strings[i]`.
-    Bytes(u32),
+    Float,
+    /// A string literal, decoded into `strings[token.index]`.
+    Str,
+    /// A byte string literal, decoded into `byte_strings[token.index]`.
+    Bytes,
     /// `(`
     LParen,
     /// `)`
@@ -61,21 +65,13 @@ pub(crate) enum TokenKind {
     Eof,
 }
 
-/// An `i128` stored as two words, so that a token is 8-byte aligned (and 32 bytes, not 48).
+/// The value of a number token.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct IntValue([u64; 2]);
-
-impl IntValue {
-    /// Stores `v`.
-    pub fn new(v: i128) -> IntValue {
-        let bits = v as u128;
-        IntValue([bits as u64, (bits >> 64) as u64])
-    }
-
-    /// The stored value.
-    pub fn get(self) -> i128 {
-        (u128::from(self.0[0]) | u128::from(self.0[1]) << 64) as i128
-    }
+pub(crate) enum Number {
+    /// An integer.
+    Int(i128),
+    /// A float.
+    Float(f64),
 }
 
 /// A token and where it is.
@@ -83,8 +79,19 @@ impl IntValue {
 pub(crate) struct Token {
     /// What it is.
     pub kind: TokenKind,
+    /// For an identifier, the structural keyword it is (or [`Kw::None`]).
+    pub kw: Kw,
+    /// For a string or byte string, its index in the side table.
+    pub index: u32,
     /// Its bytes in the source.
     pub span: Span,
+}
+
+impl Token {
+    /// A token without keyword or index.
+    fn new(kind: TokenKind, span: Span) -> Token {
+        Token { kind, kw: Kw::None, index: 0, span }
+    }
 }
 
 /// A `//` comment.
@@ -104,9 +111,16 @@ pub(crate) struct Lexer<'s> {
     src: &'s str,
     pos: usize,
     depth: usize,
-    newline_since_token: bool,
+    /// Whether a token has been produced (comments before the first one are on their own
+    /// line whatever precedes them, e.g. a byte order mark).
+    after_token: bool,
+    /// Line breaks counted so far: `(position, line breaks before it, line breaks in all)`.
+    lines: Option<(usize, usize, usize)>,
     /// Comments passed over and not yet claimed by the parser, in source order.
     pub comments: VecDeque<Comment<'s>>,
+    /// The value of the last number token lexed. The parser reads it while that token is
+    /// the one it peeks at (it never lexes past a number before reading its value).
+    pub number: Number,
     /// Decoded string literals.
     pub strings: Vec<String>,
     /// Decoded byte string literals.
@@ -127,17 +141,82 @@ pub(crate) fn fail<T>(error: ParseError) -> LexResult<T> {
 const NAME: u8 = 1;
 /// Character class bit: may continue an identifier.
 const IDENT: u8 = 2;
+/// Character class bit: whitespace (a space, a tab, a line break).
+const SPACE: u8 = 4;
+/// Character class bit: a one-byte punctuation token, whatever follows it.
+const PUNCT: u8 = 8;
+/// Character class bit: starts a `@name` or `%name`.
+const SIGIL: u8 = 16;
+/// Character class bit: may start an identifier (or a byte string `x"..."`).
+const WORD: u8 = 32;
+/// Character class bit: a decimal digit.
+const DIGIT: u8 = 64;
 
-/// Character classes by byte, so that scanning a name or word is one load per byte.
+/// Character classes by byte, so that classifying or scanning is one load per byte.
 static CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut i = 0;
     while i < 256 {
         let b = i as u8;
+        let mut class = 0;
         if b.is_ascii_alphanumeric() || b == b'_' {
-            table[i] = NAME | IDENT;
+            class |= NAME | IDENT;
         } else if b == b'.' || b == b'$' || b == b'-' {
-            table[i] = NAME;
+            class |= NAME;
+        }
+        if matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
+            class |= SPACE;
+        }
+        if punct_kind(b).is_some() {
+            class |= PUNCT;
+        }
+        if b == b'@' || b == b'%' {
+            class |= SIGIL;
+        }
+        if b.is_ascii_alphabetic() || b == b'_' {
+            class |= WORD;
+        }
+        if b.is_ascii_digit() {
+            class |= DIGIT;
+        }
+        table[i] = class;
+        i += 1;
+    }
+    table
+};
+
+/// The token of a one-byte punctuation character.
+const fn punct_kind(b: u8) -> Option<TokenKind> {
+    Some(match b {
+        b'(' => TokenKind::LParen,
+        b')' => TokenKind::RParen,
+        b'{' => TokenKind::LBrace,
+        b'}' => TokenKind::RBrace,
+        b'[' => TokenKind::LBracket,
+        b']' => TokenKind::RBracket,
+        b'<' => TokenKind::Lt,
+        b'>' => TokenKind::Gt,
+        b',' => TokenKind::Comma,
+        b':' => TokenKind::Colon,
+        b'=' => TokenKind::Eq,
+        b'+' => TokenKind::Plus,
+        _ => return None,
+    })
+}
+
+/// One-byte punctuation tokens by byte (`Eof` for the other bytes), and how each changes
+/// the nesting depth.
+static PUNCT_TOKEN: [(TokenKind, i8); 256] = {
+    let mut table = [(TokenKind::Eof, 0i8); 256];
+    let mut i = 0;
+    while i < 256 {
+        if let Some(kind) = punct_kind(i as u8) {
+            let depth = match i as u8 {
+                b'(' | b'{' | b'[' => 1,
+                b')' | b'}' | b']' => -1,
+                _ => 0,
+            };
+            table[i] = (kind, depth);
         }
         i += 1;
     }
@@ -185,8 +264,10 @@ impl<'s> Lexer<'s> {
             src,
             pos,
             depth: 0,
-            newline_since_token: true,
+            after_token: false,
+            lines: None,
             comments: VecDeque::new(),
+            number: Number::Int(0),
             strings: Vec::new(),
             byte_strings: Vec::new(),
             errors: Vec::new(),
@@ -219,6 +300,23 @@ impl<'s> Lexer<'s> {
         value
     }
 
+    /// Line breaks after the current position: an upper bound on the statements still to
+    /// come in canonical text, which the parser sizes its tables with. Counted on demand, a
+    /// wide byte count over the text not counted before (the whole source once in all).
+    pub fn lines_left(&mut self) -> usize {
+        // Byte counters per chunk of 255 bytes, which the compiler turns into wide compares.
+        fn count(bytes: &[u8]) -> usize {
+            let chunk = |c: &[u8]| usize::from(c.iter().fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n'))));
+            bytes.chunks(255).map(chunk).sum()
+        }
+        let bytes = self.src.as_bytes();
+        let (at, before, total) = *self.lines.get_or_insert_with(|| (0, 0, count(bytes)));
+        let pos = self.pos.max(at);
+        let before = before + count(bytes.get(at..pos).unwrap_or(&[]));
+        self.lines = Some((pos, before, total));
+        total.saturating_sub(before)
+    }
+
     fn byte(&self, at: usize) -> Option<u8> {
         self.src.as_bytes().get(at).copied()
     }
@@ -229,27 +327,32 @@ impl<'s> Lexer<'s> {
     }
 
     /// Skips whitespace and queues comments.
+    #[inline]
     fn skip_trivia(&mut self) {
         let bytes = self.src.as_bytes();
-        let mut pos = self.pos;
+        let from = self.pos;
+        let mut pos = from;
         loop {
-            match bytes.get(pos) {
-                Some(b' ' | b'\t' | b'\r') => pos += 1,
-                Some(b'\n') => {
-                    self.newline_since_token = true;
-                    pos += 1;
+            while let Some(&b) = bytes.get(pos) {
+                if CLASS[usize::from(b)] & SPACE == 0 {
+                    break;
                 }
-                Some(b'/') if bytes.get(pos + 1) == Some(&b'/') => pos = self.comment(pos),
-                _ => break,
+                pos += 1;
+            }
+            if bytes.get(pos) == Some(&b'/') && bytes.get(pos + 1) == Some(&b'/') {
+                pos = self.comment(from, pos);
+            } else {
+                break;
             }
         }
         self.pos = pos;
     }
 
-    /// Queues the comment starting at `start` (its `//`); returns where its line ends.
+    /// Queues the comment starting at `start` (its `//`), in the trivia that starts at
+    /// `from` (where the previous token ended); returns where its line ends.
     #[cold]
     #[inline(never)]
-    fn comment(&mut self, start: usize) -> usize {
+    fn comment(&mut self, from: usize, start: usize) -> usize {
         let bytes = self.src.as_bytes();
         let end = bytes
             .get(start..)
@@ -258,59 +361,68 @@ impl<'s> Lexer<'s> {
         // Windows line ends: `\r` belongs to the line break, not to the comment.
         let text = self.src.get(start + 2..end).unwrap_or("").trim_end_matches('\r');
         let span = Span::new(start, start + 2 + text.len());
-        self.comments.push_back(Comment { text, span, own_line: self.newline_since_token });
+        // Whether only whitespace precedes it on its line: no token yet, or a line break
+        // since the last one (looked for here rather than tracked byte by byte, since
+        // comments are rare and whitespace is not).
+        let own_line = !self.after_token || bytes.get(from..start).is_some_and(|gap| gap.contains(&b'\n'));
+        self.comments.push_back(Comment { text, span, own_line });
         end
     }
 
     /// The next token; [`TokenKind::Eof`] at the end, forever.
     pub fn next_token(&mut self) -> LexResult<Token> {
+        let bytes = self.src.as_bytes();
         self.skip_trivia();
-        self.newline_since_token = false;
+        self.after_token = true;
         let start = self.pos;
-        let Some(b) = self.byte(start) else {
-            return Ok(Token { kind: TokenKind::Eof, span: Span::new(start, start) });
+        let Some(&b) = bytes.get(start) else {
+            return Ok(Token::new(TokenKind::Eof, Span::new(start, start)));
         };
-        let punct = |kind, len: usize| (kind, len);
-        let (kind, len) = match b {
-            b'@' | b'%' => return self.name(start, b),
-            b'"' => return self.string(start),
-            b'x' if self.byte(start + 1) == Some(b'"') => return self.byte_string(start),
-            b'0'..=b'9' => return self.number(start),
-            b'-' => match self.byte(start + 1) {
-                Some(b'>') => punct(TokenKind::Arrow, 2),
-                Some(b'0'..=b'9') => return self.number(start),
-                Some(c) if is_ident_start(c) => return self.negative_word(start),
-                _ => return fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
-            },
-            c if is_ident_start(c) => return Ok(self.word(start)),
-            b'(' => punct(TokenKind::LParen, 1),
-            b')' => punct(TokenKind::RParen, 1),
-            b'{' => punct(TokenKind::LBrace, 1),
-            b'}' => punct(TokenKind::RBrace, 1),
-            b'[' => punct(TokenKind::LBracket, 1),
-            b']' => punct(TokenKind::RBracket, 1),
-            b'<' => punct(TokenKind::Lt, 1),
-            b'>' => punct(TokenKind::Gt, 1),
-            b',' => punct(TokenKind::Comma, 1),
-            b':' => punct(TokenKind::Colon, 1),
-            b'=' => punct(TokenKind::Eq, 1),
-            b'+' => punct(TokenKind::Plus, 1),
-            b'.' if self.byte(start + 1) == Some(b'.') => punct(TokenKind::DotDot, 2),
-            _ => return self.unexpected_char(start),
-        };
-        self.pos = start + len;
-        let span = self.span(start);
-        match kind {
-            TokenKind::LParen | TokenKind::LBrace | TokenKind::LBracket => {
+        // The frequent starts first, each a test of one class bit.
+        let class = CLASS[usize::from(b)];
+        if class & PUNCT != 0 {
+            let (kind, depth) = PUNCT_TOKEN[usize::from(b)];
+            self.pos = start + 1;
+            let span = self.span(start);
+            if depth > 0 {
                 self.depth += 1;
                 if self.depth > MAX_NESTING {
                     return fail(ParseError::TooDeep { span });
                 }
+            } else if depth < 0 {
+                self.depth = self.depth.saturating_sub(1);
             }
-            TokenKind::RParen | TokenKind::RBrace | TokenKind::RBracket => self.depth = self.depth.saturating_sub(1),
-            _ => {}
+            return Ok(Token::new(kind, span));
         }
-        Ok(Token { kind, span })
+        if class & SIGIL != 0 {
+            return self.name(start, b);
+        }
+        if class & WORD != 0 && !(b == b'x' && bytes.get(start + 1) == Some(&b'"')) {
+            return Ok(self.word(start));
+        }
+        if class & DIGIT != 0 {
+            return self.number(start);
+        }
+        self.other(start, b)
+    }
+
+    /// The tokens that start with a byte [`Lexer::next_token`] does not handle itself.
+    #[inline(never)]
+    fn other(&mut self, start: usize, b: u8) -> LexResult<Token> {
+        let (kind, len) = match b {
+            b'"' => return self.string(start),
+            b'x' => return self.byte_string(start),
+            b'-' => match self.byte(start + 1) {
+                Some(b'>') => (TokenKind::Arrow, 2),
+                Some(b'0'..=b'9') => return self.number(start),
+                Some(c) if is_ident_start(c) => return self.negative_word(start),
+                _ => return fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
+            },
+            b'.' if self.byte(start + 1) == Some(b'.') => (TokenKind::DotDot, 2),
+            _ => return self.unexpected_char(start),
+        };
+        self.pos = start + len;
+        Ok(Token::new(kind, self.span(start)))
     }
 
     #[cold]
@@ -331,28 +443,28 @@ impl<'s> Lexer<'s> {
             self.errors.push(ParseError::NameTooLong { len, span });
         }
         let kind = if sigil == b'@' { TokenKind::Global } else { TokenKind::Local };
-        Ok(Token { kind, span })
+        Ok(Token::new(kind, span))
     }
 
     fn word(&mut self, start: usize) -> Token {
         let bytes = self.src.as_bytes();
         let end = scan(bytes, start + 1, IDENT);
         self.pos = end;
-        let kind = match bytes.get(start..end) {
-            Some(b"inf") => TokenKind::Float(f64::INFINITY),
-            Some(b"nan") => TokenKind::Float(f64::NAN),
-            _ => TokenKind::Ident,
-        };
-        Token { kind, span: self.span(start) }
+        let span = self.span(start);
+        match bytes.get(start..end) {
+            Some(b"inf") => self.number_token(Number::Float(f64::INFINITY), span),
+            Some(b"nan") => self.number_token(Number::Float(f64::NAN), span),
+            word => Token { kind: TokenKind::Ident, kw: Kw::of(word.unwrap_or_default()), index: 0, span },
+        }
     }
 
     /// `-` directly followed by a word: only `-inf` is a token.
     #[inline(never)]
     fn negative_word(&mut self, start: usize) -> LexResult<Token> {
         let word = self.word(start + 1);
-        match word.kind {
-            TokenKind::Float(f) if f.is_infinite() => {
-                Ok(Token { kind: TokenKind::Float(f64::NEG_INFINITY), span: self.span(start) })
+        match (word.kind, self.number) {
+            (TokenKind::Float, Number::Float(f)) if f.is_infinite() => {
+                Ok(self.number_token(Number::Float(f64::NEG_INFINITY), self.span(start)))
             }
             _ => fail(ParseError::UnexpectedChar { ch: '-', span: Span::new(start, start + 1) }),
         }
@@ -360,6 +472,9 @@ impl<'s> Lexer<'s> {
 
     #[inline(never)]
     fn number(&mut self, start: usize) -> LexResult<Token> {
+        if let Some(token) = self.short_number(start) {
+            return Ok(token);
+        }
         let bytes = self.src.as_bytes();
         let negative = bytes.get(start) == Some(&b'-');
         let digits_start = if negative { start + 1 } else { start };
@@ -401,7 +516,7 @@ impl<'s> Lexer<'s> {
                 }
             }
             if is_float {
-                self.src[start..end].parse::<f64>().map(TokenKind::Float).map_err(|_| "malformed float")
+                self.src[start..end].parse::<f64>().map(Number::Float).map_err(|_| "malformed float")
             } else {
                 self.int_value(&self.src[digits_start..end], 10, negative)
             }
@@ -422,16 +537,75 @@ impl<'s> Lexer<'s> {
         self.pos = end;
         let span = self.span(start);
         match result {
-            Ok(kind) => Ok(Token { kind, span }),
+            Ok(number) => Ok(self.number_token(number, span)),
             Err(reason) => {
                 // The literal is well delimited: report it and go on with a zero.
                 self.errors.push(ParseError::InvalidNumber { reason, span });
-                Ok(Token { kind: TokenKind::Int(IntValue::new(0)), span })
+                Ok(self.number_token(Number::Int(0), span))
             }
         }
     }
 
-    fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<TokenKind, &'static str> {
+    /// A number token, its value kept in [`Lexer::number`].
+    fn number_token(&mut self, number: Number, span: Span) -> Token {
+        self.number = number;
+        let kind = match number {
+            Number::Int(_) => TokenKind::Int,
+            Number::Float(_) => TokenKind::Float,
+        };
+        Token::new(kind, span)
+    }
+
+    /// `[-]digits` or `[-]digits.digits` with at most 15 digits in all and ended by neither a
+    /// word character nor `.`: the numbers printed graphs are made of, valued in one pass.
+    /// The values are those of the general path: an integer is exact, and a float is the
+    /// quotient of two exactly represented numbers (a mantissa below 2^53 and a power of ten
+    /// up to 10^15), which IEEE division rounds correctly, as parsing the text does. `None`
+    /// leaves everything else (hex, exponents, long literals, errors) to the general path.
+    fn short_number(&mut self, start: usize) -> Option<Token> {
+        const MAX_DIGITS: usize = 15;
+        const POW10: [f64; MAX_DIGITS + 1] =
+            [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+        let bytes = self.src.as_bytes();
+        let negative = bytes.get(start) == Some(&b'-');
+        let mut at = start + usize::from(negative);
+        let mut mantissa: u64 = 0;
+        let mut digits = 0;
+        let mut point = None;
+        loop {
+            match bytes.get(at) {
+                Some(&b) if b.is_ascii_digit() => {
+                    if digits == MAX_DIGITS {
+                        return None;
+                    }
+                    mantissa = mantissa * 10 + u64::from(b - b'0');
+                    digits += 1;
+                }
+                Some(b'.') if point.is_none() && bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => {
+                    point = Some(digits)
+                }
+                _ => break,
+            }
+            at += 1;
+        }
+        if digits == 0 || bytes.get(at).is_some_and(|&b| b == b'.' || CLASS[usize::from(b)] & IDENT != 0) {
+            return None;
+        }
+        let number = match point {
+            None => {
+                let value = i128::from(mantissa);
+                Number::Int(if negative { -value } else { value })
+            }
+            Some(whole) => {
+                let value = mantissa as f64 / POW10.get(digits - whole).copied()?;
+                Number::Float(if negative { -value } else { value })
+            }
+        };
+        self.pos = at;
+        Some(self.number_token(number, self.span(start)))
+    }
+
+    fn int_value(&self, digits: &str, radix: u32, negative: bool) -> Result<Number, &'static str> {
         // The digits were checked by the caller; accumulate them directly (`from_str_radix`
         // on `u128` was a visible part of lexing a large graph).
         let mut magnitude: u128 = 0;
@@ -443,7 +617,7 @@ impl<'s> Lexer<'s> {
                 .ok_or("integer does not fit in 128 bits")?;
         }
         let value = if negative { 0i128.checked_sub_unsigned(magnitude) } else { i128::try_from(magnitude).ok() };
-        value.map(|v| TokenKind::Int(IntValue::new(v))).ok_or("integer does not fit in 128 bits")
+        value.map(Number::Int).ok_or("integer does not fit in 128 bits")
     }
 
     #[inline(never)]
@@ -476,7 +650,7 @@ impl<'s> Lexer<'s> {
         self.pos = i;
         let index = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
         self.strings.push(out);
-        Ok(Token { kind: TokenKind::Str(index), span: self.span(start) })
+        Ok(Token { kind: TokenKind::Str, kw: Kw::None, index, span: self.span(start) })
     }
 
     /// Decodes the escape at `at` (a `\`); returns the character and the escape's length.
@@ -552,7 +726,7 @@ impl<'s> Lexer<'s> {
         self.pos = i + 1;
         let index = u32::try_from(self.byte_strings.len()).unwrap_or(u32::MAX);
         self.byte_strings.push(out);
-        Ok(Token { kind: TokenKind::Bytes(index), span: self.span(start) })
+        Ok(Token { kind: TokenKind::Bytes, kw: Kw::None, index, span: self.span(start) })
     }
 }
 

@@ -13,6 +13,7 @@
 //! `parser/infer.rs` for the rules) but checks no types: that is the verifier's job.
 
 mod error;
+mod keyword;
 mod lexer;
 mod parser;
 mod printer;

@@ -10,6 +10,7 @@ use crate::graph::{
     Accessor, Arg, ArgValue, Graph, HostTaskCommand, KernelCommand, Launch, MemAccess, MemRef, Node, NodeKind, Pointer,
 };
 use crate::span::Span;
+use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 use crate::types::Literal;
 
@@ -41,14 +42,14 @@ impl<'s> Parser<'s> {
         spans.launch = None;
         spans.args.clear();
         spans.items.clear();
-        let kind = match word {
-            "empty" => NodeKind::Empty,
-            "kernel" => {
+        let kind = match t.kw {
+            Kw::Empty => NodeKind::Empty,
+            Kw::Kernel => {
                 self.hint = "a kernel command is `kernel @k <launch> args(<arg>, ...)`, \
                              with launch `single_task`, `range(N, ...)` or `nd_range(global(...), local(...))`";
                 NodeKind::Kernel(self.kernel_command(graph, scope, spans)?)
             }
-            "memcpy" => {
+            Kw::Memcpy => {
                 self.hint = "a copy is `memcpy <dst>, <src>, <bytes>`, e.g. `memcpy @dst + 64, @src, 4096`";
                 let dst = self.pointer(graph, scope)?;
                 self.expect(TokenKind::Comma)?;
@@ -57,7 +58,7 @@ impl<'s> Parser<'s> {
                 let bytes = self.expect_u64("a byte count")?;
                 NodeKind::Memcpy { dst, src, bytes }
             }
-            "memset" => {
+            Kw::Memset => {
                 self.hint = "a memset is `memset <dst>, <byte value>, <bytes>`";
                 let dst = self.pointer(graph, scope)?;
                 self.expect(TokenKind::Comma)?;
@@ -66,7 +67,7 @@ impl<'s> Parser<'s> {
                 let bytes = self.expect_u64("a byte count")?;
                 NodeKind::Memset { dst, value, bytes }
             }
-            "memfill" => {
+            Kw::Memfill => {
                 self.hint = "a fill is `memfill <dst>, <pattern> : <scalar type>, <count>`";
                 let dst = self.pointer(graph, scope)?;
                 self.expect(TokenKind::Comma)?;
@@ -77,14 +78,14 @@ impl<'s> Parser<'s> {
                 let count = self.expect_u64("a pattern count")?;
                 NodeKind::Memfill { dst, pattern: Literal { value, ty }, count }
             }
-            "prefetch" => {
+            Kw::Prefetch => {
                 self.hint = "a prefetch is `prefetch <ptr>, <bytes>`";
                 let ptr = self.pointer(graph, scope)?;
                 self.expect(TokenKind::Comma)?;
                 let bytes = self.expect_u64("a byte count")?;
                 NodeKind::Prefetch { ptr, bytes }
             }
-            "memadvise" => {
+            Kw::Memadvise => {
                 self.hint = "a memadvise is `memadvise <ptr>, <bytes>, <advice>`";
                 let ptr = self.pointer(graph, scope)?;
                 self.expect(TokenKind::Comma)?;
@@ -93,10 +94,10 @@ impl<'s> Parser<'s> {
                 let advice = self.int_in("an advice value", "-2147483648..=2147483647")?;
                 NodeKind::Memadvise { ptr, bytes, advice }
             }
-            "barrier" => {
+            Kw::Barrier => {
                 self.hint = "a barrier is `barrier [wait(%a, %b, ...)]`";
                 let mut wait = Vec::new();
-                if self.eat_keyword("wait")? {
+                if self.eat_keyword(Kw::Wait)? {
                     self.paren_list(|p| {
                         let start = p.peek()?.span.start as usize;
                         let node = p.node_ref(graph, scope)?;
@@ -107,38 +108,38 @@ impl<'s> Parser<'s> {
                 }
                 NodeKind::Barrier { wait }
             }
-            "host_task" | "native" => {
+            Kw::HostTask | Kw::Native => {
                 self.hint = "a host task is `host_task \"callback\" [access(@x read, %t write)]` \
                              (`native` likewise)";
                 let callback = self.expect_string("a callback name (a string)")?;
                 let access = self.access_list(graph, scope, spans)?;
                 let task = HostTaskCommand { callback, access };
-                if word == "native" {
+                if t.kw == Kw::Native {
                     NodeKind::Native(task)
                 } else {
                     NodeKind::HostTask(task)
                 }
             }
-            "subgraph" => {
+            Kw::Subgraph => {
                 self.hint = "a sub-graph node is `subgraph @graph`";
                 let (name, span) = self.expect_global("a graph name (`@name`)")?;
                 NodeKind::Subgraph { graph: self.syms.reference(ItemKind::Graph, name, span) }
             }
-            "async_malloc" => {
+            Kw::AsyncMalloc => {
                 self.hint = "an allocation is `async_malloc T[N] [device|shared|host] [zero_init]`";
                 let elem = self.ty()?;
                 self.expect(TokenKind::LBracket)?;
                 let count = self.expect_u64("an element count")?;
                 self.expect(TokenKind::RBracket)?;
                 let kind = self.usm_kind()?;
-                let zero_init = self.eat_keyword("zero_init")?;
+                let zero_init = self.eat_keyword(Kw::ZeroInit)?;
                 NodeKind::AsyncMalloc { elem, count, kind, zero_init }
             }
-            "async_free" => {
+            Kw::AsyncFree => {
                 self.hint = "a free is `async_free %allocation`";
                 NodeKind::AsyncFree { alloc: self.node_ref(graph, scope)?.unwrap_or(handle(0)) }
             }
-            "dynamic" => {
+            Kw::Dynamic => {
                 self.hint = "a dynamic node is `dynamic %command_group`";
                 let (name, span) = self.expect_local("a dynamic command group name (`%name`)")?;
                 let dcg = match scope.locals.get(name) {
@@ -181,7 +182,7 @@ impl<'s> Parser<'s> {
         let start = self.peek()?.span.start as usize;
         let launch = self.launch()?;
         spans.launch = Some(Span::new(start, self.prev_end as usize));
-        self.expect_keyword("args")?;
+        self.expect_keyword(Kw::Args)?;
         self.expect(TokenKind::LParen)?;
         let mut args = Vec::new();
         if !self.eat(TokenKind::RParen)? {
@@ -207,19 +208,19 @@ impl<'s> Parser<'s> {
     fn launch(&mut self) -> PResult<Launch> {
         let (word, t) = self.expect_word("a launch (`single_task`, `range(...)` or `nd_range(...)`)")?;
         let dim = |p: &mut Self| p.expect_u64("a size");
-        match word {
-            "single_task" => Ok(Launch::SingleTask),
-            "range" => Ok(Launch::Range(self.paren_list(dim)?)),
-            "nd_range" => {
+        match t.kw {
+            Kw::SingleTask => Ok(Launch::SingleTask),
+            Kw::Range => Ok(Launch::Range(self.paren_list(dim)?)),
+            Kw::NdRange => {
                 self.expect(TokenKind::LParen)?;
-                self.expect_keyword("global")?;
+                self.expect_keyword(Kw::Global)?;
                 let global = self.paren_list(dim)?;
                 self.expect(TokenKind::Comma)?;
-                self.expect_keyword("local")?;
+                self.expect_keyword(Kw::Local)?;
                 let local = self.paren_list(dim)?;
                 let mut offset = Vec::new();
                 if self.eat(TokenKind::Comma)? {
-                    self.expect_keyword("offset")?;
+                    self.expect_keyword(Kw::Offset)?;
                     offset = self.paren_list(dim)?;
                 }
                 self.expect(TokenKind::RParen)?;
@@ -274,12 +275,12 @@ impl<'s> Parser<'s> {
         let t = self.peek()?;
         match t.kind {
             TokenKind::Global | TokenKind::Local => Ok(ArgValue::Pointer(self.pointer(graph, scope)?)),
-            TokenKind::Bytes(i) => {
+            TokenKind::Bytes => {
                 self.bump()?;
-                Ok(ArgValue::Bytes(self.lex.take_bytes(i)))
+                Ok(ArgValue::Bytes(self.lex.take_bytes(t.index)))
             }
-            TokenKind::Ident if self.text(t) == "acc" => Ok(ArgValue::Accessor(self.accessor(graph, scope)?)),
-            TokenKind::Ident if self.text(t) == "local" => {
+            TokenKind::Ident if t.kw == Kw::Acc => Ok(ArgValue::Accessor(self.accessor(graph, scope)?)),
+            TokenKind::Ident if t.kw == Kw::Local => {
                 self.bump()?;
                 let elem = self.ty()?;
                 self.expect(TokenKind::LBracket)?;
@@ -376,7 +377,7 @@ impl<'s> Parser<'s> {
         scope: &GraphScope<'s>,
         spans: &mut CommandSpans,
     ) -> PResult<Vec<MemAccess>> {
-        if !self.eat_keyword("access")? {
+        if !self.eat_keyword(Kw::Access)? {
             return Ok(Vec::new());
         }
         self.paren_list(|p| {

@@ -4,16 +4,16 @@
 //! command groups share one namespace ([`GraphScope::locals`]), queues have their own.
 
 use super::command::CommandSpans;
-use super::fxhash::FxHashMap;
 use super::items::unknown;
+use super::names::NameMap;
 use super::resolve::ItemKind;
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
 use crate::graph::{Alternative, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, Node, NodeKind, Queue, Site, Stmt};
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
+use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
-use std::collections::hash_map::Entry;
 
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
 const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
@@ -50,9 +50,18 @@ impl Local {
 /// statement parts collected for [`Graph::spans`].
 #[derive(Default)]
 pub(super) struct GraphScope<'s> {
-    pub locals: FxHashMap<&'s str, (Local, Span)>,
-    pub queues: FxHashMap<&'s str, (Handle<Queue>, Span)>,
+    pub locals: NameMap<'s, (Local, Span)>,
+    pub queues: NameMap<'s, (Handle<Queue>, Span)>,
     sites: SiteSpans,
+}
+
+/// Buffers that each node statement fills and the next one reuses, to save allocations.
+#[derive(Default)]
+pub(super) struct StmtBuffers {
+    /// Spans of the command's parts.
+    spans: CommandSpans,
+    /// The `after(...)` edges.
+    deps: Vec<(Handle<Node>, EdgeKind, Span)>,
 }
 
 /// [`Site`] spans by variant. Each list grows in key order (statements come in order), so
@@ -68,9 +77,21 @@ struct SiteSpans {
 }
 
 impl SiteSpans {
+    /// Room for `lines` more statements: a large graph's lists then never move as they
+    /// grow (what is not used is only address space, and is given back by `into_table`).
+    fn reserve(&mut self, lines: usize) {
+        // Kernel nodes have a launch and a few arguments each; the other lists are short.
+        let _ = self.node_args.try_reserve(lines.saturating_mul(4));
+        let _ = self.launches.try_reserve(lines);
+    }
+
     fn into_table(self) -> SpanTable<Site> {
-        let all = [self.node_args, self.alt_args, self.alts, self.launches, self.list_items];
-        SpanTable(all.into_iter().flatten().collect())
+        let SiteSpans { mut node_args, alt_args, alts, launches, list_items } = self;
+        for list in [alt_args, alts, launches, list_items] {
+            node_args.extend(list);
+        }
+        node_args.shrink_to_fit();
+        node_args.into_iter().collect()
     }
 }
 
@@ -84,7 +105,16 @@ impl<'s> Parser<'s> {
         let mut graph = Graph { name: name.to_string(), ..Graph::default() };
         self.graph_attributes(&mut graph)?;
         self.expect(TokenKind::LBrace)?;
+        // Room for a statement per line left (canonical text has no more), so that a large
+        // graph is not copied as it grows; the room not used is given back at the end.
+        let lines = self.lex.lines_left();
+        graph.nodes.reserve(lines);
+        graph.edges.reserve(lines.saturating_mul(2));
+        let _ = graph.body.try_reserve(lines);
         let mut scope = GraphScope::default();
+        scope.sites.reserve(lines);
+        scope.locals.reserve(lines);
+        let mut bufs = StmtBuffers::default();
         loop {
             let t = self.peek()?;
             if t.kind == TokenKind::RBrace {
@@ -92,21 +122,24 @@ impl<'s> Parser<'s> {
                 self.bump()?;
                 break;
             }
-            let comments = self.leading_comments()?;
+            let comments = self.leading_comments();
             self.hint = STMT_HINT;
             match t.kind {
-                TokenKind::Local => self.node_stmt(&mut graph, &mut scope, comments)?,
-                TokenKind::Ident => match self.text(t) {
-                    "queue" => self.queue_stmt(&mut graph, &mut scope, comments)?,
-                    "dyn" => self.dyn_stmt(&mut graph, &mut scope, comments)?,
-                    "dcg" => self.dcg_stmt(&mut graph, &mut scope, comments)?,
-                    "edge" => self.edge_stmt(&mut graph, &scope, comments)?,
+                TokenKind::Local => self.node_stmt(&mut graph, &mut scope, &mut bufs, comments)?,
+                TokenKind::Ident => match t.kw {
+                    Kw::Queue => self.queue_stmt(&mut graph, &mut scope, comments)?,
+                    Kw::Dyn => self.dyn_stmt(&mut graph, &mut scope, comments)?,
+                    Kw::Dcg => self.dcg_stmt(&mut graph, &mut scope, comments)?,
+                    Kw::Edge => self.edge_stmt(&mut graph, &scope, comments)?,
                     _ => return Err(self.unexpected(t, "a graph statement")),
                 },
                 _ => return Err(self.unexpected(t, "a graph statement or `}`")),
             }
         }
         graph.spans = std::mem::take(&mut scope.sites).into_table();
+        graph.nodes.shrink_to_fit();
+        graph.edges.shrink_to_fit();
+        graph.body.shrink_to_fit();
         let span = Span::new(first.span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
         graph.comments = comments;
@@ -120,10 +153,10 @@ impl<'s> Parser<'s> {
         let mut seen: [Option<Span>; 3] = [None; 3];
         loop {
             let t = self.peek()?;
-            let slot = match (t.kind, self.text(t)) {
-                (TokenKind::Ident, "device") => 0,
-                (TokenKind::Ident, "context") => 1,
-                (TokenKind::Ident, "properties") => 2,
+            let slot = match (t.kind, t.kw) {
+                (TokenKind::Ident, Kw::Device) => 0,
+                (TokenKind::Ident, Kw::Context) => 1,
+                (TokenKind::Ident, Kw::Properties) => 2,
                 _ => return Ok(()),
             };
             self.bump()?;
@@ -143,7 +176,7 @@ impl<'s> Parser<'s> {
                     }
                 }
                 _ => {
-                    let mut firsts: FxHashMap<&'s str, Span> = FxHashMap::default();
+                    let mut firsts: NameMap<'s, Span> = NameMap::default();
                     self.paren_list(|p| {
                         let (word, w) = p.expect_word("a graph property")?;
                         if !graph.properties.set(word) {
@@ -154,10 +187,9 @@ impl<'s> Parser<'s> {
                                 w.span,
                             ));
                         }
-                        if let Some(&first) = firsts.get(word) {
+                        if let Err(e) = firsts.insert_with(word, || w.span) {
+                            let first = firsts.entry(e).copied().unwrap_or(w.span);
                             p.error(ParseError::DuplicateAttribute { name: word.to_string(), span: w.span, first });
-                        } else {
-                            firsts.insert(word, w.span);
                         }
                         Ok(())
                     })?;
@@ -168,14 +200,9 @@ impl<'s> Parser<'s> {
 
     /// Defines a graph-local name, recording a duplicate as an error.
     fn define_local(&mut self, scope: &mut GraphScope<'s>, name: &'s str, local: Local, span: Span) {
-        match scope.locals.entry(name) {
-            Entry::Occupied(first) => {
-                let first = first.get().1;
-                self.error(ParseError::Duplicate { name: format!("%{name}"), span, first })
-            }
-            Entry::Vacant(slot) => {
-                slot.insert((local, span));
-            }
+        if let Err(e) = scope.locals.insert_with(name, || (local, span)) {
+            let first = scope.locals.entry(e).map_or(span, |&(_, first)| first);
+            self.error(ParseError::Duplicate { name: format!("%{name}"), span, first });
         }
     }
 
@@ -206,17 +233,15 @@ impl<'s> Parser<'s> {
         let first = self.bump()?;
         self.hint = "a queue is `queue @name [in_order] [discard_events]`";
         let (name, name_span) = self.expect_global("a queue name (`@name`)")?;
-        let in_order = self.eat_keyword("in_order")?;
-        let discard_events = self.eat_keyword("discard_events")?;
+        let in_order = self.eat_keyword(Kw::InOrder)?;
+        let discard_events = self.eat_keyword(Kw::DiscardEvents)?;
         let span = Span::new(first.span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
         let queue = Queue { name: name.to_string(), in_order, discard_events, comments };
         let h = graph.queues.append(queue, span);
-        match scope.queues.get(name) {
-            Some(&(_, first)) => self.error(ParseError::Duplicate { name: format!("@{name}"), span: name_span, first }),
-            None => {
-                scope.queues.insert(name, (h, name_span));
-            }
+        if let Err(e) = scope.queues.insert_with(name, || (h, name_span)) {
+            let first = scope.queues.entry(e).map_or(name_span, |&(_, first)| first);
+            self.error(ParseError::Duplicate { name: format!("@{name}"), span: name_span, first });
         }
         graph.body.push(Stmt::Queue(h));
         Ok(())
@@ -243,7 +268,7 @@ impl<'s> Parser<'s> {
         let hint = "a dynamic command group is `dcg %name active(N) { <command> ... }`";
         self.hint = hint;
         let (name, name_span) = self.expect_local("a command group name (`%name`)")?;
-        self.expect_keyword("active")?;
+        self.expect_keyword(Kw::Active)?;
         self.expect(TokenKind::LParen)?;
         let active = self.expect_u32("an active index")?;
         self.expect(TokenKind::RParen)?;
@@ -304,15 +329,21 @@ impl<'s> Parser<'s> {
     }
 
     /// `node := LOCAL '=' command ('on' GLOBAL)? after?`
-    fn node_stmt(&mut self, graph: &mut Graph, scope: &mut GraphScope<'s>, mut comments: Comments) -> PResult<()> {
+    fn node_stmt(
+        &mut self,
+        graph: &mut Graph,
+        scope: &mut GraphScope<'s>,
+        bufs: &mut StmtBuffers,
+        mut comments: Comments,
+    ) -> PResult<()> {
         self.hint = NODE_HINT;
         let (name, name_span) = self.expect_local("a node name")?;
         self.expect(TokenKind::Eq)?;
-        let mut spans = std::mem::take(&mut self.spans);
-        let kind = self.command(graph, scope, &mut spans)?;
+        let StmtBuffers { spans, deps } = bufs;
+        let mut kind = self.command(graph, scope, spans)?;
         self.hint = NODE_HINT;
         let mut queue = None;
-        if self.eat_keyword("on")? {
+        if self.eat_keyword(Kw::On)? {
             let (q, q_span) = self.expect_global("a queue name (`@name`)")?;
             match scope.queues.get(q) {
                 Some(&(h, _)) => queue = Some(h),
@@ -324,12 +355,13 @@ impl<'s> Parser<'s> {
                 }),
             }
         }
-        let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
-        if self.eat_keyword("after")? {
+        if self.eat_keyword(Kw::After)? {
             self.expect(TokenKind::LParen)?;
             loop {
-                deps.extend(self.dependency(graph, scope)?);
+                if let Some(dep) = self.dependency(graph, scope)? {
+                    deps.push(dep);
+                }
                 if !self.eat(TokenKind::Comma)? {
                     break;
                 }
@@ -338,21 +370,26 @@ impl<'s> Parser<'s> {
         }
         let span = Span::new(name_span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
+        let resolved = self.syms.resolve_now(&mut kind);
         let h = graph.nodes.append(Node { name: name.to_string(), kind, queue, comments }, span);
+        if !resolved {
+            self.syms.later(self.module.graphs.len(), h);
+        }
         self.define_local(scope, name, Local::Node(h), name_span);
-        for &(from, kind, span) in &deps {
+        for &(from, kind, span) in deps.iter() {
             graph.edges.append(Edge { from, to: h, kind }, span);
         }
         let sites = &mut scope.sites;
         if let Some(launch) = spans.launch {
             sites.launches.push((Site::NodeLaunch(h), launch));
         }
-        sites.node_args.extend(spans.args.iter().enumerate().map(|(i, arg)| (Site::NodeArg(h, i as u32), *arg)));
-        sites.list_items.extend(spans.items.iter().enumerate().map(|(i, it)| (Site::NodeListItem(h, i as u32), *it)));
+        for (i, &arg) in spans.args.iter().enumerate() {
+            sites.node_args.push((Site::NodeArg(h, i as u32), arg));
+        }
+        for (i, &item) in spans.items.iter().enumerate() {
+            sites.list_items.push((Site::NodeListItem(h, i as u32), item));
+        }
         graph.body.push(Stmt::Node(h));
-        // Hand the buffers back for the next statement.
-        self.spans = spans;
-        self.deps = deps;
         Ok(())
     }
 
@@ -361,7 +398,7 @@ impl<'s> Parser<'s> {
         let start = self.peek()?.span.start as usize;
         let node = self.node_ref(graph, scope)?;
         let mut kind = EdgeKind::DependsOn;
-        if self.eat_keyword("via")? {
+        if self.eat_keyword(Kw::Via)? {
             let (word, t) = self.expect_word("an edge provenance")?;
             kind = match EdgeKind::from_keyword(word) {
                 Some(k) if k != EdgeKind::MakeEdge => k,

@@ -5,6 +5,7 @@ use super::resolve::ItemKind;
 use super::{PResult, ParseError, Parser};
 use crate::module::{Comments, DeviceGlobal, HostAccess, InitMode, Item, MemoryKind, MemoryObject, UsmKind};
 use crate::span::Span;
+use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 use crate::types::Literal;
 
@@ -22,14 +23,14 @@ impl<'s> Parser<'s> {
                 self.module.trailing_comments = self.closing_comments()?;
                 return Ok(());
             }
-            let comments = self.leading_comments()?;
+            let comments = self.leading_comments();
             self.hint = "a module is a sequence of items: `kernel`, `usm`, `buffer`, `device_global`, `graph`";
             match t.kind {
-                TokenKind::Ident => match self.text(t) {
-                    "kernel" => self.kernel_item(comments)?,
-                    "usm" | "buffer" | "device_global" => self.memory_item(comments)?,
-                    "graph" => self.graph_item(comments)?,
-                    word => return Err(unknown("item", word, ITEMS, t.span)),
+                TokenKind::Ident => match t.kw {
+                    Kw::Kernel => self.kernel_item(comments)?,
+                    Kw::Usm | Kw::Buffer | Kw::DeviceGlobal => self.memory_item(comments)?,
+                    Kw::Graph => self.graph_item(comments)?,
+                    _ => return Err(unknown("item", self.text(t), ITEMS, t.span)),
                 },
                 _ => return Err(self.unexpected(t, "an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`)")),
             }
@@ -93,7 +94,7 @@ impl<'s> Parser<'s> {
             }
             self.expect(TokenKind::RBracket)?;
         }
-        if self.eat_keyword("properties")? {
+        if self.eat_keyword(Kw::Properties)? {
             let mut seen: [Option<Span>; 4] = [None; 4];
             self.paren_list(|p| p.device_global_property(&mut dg, &mut seen))?;
         }

@@ -6,8 +6,8 @@
 //! carried values, then the ops and values of its regions. Value types are placeholders
 //! here; [`super::infer`] computes them once module-level names are resolved.
 
-use super::fxhash::FxHashMap;
 use super::items::unknown;
+use super::names::NameMap;
 use super::resolve::{handle, ItemKind};
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
@@ -17,6 +17,7 @@ use crate::kernel::{
 };
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
+use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 use crate::types::{Literal, Type};
 
@@ -42,7 +43,7 @@ enum Arity {
 /// The names of a kernel and which of them are visible at the current point.
 #[derive(Default)]
 struct KernelScope<'s> {
-    names: FxHashMap<&'s str, V>,
+    names: NameMap<'s, V>,
     /// By value index: whether the value is visible.
     visible: Vec<bool>,
     /// Visible values, innermost definitions last; regions truncate it when they end.
@@ -84,7 +85,7 @@ impl<'s> Parser<'s> {
         let mut params = Vec::new();
         let mut param_spans = SpanTable::default();
         let mut names: Vec<(&'s str, Span)> = Vec::new();
-        let mut seen: FxHashMap<&'s str, Span> = FxHashMap::default();
+        let mut seen: NameMap<'s, Span> = NameMap::default();
         self.expect(TokenKind::LParen)?;
         if !self.eat(TokenKind::RParen)? {
             loop {
@@ -93,10 +94,9 @@ impl<'s> Parser<'s> {
                 let ty = self.param_type()?;
                 let index = u32::try_from(params.len()).unwrap_or(u32::MAX);
                 param_spans.insert(index, Span::new(pspan.start as usize, self.prev_end as usize));
-                if let Some(&first) = seen.get(pname) {
+                if let Err(e) = seen.insert_with(pname, || pspan) {
+                    let first = seen.entry(e).copied().unwrap_or(pspan);
                     self.error(ParseError::Duplicate { name: format!("%{pname}"), span: pspan, first });
-                } else {
-                    seen.insert(pname, pspan);
                 }
                 params.push(Param { name: pname.to_string(), ty });
                 names.push((pname, pspan));
@@ -114,9 +114,9 @@ impl<'s> Parser<'s> {
         let t = self.peek()?;
         let body = if t.kind == TokenKind::LBrace {
             KernelBody::Ir(self.kernel_body(&params, &names)?)
-        } else if self.eat_keyword("spirv")? {
+        } else if self.eat_keyword(Kw::Spirv)? {
             let path = self.expect_string("the SPIR-V file path (a string)")?;
-            self.expect_keyword("entry")?;
+            self.expect_keyword(Kw::Entry)?;
             let entry = self.expect_string("the entry point name (a string)")?;
             KernelBody::Spirv { path, entry }
         } else {
@@ -132,7 +132,7 @@ impl<'s> Parser<'s> {
 
     /// `ptype := type | 'buf' '<' type ',' access '>' | 'local' '<' type '>'`
     fn param_type(&mut self) -> PResult<ParamType> {
-        if self.eat_keyword("buf")? {
+        if self.eat_keyword(Kw::Buf)? {
             self.expect(TokenKind::Lt)?;
             let elem = self.ty()?;
             self.expect(TokenKind::Comma)?;
@@ -140,7 +140,7 @@ impl<'s> Parser<'s> {
             self.expect(TokenKind::Gt)?;
             return Ok(ParamType::Buffer { elem, access });
         }
-        if self.eat_keyword("local")? {
+        if self.eat_keyword(Kw::Local)? {
             self.expect(TokenKind::Lt)?;
             let elem = self.ty()?;
             self.expect(TokenKind::Gt)?;
@@ -157,7 +157,7 @@ impl<'s> Parser<'s> {
             let value = Value { name: param.name.clone(), ty: param.ty.into(), def: ValueDef::Param(i as u32) };
             let v = body.values.append(value, span);
             // Duplicate parameters were reported with the header; keep the first.
-            scope.names.entry(name).or_insert(v);
+            let _ = scope.names.insert_with(name, || v);
             scope.enter(v);
         }
         body.entry = self.region(&mut body, &mut scope)?;
@@ -183,13 +183,9 @@ impl<'s> Parser<'s> {
 
     /// Defines a value name; a second definition anywhere in the kernel is an error.
     fn define_value(&mut self, body: &Body, scope: &mut KernelScope<'s>, name: &'s str, v: V, span: Span) {
-        match scope.names.get(name) {
-            Some(&first) => {
-                self.error(ParseError::Duplicate { name: format!("%{name}"), span, first: body.values.span(first) })
-            }
-            None => {
-                scope.names.insert(name, v);
-            }
+        if let Err(e) = scope.names.insert_with(name, || v) {
+            let first = scope.names.entry(e).map_or(span, |&first| body.values.span(first));
+            self.error(ParseError::Duplicate { name: format!("%{name}"), span, first });
         }
     }
 
@@ -234,7 +230,7 @@ impl<'s> Parser<'s> {
 
     /// `op := results? body`
     fn op(&mut self, body: &mut Body, scope: &mut KernelScope<'s>) -> PResult<Handle<Op>> {
-        let mut comments = self.leading_comments()?;
+        let mut comments = self.leading_comments();
         self.hint = OP_HINT;
         let start = self.peek()?.span.start as usize;
         let mut results: Vec<(&'s str, Span)> = Vec::new();
@@ -252,9 +248,9 @@ impl<'s> Parser<'s> {
             (Some(a), Some(b)) => a.1.join(b.1),
             _ => t.span,
         };
-        match word {
-            "for" => return self.for_op(body, scope, results, results_span, comments, start),
-            "if" => return self.if_op(body, scope, results, results_span, comments, start),
+        match t.kw {
+            Kw::For => return self.for_op(body, scope, results, results_span, comments, start),
+            Kw::If => return self.if_op(body, scope, results, results_span, comments, start),
             _ => {}
         }
         let (kind, arity) = self.simple_op(word, t.span, body, scope)?;
@@ -319,7 +315,7 @@ impl<'s> Parser<'s> {
             }
             "cast" => {
                 let a = self.operand(body, scope)?;
-                self.expect_keyword("to")?;
+                self.expect_keyword(Kw::To)?;
                 (OpKind::Cast(a, self.ty()?), One)
             }
             "splat" => {
@@ -422,12 +418,12 @@ impl<'s> Parser<'s> {
         let var = self.expect_local("the loop variable (`%name`)")?;
         self.expect(TokenKind::Eq)?;
         let lo = self.operand(body, scope)?;
-        self.expect_keyword("to")?;
+        self.expect_keyword(Kw::To)?;
         let hi = self.operand(body, scope)?;
-        self.expect_keyword("step")?;
+        self.expect_keyword(Kw::Step)?;
         let step = self.operand(body, scope)?;
         let mut carry = Vec::new();
-        if self.eat_keyword("carry")? {
+        if self.eat_keyword(Kw::Carry)? {
             carry = self.paren_list(|p| {
                 let name = p.expect_local("a carried value name (`%name`)")?;
                 p.expect(TokenKind::Eq)?;
@@ -507,7 +503,7 @@ impl<'s> Parser<'s> {
             .map(|(i, r)| self.new_value(body, scope, r, ValueDef::Result(op, i as u32)))
             .collect();
         let then_region = self.region(body, scope)?;
-        let else_region = if self.eat_keyword("else")? { Some(self.region(body, scope)?) } else { None };
+        let else_region = if self.eat_keyword(Kw::Else)? { Some(self.region(body, scope)?) } else { None };
         result_values.iter().for_each(|&v| scope.enter(v));
         body.ops.set_span(op, Span::new(start, self.prev_end as usize));
         self.finish_comments(&mut comments)?;

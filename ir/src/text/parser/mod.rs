@@ -13,17 +13,18 @@
 //! never seen.
 
 mod command;
-mod fxhash;
 mod graph;
 mod infer;
 mod items;
 mod kernel;
+mod names;
 mod resolve;
 #[cfg(test)]
 mod tests;
 
 use super::error::ParseError;
-use super::lexer::{Lexer, Token, TokenKind};
+use super::keyword::Kw;
+use super::lexer::{Lexer, Number, Token, TokenKind};
 use crate::module::{Comments, Module};
 use crate::span::Span;
 use crate::types::{Access, LitValue, ScalarType, Type};
@@ -76,10 +77,6 @@ pub(crate) struct Parser<'s> {
     syms: Symbols<'s>,
     /// The syntax of the construct being parsed, shown as help on syntax errors.
     hint: &'static str,
-    /// Reused per node statement: spans of the command's parts.
-    spans: command::CommandSpans,
-    /// Reused per node statement: the `after(...)` edges.
-    deps: Vec<(crate::arena::Handle<crate::graph::Node>, crate::graph::EdgeKind, Span)>,
 }
 
 impl<'s> Parser<'s> {
@@ -92,8 +89,6 @@ impl<'s> Parser<'s> {
             module: Module::default(),
             syms: Symbols::default(),
             hint: "see docs/ir.md for the syntax",
-            spans: command::CommandSpans::default(),
-            deps: Vec::new(),
         }
     }
 
@@ -137,13 +132,13 @@ impl<'s> Parser<'s> {
     }
 
     /// Whether the next token is the keyword `kw`.
-    fn at_keyword(&mut self, kw: &str) -> PResult<bool> {
+    fn at_keyword(&mut self, kw: Kw) -> PResult<bool> {
         let t = self.peek()?;
-        Ok(t.kind == TokenKind::Ident && self.text(t) == kw)
+        Ok(t.kind == TokenKind::Ident && t.kw == kw)
     }
 
     /// Consumes the keyword `kw` if it is next.
-    fn eat_keyword(&mut self, kw: &str) -> PResult<bool> {
+    fn eat_keyword(&mut self, kw: Kw) -> PResult<bool> {
         if self.at_keyword(kw)? {
             self.bump()?;
             return Ok(true);
@@ -152,17 +147,17 @@ impl<'s> Parser<'s> {
     }
 
     /// Consumes the keyword `kw` or fails.
-    fn expect_keyword(&mut self, kw: &'static str) -> PResult<Token> {
+    fn expect_keyword(&mut self, kw: Kw) -> PResult<Token> {
         let t = self.peek()?;
-        if t.kind == TokenKind::Ident && self.text(t) == kw {
+        if t.kind == TokenKind::Ident && t.kw == kw {
             return self.bump();
         }
-        Err(self.unexpected(t, &format!("`{kw}`")))
+        Err(self.unexpected(t, &format!("`{}`", kw.text())))
     }
 
     /// Consumes a token of kind `kind` if it is next.
     fn eat(&mut self, kind: TokenKind) -> PResult<bool> {
-        if same_kind(self.peek()?.kind, kind) {
+        if self.peek()?.kind == kind {
             self.bump()?;
             return Ok(true);
         }
@@ -172,7 +167,7 @@ impl<'s> Parser<'s> {
     /// Consumes a token of kind `kind` (punctuation) or fails.
     fn expect(&mut self, kind: TokenKind) -> PResult<Token> {
         let t = self.peek()?;
-        if same_kind(t.kind, kind) {
+        if t.kind == kind {
             return self.bump();
         }
         Err(self.unexpected(t, &format!("`{}`", punct_text(kind))))
@@ -211,9 +206,9 @@ impl<'s> Parser<'s> {
     /// Consumes a string literal and returns its decoded value.
     fn expect_string(&mut self, what: &str) -> PResult<String> {
         let t = self.peek()?;
-        if let TokenKind::Str(i) = t.kind {
+        if t.kind == TokenKind::Str {
             self.bump()?;
-            return Ok(self.lex.take_string(i));
+            return Ok(self.lex.take_string(t.index));
         }
         Err(self.unexpected(t, what))
     }
@@ -221,9 +216,9 @@ impl<'s> Parser<'s> {
     /// Consumes an integer literal.
     fn expect_int(&mut self, what: &str) -> PResult<(i128, Span)> {
         let t = self.peek()?;
-        if let TokenKind::Int(v) = t.kind {
+        if let (TokenKind::Int, Number::Int(v)) = (t.kind, self.lex.number) {
             self.bump()?;
-            return Ok((v.get(), t.span));
+            return Ok((v, t.span));
         }
         Err(self.unexpected(t, what))
     }
@@ -263,25 +258,25 @@ impl<'s> Parser<'s> {
             TokenKind::Eof => "end of file".to_string(),
             TokenKind::Global | TokenKind::Local => format!("name `{short}{ellipsis}`"),
             TokenKind::Ident => format!("`{short}{ellipsis}`"),
-            TokenKind::Int(_) => format!("integer `{short}{ellipsis}`"),
-            TokenKind::Float(_) => format!("float `{short}{ellipsis}`"),
-            TokenKind::Str(_) => "a string".to_string(),
-            TokenKind::Bytes(_) => "a byte string".to_string(),
+            TokenKind::Int => format!("integer `{short}{ellipsis}`"),
+            TokenKind::Float => format!("float `{short}{ellipsis}`"),
+            TokenKind::Str => "a string".to_string(),
+            TokenKind::Bytes => "a byte string".to_string(),
             kind => format!("`{}`", punct_text(kind)),
         }
     }
 
     // ---- comments ----
 
-    /// Takes every unclaimed comment before the next token: the leading comments of the
-    /// item, statement or op that starts there.
-    fn leading_comments(&mut self) -> PResult<Comments> {
-        self.peek()?;
+    /// Takes every unclaimed comment before the next token, which the caller has just
+    /// peeked at (so the lexer has passed them): the leading comments of the item,
+    /// statement or op that starts there.
+    fn leading_comments(&mut self) -> Comments {
         if self.lex.comments.is_empty() {
-            return Ok(Comments::default());
+            return Comments::default();
         }
         let leading = self.lex.comments.drain(..).map(|c| c.text.to_string()).collect();
-        Ok(Comments { leading, trailing: None })
+        Comments { leading, trailing: None }
     }
 
     /// Finishes the comments of an entity whose last token was just consumed: comments
@@ -355,8 +350,8 @@ impl<'s> Parser<'s> {
     fn at_literal(&mut self) -> PResult<bool> {
         let t = self.peek()?;
         Ok(match t.kind {
-            TokenKind::Int(_) | TokenKind::Float(_) => true,
-            TokenKind::Ident => matches!(self.text(t), "true" | "false"),
+            TokenKind::Int | TokenKind::Float => true,
+            TokenKind::Ident => matches!(t.kw, Kw::True | Kw::False),
             _ => false,
         })
     }
@@ -364,11 +359,11 @@ impl<'s> Parser<'s> {
     /// `lit := INT | FLOAT | true | false`
     fn literal(&mut self) -> PResult<(LitValue, Span)> {
         let t = self.peek()?;
-        let value = match t.kind {
-            TokenKind::Int(v) => LitValue::Int(v.get()),
-            TokenKind::Float(f) => LitValue::Float(f),
-            TokenKind::Ident if self.text(t) == "true" => LitValue::Bool(true),
-            TokenKind::Ident if self.text(t) == "false" => LitValue::Bool(false),
+        let value = match (t.kind, t.kw, self.lex.number) {
+            (TokenKind::Int, _, Number::Int(v)) => LitValue::Int(v),
+            (TokenKind::Float, _, Number::Float(f)) => LitValue::Float(f),
+            (TokenKind::Ident, Kw::True, _) => LitValue::Bool(true),
+            (TokenKind::Ident, Kw::False, _) => LitValue::Bool(false),
             _ => return Err(self.unexpected(t, "a literal (integer, float, `true` or `false`)")),
         };
         self.bump()?;
@@ -385,12 +380,6 @@ impl<'s> Parser<'s> {
         self.expect(TokenKind::RParen)?;
         Ok(out)
     }
-}
-
-/// Whether two token kinds are the same variant. `eat` and `expect` take punctuation kinds,
-/// which carry nothing else, so this is their equality, without comparing payloads.
-fn same_kind(a: TokenKind, b: TokenKind) -> bool {
-    std::mem::discriminant(&a) == std::mem::discriminant(&b)
 }
 
 /// The spelling of a punctuation token kind.
@@ -414,9 +403,9 @@ fn punct_text(kind: TokenKind) -> &'static str {
         TokenKind::Global => "@name",
         TokenKind::Local => "%name",
         TokenKind::Ident => "identifier",
-        TokenKind::Int(_) => "integer",
-        TokenKind::Float(_) => "float",
-        TokenKind::Str(_) => "string",
-        TokenKind::Bytes(_) => "byte string",
+        TokenKind::Int => "integer",
+        TokenKind::Float => "float",
+        TokenKind::Str => "string",
+        TokenKind::Bytes => "byte string",
     }
 }

@@ -2,14 +2,17 @@
 //! definition.
 //!
 //! Each distinct `@name` referenced or defined at module level gets a symbol number; a
-//! reference is stored as a provisional handle holding that number. Once every item is
-//! parsed, [`Symbols::resolve`] reports names that are undefined or of the wrong kind and
-//! rewrites every provisional handle to the real arena handle in one walk over the module.
+//! reference is stored as a provisional handle holding that number. A graph node whose
+//! names are all defined when the node is parsed (the usual case: kernels and memory come
+//! first) gets its real handles right away, while it is in cache ([`Symbols::resolve_now`]).
+//! Once every item is parsed, [`Symbols::resolve`] reports names that are undefined or of
+//! the wrong kind and rewrites the provisional handles left, in one walk over the module
+//! that visits only the nodes not resolved already.
 
-use super::fxhash::FxHashMap;
+use super::names::NameMap;
 use super::ParseError;
 use crate::arena::Handle;
-use crate::graph::{Accessor, Alternative, Arg, ArgValue, Graph, KernelCommand, MemRef, NodeKind, Pointer};
+use crate::graph::{Accessor, Alternative, Arg, ArgValue, Graph, KernelCommand, MemRef, Node, NodeKind};
 use crate::kernel::{Kernel, KernelBody, MemBase, OpKind};
 use crate::module::{MemoryObject, Module};
 use crate::span::Span;
@@ -62,35 +65,30 @@ pub(super) fn handle<T>(index: usize) -> Handle<T> {
     Handle::from_usize(index.min(u32::MAX as usize - 2)).expect("a clamped index always fits a handle")
 }
 
-struct Sym<'s> {
-    name: &'s str,
+struct Sym {
     /// Kind, arena index and name span of the first definition.
     def: Option<(ItemKind, usize, Span)>,
     /// The first reference of each kind, for "undefined" errors.
     first_use: [Option<Span>; 3],
 }
 
-/// The module-level symbol table.
+/// The module-level symbol table; a name's entry number is its symbol number.
 #[derive(Default)]
 pub(super) struct Symbols<'s> {
-    map: FxHashMap<&'s str, usize>,
-    syms: Vec<Sym<'s>>,
+    map: NameMap<'s, Sym>,
+    /// Nodes (graph index, node) that still hold provisional handles.
+    later: Vec<(usize, Handle<Node>)>,
 }
 
 impl<'s> Symbols<'s> {
     fn intern(&mut self, name: &'s str) -> usize {
-        let next = self.syms.len();
-        let index = *self.map.entry(name).or_insert(next);
-        if index == next {
-            self.syms.push(Sym { name, def: None, first_use: [None; 3] });
-        }
-        index
+        self.map.insert_with(name, || Sym { def: None, first_use: [None; 3] }).unwrap_or_else(|e| e)
     }
 
     /// A provisional handle for a reference to `name` as a `kind`.
     pub fn reference<T>(&mut self, kind: ItemKind, name: &'s str, span: Span) -> Handle<T> {
         let index = self.intern(name);
-        if let Some(sym) = self.syms.get_mut(index) {
+        if let Some(sym) = self.map.entry_mut(index) {
             sym.first_use[kind.index()].get_or_insert(span);
         }
         handle(index)
@@ -99,7 +97,7 @@ impl<'s> Symbols<'s> {
     /// Defines `name` as item `index` of `kind`'s arena; a second definition is an error.
     pub fn define(&mut self, kind: ItemKind, name: &'s str, index: usize, span: Span) -> Result<(), ParseError> {
         let sym = self.intern(name);
-        let Some(sym) = self.syms.get_mut(sym) else { return Ok(()) };
+        let Some(sym) = self.map.entry_mut(sym) else { return Ok(()) };
         match sym.def {
             Some((_, _, first)) => Err(ParseError::Duplicate { name: format!("@{name}"), span, first }),
             None => {
@@ -109,12 +107,30 @@ impl<'s> Symbols<'s> {
         }
     }
 
+    /// Gives `kind` its real handles if every name it references is now defined as what
+    /// it is used as; otherwise leaves it as it is and returns false (the node is then
+    /// resolved by [`Symbols::resolve`], after [`Symbols::later`]).
+    pub fn resolve_now(&self, kind: &mut NodeKind) -> bool {
+        let mut check = Now { syms: &self.map, rewrite: false, ok: true };
+        walk_node_kind(kind, &mut check);
+        if check.ok {
+            walk_node_kind(kind, &mut Now { syms: &self.map, rewrite: true, ok: true });
+        }
+        check.ok
+    }
+
+    /// Records that node `node` of graph `graph` (its index in the module) was not
+    /// resolved by [`Symbols::resolve_now`].
+    pub fn later(&mut self, graph: usize, node: Handle<Node>) {
+        self.later.push((graph, node));
+    }
+
     /// Reports undefined and wrong-kind references, then (if there is no error at all)
-    /// rewrites every provisional handle in `module`.
+    /// rewrites every provisional handle left in `module`.
     pub fn resolve(&self, module: &mut Module, errors: &mut Vec<ParseError>) {
-        let n = self.syms.len();
+        let n = self.map.len();
         let mut maps = Maps { kernels: vec![None; n], memories: vec![None; n], graphs: vec![None; n] };
-        for (i, sym) in self.syms.iter().enumerate() {
+        for (i, (name, sym)) in self.map.iter().enumerate() {
             if let Some((kind, index, _)) = sym.def {
                 match kind {
                     ItemKind::Kernel => maps.kernels[i] = Some(handle(index)),
@@ -127,12 +143,12 @@ impl<'s> Symbols<'s> {
                 match sym.def {
                     None => errors.push(ParseError::Undefined {
                         kind: kind.noun(),
-                        name: format!("@{}", sym.name),
+                        name: format!("@{name}"),
                         help: kind.help(),
                         span,
                     }),
                     Some((found, _, def)) if found != kind => errors.push(ParseError::WrongKind {
-                        name: format!("@{}", sym.name),
+                        name: format!("@{name}"),
                         expected: kind.with_article(),
                         found: found.with_article(),
                         span,
@@ -143,7 +159,7 @@ impl<'s> Symbols<'s> {
             }
         }
         if errors.is_empty() {
-            maps.module(module);
+            maps.module(module, &self.later);
         }
     }
 }
@@ -159,21 +175,82 @@ fn lookup<T>(map: &[Option<Handle<T>>], h: Handle<T>) -> Handle<T> {
     map.get(h.index()).copied().flatten().unwrap_or(h)
 }
 
-impl Maps {
-    fn module(&self, module: &mut Module) {
-        for (_, graph) in module.graphs.iter_mut() {
-            for (_, node) in graph.nodes.iter_mut() {
-                self.node_kind(&mut node.kind);
+/// What a walk over a node does with each module-level handle in it.
+trait Rewrite {
+    fn kernel(&mut self, h: &mut Handle<Kernel>);
+    fn memory(&mut self, h: &mut Handle<MemoryObject>);
+    fn graph(&mut self, h: &mut Handle<Graph>);
+}
+
+impl Rewrite for Maps {
+    fn kernel(&mut self, h: &mut Handle<Kernel>) {
+        *h = lookup(&self.kernels, *h);
+    }
+
+    fn memory(&mut self, h: &mut Handle<MemoryObject>) {
+        *h = lookup(&self.memories, *h);
+    }
+
+    fn graph(&mut self, h: &mut Handle<Graph>) {
+        *h = lookup(&self.graphs, *h);
+    }
+}
+
+/// Resolution of one node while it is parsed: checks that every name is defined as what
+/// it is used as (`rewrite` false), or rewrites the handles (`rewrite` true).
+struct Now<'a, 's> {
+    syms: &'a NameMap<'s, Sym>,
+    rewrite: bool,
+    ok: bool,
+}
+
+impl Now<'_, '_> {
+    fn one<T>(&mut self, h: &mut Handle<T>, kind: ItemKind) {
+        match self.syms.entry(h.index()).and_then(|sym| sym.def) {
+            Some((found, index, _)) if found == kind => {
+                if self.rewrite {
+                    *h = handle(index);
+                }
             }
+            _ => self.ok = false,
+        }
+    }
+}
+
+impl Rewrite for Now<'_, '_> {
+    fn kernel(&mut self, h: &mut Handle<Kernel>) {
+        self.one(h, ItemKind::Kernel);
+    }
+
+    fn memory(&mut self, h: &mut Handle<MemoryObject>) {
+        self.one(h, ItemKind::Memory);
+    }
+
+    fn graph(&mut self, h: &mut Handle<Graph>) {
+        self.one(h, ItemKind::Graph);
+    }
+}
+
+impl Maps {
+    fn module(&mut self, module: &mut Module, later: &[(usize, Handle<Node>)]) {
+        for &(graph, node) in later {
+            let graph = module.graphs.try_get_mut(handle(graph));
+            if let Some(node) = graph.and_then(|g| g.nodes.try_get_mut(node)) {
+                walk_node_kind(&mut node.kind, self);
+            }
+        }
+        for (_, graph) in module.graphs.iter_mut() {
             for (_, param) in graph.dyn_params.iter_mut() {
-                self.arg_value(&mut param.value);
+                walk_arg_value(&mut param.value, self);
             }
             for (_, dcg) in graph.dcgs.iter_mut() {
                 for alt in &mut dcg.alternatives {
                     match alt {
-                        Alternative::Kernel(cmd) => self.command(cmd),
-                        Alternative::HostTask(task) => task.access.iter_mut().for_each(|a| self.mem_ref(&mut a.mem)),
-                        Alternative::Other(kind) => self.node_kind(kind),
+                        Alternative::Kernel(cmd) => walk_command(cmd, self),
+                        Alternative::HostTask(task) => {
+                            task.access.iter_mut().for_each(|a| walk_mem_ref(&mut a.mem, self))
+                        }
+                        Alternative::Other(kind) => walk_node_kind(kind, self),
                     }
                 }
             }
@@ -184,7 +261,7 @@ impl Maps {
                 match &mut op.kind {
                     OpKind::Load { mem, .. } | OpKind::Store { mem, .. } | OpKind::Atomic { mem, .. } => {
                         if let MemBase::Global(g) = mem {
-                            *g = lookup(&self.memories, *g);
+                            self.memory(g);
                         }
                     }
                     _ => {}
@@ -192,52 +269,48 @@ impl Maps {
             }
         }
     }
+}
 
-    fn node_kind(&self, kind: &mut NodeKind) {
-        match kind {
-            NodeKind::Kernel(cmd) => self.command(cmd),
-            NodeKind::Memcpy { dst, src, .. } => {
-                self.pointer(dst);
-                self.pointer(src);
-            }
-            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => self.pointer(dst),
-            NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => self.pointer(ptr),
-            NodeKind::HostTask(task) | NodeKind::Native(task) => {
-                task.access.iter_mut().for_each(|a| self.mem_ref(&mut a.mem))
-            }
-            NodeKind::Subgraph { graph } => *graph = lookup(&self.graphs, *graph),
-            NodeKind::Empty
-            | NodeKind::Barrier { .. }
-            | NodeKind::AsyncMalloc { .. }
-            | NodeKind::AsyncFree { .. }
-            | NodeKind::Dynamic { .. } => {}
+fn walk_node_kind(kind: &mut NodeKind, r: &mut impl Rewrite) {
+    match kind {
+        NodeKind::Kernel(cmd) => walk_command(cmd, r),
+        NodeKind::Memcpy { dst, src, .. } => {
+            walk_mem_ref(&mut dst.base, r);
+            walk_mem_ref(&mut src.base, r);
+        }
+        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => walk_mem_ref(&mut dst.base, r),
+        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => walk_mem_ref(&mut ptr.base, r),
+        NodeKind::HostTask(task) | NodeKind::Native(task) => {
+            task.access.iter_mut().for_each(|a| walk_mem_ref(&mut a.mem, r))
+        }
+        NodeKind::Subgraph { graph } => r.graph(graph),
+        NodeKind::Empty
+        | NodeKind::Barrier { .. }
+        | NodeKind::AsyncMalloc { .. }
+        | NodeKind::AsyncFree { .. }
+        | NodeKind::Dynamic { .. } => {}
+    }
+}
+
+fn walk_command(cmd: &mut KernelCommand, r: &mut impl Rewrite) {
+    r.kernel(&mut cmd.kernel);
+    for arg in &mut cmd.args {
+        if let Arg::Value(value) = arg {
+            walk_arg_value(value, r);
         }
     }
+}
 
-    fn command(&self, cmd: &mut KernelCommand) {
-        cmd.kernel = lookup(&self.kernels, cmd.kernel);
-        for arg in &mut cmd.args {
-            if let Arg::Value(value) = arg {
-                self.arg_value(value);
-            }
-        }
+fn walk_arg_value(value: &mut ArgValue, r: &mut impl Rewrite) {
+    match value {
+        ArgValue::Pointer(p) => walk_mem_ref(&mut p.base, r),
+        ArgValue::Accessor(Accessor { buffer, .. }) => walk_mem_ref(buffer, r),
+        ArgValue::Scalar(_) | ArgValue::Bytes(_) | ArgValue::Local { .. } => {}
     }
+}
 
-    fn arg_value(&self, value: &mut ArgValue) {
-        match value {
-            ArgValue::Pointer(p) => self.pointer(p),
-            ArgValue::Accessor(Accessor { buffer, .. }) => self.mem_ref(buffer),
-            ArgValue::Scalar(_) | ArgValue::Bytes(_) | ArgValue::Local { .. } => {}
-        }
-    }
-
-    fn pointer(&self, p: &mut Pointer) {
-        self.mem_ref(&mut p.base);
-    }
-
-    fn mem_ref(&self, m: &mut MemRef) {
-        if let MemRef::Memory(h) = m {
-            *h = lookup(&self.memories, *h);
-        }
+fn walk_mem_ref(m: &mut MemRef, r: &mut impl Rewrite) {
+    if let MemRef::Memory(h) = m {
+        r.memory(h);
     }
 }
