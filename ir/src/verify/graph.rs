@@ -24,8 +24,11 @@ pub(super) fn check_graph(
     names::check_graph(gx, errors);
     order::check(&gx, errors);
     let waits = barrier_preds(g);
+    // Allocation uses are gathered on the same walk: each node is read from memory once.
+    let mut uses = alloc::Collector::new(g.nodes.len());
     for (n, node) in g.nodes.iter() {
         check_node(&gx, n, node, &waits, errors);
+        uses.visit(&gx, n, node);
     }
     dcg::check_dyn_params(&gx, errors);
     dcg::check_dcgs(&gx, errors);
@@ -34,7 +37,7 @@ pub(super) fn check_graph(
     // One order for both checks that need one.
     let topo = Topo::new(g);
     cycle::check(&gx, &topo, errors);
-    alloc::check(&gx, &topo, errors);
+    alloc::check(&gx, uses, &topo, errors);
 }
 
 /// For each barrier with a wait list, its direct predecessors, sorted (index `i` of the
