@@ -30,90 +30,175 @@ use super::uses::{for_each_node_use, Use};
 use crate::arena::Handle;
 use crate::graph::{MemRef, Node, NodeKind};
 
-/// What one allocation is used and freed by.
-struct Lifetime {
-    /// The `async_malloc` node.
-    malloc: Handle<Node>,
-    /// Using nodes, each with its first use, in creation order.
-    users: Users,
-    /// `async_free` nodes, in creation order.
+/// Every allocation of a graph with what uses and frees it, in flat lists (10^4
+/// allocations cost no allocation each).
+struct Lifetimes {
+    /// The `async_malloc` nodes, in creation order: allocation `i` is `mallocs[i]`.
+    mallocs: Vec<Handle<Node>>,
+    /// Nodes using allocation `i`, each once with its first use, in creation order:
+    /// `users[user_start[i]..user_start[i + 1]]`.
+    users: Vec<(Handle<Node>, Use)>,
+    user_start: Vec<usize>,
+    /// `async_free` nodes of allocation `i`, in creation order, likewise.
     frees: Vec<Handle<Node>>,
+    free_start: Vec<usize>,
 }
 
-/// Nodes using an allocation, each with its first use of it.
-type Users = Vec<(Handle<Node>, Use)>;
+impl Lifetimes {
+    fn users(&self, i: usize) -> &[(Handle<Node>, Use)] {
+        range(&self.users, &self.user_start, i)
+    }
 
-/// No lifetime (in `slot`), no user yet (in `last_user`).
+    fn frees(&self, i: usize) -> &[Handle<Node>] {
+        range(&self.frees, &self.free_start, i)
+    }
+}
+
+/// Group `i` of a list grouped by `start` offsets.
+fn range<'a, T>(list: &'a [T], start: &[usize], i: usize) -> &'a [T] {
+    match (start.get(i), start.get(i + 1)) {
+        (Some(&a), Some(&b)) => list.get(a..b).unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
+/// `items` tagged with their group, stably grouped: the items and where each of `groups`
+/// groups starts.
+fn group<T: Copy>(groups: usize, items: &[(u32, T)]) -> (Vec<T>, Vec<usize>) {
+    let mut start = vec![0usize; groups + 1];
+    for &(g, _) in items {
+        start[g as usize + 1] += 1;
+    }
+    for i in 0..groups {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut out = Vec::with_capacity(items.len());
+    // Every slot is written below; a copy of the first item fills them meanwhile.
+    if let Some(&(_, first)) = items.first() {
+        out.resize(items.len(), first);
+    }
+    for &(g, item) in items {
+        out[fill[g as usize]] = item;
+        fill[g as usize] += 1;
+    }
+    (out, start)
+}
+
+/// No allocation (in `slot`), no user yet (in `last_user`).
 const NONE: u32 = u32::MAX;
 
-/// Every allocation of the graph with its users and frees, in malloc creation order.
-fn lifetimes(gx: &Gx<'_>) -> Vec<Lifetime> {
-    let g = gx.g;
-    // slot[i]: the index in `lives` of the allocation node `i` makes.
-    let mut slot = vec![NONE; g.nodes.len()];
-    let mut lives: Vec<Lifetime> = Vec::new();
-    // last_user[l]: the last node recorded as a user of `lives[l]`, so that a node naming
-    // an allocation several times counts once, at its first use.
-    let mut last_user: Vec<u32> = Vec::new();
-    let mut life = |m: Handle<Node>, lives: &mut Vec<Lifetime>, last_user: &mut Vec<u32>| -> Option<usize> {
-        let s = slot.get_mut(m.index())?;
-        if *s == NONE {
-            *s = lives.len() as u32;
-            lives.push(Lifetime { malloc: m, users: Vec::new(), frees: Vec::new() });
-            last_user.push(NONE);
+/// Gathers every allocation of a graph with its users and frees, one node at a time, so
+/// that the walk over the nodes can be shared with the other per-node checks (graph.rs):
+/// 10^5 nodes cost their cache misses once.
+pub(super) struct Collector {
+    /// slot[i]: the allocation made by node `i`, numbered as first met (a free or use may
+    /// name a malloc created after it, which is reported elsewhere).
+    slot: Vec<u32>,
+    mallocs: Vec<Handle<Node>>,
+    /// last_user[a]: the last node recorded as a user of allocation `a`, so that a node
+    /// naming an allocation several times counts once, at its first use.
+    last_user: Vec<u32>,
+    users: Vec<(u32, (Handle<Node>, Use))>,
+    frees: Vec<(u32, Handle<Node>)>,
+}
+
+impl Collector {
+    /// A collector for a graph of `nodes` nodes.
+    pub(super) fn new(nodes: usize) -> Collector {
+        Collector {
+            slot: vec![NONE; nodes],
+            mallocs: Vec::new(),
+            last_user: Vec::new(),
+            users: Vec::new(),
+            frees: Vec::new(),
         }
-        Some(*s as usize)
-    };
-    for (n, node) in g.nodes.iter() {
+    }
+
+    /// The allocation made by `m`, numbered on first sight.
+    fn alloc_of(&mut self, m: Handle<Node>) -> Option<u32> {
+        let s = self.slot.get_mut(m.index())?;
+        if *s == NONE {
+            *s = self.mallocs.len() as u32;
+            self.mallocs.push(m);
+            self.last_user.push(NONE);
+        }
+        Some(*s)
+    }
+
+    /// Records what node `n` allocates, frees or uses. Nodes come in creation order.
+    pub(super) fn visit(&mut self, gx: &Gx<'_>, n: Handle<Node>, node: &Node) {
         match &node.kind {
             NodeKind::AsyncMalloc { .. } => {
-                life(n, &mut lives, &mut last_user);
+                self.alloc_of(n);
             }
             NodeKind::AsyncFree { alloc } if gx.is_malloc(*alloc) => {
-                if let Some(l) = life(*alloc, &mut lives, &mut last_user) {
-                    lives[l].frees.push(n);
+                if let Some(a) = self.alloc_of(*alloc) {
+                    self.frees.push((a, n));
                 }
             }
             _ => for_each_node_use(gx, n, node, &mut |u| {
-                let MemRef::Alloc(a) = u.mem else { return };
-                if !gx.is_malloc(a) {
+                let MemRef::Alloc(m) = u.mem else { return };
+                if !gx.is_malloc(m) {
                     return;
                 }
-                let Some(l) = life(a, &mut lives, &mut last_user) else { return };
-                if last_user[l] != n.index() as u32 {
-                    last_user[l] = n.index() as u32;
-                    lives[l].users.push((n, u));
+                let Some(a) = self.alloc_of(m) else { return };
+                if let Some(last) = self.last_user.get_mut(a as usize) {
+                    if *last != n.index() as u32 {
+                        *last = n.index() as u32;
+                        self.users.push((a, (n, u)));
+                    }
                 }
             }),
         }
     }
-    // A free or use may name a malloc created after it (reported elsewhere).
-    lives.sort_by_key(|l| l.malloc.index());
-    lives
+
+    /// The lifetimes, allocations numbered in malloc creation order.
+    fn finish(self) -> Lifetimes {
+        let Collector { mut mallocs, mut users, mut frees, .. } = self;
+        if !mallocs.is_sorted_by_key(|m| m.index()) {
+            let mut by_malloc: Vec<u32> = (0..mallocs.len() as u32).collect();
+            by_malloc.sort_by_key(|&a| mallocs[a as usize].index());
+            let mut renumber = vec![0u32; mallocs.len()];
+            for (new, &old) in by_malloc.iter().enumerate() {
+                renumber[old as usize] = new as u32;
+            }
+            mallocs.sort_by_key(|m| m.index());
+            for (a, _) in users.iter_mut() {
+                *a = renumber[*a as usize];
+            }
+            for (a, _) in frees.iter_mut() {
+                *a = renumber[*a as usize];
+            }
+        }
+        let (users, user_start) = group(mallocs.len(), &users);
+        let (frees, free_start) = group(mallocs.len(), &frees);
+        Lifetimes { mallocs, users, user_start, frees, free_start }
+    }
 }
 
-/// Checks every graph allocation of the graph.
-pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
-    let lives = lifetimes(gx);
-    if lives.iter().all(|l| l.users.is_empty() && l.frees.is_empty()) {
+/// Checks every graph allocation of the graph, given what `uses` collected from every node.
+pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<VerifyError>) {
+    let lives = uses.finish();
+    if lives.users.is_empty() && lives.frees.is_empty() {
         return;
     }
+    let count = lives.mallocs.len();
     let forward = Sweep::forward(topo);
     // Does the malloc reach each user, then each free? Job `i` is allocation `i`'s.
     let mut jobs = Jobs::default();
-    for l in &lives {
-        let targets = l.users.iter().map(|u| u.0.index()).chain(l.frees.iter().map(|f| f.index()));
-        jobs.push(l.malloc.index(), targets);
+    for (i, m) in lives.mallocs.iter().enumerate() {
+        let targets = lives.users(i).iter().map(|u| u.0.index()).chain(lives.frees(i).iter().map(|f| f.index()));
+        jobs.push(m.index(), targets);
     }
     let (reached, _) = forward.reach(&jobs);
-    let after_malloc = |i: usize| reached.get(jobs.range(i)).unwrap_or(&[]);
     // Does each user reach the first free? Searched backwards from the free.
     let mut back = Jobs::default();
     // back_job[i]: allocation `i`'s job in `back`, if it is freed.
-    let mut back_job: Vec<Option<usize>> = vec![None; lives.len()];
-    for (i, l) in lives.iter().enumerate() {
-        if let Some(f) = l.frees.first() {
-            back_job[i] = Some(back.push(f.index(), l.users.iter().map(|u| u.0.index())));
+    let mut back_job: Vec<Option<usize>> = vec![None; count];
+    for (i, job) in back_job.iter_mut().enumerate() {
+        if let Some(f) = lives.frees(i).first() {
+            *job = Some(back.push(f.index(), lives.users(i).iter().map(|u| u.0.index())));
         }
     }
     let before_free = if back.len() > 0 {
@@ -122,32 +207,35 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
     } else {
         Vec::new()
     };
-    // Users that do not reach the free: does the free reach them (use after free)?
+    // Users that do not reach the free: does the free reach them (use after free)? Their
+    // list lines up with the jobs' targets.
     let mut late = Jobs::default();
-    // late_users[i]: allocation `i`'s job in `late` and its users there.
-    let mut late_users: Vec<Option<(usize, Users)>> = vec![None; lives.len()];
-    for (i, l) in lives.iter().enumerate() {
-        let (Some(b), Some(&free)) = (back_job[i], l.frees.first()) else { continue };
+    let mut late_users: Vec<(Handle<Node>, Use)> = Vec::new();
+    let mut late_job: Vec<Option<usize>> = vec![None; count];
+    for (i, job) in late_job.iter_mut().enumerate() {
+        let (Some(b), Some(&free)) = (back_job[i], lives.frees(i).first()) else { continue };
         let ok = before_free.get(back.range(b)).unwrap_or(&[]);
-        let users: Users = l.users.iter().zip(ok).filter(|(_, &ok)| !ok).map(|(u, _)| *u).collect();
-        if !users.is_empty() {
-            late_users[i] = Some((late.push(free.index(), users.iter().map(|u| u.0.index())), users));
+        let before = late_users.len();
+        late_users.extend(lives.users(i).iter().zip(ok).filter(|(_, &ok)| !ok).map(|(u, _)| *u));
+        if late_users.len() > before {
+            *job = Some(late.push(free.index(), late_users[before..].iter().map(|u| u.0.index())));
         }
     }
     let (after_free, _) = forward.reach(&late);
 
-    for (i, life) in lives.iter().enumerate() {
-        let reached = after_malloc(i);
+    for (i, &malloc) in lives.mallocs.iter().enumerate() {
+        let (users, frees) = (lives.users(i), lives.frees(i));
         // Only for diagnostics: most allocations have none.
-        let alloc = || gx.node_name(life.malloc);
-        let malloc_span = gx.node_span(life.malloc);
-        let (users_ok, frees_ok) = reached.split_at(life.users.len().min(reached.len()));
-        for (j, (&f, &ok)) in life.frees.iter().zip(frees_ok).enumerate() {
+        let alloc = || gx.node_name(malloc);
+        let malloc_span = gx.node_span(malloc);
+        let reached = reached.get(jobs.range(i)).unwrap_or(&[]);
+        let (users_ok, frees_ok) = reached.split_at(users.len().min(reached.len()));
+        for (j, (&f, &ok)) in frees.iter().zip(frees_ok).enumerate() {
             if j > 0 {
                 errors.push(VerifyError::DoubleFree {
                     alloc: alloc(),
                     span: gx.node_span(f),
-                    first: gx.node_span(life.frees[0]),
+                    first: gx.node_span(frees[0]),
                 });
             }
             if !ok {
@@ -158,7 +246,7 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
                 });
             }
         }
-        for (&(user, u), &ok) in life.users.iter().zip(users_ok) {
+        for (&(user, u), &ok) in users.iter().zip(users_ok) {
             if !ok {
                 errors.push(VerifyError::UseBeforeMalloc {
                     alloc: alloc(),
@@ -168,10 +256,11 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
                 });
             }
         }
-        let (Some((job, users)), Some(&free)) = (&late_users[i], life.frees.first()) else { continue };
+        let (Some(job), Some(&free)) = (late_job[i], frees.first()) else { continue };
         let free_span = gx.node_span(free);
-        let after = after_free.get(late.range(*job)).unwrap_or(&[]);
-        for (&(user, u), &after) in users.iter().zip(after) {
+        let range = late.range(job);
+        let after = after_free.get(range.clone()).unwrap_or(&[]);
+        for (&(user, u), &after) in late_users.get(range).unwrap_or(&[]).iter().zip(after) {
             let (user, span) = (gx.node_name(user), u.span(gx));
             errors.push(if after {
                 VerifyError::UseAfterFree { alloc: alloc(), user, span, free: free_span }

@@ -4,7 +4,9 @@
 
 use super::ctx::Gx;
 use super::error::VerifyError;
-use crate::graph::{Alternative, Arg, ArgValue, KernelCommand, MemRef, NodeKind, Stmt};
+use crate::arena::Handle;
+use crate::graph::{Alternative, Arg, ArgValue, KernelCommand, MemRef, Node, NodeKind, Stmt};
+use crate::span::Span;
 
 /// Body positions of every graph entity (`None` when not listed).
 struct Positions {
@@ -16,68 +18,120 @@ struct Positions {
 
 /// A name referred to by a statement.
 enum Ref {
-    Node(crate::arena::Handle<crate::graph::Node>),
-    Dyn(crate::arena::Handle<crate::graph::DynParam>),
-    Dcg(crate::arena::Handle<crate::graph::DynCommandGroup>),
-    Queue(crate::arena::Handle<crate::graph::Queue>),
+    Node(Handle<Node>),
+    Dyn(Handle<crate::graph::DynParam>),
+    Dcg(Handle<crate::graph::DynCommandGroup>),
+    Queue(Handle<crate::graph::Queue>),
 }
 
-/// Checks that every statement only names entities of earlier statements.
-pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
-    let g = gx.g;
-    let mut pos = Positions {
-        nodes: vec![None; g.nodes.len()],
-        dyns: vec![None; g.dyn_params.len()],
-        dcgs: vec![None; g.dcgs.len()],
-        queues: vec![None; g.queues.len()],
-    };
-    for (i, stmt) in g.body.iter().enumerate() {
-        let slot = match *stmt {
-            Stmt::Node(h) => pos.nodes.get_mut(h.index()),
-            Stmt::DynParam(h) => pos.dyns.get_mut(h.index()),
-            Stmt::Dcg(h) => pos.dcgs.get_mut(h.index()),
-            Stmt::Queue(h) => pos.queues.get_mut(h.index()),
-            Stmt::MakeEdge(_) => None,
+/// Checks that every statement only names entities of earlier statements, sharing the
+/// walk over the nodes with the other per-node checks (graph.rs): [`Order::new`] before
+/// the walk, [`Order::visit_node`] for each node, [`Order::finish`] after it.
+pub(super) struct Order {
+    pos: Positions,
+    /// `stmt[i]`: the body position of node `i`, when the body lists every node exactly
+    /// once (as parsed modules do), so that nodes can be checked as they are walked.
+    /// `None` otherwise: then `finish` walks the body itself.
+    stmt: Option<Vec<usize>>,
+    /// Errors found so far, with the position of the statement they belong to.
+    found: Vec<(usize, VerifyError)>,
+    /// Scratch list, reused for every statement.
+    refs: Vec<Ref>,
+}
+
+impl Order {
+    /// Records where the body lists each entity.
+    pub(super) fn new(gx: &Gx<'_>) -> Order {
+        let g = gx.g;
+        let mut pos = Positions {
+            nodes: vec![None; g.nodes.len()],
+            dyns: vec![None; g.dyn_params.len()],
+            dcgs: vec![None; g.dcgs.len()],
+            queues: vec![None; g.queues.len()],
         };
-        if let Some(slot) = slot {
-            slot.get_or_insert(i);
+        let mut once = true;
+        for (i, stmt) in g.body.iter().enumerate() {
+            let slot = match *stmt {
+                Stmt::Node(h) => pos.nodes.get_mut(h.index()),
+                Stmt::DynParam(h) => pos.dyns.get_mut(h.index()),
+                Stmt::Dcg(h) => pos.dcgs.get_mut(h.index()),
+                Stmt::Queue(h) => pos.queues.get_mut(h.index()),
+                Stmt::MakeEdge(_) => None,
+            };
+            match (slot, stmt) {
+                (Some(slot), _) => {
+                    once &= !(slot.is_some() && matches!(stmt, Stmt::Node(_)));
+                    slot.get_or_insert(i);
+                }
+                // A dangling node handle (reported elsewhere) is skipped by the body walk.
+                (None, Stmt::Node(_)) => once = false,
+                (None, _) => {}
+            }
         }
+        let stmt = once.then(|| pos.nodes.iter().map(|p| p.unwrap_or(usize::MAX)).collect::<Vec<_>>());
+        let stmt = stmt.filter(|s| !s.contains(&usize::MAX));
+        Order { pos, stmt, found: Vec::new(), refs: Vec::new() }
     }
-    let mut refs: Vec<Ref> = Vec::new();
-    for (i, stmt) in g.body.iter().enumerate() {
-        // The list is reused: one allocation for the whole body, not one per statement.
-        refs.clear();
-        let span = match *stmt {
-            Stmt::Node(h) => match g.nodes.try_get(h) {
-                Some(node) => {
-                    node_refs(node, &mut refs);
-                    g.nodes.span(h)
-                }
-                None => continue,
-            },
-            Stmt::DynParam(h) => match g.dyn_params.try_get(h) {
-                Some(p) => {
-                    value_refs(&p.value, &mut refs);
-                    g.dyn_params.span(h)
-                }
-                None => continue,
-            },
-            Stmt::Dcg(h) => match g.dcgs.try_get(h) {
-                Some(d) => {
-                    for alt in &d.alternatives {
-                        match alt {
-                            Alternative::Kernel(cmd) => command_refs(cmd, &mut refs),
-                            Alternative::HostTask(t) => refs.extend(t.access.iter().filter_map(|a| mem_ref(a.mem))),
-                            Alternative::Other(_) => {}
-                        }
+
+    /// Checks node `n`'s statement, if the body lists nodes so that `finish` need not.
+    pub(super) fn visit_node(&mut self, gx: &Gx<'_>, n: Handle<Node>, node: &Node) {
+        let Some(&i) = self.stmt.as_ref().and_then(|s| s.get(n.index())) else { return };
+        self.refs.clear();
+        node_refs(node, &mut self.refs);
+        self.check_refs(gx, i, gx.g.nodes.span(n));
+    }
+
+    /// Checks the statements the walk did not, then adds every error to `errors` at
+    /// `mark` (where they go had the body been checked before the walk), in body order.
+    pub(super) fn finish(mut self, gx: &Gx<'_>, mark: usize, errors: &mut Vec<VerifyError>) {
+        let g = gx.g;
+        for (i, stmt) in g.body.iter().enumerate() {
+            self.refs.clear();
+            let span = match *stmt {
+                Stmt::Node(h) if self.stmt.is_none() => match g.nodes.try_get(h) {
+                    Some(node) => {
+                        node_refs(node, &mut self.refs);
+                        g.nodes.span(h)
                     }
-                    g.dcgs.span(h)
-                }
-                None => continue,
-            },
-            Stmt::Queue(_) | Stmt::MakeEdge(_) => continue,
-        };
-        for r in &refs {
+                    None => continue,
+                },
+                Stmt::DynParam(h) => match g.dyn_params.try_get(h) {
+                    Some(p) => {
+                        value_refs(&p.value, &mut self.refs);
+                        g.dyn_params.span(h)
+                    }
+                    None => continue,
+                },
+                Stmt::Dcg(h) => match g.dcgs.try_get(h) {
+                    Some(d) => {
+                        for alt in &d.alternatives {
+                            match alt {
+                                Alternative::Kernel(cmd) => command_refs(cmd, &mut self.refs),
+                                Alternative::HostTask(t) => {
+                                    self.refs.extend(t.access.iter().filter_map(|a| mem_ref(a.mem)))
+                                }
+                                Alternative::Other(_) => {}
+                            }
+                        }
+                        g.dcgs.span(h)
+                    }
+                    None => continue,
+                },
+                Stmt::Node(_) | Stmt::Queue(_) | Stmt::MakeEdge(_) => continue,
+            };
+            self.check_refs(gx, i, span);
+        }
+        // Stable: the errors of one statement keep their order.
+        self.found.sort_by_key(|(i, _)| *i);
+        let at = mark.min(errors.len());
+        errors.splice(at..at, self.found.into_iter().map(|(_, e)| e));
+    }
+
+    /// Reports each name in `self.refs` (of the statement at body position `i`, written at
+    /// `span`) that is defined by a later statement.
+    fn check_refs(&mut self, gx: &Gx<'_>, i: usize, span: Span) {
+        let (g, pos) = (gx.g, &self.pos);
+        for r in &self.refs {
             let defined = match *r {
                 Ref::Node(h) => pos.nodes.get(h.index()),
                 Ref::Dyn(h) => pos.dyns.get(h.index()),
@@ -102,7 +156,7 @@ pub(super) fn check(gx: &Gx<'_>, errors: &mut Vec<VerifyError>) {
                 },
                 Ref::Queue(h) => (gx.queue_name(h), g.queues.span(h)),
             };
-            errors.push(VerifyError::UseBeforeDefinition { name, span, def });
+            self.found.push((i, VerifyError::UseBeforeDefinition { name, span, def }));
         }
     }
 }
@@ -135,7 +189,7 @@ fn command_refs(cmd: &KernelCommand, out: &mut Vec<Ref>) {
 }
 
 /// Names in a node statement.
-fn node_refs(node: &crate::graph::Node, out: &mut Vec<Ref>) {
+fn node_refs(node: &Node, out: &mut Vec<Ref>) {
     out.extend(node.queue.map(Ref::Queue));
     match &node.kind {
         NodeKind::Kernel(cmd) => command_refs(cmd, out),

@@ -37,9 +37,19 @@ impl Use {
     }
 }
 
-/// The uses of a kernel command's arguments, argument `i` written at `site(i)` (else at
-/// `fallback`). A pointer takes the access of its parameter (`read_write` when unknown).
-fn command_uses(gx: &Gx<'_>, cmd: &KernelCommand, site: &dyn Fn(u32) -> Site, fallback: Span, f: &mut dyn FnMut(Use)) {
+/// Where the arguments of a kernel command are written.
+#[derive(Clone, Copy)]
+enum ArgSites {
+    /// A kernel node's arguments.
+    Node(Handle<Node>),
+    /// Alternative `.1` of a dynamic command group.
+    Alt(Handle<DynCommandGroup>, u32),
+}
+
+/// The uses of a kernel command's arguments, argument `i` written at its site in `sites`
+/// (else at `fallback`). A pointer takes the access of its parameter (`read_write` when
+/// unknown).
+fn command_uses(gx: &Gx<'_>, cmd: &KernelCommand, sites: ArgSites, fallback: Span, f: &mut impl FnMut(Use)) {
     let kernel = gx.m.kernels.try_get(cmd.kernel);
     for (i, arg) in cmd.args.iter().enumerate() {
         let (value, via_dyn) = match arg {
@@ -49,7 +59,10 @@ fn command_uses(gx: &Gx<'_>, cmd: &KernelCommand, site: &dyn Fn(u32) -> Site, fa
                 None => continue,
             },
         };
-        let site = Some(site(i as u32));
+        let site = Some(match sites {
+            ArgSites::Node(n) => Site::NodeArg(n, i as u32),
+            ArgSites::Alt(d, alt) => Site::AltArg(d, alt, i as u32),
+        });
         match value {
             ArgValue::Pointer(p) => {
                 let mode = match kernel.and_then(|k| k.params.get(i)).map(|p| p.ty) {
@@ -70,11 +83,11 @@ fn for_each_alternative_use(
     d: Handle<DynCommandGroup>,
     index: u32,
     alt: &Alternative,
-    f: &mut dyn FnMut(Use),
+    f: &mut impl FnMut(Use),
 ) {
     let alt_span = gx.site(Site::Alt(d, index), gx.g.dcgs.span(d));
     match alt {
-        Alternative::Kernel(cmd) => command_uses(gx, cmd, &|i| Site::AltArg(d, index, i), alt_span, f),
+        Alternative::Kernel(cmd) => command_uses(gx, cmd, ArgSites::Alt(d, index), alt_span, f),
         Alternative::HostTask(task) => {
             for a in &task.access {
                 f(Use { mem: a.mem, mode: a.mode, site: None, fallback: alt_span, via_dyn: false });
@@ -93,11 +106,11 @@ pub(super) fn alternative_uses(gx: &Gx<'_>, d: Handle<DynCommandGroup>, index: u
 
 /// Calls `f` with every memory use of a node, without allocating. A `dynamic` node uses
 /// what any of its alternatives uses (any of them may become active), located at the node.
-pub(super) fn for_each_node_use(gx: &Gx<'_>, n: Handle<Node>, node: &Node, f: &mut dyn FnMut(Use)) {
+pub(super) fn for_each_node_use(gx: &Gx<'_>, n: Handle<Node>, node: &Node, f: &mut impl FnMut(Use)) {
     let span = gx.node_span(n);
     let at_node = |mem: MemRef, mode: Access| Use { mem, mode, site: None, fallback: span, via_dyn: false };
     match &node.kind {
-        NodeKind::Kernel(cmd) => command_uses(gx, cmd, &|i| Site::NodeArg(n, i), span, f),
+        NodeKind::Kernel(cmd) => command_uses(gx, cmd, ArgSites::Node(n), span, f),
         NodeKind::Memcpy { dst, src, .. } => {
             f(at_node(dst.base, Access::Write));
             f(at_node(src.base, Access::Read));
