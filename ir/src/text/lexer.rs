@@ -223,6 +223,16 @@ static PUNCT_TOKEN: [(TokenKind, i8); 256] = {
     table
 };
 
+/// The end of the `@name` / `%name` whose name starts at `at` (the sigil is before it).
+pub(crate) fn name_end(bytes: &[u8], at: usize) -> usize {
+    scan(bytes, at, NAME)
+}
+
+/// The end of the identifier whose second byte is at `at`.
+pub(crate) fn ident_end(bytes: &[u8], at: usize) -> usize {
+    scan(bytes, at, IDENT)
+}
+
 /// The first index at or after `at` whose byte is not of `class`.
 fn scan(bytes: &[u8], mut at: usize, class: u8) -> usize {
     while let Some(&b) = bytes.get(at) {
@@ -234,11 +244,59 @@ fn scan(bytes: &[u8], mut at: usize, class: u8) -> usize {
     at
 }
 
-fn is_ident_start(b: u8) -> bool {
+/// `[-]digits` or `[-]digits.digits` at `start` with at most 15 digits in all and ended by
+/// neither a word character nor `.`: the numbers printed graphs are made of, valued in one
+/// pass; returns the value and where the number ends. The values are those of the general
+/// path: an integer is exact, and a float is the quotient of two exactly represented numbers
+/// (a mantissa below 2^53 and a power of ten up to 10^15), which IEEE division rounds
+/// correctly, as parsing the text does. `None` leaves everything else (hex, exponents, long
+/// literals, errors) to the general path.
+pub(crate) fn short_number(bytes: &[u8], start: usize) -> Option<(Number, usize)> {
+    const MAX_DIGITS: usize = 15;
+    const POW10: [f64; MAX_DIGITS + 1] =
+        [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let negative = bytes.get(start) == Some(&b'-');
+    let mut at = start + usize::from(negative);
+    let mut mantissa: u64 = 0;
+    let mut digits = 0;
+    let mut point = None;
+    loop {
+        match bytes.get(at) {
+            Some(&b) if b.is_ascii_digit() => {
+                if digits == MAX_DIGITS {
+                    return None;
+                }
+                mantissa = mantissa * 10 + u64::from(b - b'0');
+                digits += 1;
+            }
+            Some(b'.') if point.is_none() && bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => point = Some(digits),
+            _ => break,
+        }
+        at += 1;
+    }
+    if digits == 0 || bytes.get(at).is_some_and(|&b| b == b'.' || is_ident_byte(b)) {
+        return None;
+    }
+    let number = match point {
+        None => {
+            let value = i128::from(mantissa);
+            Number::Int(if negative { -value } else { value })
+        }
+        Some(whole) => {
+            let value = mantissa as f64 / POW10.get(digits - whole).copied()?;
+            Number::Float(if negative { -value } else { value })
+        }
+    };
+    Some((number, at))
+}
+
+/// Whether `b` may start an identifier.
+pub(crate) fn is_ident_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_'
 }
 
-fn is_ident_byte(b: u8) -> bool {
+/// Whether `b` may continue an identifier.
+pub(crate) fn is_ident_byte(b: u8) -> bool {
     CLASS[usize::from(b)] & IDENT != 0
 }
 
@@ -277,6 +335,13 @@ impl<'s> Lexer<'s> {
     /// The source text.
     pub fn source(&self) -> &'s str {
         self.src
+    }
+
+    /// Goes on lexing at `pos`, the end of tokens the parser read from the source itself
+    /// (see `parser/fast.rs`): at least the current position, on a token boundary, with
+    /// brackets balanced in between.
+    pub fn resume_at(&mut self, pos: usize) {
+        self.pos = pos.max(self.pos);
     }
 
     /// The decoded value of string token `index`, taken out of the side table. Values are
@@ -472,7 +537,7 @@ impl<'s> Lexer<'s> {
 
     #[inline(never)]
     fn number(&mut self, start: usize) -> LexResult<Token> {
-        if let Some(token) = self.short_number(start) {
+        if let Some(token) = self.short_number_token(start) {
             return Ok(token);
         }
         let bytes = self.src.as_bytes();
@@ -556,52 +621,10 @@ impl<'s> Lexer<'s> {
         Token::new(kind, span)
     }
 
-    /// `[-]digits` or `[-]digits.digits` with at most 15 digits in all and ended by neither a
-    /// word character nor `.`: the numbers printed graphs are made of, valued in one pass.
-    /// The values are those of the general path: an integer is exact, and a float is the
-    /// quotient of two exactly represented numbers (a mantissa below 2^53 and a power of ten
-    /// up to 10^15), which IEEE division rounds correctly, as parsing the text does. `None`
-    /// leaves everything else (hex, exponents, long literals, errors) to the general path.
-    fn short_number(&mut self, start: usize) -> Option<Token> {
-        const MAX_DIGITS: usize = 15;
-        const POW10: [f64; MAX_DIGITS + 1] =
-            [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
-        let bytes = self.src.as_bytes();
-        let negative = bytes.get(start) == Some(&b'-');
-        let mut at = start + usize::from(negative);
-        let mut mantissa: u64 = 0;
-        let mut digits = 0;
-        let mut point = None;
-        loop {
-            match bytes.get(at) {
-                Some(&b) if b.is_ascii_digit() => {
-                    if digits == MAX_DIGITS {
-                        return None;
-                    }
-                    mantissa = mantissa * 10 + u64::from(b - b'0');
-                    digits += 1;
-                }
-                Some(b'.') if point.is_none() && bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => {
-                    point = Some(digits)
-                }
-                _ => break,
-            }
-            at += 1;
-        }
-        if digits == 0 || bytes.get(at).is_some_and(|&b| b == b'.' || CLASS[usize::from(b)] & IDENT != 0) {
-            return None;
-        }
-        let number = match point {
-            None => {
-                let value = i128::from(mantissa);
-                Number::Int(if negative { -value } else { value })
-            }
-            Some(whole) => {
-                let value = mantissa as f64 / POW10.get(digits - whole).copied()?;
-                Number::Float(if negative { -value } else { value })
-            }
-        };
-        self.pos = at;
+    /// [`short_number`] at `start`, as a token.
+    fn short_number_token(&mut self, start: usize) -> Option<Token> {
+        let (number, end) = short_number(self.src.as_bytes(), start)?;
+        self.pos = end;
         Some(self.number_token(number, self.span(start)))
     }
 

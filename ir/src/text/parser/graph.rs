@@ -18,7 +18,7 @@ use crate::text::lexer::TokenKind;
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
 const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
                          `queue @q`, `dyn %p = <value>`, `dcg %d active(N) { ... }` or `edge %a -> %b`";
-const NODE_HINT: &str = "a node is `%name = <command> [on @queue] [after(%a, %b via accessor, ...)]`";
+pub(super) const NODE_HINT: &str = "a node is `%name = <command> [on @queue] [after(%a, %b via accessor, ...)]`";
 const PROVENANCES: &str = "depends_on, all_leaves, accessor, event, in_order, barrier, transitive";
 
 /// What a graph-local `%name` denotes.
@@ -55,13 +55,24 @@ pub(super) struct GraphScope<'s> {
     sites: SiteSpans,
 }
 
+/// A node statement read up to its last token (its edges and spans are in [`StmtBuffers`]).
+pub(super) struct NodeStmt<'s> {
+    pub name: &'s str,
+    pub name_span: Span,
+    pub kind: NodeKind,
+    /// Whether `kind` holds real module handles (see `resolve.rs`).
+    pub resolved: bool,
+    pub queue: Option<Handle<Queue>>,
+    pub comments: Comments,
+}
+
 /// Buffers that each node statement fills and the next one reuses, to save allocations.
 #[derive(Default)]
 pub(super) struct StmtBuffers {
     /// Spans of the command's parts.
-    spans: CommandSpans,
+    pub spans: CommandSpans,
     /// The `after(...)` edges.
-    deps: Vec<(Handle<Node>, EdgeKind, Span)>,
+    pub deps: Vec<(Handle<Node>, EdgeKind, Span)>,
 }
 
 /// [`Site`] spans by variant. Each list grows in key order (statements come in order), so
@@ -122,8 +133,11 @@ impl<'s> Parser<'s> {
                 self.bump()?;
                 break;
             }
-            let comments = self.leading_comments();
             self.hint = STMT_HINT;
+            if t.kind == TokenKind::Local && self.fast_node_stmt(&mut graph, &mut scope, &mut bufs, t)? {
+                continue;
+            }
+            let comments = self.leading_comments();
             match t.kind {
                 TokenKind::Local => self.node_stmt(&mut graph, &mut scope, &mut bufs, comments)?,
                 TokenKind::Ident => match t.kw {
@@ -334,13 +348,12 @@ impl<'s> Parser<'s> {
         graph: &mut Graph,
         scope: &mut GraphScope<'s>,
         bufs: &mut StmtBuffers,
-        mut comments: Comments,
+        comments: Comments,
     ) -> PResult<()> {
         self.hint = NODE_HINT;
         let (name, name_span) = self.expect_local("a node name")?;
         self.expect(TokenKind::Eq)?;
-        let StmtBuffers { spans, deps } = bufs;
-        let mut kind = self.command(graph, scope, spans)?;
+        let mut kind = self.command(graph, scope, &mut bufs.spans)?;
         self.hint = NODE_HINT;
         let mut queue = None;
         if self.eat_keyword(Kw::On)? {
@@ -355,6 +368,7 @@ impl<'s> Parser<'s> {
                 }),
             }
         }
+        let deps = &mut bufs.deps;
         deps.clear();
         if self.eat_keyword(Kw::After)? {
             self.expect(TokenKind::LParen)?;
@@ -368,9 +382,24 @@ impl<'s> Parser<'s> {
             }
             self.expect(TokenKind::RParen)?;
         }
+        let resolved = self.syms.resolve_now(&mut kind);
+        self.finish_node(graph, scope, bufs, NodeStmt { name, name_span, kind, resolved, queue, comments })
+    }
+
+    /// The end of a node statement whose last token was just consumed: its trailing
+    /// comment, the node, its name, its edges and the spans of its parts. Shared by the
+    /// general path and the fast path (`fast.rs`), which read the statement differently.
+    pub(super) fn finish_node(
+        &mut self,
+        graph: &mut Graph,
+        scope: &mut GraphScope<'s>,
+        bufs: &StmtBuffers,
+        node: NodeStmt<'s>,
+    ) -> PResult<()> {
+        let NodeStmt { name, name_span, kind, resolved, queue, mut comments } = node;
+        let StmtBuffers { spans, deps } = bufs;
         let span = Span::new(name_span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
-        let resolved = self.syms.resolve_now(&mut kind);
         let h = graph.nodes.append(Node { name: name.to_string(), kind, queue, comments }, span);
         if !resolved {
             self.syms.later(self.module.graphs.len(), h);

@@ -13,6 +13,7 @@
 //! never seen.
 
 mod command;
+mod fast;
 mod graph;
 mod infer;
 mod items;
@@ -40,29 +41,45 @@ type PResult<T> = Result<T, Box<ParseError>>;
 
 /// Parses, resolves and types a whole module.
 pub(crate) fn parse_module(source: &str) -> Result<Module, Vec<ParseError>> {
+    parse_module_with(source, true).0
+}
+
+/// [`parse_module`], with or without the fast path for node statements (`fast.rs`), and
+/// how many statements the fast path took: its tests compare the two ways.
+fn parse_module_with(source: &str, fast_path: bool) -> (Result<Module, Vec<ParseError>>, usize) {
     if source.len() > super::MAX_FILE_SIZE {
-        return Err(vec![ParseError::FileTooLarge { len: source.len() }]);
+        return (Err(vec![ParseError::FileTooLarge { len: source.len() }]), 0);
     }
     let mut parser = Parser::new(source);
-    let outcome = parser.module();
-    let mut errors = std::mem::take(&mut parser.errors);
-    errors.append(&mut parser.lex.errors);
-    match outcome {
-        Ok(()) => {
-            // Every item was parsed, so undefined module-level names are real findings even
-            // when other errors were found: report them too.
-            let mut module = std::mem::take(&mut parser.module);
-            parser.syms.resolve(&mut module, &mut errors);
-            if errors.is_empty() {
-                infer::infer_module(&mut module);
-                return Ok(module);
+    parser.fast_path = fast_path;
+    let result = parser.run();
+    (result, parser.fast_taken)
+}
+
+impl Parser<'_> {
+    /// Parses the whole source (see [`parse_module`]).
+    fn run(&mut self) -> Result<Module, Vec<ParseError>> {
+        let parser = self;
+        let outcome = parser.module();
+        let mut errors = std::mem::take(&mut parser.errors);
+        errors.append(&mut parser.lex.errors);
+        match outcome {
+            Ok(()) => {
+                // Every item was parsed, so undefined module-level names are real findings even
+                // when other errors were found: report them too.
+                let mut module = std::mem::take(&mut parser.module);
+                parser.syms.resolve(&mut module, &mut errors);
+                if errors.is_empty() {
+                    infer::infer_module(&mut module);
+                    return Ok(module);
+                }
             }
+            Err(fatal) => errors.push(*fatal),
         }
-        Err(fatal) => errors.push(*fatal),
+        errors.sort_by_key(|e| e.span().start);
+        errors.truncate(MAX_ERRORS);
+        Err(errors)
     }
-    errors.sort_by_key(|e| e.span().start);
-    errors.truncate(MAX_ERRORS);
-    Err(errors)
 }
 
 /// Parser state shared by the item, graph and kernel parsers.
@@ -77,6 +94,11 @@ pub(crate) struct Parser<'s> {
     syms: Symbols<'s>,
     /// The syntax of the construct being parsed, shown as help on syntax errors.
     hint: &'static str,
+    /// Whether node statements of the common forms are read by `fast.rs` (always, except
+    /// in the tests that compare both paths).
+    fast_path: bool,
+    /// Node statements the fast path took.
+    fast_taken: usize,
 }
 
 impl<'s> Parser<'s> {
@@ -89,6 +111,8 @@ impl<'s> Parser<'s> {
             module: Module::default(),
             syms: Symbols::default(),
             hint: "see docs/ir.md for the syntax",
+            fast_path: true,
+            fast_taken: 0,
         }
     }
 

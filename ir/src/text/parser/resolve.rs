@@ -81,16 +81,32 @@ pub(super) struct Symbols<'s> {
 }
 
 impl<'s> Symbols<'s> {
-    fn intern(&mut self, name: &'s str) -> usize {
+    /// The symbol number of `name`. Interning a name has no effect of its own: a symbol
+    /// neither referenced nor defined is never reported.
+    pub fn intern(&mut self, name: &'s str) -> usize {
         self.map.insert_with(name, || Sym { def: None, first_use: [None; 3] }).unwrap_or_else(|e| e)
+    }
+
+    /// Records a reference to symbol `index` as a `kind` at `span` (the first one of each
+    /// kind is where an undefined name is reported).
+    pub fn note_use(&mut self, index: usize, kind: ItemKind, span: Span) {
+        if let Some(sym) = self.map.entry_mut(index) {
+            sym.first_use[kind.index()].get_or_insert(span);
+        }
+    }
+
+    /// The arena index of symbol `index` if it is now defined as a `kind`.
+    pub fn defined_as(&self, index: usize, kind: ItemKind) -> Option<usize> {
+        match self.map.entry(index)?.def {
+            Some((found, at, _)) if found == kind => Some(at),
+            _ => None,
+        }
     }
 
     /// A provisional handle for a reference to `name` as a `kind`.
     pub fn reference<T>(&mut self, kind: ItemKind, name: &'s str, span: Span) -> Handle<T> {
         let index = self.intern(name);
-        if let Some(sym) = self.map.entry_mut(index) {
-            sym.first_use[kind.index()].get_or_insert(span);
-        }
+        self.note_use(index, kind, span);
         handle(index)
     }
 
