@@ -8,6 +8,7 @@
 pub mod arena;
 pub mod diag;
 pub mod dot;
+pub mod edit;
 pub mod graph;
 pub mod identity;
 pub mod interp;

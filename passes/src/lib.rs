@@ -1,1 +1,140 @@
-//! cmdgraph-passes (filled by its own issue).
+//! `cmdgraph-passes`: the pass registry, the pipeline runner and the optimization passes.
+//!
+//! A pass is a plain function `fn(&mut Module, &mut PassContext) -> Result<(), PassError>`
+//! listed in [`REGISTRY`] with MLIR-style metadata. Every pass keeps the happens-before
+//! relation among the commands that remain and leaves a module the verifier accepts; the
+//! runner ([`pipeline`]) checks the latter after every pass under `verify_each`.
+//!
+//! Provenance: passes never rename a node they keep. A node that a pass creates from another
+//! graph's node (`inline-subgraphs`) is named `<subgraph node>.<child node>`, so its origin
+//! stays readable in the text, the DOT and `cmdgraph diff`; [`PassContext::origins`] records
+//! the same mapping for the bundle.
+
+pub mod analysis;
+pub mod dead_nodes;
+pub mod eliminate_barriers;
+pub mod eliminate_empty;
+pub mod inline_subgraphs;
+pub mod pipeline;
+pub mod reduce;
+pub mod transitive_reduction;
+
+use cmdgraph_ir::Module;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The signature every pass has.
+pub type PassFn = fn(&mut Module, &mut PassContext) -> Result<(), PassError>;
+
+/// One registry entry.
+#[derive(Clone, Copy, Debug)]
+pub struct PassInfo {
+    /// Kebab-case name used by `--passes`.
+    pub name: &'static str,
+    /// One-line summary for `cmdgraph opt --list-passes`.
+    pub summary: &'static str,
+    /// The statistics it reports: (name, meaning).
+    pub statistics: &'static [(&'static str, &'static str)],
+    /// What it keeps so that `enable_profiling` timestamps and executable update still work.
+    pub preserves: &'static str,
+    /// The pass.
+    pub run: PassFn,
+}
+
+/// Every pass, in the order `--list-passes` shows them.
+pub static REGISTRY: &[PassInfo] = &[
+    inline_subgraphs::INFO,
+    eliminate_empty::INFO,
+    eliminate_barriers::INFO,
+    transitive_reduction::INFO,
+    dead_nodes::INFO,
+];
+
+/// The pipeline `compile` runs when no `--passes` is given.
+pub const DEFAULT_PIPELINE: &[&str] = &[
+    "inline-subgraphs",
+    "eliminate-empty-nodes",
+    "eliminate-barriers",
+    "dead-node-elimination",
+    "transitive-reduction",
+];
+
+/// Looks a pass up by name.
+pub fn lookup(name: &str) -> Option<&'static PassInfo> {
+    REGISTRY.iter().find(|p| p.name == name)
+}
+
+/// Where a node of the optimized module came from: (graph name, node name) pairs of the
+/// module the pipeline started from.
+pub type Origin = Vec<(String, String)>;
+
+/// State shared by the passes of one pipeline run.
+#[derive(Clone, Debug, Default)]
+pub struct PassContext {
+    /// Statistics of the pass now running, reset by the runner before each pass.
+    pub stats: BTreeMap<&'static str, u64>,
+    /// For nodes that did not exist under their name in the input module (keyed by graph
+    /// name and node name): the input nodes they stand for.
+    pub origins: BTreeMap<(String, String), Origin>,
+}
+
+impl PassContext {
+    /// Adds `amount` to statistic `name` of the pass now running.
+    pub fn bump(&mut self, name: &'static str, amount: u64) {
+        *self.stats.entry(name).or_insert(0) += amount;
+    }
+}
+
+/// Why a pass or the pipeline failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PassError {
+    /// `--passes` named no registered pass.
+    UnknownPass {
+        /// The name given.
+        name: String,
+        /// The closest registered name, if any is close.
+        suggestion: Option<&'static str>,
+    },
+    /// A pass could not transform a graph; the module is left as it was before that pass.
+    Failed {
+        /// The pass.
+        pass: &'static str,
+        /// The graph (without `@`).
+        graph: String,
+        /// The node involved (without `%`), if one is.
+        node: Option<String>,
+        /// What went wrong.
+        message: String,
+    },
+    /// The verifier rejected the output of a pass (a bug in that pass), rendered.
+    VerifyFailed {
+        /// The pass.
+        pass: &'static str,
+        /// The rendered diagnostics on the printed module.
+        diagnostics: String,
+    },
+}
+
+impl fmt::Display for PassError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PassError::UnknownPass { name, suggestion: Some(s) } => {
+                write!(f, "unknown pass `{name}`; did you mean `{s}`? (`cmdgraph opt --list-passes` lists them)")
+            }
+            PassError::UnknownPass { name, suggestion: None } => {
+                write!(f, "unknown pass `{name}` (`cmdgraph opt --list-passes` lists them)")
+            }
+            PassError::Failed { pass, graph, node: Some(node), message } => {
+                write!(f, "pass `{pass}` failed on @{graph}, node %{node}: {message}")
+            }
+            PassError::Failed { pass, graph, node: None, message } => {
+                write!(f, "pass `{pass}` failed on @{graph}: {message}")
+            }
+            PassError::VerifyFailed { pass, diagnostics } => {
+                write!(f, "the verifier rejected the output of pass `{pass}` (a bug in the pass):\n{diagnostics}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PassError {}

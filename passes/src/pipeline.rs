@@ -1,0 +1,1 @@
+//! The pipeline runner (filled by its helper).

@@ -1,0 +1,1 @@
+//! Transitive reduction of a DAG (filled by its helper).
