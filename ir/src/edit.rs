@@ -242,7 +242,9 @@ fn check_references(graph: &Graph, map: &NodeMap) -> Result<(), DanglingReferenc
         for alt in &d.alternatives {
             let mut bad = None;
             match alt {
-                Alternative::Kernel(cmd) => visit_kind(&NodeKind::Kernel(cmd.clone()), &mut |m| bad = bad.or(dangling(m))),
+                Alternative::Kernel(cmd) => {
+                    visit_kind(&NodeKind::Kernel(cmd.clone()), &mut |m| bad = bad.or(dangling(m)))
+                }
                 Alternative::HostTask(t) => t.access.iter().for_each(|a| bad = bad.or(dangling(&a.mem))),
                 Alternative::Other(kind) => visit_kind(kind, &mut |m| bad = bad.or(dangling(m))),
             }
@@ -307,10 +309,7 @@ fn remap_kind(kind: &mut NodeKind, map: &NodeMap) {
                 *alloc = new;
             }
         }
-        NodeKind::Empty
-        | NodeKind::Subgraph { .. }
-        | NodeKind::AsyncMalloc { .. }
-        | NodeKind::Dynamic { .. } => {}
+        NodeKind::Empty | NodeKind::Subgraph { .. } | NodeKind::AsyncMalloc { .. } | NodeKind::Dynamic { .. } => {}
     }
 }
 

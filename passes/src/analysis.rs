@@ -12,9 +12,9 @@ pub struct Csr {
 
 impl Csr {
     /// Builds adjacency from `(from, to)` pairs over `n` vertices.
-    pub fn from_pairs(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> Csr {
+    pub fn from_pairs(n: usize, pairs: &[(u32, u32)]) -> Csr {
         let mut offsets = vec![0u32; n + 1];
-        for (from, _) in pairs.clone() {
+        for &(from, _) in pairs {
             offsets[from as usize + 1] += 1;
         }
         for i in 0..n {
@@ -22,7 +22,7 @@ impl Csr {
         }
         let mut fill = offsets.clone();
         let mut targets = vec![0u32; offsets[n] as usize];
-        for (from, to) in pairs {
+        for &(from, to) in pairs {
             let slot = &mut fill[from as usize];
             targets[*slot as usize] = to;
             *slot += 1;
@@ -32,14 +32,14 @@ impl Csr {
 
     /// Successors of a graph's nodes.
     pub fn successors(graph: &Graph) -> Csr {
-        let pairs = graph.edges.iter().map(|(_, e)| (e.from.index() as u32, e.to.index() as u32));
-        Csr::from_pairs(graph.nodes.len(), pairs)
+        let pairs: Vec<_> = graph.edges.iter().map(|(_, e)| (e.from.index() as u32, e.to.index() as u32)).collect();
+        Csr::from_pairs(graph.nodes.len(), &pairs)
     }
 
     /// Predecessors of a graph's nodes.
     pub fn predecessors(graph: &Graph) -> Csr {
-        let pairs = graph.edges.iter().map(|(_, e)| (e.to.index() as u32, e.from.index() as u32));
-        Csr::from_pairs(graph.nodes.len(), pairs)
+        let pairs: Vec<_> = graph.edges.iter().map(|(_, e)| (e.to.index() as u32, e.from.index() as u32)).collect();
+        Csr::from_pairs(graph.nodes.len(), &pairs)
     }
 
     /// Number of vertices.

@@ -4,7 +4,8 @@ use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::Module;
 
 /// Registry entry.
-pub const INFO: PassInfo = PassInfo { name: "dead-node-elimination", summary: "TODO", statistics: &[], preserves: "TODO", run };
+pub const INFO: PassInfo =
+    PassInfo { name: "dead-node-elimination", summary: "TODO", statistics: &[], preserves: "TODO", run };
 
 fn run(_module: &mut Module, _ctx: &mut PassContext) -> Result<(), PassError> {
     Ok(())
