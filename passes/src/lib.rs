@@ -11,6 +11,7 @@
 //! the same mapping for the bundle.
 
 pub mod analysis;
+pub mod bypass;
 pub mod dead_nodes;
 pub mod eliminate_barriers;
 pub mod eliminate_empty;
