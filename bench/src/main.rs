@@ -269,13 +269,9 @@ fn main() -> ExitCode {
             let repeat = measure::Repeat { runs, budget };
             run_parse(&ParseRun { sizes: &sizes, repeat, stages: &stages, verify_up_to, write: !no_write })
         }
-        Command::Tred { sizes, runs, petgraph_timeout_secs, mem_cap_gb, no_write } => run_tred(
-            &sizes,
-            runs,
-            std::time::Duration::from_secs(petgraph_timeout_secs),
-            mem_cap_gb << 30,
-            !no_write,
-        ),
+        Command::Tred { sizes, runs, petgraph_timeout_secs, mem_cap_gb, no_write } => {
+            run_tred(&sizes, runs, std::time::Duration::from_secs(petgraph_timeout_secs), mem_cap_gb << 30, !no_write)
+        }
         Command::TredOne { algo, nodes } => tred::run_one(&algo, nodes).map(|line| println!("{line}")),
         Command::Barriers { sizes, no_write } => run_barriers(&sizes, !no_write),
     };

@@ -183,7 +183,8 @@ pub fn spawn(algo: &str, n: u32, timeout: Duration, mem_cap: u64) -> Result<Opti
         s.read_to_string(&mut out).map_err(|e| e.to_string())?;
     }
     let f: Vec<&str> = out.split_whitespace().collect();
-    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("bad child output `{out}`"));
+    let num =
+        |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("bad child output `{out}`"));
     let secs = f.first().and_then(|v| v.parse::<f64>().ok()).ok_or_else(|| format!("bad child output `{out}`"))?;
     Ok(Some(Outcome { secs, peak: num(1)?, base: num(2)?, kept: num(3)?, hash: num(4)? }))
 }

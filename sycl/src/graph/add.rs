@@ -14,7 +14,7 @@
 
 use super::checks::{check_banned, check_buffers, check_dynamic, event_node};
 use super::convert::{convert, Via};
-use super::edges::{accessor_deps, leaves, queue_leaves, Adjacency, Deps};
+use super::edges::{accessor_deps, leaves, Deps};
 use super::GraphInner;
 use crate::buffer::Accessor;
 use crate::dynamic::DynamicCommandGroup;
@@ -85,29 +85,32 @@ impl GraphInner {
         let events = h.deps.iter().map(|e| event_node(rc, &inner, e)).collect::<Result<Vec<_>>>()?;
 
         let rec = queue.as_ref().map(|q| inner.queue_rec(q));
-        let adj = Adjacency::new(&inner.ir);
+        let inner = &mut *inner;
+        inner.index.update(&inner.ir);
+        let barrier_sources = match (&converted.kind, rec) {
+            (NodeKind::Barrier { wait }, Some(r)) if wait.is_empty() => {
+                Some(inner.index.queue_leaves(inner.queues[r].ir))
+            }
+            (NodeKind::Barrier { wait }, _) => Some(wait.clone()),
+            _ => None,
+        };
+        let adj = inner.index.adjacency();
         let mut deps = Deps::default();
         if let (Some(q), Some(r)) = (&queue, rec) {
             if let (true, Some(last)) = (q.props().in_order, inner.queues[r].last) {
                 deps.push(last, EdgeKind::InOrder);
             }
         }
-        explicit_deps(rc, &inner, props, &mut deps)?;
+        explicit_deps(rc, inner, props, &mut deps)?;
         for e in events {
             deps.push(e, event_kind);
         }
         let ir_reqs: Vec<_> = converted.reqs.iter().map(Accessor::to_ir).collect();
-        for n in accessor_deps(&inner.ir, &inner.reqs, &ir_reqs, &adj) {
+        for n in accessor_deps(&inner.ir, &inner.reqs, &ir_reqs, adj) {
             deps.push(n, EdgeKind::Accessor);
         }
-        if let NodeKind::Barrier { wait } = &converted.kind {
-            let sources = match (wait.is_empty(), rec) {
-                (true, Some(r)) => queue_leaves(&inner.ir, inner.queues[r].ir),
-                _ => wait.clone(),
-            };
-            for n in sources {
-                deps.push(n, EdgeKind::Barrier);
-            }
+        for n in barrier_sources.into_iter().flatten() {
+            deps.push(n, EdgeKind::Barrier);
         }
         if let Some(b) = rec.and_then(|r| inner.queues[r].barrier) {
             let implied = deps.sources().iter().any(|s| *s == b || adj.reaches(b, *s));
@@ -154,14 +157,16 @@ pub(crate) fn add_dynamic(
         .get(dcg.handle.index())
         .cloned()
         .ok_or_else(|| SyclError::invalid(0, "unknown dynamic command group"))?;
-    let adj = Adjacency::new(&inner.ir);
+    let inner = &mut *inner;
+    inner.index.update(&inner.ir);
+    let adj = inner.index.adjacency();
     let mut per_alt: Vec<Vec<(Handle<Node>, EdgeKind)>> = Vec::new();
     for (events, reqs) in side.events.iter().zip(&side.reqs) {
         let mut d = Deps::default();
         for e in events {
-            d.push(event_node(rc, &inner, e)?, EdgeKind::Event);
+            d.push(event_node(rc, inner, e)?, EdgeKind::Event);
         }
-        for n in accessor_deps(&inner.ir, &inner.reqs, reqs, &adj) {
+        for n in accessor_deps(&inner.ir, &inner.reqs, reqs, adj) {
             d.push(n, EdgeKind::Accessor);
         }
         per_alt.push(d.list);
@@ -187,7 +192,7 @@ pub(crate) fn add_dynamic(
         ));
     }
     let mut deps = Deps::default();
-    explicit_deps(rc, &inner, props, &mut deps)?;
+    explicit_deps(rc, inner, props, &mut deps)?;
     for (n, k) in per_alt.into_iter().next().unwrap_or_default() {
         deps.push(n, k);
     }

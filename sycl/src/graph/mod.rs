@@ -57,6 +57,8 @@ pub(crate) struct GraphInner {
     pub(crate) children: Vec<Child>,
     /// The executable graph finalized last (one live instance with allocations, row 22).
     pub(crate) live_exec: Weak<ExecShared>,
+    /// Successor lists and queue leaves, caught up with `ir` before each use.
+    pub(crate) index: edges::Index,
 }
 
 impl GraphInner {
@@ -255,6 +257,7 @@ impl ModifiableGraph {
             recording: Vec::new(),
             children: Vec::new(),
             live_exec: Weak::new(),
+            index: edges::Index::default(),
         };
         Ok(ModifiableGraph(Rc::new(GraphShared { inner: Rc::new(RefCell::new(inner)) })))
     }
@@ -330,11 +333,13 @@ impl ModifiableGraph {
             return Ok(());
         }
         if !inner.props.no_cycle_check {
-            ensure(!Adjacency::new(&inner.ir).reaches(dest.handle, src.handle), 20, || {
+            let inner = &mut *inner;
+            inner.index.update(&inner.ir);
+            ensure(!inner.index.adjacency().reaches(dest.handle, src.handle), 20, || {
                 format!(
                     "make_edge: `%{}` already depends on `%{}`, so this edge would make a cycle",
-                    src.ir_name_in(&inner),
-                    dest.ir_name_in(&inner)
+                    src.ir_name_in(inner),
+                    dest.ir_name_in(inner)
                 )
             })?;
         }
