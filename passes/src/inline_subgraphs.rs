@@ -525,7 +525,7 @@ fn remap_kind(kind: &NodeKind, maps: &Maps) -> Option<NodeKind> {
             NodeKind::Memset { dst: remap_pointer(*dst, maps)?, value: *value, bytes: *bytes }
         }
         NodeKind::Memfill { dst, pattern, count } => {
-            NodeKind::Memfill { dst: remap_pointer(*dst, maps)?, pattern: pattern.clone(), count: *count }
+            NodeKind::Memfill { dst: remap_pointer(*dst, maps)?, pattern: *pattern, count: *count }
         }
         NodeKind::Prefetch { ptr, bytes } => NodeKind::Prefetch { ptr: remap_pointer(*ptr, maps)?, bytes: *bytes },
         NodeKind::Memadvise { ptr, bytes, advice } => {
