@@ -47,7 +47,10 @@ fn inlines_nested_subgraphs_with_prefixed_names_and_origins() {
     assert!(top.contains("dyn %run.alpha = 2.0 : f32"), "{top}");
     assert!(top.contains("%run.a = kernel @scale range(64) args(@x, %run.alpha) after(%start)"), "{top}");
     assert!(top.contains("%run.in.fill = memset @x, 0, 256 after(%run.a)"), "{top}");
-    assert!(top.contains("%run.c = kernel @scale range(64) args(@y, 3.0) on @run.q after(%run.b via in_order)"), "{top}");
+    assert!(
+        top.contains("%run.c = kernel @scale range(64) args(@y, 3.0) on @run.q after(%run.b via in_order)"),
+        "{top}"
+    );
     assert!(top.contains("%nothing = empty after(%run.c)"), "{top}");
     assert!(top.contains("edge %run.c -> %end"), "{top}");
     // The children stay graphs of their own; @mid is flat too.

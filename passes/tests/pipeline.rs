@@ -74,8 +74,7 @@ fn verify_each_catches_a_broken_pass_and_restores_the_module() {
     let original = support::module(TEXT);
     let mut m = original.clone();
     let options = RunOptions { verify_each: true, ..RunOptions::default() };
-    let err = run_pipeline(&mut m, &[&COUNT, &BROKEN], &options, &mut PassContext::default(), &mut |_| {})
-        .unwrap_err();
+    let err = run_pipeline(&mut m, &[&COUNT, &BROKEN], &options, &mut PassContext::default(), &mut |_| {}).unwrap_err();
     let PassError::VerifyFailed { pass, diagnostics } = err else { panic!("{err:?}") };
     assert_eq!(pass, "broken");
     assert!(diagnostics.contains("error[E0251]"), "{diagnostics}");

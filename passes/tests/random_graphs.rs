@@ -145,11 +145,8 @@ fn generate(seed: u64) -> String {
         all.push(op);
     }
     for t in &temps {
-        let users: Vec<String> = all
-            .iter()
-            .filter(|o| o.reads.contains(t) || o.writes.contains(t))
-            .map(|o| o.name.clone())
-            .collect();
+        let users: Vec<String> =
+            all.iter().filter(|o| o.reads.contains(t) || o.writes.contains(t)).map(|o| o.name.clone()).collect();
         let name = format!("free_{}", t.trim_start_matches('%'));
         let mut users = users;
         if users.is_empty() {
