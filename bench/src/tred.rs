@@ -216,9 +216,9 @@ pub fn table(rows: &[Row], timeout: Duration, mem_cap: u64) -> String {
                 if t.hash == r.ours.hash && t.kept == r.ours.kept { "yes" } else { "**NO**" }.to_string(),
             ),
             None => (
-                format!("did not finish in {} s / {} GB", timeout.as_secs(), mem_cap >> 30),
+                format!("did not finish ({} s / {} GiB cap)", timeout.as_secs(), mem_cap >> 30),
                 "-".to_string(),
-                format!("> {:.0}×", timeout.as_secs_f64() / r.ours.secs.max(1e-9)),
+                "-".to_string(),
                 "- (no petgraph result)".to_string(),
             ),
         };
