@@ -1,7 +1,7 @@
-//! The `cmdgraph` command-line tool: format, verify, draw and interpret command-graph IR (`.cgir`).
+//! The `cmdgraph` command-line tool: format, verify, draw, interpret and diff command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
-//! mismatch), 2 usage error (from clap), 3 I/O error.
+//! mismatch, `diff` found differences), 2 usage error (from clap), 3 I/O error.
 
 mod cmd;
 mod exit;
@@ -19,8 +19,10 @@ Examples:
   cmdgraph dot app.cgir | dot -Tsvg > app.svg
   cat app.cgir | cmdgraph dot --verbose --graph main -
   cmdgraph interp app.cgir --input x=x.npy --output y=y.npy --races
+  cmdgraph diff before.cgir after.cgir --dot diff.dot
+  cmdgraph diff --update-check exec.cgir source.cgir
 
-Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
+Exit codes: 0 ok, 1 input rejected (diff: modules differ), 2 usage error, 3 I/O error.";
 
 /// Format, verify, draw and run SYCL command graphs written in the cmdgraph IR (`.cgir`).
 #[derive(Parser)]
@@ -40,6 +42,9 @@ enum Command {
     Dot(cmd::dot::DotArgs),
     /// Run a graph on the reference interpreter with data from .npy or raw files.
     Interp(cmd::interp::InterpArgs),
+    /// Show what changed between two modules (exit 1 when they differ), or check a
+    /// whole-graph update with --update-check.
+    Diff(cmd::diff::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +55,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Dot(args) => cmd::dot::run(&args),
         Command::Interp(args) => cmd::interp::run(&args),
+        Command::Diff(args) => cmd::diff::run(&args),
     };
     exit::finish(outcome)
 }

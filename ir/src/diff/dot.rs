@@ -217,7 +217,8 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
     }
     if let Some(y) = gb {
         for (_, e) in y.edges.iter() {
-            edge(out, y, e, Status::Added, ga.is_some());
+            let whole = if ga.is_some() { Status::Same } else { Status::Added };
+            edge(out, y, e, whole, ga.is_some());
         }
     }
     out.push_str("  }\n");
