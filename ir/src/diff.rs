@@ -126,8 +126,18 @@ impl fmt::Display for Entry {
                 write!(f, "- {text}")?;
                 note(f, n)
             }
-            Entry::Changed { subject, attr, old, new } => write!(f, "~ {subject}: {attr} {old} -> {new}"),
+            Entry::Changed { subject, attr, old, new } => write!(f, "~ {subject}: {}", change_text(attr, old, new)),
         }
+    }
+}
+
+/// `launch range(8) -> range(16)`; an attribute of several words gets a colon
+/// (`arg 1: 2.0 -> 3.0`) so that it does not run into the value.
+pub(crate) fn change_text(attr: &str, old: &str, new: &str) -> String {
+    if attr.contains(' ') {
+        format!("{attr}: {old} -> {new}")
+    } else {
+        format!("{attr} {old} -> {new}")
     }
 }
 

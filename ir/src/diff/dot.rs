@@ -138,7 +138,7 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
                 added.insert(n.as_str());
             }
             Entry::Changed { subject: Subject::Node(n), attr, old, new } => {
-                changed.entry(n.as_str()).or_default().push(cut(&format!("~ {attr}: {old} -> {new}")));
+                changed.entry(n.as_str()).or_default().push(cut(&format!("~ {}", super::change_text(attr, old, new))));
             }
             Entry::Removed { subject: Subject::Edge { from, to }, .. } => {
                 edge_status.insert((from, to), Status::Removed);

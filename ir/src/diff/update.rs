@@ -135,7 +135,7 @@ fn refusal(exec: &Module, eg: Handle<Graph>, source: &Module, sg: Handle<Graph>)
             let mut f = fail(
                 ErrorNotSupported,
                 None,
-                format!("the source's node %{} is a {} node", n.name, ty.name()),
+                format!("the source's node %{} has type {}", n.name, ty.name()),
                 "whole-graph update takes sources of empty, barrier, kernel and host_task nodes only (000 §8.4.6, A1); update such a graph with a new finalize",
             );
             f.source_node = Some(h);
@@ -156,7 +156,7 @@ fn refusal(exec: &Module, eg: Handle<Graph>, source: &Module, sg: Handle<Graph>)
     }
     let alloc = e.nodes.iter().find(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. }));
     if let Some((h, n)) = alloc {
-        let why = format!("the executable graph owns allocations (%{} is an {} node)", n.name, e.node_type(h).name());
+        let why = format!("the executable graph owns allocations (%{} has type {})", n.name, e.node_type(h).name());
         let mut f = fail(ErrorNotSupported, None, why, "a graph with async_malloc/async_free cannot be whole-graph updated (000 §8.4.3); finalize again instead");
         f.exec_node = Some(h);
         return Err(f);
@@ -328,7 +328,7 @@ impl UpdateCheck {
                 out.push_str(&format!("ok: {} can be updated from {}\n", gname(e), gname(s)));
                 for c in &self.changes {
                     let n = e.and_then(|g| g.nodes.try_get(c.node)).map_or("?".to_string(), |n| n.name.clone());
-                    out.push_str(&format!("warning: %{n}: {} {} -> {}\n", c.attr, c.old, c.new));
+                    out.push_str(&format!("warning: %{n}: {}\n", super::change_text(&c.attr, &c.old, &c.new)));
                 }
                 let nodes: std::collections::BTreeSet<_> = self.changes.iter().map(|c| c.node).collect();
                 out.push_str(&format!(
