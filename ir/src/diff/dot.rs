@@ -156,8 +156,8 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
     // A's nodes, then B's additions; `ids` maps a name to its drawn node.
     let mut ids: BTreeMap<String, String> = BTreeMap::new();
     let mut drawn = 0usize;
-    let mut node = |out: &mut String, id: String, m: &Module, graph: &Graph, n: &Node, st: Status| {
-        let mut lines = vec![format!("{}%{}", st.sign(), n.name), cut(&attrs::command_text(m, graph, &n.kind))];
+    let mut node = |out: &mut String, id: String, command: String, n: &Node, st: Status| {
+        let mut lines = vec![format!("{}%{}", st.sign(), n.name), cut(&command)];
         if st == Status::Changed {
             lines.extend(changed.get(n.name.as_str()).cloned().unwrap_or_default());
         }
@@ -174,13 +174,19 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
             } else {
                 status(Status::Removed)
             };
-            node(out, format!("{gi}/a{}", h.index()), ma, x, n, st);
+            // A changed node shows its new command; its label lists what changed.
+            let now = match (st, gb) {
+                (Status::Changed, Some(y)) => y.node_by_name(&n.name).and_then(|h| y.nodes.try_get(h)).map(|m| (mb, y, m)),
+                _ => None,
+            };
+            let (m, graph, shown) = now.unwrap_or((ma, x, n));
+            node(out, format!("{gi}/a{}", h.index()), attrs::command_text(m, graph, &shown.kind), n, st);
         }
     }
     if let Some(y) = gb {
         for (h, n) in y.nodes.iter() {
             if added.contains(n.name.as_str()) || ga.is_none() {
-                node(out, format!("{gi}/b{}", h.index()), mb, y, n, Status::Added);
+                node(out, format!("{gi}/b{}", h.index()), attrs::command_text(mb, y, &n.kind), n, Status::Added);
             }
         }
     }
