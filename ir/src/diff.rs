@@ -322,9 +322,12 @@ pub fn diff_graphs(a: &Module, ga: Handle<Graph>, b: &Module, gb: Handle<Graph>)
     graph::diff_graph(a, Some(ga), b, Some(gb))
 }
 
+/// A graph of A and its partner in B; either may be missing.
+type GraphPair = (Option<Handle<Graph>>, Option<Handle<Graph>>);
+
 /// Graph pairs in report order: by name in A's order, then B's unpaired graphs; when
 /// exactly one graph of each side is left unpaired they are paired as a rename.
-fn pair_graphs(a: &Module, b: &Module) -> Vec<(Option<Handle<Graph>>, Option<Handle<Graph>>)> {
+fn pair_graphs(a: &Module, b: &Module) -> Vec<GraphPair> {
     let mut pairs: Vec<_> = a.graphs.iter().map(|(h, g)| (Some(h), b.graph_by_name(&g.name))).collect();
     let mut used: Vec<bool> = vec![false; b.graphs.len()];
     for (_, hb) in &pairs {
@@ -332,7 +335,8 @@ fn pair_graphs(a: &Module, b: &Module) -> Vec<(Option<Handle<Graph>>, Option<Han
             *slot = true;
         }
     }
-    let b_left: Vec<Handle<Graph>> = b.graphs.handles().filter(|h| !used.get(h.index()).copied().unwrap_or(true)).collect();
+    let b_left: Vec<Handle<Graph>> =
+        b.graphs.handles().filter(|h| !used.get(h.index()).copied().unwrap_or(true)).collect();
     let a_left: Vec<usize> = pairs.iter().enumerate().filter(|(_, (_, hb))| hb.is_none()).map(|(i, _)| i).collect();
     if let ([i], [hb]) = (a_left.as_slice(), b_left.as_slice()) {
         if let Some(pair) = pairs.get_mut(*i) {
@@ -357,7 +361,8 @@ fn compare_attrs(subject: &Subject, a: &[Attr], b: &[Attr], out: &mut Vec<Entry>
     }
     for (name, new) in b {
         if find(a, name).is_none() {
-            let entry = Entry::Changed { subject: subject.clone(), attr: name.clone(), old: NONE.into(), new: new.clone() };
+            let entry =
+                Entry::Changed { subject: subject.clone(), attr: name.clone(), old: NONE.into(), new: new.clone() };
             out.push(entry);
         }
     }

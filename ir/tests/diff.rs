@@ -118,9 +118,12 @@ fn a_different_command_is_one_change_with_both_statements() {
 #[test]
 fn added_and_removed_nodes_keep_creation_order() {
     let b = BASE.replace("  %c = empty after(%b)\n", "  %n1 = empty\n  %c = empty after(%b)\n  %n2 = empty\n");
-    let b = b.replace("%b = memcpy @y, @x, 256 after(%a)", "%b2 = memcpy @y, @x, 256 after(%a)").replace("after(%b)", "after(%b2)");
+    let b = b
+        .replace("%b = memcpy @y, @x, 256 after(%a)", "%b2 = memcpy @y, @x, 256 after(%a)")
+        .replace("after(%b)", "after(%b2)");
     let text = lines(&diff(BASE, &b));
-    let body: Vec<&str> = text.iter().map(String::as_str).filter(|l| !l.starts_with("@@") && !l.starts_with("summary")).collect();
+    let body: Vec<&str> =
+        text.iter().map(String::as_str).filter(|l| !l.starts_with("@@") && !l.starts_with("summary")).collect();
     assert_eq!(
         body,
         vec![
@@ -236,13 +239,20 @@ fn output_is_deterministic() {
 
 #[test]
 fn dot_picture_colours_each_status() {
-    let b = BASE.replace("range(64)", "range(8)").replace("  %c = empty after(%b)\n  edge %a -> %c\n", "  %d = empty after(%b)\n");
+    let b = BASE
+        .replace("range(64)", "range(8)")
+        .replace("  %c = empty after(%b)\n  edge %a -> %c\n", "  %d = empty after(%b)\n");
     let (ma, mb) = (parse_ok(BASE), parse_ok(&b));
     let dot = to_dot(&ma, &mb, &diff_modules(&ma, &mb, &DiffOptions::default()));
     assert!(dot.starts_with("// cmdgraph diff\ndigraph"), "{dot}");
     assert_eq!(dot.matches('{').count(), dot.matches('}').count(), "{dot}");
     assert!(dot.contains("\"legend/added\""), "{dot}");
-    assert!(dot.contains("[label=\"~ %a\\lkernel @k range(8) args(@x, %s)\\l~ launch range(64) -> range(8)\\l\", color=\"#ef6c00\""), "{dot}");
+    assert!(
+        dot.contains(
+            "[label=\"~ %a\\lkernel @k range(8) args(@x, %s)\\l~ launch range(64) -> range(8)\\l\", color=\"#ef6c00\""
+        ),
+        "{dot}"
+    );
     assert!(dot.contains("[label=\"- %c\\lempty\\l\", color=\"#c62828\""), "{dot}");
     assert!(dot.contains("[label=\"+ %d\\lempty\\l\", color=\"#2e7d32\""), "{dot}");
     assert!(dot.contains("[label=\"%b\\lmemcpy @y, @x, 256\\l\", color=\"#9e9e9e\""), "{dot}");
@@ -280,7 +290,10 @@ fn update_check_follows_topological_identity() {
 fn add_node(m: &mut Module) -> Option<String> {
     let (_, g) = m.graphs.iter_mut().next()?;
     let name = "zz added node".to_string();
-    let h = g.nodes.append(Node { name: name.clone(), kind: NodeKind::Empty, queue: None, comments: Default::default() }, Span::UNDEFINED);
+    let h = g.nodes.append(
+        Node { name: name.clone(), kind: NodeKind::Empty, queue: None, comments: Default::default() },
+        Span::UNDEFINED,
+    );
     g.body.push(cmdgraph_ir::graph::Stmt::Node(h));
     Some(name)
 }

@@ -98,12 +98,21 @@ pub fn to_dot(a: &Module, b: &Module, diff: &ModuleDiff) -> String {
 }
 
 fn legend(out: &mut String) {
-    out.push_str("\n  subgraph \"cluster_legend\" {\n    label=\"legend\";\n    style=dashed;\n    color=\"#9e9e9e\";\n");
-    let items = [(Status::Added, "added"), (Status::Removed, "removed"), (Status::Changed, "changed"), (Status::Same, "unchanged")];
+    out.push_str(
+        "\n  subgraph \"cluster_legend\" {\n    label=\"legend\";\n    style=dashed;\n    color=\"#9e9e9e\";\n",
+    );
+    let items = [
+        (Status::Added, "added"),
+        (Status::Removed, "removed"),
+        (Status::Changed, "changed"),
+        (Status::Same, "unchanged"),
+    ];
     for (status, name) in items {
         out.push_str(&format!("    \"legend/{name}\" [label=\"{name}\", {}];\n", status.style()));
     }
-    out.push_str("    \"legend/added\" -> \"legend/removed\" -> \"legend/changed\" -> \"legend/unchanged\" [style=invis];\n");
+    out.push_str(
+        "    \"legend/added\" -> \"legend/removed\" -> \"legend/changed\" -> \"legend/unchanged\" [style=invis];\n",
+    );
     out.push_str("  }\n");
 }
 
@@ -176,7 +185,9 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
             };
             // A changed node shows its new command; its label lists what changed.
             let now = match (st, gb) {
-                (Status::Changed, Some(y)) => y.node_by_name(&n.name).and_then(|h| y.nodes.try_get(h)).map(|m| (mb, y, m)),
+                (Status::Changed, Some(y)) => {
+                    y.node_by_name(&n.name).and_then(|h| y.nodes.try_get(h)).map(|m| (mb, y, m))
+                }
                 _ => None,
             };
             let (m, graph, shown) = now.unwrap_or((ma, x, n));
@@ -207,7 +218,9 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
                 .entries
                 .iter()
                 .find_map(|x| match x {
-                    Entry::Changed { subject: Subject::Edge { from: a, to: b }, old, new, .. } if a == from && b == to => {
+                    Entry::Changed { subject: Subject::Edge { from: a, to: b }, old, new, .. }
+                        if a == from && b == to =>
+                    {
                         Some(format!("~ {old} -> {new}"))
                     }
                     _ => None,

@@ -20,7 +20,15 @@ pub(super) fn diff_graph(a: &Module, ga: Option<Handle<Graph>>, b: &Module, gb: 
         compare_attrs(&Subject::Graph(y.name.clone()), &header(x), &header(y), &mut out);
     }
     let side = Sides { a, b, x, y };
-    side.named(&mut out, &x.queues, &y.queues, |q| &q.name, |_, q| queue_attrs(q), |_, q| queue_text(q), Subject::Queue);
+    side.named(
+        &mut out,
+        &x.queues,
+        &y.queues,
+        |q| &q.name,
+        |_, q| queue_attrs(q),
+        |_, q| queue_text(q),
+        Subject::Queue,
+    );
     side.named(
         &mut out,
         &x.dyn_params,
@@ -136,7 +144,8 @@ impl<'m> Sides<'m> {
         }
         for (_, na) in x.nodes.iter() {
             let subject = Subject::Node(na.name.clone());
-            let Some(nb) = in_b.get(&na.name).and_then(|i| Handle::from_usize(*i)).and_then(|h| y.nodes.try_get(h)) else {
+            let Some(nb) = in_b.get(&na.name).and_then(|i| Handle::from_usize(*i)).and_then(|h| y.nodes.try_get(h))
+            else {
                 let note = inlined.get(&na.name).map(|k| format!("inlined as {k} node(s)"));
                 let text = attrs::node_text(self.a, x, na);
                 out.push(Entry::Removed { subject, text, note });

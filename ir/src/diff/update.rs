@@ -127,7 +127,12 @@ fn fail(result: UpdateResult, node: Option<Handle<Node>>, why: String, help: &st
 fn refusal(exec: &Module, eg: Handle<Graph>, source: &Module, sg: Handle<Graph>) -> Result<(), UpdateFailure> {
     use UpdateResult::*;
     let (Some(e), Some(s)) = (exec.graphs.try_get(eg), source.graphs.try_get(sg)) else {
-        return Err(fail(ErrorNotSupported, None, "a graph handle names no graph".into(), "name a graph of each module"));
+        return Err(fail(
+            ErrorNotSupported,
+            None,
+            "a graph handle names no graph".into(),
+            "name a graph of each module",
+        ));
     };
     for (h, n) in s.nodes.iter() {
         let ty = s.node_type(h);
@@ -148,16 +153,27 @@ fn refusal(exec: &Module, eg: Handle<Graph>, source: &Module, sg: Handle<Graph>)
             "the executable graph has device({}) context({}) and the source device({}) context({})",
             e.device, e.context, s.device, s.context
         );
-        return Err(fail(ErrorNotSupported, None, why, "build the source for the executable graph's device and context"));
+        return Err(fail(
+            ErrorNotSupported,
+            None,
+            why,
+            "build the source for the executable graph's device and context",
+        ));
     }
     if !e.properties.updatable {
         let why = "the executable graph was not finalized with property `updatable`".to_string();
         return Err(fail(ErrorNotSupported, None, why, "add `updatable` to the graph's properties(...)"));
     }
-    let alloc = e.nodes.iter().find(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. }));
+    let alloc =
+        e.nodes.iter().find(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. }));
     if let Some((h, n)) = alloc {
         let why = format!("the executable graph owns allocations (%{} has type {})", n.name, e.node_type(h).name());
-        let mut f = fail(ErrorNotSupported, None, why, "a graph with async_malloc/async_free cannot be whole-graph updated (000 §8.4.3); finalize again instead");
+        let mut f = fail(
+            ErrorNotSupported,
+            None,
+            why,
+            "a graph with async_malloc/async_free cannot be whole-graph updated (000 §8.4.3); finalize again instead",
+        );
         f.exec_node = Some(h);
         return Err(f);
     }
@@ -210,7 +226,9 @@ fn mismatch_words(m: &Mismatch, e: &Graph, s: &Graph) -> String {
         Mismatch::EdgeCount { a, b } => format!("the executable graph has {a} edge(s) and the source {b}"),
         Mismatch::NodeType { a, b } => format!("node types differ ({} vs {})", a.name(), b.name()),
         Mismatch::Kernel { a, b } => format!("kernels differ (@{a} vs @{b})"),
-        Mismatch::InDegree { a, b } => format!("the node has {a} incoming edge(s) in the executable graph and {b} in the source"),
+        Mismatch::InDegree { a, b } => {
+            format!("the node has {a} incoming edge(s) in the executable graph and {b} in the source")
+        }
         Mismatch::EdgeSource { index, a, b } => format!(
             "incoming edge {index} comes from node #{} {} in the executable graph and from node #{} {} in the source",
             a.index(),
@@ -230,10 +248,12 @@ fn mismatch_words(m: &Mismatch, e: &Graph, s: &Graph) -> String {
 fn kernel_command<'g>(g: &'g Graph, kind: &'g NodeKind) -> Option<&'g KernelCommand> {
     match kind {
         NodeKind::Kernel(cmd) => Some(cmd),
-        NodeKind::Dynamic { dcg } => match g.dcgs.try_get(*dcg)?.alternatives.get(g.dcgs.try_get(*dcg)?.active as usize)? {
-            Alternative::Kernel(cmd) => Some(cmd),
-            _ => None,
-        },
+        NodeKind::Dynamic { dcg } => {
+            match g.dcgs.try_get(*dcg)?.alternatives.get(g.dcgs.try_get(*dcg)?.active as usize)? {
+                Alternative::Kernel(cmd) => Some(cmd),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
@@ -263,14 +283,12 @@ fn arg_kind(g: &Graph, arg: &Arg) -> String {
 /// alternative, as whole-graph update copies it.
 fn effective(g: &Graph, kind: &NodeKind) -> NodeKind {
     match kind {
-        NodeKind::Dynamic { dcg } => {
-            match g.dcgs.try_get(*dcg).and_then(|d| d.alternatives.get(d.active as usize)) {
-                Some(Alternative::Kernel(cmd)) => NodeKind::Kernel(cmd.clone()),
-                Some(Alternative::HostTask(task)) => NodeKind::HostTask(task.clone()),
-                Some(Alternative::Other(k)) => (**k).clone(),
-                None => kind.clone(),
-            }
-        }
+        NodeKind::Dynamic { dcg } => match g.dcgs.try_get(*dcg).and_then(|d| d.alternatives.get(d.active as usize)) {
+            Some(Alternative::Kernel(cmd)) => NodeKind::Kernel(cmd.clone()),
+            Some(Alternative::HostTask(task)) => NodeKind::HostTask(task.clone()),
+            Some(Alternative::Other(k)) => (**k).clone(),
+            None => kind.clone(),
+        },
         other => other.clone(),
     }
 }
@@ -306,7 +324,12 @@ impl UpdateCheck {
     /// The report `cmdgraph diff --update-check` prints: `ok: ...` and a warning per
     /// parameter the update would change, or `error: ...` with the result code, the node in
     /// each graph (with `file:line:col` when `files` is given), the edges, why and help.
-    pub fn render(&self, exec: (&Module, Handle<Graph>), source: (&Module, Handle<Graph>), files: Option<&Sources<'_>>) -> String {
+    pub fn render(
+        &self,
+        exec: (&Module, Handle<Graph>),
+        source: (&Module, Handle<Graph>),
+        files: Option<&Sources<'_>>,
+    ) -> String {
         let (e, s) = (exec.0.graphs.try_get(exec.1), source.0.graphs.try_get(source.1));
         let gname = |g: Option<&Graph>| g.map_or("?".to_string(), |g| format!("@{}", g.name));
         let mut out = String::new();
