@@ -22,7 +22,7 @@ Examples:
   cmdgraph diff before.cgir after.cgir --dot diff.dot
   cmdgraph diff --update-check exec.cgir source.cgir
 
-Exit codes: 0 ok, 1 input rejected (diff: modules differ), 2 usage error, 3 I/O error.";
+Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
 /// Format, verify, draw and run SYCL command graphs written in the cmdgraph IR (`.cgir`).
 #[derive(Parser)]
