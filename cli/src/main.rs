@@ -1,4 +1,4 @@
-//! The `cmdgraph` command-line tool: format, verify, draw, interpret and diff command-graph IR (`.cgir`).
+//! The `cmdgraph` command-line tool: format, verify, draw, interpret, optimize and diff command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
 //! mismatch, `diff` found differences), 2 usage error (from clap), 3 I/O error.
@@ -19,6 +19,7 @@ Examples:
   cmdgraph dot app.cgir | dot -Tsvg > app.svg
   cat app.cgir | cmdgraph dot --verbose --graph main -
   cmdgraph interp app.cgir --input x=x.npy --output y=y.npy --races
+  cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
   cmdgraph diff before.cgir after.cgir --dot diff.dot
   cmdgraph diff --update-check exec.cgir source.cgir
 
@@ -42,6 +43,8 @@ enum Command {
     Dot(cmd::dot::DotArgs),
     /// Run a graph on the reference interpreter with data from .npy or raw files.
     Interp(cmd::interp::InterpArgs),
+    /// Run a pass pipeline on a verified module and print the optimized module.
+    Opt(cmd::opt::OptArgs),
     /// Show what changed between two modules (exit 1 when they differ), or check a
     /// whole-graph update with --update-check.
     Diff(cmd::diff::DiffArgs),
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Dot(args) => cmd::dot::run(&args),
         Command::Interp(args) => cmd::interp::run(&args),
+        Command::Opt(args) => cmd::opt::run(&args),
         Command::Diff(args) => cmd::diff::run(&args),
     };
     exit::finish(outcome)

@@ -4,6 +4,7 @@ pub mod diff;
 pub mod dot;
 pub mod fmt;
 pub mod interp;
+pub mod opt;
 pub mod verify;
 
 use crate::exit::Failure;
