@@ -15,6 +15,9 @@ pub enum Failure {
     Rejected(String),
     /// Exit 3: an `error: cannot read/write ...` line.
     Io(String),
+    /// Exit 1 with nothing on stderr: the report on stdout already says why (`diff` found
+    /// differences, `diff --update-check` refused the update), as diff(1) does.
+    Differ,
 }
 
 /// Result of a subcommand.
@@ -26,6 +29,7 @@ pub fn finish(outcome: Outcome) -> ExitCode {
         Ok(()) => return ExitCode::SUCCESS,
         Err(Failure::Rejected(text)) => (text, REJECTED),
         Err(Failure::Io(text)) => (text, IO_ERROR),
+        Err(Failure::Differ) => return ExitCode::from(REJECTED),
     };
     let mut stderr = std::io::stderr().lock();
     // Nothing useful is left to do when stderr itself is gone; the exit code still tells.

@@ -1,7 +1,7 @@
-//! The `cmdgraph` command-line tool: format, verify, draw, interpret and optimize command-graph IR (`.cgir`).
+//! The `cmdgraph` command-line tool: format, verify, draw, interpret, optimize and diff command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
-//! mismatch), 2 usage error (from clap), 3 I/O error.
+//! mismatch, `diff` found differences), 2 usage error (from clap), 3 I/O error.
 
 mod cmd;
 mod exit;
@@ -20,6 +20,8 @@ Examples:
   cat app.cgir | cmdgraph dot --verbose --graph main -
   cmdgraph interp app.cgir --input x=x.npy --output y=y.npy --races
   cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
+  cmdgraph diff before.cgir after.cgir --dot diff.dot
+  cmdgraph diff --update-check exec.cgir source.cgir
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
@@ -43,6 +45,9 @@ enum Command {
     Interp(cmd::interp::InterpArgs),
     /// Run a pass pipeline on a verified module and print the optimized module.
     Opt(cmd::opt::OptArgs),
+    /// Show what changed between two modules (exit 1 when they differ), or check a
+    /// whole-graph update with --update-check.
+    Diff(cmd::diff::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
         Command::Dot(args) => cmd::dot::run(&args),
         Command::Interp(args) => cmd::interp::run(&args),
         Command::Opt(args) => cmd::opt::run(&args),
+        Command::Diff(args) => cmd::diff::run(&args),
     };
     exit::finish(outcome)
 }

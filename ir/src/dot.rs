@@ -12,7 +12,7 @@
 //! gives the same bytes and two dumps of related modules diff cleanly. Every string is
 //! quoted and escaped, so any name the API accepts yields DOT that `dot -Tsvg` accepts.
 
-mod label;
+pub(crate) mod label;
 #[cfg(test)]
 mod tests;
 

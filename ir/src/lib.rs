@@ -7,6 +7,7 @@
 
 pub mod arena;
 pub mod diag;
+pub mod diff;
 pub mod dot;
 pub mod edit;
 pub mod graph;

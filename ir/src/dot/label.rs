@@ -1,4 +1,5 @@
-//! IR-text renderings of command parts for DOT labels (`args(@x, %t + 64, 2.0 : f32)`).
+//! IR-text renderings of command parts for DOT labels (`args(@x, %t + 64, 2.0 : f32)`); `diff`
+//! uses them too, so that its lines read like the IR.
 //!
 //! These follow docs/ir.md so that a label reads like the statement it came from. They never
 //! index an arena directly: a module built through the API may hold dangling handles, and a
@@ -10,7 +11,7 @@ use crate::types::{LitValue, Literal};
 use crate::Handle;
 
 /// `@name` of a module memory object or `%name` of a graph allocation.
-pub(super) fn memref(module: &Module, graph: &Graph, mem: MemRef) -> String {
+pub(crate) fn memref(module: &Module, graph: &Graph, mem: MemRef) -> String {
     match mem {
         MemRef::Memory(h) => global(module.memories.try_get(h).map(|m| m.name.as_str())),
         MemRef::Alloc(h) => node_ref(graph, h),
@@ -18,22 +19,22 @@ pub(super) fn memref(module: &Module, graph: &Graph, mem: MemRef) -> String {
 }
 
 /// `%name` of a node of `graph`.
-pub(super) fn node_ref(graph: &Graph, node: Handle<Node>) -> String {
+pub(crate) fn node_ref(graph: &Graph, node: Handle<Node>) -> String {
     local(graph.nodes.try_get(node).map(|n| n.name.as_str()))
 }
 
 /// `@name`, or `@?` for a dangling handle.
-pub(super) fn global(name: Option<&str>) -> String {
+pub(crate) fn global(name: Option<&str>) -> String {
     format!("@{}", name.unwrap_or("?"))
 }
 
 /// `%name`, or `%?` for a dangling handle.
-pub(super) fn local(name: Option<&str>) -> String {
+pub(crate) fn local(name: Option<&str>) -> String {
     format!("%{}", name.unwrap_or("?"))
 }
 
 /// `@x`, `@x + 64`.
-pub(super) fn pointer(module: &Module, graph: &Graph, ptr: &Pointer) -> String {
+pub(crate) fn pointer(module: &Module, graph: &Graph, ptr: &Pointer) -> String {
     let base = memref(module, graph, ptr.base);
     if ptr.offset == 0 {
         base
@@ -43,7 +44,7 @@ pub(super) fn pointer(module: &Module, graph: &Graph, ptr: &Pointer) -> String {
 }
 
 /// A literal as the printer writes it: `2.0`, `-3`, `true`, `1.5 : f32`.
-pub(super) fn literal(lit: &Literal) -> String {
+pub(crate) fn literal(lit: &Literal) -> String {
     let value = match lit.value {
         LitValue::Bool(b) => b.to_string(),
         LitValue::Int(i) => i.to_string(),
@@ -68,7 +69,7 @@ fn accessor(module: &Module, graph: &Graph, acc: &Accessor) -> String {
 }
 
 /// The value of an argument or dynamic parameter.
-pub(super) fn arg_value(module: &Module, graph: &Graph, value: &ArgValue) -> String {
+pub(crate) fn arg_value(module: &Module, graph: &Graph, value: &ArgValue) -> String {
     match value {
         ArgValue::Scalar(lit) => literal(lit),
         ArgValue::Pointer(ptr) => pointer(module, graph, ptr),
@@ -82,7 +83,7 @@ pub(super) fn arg_value(module: &Module, graph: &Graph, value: &ArgValue) -> Str
 }
 
 /// One kernel argument: a value or the dynamic parameter it is registered with.
-pub(super) fn arg(module: &Module, graph: &Graph, arg: &Arg) -> String {
+pub(crate) fn arg(module: &Module, graph: &Graph, arg: &Arg) -> String {
     match arg {
         Arg::Value(v) => arg_value(module, graph, v),
         Arg::Dyn(p) => local(graph.dyn_params.try_get(*p).map(|d| d.name.as_str())),
@@ -90,7 +91,7 @@ pub(super) fn arg(module: &Module, graph: &Graph, arg: &Arg) -> String {
 }
 
 /// `range(1024, 1024)`, `nd_range(global(...), local(...))`, `single_task`.
-pub(super) fn launch(launch: &Launch) -> String {
+pub(crate) fn launch(launch: &Launch) -> String {
     let list = |xs: &[u64]| xs.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
     match launch {
         Launch::SingleTask => "single_task".to_string(),
@@ -105,23 +106,23 @@ pub(super) fn launch(launch: &Launch) -> String {
 }
 
 /// `args(@x, %t, 2.0)`.
-pub(super) fn args(module: &Module, graph: &Graph, cmd: &KernelCommand) -> String {
+pub(crate) fn args(module: &Module, graph: &Graph, cmd: &KernelCommand) -> String {
     let parts: Vec<String> = cmd.args.iter().map(|a| arg(module, graph, a)).collect();
     format!("args({})", parts.join(", "))
 }
 
 /// `kernel @k range(N) args(...)`: a whole kernel command on one line.
-pub(super) fn kernel_command(module: &Module, graph: &Graph, cmd: &KernelCommand) -> String {
+pub(crate) fn kernel_command(module: &Module, graph: &Graph, cmd: &KernelCommand) -> String {
     format!("kernel {} {} {}", kernel_name(module, cmd), launch(&cmd.launch), args(module, graph, cmd))
 }
 
 /// `@k`: the kernel a command launches.
-pub(super) fn kernel_name(module: &Module, cmd: &KernelCommand) -> String {
+pub(crate) fn kernel_name(module: &Module, cmd: &KernelCommand) -> String {
     global(module.kernels.try_get(cmd.kernel).map(|k| k.name.as_str()))
 }
 
 /// `access(@x read, %t write)`, empty when the list is.
-pub(super) fn access_list(module: &Module, graph: &Graph, task: &HostTaskCommand) -> Option<String> {
+pub(crate) fn access_list(module: &Module, graph: &Graph, task: &HostTaskCommand) -> Option<String> {
     if task.access.is_empty() {
         return None;
     }
@@ -131,7 +132,7 @@ pub(super) fn access_list(module: &Module, graph: &Graph, task: &HostTaskCommand
 }
 
 /// A string literal as the IR writes it: quoted, with `\\ \" \n \t \u{XXXX}` escapes.
-pub(super) fn string(s: &str) -> String {
+pub(crate) fn string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
