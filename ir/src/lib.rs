@@ -6,6 +6,7 @@
 //! Nothing here links LLVM, Vulkan or egg.
 
 pub mod arena;
+pub mod bundle;
 pub mod diag;
 pub mod diff;
 pub mod dot;

@@ -1,0 +1,162 @@
+//! The compiled artifact: what `codegen` writes and `executor` loads (docs/abi.md).
+//!
+//! A bundle is RON text of [`Bundle`]. The graph structure travels as canonical IR text
+//! (`optimized`), which the loader parses and verifies, so the bundle never duplicates what
+//! the IR already says; the rest is what the IR cannot say: SPIR-V per kernel variant, the
+//! argument layout of each, the schedule, the memory plan and where each node came from.
+//! Every collection is a `Vec` in a defined order, so the same input gives the same bytes.
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the bundle or the kernel ABI changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A compiled module.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bundle {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// SHA-256 (lower-case hex) of the bundle serialized with this field empty.
+    pub content_hash: String,
+    /// The module as the user wrote it, printed canonically.
+    pub source: String,
+    /// The module after the pass pipeline, printed canonically.
+    pub optimized: String,
+    /// The pass pipeline that produced `optimized` (comma-separated names).
+    pub pipeline: String,
+    /// One entry per (kernel, work-group size) variant, sorted by kernel name then size.
+    pub kernels: Vec<CompiledKernel>,
+    /// One entry per graph of `optimized`, in module order.
+    pub graphs: Vec<GraphPlan>,
+}
+
+/// One SPIR-V module for one kernel at one work-group size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompiledKernel {
+    /// The kernel's name in `optimized` (without `@`).
+    pub kernel: String,
+    /// Entry point name in the module.
+    pub entry: String,
+    /// `LocalSize` of the entry point.
+    pub workgroup_size: [u32; 3],
+    /// Consecutive work-items of dimension 0 one invocation handles (1 unless vectorized).
+    pub items_per_invocation: u32,
+    /// The SPIR-V words.
+    pub spirv: Vec<u32>,
+    /// Where each argument goes.
+    pub layout: ArgLayout,
+}
+
+/// The argument block and memory slots of a kernel variant (docs/abi.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArgLayout {
+    /// Size of the argument block in bytes (header included).
+    pub block_size: u32,
+    /// One field per kernel parameter, in parameter order.
+    pub fields: Vec<ArgField>,
+    /// Memory slots (binding `1 + i`): parameter buffers, then device globals by name.
+    pub slots: Vec<MemorySlot>,
+}
+
+/// Where one parameter's value goes in the argument block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArgField {
+    /// Byte offset in the argument block.
+    pub offset: u32,
+    /// What the field holds.
+    pub kind: ArgFieldKind,
+}
+
+/// The kind of an argument-block field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ArgFieldKind {
+    /// A scalar or vector value of `bytes` bytes.
+    Value {
+        /// Size in bytes.
+        bytes: u32,
+    },
+    /// A buffer parameter: element offset and element count words; its memory is `slot`.
+    Buffer {
+        /// Index into [`ArgLayout::slots`].
+        slot: u32,
+        /// Element size in bytes.
+        elem_bytes: u32,
+    },
+    /// Work-group memory: the element count word; compiled with room for `capacity`.
+    Local {
+        /// Elements the compiled kernel has room for.
+        capacity: u64,
+        /// Element size in bytes.
+        elem_bytes: u32,
+    },
+}
+
+/// What a memory slot is bound to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MemorySlot {
+    /// The memory the argument of parameter `param` points to (per node).
+    Param {
+        /// Parameter index.
+        param: u32,
+        /// Whether the kernel writes it.
+        writes: bool,
+    },
+    /// A `device_global` (without `@`).
+    DeviceGlobal {
+        /// Its name.
+        name: String,
+        /// Whether the kernel writes it.
+        writes: bool,
+    },
+}
+
+/// Everything about one graph that is not in its IR text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphPlan {
+    /// Graph name (without `@`).
+    pub name: String,
+    /// Segments in execution order.
+    pub segments: Vec<Segment>,
+    /// Graph-owned memory: pool size and offsets.
+    pub memory: PoolPlan,
+    /// For optimized nodes whose name is not a source node's: the source nodes they stand
+    /// for, as (graph, node) names. Sorted by node name.
+    pub origins: Vec<NodeOrigin>,
+}
+
+/// A part of a run between host tasks (docs/abi.md, "Schedule").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Segment {
+    /// Device work: stages of mutually independent nodes, by name.
+    Device {
+        /// Stages in order; a memory barrier separates consecutive stages.
+        stages: Vec<Vec<String>>,
+    },
+    /// One host task (by node name).
+    Host {
+        /// The host-task node.
+        node: String,
+    },
+}
+
+/// Offsets of graph-owned allocations in one pool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolPlan {
+    /// Pool size in bytes (`get_required_mem_size`).
+    pub size: u64,
+    /// Offset alignment the plan was made for.
+    pub alignment: u64,
+    /// (async_malloc node name, byte offset), in node creation order.
+    pub offsets: Vec<(String, u64)>,
+    /// The planner's report, as text (docs/memory.md).
+    pub report: String,
+}
+
+/// Where an optimized node came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeOrigin {
+    /// The node in `optimized`.
+    pub node: String,
+    /// (graph, node) names in `source`.
+    pub sources: Vec<(String, String)>,
+}
