@@ -41,7 +41,7 @@ fn bits(v: &[f32]) -> Vec<u32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Pooled and separate layouts give the same `@out`, bit for bit.
     #[test]

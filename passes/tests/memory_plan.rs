@@ -113,7 +113,8 @@ proptest! {
                 best = best.max(members.iter().map(|&i| units[i]).sum());
             }
         }
-        prop_assert_eq!(lower_bound::lower_bound(&p, &units), best);
+        let c = order::conflicts(&p).unwrap();
+        prop_assert_eq!(lower_bound::lower_bound(&p, &c, &units), best);
         prop_assert_eq!(plan.lower_bound, best * alignment);
         prop_assert!(plan.pool_size >= plan.lower_bound);
         prop_assert!(plan.pool_size <= plan.naive);

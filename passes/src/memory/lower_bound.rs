@@ -14,39 +14,84 @@
 //! allocations conflict with everything, so their sizes are added to any antichain.
 
 use super::lifetimes::Problem;
+use super::order::Conflicts;
 
 const INF: u64 = u64::MAX / 4;
 
 /// The heaviest antichain's weight in units of `units` (one entry per allocation).
-pub fn lower_bound(problem: &Problem, units: &[u64]) -> u64 {
+/// `conflicts` must be those of `problem`: they seed the flow with a greedy chain cover.
+pub fn lower_bound(problem: &Problem, conflicts: &Conflicts, units: &[u64]) -> u64 {
     let n = problem.succ.len();
     let (source, sink) = (n as u32, n as u32 + 1);
     let mut net = Network::new(n + 2);
     let mut fixed = 0u64;
-    let mut feasible = 0u64;
     for v in 0..n as u32 {
         for &w in problem.succ.neighbours(v) {
             net.arc(v, w, 0, 0, INF);
         }
     }
+    let w = |i: u32| units.get(i as usize).copied().unwrap_or(0);
+    let mut order: Vec<u32> = Vec::new();
     for (i, a) in problem.allocs.iter().enumerate() {
-        let w = units.get(i).copied().unwrap_or(0);
         if a.zero_init {
-            fixed = fixed.saturating_add(w);
-            continue;
+            fixed = fixed.saturating_add(w(i as u32));
+        } else if w(i as u32) > 0 {
+            order.push(i as u32);
         }
-        if w == 0 {
-            continue;
-        }
-        let end = a.free.unwrap_or(sink);
-        // Feasible flow: w along source -> malloc -> (allocation arc) -> free -> sink.
-        net.arc(source, a.malloc, w, 0, INF);
-        net.arc(a.malloc, end, w, w, INF);
-        if end != sink {
-            net.arc(end, sink, w, 0, INF);
-        }
-        feasible = feasible.saturating_add(w);
     }
+    order.sort_by_key(|&i| conflicts.start.get(i as usize).copied().unwrap_or(0));
+    // Greedy chain cover, in start order: an allocation takes its flow from the frees of
+    // allocations ordered before it (non-conflicting and started earlier), the most recent
+    // first, and from the source for the rest. The flow from a free `f_a` to a malloc `m_b`
+    // runs on an added arc `f_a -> m_b`, which changes nothing: `f_a` reaches `m_b` already.
+    // Dinic then only corrects what the greedy missed, instead of building every chain
+    // through long paths of the DAG.
+    let mut feasible = 0u64;
+    let mut available: Vec<(u32, u64)> = Vec::new();
+    let mut spent = 0usize;
+    for &b in &order {
+        let alloc = &problem.allocs[b as usize];
+        let mut need = w(b);
+        let mut k = available.len();
+        while need > 0 && k > 0 {
+            k -= 1;
+            let (a, left) = available[k];
+            if left == 0 || conflicts.conflict(problem, a, b) {
+                continue;
+            }
+            let take = left.min(need);
+            if let Some(f) = problem.allocs.get(a as usize).and_then(|x| x.free) {
+                net.arc(f, alloc.malloc, take, 0, INF);
+            }
+            available[k].1 -= take;
+            need -= take;
+            if available[k].1 == 0 {
+                spent += 1;
+            }
+        }
+        // Spent entries are skipped by the scan; dropping them when they are half the list
+        // keeps the scans linear overall.
+        if spent * 2 > available.len() {
+            available.retain(|&(_, left)| left > 0);
+            spent = 0;
+        }
+        if need > 0 {
+            net.arc(source, alloc.malloc, need, 0, INF);
+            feasible = feasible.saturating_add(need);
+        }
+        let end = alloc.free.unwrap_or(sink);
+        net.arc(alloc.malloc, end, w(b), w(b), INF);
+        if end != sink {
+            available.push((b, w(b)));
+        }
+    }
+    for (a, left) in available {
+        if let Some(f) = problem.allocs.get(a as usize).and_then(|x| x.free) {
+            net.arc(f, sink, left, 0, INF);
+        }
+    }
+    // Frees with flow left over send it to the sink; each malloc's arc from the source carries
+    // what its predecessors did not. Pushing flow back from sink to source lowers the total.
     let back = net.max_flow(sink, source);
     fixed.saturating_add(feasible.saturating_sub(back))
 }

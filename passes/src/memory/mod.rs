@@ -106,7 +106,7 @@ pub fn plan_problem(problem: &Problem, names: &AllocNames, graph: &str, alignmen
     let conflicts = order::conflicts(problem)?;
     let placement = planner::plan(problem, &conflicts, alignment);
     let units = planner::units(problem, alignment);
-    let lower_bound = lower_bound::lower_bound(problem, &units).saturating_mul(alignment);
+    let lower_bound = lower_bound::lower_bound(problem, &conflicts, &units).saturating_mul(alignment);
     let naive = units.iter().fold(0u64, |s, u| s.saturating_add(*u)).saturating_mul(alignment);
     let dpcpp = dpcpp::exact_size_reuse(problem, &conflicts, alignment);
     let allocations = problem

@@ -80,7 +80,7 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
 
     // Disjoint intervals that are still unordered: chain cover and ancestor labels.
     let pred = transpose(succ);
-    let (chain_of, chain_idx) = chain_cover(&topo, &pred);
+    let (chain_of, chain_idx) = chain_cover(&topo, &pred, &pos);
     // Frees of non-zero_init allocations, per chain, in chain order.
     let mut chain_frees: std::collections::BTreeMap<u32, Vec<(u32, u32)>> = Default::default();
     for &a in &live {
@@ -161,16 +161,24 @@ fn transpose(succ: &Csr) -> Csr {
     Csr::from_pairs(succ.len(), &pairs)
 }
 
-/// A greedy chain cover: each vertex, in topological order, extends the chain of its first
-/// predecessor that is still that chain's tail, or starts a chain. Returns (chain, index in
-/// chain) per vertex.
-fn chain_cover(topo: &[u32], pred: &Csr) -> (Vec<u32>, Vec<u32>) {
+/// A greedy chain cover: each vertex, in topological order, extends the chain of its latest
+/// predecessor (in topological position) that is still that chain's tail, or starts a chain.
+/// The latest one, because on a recorded graph it is the previous command of the same
+/// queue: taking an event predecessor instead would steal another queue's chain and make
+/// every later command of that queue start a new one. Returns (chain, index in chain) per
+/// vertex.
+fn chain_cover(topo: &[u32], pred: &Csr, pos: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let n = pred.len();
     let mut chain_of = vec![0u32; n];
     let mut idx = vec![0u32; n];
     let mut tails: Vec<u32> = Vec::new();
     for &v in topo {
-        let extend = pred.neighbours(v).iter().copied().find(|&p| tails[chain_of[p as usize] as usize] == p);
+        let extend = pred
+            .neighbours(v)
+            .iter()
+            .copied()
+            .filter(|&p| tails[chain_of[p as usize] as usize] == p)
+            .max_by_key(|&p| pos[p as usize]);
         match extend {
             Some(p) => {
                 let c = chain_of[p as usize];

@@ -76,7 +76,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
     };
     // Peak promotion, with a work budget so planning time stays linear-ish in the input.
     let work = (n + 2 * conflicts.pairs()).max(1);
-    let rounds = (4_000_000 / work).clamp(0, 64);
+    let rounds = (3_000_000 / work).saturating_sub(3).min(64);
     let mut tried = std::collections::BTreeSet::new();
     for _ in 0..rounds {
         let peak = order.iter().copied().filter(|&i| !tried.contains(&i)).max_by_key(|&i| {

@@ -159,6 +159,9 @@ impl Spec {
                     (1, ins)
                 }
             };
+            let mut ins = ins;
+            ins.sort_unstable();
+            ins.dedup();
             let factor = match self.sizes {
                 Sizes::Uniform => 1,
                 Sizes::Mixed { max_factor } => {
@@ -244,11 +247,13 @@ impl Program {
             let ins = &self.inputs[i];
             let (a, b) = (arg(ins.first()), arg(ins.get(1).or(ins.first())));
             let c = 0.25 + (i % 4) as f64 * 0.25;
-            let events: Vec<String> = ins.iter().filter(|&&t| self.queue[t] != q).map(|t| format!("%k{t}")).collect();
+            // Readers wait for the producer's last command (its second launch, if any).
+            let last = |t: usize| if self.inputs[t].len() > 2 { format!("%j{t}") } else { format!("%k{t}") };
+            let events: Vec<String> = ins.iter().filter(|&&t| self.queue[t] != q).map(|&t| last(t)).collect();
             emit(&mut out, &mut prev, q, format!("%k{i}"), format!("kernel @op range({base}) args({a}, {b}, %m{i}, {c:?})"), &events);
             // A third input is read too, through a second launch, so every listed input is used.
             if let Some(t) = ins.get(2) {
-                let ev: Vec<String> = if self.queue[*t] != q { vec![format!("%k{t}")] } else { Vec::new() };
+                let ev: Vec<String> = if self.queue[*t] != q { vec![last(*t)] } else { Vec::new() };
                 emit(&mut out, &mut prev, q, format!("%j{i}"), format!("kernel @op range({base}) args(%m{i}, %m{t}, %m{i}, 1.0)"), &ev);
             }
             if sink_slot[i] != usize::MAX {
@@ -257,7 +262,7 @@ impl Program {
                 emit(&mut out, &mut prev, q, format!("%f{i}"), format!("async_free %m{i}"), &[]);
             }
             for &t in ins.iter() {
-                if last_reader[t] == i && ins.iter().position(|&x| x == t) == ins.iter().rposition(|&x| x == t) {
+                if last_reader[t] == i {
                     let events: Vec<String> = readers[t]
                         .iter()
                         .filter(|&&r| self.queue[r] != q)
