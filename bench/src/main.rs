@@ -56,6 +56,9 @@ enum Command {
         /// Planning runs per workload; the best one counts.
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// Only workloads whose name contains this (implies --no-write).
+        #[arg(long)]
+        only: Option<String>,
         /// Print the table only; leave docs/performance.md alone.
         #[arg(long)]
         no_write: bool,
@@ -138,9 +141,9 @@ fn run_parse(run: &ParseRun<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn run_memory(max_allocs: usize, runs: usize, write: bool) -> Result<(), String> {
+fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result<(), String> {
     let data = workspace_root().join("bench").join("data").join("minimalloc");
-    let rows = memory::rows(max_allocs, runs, &data)?;
+    let rows = memory::rows(max_allocs, runs, only, &data)?;
     let table = memory::table(&rows);
     println!("{table}");
     if !write {
@@ -181,7 +184,10 @@ fn main() -> ExitCode {
             let repeat = measure::Repeat { runs, budget };
             run_parse(&ParseRun { sizes: &sizes, repeat, stages: &stages, verify_up_to, write: !no_write })
         }
-        Command::Memory { max_allocs, runs, no_write } => run_memory(max_allocs, runs, !no_write),
+        Command::Memory { max_allocs, runs, only, no_write } => {
+            let write = !no_write && only.is_none();
+            run_memory(max_allocs, runs, only.as_deref().unwrap_or(""), write)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -75,7 +75,7 @@ pub fn measure(name: String, mixed: bool, text: &str, alignment: u64, runs: usiz
     let mut result = None;
     for _ in 0..runs.max(1) {
         let t = Instant::now();
-        let (problem, _) = Problem::from_graph(graph)?;
+        let problem = Problem::from_graph(graph)?;
         let t1 = t.elapsed();
         let conflicts = order::conflicts(&problem)?;
         let t2 = t.elapsed();
@@ -113,9 +113,12 @@ pub fn measure(name: String, mixed: bool, text: &str, alignment: u64, runs: usiz
 }
 
 /// Every row: generated workloads, then the MiniMalloc instances under `data`.
-pub fn rows(max_allocs: usize, runs: usize, data: &Path) -> Result<Vec<Row>, String> {
+pub fn rows(max_allocs: usize, runs: usize, only: &str, data: &Path) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for (name, spec) in generated(max_allocs) {
+        if !name.contains(only) {
+            continue;
+        }
         let mixed = matches!(spec.sizes, Sizes::Mixed { .. });
         eprintln!("memory: {name}");
         rows.push(measure(name, mixed, &spec.program().to_text(), DEFAULT_ALIGNMENT, runs)?);
@@ -130,6 +133,9 @@ pub fn rows(max_allocs: usize, runs: usize, data: &Path) -> Result<Vec<Row>, Str
         let text = std::fs::read_to_string(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
         let intervals = parse_minimalloc_csv(&text).map_err(|e| format!("{}: {e}", f.display()))?;
         let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if !format!("MiniMalloc {stem}").contains(only) {
+            continue;
+        }
         eprintln!("memory: minimalloc {stem}");
         // Alignment 1: the instances' sizes are in their own units, the capacity too.
         rows.push(measure(format!("MiniMalloc {stem}"), true, &intervals_text(&intervals), 1, runs)?);

@@ -46,22 +46,19 @@ pub struct AllocNames {
 }
 
 impl Problem {
-    /// The allocations of `graph`, with names. The graph should have passed the verifier:
+    /// The allocations of `graph`. The graph should have passed the verifier:
     /// the plan relies on its lifetime checks (on other input it is still computed, without
     /// panicking, but may be wrong).
-    pub fn from_graph(graph: &Graph) -> Result<(Problem, AllocNames), String> {
+    pub fn from_graph(graph: &Graph) -> Result<Problem, String> {
         let succ = Csr::successors(graph);
         // Slot of every malloc node; u32::MAX for other nodes.
         let mut slot = vec![u32::MAX; graph.nodes.len()];
         let mut allocs = Vec::new();
-        let mut names = AllocNames::default();
         for (h, node) in graph.nodes.iter() {
             if let NodeKind::AsyncMalloc { elem, count, zero_init, .. } = &node.kind {
                 slot[h.index()] = allocs.len() as u32;
                 let size = elem.size().saturating_mul(*count);
                 allocs.push(Allocation { malloc: h.index() as u32, free: None, size, zero_init: *zero_init });
-                names.malloc.push(node.name.clone());
-                names.free.push(None);
             }
         }
         let n = allocs.len();
@@ -83,10 +80,20 @@ impl Problem {
             // the verifier reports; the allocation is then kept live to the end.
             if let [f] = frees[i].as_slice() {
                 a.free = Some(*f);
-                names.free[i] =
-                    Handle::from_usize(*f as usize).and_then(|h| graph.nodes.try_get(h)).map(|n| n.name.clone());
             }
         }
-        Ok((Problem { succ, allocs }, names))
+        Ok(Problem { succ, allocs })
+    }
+}
+
+impl AllocNames {
+    /// The names of `problem`'s malloc and free vertices in `graph` (built by
+    /// [`Problem::from_graph`]), for the report.
+    pub fn from_graph(graph: &Graph, problem: &Problem) -> AllocNames {
+        let name = |v: u32| Handle::from_usize(v as usize).and_then(|h| graph.nodes.try_get(h)).map(|n| n.name.clone());
+        AllocNames {
+            malloc: problem.allocs.iter().map(|a| name(a.malloc).unwrap_or_default()).collect(),
+            free: problem.allocs.iter().map(|a| a.free.and_then(name)).collect(),
+        }
     }
 }

@@ -138,7 +138,8 @@ pub fn plan_problem(problem: &Problem, names: &AllocNames, graph: &str, alignmen
 
 /// Plans graph `graph` of a module.
 pub fn plan_graph(graph: &Graph, alignment: u64) -> Result<MemoryPlan, String> {
-    let (problem, names) = Problem::from_graph(graph)?;
+    let problem = Problem::from_graph(graph)?;
+    let names = AllocNames::from_graph(graph, &problem);
     plan_problem(&problem, &names, &graph.name, alignment)
 }
 

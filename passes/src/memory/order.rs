@@ -30,7 +30,7 @@ pub struct Conflicts {
     pub end: Vec<u32>,
     /// For each allocation, the allocations it conflicts with (sorted). `zero_init`
     /// allocations have empty lists here: they conflict with everything (see the planner).
-    pub adj: Csr,
+    pub adj: Adjacency,
     /// Number of chains of the chain cover that hold a free (for the report and tests).
     pub chains: usize,
 }
@@ -44,7 +44,7 @@ impl Conflicts {
 
     /// Number of conflicting pairs (without `zero_init` ones).
     pub fn pairs(&self) -> usize {
-        (0..self.adj.len() as u32).map(|a| self.adj.neighbours(a).len()).sum::<usize>() / 2
+        self.adj.entries() / 2
     }
 }
 
@@ -141,15 +141,66 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
             slot_of[*c as usize] = u32::MAX;
         }
     }
-    let mut both = Vec::with_capacity(pairs.len() * 2);
-    for &(a, b) in &pairs {
-        both.push((a, b));
-        both.push((b, a));
-    }
-    both.sort_unstable();
-    both.dedup();
-    let adj = Csr::from_pairs(allocs.len(), &both);
+    // Each pair is found once (the two searches are disjoint and a free lies on one chain),
+    // so the lists need no dedup; sorting each short list beats sorting all pairs.
+    let adj = Adjacency::symmetric(allocs.len(), &pairs);
     Ok(Conflicts { start, end, adj, chains: chains.len() })
+}
+
+/// Sorted adjacency lists of the conflict graph (compressed rows).
+#[derive(Clone, Debug, Default)]
+pub struct Adjacency {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Adjacency {
+    /// Symmetric adjacency from unique unordered pairs, each list sorted.
+    fn symmetric(n: usize, pairs: &[(u32, u32)]) -> Adjacency {
+        let mut offsets = vec![0u32; n + 1];
+        for &(a, b) in pairs {
+            offsets[a as usize + 1] += 1;
+            offsets[b as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut targets = vec![0u32; offsets[n] as usize];
+        for &(a, b) in pairs {
+            for (x, y) in [(a, b), (b, a)] {
+                let slot = &mut fill[x as usize];
+                targets[*slot as usize] = y;
+                *slot += 1;
+            }
+        }
+        for i in 0..n {
+            targets[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
+        }
+        Adjacency { offsets, targets }
+    }
+
+    /// Number of allocations.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are no allocations.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The allocations `v` conflicts with, sorted (empty for an unknown `v`).
+    pub fn neighbours(&self, v: u32) -> &[u32] {
+        let lo = self.offsets.get(v as usize).copied().unwrap_or(0) as usize;
+        let hi = self.offsets.get(v as usize + 1).copied().unwrap_or(0) as usize;
+        self.targets.get(lo..hi).unwrap_or(&[])
+    }
+
+    /// Number of (ordered) entries, twice the number of pairs.
+    pub fn entries(&self) -> usize {
+        self.targets.len()
+    }
 }
 
 /// Predecessor lists of `succ`.

@@ -66,7 +66,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
     let mut greedy = Greedy { units: &units, adj: conflicts, base, offset: vec![u64::MAX; n], scratch: Vec::new() };
     let mut best: Option<(u64, Vec<u64>, &'static str, Vec<u32>)> = None;
     for (name, order) in [("size", by_size), ("neighbourhood", by_weight), ("start", by_start)] {
-        let top = greedy.run(&order);
+        let top = greedy.run(&order, best.as_ref().map_or(u64::MAX, |b| b.0));
         if best.as_ref().is_none_or(|b| top < b.0) {
             best = Some((top, greedy.offset.clone(), name, order));
         }
@@ -90,7 +90,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
         let mut candidate = order.clone();
         candidate.retain(|&i| i != peak);
         candidate.insert(0, peak);
-        let t = greedy.run(&candidate);
+        let t = greedy.run(&candidate, top);
         if t < top {
             top = t;
             placed = greedy.offset.clone();
@@ -121,8 +121,10 @@ struct Greedy<'a> {
 }
 
 impl Greedy<'_> {
-    /// Places every allocation of `order`; returns the top of the pool in units.
-    fn run(&mut self, order: &[u32]) -> u64 {
+    /// Places every allocation of `order`; returns the top of the pool in units, or stops
+    /// early and returns `u64::MAX` once the top reaches `limit` (the best so far): a
+    /// candidate that cannot win is not worth finishing.
+    fn run(&mut self, order: &[u32], limit: u64) -> u64 {
         self.offset.fill(u64::MAX);
         let mut top = self.base;
         for &b in order {
@@ -153,6 +155,9 @@ impl Greedy<'_> {
             let at = best.map_or(cursor, |(_, o)| o);
             self.offset[b as usize] = at;
             top = top.max(at.saturating_add(need));
+            if top >= limit {
+                return u64::MAX;
+            }
         }
         top
     }
