@@ -1,4 +1,4 @@
-//! The `cmdgraph` command-line tool: format, verify, draw and interpret command-graph IR (`.cgir`).
+//! The `cmdgraph` command-line tool: format, verify, draw, interpret and optimize command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
 //! mismatch), 2 usage error (from clap), 3 I/O error.
@@ -19,6 +19,7 @@ Examples:
   cmdgraph dot app.cgir | dot -Tsvg > app.svg
   cat app.cgir | cmdgraph dot --verbose --graph main -
   cmdgraph interp app.cgir --input x=x.npy --output y=y.npy --races
+  cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
@@ -40,6 +41,8 @@ enum Command {
     Dot(cmd::dot::DotArgs),
     /// Run a graph on the reference interpreter with data from .npy or raw files.
     Interp(cmd::interp::InterpArgs),
+    /// Run a pass pipeline on a verified module and print the optimized module.
+    Opt(cmd::opt::OptArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Dot(args) => cmd::dot::run(&args),
         Command::Interp(args) => cmd::interp::run(&args),
+        Command::Opt(args) => cmd::opt::run(&args),
     };
     exit::finish(outcome)
 }

@@ -3,6 +3,7 @@
 pub mod dot;
 pub mod fmt;
 pub mod interp;
+pub mod opt;
 pub mod verify;
 
 use crate::exit::Failure;

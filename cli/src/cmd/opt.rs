@@ -1,0 +1,144 @@
+//! `cmdgraph opt`: run a pass pipeline on a verified module and print the result.
+
+use crate::exit::{Failure, Outcome};
+use crate::io;
+use cmdgraph_passes::pipeline::{self, DumpPosition, PipelineEvent, RunOptions};
+use cmdgraph_passes::{PassContext, PassInfo, DEFAULT_PIPELINE, REGISTRY};
+use std::path::{Path, PathBuf};
+
+const EXAMPLES: &str = "\
+Examples:
+  cmdgraph opt app.cgir -o app.opt.cgir              the default pipeline
+  cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
+  cmdgraph opt --verify-each --print-after-all app.cgir 2> dumps.cgir
+  cmdgraph opt --dump-dot-dir steps app.cgir > /dev/null && dot -Tsvg -O steps/*.dot
+  cmdgraph opt --time-passes --stats app.cgir > /dev/null
+  cmdgraph opt --list-passes";
+
+/// Arguments of `cmdgraph opt`.
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct OptArgs {
+    /// The module to optimize; `-` reads stdin.
+    #[arg(value_name = "FILE", default_value = "-")]
+    pub input: PathBuf,
+    /// Comma-separated passes to run in order (default: the default pipeline, see
+    /// --list-passes).
+    #[arg(long, value_name = "a,b,c", value_parser = parse_passes)]
+    pub passes: Option<PassList>,
+    /// Write to OUT instead of stdout; OUT is replaced only once the output is complete.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Dump the module to stderr after every pass.
+    #[arg(long)]
+    pub print_after_all: bool,
+    /// Dump the module to stderr before pass P (repeatable, or comma-separated).
+    #[arg(long, value_name = "P", value_delimiter = ',', value_parser = parse_pass)]
+    pub print_before: Vec<&'static PassInfo>,
+    /// Dump the module to stderr after pass P (repeatable, or comma-separated).
+    #[arg(long, value_name = "P", value_delimiter = ',', value_parser = parse_pass)]
+    pub print_after: Vec<&'static PassInfo>,
+    /// Run the verifier after every pass; a pass whose output it rejects stops the run.
+    #[arg(long)]
+    pub verify_each: bool,
+    /// Print the wall time of every pass to stderr.
+    #[arg(long)]
+    pub time_passes: bool,
+    /// Print the statistics of every pass to stderr.
+    #[arg(long)]
+    pub stats: bool,
+    /// Write the module as DOT to DIR/00-input.dot and DIR/NN-<pass>.dot after each pass.
+    #[arg(long, value_name = "DIR")]
+    pub dump_dot_dir: Option<PathBuf>,
+    /// List the registered passes and the default pipeline, then exit.
+    #[arg(long)]
+    pub list_passes: bool,
+}
+
+/// A parsed `--passes` value (a newtype so that clap takes it as one value, not a list).
+#[derive(Clone, Debug)]
+pub struct PassList(pub Vec<&'static PassInfo>);
+
+fn parse_passes(spec: &str) -> Result<PassList, String> {
+    pipeline::parse_pipeline(spec, REGISTRY).map(PassList).map_err(|e| e.to_string())
+}
+
+fn parse_pass(name: &str) -> Result<&'static PassInfo, String> {
+    pipeline::lookup_in(name.trim(), REGISTRY).map_err(|e| e.to_string())
+}
+
+/// Runs `cmdgraph opt`.
+pub fn run(args: &OptArgs) -> Outcome {
+    if args.list_passes {
+        return io::write_output(None, &list_passes());
+    }
+    let input = io::read_input(&args.input)?;
+    let mut module = super::parse(&input)?;
+    super::print_warnings(&super::verify(&input, &module)?);
+    let passes: Vec<&'static PassInfo> = match &args.passes {
+        Some(p) => p.0.clone(),
+        None => DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect(),
+    };
+    if let Some(dir) = &args.dump_dot_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Io(format!("error: cannot create `{}`: {e}", dir.display())))?;
+    }
+    let options = RunOptions {
+        verify_each: args.verify_each,
+        print_after_all: args.print_after_all,
+        print_before: args.print_before.iter().map(|p| p.name.to_string()).collect(),
+        print_after: args.print_after.iter().map(|p| p.name.to_string()).collect(),
+        dump_dot: args.dump_dot_dir.is_some(),
+    };
+    let mut io_error: Option<Failure> = None;
+    let mut on_event = |event: PipelineEvent| match event {
+        PipelineEvent::IrDump { position, pass, graphs, text } => {
+            let when = match position {
+                DumpPosition::Before => "Before",
+                DumpPosition::After => "After",
+            };
+            let plural = if graphs == 1 { "" } else { "s" };
+            eprint!("// *** IR Dump {when} {pass} ({graphs} graph{plural}) ***\n{text}");
+        }
+        PipelineEvent::Dot { step, name, text } => {
+            if let (Some(dir), None) = (&args.dump_dot_dir, &io_error) {
+                io_error = write_dot(dir, step, name, &text).err();
+            }
+        }
+    };
+    let mut ctx = PassContext::default();
+    let report = pipeline::run_pipeline(&mut module, &passes, &options, &mut ctx, &mut on_event)
+        .map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+    if let Some(e) = io_error {
+        return Err(e);
+    }
+    if args.time_passes {
+        eprint!("{}", pipeline::render_timings(&report));
+    }
+    if args.stats {
+        eprint!("{}", pipeline::render_stats(&report));
+    }
+    io::write_output(args.output.as_deref(), &cmdgraph_ir::text::print(&module))
+}
+
+fn write_dot(dir: &Path, step: usize, name: &str, text: &str) -> Result<(), Failure> {
+    let path = dir.join(format!("{step:02}-{name}.dot"));
+    io::write_atomic(&path, text.as_bytes())
+        .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))
+}
+
+/// `--list-passes`: every registered pass with its summary, statistics and what it
+/// preserves, then the default pipeline.
+fn list_passes() -> String {
+    let mut out = String::from("Passes:\n");
+    let width = REGISTRY.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    for p in REGISTRY {
+        out.push_str(&format!("  {:width$}  {}\n", p.name, p.summary));
+        for (stat, meaning) in p.statistics {
+            out.push_str(&format!("  {:width$}    stat {stat}: {meaning}\n", ""));
+        }
+        out.push_str(&format!("  {:width$}    preserves: {}\n", "", p.preserves));
+    }
+    out.push_str(&format!("Default pipeline: {}\n", DEFAULT_PIPELINE.join(",")));
+    out
+}
