@@ -55,6 +55,9 @@ const LABEL_BUDGET: usize = 1 << 22;
 pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     let succ = &problem.succ;
     let n = succ.len();
+    // The lowest-index topological order follows creation order, so on a recorded graph a
+    // command's previous command on its queue is still a chain tail when it comes (a FIFO
+    // order interleaves queues and the chain cover falls apart into thousands of chains).
     let topo = topological_order(succ).ok_or_else(|| "the graph has a cycle".to_string())?;
     let mut pos = vec![0u32; n];
     for (i, &v) in topo.iter().enumerate() {

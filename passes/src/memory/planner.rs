@@ -10,9 +10,12 @@
 //! it in two ways, and keeps the best result (ties go to the earlier candidate, so the plan
 //! is deterministic):
 //! - other orders: by the weight of the conflict neighbourhood (allocations in the heaviest
-//!   cliques first) and by start position (a linear scan);
-//! - peak promotion: the allocation that ends highest is moved to the front of the order and
-//!   the greedy is run again, for a number of rounds bounded by the problem size.
+//!   cliques first), by area (size × lifetime length), by size class then start, and by
+//!   start position (a linear scan);
+//! - local search on the best order: allocations that reach the top of the pool are moved
+//!   earlier, or two early allocations swap, and the greedy runs again; a result no larger is
+//!   kept. The number of rounds follows a work budget, so large inputs get few and small ones
+//!   many, and a seeded generator keeps the plan deterministic.
 
 use super::lifetimes::Problem;
 use super::order::Conflicts;
@@ -24,7 +27,8 @@ pub struct Placement {
     pub offsets: Vec<u64>,
     /// Pool size in bytes (a multiple of the alignment).
     pub pool: u64,
-    /// Which candidate won: `size`, `neighbourhood`, `start`, or one of them `+promote`.
+    /// Which order won (`size`, `neighbourhood`, `area`, `size-class`, `start`), with
+    /// `+search` when the local search improved on it.
     pub strategy: &'static str,
 }
 
@@ -49,65 +53,118 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
         }
     }
     let shared: Vec<u32> = (0..n as u32).filter(|&i| !problem.allocs[i as usize].zero_init).collect();
-    let degree_weight = |i: u32| -> u64 {
-        conflicts.adj.neighbours(i).iter().map(|&j| units.get(j as usize).copied().unwrap_or(0)).sum::<u64>()
-            + units[i as usize]
+    let start = |i: u32| conflicts.start.get(i as usize).copied().unwrap_or(0) as u64;
+    let length = |i: u32| {
+        let s = start(i);
+        let e = conflicts.end.get(i as usize).copied().unwrap_or(0);
+        // Live-to-the-end allocations count as ending after every other.
+        (if e == super::order::END { conflicts.start.len() as u64 * 4 } else { e as u64 }).saturating_sub(s) + 1
     };
-    let mut by_size = shared.clone();
-    by_size.sort_by(|&a, &b| units[b as usize].cmp(&units[a as usize]).then(conflicts.start[a as usize].cmp(&conflicts.start[b as usize])));
-    let mut by_weight = shared.clone();
-    let weights: Vec<u64> = (0..n as u32).map(degree_weight).collect();
-    by_weight.sort_by(|&a, &b| {
-        weights[b as usize].cmp(&weights[a as usize]).then(units[b as usize].cmp(&units[a as usize])).then(a.cmp(&b))
-    });
-    let mut by_start = shared.clone();
-    by_start.sort_by_key(|&i| conflicts.start[i as usize]);
-
+    let weights: Vec<u64> = (0..n as u32)
+        .map(|i| {
+            conflicts.adj.neighbours(i).iter().map(|&j| units.get(j as usize).copied().unwrap_or(0)).sum::<u64>()
+                + units[i as usize]
+        })
+        .collect();
+    let sorted = |key: &dyn Fn(u32) -> (u64, u64)| {
+        // Larger keys first; ties by start, then index, so every order is deterministic.
+        // Keys are computed once per allocation, not per comparison.
+        let mut keyed: Vec<(std::cmp::Reverse<(u64, u64)>, u64, u32)> =
+            shared.iter().map(|&i| (std::cmp::Reverse(key(i)), start(i), i)).collect();
+        keyed.sort_unstable();
+        keyed.into_iter().map(|(_, _, i)| i).collect::<Vec<u32>>()
+    };
+    let u = |i: u32| units[i as usize];
+    let size_class = |i: u32| 64 - u(i).leading_zeros() as u64;
+    // Large inputs try only the orders that win there (size, area; see docs/performance.md),
+    // to keep planning time near-linear.
+    let large = n > LARGE;
     let mut greedy = Greedy { units: &units, adj: conflicts, base, offset: vec![u64::MAX; n], scratch: Vec::new() };
     let mut best: Option<(u64, Vec<u64>, &'static str, Vec<u32>)> = None;
-    for (name, order) in [("size", by_size), ("neighbourhood", by_weight), ("start", by_start)] {
+    for name in ["size", "neighbourhood", "area", "size-class", "start"] {
+        if large && !matches!(name, "size" | "area") {
+            continue;
+        }
+        let order = match name {
+            "size" => sorted(&|i| (u(i), 0)),
+            "neighbourhood" => sorted(&|i| (weights[i as usize], u(i))),
+            "area" => sorted(&|i| (u(i).saturating_mul(length(i)), u(i))),
+            "size-class" => sorted(&|i| (size_class(i), u64::MAX - start(i))),
+            _ => sorted(&|i| (u64::MAX - start(i), u(i))),
+        };
         let top = greedy.run(&order, best.as_ref().map_or(u64::MAX, |b| b.0));
         if best.as_ref().is_none_or(|b| top < b.0) {
             best = Some((top, greedy.offset.clone(), name, order));
         }
     }
-    let Some((mut top, mut placed, mut strategy, mut order)) = best else {
+    let Some((mut top, mut placed, strategy, mut order)) = best else {
         return Placement { offsets: offsets.iter().map(|o| o * alignment).collect(), pool: base * alignment, strategy: "size" };
     };
-    // Peak promotion, with a work budget so planning time stays linear-ish in the input.
+    // Local search with a work budget (deterministic: a seeded generator, no clock), so
+    // planning time stays near-linear for large inputs and small ones get many rounds. A
+    // round moves one allocation that reaches the top of the pool to an earlier random
+    // position, or swaps two allocations in the leading part of the order; the result is
+    // kept when the pool is not larger (plateau moves let the search drift).
     let work = (n + 2 * conflicts.pairs()).max(1);
-    let rounds = (3_000_000 / work).saturating_sub(3).min(64);
-    let mut tried = std::collections::BTreeSet::new();
+    let rounds = (LOCAL_SEARCH_WORK / work).saturating_sub(5).min(MAX_ROUNDS);
+    let mut rng = super::workloads::Rng::new(0x6d65_6d6f_7279);
+    let mut improved = false;
     for _ in 0..rounds {
-        let peak = order.iter().copied().filter(|&i| !tried.contains(&i)).max_by_key(|&i| {
-            (placed[i as usize].saturating_add(units[i as usize]), std::cmp::Reverse(i))
-        });
-        let Some(peak) = peak else { break };
-        if placed[peak as usize].saturating_add(units[peak as usize]) < top {
+        if order.len() < 2 {
             break;
         }
-        tried.insert(peak);
         let mut candidate = order.clone();
-        candidate.retain(|&i| i != peak);
-        candidate.insert(0, peak);
-        let t = greedy.run(&candidate, top);
-        if t < top {
+        if rng.below(3) > 0 {
+            // An allocation at the top of the pool, moved earlier.
+            let peaks: Vec<usize> = (0..order.len())
+                .filter(|&k| placed[order[k] as usize].saturating_add(u(order[k])) >= top)
+                .collect();
+            let Some(&k) = peaks.get(rng.below(peaks.len() as u64) as usize) else { break };
+            let to = rng.below(k as u64 + 1) as usize;
+            let x = candidate.remove(k);
+            candidate.insert(to, x);
+        } else {
+            let head = (order.len() as u64).min(64.max(order.len() as u64 / 4));
+            let (i, j) = (rng.below(head) as usize, rng.below(head) as usize);
+            candidate.swap(i, j);
+        }
+        let t = greedy.run(&candidate, top.saturating_add(1));
+        if t <= top {
+            improved |= t < top;
             top = t;
-            placed = greedy.offset.clone();
+            placed.copy_from_slice(&greedy.offset);
             order = candidate;
-            strategy = match strategy {
-                "size" | "size+promote" => "size+promote",
-                "neighbourhood" | "neighbourhood+promote" => "neighbourhood+promote",
-                _ => "start+promote",
-            };
-            tried.clear();
         }
     }
     for &i in &shared {
         offsets[i as usize] = placed[i as usize];
     }
+    let strategy = if improved { search_name(strategy) } else { strategy };
     let pool = top.max(base);
-    Placement { offsets: offsets.iter().map(|o| o.saturating_mul(alignment)).collect(), pool: pool.saturating_mul(alignment), strategy }
+    Placement {
+        offsets: offsets.iter().map(|o| o.saturating_mul(alignment)).collect(),
+        pool: pool.saturating_mul(alignment),
+        strategy,
+    }
+}
+
+/// Work budget of the local search, in (allocations + conflict entries) per round.
+const LOCAL_SEARCH_WORK: usize = 4_000_000;
+
+/// Above this many allocations only two orders are tried.
+const LARGE: usize = 20_000;
+
+/// Most local-search rounds, whatever the size.
+const MAX_ROUNDS: usize = 2_000;
+
+fn search_name(start: &'static str) -> &'static str {
+    match start {
+        "size" => "size+search",
+        "neighbourhood" => "neighbourhood+search",
+        "area" => "area+search",
+        "size-class" => "size-class+search",
+        _ => "start+search",
+    }
 }
 
 /// Greedy best-fit placement in a given order, reusing its buffers between runs.
