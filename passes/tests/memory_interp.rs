@@ -60,7 +60,8 @@ proptest! {
 /// tensors that are read together alias, which the race detector reports.
 #[test]
 fn a_wrong_plan_is_caught() {
-    let spec = Spec { shape: Shape::LayerStack { skip: 2 }, ops: 6, queues: 1, base: 4, sizes: Sizes::Uniform, seed: 1 };
+    let spec =
+        Spec { shape: Shape::LayerStack { skip: 2 }, ops: 6, queues: 1, base: 4, sizes: Sizes::Uniform, seed: 1 };
     let text = spec.program().to_text();
     let module = cmdgraph_ir::text::parse(&text).unwrap();
     let g = module.graph_by_name("g").unwrap();

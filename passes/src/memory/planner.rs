@@ -69,8 +69,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
     let sorted = |key: &dyn Fn(u32) -> (u64, u64)| {
         // Larger keys first; ties by start, then index, so every order is deterministic.
         // Keys are computed once per allocation, not per comparison.
-        let mut keyed: Vec<(std::cmp::Reverse<(u64, u64)>, u64, u32)> =
-            shared.iter().map(|&i| (std::cmp::Reverse(key(i)), start(i), i)).collect();
+        let mut keyed: Vec<Keyed> = shared.iter().map(|&i| (std::cmp::Reverse(key(i)), start(i), i)).collect();
         keyed.sort_unstable();
         keyed.into_iter().map(|(_, _, i)| i).collect::<Vec<u32>>()
     };
@@ -98,7 +97,11 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
         }
     }
     let Some((mut top, mut placed, strategy, mut order)) = best else {
-        return Placement { offsets: offsets.iter().map(|o| o * alignment).collect(), pool: base * alignment, strategy: "size" };
+        return Placement {
+            offsets: offsets.iter().map(|o| o * alignment).collect(),
+            pool: base * alignment,
+            strategy: "size",
+        };
     };
     // Local search with a work budget (deterministic: a seeded generator, no clock), so
     // planning time stays near-linear for large inputs and small ones get many rounds. A
@@ -116,9 +119,8 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
         let mut candidate = order.clone();
         if rng.below(3) > 0 {
             // An allocation at the top of the pool, moved earlier.
-            let peaks: Vec<usize> = (0..order.len())
-                .filter(|&k| placed[order[k] as usize].saturating_add(u(order[k])) >= top)
-                .collect();
+            let peaks: Vec<usize> =
+                (0..order.len()).filter(|&k| placed[order[k] as usize].saturating_add(u(order[k])) >= top).collect();
             let Some(&k) = peaks.get(rng.below(peaks.len() as u64) as usize) else { break };
             let to = rng.below(k as u64 + 1) as usize;
             let x = candidate.remove(k);
@@ -147,6 +149,9 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64) -> Placeme
         strategy,
     }
 }
+
+/// A sort key: (key, larger first), start, allocation.
+type Keyed = (std::cmp::Reverse<(u64, u64)>, u64, u32);
 
 /// Work budget of the local search, in (allocations + conflict entries) per round.
 const LOCAL_SEARCH_WORK: usize = 4_000_000;

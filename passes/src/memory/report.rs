@@ -40,7 +40,16 @@ pub fn report_text(plan: &MemoryPlan) -> String {
         }
     }
     let line = |cells: [&str; 4]| {
-        format!("  {:<w0$}  {:>w1$}  {:>w2$}  {}\n", cells[0], cells[1], cells[2], cells[3], w0 = width[0], w1 = width[1], w2 = width[2])
+        format!(
+            "  {:<w0$}  {:>w1$}  {:>w2$}  {}\n",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            w0 = width[0],
+            w1 = width[1],
+            w2 = width[2]
+        )
     };
     out.push_str(&line(header));
     for r in &rows {
@@ -55,12 +64,8 @@ pub fn report_text(plan: &MemoryPlan) -> String {
         ratio(plan.pool_size, plan.lower_bound)
     );
     let _ = writeln!(out, "naive sum: {} B  naive / pool = {}", plan.naive, ratio(plan.naive, plan.pool_size));
-    let _ = writeln!(
-        out,
-        "DPC++ exact-size reuse: {} B  dpcpp / pool = {}",
-        plan.dpcpp,
-        ratio(plan.dpcpp, plan.pool_size)
-    );
+    let _ =
+        writeln!(out, "DPC++ exact-size reuse: {} B  dpcpp / pool = {}", plan.dpcpp, ratio(plan.dpcpp, plan.pool_size));
     let _ = writeln!(out, "conflicting pairs: {}", plan.conflicts);
     out
 }

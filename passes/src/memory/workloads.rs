@@ -226,7 +226,12 @@ impl Program {
         for (k, &s) in sinks.iter().enumerate() {
             sink_slot[s] = k;
         }
-        let emit = |out: &mut String, prev: &mut Vec<Option<String>>, q: usize, name: String, cmd: String, events: &[String]| {
+        let emit = |out: &mut String,
+                    prev: &mut Vec<Option<String>>,
+                    q: usize,
+                    name: String,
+                    cmd: String,
+                    events: &[String]| {
             let mut deps: Vec<String> = Vec::new();
             if let Some(p) = &prev[q] {
                 deps.push(format!("{p} via in_order"));
@@ -240,8 +245,7 @@ impl Program {
             let _ = writeln!(out, "  {name} = {cmd} on @q{q}{after}");
             prev[q] = Some(name);
         };
-        for i in 0..n {
-            let q = self.queue[i];
+        for (i, &q) in self.queue.iter().enumerate() {
             emit(&mut out, &mut prev, q, format!("%m{i}"), format!("async_malloc f32[{}]", self.counts[i]), &[]);
             let arg = |t: Option<&usize>| t.map_or("@x".to_string(), |t| format!("%m{t}"));
             let ins = &self.inputs[i];
@@ -250,15 +254,36 @@ impl Program {
             // Readers wait for the producer's last command (its second launch, if any).
             let last = |t: usize| if self.inputs[t].len() > 2 { format!("%j{t}") } else { format!("%k{t}") };
             let events: Vec<String> = ins.iter().filter(|&&t| self.queue[t] != q).map(|&t| last(t)).collect();
-            emit(&mut out, &mut prev, q, format!("%k{i}"), format!("kernel @op range({base}) args({a}, {b}, %m{i}, {c:?})"), &events);
+            emit(
+                &mut out,
+                &mut prev,
+                q,
+                format!("%k{i}"),
+                format!("kernel @op range({base}) args({a}, {b}, %m{i}, {c:?})"),
+                &events,
+            );
             // A third input is read too, through a second launch, so every listed input is used.
             if let Some(t) = ins.get(2) {
                 let ev: Vec<String> = if self.queue[*t] != q { vec![last(*t)] } else { Vec::new() };
-                emit(&mut out, &mut prev, q, format!("%j{i}"), format!("kernel @op range({base}) args(%m{i}, %m{t}, %m{i}, 1.0)"), &ev);
+                emit(
+                    &mut out,
+                    &mut prev,
+                    q,
+                    format!("%j{i}"),
+                    format!("kernel @op range({base}) args(%m{i}, %m{t}, %m{i}, 1.0)"),
+                    &ev,
+                );
             }
             if sink_slot[i] != usize::MAX {
                 let off = sink_slot[i] as u64 * base * 4;
-                emit(&mut out, &mut prev, q, format!("%c{i}"), format!("memcpy @out + {off}, %m{i}, {}", base * 4), &[]);
+                emit(
+                    &mut out,
+                    &mut prev,
+                    q,
+                    format!("%c{i}"),
+                    format!("memcpy @out + {off}, %m{i}, {}", base * 4),
+                    &[],
+                );
                 emit(&mut out, &mut prev, q, format!("%f{i}"), format!("async_free %m{i}"), &[]);
             }
             for &t in ins.iter() {
