@@ -162,7 +162,10 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
          *pool* = `required_mem_size` of the plan; *lower bound* = heaviest set of pairwise unordered \
          allocations (min-flow; no plan can be smaller); *naive* = sum of the sizes; *DPC++* = \
          exact-size reuse as DPC++'s graph memory pool does it (docs/memory.md). *plan ms* = \
-         lifetimes + conflict graph + placement, best of {} runs; *bound ms* = the min-flow, once.\n\n{}",
+         lifetimes + conflict graph + placement, best of {} runs; up to 20 000 allocations the planner \
+         also computes the bound (to stop its search there), and that is included; *bound ms* = the \
+         min-flow alone, once. *winning order*: the order of the greedy that gave the pool, \
+         `lowest first` for the lowest-offset-first greedy, `+ search` when the local search improved it.\n\n{}",
         args.join(" "),
         report::today(),
         report::machine(),

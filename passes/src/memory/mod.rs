@@ -9,6 +9,7 @@
 //! ([`dpcpp`]). The pass changes no graph: it records one [`MemoryPlan`] per graph with
 //! allocations in [`PassContext::memory_plans`].
 
+mod canonical;
 pub mod dpcpp;
 pub mod lifetimes;
 pub mod lower_bound;
@@ -104,9 +105,10 @@ impl MemoryPlan {
 pub fn plan_problem(problem: &Problem, names: &AllocNames, graph: &str, alignment: u64) -> Result<MemoryPlan, String> {
     let alignment = alignment.max(1);
     let conflicts = order::conflicts(problem)?;
-    let placement = planner::plan(problem, &conflicts, alignment);
     let units = planner::units(problem, alignment);
-    let lower_bound = lower_bound::lower_bound(problem, &conflicts, &units).saturating_mul(alignment);
+    let bound_units = lower_bound::lower_bound(problem, &conflicts, &units);
+    let placement = planner::plan(problem, &conflicts, alignment, Some(bound_units));
+    let lower_bound = bound_units.saturating_mul(alignment);
     let naive = units.iter().fold(0u64, |s, u| s.saturating_add(*u)).saturating_mul(alignment);
     let dpcpp = dpcpp::exact_size_reuse(problem, &conflicts, alignment);
     let allocations = problem
@@ -130,7 +132,7 @@ pub fn plan_problem(problem: &Problem, names: &AllocNames, graph: &str, alignmen
         lower_bound,
         naive,
         dpcpp,
-        strategy: placement.strategy.to_string(),
+        strategy: placement.strategy,
         conflicts: conflicts.pairs() as u64,
         allocations,
     })
