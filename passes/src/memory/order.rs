@@ -58,7 +58,14 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     // The lowest-index topological order follows creation order, so on a recorded graph a
     // command's previous command on its queue is still a chain tail when it comes (a FIFO
     // order interleaves queues and the chain cover falls apart into thousands of chains).
-    let topo = topological_order(succ).ok_or_else(|| "the graph has a cycle".to_string())?;
+    // When every edge goes from a lower to a higher index (graphs read from text, whose
+    // `after` lists name earlier nodes), index order is that order already.
+    let forward = (0..n as u32).all(|v| succ.neighbours(v).iter().all(|&w| w > v));
+    let topo = if forward {
+        (0..n as u32).collect()
+    } else {
+        topological_order(succ).ok_or_else(|| "the graph has a cycle".to_string())?
+    };
     let mut pos = vec![0u32; n];
     for (i, &v) in topo.iter().enumerate() {
         pos[v as usize] = i as u32;
