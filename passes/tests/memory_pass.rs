@@ -94,3 +94,34 @@ fn statistics_are_reported() {
     assert_eq!(ctx.memory_plans["g"].naive, 512);
     assert_eq!(ctx.memory_plans["g"].dpcpp, 256);
 }
+
+/// MiniMalloc instances become graphs whose conflicts are exactly the overlapping intervals.
+#[test]
+fn converted_minimalloc_instances_keep_interval_semantics() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/data/minimalloc/");
+    let csv = std::fs::read_to_string(format!("{dir}A.1048576.csv")).unwrap();
+    let intervals = cmdgraph_passes::memory::workloads::parse_minimalloc_csv(&csv).unwrap();
+    assert_eq!(intervals.len(), 154);
+    let module = cmdgraph_ir::text::parse(&cmdgraph_passes::memory::workloads::intervals_text(&intervals)).unwrap();
+    cmdgraph_ir::verify::verify(&module).unwrap();
+    let graph = &module.graphs[module.graph_by_name("g").unwrap()];
+    let problem = cmdgraph_passes::memory::lifetimes::Problem::from_graph(graph).unwrap();
+    let conflicts = cmdgraph_passes::memory::order::conflicts(&problem).unwrap();
+    // Allocation k of the problem is the k-th malloc in node order; map it back by name.
+    let names = cmdgraph_passes::memory::lifetimes::AllocNames::from_graph(graph, &problem);
+    let index: Vec<usize> = names.malloc.iter().map(|n| n.trim_start_matches('m').parse().unwrap()).collect();
+    for a in 0..index.len() {
+        for b in 0..index.len() {
+            let (x, y) = (intervals[index[a]], intervals[index[b]]);
+            let overlap = x.0 < y.1 && y.0 < x.1;
+            assert_eq!(conflicts.conflict(&problem, a as u32, b as u32), a != b && overlap, "{a} {b}");
+        }
+    }
+    let small = std::fs::read_to_string(format!("{dir}input.12.csv")).unwrap();
+    let small = cmdgraph_passes::memory::workloads::parse_minimalloc_csv(&small).unwrap();
+    let module = cmdgraph_ir::text::parse(&cmdgraph_passes::memory::workloads::intervals_text(&small)).unwrap();
+    let plan = cmdgraph_passes::memory::plan_graph(&module.graphs[module.graph_by_name("g").unwrap()], 1).unwrap();
+    assert_eq!((plan.pool_size, plan.lower_bound, plan.naive), (12, 12, 20));
+    assert!(cmdgraph_passes::memory::workloads::parse_minimalloc_csv("id,lower,upper,size\n0,5,5,1\n").is_err());
+    assert!(cmdgraph_passes::memory::workloads::parse_minimalloc_csv("id,lower,upper,size\n0,x,5,1\n").is_err());
+}
