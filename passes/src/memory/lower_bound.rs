@@ -33,6 +33,11 @@ pub fn lower_bound(problem: &Problem, conflicts: &Conflicts, units: &[u64]) -> u
     let w = |i: u32| units.get(i as usize).copied().unwrap_or(0);
     let mut order: Vec<u32> = Vec::new();
     for (i, a) in problem.allocs.iter().enumerate() {
+        // A vertex outside the graph (a malformed problem; `order::conflicts` rejects it)
+        // takes no part.
+        if a.malloc >= n as u32 || a.free.is_some_and(|f| f >= n as u32) {
+            continue;
+        }
         if a.zero_init {
             fixed = fixed.saturating_add(w(i as u32));
         } else if w(i as u32) > 0 {

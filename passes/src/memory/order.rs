@@ -61,6 +61,10 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     // When every edge goes from a lower to a higher index (graphs read from text, whose
     // `after` lists name earlier nodes), index order is that order already.
     let forward = (0..n as u32).all(|v| succ.neighbours(v).iter().all(|&w| w > v));
+    let inside = |v: u32| (v as usize) < n;
+    if let Some(i) = problem.allocs.iter().position(|a| !inside(a.malloc) || a.free.is_some_and(|f| !inside(f))) {
+        return Err(format!("allocation {i} names a vertex outside the graph"));
+    }
     let topo = if forward {
         (0..n as u32).collect()
     } else {

@@ -64,17 +64,18 @@ pub struct Spec {
     pub seed: u64,
 }
 
-/// A generated tensor program.
+/// A generated tensor program (built by [`Spec::program`], which keeps its parts
+/// consistent: one entry per op everywhere, inputs naming earlier ops).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Program {
     /// Per op: element count of its tensor.
-    pub counts: Vec<u64>,
+    counts: Vec<u64>,
     /// Per op: the tensors it reads (0 to 3, earlier ops).
-    pub inputs: Vec<Vec<usize>>,
+    inputs: Vec<Vec<usize>>,
     /// Per op: its queue.
-    pub queue: Vec<usize>,
+    queue: Vec<usize>,
     /// Elements every kernel computes.
-    pub base: u64,
+    base: u64,
 }
 
 /// splitmix64: a small deterministic generator (no dependency, same numbers everywhere).
@@ -184,6 +185,16 @@ impl Spec {
 }
 
 impl Program {
+    /// Number of ops (= allocations).
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Whether there are no ops.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
     /// Tensors nothing reads, in op order (they are copied to `@out`).
     pub fn sinks(&self) -> Vec<usize> {
         let mut read = vec![false; self.counts.len()];
