@@ -10,3 +10,11 @@ pub mod spirv;
 pub mod vk;
 
 pub use error::{ExecError, Result};
+pub mod args;
+pub mod schedule;
+pub mod exec;
+mod executable;
+
+pub use exec::{ExecId, Executor, HostContext, NativeContext};
+pub use load::{load_str, Loaded};
+pub use vk::{ContextOptions, DeviceChoice};

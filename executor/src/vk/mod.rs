@@ -2,6 +2,8 @@
 
 pub mod buffer;
 pub mod context;
+pub mod pipeline;
 
 pub use buffer::{Buffer, Place, Transfers};
 pub use context::{Context, ContextOptions, DeviceChoice};
+pub use pipeline::KernelPipeline;
