@@ -26,6 +26,8 @@ struct KNode {
     ind_off: u64,
     desc_pool: vk::DescriptorPool,
     set: vk::DescriptorSet,
+    /// The buffers bound now at bindings 0, 1, ... (to rewrite only what changed).
+    bound: Vec<(vk::Buffer, u64)>,
     /// The device segment that records it.
     segment: usize,
 }
@@ -330,7 +332,7 @@ impl Executor {
                 let variant = self.variant_for(&kname, &cmd.launch)?;
                 exe.kernels.insert(
                     h.index(),
-                    KNode { cmd, variant, args_off, ind_off, desc_pool: vk::DescriptorPool::null(), set: vk::DescriptorSet::null(), segment: si },
+                    KNode { cmd, variant, args_off, ind_off, desc_pool: vk::DescriptorPool::null(), set: vk::DescriptorSet::null(), bound: Vec::new(), segment: si },
                 );
                 self.prepare_node(&mut exe, h.index(), true)?;
             }
@@ -347,9 +349,11 @@ impl Executor {
         Ok(ExecId(self.execs.len() - 1))
     }
 
-    /// Encodes a kernel node's argument block and indirect command and (re)writes its
-    /// descriptors; `new_set` allocates a descriptor set for its current variant first.
-    fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<()> {
+    /// Encodes a kernel node's argument block and indirect command and rewrites the
+    /// descriptors that changed; `new_set` allocates a descriptor set for its current variant
+    /// first. Returns whether a descriptor of an existing set changed (which, without
+    /// UPDATE_AFTER_BIND, invalidates the command buffer that binds it).
+    fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
         let k = exe.kernels.get(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?;
         let variant = self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
         let kernel = &self.loaded.module.kernels[k.cmd.kernel];
@@ -366,8 +370,13 @@ impl Executor {
         if new_set {
             let old = k.desc_pool;
             let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: pipeline.bindings }];
+            let flags = if self.ctx.update_after_bind {
+                vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND
+            } else {
+                vk::DescriptorPoolCreateFlags::empty()
+            };
             let info = vk::DescriptorPoolCreateInfo::default()
-                .flags(vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND)
+                .flags(flags)
                 .max_sets(1)
                 .pool_sizes(&sizes);
             // SAFETY: the old pool's set is referenced only by command buffers that are
@@ -391,23 +400,35 @@ impl Executor {
             if let Some(k) = exe.kernels.get_mut(&node) {
                 k.desc_pool = pool;
                 k.set = set;
+                k.bound.clear();
             }
         }
         let set = exe.kernels.get(&node).map(|k| k.set).unwrap_or_default();
         exe.args.write(args_off, &block)?;
         let ind: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
         exe.indirect.write(ind_off, &ind)?;
-        let mut infos = vec![[vk::DescriptorBufferInfo { buffer: exe.args.buffer, offset: args_off, range: block_size }]];
-        for b in buffers {
-            infos.push([vk::DescriptorBufferInfo { buffer: b, offset: 0, range: vk::WHOLE_SIZE }]);
+        let mut want = vec![(exe.args.buffer, args_off)];
+        want.extend(buffers.iter().map(|&b| (b, 0)));
+        let bound = exe.kernels.get(&node).map(|k| k.bound.clone()).unwrap_or_default();
+        let infos: Vec<(usize, [vk::DescriptorBufferInfo; 1])> = want
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| bound.get(*i) != Some(w))
+            .map(|(i, &(buffer, offset))| {
+                let range = if i == 0 { block_size } else { vk::WHOLE_SIZE };
+                (i, [vk::DescriptorBufferInfo { buffer, offset, range }])
+            })
+            .collect();
+        let changed = !new_set && !infos.is_empty();
+        if let Some(k) = exe.kernels.get_mut(&node) {
+            k.bound = want;
         }
         let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
-            .enumerate()
             .map(|(i, info)| {
                 vk::WriteDescriptorSet::default()
                     .dst_set(set)
-                    .dst_binding(i as u32)
+                    .dst_binding(*i as u32)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .buffer_info(info)
             })
@@ -415,7 +436,7 @@ impl Executor {
         // SAFETY: the set and buffers are live; the bindings are UPDATE_AFTER_BIND and the
         // executable is idle, so recorded command buffers stay valid.
         unsafe { d.update_descriptor_sets(&writes, &[]) };
-        Ok(())
+        Ok(changed)
     }
 
     /// Records device segment `si` into its command buffer (allocating it the first time).
@@ -656,14 +677,28 @@ impl Executor {
             ex.wait_value(exe, exe.submitted)?;
             let previous = std::mem::replace(&mut exe.dyn_values[h.index()], value);
             let users: Vec<usize> = exe.kernels.iter().filter(|(_, k)| k.cmd.args.contains(&Arg::Dyn(h))).map(|(&i, _)| i).collect();
+            let mut stale = std::collections::BTreeSet::new();
             for &n in &users {
-                if let Err(e) = ex.prepare_node(exe, n, false) {
-                    exe.dyn_values[h.index()] = previous;
-                    for &m in &users {
-                        let _ = ex.prepare_node(exe, m, false);
+                match ex.prepare_node(exe, n, false) {
+                    Ok(changed) => {
+                        if changed && !ex.ctx.update_after_bind {
+                            stale.extend(exe.kernels.get(&n).map(|k| k.segment));
+                        }
                     }
-                    return Err(e);
+                    Err(e) => {
+                        exe.dyn_values[h.index()] = previous;
+                        for &m in &users {
+                            let _ = ex.prepare_node(exe, m, false);
+                        }
+                        for &si in &stale {
+                            let _ = ex.record(exe, si);
+                        }
+                        return Err(e);
+                    }
                 }
+            }
+            for si in stale {
+                ex.record(exe, si)?;
             }
             Ok(())
         })
@@ -731,16 +766,20 @@ impl Executor {
         let (old_cmd, old_variant, segment) = (k.cmd.clone(), k.variant, k.segment);
         change(k);
         let new_pipeline = k.variant != old_variant;
-        let r = self.prepare_node(exe, node, new_pipeline).and_then(|()| if new_pipeline { self.record(exe, segment) } else { Ok(()) });
+        let r = self.prepare_node(exe, node, new_pipeline).and_then(|changed| {
+            if new_pipeline || (changed && !self.ctx.update_after_bind) {
+                self.record(exe, segment)
+            } else {
+                Ok(())
+            }
+        });
         if r.is_err() {
             if let Some(k) = exe.kernels.get_mut(&node) {
                 k.cmd = old_cmd;
                 k.variant = old_variant;
             }
             let _ = self.prepare_node(exe, node, new_pipeline);
-            if new_pipeline {
-                let _ = self.record(exe, segment);
-            }
+            let _ = self.record(exe, segment);
         }
         r
     }

@@ -57,6 +57,8 @@ pub struct Context {
     pub(crate) props: vk::PhysicalDeviceProperties,
     pub(crate) mem_props: vk::PhysicalDeviceMemoryProperties,
     pub(crate) timestamp_valid_bits: u32,
+    /// Descriptors may be rewritten while recorded (UPDATE_AFTER_BIND).
+    pub(crate) update_after_bind: bool,
     name: String,
 }
 
@@ -163,7 +165,7 @@ impl Context {
         }
         let mut partial = Partial { instance: Some(instance), debug: ctx_debug };
         let (physical, family) = choose(partial.instance(), &opts.device)?;
-        let device = create_device(partial.instance(), physical, family)?;
+        let (device, update_after_bind) = create_device(partial.instance(), physical, family)?;
         let instance = partial.instance.take().ok_or_else(|| ExecError::Vulkan("instance lost".into()))?;
         // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
         let (props, mem_props, queue, bits) = unsafe {
@@ -188,12 +190,18 @@ impl Context {
             props,
             mem_props,
             timestamp_valid_bits: bits,
+            update_after_bind,
         })
     }
 
     /// The chosen device's name (e.g. `llvmpipe (LLVM 19.1.7, 256 bits)`).
     pub fn device_name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether descriptors can be rewritten without re-recording (UPDATE_AFTER_BIND).
+    pub fn update_after_bind(&self) -> bool {
+        self.update_after_bind
     }
 
     /// Whether validation is on.
@@ -303,7 +311,7 @@ fn choose(instance: &ash::Instance, choice: &DeviceChoice) -> Result<(vk::Physic
     })
 }
 
-fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family: u32) -> Result<ash::Device> {
+fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family: u32) -> Result<(ash::Device, bool)> {
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
@@ -312,15 +320,10 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
     unsafe { instance.get_physical_device_features2(physical, &mut have) };
     let base = have.features;
     let (h11, h12, h13) = (have11, have12, have13);
-    if h12.timeline_semaphore == 0
-        || h12.descriptor_binding_storage_buffer_update_after_bind == 0
-        || h12.descriptor_binding_update_unused_while_pending == 0
-        || h13.synchronization2 == 0
-    {
-        return Err(ExecError::Vulkan(
-            "device lacks timeline semaphores, update-after-bind storage buffers or synchronization2".into(),
-        ));
+    if h12.timeline_semaphore == 0 || h13.synchronization2 == 0 {
+        return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
     }
+    let uab = update_after_bind(&h12);
     // Kernel features are enabled where the device has them; a kernel needing a missing one
     // fails at pipeline creation with the driver's message.
     let features = vk::PhysicalDeviceFeatures::default()
@@ -333,8 +336,8 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
     let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
         .timeline_semaphore(true)
         .descriptor_indexing(h12.descriptor_indexing != 0)
-        .descriptor_binding_storage_buffer_update_after_bind(true)
-        .descriptor_binding_update_unused_while_pending(true)
+        .descriptor_binding_storage_buffer_update_after_bind(uab)
+        .descriptor_binding_update_unused_while_pending(uab)
         .shader_float16(h12.shader_float16 != 0)
         .shader_int8(h12.shader_int8 != 0)
         .storage_buffer8_bit_access(h12.storage_buffer8_bit_access != 0)
@@ -352,5 +355,11 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         .push_next(&mut f12)
         .push_next(&mut f13);
     // SAFETY: every pointer in `info` refers to locals alive for the call.
-    Ok(unsafe { instance.create_device(physical, &info, None) }?)
+    Ok((unsafe { instance.create_device(physical, &info, None) }?, uab))
+}
+
+/// Whether descriptors can be rewritten after recording (docs/abi.md relies on it; Mesa's
+/// llvmpipe before 23 lacks it, and then a pointer moving to another buffer re-records).
+fn update_after_bind(f: &vk::PhysicalDeviceVulkan12Features<'_>) -> bool {
+    f.descriptor_binding_storage_buffer_update_after_bind != 0 && f.descriptor_binding_update_unused_while_pending != 0
 }

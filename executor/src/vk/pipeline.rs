@@ -37,15 +37,17 @@ impl KernelPipeline {
             })
             .collect();
         // Every binding can be rewritten after the command buffer was recorded (updates).
-        let flags = vec![
-            vk::DescriptorBindingFlags::UPDATE_AFTER_BIND | vk::DescriptorBindingFlags::UPDATE_UNUSED_WHILE_PENDING;
-            bindings as usize
-        ];
+        let (bind_flags, set_flags) = if ctx.update_after_bind {
+            (
+                vk::DescriptorBindingFlags::UPDATE_AFTER_BIND | vk::DescriptorBindingFlags::UPDATE_UNUSED_WHILE_PENDING,
+                vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL,
+            )
+        } else {
+            (vk::DescriptorBindingFlags::empty(), vk::DescriptorSetLayoutCreateFlags::empty())
+        };
+        let flags = vec![bind_flags; bindings as usize];
         let mut flag_info = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&flags);
-        let info = vk::DescriptorSetLayoutCreateInfo::default()
-            .flags(vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL)
-            .bindings(&descs)
-            .push_next(&mut flag_info);
+        let info = vk::DescriptorSetLayoutCreateInfo::default().flags(set_flags).bindings(&descs).push_next(&mut flag_info);
         let mut out = KernelPipeline {
             set_layout: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
