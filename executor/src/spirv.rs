@@ -11,6 +11,7 @@ const MAGIC: u32 = 0x0723_0203;
 const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
 const OP_CAPABILITY: u32 = 17;
+const OP_FUNCTION_END: u32 = 56;
 const EXEC_MODEL_GLCOMPUTE: u32 = 5;
 const MODE_LOCAL_SIZE: u32 = 17;
 
@@ -35,6 +36,7 @@ pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> 
     let mut entry_id = None;
     let mut local = None;
     let mut capabilities = 0usize;
+    let mut last = 0;
     let mut at = 5;
     while at < words.len() {
         let word = words[at];
@@ -48,6 +50,7 @@ pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> 
             return Err(bad(format!("instruction at word {at} runs past the end ({count} words)")));
         };
         let ops = &words[at + 1..end];
+        last = opcode;
         match opcode {
             OP_CAPABILITY => capabilities += 1,
             OP_ENTRY_POINT if ops.len() >= 3 && ops[0] == EXEC_MODEL_GLCOMPUTE => {
@@ -69,6 +72,10 @@ pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> 
     }
     if capabilities == 0 {
         return Err(bad("no OpCapability".into()));
+    }
+    // A module with an entry point ends with a function; a missing tail is a truncation.
+    if last != OP_FUNCTION_END {
+        return Err(bad("does not end with OpFunctionEnd (truncated?)".into()));
     }
     if entry_id.is_none() {
         return Err(bad(format!("no GLCompute entry point named `{entry}`")));
