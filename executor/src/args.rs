@@ -41,8 +41,11 @@ pub struct Encoded {
     pub groups: [u32; 3],
 }
 
-/// The global size, offset and (for `nd_range`) local size of a launch, padded to 3 dims.
-pub fn geometry(launch: &Launch) -> Result<([u32; 3], [u32; 3], Option<[u32; 3]>)> {
+/// Global size, global offset and (for `nd_range`) local size, each padded to 3 dimensions.
+pub type Geometry = ([u32; 3], [u32; 3], Option<[u32; 3]>);
+
+/// The geometry of a launch.
+pub fn geometry(launch: &Launch) -> Result<Geometry> {
     let pad = |v: &[u64]| -> Result<[u32; 3]> {
         let mut out = [1u32; 3];
         if v.len() > 3 {
@@ -93,7 +96,11 @@ pub fn encode(
         }
     }
     if args.len() != kernel.params.len() {
-        return Err(ExecError::Invalid(format!("@{name}: {} arguments for {} parameters", args.len(), kernel.params.len())));
+        return Err(ExecError::Invalid(format!(
+            "@{name}: {} arguments for {} parameters",
+            args.len(),
+            kernel.params.len()
+        )));
     }
     for ((field, param), arg) in layout.fields.iter().zip(&kernel.params).zip(args) {
         let bad = |what: &str| ExecError::Invalid(format!("@{name} parameter %{}: {what}", param.name));
@@ -120,13 +127,21 @@ pub fn encode(
                         let (Some(start), Some(end)) = (start, end) else {
                             return Err(bad("accessor range outside its buffer"));
                         };
-                        Place { target: p.target, offset: p.offset + start, avail: end.saturating_sub(start), elem: p.elem }
+                        Place {
+                            target: p.target,
+                            offset: p.offset + start,
+                            avail: end.saturating_sub(start),
+                            elem: p.elem,
+                        }
                     }
                     _ => return Err(bad("expected memory")),
                 };
                 let eb = u64::from((*elem_bytes).max(1));
                 if place.offset % eb != 0 {
-                    return Err(bad(&format!("byte offset {} is not a multiple of the element size {eb}", place.offset)));
+                    return Err(bad(&format!(
+                        "byte offset {} is not a multiple of the element size {eb}",
+                        place.offset
+                    )));
                 }
                 let elem_off = u32::try_from(place.offset / eb).map_err(|_| bad("element offset past 2^32"))?;
                 let count = u32::try_from(place.avail / eb).unwrap_or(u32::MAX);
@@ -158,7 +173,10 @@ pub fn encode(
     for d in 0..3 {
         groups[d] = size[d].div_ceil(per[d].max(1));
         if groups[d] > max_groups[d] {
-            return Err(ExecError::Invalid(format!("@{name}: {} work-groups in dimension {d}, the device allows {}", groups[d], max_groups[d])));
+            return Err(ExecError::Invalid(format!(
+                "@{name}: {} work-groups in dimension {d}, the device allows {}",
+                groups[d], max_groups[d]
+            )));
         }
     }
     Ok(Encoded { block, slots, groups })

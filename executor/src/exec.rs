@@ -170,7 +170,11 @@ impl Executor {
     /// The device global `name` on `device`, created from its initialiser on first use.
     pub(crate) fn global(&mut self, device: u32, name: &str) -> Result<(vk::Buffer, u64)> {
         let name = name.strip_prefix('@').unwrap_or(name);
-        let h = self.loaded.module.memory_by_name(name).ok_or_else(|| ExecError::Unknown(format!("device_global @{name}")))?;
+        let h = self
+            .loaded
+            .module
+            .memory_by_name(name)
+            .ok_or_else(|| ExecError::Unknown(format!("device_global @{name}")))?;
         let obj = &self.loaded.module.memories[h];
         let MemoryKind::DeviceGlobal(dg) = &obj.kind else {
             return Err(ExecError::Invalid(format!("@{name} is not a device_global")));
@@ -198,7 +202,8 @@ impl Executor {
     pub(crate) fn place_user(&self, mem: MemRef, offset: u64) -> Result<ArgPlace> {
         match mem {
             MemRef::Memory(h) => {
-                let obj = self.loaded.module.memories.try_get(h).ok_or_else(|| ExecError::Ir("bad memory handle".into()))?;
+                let obj =
+                    self.loaded.module.memories.try_get(h).ok_or_else(|| ExecError::Ir("bad memory handle".into()))?;
                 let size = obj.size_bytes();
                 if offset > size {
                     return Err(ExecError::Invalid(format!("offset {offset} past @{} ({size} bytes)", obj.name)));
@@ -242,7 +247,7 @@ pub struct HostContext<'a> {
     pub(crate) transfers: &'a Transfers,
     pub(crate) node: &'a str,
     /// (name, mode, buffer, byte offset, size) per declared access.
-    pub(crate) access: Vec<(String, Access, &'a Buffer, u64, u64)>,
+    pub(crate) access: Vec<Declared<'a>>,
 }
 
 impl HostContext<'_> {
@@ -251,7 +256,7 @@ impl HostContext<'_> {
         self.node
     }
 
-    fn find(&self, name: &str, write: bool) -> std::result::Result<&(String, Access, &Buffer, u64, u64), String> {
+    fn find(&self, name: &str, write: bool) -> std::result::Result<&Declared<'_>, String> {
         let name = name.trim_start_matches(['@', '%']);
         let a = self.access.iter().find(|a| a.0 == name).ok_or_else(|| format!("{name} is not in the access list"))?;
         let ok = match a.1 {
@@ -298,13 +303,19 @@ impl HostContext<'_> {
     }
 }
 
+/// One declared access: (name, mode, buffer, byte offset, size).
+pub(crate) type Declared<'a> = (String, Access, &'a Buffer, u64, u64);
+
+/// Places a graph allocation: (name, byte offset in the pool, size).
+pub(crate) type AllocPlace<'p> = &'p dyn Fn(MemRef) -> Option<(String, u64, u64)>;
+
 /// Declared accesses resolved to buffers (used by executables to build a [`HostContext`]).
 pub(crate) fn declared<'a>(
     module: &Module,
     memories: &'a [Option<Buffer>],
-    pool: Option<(&'a Buffer, &dyn Fn(MemRef) -> Option<(String, u64, u64)>)>,
+    pool: Option<(&'a Buffer, AllocPlace<'_>)>,
     access: &[MemAccess],
-) -> std::result::Result<Vec<(String, Access, &'a Buffer, u64, u64)>, String> {
+) -> std::result::Result<Vec<Declared<'a>>, String> {
     let mut out = Vec::new();
     for a in access {
         match a.mem {

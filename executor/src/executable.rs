@@ -68,7 +68,10 @@ impl Executable {
             ctx.device.destroy_command_pool(self.cmd_pool, None);
             ctx.device.destroy_semaphore(self.timeline, None);
         }
-        for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()].into_iter().flatten() {
+        for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             b.destroy(ctx);
         }
     }
@@ -77,14 +80,19 @@ impl Executable {
         match mem {
             MemRef::Memory(_) => ex.place_user(mem, offset),
             MemRef::Alloc(n) => {
-                let (name, base, size) = self.allocs.get(&n.index()).ok_or_else(|| ExecError::Invalid("pointer to an unknown allocation".into()))?;
+                let (name, base, size) = self
+                    .allocs
+                    .get(&n.index())
+                    .ok_or_else(|| ExecError::Invalid("pointer to an unknown allocation".into()))?;
                 if offset > *size {
                     return Err(ExecError::Invalid(format!("offset {offset} past allocation %{name}")));
                 }
-                let elem = match ex.loaded.module.graphs.try_get(self.graph).and_then(|g| g.nodes.try_get(n)).map(|n| &n.kind) {
-                    Some(NodeKind::AsyncMalloc { elem, .. }) => elem.size(),
-                    _ => 1,
-                };
+                let elem =
+                    match ex.loaded.module.graphs.try_get(self.graph).and_then(|g| g.nodes.try_get(n)).map(|n| &n.kind)
+                    {
+                        Some(NodeKind::AsyncMalloc { elem, .. }) => elem.size(),
+                        _ => 1,
+                    };
                 Ok(ArgPlace { target: Target::Pool, offset: base + offset, avail: size - offset, elem })
             }
         }
@@ -104,7 +112,9 @@ impl Executable {
             .iter()
             .map(|a| match a {
                 Arg::Value(v) => Ok(v.clone()),
-                Arg::Dyn(h) => self.dyn_values.get(h.index()).cloned().ok_or_else(|| ExecError::Ir("bad dynamic parameter".into())),
+                Arg::Dyn(h) => {
+                    self.dyn_values.get(h.index()).cloned().ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))
+                }
             })
             .collect()
     }
@@ -166,7 +176,10 @@ impl Executor {
             }),
             // A range launch leaves the work-group size to the implementation: the first
             // variant (the bundle sorts them by size).
-            None => candidates.next().map(|(i, _)| i).ok_or_else(|| ExecError::Bundle(format!("no compiled variant of @{kernel}"))),
+            None => candidates
+                .next()
+                .map(|(i, _)| i)
+                .ok_or_else(|| ExecError::Bundle(format!("no compiled variant of @{kernel}"))),
         }
     }
 
@@ -205,7 +218,10 @@ impl Executor {
                 let end = off.checked_add(size).ok_or_else(|| ExecError::Bundle("pool offset overflows".into()))?;
                 if let Some(p) = &plan {
                     if p.memory.size > 0 && end > p.memory.size {
-                        return Err(ExecError::Bundle(format!("%{} ends at {end}, past the pool ({})", n.name, p.memory.size)));
+                        return Err(ExecError::Bundle(format!(
+                            "%{} ends at {end}, past the pool ({})",
+                            n.name, p.memory.size
+                        )));
                     }
                 }
                 pool_size = pool_size.max(end);
@@ -272,7 +288,10 @@ impl Executor {
             let (dst, pattern, total) = match &n.kind {
                 NodeKind::Memset { dst, value, bytes } => (dst, vec![*value], *bytes),
                 NodeKind::Memfill { dst, pattern, count } => {
-                    let ty = pattern.ty.map(cmdgraph_ir::Type::scalar).ok_or_else(|| ExecError::Ir(format!("%{}: untyped pattern", n.name)))?;
+                    let ty = pattern
+                        .ty
+                        .map(cmdgraph_ir::Type::scalar)
+                        .ok_or_else(|| ExecError::Ir(format!("%{}: untyped pattern", n.name)))?;
                     let p = crate::args::scalar_bytes(pattern.value, ty.scalar)
                         .ok_or_else(|| ExecError::Ir(format!("%{}: pattern does not fit", n.name)))?;
                     let total = (p.len() as u64).saturating_mul(*count);
@@ -332,7 +351,16 @@ impl Executor {
                 let variant = self.variant_for(&kname, &cmd.launch)?;
                 exe.kernels.insert(
                     h.index(),
-                    KNode { cmd, variant, args_off, ind_off, desc_pool: vk::DescriptorPool::null(), set: vk::DescriptorSet::null(), bound: Vec::new(), segment: si },
+                    KNode {
+                        cmd,
+                        variant,
+                        args_off,
+                        ind_off,
+                        desc_pool: vk::DescriptorPool::null(),
+                        set: vk::DescriptorSet::null(),
+                        bound: Vec::new(),
+                        segment: si,
+                    },
                 );
                 self.prepare_node(&mut exe, h.index(), true)?;
             }
@@ -355,11 +383,13 @@ impl Executor {
     /// UPDATE_AFTER_BIND, invalidates the command buffer that binds it).
     fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
         let k = exe.kernels.get(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?;
-        let variant = self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
+        let variant =
+            self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
         let kernel = &self.loaded.module.kernels[k.cmd.kernel];
         let args = exe.args_of(&k.cmd)?;
         let limits = self.ctx.props.limits.max_compute_work_group_count;
-        let Encoded { block, slots, groups } = encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), limits)?;
+        let Encoded { block, slots, groups } =
+            encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), limits)?;
         let mut buffers = Vec::with_capacity(slots.len());
         for t in &slots {
             buffers.push(exe.buffer_of(self, t)?.buffer);
@@ -369,23 +399,25 @@ impl Executor {
         let d = &self.ctx.device;
         if new_set {
             let old = k.desc_pool;
-            let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: pipeline.bindings }];
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: pipeline.bindings,
+            }];
             let flags = if self.ctx.update_after_bind {
                 vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND
             } else {
                 vk::DescriptorPoolCreateFlags::empty()
             };
-            let info = vk::DescriptorPoolCreateInfo::default()
-                .flags(flags)
-                .max_sets(1)
-                .pool_sizes(&sizes);
+            let info = vk::DescriptorPoolCreateInfo::default().flags(flags).max_sets(1).pool_sizes(&sizes);
             // SAFETY: the old pool's set is referenced only by command buffers that are
             // re-recorded before their next submission, and the executable is idle here.
             let (pool, set) = unsafe {
                 d.destroy_descriptor_pool(old, None);
                 let pool = d.create_descriptor_pool(&info, None)?;
                 let layouts = [pipeline.set_layout];
-                let sets = d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts));
+                let sets = d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+                );
                 match sets {
                     Ok(s) => (pool, s.first().copied().unwrap_or_default()),
                     Err(e) => {
@@ -456,7 +488,10 @@ impl Executor {
             let cb = exe.cmds[si];
             // Simultaneous use: a later run may be submitted while this one is pending; the
             // timeline wait keeps the two from overlapping on the device.
-            d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE))?;
+            d.begin_command_buffer(
+                cb,
+                &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE),
+            )?;
             full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
             let mut pending = false;
             let mut native = std::mem::take(&mut self.native);
@@ -477,7 +512,12 @@ impl Executor {
                 }
             }
             self.native = native;
-            full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS | vk::PipelineStageFlags2::HOST);
+            full_barrier(
+                &d,
+                cb,
+                vk::PipelineStageFlags2::ALL_COMMANDS,
+                vk::PipelineStageFlags2::ALL_COMMANDS | vk::PipelineStageFlags2::HOST,
+            );
             d.end_command_buffer(cb)?;
             result?;
         }
@@ -516,7 +556,10 @@ impl Executor {
                     return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
                 }
                 if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
-                    return Err(ExecError::Invalid(format!("%{}: overlapping memcpy is not supported by the Vulkan executor", n.name)));
+                    return Err(ExecError::Invalid(format!(
+                        "%{}: overlapping memcpy is not supported by the Vulkan executor",
+                        n.name
+                    )));
                 }
                 let (db, sb) = (exe.buffer_of(self, &dp.target)?, exe.buffer_of(self, &sp.target)?);
                 let region = [vk::BufferCopy { src_offset: sp.offset, dst_offset: dp.offset, size: *bytes }];
@@ -528,7 +571,8 @@ impl Executor {
                 let (pattern, total) = match &n.kind {
                     NodeKind::Memset { value, bytes, .. } => (vec![*value], *bytes),
                     NodeKind::Memfill { pattern, count, .. } => {
-                        let p = pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
+                        let p =
+                            pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
                         let t = (p.len() as u64).saturating_mul(*count);
                         (p, t)
                     }
@@ -555,7 +599,9 @@ impl Executor {
                 Ok(true)
             }
             NodeKind::Native(cmd) => {
-                let f = native.get_mut(&cmd.callback).ok_or_else(|| ExecError::Unknown(format!("native callback \"{}\" (node %{})", cmd.callback, n.name)))?;
+                let f = native.get_mut(&cmd.callback).ok_or_else(|| {
+                    ExecError::Unknown(format!("native callback \"{}\" (node %{})", cmd.callback, n.name))
+                })?;
                 f(&NativeContext { device: d, command_buffer: cb, node: &n.name });
                 Ok(true)
             }
@@ -616,7 +662,10 @@ impl Executor {
             _ => return Err(ExecError::Invalid(format!("%{} is not a host task", n.name))),
         };
         let host_err = |reason: String| ExecError::Host { node: n.name.clone(), reason };
-        let mut f = self.host.remove(&cmd.callback).ok_or_else(|| host_err(format!("callback \"{}\" is not registered", cmd.callback)))?;
+        let mut f = self
+            .host
+            .remove(&cmd.callback)
+            .ok_or_else(|| host_err(format!("callback \"{}\" is not registered", cmd.callback)))?;
         let place = |m: MemRef| match m {
             MemRef::Alloc(a) => exe.allocs.get(&a.index()).cloned(),
             MemRef::Memory(_) => None,
@@ -657,7 +706,11 @@ impl Executor {
     pub fn read_alloc(&self, id: ExecId, node: &str) -> Result<Vec<u8>> {
         let exe = self.exec_ref(id)?;
         let node = node.trim_start_matches('%');
-        let (_, off, size) = exe.allocs.values().find(|a| a.0 == node).ok_or_else(|| ExecError::Unknown(format!("allocation %{node}")))?;
+        let (_, off, size) = exe
+            .allocs
+            .values()
+            .find(|a| a.0 == node)
+            .ok_or_else(|| ExecError::Unknown(format!("allocation %{node}")))?;
         let pool = exe.pool.as_ref().ok_or_else(|| ExecError::Unknown(format!("allocation %{node}")))?;
         self.transfers.download(&self.ctx, pool, *off, *size)
     }
@@ -669,14 +722,20 @@ impl Executor {
         let param = param.trim_start_matches('%').to_string();
         self.with_exec(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
-            let h = graph.dyn_params.iter().find(|(_, p)| p.name == param).map(|(h, _)| h).ok_or_else(|| ExecError::Unknown(format!("dynamic parameter %{param}")))?;
+            let h = graph
+                .dyn_params
+                .iter()
+                .find(|(_, p)| p.name == param)
+                .map(|(h, _)| h)
+                .ok_or_else(|| ExecError::Unknown(format!("dynamic parameter %{param}")))?;
             let old = exe.dyn_values.get(h.index()).ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))?;
             if std::mem::discriminant(old) != std::mem::discriminant(&value) {
                 return Err(ExecError::Invalid(format!("%{param}: the new value is of another kind")));
             }
             ex.wait_value(exe, exe.submitted)?;
             let previous = std::mem::replace(&mut exe.dyn_values[h.index()], value);
-            let users: Vec<usize> = exe.kernels.iter().filter(|(_, k)| k.cmd.args.contains(&Arg::Dyn(h))).map(|(&i, _)| i).collect();
+            let users: Vec<usize> =
+                exe.kernels.iter().filter(|(_, k)| k.cmd.args.contains(&Arg::Dyn(h))).map(|(&i, _)| i).collect();
             let mut stale = std::collections::BTreeSet::new();
             for &n in &users {
                 match ex.prepare_node(exe, n, false) {
@@ -712,7 +771,10 @@ impl Executor {
         self.with_exec(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
             let h = graph.node_by_name(&node).ok_or_else(|| ExecError::Unknown(format!("node %{node}")))?;
-            let k = exe.kernels.get(&h.index()).ok_or_else(|| ExecError::Invalid(format!("%{node} is not a kernel node")))?;
+            let k = exe
+                .kernels
+                .get(&h.index())
+                .ok_or_else(|| ExecError::Invalid(format!("%{node} is not a kernel node")))?;
             if k.cmd.launch.dims() != launch.dims() {
                 return Err(ExecError::Invalid(format!("%{node}: a launch of other dimensions")));
             }
@@ -732,14 +794,27 @@ impl Executor {
         let dcg = dcg.trim_start_matches('%').to_string();
         self.with_exec(id, |ex, exe| {
             let graph = ex.loaded.module.graphs[exe.graph].clone();
-            let (dh, d) = graph.dcgs.iter().find(|(_, d)| d.name == dcg).ok_or_else(|| ExecError::Unknown(format!("dynamic command group %{dcg}")))?;
+            let (dh, d) = graph
+                .dcgs
+                .iter()
+                .find(|(_, d)| d.name == dcg)
+                .ok_or_else(|| ExecError::Unknown(format!("dynamic command group %{dcg}")))?;
             if index as usize >= d.alternatives.len() {
-                return Err(ExecError::Invalid(format!("%{dcg} has {} alternatives, not {}", d.alternatives.len(), index + 1)));
+                return Err(ExecError::Invalid(format!(
+                    "%{dcg} has {} alternatives, not {}",
+                    d.alternatives.len(),
+                    index + 1
+                )));
             }
             ex.wait_value(exe, exe.submitted)?;
             let old = exe.active[dh.index()];
             exe.active[dh.index()] = index;
-            let nodes: Vec<Handle<Node>> = graph.nodes.iter().filter(|(_, n)| matches!(n.kind, NodeKind::Dynamic { dcg } if dcg == dh)).map(|(h, _)| h).collect();
+            let nodes: Vec<Handle<Node>> = graph
+                .nodes
+                .iter()
+                .filter(|(_, n)| matches!(n.kind, NodeKind::Dynamic { dcg } if dcg == dh))
+                .map(|(h, _)| h)
+                .collect();
             for h in nodes {
                 let Some(cmd) = kernel_cmd(&graph, h, &exe.active)? else { continue };
                 let kname = ex.loaded.module.kernels[cmd.kernel].name.clone();
@@ -787,7 +862,11 @@ impl Executor {
     /// Destroys an executable after its runs finish.
     pub fn drop_exec(&mut self, id: ExecId) -> Result<()> {
         self.wait(id)?;
-        let mut exe = self.execs.get_mut(id.0).and_then(|e| e.take()).ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))?;
+        let mut exe = self
+            .execs
+            .get_mut(id.0)
+            .and_then(|e| e.take())
+            .ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))?;
         exe.destroy(&self.ctx);
         Ok(())
     }
@@ -795,7 +874,7 @@ impl Executor {
 
 /// The 32-bit word `vkCmdFillBuffer` repeats for this fill, if the fill can be one.
 fn fill_word(pattern: &[u8], offset: u64, total: u64) -> Option<u32> {
-    if offset % 4 != 0 || total % 4 != 0 || pattern.is_empty() || 4 % pattern.len() != 0 {
+    if !offset.is_multiple_of(4) || !total.is_multiple_of(4) || pattern.is_empty() || 4 % pattern.len() != 0 {
         return None;
     }
     let b: Vec<u8> = pattern.iter().cycle().take(4).copied().collect();
@@ -858,20 +937,24 @@ impl Resources {
                 return Err(e);
             }
         };
-        let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+        let mut type_info =
+            vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(ctx.queue_family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: valid create infos; on failure everything made so far is destroyed.
         let objs = unsafe {
             let cmd_pool = ctx.device.create_command_pool(&pool_info, None);
-            let timeline = ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut type_info), None);
+            let timeline =
+                ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut type_info), None);
             (cmd_pool, timeline)
         };
         let mut indirect = made.pop();
         let mut args = made.pop();
         match (objs, args.take(), indirect.take()) {
-            ((Ok(cmd_pool), Ok(timeline)), Some(args), Some(indirect)) => Ok(Resources { args, indirect, pool, consts, cmd_pool, timeline }),
+            ((Ok(cmd_pool), Ok(timeline)), Some(args), Some(indirect)) => {
+                Ok(Resources { args, indirect, pool, consts, cmd_pool, timeline })
+            }
             ((cp, tl), a, i) => {
                 // SAFETY: nothing uses these objects yet.
                 unsafe {
@@ -896,7 +979,10 @@ impl Resources {
             ctx.device.destroy_command_pool(self.cmd_pool, None);
             ctx.device.destroy_semaphore(self.timeline, None);
         }
-        for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()].into_iter().flatten() {
+        for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             b.destroy(ctx);
         }
     }

@@ -11,9 +11,9 @@ pub mod vk;
 
 pub use error::{ExecError, Result};
 pub mod args;
-pub mod schedule;
 pub mod exec;
 mod executable;
+pub mod schedule;
 
 pub use exec::{ExecId, Executor, HostContext, NativeContext};
 pub use load::{load_str, Loaded};

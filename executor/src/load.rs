@@ -74,7 +74,7 @@ fn check_kernel(module: &Module, k: &CompiledKernel) -> Result<()> {
     let handle = module.kernel_by_name(&k.kernel).ok_or_else(|| bad("not in the IR".into()))?;
     let kernel = &module.kernels[handle];
     let l = &k.layout;
-    if l.block_size < 32 || l.block_size > MAX_BLOCK_BYTES || l.block_size % 4 != 0 {
+    if l.block_size < 32 || l.block_size > MAX_BLOCK_BYTES || !l.block_size.is_multiple_of(4) {
         return Err(bad(format!("argument block of {} bytes", l.block_size)));
     }
     if k.workgroup_size.contains(&0) || k.items_per_invocation == 0 {
@@ -94,12 +94,17 @@ fn check_kernel(module: &Module, k: &CompiledKernel) -> Result<()> {
                     Some(MemorySlot::Param { param, .. }) if *param as usize == i);
                 (8, slot_ok && u64::from(*elem_bytes) == elem.size())
             }
-            (ArgFieldKind::Local { elem_bytes, .. }, ParamType::Local { elem }) => (4, u64::from(*elem_bytes) == elem.size()),
+            (ArgFieldKind::Local { elem_bytes, .. }, ParamType::Local { elem }) => {
+                (4, u64::from(*elem_bytes) == elem.size())
+            }
             _ => (0, false),
         };
         let end = field.offset.checked_add(bytes).filter(|&e| e <= l.block_size);
-        if !ok || end.is_none() || field.offset < 32 || field.offset % 4 != 0 {
-            return Err(bad(format!("field {i} ({:?} at {}) does not fit parameter %{}", field.kind, field.offset, param.name)));
+        if !ok || end.is_none() || field.offset < 32 || !field.offset.is_multiple_of(4) {
+            return Err(bad(format!(
+                "field {i} ({:?} at {}) does not fit parameter %{}",
+                field.kind, field.offset, param.name
+            )));
         }
     }
     for (i, slot) in l.slots.iter().enumerate() {

@@ -61,10 +61,8 @@ pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> 
                     entry_id = Some(ops[1]);
                 }
             }
-            OP_EXECUTION_MODE if ops.len() == 5 && ops[1] == MODE_LOCAL_SIZE => {
-                if Some(ops[0]) == entry_id {
-                    local = Some([ops[2], ops[3], ops[4]]);
-                }
+            OP_EXECUTION_MODE if ops.len() == 5 && ops[1] == MODE_LOCAL_SIZE && Some(ops[0]) == entry_id => {
+                local = Some([ops[2], ops[3], ops[4]]);
             }
             _ => {}
         }

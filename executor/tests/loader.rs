@@ -37,7 +37,8 @@ fn version_mismatch_is_reported_as_such() {
 fn corrupt_spirv_is_rejected_before_the_driver() {
     let ir = format!("{KERNELS_IR}\nusm @x : f32[16]\ngraph @g {{\n  %k = kernel @ramp range(16) args(@x)\n}}\n");
     let good = bundle(&ir, vec![], vec![]);
-    let mutations: Vec<Box<dyn Fn(&mut Vec<u32>)>> = vec![
+    type Mutation = Box<dyn Fn(&mut Vec<u32>)>;
+    let mutations: Vec<Mutation> = vec![
         Box::new(|w| w.truncate(3)),
         Box::new(|w| w[0] = 0xdeadbeef),
         Box::new(|w| {

@@ -30,8 +30,15 @@ graph @g {{
 fn plan(stages: Vec<Vec<&str>>) -> GraphPlan {
     GraphPlan {
         name: "g".into(),
-        segments: vec![Segment::Device { stages: stages.into_iter().map(|s| s.into_iter().map(String::from).collect()).collect() }],
-        memory: PoolPlan { size: 2560, alignment: 256, offsets: vec![("t".into(), 0), ("u".into(), 1280)], report: String::new() },
+        segments: vec![Segment::Device {
+            stages: stages.into_iter().map(|s| s.into_iter().map(String::from).collect()).collect(),
+        }],
+        memory: PoolPlan {
+            size: 2560,
+            alignment: 256,
+            offsets: vec![("t".into(), 0), ("u".into(), 1280)],
+            report: String::new(),
+        },
         origins: vec![],
     }
 }

@@ -131,7 +131,9 @@ fn bad_updates_are_errors() {
     assert!(ex.update_param(e, "s", ArgValue::Bytes(vec![1, 2, 3, 4])).is_err());
     assert!(ex.set_active(e, "pick", 7).is_err());
     assert!(ex.update_launch(e, "k", Launch::Range(vec![10, 10])).is_err());
-    assert!(ex.update_launch(e, "fa", Launch::NdRange { global: vec![1000], local: vec![100], offset: vec![] }).is_err());
+    assert!(ex
+        .update_launch(e, "fa", Launch::NdRange { global: vec![1000], local: vec![100], offset: vec![] })
+        .is_err());
     // The executable still runs correctly after rejected updates.
     ex.run(e).unwrap();
     let out: Vec<f32> = ex.read_as("out").unwrap();

@@ -34,7 +34,10 @@ const ALL_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 impl Buffer {
     /// Creates a buffer of at least `size` bytes usable as storage, transfer and indirect buffer.
     pub fn new(ctx: &Context, size: u64, place: Place) -> Result<Buffer> {
-        let size = size.max(4).checked_next_multiple_of(4).ok_or_else(|| ExecError::Invalid("buffer size overflows".into()))?;
+        let size = size
+            .max(4)
+            .checked_next_multiple_of(4)
+            .ok_or_else(|| ExecError::Invalid("buffer size overflows".into()))?;
         let info = vk::BufferCreateInfo::default().size(size).usage(ALL_USAGE).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: valid create info; the buffer is destroyed by `destroy` or on the error path.
         let buffer = unsafe { ctx.device.create_buffer(&info, None) }?;
@@ -51,7 +54,8 @@ impl Buffer {
         let fits = |i: usize, flags: vk::MemoryPropertyFlags| {
             req.memory_type_bits & (1 << i) != 0 && types[i].property_flags.contains(flags)
         };
-        let index = (0..types.len()).find(|&i| fits(i, want | need)).or_else(|| (0..types.len()).find(|&i| fits(i, need)));
+        let index =
+            (0..types.len()).find(|&i| fits(i, want | need)).or_else(|| (0..types.len()).find(|&i| fits(i, need)));
         let Some(index) = index else {
             // SAFETY: the buffer has no memory bound and is not in use.
             unsafe { ctx.device.destroy_buffer(buffer, None) };
@@ -108,7 +112,13 @@ impl Buffer {
             (Some(p), Some(_)) => unsafe {
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(offset as usize), bytes.len());
             },
-            _ => return Err(ExecError::Invalid(format!("write of {} bytes at {offset} outside a {}-byte buffer", bytes.len(), self.size))),
+            _ => {
+                return Err(ExecError::Invalid(format!(
+                    "write of {} bytes at {offset} outside a {}-byte buffer",
+                    bytes.len(),
+                    self.size
+                )))
+            }
         }
         Ok(())
     }
@@ -118,8 +128,12 @@ impl Buffer {
         let end = offset.checked_add(len).filter(|&e| e <= self.size);
         match (self.mapped, end) {
             // SAFETY: the range is inside the mapping (checked above).
-            (Some(p), Some(_)) => Ok(unsafe { std::slice::from_raw_parts(p.add(offset as usize), len as usize) }.to_vec()),
-            _ => Err(ExecError::Invalid(format!("read of {len} bytes at {offset} outside a {}-byte buffer", self.size))),
+            (Some(p), Some(_)) => {
+                Ok(unsafe { std::slice::from_raw_parts(p.add(offset as usize), len as usize) }.to_vec())
+            }
+            _ => {
+                Err(ExecError::Invalid(format!("read of {len} bytes at {offset} outside a {}-byte buffer", self.size)))
+            }
         }
     }
 }
@@ -171,7 +185,12 @@ impl Transfers {
                 ctx.device.begin_command_buffer(cb, &begin)?;
                 full_barrier(&ctx.device, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::TRANSFER);
                 f(&ctx.device, cb);
-                full_barrier(&ctx.device, cb, vk::PipelineStageFlags2::TRANSFER, vk::PipelineStageFlags2::ALL_COMMANDS | vk::PipelineStageFlags2::HOST);
+                full_barrier(
+                    &ctx.device,
+                    cb,
+                    vk::PipelineStageFlags2::TRANSFER,
+                    vk::PipelineStageFlags2::ALL_COMMANDS | vk::PipelineStageFlags2::HOST,
+                );
                 ctx.device.end_command_buffer(cb)?;
                 let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cb)];
                 let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos)];
@@ -191,7 +210,11 @@ impl Transfers {
             return Ok(());
         }
         if offset.checked_add(bytes.len() as u64).is_none_or(|e| e > dst.size) {
-            return Err(ExecError::Invalid(format!("upload of {} bytes at {offset} past a {}-byte buffer", bytes.len(), dst.size)));
+            return Err(ExecError::Invalid(format!(
+                "upload of {} bytes at {offset} past a {}-byte buffer",
+                bytes.len(),
+                dst.size
+            )));
         }
         let mut staging = Buffer::new(ctx, bytes.len() as u64, Place::Host)?;
         let r = staging.write(0, bytes).and_then(|()| {
@@ -209,7 +232,10 @@ impl Transfers {
             return Ok(Vec::new());
         }
         if offset.checked_add(len).is_none_or(|e| e > src.size) {
-            return Err(ExecError::Invalid(format!("download of {len} bytes at {offset} past a {}-byte buffer", src.size)));
+            return Err(ExecError::Invalid(format!(
+                "download of {len} bytes at {offset} past a {}-byte buffer",
+                src.size
+            )));
         }
         let mut staging = Buffer::new(ctx, len, Place::Host)?;
         let region = [vk::BufferCopy { src_offset: offset, dst_offset: 0, size: len }];
@@ -223,9 +249,17 @@ impl Transfers {
 }
 
 /// A global memory barrier: all writes of `src` stages visible to all accesses of `dst`.
-pub fn full_barrier(device: &ash::Device, cb: vk::CommandBuffer, src: vk::PipelineStageFlags2, dst: vk::PipelineStageFlags2) {
+pub fn full_barrier(
+    device: &ash::Device,
+    cb: vk::CommandBuffer,
+    src: vk::PipelineStageFlags2,
+    dst: vk::PipelineStageFlags2,
+) {
     let dst_access = if dst.contains(vk::PipelineStageFlags2::HOST) {
-        vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE | vk::AccessFlags2::HOST_READ | vk::AccessFlags2::HOST_WRITE
+        vk::AccessFlags2::MEMORY_READ
+            | vk::AccessFlags2::MEMORY_WRITE
+            | vk::AccessFlags2::HOST_READ
+            | vk::AccessFlags2::HOST_WRITE
     } else {
         vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE
     };

@@ -50,13 +50,11 @@ pub struct Context {
     pub(crate) _entry: ash::Entry,
     pub(crate) instance: ash::Instance,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT, Box<Messages>)>,
-    pub(crate) physical: vk::PhysicalDevice,
     pub(crate) device: ash::Device,
     pub(crate) queue: vk::Queue,
     pub(crate) queue_family: u32,
     pub(crate) props: vk::PhysicalDeviceProperties,
     pub(crate) mem_props: vk::PhysicalDeviceMemoryProperties,
-    pub(crate) timestamp_valid_bits: u32,
     /// Descriptors may be rewritten while recorded (UPDATE_AFTER_BIND).
     pub(crate) update_after_bind: bool,
     name: String,
@@ -134,8 +132,7 @@ impl Context {
     pub fn new(opts: &ContextOptions) -> Result<Context> {
         let validation = opts.validation || std::env::var("CMDGRAPH_VK_VALIDATION").is_ok_and(|v| v == "1");
         // SAFETY: loading the system Vulkan loader runs its initialisation; nothing else is shared.
-        let entry =
-            unsafe { ash::Entry::load() }.map_err(|e| ExecError::Vulkan(format!("no Vulkan loader: {e}")))?;
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| ExecError::Vulkan(format!("no Vulkan loader: {e}")))?;
         let instance = create_instance(&entry, validation)?;
         let mut ctx_debug = None;
         if validation {
@@ -168,28 +165,23 @@ impl Context {
         let (device, update_after_bind) = create_device(partial.instance(), physical, family)?;
         let instance = partial.instance.take().ok_or_else(|| ExecError::Vulkan("instance lost".into()))?;
         // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
-        let (props, mem_props, queue, bits) = unsafe {
-            let fams = instance.get_physical_device_queue_family_properties(physical);
-            let bits = fams.get(family as usize).map_or(0, |f| f.timestamp_valid_bits);
+        let (props, mem_props, queue) = unsafe {
             (
                 instance.get_physical_device_properties(physical),
                 instance.get_physical_device_memory_properties(physical),
                 device.get_device_queue(family, 0),
-                bits,
             )
         };
         Ok(Context {
             _entry: entry,
             instance,
             debug: partial.debug.take(),
-            physical,
             device,
             queue,
             queue_family: family,
             name: device_name(&props),
             props,
             mem_props,
-            timestamp_valid_bits: bits,
             update_after_bind,
         })
     }
@@ -315,7 +307,8 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
-    let mut have = vk::PhysicalDeviceFeatures2::default().push_next(&mut have12).push_next(&mut have11).push_next(&mut have13);
+    let mut have =
+        vk::PhysicalDeviceFeatures2::default().push_next(&mut have12).push_next(&mut have11).push_next(&mut have13);
     // SAFETY: `physical` came from this instance; the chain is of live locals.
     unsafe { instance.get_physical_device_features2(physical, &mut have) };
     let base = have.features;
@@ -345,7 +338,8 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         .vulkan_memory_model(h12.vulkan_memory_model != 0)
         .vulkan_memory_model_device_scope(h12.vulkan_memory_model_device_scope != 0)
         .host_query_reset(h12.host_query_reset != 0);
-    let mut f13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
+    let mut f13 =
+        vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let info = vk::DeviceCreateInfo::default()

@@ -47,7 +47,8 @@ impl KernelPipeline {
         };
         let flags = vec![bind_flags; bindings as usize];
         let mut flag_info = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&flags);
-        let info = vk::DescriptorSetLayoutCreateInfo::default().flags(set_flags).bindings(&descs).push_next(&mut flag_info);
+        let info =
+            vk::DescriptorSetLayoutCreateInfo::default().flags(set_flags).bindings(&descs).push_next(&mut flag_info);
         let mut out = KernelPipeline {
             set_layout: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
@@ -60,8 +61,9 @@ impl KernelPipeline {
             (|| {
                 out.set_layout = ctx.device.create_descriptor_set_layout(&info, None)?;
                 let sets = [out.set_layout];
-                out.layout =
-                    ctx.device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None)?;
+                out.layout = ctx
+                    .device
+                    .create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&sets), None)?;
                 let module =
                     ctx.device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&k.spirv), None)?;
                 let entry = std::ffi::CString::new(k.entry.as_bytes()).unwrap_or_default();

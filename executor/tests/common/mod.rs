@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 use cmdgraph_executor::{ContextOptions, Executor, Loaded};
-use cmdgraph_ir::bundle::{ArgField, ArgFieldKind, ArgLayout, Bundle, CompiledKernel, GraphPlan, MemorySlot, FORMAT_VERSION};
+use cmdgraph_ir::bundle::{
+    ArgField, ArgFieldKind, ArgLayout, Bundle, CompiledKernel, GraphPlan, MemorySlot, FORMAT_VERSION,
+};
 use std::process::Command;
 
 /// An element-wise f32 kernel: `bufs` buffer parameters (the last is written), then an
@@ -16,9 +18,12 @@ pub struct Elementwise {
     pub compute: &'static str,
 }
 
-pub const RAMP: Elementwise = Elementwise { name: "ramp", bufs: 1, scalar: false, compute: "%r = OpCopyObject %float %fi" };
-pub const SCALE: Elementwise = Elementwise { name: "scale", bufs: 2, scalar: true, compute: "%r = OpFMul %float %v0 %s" };
-pub const ADD2: Elementwise = Elementwise { name: "add2", bufs: 3, scalar: false, compute: "%r = OpFAdd %float %v0 %v1" };
+pub const RAMP: Elementwise =
+    Elementwise { name: "ramp", bufs: 1, scalar: false, compute: "%r = OpCopyObject %float %fi" };
+pub const SCALE: Elementwise =
+    Elementwise { name: "scale", bufs: 2, scalar: true, compute: "%r = OpFMul %float %v0 %s" };
+pub const ADD2: Elementwise =
+    Elementwise { name: "add2", bufs: 3, scalar: false, compute: "%r = OpFAdd %float %v0 %v1" };
 
 fn asm(k: &Elementwise, wg: u32) -> String {
     let mut vars = String::new();
@@ -45,7 +50,9 @@ fn asm(k: &Elementwise, wg: u32) -> String {
     }
     if k.scalar {
         let w = (32 + 8 * k.bufs) / 4;
-        body += &format!("%ps = OpAccessChain %ptr_u32 %args %c0 %uint_{w}\n%su = OpLoad %uint %ps\n%s = OpBitcast %float %su\n");
+        body += &format!(
+            "%ps = OpAccessChain %ptr_u32 %args %c0 %uint_{w}\n%su = OpLoad %uint %ps\n%s = OpBitcast %float %su\n"
+        );
     }
     let out = k.bufs - 1;
     format!(
@@ -110,7 +117,12 @@ pub fn assemble(text: &str) -> Vec<u32> {
     let src = dir.path().join("k.spvasm");
     let bin = dir.path().join("k.spv");
     std::fs::write(&src, text).expect("write spvasm");
-    let out = Command::new("spirv-as").args(["--target-env", "vulkan1.3", "-o"]).arg(&bin).arg(&src).output().expect("spirv-as (SPIRV-Tools) must be installed");
+    let out = Command::new("spirv-as")
+        .args(["--target-env", "vulkan1.3", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .expect("spirv-as (SPIRV-Tools) must be installed");
     assert!(out.status.success(), "spirv-as: {}\n{text}", String::from_utf8_lossy(&out.stderr));
     let val = Command::new("spirv-val").args(["--target-env", "vulkan1.3"]).arg(&bin).output().expect("spirv-val");
     assert!(val.status.success(), "spirv-val: {}\n{text}", String::from_utf8_lossy(&val.stderr));
@@ -123,7 +135,8 @@ pub fn compiled(k: &Elementwise, wg: u32) -> CompiledKernel {
     let mut fields = Vec::new();
     let mut slots = Vec::new();
     for j in 0..k.bufs {
-        fields.push(ArgField { offset: 32 + 8 * j as u32, kind: ArgFieldKind::Buffer { slot: j as u32, elem_bytes: 4 } });
+        fields
+            .push(ArgField { offset: 32 + 8 * j as u32, kind: ArgFieldKind::Buffer { slot: j as u32, elem_bytes: 4 } });
         slots.push(MemorySlot::Param { param: j as u32, writes: j + 1 == k.bufs });
     }
     let mut block = 32 + 8 * k.bufs as u32;
@@ -184,7 +197,8 @@ pub fn bundle(ir: &str, extra: Vec<CompiledKernel>, graphs: Vec<GraphPlan>) -> B
 /// An executor on the default device with validation and synchronization validation on.
 pub fn executor(b: Bundle) -> Executor {
     let loaded: Loaded = cmdgraph_executor::load::check(b).expect("bundle loads");
-    Executor::new(loaded, &ContextOptions { validation: true, ..Default::default() }).expect("Vulkan device (llvmpipe) with validation layers")
+    Executor::new(loaded, &ContextOptions { validation: true, ..Default::default() })
+        .expect("Vulkan device (llvmpipe) with validation layers")
 }
 
 /// Fails on any validation message.
