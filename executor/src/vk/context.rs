@@ -160,10 +160,11 @@ impl Context {
                 }
             }
         }
-        let mut partial = Partial { instance: Some(instance), debug: ctx_debug };
-        let (physical, family) = choose(partial.instance(), &opts.device)?;
-        let (device, update_after_bind) = create_device(partial.instance(), physical, family)?;
-        let instance = partial.instance.take().ok_or_else(|| ExecError::Vulkan("instance lost".into()))?;
+        let mut partial = Partial { instance, debug: ctx_debug, armed: true };
+        let (physical, family) = choose(&partial.instance, &opts.device)?;
+        let (device, update_after_bind) = create_device(&partial.instance, physical, family)?;
+        partial.armed = false;
+        let instance = partial.instance.clone();
         // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
         let (props, mem_props, queue) = unsafe {
             (
@@ -239,20 +240,16 @@ impl Drop for Context {
 
 /// Destroys the instance and messenger if device creation fails half-way.
 struct Partial {
-    instance: Option<ash::Instance>,
+    instance: ash::Instance,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT, Box<Messages>)>,
-}
-
-impl Partial {
-    fn instance(&self) -> &ash::Instance {
-        // The option is only emptied by the success path, after the last call of this.
-        self.instance.as_ref().unwrap_or_else(|| unreachable!("instance taken"))
-    }
+    /// Cleared when the context takes ownership.
+    armed: bool,
 }
 
 impl Drop for Partial {
     fn drop(&mut self) {
-        if let Some(instance) = self.instance.take() {
+        if self.armed {
+            let instance = &self.instance;
             // SAFETY: on this path no device was kept; messenger first, then the instance.
             unsafe {
                 if let Some((du, m, _)) = self.debug.take() {
