@@ -1,1 +1,20 @@
-//! cmdgraph-executor (filled by its own issue).
+//! cmdgraph-executor: runs a compiled bundle (docs/abi.md) on Vulkan 1.3, without LLVM.
+//!
+//! An application loads a bundle ([`load::load_str`]), creates an [`Executor`] on a device,
+//! binds its memory by name, finalizes a graph into an executable, runs it, updates it and
+//! runs it again (docs/executor.md). Every malformed input is an [`ExecError`].
+
+pub mod error;
+pub mod load;
+pub mod spirv;
+pub mod vk;
+
+pub use error::{ExecError, Result};
+pub mod args;
+pub mod exec;
+mod executable;
+pub mod schedule;
+
+pub use exec::{ExecId, Executor, HostContext, NativeContext};
+pub use load::{load_str, Loaded};
+pub use vk::{ContextOptions, DeviceChoice};

@@ -1,0 +1,242 @@
+//! Argument blocks and dispatch sizes (docs/abi.md, "The argument block", "Dispatch").
+
+use crate::error::{ExecError, Result};
+use cmdgraph_ir::bundle::{ArgFieldKind, CompiledKernel, MemorySlot};
+use cmdgraph_ir::kernel::{Kernel, ParamType};
+use cmdgraph_ir::types::{LitValue, Literal, ScalarType, Type};
+use cmdgraph_ir::{ArgValue, Launch, MemRef};
+
+/// The memory a slot is bound to: which Vulkan buffer backs it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Target {
+    /// A user memory object (`usm`/`buffer`), by memory handle index.
+    User(usize),
+    /// The executable's graph-owned pool.
+    Pool,
+    /// A device global (the executable's device), by name.
+    Global(String),
+}
+
+/// Where a pointer points: the backing buffer, the byte offset in it and the bytes from there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The backing buffer.
+    pub target: Target,
+    /// Byte offset inside it.
+    pub offset: u64,
+    /// Bytes available from `offset`.
+    pub avail: u64,
+    /// Element size of the memory object (accessor ranges count its elements).
+    pub elem: u64,
+}
+
+/// An encoded launch of one kernel node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// The argument block.
+    pub block: Vec<u8>,
+    /// What each memory slot (binding 1 + i) is bound to.
+    pub slots: Vec<Target>,
+    /// Work-group counts for `VkDispatchIndirectCommand`.
+    pub groups: [u32; 3],
+}
+
+/// Global size, global offset and (for `nd_range`) local size, each padded to 3 dimensions.
+pub type Geometry = ([u32; 3], [u32; 3], Option<[u32; 3]>);
+
+/// The geometry of a launch.
+pub fn geometry(launch: &Launch) -> Result<Geometry> {
+    let pad = |v: &[u64]| -> Result<[u32; 3]> {
+        let mut out = [1u32; 3];
+        if v.len() > 3 {
+            return Err(ExecError::Invalid(format!("a {}-dimensional range", v.len())));
+        }
+        for (o, &x) in out.iter_mut().zip(v) {
+            *o = u32::try_from(x).map_err(|_| ExecError::Invalid(format!("range {x} does not fit 32 bits")))?;
+        }
+        Ok(out)
+    };
+    Ok(match launch {
+        Launch::SingleTask => ([1; 3], [0; 3], None),
+        Launch::Range(r) => (pad(r)?, [0; 3], None),
+        Launch::NdRange { global, local, offset } => {
+            let mut off = pad(offset)?;
+            for (o, i) in off.iter_mut().zip(0..3) {
+                if i >= offset.len() {
+                    *o = 0;
+                }
+            }
+            (pad(global)?, off, Some(pad(local)?))
+        }
+    })
+}
+
+/// Encodes the argument block of `kernel` compiled as `variant` for `launch` and `args`
+/// (dynamic parameters already replaced by their values). `resolve` places a memory reference
+/// plus byte offset; `max_groups` is the device's dispatch limit.
+pub fn encode(
+    kernel: &Kernel,
+    variant: &CompiledKernel,
+    launch: &Launch,
+    args: &[ArgValue],
+    resolve: &dyn Fn(MemRef, u64) -> Result<Place>,
+    max_groups: [u32; 3],
+) -> Result<Encoded> {
+    let name = &kernel.name;
+    let (size, offset, _) = geometry(launch)?;
+    let layout = &variant.layout;
+    let mut block = vec![0u8; layout.block_size as usize];
+    for (i, w) in size.iter().chain(&offset).enumerate() {
+        put(&mut block, 4 * i as u32, &w.to_le_bytes())?;
+    }
+    let mut slots: Vec<Option<Target>> = vec![None; layout.slots.len()];
+    for (i, slot) in layout.slots.iter().enumerate() {
+        if let MemorySlot::DeviceGlobal { name, .. } = slot {
+            slots[i] = Some(Target::Global(name.clone()));
+        }
+    }
+    if args.len() != kernel.params.len() {
+        return Err(ExecError::Invalid(format!(
+            "@{name}: {} arguments for {} parameters",
+            args.len(),
+            kernel.params.len()
+        )));
+    }
+    for ((field, param), arg) in layout.fields.iter().zip(&kernel.params).zip(args) {
+        let bad = |what: &str| ExecError::Invalid(format!("@{name} parameter %{}: {what}", param.name));
+        match (&field.kind, &param.ty, arg) {
+            (ArgFieldKind::Value { bytes }, ParamType::Value(ty), value) => {
+                let raw = match value {
+                    ArgValue::Scalar(lit) => value_bytes(lit, *ty).ok_or_else(|| bad("value does not fit its type"))?,
+                    ArgValue::Bytes(b) => b.clone(),
+                    _ => return Err(bad("expected a value")),
+                };
+                if raw.len() as u32 > *bytes {
+                    return Err(bad("value larger than its field"));
+                }
+                put(&mut block, field.offset, &raw)?;
+            }
+            (ArgFieldKind::Buffer { slot, elem_bytes }, ParamType::Buffer { .. }, value) => {
+                let place = match value {
+                    ArgValue::Pointer(p) => resolve(p.base, p.offset)?,
+                    ArgValue::Accessor(a) => {
+                        let p = resolve(a.buffer, 0)?;
+                        let (lo, hi) = a.range.unwrap_or((0, p.avail / p.elem.max(1)));
+                        let start = lo.checked_mul(p.elem).filter(|&s| s <= p.avail);
+                        let end = hi.checked_mul(p.elem).filter(|&e| e <= p.avail);
+                        let (Some(start), Some(end)) = (start, end) else {
+                            return Err(bad("accessor range outside its buffer"));
+                        };
+                        Place {
+                            target: p.target,
+                            offset: p.offset + start,
+                            avail: end.saturating_sub(start),
+                            elem: p.elem,
+                        }
+                    }
+                    _ => return Err(bad("expected memory")),
+                };
+                let eb = u64::from((*elem_bytes).max(1));
+                if place.offset % eb != 0 {
+                    return Err(bad(&format!(
+                        "byte offset {} is not a multiple of the element size {eb}",
+                        place.offset
+                    )));
+                }
+                let elem_off = u32::try_from(place.offset / eb).map_err(|_| bad("element offset past 2^32"))?;
+                let count = u32::try_from(place.avail / eb).unwrap_or(u32::MAX);
+                put(&mut block, field.offset, &elem_off.to_le_bytes())?;
+                put(&mut block, field.offset + 4, &count.to_le_bytes())?;
+                if let Some(s) = slots.get_mut(*slot as usize) {
+                    *s = Some(place.target);
+                }
+            }
+            (ArgFieldKind::Local { capacity, .. }, ParamType::Local { .. }, ArgValue::Local { count, .. }) => {
+                if count > capacity {
+                    return Err(bad(&format!(
+                        "{count} work-group elements, the compiled kernel has room for {capacity}"
+                    )));
+                }
+                put(&mut block, field.offset, &(*count as u32).to_le_bytes())?;
+            }
+            _ => return Err(bad("argument kind does not match the parameter")),
+        }
+    }
+    let slots = slots
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| s.ok_or_else(|| ExecError::Bundle(format!("@{name}: memory slot {i} has no argument"))))
+        .collect::<Result<Vec<_>>>()?;
+    let wg = variant.workgroup_size;
+    let per = [wg[0].saturating_mul(variant.items_per_invocation), wg[1], wg[2]];
+    let mut groups = [0u32; 3];
+    for d in 0..3 {
+        groups[d] = size[d].div_ceil(per[d].max(1));
+        if groups[d] > max_groups[d] {
+            return Err(ExecError::Invalid(format!(
+                "@{name}: {} work-groups in dimension {d}, the device allows {}",
+                groups[d], max_groups[d]
+            )));
+        }
+    }
+    Ok(Encoded { block, slots, groups })
+}
+
+fn put(block: &mut [u8], offset: u32, bytes: &[u8]) -> Result<()> {
+    let start = offset as usize;
+    match block.get_mut(start..start + bytes.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(bytes);
+            Ok(())
+        }
+        None => Err(ExecError::Bundle(format!("argument field at {offset} past the block"))),
+    }
+}
+
+/// A literal as the argument block holds it: `bool` widened to a `u32`.
+fn value_bytes(lit: &Literal, ty: Type) -> Option<Vec<u8>> {
+    if ty.lanes != 1 {
+        return None;
+    }
+    let mut b = scalar_bytes(lit.value, ty.scalar)?;
+    if ty.scalar == ScalarType::Bool {
+        b.resize(4, 0);
+    }
+    Some(b)
+}
+
+/// A literal as memory holds it (little-endian; `bool` one byte).
+pub fn scalar_bytes(v: LitValue, t: ScalarType) -> Option<Vec<u8>> {
+    if !Literal::fits(v, t) {
+        return None;
+    }
+    let f = match v {
+        LitValue::Float(f) => f,
+        LitValue::Int(i) => i as f64,
+        LitValue::Bool(b) => f64::from(u8::from(b)),
+    };
+    let i = match v {
+        LitValue::Int(i) => i,
+        _ => 0,
+    };
+    Some(match t {
+        ScalarType::Bool => vec![u8::from(matches!(v, LitValue::Bool(true)))],
+        ScalarType::I32 => (i as i32).to_le_bytes().to_vec(),
+        ScalarType::U32 => (i as u32).to_le_bytes().to_vec(),
+        ScalarType::I64 => (i as i64).to_le_bytes().to_vec(),
+        ScalarType::U64 => (i as u64).to_le_bytes().to_vec(),
+        ScalarType::F16 => cmdgraph_ir::interp::half::f16::from_f64(f).to_bits().to_le_bytes().to_vec(),
+        ScalarType::F32 => (f as f32).to_le_bytes().to_vec(),
+    })
+}
+
+/// One element of type `ty` from a literal, splatted over its lanes (3-vectors padded).
+pub fn element_bytes(v: LitValue, ty: Type) -> Option<Vec<u8>> {
+    let one = scalar_bytes(v, ty.scalar)?;
+    let mut out = Vec::with_capacity(ty.size() as usize);
+    for _ in 0..ty.lanes {
+        out.extend_from_slice(&one);
+    }
+    out.resize(ty.size() as usize, 0);
+    Some(out)
+}

@@ -1,0 +1,73 @@
+//! The executor's error type: every failure is a value naming what failed, never a panic.
+
+use std::fmt;
+
+/// Why loading, finalizing, running or updating failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecError {
+    /// The bundle is not well-formed RON of the bundle type, or is truncated.
+    Malformed(String),
+    /// The bundle was written for another format version.
+    Version {
+        /// The version in the bundle.
+        found: u32,
+        /// [`cmdgraph_ir::bundle::FORMAT_VERSION`].
+        expected: u32,
+    },
+    /// The bundle's content hash does not match its contents.
+    Hash(String),
+    /// The optimized IR in the bundle does not parse or verify.
+    Ir(String),
+    /// A kernel's SPIR-V is malformed (rejected before it reaches the driver).
+    Spirv {
+        /// Kernel name.
+        kernel: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The bundle is inconsistent with its IR (schedule, layouts, plans).
+    Bundle(String),
+    /// No Vulkan loader, no suitable device, or a Vulkan call failed.
+    Vulkan(String),
+    /// A name (memory, graph, node, parameter, callback) is unknown.
+    Unknown(String),
+    /// A request the executor cannot carry out (bad size, bad value, unsupported feature).
+    Invalid(String),
+    /// A host-task callback failed.
+    Host {
+        /// The host-task node.
+        node: String,
+        /// What the callback reported.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecError::Malformed(m) => write!(f, "malformed bundle: {m}"),
+            ExecError::Version { found, expected } => {
+                write!(f, "bundle format version {found}, this executor reads version {expected}")
+            }
+            ExecError::Hash(m) => write!(f, "bundle content hash mismatch: {m}"),
+            ExecError::Ir(m) => write!(f, "bundle IR is invalid: {m}"),
+            ExecError::Spirv { kernel, reason } => write!(f, "kernel @{kernel}: invalid SPIR-V: {reason}"),
+            ExecError::Bundle(m) => write!(f, "inconsistent bundle: {m}"),
+            ExecError::Vulkan(m) => write!(f, "vulkan: {m}"),
+            ExecError::Unknown(m) => write!(f, "unknown {m}"),
+            ExecError::Invalid(m) => write!(f, "{m}"),
+            ExecError::Host { node, reason } => write!(f, "host task %{node} failed: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+impl From<ash::vk::Result> for ExecError {
+    fn from(r: ash::vk::Result) -> ExecError {
+        ExecError::Vulkan(format!("{r:?}"))
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = ExecError> = std::result::Result<T, E>;

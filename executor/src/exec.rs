@@ -1,0 +1,335 @@
+//! The [`Executor`]: a loaded bundle on one device, its user memory, device globals,
+//! pipelines, callbacks and executables (docs/executor.md).
+#![allow(unsafe_code)]
+
+use crate::args::{element_bytes, Place as ArgPlace, Target};
+use crate::error::{ExecError, Result};
+use crate::executable::Executable;
+use crate::load::Loaded;
+use crate::vk::{Buffer, Context, ContextOptions, KernelPipeline, Place, Transfers};
+use ash::vk;
+use cmdgraph_ir::interp::{from_bytes, to_bytes, Element};
+use cmdgraph_ir::types::Access;
+use cmdgraph_ir::{MemAccess, MemRef, MemoryKind, Module};
+use std::collections::BTreeMap;
+
+/// A host-task callback: reads and writes the memory its node declares.
+pub type HostFn = Box<dyn FnMut(&mut HostContext<'_>) -> std::result::Result<(), String>>;
+
+/// A native-command callback, called when the graph is recorded with the command buffer
+/// the node's commands go into (enqueue_native_command's graph rule).
+pub type NativeFn = Box<dyn FnMut(&NativeContext<'_>)>;
+
+/// What a native-command callback gets.
+pub struct NativeContext<'a> {
+    /// The logical device.
+    pub device: &'a ash::Device,
+    /// The command buffer being recorded (compute and transfer commands only).
+    pub command_buffer: vk::CommandBuffer,
+    /// The node's name.
+    pub node: &'a str,
+}
+
+/// Identifies an executable graph of an [`Executor`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExecId(pub(crate) usize);
+
+/// A bundle loaded on a Vulkan device.
+pub struct Executor {
+    pub(crate) loaded: Loaded,
+    /// User memory by memory handle index (`None` for device globals).
+    pub(crate) memories: Vec<Option<Buffer>>,
+    /// Device globals per (device, name), created from the initialiser on first use.
+    pub(crate) globals: BTreeMap<(u32, String), Buffer>,
+    pub(crate) pipelines: Vec<KernelPipeline>,
+    pub(crate) cache: vk::PipelineCache,
+    pub(crate) transfers: Transfers,
+    pub(crate) host: BTreeMap<String, HostFn>,
+    pub(crate) native: BTreeMap<String, NativeFn>,
+    pub(crate) execs: Vec<Option<Executable>>,
+    // Declared last: dropped after everything above has been destroyed by `Drop`.
+    pub(crate) ctx: Context,
+}
+
+impl Executor {
+    /// Creates the device and uploads nothing yet: user memory starts zeroed, pipelines are
+    /// created through the pipeline cache.
+    pub fn new(loaded: Loaded, opts: &ContextOptions) -> Result<Executor> {
+        let ctx = Context::new(opts)?;
+        let transfers = Transfers::new(&ctx)?;
+        let cache = crate::vk::pipeline::create_cache(&ctx)?;
+        let mut ex = Executor {
+            loaded,
+            memories: Vec::new(),
+            globals: BTreeMap::new(),
+            pipelines: Vec::new(),
+            cache,
+            transfers,
+            host: BTreeMap::new(),
+            native: BTreeMap::new(),
+            execs: Vec::new(),
+            ctx,
+        };
+        for k in &ex.loaded.bundle.kernels {
+            let p = KernelPipeline::new(&ex.ctx, ex.cache, k)?;
+            ex.pipelines.push(p);
+        }
+        let mems: Vec<(u64, bool)> = ex
+            .loaded
+            .module
+            .memories
+            .iter()
+            .map(|(_, m)| (m.size_bytes(), matches!(m.kind, MemoryKind::DeviceGlobal(_))))
+            .collect();
+        for (size, global) in mems {
+            if global {
+                ex.memories.push(None);
+                continue;
+            }
+            let buf = Buffer::new(&ex.ctx, size, Place::Device)?;
+            let zero = |d: &ash::Device, cb: vk::CommandBuffer| {
+                // SAFETY: `buf` is live; the whole buffer is filled.
+                unsafe { d.cmd_fill_buffer(cb, buf.buffer, 0, vk::WHOLE_SIZE, 0) }
+            };
+            let r = ex.transfers.run(&ex.ctx, zero);
+            ex.memories.push(Some(buf));
+            r?;
+        }
+        Ok(ex)
+    }
+
+    /// The module the bundle runs (its optimized IR).
+    pub fn module(&self) -> &Module {
+        &self.loaded.module
+    }
+
+    /// The Vulkan context (device name, validation messages).
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Registers the callback of `host_task "name"` nodes.
+    pub fn register_callback<F>(&mut self, name: &str, f: F)
+    where
+        F: FnMut(&mut HostContext<'_>) -> std::result::Result<(), String> + 'static,
+    {
+        self.host.insert(name.to_string(), Box::new(f));
+    }
+
+    /// Registers the callback of `native "name"` nodes (called at record time).
+    pub fn register_native<F>(&mut self, name: &str, f: F)
+    where
+        F: FnMut(&NativeContext<'_>) + 'static,
+    {
+        self.native.insert(name.to_string(), Box::new(f));
+    }
+
+    fn user(&self, name: &str) -> Result<(usize, &Buffer, u64)> {
+        let name = name.strip_prefix('@').unwrap_or(name);
+        let h = self.loaded.module.memory_by_name(name).ok_or_else(|| ExecError::Unknown(format!("memory @{name}")))?;
+        let size = self.loaded.module.memories[h].size_bytes();
+        match self.memories.get(h.index()) {
+            Some(Some(b)) => Ok((h.index(), b, size)),
+            _ => Err(ExecError::Invalid(format!("@{name} is a device_global, not user memory"))),
+        }
+    }
+
+    /// Sets a user memory object; the length must be its exact size. Waits for earlier work.
+    pub fn bind(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        let (_, buf, size) = self.user(name)?;
+        if bytes.len() as u64 != size {
+            return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} given", bytes.len())));
+        }
+        self.transfers.upload(&self.ctx, buf, 0, bytes)
+    }
+
+    /// [`bind`](Self::bind) from typed elements.
+    pub fn bind_as<T: Element>(&mut self, name: &str, values: &[T]) -> Result<()> {
+        self.bind(name, &to_bytes(values))
+    }
+
+    /// A user memory object's contents, after everything submitted so far.
+    pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        let (_, buf, size) = self.user(name)?;
+        self.transfers.download(&self.ctx, buf, 0, size)
+    }
+
+    /// [`read`](Self::read) as typed elements.
+    pub fn read_as<T: Element>(&self, name: &str) -> Result<Vec<T>> {
+        Ok(from_bytes(&self.read(name)?))
+    }
+
+    /// A device global's instance on `device` (its initial image if nothing touched it).
+    pub fn read_device_global(&mut self, name: &str, device: u32) -> Result<Vec<u8>> {
+        let (buf, size) = self.global(device, name)?;
+        let _ = buf;
+        let b = &self.globals[&(device, name.trim_start_matches('@').to_string())];
+        self.transfers.download(&self.ctx, b, 0, size)
+    }
+
+    /// The device global `name` on `device`, created from its initialiser on first use.
+    pub(crate) fn global(&mut self, device: u32, name: &str) -> Result<(vk::Buffer, u64)> {
+        let name = name.strip_prefix('@').unwrap_or(name);
+        let h = self
+            .loaded
+            .module
+            .memory_by_name(name)
+            .ok_or_else(|| ExecError::Unknown(format!("device_global @{name}")))?;
+        let obj = &self.loaded.module.memories[h];
+        let MemoryKind::DeviceGlobal(dg) = &obj.kind else {
+            return Err(ExecError::Invalid(format!("@{name} is not a device_global")));
+        };
+        let size = obj.size_bytes();
+        let key = (device, name.to_string());
+        if let Some(b) = self.globals.get(&key) {
+            return Ok((b.buffer, size));
+        }
+        let mut image = Vec::with_capacity(size as usize);
+        for lit in &dg.init {
+            let e = element_bytes(lit.value, obj.elem)
+                .ok_or_else(|| ExecError::Ir(format!("@{name}: initialiser does not fit {}", obj.elem)))?;
+            image.extend_from_slice(&e);
+        }
+        image.resize(size as usize, 0);
+        let buf = Buffer::new(&self.ctx, size, Place::Device)?;
+        let r = self.transfers.upload(&self.ctx, &buf, 0, &image);
+        let handle = buf.buffer;
+        self.globals.insert(key, buf);
+        r.map(|()| (handle, size))
+    }
+
+    /// Places a memory reference for an executable (pool allocations need the executable).
+    pub(crate) fn place_user(&self, mem: MemRef, offset: u64) -> Result<ArgPlace> {
+        match mem {
+            MemRef::Memory(h) => {
+                let obj =
+                    self.loaded.module.memories.try_get(h).ok_or_else(|| ExecError::Ir("bad memory handle".into()))?;
+                let size = obj.size_bytes();
+                if offset > size {
+                    return Err(ExecError::Invalid(format!("offset {offset} past @{} ({size} bytes)", obj.name)));
+                }
+                Ok(ArgPlace { target: Target::User(h.index()), offset, avail: size - offset, elem: obj.elem.size() })
+            }
+            MemRef::Alloc(_) => Err(ExecError::Invalid("a graph allocation outside its executable".into())),
+        }
+    }
+
+    /// Waits until every submitted run has finished.
+    pub fn wait_idle(&self) -> Result<()> {
+        self.ctx.wait_idle()
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        let _ = self.ctx.wait_idle();
+        for e in self.execs.iter_mut().flatten() {
+            e.destroy(&self.ctx);
+        }
+        for b in self.memories.iter_mut().flatten() {
+            b.destroy(&self.ctx);
+        }
+        for b in self.globals.values_mut() {
+            b.destroy(&self.ctx);
+        }
+        for p in &mut self.pipelines {
+            p.destroy(&self.ctx);
+        }
+        self.transfers.destroy(&self.ctx);
+        // SAFETY: no pipeline creation is in progress and the device is idle.
+        unsafe { self.ctx.device.destroy_pipeline_cache(self.cache, None) };
+    }
+}
+
+/// The memory a host-task callback may touch: exactly its node's `access(...)` list.
+pub struct HostContext<'a> {
+    pub(crate) ctx: &'a Context,
+    pub(crate) transfers: &'a Transfers,
+    pub(crate) node: &'a str,
+    /// (name, mode, buffer, byte offset, size) per declared access.
+    pub(crate) access: Vec<Declared<'a>>,
+}
+
+impl HostContext<'_> {
+    /// The node's name.
+    pub fn node(&self) -> &str {
+        self.node
+    }
+
+    fn find(&self, name: &str, write: bool) -> std::result::Result<&Declared<'_>, String> {
+        let name = name.trim_start_matches(['@', '%']);
+        let a = self.access.iter().find(|a| a.0 == name).ok_or_else(|| format!("{name} is not in the access list"))?;
+        let ok = match a.1 {
+            Access::Read => !write,
+            Access::Write | Access::NoInit => write,
+            Access::ReadWrite => true,
+        };
+        if ok {
+            Ok(a)
+        } else {
+            Err(format!("{name} is declared {:?}", a.1))
+        }
+    }
+
+    /// Size in bytes of a declared memory object.
+    pub fn size(&self, name: &str) -> std::result::Result<u64, String> {
+        let name = name.trim_start_matches(['@', '%']);
+        self.access.iter().find(|a| a.0 == name).map(|a| a.4).ok_or_else(|| format!("{name} is not in the access list"))
+    }
+
+    /// Reads all of a declared (`read`/`read_write`) memory object.
+    pub fn read(&self, name: &str) -> std::result::Result<Vec<u8>, String> {
+        let a = self.find(name, false)?;
+        self.transfers.download(self.ctx, a.2, a.3, a.4).map_err(|e| e.to_string())
+    }
+
+    /// [`read`](Self::read) as typed elements.
+    pub fn read_as<T: Element>(&self, name: &str) -> std::result::Result<Vec<T>, String> {
+        Ok(from_bytes(&self.read(name)?))
+    }
+
+    /// Writes bytes at a byte offset of a declared (`write`/`read_write`) object.
+    pub fn write(&self, name: &str, offset: u64, bytes: &[u8]) -> std::result::Result<(), String> {
+        let a = self.find(name, true)?;
+        if offset.checked_add(bytes.len() as u64).is_none_or(|e| e > a.4) {
+            return Err(format!("{} bytes at {offset} past {name} ({} bytes)", bytes.len(), a.4));
+        }
+        self.transfers.upload(self.ctx, a.2, a.3 + offset, bytes).map_err(|e| e.to_string())
+    }
+
+    /// Writes typed elements starting at element `index`.
+    pub fn write_as<T: Element>(&self, name: &str, index: u64, values: &[T]) -> std::result::Result<(), String> {
+        self.write(name, index.saturating_mul(T::SIZE as u64), &to_bytes(values))
+    }
+}
+
+/// One declared access: (name, mode, buffer, byte offset, size).
+pub(crate) type Declared<'a> = (String, Access, &'a Buffer, u64, u64);
+
+/// Places a graph allocation: (name, byte offset in the pool, size).
+pub(crate) type AllocPlace<'p> = &'p dyn Fn(MemRef) -> Option<(String, u64, u64)>;
+
+/// Declared accesses resolved to buffers (used by executables to build a [`HostContext`]).
+pub(crate) fn declared<'a>(
+    module: &Module,
+    memories: &'a [Option<Buffer>],
+    pool: Option<(&'a Buffer, AllocPlace<'_>)>,
+    access: &[MemAccess],
+) -> std::result::Result<Vec<Declared<'a>>, String> {
+    let mut out = Vec::new();
+    for a in access {
+        match a.mem {
+            MemRef::Memory(h) => {
+                let obj = module.memories.try_get(h).ok_or("bad memory handle")?;
+                let buf = memories.get(h.index()).and_then(|b| b.as_ref()).ok_or("host access to a device_global")?;
+                out.push((obj.name.clone(), a.mode, buf, 0, obj.size_bytes()));
+            }
+            MemRef::Alloc(_) => {
+                let (buf, place) = pool.as_ref().ok_or("no pool")?;
+                let (name, off, size) = place(a.mem).ok_or("allocation not in the pool plan")?;
+                out.push((name, a.mode, *buf, off, size));
+            }
+        }
+    }
+    Ok(out)
+}

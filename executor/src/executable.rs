@@ -1,0 +1,989 @@
+//! Executable graphs: finalize (resources, argument blocks, pre-recorded command buffers),
+//! run (submission with a timeline semaphore, host-task segments) and updates that rewrite
+//! memory instead of re-recording (docs/executor.md).
+#![allow(unsafe_code)]
+
+use crate::args::{encode, Encoded, Place as ArgPlace, Target};
+use crate::error::{ExecError, Result};
+use crate::exec::{declared, ExecId, Executor, HostContext, NativeContext};
+use crate::schedule::{self, Seg};
+use crate::vk::buffer::full_barrier;
+use crate::vk::{Buffer, Context, Place};
+use ash::vk;
+use cmdgraph_ir::{Alternative, Arg, ArgValue, Graph, Handle, KernelCommand, Launch, MemRef, Node, NodeKind};
+use std::collections::BTreeMap;
+
+/// Alignment of graph allocations when the bundle has no pool plan.
+const DEFAULT_ALIGN: u64 = 256;
+
+/// A kernel node's resources.
+struct KNode {
+    /// The command as it now stands (active alternative, updated launch).
+    cmd: KernelCommand,
+    /// Index into the bundle's kernels (and the executor's pipelines).
+    variant: usize,
+    args_off: u64,
+    ind_off: u64,
+    desc_pool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    /// The buffers bound now at bindings 0, 1, ... (to rewrite only what changed).
+    bound: Vec<(vk::Buffer, u64)>,
+    /// The device segment that records it.
+    segment: usize,
+}
+
+/// One executable graph.
+pub(crate) struct Executable {
+    graph: Handle<Graph>,
+    device: u32,
+    sched: Vec<Seg>,
+    /// One command buffer per device segment (null for host segments).
+    cmds: Vec<vk::CommandBuffer>,
+    kernels: BTreeMap<usize, KNode>,
+    pool: Option<Buffer>,
+    /// async_malloc node index → (name, byte offset, size).
+    allocs: BTreeMap<usize, (String, u64, u64)>,
+    args: Buffer,
+    indirect: Buffer,
+    /// Fill patterns for fills `vkCmdFillBuffer` cannot do (node index → offset).
+    consts: Option<Buffer>,
+    const_offs: BTreeMap<usize, u64>,
+    cmd_pool: vk::CommandPool,
+    timeline: vk::Semaphore,
+    /// The timeline value the last submitted work signals.
+    submitted: u64,
+    dyn_values: Vec<ArgValue>,
+    active: Vec<u32>,
+    /// Command buffers recorded so far (finalize included).
+    pub(crate) recorded: u64,
+}
+
+impl Executable {
+    pub(crate) fn destroy(&mut self, ctx: &Context) {
+        // SAFETY: the executor waits for the device before destroying executables.
+        unsafe {
+            for k in self.kernels.values() {
+                ctx.device.destroy_descriptor_pool(k.desc_pool, None);
+            }
+            ctx.device.destroy_command_pool(self.cmd_pool, None);
+            ctx.device.destroy_semaphore(self.timeline, None);
+        }
+        for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            b.destroy(ctx);
+        }
+    }
+
+    fn place(&self, ex: &Executor, mem: MemRef, offset: u64) -> Result<ArgPlace> {
+        match mem {
+            MemRef::Memory(_) => ex.place_user(mem, offset),
+            MemRef::Alloc(n) => {
+                let (name, base, size) = self
+                    .allocs
+                    .get(&n.index())
+                    .ok_or_else(|| ExecError::Invalid("pointer to an unknown allocation".into()))?;
+                if offset > *size {
+                    return Err(ExecError::Invalid(format!("offset {offset} past allocation %{name}")));
+                }
+                let elem =
+                    match ex.loaded.module.graphs.try_get(self.graph).and_then(|g| g.nodes.try_get(n)).map(|n| &n.kind)
+                    {
+                        Some(NodeKind::AsyncMalloc { elem, .. }) => elem.size(),
+                        _ => 1,
+                    };
+                Ok(ArgPlace { target: Target::Pool, offset: base + offset, avail: size - offset, elem })
+            }
+        }
+    }
+
+    fn buffer_of<'a>(&'a self, ex: &'a Executor, t: &Target) -> Result<&'a Buffer> {
+        match t {
+            Target::User(i) => ex.memories.get(*i).and_then(|b| b.as_ref()),
+            Target::Pool => self.pool.as_ref(),
+            Target::Global(name) => ex.globals.get(&(self.device, name.clone())),
+        }
+        .ok_or_else(|| ExecError::Invalid(format!("no buffer for {t:?}")))
+    }
+
+    fn args_of(&self, cmd: &KernelCommand) -> Result<Vec<ArgValue>> {
+        cmd.args
+            .iter()
+            .map(|a| match a {
+                Arg::Value(v) => Ok(v.clone()),
+                Arg::Dyn(h) => {
+                    self.dyn_values.get(h.index()).cloned().ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))
+                }
+            })
+            .collect()
+    }
+}
+
+/// The kernel command a node runs now (`None` for non-kernel nodes).
+fn kernel_cmd(graph: &Graph, node: Handle<Node>, active: &[u32]) -> Result<Option<KernelCommand>> {
+    match &graph.nodes[node].kind {
+        NodeKind::Kernel(c) => Ok(Some(c.clone())),
+        NodeKind::Dynamic { dcg } => {
+            let d = graph.dcgs.try_get(*dcg).ok_or_else(|| ExecError::Ir("bad dynamic command group".into()))?;
+            let i = active.get(dcg.index()).copied().unwrap_or(d.active);
+            match d.alternatives.get(i as usize) {
+                Some(Alternative::Kernel(c)) => Ok(Some(c.clone())),
+                Some(_) => Ok(None),
+                None => Err(ExecError::Invalid(format!("%{}: no alternative {i}", d.name))),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+fn check_cmd_supported(graph: &Graph, node: Handle<Node>) -> Result<()> {
+    let n = &graph.nodes[node];
+    match &n.kind {
+        NodeKind::Subgraph { .. } => Err(ExecError::Invalid(format!(
+            "%{}: sub-graph nodes must be inlined by the pass pipeline (inline-subgraphs) before codegen",
+            n.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl Executor {
+    fn exec_ref(&self, id: ExecId) -> Result<&Executable> {
+        self.execs.get(id.0).and_then(|e| e.as_ref()).ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))
+    }
+
+    /// Runs `f` with the executable taken out of the executor (so both can be borrowed).
+    fn with_exec<T>(&mut self, id: ExecId, f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>) -> Result<T> {
+        let mut ex = self
+            .execs
+            .get_mut(id.0)
+            .and_then(|e| e.take())
+            .ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))?;
+        let r = f(self, &mut ex);
+        if let Some(slot) = self.execs.get_mut(id.0) {
+            *slot = Some(ex);
+        }
+        r
+    }
+
+    fn variant_for(&self, kernel: &str, launch: &Launch) -> Result<usize> {
+        let (_, _, local) = crate::args::geometry(launch)?;
+        let mut candidates = self.loaded.bundle.kernels.iter().enumerate().filter(|(_, k)| k.kernel == kernel);
+        match local {
+            Some(l) => candidates.find(|(_, k)| k.workgroup_size == l).map(|(i, _)| i).ok_or_else(|| {
+                ExecError::Invalid(format!("@{kernel} has no compiled variant for work-group size {l:?}"))
+            }),
+            // A range launch leaves the work-group size to the implementation: the first
+            // variant (the bundle sorts them by size).
+            None => candidates
+                .next()
+                .map(|(i, _)| i)
+                .ok_or_else(|| ExecError::Bundle(format!("no compiled variant of @{kernel}"))),
+        }
+    }
+
+    /// Makes an executable of graph `name`: graph memory (pool at the planned offsets,
+    /// `zero_init` done here only), argument blocks, descriptor sets, command buffers.
+    pub fn finalize(&mut self, name: &str) -> Result<ExecId> {
+        let name = name.strip_prefix('@').unwrap_or(name);
+        let module = &self.loaded.module;
+        let gh = module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
+        let graph = module.graphs[gh].clone();
+        for h in graph.nodes.handles() {
+            check_cmd_supported(&graph, h)?;
+        }
+        let plan = self.loaded.bundle.graphs.iter().find(|p| p.name == name).cloned();
+        let sched = match &plan {
+            Some(p) if !p.segments.is_empty() => schedule::from_plan(&graph, &p.segments)?,
+            _ => schedule::plan(&graph)?,
+        };
+        // Graph memory: planned offsets, or one allocation after another.
+        let mut allocs = BTreeMap::new();
+        let mut pool_size = 0u64;
+        let mut zero = Vec::new();
+        for (h, n) in graph.nodes.iter() {
+            if let NodeKind::AsyncMalloc { elem, count, zero_init, .. } = &n.kind {
+                let size = elem.size().saturating_mul(*count);
+                let off = match &plan {
+                    Some(p) if p.memory.size > 0 || !p.memory.offsets.is_empty() => p
+                        .memory
+                        .offsets
+                        .iter()
+                        .find(|(nn, _)| nn.trim_start_matches('%') == n.name)
+                        .map(|(_, o)| *o)
+                        .ok_or_else(|| ExecError::Bundle(format!("pool plan misses %{}", n.name)))?,
+                    _ => pool_size.next_multiple_of(DEFAULT_ALIGN),
+                };
+                let end = off.checked_add(size).ok_or_else(|| ExecError::Bundle("pool offset overflows".into()))?;
+                if let Some(p) = &plan {
+                    if p.memory.size > 0 && end > p.memory.size {
+                        return Err(ExecError::Bundle(format!(
+                            "%{} ends at {end}, past the pool ({})",
+                            n.name, p.memory.size
+                        )));
+                    }
+                }
+                pool_size = pool_size.max(end);
+                if *zero_init {
+                    zero.push((off, size));
+                }
+                allocs.insert(h.index(), (n.name.clone(), off, size));
+            }
+        }
+        if let Some(p) = &plan {
+            pool_size = pool_size.max(p.memory.size);
+        }
+        let device = graph.device;
+        // Device globals used by any kernel variant exist before encoding.
+        let globals: Vec<String> = self
+            .loaded
+            .bundle
+            .kernels
+            .iter()
+            .flat_map(|k| k.layout.slots.iter())
+            .filter_map(|s| match s {
+                cmdgraph_ir::bundle::MemorySlot::DeviceGlobal { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        for g in globals {
+            self.global(device, &g)?;
+        }
+        let ctx = &self.ctx;
+        let min_align = ctx.props.limits.min_storage_buffer_offset_alignment.max(4);
+        // Argument block and indirect offsets per kernel node (room for the largest variant).
+        let mut layout = Vec::new();
+        let (mut args_size, mut ind_size) = (0u64, 0u64);
+        let active: Vec<u32> = graph.dcgs.iter().map(|(_, d)| d.active).collect();
+        for (si, seg) in sched.iter().enumerate() {
+            let Seg::Device(stages) = seg else { continue };
+            for &h in stages.iter().flatten() {
+                let alts: Vec<KernelCommand> = match &graph.nodes[h].kind {
+                    NodeKind::Kernel(c) => vec![c.clone()],
+                    NodeKind::Dynamic { dcg } => graph.dcgs[*dcg]
+                        .alternatives
+                        .iter()
+                        .filter_map(|a| if let Alternative::Kernel(c) = a { Some(c.clone()) } else { None })
+                        .collect(),
+                    _ => continue,
+                };
+                let mut block = 0u64;
+                for c in &alts {
+                    let kname = &self.loaded.module.kernels[c.kernel].name;
+                    for k in self.loaded.bundle.kernels.iter().filter(|k| &k.kernel == kname) {
+                        block = block.max(u64::from(k.layout.block_size));
+                    }
+                }
+                let args_off = args_size.next_multiple_of(min_align);
+                args_size = args_off + block.max(32);
+                layout.push((h, si, args_off, ind_size));
+                ind_size += 12;
+            }
+        }
+        // Fill patterns that vkCmdFillBuffer cannot express.
+        let mut consts_bytes = Vec::new();
+        let mut const_offs = BTreeMap::new();
+        for (h, n) in graph.nodes.iter() {
+            let (dst, pattern, total) = match &n.kind {
+                NodeKind::Memset { dst, value, bytes } => (dst, vec![*value], *bytes),
+                NodeKind::Memfill { dst, pattern, count } => {
+                    let ty = pattern
+                        .ty
+                        .map(cmdgraph_ir::Type::scalar)
+                        .ok_or_else(|| ExecError::Ir(format!("%{}: untyped pattern", n.name)))?;
+                    let p = crate::args::scalar_bytes(pattern.value, ty.scalar)
+                        .ok_or_else(|| ExecError::Ir(format!("%{}: pattern does not fit", n.name)))?;
+                    let total = (p.len() as u64).saturating_mul(*count);
+                    (dst, p, total)
+                }
+                _ => continue,
+            };
+            if fill_word(&pattern, dst.offset, total).is_none() && total > 0 {
+                let off = (consts_bytes.len() as u64).next_multiple_of(4);
+                consts_bytes.resize(off as usize, 0);
+                consts_bytes.extend(pattern.iter().cycle().take(total as usize));
+                const_offs.insert(h.index(), off);
+            }
+        }
+        let mut res = Resources::new(ctx, args_size, ind_size, pool_size, &consts_bytes, !allocs.is_empty())?;
+        // The pool starts poisoned (0xCD, as the interpreter) with zero_init ranges zeroed.
+        if let Some(pool) = &res.pool {
+            let r = self.transfers.run(ctx, |d, cb| {
+                // SAFETY: the pool is live; the ranges were checked against its size.
+                unsafe {
+                    d.cmd_fill_buffer(cb, pool.buffer, 0, vk::WHOLE_SIZE, 0xCDCD_CDCD);
+                    full_barrier(d, cb, vk::PipelineStageFlags2::TRANSFER, vk::PipelineStageFlags2::TRANSFER);
+                    for &(off, size) in &zero {
+                        fill_any(d, cb, pool.buffer, off, size, 0);
+                    }
+                }
+            });
+            if let Err(e) = r {
+                res.destroy(ctx);
+                return Err(e);
+            }
+        }
+        let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
+        let mut exe = Executable {
+            graph: gh,
+            device,
+            cmds: vec![vk::CommandBuffer::null(); sched.len()],
+            sched,
+            kernels: BTreeMap::new(),
+            pool,
+            allocs,
+            args,
+            indirect,
+            consts,
+            const_offs,
+            cmd_pool,
+            timeline,
+            submitted: 0,
+            dyn_values: graph.dyn_params.iter().map(|(_, p)| p.value.clone()).collect(),
+            active,
+            recorded: 0,
+        };
+        let built = (|| {
+            for (h, si, args_off, ind_off) in layout {
+                let Some(cmd) = kernel_cmd(&graph, h, &exe.active)? else { continue };
+                let kname = self.loaded.module.kernels[cmd.kernel].name.clone();
+                let variant = self.variant_for(&kname, &cmd.launch)?;
+                exe.kernels.insert(
+                    h.index(),
+                    KNode {
+                        cmd,
+                        variant,
+                        args_off,
+                        ind_off,
+                        desc_pool: vk::DescriptorPool::null(),
+                        set: vk::DescriptorSet::null(),
+                        bound: Vec::new(),
+                        segment: si,
+                    },
+                );
+                self.prepare_node(&mut exe, h.index(), true)?;
+            }
+            for si in 0..exe.sched.len() {
+                self.record(&mut exe, si)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = built {
+            exe.destroy(&self.ctx);
+            return Err(e);
+        }
+        self.execs.push(Some(exe));
+        Ok(ExecId(self.execs.len() - 1))
+    }
+
+    /// Encodes a kernel node's argument block and indirect command and rewrites the
+    /// descriptors that changed; `new_set` allocates a descriptor set for its current variant
+    /// first. Returns whether a descriptor of an existing set changed (which, without
+    /// UPDATE_AFTER_BIND, invalidates the command buffer that binds it).
+    fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
+        let k = exe.kernels.get(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?;
+        let variant =
+            self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
+        let kernel = &self.loaded.module.kernels[k.cmd.kernel];
+        let args = exe.args_of(&k.cmd)?;
+        let limits = self.ctx.props.limits.max_compute_work_group_count;
+        let Encoded { block, slots, groups } =
+            encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), limits)?;
+        let mut buffers = Vec::with_capacity(slots.len());
+        for t in &slots {
+            buffers.push(exe.buffer_of(self, t)?.buffer);
+        }
+        let pipeline = self.pipelines.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
+        let (args_off, ind_off, block_size) = (k.args_off, k.ind_off, u64::from(variant.layout.block_size));
+        let d = &self.ctx.device;
+        if new_set {
+            let old = k.desc_pool;
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: pipeline.bindings,
+            }];
+            let flags = if self.ctx.update_after_bind {
+                vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND
+            } else {
+                vk::DescriptorPoolCreateFlags::empty()
+            };
+            let info = vk::DescriptorPoolCreateInfo::default().flags(flags).max_sets(1).pool_sizes(&sizes);
+            // SAFETY: the old pool's set is referenced only by command buffers that are
+            // re-recorded before their next submission, and the executable is idle here.
+            let (pool, set) = unsafe {
+                d.destroy_descriptor_pool(old, None);
+                let pool = d.create_descriptor_pool(&info, None)?;
+                let layouts = [pipeline.set_layout];
+                let sets = d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
+                );
+                match sets {
+                    Ok(s) => (pool, s.first().copied().unwrap_or_default()),
+                    Err(e) => {
+                        d.destroy_descriptor_pool(pool, None);
+                        if let Some(k) = exe.kernels.get_mut(&node) {
+                            k.desc_pool = vk::DescriptorPool::null();
+                        }
+                        return Err(e.into());
+                    }
+                }
+            };
+            if let Some(k) = exe.kernels.get_mut(&node) {
+                k.desc_pool = pool;
+                k.set = set;
+                k.bound.clear();
+            }
+        }
+        let set = exe.kernels.get(&node).map(|k| k.set).unwrap_or_default();
+        exe.args.write(args_off, &block)?;
+        let ind: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
+        exe.indirect.write(ind_off, &ind)?;
+        let mut want = vec![(exe.args.buffer, args_off)];
+        want.extend(buffers.iter().map(|&b| (b, 0)));
+        let bound = exe.kernels.get(&node).map(|k| k.bound.clone()).unwrap_or_default();
+        let infos: Vec<(usize, [vk::DescriptorBufferInfo; 1])> = want
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| bound.get(*i) != Some(w))
+            .map(|(i, &(buffer, offset))| {
+                let range = if i == 0 { block_size } else { vk::WHOLE_SIZE };
+                (i, [vk::DescriptorBufferInfo { buffer, offset, range }])
+            })
+            .collect();
+        let changed = !new_set && !infos.is_empty();
+        if let Some(k) = exe.kernels.get_mut(&node) {
+            k.bound = want;
+        }
+        let writes: Vec<vk::WriteDescriptorSet> = infos
+            .iter()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(*i as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        // SAFETY: the set and buffers are live; the bindings are UPDATE_AFTER_BIND and the
+        // executable is idle, so recorded command buffers stay valid.
+        unsafe { d.update_descriptor_sets(&writes, &[]) };
+        Ok(changed)
+    }
+
+    /// Records device segment `si` into its command buffer (allocating it the first time).
+    fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
+        let Some(Seg::Device(stages)) = exe.sched.get(si).cloned() else { return Ok(()) };
+        let graph = self.loaded.module.graphs[exe.graph].clone();
+        let d = self.ctx.device.clone();
+        // SAFETY: the command pool belongs to this executable and this thread; the command
+        // buffer is not pending (the executable is idle whenever it is re-recorded).
+        unsafe {
+            if exe.cmds[si] == vk::CommandBuffer::null() {
+                let info = vk::CommandBufferAllocateInfo::default().command_pool(exe.cmd_pool).command_buffer_count(1);
+                exe.cmds[si] = d.allocate_command_buffers(&info)?.first().copied().unwrap_or_default();
+            } else {
+                d.reset_command_buffer(exe.cmds[si], vk::CommandBufferResetFlags::empty())?;
+            }
+            let cb = exe.cmds[si];
+            // Simultaneous use: a later run may be submitted while this one is pending; the
+            // timeline wait keeps the two from overlapping on the device.
+            d.begin_command_buffer(
+                cb,
+                &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE),
+            )?;
+            full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
+            let mut pending = false;
+            let mut native = std::mem::take(&mut self.native);
+            let mut result = Ok(());
+            for stage in &stages {
+                let records = stage.iter().any(|&h| !schedule::is_noop(&graph.nodes[h].kind));
+                if records && pending {
+                    // One barrier per stage boundary, only where commands precede it.
+                    full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
+                    pending = false;
+                }
+                for &h in stage {
+                    let r = self.record_node(exe, &graph, h, cb, &mut native);
+                    match r {
+                        Ok(did) => pending |= did,
+                        Err(e) => result = Err(e),
+                    }
+                }
+            }
+            self.native = native;
+            full_barrier(
+                &d,
+                cb,
+                vk::PipelineStageFlags2::ALL_COMMANDS,
+                vk::PipelineStageFlags2::ALL_COMMANDS | vk::PipelineStageFlags2::HOST,
+            );
+            d.end_command_buffer(cb)?;
+            result?;
+        }
+        exe.recorded += 1;
+        Ok(())
+    }
+
+    /// Records one node; returns whether it recorded a command.
+    fn record_node(
+        &self,
+        exe: &Executable,
+        graph: &Graph,
+        h: Handle<Node>,
+        cb: vk::CommandBuffer,
+        native: &mut BTreeMap<String, crate::exec::NativeFn>,
+    ) -> Result<bool> {
+        let d = &self.ctx.device;
+        let n = &graph.nodes[h];
+        if let Some(k) = exe.kernels.get(&h.index()) {
+            let p = self.pipelines.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
+            // SAFETY: `cb` is recording; pipeline, set and indirect buffer are live.
+            unsafe {
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, p.layout, 0, &[k.set], &[]);
+                d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
+            }
+            return Ok(true);
+        }
+        match &n.kind {
+            NodeKind::Memcpy { dst, src, bytes } => {
+                if *bytes == 0 {
+                    return Ok(false);
+                }
+                let (dp, sp) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
+                if dp.avail < *bytes || sp.avail < *bytes {
+                    return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
+                }
+                if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
+                    return Err(ExecError::Invalid(format!(
+                        "%{}: overlapping memcpy is not supported by the Vulkan executor",
+                        n.name
+                    )));
+                }
+                let (db, sb) = (exe.buffer_of(self, &dp.target)?, exe.buffer_of(self, &sp.target)?);
+                let region = [vk::BufferCopy { src_offset: sp.offset, dst_offset: dp.offset, size: *bytes }];
+                // SAFETY: `cb` is recording; the regions are inside both buffers.
+                unsafe { d.cmd_copy_buffer(cb, sb.buffer, db.buffer, &region) };
+                Ok(true)
+            }
+            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => {
+                let (pattern, total) = match &n.kind {
+                    NodeKind::Memset { value, bytes, .. } => (vec![*value], *bytes),
+                    NodeKind::Memfill { pattern, count, .. } => {
+                        let p =
+                            pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
+                        let t = (p.len() as u64).saturating_mul(*count);
+                        (p, t)
+                    }
+                    _ => (Vec::new(), 0),
+                };
+                if total == 0 {
+                    return Ok(false);
+                }
+                let dp = exe.place(self, dst.base, dst.offset)?;
+                if dp.avail < total {
+                    return Err(ExecError::Invalid(format!("%{}: fill of {total} bytes out of bounds", n.name)));
+                }
+                let db = exe.buffer_of(self, &dp.target)?;
+                match (fill_word(&pattern, dp.offset, total), exe.const_offs.get(&h.index()), &exe.consts) {
+                    // SAFETY: `cb` is recording; the range is inside the buffer and 4-aligned.
+                    (Some(word), _, _) => unsafe { d.cmd_fill_buffer(cb, db.buffer, dp.offset, total, word) },
+                    (None, Some(&off), Some(c)) => {
+                        let region = [vk::BufferCopy { src_offset: off, dst_offset: dp.offset, size: total }];
+                        // SAFETY: `cb` is recording; the pattern was laid out at finalize.
+                        unsafe { d.cmd_copy_buffer(cb, c.buffer, db.buffer, &region) }
+                    }
+                    _ => return Err(ExecError::Invalid(format!("%{}: fill pattern missing", n.name))),
+                }
+                Ok(true)
+            }
+            NodeKind::Native(cmd) => {
+                let f = native.get_mut(&cmd.callback).ok_or_else(|| {
+                    ExecError::Unknown(format!("native callback \"{}\" (node %{})", cmd.callback, n.name))
+                })?;
+                f(&NativeContext { device: d, command_buffer: cb, node: &n.name });
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Submits one run. Without host tasks this is one `vkQueueSubmit`; a run waits for the
+    /// previous run of the same executable on the device (never two at once) and later
+    /// submissions keep queue order. Host tasks run on this thread between segments.
+    pub fn run(&mut self, id: ExecId) -> Result<()> {
+        self.with_exec(id, |ex, exe| {
+            let graph = ex.loaded.module.graphs[exe.graph].clone();
+            for si in 0..exe.sched.len() {
+                match &exe.sched[si] {
+                    Seg::Device(_) => {
+                        let waits = [vk::SemaphoreSubmitInfo::default()
+                            .semaphore(exe.timeline)
+                            .value(exe.submitted)
+                            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+                        let signals = [vk::SemaphoreSubmitInfo::default()
+                            .semaphore(exe.timeline)
+                            .value(exe.submitted + 1)
+                            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+                        let cbs = [vk::CommandBufferSubmitInfo::default().command_buffer(exe.cmds[si])];
+                        let wait_n = usize::from(exe.submitted > 0);
+                        let submit = [vk::SubmitInfo2::default()
+                            .wait_semaphore_infos(&waits[..wait_n])
+                            .command_buffer_infos(&cbs)
+                            .signal_semaphore_infos(&signals)];
+                        // SAFETY: the command buffer was recorded with SIMULTANEOUS_USE and
+                        // every resource it uses lives as long as the executable.
+                        unsafe { ex.ctx.device.queue_submit2(ex.ctx.queue, &submit, vk::Fence::null()) }?;
+                        exe.submitted += 1;
+                    }
+                    Seg::Host(h) => {
+                        ex.wait_value(exe, exe.submitted)?;
+                        ex.run_host(exe, &graph, *h)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn run_host(&mut self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<()> {
+        let n = &graph.nodes[h];
+        let cmd = match &n.kind {
+            NodeKind::HostTask(c) => c.clone(),
+            NodeKind::Dynamic { dcg } => {
+                let d = &graph.dcgs[*dcg];
+                let i = exe.active.get(dcg.index()).copied().unwrap_or(d.active);
+                match d.alternatives.get(i as usize) {
+                    Some(Alternative::HostTask(c)) => c.clone(),
+                    _ => return Err(ExecError::Invalid(format!("%{}: active alternative is not a host task", n.name))),
+                }
+            }
+            _ => return Err(ExecError::Invalid(format!("%{} is not a host task", n.name))),
+        };
+        let host_err = |reason: String| ExecError::Host { node: n.name.clone(), reason };
+        let mut f = self
+            .host
+            .remove(&cmd.callback)
+            .ok_or_else(|| host_err(format!("callback \"{}\" is not registered", cmd.callback)))?;
+        let place = |m: MemRef| match m {
+            MemRef::Alloc(a) => exe.allocs.get(&a.index()).cloned(),
+            MemRef::Memory(_) => None,
+        };
+        let pool = exe.pool.as_ref().map(|p| (p, &place as &dyn Fn(MemRef) -> Option<(String, u64, u64)>));
+        let r = declared(&self.loaded.module, &self.memories, pool, &cmd.access).and_then(|access| {
+            let mut hc = HostContext { ctx: &self.ctx, transfers: &self.transfers, node: &n.name, access };
+            f(&mut hc)
+        });
+        self.host.insert(cmd.callback.clone(), f);
+        r.map_err(host_err)
+    }
+
+    fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
+        if value == 0 {
+            return Ok(());
+        }
+        let sems = [exe.timeline];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+        // SAFETY: the semaphore is live.
+        Ok(unsafe { self.ctx.device.wait_semaphores(&info, u64::MAX) }?)
+    }
+
+    /// Waits until every submitted run of `id` has finished.
+    pub fn wait(&self, id: ExecId) -> Result<()> {
+        let exe = self.exec_ref(id)?;
+        self.wait_value(exe, exe.submitted)
+    }
+
+    /// Command buffers recorded for `id` so far (finalize's included): updates that need no
+    /// re-recording leave it unchanged.
+    pub fn recorded(&self, id: ExecId) -> Result<u64> {
+        Ok(self.exec_ref(id)?.recorded)
+    }
+
+    /// The bytes of a graph allocation of an executable (after its submitted runs).
+    pub fn read_alloc(&self, id: ExecId, node: &str) -> Result<Vec<u8>> {
+        let exe = self.exec_ref(id)?;
+        let node = node.trim_start_matches('%');
+        let (_, off, size) = exe
+            .allocs
+            .values()
+            .find(|a| a.0 == node)
+            .ok_or_else(|| ExecError::Unknown(format!("allocation %{node}")))?;
+        let pool = exe.pool.as_ref().ok_or_else(|| ExecError::Unknown(format!("allocation %{node}")))?;
+        self.transfers.download(&self.ctx, pool, *off, *size)
+    }
+
+    /// Sets a dynamic parameter of executable `id` (update + `exec.update`): rewrites the
+    /// argument blocks and descriptors of the nodes using it; re-records nothing. Waits for
+    /// runs in flight, which keep the old value.
+    pub fn update_param(&mut self, id: ExecId, param: &str, value: ArgValue) -> Result<()> {
+        let param = param.trim_start_matches('%').to_string();
+        self.with_exec(id, |ex, exe| {
+            let graph = &ex.loaded.module.graphs[exe.graph];
+            let h = graph
+                .dyn_params
+                .iter()
+                .find(|(_, p)| p.name == param)
+                .map(|(h, _)| h)
+                .ok_or_else(|| ExecError::Unknown(format!("dynamic parameter %{param}")))?;
+            let old = exe.dyn_values.get(h.index()).ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))?;
+            if std::mem::discriminant(old) != std::mem::discriminant(&value) {
+                return Err(ExecError::Invalid(format!("%{param}: the new value is of another kind")));
+            }
+            ex.wait_value(exe, exe.submitted)?;
+            let previous = std::mem::replace(&mut exe.dyn_values[h.index()], value);
+            let users: Vec<usize> =
+                exe.kernels.iter().filter(|(_, k)| k.cmd.args.contains(&Arg::Dyn(h))).map(|(&i, _)| i).collect();
+            let mut stale = std::collections::BTreeSet::new();
+            for &n in &users {
+                match ex.prepare_node(exe, n, false) {
+                    Ok(changed) => {
+                        if changed && !ex.ctx.update_after_bind {
+                            stale.extend(exe.kernels.get(&n).map(|k| k.segment));
+                        }
+                    }
+                    Err(e) => {
+                        exe.dyn_values[h.index()] = previous;
+                        for &m in &users {
+                            let _ = ex.prepare_node(exe, m, false);
+                        }
+                        for &si in &stale {
+                            let _ = ex.record(exe, si);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            for si in stale {
+                ex.record(exe, si)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Changes the launch (range or nd-range) of kernel node `node`: the indirect command and
+    /// argument header are rewritten; only a different work-group size (another compiled
+    /// variant) re-records the node's segment.
+    pub fn update_launch(&mut self, id: ExecId, node: &str, launch: Launch) -> Result<()> {
+        let node = node.trim_start_matches('%').to_string();
+        self.with_exec(id, |ex, exe| {
+            let graph = &ex.loaded.module.graphs[exe.graph];
+            let h = graph.node_by_name(&node).ok_or_else(|| ExecError::Unknown(format!("node %{node}")))?;
+            let k = exe
+                .kernels
+                .get(&h.index())
+                .ok_or_else(|| ExecError::Invalid(format!("%{node} is not a kernel node")))?;
+            if k.cmd.launch.dims() != launch.dims() {
+                return Err(ExecError::Invalid(format!("%{node}: a launch of other dimensions")));
+            }
+            let kname = ex.loaded.module.kernels[k.cmd.kernel].name.clone();
+            let variant = ex.variant_for(&kname, &launch)?;
+            ex.wait_value(exe, exe.submitted)?;
+            ex.retarget(exe, h.index(), |k| {
+                k.cmd.launch = launch;
+                k.variant = variant;
+            })
+        })
+    }
+
+    /// Switches the active alternative of dynamic command group `dcg`: each node running it
+    /// gets the alternative's pipeline and arguments, and its segment is re-recorded.
+    pub fn set_active(&mut self, id: ExecId, dcg: &str, index: u32) -> Result<()> {
+        let dcg = dcg.trim_start_matches('%').to_string();
+        self.with_exec(id, |ex, exe| {
+            let graph = ex.loaded.module.graphs[exe.graph].clone();
+            let (dh, d) = graph
+                .dcgs
+                .iter()
+                .find(|(_, d)| d.name == dcg)
+                .ok_or_else(|| ExecError::Unknown(format!("dynamic command group %{dcg}")))?;
+            if index as usize >= d.alternatives.len() {
+                return Err(ExecError::Invalid(format!(
+                    "%{dcg} has {} alternatives, not {}",
+                    d.alternatives.len(),
+                    index + 1
+                )));
+            }
+            ex.wait_value(exe, exe.submitted)?;
+            let old = exe.active[dh.index()];
+            exe.active[dh.index()] = index;
+            let nodes: Vec<Handle<Node>> = graph
+                .nodes
+                .iter()
+                .filter(|(_, n)| matches!(n.kind, NodeKind::Dynamic { dcg } if dcg == dh))
+                .map(|(h, _)| h)
+                .collect();
+            for h in nodes {
+                let Some(cmd) = kernel_cmd(&graph, h, &exe.active)? else { continue };
+                let kname = ex.loaded.module.kernels[cmd.kernel].name.clone();
+                let variant = match ex.variant_for(&kname, &cmd.launch) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        exe.active[dh.index()] = old;
+                        return Err(e);
+                    }
+                };
+                ex.retarget(exe, h.index(), |k| {
+                    k.cmd = cmd;
+                    k.variant = variant;
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Applies `change` to a kernel node; re-prepares it, and re-records its segment only if
+    /// the pipeline changed. On error the node is restored.
+    fn retarget(&mut self, exe: &mut Executable, node: usize, change: impl FnOnce(&mut KNode)) -> Result<()> {
+        let k = exe.kernels.get_mut(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?;
+        let (old_cmd, old_variant, segment) = (k.cmd.clone(), k.variant, k.segment);
+        change(k);
+        let new_pipeline = k.variant != old_variant;
+        let r = self.prepare_node(exe, node, new_pipeline).and_then(|changed| {
+            if new_pipeline || (changed && !self.ctx.update_after_bind) {
+                self.record(exe, segment)
+            } else {
+                Ok(())
+            }
+        });
+        if r.is_err() {
+            if let Some(k) = exe.kernels.get_mut(&node) {
+                k.cmd = old_cmd;
+                k.variant = old_variant;
+            }
+            let _ = self.prepare_node(exe, node, new_pipeline);
+            let _ = self.record(exe, segment);
+        }
+        r
+    }
+
+    /// Destroys an executable after its runs finish.
+    pub fn drop_exec(&mut self, id: ExecId) -> Result<()> {
+        self.wait(id)?;
+        let mut exe = self
+            .execs
+            .get_mut(id.0)
+            .and_then(|e| e.take())
+            .ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))?;
+        exe.destroy(&self.ctx);
+        Ok(())
+    }
+}
+
+/// The 32-bit word `vkCmdFillBuffer` repeats for this fill, if the fill can be one.
+fn fill_word(pattern: &[u8], offset: u64, total: u64) -> Option<u32> {
+    if !offset.is_multiple_of(4) || !total.is_multiple_of(4) || pattern.is_empty() || 4 % pattern.len() != 0 {
+        return None;
+    }
+    let b: Vec<u8> = pattern.iter().cycle().take(4).copied().collect();
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Fills any byte range with a byte value (4-aligned middle by `vkCmdFillBuffer`; the pool
+/// is only zeroed at finalize, so unaligned edges use `vkCmdUpdateBuffer`-free fills of the
+/// enclosing words, which were poisoned and are rewritten whole).
+///
+/// # Safety
+/// `cb` is recording and the range is inside `buffer`.
+unsafe fn fill_any(d: &ash::Device, cb: vk::CommandBuffer, buffer: vk::Buffer, off: u64, size: u64, byte: u8) {
+    let start = off - off % 4;
+    let end = (off + size).next_multiple_of(4);
+    let word = u32::from_le_bytes([byte; 4]);
+    if end > start {
+        // SAFETY: the caller's contract; rounding to words stays inside the pool, whose
+        // size is a multiple of 4.
+        unsafe { d.cmd_fill_buffer(cb, buffer, start, end - start, word) };
+    }
+}
+
+/// The per-executable Vulkan objects, destroyed together on an error during finalize.
+struct Resources {
+    args: Buffer,
+    indirect: Buffer,
+    pool: Option<Buffer>,
+    consts: Option<Buffer>,
+    cmd_pool: vk::CommandPool,
+    timeline: vk::Semaphore,
+}
+
+impl Resources {
+    fn new(ctx: &Context, args: u64, ind: u64, pool: u64, consts: &[u8], has_pool: bool) -> Result<Resources> {
+        let mut made: Vec<Buffer> = Vec::new();
+        let r = (|| {
+            made.push(Buffer::new(ctx, args, Place::Host)?);
+            made.push(Buffer::new(ctx, ind, Place::Host)?);
+            let pool = if has_pool { Some(Buffer::new(ctx, pool, Place::Device)?) } else { None };
+            let consts = if consts.is_empty() {
+                None
+            } else {
+                let mut c = Buffer::new(ctx, consts.len() as u64, Place::Host)?;
+                let w = c.write(0, consts);
+                if let Err(e) = w {
+                    c.destroy(ctx);
+                    return Err(e);
+                }
+                Some(c)
+            };
+            Ok((pool, consts))
+        })();
+        let (pool, consts) = match r {
+            Ok(x) => x,
+            Err(e) => {
+                for b in &mut made {
+                    b.destroy(ctx);
+                }
+                return Err(e);
+            }
+        };
+        let mut type_info =
+            vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+        let pool_info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(ctx.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid create infos; on failure everything made so far is destroyed.
+        let objs = unsafe {
+            let cmd_pool = ctx.device.create_command_pool(&pool_info, None);
+            let timeline =
+                ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut type_info), None);
+            (cmd_pool, timeline)
+        };
+        let mut indirect = made.pop();
+        let mut args = made.pop();
+        match (objs, args.take(), indirect.take()) {
+            ((Ok(cmd_pool), Ok(timeline)), Some(args), Some(indirect)) => {
+                Ok(Resources { args, indirect, pool, consts, cmd_pool, timeline })
+            }
+            ((cp, tl), a, i) => {
+                // SAFETY: nothing uses these objects yet.
+                unsafe {
+                    if let Ok(p) = cp {
+                        ctx.device.destroy_command_pool(p, None);
+                    }
+                    if let Ok(t) = tl {
+                        ctx.device.destroy_semaphore(t, None);
+                    }
+                }
+                for mut b in [a, i, pool, consts].into_iter().flatten() {
+                    b.destroy(ctx);
+                }
+                Err(ExecError::Vulkan("creating the executable's command pool or semaphore".into()))
+            }
+        }
+    }
+
+    fn destroy(&mut self, ctx: &Context) {
+        // SAFETY: nothing was submitted with these objects.
+        unsafe {
+            ctx.device.destroy_command_pool(self.cmd_pool, None);
+            ctx.device.destroy_semaphore(self.timeline, None);
+        }
+        for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            b.destroy(ctx);
+        }
+    }
+}

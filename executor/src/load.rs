@@ -1,0 +1,126 @@
+//! Loading a bundle: format version, content, IR, kernel layouts and SPIR-V, all checked
+//! before anything reaches Vulkan. Any malformed or truncated input is an [`ExecError`].
+
+use crate::error::{ExecError, Result};
+use crate::spirv;
+use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, CompiledKernel, MemorySlot, FORMAT_VERSION};
+use cmdgraph_ir::kernel::ParamType;
+use cmdgraph_ir::Module;
+
+/// Largest argument block accepted (a sanity bound far above any real kernel's).
+const MAX_BLOCK_BYTES: u32 = 1 << 16;
+
+/// A bundle whose every part has been checked, with its optimized module parsed.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The bundle as read.
+    pub bundle: Bundle,
+    /// `bundle.optimized`, parsed and verified.
+    pub module: Module,
+}
+
+/// Reads bundle text (RON) and checks it.
+pub fn load_str(text: &str) -> Result<Loaded> {
+    let bundle = parse(text)?;
+    check(bundle)
+}
+
+/// Checks an in-memory bundle (as [`load_str`] does after parsing).
+pub fn check(bundle: Bundle) -> Result<Loaded> {
+    if bundle.format_version != FORMAT_VERSION {
+        return Err(ExecError::Version { found: bundle.format_version, expected: FORMAT_VERSION });
+    }
+    let module = cmdgraph_ir::text::parse(&bundle.optimized).map_err(|d| ExecError::Ir(first(&d)))?;
+    cmdgraph_ir::verify::verify(&module).map_err(|d| ExecError::Ir(first(&d)))?;
+    for k in &bundle.kernels {
+        check_kernel(&module, k)?;
+    }
+    for plan in &bundle.graphs {
+        if module.graph_by_name(&plan.name).is_none() {
+            return Err(ExecError::Bundle(format!("plan for unknown graph @{}", plan.name)));
+        }
+    }
+    Ok(Loaded { bundle, module })
+}
+
+fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {
+    d.first().map(|d| d.message.clone()).unwrap_or_else(|| "no diagnostic".into())
+}
+
+/// Deserializes the RON text. A version mismatch is reported as such even when the rest of
+/// the text no longer has this version's shape.
+fn parse(text: &str) -> Result<Bundle> {
+    match ron::from_str::<Bundle>(text) {
+        Ok(b) => Ok(b),
+        Err(e) => {
+            #[derive(serde::Deserialize)]
+            struct VersionOnly {
+                format_version: u32,
+            }
+            let opts = ron::Options::default();
+            if let Ok(v) = opts.from_str::<VersionOnly>(text) {
+                if v.format_version != FORMAT_VERSION {
+                    return Err(ExecError::Version { found: v.format_version, expected: FORMAT_VERSION });
+                }
+            }
+            Err(ExecError::Malformed(e.to_string()))
+        }
+    }
+}
+
+/// Checks one compiled kernel against its IR signature and the ABI (docs/abi.md).
+fn check_kernel(module: &Module, k: &CompiledKernel) -> Result<()> {
+    let bad = |m: String| ExecError::Bundle(format!("kernel @{}: {m}", k.kernel));
+    let handle = module.kernel_by_name(&k.kernel).ok_or_else(|| bad("not in the IR".into()))?;
+    let kernel = &module.kernels[handle];
+    let l = &k.layout;
+    if l.block_size < 32 || l.block_size > MAX_BLOCK_BYTES || !l.block_size.is_multiple_of(4) {
+        return Err(bad(format!("argument block of {} bytes", l.block_size)));
+    }
+    if k.workgroup_size.contains(&0) || k.items_per_invocation == 0 {
+        return Err(bad(format!(
+            "work-group size {:?}, {} items per invocation",
+            k.workgroup_size, k.items_per_invocation
+        )));
+    }
+    if l.fields.len() != kernel.params.len() {
+        return Err(bad(format!("{} fields for {} parameters", l.fields.len(), kernel.params.len())));
+    }
+    for (i, (field, param)) in l.fields.iter().zip(&kernel.params).enumerate() {
+        let (bytes, ok) = match (&field.kind, &param.ty) {
+            (ArgFieldKind::Value { bytes }, ParamType::Value(_)) => (*bytes, *bytes > 0 && *bytes <= 32),
+            (ArgFieldKind::Buffer { slot, elem_bytes }, ParamType::Buffer { elem, .. }) => {
+                let slot_ok = matches!(l.slots.get(*slot as usize),
+                    Some(MemorySlot::Param { param, .. }) if *param as usize == i);
+                (8, slot_ok && u64::from(*elem_bytes) == elem.size())
+            }
+            (ArgFieldKind::Local { elem_bytes, .. }, ParamType::Local { elem }) => {
+                (4, u64::from(*elem_bytes) == elem.size())
+            }
+            _ => (0, false),
+        };
+        let end = field.offset.checked_add(bytes).filter(|&e| e <= l.block_size);
+        if !ok || end.is_none() || field.offset < 32 || !field.offset.is_multiple_of(4) {
+            return Err(bad(format!(
+                "field {i} ({:?} at {}) does not fit parameter %{}",
+                field.kind, field.offset, param.name
+            )));
+        }
+    }
+    for (i, slot) in l.slots.iter().enumerate() {
+        match slot {
+            MemorySlot::Param { param, .. } => {
+                if !matches!(kernel.params.get(*param as usize).map(|p| p.ty), Some(ParamType::Buffer { .. })) {
+                    return Err(bad(format!("slot {i} names parameter {param}, not a buffer")));
+                }
+            }
+            MemorySlot::DeviceGlobal { name, .. } => {
+                let global = module.memory_by_name(name).map(|h| &module.memories[h].kind);
+                if !matches!(global, Some(cmdgraph_ir::MemoryKind::DeviceGlobal(_))) {
+                    return Err(bad(format!("slot {i} names @{name}, not a device_global")));
+                }
+            }
+        }
+    }
+    spirv::check(&k.kernel, &k.spirv, &k.entry, k.workgroup_size)
+}

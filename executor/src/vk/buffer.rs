@@ -1,0 +1,274 @@
+//! Buffers and their memory, and one-shot transfers between host and device.
+#![allow(unsafe_code)]
+
+use super::context::Context;
+use crate::error::{ExecError, Result};
+use ash::vk;
+
+/// A buffer with its own memory; host-visible ones stay mapped.
+#[derive(Debug)]
+pub struct Buffer {
+    pub(crate) buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    /// Size in bytes (at least 4, a multiple of 4: zero-sized memory still gets a buffer).
+    pub(crate) size: u64,
+    mapped: Option<*mut u8>,
+}
+
+/// Where a buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Device-local if the device has such memory (graph memory, user memory).
+    Device,
+    /// Host-visible and coherent, mapped (argument blocks, indirect commands, staging).
+    Host,
+}
+
+const ALL_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
+        | vk::BufferUsageFlags::INDIRECT_BUFFER.as_raw(),
+);
+
+impl Buffer {
+    /// Creates a buffer of at least `size` bytes usable as storage, transfer and indirect buffer.
+    pub fn new(ctx: &Context, size: u64, place: Place) -> Result<Buffer> {
+        let size = size
+            .max(4)
+            .checked_next_multiple_of(4)
+            .ok_or_else(|| ExecError::Invalid("buffer size overflows".into()))?;
+        let info = vk::BufferCreateInfo::default().size(size).usage(ALL_USAGE).sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid create info; the buffer is destroyed by `destroy` or on the error path.
+        let buffer = unsafe { ctx.device.create_buffer(&info, None) }?;
+        // SAFETY: `buffer` is a live buffer of this device.
+        let req = unsafe { ctx.device.get_buffer_memory_requirements(buffer) };
+        let (want, need) = match place {
+            Place::Device => (vk::MemoryPropertyFlags::DEVICE_LOCAL, vk::MemoryPropertyFlags::empty()),
+            Place::Host => (
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            ),
+        };
+        let types = &ctx.mem_props.memory_types[..ctx.mem_props.memory_type_count.min(32) as usize];
+        let fits = |i: usize, flags: vk::MemoryPropertyFlags| {
+            req.memory_type_bits & (1 << i) != 0 && types[i].property_flags.contains(flags)
+        };
+        let index =
+            (0..types.len()).find(|&i| fits(i, want | need)).or_else(|| (0..types.len()).find(|&i| fits(i, need)));
+        let Some(index) = index else {
+            // SAFETY: the buffer has no memory bound and is not in use.
+            unsafe { ctx.device.destroy_buffer(buffer, None) };
+            return Err(ExecError::Vulkan(format!("no memory type for a {place:?} buffer")));
+        };
+        let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(index as u32);
+        // SAFETY: valid allocate info for this device.
+        let memory = match unsafe { ctx.device.allocate_memory(&alloc, None) } {
+            Ok(m) => m,
+            Err(e) => {
+                // SAFETY: as above, the buffer is unused.
+                unsafe { ctx.device.destroy_buffer(buffer, None) };
+                return Err(ExecError::Vulkan(format!("allocating {size} bytes: {e:?}")));
+            }
+        };
+        let mut out = Buffer { buffer, memory, size, mapped: None };
+        // SAFETY: memory was allocated for this buffer's requirements, offset 0.
+        if let Err(e) = unsafe { ctx.device.bind_buffer_memory(buffer, memory, 0) } {
+            out.destroy(ctx);
+            return Err(e.into());
+        }
+        if place == Place::Host {
+            // SAFETY: host-visible memory, mapped whole once, unmapped when freed.
+            match unsafe { ctx.device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) } {
+                Ok(p) => out.mapped = Some(p.cast()),
+                Err(e) => {
+                    out.destroy(ctx);
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Frees the buffer and its memory; the device must no longer use it.
+    pub fn destroy(&mut self, ctx: &Context) {
+        // SAFETY: callers destroy a buffer only after the device finished with it; null
+        // handles (already destroyed) are ignored by Vulkan.
+        unsafe {
+            ctx.device.destroy_buffer(self.buffer, None);
+            ctx.device.free_memory(self.memory, None);
+        }
+        self.buffer = vk::Buffer::null();
+        self.memory = vk::DeviceMemory::null();
+        self.mapped = None;
+    }
+
+    /// Writes `bytes` at `offset` of a mapped buffer (the device must not be using that range).
+    pub fn write(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let end = offset.checked_add(bytes.len() as u64).filter(|&e| e <= self.size);
+        match (self.mapped, end) {
+            // SAFETY: the range is inside the mapping (checked above) and `&mut self` makes
+            // this the only host access.
+            (Some(p), Some(_)) => unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(offset as usize), bytes.len());
+            },
+            _ => {
+                return Err(ExecError::Invalid(format!(
+                    "write of {} bytes at {offset} outside a {}-byte buffer",
+                    bytes.len(),
+                    self.size
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `offset` of a mapped buffer.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.size);
+        match (self.mapped, end) {
+            // SAFETY: the range is inside the mapping (checked above).
+            (Some(p), Some(_)) => {
+                Ok(unsafe { std::slice::from_raw_parts(p.add(offset as usize), len as usize) }.to_vec())
+            }
+            _ => {
+                Err(ExecError::Invalid(format!("read of {len} bytes at {offset} outside a {}-byte buffer", self.size)))
+            }
+        }
+    }
+}
+
+/// Records and submits one-shot transfer command buffers and waits for them.
+pub struct Transfers {
+    pool: vk::CommandPool,
+    fence: vk::Fence,
+}
+
+impl Transfers {
+    /// Creates the command pool and fence.
+    pub fn new(ctx: &Context) -> Result<Transfers> {
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(ctx.queue_family)
+            .flags(vk::CommandPoolCreateFlags::TRANSIENT | vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid create infos; destroyed in `destroy`.
+        unsafe {
+            let pool = ctx.device.create_command_pool(&info, None)?;
+            let fence = ctx.device.create_fence(&vk::FenceCreateInfo::default(), None)?;
+            Ok(Transfers { pool, fence })
+        }
+    }
+
+    /// Frees the pool and fence.
+    pub fn destroy(&mut self, ctx: &Context) {
+        // SAFETY: called after the device is idle.
+        unsafe {
+            ctx.device.destroy_fence(self.fence, None);
+            ctx.device.destroy_command_pool(self.pool, None);
+        }
+    }
+
+    /// Records `f` into a fresh command buffer between full barriers (so it is ordered after
+    /// everything submitted before and before everything submitted after, host reads
+    /// included), submits it and waits.
+    pub fn run(&self, ctx: &Context, f: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(self.pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool belongs to this device and is used from this thread only; the
+        // command buffer is freed after the fence wait, when it is no longer pending.
+        unsafe {
+            let cbs = ctx.device.allocate_command_buffers(&alloc)?;
+            let Some(&cb) = cbs.first() else { return Err(ExecError::Vulkan("no command buffer".into())) };
+            let result = (|| {
+                let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+                ctx.device.begin_command_buffer(cb, &begin)?;
+                full_barrier(&ctx.device, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::TRANSFER);
+                f(&ctx.device, cb);
+                full_barrier(
+                    &ctx.device,
+                    cb,
+                    vk::PipelineStageFlags2::TRANSFER,
+                    vk::PipelineStageFlags2::ALL_COMMANDS | vk::PipelineStageFlags2::HOST,
+                );
+                ctx.device.end_command_buffer(cb)?;
+                let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cb)];
+                let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos)];
+                ctx.device.queue_submit2(ctx.queue, &submit, self.fence)?;
+                ctx.device.wait_for_fences(&[self.fence], true, u64::MAX)?;
+                ctx.device.reset_fences(&[self.fence])?;
+                Ok::<(), vk::Result>(())
+            })();
+            ctx.device.free_command_buffers(self.pool, &cbs);
+            Ok(result?)
+        }
+    }
+
+    /// Copies `bytes` into `dst` at `offset` through a staging buffer.
+    pub fn upload(&self, ctx: &Context, dst: &Buffer, offset: u64, bytes: &[u8]) -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if offset.checked_add(bytes.len() as u64).is_none_or(|e| e > dst.size) {
+            return Err(ExecError::Invalid(format!(
+                "upload of {} bytes at {offset} past a {}-byte buffer",
+                bytes.len(),
+                dst.size
+            )));
+        }
+        let mut staging = Buffer::new(ctx, bytes.len() as u64, Place::Host)?;
+        let r = staging.write(0, bytes).and_then(|()| {
+            let region = [vk::BufferCopy { src_offset: 0, dst_offset: offset, size: bytes.len() as u64 }];
+            // SAFETY: both buffers are live and the region is inside both.
+            self.run(ctx, |d, cb| unsafe { d.cmd_copy_buffer(cb, staging.buffer, dst.buffer, &region) })
+        });
+        staging.destroy(ctx);
+        r
+    }
+
+    /// Reads `len` bytes of `src` at `offset` through a staging buffer.
+    pub fn download(&self, ctx: &Context, src: &Buffer, offset: u64, len: u64) -> Result<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        if offset.checked_add(len).is_none_or(|e| e > src.size) {
+            return Err(ExecError::Invalid(format!(
+                "download of {len} bytes at {offset} past a {}-byte buffer",
+                src.size
+            )));
+        }
+        let mut staging = Buffer::new(ctx, len, Place::Host)?;
+        let region = [vk::BufferCopy { src_offset: offset, dst_offset: 0, size: len }];
+        // SAFETY: both buffers are live and the region is inside both.
+        let r = self
+            .run(ctx, |d, cb| unsafe { d.cmd_copy_buffer(cb, src.buffer, staging.buffer, &region) })
+            .and_then(|()| staging.read(0, len));
+        staging.destroy(ctx);
+        r
+    }
+}
+
+/// A global memory barrier: all writes of `src` stages visible to all accesses of `dst`.
+pub fn full_barrier(
+    device: &ash::Device,
+    cb: vk::CommandBuffer,
+    src: vk::PipelineStageFlags2,
+    dst: vk::PipelineStageFlags2,
+) {
+    let dst_access = if dst.contains(vk::PipelineStageFlags2::HOST) {
+        vk::AccessFlags2::MEMORY_READ
+            | vk::AccessFlags2::MEMORY_WRITE
+            | vk::AccessFlags2::HOST_READ
+            | vk::AccessFlags2::HOST_WRITE
+    } else {
+        vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE
+    };
+    let barrier = [vk::MemoryBarrier2::default()
+        .src_stage_mask(src)
+        .src_access_mask(vk::AccessFlags2::MEMORY_WRITE)
+        .dst_stage_mask(dst)
+        .dst_access_mask(dst_access)];
+    let dep = vk::DependencyInfo::default().memory_barriers(&barrier);
+    // SAFETY: `cb` is in the recording state (callers' contract).
+    unsafe { device.cmd_pipeline_barrier2(cb, &dep) };
+}

@@ -1,0 +1,356 @@
+//! Instance, validation, device choice, logical device and queue.
+//!
+//! Validation (the Khronos layer with synchronization validation) is requested through
+//! [`ContextOptions::validation`] or the `CMDGRAPH_VK_VALIDATION=1` environment variable; its
+//! messages (warnings and errors) are collected, not printed, so tests can require none.
+#![allow(unsafe_code)]
+
+use crate::error::{ExecError, Result};
+use ash::vk;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// Which physical device to use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// A discrete GPU if there is one, else an integrated one, else a CPU device (llvmpipe).
+    #[default]
+    Default,
+    /// The device at this index of `vkEnumeratePhysicalDevices`.
+    Index(usize),
+    /// The first device whose name contains this (case-insensitive).
+    Name(String),
+}
+
+impl DeviceChoice {
+    /// Parses a `--device` value: a number is an index, anything else a name substring.
+    pub fn parse(s: &str) -> DeviceChoice {
+        match s.parse::<usize>() {
+            Ok(i) => DeviceChoice::Index(i),
+            Err(_) if s.is_empty() || s == "default" => DeviceChoice::Default,
+            Err(_) => DeviceChoice::Name(s.to_string()),
+        }
+    }
+}
+
+/// How to create a [`Context`].
+#[derive(Clone, Debug, Default)]
+pub struct ContextOptions {
+    /// Enable the validation layer with synchronization validation.
+    pub validation: bool,
+    /// Which device.
+    pub device: DeviceChoice,
+}
+
+/// Messages the validation layer reported.
+pub type Messages = Arc<Mutex<Vec<String>>>;
+
+/// A Vulkan device ready for compute and transfer work on one queue.
+pub struct Context {
+    pub(crate) _entry: ash::Entry,
+    pub(crate) instance: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT, Box<Messages>)>,
+    pub(crate) device: ash::Device,
+    pub(crate) queue: vk::Queue,
+    pub(crate) queue_family: u32,
+    pub(crate) props: vk::PhysicalDeviceProperties,
+    pub(crate) mem_props: vk::PhysicalDeviceMemoryProperties,
+    /// Descriptors may be rewritten while recorded (UPDATE_AFTER_BIND).
+    pub(crate) update_after_bind: bool,
+    name: String,
+}
+
+/// The names of the physical devices, in enumeration order, with their type.
+pub fn list_devices() -> Result<Vec<String>> {
+    // SAFETY: loading the system Vulkan loader runs its initialisation; nothing else is shared.
+    let entry = unsafe { ash::Entry::load() }.map_err(|e| ExecError::Vulkan(format!("no Vulkan loader: {e}")))?;
+    let instance = create_instance(&entry, false)?;
+    // SAFETY: the instance is valid and destroyed right after use.
+    let out = unsafe {
+        let list = instance.enumerate_physical_devices().map(|ds| {
+            ds.iter()
+                .map(|&d| {
+                    let p = instance.get_physical_device_properties(d);
+                    format!("{} ({:?})", device_name(&p), p.device_type)
+                })
+                .collect()
+        });
+        instance.destroy_instance(None);
+        list
+    };
+    Ok(out?)
+}
+
+fn device_name(p: &vk::PhysicalDeviceProperties) -> String {
+    p.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn create_instance(entry: &ash::Entry, validation: bool) -> Result<ash::Instance> {
+    let app = vk::ApplicationInfo::default()
+        .application_name(c"cmdgraph")
+        .engine_name(c"cmdgraph-executor")
+        .api_version(vk::API_VERSION_1_3);
+    let layers = [c"VK_LAYER_KHRONOS_validation".as_ptr()];
+    let exts = [ash::ext::debug_utils::NAME.as_ptr()];
+    let enables = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+    let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enables);
+    let mut info = vk::InstanceCreateInfo::default().application_info(&app);
+    if validation {
+        info = info.enabled_layer_names(&layers).enabled_extension_names(&exts).push_next(&mut features);
+    }
+    // SAFETY: every pointer in `info` refers to locals alive for the call.
+    unsafe { entry.create_instance(&info, None) }.map_err(|e| {
+        let what = if validation { " (is VK_LAYER_KHRONOS_validation installed?)" } else { "" };
+        ExecError::Vulkan(format!("vkCreateInstance: {e:?}{what}"))
+    })
+}
+
+unsafe extern "system" fn on_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _kind: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes valid callback data for the duration of the call, and `user`
+    // is the `Messages` boxed in the `Context`, which outlives the messenger.
+    unsafe {
+        if data.is_null() || user.is_null() {
+            return vk::FALSE;
+        }
+        let msg = (*data).message_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let sink = &*(user as *const Messages);
+        if let Ok(mut v) = sink.lock() {
+            v.push(format!("{severity:?}: {msg}"));
+        }
+    }
+    vk::FALSE
+}
+
+impl Context {
+    /// Creates the instance (with validation if asked or `CMDGRAPH_VK_VALIDATION=1`), picks a
+    /// device and creates it with one compute queue.
+    pub fn new(opts: &ContextOptions) -> Result<Context> {
+        let validation = opts.validation || std::env::var("CMDGRAPH_VK_VALIDATION").is_ok_and(|v| v == "1");
+        // SAFETY: loading the system Vulkan loader runs its initialisation; nothing else is shared.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| ExecError::Vulkan(format!("no Vulkan loader: {e}")))?;
+        let instance = create_instance(&entry, validation)?;
+        let mut ctx_debug = None;
+        if validation {
+            let sink: Box<Messages> = Box::default();
+            let du = ash::ext::debug_utils::Instance::new(&entry, &instance);
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(on_message))
+                .user_data(&*sink as *const Messages as *mut c_void);
+            // SAFETY: `sink` is boxed (stable address) and kept in the context until after the
+            // messenger is destroyed.
+            match unsafe { du.create_debug_utils_messenger(&info, None) } {
+                Ok(m) => ctx_debug = Some((du, m, sink)),
+                Err(e) => {
+                    // SAFETY: nothing was created from the instance yet.
+                    unsafe { instance.destroy_instance(None) };
+                    return Err(ExecError::Vulkan(format!("debug messenger: {e:?}")));
+                }
+            }
+        }
+        let mut partial = Partial { instance, debug: ctx_debug, armed: true };
+        let (physical, family) = choose(&partial.instance, &opts.device)?;
+        let (device, update_after_bind) = create_device(&partial.instance, physical, family)?;
+        partial.armed = false;
+        let instance = partial.instance.clone();
+        // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
+        let (props, mem_props, queue) = unsafe {
+            (
+                instance.get_physical_device_properties(physical),
+                instance.get_physical_device_memory_properties(physical),
+                device.get_device_queue(family, 0),
+            )
+        };
+        Ok(Context {
+            _entry: entry,
+            instance,
+            debug: partial.debug.take(),
+            device,
+            queue,
+            queue_family: family,
+            name: device_name(&props),
+            props,
+            mem_props,
+            update_after_bind,
+        })
+    }
+
+    /// The chosen device's name (e.g. `llvmpipe (LLVM 19.1.7, 256 bits)`).
+    pub fn device_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether descriptors can be rewritten without re-recording (UPDATE_AFTER_BIND).
+    pub fn update_after_bind(&self) -> bool {
+        self.update_after_bind
+    }
+
+    /// Whether validation is on.
+    pub fn validation(&self) -> bool {
+        self.debug.is_some()
+    }
+
+    /// The validation messages so far (warnings and errors), draining them.
+    pub fn take_messages(&self) -> Vec<String> {
+        match &self.debug {
+            Some((_, _, sink)) => sink.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Nanoseconds per timestamp tick.
+    pub fn timestamp_period(&self) -> f32 {
+        self.props.limits.timestamp_period
+    }
+
+    /// Waits until the device has finished everything submitted.
+    pub fn wait_idle(&self) -> Result<()> {
+        // SAFETY: the device is valid; waiting has no other precondition.
+        Ok(unsafe { self.device.device_wait_idle() }?)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: every object created from the device is destroyed by its owner before the
+        // context (owners hold the context and are dropped first); the debug messenger goes
+        // before the instance.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            self.device.destroy_device(None);
+            if let Some((du, m, _)) = self.debug.take() {
+                du.destroy_debug_utils_messenger(m, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+/// Destroys the instance and messenger if device creation fails half-way.
+struct Partial {
+    instance: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT, Box<Messages>)>,
+    /// Cleared when the context takes ownership.
+    armed: bool,
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if self.armed {
+            let instance = &self.instance;
+            // SAFETY: on this path no device was kept; messenger first, then the instance.
+            unsafe {
+                if let Some((du, m, _)) = self.debug.take() {
+                    du.destroy_debug_utils_messenger(m, None);
+                }
+                instance.destroy_instance(None);
+            }
+        }
+    }
+}
+
+fn rank(t: vk::PhysicalDeviceType) -> u32 {
+    match t {
+        vk::PhysicalDeviceType::DISCRETE_GPU => 0,
+        vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
+        vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
+        vk::PhysicalDeviceType::CPU => 3,
+        _ => 4,
+    }
+}
+
+/// Picks a Vulkan 1.3 device with a compute queue, honouring `choice`.
+fn choose(instance: &ash::Instance, choice: &DeviceChoice) -> Result<(vk::PhysicalDevice, u32)> {
+    // SAFETY: queries on a valid instance.
+    let devices = unsafe { instance.enumerate_physical_devices() }?;
+    let mut usable = Vec::new();
+    for (i, &d) in devices.iter().enumerate() {
+        // SAFETY: `d` came from this instance.
+        let (p, fams) = unsafe {
+            (instance.get_physical_device_properties(d), instance.get_physical_device_queue_family_properties(d))
+        };
+        let family = fams.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
+        if let (Some(f), true) = (family, p.api_version >= vk::API_VERSION_1_3) {
+            usable.push((i, d, f as u32, p));
+        }
+    }
+    let pick = match choice {
+        DeviceChoice::Default => usable.iter().min_by_key(|(i, _, _, p)| (rank(p.device_type), *i)),
+        DeviceChoice::Index(n) => usable.iter().find(|(i, ..)| i == n),
+        DeviceChoice::Name(s) => {
+            let s = s.to_lowercase();
+            usable.iter().find(|(_, _, _, p)| device_name(p).to_lowercase().contains(&s))
+        }
+    };
+    let names: Vec<String> = usable.iter().map(|(i, _, _, p)| format!("{i}: {}", device_name(p))).collect();
+    pick.map(|(_, d, f, _)| (*d, *f)).ok_or_else(|| {
+        ExecError::Vulkan(format!("no Vulkan 1.3 compute device matches {choice:?} (usable: [{}])", names.join(", ")))
+    })
+}
+
+fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family: u32) -> Result<(ash::Device, bool)> {
+    let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
+    let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut have =
+        vk::PhysicalDeviceFeatures2::default().push_next(&mut have12).push_next(&mut have11).push_next(&mut have13);
+    // SAFETY: `physical` came from this instance; the chain is of live locals.
+    unsafe { instance.get_physical_device_features2(physical, &mut have) };
+    let base = have.features;
+    let (h11, h12, h13) = (have11, have12, have13);
+    if h12.timeline_semaphore == 0 || h13.synchronization2 == 0 {
+        return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
+    }
+    let uab = update_after_bind(&h12);
+    // Kernel features are enabled where the device has them; a kernel needing a missing one
+    // fails at pipeline creation with the driver's message.
+    let features = vk::PhysicalDeviceFeatures::default()
+        .shader_int64(base.shader_int64 != 0)
+        .shader_int16(base.shader_int16 != 0)
+        .shader_float64(base.shader_float64 != 0);
+    let mut f11 = vk::PhysicalDeviceVulkan11Features::default()
+        .storage_buffer16_bit_access(h11.storage_buffer16_bit_access != 0)
+        .uniform_and_storage_buffer16_bit_access(h11.uniform_and_storage_buffer16_bit_access != 0);
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+        .timeline_semaphore(true)
+        .descriptor_indexing(h12.descriptor_indexing != 0)
+        .descriptor_binding_storage_buffer_update_after_bind(uab)
+        .descriptor_binding_update_unused_while_pending(uab)
+        .shader_float16(h12.shader_float16 != 0)
+        .shader_int8(h12.shader_int8 != 0)
+        .storage_buffer8_bit_access(h12.storage_buffer8_bit_access != 0)
+        .uniform_and_storage_buffer8_bit_access(h12.uniform_and_storage_buffer8_bit_access != 0)
+        .vulkan_memory_model(h12.vulkan_memory_model != 0)
+        .vulkan_memory_model_device_scope(h12.vulkan_memory_model_device_scope != 0)
+        .host_query_reset(h12.host_query_reset != 0);
+    let mut f13 =
+        vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
+    let priorities = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
+    let info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_features(&features)
+        .push_next(&mut f11)
+        .push_next(&mut f12)
+        .push_next(&mut f13);
+    // SAFETY: every pointer in `info` refers to locals alive for the call.
+    Ok((unsafe { instance.create_device(physical, &info, None) }?, uab))
+}
+
+/// Whether descriptors can be rewritten after recording (docs/abi.md relies on it; Mesa's
+/// llvmpipe before 23 lacks it, and then a pointer moving to another buffer re-records).
+fn update_after_bind(f: &vk::PhysicalDeviceVulkan12Features<'_>) -> bool {
+    f.descriptor_binding_storage_buffer_update_after_bind != 0 && f.descriptor_binding_update_unused_while_pending != 0
+}

@@ -1,0 +1,9 @@
+//! The Vulkan layer: context, buffers, pipelines. All `unsafe` of the crate lives here.
+
+pub mod buffer;
+pub mod context;
+pub mod pipeline;
+
+pub use buffer::{Buffer, Place, Transfers};
+pub use context::{Context, ContextOptions, DeviceChoice};
+pub use pipeline::KernelPipeline;

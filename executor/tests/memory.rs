@@ -1,0 +1,77 @@
+//! Graph-owned memory at planned pool offsets, fills and copies as transfer commands,
+//! schedules from the bundle checked against the edges.
+
+mod common;
+
+use cmdgraph_ir::bundle::{GraphPlan, PoolPlan, Segment};
+use cmdgraph_ir::interp::{AllocLayout, Interpreter, PoolLayout};
+use common::*;
+
+fn ir() -> String {
+    format!(
+        "{KERNELS_IR}
+usm @out : f32[300]
+usm @bytes : u32[3]
+
+graph @g {{
+  %t = async_malloc f32[300] device zero_init
+  %u = async_malloc f32[300] device
+  %fill = memfill %u, 1.5 : f32, 300 after(%t, %u)
+  %k = kernel @scale range(300) args(%u, %t, 4.0) after(%fill)
+  %odd = memset @bytes + 3, 7, 5
+  %copy = memcpy @out, %t, 1200 after(%k)
+  %f1 = async_free %u after(%k)
+  %f2 = async_free %t after(%copy)
+}}
+"
+    )
+}
+
+fn plan(stages: Vec<Vec<&str>>) -> GraphPlan {
+    GraphPlan {
+        name: "g".into(),
+        segments: vec![Segment::Device {
+            stages: stages.into_iter().map(|s| s.into_iter().map(String::from).collect()).collect(),
+        }],
+        memory: PoolPlan {
+            size: 2560,
+            alignment: 256,
+            offsets: vec![("t".into(), 0), ("u".into(), 1280)],
+            report: String::new(),
+        },
+        origins: vec![],
+    }
+}
+
+#[test]
+fn pool_fills_and_copies_match_interpreter() {
+    let ir = ir();
+    let p = plan(vec![vec!["t", "u", "odd"], vec!["fill"], vec!["k"], vec!["copy", "f1"], vec!["f2"]]);
+    let mut ex = executor(bundle(&ir, vec![], vec![p]));
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    let out: Vec<f32> = ex.read_as("out").unwrap();
+    let bytes = ex.read("bytes").unwrap();
+    no_messages(&ex);
+
+    let module = cmdgraph_ir::text::parse(&ir).unwrap();
+    let mut it = Interpreter::new(&module).unwrap();
+    let g = &module.graphs[module.graph_by_name("g").unwrap()];
+    let (t, u) = (g.node_by_name("t").unwrap(), g.node_by_name("u").unwrap());
+    let layout = PoolLayout { size: 2560, offsets: [(t, 0), (u, 1280)].into_iter().collect() };
+    let ie = it.finalize_with("g", AllocLayout::Pool(layout)).unwrap();
+    it.run(ie).unwrap();
+    assert_eq!(out, it.read_as::<f32>("out").unwrap());
+    assert_eq!(bytes, it.read("bytes").unwrap());
+    assert_eq!(out[299], 6.0);
+    assert_eq!(bytes, vec![0, 0, 0, 7, 7, 7, 7, 7, 0, 0, 0, 0]);
+}
+
+#[test]
+fn a_schedule_against_an_edge_is_rejected() {
+    let ir = ir();
+    let p = plan(vec![vec!["t", "u", "odd", "k"], vec!["fill"], vec!["copy", "f1"], vec!["f2"]]);
+    let mut ex = executor(bundle(&ir, vec![], vec![p]));
+    let err = ex.finalize("g").unwrap_err().to_string();
+    assert!(err.contains("%fill") && err.contains("%k"), "{err}");
+}
