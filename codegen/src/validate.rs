@@ -66,6 +66,12 @@ const CAP_INT8: u32 = 39;
 const STORAGE_FUNCTION: u32 = 7;
 const HEADER_WORDS: usize = 5;
 
+/// The string of a literal-string operand.
+fn name_text(words: &[u32]) -> String {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).take_while(|&b| b != 0).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// One instruction: its word range.
 fn instructions(words: &[u32]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -106,21 +112,40 @@ pub(crate) fn strip_dead_names(words: &[u32]) -> Vec<u32> {
         let mut uses = std::collections::BTreeMap::<u32, usize>::new();
         for &(s, e) in &insts {
             let op = words[s] & 0xffff;
-            if matches!(op, OP_NAME | OP_DECORATE | OP_MEMBER_DECORATE | OP_CAPABILITY) {
-                continue;
-            }
+            // Skip instructions whose operands are (mostly) literals, not ids: names,
+            // decorations, capabilities, the entry point's name, execution modes, source,
+            // and type/constant literals (an `OpConstant`'s value may equal an id).
+            let first_id_operand = match op {
+                OP_NAME | OP_DECORATE | OP_MEMBER_DECORATE | OP_CAPABILITY => continue,
+                3 | 10 | 11 | 14 | 15 | 16 => continue,
+                OP_TYPE_INT | 22 => continue,
+                23 => 2, // OpTypeVector: component type only
+                43 => {
+                    // OpConstant: its result type only.
+                    *uses.entry(words[s + 1]).or_default() += 1;
+                    continue;
+                }
+                _ => 1,
+            };
             let own = result_id(&words, (s, e));
-            for &w in &words[s + 1..e] {
+            let end = if op == 23 { (s + 3).min(e) } else { e };
+            for &w in words.get(s + first_id_operand..end).unwrap_or(&[]) {
                 if Some(w) != own {
                     *uses.entry(w).or_default() += 1;
                 }
             }
         }
+        let named: std::collections::BTreeSet<u32> = insts
+            .iter()
+            .filter(|&&(s, _)| words[s] & 0xffff == OP_NAME)
+            .filter(|&&(s, e)| name_text(&words[s + 2..e]).starts_with("__cg_str"))
+            .map(|&(s, _)| words[s + 1])
+            .collect();
         let dead = |(s, e): (usize, usize), words: &[u32]| -> Option<u32> {
             let op = words[s] & 0xffff;
             let id = result_id(words, (s, e))?;
             let removable = match op {
-                OP_VARIABLE => words.get(s + 3) == Some(&STORAGE_FUNCTION),
+                OP_VARIABLE => words.get(s + 3) == Some(&STORAGE_FUNCTION) && named.contains(&id),
                 // Types and constants, but never void/function types or the int type of
                 // 32 bits (kept for stability; only i8 arrays are expected to go).
                 28 | 32 | 43 | 44 => true,

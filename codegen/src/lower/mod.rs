@@ -253,14 +253,15 @@ impl<'a> Lowerer<'a> {
 
     fn arg_scalar(&mut self, s: cmdgraph_ir::ScalarType, at: u32) -> Val {
         use cmdgraph_ir::ScalarType as S;
+        if s == S::F32 {
+            let handle = self.args_f32.clone();
+            return self.view_load(&handle, "float", at / 4, false);
+        }
         let w = if matches!(s, S::Bool | S::I32 | S::U32) { self.word(at & !3) } else { self.word_raw(at & !3) };
         match s {
             S::Bool => self.ir.emit("i1", format!("icmp ne i32 {}, 0", w.v)),
             S::I32 | S::U32 => w,
-            S::F32 => {
-                let handle = self.args_f32.clone();
-                self.view_load(&handle, "float", at / 4, false)
-            }
+            S::F32 => w,
             S::F16 => {
                 let sh = self.ir.emit("i32", format!("lshr i32 {}, {}", w.v, (at & 3) * 8));
                 let t = self.ir.emit("i16", format!("trunc i32 {} to i16", sh.v));
