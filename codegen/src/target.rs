@@ -18,7 +18,7 @@ use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 
 /// The Vulkan compute triple the SPIR-V backend understands.
 pub(crate) const TRIPLE: &str = "spirv1.6-unknown-vulkan1.3-compute";
@@ -43,6 +43,10 @@ const BACKEND_ARGS: [&std::ffi::CStr; 2] =
     [c"cmdgraph", c"--spirv-ext=+SPV_EXT_shader_atomic_float_add,+SPV_EXT_shader_atomic_float_min_max"];
 
 static INIT: Once = Once::new();
+
+/// Serializes code generation: the SPIR-V backend keeps process-wide state (its module
+/// analysis), so two modules compiled at once on different threads corrupt each other.
+static BACKEND: Mutex<()> = Mutex::new(());
 
 /// Registers the SPIR-V target with LLVM (once per process).
 fn init() {
@@ -86,6 +90,9 @@ pub(crate) fn pipeline(opt: u8) -> Option<&'static str> {
 /// Parses, verifies, optimizes (`default<O{opt}>`) and compiles `ir` to SPIR-V.
 pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, String> {
     init();
+    // A poisoned lock only means another compilation panicked; the state it guards is
+    // LLVM's, which a Rust panic did not touch.
+    let _guard = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
     // Contexts and modules are leaked on purpose: LLVM 22's SPIR-V backend keeps state
     // keyed by IR object addresses across runs (its module analysis), so an address reused
     // by a later module's block or function aliases a stale entry and yields duplicate ids
