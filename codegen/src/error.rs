@@ -48,7 +48,12 @@ pub enum CodegenError {
 impl CodegenError {
     /// An [`CodegenError::Unsupported`] error without an op.
     pub(crate) fn unsupported(kernel: &str, message: impl Into<String>) -> CodegenError {
-        CodegenError::Unsupported { kernel: kernel.to_string(), op: None, span: Span::UNDEFINED, message: message.into() }
+        CodegenError::Unsupported {
+            kernel: kernel.to_string(),
+            op: None,
+            span: Span::UNDEFINED,
+            message: message.into(),
+        }
     }
 
     /// An [`CodegenError::Launch`] error.

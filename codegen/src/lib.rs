@@ -58,12 +58,20 @@ struct Compiled {
     llvm_ir: String,
 }
 
-fn compile(module: &Module, kernel: Handle<Kernel>, variant: &Variant, options: &Options) -> Result<Compiled, CodegenError> {
+fn compile(
+    module: &Module,
+    kernel: Handle<Kernel>,
+    variant: &Variant,
+    options: &Options,
+) -> Result<Compiled, CodegenError> {
     let k = module.kernels.try_get(kernel).ok_or_else(|| CodegenError::launch("?", "kernel handle out of range"))?;
     let body = match &k.body {
         KernelBody::Ir(body) => body,
         KernelBody::Spirv { .. } => {
-            return Err(CodegenError::unsupported(&k.name, "the kernel is external SPIR-V; codegen does not compile it"))
+            return Err(CodegenError::unsupported(
+                &k.name,
+                "the kernel is external SPIR-V; codegen does not compile it",
+            ))
         }
     };
     if variant.dims > 3 || variant.workgroup_size.contains(&0) {

@@ -100,7 +100,9 @@ pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, String> {
     // few hundred kilobytes per compiled kernel.
     let context: &'static Context = Box::leak(Box::new(Context::create()));
     let buffer = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "kernel");
-    let module = std::mem::ManuallyDrop::new(context.create_module_from_ir(buffer).map_err(|e| format!("parse: {}", e.to_string()))?);
+    let module = std::mem::ManuallyDrop::new(
+        context.create_module_from_ir(buffer).map_err(|e| format!("parse: {}", e.to_string()))?,
+    );
     module.verify().map_err(|e| format!("verify: {}", e.to_string()))?;
     let machine = machine()?;
     if let Some(passes) = pipeline(opt) {

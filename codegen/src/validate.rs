@@ -24,9 +24,7 @@ fn run(tool: &str, args: &[&str], input: &[u8]) -> Result<(bool, String, String)
         .spawn()
         .map_err(|e| CodegenError::Tool { message: format!("cannot run {tool} (package spirv-tools): {e}") })?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(input)
-            .map_err(|e| CodegenError::Tool { message: format!("cannot write to {tool}: {e}") })?;
+        stdin.write_all(input).map_err(|e| CodegenError::Tool { message: format!("cannot write to {tool}: {e}") })?;
     }
     let out = child.wait_with_output().map_err(|e| CodegenError::Tool { message: format!("{tool}: {e}") })?;
     Ok((
@@ -122,7 +120,9 @@ pub(crate) fn strip_dead_names(words: &[u32]) -> Vec<u32> {
                 23 => 2, // OpTypeVector: component type only
                 43 => {
                     // OpConstant: its result type only.
-                    *uses.entry(words[s + 1]).or_default() += 1;
+                    if let Some(&ty) = words.get(s + 1) {
+                        *uses.entry(ty).or_default() += 1;
+                    }
                     continue;
                 }
                 _ => 1,
@@ -138,8 +138,8 @@ pub(crate) fn strip_dead_names(words: &[u32]) -> Vec<u32> {
         let named: std::collections::BTreeSet<u32> = insts
             .iter()
             .filter(|&&(s, _)| words[s] & 0xffff == OP_NAME)
-            .filter(|&&(s, e)| name_text(&words[s + 2..e]).starts_with("__cg_str"))
-            .map(|&(s, _)| words[s + 1])
+            .filter(|&&(s, e)| name_text(words.get(s + 2..e).unwrap_or(&[])).starts_with("__cg_str"))
+            .filter_map(|&(s, _)| words.get(s + 1).copied())
             .collect();
         let dead = |(s, e): (usize, usize), words: &[u32]| -> Option<u32> {
             let op = words[s] & 0xffff;

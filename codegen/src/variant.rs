@@ -41,10 +41,7 @@ pub fn choose_variant(
     launch: &Launch,
     args: &[Arg],
 ) -> Result<Variant, CodegenError> {
-    let k = module
-        .kernels
-        .try_get(kernel)
-        .ok_or_else(|| CodegenError::launch("?", "kernel handle out of range"))?;
+    let k = module.kernels.try_get(kernel).ok_or_else(|| CodegenError::launch("?", "kernel handle out of range"))?;
     let dims = launch.dims();
     let workgroup_size = match launch {
         Launch::SingleTask => [1, 1, 1],

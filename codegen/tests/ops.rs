@@ -51,10 +51,19 @@ fn float_arithmetic_and_math() {
     ] {
         expect(&elementwise("f32", &format!("  %r = {op} %x, %y")), &[needle]);
     }
-    for (op, needle) in [("sqrt", "llvm.sqrt"), ("exp", "llvm.exp"), ("log", "llvm.log"), ("sin", "llvm.sin"),
-        ("cos", "llvm.cos"), ("tanh", "llvm.tanh"), ("floor", "llvm.floor"), ("ceil", "llvm.ceil"),
-        ("abs", "llvm.fabs"), ("neg", "fneg"), ("rsqrt", "fdiv")]
-    {
+    for (op, needle) in [
+        ("sqrt", "llvm.sqrt"),
+        ("exp", "llvm.exp"),
+        ("log", "llvm.log"),
+        ("sin", "llvm.sin"),
+        ("cos", "llvm.cos"),
+        ("tanh", "llvm.tanh"),
+        ("floor", "llvm.floor"),
+        ("ceil", "llvm.ceil"),
+        ("abs", "llvm.fabs"),
+        ("neg", "fneg"),
+        ("rsqrt", "fdiv"),
+    ] {
         expect(&elementwise("f32", &format!("  %r = {op} %x")), &[needle]);
     }
     expect(&elementwise("f32", "  %r = fma %x, %y, %x"), &["llvm.fma"]);
@@ -82,7 +91,10 @@ fn comparisons_select_and_casts() {
     expect(&elementwise("i32", "  %c = lt %x, %y\n  %r = select %c, %x, %y"), &["icmp slt"]);
     expect(&elementwise("u32", "  %c = lt %x, %y\n  %r = select %c, %x, %y"), &["icmp ult"]);
     // Float to integer saturates and maps NaN to 0.
-    expect(&elementwise("i32", "  %f = cast %x to f32\n  %r = cast %f to i32"), &["sitofp", "fptosi", "fcmp oge", "fcmp une"]);
+    expect(
+        &elementwise("i32", "  %f = cast %x to f32\n  %r = cast %f to i32"),
+        &["sitofp", "fptosi", "fcmp oge", "fcmp une"],
+    );
     expect(&elementwise("u32", "  %f = cast %x to f32\n  %r = cast %f to u32"), &["uitofp", "fptoui"]);
     expect(&elementwise("i32", "  %w = cast %x to i64\n  %r = cast %w to i32"), &["sext", "trunc"]);
     expect(&elementwise("u32", "  %bb = cast %x to bool\n  %r = cast %bb to u32"), &["icmp ne", "zext"]);
@@ -109,7 +121,16 @@ fn loops_ifs_locals_barriers_and_atomics() {
                %old = atomic add %out[%z], %res\n  %c = atomic max %cnt[%z], %gid\n}\n\
                usm @i : f32[256]\nusm @o : f32[1]\nusm @c : u32[1]\n\
                graph @g {\n  %n = kernel @r nd_range(global(256), local(64)) args(@i, @o, @c, local f32[64], 64 : u32)\n}\n";
-    expect(src, &["phi float", "addrspace(3)", "llvm.spv.group.memory.barrier.with.group.sync", "atomicrmw fadd", "atomicrmw umax"]);
+    expect(
+        src,
+        &[
+            "phi float",
+            "addrspace(3)",
+            "llvm.spv.group.memory.barrier.with.group.sync",
+            "atomicrmw fadd",
+            "atomicrmw umax",
+        ],
+    );
 }
 
 #[test]
@@ -121,7 +142,9 @@ fn device_globals_have_slots_after_parameters() {
     let (k, v) = module_variants(&module).unwrap().remove(0);
     let c = compile_kernel(&module, k, &v, &Options::default()).unwrap();
     assert_eq!(c.layout.slots.len(), 2);
-    assert!(matches!(&c.layout.slots[1], cmdgraph_ir::bundle::MemorySlot::DeviceGlobal { name, writes: false } if name == "counter"));
+    assert!(
+        matches!(&c.layout.slots[1], cmdgraph_ir::bundle::MemorySlot::DeviceGlobal { name, writes: false } if name == "counter")
+    );
     assert_eq!(c.layout.fields[0].offset, 32, "the first field follows the 32-byte header");
 }
 

@@ -24,14 +24,16 @@ const TYPES: [&str; 6] = ["f32", "i32", "u32", "i64", "u64", "f16"];
 fn kernel(rng: &mut Rng) -> String {
     let ty = rng.pick(&TYPES);
     let float = ty.starts_with('f');
-    let mut body = vec!["  %i = global_id 0".to_string(), "  %v0 = load %a[%i]".to_string(), "  %v1 = load %b[%i]".into()];
+    let mut body =
+        vec!["  %i = global_id 0".to_string(), "  %v0 = load %a[%i]".to_string(), "  %v1 = load %b[%i]".into()];
     let mut n = 2;
     for _ in 0..(4 + rng.next() % 8) {
         let x = format!("%v{}", rng.next() % n);
         let y = format!("%v{}", rng.next() % n);
         let line = match rng.next() % 5 {
             0 => {
-                let ops: &[&str] = if float { &["neg", "abs", "sqrt", "exp", "sin", "floor", "tanh"] } else { &["neg", "not", "abs"] };
+                let ops: &[&str] =
+                    if float { &["neg", "abs", "sqrt", "exp", "sin", "floor", "tanh"] } else { &["neg", "not", "abs"] };
                 format!("  %v{n} = {} {x}", rng.pick(ops))
             }
             1 | 2 => {
@@ -54,7 +56,7 @@ fn kernel(rng: &mut Rng) -> String {
         body.push(line);
         n += 1;
     }
-    let launch = if rng.next() % 2 == 0 { "range(1000)" } else { "nd_range(global(1024), local(128))" };
+    let launch = if rng.next().is_multiple_of(2) { "range(1000)" } else { "nd_range(global(1024), local(128))" };
     format!(
         "kernel @k(%o: buf<{ty}, write>, %a: buf<{ty}, read>, %b: buf<{ty}, read>) {{\n{}\n  store %o[%i], %v{}\n}}\n\
          usm @o : {ty}[1024]\nusm @a : {ty}[1024]\nusm @b : {ty}[1024]\n\

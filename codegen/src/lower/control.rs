@@ -28,8 +28,7 @@ impl<'a> Lowerer<'a> {
         let (lo, hi, step) = (self.val(h, lo)?, self.val(h, hi)?, self.val(h, step)?);
         let ty = lo.ty.clone();
         let signed = t.scalar.is_signed_integer();
-        let positive =
-            self.ir.emit("i1", format!("icmp {} {ty} {}, 0", if signed { "sgt" } else { "ne" }, step.v));
+        let positive = self.ir.emit("i1", format!("icmp {} {ty} {}, 0", if signed { "sgt" } else { "ne" }, step.v));
         let below = self.ir.emit("i1", format!("icmp {} {ty} {}, {}", if signed { "slt" } else { "ult" }, lo.v, hi.v));
         let enter = self.ir.emit("i1", format!("and i1 {}, {}", positive.v, below.v));
         let mut inits = Vec::with_capacity(carried.len());

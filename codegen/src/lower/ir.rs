@@ -106,10 +106,7 @@ impl IrWriter {
     /// A private constant C string global; returns its name.
     pub fn cstring(&mut self, text: &str) -> String {
         let name = format!("@__cg_str{}", self.globals.len());
-        self.globals.push(format!(
-            "{name} = private unnamed_addr constant [{} x i8] c\"{text}\\00\"",
-            text.len() + 1
-        ));
+        self.globals.push(format!("{name} = private unnamed_addr constant [{} x i8] c\"{text}\\00\"", text.len() + 1));
         name
     }
 }

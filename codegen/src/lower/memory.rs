@@ -44,10 +44,9 @@ impl Lowerer<'_> {
             }
             let name = format!("@__cg_local{}", self.locals.len());
             let n = cap.max(1);
-            self.ir.globals.push(format!(
-                "{name} = internal addrspace(3) global [{n} x {}] poison, align 16",
-                types::mem(elem)
-            ));
+            self.ir
+                .globals
+                .push(format!("{name} = internal addrspace(3) global [{n} x {}] poison, align 16", types::mem(elem)));
             self.locals.push((v, name, elem, n));
         }
         Ok(())
@@ -112,7 +111,9 @@ impl Lowerer<'_> {
                 let f = format!("llvm.spv.resource.getpointer.p11.{m}");
                 let ht = format!("target(\"spirv.VulkanBuffer\", {array}, 12, {w})");
                 self.ir.declare(format!("declare ptr addrspace(11) @{f}({ht}, i32)"));
-                Ok(self.ir.emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", idx.v)))
+                Ok(self
+                    .ir
+                    .emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", idx.v)))
             }
             Place::Local(name, cap) => Ok(self.ir.emit(
                 "ptr addrspace(3)",
@@ -128,7 +129,8 @@ impl Lowerer<'_> {
         if self.width > 1 {
             let Place::Slot(slot) = place else { return Err(self.err(h, "vectorized work-group memory")) };
             let base = self.vec_base.clone().ok_or_else(|| self.err(h, "vector base"))?;
-            let handle = self.vec_handles.get(slot as usize).cloned().flatten().ok_or_else(|| self.err(h, "vector view"))?;
+            let handle =
+                self.vec_handles.get(slot as usize).cloned().flatten().ok_or_else(|| self.err(h, "vector view"))?;
             let start = match self.plan.layout.slots.get(slot as usize).and_then(|s| s.offset_field) {
                 Some(f) => {
                     let off = self.word(f);
@@ -144,7 +146,9 @@ impl Lowerer<'_> {
             let f = format!("llvm.spv.resource.getpointer.p11.{m}");
             let ht = format!("target(\"spirv.VulkanBuffer\", {array}, 12, {w})");
             self.ir.declare(format!("declare ptr addrspace(11) @{f}({ht}, i32)"));
-            let p = self.ir.emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", quad.v));
+            let p = self
+                .ir
+                .emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", quad.v));
             return Ok((p, elem));
         }
         let idx = self.index32(h, index)?;
@@ -190,7 +194,8 @@ impl Lowerer<'_> {
         let (p, elem) = self.element(h, mem, index)?;
         let lanes = if self.width > 1 { self.width } else { elem.lanes };
         let mt = types::vector(types::mem_scalar(elem.scalar), lanes);
-        let v = if elem.scalar == ScalarType::Bool { self.ir.emit(&mt, format!("zext {} to {mt}", v.typed())) } else { v };
+        let v =
+            if elem.scalar == ScalarType::Bool { self.ir.emit(&mt, format!("zext {} to {mt}", v.typed())) } else { v };
         let a = self.align(elem);
         self.ir.inst(format!("store {}, {}, align {a}", v.typed(), p.typed()));
         Ok(())

@@ -170,7 +170,12 @@ impl<'a> Lowerer<'a> {
     fn prologue(&mut self) -> Result<(), CodegenError> {
         let name = self.ir.cstring("args");
         self.args = self.handle("[0 x i32]", 0, false, &name);
-        let has_f32 = self.plan.kernel.params.iter().any(|p| matches!(p.ty, ParamType::Value(t) if t.scalar == cmdgraph_ir::ScalarType::F32));
+        let has_f32 = self
+            .plan
+            .kernel
+            .params
+            .iter()
+            .any(|p| matches!(p.ty, ParamType::Value(t) if t.scalar == cmdgraph_ir::ScalarType::F32));
         if has_f32 {
             let name = self.ir.cstring("args_f32");
             self.args_f32 = self.handle("[0 x float]", 0, false, &name);

@@ -56,7 +56,10 @@ impl Lowerer<'_> {
                 let x = self.val(h, *x)?;
                 let vt = reg(*t, 1);
                 let ins = self.ir.emit(&vt, format!("insertelement {vt} poison, {}, i32 0", x.typed()));
-                self.ir.emit(&vt, format!("shufflevector {vt} {}, {vt} poison, <{} x i32> zeroinitializer", ins.v, t.lanes))
+                self.ir.emit(
+                    &vt,
+                    format!("shufflevector {vt} {}, {vt} poison, <{} x i32> zeroinitializer", ins.v, t.lanes),
+                )
             }
             OpKind::Extract(v, lane) => {
                 let t = self.data_ty(h, *v)?;
@@ -148,7 +151,10 @@ impl Lowerer<'_> {
                 let wt = w[0].ty.clone();
                 let r = l.ir.call(&wt, &format!("llvm.{name}.{}", types::mangle(&wt)), w);
                 if u == UnaryOp::Rsqrt {
-                    let one = Val::new(wt.clone(), types::splat_const(t.with_scalar(ScalarType::F32), l.lanes_of(t), &types::f32_text(1.0)));
+                    let one = Val::new(
+                        wt.clone(),
+                        types::splat_const(t.with_scalar(ScalarType::F32), l.lanes_of(t), &types::f32_text(1.0)),
+                    );
                     l.ir.emit(&wt, format!("fdiv {}, {}", one.typed(), r.v))
                 } else {
                     r
@@ -202,7 +208,13 @@ impl Lowerer<'_> {
                     _ => Val::new(wt, "poison"),
                 }
             }))
-            .and_then(|v| if v.v == "poison" { Err(self.err(h, format!("`{}` does not apply to {t}", b.keyword()))) } else { Ok(v) });
+            .and_then(|v| {
+                if v.v == "poison" {
+                    Err(self.err(h, format!("`{}` does not apply to {t}", b.keyword())))
+                } else {
+                    Ok(v)
+                }
+            });
         }
         let simple = |op: &str| format!("{op} {}, {}", x.typed(), y.v);
         let bool_ty = self.bool_ty(t);
@@ -210,9 +222,7 @@ impl Lowerer<'_> {
             BinaryOp::And => self.ir.emit(&ty, simple("and")),
             BinaryOp::Or => self.ir.emit(&ty, simple("or")),
             BinaryOp::Xor => self.ir.emit(&ty, simple("xor")),
-            _ if s == ScalarType::Bool => {
-                return Err(self.err(h, format!("`{}` does not apply to {t}", b.keyword())))
-            }
+            _ if s == ScalarType::Bool => return Err(self.err(h, format!("`{}` does not apply to {t}", b.keyword()))),
             BinaryOp::Add => self.ir.emit(&ty, simple("add")),
             BinaryOp::Sub => self.ir.emit(&ty, simple("sub")),
             BinaryOp::Mul => self.ir.emit(&ty, simple("mul")),
@@ -262,11 +272,8 @@ impl Lowerer<'_> {
         let op = if b == BinaryOp::Div { "sdiv" } else { "srem" };
         let q = self.ir.emit(&ty, format!("{op} {}, {}", x.typed(), safe.v));
         // x / -1 is the wrapping negation; x % -1 is 0.
-        let by_m1 = if b == BinaryOp::Div {
-            self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), x.v))
-        } else {
-            zero.clone()
-        };
+        let by_m1 =
+            if b == BinaryOp::Div { self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), x.v)) } else { zero.clone() };
         let q = self.ir.emit(&ty, format!("select {}, {}, {}", is_m1.typed(), by_m1.typed(), q.typed()));
         self.ir.emit(&ty, format!("select {}, {}, {}", is_zero.typed(), zero.typed(), q.typed()))
     }
@@ -340,7 +347,8 @@ impl Lowerer<'_> {
         // (signed) or 2^n (unsigned); NaN and values below the range give 0 or MIN.
         let bt = reg(from.with_scalar(ScalarType::Bool), self.width);
         let n = bits(ts);
-        let (lo_f, hi_f) = if signed(ts) { (-(2f64.powi(n as i32 - 1)), 2f64.powi(n as i32 - 1)) } else { (0.0, 2f64.powi(n as i32)) };
+        let (lo_f, hi_f) =
+            if signed(ts) { (-(2f64.powi(n as i32 - 1)), 2f64.powi(n as i32 - 1)) } else { (0.0, 2f64.powi(n as i32)) };
         let fconst = |v: f64| types::f32_text(v as f32);
         let ints = |v: &str| Val::new(tt.clone(), types::splat_const(to, lanes, v));
         let (min_i, max_i) = match (ts, signed(ts)) {
@@ -353,7 +361,8 @@ impl Lowerer<'_> {
         let op = if signed(ts) { "fptosi" } else { "fptoui" };
         let raw = self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
         let too_big = self.ir.emit(&bt, format!("fcmp oge {}, {}", x.typed(), hi.v));
-        let too_small = self.ir.emit(&bt, format!("fcmp {} {}, {}", if signed(ts) { "olt" } else { "ole" }, x.typed(), lo.v));
+        let too_small =
+            self.ir.emit(&bt, format!("fcmp {} {}, {}", if signed(ts) { "olt" } else { "ole" }, x.typed(), lo.v));
         let nan = self.ir.emit(&bt, format!("fcmp une {}, {}", x.typed(), x.v));
         let r = self.ir.emit(&tt, format!("select {}, {}, {}", too_big.typed(), ints(&max_i).typed(), raw.typed()));
         let r = self.ir.emit(&tt, format!("select {}, {}, {}", too_small.typed(), ints(&min_i).typed(), r.typed()));
