@@ -9,6 +9,7 @@
 //! ```
 
 mod barriers;
+mod codegen;
 mod generate;
 mod measure;
 mod memory;
@@ -28,6 +29,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Code generation time per kernel variant of every example, at -O0 to -O3.
+    Codegen {
+        /// Compilations per (variant, level); the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Print the table only; leave docs/performance.md alone.
+        #[arg(long)]
+        no_write: bool,
+    },
     /// Text front end: parse, verify and print generated graphs of 10^4, 10^5, 10^6 nodes.
     Parse {
         /// Graph sizes in nodes.
@@ -326,6 +336,34 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
     Ok(())
 }
 
+fn run_codegen(runs: usize, write: bool) -> Result<(), String> {
+    let rows = codegen::measure(&workspace_root().join("examples"), runs)?;
+    let table = codegen::table(&rows);
+    println!("{table}");
+    if !write {
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let body = format!(
+        "## Kernel code generation\n\n\
+         Command: `cargo run --release -p cmdgraph-bench -- {}` (also run by `bash scripts/bench.sh`)  \n\
+         Date: {}  \n\
+         Machine: {}; single-threaded  \n\
+         Input: every (kernel, work-group size) variant the graphs of `examples/*.cgir` launch. One \
+         measurement is `codegen::compile_kernel`: lowering to LLVM IR text, parsing, the -O pass pipeline, \
+         the SPIR-V backend and `spirv-val` (a child process, a large share at these sizes). Best of {} runs.\n\n{}",
+        args.join(" "),
+        report::today(),
+        report::machine(),
+        runs.max(1),
+        table
+    );
+    let path = workspace_root().join("docs").join("performance.md");
+    report::write_section(&path, "codegen", &body)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -344,6 +382,7 @@ fn main() -> ExitCode {
             let write = !no_write && only.is_none();
             run_memory(max_allocs, runs, only.as_deref().unwrap_or(""), write)
         }
+        Command::Codegen { runs, no_write } => run_codegen(runs, !no_write),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

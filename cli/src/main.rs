@@ -22,6 +22,7 @@ Examples:
   cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
   cmdgraph diff before.cgir after.cgir --dot diff.dot
   cmdgraph diff --update-check exec.cgir source.cgir
+  cmdgraph compile --emit=spirv-asm --kernel saxpy app.cgir
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
@@ -48,6 +49,8 @@ enum Command {
     /// Show what changed between two modules (exit 1 when they differ), or check a
     /// whole-graph update with --update-check.
     Diff(cmd::diff::DiffArgs),
+    /// Print what code generation makes per kernel variant (--emit=llvm-ir|spirv-asm|spirv).
+    Compile(cmd::compile_emit::CompileEmitArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Interp(args) => cmd::interp::run(&args),
         Command::Opt(args) => cmd::opt::run(&args),
         Command::Diff(args) => cmd::diff::run(&args),
+        Command::Compile(args) => cmd::compile_emit::run(&args),
     };
     exit::finish(outcome)
 }

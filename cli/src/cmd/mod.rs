@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the parse and verify steps they share.
 
+pub mod compile_emit;
 pub mod diff;
 pub mod dot;
 pub mod fmt;
