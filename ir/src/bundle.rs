@@ -122,6 +122,24 @@ pub struct GraphPlan {
     /// For optimized nodes whose name is not a source node's: the source nodes they stand
     /// for, as (graph, node) names. Sorted by node name.
     pub origins: Vec<NodeOrigin>,
+    /// The compiled variant of every kernel launch: each kernel node, and each kernel
+    /// alternative of each `dynamic` node. In node creation order, then alternative order.
+    pub launches: Vec<LaunchVariant>,
+}
+
+/// Which entry of [`Bundle::kernels`] a kernel launch runs.
+///
+/// A `range` launch's work-group size is codegen's choice, which the executor cannot
+/// recompute without codegen; this table says it, for every launch and every dynamic
+/// command group alternative, so that switching the active alternative needs no lookup.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchVariant {
+    /// The `kernel` or `dynamic` node (without `%`).
+    pub node: String,
+    /// For a `dynamic` node, the alternative index; `None` for a kernel node.
+    pub alternative: Option<u32>,
+    /// Index into [`Bundle::kernels`].
+    pub kernel: u32,
 }
 
 /// A part of a run between host tasks (docs/abi.md, "Schedule").
