@@ -5,8 +5,14 @@
 //! the IR already says; the rest is what the IR cannot say: SPIR-V per kernel variant, the
 //! argument layout of each, the schedule, the memory plan and where each node came from.
 //! Every collection is a `Vec` in a defined order, so the same input gives the same bytes.
+//! [`Bundle::to_ron`] writes it with the content hash filled in; [`Bundle::from_ron`] reads
+//! it, checking the format version first, then the hash (docs/bundle.md).
 
 use serde::{Deserialize, Serialize};
+
+mod io;
+
+pub use io::BundleError;
 
 /// Bumped whenever the bundle or the kernel ABI changes.
 pub const FORMAT_VERSION: u32 = 1;
