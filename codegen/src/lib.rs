@@ -3,6 +3,8 @@
 //! No inkwell type appears in a public signature. The kernel interface every module follows is
 //! docs/abi.md; the artifact is [`cmdgraph_ir::bundle::Bundle`].
 
+pub mod schedule;
+
 use cmdgraph_ir::bundle::CompiledKernel;
 use cmdgraph_ir::{Handle, Kernel, Module};
 
