@@ -3,13 +3,18 @@
 //!
 //! ```text
 //! cargo run --release -p cmdgraph-bench -- parse [--sizes 10000,100000,1000000] [--runs 5]
+<<<<<<< HEAD
 //! cargo run --release -p cmdgraph-bench -- tred [--sizes 10000,30000,100000,1000000] [--petgraph-timeout-secs 60]
 //! cargo run --release -p cmdgraph-bench -- barriers [--sizes 100,1000,10000,100000]
+=======
+//! cargo run --release -p cmdgraph-bench -- memory [--max-allocs 100000] [--runs 3]
+>>>>>>> mem
 //! ```
 
 mod barriers;
 mod generate;
 mod measure;
+mod memory;
 mod report;
 mod tred;
 
@@ -49,6 +54,7 @@ enum Command {
         #[arg(long)]
         no_write: bool,
     },
+<<<<<<< HEAD
     /// Transitive reduction of random layered DAGs beside petgraph's.
     Tred {
         /// Graph sizes in nodes.
@@ -85,6 +91,20 @@ enum Command {
         /// Runs per size; the fastest recording and the fastest optimization count.
         #[arg(long, default_value_t = 1)]
         runs: usize,
+=======
+    /// Memory planning: generated graphs of 10^2 to 10^5 allocations and the MiniMalloc
+    /// instances, pool against lower bound, naive sum and DPC++'s exact-size reuse.
+    Memory {
+        /// Skip generated workloads with more allocations than this.
+        #[arg(long, default_value_t = 100_000)]
+        max_allocs: usize,
+        /// Planning runs per workload; the best one counts.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Only workloads whose name contains this (implies --no-write).
+        #[arg(long)]
+        only: Option<String>,
+>>>>>>> mem
         /// Print the table only; leave docs/performance.md alone.
         #[arg(long)]
         no_write: bool,
@@ -167,6 +187,7 @@ fn run_parse(run: &ParseRun<'_>) -> Result<(), String> {
     Ok(())
 }
 
+<<<<<<< HEAD
 fn run_tred(sizes: &[u32], runs: usize, timeout: std::time::Duration, mem_cap: u64, write: bool) -> Result<(), String> {
     let mut rows = Vec::new();
     for &n in sizes {
@@ -244,12 +265,19 @@ fn run_barriers(sizes: &[usize], runs: usize, write: bool) -> Result<(), String>
         rows.push(row);
     }
     let table = barriers::table(&rows);
+=======
+fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result<(), String> {
+    let data = workspace_root().join("bench").join("data").join("minimalloc");
+    let rows = memory::rows(max_allocs, runs, only, &data)?;
+    let table = memory::table(&rows);
+>>>>>>> mem
     println!("{table}");
     if !write {
         return Ok(());
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let body = format!(
+<<<<<<< HEAD
         "## Barrier recording and elimination\n\n\
          Command: `cargo run --release -p cmdgraph-bench -- {}` (also run by `bash scripts/bench.sh`)  \n\
          Date: {}  \n\
@@ -267,6 +295,31 @@ fn run_barriers(sizes: &[usize], runs: usize, write: bool) -> Result<(), String>
     );
     let path = workspace_root().join("docs").join("performance.md");
     report::write_section(&path, "barriers", &body)?;
+=======
+        "## Memory planning: pool against lower bound, naive sum and DPC++\n\n\
+         Command: `cargo run --release -p cmdgraph-bench -- {}`  \n\
+         Date: {}  \n\
+         Machine: {}; single-threaded  \n\
+         Input: generated tensor programs recorded from in-order queues \
+         (passes/src/memory/workloads.rs; sizes 1 KiB times a log-uniform factor up to 256, \
+         alignment 256 B) and the MiniMalloc *challenging* instances (bench/data/minimalloc, \
+         alignment 1, converted to graphs by a chain of time ticks).\n\n\
+         *pool* = `required_mem_size` of the plan; *lower bound* = heaviest set of pairwise unordered \
+         allocations (min-flow; no plan can be smaller); *naive* = sum of the sizes; *DPC++* = \
+         exact-size reuse as DPC++'s graph memory pool does it (docs/memory.md). *plan ms* = \
+         lifetimes + conflict graph + placement, best of {} runs; up to 20 000 allocations the planner \
+         also computes the bound (to stop its search there), and that is included; *bound ms* = the \
+         min-flow alone, once. *winning order*: the order of the greedy that gave the pool, \
+         `lowest first` for the lowest-offset-first greedy, `+ search` when the local search improved it.\n\n{}",
+        args.join(" "),
+        report::today(),
+        report::machine(),
+        runs,
+        table
+    );
+    let path = workspace_root().join("docs").join("performance.md");
+    report::write_section(&path, "memory", &body)?;
+>>>>>>> mem
     eprintln!("wrote {}", path.display());
     Ok(())
 }
@@ -280,11 +333,18 @@ fn main() -> ExitCode {
             let repeat = measure::Repeat { runs, budget };
             run_parse(&ParseRun { sizes: &sizes, repeat, stages: &stages, verify_up_to, write: !no_write })
         }
+<<<<<<< HEAD
         Command::Tred { sizes, runs, petgraph_timeout_secs, mem_cap_gb, no_write } => {
             run_tred(&sizes, runs, std::time::Duration::from_secs(petgraph_timeout_secs), mem_cap_gb << 30, !no_write)
         }
         Command::TredOne { algo, nodes } => tred::run_one(&algo, nodes).map(|line| println!("{line}")),
         Command::Barriers { sizes, runs, no_write } => run_barriers(&sizes, runs, !no_write),
+=======
+        Command::Memory { max_allocs, runs, only, no_write } => {
+            let write = !no_write && only.is_none();
+            run_memory(max_allocs, runs, only.as_deref().unwrap_or(""), write)
+        }
+>>>>>>> mem
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

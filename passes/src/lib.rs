@@ -16,6 +16,7 @@ pub mod dead_nodes;
 pub mod eliminate_barriers;
 pub mod eliminate_empty;
 pub mod inline_subgraphs;
+pub mod memory;
 pub mod pipeline;
 pub mod reduce;
 pub mod transitive_reduction;
@@ -49,6 +50,7 @@ pub static REGISTRY: &[PassInfo] = &[
     eliminate_barriers::INFO,
     transitive_reduction::INFO,
     dead_nodes::INFO,
+    memory::INFO,
 ];
 
 /// The pipeline `compile` runs when no `--passes` is given.
@@ -58,6 +60,7 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "eliminate-barriers",
     "dead-node-elimination",
     "transitive-reduction",
+    "plan-memory",
 ];
 
 /// Looks a pass up by name.
@@ -77,6 +80,10 @@ pub struct PassContext {
     /// For nodes that did not exist under their name in the input module (keyed by graph
     /// name and node name): the input nodes they stand for.
     pub origins: BTreeMap<(String, String), Origin>,
+    /// `plan-memory`'s result: the memory plan of every graph with allocations, by graph name.
+    pub memory_plans: BTreeMap<String, memory::MemoryPlan>,
+    /// Pool offset alignment for `plan-memory` in bytes; `None`: [`memory::DEFAULT_ALIGNMENT`].
+    pub memory_alignment: Option<u64>,
 }
 
 impl PassContext {

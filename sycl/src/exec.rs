@@ -219,19 +219,23 @@ impl ExecutableGraph {
         self.0.props
     }
 
-    /// `get_required_mem_size()`: bytes the graph-owned allocations need. For now the sum
-    /// of all allocation sizes; the memory planner (plan-memory) will report the
-    /// post-reuse footprint.
+    /// `get_required_mem_size()`: bytes the graph-owned allocations need after reuse: the
+    /// pool size of the `plan-memory` plan (docs/memory.md; offsets aligned to 256 bytes).
+    /// Should planning fail (it cannot on a graph that finalized), the plain sum.
     pub fn get_required_mem_size(&self) -> u64 {
         let st = self.0.state.borrow();
-        st.module.graphs[st.graph]
-            .nodes
-            .iter()
-            .map(|(_, n)| match n.kind {
-                NodeKind::AsyncMalloc { elem, count, .. } => elem.size().saturating_mul(count),
-                _ => 0,
-            })
-            .fold(0u64, u64::saturating_add)
+        let graph = &st.module.graphs[st.graph];
+        match cmdgraph_passes::memory::plan_graph(graph, cmdgraph_passes::memory::DEFAULT_ALIGNMENT) {
+            Ok(plan) => plan.pool_size,
+            Err(_) => graph
+                .nodes
+                .iter()
+                .map(|(_, n)| match n.kind {
+                    NodeKind::AsyncMalloc { elem, count, .. } => elem.size().saturating_mul(count),
+                    _ => 0,
+                })
+                .fold(0u64, u64::saturating_add),
+        }
     }
 
     fn check_updatable(&self) -> Result<()> {

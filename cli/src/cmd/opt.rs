@@ -13,6 +13,7 @@ Examples:
   cmdgraph opt --verify-each --print-after-all app.cgir 2> dumps.cgir
   cmdgraph opt --dump-dot-dir steps app.cgir > /dev/null && dot -Tsvg -O steps/*.dot
   cmdgraph opt --time-passes --stats app.cgir > /dev/null
+  cmdgraph opt --passes=plan-memory --memory-report --memory-svg-dir plans app.cgir > /dev/null
   cmdgraph opt --list-passes";
 
 /// Arguments of `cmdgraph opt`.
@@ -50,6 +51,16 @@ pub struct OptArgs {
     /// Write the module as DOT to DIR/00-input.dot and DIR/NN-<pass>.dot after each pass.
     #[arg(long, value_name = "DIR")]
     pub dump_dot_dir: Option<PathBuf>,
+    /// Print the memory plan of every graph with allocations to stderr (needs plan-memory
+    /// in the pipeline): offsets, sizes, lifetimes, pool, lower bound, naive sum, DPC++.
+    #[arg(long)]
+    pub memory_report: bool,
+    /// Write each memory plan as a picture (offset x lifetime) to DIR/<graph>.svg.
+    #[arg(long, value_name = "DIR")]
+    pub memory_svg_dir: Option<PathBuf>,
+    /// Pool offset alignment in bytes for plan-memory (default 256, see docs/memory.md).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub memory_alignment: Option<u64>,
     /// List the registered passes and the default pipeline, then exit.
     #[arg(long)]
     pub list_passes: bool,
@@ -106,7 +117,7 @@ pub fn run(args: &OptArgs) -> Outcome {
             }
         }
     };
-    let mut ctx = PassContext::default();
+    let mut ctx = PassContext { memory_alignment: args.memory_alignment, ..PassContext::default() };
     let report = pipeline::run_pipeline(&mut module, &passes, &options, &mut ctx, &mut on_event)
         .map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     if let Some(e) = io_error {
@@ -118,7 +129,37 @@ pub fn run(args: &OptArgs) -> Outcome {
     if args.stats {
         eprint!("{}", pipeline::render_stats(&report));
     }
+    memory_outputs(args, &passes, &ctx)?;
     io::write_output(args.output.as_deref(), &cmdgraph_ir::text::print(&module))
+}
+
+/// `--memory-report` and `--memory-svg-dir`.
+fn memory_outputs(args: &OptArgs, passes: &[&'static PassInfo], ctx: &PassContext) -> Result<(), Failure> {
+    if !args.memory_report && args.memory_svg_dir.is_none() {
+        return Ok(());
+    }
+    if !passes.iter().any(|p| p.name == cmdgraph_passes::memory::INFO.name) {
+        eprintln!("warning: plan-memory is not in the pipeline; there is no memory plan to report");
+        return Ok(());
+    }
+    if args.memory_report {
+        if ctx.memory_plans.is_empty() {
+            eprintln!("no graph has graph-owned allocations; no memory plan");
+        }
+        for plan in ctx.memory_plans.values() {
+            eprint!("{}", cmdgraph_passes::memory::report_text(plan));
+        }
+    }
+    if let Some(dir) = &args.memory_svg_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Io(format!("error: cannot create `{}`: {e}", dir.display())))?;
+        for plan in ctx.memory_plans.values() {
+            let path = dir.join(format!("{}.svg", plan.graph));
+            io::write_atomic(&path, cmdgraph_passes::memory::report_svg(plan).as_bytes())
+                .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_dot(dir: &Path, step: usize, name: &str, text: &str) -> Result<(), Failure> {

@@ -1,0 +1,262 @@
+//! The conflict graph of allocations: which pairs may not share a byte.
+//!
+//! Two allocations conflict unless one's free is an ancestor of the other's malloc. Pairs are
+//! found without a transitive closure:
+//! - fix one topological order; `a` and `b` (with `a`'s malloc first) whose intervals
+//!   `[malloc, free]` in it overlap conflict for sure (an ancestor comes earlier); a sweep
+//!   lists them;
+//! - for the others (`a` freed before `b`'s malloc in that order) ancestry is decided with a
+//!   chain cover of the DAG: the ancestors of a vertex on one chain form a prefix of it, so
+//!   one number per (vertex, chain) holds the whole ancestor set, and the frees on a chain
+//!   that are *not* ancestors of `b`'s malloc form a suffix, walked only as far as `b`'s
+//!   position. Labels are propagated for a few chains at a time to bound memory.
+//!
+//! The cost is O(edges × chains with frees + conflicts); the chain count is about the width
+//! of the graph (the number of queues for recorded graphs).
+
+use super::lifetimes::Problem;
+use crate::analysis::{topological_order, Csr};
+
+/// Position meaning "live until the end of the run".
+pub const END: u32 = u32::MAX;
+
+/// Conflicts between the allocations of a [`Problem`], and their positions in one
+/// topological order.
+#[derive(Clone, Debug, Default)]
+pub struct Conflicts {
+    /// Topological position of each allocation's malloc.
+    pub start: Vec<u32>,
+    /// Topological position of each allocation's free, [`END`] when it lives to the end.
+    pub end: Vec<u32>,
+    /// For each allocation, the allocations it conflicts with (sorted). `zero_init`
+    /// allocations have empty lists here: they conflict with everything (see the planner).
+    pub adj: Adjacency,
+    /// Number of chains of the chain cover that hold a free (for the report and tests).
+    pub chains: usize,
+}
+
+impl Conflicts {
+    /// Whether allocations `a` and `b` conflict (`zero_init` ones with everything).
+    pub fn conflict(&self, problem: &Problem, a: u32, b: u32) -> bool {
+        let zi = |x: u32| problem.allocs.get(x as usize).is_some_and(|a| a.zero_init);
+        a != b && (zi(a) || zi(b) || self.adj.neighbours(a).binary_search(&b).is_ok())
+    }
+
+    /// Number of conflicting pairs (without `zero_init` ones).
+    pub fn pairs(&self) -> usize {
+        self.adj.entries() / 2
+    }
+}
+
+/// Labels per vertex, in chains per block: bounded so a block costs at most about 16 MiB.
+const LABEL_BUDGET: usize = 1 << 22;
+
+/// Computes the conflicts of `problem`. `Err` if its DAG has a cycle.
+pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
+    let succ = &problem.succ;
+    let n = succ.len();
+    // The lowest-index topological order follows creation order, so on a recorded graph a
+    // command's previous command on its queue is still a chain tail when it comes (a FIFO
+    // order interleaves queues and the chain cover falls apart into thousands of chains).
+    // When every edge goes from a lower to a higher index (graphs read from text, whose
+    // `after` lists name earlier nodes), index order is that order already.
+    let forward = (0..n as u32).all(|v| succ.neighbours(v).iter().all(|&w| w > v));
+    let inside = |v: u32| (v as usize) < n;
+    if let Some(i) = problem.allocs.iter().position(|a| !inside(a.malloc) || a.free.is_some_and(|f| !inside(f))) {
+        return Err(format!("allocation {i} names a vertex outside the graph"));
+    }
+    let topo = if forward {
+        (0..n as u32).collect()
+    } else {
+        topological_order(succ).ok_or_else(|| "the graph has a cycle".to_string())?
+    };
+    let mut pos = vec![0u32; n];
+    for (i, &v) in topo.iter().enumerate() {
+        pos[v as usize] = i as u32;
+    }
+    let vpos = |v: u32| pos.get(v as usize).copied().unwrap_or(0);
+    let allocs = &problem.allocs;
+    let start: Vec<u32> = allocs.iter().map(|a| vpos(a.malloc)).collect();
+    let end: Vec<u32> = allocs.iter().map(|a| a.free.map_or(END, vpos)).collect();
+    let live: Vec<u32> = (0..allocs.len() as u32).filter(|&i| !allocs[i as usize].zero_init).collect();
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+
+    // Overlapping intervals: sweep in start order.
+    let mut by_start = live.clone();
+    by_start.sort_by_key(|&i| start[i as usize]);
+    let mut active: Vec<u32> = Vec::new();
+    for &b in &by_start {
+        let s = start[b as usize];
+        active.retain(|&a| end[a as usize] > s);
+        pairs.extend(active.iter().map(|&a| (a, b)));
+        active.push(b);
+    }
+
+    // Disjoint intervals that are still unordered: chain cover and ancestor labels.
+    let pred = transpose(succ);
+    let (chain_of, chain_idx) = chain_cover(&topo, &pred, &pos);
+    // Frees of non-zero_init allocations, per chain, in chain order.
+    let mut chain_frees: std::collections::BTreeMap<u32, Vec<(u32, u32)>> = Default::default();
+    for &a in &live {
+        if let Some(f) = allocs[a as usize].free {
+            let c = chain_of.get(f as usize).copied().unwrap_or(0);
+            chain_frees.entry(c).or_default().push((chain_idx.get(f as usize).copied().unwrap_or(0), a));
+        }
+    }
+    for list in chain_frees.values_mut() {
+        list.sort_unstable();
+    }
+    let chains: Vec<(u32, Vec<(u32, u32)>)> = chain_frees.into_iter().collect();
+    let block = (LABEL_BUDGET / n.max(1)).clamp(1, 64);
+    // Chain -> slot within the current block (u32::MAX: not in the block).
+    let mut slot_of = vec![u32::MAX; n];
+    for group in chains.chunks(block) {
+        for (i, (c, _)) in group.iter().enumerate() {
+            if let Some(s) = slot_of.get_mut(*c as usize) {
+                *s = i as u32;
+            }
+        }
+        let w = group.len();
+        // labels[v * w + i]: number of vertices of chain group[i] that are ancestors-or-self of v.
+        let mut labels = vec![0u32; n * w];
+        for &v in &topo {
+            let v = v as usize;
+            for &p in pred.neighbours(v as u32) {
+                let p = p as usize;
+                for i in 0..w {
+                    let l = labels[p * w + i];
+                    if l > labels[v * w + i] {
+                        labels[v * w + i] = l;
+                    }
+                }
+            }
+            let s = slot_of[chain_of[v] as usize];
+            if s != u32::MAX {
+                let l = &mut labels[v * w + s as usize];
+                *l = (*l).max(chain_idx[v] + 1);
+            }
+        }
+        for &b in &live {
+            let m = allocs[b as usize].malloc as usize;
+            let sb = start[b as usize];
+            for (i, (_, frees)) in group.iter().enumerate() {
+                let prefix = labels.get(m * w + i).copied().unwrap_or(0);
+                let first = frees.partition_point(|&(idx, _)| idx < prefix);
+                for &(_, a) in &frees[first..] {
+                    let ea = end[a as usize];
+                    if ea >= sb {
+                        break;
+                    }
+                    pairs.push((a, b));
+                }
+            }
+        }
+        for (c, _) in group {
+            slot_of[*c as usize] = u32::MAX;
+        }
+    }
+    // Each pair is found once (the two searches are disjoint and a free lies on one chain),
+    // so the lists need no dedup; sorting each short list beats sorting all pairs.
+    let adj = Adjacency::symmetric(allocs.len(), &pairs);
+    Ok(Conflicts { start, end, adj, chains: chains.len() })
+}
+
+/// Sorted adjacency lists of the conflict graph (compressed rows).
+#[derive(Clone, Debug, Default)]
+pub struct Adjacency {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Adjacency {
+    /// Symmetric adjacency from unique unordered pairs, each list sorted.
+    fn symmetric(n: usize, pairs: &[(u32, u32)]) -> Adjacency {
+        let mut offsets = vec![0u32; n + 1];
+        for &(a, b) in pairs {
+            offsets[a as usize + 1] += 1;
+            offsets[b as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut targets = vec![0u32; offsets[n] as usize];
+        for &(a, b) in pairs {
+            for (x, y) in [(a, b), (b, a)] {
+                let slot = &mut fill[x as usize];
+                targets[*slot as usize] = y;
+                *slot += 1;
+            }
+        }
+        for i in 0..n {
+            targets[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
+        }
+        Adjacency { offsets, targets }
+    }
+
+    /// Number of allocations.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are no allocations.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The allocations `v` conflicts with, sorted (empty for an unknown `v`).
+    pub fn neighbours(&self, v: u32) -> &[u32] {
+        let lo = self.offsets.get(v as usize).copied().unwrap_or(0) as usize;
+        let hi = self.offsets.get(v as usize + 1).copied().unwrap_or(0) as usize;
+        self.targets.get(lo..hi).unwrap_or(&[])
+    }
+
+    /// Number of (ordered) entries, twice the number of pairs.
+    pub fn entries(&self) -> usize {
+        self.targets.len()
+    }
+}
+
+/// Predecessor lists of `succ`.
+fn transpose(succ: &Csr) -> Csr {
+    let mut pairs = Vec::new();
+    for v in 0..succ.len() as u32 {
+        pairs.extend(succ.neighbours(v).iter().map(|&w| (w, v)));
+    }
+    Csr::from_pairs(succ.len(), &pairs)
+}
+
+/// A greedy chain cover: each vertex, in topological order, extends the chain of its latest
+/// predecessor (in topological position) that is still that chain's tail, or starts a chain.
+/// The latest one, because on a recorded graph it is the previous command of the same
+/// queue: taking an event predecessor instead would steal another queue's chain and make
+/// every later command of that queue start a new one. Returns (chain, index in chain) per
+/// vertex.
+fn chain_cover(topo: &[u32], pred: &Csr, pos: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = pred.len();
+    let mut chain_of = vec![0u32; n];
+    let mut idx = vec![0u32; n];
+    let mut tails: Vec<u32> = Vec::new();
+    for &v in topo {
+        let extend = pred
+            .neighbours(v)
+            .iter()
+            .copied()
+            .filter(|&p| tails[chain_of[p as usize] as usize] == p)
+            .max_by_key(|&p| pos[p as usize]);
+        match extend {
+            Some(p) => {
+                let c = chain_of[p as usize];
+                chain_of[v as usize] = c;
+                idx[v as usize] = idx[p as usize] + 1;
+                tails[c as usize] = v;
+            }
+            None => {
+                chain_of[v as usize] = tails.len() as u32;
+                idx[v as usize] = 0;
+                tails.push(v);
+            }
+        }
+    }
+    (chain_of, idx)
+}
