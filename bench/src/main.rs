@@ -3,12 +3,9 @@
 //!
 //! ```text
 //! cargo run --release -p cmdgraph-bench -- parse [--sizes 10000,100000,1000000] [--runs 5]
-<<<<<<< HEAD
 //! cargo run --release -p cmdgraph-bench -- tred [--sizes 10000,30000,100000,1000000] [--petgraph-timeout-secs 60]
 //! cargo run --release -p cmdgraph-bench -- barriers [--sizes 100,1000,10000,100000]
-=======
 //! cargo run --release -p cmdgraph-bench -- memory [--max-allocs 100000] [--runs 3]
->>>>>>> mem
 //! ```
 
 mod barriers;
@@ -54,7 +51,6 @@ enum Command {
         #[arg(long)]
         no_write: bool,
     },
-<<<<<<< HEAD
     /// Transitive reduction of random layered DAGs beside petgraph's.
     Tred {
         /// Graph sizes in nodes.
@@ -91,7 +87,10 @@ enum Command {
         /// Runs per size; the fastest recording and the fastest optimization count.
         #[arg(long, default_value_t = 1)]
         runs: usize,
-=======
+        /// Print the table only; leave docs/performance.md alone.
+        #[arg(long)]
+        no_write: bool,
+    },
     /// Memory planning: generated graphs of 10^2 to 10^5 allocations and the MiniMalloc
     /// instances, pool against lower bound, naive sum and DPC++'s exact-size reuse.
     Memory {
@@ -104,7 +103,6 @@ enum Command {
         /// Only workloads whose name contains this (implies --no-write).
         #[arg(long)]
         only: Option<String>,
->>>>>>> mem
         /// Print the table only; leave docs/performance.md alone.
         #[arg(long)]
         no_write: bool,
@@ -187,7 +185,6 @@ fn run_parse(run: &ParseRun<'_>) -> Result<(), String> {
     Ok(())
 }
 
-<<<<<<< HEAD
 fn run_tred(sizes: &[u32], runs: usize, timeout: std::time::Duration, mem_cap: u64, write: bool) -> Result<(), String> {
     let mut rows = Vec::new();
     for &n in sizes {
@@ -265,19 +262,12 @@ fn run_barriers(sizes: &[usize], runs: usize, write: bool) -> Result<(), String>
         rows.push(row);
     }
     let table = barriers::table(&rows);
-=======
-fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result<(), String> {
-    let data = workspace_root().join("bench").join("data").join("minimalloc");
-    let rows = memory::rows(max_allocs, runs, only, &data)?;
-    let table = memory::table(&rows);
->>>>>>> mem
     println!("{table}");
     if !write {
         return Ok(());
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let body = format!(
-<<<<<<< HEAD
         "## Barrier recording and elimination\n\n\
          Command: `cargo run --release -p cmdgraph-bench -- {}` (also run by `bash scripts/bench.sh`)  \n\
          Date: {}  \n\
@@ -295,7 +285,20 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
     );
     let path = workspace_root().join("docs").join("performance.md");
     report::write_section(&path, "barriers", &body)?;
-=======
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result<(), String> {
+    let data = workspace_root().join("bench").join("data").join("minimalloc");
+    let rows = memory::rows(max_allocs, runs, only, &data)?;
+    let table = memory::table(&rows);
+    println!("{table}");
+    if !write {
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let body = format!(
         "## Memory planning: pool against lower bound, naive sum and DPC++\n\n\
          Command: `cargo run --release -p cmdgraph-bench -- {}`  \n\
          Date: {}  \n\
@@ -319,7 +322,6 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
     );
     let path = workspace_root().join("docs").join("performance.md");
     report::write_section(&path, "memory", &body)?;
->>>>>>> mem
     eprintln!("wrote {}", path.display());
     Ok(())
 }
@@ -333,18 +335,15 @@ fn main() -> ExitCode {
             let repeat = measure::Repeat { runs, budget };
             run_parse(&ParseRun { sizes: &sizes, repeat, stages: &stages, verify_up_to, write: !no_write })
         }
-<<<<<<< HEAD
         Command::Tred { sizes, runs, petgraph_timeout_secs, mem_cap_gb, no_write } => {
             run_tred(&sizes, runs, std::time::Duration::from_secs(petgraph_timeout_secs), mem_cap_gb << 30, !no_write)
         }
         Command::TredOne { algo, nodes } => tred::run_one(&algo, nodes).map(|line| println!("{line}")),
         Command::Barriers { sizes, runs, no_write } => run_barriers(&sizes, runs, !no_write),
-=======
         Command::Memory { max_allocs, runs, only, no_write } => {
             let write = !no_write && only.is_none();
             run_memory(max_allocs, runs, only.as_deref().unwrap_or(""), write)
         }
->>>>>>> mem
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

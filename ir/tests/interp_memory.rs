@@ -122,6 +122,31 @@ graph @plain {
     assert_eq!(interp.read_as::<u32>("out").unwrap(), vec![3, 3, word, word]);
 }
 
+/// Decision A9: an allocation without zero_init has undefined contents at the start of every
+/// run, so the interpreter poisons it again each run (a memory plan may share its bytes).
+#[test]
+fn non_zero_init_allocation_is_poisoned_every_run() {
+    let src = format!(
+        "{INC}{}",
+        r#"
+graph @g {
+  %t = async_malloc u32[4]
+  %k = kernel @inc range(4) args(%t) after(%t)
+  %c = memcpy @out, %t, 16 after(%k)
+  %f = async_free %t after(%c)
+}
+"#
+    );
+    let word = u32::from_le_bytes([POISON; 4]);
+    let mut interp = interp(&src);
+    let exec = interp.finalize("g").unwrap();
+    for _ in 0..3 {
+        interp.run(exec).unwrap();
+        // Each run increments poison once: nothing carried over from the previous run.
+        assert_eq!(interp.read_as::<u32>("out").unwrap(), vec![word.wrapping_add(1); 4]);
+    }
+}
+
 /// Device globals: initialised from their initialiser (rest zero), persistent across runs
 /// and graphs on one device, separate per device.
 #[test]

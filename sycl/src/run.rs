@@ -5,8 +5,8 @@
 //! The context keeps the contents of every USM allocation, buffer and `device_global`.
 //! A run uses an interpreter for the executable graph's snapshot module, binds that
 //! memory, runs the graph and copies the memory back. The interpreter is kept with the
-//! executable graph, so graph-owned allocations keep their contents between executions
-//! (decision A9: `zero_init` ones are zeroed at finalize only). Host tasks are Rust callbacks
+//! executable graph, so `zero_init` graph-owned allocations keep their contents between
+//! executions (decision A9: zeroed at finalize only; the others are poisoned every run). Host tasks are Rust callbacks
 //! registered by name; a native command's callback runs at every finalize (decision A8)
 //! and its optional "work" callback when the node executes.
 
@@ -284,7 +284,7 @@ fn interp_error(e: impl std::fmt::Display) -> SyclError {
     SyclError::invalid(0, format!("execution failed: {e}"))
 }
 
-/// The interpreter state of one executable graph: kept between runs so graph-owned
+/// The interpreter state of one executable graph: kept between runs so `zero_init`
 /// allocations keep their contents (decision A9), rebuilt when the graph was updated or
 /// when a `device_global` changed outside it.
 pub(crate) struct Runner {

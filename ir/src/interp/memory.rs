@@ -92,6 +92,8 @@ pub(crate) struct Allocs {
     pool: Option<Vec<u8>>,
     /// Lifetimes in the current run.
     pub life: BTreeMap<Handle<Node>, Life>,
+    /// The `zero_init` allocations: the only ones whose contents outlive a run (A9).
+    zeroed: Vec<Handle<Node>>,
 }
 
 impl Allocs {
@@ -127,13 +129,36 @@ impl Allocs {
             }
         }
         let life = info.keys().map(|h| (*h, Life::Unallocated)).collect();
-        Ok(Allocs { info, separate, pool, life })
+        Ok(Allocs { info, separate, pool, life, zeroed: zeroed.to_vec() })
     }
 
-    /// Forgets every allocation's state at the start of a run.
-    pub fn reset_lifetimes(&mut self) {
+    /// Starts a run: forgets every allocation's state and poisons every allocation that is
+    /// not `zero_init` (decision A9: only `zero_init` contents outlive a run, so a memory
+    /// plan may share the others' bytes; reading one before writing it reads [`POISON`]).
+    ///
+    /// [`POISON`]: super::value::POISON
+    pub fn start_run(&mut self) {
         for life in self.life.values_mut() {
             *life = Life::Unallocated;
+        }
+        let poison = super::value::POISON;
+        for (h, a) in &self.info {
+            if self.zeroed.contains(h) {
+                continue;
+            }
+            match &mut self.pool {
+                None => {
+                    if let Some(bytes) = self.separate.get_mut(h) {
+                        bytes.fill(poison);
+                    }
+                }
+                Some(pool) => {
+                    let end = a.pool_offset.saturating_add(a.size);
+                    if let Some(r) = pool.get_mut(a.pool_offset as usize..end as usize) {
+                        r.fill(poison);
+                    }
+                }
+            }
         }
     }
 

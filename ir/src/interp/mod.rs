@@ -417,14 +417,15 @@ impl Interpreter {
         self.run_with(exec, &RunOptions::default())
     }
 
-    /// Runs an executable graph once. Graph allocations keep their contents from the
-    /// previous run (they are zeroed only at finalize). On error the run stops at the
+    /// Runs an executable graph once. `zero_init` allocations keep their contents from the
+    /// previous run (they are zeroed only at finalize); the others are poisoned at the start
+    /// of every run (decision A9). On error the run stops at the
     /// failing node; memory holds what the nodes before it wrote.
     pub fn run_with(&mut self, exec: ExecId, opts: &RunOptions) -> Result<RunStats, InterpError> {
         let Interpreter { module, user, dg, callbacks, execs, .. } = self;
         let e = execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
         let Executable { root, flat, states, allocs } = e;
-        allocs.reset_lifetimes();
+        allocs.start_run();
         let order = schedule::schedule(flat, opts.order);
         let mut logs: Vec<NodeLog> =
             if opts.check_races { vec![NodeLog::default(); flat.nodes.len()] } else { Vec::new() };
