@@ -3,6 +3,7 @@
 //! No inkwell type appears in a public signature. The kernel interface every module follows is
 //! docs/abi.md; the artifact is [`cmdgraph_ir::bundle::Bundle`].
 
+pub mod bundle;
 pub mod schedule;
 
 use cmdgraph_ir::bundle::CompiledKernel;
