@@ -11,7 +11,10 @@
 //! into the bundle. Timings are returned beside it, in [`CompileReport`].
 
 mod launches;
+mod llvm;
 mod memory;
+
+pub use llvm::Llvm;
 
 use crate::schedule::{self, ScheduleError};
 use crate::{CompiledKernel, Handle, Kernel, Module, Options, Variant};
