@@ -137,10 +137,9 @@ proptest! {
             for j in g.successors(handles[i]) {
                 let j = j.index();
                 reach[i][j] = true;
-                for k in 0..n {
-                    if reach[j][k] {
-                        reach[i][k] = true;
-                    }
+                let below = reach[j].clone();
+                for (r, b) in reach[i].iter_mut().zip(below) {
+                    *r |= b;
                 }
             }
         }
