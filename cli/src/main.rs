@@ -23,6 +23,7 @@ Examples:
   cmdgraph diff before.cgir after.cgir --dot diff.dot
   cmdgraph diff --update-check exec.cgir source.cgir
   cmdgraph compile app.cgir -o app.cgb && cmdgraph inspect app.cgb
+  cmdgraph compile --emit=spirv-asm --kernel saxpy app.cgir
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 

@@ -1,6 +1,7 @@
 //! `cmdgraph compile`: verify, run the pass pipeline, generate SPIR-V for every kernel
 //! variant and write the bundle (docs/bundle.md).
 
+use super::compile_emit::{self, EmitKind, Emitted};
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use cmdgraph_codegen::bundle::{compile_module, CompileError, CompileReport, Llvm};
@@ -37,25 +38,17 @@ pub struct CompileArgs {
     /// LLVM optimization level (-O0 to -O3).
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub opt_level: u8,
-    /// Print what code generation makes instead of a bundle: `llvm-ir`, `spirv-asm` or
-    /// `spirv` (binary words), for every kernel variant.
+    /// Print what code generation makes instead of a bundle: `llvm-ir`, `spirv-asm` (every
+    /// kernel variant the graphs launch), or `spirv` (the binary of one variant; needs -o).
     #[arg(long, value_name = "WHAT")]
     pub emit: Option<EmitKind>,
+    /// With --emit: only this kernel's variants (name without `@`).
+    #[arg(long, value_name = "NAME", requires = "emit")]
+    pub kernel: Option<String>,
     /// Print the wall time of every pass and of every kernel variant's code generation to
     /// stderr.
     #[arg(long)]
     pub time_passes: bool,
-}
-
-/// What `--emit` prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum EmitKind {
-    /// Textual LLVM IR after optimization.
-    LlvmIr,
-    /// Disassembled SPIR-V.
-    SpirvAsm,
-    /// SPIR-V binary.
-    Spirv,
 }
 
 /// A parsed `--passes` value (a newtype so that clap takes it as one value, not a list).
@@ -76,11 +69,8 @@ pub fn run(args: &CompileArgs) -> Outcome {
         None => DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect(),
     };
     let options = Options { opt_level: args.opt_level };
-    if let Some(emit) = args.emit {
-        // CALL SITE for the `cgen` helper's `--emit` path (after merging branch cgen).
-        return Err(Failure::Rejected(format!(
-            "error: --emit={emit:?} is not in this build yet (code generation lands with branch cgen)\n"
-        )));
+    if let Some(what) = args.emit {
+        return emit(args, &module, what);
     }
     let (bundle, report) = compile_module(&module, &passes, &options, &Llvm).map_err(|e| reject(&input.name, &e))?;
     let text = bundle.to_ron().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
@@ -89,6 +79,21 @@ pub fn run(args: &CompileArgs) -> Outcome {
     }
     let target = output_path(&args.input, args.output.as_deref());
     io::write_output(target.as_deref(), &text)
+}
+
+/// `--emit`: code generation output of the source module's variants instead of a bundle,
+/// to stdout or `-o` (a binary needs `-o`).
+fn emit(args: &CompileArgs, module: &cmdgraph_ir::Module, what: EmitKind) -> Outcome {
+    match compile_emit::emit(module, args.kernel.as_deref(), args.opt_level, what)
+        .map_err(|e| Failure::Rejected(e + "\n"))?
+    {
+        Emitted::Text(text) => io::write_output(args.output.as_deref(), &text),
+        Emitted::Binary(bytes) => match args.output.as_deref() {
+            Some(path) if !io::is_stdio(path) => io::write_atomic(path, &bytes)
+                .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display()))),
+            _ => Err(Failure::Rejected("error: --emit=spirv is binary; give -o FILE\n".to_string())),
+        },
+    }
 }
 
 /// `-o` as given; else FILE with `.cgb`; stdout for stdin.

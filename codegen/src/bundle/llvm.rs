@@ -1,8 +1,6 @@
-//! The real kernel compiler behind [`KernelCompiler`](super::KernelCompiler).
-//!
-//! INTERIM (until branch `cgen` is merged): `codegen::choose_variant` and
-//! `codegen::compile_kernel` do not exist yet, so this refuses with an error that says so.
-//! After the merge both methods call those functions.
+//! The real kernel compiler behind [`KernelCompiler`](super::KernelCompiler): the crate's
+//! [`choose_variant`](crate::choose_variant) and [`compile_kernel`](crate::compile_kernel)
+//! (LLVM to Vulkan SPIR-V, validated by `spirv-val`).
 
 use super::KernelCompiler;
 use crate::{CompiledKernel, Handle, Kernel, Module, Options, Variant};
@@ -12,20 +10,24 @@ use cmdgraph_ir::{Arg, Launch};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Llvm;
 
-const NOT_YET: &str = "LLVM code generation is not in this build yet (branch cgen)";
-
 impl KernelCompiler for Llvm {
-    fn choose_variant(&self, _: &Module, _: Handle<Kernel>, _: &Launch, _: &[Arg]) -> Result<Variant, String> {
-        Err(NOT_YET.to_string())
+    fn choose_variant(
+        &self,
+        module: &Module,
+        kernel: Handle<Kernel>,
+        launch: &Launch,
+        args: &[Arg],
+    ) -> Result<Variant, String> {
+        crate::choose_variant(module, kernel, launch, args).map_err(|e| e.to_string())
     }
 
     fn compile_kernel(
         &self,
-        _: &Module,
-        _: Handle<Kernel>,
-        _: &Variant,
-        _: &Options,
+        module: &Module,
+        kernel: Handle<Kernel>,
+        variant: &Variant,
+        options: &Options,
     ) -> Result<CompiledKernel, String> {
-        Err(NOT_YET.to_string())
+        crate::compile_kernel(module, kernel, variant, options).map_err(|e| e.to_string())
     }
 }
