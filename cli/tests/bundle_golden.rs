@@ -64,3 +64,16 @@ fn every_listed_module_compiles_to_identical_bytes_with_the_committed_hash() {
         wrong.join("\n")
     );
 }
+
+#[test]
+fn every_example_is_in_the_manifest() {
+    let listed: Vec<String> = manifest().into_iter().map(|(p, _)| p).collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root().join("examples")).expect("examples") {
+        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        if name.ends_with(".cgir") && !listed.contains(&format!("examples/{name}")) {
+            missing.push(name);
+        }
+    }
+    assert!(missing.is_empty(), "add with bash scripts/golden-hashes.sh examples/NAME.cgir: {missing:?}");
+}
