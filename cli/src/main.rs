@@ -1,4 +1,4 @@
-//! The `cmdgraph` command-line tool: format, verify, draw, interpret, optimize and diff command-graph IR (`.cgir`).
+//! The `cmdgraph` command-line tool: format, verify, draw, interpret, optimize, diff and compile command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
 //! mismatch, `diff` found differences), 2 usage error (from clap), 3 I/O error.
@@ -22,6 +22,7 @@ Examples:
   cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
   cmdgraph diff before.cgir after.cgir --dot diff.dot
   cmdgraph diff --update-check exec.cgir source.cgir
+  cmdgraph compile app.cgir -o app.cgb && cmdgraph inspect app.cgb
   cmdgraph compile --emit=spirv-asm --kernel saxpy app.cgir
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
@@ -49,8 +50,11 @@ enum Command {
     /// Show what changed between two modules (exit 1 when they differ), or check a
     /// whole-graph update with --update-check.
     Diff(cmd::diff::DiffArgs),
-    /// Print what code generation makes per kernel variant (--emit=llvm-ir|spirv-asm|spirv).
-    Compile(cmd::compile_emit::CompileEmitArgs),
+    /// Compile a module to a bundle (.cgb): passes, SPIR-V for every kernel, schedule,
+    /// memory plan.
+    Compile(cmd::compile::CompileArgs),
+    /// Summarize a compiled bundle; a malformed or tampered bundle is an error.
+    Inspect(cmd::inspect::InspectArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,7 +67,8 @@ fn main() -> ExitCode {
         Command::Interp(args) => cmd::interp::run(&args),
         Command::Opt(args) => cmd::opt::run(&args),
         Command::Diff(args) => cmd::diff::run(&args),
-        Command::Compile(args) => cmd::compile_emit::run(&args),
+        Command::Compile(args) => cmd::compile::run(&args),
+        Command::Inspect(args) => cmd::inspect::run(&args),
     };
     exit::finish(outcome)
 }

@@ -3,9 +3,11 @@
 //! No inkwell type appears in a public signature. The kernel interface every module follows is
 //! docs/abi.md; the artifact is [`cmdgraph_ir::bundle::Bundle`].
 
+pub mod bundle;
 mod error;
 mod layout;
 mod lower;
+pub mod schedule;
 mod target;
 mod validate;
 mod variant;

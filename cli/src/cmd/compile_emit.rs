@@ -1,14 +1,10 @@
 //! `cmdgraph compile --emit=...`: what code generation makes for every kernel variant the
 //! module's graphs launch (docs/codegen.md), instead of a bundle.
 //!
-//! [`emit`] is the reusable part (the bundle's `compile` subcommand calls it for `--emit`);
-//! [`run`] is the stand-alone subcommand of this branch.
+//! `cmdgraph compile` (compile.rs) calls [`emit`] for `--emit`.
 
-use crate::exit::{Failure, Outcome};
-use crate::io;
 use cmdgraph_codegen::{compile_kernel, module_variants, Emit, Options};
 use cmdgraph_ir::Module;
-use std::path::PathBuf;
 
 /// What `--emit` produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -61,39 +57,4 @@ pub fn emit(module: &Module, kernel: Option<&str>, opt_level: u8, what: EmitKind
         out.push_str(&format!("; kernel @{name} workgroup({x}, {y}, {z})\n{text}\n"));
     }
     Ok(Emitted::Text(out))
-}
-
-/// Arguments of the stand-alone `compile` subcommand of this branch.
-#[derive(clap::Args)]
-pub struct CompileEmitArgs {
-    /// The module; `-` reads stdin.
-    #[arg(value_name = "FILE", default_value = "-")]
-    pub input: PathBuf,
-    /// What to print: `llvm-ir`, `spirv-asm`, or `spirv` (binary; one variant).
-    #[arg(long, value_name = "WHAT")]
-    pub emit: EmitKind,
-    /// Only this kernel's variants (name without `@`).
-    #[arg(long, value_name = "NAME")]
-    pub kernel: Option<String>,
-    /// LLVM optimization level (-O0 to -O3).
-    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
-    pub opt_level: u8,
-    /// Where to write (atomically); default stdout.
-    #[arg(short, long, value_name = "OUT")]
-    pub output: Option<PathBuf>,
-}
-
-/// Runs the subcommand.
-pub fn run(args: &CompileEmitArgs) -> Outcome {
-    let input = io::read_input(&args.input)?;
-    let module = super::parse(&input)?;
-    super::print_warnings(&super::verify(&input, &module)?);
-    match emit(&module, args.kernel.as_deref(), args.opt_level, args.emit).map_err(|e| Failure::Rejected(e + "\n"))? {
-        Emitted::Text(text) => io::write_output(args.output.as_deref(), &text),
-        Emitted::Binary(bytes) => match args.output.as_deref() {
-            Some(path) if !io::is_stdio(path) => io::write_atomic(path, &bytes)
-                .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display()))),
-            _ => Err(Failure::Rejected("error: --emit=spirv is binary; give -o FILE\n".to_string())),
-        },
-    }
 }
