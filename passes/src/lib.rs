@@ -15,6 +15,7 @@ pub mod bypass;
 pub mod dead_nodes;
 pub mod eliminate_barriers;
 pub mod eliminate_empty;
+pub mod fuse;
 pub mod inline_subgraphs;
 pub mod pipeline;
 pub mod reduce;
@@ -49,6 +50,7 @@ pub static REGISTRY: &[PassInfo] = &[
     eliminate_barriers::INFO,
     transitive_reduction::INFO,
     dead_nodes::INFO,
+    fuse::INFO,
 ];
 
 /// The pipeline `compile` runs when no `--passes` is given.
@@ -57,6 +59,7 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "eliminate-empty-nodes",
     "eliminate-barriers",
     "dead-node-elimination",
+    "fuse-kernels",
     "transitive-reduction",
 ];
 
@@ -77,6 +80,19 @@ pub struct PassContext {
     /// For nodes that did not exist under their name in the input module (keyed by graph
     /// name and node name): the input nodes they stand for.
     pub origins: BTreeMap<(String, String), Origin>,
+    /// Options of individual passes (set by `cmdgraph opt` flags).
+    pub options: PassOptions,
+    /// Human-readable remarks passes leave for `--explain` (one entry per line group),
+    /// accumulated over the run.
+    pub remarks: Vec<String>,
+}
+
+/// Options that change what a pass does (all off by default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    /// `fuse-kernels`: allow floating-point reassociation and contraction rules, which may
+    /// change results in the last bits (`--fuse-fp-reassoc`).
+    pub fuse_fp_reassoc: bool,
 }
 
 impl PassContext {
