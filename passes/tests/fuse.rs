@@ -168,25 +168,26 @@ fn program(steps: &[Step]) -> String {
         let node = format!("n{n}");
         let len = bufs.len();
         let pick = |i: usize| i % len;
-        let mut target = |d: Dst, bufs: &mut Vec<(String, Option<String>, Vec<String>, bool)>, body: &mut String| match d {
-            Dst::Temp => {
-                let t = format!("t{temps}");
-                temps += 1;
-                body.push_str(&format!("  %{t} = async_malloc f32[16]\n"));
-                bufs.push((format!("%{t}"), Some(t), vec![], true));
-                bufs.len() - 1
-            }
-            Dst::Out(o) => {
-                let name = format!("@o{o}");
-                if !outs_written[o] {
-                    outs_written[o] = true;
-                    bufs.push((name, None, vec![], false));
+        let mut target =
+            |d: Dst, bufs: &mut Vec<(String, Option<String>, Vec<String>, bool)>, body: &mut String| match d {
+                Dst::Temp => {
+                    let t = format!("t{temps}");
+                    temps += 1;
+                    body.push_str(&format!("  %{t} = async_malloc f32[16]\n"));
+                    bufs.push((format!("%{t}"), Some(t), vec![], true));
                     bufs.len() - 1
-                } else {
-                    bufs.iter().position(|b| b.0 == name).unwrap_or(0)
                 }
-            }
-        };
+                Dst::Out(o) => {
+                    let name = format!("@o{o}");
+                    if !outs_written[o] {
+                        outs_written[o] = true;
+                        bufs.push((name, None, vec![], false));
+                        bufs.len() - 1
+                    } else {
+                        bufs.iter().position(|b| b.0 == name).unwrap_or(0)
+                    }
+                }
+            };
         match *s {
             Step::Binary(op, a, b, d) => {
                 let (a, b) = (pick(a), pick(b));
@@ -219,7 +220,10 @@ fn program(steps: &[Step]) -> String {
                     continue;
                 }
                 let after = deps(&bufs, &[a], &[a]);
-                body.push_str(&format!("  %{node} = kernel @bump range(16) args({}, {}){after}\n", bufs[a].0, CONSTS[k]));
+                body.push_str(&format!(
+                    "  %{node} = kernel @bump range(16) args({}, {}){after}\n",
+                    bufs[a].0, CONSTS[k]
+                ));
                 bufs[a].1 = Some(node.clone());
                 bufs[a].2.clear();
             }

@@ -101,9 +101,5 @@ pub fn apply(graph: &mut Graph, groups: Vec<Replacement>) -> Result<NodeMap, Dan
             n.kind = NodeKind::Kernel(g.command);
         }
     }
-    edit::retain(
-        graph,
-        |h| !remove.get(h.index()).copied().unwrap_or(false),
-        |e| !drop_edges.contains(&e.index()),
-    )
+    edit::retain(graph, |h| !remove.get(h.index()).copied().unwrap_or(false), |e| !drop_edges.contains(&e.index()))
 }

@@ -128,12 +128,7 @@ impl Builder<'_> {
 
 /// Translates the members of a group (in the order they run) into one term. `dead` lists
 /// the temporaries that die inside the group. Errors name what is not element-wise.
-pub fn build(
-    module: &Module,
-    graph: &Graph,
-    members: &[Handle<Node>],
-    dead: &[MemRef],
-) -> Result<Term, String> {
+pub fn build(module: &Module, graph: &Graph, members: &[Handle<Node>], dead: &[MemRef]) -> Result<Term, String> {
     let term = Term {
         egraph: EGraph::default(),
         root: Id::from(0usize),
@@ -154,7 +149,8 @@ pub fn build(
         let mut env: Vec<Option<Id>> = vec![None; body.values.len()];
         let mut param_mem: Vec<Option<usize>> = vec![None; kernel.params.len()];
         bind_params(&mut b, kernel, cmd, &mut env, &mut param_mem)?;
-        let reads: BTreeSet<usize> = loaded_params(body).into_iter().filter_map(|i| param_mem.get(i).copied().flatten()).collect();
+        let reads: BTreeSet<usize> =
+            loaded_params(body).into_iter().filter_map(|i| param_mem.get(i).copied().flatten()).collect();
         if position > 0 {
             let bound = if reads.iter().any(|k| written.contains(k)) { "vbound" } else { "hbound" };
             state = b.node(bound.into(), vec![state]);
@@ -321,7 +317,12 @@ enum Emitted {
 /// The fused kernel and the arguments of the node launching it, from an extracted term.
 /// Errors when the term still needs a memory state other than `init` (a load the rules
 /// could not forward) or reads a dead temporary.
-pub fn emit(term: &Term, expr: &RecExpr<SymbolLang>, name: String, mem_names: &[String]) -> Result<(Kernel, Vec<Arg>), String> {
+pub fn emit(
+    term: &Term,
+    expr: &RecExpr<SymbolLang>,
+    name: String,
+    mem_names: &[String],
+) -> Result<(Kernel, Vec<Arg>), String> {
     let nodes = expr.as_ref();
     // Which memories are loaded and stored, to give each one parameter with its access.
     let mut access: BTreeMap<usize, (bool, bool)> = BTreeMap::new();
@@ -403,7 +404,8 @@ pub fn emit(term: &Term, expr: &RecExpr<SymbolLang>, name: String, mem_names: &[
             let Emitted::Mem(k) = child(0)? else { return Err("bad load".into()) };
             let base = *param_of_mem.get(&k).ok_or("a load of unknown memory")?;
             let elem = term.mems.get(k).map(|m| m.elem).ok_or("bad memory leaf")?;
-            let v = push_op(&mut body, OpKind::Load { mem: MemBase::Value(base), index: gid }, Some(elem)).ok_or("load")?;
+            let v =
+                push_op(&mut body, OpKind::Load { mem: MemBase::Value(base), index: gid }, Some(elem)).ok_or("load")?;
             Emitted::Val(v, elem)
         } else {
             let (kw, suffix) = op.split_once('.').ok_or_else(|| format!("unknown symbol `{op}`"))?;

@@ -83,7 +83,8 @@ pub fn candidate(module: &Module, graph: &Graph, node: Handle<Node>) -> Option<C
         },
         MemBase::Global(_) => None,
     };
-    let (mut reads, mut writes): (Vec<(MemRef, u64)>, Vec<(MemRef, u64)>) = (Vec::new(), Vec::new());
+    let mut reads: Vec<(MemRef, u64)> = Vec::new();
+    let mut writes: Vec<(MemRef, u64)> = Vec::new();
     let add = |list: &mut Vec<(MemRef, u64)>, entry: (MemRef, u64)| {
         if !list.iter().any(|(m, _)| *m == entry.0) {
             list.push(entry);

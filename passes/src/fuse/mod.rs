@@ -244,9 +244,5 @@ fn unique_kernel_name(taken: &BTreeSet<String>, base: &str) -> String {
 
 fn dedupe(names: Vec<String>) -> Vec<String> {
     let mut seen = BTreeSet::new();
-    names
-        .into_iter()
-        .enumerate()
-        .map(|(k, n)| if seen.insert(n.clone()) { n } else { format!("{n}_{k}") })
-        .collect()
+    names.into_iter().enumerate().map(|(k, n)| if seen.insert(n.clone()) { n } else { format!("{n}_{k}") }).collect()
 }

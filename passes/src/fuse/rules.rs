@@ -113,10 +113,28 @@ const ROWS: &[Row] = &[
     row(Theme::Arith, "min-same", "(min.{T} ?x ?x)", "?x", Types::Numeric),
     row(Theme::Arith, "max-same", "(max.{T} ?x ?x)", "?x", Types::Numeric),
     row(Theme::Arith, "select-same", "(select.{T} ?c ?x ?x)", "?x", Types::Numeric),
-    row(Theme::Reassoc, "add-assoc-right", "(add.{T} (add.{T} ?a ?b) ?c)", "(add.{T} ?a (add.{T} ?b ?c))", Types::Float),
-    row(Theme::Reassoc, "mul-assoc-right", "(mul.{T} (mul.{T} ?a ?b) ?c)", "(mul.{T} ?a (mul.{T} ?b ?c))", Types::Float),
+    row(
+        Theme::Reassoc,
+        "add-assoc-right",
+        "(add.{T} (add.{T} ?a ?b) ?c)",
+        "(add.{T} ?a (add.{T} ?b ?c))",
+        Types::Float,
+    ),
+    row(
+        Theme::Reassoc,
+        "mul-assoc-right",
+        "(mul.{T} (mul.{T} ?a ?b) ?c)",
+        "(mul.{T} ?a (mul.{T} ?b ?c))",
+        Types::Float,
+    ),
     row(Theme::Reassoc, "contract-fma", "(add.{T} (mul.{T} ?a ?b) ?c)", "(fma.{T} ?a ?b ?c)", Types::Float),
-    row(Theme::Reassoc, "factor-mul", "(add.{T} (mul.{T} ?a ?x) (mul.{T} ?b ?x))", "(mul.{T} (add.{T} ?a ?b) ?x)", Types::Float),
+    row(
+        Theme::Reassoc,
+        "factor-mul",
+        "(add.{T} (mul.{T} ?a ?x) (mul.{T} ?b ?x))",
+        "(mul.{T} (add.{T} ?a ?b) ?x)",
+        Types::Float,
+    ),
 ];
 
 const NUMERIC: [ScalarType; 6] =
