@@ -22,6 +22,10 @@ use cmdgraph_ir::types::Type;
 use cmdgraph_ir::{Handle, Module, Node};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Most kernels one fused node may stand for: keeps each e-graph small and the fused
+/// kernel's register pressure bounded when many siblings share an input.
+pub const MAX_MEMBERS: usize = 64;
+
 /// What fusion needs to know about a candidate kernel node.
 #[derive(Clone, Debug)]
 pub struct Candidate {
@@ -326,6 +330,7 @@ impl<'a> Planner<'a> {
                     options.push((g, false, v));
                 }
             }
+            options.retain(|(g, _, _)| groups.get(*g).is_some_and(|gr| gr.members.len() < MAX_MEMBERS));
             let mut tried = BTreeSet::new();
             let mut joined = None;
             for (g, vertical, w) in options {
