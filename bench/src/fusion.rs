@@ -84,7 +84,8 @@ pub fn measure(name: &str, text: &str, runs: usize) -> Result<Row, String> {
         egraph = ctx.stats.get("egraph-nodes").copied().unwrap_or(0);
         out = m;
     }
-    cmdgraph_ir::verify::verify(&out).map_err(|d| format!("{name}: the verifier rejected the result ({} errors)", d.len()))?;
+    cmdgraph_ir::verify::verify(&out)
+        .map_err(|d| format!("{name}: the verifier rejected the result ({} errors)", d.len()))?;
     let nodes = module.graphs.iter().map(|(_, g)| g.nodes.len()).sum();
     Ok(Row {
         name: name.to_string(),
