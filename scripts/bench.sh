@@ -17,7 +17,7 @@ if command -v taskset >/dev/null 2>&1; then
   pin=(taskset -c 0)
 fi
 
-for suite in parse tred barriers memory codegen compile; do
+for suite in parse tred barriers memory fusion codegen compile; do
   echo "==> cmdgraph-bench ${suite}"
   "${pin[@]}" cargo run --release -q -p cmdgraph-bench -- "$suite" "$@"
 done

@@ -12,6 +12,7 @@
 mod barriers;
 mod codegen;
 mod compile;
+mod fusion;
 mod generate;
 mod measure;
 mod memory;
@@ -90,6 +91,18 @@ enum Command {
         /// Nodes.
         #[arg(long)]
         nodes: u32,
+    },
+    /// Kernel fusion: chains of K element-wise kernels, the examples, and a 10^4-node graph.
+    Fusion {
+        /// Chain lengths.
+        #[arg(long, value_delimiter = ',', default_values_t = [2usize, 4, 8, 16, 32])]
+        chains: Vec<usize>,
+        /// Runs per input; the best one counts.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Print the table only; leave docs/performance.md alone.
+        #[arg(long)]
+        no_write: bool,
     },
     /// The barrier curve: record kernels and barriers through cmdgraph_sycl, then optimize.
     Barriers {
@@ -409,6 +422,56 @@ fn run_compile(runs: usize, opt_level: u8, write: bool) -> Result<(), String> {
     Ok(())
 }
 
+fn run_fusion(chains: &[usize], runs: usize, write: bool) -> Result<(), String> {
+    let mut rows = Vec::new();
+    for &k in chains {
+        rows.push(fusion::measure(&format!("chain K={k}"), &fusion::chain_text(k, 65_536, 1), runs)?);
+    }
+    let dir = workspace_root().join("examples");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "cgir"))
+        .collect();
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        rows.push(fusion::measure(&format!("examples/{name}"), &text, runs)?);
+    }
+    // 455 chains of 8 kernels (with 7 temporaries each): 10,010 nodes.
+    let big = fusion::measure("455 chains of K=8 (10^4 nodes)", &fusion::chain_text(8, 1024, 455), runs)?;
+    eprintln!("fusion: 10^4-node graph optimized in {:.1} ms", big.secs * 1e3);
+    rows.push(big);
+    let table = fusion::table(&rows);
+    println!("{table}");
+    if !write {
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let body = format!(
+        "## Kernel fusion\n\n\
+         Command: `cargo run --release -p cmdgraph-bench -- {}` (also run by `bash scripts/bench.sh`)  \n\
+         Date: {}  \n\
+         Machine: {}; single-threaded  \n\
+         Input (bench/src/fusion.rs): *chain K* is one graph of K element-wise kernels over 65,536 \
+         `f32` elements, `x -> t0 -> ... -> y`, each temporary a graph-owned allocation with its \
+         `async_malloc`/`async_free`; the examples are examples/*.cgir; the last row is 455 such chains \
+         of K = 8 over 1,024 elements side by side. *optimize* is `fuse-kernels` alone on the parsed \
+         module (best of {} runs). Modelled bytes: bytes loaded and stored by the element-wise kernels \
+         (docs/fusion.md, cost model). E-graph nodes: over all groups after saturation.\n\n{}",
+        args.join(" "),
+        report::today(),
+        report::machine(),
+        runs.max(1),
+        table
+    );
+    let path = workspace_root().join("docs").join("performance.md");
+    report::write_section(&path, "fusion", &body)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -429,6 +492,7 @@ fn main() -> ExitCode {
             run_memory(max_allocs, runs, only.as_deref().unwrap_or(""), write)
         }
         Command::Codegen { runs, no_write } => run_codegen(runs, !no_write),
+        Command::Fusion { chains, runs, no_write } => run_fusion(&chains, runs, !no_write),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

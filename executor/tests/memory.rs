@@ -40,6 +40,7 @@ fn plan(stages: Vec<Vec<&str>>) -> GraphPlan {
             report: String::new(),
         },
         origins: vec![],
+        launches: vec![],
     }
 }
 

@@ -15,6 +15,7 @@ pub mod bypass;
 pub mod dead_nodes;
 pub mod eliminate_barriers;
 pub mod eliminate_empty;
+pub mod fuse;
 pub mod inline_subgraphs;
 pub mod memory;
 pub mod pipeline;
@@ -50,6 +51,7 @@ pub static REGISTRY: &[PassInfo] = &[
     eliminate_barriers::INFO,
     transitive_reduction::INFO,
     dead_nodes::INFO,
+    fuse::INFO,
     memory::INFO,
 ];
 
@@ -59,6 +61,7 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "eliminate-empty-nodes",
     "eliminate-barriers",
     "dead-node-elimination",
+    "fuse-kernels",
     "transitive-reduction",
     "plan-memory",
 ];
@@ -84,6 +87,19 @@ pub struct PassContext {
     pub memory_plans: BTreeMap<String, memory::MemoryPlan>,
     /// Pool offset alignment for `plan-memory` in bytes; `None`: [`memory::DEFAULT_ALIGNMENT`].
     pub memory_alignment: Option<u64>,
+    /// Options of individual passes (set by `cmdgraph opt` flags).
+    pub options: PassOptions,
+    /// Human-readable remarks passes leave for `--explain` (one entry per line group),
+    /// accumulated over the run.
+    pub remarks: Vec<String>,
+}
+
+/// Options that change what a pass does (all off by default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    /// `fuse-kernels`: allow floating-point reassociation and contraction rules, which may
+    /// change results in the last bits (`--fuse-fp-reassoc`).
+    pub fuse_fp_reassoc: bool,
 }
 
 impl PassContext {

@@ -14,6 +14,7 @@ Examples:
   cmdgraph opt --dump-dot-dir steps app.cgir > /dev/null && dot -Tsvg -O steps/*.dot
   cmdgraph opt --time-passes --stats app.cgir > /dev/null
   cmdgraph opt --passes=plan-memory --memory-report --memory-svg-dir plans app.cgir > /dev/null
+  cmdgraph opt --passes=fuse-kernels --explain app.cgir
   cmdgraph opt --list-passes";
 
 /// Arguments of `cmdgraph opt`.
@@ -61,6 +62,14 @@ pub struct OptArgs {
     /// Pool offset alignment in bytes for plan-memory (default 256, see docs/memory.md).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub memory_alignment: Option<u64>,
+    /// Print to stderr what each pass explains about its changes (`fuse-kernels`: each
+    /// fusion with its nodes, rules, bytes and launches saved, and each refusal).
+    #[arg(long)]
+    pub explain: bool,
+    /// Let `fuse-kernels` reassociate and contract floating-point arithmetic (results may
+    /// change in the last bits; off by default, so fused results stay bit-identical).
+    #[arg(long)]
+    pub fuse_fp_reassoc: bool,
     /// List the registered passes and the default pipeline, then exit.
     #[arg(long)]
     pub list_passes: bool,
@@ -118,10 +127,14 @@ pub fn run(args: &OptArgs) -> Outcome {
         }
     };
     let mut ctx = PassContext { memory_alignment: args.memory_alignment, ..PassContext::default() };
+    ctx.options.fuse_fp_reassoc = args.fuse_fp_reassoc;
     let report = pipeline::run_pipeline(&mut module, &passes, &options, &mut ctx, &mut on_event)
         .map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     if let Some(e) = io_error {
         return Err(e);
+    }
+    if args.explain {
+        eprint!("{}", ctx.remarks.concat());
     }
     if args.time_passes {
         eprint!("{}", pipeline::render_timings(&report));

@@ -1,0 +1,105 @@
+//! Rewriting the graph: each group becomes one kernel node, its dying temporaries go.
+//!
+//! The fused node reuses the member created last (so every allocation its arguments name,
+//! and every node an inline edge into it starts from, is created before it) and keeps that
+//! member's name, queue and comments. Edges between two nodes of one group disappear. An
+//! edge into another member becomes an optimizer `make_edge` edge into the fused node; an
+//! edge out of another member keeps its place (and its provenance, unless that names a
+//! queue the fused node is not on) when its destination was created after the fused node,
+//! and becomes a `make_edge` edge otherwise. Barrier `wait(...)` lists follow the members
+//! to the fused node. Then [`cmdgraph_ir::edit::retain`] drops the other members and the
+//! temporaries' `async_malloc`/`async_free` nodes and remaps every handle.
+
+use cmdgraph_ir::edit::{self, DanglingReference, NodeMap};
+use cmdgraph_ir::graph::{EdgeKind, Graph, KernelCommand, NodeKind};
+use cmdgraph_ir::Handle;
+use std::collections::BTreeSet;
+
+/// One group to apply: every node it removes or replaces, and the fused command.
+pub struct Replacement {
+    /// Member kernel nodes and the temporaries' allocation nodes (indices).
+    pub nodes: Vec<u32>,
+    /// The node that becomes the fused kernel node (the member created last).
+    pub keep: u32,
+    /// Its new command.
+    pub command: KernelCommand,
+}
+
+/// Applies every replacement at once (their node sets are disjoint).
+pub fn apply(graph: &mut Graph, groups: Vec<Replacement>) -> Result<NodeMap, DanglingReference> {
+    let mut owner: Vec<Option<u32>> = vec![None; graph.nodes.len()];
+    for g in &groups {
+        for &v in &g.nodes {
+            if let Some(slot) = owner.get_mut(v as usize) {
+                *slot = Some(g.keep);
+            }
+        }
+    }
+    let target = |v: u32| owner.get(v as usize).copied().flatten().unwrap_or(v);
+    let inside = |v: u32| owner.get(v as usize).copied().flatten();
+    let queue_of = |g: &Graph, v: u32| Handle::from_usize(v as usize).and_then(|h| g.nodes.try_get(h)).map(|n| n.queue);
+
+    let mut drop_edges = BTreeSet::new();
+    let mut present: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut rewrites = Vec::new();
+    let mut additions = BTreeSet::new();
+    for (h, e) in graph.edges.iter() {
+        let (a, b) = (e.from.index() as u32, e.to.index() as u32);
+        if inside(a).is_some() && inside(a) == inside(b) {
+            drop_edges.insert(h.index());
+            continue;
+        }
+        let (a2, b2) = (target(a), target(b));
+        if (a2, b2) == (a, b) {
+            present.insert((a, b));
+        } else if b2 == b && a2 < b && !present.contains(&(a2, b)) {
+            let kind = match e.kind {
+                EdgeKind::InOrder | EdgeKind::Event if queue_of(graph, a2) != queue_of(graph, a) => EdgeKind::DependsOn,
+                k => k,
+            };
+            present.insert((a2, b));
+            rewrites.push((h, a2, kind));
+        } else {
+            drop_edges.insert(h.index());
+            additions.insert((a2, b2));
+        }
+    }
+    for (h, from, kind) in rewrites {
+        if let (Some(e), Some(from)) = (graph.edges.try_get_mut(h), Handle::from_usize(from as usize)) {
+            e.from = from;
+            e.kind = kind;
+        }
+    }
+    for (a, b) in additions {
+        if present.insert((a, b)) {
+            if let (Some(a), Some(b)) = (Handle::from_usize(a as usize), Handle::from_usize(b as usize)) {
+                edit::add_edge(graph, a, b);
+            }
+        }
+    }
+    for (_, node) in graph.nodes.iter_mut() {
+        if let NodeKind::Barrier { wait } = &mut node.kind {
+            let mut seen = BTreeSet::new();
+            let mapped: Vec<_> = wait
+                .iter()
+                .filter_map(|w| Handle::from_usize(target(w.index() as u32) as usize))
+                .filter(|w| seen.insert(*w))
+                .collect();
+            *wait = mapped;
+        }
+    }
+    let mut remove = vec![false; graph.nodes.len()];
+    for g in groups {
+        for &v in &g.nodes {
+            if v != g.keep {
+                if let Some(r) = remove.get_mut(v as usize) {
+                    *r = true;
+                }
+            }
+        }
+        if let Some(n) = Handle::from_usize(g.keep as usize).and_then(|h| graph.nodes.try_get_mut(h)) {
+            n.kind = NodeKind::Kernel(g.command);
+        }
+    }
+    edit::retain(graph, |h| !remove.get(h.index()).copied().unwrap_or(false), |e| !drop_edges.contains(&e.index()))
+}
