@@ -187,6 +187,14 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
             improved = own_improved;
         }
     }
+    // The exact search, for small problems still above the bound.
+    let mut exact = false;
+    if n <= EXACT_LIMIT && top > target {
+        let input = super::exact::Input { problem, units: &units, adj: &conflicts.adj, base };
+        let t = super::exact::improve(&input, &mut placed, top, target, EXACT_WORK);
+        exact = t < top;
+        top = t;
+    }
     let (kind, name) = winner;
     for &i in &shared {
         offsets[i as usize] = placed[i as usize];
@@ -197,6 +205,9 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
     };
     if improved {
         strategy.push_str(" + search");
+    }
+    if exact {
+        strategy.push_str(" + exact");
     }
     let pool = top.max(base);
     Placement {
@@ -228,6 +239,12 @@ const LOCAL_SEARCH_WORK: u64 = 8_000_000;
 /// Above this many allocations only two orders of the best-fit greedy are tried, and no
 /// local search runs.
 pub const LARGE: usize = 20_000;
+
+/// Work budget of the exact search (list entries visited; exact.rs).
+const EXACT_WORK: u64 = 200_000_000;
+
+/// Above this many allocations the exact search does not run.
+pub const EXACT_LIMIT: usize = 2_000;
 
 /// Most local-search rounds per greedy kind, whatever the size.
 const MAX_ROUNDS: usize = 5_000;
