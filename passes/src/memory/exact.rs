@@ -26,7 +26,7 @@
 //! Connected components of the conflict graph are independent and searched one at a time.
 
 use super::lifetimes::Problem;
-use super::order::Adjacency;
+use super::order::{Adjacency, Conflicts};
 use super::sections::Sections;
 
 const UNPLACED: u64 = u64::MAX;
@@ -52,6 +52,28 @@ pub(super) struct Input<'a> {
     pub adj: &'a Adjacency,
     /// The lowest offset (above the `zero_init` allocations).
     pub base: u64,
+}
+
+/// The exact search alone, from the naive placement (every allocation stacked), down to the
+/// min-flow bound: offsets in alignment units (`zero_init` ones stacked at the bottom) and the
+/// pool top in units. For tests and comparisons; the planner seeds it with its greedy result.
+pub fn search_only(problem: &Problem, conflicts: &Conflicts, alignment: u64, budget: u64) -> (Vec<u64>, u64) {
+    let units = super::planner::units(problem, alignment);
+    let mut offset = vec![0u64; units.len()];
+    let mut top = 0u64;
+    for zero_init in [true, false] {
+        for (i, a) in problem.allocs.iter().enumerate() {
+            if a.zero_init == zero_init {
+                offset[i] = top;
+                top = top.saturating_add(units[i]);
+            }
+        }
+    }
+    let base = problem.allocs.iter().zip(&units).filter(|(a, _)| a.zero_init).map(|(_, u)| *u).sum();
+    let target = super::lower_bound::lower_bound(problem, conflicts, &units);
+    let input = Input { problem, units: &units, adj: &conflicts.adj, base };
+    let top = improve(&input, &mut offset, top.max(base), target, budget);
+    (offset, top)
 }
 
 /// Improves `offset` (units, one per allocation; the allocations with units > 0 that are not
@@ -228,18 +250,15 @@ impl<'a> Search<'a> {
         };
         self.decompose = comp.iter().all(|&b| self.adj.neighbours(b).iter().all(|&j| overlap(b, j)));
         // Static data for the preorders: the largest clique total each allocation is in.
-        let tot: Vec<u64> = comp
-            .iter()
-            .map(|&b| self.range(b).map(|s| self.total[s as usize]).max().unwrap_or(0))
-            .collect();
+        let tot: Vec<u64> =
+            comp.iter().map(|&b| self.range(b).map(|s| self.total[s as usize]).max().unwrap_or(0)).collect();
         let width = |b: u32| self.sections.width.get(b as usize).copied().unwrap_or(0);
         let area = |b: u32| width(b).saturating_mul(self.units[b as usize]);
         type Key = (u64, u64, u64);
-        let preorders: [&dyn Fn(usize, u32) -> Key; 3] = [
-            &|k, b| (width(b), area(b), tot[k]),
-            &|k, b| (tot[k], area(b), width(b)),
-            &|k, b| (tot[k], width(b), area(b)),
-        ];
+        let preorders: [&dyn Fn(usize, u32) -> Key; 3] =
+            [&|k, b| (width(b), area(b), tot[k]), &|k, b| (tot[k], area(b), width(b)), &|k, b| {
+                (tot[k], width(b), area(b))
+            }];
         let orders: Vec<Vec<u32>> = preorders
             .iter()
             .map(|key| {

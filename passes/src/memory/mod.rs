@@ -11,7 +11,7 @@
 
 mod canonical;
 pub mod dpcpp;
-mod exact;
+pub mod exact;
 pub mod lifetimes;
 pub mod lower_bound;
 pub mod order;
