@@ -17,7 +17,9 @@
 //! - local search on the best order: allocations that reach the top of the pool are moved
 //!   earlier, or two early allocations swap, and the greedy runs again; a result no larger is
 //!   kept. The number of rounds follows a work budget, so large inputs get few and small ones
-//!   many, and a seeded generator keeps the plan deterministic.
+//!   many, and a seeded generator keeps the plan deterministic;
+//! - for up to [`EXACT_LIMIT`] allocations still above the bound, the exact branch and bound
+//!   of exact.rs, under a work budget.
 
 use super::canonical::{Lowest, Space};
 use super::lifetimes::Problem;
@@ -32,7 +34,7 @@ pub struct Placement {
     pub pool: u64,
     /// Which order won (`size`, `neighbourhood`, `area`, `size-class`, `start`), with
     /// `, lowest first` when the lowest-offset-first greedy placed it and ` + search` when
-    /// the local search improved on it.
+    /// the local search improved on it, ` + exact` when the exact search (exact.rs) did.
     pub strategy: String,
 }
 
