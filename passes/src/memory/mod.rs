@@ -11,11 +11,13 @@
 
 mod canonical;
 pub mod dpcpp;
+pub mod exact;
 pub mod lifetimes;
 pub mod lower_bound;
 pub mod order;
 pub mod planner;
 pub mod report;
+mod sections;
 pub mod workloads;
 
 use crate::{PassContext, PassError, PassInfo};

@@ -108,6 +108,15 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     }
     let chains: Vec<(u32, Vec<(u32, u32)>)> = chain_frees.into_iter().collect();
     let block = (LABEL_BUDGET / n.max(1)).clamp(1, 64);
+    // Per chain: its length (the largest index in it, plus one).
+    let mut chain_len: Vec<u32> = Vec::new();
+    for v in 0..n {
+        let c = chain_of[v] as usize;
+        if chain_len.len() <= c {
+            chain_len.resize(c + 1, 0);
+        }
+        chain_len[c] = chain_len[c].max(chain_idx[v] + 1);
+    }
     // Chain -> slot within the current block (u32::MAX: not in the block).
     let mut slot_of = vec![u32::MAX; n];
     for group in chains.chunks(block) {
@@ -136,13 +145,31 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
                 *l = (*l).max(chain_idx[v] + 1);
             }
         }
+        // first[base[i] + k]: position in chain group[i]'s free list of its first free at
+        // chain index k or later (a table instead of a binary search per allocation).
+        let mut base = Vec::with_capacity(w + 1);
+        let mut first_free: Vec<u32> = Vec::new();
+        for (c, frees) in group {
+            base.push(first_free.len());
+            let len = chain_len.get(*c as usize).copied().unwrap_or(0) as usize;
+            let mut j = 0usize;
+            for k in 0..=len {
+                while frees.get(j).is_some_and(|&(idx, _)| (idx as usize) < k) {
+                    j += 1;
+                }
+                first_free.push(j as u32);
+            }
+        }
         for &b in &live {
             let m = allocs[b as usize].malloc as usize;
             let sb = start[b as usize];
             for (i, (_, frees)) in group.iter().enumerate() {
-                let prefix = labels.get(m * w + i).copied().unwrap_or(0);
-                let first = frees.partition_point(|&(idx, _)| idx < prefix);
-                for &(_, a) in &frees[first..] {
+                let prefix = labels.get(m * w + i).copied().unwrap_or(0) as usize;
+                let first = base
+                    .get(i)
+                    .and_then(|&b| first_free.get(b + prefix))
+                    .map_or_else(|| frees.partition_point(|&(idx, _)| (idx as usize) < prefix), |&f| f as usize);
+                for &(_, a) in frees.get(first..).unwrap_or(&[]) {
                     let ea = end[a as usize];
                     if ea >= sb {
                         break;

@@ -17,7 +17,9 @@
 //! - local search on the best order: allocations that reach the top of the pool are moved
 //!   earlier, or two early allocations swap, and the greedy runs again; a result no larger is
 //!   kept. The number of rounds follows a work budget, so large inputs get few and small ones
-//!   many, and a seeded generator keeps the plan deterministic.
+//!   many, and a seeded generator keeps the plan deterministic;
+//! - for up to [`EXACT_LIMIT`] allocations still above the bound, the exact branch and bound
+//!   of exact.rs, under a work budget.
 
 use super::canonical::{Lowest, Space};
 use super::lifetimes::Problem;
@@ -32,7 +34,7 @@ pub struct Placement {
     pub pool: u64,
     /// Which order won (`size`, `neighbourhood`, `area`, `size-class`, `start`), with
     /// `, lowest first` when the lowest-offset-first greedy placed it and ` + search` when
-    /// the local search improved on it.
+    /// the local search improved on it, ` + exact` when the exact search (exact.rs) did.
     pub strategy: String,
 }
 
@@ -88,6 +90,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         adj: conflicts,
         base,
         offset: vec![u64::MAX; n],
+        span: vec![(u64::MAX, 0); n],
         scratch: Vec::new(),
         lowest: Lowest::default(),
         work: 0,
@@ -187,6 +190,14 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
             improved = own_improved;
         }
     }
+    // The exact search, for small problems still above the bound.
+    let mut exact = false;
+    if n <= EXACT_LIMIT && top > target {
+        let input = super::exact::Input { problem, units: &units, adj: &conflicts.adj, base };
+        let t = super::exact::improve(&input, &mut placed, top, target, EXACT_WORK);
+        exact = t < top;
+        top = t;
+    }
     let (kind, name) = winner;
     for &i in &shared {
         offsets[i as usize] = placed[i as usize];
@@ -197,6 +208,9 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
     };
     if improved {
         strategy.push_str(" + search");
+    }
+    if exact {
+        strategy.push_str(" + exact");
     }
     let pool = top.max(base);
     Placement {
@@ -229,6 +243,12 @@ const LOCAL_SEARCH_WORK: u64 = 8_000_000;
 /// local search runs.
 pub const LARGE: usize = 20_000;
 
+/// Work budget of the exact search (list entries visited; exact.rs).
+const EXACT_WORK: u64 = 200_000_000;
+
+/// Above this many allocations the exact search does not run.
+pub const EXACT_LIMIT: usize = 2_000;
+
 /// Most local-search rounds per greedy kind, whatever the size.
 const MAX_ROUNDS: usize = 5_000;
 
@@ -239,6 +259,9 @@ struct Greedy<'a> {
     base: u64,
     /// Offset in units, `u64::MAX` when not placed yet.
     offset: Vec<u64>,
+    /// Best fit's copy of the placed intervals `(offset, top)`, `u64::MAX` when not placed:
+    /// one memory access per neighbour instead of two.
+    span: Vec<(u64, u64)>,
     scratch: Vec<(u64, u64)>,
     lowest: Lowest,
     /// Neighbour visits so far (the search budget's unit).
@@ -262,6 +285,7 @@ impl Greedy<'_> {
     /// Best fit in order.
     fn best_fit(&mut self, order: &[u32], limit: u64) -> u64 {
         self.offset.fill(u64::MAX);
+        self.span.fill((u64::MAX, 0));
         let mut top = self.base;
         for &b in order {
             let need = self.units[b as usize];
@@ -272,9 +296,9 @@ impl Greedy<'_> {
             self.scratch.clear();
             self.work += self.adj.adj.neighbours(b).len() as u64;
             for &a in self.adj.adj.neighbours(b) {
-                let o = self.offset[a as usize];
-                if o != u64::MAX {
-                    self.scratch.push((o, o.saturating_add(self.units[a as usize])));
+                let s = self.span[a as usize];
+                if s.0 != u64::MAX {
+                    self.scratch.push(s);
                 }
             }
             self.scratch.sort_unstable();
@@ -291,6 +315,7 @@ impl Greedy<'_> {
             }
             let at = best.map_or(cursor, |(_, o)| o);
             self.offset[b as usize] = at;
+            self.span[b as usize] = (at, at.saturating_add(need));
             top = top.max(at.saturating_add(need));
             if top >= limit {
                 return u64::MAX;
