@@ -42,6 +42,19 @@ fn saxpy_chain_becomes_one_kernel_without_temporaries() {
     assert!(ctx.remarks.concat().contains("launches 3 -> 1"));
 }
 
+/// Fusion through graph-owned temporaries removes them, so the memory plan that runs after
+/// it (the default pipeline's order) needs a smaller pool.
+#[test]
+fn fusion_shrinks_the_memory_plan() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/saxpy_chain.cgir")).unwrap();
+    let m = support::module(&text);
+    let pool = |ctx: &cmdgraph_passes::PassContext| ctx.memory_plans.get("main").map_or(0, |p| p.pool_size);
+    let (_, unfused) = support::optimize(&m, "plan-memory");
+    let (_, fused) = support::optimize(&m, "fuse-kernels,plan-memory");
+    assert!(pool(&unfused) >= 2 * 65536 * 4, "both temporaries are live at once: {}", pool(&unfused));
+    assert_eq!(pool(&fused), 0, "no graph-owned memory is left after fusion");
+}
+
 const DYN: &str = "\
 kernel @scale(%in: buf<f32, read>, %out: buf<f32, write>, %s: f32) {
   %i = global_id 0
