@@ -12,11 +12,20 @@
 //! (CSE, GVN, SCCP, ADCE, reassociation, LICM) keep types and the CFG shape. The backend
 //! itself always runs at its `-O0` (its codegen-level optimizations break the structurizer
 //! the same way); the Vulkan driver optimizes the SPIR-V again anyway.
+//!
+//! Why emission runs in a child `llc`: the SPIR-V backend keeps its module analysis in a
+//! process-wide static (`SPIRVModuleAnalysis::MAI` in LLVM 22) whose entries are keyed by
+//! machine-instruction and register addresses. A second module compiled in the same process
+//! can find stale entries at reused addresses and emits duplicate result ids ("Id 1 is
+//! defined more than once"), depending on the allocation pattern — so it came and went with
+//! file-name lengths and thread timing. Parsing, verification and the optimization pipeline
+//! stay in-process (inkwell); the optimized IR text goes to a fresh `llc` of the same LLVM 22
+//! for every module, which has no state to share. `CMDGRAPH_LLC` overrides the tool's path.
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::targets::{CodeModel, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
 use std::sync::{Mutex, Once};
 
@@ -44,8 +53,9 @@ const BACKEND_ARGS: [&std::ffi::CStr; 2] =
 
 static INIT: Once = Once::new();
 
-/// Serializes code generation: the SPIR-V backend keeps process-wide state (its module
-/// analysis), so two modules compiled at once on different threads corrupt each other.
+/// Serializes the in-process LLVM work (parse, verify, the pass pipeline with the SPIR-V
+/// target's cost model): conservative, as that target's in-process state is not documented
+/// as thread-safe. Emission runs in a child process (module doc).
 static BACKEND: Mutex<()> = Mutex::new(());
 
 /// Registers the SPIR-V target with LLVM (once per process).
@@ -93,16 +103,9 @@ pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, String> {
     // A poisoned lock only means another compilation panicked; the state it guards is
     // LLVM's, which a Rust panic did not touch.
     let _guard = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
-    // Contexts and modules are leaked on purpose: LLVM 22's SPIR-V backend keeps state
-    // keyed by IR object addresses across runs (its module analysis), so an address reused
-    // by a later module's block or function aliases a stale entry and yields duplicate ids
-    // ("Id 1 is defined more than once"). Never freeing IR objects rules that out, for a
-    // few hundred kilobytes per compiled kernel.
-    let context: &'static Context = Box::leak(Box::new(Context::create()));
+    let context = Context::create();
     let buffer = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "kernel");
-    let module = std::mem::ManuallyDrop::new(
-        context.create_module_from_ir(buffer).map_err(|e| format!("parse: {}", e.to_string()))?,
-    );
+    let module = context.create_module_from_ir(buffer).map_err(|e| format!("parse: {}", e.to_string()))?;
     module.verify().map_err(|e| format!("verify: {}", e.to_string()))?;
     let machine = machine()?;
     if let Some(passes) = pipeline(opt) {
@@ -111,12 +114,50 @@ pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, String> {
             .map_err(|e| format!("pass pipeline: {}", e.to_string()))?;
     }
     let ir_text = module.print_to_string().to_string();
-    let spirv = machine
-        .write_to_memory_buffer(&module, FileType::Object)
-        .map_err(|e| format!("SPIR-V emission: {}", e.to_string()))?
-        .as_slice()
-        .to_vec();
+    let spirv = emit_with_llc(&ir_text)?;
     Ok(Output { ir: ir_text, spirv })
+}
+
+/// The `llc` of LLVM 22: `CMDGRAPH_LLC`, else `$LLVM_SYS_221_PREFIX/bin/llc`, else
+/// `/usr/lib/llvm-22/bin/llc` (Debian's `llvm-22` package), else `llc-22` on `PATH`.
+fn llc_path() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("CMDGRAPH_LLC") {
+        return path.into();
+    }
+    let prefix = std::env::var_os("LLVM_SYS_221_PREFIX").map(std::path::PathBuf::from);
+    for dir in prefix.into_iter().chain([std::path::PathBuf::from("/usr/lib/llvm-22")]) {
+        let llc = dir.join("bin").join("llc");
+        if llc.is_file() {
+            return llc;
+        }
+    }
+    "llc-22".into()
+}
+
+/// Emits SPIR-V for optimized IR text in a fresh `llc` process (see the module doc).
+fn emit_with_llc(ir: &str) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let llc = llc_path();
+    let mut args = vec![format!("-mtriple={TRIPLE}"), "-O0".into(), "-filetype=obj".into(), "-o".into(), "-".into()];
+    args.extend(BACKEND_ARGS.iter().skip(1).map(|a| a.to_string_lossy().into_owned()));
+    args.push("-".into());
+    let mut child = Command::new(&llc)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {} (package llvm-22; set CMDGRAPH_LLC): {e}", llc.display()))?;
+    // llc reads the whole module before it writes anything, so writing first cannot block.
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(ir.as_bytes()).map_err(|e| format!("cannot write to {}: {e}", llc.display()))?;
+    }
+    let out = child.wait_with_output().map_err(|e| format!("{}: {e}", llc.display()))?;
+    if !out.status.success() {
+        return Err(format!("SPIR-V emission ({}): {}", llc.display(), String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(out.stdout)
 }
 
 fn machine() -> Result<TargetMachine, String> {
