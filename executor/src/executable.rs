@@ -10,50 +10,54 @@ use crate::schedule::{self, Seg};
 use crate::vk::buffer::full_barrier;
 use crate::vk::{Buffer, Context, Place};
 use ash::vk;
-use cmdgraph_ir::{Alternative, Arg, ArgValue, Graph, Handle, KernelCommand, Launch, MemRef, Node, NodeKind};
+use cmdgraph_ir::{
+    Alternative, Arg, ArgValue, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemRef, Node, NodeKind,
+};
 use std::collections::BTreeMap;
 
 /// Alignment of graph allocations when the bundle has no pool plan.
 const DEFAULT_ALIGN: u64 = 256;
 
 /// A kernel node's resources.
-struct KNode {
+pub(crate) struct KNode {
     /// The command as it now stands (active alternative, updated launch).
-    cmd: KernelCommand,
+    pub(crate) cmd: KernelCommand,
     /// Index into the bundle's kernels (and the executor's pipelines).
-    variant: usize,
-    args_off: u64,
-    ind_off: u64,
-    desc_pool: vk::DescriptorPool,
-    set: vk::DescriptorSet,
+    pub(crate) variant: usize,
+    pub(crate) args_off: u64,
+    pub(crate) ind_off: u64,
+    pub(crate) desc_pool: vk::DescriptorPool,
+    pub(crate) set: vk::DescriptorSet,
     /// The buffers bound now at bindings 0, 1, ... (to rewrite only what changed).
-    bound: Vec<(vk::Buffer, u64)>,
+    pub(crate) bound: Vec<(vk::Buffer, u64)>,
     /// The device segment that records it.
-    segment: usize,
+    pub(crate) segment: usize,
 }
 
 /// One executable graph.
 pub(crate) struct Executable {
-    graph: Handle<Graph>,
-    device: u32,
-    sched: Vec<Seg>,
+    pub(crate) graph: Handle<Graph>,
+    pub(crate) device: u32,
+    pub(crate) sched: Vec<Seg>,
     /// One command buffer per device segment (null for host segments).
-    cmds: Vec<vk::CommandBuffer>,
-    kernels: BTreeMap<usize, KNode>,
-    pool: Option<Buffer>,
+    pub(crate) cmds: Vec<vk::CommandBuffer>,
+    pub(crate) kernels: BTreeMap<usize, KNode>,
+    pub(crate) pool: Option<Buffer>,
     /// async_malloc node index → (name, byte offset, size).
-    allocs: BTreeMap<usize, (String, u64, u64)>,
-    args: Buffer,
-    indirect: Buffer,
+    pub(crate) allocs: BTreeMap<usize, (String, u64, u64)>,
+    pub(crate) args: Buffer,
+    pub(crate) indirect: Buffer,
     /// Fill patterns for fills `vkCmdFillBuffer` cannot do (node index → offset).
-    consts: Option<Buffer>,
-    const_offs: BTreeMap<usize, u64>,
-    cmd_pool: vk::CommandPool,
-    timeline: vk::Semaphore,
+    pub(crate) consts: Option<Buffer>,
+    pub(crate) const_offs: BTreeMap<usize, u64>,
+    pub(crate) cmd_pool: vk::CommandPool,
+    pub(crate) timeline: vk::Semaphore,
     /// The timeline value the last submitted work signals.
-    submitted: u64,
-    dyn_values: Vec<ArgValue>,
-    active: Vec<u32>,
+    pub(crate) submitted: u64,
+    pub(crate) dyn_values: Vec<ArgValue>,
+    pub(crate) active: Vec<u32>,
+    /// Host-task commands replaced by updates (node index → command).
+    pub(crate) hosts: BTreeMap<usize, HostTaskCommand>,
     /// Command buffers recorded so far (finalize included).
     pub(crate) recorded: u64,
 }
@@ -149,12 +153,16 @@ fn check_cmd_supported(graph: &Graph, node: Handle<Node>) -> Result<()> {
 }
 
 impl Executor {
-    fn exec_ref(&self, id: ExecId) -> Result<&Executable> {
+    pub(crate) fn exec_ref(&self, id: ExecId) -> Result<&Executable> {
         self.execs.get(id.0).and_then(|e| e.as_ref()).ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))
     }
 
     /// Runs `f` with the executable taken out of the executor (so both can be borrowed).
-    fn with_exec<T>(&mut self, id: ExecId, f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_exec<T>(
+        &mut self,
+        id: ExecId,
+        f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>,
+    ) -> Result<T> {
         let mut ex = self
             .execs
             .get_mut(id.0)
@@ -167,7 +175,7 @@ impl Executor {
         r
     }
 
-    fn variant_for(&self, kernel: &str, launch: &Launch) -> Result<usize> {
+    pub(crate) fn variant_for(&self, kernel: &str, launch: &Launch) -> Result<usize> {
         let (_, _, local) = crate::args::geometry(launch)?;
         let mut candidates = self.loaded.bundle.kernels.iter().enumerate().filter(|(_, k)| k.kernel == kernel);
         match local {
@@ -342,6 +350,7 @@ impl Executor {
             submitted: 0,
             dyn_values: graph.dyn_params.iter().map(|(_, p)| p.value.clone()).collect(),
             active,
+            hosts: BTreeMap::new(),
             recorded: 0,
         };
         let built = (|| {
@@ -381,7 +390,7 @@ impl Executor {
     /// descriptors that changed; `new_set` allocates a descriptor set for its current variant
     /// first. Returns whether a descriptor of an existing set changed (which, without
     /// UPDATE_AFTER_BIND, invalidates the command buffer that binds it).
-    fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
+    pub(crate) fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
         let k = exe.kernels.get(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?;
         let variant =
             self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
@@ -472,7 +481,7 @@ impl Executor {
     }
 
     /// Records device segment `si` into its command buffer (allocating it the first time).
-    fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
+    pub(crate) fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
         let Some(Seg::Device(stages)) = exe.sched.get(si).cloned() else { return Ok(()) };
         let graph = self.loaded.module.graphs[exe.graph].clone();
         let d = self.ctx.device.clone();
@@ -649,9 +658,11 @@ impl Executor {
 
     fn run_host(&mut self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<()> {
         let n = &graph.nodes[h];
-        let cmd = match &n.kind {
-            NodeKind::HostTask(c) => c.clone(),
-            NodeKind::Dynamic { dcg } => {
+        let cmd = match (exe.hosts.get(&h.index()), &n.kind) {
+            // An update replaced the node's command.
+            (Some(c), _) => c.clone(),
+            (None, NodeKind::HostTask(c)) => c.clone(),
+            (None, NodeKind::Dynamic { dcg }) => {
                 let d = &graph.dcgs[*dcg];
                 let i = exe.active.get(dcg.index()).copied().unwrap_or(d.active);
                 match d.alternatives.get(i as usize) {
@@ -679,7 +690,7 @@ impl Executor {
         r.map_err(host_err)
     }
 
-    fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
+    pub(crate) fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
         if value == 0 {
             return Ok(());
         }

@@ -14,6 +14,7 @@ pub mod args;
 pub mod exec;
 mod executable;
 pub mod schedule;
+mod update;
 
 pub use exec::{ExecId, Executor, HostContext, NativeContext};
 pub use load::{load_str, Loaded};
