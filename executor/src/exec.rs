@@ -47,6 +47,8 @@ pub struct Executor {
     pub(crate) host: BTreeMap<String, HostFn>,
     pub(crate) native: BTreeMap<String, NativeFn>,
     pub(crate) execs: Vec<Option<Executable>>,
+    /// The host clock's origin for profiles.
+    pub(crate) epoch: std::time::Instant,
     // Declared last: dropped after everything above has been destroyed by `Drop`.
     pub(crate) ctx: Context,
 }
@@ -68,6 +70,7 @@ impl Executor {
             host: BTreeMap::new(),
             native: BTreeMap::new(),
             execs: Vec::new(),
+            epoch: std::time::Instant::now(),
             ctx,
         };
         for k in &ex.loaded.bundle.kernels {

@@ -6,6 +6,7 @@
 use crate::args::{encode, Encoded, Place as ArgPlace, Target};
 use crate::error::{ExecError, Result};
 use crate::exec::{declared, ExecId, Executor, HostContext, NativeContext};
+use crate::profile::Queries;
 use crate::schedule::{self, Seg};
 use crate::vk::buffer::full_barrier;
 use crate::vk::{Buffer, Context, Place};
@@ -60,6 +61,10 @@ pub(crate) struct Executable {
     pub(crate) hosts: BTreeMap<usize, HostTaskCommand>,
     /// Command buffers recorded so far (finalize included).
     pub(crate) recorded: u64,
+    /// Timestamp queries (graphs with `enable_profiling` on devices with timestamps).
+    pub(crate) queries: Option<Queries>,
+    /// Host time of the last run's submission (ns since the executor was created).
+    pub(crate) submit_ns: Option<u64>,
 }
 
 impl Executable {
@@ -71,6 +76,9 @@ impl Executable {
             }
             ctx.device.destroy_command_pool(self.cmd_pool, None);
             ctx.device.destroy_semaphore(self.timeline, None);
+        }
+        if let Some(q) = &self.queries {
+            q.destroy(ctx);
         }
         for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()]
             .into_iter()
@@ -332,6 +340,13 @@ impl Executor {
                 return Err(e);
             }
         }
+        let queries = match Queries::new(&self.ctx, &graph, &sched) {
+            Ok(q) => q,
+            Err(e) => {
+                res.destroy(&self.ctx);
+                return Err(e);
+            }
+        };
         let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
         let mut exe = Executable {
             graph: gh,
@@ -352,6 +367,8 @@ impl Executor {
             active,
             hosts: BTreeMap::new(),
             recorded: 0,
+            queries,
+            submit_ns: None,
         };
         let built = (|| {
             for (h, si, args_off, ind_off) in layout {
@@ -502,6 +519,9 @@ impl Executor {
                 &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE),
             )?;
             full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
+            if let Some(q) = &exe.queries {
+                q.begin_segment(&d, cb, si);
+            }
             let mut pending = false;
             let mut native = std::mem::take(&mut self.native);
             let mut result = Ok(());
@@ -513,7 +533,13 @@ impl Executor {
                     pending = false;
                 }
                 for &h in stage {
+                    if let Some(q) = &exe.queries {
+                        q.node(&d, cb, h.index(), false);
+                    }
                     let r = self.record_node(exe, &graph, h, cb, &mut native);
+                    if let Some(q) = &exe.queries {
+                        q.node(&d, cb, h.index(), true);
+                    }
                     match r {
                         Ok(did) => pending |= did,
                         Err(e) => result = Err(e),
@@ -521,6 +547,9 @@ impl Executor {
                 }
             }
             self.native = native;
+            if let Some(q) = &exe.queries {
+                q.end_segment(&d, cb, si);
+            }
             full_barrier(
                 &d,
                 cb,
@@ -624,6 +653,7 @@ impl Executor {
     pub fn run(&mut self, id: ExecId) -> Result<()> {
         self.with_exec(id, |ex, exe| {
             let graph = ex.loaded.module.graphs[exe.graph].clone();
+            exe.submit_ns = Some(u64::try_from(ex.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
             for si in 0..exe.sched.len() {
                 match &exe.sched[si] {
                     Seg::Device(_) => {
