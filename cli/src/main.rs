@@ -22,6 +22,7 @@ Examples:
   cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
   cmdgraph diff before.cgir after.cgir --dot diff.dot
   cmdgraph diff --update-check exec.cgir source.cgir
+  cmdgraph run app.bundle --input x=x.npy --output y=y.npy --profile
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
@@ -48,6 +49,8 @@ enum Command {
     /// Show what changed between two modules (exit 1 when they differ), or check a
     /// whole-graph update with --update-check.
     Diff(cmd::diff::DiffArgs),
+    /// Run a compiled bundle on a Vulkan device with data from .npy or raw files.
+    Run(cmd::run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Interp(args) => cmd::interp::run(&args),
         Command::Opt(args) => cmd::opt::run(&args),
         Command::Diff(args) => cmd::diff::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
     };
     exit::finish(outcome)
 }

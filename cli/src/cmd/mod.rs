@@ -5,6 +5,7 @@ pub mod dot;
 pub mod fmt;
 pub mod interp;
 pub mod opt;
+pub mod run;
 pub mod verify;
 
 use crate::exit::Failure;
