@@ -65,6 +65,10 @@ pub(crate) struct Executable {
     pub(crate) queries: Option<Queries>,
     /// Host time of the last run's submission (ns since the executor was created).
     pub(crate) submit_ns: Option<u64>,
+    /// Room for overlapping memcpys, which copy through it (memmove, as the interpreter).
+    pub(crate) scratch: Option<Buffer>,
+    /// Overlapping memcpy node index → its byte offset in `scratch`.
+    pub(crate) scratch_offs: BTreeMap<usize, u64>,
 }
 
 impl Executable {
@@ -79,6 +83,9 @@ impl Executable {
         }
         if let Some(q) = &self.queries {
             q.destroy(ctx);
+        }
+        if let Some(b) = self.scratch.as_mut() {
+            b.destroy(ctx);
         }
         for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()]
             .into_iter()
@@ -347,6 +354,20 @@ impl Executor {
                 return Err(e);
             }
         };
+        let (scratch_offs, scratch_size) = overlapping_copies(&graph, &allocs);
+        let scratch = match scratch_size {
+            0 => None,
+            n => match Buffer::new(&self.ctx, n, Place::Device) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    res.destroy(&self.ctx);
+                    if let Some(q) = &queries {
+                        q.destroy(&self.ctx);
+                    }
+                    return Err(e);
+                }
+            },
+        };
         let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
         let mut exe = Executable {
             graph: gh,
@@ -369,6 +390,8 @@ impl Executor {
             recorded: 0,
             queries,
             submit_ns: None,
+            scratch,
+            scratch_offs,
         };
         let built = (|| {
             for (h, si, args_off, ind_off) in layout {
@@ -593,13 +616,23 @@ impl Executor {
                 if dp.avail < *bytes || sp.avail < *bytes {
                     return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
                 }
-                if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
-                    return Err(ExecError::Invalid(format!(
-                        "%{}: overlapping memcpy is not supported by the Vulkan executor",
-                        n.name
-                    )));
-                }
                 let (db, sb) = (exe.buffer_of(self, &dp.target)?, exe.buffer_of(self, &sp.target)?);
+                if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
+                    // memmove, as the interpreter: through scratch memory, a barrier between.
+                    let (Some(scratch), Some(&off)) = (&exe.scratch, exe.scratch_offs.get(&h.index())) else {
+                        return Err(ExecError::Invalid(format!("%{}: overlapping memcpy without scratch", n.name)));
+                    };
+                    let into = [vk::BufferCopy { src_offset: sp.offset, dst_offset: off, size: *bytes }];
+                    let out = [vk::BufferCopy { src_offset: off, dst_offset: dp.offset, size: *bytes }];
+                    // SAFETY: `cb` is recording; the regions are inside the buffers (the scratch
+                    // range was sized for this node at finalize).
+                    unsafe {
+                        d.cmd_copy_buffer(cb, sb.buffer, scratch.buffer, &into);
+                        full_barrier(d, cb, vk::PipelineStageFlags2::TRANSFER, vk::PipelineStageFlags2::TRANSFER);
+                        d.cmd_copy_buffer(cb, scratch.buffer, db.buffer, &out);
+                    }
+                    return Ok(true);
+                }
                 let region = [vk::BufferCopy { src_offset: sp.offset, dst_offset: dp.offset, size: *bytes }];
                 // SAFETY: `cb` is recording; the regions are inside both buffers.
                 unsafe { d.cmd_copy_buffer(cb, sb.buffer, db.buffer, &region) };
@@ -911,6 +944,29 @@ impl Executor {
         exe.destroy(&self.ctx);
         Ok(())
     }
+}
+
+/// The memcpy nodes whose source and destination overlap (the same user memory, or the
+/// same pool bytes: allocations a plan placed on shared bytes count, as in the interpreter),
+/// each with its own offset in a scratch buffer; and the scratch buffer's size.
+fn overlapping_copies(graph: &Graph, allocs: &BTreeMap<usize, (String, u64, u64)>) -> (BTreeMap<usize, u64>, u64) {
+    let at = |p: &cmdgraph_ir::Pointer| match p.base {
+        MemRef::Memory(h) => Some((false, h.index(), p.offset)),
+        MemRef::Alloc(n) => allocs.get(&n.index()).map(|a| (true, 0, a.1.saturating_add(p.offset))),
+    };
+    let (mut offs, mut size) = (BTreeMap::new(), 0u64);
+    for (h, n) in graph.nodes.iter() {
+        let NodeKind::Memcpy { dst, src, bytes } = &n.kind else { continue };
+        if let (Some(d), Some(s)) = (at(dst), at(src)) {
+            let overlap =
+                d.0 == s.0 && d.1 == s.1 && d.2 < s.2.saturating_add(*bytes) && s.2 < d.2.saturating_add(*bytes);
+            if *bytes > 0 && overlap {
+                offs.insert(h.index(), size);
+                size = size.saturating_add(*bytes).next_multiple_of(4);
+            }
+        }
+    }
+    (offs, size)
 }
 
 /// The 32-bit word `vkCmdFillBuffer` repeats for this fill, if the fill can be one.
