@@ -5,11 +5,12 @@
 
 use crate::args::{encode, Encoded, Place as ArgPlace, Target};
 use crate::error::{ExecError, Result};
-use crate::exec::{declared, ExecId, Executor, HostContext, NativeContext};
+use crate::exec::{declared, ExecId, Executor, NativeContext};
 use crate::profile::Queries;
 use crate::schedule::{self, Seg};
 use crate::vk::buffer::full_barrier;
 use crate::vk::{Buffer, Context, Place};
+use crate::worker::{submit, wait_timeline, Job, Step};
 use ash::vk;
 use cmdgraph_ir::{
     Alternative, Arg, ArgValue, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemRef, Node, NodeKind,
@@ -209,6 +210,7 @@ impl Executor {
     /// Makes an executable of graph `name`: graph memory (pool at the planned offsets,
     /// `zero_init` done here only), argument blocks, descriptor sets, command buffers.
     pub fn finalize(&mut self, name: &str) -> Result<ExecId> {
+        self.worker.drain();
         let name = name.strip_prefix('@').unwrap_or(name);
         let module = &self.loaded.module;
         let gh = module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
@@ -682,44 +684,44 @@ impl Executor {
 
     /// Submits one run. Without host tasks this is one `vkQueueSubmit`; a run waits for the
     /// previous run of the same executable on the device (never two at once) and later
-    /// submissions keep queue order. Host tasks run on this thread between segments.
+    /// submissions keep queue order. A run with host tasks (or any run while such a run is
+    /// under way) goes to the host-task thread, so `run` returns without waiting for the
+    /// host tasks; [`wait`](Self::wait) waits for them and reports their errors.
     pub fn run(&mut self, id: ExecId) -> Result<()> {
+        if let Some(e) = self.worker.take_error(id.0) {
+            return Err(e);
+        }
         self.with_exec(id, |ex, exe| {
             let graph = ex.loaded.module.graphs[exe.graph].clone();
+            let mut steps = Vec::with_capacity(exe.sched.len());
+            for (si, seg) in exe.sched.iter().enumerate() {
+                match seg {
+                    Seg::Device(_) => steps.push(Step::Device(exe.cmds[si])),
+                    Seg::Host(h) => steps.push(ex.host_step(exe, &graph, *h)?),
+                }
+            }
             exe.submit_ns = Some(u64::try_from(ex.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
-            for si in 0..exe.sched.len() {
-                match &exe.sched[si] {
-                    Seg::Device(_) => {
-                        let waits = [vk::SemaphoreSubmitInfo::default()
-                            .semaphore(exe.timeline)
-                            .value(exe.submitted)
-                            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-                        let signals = [vk::SemaphoreSubmitInfo::default()
-                            .semaphore(exe.timeline)
-                            .value(exe.submitted + 1)
-                            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-                        let cbs = [vk::CommandBufferSubmitInfo::default().command_buffer(exe.cmds[si])];
-                        let wait_n = usize::from(exe.submitted > 0);
-                        let submit = [vk::SubmitInfo2::default()
-                            .wait_semaphore_infos(&waits[..wait_n])
-                            .command_buffer_infos(&cbs)
-                            .signal_semaphore_infos(&signals)];
-                        // SAFETY: the command buffer was recorded with SIMULTANEOUS_USE and
-                        // every resource it uses lives as long as the executable.
-                        unsafe { ex.ctx.device.queue_submit2(ex.ctx.queue, &submit, vk::Fence::null()) }?;
-                        exe.submitted += 1;
-                    }
-                    Seg::Host(h) => {
-                        ex.wait_value(exe, exe.submitted)?;
-                        ex.run_host(exe, &graph, *h)?;
+            let job = Job { exec: id.0, timeline: exe.timeline, start: exe.submitted, steps };
+            let end = job.end();
+            let host = job.steps.iter().any(|s| matches!(s, Step::Host { .. }));
+            if host || !ex.worker.idle() {
+                ex.worker.push(&ex.ctx, &ex.host, job)?;
+            } else {
+                let mut at = job.start;
+                for step in &job.steps {
+                    if let Step::Device(cb) = step {
+                        submit(&ex.ctx, exe.timeline, at, *cb)?;
+                        at += 1;
                     }
                 }
             }
+            exe.submitted = end;
             Ok(())
         })
     }
 
-    fn run_host(&mut self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<()> {
+    /// A host task of a run: its current command and the memory it declares, resolved now.
+    fn host_step(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Step> {
         let n = &graph.nodes[h];
         let cmd = match (exe.hosts.get(&h.index()), &n.kind) {
             // An update replaced the node's command.
@@ -736,38 +738,31 @@ impl Executor {
             _ => return Err(ExecError::Invalid(format!("%{} is not a host task", n.name))),
         };
         let host_err = |reason: String| ExecError::Host { node: n.name.clone(), reason };
-        let mut f = self
-            .host
-            .remove(&cmd.callback)
-            .ok_or_else(|| host_err(format!("callback \"{}\" is not registered", cmd.callback)))?;
+        let registered = self.host.lock().map(|m| m.contains_key(&cmd.callback)).unwrap_or(false);
+        if !registered {
+            return Err(host_err(format!("callback \"{}\" is not registered", cmd.callback)));
+        }
         let place = |m: MemRef| match m {
             MemRef::Alloc(a) => exe.allocs.get(&a.index()).cloned(),
             MemRef::Memory(_) => None,
         };
         let pool = exe.pool.as_ref().map(|p| (p, &place as &dyn Fn(MemRef) -> Option<(String, u64, u64)>));
-        let r = declared(&self.loaded.module, &self.memories, pool, &cmd.access).and_then(|access| {
-            let mut hc = HostContext { ctx: &self.ctx, transfers: &self.transfers, node: &n.name, access };
-            f(&mut hc)
-        });
-        self.host.insert(cmd.callback.clone(), f);
-        r.map_err(host_err)
+        let access = declared(&self.loaded.module, &self.memories, pool, &cmd.access).map_err(host_err)?;
+        Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access })
     }
 
+    /// Waits until the host-task thread is idle and `exe`'s timeline reaches `value`.
     pub(crate) fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
-        if value == 0 {
-            return Ok(());
-        }
-        let sems = [exe.timeline];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
-        // SAFETY: the semaphore is live.
-        Ok(unsafe { self.ctx.device.wait_semaphores(&info, u64::MAX) }?)
+        self.worker.drain();
+        wait_timeline(&self.ctx, exe.timeline, value)
     }
 
     /// Waits until every submitted run of `id` has finished.
+    /// Reports the error of a run whose host task failed (once).
     pub fn wait(&self, id: ExecId) -> Result<()> {
         let exe = self.exec_ref(id)?;
-        self.wait_value(exe, exe.submitted)
+        self.wait_value(exe, exe.submitted)?;
+        self.worker.take_error(id.0).map_or(Ok(()), Err)
     }
 
     /// Command buffers recorded for `id` so far (finalize's included): updates that need no
@@ -778,6 +773,7 @@ impl Executor {
 
     /// The bytes of a graph allocation of an executable (after its submitted runs).
     pub fn read_alloc(&self, id: ExecId, node: &str) -> Result<Vec<u8>> {
+        self.worker.drain();
         let exe = self.exec_ref(id)?;
         let node = node.trim_start_matches('%');
         let (_, off, size) = exe
@@ -935,7 +931,10 @@ impl Executor {
 
     /// Destroys an executable after its runs finish.
     pub fn drop_exec(&mut self, id: ExecId) -> Result<()> {
-        self.wait(id)?;
+        let exe = self.exec_ref(id)?;
+        self.wait_value(exe, exe.submitted)?;
+        // A failed run's error goes with the executable.
+        let _ = self.worker.take_error(id.0);
         let mut exe = self
             .execs
             .get_mut(id.0)

@@ -16,6 +16,7 @@ mod executable;
 pub mod profile;
 pub mod schedule;
 mod update;
+mod worker;
 
 pub use exec::{ExecId, Executor, HostContext, NativeContext};
 pub use load::{load_str, Loaded};
