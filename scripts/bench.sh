@@ -17,7 +17,7 @@ if command -v taskset >/dev/null 2>&1; then
   pin=(taskset -c 0)
 fi
 
-for suite in parse tred barriers memory; do
+for suite in parse tred barriers compile memory; do
   echo "==> cmdgraph-bench ${suite}"
   "${pin[@]}" cargo run --release -q -p cmdgraph-bench -- "$suite" "$@"
 done

@@ -6,9 +6,11 @@
 //! cargo run --release -p cmdgraph-bench -- tred [--sizes 10000,30000,100000,1000000] [--petgraph-timeout-secs 60]
 //! cargo run --release -p cmdgraph-bench -- barriers [--sizes 100,1000,10000,100000]
 //! cargo run --release -p cmdgraph-bench -- memory [--max-allocs 100000] [--runs 3]
+//! cargo run --release -p cmdgraph-bench -- compile [--runs 3] [-O 2]
 //! ```
 
 mod barriers;
+mod compile;
 mod generate;
 mod measure;
 mod memory;
@@ -103,6 +105,18 @@ enum Command {
         /// Only workloads whose name contains this (implies --no-write).
         #[arg(long)]
         only: Option<String>,
+        /// Print the table only; leave docs/performance.md alone.
+        #[arg(long)]
+        no_write: bool,
+    },
+    /// Compile time of every example: passes, packaging and code generation per kernel.
+    Compile {
+        /// Runs per example; the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// LLVM optimization level.
+        #[arg(short = 'O', default_value_t = 2)]
+        opt_level: u8,
         /// Print the table only; leave docs/performance.md alone.
         #[arg(long)]
         no_write: bool,
@@ -326,6 +340,37 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
     Ok(())
 }
 
+fn run_compile(runs: usize, opt_level: u8, write: bool) -> Result<(), String> {
+    let rows = compile::rows(&workspace_root().join("examples"), runs, opt_level)?;
+    let table = compile::table(&rows);
+    println!("{table}");
+    if !write {
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let body = format!(
+        "## Compile time per example and per kernel\n\n\
+         Command: `cargo run --release -p cmdgraph-bench -- {}` (also run by `bash scripts/bench.sh`)  \n\
+         Date: {}  \n\
+         Machine: {}; single-threaded  \n\
+         Input: every `examples/*.cgir` through `codegen::bundle::compile_module` with the default \
+         pipeline and LLVM at -O{opt_level}, best of {} runs by total. *passes* = the pass pipeline; \
+         *packaging* = schedule, memory plan and launch tables; *codegen* = all kernel variants \
+         (LLVM IR, optimization, SPIR-V emission, spirv-val); *total* includes verifying input and \
+         output and printing both modules; *bundle bytes* = the RON text; *hash* = the start of its \
+         content hash (tests/golden/bundle-hashes.txt has the full ones).\n\n{}",
+        args.join(" "),
+        report::today(),
+        report::machine(),
+        runs.max(1),
+        table
+    );
+    let path = workspace_root().join("docs").join("performance.md");
+    report::write_section(&path, "compile", &body)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -340,6 +385,7 @@ fn main() -> ExitCode {
         }
         Command::TredOne { algo, nodes } => tred::run_one(&algo, nodes).map(|line| println!("{line}")),
         Command::Barriers { sizes, runs, no_write } => run_barriers(&sizes, runs, !no_write),
+        Command::Compile { runs, opt_level, no_write } => run_compile(runs, opt_level, !no_write),
         Command::Memory { max_allocs, runs, only, no_write } => {
             let write = !no_write && only.is_none();
             run_memory(max_allocs, runs, only.as_deref().unwrap_or(""), write)

@@ -1,4 +1,4 @@
-//! The `cmdgraph` command-line tool: format, verify, draw, interpret, optimize and diff command-graph IR (`.cgir`).
+//! The `cmdgraph` command-line tool: format, verify, draw, interpret, optimize, diff and compile command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
 //! mismatch, `diff` found differences), 2 usage error (from clap), 3 I/O error.
@@ -22,6 +22,8 @@ Examples:
   cmdgraph opt --passes=inline-subgraphs,dead-node-elimination app.cgir
   cmdgraph diff before.cgir after.cgir --dot diff.dot
   cmdgraph diff --update-check exec.cgir source.cgir
+  cmdgraph compile app.cgir -o app.cgb && cmdgraph inspect app.cgb
+  cmdgraph compile --emit=spirv-asm --kernel saxpy app.cgir
   cmdgraph run app.bundle --input x=x.npy --output y=y.npy --profile
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
@@ -49,6 +51,11 @@ enum Command {
     /// Show what changed between two modules (exit 1 when they differ), or check a
     /// whole-graph update with --update-check.
     Diff(cmd::diff::DiffArgs),
+    /// Compile a module to a bundle (.cgb): passes, SPIR-V for every kernel, schedule,
+    /// memory plan.
+    Compile(cmd::compile::CompileArgs),
+    /// Summarize a compiled bundle; a malformed or tampered bundle is an error.
+    Inspect(cmd::inspect::InspectArgs),
     /// Run a compiled bundle on a Vulkan device with data from .npy or raw files.
     Run(cmd::run::RunArgs),
 }
@@ -63,6 +70,8 @@ fn main() -> ExitCode {
         Command::Interp(args) => cmd::interp::run(&args),
         Command::Opt(args) => cmd::opt::run(&args),
         Command::Diff(args) => cmd::diff::run(&args),
+        Command::Compile(args) => cmd::compile::run(&args),
+        Command::Inspect(args) => cmd::inspect::run(&args),
         Command::Run(args) => cmd::run::run(&args),
     };
     exit::finish(outcome)

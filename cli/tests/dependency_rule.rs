@@ -1,5 +1,7 @@
 //! The crate dependency rule of ARCHITECTURE.md: an application that loads bundles links the
-//! executor and never LLVM; the code generator never links Vulkan. Checked on the resolved
+//! executor and never LLVM; the code generator never links Vulkan. The code generator may
+//! depend on `cmdgraph-passes` (it runs the pipeline and reads the memory plan when it writes a
+//! bundle); neither pulls in Vulkan, which the test below checks on the resolved tree. Checked on the resolved
 //! dependency tree (normal and build dependencies), so a transitive path breaks it too.
 
 use std::process::Command;

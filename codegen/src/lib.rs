@@ -3,8 +3,22 @@
 //! No inkwell type appears in a public signature. The kernel interface every module follows is
 //! docs/abi.md; the artifact is [`cmdgraph_ir::bundle::Bundle`].
 
+pub mod bundle;
+mod error;
+mod layout;
+mod lower;
+pub mod schedule;
+mod target;
+mod validate;
+mod variant;
+mod vectorize;
+
+pub use error::CodegenError;
+pub use variant::{choose_variant, choose_workgroup_size, module_variants, resolve_args, MAX_WORKGROUP_INVOCATIONS};
+pub use vectorize::ITEMS_PER_INVOCATION;
+
 use cmdgraph_ir::bundle::CompiledKernel;
-use cmdgraph_ir::{Handle, Kernel, Module};
+use cmdgraph_ir::{Handle, Kernel, KernelBody, Module};
 
 /// Code generation options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,4 +52,78 @@ pub enum Emit {
     LlvmIr,
     /// Disassembled SPIR-V (`spirv-dis` syntax).
     SpirvAsm,
+}
+
+/// Everything one compilation produces.
+struct Compiled {
+    kernel: CompiledKernel,
+    llvm_ir: String,
+}
+
+fn compile(
+    module: &Module,
+    kernel: Handle<Kernel>,
+    variant: &Variant,
+    options: &Options,
+) -> Result<Compiled, CodegenError> {
+    let k = module.kernels.try_get(kernel).ok_or_else(|| CodegenError::launch("?", "kernel handle out of range"))?;
+    let body = match &k.body {
+        KernelBody::Ir(body) => body,
+        KernelBody::Spirv { .. } => {
+            return Err(CodegenError::unsupported(
+                &k.name,
+                "the kernel is external SPIR-V; codegen does not compile it",
+            ))
+        }
+    };
+    if variant.dims > 3 || variant.workgroup_size.contains(&0) {
+        return Err(CodegenError::launch(&k.name, "invalid variant"));
+    }
+    let layout = layout::layout(module, k, body, &variant.local_capacity)?;
+    let vectorize = vectorize::element_wise(body, &layout, variant);
+    let plan = lower::Plan { kernel: k, body, variant, layout: &layout, vectorize };
+    let text = lower::lower(&plan, &k.name)?;
+    let out = target::compile(&text, options.opt_level.min(3))
+        .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
+    let words = validate::strip_dead_names(&validate::words(&out.spirv));
+    validate::validate(&k.name, &words)?;
+    let kernel = CompiledKernel {
+        kernel: k.name.clone(),
+        entry: k.name.clone(),
+        workgroup_size: variant.workgroup_size,
+        items_per_invocation: if vectorize { ITEMS_PER_INVOCATION } else { 1 },
+        spirv: words,
+        layout: layout.abi,
+    };
+    Ok(Compiled { kernel, llvm_ir: out.ir })
+}
+
+/// Compiles one variant of a kernel to validated Vulkan SPIR-V (docs/codegen.md).
+pub fn compile_kernel(
+    module: &Module,
+    kernel: Handle<Kernel>,
+    variant: &Variant,
+    options: &Options,
+) -> Result<CompiledKernel, CodegenError> {
+    compile(module, kernel, variant, options).map(|c| c.kernel)
+}
+
+/// The LLVM IR or SPIR-V assembly of one variant of a kernel.
+pub fn emit(
+    module: &Module,
+    kernel: Handle<Kernel>,
+    variant: &Variant,
+    options: &Options,
+    what: Emit,
+) -> Result<String, CodegenError> {
+    let c = compile(module, kernel, variant, options)?;
+    match what {
+        Emit::LlvmIr => Ok(c.llvm_ir),
+        Emit::SpirvAsm => validate::disassemble(&c.kernel.spirv),
+    }
+}
+
+/// The SPIR-V binary (little-endian bytes) of compiled words, for `--emit=spirv`.
+pub fn spirv_bytes(words: &[u32]) -> Vec<u8> {
+    validate::bytes(words)
 }

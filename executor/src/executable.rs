@@ -191,6 +191,40 @@ impl Executor {
         r
     }
 
+    /// The compiled variant a launch of node `node` (alternative `alt` of a dynamic node)
+    /// of graph `graph` runs: the bundle's launch table when it names one whose work-group
+    /// size fits the launch (a range launch's size is codegen's choice), else
+    /// [`variant_for`](Self::variant_for).
+    pub(crate) fn variant_of(
+        &self,
+        graph: &str,
+        node: &str,
+        alt: Option<u32>,
+        kernel: &str,
+        launch: &Launch,
+    ) -> Result<usize> {
+        let entry =
+            self.loaded.bundle.graphs.iter().find(|p| p.name == graph).and_then(|p| {
+                p.launches.iter().find(|l| l.node.trim_start_matches('%') == node && l.alternative == alt)
+            });
+        if let Some(l) = entry {
+            let k =
+                self.loaded.bundle.kernels.get(l.kernel as usize).filter(|k| k.kernel == kernel).ok_or_else(|| {
+                    ExecError::Bundle(format!(
+                        "@{graph}: the launch table gives %{node} variant {}, not one of @{kernel}",
+                        l.kernel
+                    ))
+                })?;
+            let (_, _, local) = crate::args::geometry(launch)?;
+            if local.is_none_or(|l| l == k.workgroup_size) {
+                return Ok(l.kernel as usize);
+            }
+        }
+        self.variant_for(kernel, launch)
+    }
+
+    /// The variant of `kernel` for a launch: the one of its work-group size for `nd_range`,
+    /// the first for a range launch.
     pub(crate) fn variant_for(&self, kernel: &str, launch: &Launch) -> Result<usize> {
         let (_, _, local) = crate::args::geometry(launch)?;
         let mut candidates = self.loaded.bundle.kernels.iter().enumerate().filter(|(_, k)| k.kernel == kernel);
@@ -399,7 +433,11 @@ impl Executor {
             for (h, si, args_off, ind_off) in layout {
                 let Some(cmd) = kernel_cmd(&graph, h, &exe.active)? else { continue };
                 let kname = self.loaded.module.kernels[cmd.kernel].name.clone();
-                let variant = self.variant_for(&kname, &cmd.launch)?;
+                let alt = match &graph.nodes[h].kind {
+                    NodeKind::Dynamic { dcg } => exe.active.get(dcg.index()).copied(),
+                    _ => None,
+                };
+                let variant = self.variant_of(&graph.name, &graph.nodes[h].name, alt, &kname, &cmd.launch)?;
                 exe.kernels.insert(
                     h.index(),
                     KNode {
@@ -849,7 +887,11 @@ impl Executor {
                 return Err(ExecError::Invalid(format!("%{node}: a launch of other dimensions")));
             }
             let kname = ex.loaded.module.kernels[k.cmd.kernel].name.clone();
-            let variant = ex.variant_for(&kname, &launch)?;
+            let alt = match &graph.nodes[h].kind {
+                NodeKind::Dynamic { dcg } => exe.active.get(dcg.index()).copied(),
+                _ => None,
+            };
+            let variant = ex.variant_of(&graph.name, &node, alt, &kname, &launch)?;
             ex.wait_value(exe, exe.submitted)?;
             ex.retarget(exe, h.index(), |k| {
                 k.cmd.launch = launch;
@@ -888,7 +930,7 @@ impl Executor {
             for h in nodes {
                 let Some(cmd) = kernel_cmd(&graph, h, &exe.active)? else { continue };
                 let kname = ex.loaded.module.kernels[cmd.kernel].name.clone();
-                let variant = match ex.variant_for(&kname, &cmd.launch) {
+                let variant = match ex.variant_of(&graph.name, &graph.nodes[h].name, Some(index), &kname, &cmd.launch) {
                     Ok(v) => v,
                     Err(e) => {
                         exe.active[dh.index()] = old;

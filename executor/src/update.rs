@@ -341,7 +341,19 @@ impl Executor {
             return Err(refuse(what, name, "the launch changes kind or dimensions; only its sizes are updatable"));
         }
         let kname = &self.loaded.module.kernels[cmd.kernel].name;
-        let variant = self.variant_for(kname, &cmd.launch).map_err(|e| refuse(what, name, e))?;
+        let alt = match &opt.graph.nodes[h].kind {
+            NodeKind::Dynamic { dcg } => {
+                let d = opt.graph.dcgs.try_get(*dcg);
+                // The alternative the new command is: found by its kernel.
+                d.and_then(|d| {
+                    d.alternatives.iter().position(|a| matches!(a, Alternative::Kernel(c) if c.kernel == cmd.kernel))
+                })
+                .map(|i| i as u32)
+            }
+            _ => None,
+        };
+        let variant =
+            self.variant_of(&opt.graph.name, name, alt, kname, &cmd.launch).map_err(|e| refuse(what, name, e))?;
         Ok(Some(Change::Kernel { node: h.index(), cmd, variant }))
     }
 

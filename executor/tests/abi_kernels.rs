@@ -4,7 +4,9 @@
 
 mod common;
 
-use cmdgraph_ir::bundle::{ArgField, ArgFieldKind, ArgLayout, CompiledKernel, GraphPlan, MemorySlot, PoolPlan};
+use cmdgraph_ir::bundle::{
+    ArgField, ArgFieldKind, ArgLayout, CompiledKernel, GraphPlan, LaunchVariant, MemorySlot, PoolPlan,
+};
 use cmdgraph_ir::interp::{AllocLayout, Interpreter, PoolLayout};
 use common::*;
 
@@ -126,13 +128,21 @@ fn interp_out(ir: &str, name: &str) -> Vec<f32> {
 }
 
 #[test]
-fn vectorized_kernel_dispatches_a_quarter_of_the_invocations() {
+fn launch_table_picks_the_vectorized_variant_which_dispatches_a_quarter() {
     let ir = format!(
         "{KERNELS_IR}\nusm @x : f32[1000]\ndevice_global @count : u32[1]\ngraph @g {{\n  %k = kernel @ramp range(1000) args(@x)\n}}\n"
     );
-    let mut b = bundle(&ir, vec![], vec![]);
-    b.kernels.retain(|k| k.kernel != "ramp");
-    b.kernels.push(ramp4(64));
+    // The plain `ramp` stays the first variant; the bundle's launch table (codegen's choice
+    // for a range launch) names the vectorized one, which counts its invocations.
+    let mut b = bundle(&ir, vec![ramp4(64)], vec![]);
+    let index = b.kernels.len() as u32 - 1;
+    b.graphs.push(GraphPlan {
+        name: "g".into(),
+        segments: vec![],
+        memory: PoolPlan::default(),
+        origins: vec![],
+        launches: vec![LaunchVariant { node: "k".into(), alternative: None, kernel: index }],
+    });
     let mut ex = executor(b);
     let e = ex.finalize("g").unwrap();
     ex.run(e).unwrap();
@@ -190,6 +200,7 @@ graph @g {{
                 report: String::new(),
             },
             origins: vec![],
+            launches: vec![],
         };
         let mut ex = executor(bundle(&ir, vec![], vec![plan]));
         let e = ex.finalize("g").unwrap();

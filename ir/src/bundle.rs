@@ -5,8 +5,14 @@
 //! the IR already says; the rest is what the IR cannot say: SPIR-V per kernel variant, the
 //! argument layout of each, the schedule, the memory plan and where each node came from.
 //! Every collection is a `Vec` in a defined order, so the same input gives the same bytes.
+//! [`Bundle::to_ron`] writes it with the content hash filled in; [`Bundle::from_ron`] reads
+//! it, checking the format version first, then the hash (docs/bundle.md).
 
 use serde::{Deserialize, Serialize};
+
+mod io;
+
+pub use io::BundleError;
 
 /// Bumped whenever the bundle or the kernel ABI changes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -122,6 +128,24 @@ pub struct GraphPlan {
     /// For optimized nodes whose name is not a source node's: the source nodes they stand
     /// for, as (graph, node) names. Sorted by node name.
     pub origins: Vec<NodeOrigin>,
+    /// The compiled variant of every kernel launch: each kernel node, and each kernel
+    /// alternative of each `dynamic` node. In node creation order, then alternative order.
+    pub launches: Vec<LaunchVariant>,
+}
+
+/// Which entry of [`Bundle::kernels`] a kernel launch runs.
+///
+/// A `range` launch's work-group size is codegen's choice, which the executor cannot
+/// recompute without codegen; this table says it, for every launch and every dynamic
+/// command group alternative, so that switching the active alternative needs no lookup.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchVariant {
+    /// The `kernel` or `dynamic` node (without `%`).
+    pub node: String,
+    /// For a `dynamic` node, the alternative index; `None` for a kernel node.
+    pub alternative: Option<u32>,
+    /// Index into [`Bundle::kernels`].
+    pub kernel: u32,
 }
 
 /// A part of a run between host tasks (docs/abi.md, "Schedule").

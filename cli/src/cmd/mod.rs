@@ -1,8 +1,11 @@
 //! One module per subcommand, plus the parse and verify steps they share.
 
+pub mod compile;
+pub mod compile_emit;
 pub mod diff;
 pub mod dot;
 pub mod fmt;
+pub mod inspect;
 pub mod interp;
 pub mod opt;
 pub mod run;

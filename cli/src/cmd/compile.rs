@@ -1,0 +1,122 @@
+//! `cmdgraph compile`: verify, run the pass pipeline, generate SPIR-V for every kernel
+//! variant and write the bundle (docs/bundle.md).
+
+use super::compile_emit::{self, EmitKind, Emitted};
+use crate::exit::{Failure, Outcome};
+use crate::io;
+use cmdgraph_codegen::bundle::{compile_module, CompileError, CompileReport, Llvm};
+use cmdgraph_codegen::Options;
+use cmdgraph_passes::pipeline::{self, render_timings};
+use cmdgraph_passes::{PassInfo, DEFAULT_PIPELINE, REGISTRY};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+const EXAMPLES: &str = "\
+Examples:
+  cmdgraph compile app.cgir                     writes app.cgb (default pipeline, -O2)
+  cmdgraph compile app.cgir -o build/app.cgb -O3
+  cmdgraph compile --passes=inline-subgraphs,plan-memory app.cgir -o app.cgb
+  cmdgraph compile --time-passes app.cgir -o app.cgb
+  cmdgraph compile --emit=spirv-asm app.cgir    print SPIR-V instead of writing a bundle
+  cmdgraph inspect app.cgb";
+
+/// Arguments of `cmdgraph compile`.
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct CompileArgs {
+    /// The module to compile; `-` reads stdin.
+    #[arg(value_name = "FILE", default_value = "-")]
+    pub input: PathBuf,
+    /// Where to write the bundle (replaced only once complete); default FILE with the
+    /// extension `.cgb`, or stdout when FILE is `-`. `-o -` writes to stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Comma-separated passes to run in order (default: the default pipeline, see
+    /// `cmdgraph opt --list-passes`).
+    #[arg(long, value_name = "a,b,c", value_parser = parse_passes)]
+    pub passes: Option<PassList>,
+    /// LLVM optimization level (-O0 to -O3).
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub opt_level: u8,
+    /// Print what code generation makes instead of a bundle: `llvm-ir`, `spirv-asm` (every
+    /// kernel variant the graphs launch), or `spirv` (the binary of one variant; needs -o).
+    #[arg(long, value_name = "WHAT")]
+    pub emit: Option<EmitKind>,
+    /// With --emit: only this kernel's variants (name without `@`).
+    #[arg(long, value_name = "NAME", requires = "emit")]
+    pub kernel: Option<String>,
+    /// Print the wall time of every pass and of every kernel variant's code generation to
+    /// stderr.
+    #[arg(long)]
+    pub time_passes: bool,
+}
+
+/// A parsed `--passes` value (a newtype so that clap takes it as one value, not a list).
+#[derive(Clone, Debug)]
+pub struct PassList(pub Vec<&'static PassInfo>);
+
+fn parse_passes(spec: &str) -> Result<PassList, String> {
+    pipeline::parse_pipeline(spec, REGISTRY).map(PassList).map_err(|e| e.to_string())
+}
+
+/// Runs `cmdgraph compile`.
+pub fn run(args: &CompileArgs) -> Outcome {
+    let input = io::read_input(&args.input)?;
+    let module = super::parse(&input)?;
+    super::print_warnings(&super::verify(&input, &module)?);
+    let passes: Vec<&'static PassInfo> = match &args.passes {
+        Some(p) => p.0.clone(),
+        None => DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect(),
+    };
+    let options = Options { opt_level: args.opt_level };
+    if let Some(what) = args.emit {
+        return emit(args, &module, what);
+    }
+    let (bundle, report) = compile_module(&module, &passes, &options, &Llvm).map_err(|e| reject(&input.name, &e))?;
+    let text = bundle.to_ron().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
+    if args.time_passes {
+        eprint!("{}", render_times(&report));
+    }
+    let target = output_path(&args.input, args.output.as_deref());
+    io::write_output(target.as_deref(), &text)
+}
+
+/// `--emit`: code generation output of the source module's variants instead of a bundle,
+/// to stdout or `-o` (a binary needs `-o`).
+fn emit(args: &CompileArgs, module: &cmdgraph_ir::Module, what: EmitKind) -> Outcome {
+    match compile_emit::emit(module, args.kernel.as_deref(), args.opt_level, what)
+        .map_err(|e| Failure::Rejected(e + "\n"))?
+    {
+        Emitted::Text(text) => io::write_output(args.output.as_deref(), &text),
+        Emitted::Binary(bytes) => match args.output.as_deref() {
+            Some(path) if !io::is_stdio(path) => io::write_atomic(path, &bytes)
+                .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display()))),
+            _ => Err(Failure::Rejected("error: --emit=spirv is binary; give -o FILE\n".to_string())),
+        },
+    }
+}
+
+/// `-o` as given; else FILE with `.cgb`; stdout for stdin.
+fn output_path(input: &Path, output: Option<&Path>) -> Option<PathBuf> {
+    match output {
+        Some(o) => Some(o.to_path_buf()),
+        None if io::is_stdio(input) => None,
+        None => Some(input.with_extension("cgb")),
+    }
+}
+
+fn reject(name: &str, e: &CompileError) -> Failure {
+    Failure::Rejected(format!("error: {name}: {e}\n"))
+}
+
+/// The pass timing table, then one line per compiled kernel variant.
+fn render_times(report: &CompileReport) -> String {
+    let mut out = render_timings(&report.passes);
+    let _ =
+        writeln!(out, "  packaging (schedule, memory plan, launch tables): {:.6} s", report.packaging.as_secs_f64());
+    for (kernel, wg, t) in &report.kernels {
+        let _ = writeln!(out, "  codegen @{kernel} {}x{}x{}: {:.6} s", wg[0], wg[1], wg[2], t.as_secs_f64());
+    }
+    let _ = writeln!(out, "  compile total: {:.6} s", report.total.as_secs_f64());
+    out
+}

@@ -1,0 +1,115 @@
+//! Which kernel variants a module needs and which launch runs which: every kernel node and
+//! every kernel alternative of every `dynamic` node, in module order.
+
+use super::{CompileError, KernelCompiler};
+use crate::{CompiledKernel, Handle, Kernel, Module, Variant};
+use cmdgraph_ir::bundle::LaunchVariant;
+use cmdgraph_ir::{Alternative, Arg, Graph, KernelCommand, NodeKind};
+use std::collections::BTreeMap;
+
+/// One distinct variant to compile.
+pub struct Needed {
+    /// The kernel's name (the first key, so variants come out sorted by name).
+    pub name: String,
+    /// The kernel.
+    pub kernel: Handle<Kernel>,
+    /// The variant.
+    pub variant: Variant,
+    /// `@graph %node` of the first launch needing it, for error messages.
+    pub first_use: String,
+}
+
+/// The variants and the launch tables.
+pub struct Launches {
+    /// Distinct variants sorted by (kernel name, work-group size, variant): bundle order.
+    pub variants: Vec<Needed>,
+    /// (graph, node, alternative, index into `variants`), in module order.
+    uses: Vec<(String, String, Option<u32>, u32)>,
+}
+
+impl Launches {
+    /// The launch table of graph `name`.
+    pub fn table(&self, name: &str) -> Vec<LaunchVariant> {
+        self.uses
+            .iter()
+            .filter(|(g, ..)| g == name)
+            .map(|(_, node, alternative, kernel)| LaunchVariant {
+                node: node.clone(),
+                alternative: *alternative,
+                kernel: *kernel,
+            })
+            .collect()
+    }
+}
+
+/// Chooses the variant of every launch in `module`.
+pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launches, CompileError> {
+    type Key = (String, [u32; 3], Variant);
+    let mut keys: BTreeMap<Key, (Handle<Kernel>, String)> = BTreeMap::new();
+    let mut uses: Vec<(String, String, Option<u32>, Key)> = Vec::new();
+    for (_, graph) in module.graphs.iter() {
+        for (_, node) in graph.nodes.iter() {
+            let commands: Vec<(Option<u32>, &KernelCommand)> = match &node.kind {
+                NodeKind::Kernel(cmd) => vec![(None, cmd)],
+                NodeKind::Dynamic { dcg } => graph
+                    .dcgs
+                    .try_get(*dcg)
+                    .map(|d| {
+                        d.alternatives
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, a)| match a {
+                                Alternative::Kernel(cmd) => Some((Some(i as u32), cmd)),
+                                _ => None,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                _ => continue,
+            };
+            for (alternative, cmd) in commands {
+                let at = format!("@{} %{}", graph.name, node.name);
+                let name = module.kernels.try_get(cmd.kernel).map(|k| k.name.clone()).unwrap_or_default();
+                let args = resolve(graph, &cmd.args);
+                let variant = compiler
+                    .choose_variant(module, cmd.kernel, &cmd.launch, &args)
+                    .map_err(|message| CompileError::Kernel { at: at.clone(), kernel: name.clone(), message })?;
+                let key = (name, variant.workgroup_size, variant);
+                keys.entry(key.clone()).or_insert((cmd.kernel, at));
+                uses.push((graph.name.clone(), node.name.clone(), alternative, key));
+            }
+        }
+    }
+    let index: BTreeMap<&Key, u32> = keys.keys().enumerate().map(|(i, k)| (k, i as u32)).collect();
+    let uses =
+        uses.iter().map(|(g, n, a, key)| (g.clone(), n.clone(), *a, index.get(key).copied().unwrap_or(0))).collect();
+    let variants = keys
+        .into_iter()
+        .map(|((name, _, variant), (kernel, first_use))| Needed { name, kernel, variant, first_use })
+        .collect();
+    Ok(Launches { variants, uses })
+}
+
+/// Arguments with dynamic parameters replaced by their current values.
+fn resolve(graph: &Graph, args: &[Arg]) -> Vec<Arg> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Dyn(p) => graph.dyn_params.try_get(*p).map(|p| Arg::Value(p.value.clone())).unwrap_or(a.clone()),
+            Arg::Value(_) => a.clone(),
+        })
+        .collect()
+}
+
+/// A compiled kernel must be the one asked for: the executor finds variants by these fields.
+pub fn check(k: CompiledKernel, name: &str, variant: &Variant) -> Result<CompiledKernel, String> {
+    if k.kernel != name || k.workgroup_size != variant.workgroup_size {
+        return Err(format!(
+            "the code generator returned @{} at {:?} for @{name} at {:?}",
+            k.kernel, k.workgroup_size, variant.workgroup_size
+        ));
+    }
+    if k.spirv.is_empty() {
+        return Err("the code generator returned no SPIR-V".to_string());
+    }
+    Ok(k)
+}

@@ -1,0 +1,176 @@
+//! The bundle writer: source module → passes → schedule, memory plan, kernel variants →
+//! [`Bundle`] (docs/bundle.md).
+//!
+//! [`compile_module`] is the whole of `cmdgraph compile` short of reading and writing files.
+//! Kernel code generation goes through the [`KernelCompiler`] trait so that packaging can
+//! be tested without LLVM; the real implementation is [`Llvm`].
+//!
+//! Determinism: every table is built in module order (graphs, nodes in creation order,
+//! alternatives in list order) or sorted; kernel variants are compiled in the order of
+//! their `(kernel name, work-group size, variant)` key; no time, path or host name goes
+//! into the bundle. Timings are returned beside it, in [`CompileReport`].
+
+mod launches;
+mod llvm;
+mod memory;
+
+pub use llvm::Llvm;
+
+use crate::schedule::{self, ScheduleError};
+use crate::{CompiledKernel, Handle, Kernel, Module, Options, Variant};
+use cmdgraph_ir::bundle::{Bundle, BundleError, GraphPlan, NodeOrigin, FORMAT_VERSION};
+use cmdgraph_ir::diag::Diagnostic;
+use cmdgraph_ir::{Arg, Launch};
+use cmdgraph_passes::pipeline::{run_pipeline, PipelineReport, RunOptions};
+use cmdgraph_passes::{PassContext, PassError, PassInfo};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// Kernel code generation as the bundle writer needs it: pick the variant a launch needs,
+/// compile a variant to a validated SPIR-V module.
+pub trait KernelCompiler {
+    /// The variant of `kernel` that `launch` with `args` needs. Dynamic-parameter
+    /// arguments arrive already replaced by their current values.
+    fn choose_variant(
+        &self,
+        module: &Module,
+        kernel: Handle<Kernel>,
+        launch: &Launch,
+        args: &[Arg],
+    ) -> Result<Variant, String>;
+
+    /// One SPIR-V module for `kernel` at `variant`, validated.
+    fn compile_kernel(
+        &self,
+        module: &Module,
+        kernel: Handle<Kernel>,
+        variant: &Variant,
+        options: &Options,
+    ) -> Result<CompiledKernel, String>;
+}
+
+/// Why a module could not be compiled.
+#[derive(Debug)]
+pub enum CompileError {
+    /// The source module does not verify (callers normally verify first and render these
+    /// against the source text).
+    Invalid(Vec<Diagnostic>),
+    /// A pass failed.
+    Pass(PassError),
+    /// The pipeline's output does not verify: a bug in a pass.
+    InvalidOutput(Vec<Diagnostic>),
+    /// A graph cannot be scheduled.
+    Schedule(ScheduleError),
+    /// Choosing or compiling a kernel variant failed.
+    Kernel {
+        /// Where: `@graph %node` of the first launch that needs the variant.
+        at: String,
+        /// The kernel (without `@`).
+        kernel: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The bundle could not be serialized.
+    Bundle(BundleError),
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Invalid(d) => write!(f, "the module does not verify ({} diagnostics)", d.len()),
+            CompileError::Pass(e) => write!(f, "{e}"),
+            CompileError::InvalidOutput(d) => {
+                let first = d.first().map(|d| d.message.as_str()).unwrap_or("no diagnostic");
+                write!(f, "the optimized module does not verify (a bug in a pass): {first}")
+            }
+            CompileError::Schedule(e) => write!(f, "{e}"),
+            CompileError::Kernel { at, kernel, message } => write!(f, "{at}: kernel @{kernel}: {message}"),
+            CompileError::Bundle(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// How long each part of a compile took: for `--time-passes`-like output and the
+/// compile-time benchmark, never for the bundle.
+#[derive(Clone, Debug, Default)]
+pub struct CompileReport {
+    /// The pass pipeline.
+    pub passes: PipelineReport,
+    /// Scheduling, memory planning and launch tables, over all graphs.
+    pub packaging: Duration,
+    /// Per compiled variant, in bundle order: (kernel, work-group size, wall time).
+    pub kernels: Vec<(String, [u32; 3], Duration)>,
+    /// The whole of [`compile_module`].
+    pub total: Duration,
+}
+
+/// Compiles `source` with `passes` and `compiler`. The module must verify.
+pub fn compile_module(
+    source: &Module,
+    passes: &[&'static PassInfo],
+    options: &Options,
+    compiler: &dyn KernelCompiler,
+) -> Result<(Bundle, CompileReport), CompileError> {
+    let start = Instant::now();
+    verify(source).map_err(CompileError::Invalid)?;
+    let mut optimized = source.clone();
+    let mut ctx = PassContext::default();
+    let passes_report = run_pipeline(&mut optimized, passes, &RunOptions::default(), &mut ctx, &mut |_| {})
+        .map_err(CompileError::Pass)?;
+    verify(&optimized).map_err(CompileError::InvalidOutput)?;
+
+    let t = Instant::now();
+    let needed = launches::collect(&optimized, compiler)?;
+    let mut graphs = Vec::new();
+    for (_, graph) in optimized.graphs.iter() {
+        let origins = ctx
+            .origins
+            .iter()
+            .filter(|((g, n), _)| *g == graph.name && graph.node_by_name(n).is_some())
+            .map(|((_, n), sources)| NodeOrigin { node: n.clone(), sources: sources.clone() })
+            .collect();
+        graphs.push(GraphPlan {
+            name: graph.name.clone(),
+            segments: schedule::schedule(graph).map_err(CompileError::Schedule)?,
+            memory: memory::pool_plan(graph, ctx.memory_plans.get(&graph.name)),
+            origins,
+            launches: needed.table(&graph.name),
+        });
+    }
+    let packaging = t.elapsed();
+
+    let mut kernels = Vec::with_capacity(needed.variants.len());
+    let mut kernel_times = Vec::with_capacity(needed.variants.len());
+    for v in &needed.variants {
+        let t = Instant::now();
+        let compiled = compiler
+            .compile_kernel(&optimized, v.kernel, &v.variant, options)
+            .and_then(|k| launches::check(k, &v.name, &v.variant))
+            .map_err(|message| CompileError::Kernel { at: v.first_use.clone(), kernel: v.name.clone(), message })?;
+        kernel_times.push((v.name.clone(), v.variant.workgroup_size, t.elapsed()));
+        kernels.push(compiled);
+    }
+
+    let mut bundle = Bundle {
+        format_version: FORMAT_VERSION,
+        content_hash: String::new(),
+        source: cmdgraph_ir::text::print(source),
+        optimized: cmdgraph_ir::text::print(&optimized),
+        pipeline: passes.iter().map(|p| p.name).collect::<Vec<_>>().join(","),
+        kernels,
+        graphs,
+    };
+    bundle.content_hash = bundle.compute_hash().map_err(CompileError::Bundle)?;
+    let report = CompileReport { passes: passes_report, packaging, kernels: kernel_times, total: start.elapsed() };
+    Ok((bundle, report))
+}
+
+/// Errors only; warnings do not stop a compile.
+fn verify(module: &Module) -> Result<(), Vec<Diagnostic>> {
+    match cmdgraph_ir::verify::verify(module) {
+        Err(d) if d.iter().any(|d| d.severity == cmdgraph_ir::diag::Severity::Error) => Err(d),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,251 @@
+//! Loads, stores and atomics on buffers, device globals and work-group memory.
+//!
+//! A buffer element `i` is element `offset + i` of the slot's binding, `offset` being the
+//! parameter's element-offset word in the argument block (0 for device globals). `bool`
+//! is one byte in memory. In the vectorized path the index is known to be the global id,
+//! so 4 consecutive elements are one `<4 x T>` element of the slot's vector view.
+
+use super::types::{self, reg};
+use super::{Lowerer, Val};
+use crate::error::CodegenError;
+use cmdgraph_ir::kernel::{AtomicOp, MemBase, OpKind, V};
+use cmdgraph_ir::{Handle, Op, ParamType, ScalarType, Type, ValueDef, ValueType};
+
+/// Where an access goes.
+enum Place {
+    /// Memory slot `slot` (binding `1 + slot`).
+    Slot(u32),
+    /// Work-group array `name` of `capacity` elements.
+    Local(String, u64),
+}
+
+impl Lowerer<'_> {
+    /// Declares one work-group array per `local` op and `local<T>` parameter.
+    pub fn declare_locals(&mut self) -> Result<(), CodegenError> {
+        let body = self.plan.body;
+        let mut capacities = self.plan.variant.local_capacity.iter();
+        let mut found = Vec::new();
+        for (i, p) in self.plan.kernel.params.iter().enumerate() {
+            if let ParamType::Local { elem } = p.ty {
+                let cap = *capacities.next().ok_or_else(|| self.err_kernel("missing local capacity"))?;
+                if let Some((v, _)) = body.values.iter().nth(i) {
+                    found.push((v.index(), elem, cap));
+                }
+            }
+        }
+        for (_, op) in body.ops.iter() {
+            if let (OpKind::LocalAlloc { elem, count }, Some(&v)) = (&op.kind, op.results.first()) {
+                found.push((v.index(), *elem, *count));
+            }
+        }
+        for (v, elem, cap) in found {
+            if cap > u32::MAX as u64 / elem.size().max(1) {
+                return Err(self.err_kernel(format!("work-group memory of {cap} elements is too large")));
+            }
+            let name = format!("@__cg_local{}", self.locals.len());
+            let n = cap.max(1);
+            self.ir
+                .globals
+                .push(format!("{name} = internal addrspace(3) global [{n} x {}] poison, align 16", types::mem(elem)));
+            self.locals.push((v, name, elem, n));
+        }
+        Ok(())
+    }
+
+    fn place(&self, h: Handle<Op>, mem: MemBase) -> Result<(Place, Type), CodegenError> {
+        let layout = self.plan.layout;
+        match mem {
+            MemBase::Global(g) => {
+                let slot = layout.globals.iter().find(|(x, _)| *x == g).map(|(_, s)| *s);
+                let slot = slot.ok_or_else(|| self.err(h, "device_global has no memory slot"))?;
+                let elem = layout.slots.get(slot as usize).map(|s| s.elem).ok_or_else(|| self.err(h, "slot"))?;
+                Ok((Place::Slot(slot), elem))
+            }
+            MemBase::Value(v) => {
+                let value = self.plan.body.values.try_get(v).ok_or_else(|| self.err(h, "memory value"))?;
+                match (value.ty, value.def) {
+                    (ValueType::Buffer { elem, .. }, ValueDef::Param(i)) => {
+                        let slot = layout.param_slot.get(i as usize).copied().flatten();
+                        Ok((Place::Slot(slot.ok_or_else(|| self.err(h, "buffer without slot"))?), elem))
+                    }
+                    (ValueType::Local { elem }, _) => {
+                        let local = self.locals.iter().find(|(x, ..)| *x == v.index());
+                        let (_, name, _, cap) = local.ok_or_else(|| self.err(h, "work-group memory not declared"))?;
+                        Ok((Place::Local(name.clone(), *cap), elem))
+                    }
+                    _ => Err(self.err(h, "not a memory value")),
+                }
+            }
+        }
+    }
+
+    /// The element index as `i32`, before the slot offset.
+    fn index32(&mut self, h: Handle<Op>, index: V) -> Result<Val, CodegenError> {
+        let t = self.data_ty(h, index)?;
+        let v = self.val(h, index)?;
+        if !t.scalar.is_integer() || t.lanes != 1 || self.width > 1 {
+            return Err(self.err(h, format!("index of type {t}")));
+        }
+        Ok(if types::bits(t.scalar) == 64 { self.ir.emit("i32", format!("trunc {} to i32", v.typed())) } else { v })
+    }
+
+    /// A pointer to element `index` of `place`, through `handle` (slot views).
+    fn pointer(
+        &mut self,
+        place: &Place,
+        elem_ty: &str,
+        (handle, array, writable): (&str, &str, bool),
+        idx: Val,
+    ) -> Result<Val, CodegenError> {
+        match place {
+            Place::Slot(slot) => {
+                let idx = match self.plan.layout.slots.get(*slot as usize).and_then(|s| s.offset_field) {
+                    Some(f) => {
+                        let off = self.word(f);
+                        self.ir.emit("i32", format!("add i32 {}, {}", idx.v, off.v))
+                    }
+                    None => idx,
+                };
+                let w = u8::from(writable);
+                let m = format!("tspirv.VulkanBuffer_{}_12_{w}t", types::mangle(array));
+                let f = format!("llvm.spv.resource.getpointer.p11.{m}");
+                let ht = format!("target(\"spirv.VulkanBuffer\", {array}, 12, {w})");
+                self.ir.declare(format!("declare ptr addrspace(11) @{f}({ht}, i32)"));
+                Ok(self
+                    .ir
+                    .emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", idx.v)))
+            }
+            Place::Local(name, cap) => Ok(self.ir.emit(
+                "ptr addrspace(3)",
+                format!("getelementptr [{cap} x {elem_ty}], ptr addrspace(3) {name}, i32 0, i32 {}", idx.v),
+            )),
+        }
+    }
+
+    /// The pointer an access at `index` uses, and the element's memory type.
+    fn element(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<(Val, Type), CodegenError> {
+        let (place, elem) = self.place(h, mem)?;
+        let mt = types::mem(elem);
+        if self.width > 1 {
+            let Place::Slot(slot) = place else { return Err(self.err(h, "vectorized work-group memory")) };
+            let base = self.vec_base.clone().ok_or_else(|| self.err(h, "vector base"))?;
+            let handle =
+                self.vec_handles.get(slot as usize).cloned().flatten().ok_or_else(|| self.err(h, "vector view"))?;
+            let start = match self.plan.layout.slots.get(slot as usize).and_then(|s| s.offset_field) {
+                Some(f) => {
+                    let off = self.word(f);
+                    self.ir.emit("i32", format!("add i32 {}, {}", base.v, off.v))
+                }
+                None => base,
+            };
+            let quad = self.ir.emit("i32", format!("lshr i32 {}, 2", start.v));
+            let vt = format!("<4 x {}>", types::mem_scalar(elem.scalar));
+            let array = format!("[0 x {vt}]");
+            let w = u8::from(self.plan.layout.slots.get(slot as usize).is_some_and(|s| s.writes));
+            let m = format!("tspirv.VulkanBuffer_{}_12_{w}t", types::mangle(&array));
+            let f = format!("llvm.spv.resource.getpointer.p11.{m}");
+            let ht = format!("target(\"spirv.VulkanBuffer\", {array}, 12, {w})");
+            self.ir.declare(format!("declare ptr addrspace(11) @{f}({ht}, i32)"));
+            let p = self
+                .ir
+                .emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", quad.v));
+            return Ok((p, elem));
+        }
+        let idx = self.index32(h, index)?;
+        let (handle, writable) = self.slot_handle(&place);
+        let p = self.pointer(&place, &mt, (&handle, &format!("[0 x {mt}]"), writable), idx)?;
+        Ok((p, elem))
+    }
+
+    /// The scalar-view handle of a slot place and whether it is writable.
+    fn slot_handle(&self, place: &Place) -> (String, bool) {
+        match place {
+            Place::Slot(s) => (
+                self.handles.get(*s as usize).cloned().unwrap_or_default(),
+                self.plan.layout.slots.get(*s as usize).is_some_and(|x| x.writes),
+            ),
+            Place::Local(..) => (String::new(), false),
+        }
+    }
+
+    fn align(&self, elem: Type) -> u64 {
+        let a = if self.width > 1 { elem.scalar.size() * 4 } else { elem.size() };
+        a.max(1)
+    }
+
+    /// `load mem[index]`.
+    pub fn load(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<Val, CodegenError> {
+        let (p, elem) = self.element(h, mem, index)?;
+        let lanes = if self.width > 1 { self.width } else { elem.lanes };
+        let mt = types::vector(types::mem_scalar(elem.scalar), lanes);
+        let a = self.align(elem);
+        let raw = self.ir.emit(&mt, format!("load {mt}, {}, align {a}", p.typed()));
+        if elem.scalar != ScalarType::Bool {
+            return Ok(raw);
+        }
+        let rt = reg(elem, self.width);
+        let zero = types::splat_const(Type::vector(ScalarType::U32, lanes), 1, "0").replace("i32", "i8");
+        Ok(self.ir.emit(&rt, format!("icmp ne {mt} {}, {zero}", raw.v)))
+    }
+
+    /// `store mem[index], value`.
+    pub fn store(&mut self, h: Handle<Op>, mem: MemBase, index: V, value: V) -> Result<(), CodegenError> {
+        let v = self.val(h, value)?;
+        let (p, elem) = self.element(h, mem, index)?;
+        let lanes = if self.width > 1 { self.width } else { elem.lanes };
+        let mt = types::vector(types::mem_scalar(elem.scalar), lanes);
+        let v =
+            if elem.scalar == ScalarType::Bool { self.ir.emit(&mt, format!("zext {} to {mt}", v.typed())) } else { v };
+        let a = self.align(elem);
+        self.ir.inst(format!("store {}, {}, align {a}", v.typed(), p.typed()));
+        Ok(())
+    }
+
+    /// `atomic op mem[index], value` (and `cmpxchg`); the result is the old value.
+    pub fn atomic(
+        &mut self,
+        h: Handle<Op>,
+        aop: AtomicOp,
+        mem: MemBase,
+        index: V,
+        value: V,
+        expected: Option<V>,
+    ) -> Result<Val, CodegenError> {
+        let (place, elem) = self.place(h, mem)?;
+        if elem.lanes != 1 || !cmdgraph_ir::kernel::atomic_scalar(aop, elem.scalar) || self.width > 1 {
+            return Err(self.err(h, format!("atomic {} on {elem}", aop.keyword())));
+        }
+        let scope = if matches!(place, Place::Local(..)) { "workgroup" } else { "device" };
+        if aop == AtomicOp::CompareExchange {
+            // LLVM 22's SPIR-V backend crashes on `cmpxchg` (SPIRVLegalizePointerCast).
+            let _ = expected;
+            return Err(self.err(h, "atomic cmpxchg is not supported by LLVM 22's SPIR-V backend (docs/codegen.md)"));
+        }
+        let v = self.val(h, value)?;
+        let idx = self.index32(h, index)?;
+        let ty = types::scalar(elem.scalar);
+        let (handle, writable) = self.slot_handle(&place);
+        let p = self.pointer(&place, ty, (&handle, &format!("[0 x {ty}]"), writable), idx)?;
+        // acq_rel rather than monotonic: LLVM 22's SPIR-V backend spells relaxed semantics
+        // as OpConstantNull, which it then also uses as a struct index, which is invalid.
+        let signed = types::signed(elem.scalar);
+        let float = elem.scalar == ScalarType::F32;
+        let op = match aop {
+            AtomicOp::Add if float => "fadd",
+            AtomicOp::Min if float => "fmin",
+            AtomicOp::Max if float => "fmax",
+            AtomicOp::Add => "add",
+            AtomicOp::Sub => "sub",
+            AtomicOp::And => "and",
+            AtomicOp::Or => "or",
+            AtomicOp::Xor => "xor",
+            AtomicOp::Exchange => "xchg",
+            AtomicOp::Min if signed => "min",
+            AtomicOp::Max if signed => "max",
+            AtomicOp::Min => "umin",
+            AtomicOp::Max => "umax",
+            AtomicOp::CompareExchange => "xchg",
+        };
+        Ok(self.ir.emit(ty, format!("atomicrmw {op} {}, {} syncscope(\"{scope}\") acq_rel", p.typed(), v.typed())))
+    }
+}

@@ -1,0 +1,371 @@
+//! Pure ops: constants, arithmetic, comparisons, select, casts and vector shuffles, with
+//! the reference interpreter's semantics (ir/src/interp/scalar.rs).
+
+use super::types::{self, bits, reg, signed};
+use super::{Lowerer, Val};
+use crate::error::CodegenError;
+use cmdgraph_ir::kernel::{BinaryOp, CmpOp, OpKind, UnaryOp};
+use cmdgraph_ir::{Handle, Op, ScalarType, Type};
+
+impl Lowerer<'_> {
+    /// Every op without regions.
+    pub fn simple(&mut self, h: Handle<Op>, op: &Op) -> Result<(), CodegenError> {
+        let out = match &op.kind {
+            OpKind::Const(lit, t) => {
+                let text = types::literal(lit.value, t.scalar)
+                    .ok_or_else(|| self.err(h, format!("the literal does not fit {t}")))?;
+                Val::new(reg(*t, self.width), types::splat_const(*t, self.width, &text))
+            }
+            OpKind::Builtin(b, d) => self.builtin(h, *b, *d)?,
+            OpKind::Unary(u, a) => {
+                let t = self.data_ty(h, *a)?;
+                let a = self.val(h, *a)?;
+                self.unary(h, *u, t, a)?
+            }
+            OpKind::Binary(b, x, y) => {
+                let t = self.data_ty(h, *x)?;
+                let (x, y) = (self.val(h, *x)?, self.val(h, *y)?);
+                self.binary(h, *b, t, x, y)?
+            }
+            OpKind::Fma(a, b, c) => {
+                let t = self.data_ty(h, *a)?;
+                if !t.scalar.is_float() {
+                    return Err(self.err(h, format!("`fma` does not apply to {t}")));
+                }
+                let args = [self.val(h, *a)?, self.val(h, *b)?, self.val(h, *c)?];
+                self.float_op(t, &args, |l, w| {
+                    let name = format!("llvm.fma.{}", types::mangle(&w[0].ty));
+                    l.ir.call(&w[0].ty.clone(), &name, w)
+                })
+            }
+            OpKind::Cmp(c, x, y) => {
+                let t = self.data_ty(h, *x)?;
+                let (x, y) = (self.val(h, *x)?, self.val(h, *y)?);
+                self.compare(*c, t, &x, &y)
+            }
+            OpKind::Select(c, x, y) => {
+                let (c, x, y) = (self.val(h, *c)?, self.val(h, *x)?, self.val(h, *y)?);
+                self.ir.emit(&x.ty.clone(), format!("select {}, {}, {}", c.typed(), x.typed(), y.typed()))
+            }
+            OpKind::Cast(x, to) => {
+                let from = self.data_ty(h, *x)?;
+                let x = self.val(h, *x)?;
+                self.cast(from, *to, x)
+            }
+            OpKind::Splat(x, t) => {
+                let x = self.val(h, *x)?;
+                let vt = reg(*t, 1);
+                let ins = self.ir.emit(&vt, format!("insertelement {vt} poison, {}, i32 0", x.typed()));
+                self.ir.emit(
+                    &vt,
+                    format!("shufflevector {vt} {}, {vt} poison, <{} x i32> zeroinitializer", ins.v, t.lanes),
+                )
+            }
+            OpKind::Extract(v, lane) => {
+                let t = self.data_ty(h, *v)?;
+                let v = self.val(h, *v)?;
+                self.ir.emit(types::scalar(t.scalar), format!("extractelement {}, i32 {lane}", v.typed()))
+            }
+            OpKind::Insert(v, lane, s) => {
+                let (v, s) = (self.val(h, *v)?, self.val(h, *s)?);
+                self.ir.emit(&v.ty.clone(), format!("insertelement {}, {}, i32 {lane}", v.typed(), s.typed()))
+            }
+            OpKind::Construct(parts) => {
+                let first = *parts.first().ok_or_else(|| self.err(h, "`vec` needs 2 to 4 scalars"))?;
+                let t = self.data_ty(h, first)?;
+                let vt = types::vector(types::scalar(t.scalar), parts.len() as u8);
+                let mut acc = Val::new(vt.clone(), "poison");
+                for (i, &p) in parts.iter().enumerate() {
+                    let p = self.val(h, p)?;
+                    acc = self.ir.emit(&vt, format!("insertelement {vt} {}, {}, i32 {i}", acc.v, p.typed()));
+                }
+                acc
+            }
+            OpKind::Load { mem, index } => self.load(h, *mem, *index)?,
+            OpKind::Store { mem, index, value } => return self.store(h, *mem, *index, *value),
+            OpKind::Atomic { op: aop, mem, index, value, expected } => {
+                self.atomic(h, *aop, *mem, *index, *value, *expected)?
+            }
+            OpKind::GroupBarrier => {
+                self.ir.call_void("llvm.spv.group.memory.barrier.with.group.sync", &[]);
+                return Ok(());
+            }
+            OpKind::LocalAlloc { .. } => return Ok(()),
+            OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) => {
+                return Err(self.err(h, "structured op outside region lowering"))
+            }
+        };
+        self.set(h, op, 0, out)
+    }
+
+    /// Runs `f` on float operands; `f16` is computed in `f32` and rounded once, as the
+    /// interpreter does.
+    fn float_op(&mut self, t: Type, args: &[Val], f: impl FnOnce(&mut Self, &[Val]) -> Val) -> Val {
+        if t.scalar != ScalarType::F16 {
+            return f(self, args);
+        }
+        let wide_ty = args.first().map(|a| a.ty.replace("half", "float")).unwrap_or_else(|| "float".into());
+        let wide: Vec<Val> =
+            args.iter().map(|a| self.ir.emit(&wide_ty, format!("fpext {} to {wide_ty}", a.typed()))).collect();
+        let r = f(self, &wide);
+        let narrow = r.ty.replace("float", "half");
+        self.ir.emit(&narrow.clone(), format!("fptrunc {} to {narrow}", r.typed()))
+    }
+
+    /// A constant of `x`'s type with every lane `text`.
+    fn like(&self, x: &Val, t: Type, text: &str) -> Val {
+        Val::new(x.ty.clone(), types::splat_const(t, self.lanes_of(t), text))
+    }
+
+    fn lanes_of(&self, t: Type) -> u8 {
+        if self.width > 1 {
+            self.width
+        } else {
+            t.lanes
+        }
+    }
+
+    /// `icmp`/`fcmp` type of the result for operands of type `t`.
+    fn bool_ty(&self, t: Type) -> String {
+        reg(t.with_scalar(ScalarType::Bool), self.width)
+    }
+
+    fn unary(&mut self, h: Handle<Op>, u: UnaryOp, t: Type, a: Val) -> Result<Val, CodegenError> {
+        let s = t.scalar;
+        let ty = a.ty.clone();
+        if s.is_float() {
+            let name = match u {
+                UnaryOp::Neg => return Ok(self.ir.emit(&ty, format!("fneg {}", a.typed()))),
+                UnaryOp::Not => return Err(self.err(h, format!("`not` does not apply to {t}"))),
+                UnaryOp::Abs => "fabs",
+                UnaryOp::Sqrt | UnaryOp::Rsqrt => "sqrt",
+                UnaryOp::Exp => "exp",
+                UnaryOp::Log => "log",
+                UnaryOp::Sin => "sin",
+                UnaryOp::Cos => "cos",
+                UnaryOp::Tanh => "tanh",
+                UnaryOp::Floor => "floor",
+                UnaryOp::Ceil => "ceil",
+            };
+            return Ok(self.float_op(t, &[a], |l, w| {
+                let wt = w[0].ty.clone();
+                let r = l.ir.call(&wt, &format!("llvm.{name}.{}", types::mangle(&wt)), w);
+                if u == UnaryOp::Rsqrt {
+                    let one = Val::new(
+                        wt.clone(),
+                        types::splat_const(t.with_scalar(ScalarType::F32), l.lanes_of(t), &types::f32_text(1.0)),
+                    );
+                    l.ir.emit(&wt, format!("fdiv {}, {}", one.typed(), r.v))
+                } else {
+                    r
+                }
+            }));
+        }
+        Ok(match u {
+            UnaryOp::Neg if s != ScalarType::Bool => {
+                let zero = self.like(&a, t, "0");
+                self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), a.v))
+            }
+            UnaryOp::Not => {
+                let ones = self.like(&a, t, if s == ScalarType::Bool { "true" } else { "-1" });
+                self.ir.emit(&ty, format!("xor {}, {}", a.typed(), ones.v))
+            }
+            UnaryOp::Abs if signed(s) => {
+                let zero = self.like(&a, t, "0");
+                let neg = self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), a.v));
+                let lt = self.ir.emit(&self.bool_ty(t), format!("icmp slt {}, {}", a.typed(), zero.v));
+                self.ir.emit(&ty, format!("select {}, {}, {}", lt.typed(), neg.typed(), a.typed()))
+            }
+            UnaryOp::Abs if s.is_integer() => a,
+            _ => return Err(self.err(h, format!("`{}` does not apply to {t}", u.keyword()))),
+        })
+    }
+
+    fn binary(&mut self, h: Handle<Op>, b: BinaryOp, t: Type, x: Val, y: Val) -> Result<Val, CodegenError> {
+        let s = t.scalar;
+        let ty = x.ty.clone();
+        if s.is_float() {
+            let bool_ty = self.bool_ty(t);
+            return Ok(self.float_op(t, &[x, y], |l, w| {
+                let wt = w[0].ty.clone();
+                let (a, c) = (&w[0], &w[1]);
+                let simple = |op: &str| format!("{op} {}, {}", a.typed(), c.v);
+                match b {
+                    BinaryOp::Add => l.ir.emit(&wt, simple("fadd")),
+                    BinaryOp::Sub => l.ir.emit(&wt, simple("fsub")),
+                    BinaryOp::Mul => l.ir.emit(&wt, simple("fmul")),
+                    BinaryOp::Div => l.ir.emit(&wt, simple("fdiv")),
+                    BinaryOp::Rem => l.ir.emit(&wt, simple("frem")),
+                    BinaryOp::Pow => l.ir.call(&wt, &format!("llvm.pow.{}", types::mangle(&wt)), w),
+                    // IEEE minNum/maxNum: the non-NaN operand wins (Rust f32::min/max).
+                    BinaryOp::Min | BinaryOp::Max => {
+                        let pred = if b == BinaryOp::Min { "olt" } else { "ogt" };
+                        let better = l.ir.emit(&bool_ty, format!("fcmp {pred} {}, {}", a.typed(), c.v));
+                        let nan = l.ir.emit(&bool_ty, format!("fcmp une {}, {}", c.typed(), c.v));
+                        let pick = l.ir.emit(&bool_ty, format!("or {}, {}", better.typed(), nan.v));
+                        l.ir.emit(&wt, format!("select {}, {}, {}", pick.typed(), a.typed(), c.typed()))
+                    }
+                    _ => Val::new(wt, "poison"),
+                }
+            }))
+            .and_then(|v| {
+                if v.v == "poison" {
+                    Err(self.err(h, format!("`{}` does not apply to {t}", b.keyword())))
+                } else {
+                    Ok(v)
+                }
+            });
+        }
+        let simple = |op: &str| format!("{op} {}, {}", x.typed(), y.v);
+        let bool_ty = self.bool_ty(t);
+        Ok(match b {
+            BinaryOp::And => self.ir.emit(&ty, simple("and")),
+            BinaryOp::Or => self.ir.emit(&ty, simple("or")),
+            BinaryOp::Xor => self.ir.emit(&ty, simple("xor")),
+            _ if s == ScalarType::Bool => return Err(self.err(h, format!("`{}` does not apply to {t}", b.keyword()))),
+            BinaryOp::Add => self.ir.emit(&ty, simple("add")),
+            BinaryOp::Sub => self.ir.emit(&ty, simple("sub")),
+            BinaryOp::Mul => self.ir.emit(&ty, simple("mul")),
+            BinaryOp::Div | BinaryOp::Rem => self.int_div(b, t, &x, &y),
+            BinaryOp::Min | BinaryOp::Max => {
+                let pred = match (b, signed(s)) {
+                    (BinaryOp::Min, true) => "slt",
+                    (BinaryOp::Min, false) => "ult",
+                    (_, true) => "sgt",
+                    (_, false) => "ugt",
+                };
+                let c = self.ir.emit(&bool_ty, format!("icmp {pred} {}, {}", x.typed(), y.v));
+                self.ir.emit(&ty, format!("select {}, {}, {}", c.typed(), x.typed(), y.typed()))
+            }
+            BinaryOp::Shl | BinaryOp::Shr => {
+                // The shift amount is taken modulo the bit width.
+                let m = self.like(&y, t, &(bits(s) - 1).to_string());
+                let amount = self.ir.emit(&ty, format!("and {}, {}", y.typed(), m.v));
+                let op = match (b, signed(s)) {
+                    (BinaryOp::Shl, _) => "shl",
+                    (_, true) => "ashr",
+                    (_, false) => "lshr",
+                };
+                self.ir.emit(&ty, format!("{op} {}, {}", x.typed(), amount.v))
+            }
+            BinaryOp::Pow => return Err(self.err(h, format!("`pow` does not apply to {t}"))),
+        })
+    }
+
+    /// Integer `div`/`rem`: by zero gives 0; `MIN / -1` gives `MIN` and `MIN % -1` gives 0.
+    fn int_div(&mut self, b: BinaryOp, t: Type, x: &Val, y: &Val) -> Val {
+        let ty = x.ty.clone();
+        let bt = self.bool_ty(t);
+        let zero = self.like(y, t, "0");
+        let one = self.like(y, t, "1");
+        let is_zero = self.ir.emit(&bt, format!("icmp eq {}, {}", y.typed(), zero.v));
+        if !signed(t.scalar) {
+            let safe = self.ir.emit(&ty, format!("select {}, {}, {}", is_zero.typed(), one.typed(), y.typed()));
+            let op = if b == BinaryOp::Div { "udiv" } else { "urem" };
+            let q = self.ir.emit(&ty, format!("{op} {}, {}", x.typed(), safe.v));
+            return self.ir.emit(&ty, format!("select {}, {}, {}", is_zero.typed(), zero.typed(), q.typed()));
+        }
+        let minus_one = self.like(y, t, "-1");
+        let is_m1 = self.ir.emit(&bt, format!("icmp eq {}, {}", y.typed(), minus_one.v));
+        let special = self.ir.emit(&bt, format!("or {}, {}", is_zero.typed(), is_m1.v));
+        let safe = self.ir.emit(&ty, format!("select {}, {}, {}", special.typed(), one.typed(), y.typed()));
+        let op = if b == BinaryOp::Div { "sdiv" } else { "srem" };
+        let q = self.ir.emit(&ty, format!("{op} {}, {}", x.typed(), safe.v));
+        // x / -1 is the wrapping negation; x % -1 is 0.
+        let by_m1 =
+            if b == BinaryOp::Div { self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), x.v)) } else { zero.clone() };
+        let q = self.ir.emit(&ty, format!("select {}, {}, {}", is_m1.typed(), by_m1.typed(), q.typed()));
+        self.ir.emit(&ty, format!("select {}, {}, {}", is_zero.typed(), zero.typed(), q.typed()))
+    }
+
+    /// A comparison; floats are ordered except `ne` (true when either is NaN).
+    pub fn compare(&mut self, c: CmpOp, t: Type, x: &Val, y: &Val) -> Val {
+        let bt = self.bool_ty(t);
+        if t.scalar.is_float() {
+            let pred = match c {
+                CmpOp::Eq => "oeq",
+                CmpOp::Ne => "une",
+                CmpOp::Lt => "olt",
+                CmpOp::Le => "ole",
+                CmpOp::Gt => "ogt",
+                CmpOp::Ge => "oge",
+            };
+            return self.ir.emit(&bt, format!("fcmp {pred} {}, {}", x.typed(), y.v));
+        }
+        let sgn = signed(t.scalar);
+        let pred = match c {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt if sgn => "slt",
+            CmpOp::Le if sgn => "sle",
+            CmpOp::Gt if sgn => "sgt",
+            CmpOp::Ge if sgn => "sge",
+            CmpOp::Lt => "ult",
+            CmpOp::Le => "ule",
+            CmpOp::Gt => "ugt",
+            CmpOp::Ge => "uge",
+        };
+        self.ir.emit(&bt, format!("icmp {pred} {}, {}", x.typed(), y.v))
+    }
+
+    /// Numeric conversion with Rust `as` semantics (float to integer saturates, NaN is 0).
+    pub fn cast(&mut self, from: Type, to: Type, x: Val) -> Val {
+        let (fs, ts) = (from.scalar, to.scalar);
+        let tt = reg(to, self.width);
+        let lanes = self.lanes_of(to);
+        if fs == ts {
+            return x;
+        }
+        if ts == ScalarType::Bool {
+            let zero = self.like(&x, from, if fs.is_float() { "0x0" } else { "0" });
+            let op = if fs.is_float() { "fcmp une" } else { "icmp ne" };
+            return self.ir.emit(&tt, format!("{op} {}, {}", x.typed(), zero.v));
+        }
+        if !fs.is_float() {
+            let wide = bits(ts) > bits(fs);
+            let op = match (ts.is_float(), signed(fs), wide, bits(ts) == bits(fs)) {
+                (true, true, _, _) => "sitofp",
+                (true, false, _, _) => "uitofp",
+                (false, _, _, true) => return Val::new(tt, x.v),
+                (false, true, true, _) => "sext",
+                (false, false, true, _) => "zext",
+                (false, _, false, _) => "trunc",
+            };
+            return self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
+        }
+        if ts.is_float() {
+            let op = if bits(ts) > bits(fs) { "fpext" } else { "fptrunc" };
+            return self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
+        }
+        if fs == ScalarType::F16 {
+            // Every f16 is exact in f32, so convert from there (one set of bounds).
+            let wide = reg(from.with_scalar(ScalarType::F32), self.width);
+            let x = self.ir.emit(&wide.clone(), format!("fpext {} to {wide}", x.typed()));
+            return self.cast(from.with_scalar(ScalarType::F32), to, x);
+        }
+        // Float to integer: compare in the source type against the exact bounds 2^(n-1)
+        // (signed) or 2^n (unsigned); NaN and values below the range give 0 or MIN.
+        let bt = reg(from.with_scalar(ScalarType::Bool), self.width);
+        let n = bits(ts);
+        let (lo_f, hi_f) =
+            if signed(ts) { (-(2f64.powi(n as i32 - 1)), 2f64.powi(n as i32 - 1)) } else { (0.0, 2f64.powi(n as i32)) };
+        let fconst = |v: f64| types::f32_text(v as f32);
+        let ints = |v: &str| Val::new(tt.clone(), types::splat_const(to, lanes, v));
+        let (min_i, max_i) = match (ts, signed(ts)) {
+            (ScalarType::I32, _) => (i32::MIN.to_string(), i32::MAX.to_string()),
+            (ScalarType::I64, _) => (i64::MIN.to_string(), i64::MAX.to_string()),
+            _ => ("0".to_string(), "-1".to_string()),
+        };
+        let hi = Val::new(x.ty.clone(), types::splat_const(from, lanes, &fconst(hi_f)));
+        let lo = Val::new(x.ty.clone(), types::splat_const(from, lanes, &fconst(lo_f)));
+        let op = if signed(ts) { "fptosi" } else { "fptoui" };
+        let raw = self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
+        let too_big = self.ir.emit(&bt, format!("fcmp oge {}, {}", x.typed(), hi.v));
+        let too_small =
+            self.ir.emit(&bt, format!("fcmp {} {}, {}", if signed(ts) { "olt" } else { "ole" }, x.typed(), lo.v));
+        let nan = self.ir.emit(&bt, format!("fcmp une {}, {}", x.typed(), x.v));
+        let r = self.ir.emit(&tt, format!("select {}, {}, {}", too_big.typed(), ints(&max_i).typed(), raw.typed()));
+        let r = self.ir.emit(&tt, format!("select {}, {}, {}", too_small.typed(), ints(&min_i).typed(), r.typed()));
+        self.ir.emit(&tt, format!("select {}, {}, {}", nan.typed(), ints("0").typed(), r.typed()))
+    }
+}

@@ -1,0 +1,147 @@
+//! Kernel-language types as LLVM IR type text, and constants.
+
+use cmdgraph_ir::{LitValue, ScalarType, Type};
+
+/// The register type of a scalar (`bool` is `i1`).
+pub(crate) fn scalar(s: ScalarType) -> &'static str {
+    match s {
+        ScalarType::Bool => "i1",
+        ScalarType::I32 | ScalarType::U32 => "i32",
+        ScalarType::I64 | ScalarType::U64 => "i64",
+        ScalarType::F16 => "half",
+        ScalarType::F32 => "float",
+    }
+}
+
+/// The in-memory type of a scalar (`bool` is one byte).
+pub(crate) fn mem_scalar(s: ScalarType) -> &'static str {
+    match s {
+        ScalarType::Bool => "i8",
+        _ => scalar(s),
+    }
+}
+
+/// The register type of `t` when every value is widened to `width` work-items (`width`
+/// is 1 except in the vectorized path, where values are scalars).
+pub(crate) fn reg(t: Type, width: u8) -> String {
+    let lanes = if width > 1 { width } else { t.lanes };
+    vector(scalar(t.scalar), lanes)
+}
+
+/// The in-memory type of an element `t` (vec3 has vec4's stride through the data layout).
+pub(crate) fn mem(t: Type) -> String {
+    vector(mem_scalar(t.scalar), t.lanes)
+}
+
+/// `<n x s>`, or `s` when `n` is 1.
+pub(crate) fn vector(s: &str, n: u8) -> String {
+    if n > 1 {
+        format!("<{n} x {s}>")
+    } else {
+        s.to_string()
+    }
+}
+
+/// The intrinsic-name mangling of a type (`f32`, `v4f32`, `i8`, `a0v4f32`).
+pub(crate) fn mangle(ty: &str) -> String {
+    if let Some(rest) = ty.strip_prefix('<').and_then(|r| r.strip_suffix('>')) {
+        if let Some((n, elem)) = rest.split_once(" x ") {
+            return format!("v{}{}", n.trim(), mangle(elem.trim()));
+        }
+    }
+    if let Some(rest) = ty.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        if let Some((n, elem)) = rest.split_once(" x ") {
+            return format!("a{}{}", n.trim(), mangle(elem.trim()));
+        }
+    }
+    match ty {
+        "float" => "f32".into(),
+        "half" => "f16".into(),
+        "double" => "f64".into(),
+        other => other.into(),
+    }
+}
+
+/// Whether `s` is a signed integer (comparisons, division, shifts, casts).
+pub(crate) fn signed(s: ScalarType) -> bool {
+    s.is_signed_integer()
+}
+
+/// Bit width of an integer or bool scalar.
+pub(crate) fn bits(s: ScalarType) -> u32 {
+    match s {
+        ScalarType::Bool => 1,
+        ScalarType::F16 => 16,
+        ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 32,
+        ScalarType::I64 | ScalarType::U64 => 64,
+    }
+}
+
+/// LLVM constant text of an `f32` value.
+pub(crate) fn f32_text(x: f32) -> String {
+    format!("0x{:016X}", (x as f64).to_bits())
+}
+
+/// LLVM constant text of a half from its bits.
+pub(crate) fn f16_text(bits: u16) -> String {
+    format!("0xH{bits:04X}")
+}
+
+/// LLVM constant text of an integer wrapped to `s` (printed signed, which LLVM accepts for
+/// every width).
+pub(crate) fn int_text(v: i128, s: ScalarType) -> String {
+    match s {
+        ScalarType::Bool => if v != 0 { "true" } else { "false" }.into(),
+        ScalarType::I32 | ScalarType::U32 => (v as u32 as i32).to_string(),
+        _ => (v as u64 as i64).to_string(),
+    }
+}
+
+/// The scalar constant text of a literal as `s`, or `None` when it does not fit (the
+/// verifier rejects such literals; the interpreter faults).
+pub(crate) fn literal(value: LitValue, s: ScalarType) -> Option<String> {
+    if !cmdgraph_ir::Literal::fits(value, s) {
+        return None;
+    }
+    Some(match (value, s) {
+        (LitValue::Bool(b), _) => if b { "true" } else { "false" }.into(),
+        (LitValue::Int(v), ScalarType::F32) => f32_text(v as f64 as f32),
+        (LitValue::Int(v), ScalarType::F16) => f16_text(half::f16::from_f64(v as f64).to_bits()),
+        (LitValue::Int(v), _) => int_text(v, s),
+        (LitValue::Float(x), ScalarType::F32) => f32_text(x as f32),
+        (LitValue::Float(x), ScalarType::F16) => f16_text(half::f16::from_f64(x).to_bits()),
+        (LitValue::Float(_), _) => return None,
+    })
+}
+
+/// A constant of register type `reg(t, width)` with every lane `scalar_text`.
+pub(crate) fn splat_const(t: Type, width: u8, scalar_text: &str) -> String {
+    let lanes = if width > 1 { width } else { t.lanes };
+    if lanes == 1 {
+        return scalar_text.to_string();
+    }
+    let s = scalar(t.scalar);
+    let parts: Vec<String> = (0..lanes).map(|_| format!("{s} {scalar_text}")).collect();
+    format!("<{}>", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mangling_matches_llvm() {
+        assert_eq!(mangle("<4 x float>"), "v4f32");
+        assert_eq!(mangle("[0 x <3 x half>]"), "a0v3f16");
+        assert_eq!(mangle("[0 x i8]"), "a0i8");
+    }
+
+    #[test]
+    fn constants_are_exact() {
+        assert_eq!(f32_text(1.0), "0x3FF0000000000000");
+        assert_eq!(literal(LitValue::Int(-1), ScalarType::U32), None);
+        assert_eq!(literal(LitValue::Int(4294967295), ScalarType::U32).as_deref(), Some("-1"));
+        assert_eq!(literal(LitValue::Float(1.0), ScalarType::F16).as_deref(), Some("0xH3C00"));
+        assert_eq!(splat_const(Type::F32, 2, "0x0"), "<float 0x0, float 0x0>");
+    }
+}
