@@ -3,7 +3,7 @@
 #
 #   bash scripts/fuzz.sh SECONDS [TARGET] [extra libFuzzer flags...]
 #
-# TARGET defaults to parse_verify (fuzz/fuzz_targets/: parse_verify, interp_run). The corpus
+# TARGET defaults to parse_verify (fuzz/fuzz_targets/: parse_verify, interp_run, load_bundle). The corpus
 # lives in fuzz/corpus/TARGET (git-ignored) and is seeded from examples/*.cgir and the lit
 # tests' .cgir files; interp_run also starts from parse_verify's corpus when there is one.
 # Crashes land in fuzz/artifacts/TARGET. The toolchain is stable, so nightly-only flags are enabled with
@@ -29,6 +29,10 @@ mkdir -p "$corpus" "fuzz/artifacts/${target}"
 while IFS= read -r seed; do
   cp -n "$seed" "$corpus/seed-$(echo "$seed" | tr '/' '_')" 2>/dev/null || true
 done < <(find examples lit-tests -name '*.cgir' -type f | sort)
+# Target-specific seeds (load_bundle: valid bundles), when there are any.
+if [ -d "fuzz/seeds/${target}" ]; then
+  cp -n fuzz/seeds/"${target}"/* "$corpus"/ 2>/dev/null || true
+fi
 extra=()
 if [ "$target" != parse_verify ] && [ -d fuzz/corpus/parse_verify ]; then
   extra=(fuzz/corpus/parse_verify)

@@ -3,7 +3,7 @@
 
 use crate::error::{ExecError, Result};
 use crate::spirv;
-use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, CompiledKernel, MemorySlot, FORMAT_VERSION};
+use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, BundleError, CompiledKernel, MemorySlot, FORMAT_VERSION};
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::Module;
 
@@ -17,9 +17,13 @@ pub struct Loaded {
     pub bundle: Bundle,
     /// `bundle.optimized`, parsed and verified.
     pub module: Module,
+    /// `bundle.source`, parsed and verified: whole-graph and node updates are checked
+    /// against it (docs/semantics.md).
+    pub source: Module,
 }
 
-/// Reads bundle text (RON) and checks it.
+/// Reads bundle text (RON, as `Bundle::to_ron` writes it, content hash included) and checks
+/// it.
 pub fn load_str(text: &str) -> Result<Loaded> {
     let bundle = parse(text)?;
     check(bundle)
@@ -40,32 +44,30 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
             return Err(ExecError::Bundle(format!("plan for unknown graph @{}", plan.name)));
         }
     }
-    Ok(Loaded { bundle, module })
+    let source =
+        cmdgraph_ir::text::parse(&bundle.source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
+    cmdgraph_ir::verify::verify(&source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
+    Ok(Loaded { bundle, module, source })
 }
 
 fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {
     d.first().map(|d| d.message.clone()).unwrap_or_else(|| "no diagnostic".into())
 }
 
-/// Deserializes the RON text. A version mismatch is reported as such even when the rest of
-/// the text no longer has this version's shape.
+/// Reads the RON text with [`Bundle::from_ron`]: the format version first (a different
+/// version is reported as such even when the rest no longer parses), then the content, then
+/// the SHA-256 content hash.
 fn parse(text: &str) -> Result<Bundle> {
-    match ron::from_str::<Bundle>(text) {
-        Ok(b) => Ok(b),
-        Err(e) => {
-            #[derive(serde::Deserialize)]
-            struct VersionOnly {
-                format_version: u32,
-            }
-            let opts = ron::Options::default();
-            if let Ok(v) = opts.from_str::<VersionOnly>(text) {
-                if v.format_version != FORMAT_VERSION {
-                    return Err(ExecError::Version { found: v.format_version, expected: FORMAT_VERSION });
-                }
-            }
-            Err(ExecError::Malformed(e.to_string()))
+    Bundle::from_ron(text).map_err(|e| match e {
+        BundleError::Version { found, expected } => ExecError::Version { found, expected },
+        BundleError::HashMismatch { found, computed } => {
+            ExecError::Hash(format!("the file says {found}, its content hashes to {computed}"))
         }
-    }
+        BundleError::Inconsistent { message } => ExecError::Bundle(message),
+        BundleError::NotABundle { message }
+        | BundleError::Malformed { message }
+        | BundleError::Serialize { message } => ExecError::Malformed(message),
+    })
 }
 
 /// Checks one compiled kernel against its IR signature and the ABI (docs/abi.md).

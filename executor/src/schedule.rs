@@ -107,6 +107,13 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
             }
             Segment::Host { node } => {
                 let h = find(node)?;
+                // Codegen gives a native command a segment of its own; here it is recorded
+                // into a command buffer of one stage.
+                if matches!(graph.nodes[h].kind, NodeKind::Native(_)) {
+                    place(h, (si, 0), &mut pos)?;
+                    out.push(Seg::Device(vec![vec![h]]));
+                    continue;
+                }
                 if !is_host(graph, h) {
                     return Err(ExecError::Bundle(format!("%{node} in a host segment is not a host task")));
                 }
@@ -115,23 +122,71 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
             }
         }
     }
+    // Nodes that record nothing may be left out (codegen lists no `empty`, `barrier`,
+    // `async_malloc`, `async_free`), but the order they carry must hold: an omitted node
+    // stands at the latest position of what precedes it.
     for (h, node) in graph.nodes.iter() {
-        if pos[h.index()].is_none() {
+        if pos[h.index()].is_none() && !is_noop(&node.kind) {
             return Err(ExecError::Bundle(format!("schedule misses %{}", node.name)));
         }
     }
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (_, e) in graph.edges.iter() {
-        let (a, b) = (pos.get(e.from.index()).copied().flatten(), pos.get(e.to.index()).copied().flatten());
-        if !matches!((a, b), (Some(a), Some(b)) if a < b) {
-            let name = |h: Handle<Node>| graph.nodes.try_get(h).map_or("?", |n| n.name.as_str());
-            return Err(ExecError::Bundle(format!(
-                "schedule runs %{} no earlier than its successor %{}",
-                name(e.from),
-                name(e.to)
-            )));
+        if let Some(p) = preds.get_mut(e.to.index()) {
+            p.push(e.from.index());
+        }
+    }
+    // `after[i]`: the latest scheduled position node i's work comes after (its own position
+    // if it is scheduled); filled in topological order.
+    let mut after: Vec<Option<(usize, usize)>> = vec![None; n];
+    for i in topological(n, &preds)? {
+        let latest = preds[i].iter().filter_map(|&u| after[u]).max();
+        match pos[i] {
+            Some(p) => {
+                if latest.is_some_and(|l| l >= p) {
+                    let late = preds[i].iter().copied().find(|&u| after[u] >= Some(p)).unwrap_or(i);
+                    let name = |k: usize| graph.nodes.iter().nth(k).map_or("?", |(_, n)| n.name.as_str());
+                    return Err(ExecError::Bundle(format!(
+                        "schedule runs %{} no earlier than its successor %{}",
+                        name(late),
+                        name(i)
+                    )));
+                }
+                after[i] = Some(p);
+            }
+            None => after[i] = latest,
         }
     }
     Ok(out)
+}
+
+/// Node indices in a topological order of `preds` (an error on a cycle).
+fn topological(n: usize, preds: &[Vec<usize>]) -> Result<Vec<usize>> {
+    let mut indeg: Vec<usize> = preds.iter().map(Vec::len).collect();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (t, ps) in preds.iter().enumerate() {
+        for &f in ps {
+            match succ.get_mut(f) {
+                Some(s) => s.push(t),
+                None => return Err(ExecError::Ir("edge from a missing node".into())),
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop() {
+        order.push(i);
+        for &t in &succ[i] {
+            indeg[t] -= 1;
+            if indeg[t] == 0 {
+                ready.push(t);
+            }
+        }
+    }
+    if order.len() != n {
+        return Err(ExecError::Ir("the graph has a cycle".into()));
+    }
+    Ok(order)
 }
 
 /// Whether a node records nothing (ordering-only and lifetime-only nodes, hints).

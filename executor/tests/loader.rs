@@ -7,7 +7,7 @@ use common::*;
 
 fn text() -> String {
     let ir = format!("{KERNELS_IR}\nusm @x : f32[16]\ngraph @g {{\n  %k = kernel @ramp range(16) args(@x)\n}}\n");
-    ron::to_string(&bundle(&ir, vec![], vec![])).unwrap()
+    bundle(&ir, vec![], vec![]).to_ron().unwrap()
 }
 
 #[test]
@@ -18,7 +18,8 @@ fn a_good_bundle_loads() {
 #[test]
 fn every_truncation_is_an_error() {
     let t = text();
-    let mut cut = t.len() - 1;
+    // Trailing whitespace is not content (to_ron ends with a newline).
+    let mut cut = t.trim_end().len() - 1;
     while cut > 0 {
         if t.is_char_boundary(cut) {
             assert!(load::load_str(&t[..cut]).is_err(), "truncated at {cut} loaded");
@@ -29,8 +30,20 @@ fn every_truncation_is_an_error() {
 
 #[test]
 fn version_mismatch_is_reported_as_such() {
-    let t = text().replacen("format_version:1", "format_version:99", 1);
+    let t = text().replacen("format_version: 1", "format_version: 99", 1);
     assert_eq!(load::load_str(&t).unwrap_err(), ExecError::Version { found: 99, expected: 1 });
+}
+
+/// The content hash is checked (Bundle::from_ron): an edit the RON still accepts, a changed
+/// IR literal or SPIR-V word, is refused as such.
+#[test]
+fn tampered_content_fails_the_hash() {
+    let t = text();
+    for (from, to) in [("range(16)", "range(17)"), ("119734787", "119734788")] {
+        assert!(t.contains(from), "{from}");
+        let tampered = t.replacen(from, to, 1);
+        assert!(matches!(load::load_str(&tampered), Err(ExecError::Hash(_))), "{from} -> {to}");
+    }
 }
 
 #[test]
@@ -96,4 +109,31 @@ fn random_byte_flips_never_panic() {
             let _ = load::load_str(s);
         }
     }
+}
+
+/// The fuzzer's seeds (`fuzz/seeds/load_bundle`, docs/reliability.md) are valid bundles.
+/// `CMDGRAPH_WRITE_FUZZ_SEEDS=1` rewrites them from the bundles these tests build.
+#[test]
+fn fuzz_seed_bundles_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/load_bundle");
+    if std::env::var_os("CMDGRAPH_WRITE_FUZZ_SEEDS").is_some() {
+        let graphs = [
+            "usm @x : f32[16]\ngraph @g {\n  %k = kernel @ramp range(16) args(@x)\n}\n",
+            "usm @x : f32[64]\nusm @y : f32[64]\ngraph @g properties(updatable) {\n  dyn %s = 2.0 : f32\n  %k = kernel @ramp range(64) args(@x)\n  %m = kernel @scale range(64) args(@x, @y, %s) after(%k)\n  %h = host_task \"cb\" access(@y read) after(%m)\n  %c = memcpy @x, @y, 64 after(%h)\n}\n",
+            "usm @x : f32[64]\ngraph @g {\n  %t = async_malloc f32[64] device zero_init\n  %k = kernel @ramp range(64) args(%t) after(%t)\n  %c = memcpy @x, %t, 256 after(%k)\n  %f = async_free %t after(%c)\n}\n",
+        ];
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, g) in graphs.iter().enumerate() {
+            let text = bundle(&format!("{KERNELS_IR}\n{g}"), vec![], vec![]).to_ron().unwrap();
+            std::fs::write(dir.join(format!("seed{i}.ron")), text).unwrap();
+        }
+    }
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        load::load_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        n += 1;
+    }
+    assert!(n >= 3, "{n} seeds in {}", dir.display());
 }

@@ -76,3 +76,27 @@ fn a_schedule_against_an_edge_is_rejected() {
     let err = ex.finalize("g").unwrap_err().to_string();
     assert!(err.contains("%fill") && err.contains("%k"), "{err}");
 }
+
+/// As codegen writes schedules: `async_malloc`/`async_free` (and `empty`, `barrier`) are not
+/// listed, and the order through them still holds.
+#[test]
+fn schedules_may_omit_nodes_that_record_nothing() {
+    let ir = ir();
+    let p = plan(vec![vec!["odd"], vec!["fill"], vec!["k"], vec!["copy"]]);
+    let mut ex = executor(bundle(&ir, vec![], vec![p]));
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    assert_eq!(ex.read_as::<f32>("out").unwrap()[299], 6.0);
+    no_messages(&ex);
+    // A recorded node left out is an error; so is an order broken through an omitted node.
+    let p = plan(vec![vec!["odd"], vec!["fill"], vec!["k"]]);
+    let err = executor(bundle(&ir, vec![], vec![p])).finalize("g").unwrap_err().to_string();
+    assert!(err.contains("misses %copy"), "{err}");
+    let through = ir.replace(
+        "%copy = memcpy @out, %t, 1200 after(%k)",
+        "%e = empty after(%k)\n  %copy = memcpy @out, %t, 1200 after(%e)",
+    );
+    let p = plan(vec![vec!["odd"], vec!["fill"], vec!["k", "copy"]]);
+    let err = executor(bundle(&through, vec![], vec![p])).finalize("g").unwrap_err().to_string();
+    assert!(err.contains("%copy"), "{err}");
+}

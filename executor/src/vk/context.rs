@@ -57,6 +57,8 @@ pub struct Context {
     pub(crate) mem_props: vk::PhysicalDeviceMemoryProperties,
     /// Descriptors may be rewritten while recorded (UPDATE_AFTER_BIND).
     pub(crate) update_after_bind: bool,
+    /// `timestampValidBits` of the queue family (0: no timestamp queries).
+    pub(crate) timestamp_bits: u32,
     name: String,
 }
 
@@ -166,13 +168,15 @@ impl Context {
         partial.armed = false;
         let instance = partial.instance.clone();
         // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
-        let (props, mem_props, queue) = unsafe {
+        let (props, mem_props, queue, families) = unsafe {
             (
                 instance.get_physical_device_properties(physical),
                 instance.get_physical_device_memory_properties(physical),
                 device.get_device_queue(family, 0),
+                instance.get_physical_device_queue_family_properties(physical),
             )
         };
+        let timestamp_bits = families.get(family as usize).map(|f| f.timestamp_valid_bits).unwrap_or(0);
         Ok(Context {
             _entry: entry,
             instance,
@@ -184,7 +188,13 @@ impl Context {
             props,
             mem_props,
             update_after_bind,
+            timestamp_bits,
         })
+    }
+
+    /// `timestampValidBits` of the queue (0 when it has no timestamp queries).
+    pub fn timestamp_bits(&self) -> u32 {
+        self.timestamp_bits
     }
 
     /// The chosen device's name (e.g. `llvmpipe (LLVM 19.1.7, 256 bits)`).
@@ -301,15 +311,45 @@ fn choose(instance: &ash::Instance, choice: &DeviceChoice) -> Result<(vk::Physic
 }
 
 fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family: u32) -> Result<(ash::Device, bool)> {
+    // Float atomics (codegen emits SPV_EXT_shader_atomic_float_add / _min_max for f32
+    // atomics): their extensions and features are enabled where the device has them.
+    // SAFETY: `physical` came from this instance.
+    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }?;
+    let has = |name: &std::ffi::CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
+    let (af1, af2) = (has(ash::ext::shader_atomic_float::NAME), has(ash::ext::shader_atomic_float2::NAME));
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut have_af1 = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+    let mut have_af2 = vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default();
     let mut have =
         vk::PhysicalDeviceFeatures2::default().push_next(&mut have12).push_next(&mut have11).push_next(&mut have13);
-    // SAFETY: `physical` came from this instance; the chain is of live locals.
+    if af1 {
+        have = have.push_next(&mut have_af1);
+    }
+    if af2 {
+        have = have.push_next(&mut have_af2);
+    }
+    // SAFETY: `physical` came from this instance; the chain is of live locals, each of an
+    // extension the device has.
     unsafe { instance.get_physical_device_features2(physical, &mut have) };
     let base = have.features;
     let (h11, h12, h13) = (have11, have12, have13);
+    let mut f_af1 = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default()
+        .shader_buffer_float32_atomics(have_af1.shader_buffer_float32_atomics != 0)
+        .shader_buffer_float32_atomic_add(have_af1.shader_buffer_float32_atomic_add != 0)
+        .shader_shared_float32_atomics(have_af1.shader_shared_float32_atomics != 0)
+        .shader_shared_float32_atomic_add(have_af1.shader_shared_float32_atomic_add != 0);
+    let mut f_af2 = vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default()
+        .shader_buffer_float32_atomic_min_max(have_af2.shader_buffer_float32_atomic_min_max != 0)
+        .shader_shared_float32_atomic_min_max(have_af2.shader_shared_float32_atomic_min_max != 0);
+    let mut ext_names = Vec::new();
+    if af1 {
+        ext_names.push(ash::ext::shader_atomic_float::NAME.as_ptr());
+    }
+    if af2 {
+        ext_names.push(ash::ext::shader_atomic_float2::NAME.as_ptr());
+    }
     if h12.timeline_semaphore == 0 || h13.synchronization2 == 0 {
         return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
     }
@@ -339,12 +379,19 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-    let info = vk::DeviceCreateInfo::default()
+    let mut info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
+        .enabled_extension_names(&ext_names)
         .enabled_features(&features)
         .push_next(&mut f11)
         .push_next(&mut f12)
         .push_next(&mut f13);
+    if af1 {
+        info = info.push_next(&mut f_af1);
+    }
+    if af2 {
+        info = info.push_next(&mut f_af2);
+    }
     // SAFETY: every pointer in `info` refers to locals alive for the call.
     Ok((unsafe { instance.create_device(physical, &info, None) }?, uab))
 }
