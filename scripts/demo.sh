@@ -5,9 +5,10 @@
 #
 # installs what is missing, builds the `cmdgraph` tool and runs the main job on one example
 # (default examples/saxpy_chain.cgir): verify it, check it is in canonical form, render its
-# graph to target/demo/<name>.svg, and run it on the reference interpreter with the race
-# detector on. The job's steps live in `main_job` below; later pipeline stages (compile to a
-# bundle, run it on Vulkan) are added there and nowhere else.
+# graph to target/demo/<name>.svg, run it on the reference interpreter with the race
+# detector on, compile it to a bundle (target/demo/<name>.cgb), run the bundle on the default
+# Vulkan device (llvmpipe when there is no GPU) with the validation layer on, and compare
+# every user memory object with the interpreter's. The steps live in `main_job` below.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -34,6 +35,25 @@ render_svg() {
   dot -Tsvg "${svg%.svg}.dot" -o "$svg"
 }
 
+# Deterministic pseudo-random raw inputs for every `usm` object of the example (floats in
+# [-1, 1), integers in [0, 1000)), written to $2/<name>.bin; prints NAME=FILE per object.
+make_inputs() {
+  python3 - "$1" "$2" <<'PY'
+import random, re, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+rng = random.Random(1)
+for name, ty, n in re.findall(r"^usm @([A-Za-z0-9_.$-]+) : (f32|u32|i32)\[(\d+)\]", open(src).read(), re.M):
+    n = int(n)
+    if ty == "f32":
+        data = struct.pack(f"<{n}f", *(rng.uniform(-1, 1) for _ in range(n)))
+    else:
+        data = struct.pack(f"<{n}I", *(rng.randrange(1000) for _ in range(n)))
+    path = f"{out}/{name}.bin"
+    open(path, "wb").write(data)
+    print(f"{name}={path}")
+PY
+}
+
 # The main job. Each stage reads what the previous one produced.
 main_job() {
   local src="$1"
@@ -47,9 +67,27 @@ main_job() {
   local graph
   graph="$(grep -o '^graph @[A-Za-z0-9_.$-]*' "$src" | tail -n 1 | cut -d@ -f2)"
   run_step "interpret" "$cmdgraph" interp "$src" --graph "$graph" --races --runs 3 --seed 1
-  # Later stages go here, e.g.:
-  #   run_step "compile" "$cmdgraph" compile "$src" -o "${out_dir}/${name}.cgb"
-  #   run_step "run" "$cmdgraph" run "${out_dir}/${name}.cgb"
+  run_step "compile" "$cmdgraph" compile "$src" -o "${out_dir}/${name}.cgb"
+  run_step "inspect" "$cmdgraph" inspect "${out_dir}/${name}.cgb"
+  # Same inputs on the reference interpreter and on the default Vulkan device (llvmpipe
+  # without a GPU), with the validation layer on; every user memory object must match.
+  local inputs=() outs_vk=() outs_ref=() binding obj
+  mkdir -p "${out_dir}/in" "${out_dir}/vk" "${out_dir}/ref"
+  mapfile -t inputs < <(make_inputs "$src" "${out_dir}/in")
+  for binding in "${inputs[@]}"; do
+    obj="${binding%%=*}"
+    outs_vk+=(--output "${obj}=${out_dir}/vk/${obj}.bin")
+    outs_ref+=(--output "${obj}=${out_dir}/ref/${obj}.bin")
+  done
+  local in_args=()
+  for binding in "${inputs[@]}"; do in_args+=(--input "$binding"); done
+  run_step "run on Vulkan" "$cmdgraph" run "${out_dir}/${name}.cgb" --graph "$graph" --validation "${in_args[@]}" "${outs_vk[@]}"
+  run_step "reference run" "$cmdgraph" interp "$src" --graph "$graph" "${in_args[@]}" "${outs_ref[@]}"
+  for binding in "${inputs[@]}"; do
+    obj="${binding%%=*}"
+    run_step "compare @${obj}" cmp "${out_dir}/vk/${obj}.bin" "${out_dir}/ref/${obj}.bin"
+  done
+  echo "Vulkan and the reference interpreter agree on ${#inputs[@]} memory object(s)"
 }
 
 [ -f "$example" ] || fail "no such example: $example"
