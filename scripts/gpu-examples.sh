@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs every example on a GPU machine (../shared/GPU.md) and checks its outputs against the
+# reference interpreter, which runs here.
+#
+#   bash scripts/gpu-examples.sh prepare   # here: bundles, inputs, reference outputs, binary -> .bin/
+#   bash scripts/gpu-examples.sh device    # there (carry .gl and .bin): run and compare, table last
+#
+# Inputs are deterministic pseudo-random data for every `usm` object (as scripts/demo.sh
+# makes them); every `usm` object is compared after one run. Integers must match exactly;
+# floats within 1e-5 relative (or 1e-6 absolute): SPIR-V lets a driver contract a*b+c into
+# one fma, which the interpreter does not do, so results may differ in the last bits.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+inputs_for() {
+  python3 - "$1" "$2" <<'PY'
+import random, re, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+rng = random.Random(1)
+for name, ty, n in re.findall(r"^usm @([A-Za-z0-9_.$-]+) : (f32|u32|i32)\[(\d+)\]", open(src).read(), re.M):
+    n = int(n)
+    if ty == "f32":
+        data = struct.pack(f"<{n}f", *(rng.uniform(-1, 1) for _ in range(n)))
+    else:
+        data = struct.pack(f"<{n}I", *(rng.randrange(1000) for _ in range(n)))
+    open(f"{out}/{name}.bin", "wb").write(data)
+    print(f"{name} {ty}")
+PY
+}
+
+graph_of() { grep -o '^graph @[A-Za-z0-9_.$-]*' "$1" | tail -n 1 | cut -d@ -f2; }
+
+prepare() {
+  . scripts/env.sh
+  cargo build -q -p cmdgraph-cli
+  rm -rf .bin && mkdir -p .bin
+  strip -o .bin/cmdgraph target/debug/cmdgraph
+  xz -T2 -6 .bin/cmdgraph
+  for src in examples/*.cgir; do
+    local name graph
+    name="$(basename "${src%.cgir}")"
+    graph="$(graph_of "$src")"
+    mkdir -p ".bin/$name/in" ".bin/$name/ref"
+    inputs_for "$src" ".bin/$name/in" > ".bin/$name/objects"
+    [ -s ".bin/$name/objects" ] || { rm -rf ".bin/$name"; continue; }
+    target/debug/cmdgraph compile "$src" -o ".bin/$name/bundle.cgb"
+    echo "$graph" > ".bin/$name/graph"
+    local args=()
+    while read -r obj _; do
+      args+=(--input "$obj=.bin/$name/in/$obj.bin" --output "$obj=.bin/$name/ref/$obj.bin")
+    done < ".bin/$name/objects"
+    target/debug/cmdgraph interp "$src" --graph "$graph" "${args[@]}" > /dev/null
+  done
+  du -sh .bin
+}
+
+device() {
+  xz -d -k -f .bin/cmdgraph.xz
+  chmod +x .bin/cmdgraph
+  local table="" status=0
+  for dir in .bin/*/; do
+    local name graph
+    name="$(basename "$dir")"
+    graph="$(cat "$dir/graph")"
+    mkdir -p "$dir/out"
+    local args=()
+    while read -r obj _; do
+      args+=(--input "$obj=$dir/in/$obj.bin" --output "$obj=$dir/out/$obj.bin")
+    done < "$dir/objects"
+    if ! .bin/cmdgraph run "$dir/bundle.cgb" --graph "$graph" --repeat 1 "${args[@]}" > "$dir/run.log" 2>&1; then
+      table+="$name: run FAILED: $(tail -n 3 "$dir/run.log" | tr '\n' ' ')"$'\n'
+      status=1
+      continue
+    fi
+    local line
+    line="$(python3 - "$dir" <<'PY'
+import struct, sys
+d = sys.argv[1]
+worst, ok = [], True
+for line in open(f"{d}/objects"):
+    name, ty = line.split()
+    ref, out = open(f"{d}/ref/{name}.bin", "rb").read(), open(f"{d}/out/{name}.bin", "rb").read()
+    if ty != "f32":
+        same = ref == out
+        ok &= same
+        worst.append(f"@{name} {'exact' if same else 'DIFFERS'}")
+        continue
+    n = len(ref) // 4
+    a, b = struct.unpack(f"<{n}f", ref), struct.unpack(f"<{n}f", out)
+    bad = sum(1 for x, y in zip(a, b) if abs(x - y) > max(1e-6, 1e-5 * abs(x)))
+    maxd = max((abs(x - y) for x, y in zip(a, b)), default=0.0)
+    ok &= bad == 0
+    worst.append(f"@{name} {'bit-exact' if ref == out else f'max |diff| {maxd:.2e}'}" + (f" {bad} OUT OF TOLERANCE" if bad else ""))
+print(("ok   " if ok else "FAIL ") + ", ".join(worst))
+PY
+)"
+    [[ "$line" == ok* ]] || status=1
+    table+="$name: $line"$'\n'
+  done
+  echo "device: $(grep -m1 -o 'on [^)]*)' .bin/*/run.log | head -n 1 | cut -d: -f2-)"
+  printf '%s' "$table"
+  return $status
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  device) device ;;
+  *) echo "usage: $0 prepare|device" >&2; exit 2 ;;
+esac
