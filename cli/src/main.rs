@@ -24,6 +24,7 @@ Examples:
   cmdgraph diff --update-check exec.cgir source.cgir
   cmdgraph compile app.cgir -o app.cgb && cmdgraph inspect app.cgb
   cmdgraph compile --emit=spirv-asm --kernel saxpy app.cgir
+  cmdgraph run app.bundle --input x=x.npy --output y=y.npy --profile
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
@@ -55,6 +56,8 @@ enum Command {
     Compile(cmd::compile::CompileArgs),
     /// Summarize a compiled bundle; a malformed or tampered bundle is an error.
     Inspect(cmd::inspect::InspectArgs),
+    /// Run a compiled bundle on a Vulkan device with data from .npy or raw files.
+    Run(cmd::run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(&args),
         Command::Compile(args) => cmd::compile::run(&args),
         Command::Inspect(args) => cmd::inspect::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
     };
     exit::finish(outcome)
 }

@@ -6,15 +6,17 @@ use crate::args::{element_bytes, Place as ArgPlace, Target};
 use crate::error::{ExecError, Result};
 use crate::executable::Executable;
 use crate::load::Loaded;
-use crate::vk::{Buffer, Context, ContextOptions, KernelPipeline, Place, Transfers};
+use crate::vk::{BufRef, Buffer, Context, ContextOptions, KernelPipeline, Place, Transfers};
+use crate::worker::{Callbacks, Worker};
 use ash::vk;
 use cmdgraph_ir::interp::{from_bytes, to_bytes, Element};
 use cmdgraph_ir::types::Access;
 use cmdgraph_ir::{MemAccess, MemRef, MemoryKind, Module};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A host-task callback: reads and writes the memory its node declares.
-pub type HostFn = Box<dyn FnMut(&mut HostContext<'_>) -> std::result::Result<(), String>>;
+pub type HostFn = Box<dyn FnMut(&mut HostContext<'_>) -> std::result::Result<(), String> + Send>;
 
 /// A native-command callback, called when the graph is recorded with the command buffer
 /// the node's commands go into (enqueue_native_command's graph rule).
@@ -44,18 +46,22 @@ pub struct Executor {
     pub(crate) pipelines: Vec<KernelPipeline>,
     pub(crate) cache: vk::PipelineCache,
     pub(crate) transfers: Transfers,
-    pub(crate) host: BTreeMap<String, HostFn>,
+    pub(crate) host: Callbacks,
+    /// Runs with host tasks (docs/executor.md, "Running").
+    pub(crate) worker: Worker,
     pub(crate) native: BTreeMap<String, NativeFn>,
     pub(crate) execs: Vec<Option<Executable>>,
+    /// The host clock's origin for profiles.
+    pub(crate) epoch: std::time::Instant,
     // Declared last: dropped after everything above has been destroyed by `Drop`.
-    pub(crate) ctx: Context,
+    pub(crate) ctx: Arc<Context>,
 }
 
 impl Executor {
     /// Creates the device and uploads nothing yet: user memory starts zeroed, pipelines are
     /// created through the pipeline cache.
     pub fn new(loaded: Loaded, opts: &ContextOptions) -> Result<Executor> {
-        let ctx = Context::new(opts)?;
+        let ctx = Arc::new(Context::new(opts)?);
         let transfers = Transfers::new(&ctx)?;
         let cache = crate::vk::pipeline::create_cache(&ctx)?;
         let mut ex = Executor {
@@ -65,9 +71,11 @@ impl Executor {
             pipelines: Vec::new(),
             cache,
             transfers,
-            host: BTreeMap::new(),
+            host: Arc::new(std::sync::Mutex::new(BTreeMap::new())),
+            worker: Worker::new(),
             native: BTreeMap::new(),
             execs: Vec::new(),
+            epoch: std::time::Instant::now(),
             ctx,
         };
         for k in &ex.loaded.bundle.kernels {
@@ -111,9 +119,11 @@ impl Executor {
     /// Registers the callback of `host_task "name"` nodes.
     pub fn register_callback<F>(&mut self, name: &str, f: F)
     where
-        F: FnMut(&mut HostContext<'_>) -> std::result::Result<(), String> + 'static,
+        F: FnMut(&mut HostContext<'_>) -> std::result::Result<(), String> + Send + 'static,
     {
-        self.host.insert(name.to_string(), Box::new(f));
+        if let Ok(mut m) = self.host.lock() {
+            m.insert(name.to_string(), Box::new(f));
+        }
     }
 
     /// Registers the callback of `native "name"` nodes (called at record time).
@@ -136,6 +146,7 @@ impl Executor {
 
     /// Sets a user memory object; the length must be its exact size. Waits for earlier work.
     pub fn bind(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.worker.drain();
         let (_, buf, size) = self.user(name)?;
         if bytes.len() as u64 != size {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} given", bytes.len())));
@@ -150,6 +161,7 @@ impl Executor {
 
     /// A user memory object's contents, after everything submitted so far.
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        self.worker.drain();
         let (_, buf, size) = self.user(name)?;
         self.transfers.download(&self.ctx, buf, 0, size)
     }
@@ -169,6 +181,7 @@ impl Executor {
 
     /// The device global `name` on `device`, created from its initialiser on first use.
     pub(crate) fn global(&mut self, device: u32, name: &str) -> Result<(vk::Buffer, u64)> {
+        self.worker.drain();
         let name = name.strip_prefix('@').unwrap_or(name);
         let h = self
             .loaded
@@ -216,12 +229,14 @@ impl Executor {
 
     /// Waits until every submitted run has finished.
     pub fn wait_idle(&self) -> Result<()> {
+        self.worker.drain();
         self.ctx.wait_idle()
     }
 }
 
 impl Drop for Executor {
     fn drop(&mut self) {
+        self.worker.stop();
         let _ = self.ctx.wait_idle();
         for e in self.execs.iter_mut().flatten() {
             e.destroy(&self.ctx);
@@ -247,7 +262,7 @@ pub struct HostContext<'a> {
     pub(crate) transfers: &'a Transfers,
     pub(crate) node: &'a str,
     /// (name, mode, buffer, byte offset, size) per declared access.
-    pub(crate) access: Vec<Declared<'a>>,
+    pub(crate) access: Vec<Declared>,
 }
 
 impl HostContext<'_> {
@@ -256,7 +271,7 @@ impl HostContext<'_> {
         self.node
     }
 
-    fn find(&self, name: &str, write: bool) -> std::result::Result<&Declared<'_>, String> {
+    fn find(&self, name: &str, write: bool) -> std::result::Result<&Declared, String> {
         let name = name.trim_start_matches(['@', '%']);
         let a = self.access.iter().find(|a| a.0 == name).ok_or_else(|| format!("{name} is not in the access list"))?;
         let ok = match a.1 {
@@ -304,30 +319,30 @@ impl HostContext<'_> {
 }
 
 /// One declared access: (name, mode, buffer, byte offset, size).
-pub(crate) type Declared<'a> = (String, Access, &'a Buffer, u64, u64);
+pub(crate) type Declared = (String, Access, BufRef, u64, u64);
 
 /// Places a graph allocation: (name, byte offset in the pool, size).
 pub(crate) type AllocPlace<'p> = &'p dyn Fn(MemRef) -> Option<(String, u64, u64)>;
 
 /// Declared accesses resolved to buffers (used by executables to build a [`HostContext`]).
-pub(crate) fn declared<'a>(
+pub(crate) fn declared(
     module: &Module,
-    memories: &'a [Option<Buffer>],
-    pool: Option<(&'a Buffer, AllocPlace<'_>)>,
+    memories: &[Option<Buffer>],
+    pool: Option<(&Buffer, AllocPlace<'_>)>,
     access: &[MemAccess],
-) -> std::result::Result<Vec<Declared<'a>>, String> {
+) -> std::result::Result<Vec<Declared>, String> {
     let mut out = Vec::new();
     for a in access {
         match a.mem {
             MemRef::Memory(h) => {
                 let obj = module.memories.try_get(h).ok_or("bad memory handle")?;
                 let buf = memories.get(h.index()).and_then(|b| b.as_ref()).ok_or("host access to a device_global")?;
-                out.push((obj.name.clone(), a.mode, buf, 0, obj.size_bytes()));
+                out.push((obj.name.clone(), a.mode, buf.into(), 0, obj.size_bytes()));
             }
             MemRef::Alloc(_) => {
                 let (buf, place) = pool.as_ref().ok_or("no pool")?;
                 let (name, off, size) = place(a.mem).ok_or("allocation not in the pool plan")?;
-                out.push((name, a.mode, *buf, off, size));
+                out.push((name, a.mode, (*buf).into(), off, size));
             }
         }
     }

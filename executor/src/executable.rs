@@ -5,57 +5,71 @@
 
 use crate::args::{encode, Encoded, Place as ArgPlace, Target};
 use crate::error::{ExecError, Result};
-use crate::exec::{declared, ExecId, Executor, HostContext, NativeContext};
+use crate::exec::{declared, ExecId, Executor, NativeContext};
+use crate::profile::Queries;
 use crate::schedule::{self, Seg};
 use crate::vk::buffer::full_barrier;
 use crate::vk::{Buffer, Context, Place};
+use crate::worker::{submit, wait_timeline, Job, Step};
 use ash::vk;
-use cmdgraph_ir::{Alternative, Arg, ArgValue, Graph, Handle, KernelCommand, Launch, MemRef, Node, NodeKind};
+use cmdgraph_ir::{
+    Alternative, Arg, ArgValue, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemRef, Node, NodeKind,
+};
 use std::collections::BTreeMap;
 
 /// Alignment of graph allocations when the bundle has no pool plan.
 const DEFAULT_ALIGN: u64 = 256;
 
 /// A kernel node's resources.
-struct KNode {
+pub(crate) struct KNode {
     /// The command as it now stands (active alternative, updated launch).
-    cmd: KernelCommand,
+    pub(crate) cmd: KernelCommand,
     /// Index into the bundle's kernels (and the executor's pipelines).
-    variant: usize,
-    args_off: u64,
-    ind_off: u64,
-    desc_pool: vk::DescriptorPool,
-    set: vk::DescriptorSet,
+    pub(crate) variant: usize,
+    pub(crate) args_off: u64,
+    pub(crate) ind_off: u64,
+    pub(crate) desc_pool: vk::DescriptorPool,
+    pub(crate) set: vk::DescriptorSet,
     /// The buffers bound now at bindings 0, 1, ... (to rewrite only what changed).
-    bound: Vec<(vk::Buffer, u64)>,
+    pub(crate) bound: Vec<(vk::Buffer, u64)>,
     /// The device segment that records it.
-    segment: usize,
+    pub(crate) segment: usize,
 }
 
 /// One executable graph.
 pub(crate) struct Executable {
-    graph: Handle<Graph>,
-    device: u32,
-    sched: Vec<Seg>,
+    pub(crate) graph: Handle<Graph>,
+    pub(crate) device: u32,
+    pub(crate) sched: Vec<Seg>,
     /// One command buffer per device segment (null for host segments).
-    cmds: Vec<vk::CommandBuffer>,
-    kernels: BTreeMap<usize, KNode>,
-    pool: Option<Buffer>,
+    pub(crate) cmds: Vec<vk::CommandBuffer>,
+    pub(crate) kernels: BTreeMap<usize, KNode>,
+    pub(crate) pool: Option<Buffer>,
     /// async_malloc node index → (name, byte offset, size).
-    allocs: BTreeMap<usize, (String, u64, u64)>,
-    args: Buffer,
-    indirect: Buffer,
+    pub(crate) allocs: BTreeMap<usize, (String, u64, u64)>,
+    pub(crate) args: Buffer,
+    pub(crate) indirect: Buffer,
     /// Fill patterns for fills `vkCmdFillBuffer` cannot do (node index → offset).
-    consts: Option<Buffer>,
-    const_offs: BTreeMap<usize, u64>,
-    cmd_pool: vk::CommandPool,
-    timeline: vk::Semaphore,
+    pub(crate) consts: Option<Buffer>,
+    pub(crate) const_offs: BTreeMap<usize, u64>,
+    pub(crate) cmd_pool: vk::CommandPool,
+    pub(crate) timeline: vk::Semaphore,
     /// The timeline value the last submitted work signals.
-    submitted: u64,
-    dyn_values: Vec<ArgValue>,
-    active: Vec<u32>,
+    pub(crate) submitted: u64,
+    pub(crate) dyn_values: Vec<ArgValue>,
+    pub(crate) active: Vec<u32>,
+    /// Host-task commands replaced by updates (node index → command).
+    pub(crate) hosts: BTreeMap<usize, HostTaskCommand>,
     /// Command buffers recorded so far (finalize included).
     pub(crate) recorded: u64,
+    /// Timestamp queries (graphs with `enable_profiling` on devices with timestamps).
+    pub(crate) queries: Option<Queries>,
+    /// Host time of the last run's submission (ns since the executor was created).
+    pub(crate) submit_ns: Option<u64>,
+    /// Room for overlapping memcpys, which copy through it (memmove, as the interpreter).
+    pub(crate) scratch: Option<Buffer>,
+    /// Overlapping memcpy node index → its byte offset in `scratch`.
+    pub(crate) scratch_offs: BTreeMap<usize, u64>,
 }
 
 impl Executable {
@@ -67,6 +81,12 @@ impl Executable {
             }
             ctx.device.destroy_command_pool(self.cmd_pool, None);
             ctx.device.destroy_semaphore(self.timeline, None);
+        }
+        if let Some(q) = &self.queries {
+            q.destroy(ctx);
+        }
+        if let Some(b) = self.scratch.as_mut() {
+            b.destroy(ctx);
         }
         for b in [Some(&mut self.args), Some(&mut self.indirect), self.pool.as_mut(), self.consts.as_mut()]
             .into_iter()
@@ -149,12 +169,16 @@ fn check_cmd_supported(graph: &Graph, node: Handle<Node>) -> Result<()> {
 }
 
 impl Executor {
-    fn exec_ref(&self, id: ExecId) -> Result<&Executable> {
+    pub(crate) fn exec_ref(&self, id: ExecId) -> Result<&Executable> {
         self.execs.get(id.0).and_then(|e| e.as_ref()).ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))
     }
 
     /// Runs `f` with the executable taken out of the executor (so both can be borrowed).
-    fn with_exec<T>(&mut self, id: ExecId, f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_exec<T>(
+        &mut self,
+        id: ExecId,
+        f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>,
+    ) -> Result<T> {
         let mut ex = self
             .execs
             .get_mut(id.0)
@@ -167,7 +191,7 @@ impl Executor {
         r
     }
 
-    fn variant_for(&self, kernel: &str, launch: &Launch) -> Result<usize> {
+    pub(crate) fn variant_for(&self, kernel: &str, launch: &Launch) -> Result<usize> {
         let (_, _, local) = crate::args::geometry(launch)?;
         let mut candidates = self.loaded.bundle.kernels.iter().enumerate().filter(|(_, k)| k.kernel == kernel);
         match local {
@@ -186,6 +210,7 @@ impl Executor {
     /// Makes an executable of graph `name`: graph memory (pool at the planned offsets,
     /// `zero_init` done here only), argument blocks, descriptor sets, command buffers.
     pub fn finalize(&mut self, name: &str) -> Result<ExecId> {
+        self.worker.drain();
         let name = name.strip_prefix('@').unwrap_or(name);
         let module = &self.loaded.module;
         let gh = module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
@@ -324,6 +349,27 @@ impl Executor {
                 return Err(e);
             }
         }
+        let queries = match Queries::new(&self.ctx, &graph, &sched) {
+            Ok(q) => q,
+            Err(e) => {
+                res.destroy(&self.ctx);
+                return Err(e);
+            }
+        };
+        let (scratch_offs, scratch_size) = overlapping_copies(&graph, &allocs);
+        let scratch = match scratch_size {
+            0 => None,
+            n => match Buffer::new(&self.ctx, n, Place::Device) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    res.destroy(&self.ctx);
+                    if let Some(q) = &queries {
+                        q.destroy(&self.ctx);
+                    }
+                    return Err(e);
+                }
+            },
+        };
         let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
         let mut exe = Executable {
             graph: gh,
@@ -342,7 +388,12 @@ impl Executor {
             submitted: 0,
             dyn_values: graph.dyn_params.iter().map(|(_, p)| p.value.clone()).collect(),
             active,
+            hosts: BTreeMap::new(),
             recorded: 0,
+            queries,
+            submit_ns: None,
+            scratch,
+            scratch_offs,
         };
         let built = (|| {
             for (h, si, args_off, ind_off) in layout {
@@ -381,7 +432,7 @@ impl Executor {
     /// descriptors that changed; `new_set` allocates a descriptor set for its current variant
     /// first. Returns whether a descriptor of an existing set changed (which, without
     /// UPDATE_AFTER_BIND, invalidates the command buffer that binds it).
-    fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
+    pub(crate) fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
         let k = exe.kernels.get(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?;
         let variant =
             self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
@@ -472,7 +523,7 @@ impl Executor {
     }
 
     /// Records device segment `si` into its command buffer (allocating it the first time).
-    fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
+    pub(crate) fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
         let Some(Seg::Device(stages)) = exe.sched.get(si).cloned() else { return Ok(()) };
         let graph = self.loaded.module.graphs[exe.graph].clone();
         let d = self.ctx.device.clone();
@@ -493,6 +544,9 @@ impl Executor {
                 &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE),
             )?;
             full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
+            if let Some(q) = &exe.queries {
+                q.begin_segment(&d, cb, si);
+            }
             let mut pending = false;
             let mut native = std::mem::take(&mut self.native);
             let mut result = Ok(());
@@ -504,7 +558,13 @@ impl Executor {
                     pending = false;
                 }
                 for &h in stage {
+                    if let Some(q) = &exe.queries {
+                        q.node(&d, cb, h.index(), false);
+                    }
                     let r = self.record_node(exe, &graph, h, cb, &mut native);
+                    if let Some(q) = &exe.queries {
+                        q.node(&d, cb, h.index(), true);
+                    }
                     match r {
                         Ok(did) => pending |= did,
                         Err(e) => result = Err(e),
@@ -512,6 +572,9 @@ impl Executor {
                 }
             }
             self.native = native;
+            if let Some(q) = &exe.queries {
+                q.end_segment(&d, cb, si);
+            }
             full_barrier(
                 &d,
                 cb,
@@ -555,13 +618,23 @@ impl Executor {
                 if dp.avail < *bytes || sp.avail < *bytes {
                     return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
                 }
-                if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
-                    return Err(ExecError::Invalid(format!(
-                        "%{}: overlapping memcpy is not supported by the Vulkan executor",
-                        n.name
-                    )));
-                }
                 let (db, sb) = (exe.buffer_of(self, &dp.target)?, exe.buffer_of(self, &sp.target)?);
+                if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
+                    // memmove, as the interpreter: through scratch memory, a barrier between.
+                    let (Some(scratch), Some(&off)) = (&exe.scratch, exe.scratch_offs.get(&h.index())) else {
+                        return Err(ExecError::Invalid(format!("%{}: overlapping memcpy without scratch", n.name)));
+                    };
+                    let into = [vk::BufferCopy { src_offset: sp.offset, dst_offset: off, size: *bytes }];
+                    let out = [vk::BufferCopy { src_offset: off, dst_offset: dp.offset, size: *bytes }];
+                    // SAFETY: `cb` is recording; the regions are inside the buffers (the scratch
+                    // range was sized for this node at finalize).
+                    unsafe {
+                        d.cmd_copy_buffer(cb, sb.buffer, scratch.buffer, &into);
+                        full_barrier(d, cb, vk::PipelineStageFlags2::TRANSFER, vk::PipelineStageFlags2::TRANSFER);
+                        d.cmd_copy_buffer(cb, scratch.buffer, db.buffer, &out);
+                    }
+                    return Ok(true);
+                }
                 let region = [vk::BufferCopy { src_offset: sp.offset, dst_offset: dp.offset, size: *bytes }];
                 // SAFETY: `cb` is recording; the regions are inside both buffers.
                 unsafe { d.cmd_copy_buffer(cb, sb.buffer, db.buffer, &region) };
@@ -611,47 +684,50 @@ impl Executor {
 
     /// Submits one run. Without host tasks this is one `vkQueueSubmit`; a run waits for the
     /// previous run of the same executable on the device (never two at once) and later
-    /// submissions keep queue order. Host tasks run on this thread between segments.
+    /// submissions keep queue order. A run with host tasks (or any run while such a run is
+    /// under way) goes to the host-task thread, so `run` returns without waiting for the
+    /// host tasks; [`wait`](Self::wait) waits for them and reports their errors.
     pub fn run(&mut self, id: ExecId) -> Result<()> {
+        if let Some(e) = self.worker.take_error(id.0) {
+            return Err(e);
+        }
         self.with_exec(id, |ex, exe| {
             let graph = ex.loaded.module.graphs[exe.graph].clone();
-            for si in 0..exe.sched.len() {
-                match &exe.sched[si] {
-                    Seg::Device(_) => {
-                        let waits = [vk::SemaphoreSubmitInfo::default()
-                            .semaphore(exe.timeline)
-                            .value(exe.submitted)
-                            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-                        let signals = [vk::SemaphoreSubmitInfo::default()
-                            .semaphore(exe.timeline)
-                            .value(exe.submitted + 1)
-                            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-                        let cbs = [vk::CommandBufferSubmitInfo::default().command_buffer(exe.cmds[si])];
-                        let wait_n = usize::from(exe.submitted > 0);
-                        let submit = [vk::SubmitInfo2::default()
-                            .wait_semaphore_infos(&waits[..wait_n])
-                            .command_buffer_infos(&cbs)
-                            .signal_semaphore_infos(&signals)];
-                        // SAFETY: the command buffer was recorded with SIMULTANEOUS_USE and
-                        // every resource it uses lives as long as the executable.
-                        unsafe { ex.ctx.device.queue_submit2(ex.ctx.queue, &submit, vk::Fence::null()) }?;
-                        exe.submitted += 1;
-                    }
-                    Seg::Host(h) => {
-                        ex.wait_value(exe, exe.submitted)?;
-                        ex.run_host(exe, &graph, *h)?;
+            let mut steps = Vec::with_capacity(exe.sched.len());
+            for (si, seg) in exe.sched.iter().enumerate() {
+                match seg {
+                    Seg::Device(_) => steps.push(Step::Device(exe.cmds[si])),
+                    Seg::Host(h) => steps.push(ex.host_step(exe, &graph, *h)?),
+                }
+            }
+            exe.submit_ns = Some(u64::try_from(ex.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            let job = Job { exec: id.0, timeline: exe.timeline, start: exe.submitted, steps };
+            let end = job.end();
+            let host = job.steps.iter().any(|s| matches!(s, Step::Host { .. }));
+            if host || !ex.worker.idle() {
+                ex.worker.push(&ex.ctx, &ex.host, job)?;
+            } else {
+                let mut at = job.start;
+                for step in &job.steps {
+                    if let Step::Device(cb) = step {
+                        submit(&ex.ctx, exe.timeline, at, *cb)?;
+                        at += 1;
                     }
                 }
             }
+            exe.submitted = end;
             Ok(())
         })
     }
 
-    fn run_host(&mut self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<()> {
+    /// A host task of a run: its current command and the memory it declares, resolved now.
+    fn host_step(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Step> {
         let n = &graph.nodes[h];
-        let cmd = match &n.kind {
-            NodeKind::HostTask(c) => c.clone(),
-            NodeKind::Dynamic { dcg } => {
+        let cmd = match (exe.hosts.get(&h.index()), &n.kind) {
+            // An update replaced the node's command.
+            (Some(c), _) => c.clone(),
+            (None, NodeKind::HostTask(c)) => c.clone(),
+            (None, NodeKind::Dynamic { dcg }) => {
                 let d = &graph.dcgs[*dcg];
                 let i = exe.active.get(dcg.index()).copied().unwrap_or(d.active);
                 match d.alternatives.get(i as usize) {
@@ -662,38 +738,31 @@ impl Executor {
             _ => return Err(ExecError::Invalid(format!("%{} is not a host task", n.name))),
         };
         let host_err = |reason: String| ExecError::Host { node: n.name.clone(), reason };
-        let mut f = self
-            .host
-            .remove(&cmd.callback)
-            .ok_or_else(|| host_err(format!("callback \"{}\" is not registered", cmd.callback)))?;
+        let registered = self.host.lock().map(|m| m.contains_key(&cmd.callback)).unwrap_or(false);
+        if !registered {
+            return Err(host_err(format!("callback \"{}\" is not registered", cmd.callback)));
+        }
         let place = |m: MemRef| match m {
             MemRef::Alloc(a) => exe.allocs.get(&a.index()).cloned(),
             MemRef::Memory(_) => None,
         };
         let pool = exe.pool.as_ref().map(|p| (p, &place as &dyn Fn(MemRef) -> Option<(String, u64, u64)>));
-        let r = declared(&self.loaded.module, &self.memories, pool, &cmd.access).and_then(|access| {
-            let mut hc = HostContext { ctx: &self.ctx, transfers: &self.transfers, node: &n.name, access };
-            f(&mut hc)
-        });
-        self.host.insert(cmd.callback.clone(), f);
-        r.map_err(host_err)
+        let access = declared(&self.loaded.module, &self.memories, pool, &cmd.access).map_err(host_err)?;
+        Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access })
     }
 
-    fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
-        if value == 0 {
-            return Ok(());
-        }
-        let sems = [exe.timeline];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
-        // SAFETY: the semaphore is live.
-        Ok(unsafe { self.ctx.device.wait_semaphores(&info, u64::MAX) }?)
+    /// Waits until the host-task thread is idle and `exe`'s timeline reaches `value`.
+    pub(crate) fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
+        self.worker.drain();
+        wait_timeline(&self.ctx, exe.timeline, value)
     }
 
     /// Waits until every submitted run of `id` has finished.
+    /// Reports the error of a run whose host task failed (once).
     pub fn wait(&self, id: ExecId) -> Result<()> {
         let exe = self.exec_ref(id)?;
-        self.wait_value(exe, exe.submitted)
+        self.wait_value(exe, exe.submitted)?;
+        self.worker.take_error(id.0).map_or(Ok(()), Err)
     }
 
     /// Command buffers recorded for `id` so far (finalize's included): updates that need no
@@ -704,6 +773,7 @@ impl Executor {
 
     /// The bytes of a graph allocation of an executable (after its submitted runs).
     pub fn read_alloc(&self, id: ExecId, node: &str) -> Result<Vec<u8>> {
+        self.worker.drain();
         let exe = self.exec_ref(id)?;
         let node = node.trim_start_matches('%');
         let (_, off, size) = exe
@@ -861,7 +931,10 @@ impl Executor {
 
     /// Destroys an executable after its runs finish.
     pub fn drop_exec(&mut self, id: ExecId) -> Result<()> {
-        self.wait(id)?;
+        let exe = self.exec_ref(id)?;
+        self.wait_value(exe, exe.submitted)?;
+        // A failed run's error goes with the executable.
+        let _ = self.worker.take_error(id.0);
         let mut exe = self
             .execs
             .get_mut(id.0)
@@ -870,6 +943,29 @@ impl Executor {
         exe.destroy(&self.ctx);
         Ok(())
     }
+}
+
+/// The memcpy nodes whose source and destination overlap (the same user memory, or the
+/// same pool bytes: allocations a plan placed on shared bytes count, as in the interpreter),
+/// each with its own offset in a scratch buffer; and the scratch buffer's size.
+fn overlapping_copies(graph: &Graph, allocs: &BTreeMap<usize, (String, u64, u64)>) -> (BTreeMap<usize, u64>, u64) {
+    let at = |p: &cmdgraph_ir::Pointer| match p.base {
+        MemRef::Memory(h) => Some((false, h.index(), p.offset)),
+        MemRef::Alloc(n) => allocs.get(&n.index()).map(|a| (true, 0, a.1.saturating_add(p.offset))),
+    };
+    let (mut offs, mut size) = (BTreeMap::new(), 0u64);
+    for (h, n) in graph.nodes.iter() {
+        let NodeKind::Memcpy { dst, src, bytes } = &n.kind else { continue };
+        if let (Some(d), Some(s)) = (at(dst), at(src)) {
+            let overlap =
+                d.0 == s.0 && d.1 == s.1 && d.2 < s.2.saturating_add(*bytes) && s.2 < d.2.saturating_add(*bytes);
+            if *bytes > 0 && overlap {
+                offs.insert(h.index(), size);
+                size = size.saturating_add(*bytes).next_multiple_of(4);
+            }
+        }
+    }
+    (offs, size)
 }
 
 /// The 32-bit word `vkCmdFillBuffer` repeats for this fill, if the fill can be one.

@@ -13,8 +13,12 @@ pub use error::{ExecError, Result};
 pub mod args;
 pub mod exec;
 mod executable;
+pub mod profile;
 pub mod schedule;
+mod update;
+mod worker;
 
 pub use exec::{ExecId, Executor, HostContext, NativeContext};
 pub use load::{load_str, Loaded};
+pub use profile::{NodeProfile, Profile};
 pub use vk::{ContextOptions, DeviceChoice};

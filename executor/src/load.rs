@@ -17,6 +17,9 @@ pub struct Loaded {
     pub bundle: Bundle,
     /// `bundle.optimized`, parsed and verified.
     pub module: Module,
+    /// `bundle.source`, parsed and verified: whole-graph and node updates are checked
+    /// against it (docs/semantics.md).
+    pub source: Module,
 }
 
 /// Reads bundle text (RON) and checks it.
@@ -40,7 +43,10 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
             return Err(ExecError::Bundle(format!("plan for unknown graph @{}", plan.name)));
         }
     }
-    Ok(Loaded { bundle, module })
+    let source =
+        cmdgraph_ir::text::parse(&bundle.source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
+    cmdgraph_ir::verify::verify(&source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
+    Ok(Loaded { bundle, module, source })
 }
 
 fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {

@@ -62,8 +62,51 @@ fn host_task_errors_name_the_node() {
     let err = ex.run(e).unwrap_err().to_string();
     assert!(err.contains("%host") && err.contains("negate"), "{err}");
     ex.register_callback("negate", |ctx| ctx.write_as("a", 0, &[1.0f32]));
-    let err = ex.run(e).unwrap_err().to_string();
-    assert!(err.contains("declared"), "{err}");
+    // The host task runs on the host-task thread: its failure is reported by `wait`, once,
+    // and the executable runs again afterwards.
+    ex.run(e).unwrap();
+    let err = ex.wait(e).unwrap_err().to_string();
+    assert!(err.contains("declared") && err.contains("%host"), "{err}");
     ex.wait(e).unwrap();
+    ex.register_callback("negate", |ctx| ctx.write_as("h", 0, &[1.0f32]));
+    ex.run(e).unwrap();
+    ex.wait(e).unwrap();
+    assert_eq!(ex.read_as::<f32>("out").unwrap()[0], 3.0);
+    no_messages(&ex);
+}
+
+/// `run` returns while the host task is still running; later work waits for it: the device
+/// segment after it (timeline), the next run of the same executable (one queue of runs), and
+/// reads (which wait for the host-task thread).
+#[test]
+fn run_returns_before_the_host_task_finishes() {
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+    let ir = ir();
+    let mut ex = executor(bundle(&ir, vec![], vec![]));
+    let (go_tx, go_rx) = channel::<()>();
+    let (started_tx, started_rx) = channel::<u32>();
+    let mut calls = 0u32;
+    ex.register_callback("negate", move |ctx| {
+        calls += 1;
+        started_tx.send(calls).map_err(|e| e.to_string())?;
+        // Blocks until the test lets it go (bounded, so a bug fails instead of hanging).
+        go_rx.recv_timeout(Duration::from_secs(20)).map_err(|e| format!("never released: {e}"))?;
+        let a: Vec<f32> = ctx.read_as("a")?;
+        ctx.write_as("h", 0, &a.iter().map(|v| -v * calls as f32).collect::<Vec<_>>())
+    });
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    ex.run(e).unwrap();
+    // Both runs were submitted while the first host task is blocked.
+    assert_eq!(started_rx.recv_timeout(Duration::from_secs(20)).unwrap(), 1);
+    assert!(started_rx.try_recv().is_err(), "the second run's host task waits for the first");
+    go_tx.send(()).unwrap();
+    assert_eq!(started_rx.recv_timeout(Duration::from_secs(20)).unwrap(), 2);
+    go_tx.send(()).unwrap();
+    ex.wait(e).unwrap();
+    let out: Vec<f32> = ex.read_as("out").unwrap();
+    // The second run's host task (calls = 2) fed the last kernel: out = 3 · (-2 · i).
+    assert_eq!(out[5], -30.0);
     no_messages(&ex);
 }

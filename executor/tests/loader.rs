@@ -97,3 +97,30 @@ fn random_byte_flips_never_panic() {
         }
     }
 }
+
+/// The fuzzer's seeds (`fuzz/seeds/load_bundle`, docs/reliability.md) are valid bundles.
+/// `CMDGRAPH_WRITE_FUZZ_SEEDS=1` rewrites them from the bundles these tests build.
+#[test]
+fn fuzz_seed_bundles_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/load_bundle");
+    if std::env::var_os("CMDGRAPH_WRITE_FUZZ_SEEDS").is_some() {
+        let graphs = [
+            "usm @x : f32[16]\ngraph @g {\n  %k = kernel @ramp range(16) args(@x)\n}\n",
+            "usm @x : f32[64]\nusm @y : f32[64]\ngraph @g properties(updatable) {\n  dyn %s = 2.0 : f32\n  %k = kernel @ramp range(64) args(@x)\n  %m = kernel @scale range(64) args(@x, @y, %s) after(%k)\n  %h = host_task \"cb\" access(@y read) after(%m)\n  %c = memcpy @x, @y, 64 after(%h)\n}\n",
+            "usm @x : f32[64]\ngraph @g {\n  %t = async_malloc f32[64] device zero_init\n  %k = kernel @ramp range(64) args(%t) after(%t)\n  %c = memcpy @x, %t, 256 after(%k)\n  %f = async_free %t after(%c)\n}\n",
+        ];
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, g) in graphs.iter().enumerate() {
+            let text = ron::to_string(&bundle(&format!("{KERNELS_IR}\n{g}"), vec![], vec![])).unwrap();
+            std::fs::write(dir.join(format!("seed{i}.ron")), text).unwrap();
+        }
+    }
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        load::load_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        n += 1;
+    }
+    assert!(n >= 3, "{n} seeds in {}", dir.display());
+}

@@ -7,7 +7,7 @@
 //! (nodes, work-items, a checksum per output, races) goes to stdout. docs/cli.md describes
 //! the data formats and the summary.
 
-mod data;
+pub(crate) mod data;
 mod locate;
 
 use crate::exit::{Failure, Outcome};
@@ -41,7 +41,7 @@ pub struct Binding {
     pub path: PathBuf,
 }
 
-fn parse_binding(text: &str) -> Result<Binding, String> {
+pub(crate) fn parse_binding(text: &str) -> Result<Binding, String> {
     let (name, path) = text.split_once('=').ok_or("expected NAME=FILE, e.g. x=x.npy")?;
     let name = name.strip_prefix('@').unwrap_or(name);
     if name.is_empty() {
@@ -194,7 +194,7 @@ fn summary_head(module: &Module, graph: &str, args: &InterpArgs, ran: &Ran, inpu
 }
 
 /// The graph to run: `--graph`, or the module's only graph.
-fn pick_graph(module: &Module, wanted: Option<&str>, file: &str) -> Result<String, Failure> {
+pub(crate) fn pick_graph(module: &Module, wanted: Option<&str>, file: &str) -> Result<String, Failure> {
     let names: Vec<String> = module.graphs.iter().map(|(_, g)| format!("@{}", g.name)).collect();
     let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
     match wanted {
@@ -232,7 +232,11 @@ fn memory<'m>(module: &'m Module, name: &str, file: &str) -> Result<&'m cmdgraph
     }
 }
 
-fn resolve_inputs(module: &Module, inputs: &[Binding], file: &str) -> Result<Vec<(Binding, Layout)>, Failure> {
+pub(crate) fn resolve_inputs(
+    module: &Module,
+    inputs: &[Binding],
+    file: &str,
+) -> Result<Vec<(Binding, Layout)>, Failure> {
     let mut out: Vec<(Binding, Layout)> = Vec::new();
     for b in inputs {
         let m = memory(module, &b.name, file)?;
@@ -251,7 +255,11 @@ fn resolve_inputs(module: &Module, inputs: &[Binding], file: &str) -> Result<Vec
     Ok(out)
 }
 
-fn resolve_outputs(module: &Module, outputs: &[Binding], file: &str) -> Result<Vec<(Binding, Layout, bool)>, Failure> {
+pub(crate) fn resolve_outputs(
+    module: &Module,
+    outputs: &[Binding],
+    file: &str,
+) -> Result<Vec<(Binding, Layout, bool)>, Failure> {
     let mut out = Vec::new();
     for b in outputs {
         let m = memory(module, &b.name, file)?;
@@ -267,13 +275,13 @@ fn resolve_outputs(module: &Module, outputs: &[Binding], file: &str) -> Result<V
     Ok(out)
 }
 
-fn is_npy(path: &Path) -> bool {
+pub(crate) fn is_npy(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
 }
 
 /// Reads a data file into the bytes of memory object `name`. Unreadable files are I/O
 /// errors (exit 3); files that do not fit the memory object reject the input (exit 1).
-fn read_data(path: &Path, name: &str, layout: Layout) -> Result<Vec<u8>, Failure> {
+pub(crate) fn read_data(path: &Path, name: &str, layout: Layout) -> Result<Vec<u8>, Failure> {
     let io_err = |e: std::io::Error| Failure::Io(format!("error: cannot read `{}`: {e}", path.display()));
     let reject = |why: String| {
         Failure::Rejected(format!("error: cannot bind `{}` to @{name} ({}): {why}", path.display(), layout.describe()))

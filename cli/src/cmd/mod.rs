@@ -8,6 +8,7 @@ pub mod fmt;
 pub mod inspect;
 pub mod interp;
 pub mod opt;
+pub mod run;
 pub mod verify;
 
 use crate::exit::Failure;

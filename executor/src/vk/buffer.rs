@@ -15,6 +15,20 @@ pub struct Buffer {
     mapped: Option<*mut u8>,
 }
 
+/// A buffer's handle and size, without ownership: what transfers need, and what may cross
+/// to the host-task thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufRef {
+    pub(crate) buffer: vk::Buffer,
+    pub(crate) size: u64,
+}
+
+impl From<&Buffer> for BufRef {
+    fn from(b: &Buffer) -> BufRef {
+        BufRef { buffer: b.buffer, size: b.size }
+    }
+}
+
 /// Where a buffer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -205,7 +219,8 @@ impl Transfers {
     }
 
     /// Copies `bytes` into `dst` at `offset` through a staging buffer.
-    pub fn upload(&self, ctx: &Context, dst: &Buffer, offset: u64, bytes: &[u8]) -> Result<()> {
+    pub fn upload(&self, ctx: &Context, dst: impl Into<BufRef>, offset: u64, bytes: &[u8]) -> Result<()> {
+        let dst: BufRef = dst.into();
         if bytes.is_empty() {
             return Ok(());
         }
@@ -227,7 +242,8 @@ impl Transfers {
     }
 
     /// Reads `len` bytes of `src` at `offset` through a staging buffer.
-    pub fn download(&self, ctx: &Context, src: &Buffer, offset: u64, len: u64) -> Result<Vec<u8>> {
+    pub fn download(&self, ctx: &Context, src: impl Into<BufRef>, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let src: BufRef = src.into();
         if len == 0 {
             return Ok(Vec::new());
         }

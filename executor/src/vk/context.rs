@@ -57,6 +57,8 @@ pub struct Context {
     pub(crate) mem_props: vk::PhysicalDeviceMemoryProperties,
     /// Descriptors may be rewritten while recorded (UPDATE_AFTER_BIND).
     pub(crate) update_after_bind: bool,
+    /// `timestampValidBits` of the queue family (0: no timestamp queries).
+    pub(crate) timestamp_bits: u32,
     name: String,
 }
 
@@ -166,13 +168,15 @@ impl Context {
         partial.armed = false;
         let instance = partial.instance.clone();
         // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
-        let (props, mem_props, queue) = unsafe {
+        let (props, mem_props, queue, families) = unsafe {
             (
                 instance.get_physical_device_properties(physical),
                 instance.get_physical_device_memory_properties(physical),
                 device.get_device_queue(family, 0),
+                instance.get_physical_device_queue_family_properties(physical),
             )
         };
+        let timestamp_bits = families.get(family as usize).map(|f| f.timestamp_valid_bits).unwrap_or(0);
         Ok(Context {
             _entry: entry,
             instance,
@@ -184,7 +188,13 @@ impl Context {
             props,
             mem_props,
             update_after_bind,
+            timestamp_bits,
         })
+    }
+
+    /// `timestampValidBits` of the queue (0 when it has no timestamp queries).
+    pub fn timestamp_bits(&self) -> u32 {
+        self.timestamp_bits
     }
 
     /// The chosen device's name (e.g. `llvmpipe (LLVM 19.1.7, 256 bits)`).

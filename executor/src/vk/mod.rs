@@ -4,6 +4,6 @@ pub mod buffer;
 pub mod context;
 pub mod pipeline;
 
-pub use buffer::{Buffer, Place, Transfers};
+pub use buffer::{BufRef, Buffer, Place, Transfers};
 pub use context::{Context, ContextOptions, DeviceChoice};
 pub use pipeline::KernelPipeline;

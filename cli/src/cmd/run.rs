@@ -1,0 +1,170 @@
+//! `cmdgraph run`: run a compiled bundle on a Vulkan device (docs/executor.md).
+//!
+//! The bundle is loaded and checked by the executor (version, hash, IR, layouts, SPIR-V);
+//! inputs and outputs follow `cmdgraph interp` (raw or `.npy` files, by memory object name,
+//! outputs written atomically); the graph is finalized once and run `--repeat` times; host
+//! tasks run as no-op callbacks (the CLI has no host code). `--profile` prints the last
+//! run's per-node device times (the graph needs `enable_profiling`, spec §22 row 61).
+
+use super::interp::data;
+use super::interp::{is_npy, parse_binding, pick_graph, read_data, resolve_inputs, resolve_outputs, Binding};
+use crate::exit::{Failure, Outcome};
+use crate::io;
+use cmdgraph_executor::{ContextOptions, DeviceChoice, ExecError, Executor, Profile};
+use cmdgraph_ir::graph::{Alternative, NodeKind};
+use cmdgraph_ir::Module;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+Examples:
+  cmdgraph run app.bundle --input x=x.npy --output y=y.npy
+  cmdgraph run app.bundle --graph main --repeat 100 --profile
+  cmdgraph run app.bundle --device llvmpipe --validation --output y=y.bin
+
+Data files as for `cmdgraph interp`: `.npy` or, with any other extension, raw bytes.";
+
+/// Arguments of `cmdgraph run`.
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct RunArgs {
+    /// The bundle (`cmdgraph compile -o`); `-` reads stdin.
+    #[arg(value_name = "BUNDLE")]
+    pub bundle: PathBuf,
+    /// The graph to run (`main` or `@main`); needed when the bundle has several.
+    #[arg(long, value_name = "NAME")]
+    pub graph: Option<String>,
+    /// Bind memory object NAME (usm or buffer) from FILE (.npy or raw bytes); repeatable.
+    #[arg(long = "input", value_name = "NAME=FILE", value_parser = parse_binding)]
+    pub inputs: Vec<Binding>,
+    /// Write memory object NAME to FILE (.npy or raw bytes) after the runs; repeatable.
+    #[arg(long = "output", value_name = "NAME=FILE", value_parser = parse_binding)]
+    pub outputs: Vec<Binding>,
+    /// How many times to run the executable graph (memory carries over between runs).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Print the last run's per-node device times (needs `properties(enable_profiling)`).
+    #[arg(long)]
+    pub profile: bool,
+    /// The Vulkan device: an index or a name substring (default: discrete, integrated,
+    /// virtual, then CPU).
+    #[arg(long, value_name = "D")]
+    pub device: Option<String>,
+    /// Enable the Khronos validation layer (with synchronization validation); any message
+    /// fails the run.
+    #[arg(long)]
+    pub validation: bool,
+}
+
+/// Runs `cmdgraph run`.
+pub fn run(args: &RunArgs) -> Outcome {
+    let input = io::read_input(&args.bundle)?;
+    let file = input.name.clone();
+    let reject = |e: ExecError| Failure::Rejected(format!("error: `{file}`: {e}"));
+    let loaded = cmdgraph_executor::load_str(&input.text).map_err(reject)?;
+    let module = loaded.module.clone();
+    let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
+    let inputs = resolve_inputs(&module, &args.inputs, &file)?;
+    let outputs = resolve_outputs(&module, &args.outputs, &file)?;
+    let mut bound = Vec::new();
+    for (b, layout) in &inputs {
+        bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
+    }
+    let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
+    let opts = ContextOptions { validation: args.validation, device };
+    let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
+    let mut ex = Executor::new(loaded, &opts).map_err(fail)?;
+    for (name, bytes) in &bound {
+        ex.bind(name, bytes).map_err(fail)?;
+    }
+    let callbacks = host_callbacks(&module);
+    for name in &callbacks {
+        ex.register_callback(name, |_| Ok(()));
+    }
+    let exec = ex.finalize(&graph).map_err(fail)?;
+    for _ in 0..args.repeat {
+        ex.run(exec).map_err(fail)?;
+    }
+    ex.wait(exec).map_err(fail)?;
+    if !callbacks.is_empty() {
+        let list: Vec<String> = callbacks.iter().map(|c| format!("\"{c}\"")).collect();
+        eprintln!("note: host tasks ran as no-ops: {}; cmdgraph run runs no host code", list.join(", "));
+    }
+    let profile = if args.profile { Some(ex.profile(exec).map_err(fail)?) } else { None };
+
+    let mut summary = format!("graph @{graph}: {} run(s) on {}\n", args.repeat, ex.context().device_name());
+    let mut files = Vec::new();
+    for (b, layout, global) in &outputs {
+        let dev = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
+        let bytes = if *global { ex.read_device_global(&b.name, dev) } else { ex.read(&b.name) }.map_err(fail)?;
+        let _ = writeln!(
+            summary,
+            "output @{} -> {}: {}, {}",
+            b.name,
+            b.path.display(),
+            layout.describe(),
+            data::checksum(&bytes, *layout)
+        );
+        let bytes = if is_npy(&b.path) { data::to_npy(&bytes, *layout) } else { bytes };
+        files.push((b.path.clone(), bytes));
+    }
+    if let Some(p) = &profile {
+        summary.push_str(&profile_table(p));
+    }
+    let messages = ex.context().take_messages();
+    if !messages.is_empty() {
+        return Err(Failure::Rejected(format!(
+            "error: the validation layer reported {} message(s); no output file was written:\n{}",
+            messages.len(),
+            messages.join("\n")
+        )));
+    }
+    for (path, bytes) in files {
+        io::write_atomic(&path, &bytes)
+            .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
+    }
+    io::write_output(None, &summary)
+}
+
+/// Every host-task callback name of the module (node commands and group alternatives).
+fn host_callbacks(module: &Module) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (_, g) in module.graphs.iter() {
+        for (_, n) in g.nodes.iter() {
+            if let NodeKind::HostTask(c) = &n.kind {
+                names.insert(c.callback.clone());
+            }
+        }
+        for (_, d) in g.dcgs.iter() {
+            for alt in &d.alternatives {
+                if let Alternative::HostTask(c) = alt {
+                    names.insert(c.callback.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The profile as a table: one row per node in schedule order, then the run; times in
+/// microseconds relative to the run's device start, fixed column widths.
+pub fn profile_table(p: &Profile) -> String {
+    let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
+    let width = p.nodes.iter().map(|n| n.node.len() + 1).chain([4]).max().unwrap_or(4);
+    let mut t = String::from("profile of the last run (device time, microseconds from the run's start):\n");
+    let _ = writeln!(t, "  {:<width$}  {:>12}  {:>12}  {:>12}", "node", "start", "end", "duration");
+    for n in &p.nodes {
+        let _ = writeln!(
+            t,
+            "  {:<width$}  {:>12}  {:>12}  {:>12}",
+            format!("%{}", n.node),
+            us(n.start_ns.saturating_sub(p.start_ns)),
+            us(n.end_ns.saturating_sub(p.start_ns)),
+            us(n.duration_ns())
+        );
+    }
+    let total = p.end_ns.saturating_sub(p.start_ns);
+    let _ = writeln!(t, "  {:<width$}  {:>12}  {:>12}  {:>12}", "run", us(0), us(total), us(total));
+    t
+}

@@ -1,0 +1,233 @@
+//! The host-task worker: runs of graphs with host tasks are carried out on one thread, so
+//! `run` returns before the host tasks (docs/executor.md, "Running").
+//!
+//! Runs are jobs in one FIFO queue, so submissions keep their order and an executable's
+//! runs never overlap (each device segment also waits on the executable's timeline for the
+//! one before it). While the worker has work, every run goes through it; everything else
+//! that touches the queue or memory (bind, read, finalize, updates, profile) first waits
+//! until it is idle ([`Worker::drain`]). A failed host task releases the run's timeline (so
+//! nothing waits forever) and its error is reported by the next `wait` or `run`.
+#![allow(unsafe_code)]
+
+use crate::error::{ExecError, Result};
+use crate::exec::{Declared, HostContext, HostFn};
+use crate::vk::{Context, Transfers};
+use ash::vk;
+use std::collections::BTreeMap;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// Host-task callbacks by name, shared with the worker.
+pub(crate) type Callbacks = Arc<Mutex<BTreeMap<String, HostFn>>>;
+
+/// One step of a run.
+pub(crate) enum Step {
+    /// Submit a device segment's command buffer.
+    Device(vk::CommandBuffer),
+    /// Call a host task with its declared memory.
+    Host {
+        /// The node's name.
+        node: String,
+        /// The callback's name.
+        callback: String,
+        /// The memory it may touch.
+        access: Vec<Declared>,
+    },
+}
+
+/// One run of one executable.
+pub(crate) struct Job {
+    pub(crate) exec: usize,
+    pub(crate) timeline: vk::Semaphore,
+    /// The timeline value the previous run signals.
+    pub(crate) start: u64,
+    pub(crate) steps: Vec<Step>,
+}
+
+impl Job {
+    /// The timeline value the run's last device segment signals.
+    pub(crate) fn end(&self) -> u64 {
+        self.start + self.steps.iter().filter(|s| matches!(s, Step::Device(_))).count() as u64
+    }
+}
+
+/// The worker thread and its queue (started with the first job).
+pub(crate) struct Worker {
+    tx: Option<Sender<Job>>,
+    handle: Option<JoinHandle<()>>,
+    /// Jobs queued or running, and a condition signalled when it drops to 0.
+    pending: Arc<(Mutex<usize>, Condvar)>,
+    /// Errors of failed runs, by executable, until reported.
+    pub(crate) errors: Arc<Mutex<BTreeMap<usize, ExecError>>>,
+}
+
+impl Worker {
+    pub(crate) fn new() -> Worker {
+        Worker {
+            tx: None,
+            handle: None,
+            pending: Arc::new((Mutex::new(0), Condvar::new())),
+            errors: Arc::new(Mutex::new(BTreeMap::new())),
+        }
+    }
+
+    /// Whether no job is queued or running.
+    pub(crate) fn idle(&self) -> bool {
+        self.pending.0.lock().map(|n| *n == 0).unwrap_or(true)
+    }
+
+    /// Waits until every queued job is done.
+    pub(crate) fn drain(&self) {
+        let (lock, cv) = &*self.pending;
+        let Ok(mut n) = lock.lock() else { return };
+        while *n > 0 {
+            match cv.wait(n) {
+                Ok(g) => n = g,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// The error of `exec`'s failed run, if any (reported once).
+    pub(crate) fn take_error(&self, exec: usize) -> Option<ExecError> {
+        self.errors.lock().ok().and_then(|mut e| e.remove(&exec))
+    }
+
+    /// Queues a job, starting the thread first if needed.
+    pub(crate) fn push(&mut self, ctx: &Arc<Context>, callbacks: &Callbacks, job: Job) -> Result<()> {
+        if self.tx.is_none() {
+            let transfers = Transfers::new(ctx)?;
+            let (tx, rx) = channel::<Job>();
+            let (ctx, callbacks) = (Arc::clone(ctx), Arc::clone(callbacks));
+            let (pending, errors) = (Arc::clone(&self.pending), Arc::clone(&self.errors));
+            let handle = std::thread::Builder::new()
+                .name("cmdgraph-host-tasks".into())
+                .spawn(move || {
+                    let mut transfers = transfers;
+                    for job in rx {
+                        let exec = job.exec;
+                        if let Err(e) = carry_out(&ctx, &transfers, &callbacks, job) {
+                            if let Ok(mut errs) = errors.lock() {
+                                errs.entry(exec).or_insert(e);
+                            }
+                        }
+                        let (lock, cv) = &*pending;
+                        if let Ok(mut n) = lock.lock() {
+                            *n = n.saturating_sub(1);
+                        }
+                        cv.notify_all();
+                    }
+                    transfers.destroy(&ctx);
+                })
+                .map_err(|e| ExecError::Invalid(format!("cannot start the host-task thread: {e}")))?;
+            self.tx = Some(tx);
+            self.handle = Some(handle);
+        }
+        if let Ok(mut n) = self.pending.0.lock() {
+            *n += 1;
+        }
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        if !sent {
+            if let Ok(mut n) = self.pending.0.lock() {
+                *n = n.saturating_sub(1);
+            }
+            return Err(ExecError::Invalid("the host-task thread has stopped".into()));
+        }
+        Ok(())
+    }
+
+    /// Finishes the queued jobs and stops the thread.
+    pub(crate) fn stop(&mut self) {
+        self.drain();
+        self.tx = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Submits device segment `cb`, waiting for timeline value `at` and signalling `at + 1`.
+pub(crate) fn submit(ctx: &Context, timeline: vk::Semaphore, at: u64, cb: vk::CommandBuffer) -> Result<()> {
+    let waits = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(timeline)
+        .value(at)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    let signals = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(timeline)
+        .value(at + 1)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    let cbs = [vk::CommandBufferSubmitInfo::default().command_buffer(cb)];
+    let wait_n = usize::from(at > 0);
+    let submit = [vk::SubmitInfo2::default()
+        .wait_semaphore_infos(&waits[..wait_n])
+        .command_buffer_infos(&cbs)
+        .signal_semaphore_infos(&signals)];
+    // SAFETY: the command buffer was recorded with SIMULTANEOUS_USE and every resource it
+    // uses lives as long as its executable, which is not destroyed before its runs finish;
+    // the queue is used by one thread at a time (the worker, or the caller when it is idle).
+    Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)
+}
+
+/// Waits on the host until `timeline` reaches `value`.
+pub(crate) fn wait_timeline(ctx: &Context, timeline: vk::Semaphore, value: u64) -> Result<()> {
+    if value == 0 {
+        return Ok(());
+    }
+    let sems = [timeline];
+    let values = [value];
+    let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+    // SAFETY: the semaphore is live.
+    Ok(unsafe { ctx.device.wait_semaphores(&info, u64::MAX) }?)
+}
+
+/// Runs one job; on a failure, signals the run's end value from the host so that waiters
+/// (and the next run) are released.
+fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: Job) -> Result<()> {
+    let end = job.end();
+    let mut at = job.start;
+    let r = (|| {
+        for step in &job.steps {
+            match step {
+                Step::Device(cb) => {
+                    submit(ctx, job.timeline, at, *cb)?;
+                    at += 1;
+                }
+                Step::Host { node, callback, access } => {
+                    wait_timeline(ctx, job.timeline, at)?;
+                    call(ctx, transfers, callbacks, node, callback, access)?;
+                }
+            }
+        }
+        Ok(())
+    })();
+    if r.is_err() && at < end {
+        // Everything submitted has completed (waited for before the host task), so the
+        // timeline is at `at` and may be moved to the run's end.
+        let _ = wait_timeline(ctx, job.timeline, at);
+        let info = vk::SemaphoreSignalInfo::default().semaphore(job.timeline).value(end);
+        // SAFETY: the semaphore is live and `end` is above its current value.
+        let _ = unsafe { ctx.device.signal_semaphore(&info) };
+    }
+    r
+}
+
+fn call(
+    ctx: &Context,
+    transfers: &Transfers,
+    callbacks: &Callbacks,
+    node: &str,
+    callback: &str,
+    access: &[Declared],
+) -> Result<()> {
+    let host_err = |reason: String| ExecError::Host { node: node.to_string(), reason };
+    // Taken out of the map while it runs, so registering others does not wait for it.
+    let f = callbacks.lock().ok().and_then(|mut m| m.remove(callback));
+    let mut f = f.ok_or_else(|| host_err(format!("callback \"{callback}\" is not registered")))?;
+    let mut hc = HostContext { ctx, transfers, node, access: access.to_vec() };
+    let r = f(&mut hc);
+    if let Ok(mut m) = callbacks.lock() {
+        m.entry(callback.to_string()).or_insert(f);
+    }
+    r.map_err(host_err)
+}

@@ -1,0 +1,213 @@
+//! ABI corners against the interpreter: a vectorized kernel (items_per_invocation = 4,
+//! dispatch counted with an atomic in a device global), the nd-range global offset, and
+//! overlapping memcpy (memmove semantics, as the interpreter).
+
+mod common;
+
+use cmdgraph_ir::bundle::{ArgField, ArgFieldKind, ArgLayout, CompiledKernel, GraphPlan, MemorySlot, PoolPlan};
+use cmdgraph_ir::interp::{AllocLayout, Interpreter, PoolLayout};
+use common::*;
+
+/// Types and constants shared by the kernels below; `%b0` is an f32 buffer at binding 1,
+/// `%cnt` a u32 buffer at binding 2 (when `counter`).
+fn prelude(wg: u32, counter: bool) -> String {
+    let (iface, deco, var) = if counter {
+        (
+            " %cnt",
+            "OpDecorate %CBuf Block\nOpMemberDecorate %CBuf 0 Offset 0\nOpDecorate %cnt DescriptorSet 0\nOpDecorate %cnt Binding 2\n",
+            "%CBuf = OpTypeStruct %arr_u32c\n%ptr_cbuf = OpTypePointer StorageBuffer %CBuf\n%cnt = OpVariable %ptr_cbuf StorageBuffer\n",
+        )
+    } else {
+        ("", "", "")
+    };
+    let arr_c = if counter { "%arr_u32c = OpTypeRuntimeArray %uint\nOpDecorate %arr_u32c ArrayStride 4\n" } else { "" };
+    let (arr_c_type, arr_c_deco) = match arr_c.split_once('\n') {
+        Some((t, d)) => (format!("{t}\n"), d.to_string()),
+        None => (String::new(), String::new()),
+    };
+    format!(
+        r#"OpCapability Shader
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid %args %b0{iface}
+OpExecutionMode %main LocalSize {wg} 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %arr_u32 ArrayStride 4
+OpDecorate %arr_f32 ArrayStride 4
+{arr_c_deco}OpDecorate %Args Block
+OpMemberDecorate %Args 0 Offset 0
+OpMemberDecorate %Args 0 NonWritable
+OpDecorate %FBuf Block
+OpMemberDecorate %FBuf 0 Offset 0
+OpDecorate %args DescriptorSet 0
+OpDecorate %args Binding 0
+OpDecorate %b0 DescriptorSet 0
+OpDecorate %b0 Binding 1
+{deco}%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%float = OpTypeFloat 32
+%bool = OpTypeBool
+%v3uint = OpTypeVector %uint 3
+%ptr_in_v3 = OpTypePointer Input %v3uint
+%gid = OpVariable %ptr_in_v3 Input
+%arr_u32 = OpTypeRuntimeArray %uint
+%arr_f32 = OpTypeRuntimeArray %float
+{arr_c_type}%Args = OpTypeStruct %arr_u32
+%FBuf = OpTypeStruct %arr_f32
+%ptr_args = OpTypePointer StorageBuffer %Args
+%ptr_fbuf = OpTypePointer StorageBuffer %FBuf
+%ptr_u32 = OpTypePointer StorageBuffer %uint
+%ptr_f32 = OpTypePointer StorageBuffer %float
+%args = OpVariable %ptr_args StorageBuffer
+%b0 = OpVariable %ptr_fbuf StorageBuffer
+{var}%c0 = OpConstant %uint 0
+%uint_1 = OpConstant %uint 1
+%uint_2 = OpConstant %uint 2
+%uint_3 = OpConstant %uint 3
+%uint_4 = OpConstant %uint 4
+%uint_8 = OpConstant %uint 8
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%g = OpLoad %v3uint %gid
+%gx = OpCompositeExtract %uint %g 0
+%psize = OpAccessChain %ptr_u32 %args %c0 %c0
+%size = OpLoad %uint %psize
+%po = OpAccessChain %ptr_u32 %args %c0 %uint_8
+%o = OpLoad %uint %po
+"#
+    )
+}
+
+/// `ramp` vectorized by 4: invocation `g` writes items `4g .. 4g+3` (each bounds-checked)
+/// and counts itself in the device global `@count`.
+fn ramp4(wg: u32) -> CompiledKernel {
+    let mut body = prelude(wg, true);
+    body += "%pc = OpAccessChain %ptr_u32 %cnt %c0 %c0\n%old = OpAtomicIAdd %uint %pc %uint_1 %c0 %uint_1\n";
+    body += "%base = OpIMul %uint %gx %uint_4\n";
+    let lanes = ["%c0", "%uint_1", "%uint_2", "%uint_3"];
+    for (l, c) in lanes.iter().enumerate() {
+        body += &format!(
+            "%i{l} = OpIAdd %uint %base {c}\n%in{l} = OpULessThan %bool %i{l} %size\nOpSelectionMerge %m{l} None\nOpBranchConditional %in{l} %t{l} %m{l}\n%t{l} = OpLabel\n%x{l} = OpIAdd %uint %o %i{l}\n%f{l} = OpConvertUToF %float %i{l}\n%p{l} = OpAccessChain %ptr_f32 %b0 %c0 %x{l}\nOpStore %p{l} %f{l}\nOpBranch %m{l}\n%m{l} = OpLabel\n"
+        );
+    }
+    body += "OpReturn\nOpFunctionEnd\n";
+    CompiledKernel {
+        kernel: "ramp".into(),
+        entry: "main".into(),
+        workgroup_size: [wg, 1, 1],
+        items_per_invocation: 4,
+        spirv: assemble(&body),
+        layout: ArgLayout {
+            block_size: 40,
+            fields: vec![ArgField { offset: 32, kind: ArgFieldKind::Buffer { slot: 0, elem_bytes: 4 } }],
+            slots: vec![
+                MemorySlot::Param { param: 0, writes: true },
+                MemorySlot::DeviceGlobal { name: "count".into(), writes: true },
+            ],
+        },
+    }
+}
+
+/// `ramp` honouring the nd-range global offset (header word 3): item `gx + offset`.
+fn ramp_offset(wg: u32) -> CompiledKernel {
+    let mut body = prelude(wg, false);
+    body += "%poff = OpAccessChain %ptr_u32 %args %c0 %uint_3\n%off = OpLoad %uint %poff\n%in = OpULessThan %bool %gx %size\nOpSelectionMerge %end None\nOpBranchConditional %in %t %end\n%t = OpLabel\n%i = OpIAdd %uint %gx %off\n%x = OpIAdd %uint %o %i\n%f = OpConvertUToF %float %i\n%p = OpAccessChain %ptr_f32 %b0 %c0 %x\nOpStore %p %f\nOpBranch %end\n%end = OpLabel\nOpReturn\nOpFunctionEnd\n";
+    let mut k = compiled(&RAMP, wg);
+    k.spirv = assemble(&body);
+    k
+}
+
+fn interp_out(ir: &str, name: &str) -> Vec<f32> {
+    let m = cmdgraph_ir::text::parse(ir).unwrap();
+    let mut it = Interpreter::new(&m).unwrap();
+    let e = it.finalize("g").unwrap();
+    it.run(e).unwrap();
+    it.read_as(name).unwrap()
+}
+
+#[test]
+fn vectorized_kernel_dispatches_a_quarter_of_the_invocations() {
+    let ir = format!(
+        "{KERNELS_IR}\nusm @x : f32[1000]\ndevice_global @count : u32[1]\ngraph @g {{\n  %k = kernel @ramp range(1000) args(@x)\n}}\n"
+    );
+    let mut b = bundle(&ir, vec![], vec![]);
+    b.kernels.retain(|k| k.kernel != "ramp");
+    b.kernels.push(ramp4(64));
+    let mut ex = executor(b);
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    assert_eq!(ex.read_as::<f32>("x").unwrap(), interp_out(&ir, "x"));
+    let count = ex.read_device_global("count", 0).unwrap();
+    // ceil(1000 / (64 · 4)) = 4 groups of 64 invocations.
+    assert_eq!(u32::from_le_bytes([count[0], count[1], count[2], count[3]]), 256);
+    no_messages(&ex);
+}
+
+#[test]
+fn nd_range_global_offset_reaches_the_kernel() {
+    let ir = format!(
+        "{KERNELS_IR}\nusm @x : f32[128]\ngraph @g {{\n  %k = kernel @ramp nd_range(global(64), local(8), offset(16)) args(@x)\n}}\n"
+    );
+    let mut b = bundle(&ir, vec![], vec![]);
+    b.kernels.push(ramp_offset(8));
+    let mut ex = executor(b);
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    let got: Vec<f32> = ex.read_as("x").unwrap();
+    assert_eq!(got, interp_out(&ir, "x"));
+    assert_eq!((got[15], got[16], got[79], got[80]), (0.0, 16.0, 79.0, 0.0));
+    no_messages(&ex);
+}
+
+/// The verifier forbids overlapping copies within one memory object (E0231); a pool plan
+/// that puts two live allocations on shared bytes makes a copy between them overlap in pool
+/// coordinates, which the interpreter runs as memmove: so does the executor.
+#[test]
+fn overlapping_memcpy_is_memmove_as_in_the_interpreter() {
+    let ir = format!(
+        "{KERNELS_IR}
+usm @y : f32[64]
+graph @g {{
+  %t1 = async_malloc f32[64] device
+  %t2 = async_malloc f32[64] device
+  %f = kernel @ramp range(64) args(%t1) after(%t1)
+  %c = memcpy %t2, %t1, 256 after(%f, %t2)
+  %out = memcpy @y, %t2, 256 after(%c)
+  %free1 = async_free %t1 after(%out)
+  %free2 = async_free %t2 after(%out)
+}}
+"
+    );
+    for shift in [16u64, 6, 0] {
+        // %t2 starts `shift` bytes into %t1 (0: the same bytes, not an overlap per se).
+        let plan = GraphPlan {
+            name: "g".into(),
+            segments: vec![],
+            memory: PoolPlan {
+                size: 512,
+                alignment: 2,
+                offsets: vec![("t1".into(), 0), ("t2".into(), shift)],
+                report: String::new(),
+            },
+            origins: vec![],
+        };
+        let mut ex = executor(bundle(&ir, vec![], vec![plan]));
+        let e = ex.finalize("g").unwrap();
+        ex.run(e).unwrap();
+        let got: Vec<f32> = ex.read_as("y").unwrap();
+        let m = cmdgraph_ir::text::parse(&ir).unwrap();
+        let gh = m.graph_by_name("g").unwrap();
+        let node = |n: &str| m.graphs[gh].node_by_name(n).unwrap();
+        let offsets = [(node("t1"), 0), (node("t2"), shift)].into_iter().collect();
+        let mut it = Interpreter::new(&m).unwrap();
+        let ie = it.finalize_with("g", AllocLayout::Pool(PoolLayout { size: 512, offsets })).unwrap();
+        it.run(ie).unwrap();
+        let want: Vec<f32> = it.read_as("y").unwrap();
+        assert_eq!(got, want, "shift {shift}");
+        if shift % 4 == 0 {
+            assert_eq!(got[..4], [0.0, 1.0, 2.0, 3.0], "memmove reads the old bytes (shift {shift})");
+            assert_eq!(got[63], 63.0);
+        }
+        no_messages(&ex);
+    }
+}
