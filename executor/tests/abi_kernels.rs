@@ -190,6 +190,7 @@ graph @g {{
                 report: String::new(),
             },
             origins: vec![],
+            launches: vec![],
         };
         let mut ex = executor(bundle(&ir, vec![], vec![plan]));
         let e = ex.finalize("g").unwrap();
