@@ -69,8 +69,10 @@ pub fn plan(graph: &Graph) -> Result<Vec<Seg>> {
     Ok(out)
 }
 
-/// Converts the bundle's schedule to handles and checks it: every node exactly once, host
-/// tasks alone in host segments, and every edge going to a later stage.
+/// Converts the bundle's schedule to handles and checks it: every node at most once (only
+/// ordering-only nodes absent), host
+/// tasks alone in host segments, and every edge going to a later stage (through the
+/// ordering-only nodes codegen leaves out).
 pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
     let n = graph.nodes.len();
     let mut pos: Vec<Option<(usize, usize)>> = vec![None; n];
@@ -115,14 +117,30 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
             }
         }
     }
-    for (h, node) in graph.nodes.iter() {
-        if pos[h.index()].is_none() {
-            return Err(ExecError::Bundle(format!("schedule misses %{}", node.name)));
+    // Ordering-only nodes (empty, barrier, async_malloc, async_free) do no device work, so
+    // codegen leaves them out (codegen/src/schedule.rs); the order they carry must still
+    // hold: an edge is checked from the latest scheduled node reaching it through them.
+    let (order, preds) = topo(graph)?;
+    let nodes: Vec<&Node> = graph.nodes.iter().map(|(_, node)| node).collect();
+    let mut reach: Vec<Option<(usize, usize)>> = vec![None; n];
+    for &v in &order {
+        if pos[v].is_none() {
+            let node = nodes.get(v).ok_or_else(|| ExecError::Ir("bad node index".into()))?;
+            if !is_ordering_only(&node.kind) {
+                return Err(ExecError::Bundle(format!("schedule misses %{}", node.name)));
+            }
+            reach[v] = preds[v].iter().filter_map(|&p| pos[p].or(reach[p])).max();
         }
     }
     for (_, e) in graph.edges.iter() {
-        let (a, b) = (pos.get(e.from.index()).copied().flatten(), pos.get(e.to.index()).copied().flatten());
-        if !matches!((a, b), (Some(a), Some(b)) if a < b) {
+        let b = pos.get(e.to.index()).copied().flatten();
+        let a = pos.get(e.from.index()).copied().flatten().or(reach.get(e.from.index()).copied().flatten());
+        let ok = match (a, b) {
+            (Some(a), Some(b)) => a < b,
+            // Into an unscheduled node, or from one that nothing scheduled reaches.
+            _ => true,
+        };
+        if !ok {
             let name = |h: Handle<Node>| graph.nodes.try_get(h).map_or("?", |n| n.name.as_str());
             return Err(ExecError::Bundle(format!(
                 "schedule runs %{} no earlier than its successor %{}",
@@ -132,6 +150,47 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
         }
     }
     Ok(out)
+}
+
+/// Whether codegen may leave a node out of the schedule: it only carries order.
+fn is_ordering_only(kind: &NodeKind) -> bool {
+    matches!(
+        kind,
+        NodeKind::Empty | NodeKind::Barrier { .. } | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. }
+    )
+}
+
+/// Node indices in a topological order (Kahn) and each node's predecessors; a cycle is an
+/// error.
+fn topo(graph: &Graph) -> Result<(Vec<usize>, Vec<Vec<usize>>)> {
+    let n = graph.nodes.len();
+    let mut indeg = vec![0usize; n];
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (_, e) in graph.edges.iter() {
+        let (f, t) = (e.from.index(), e.to.index());
+        if f >= n || t >= n {
+            return Err(ExecError::Ir("edge to a missing node".into()));
+        }
+        indeg[t] += 1;
+        succ[f].push(t);
+        preds[t].push(f);
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+    let mut out = Vec::with_capacity(n);
+    while let Some(i) = ready.pop() {
+        out.push(i);
+        for &s in &succ[i] {
+            indeg[s] -= 1;
+            if indeg[s] == 0 {
+                ready.push(s);
+            }
+        }
+    }
+    if out.len() != n {
+        return Err(ExecError::Ir("the graph has a cycle".into()));
+    }
+    Ok((out, preds))
 }
 
 /// Whether a node records nothing (ordering-only and lifetime-only nodes, hints).
