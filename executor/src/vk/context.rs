@@ -324,6 +324,36 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
     }
     let uab = update_after_bind(&h12);
+    // Float atomics (codegen emits them for `atomic add/min/max` on f32) are extensions.
+    // SAFETY: `physical` came from this instance.
+    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }?;
+    let has = |name: &std::ffi::CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
+    let float1 = has(ash::ext::shader_atomic_float::NAME);
+    let float2 = has(ash::ext::shader_atomic_float2::NAME);
+    let mut have_f1 = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+    let mut have_f2 = vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default();
+    {
+        let mut q = vk::PhysicalDeviceFeatures2::default();
+        if float1 {
+            q = q.push_next(&mut have_f1);
+        }
+        if float2 {
+            q = q.push_next(&mut have_f2);
+        }
+        // SAFETY: as above; the chain holds only the structs of supported extensions.
+        unsafe { instance.get_physical_device_features2(physical, &mut q) };
+    }
+    let mut ext_names = Vec::new();
+    if float1 {
+        ext_names.push(ash::ext::shader_atomic_float::NAME.as_ptr());
+    }
+    if float2 {
+        ext_names.push(ash::ext::shader_atomic_float2::NAME.as_ptr());
+    }
+    let mut f_atomic = have_f1;
+    f_atomic.p_next = std::ptr::null_mut();
+    let mut f_atomic2 = have_f2;
+    f_atomic2.p_next = std::ptr::null_mut();
     // Kernel features are enabled where the device has them; a kernel needing a missing one
     // fails at pipeline creation with the driver's message.
     let features = vk::PhysicalDeviceFeatures::default()
@@ -344,17 +374,26 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         .uniform_and_storage_buffer8_bit_access(h12.uniform_and_storage_buffer8_bit_access != 0)
         .vulkan_memory_model(h12.vulkan_memory_model != 0)
         .vulkan_memory_model_device_scope(h12.vulkan_memory_model_device_scope != 0)
-        .host_query_reset(h12.host_query_reset != 0);
+        .host_query_reset(h12.host_query_reset != 0)
+        .shader_buffer_int64_atomics(h12.shader_buffer_int64_atomics != 0)
+        .shader_shared_int64_atomics(h12.shader_shared_int64_atomics != 0);
     let mut f13 =
         vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-    let info = vk::DeviceCreateInfo::default()
+    let mut info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
+        .enabled_extension_names(&ext_names)
         .enabled_features(&features)
         .push_next(&mut f11)
         .push_next(&mut f12)
         .push_next(&mut f13);
+    if float1 {
+        info = info.push_next(&mut f_atomic);
+    }
+    if float2 {
+        info = info.push_next(&mut f_atomic2);
+    }
     // SAFETY: every pointer in `info` refers to locals alive for the call.
     Ok((unsafe { instance.create_device(physical, &info, None) }?, uab))
 }
