@@ -3,6 +3,7 @@
 //! No inkwell type appears in a public signature. The kernel interface every module follows is
 //! docs/abi.md; the artifact is [`cmdgraph_ir::bundle::Bundle`].
 
+mod barrier;
 pub mod bundle;
 mod error;
 mod layout;
@@ -85,7 +86,7 @@ fn compile(
     let text = lower::lower(&plan, &k.name)?;
     let out = target::compile(&text, options.opt_level.min(3))
         .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
-    let words = validate::strip_dead_names(&validate::words(&out.spirv));
+    let words = barrier::fix_barrier_semantics(&validate::strip_dead_names(&validate::words(&out.spirv)));
     validate::validate(&k.name, &words)?;
     let kernel = CompiledKernel {
         kernel: k.name.clone(),
