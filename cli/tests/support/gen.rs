@@ -228,17 +228,35 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
             6 => {
                 let a = pick(rng, &fmems);
                 let s = ["0.5", "-2.0", "1.25", "3.0"][rng.below(4) as usize];
-                add(&mut nodes, format!("kernel @scale range({r}) args({}, {s})", ptr(&a, off)), vec![a.clone()], vec![a], rng);
+                add(
+                    &mut nodes,
+                    format!("kernel @scale range({r}) args({}, {s})", ptr(&a, off)),
+                    vec![a.clone()],
+                    vec![a],
+                    rng,
+                );
             }
             7 => {
                 let (a, o) = ("@u0".to_string(), "@u1".to_string());
                 let (a, o) = if rng.below(2) == 0 { (a, o) } else { (o, a) };
                 let m = 1 + rng.below(n);
-                add(&mut nodes, format!("kernel @hist range({r}) args({a}, {o}, {m})"), vec![a, o.clone()], vec![o], rng);
+                add(
+                    &mut nodes,
+                    format!("kernel @hist range({r}) args({a}, {o}, {m})"),
+                    vec![a, o.clone()],
+                    vec![o],
+                    rng,
+                );
             }
             8 => {
                 let (a, o) = (upick(rng), pick(rng, &fmems));
-                add(&mut nodes, format!("kernel @tofloat range({r}) args({a}, {})", ptr(&o, off)), vec![a], vec![o], rng);
+                add(
+                    &mut nodes,
+                    format!("kernel @tofloat range({r}) args({a}, {})", ptr(&o, off)),
+                    vec![a],
+                    vec![o],
+                    rng,
+                );
             }
             9 if n >= 64 => {
                 let groups = n / 64;

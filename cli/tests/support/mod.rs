@@ -7,7 +7,7 @@ use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
 use cmdgraph_executor::{ContextOptions, DeviceChoice, Executor};
 use cmdgraph_ir::interp::Interpreter;
-use cmdgraph_ir::{KernelBody, OpKind, MemRef, MemoryKind, Module, NodeKind, ScalarType, Type};
+use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::collections::BTreeMap;
 
@@ -49,7 +49,8 @@ pub fn compile(module: &Module, pipeline: Option<&str>) -> Result<String, String
 /// A fresh executor on the default device with validation on.
 pub fn executor(bundle: &str) -> Result<Executor, String> {
     let loaded = cmdgraph_executor::load_str(bundle).map_err(|e| e.to_string())?;
-    Executor::new(loaded, &ContextOptions { validation: true, device: DeviceChoice::Default }).map_err(|e| e.to_string())
+    Executor::new(loaded, &ContextOptions { validation: true, device: DeviceChoice::Default })
+        .map_err(|e| e.to_string())
 }
 
 /// Random bytes for `count` elements of `ty` that keep computations defined and exact where
@@ -65,9 +66,8 @@ pub fn random_bytes(ty: Type, count: u64, rng: &mut Rng) -> Vec<u8> {
             ScalarType::Bool => out.push((n & 1) as u8),
             ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(n as u32).to_le_bytes()),
             ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&n.to_le_bytes()),
-            ScalarType::F16 => {
-                out.extend_from_slice(&cmdgraph_ir::interp::half::f16::from_f32(k as f32 / 16.0).to_bits().to_le_bytes())
-            }
+            ScalarType::F16 => out
+                .extend_from_slice(&cmdgraph_ir::interp::half::f16::from_f32(k as f32 / 16.0).to_bits().to_le_bytes()),
             ScalarType::F32 => out.extend_from_slice(&(k as f32 / 16.0).to_le_bytes()),
         }
     }
@@ -155,8 +155,7 @@ impl Both {
         for (name, access) in callbacks(source) {
             let a = access.clone();
             interp.register_callback(&name, move |ctx| {
-                let reads: Vec<Vec<u8>> =
-                    a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
+                let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
                 let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
                 let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4)).collect::<Vec<_>>());
                 for (w, bytes) in ws.iter().zip(out) {
@@ -282,7 +281,11 @@ fn close(a: f64, b: f64) -> bool {
 
 fn show(s: ScalarType, b: &[u8]) -> String {
     match (s, b.len()) {
-        (ScalarType::F32, 4) => format!("{:?} ({:#010x})", f32::from_le_bytes([b[0], b[1], b[2], b[3]]), u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        (ScalarType::F32, 4) => format!(
+            "{:?} ({:#010x})",
+            f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        ),
         _ => format!("{b:02x?}"),
     }
 }
