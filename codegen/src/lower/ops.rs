@@ -195,7 +195,27 @@ impl Lowerer<'_> {
                     BinaryOp::Sub => l.ir.emit(&wt, simple("fsub")),
                     BinaryOp::Mul => l.ir.emit(&wt, simple("fmul")),
                     BinaryOp::Div => l.ir.emit(&wt, simple("fdiv")),
-                    BinaryOp::Rem => l.ir.emit(&wt, simple("frem")),
+                    BinaryOp::Rem => {
+                        // C fmod: a zero result has the sign of the dividend. OpFRem leaves
+                        // the sign of a zero result open (llvmpipe gives +0 for fmod(-x, x)),
+                        // so zero results take the dividend's sign bit explicitly.
+                        let r = l.ir.emit(&wt, simple("frem"));
+                        let it = wt.replace("float", "i32");
+                        let splat = |v: &str| {
+                            if it == "i32" {
+                                v.to_string()
+                            } else {
+                                let n = it.trim_start_matches('<').split(' ').next().unwrap_or("1");
+                                let n: usize = n.parse().unwrap_or(1);
+                                format!("<{}>", vec![format!("i32 {v}"); n].join(", "))
+                            }
+                        };
+                        let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
+                        let sign = l.ir.emit(&it, format!("and {it} {}, {}", ai.v, splat("-2147483648")));
+                        let signed_zero = l.ir.emit(&wt, format!("bitcast {it} {} to {wt}", sign.v));
+                        let zero = l.ir.emit(&bool_ty, format!("fcmp oeq {}, zeroinitializer", r.typed()));
+                        l.ir.emit(&wt, format!("select {}, {}, {}", zero.typed(), signed_zero.typed(), r.typed()))
+                    }
                     BinaryOp::Pow => l.ir.call(&wt, &format!("llvm.pow.{}", types::mangle(&wt)), w),
                     // IEEE minNum/maxNum: the non-NaN operand wins (Rust f32::min/max).
                     BinaryOp::Min | BinaryOp::Max => {
