@@ -84,10 +84,25 @@ fn compile(
     let vectorize = vectorize::element_wise(body, &layout, variant);
     let plan = lower::Plan { kernel: k, body, variant, layout: &layout, vectorize };
     let text = lower::lower(&plan, &k.name)?;
-    let out = target::compile(&text, options.opt_level.min(3))
-        .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
-    let words = barrier::fix_barrier_semantics(&validate::strip_dead_names(&validate::words(&out.spirv)));
-    validate::validate(&k.name, &words)?;
+    // LLVM 22's SPIR-V backend now and then numbers a block label with an id a type already
+    // has ("Id 1 is defined more than once"): its module analysis keys state by IR object
+    // addresses (see target.rs), so whether it happens depends on the heap, not the input.
+    // spirv-val catches it; a new compilation (other addresses) gives valid words.
+    let mut attempt = 0;
+    let (out, words) = loop {
+        let out = target::compile(&text, options.opt_level.min(3))
+            .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
+        let words = barrier::fix_barrier_semantics(&validate::strip_dead_names(&validate::words(&out.spirv)));
+        match validate::validate(&k.name, &words) {
+            Ok(()) => break (out, words),
+            Err(CodegenError::Validation { message, .. })
+                if attempt < DUPLICATE_ID_RETRIES && message.contains("is defined more than once") =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let kernel = CompiledKernel {
         kernel: k.name.clone(),
         entry: k.name.clone(),
@@ -98,6 +113,9 @@ fn compile(
     };
     Ok(Compiled { kernel, llvm_ir: out.ir })
 }
+
+/// New compilations tried when the SPIR-V backend emits a duplicate id (see `compile_kernel`).
+const DUPLICATE_ID_RETRIES: u32 = 8;
 
 /// Compiles one variant of a kernel to validated Vulkan SPIR-V (docs/codegen.md).
 pub fn compile_kernel(
