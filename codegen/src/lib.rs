@@ -6,6 +6,7 @@
 mod barrier;
 pub mod bundle;
 mod error;
+mod float_controls;
 mod layout;
 mod lower;
 pub mod schedule;
@@ -92,7 +93,8 @@ fn compile(
     let (out, words) = loop {
         let out = target::compile(&text, options.opt_level.min(3))
             .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
-        let words = barrier::fix_barrier_semantics(&validate::strip_dead_names(&validate::words(&out.spirv)));
+        let words = validate::strip_dead_names(&validate::words(&out.spirv));
+        let words = float_controls::preserve_signed_zero_inf_nan(&barrier::fix_barrier_semantics(&words));
         match validate::validate(&k.name, &words) {
             Ok(()) => break (out, words),
             Err(CodegenError::Validation { message, .. })
