@@ -223,7 +223,17 @@ impl Lowerer<'_> {
                         let better = l.ir.emit(&bool_ty, format!("fcmp {pred} {}, {}", a.typed(), c.v));
                         let nan = l.ir.emit(&bool_ty, format!("fcmp une {}, {}", c.typed(), c.v));
                         let pick = l.ir.emit(&bool_ty, format!("or {}, {}", better.typed(), nan.v));
-                        l.ir.emit(&wt, format!("select {}, {}, {}", pick.typed(), a.typed(), c.typed()))
+                        // Equal operands (only zeros can differ): -0 is below +0, so the
+                        // sign bits are or-ed for min and and-ed for max (docs/ir.md).
+                        let it = wt.replace("float", "i32");
+                        let eq = l.ir.emit(&bool_ty, format!("fcmp oeq {}, {}", a.typed(), c.v));
+                        let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
+                        let ci = l.ir.emit(&it, format!("bitcast {} to {it}", c.typed()));
+                        let bits = if b == BinaryOp::Min { "or" } else { "and" };
+                        let zi = l.ir.emit(&it, format!("{bits} {}, {}", ai.typed(), ci.v));
+                        let z = l.ir.emit(&wt, format!("bitcast {} to {wt}", zi.typed()));
+                        let other = l.ir.emit(&wt, format!("select {}, {}, {}", eq.typed(), z.typed(), c.typed()));
+                        l.ir.emit(&wt, format!("select {}, {}, {}", pick.typed(), a.typed(), other.typed()))
                     }
                     _ => Val::new(wt, "poison"),
                 }
