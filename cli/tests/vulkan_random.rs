@@ -1,7 +1,8 @@
 //! Random graphs (support/gen.rs) run on Vulkan with validation on and on the reference
 //! interpreter, optimized (default pipeline) and unoptimized (no pass): every user memory
 //! object is identical after each of two runs of every graph. CI runs 10^3 graphs;
-//! `CMDGRAPH_RANDOM_GRAPHS=N` runs N (and `CMDGRAPH_RANDOM_SEED` moves the seeds).
+//! `CMDGRAPH_RANDOM_GRAPHS=N` runs N (and `CMDGRAPH_RANDOM_SEED` moves the seeds);
+//! `CMDGRAPH_RANDOM_DUMP=DIR` writes each failing module there.
 
 mod support;
 
@@ -49,7 +50,20 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
             run_time += t.elapsed();
             match result {
                 Ok(()) => graphs += count,
-                Err(e) => failures.push(format!("{what}: {e}")),
+                Err(e) => {
+                    // The failing graph's text, so the failure reproduces by hand.
+                    let graph = e
+                        .split("of @")
+                        .nth(1)
+                        .and_then(|r| r.split(':').next())
+                        .and_then(|g| text.split(&format!("graph @{g} {{")).nth(1))
+                        .and_then(|r| r.split("\n}").next())
+                        .unwrap_or("");
+                    failures.push(format!("{what}: {e}\n{graph}"));
+                    if let Ok(dir) = std::env::var("CMDGRAPH_RANDOM_DUMP") {
+                        let _ = std::fs::write(format!("{dir}/random-{seed}.cgir"), &text);
+                    }
+                }
             }
         }
     }

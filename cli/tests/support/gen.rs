@@ -1,7 +1,7 @@
 //! Random valid modules of many small graphs for the Vulkan-vs-interpreter comparison:
 //! element-wise kernels (random expression bodies) and non-element-wise ones (reversal,
 //! gather, u32 histogram with atomics, a work-group tree sum with local memory and
-//! barriers), memcpy (overlapping too), memset, memfill, graph-owned temporaries
+//! barriers), memcpy (within one object too), memset, memfill, graph-owned temporaries
 //! (`zero_init` or defined by a fill before any read) freed after their last use, empty
 //! nodes, queue barriers and host tasks, each ordered after every earlier node it conflicts
 //! with, so every graph is race-free.
@@ -201,12 +201,17 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
             0..=2 => {
                 let k = if rng.below(2) == 0 { "ewf" } else { "ewf2" };
                 let (a, b, o) = (pick(rng, &fmems), pick(rng, &fmems), pick(rng, &fmems));
-                let (oa, ob, oo) = (rng.below(n - r + 1), rng.below(n - r + 1), off);
+                // An input that is also the output is read where it is written (in place),
+                // never at another offset: that would race between work-items.
+                let oa = if a == o { off } else { rng.below(n - r + 1) };
+                let ob = if b == o { off } else { rng.below(n - r + 1) };
+                let oo = off;
                 let text = format!("kernel @{k} range({r}) args({}, {}, {})", ptr(&a, oa), ptr(&b, ob), ptr(&o, oo));
                 add(&mut nodes, text, vec![a, b], vec![o], rng);
             }
             3 => {
                 let (a, b, o) = (upick(rng), upick(rng), upick(rng));
+                let off = if a == o || b == o { 0 } else { off };
                 let text = format!("kernel @ewu range({r}) args({a}, {b}, {})", ptr(&o, off));
                 add(&mut nodes, text, vec![a, b], vec![o], rng);
             }
@@ -266,10 +271,13 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
                 add(&mut nodes, text, vec![a, o.clone()], vec![o], rng);
             }
             10 => {
-                // memcpy, sometimes within one object (overlapping ranges are memmove).
+                // memcpy, sometimes within one object (never overlapping: E0231).
                 let all: Vec<String> = fmems.iter().cloned().chain(UBUFS.iter().map(|s| s.to_string())).collect();
                 let (d, s) = (pick(rng, &all), pick(rng, &all));
                 let so = rng.below(n - r + 1);
+                if d == s && off.abs_diff(so) < r {
+                    continue; // overlapping copies are rejected (E0231)
+                }
                 let text = format!("memcpy {}, {}, {}", ptr(&d, off), ptr(&s, so), r * 4);
                 add(&mut nodes, text, vec![s], vec![d], rng);
             }
