@@ -156,6 +156,17 @@ impl Lowerer<'_> {
                         types::splat_const(t.with_scalar(ScalarType::F32), l.lanes_of(t), &types::f32_text(1.0)),
                     );
                     l.ir.emit(&wt, format!("fdiv {}, {}", one.typed(), r.v))
+                } else if matches!(u, UnaryOp::Floor | UnaryOp::Ceil) {
+                    // IEEE: the result has the operand's sign (`ceil(-0.5)` is `-0`);
+                    // llvmpipe's GLSL Ceil returned `+0`. Zero results take the sign bit.
+                    let a = &w[0];
+                    let it = wt.replace("float", "i32");
+                    let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
+                    let ri = l.ir.emit(&it, format!("bitcast {} to {it}", r.typed()));
+                    let min = Val::new(it.clone(), types::splat_int(&it, "-2147483648"));
+                    let sign = l.ir.emit(&it, format!("and {}, {}", ai.typed(), min.v));
+                    let bits = l.ir.emit(&it, format!("or {}, {}", ri.typed(), sign.v));
+                    l.ir.emit(&wt, format!("bitcast {} to {wt}", bits.typed()))
                 } else {
                     r
                 }

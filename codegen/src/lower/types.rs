@@ -145,3 +145,11 @@ mod tests {
         assert_eq!(splat_const(Type::F32, 2, "0x0"), "<float 0x0, float 0x0>");
     }
 }
+
+/// An `i32` constant `v` of LLVM type `it` (`i32` or `<N x i32>`, splatted).
+pub(crate) fn splat_int(it: &str, v: &str) -> String {
+    match it.strip_prefix('<').and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<usize>().ok()) {
+        Some(n) => format!("<{}>", vec![format!("i32 {v}"); n].join(", ")),
+        None => v.to_string(),
+    }
+}
