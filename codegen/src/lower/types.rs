@@ -125,6 +125,14 @@ pub(crate) fn splat_const(t: Type, width: u8, scalar_text: &str) -> String {
     format!("<{}>", parts.join(", "))
 }
 
+/// An `i32` constant `v` of LLVM type `it` (`i32` or `<N x i32>`, splatted).
+pub(crate) fn splat_int(it: &str, v: &str) -> String {
+    match it.strip_prefix('<').and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<usize>().ok()) {
+        Some(n) => format!("<{}>", vec![format!("i32 {v}"); n].join(", ")),
+        None => v.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,13 +151,5 @@ mod tests {
         assert_eq!(literal(LitValue::Int(4294967295), ScalarType::U32).as_deref(), Some("-1"));
         assert_eq!(literal(LitValue::Float(1.0), ScalarType::F16).as_deref(), Some("0xH3C00"));
         assert_eq!(splat_const(Type::F32, 2, "0x0"), "<float 0x0, float 0x0>");
-    }
-}
-
-/// An `i32` constant `v` of LLVM type `it` (`i32` or `<N x i32>`, splatted).
-pub(crate) fn splat_int(it: &str, v: &str) -> String {
-    match it.strip_prefix('<').and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<usize>().ok()) {
-        Some(n) => format!("<{}>", vec![format!("i32 {v}"); n].join(", ")),
-        None => v.to_string(),
     }
 }
