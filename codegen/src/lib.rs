@@ -3,8 +3,10 @@
 //! No inkwell type appears in a public signature. The kernel interface every module follows is
 //! docs/abi.md; the artifact is [`cmdgraph_ir::bundle::Bundle`].
 
+mod barrier;
 pub mod bundle;
 mod error;
+mod float_controls;
 mod layout;
 mod lower;
 pub mod schedule;
@@ -83,9 +85,12 @@ fn compile(
     let vectorize = vectorize::element_wise(body, &layout, variant);
     let plan = lower::Plan { kernel: k, body, variant, layout: &layout, vectorize };
     let text = lower::lower(&plan, &k.name)?;
+    // Emission runs in a fresh `llc` per module (target.rs says why), so the words depend
+    // on the input alone; spirv-val checks them before anyone else sees them.
     let out = target::compile(&text, options.opt_level.min(3))
         .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
     let words = validate::strip_dead_names(&validate::words(&out.spirv));
+    let words = float_controls::preserve_signed_zero_inf_nan(&barrier::fix_barrier_semantics(&words));
     validate::validate(&k.name, &words)?;
     let kernel = CompiledKernel {
         kernel: k.name.clone(),

@@ -156,6 +156,17 @@ impl Lowerer<'_> {
                         types::splat_const(t.with_scalar(ScalarType::F32), l.lanes_of(t), &types::f32_text(1.0)),
                     );
                     l.ir.emit(&wt, format!("fdiv {}, {}", one.typed(), r.v))
+                } else if matches!(u, UnaryOp::Floor | UnaryOp::Ceil) {
+                    // IEEE: the result has the operand's sign (`ceil(-0.5)` is `-0`);
+                    // llvmpipe's GLSL Ceil returned `+0`. Zero results take the sign bit.
+                    let a = &w[0];
+                    let it = wt.replace("float", "i32");
+                    let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
+                    let ri = l.ir.emit(&it, format!("bitcast {} to {it}", r.typed()));
+                    let min = Val::new(it.clone(), types::splat_int(&it, "-2147483648"));
+                    let sign = l.ir.emit(&it, format!("and {}, {}", ai.typed(), min.v));
+                    let bits = l.ir.emit(&it, format!("or {}, {}", ri.typed(), sign.v));
+                    l.ir.emit(&wt, format!("bitcast {} to {wt}", bits.typed()))
                 } else {
                     r
                 }
@@ -195,7 +206,27 @@ impl Lowerer<'_> {
                     BinaryOp::Sub => l.ir.emit(&wt, simple("fsub")),
                     BinaryOp::Mul => l.ir.emit(&wt, simple("fmul")),
                     BinaryOp::Div => l.ir.emit(&wt, simple("fdiv")),
-                    BinaryOp::Rem => l.ir.emit(&wt, simple("frem")),
+                    BinaryOp::Rem => {
+                        // C fmod: a zero result has the sign of the dividend. OpFRem leaves
+                        // the sign of a zero result open (llvmpipe gives +0 for fmod(-x, x)),
+                        // so zero results take the dividend's sign bit explicitly.
+                        let r = l.ir.emit(&wt, simple("frem"));
+                        let it = wt.replace("float", "i32");
+                        let splat = |v: &str| {
+                            if it == "i32" {
+                                v.to_string()
+                            } else {
+                                let n = it.trim_start_matches('<').split(' ').next().unwrap_or("1");
+                                let n: usize = n.parse().unwrap_or(1);
+                                format!("<{}>", vec![format!("i32 {v}"); n].join(", "))
+                            }
+                        };
+                        let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
+                        let sign = l.ir.emit(&it, format!("and {it} {}, {}", ai.v, splat("-2147483648")));
+                        let signed_zero = l.ir.emit(&wt, format!("bitcast {it} {} to {wt}", sign.v));
+                        let zero = l.ir.emit(&bool_ty, format!("fcmp oeq {}, zeroinitializer", r.typed()));
+                        l.ir.emit(&wt, format!("select {}, {}, {}", zero.typed(), signed_zero.typed(), r.typed()))
+                    }
                     BinaryOp::Pow => l.ir.call(&wt, &format!("llvm.pow.{}", types::mangle(&wt)), w),
                     // IEEE minNum/maxNum: the non-NaN operand wins (Rust f32::min/max).
                     BinaryOp::Min | BinaryOp::Max => {
@@ -203,7 +234,17 @@ impl Lowerer<'_> {
                         let better = l.ir.emit(&bool_ty, format!("fcmp {pred} {}, {}", a.typed(), c.v));
                         let nan = l.ir.emit(&bool_ty, format!("fcmp une {}, {}", c.typed(), c.v));
                         let pick = l.ir.emit(&bool_ty, format!("or {}, {}", better.typed(), nan.v));
-                        l.ir.emit(&wt, format!("select {}, {}, {}", pick.typed(), a.typed(), c.typed()))
+                        // Equal operands (only zeros can differ): -0 is below +0, so the
+                        // sign bits are or-ed for min and and-ed for max (docs/ir.md).
+                        let it = wt.replace("float", "i32");
+                        let eq = l.ir.emit(&bool_ty, format!("fcmp oeq {}, {}", a.typed(), c.v));
+                        let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
+                        let ci = l.ir.emit(&it, format!("bitcast {} to {it}", c.typed()));
+                        let bits = if b == BinaryOp::Min { "or" } else { "and" };
+                        let zi = l.ir.emit(&it, format!("{bits} {}, {}", ai.typed(), ci.v));
+                        let z = l.ir.emit(&wt, format!("bitcast {} to {wt}", zi.typed()));
+                        let other = l.ir.emit(&wt, format!("select {}, {}, {}", eq.typed(), z.typed(), c.typed()));
+                        l.ir.emit(&wt, format!("select {}, {}, {}", pick.typed(), a.typed(), other.typed()))
                     }
                     _ => Val::new(wt, "poison"),
                 }

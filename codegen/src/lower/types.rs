@@ -125,6 +125,14 @@ pub(crate) fn splat_const(t: Type, width: u8, scalar_text: &str) -> String {
     format!("<{}>", parts.join(", "))
 }
 
+/// An `i32` constant `v` of LLVM type `it` (`i32` or `<N x i32>`, splatted).
+pub(crate) fn splat_int(it: &str, v: &str) -> String {
+    match it.strip_prefix('<').and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<usize>().ok()) {
+        Some(n) => format!("<{}>", vec![format!("i32 {v}"); n].join(", ")),
+        None => v.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -374,7 +374,9 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         .uniform_and_storage_buffer8_bit_access(h12.uniform_and_storage_buffer8_bit_access != 0)
         .vulkan_memory_model(h12.vulkan_memory_model != 0)
         .vulkan_memory_model_device_scope(h12.vulkan_memory_model_device_scope != 0)
-        .host_query_reset(h12.host_query_reset != 0);
+        .host_query_reset(h12.host_query_reset != 0)
+        .shader_buffer_int64_atomics(h12.shader_buffer_int64_atomics != 0)
+        .shader_shared_int64_atomics(h12.shader_shared_int64_atomics != 0);
     let mut f13 =
         vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
     let priorities = [1.0f32];

@@ -94,6 +94,39 @@ macro_rules! float_binary {
     };
 }
 
+/// `min` (docs/ir.md): the non-NaN operand, and `-0` below `+0`. Rust's `f32::min` leaves
+/// the sign of equal zeros to the build (debug and release differ), so it is spelled out.
+fn min_num(a: f32, b: f32) -> f32 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, _) => b,
+        (_, true) => a,
+        _ if a == b => f32::from_bits(a.to_bits() | b.to_bits()),
+        _ => {
+            if a < b {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+/// `max` (docs/ir.md): the non-NaN operand, and `+0` above `-0`.
+fn max_num(a: f32, b: f32) -> f32 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, _) => b,
+        (_, true) => a,
+        _ if a == b => f32::from_bits(a.to_bits() & b.to_bits()),
+        _ => {
+            if a > b {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
 /// Integer binary ops through `$t` (the Rust type of the IR type).
 macro_rules! int_binary {
     ($op:expr, $t:ty, $u:ty) => {{
@@ -149,8 +182,8 @@ pub(crate) fn binary(op: BinaryOp, ty: ScalarType) -> Option<Fn2> {
             BinaryOp::Mul => float_binary!(ty, |a, b| a * b),
             BinaryOp::Div => float_binary!(ty, |a, b| a / b),
             BinaryOp::Rem => float_binary!(ty, |a, b| a % b),
-            BinaryOp::Min => float_binary!(ty, f32::min),
-            BinaryOp::Max => float_binary!(ty, f32::max),
+            BinaryOp::Min => float_binary!(ty, min_num),
+            BinaryOp::Max => float_binary!(ty, max_num),
             BinaryOp::Pow => float_binary!(ty, f32::powf),
             _ => None,
         },

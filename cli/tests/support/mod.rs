@@ -1,0 +1,319 @@
+//! Runs a module both ways — compiled to a bundle and executed on Vulkan (validation and
+//! synchronization validation on), and on the reference interpreter — with the same inputs
+//! and the same host callbacks, and compares every user memory object and device global.
+#![allow(dead_code)]
+
+use cmdgraph_codegen::bundle::{compile_module, Llvm};
+use cmdgraph_codegen::Options;
+use cmdgraph_executor::{ContextOptions, DeviceChoice, Executor};
+use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
+use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
+use std::collections::BTreeMap;
+
+pub mod gen;
+
+/// A small deterministic generator (SplitMix64), so failures reproduce from the seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The pass list of a pipeline: `None` is the default pipeline, `Some("")` no pass.
+pub fn passes(pipeline: Option<&str>) -> Vec<&'static PassInfo> {
+    match pipeline {
+        None => DEFAULT_PIPELINE.iter().filter_map(|n| lookup(n)).collect(),
+        Some(list) => list.split(',').filter(|s| !s.is_empty()).map(|n| lookup(n).expect("known pass")).collect(),
+    }
+}
+
+/// Compiles `module` with `pipeline` to bundle text, as `cmdgraph compile` does.
+pub fn compile(module: &Module, pipeline: Option<&str>) -> Result<String, String> {
+    let (bundle, _) =
+        compile_module(module, &passes(pipeline), &Options::default(), &Llvm).map_err(|e| e.to_string())?;
+    bundle.to_ron().map_err(|e| e.to_string())
+}
+
+/// A fresh executor on the default device with validation on.
+pub fn executor(bundle: &str) -> Result<Executor, String> {
+    let loaded = cmdgraph_executor::load_str(bundle).map_err(|e| e.to_string())?;
+    Executor::new(loaded, &ContextOptions { validation: true, device: DeviceChoice::Default })
+        .map_err(|e| e.to_string())
+}
+
+/// Random bytes for `count` elements of `ty` that keep computations defined and exact where
+/// possible: floats are multiples of 1/16 in [-4, 4] (sums of up to 2^18 of them are exact,
+/// so float atomics give the same bits in any order), integers in `0..1024`, bools 0 or 1.
+pub fn random_bytes(ty: Type, count: u64, rng: &mut Rng) -> Vec<u8> {
+    let lanes = if ty.lanes == 3 { 4 } else { u64::from(ty.lanes) };
+    let mut out = Vec::with_capacity((ty.size() * count) as usize);
+    for _ in 0..count * lanes {
+        let k = rng.below(129) as i64 - 64;
+        let n = rng.below(1024);
+        match ty.scalar {
+            ScalarType::Bool => out.push((n & 1) as u8),
+            ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(n as u32).to_le_bytes()),
+            ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&n.to_le_bytes()),
+            ScalarType::F16 => out
+                .extend_from_slice(&cmdgraph_ir::interp::half::f16::from_f32(k as f32 / 16.0).to_bits().to_le_bytes()),
+            ScalarType::F32 => out.extend_from_slice(&(k as f32 / 16.0).to_le_bytes()),
+        }
+    }
+    out
+}
+
+/// Whether any kernel of `module` uses a math function whose device precision differs from
+/// the interpreter's (docs/codegen.md, "Deviations from the interpreter").
+pub fn uses_inexact_math(module: &Module) -> bool {
+    use cmdgraph_ir::kernel::{BinaryOp, UnaryOp};
+    module.kernels.iter().any(|(_, k)| match &k.body {
+        KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| match op.kind {
+            OpKind::Unary(u, _) => u.float_only() && !matches!(u, UnaryOp::Floor | UnaryOp::Ceil),
+            OpKind::Binary(b, ..) => b == BinaryOp::Pow,
+            _ => false,
+        }),
+        KernelBody::Spirv { .. } => true,
+    })
+}
+
+/// One `(memory name, mode writes?, type, count)` per declared access of a callback.
+type Access = Vec<(String, bool, bool, Type, u64)>;
+
+/// The access lists of every host task and native command, by callback name.
+fn callbacks(module: &Module) -> BTreeMap<String, Access> {
+    let mut out = BTreeMap::new();
+    for (_, graph) in module.graphs.iter() {
+        for (_, node) in graph.nodes.iter() {
+            let cmd = match &node.kind {
+                NodeKind::HostTask(c) | NodeKind::Native(c) => c,
+                _ => continue,
+            };
+            let list = cmd
+                .access
+                .iter()
+                .filter_map(|a| match a.mem {
+                    MemRef::Memory(h) => {
+                        let m = module.memories.try_get(h)?;
+                        Some((m.name.clone(), a.mode.reads(), a.mode.writes(), m.elem, m.count))
+                    }
+                    MemRef::Alloc(_) => None,
+                })
+                .collect();
+            out.insert(cmd.callback.clone(), list);
+        }
+    }
+    out
+}
+
+/// What the generic host callback writes: every written object gets values seeded by a
+/// hash of everything it reads, so a wrong read shows in the output.
+fn host_effect(reads: &[Vec<u8>], writes: &[(Type, u64)]) -> Vec<Vec<u8>> {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in reads.iter().flatten() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    let mut rng = Rng(h);
+    writes.iter().map(|(ty, n)| random_bytes(*ty, *n, &mut rng)).collect()
+}
+
+/// A run of one module both ways.
+pub struct Both {
+    pub ex: Executor,
+    pub interp: Interpreter,
+    pub module: Module,
+    /// Whether floats are compared with [`MATH_REL_TOL`] (kernels using math functions).
+    pub float_tol: bool,
+}
+
+impl Both {
+    /// Loads `bundle` on Vulkan and `source` on the interpreter, binds the same random
+    /// inputs to every user memory object and registers the same generic host callbacks.
+    pub fn new(source: &Module, bundle: &str, seed: u64) -> Result<Both, String> {
+        let mut ex = executor(bundle)?;
+        let mut interp = Interpreter::new(source).map_err(|e| e.to_string())?;
+        let mut rng = Rng(seed);
+        for (_, m) in source.memories.iter() {
+            if matches!(m.kind, MemoryKind::DeviceGlobal(_)) {
+                continue;
+            }
+            let bytes = random_bytes(m.elem, m.count, &mut rng);
+            interp.bind(&m.name, &bytes).map_err(|e| format!("interp bind @{}: {e}", m.name))?;
+            ex.bind(&m.name, &bytes).map_err(|e| format!("vulkan bind @{}: {e}", m.name))?;
+        }
+        for (name, access) in callbacks(source) {
+            let a = access.clone();
+            interp.register_callback(&name, move |ctx| {
+                let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
+                let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
+                let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4)).collect::<Vec<_>>());
+                for (w, bytes) in ws.iter().zip(out) {
+                    ctx.write(&w.0, 0, &bytes)?;
+                }
+                Ok(())
+            });
+            let a = access;
+            ex.register_callback(&name, move |ctx| {
+                let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
+                let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
+                let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4)).collect::<Vec<_>>());
+                for (w, bytes) in ws.iter().zip(out) {
+                    ctx.write(&w.0, 0, &bytes)?;
+                }
+                Ok(())
+            });
+        }
+        Ok(Both { ex, interp, module: source.clone(), float_tol: uses_inexact_math(source) })
+    }
+
+    /// Finalizes `graph` on both sides and runs it `runs` times, comparing everything after
+    /// each run. Returns the number of objects compared.
+    pub fn run(&mut self, graph: &str, runs: usize) -> Result<usize, String> {
+        let ie = self.interp.finalize(graph).map_err(|e| format!("interp finalize @{graph}: {e}"))?;
+        let ee = self.ex.finalize(graph).map_err(|e| format!("vulkan finalize @{graph}: {e}"))?;
+        let mut compared = 0;
+        for r in 0..runs {
+            self.interp.run(ie).map_err(|e| format!("interp run {r} of @{graph}: {e}"))?;
+            self.ex.run(ee).map_err(|e| format!("vulkan run {r} of @{graph}: {e}"))?;
+            compared += self.compare().map_err(|e| format!("after run {r} of @{graph}: {e}"))?;
+        }
+        self.ex.drop_exec(ee).map_err(|e| e.to_string())?;
+        self.interp.drop_exec(ie).map_err(|e| e.to_string())?;
+        Ok(compared)
+    }
+
+    /// Compares every user memory object and every device global (on the devices of the
+    /// module's graphs); fails on any validation message.
+    pub fn compare(&mut self) -> Result<usize, String> {
+        self.ex.wait_idle().map_err(|e| e.to_string())?;
+        let mut devices: Vec<u32> = self.module.graphs.iter().map(|(_, g)| g.device).collect();
+        devices.sort_unstable();
+        devices.dedup();
+        let mut n = 0;
+        for (_, m) in self.module.memories.iter() {
+            let pairs = if matches!(m.kind, MemoryKind::DeviceGlobal(_)) {
+                let mut v = Vec::new();
+                for &d in &devices {
+                    let got = self.ex.read_device_global(&m.name, d).map_err(|e| e.to_string())?;
+                    let want = self.interp.read_device_global(&m.name, d).map_err(|e| e.to_string())?;
+                    v.push((format!("device_global @{} on device {d}", m.name), got, want));
+                }
+                v
+            } else {
+                let got = self.ex.read(&m.name).map_err(|e| e.to_string())?;
+                let want = self.interp.read(&m.name).map_err(|e| e.to_string())?.to_vec();
+                vec![(format!("@{}", m.name), got, want)]
+            };
+            let user = !matches!(m.kind, MemoryKind::DeviceGlobal(_));
+            for (what, got, want) in pairs {
+                same(&what, m.elem, &got, &want, self.float_tol)?;
+                if user && got != want {
+                    // Tolerated differences (zero signs, math precision) would grow through
+                    // later graphs of the same state: continue from the interpreter's bytes.
+                    self.ex.bind(&m.name, &want).map_err(|e| e.to_string())?;
+                }
+                n += 1;
+            }
+        }
+        let msgs = self.ex.context().take_messages();
+        if !msgs.is_empty() {
+            return Err(format!("{} validation messages, first: {}", msgs.len(), msgs[0]));
+        }
+        Ok(n)
+    }
+}
+
+/// Relative tolerance for float results of kernels using math functions (docs/codegen.md).
+pub const MATH_REL_TOL: f64 = 1.0 / 4096.0;
+
+/// Compares two images of memory of element type `ty`: bit-exact, or within
+/// [`MATH_REL_TOL`] for floats when `tol`.
+pub fn same(what: &str, ty: Type, got: &[u8], want: &[u8], tol: bool) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} bytes on Vulkan, {} on the interpreter", got.len(), want.len()));
+    }
+    if got == want {
+        return Ok(());
+    }
+    let es = ty.scalar.size() as usize;
+    let lanes = if ty.lanes == 3 { 4 } else { ty.lanes as usize };
+    let mut bad = 0;
+    let mut first = None;
+    for (i, (g, w)) in got.chunks(es).zip(want.chunks(es)).enumerate() {
+        if g == w || (ty.lanes == 3 && i % lanes == 3) || zeros(ty.scalar, g, w) || nans(ty.scalar, g, w) {
+            continue;
+        }
+        let ok = tol
+            && match ty.scalar {
+                ScalarType::F32 => close(
+                    f64::from(f32::from_le_bytes(g.try_into().unwrap_or([0; 4]))),
+                    f64::from(f32::from_le_bytes(w.try_into().unwrap_or([0; 4]))),
+                ),
+                ScalarType::F16 => close(
+                    f64::from(cmdgraph_ir::interp::half::f16::from_le_bytes(g.try_into().unwrap_or([0; 2]))),
+                    f64::from(cmdgraph_ir::interp::half::f16::from_le_bytes(w.try_into().unwrap_or([0; 2]))),
+                ),
+                _ => false,
+            };
+        if !ok {
+            bad += 1;
+            first.get_or_insert((i, g.to_vec(), w.to_vec()));
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some((i, g, w)) => Err(format!(
+            "{what}: {bad} elements differ; first at scalar {i}: Vulkan {} interpreter {}",
+            show(ty.scalar, &g),
+            show(ty.scalar, &w)
+        )),
+    }
+}
+
+/// `+0` against `-0`: llvmpipe folds `x * 0.0` to `+0` even under
+/// `SignedZeroInfNanPreserve` (docs/codegen.md, "Deviations"), so the sign of a float zero
+/// is not compared.
+fn zeros(s: ScalarType, g: &[u8], w: &[u8]) -> bool {
+    let magnitude = |b: &[u8]| match s {
+        ScalarType::F32 => b.iter().rev().enumerate().all(|(i, &x)| if i == 0 { x & 0x7f == 0 } else { x == 0 }),
+        ScalarType::F16 => b.len() == 2 && b[0] == 0 && b[1] & 0x7f == 0,
+        _ => false,
+    };
+    magnitude(g) && magnitude(w)
+}
+
+/// Two NaNs: SPIR-V keeps no NaN sign or payload (`neg` of a NaN may not flip its sign).
+fn nans(s: ScalarType, g: &[u8], w: &[u8]) -> bool {
+    let nan = |b: &[u8]| match (s, b.len()) {
+        (ScalarType::F32, 4) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_nan(),
+        (ScalarType::F16, 2) => cmdgraph_ir::interp::half::f16::from_le_bytes([b[0], b[1]]).is_nan(),
+        _ => false,
+    };
+    nan(g) && nan(w)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || (a - b).abs() <= MATH_REL_TOL * b.abs().max(1.0)
+}
+
+fn show(s: ScalarType, b: &[u8]) -> String {
+    match (s, b.len()) {
+        (ScalarType::F32, 4) => format!(
+            "{:?} ({:#010x})",
+            f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        ),
+        _ => format!("{b:02x?}"),
+    }
+}
