@@ -50,7 +50,11 @@ impl Problem {
     /// the plan relies on its lifetime checks (on other input it is still computed, without
     /// panicking, but may be wrong).
     pub fn from_graph(graph: &Graph) -> Result<Problem, String> {
+        let tt = std::time::Instant::now();
         let succ = Csr::successors(graph);
+        if std::env::var_os("MEMPERF").is_some() {
+            eprintln!("    csr {:.2}", tt.elapsed().as_secs_f64() * 1e3)
+        };
         // Slot of every malloc node; u32::MAX for other nodes.
         let mut slot = vec![u32::MAX; graph.nodes.len()];
         let mut allocs = Vec::new();

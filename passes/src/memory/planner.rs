@@ -48,6 +48,12 @@ pub fn units(problem: &Problem, alignment: u64) -> Vec<u64> {
 /// alignment units, if known ([`super::lower_bound`]): the search stops once it is reached.
 pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Option<u64>) -> Placement {
     let alignment = alignment.max(1);
+    let tt = std::time::Instant::now();
+    let tr = |w: &str| {
+        if std::env::var_os("MEMPERF").is_some() {
+            eprintln!("    {w} {:.2}", tt.elapsed().as_secs_f64() * 1e3)
+        }
+    };
     let units = units(problem, alignment);
     let n = units.len();
     // zero_init allocations first, stacked.
@@ -73,6 +79,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
                 + units[i as usize]
         })
         .collect();
+    tr("weights");
     let sorted = |key: &dyn Fn(u32) -> (u64, u64)| {
         // Larger keys first; ties by start, then index, so every order is deterministic.
         // Keys are computed once per allocation, not per comparison.
@@ -120,7 +127,9 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
                 continue;
             }
             let seed = &mut seeds[kind as usize];
+            tr("order");
             let top = greedy.run(kind, &order, seed.as_ref().map_or(u64::MAX, |s| s.0));
+            tr("greedy");
             if seed.as_ref().is_none_or(|s| top < s.0) {
                 *seed = Some((top, kind, name, order.clone()));
             }
