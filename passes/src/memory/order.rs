@@ -308,13 +308,34 @@ impl Adjacency {
     }
 }
 
-/// Predecessor lists of `succ`.
+/// Predecessor lists of `succ`, counted then filled (no list of pairs). Predecessors
+/// come out in increasing order.
 fn transpose(succ: &Csr) -> Csr {
-    let mut pairs = Vec::new();
-    for v in 0..succ.len() as u32 {
-        pairs.extend(succ.neighbours(v).iter().map(|&w| (w, v)));
+    let n = succ.len();
+    let mut count = vec![0u32; n + 1];
+    for v in 0..n as u32 {
+        for &w in succ.neighbours(v) {
+            if let Some(c) = count.get_mut(w as usize + 1) {
+                *c += 1;
+            }
+        }
     }
-    Csr::from_pairs(succ.len(), &pairs)
+    for i in 0..n {
+        count[i + 1] += count[i];
+    }
+    let mut fill = count.clone();
+    let mut targets = vec![0u32; count[n] as usize];
+    for v in 0..n as u32 {
+        for &w in succ.neighbours(v) {
+            if let Some(slot) = fill.get_mut(w as usize) {
+                if let Some(t) = targets.get_mut(*slot as usize) {
+                    *t = v;
+                }
+                *slot += 1;
+            }
+        }
+    }
+    Csr::from_parts(count, targets)
 }
 
 /// A greedy chain cover: each vertex, in topological order, extends the chain of its latest

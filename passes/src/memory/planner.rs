@@ -48,12 +48,6 @@ pub fn units(problem: &Problem, alignment: u64) -> Vec<u64> {
 /// alignment units, if known ([`super::lower_bound`]): the search stops once it is reached.
 pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Option<u64>) -> Placement {
     let alignment = alignment.max(1);
-    let tt = std::time::Instant::now();
-    let tr = |w: &str| {
-        if std::env::var_os("MEMPERF").is_some() {
-            eprintln!("    {w} {:.2}", tt.elapsed().as_secs_f64() * 1e3)
-        }
-    };
     let units = units(problem, alignment);
     let n = units.len();
     // zero_init allocations first, stacked.
@@ -73,13 +67,13 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         // Live-to-the-end allocations count as ending after every other.
         (if e == super::order::END { conflicts.start.len() as u64 * 4 } else { e as u64 }).saturating_sub(s) + 1
     };
-    let weights: Vec<u64> = (0..n as u32)
+    // Large inputs do not try the neighbourhood order: no weights to compute.
+    let weights: Vec<u64> = (0..if n > LARGE { 0 } else { n as u32 })
         .map(|i| {
             conflicts.adj.neighbours(i).iter().map(|&j| units.get(j as usize).copied().unwrap_or(0)).sum::<u64>()
                 + units[i as usize]
         })
         .collect();
-    tr("weights");
     let sorted = |key: &dyn Fn(u32) -> (u64, u64)| {
         // Larger keys first; ties by start, then index, so every order is deterministic.
         // Keys are computed once per allocation, not per comparison.
@@ -99,6 +93,8 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         offset: vec![u64::MAX; n],
         span: vec![(u64::MAX, 0); n],
         scratch: Vec::new(),
+        need: Vec::new(),
+        rows: Vec::new(),
         lowest: Lowest::default(),
         work: 0,
     };
@@ -117,7 +113,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         }
         let order = match name {
             "size" => sorted(&|i| (u(i), 0)),
-            "neighbourhood" => sorted(&|i| (weights[i as usize], u(i))),
+            "neighbourhood" => sorted(&|i| (weights.get(i as usize).copied().unwrap_or(0), u(i))),
             "area" => sorted(&|i| (u(i).saturating_mul(length(i)), u(i))),
             "size-class" => sorted(&|i| (size_class(i), u64::MAX - start(i))),
             _ => sorted(&|i| (u64::MAX - start(i), u(i))),
@@ -127,9 +123,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
                 continue;
             }
             let seed = &mut seeds[kind as usize];
-            tr("order");
             let top = greedy.run(kind, &order, seed.as_ref().map_or(u64::MAX, |s| s.0));
-            tr("greedy");
             if seed.as_ref().is_none_or(|s| top < s.0) {
                 *seed = Some((top, kind, name, order.clone()));
             }
@@ -272,6 +266,9 @@ struct Greedy<'a> {
     /// one memory access per neighbour instead of two.
     span: Vec<(u64, u64)>,
     scratch: Vec<(u64, u64)>,
+    /// Best fit's sizes and conflict rows, gathered in placement order.
+    need: Vec<u64>,
+    rows: Vec<&'a [u32]>,
     lowest: Lowest,
     /// Neighbour visits so far (the search budget's unit).
     work: u64,
@@ -295,16 +292,23 @@ impl Greedy<'_> {
     fn best_fit(&mut self, order: &[u32], limit: u64) -> u64 {
         self.offset.fill(u64::MAX);
         self.span.fill((u64::MAX, 0));
+        // Sizes and rows gathered in placement order first: independent loads that the
+        // processor overlaps, where the placement loop would wait for each in turn (the
+        // order jumps across the allocations, so nearly every one misses the cache).
+        let adj = &self.adj.adj;
+        self.need.clear();
+        self.need.extend(order.iter().map(|&b| self.units.get(b as usize).copied().unwrap_or(0)));
+        self.rows.clear();
+        self.rows.extend(order.iter().map(|&b| adj.neighbours(b)));
         let mut top = self.base;
-        for &b in order {
-            let need = self.units[b as usize];
+        for ((&b, &need), &row) in order.iter().zip(&self.need).zip(&self.rows) {
             if need == 0 {
                 self.offset[b as usize] = self.base;
                 continue;
             }
             self.scratch.clear();
-            self.work += self.adj.adj.neighbours(b).len() as u64;
-            for &a in self.adj.adj.neighbours(b) {
+            self.work += row.len() as u64;
+            for &a in row {
                 let s = self.span[a as usize];
                 if s.0 != u64::MAX {
                     self.scratch.push(s);
