@@ -30,6 +30,12 @@ impl Csr {
         Csr { offsets, targets }
     }
 
+    /// Adjacency from its parts, built by a caller that counted first: `offsets` starts at
+    /// 0, never decreases and ends at `targets.len()`, each target below `offsets.len() - 1`.
+    pub(crate) fn from_parts(offsets: Vec<u32>, targets: Vec<u32>) -> Csr {
+        Csr { offsets, targets }
+    }
+
     /// Successors of a graph's nodes.
     pub fn successors(graph: &Graph) -> Csr {
         let pairs: Vec<_> = graph.edges.iter().map(|(_, e)| (e.from.index() as u32, e.to.index() as u32)).collect();

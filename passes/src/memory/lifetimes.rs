@@ -11,7 +11,7 @@
 //! one free live to the end of the run and are never before anything.
 
 use crate::analysis::Csr;
-use cmdgraph_ir::{Graph, Handle, MemRef, NodeKind};
+use cmdgraph_ir::{Graph, Handle, NodeKind};
 
 /// One graph-owned allocation as the planner sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,33 +54,28 @@ impl Problem {
         // Slot of every malloc node; u32::MAX for other nodes.
         let mut slot = vec![u32::MAX; graph.nodes.len()];
         let mut allocs = Vec::new();
+        // (allocation node, free node) of every free: resolved once all mallocs are known.
+        let mut frees: Vec<(u32, u32)> = Vec::new();
         for (h, node) in graph.nodes.iter() {
-            if let NodeKind::AsyncMalloc { elem, count, zero_init, .. } = &node.kind {
-                slot[h.index()] = allocs.len() as u32;
-                let size = elem.size().saturating_mul(*count);
-                allocs.push(Allocation { malloc: h.index() as u32, free: None, size, zero_init: *zero_init });
-            }
-        }
-        let n = allocs.len();
-        let mut frees: Vec<Vec<u32>> = vec![Vec::new(); n];
-        let slot_of = |m: MemRef| match m {
-            MemRef::Alloc(h) => slot.get(h.index()).copied().filter(|&s| s != u32::MAX),
-            MemRef::Memory(_) => None,
-        };
-        for (h, node) in graph.nodes.iter() {
-            if let NodeKind::AsyncFree { alloc } = node.kind {
-                if let Some(s) = slot_of(MemRef::Alloc(alloc)) {
-                    frees[s as usize].push(h.index() as u32);
+            match &node.kind {
+                NodeKind::AsyncMalloc { elem, count, zero_init, .. } => {
+                    slot[h.index()] = allocs.len() as u32;
+                    let size = elem.size().saturating_mul(*count);
+                    allocs.push(Allocation { malloc: h.index() as u32, free: None, size, zero_init: *zero_init });
                 }
+                NodeKind::AsyncFree { alloc } => frees.push((alloc.index() as u32, h.index() as u32)),
+                _ => {}
             }
         }
-        for (i, a) in allocs.iter_mut().enumerate() {
-            // One free: the verifier (E0245/E0246) has checked that every access is ordered
-            // between the malloc and it, so it stands for them all. Two frees are an error
-            // the verifier reports; the allocation is then kept live to the end.
-            if let [f] = frees[i].as_slice() {
-                a.free = Some(*f);
-            }
+        // Frees seen per allocation: one free stands for every access (the verifier, E0245/
+        // E0246, has checked that each is ordered between the malloc and it). Two frees are
+        // an error the verifier reports; the allocation is then kept live to the end.
+        let mut seen = vec![0u8; allocs.len()];
+        for &(m, f) in &frees {
+            let Some(s) = slot.get(m as usize).copied().filter(|&s| s != u32::MAX) else { continue };
+            let (Some(count), Some(a)) = (seen.get_mut(s as usize), allocs.get_mut(s as usize)) else { continue };
+            *count = count.saturating_add(1);
+            a.free = (*count == 1).then_some(f);
         }
         Ok(Problem { succ, allocs })
     }

@@ -79,20 +79,14 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     let start: Vec<u32> = allocs.iter().map(|a| vpos(a.malloc)).collect();
     let end: Vec<u32> = allocs.iter().map(|a| a.free.map_or(END, vpos)).collect();
     let live: Vec<u32> = (0..allocs.len() as u32).filter(|&i| !allocs[i as usize].zero_init).collect();
-    let mut pairs: Vec<(u32, u32)> = Vec::new();
-
-    // Overlapping intervals: sweep in start order.
+    // Allocations in start order (ties by index): every conflicting pair is found when its
+    // later-starting member comes, so each allocation's "earlier" partners are produced
+    // together, which lets the rows be built without a list of pairs.
     let mut by_start = live.clone();
     by_start.sort_by_key(|&i| start[i as usize]);
-    let mut active: Vec<u32> = Vec::new();
-    for &b in &by_start {
-        let s = start[b as usize];
-        active.retain(|&a| end[a as usize] > s);
-        pairs.extend(active.iter().map(|&a| (a, b)));
-        active.push(b);
-    }
 
-    // Disjoint intervals that are still unordered: chain cover and ancestor labels.
+    // Disjoint intervals that are still unordered: chain cover and ancestor labels. Per
+    // block of chains, the earlier partners of each allocation (in start order).
     let pred = transpose(succ);
     let (chain_of, chain_idx) = chain_cover(&topo, &pred, &pos);
     // Frees of non-zero_init allocations, per chain, in chain order.
@@ -119,6 +113,7 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     }
     // Chain -> slot within the current block (u32::MAX: not in the block).
     let mut slot_of = vec![u32::MAX; n];
+    let mut found: Vec<Rows> = Vec::new();
     for group in chains.chunks(block) {
         for (i, (c, _)) in group.iter().enumerate() {
             if let Some(s) = slot_of.get_mut(*c as usize) {
@@ -160,7 +155,8 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
                 first_free.push(j as u32);
             }
         }
-        for &b in &live {
+        let mut rows = Rows::with_capacity(by_start.len());
+        for &b in &by_start {
             let m = allocs[b as usize].malloc as usize;
             let sb = start[b as usize];
             for (i, (_, frees)) in group.iter().enumerate() {
@@ -174,19 +170,73 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
                     if ea >= sb {
                         break;
                     }
-                    pairs.push((a, b));
+                    rows.targets.push(a);
                 }
             }
+            rows.close()?;
         }
+        found.push(rows);
         for (c, _) in group {
             slot_of[*c as usize] = u32::MAX;
         }
     }
-    // Each pair is found once (the two searches are disjoint and a free lies on one chain),
-    // so the lists need no dedup; sorting each short list beats sorting all pairs.
-    let adj = Adjacency::symmetric(allocs.len(), &pairs);
+
+    // Overlapping intervals (a sweep in start order) joined with the partners found above:
+    // each allocation's earlier partners, sorted. Each pair is found once (the two searches
+    // are disjoint and a free lies on one chain), so the lists need no dedup.
+    let mut earlier = Rows::with_capacity(by_start.len());
+    let mut degree = vec![0u32; allocs.len()];
+    let mut active: Vec<u32> = Vec::new();
+    for (r, &b) in by_start.iter().enumerate() {
+        let s = start[b as usize];
+        active.retain(|&a| end[a as usize] > s);
+        let from = earlier.targets.len();
+        earlier.targets.extend_from_slice(&active);
+        for rows in &found {
+            earlier.targets.extend_from_slice(rows.row(r));
+        }
+        let row = &mut earlier.targets[from..];
+        row.sort_unstable();
+        for &a in row.iter() {
+            degree[a as usize] += 1;
+        }
+        degree[b as usize] += row.len() as u32;
+        earlier.close()?;
+        active.push(b);
+    }
+    drop(found);
+    let adj = Adjacency::from_earlier(&by_start, &earlier, &degree)?;
     Ok(Conflicts { start, end, adj, chains: chains.len() })
 }
+
+/// Compressed rows built by appending: row `r` is `targets[offsets[r]..offsets[r + 1]]`.
+struct Rows {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Rows {
+    fn with_capacity(rows: usize) -> Rows {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        Rows { offsets, targets: Vec::new() }
+    }
+
+    /// Ends the current row (the targets pushed since the last call).
+    fn close(&mut self) -> Result<(), String> {
+        let end = u32::try_from(self.targets.len()).map_err(|_| TOO_MANY.to_string())?;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    fn row(&self, r: usize) -> &[u32] {
+        let lo = self.offsets.get(r).copied().unwrap_or(0) as usize;
+        let hi = self.offsets.get(r + 1).copied().unwrap_or(0) as usize;
+        self.targets.get(lo..hi).unwrap_or(&[])
+    }
+}
+
+const TOO_MANY: &str = "more than 2^32 conflict entries";
 
 /// Sorted adjacency lists of the conflict graph (compressed rows).
 #[derive(Clone, Debug, Default)]
@@ -196,29 +246,43 @@ pub struct Adjacency {
 }
 
 impl Adjacency {
-    /// Symmetric adjacency from unique unordered pairs, each list sorted.
-    fn symmetric(n: usize, pairs: &[(u32, u32)]) -> Adjacency {
-        let mut offsets = vec![0u32; n + 1];
-        for &(a, b) in pairs {
-            offsets[a as usize + 1] += 1;
-            offsets[b as usize + 1] += 1;
+    /// Symmetric adjacency from each allocation's earlier partners: `earlier` row `r`
+    /// holds the partners of `order[r]` that come before it in `order`, sorted; `degree`
+    /// counts each allocation's partners in all. Row `x` is written as its earlier partners
+    /// followed by its later ones in `order`, so when `order` is increasing (the usual case:
+    /// allocations created in start order) every row comes out sorted without sorting it.
+    fn from_earlier(order: &[u32], earlier: &Rows, degree: &[u32]) -> Result<Adjacency, String> {
+        let n = degree.len();
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut total = 0u32;
+        offsets.push(0);
+        for &d in degree {
+            total = total.checked_add(d).ok_or_else(|| TOO_MANY.to_string())?;
+            offsets.push(total);
         }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut targets = vec![0u32; offsets[n] as usize];
-        for &(a, b) in pairs {
-            for (x, y) in [(a, b), (b, a)] {
-                let slot = &mut fill[x as usize];
-                targets[*slot as usize] = y;
+        let mut fill: Vec<u32> = offsets[..n].to_vec();
+        let mut targets = vec![0u32; total as usize];
+        for (r, &b) in order.iter().enumerate() {
+            let row = earlier.row(r);
+            let at = fill[b as usize] as usize;
+            if let Some(dst) = targets.get_mut(at..at + row.len()) {
+                dst.copy_from_slice(row);
+            }
+            fill[b as usize] += row.len() as u32;
+            for &a in row {
+                let slot = &mut fill[a as usize];
+                if let Some(t) = targets.get_mut(*slot as usize) {
+                    *t = b;
+                }
                 *slot += 1;
             }
         }
-        for i in 0..n {
-            targets[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
+        if order.windows(2).any(|w| w[0] > w[1]) {
+            for i in 0..n {
+                targets[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
+            }
         }
-        Adjacency { offsets, targets }
+        Ok(Adjacency { offsets, targets })
     }
 
     /// Number of allocations.
@@ -244,13 +308,34 @@ impl Adjacency {
     }
 }
 
-/// Predecessor lists of `succ`.
+/// Predecessor lists of `succ`, counted then filled (no list of pairs). Predecessors
+/// come out in increasing order.
 fn transpose(succ: &Csr) -> Csr {
-    let mut pairs = Vec::new();
-    for v in 0..succ.len() as u32 {
-        pairs.extend(succ.neighbours(v).iter().map(|&w| (w, v)));
+    let n = succ.len();
+    let mut count = vec![0u32; n + 1];
+    for v in 0..n as u32 {
+        for &w in succ.neighbours(v) {
+            if let Some(c) = count.get_mut(w as usize + 1) {
+                *c += 1;
+            }
+        }
     }
-    Csr::from_pairs(succ.len(), &pairs)
+    for i in 0..n {
+        count[i + 1] += count[i];
+    }
+    let mut fill = count.clone();
+    let mut targets = vec![0u32; count[n] as usize];
+    for v in 0..n as u32 {
+        for &w in succ.neighbours(v) {
+            if let Some(slot) = fill.get_mut(w as usize) {
+                if let Some(t) = targets.get_mut(*slot as usize) {
+                    *t = v;
+                }
+                *slot += 1;
+            }
+        }
+    }
+    Csr::from_parts(count, targets)
 }
 
 /// A greedy chain cover: each vertex, in topological order, extends the chain of its latest

@@ -67,7 +67,8 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         // Live-to-the-end allocations count as ending after every other.
         (if e == super::order::END { conflicts.start.len() as u64 * 4 } else { e as u64 }).saturating_sub(s) + 1
     };
-    let weights: Vec<u64> = (0..n as u32)
+    // Large inputs do not try the neighbourhood order: no weights to compute.
+    let weights: Vec<u64> = (0..if n > LARGE { 0 } else { n as u32 })
         .map(|i| {
             conflicts.adj.neighbours(i).iter().map(|&j| units.get(j as usize).copied().unwrap_or(0)).sum::<u64>()
                 + units[i as usize]
@@ -92,6 +93,8 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         offset: vec![u64::MAX; n],
         span: vec![(u64::MAX, 0); n],
         scratch: Vec::new(),
+        need: Vec::new(),
+        rows: Vec::new(),
         lowest: Lowest::default(),
         work: 0,
     };
@@ -110,7 +113,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         }
         let order = match name {
             "size" => sorted(&|i| (u(i), 0)),
-            "neighbourhood" => sorted(&|i| (weights[i as usize], u(i))),
+            "neighbourhood" => sorted(&|i| (weights.get(i as usize).copied().unwrap_or(0), u(i))),
             "area" => sorted(&|i| (u(i).saturating_mul(length(i)), u(i))),
             "size-class" => sorted(&|i| (size_class(i), u64::MAX - start(i))),
             _ => sorted(&|i| (u64::MAX - start(i), u(i))),
@@ -263,6 +266,9 @@ struct Greedy<'a> {
     /// one memory access per neighbour instead of two.
     span: Vec<(u64, u64)>,
     scratch: Vec<(u64, u64)>,
+    /// Best fit's sizes and conflict rows, gathered in placement order.
+    need: Vec<u64>,
+    rows: Vec<&'a [u32]>,
     lowest: Lowest,
     /// Neighbour visits so far (the search budget's unit).
     work: u64,
@@ -286,16 +292,23 @@ impl Greedy<'_> {
     fn best_fit(&mut self, order: &[u32], limit: u64) -> u64 {
         self.offset.fill(u64::MAX);
         self.span.fill((u64::MAX, 0));
+        // Sizes and rows gathered in placement order first: independent loads that the
+        // processor overlaps, where the placement loop would wait for each in turn (the
+        // order jumps across the allocations, so nearly every one misses the cache).
+        let adj = &self.adj.adj;
+        self.need.clear();
+        self.need.extend(order.iter().map(|&b| self.units.get(b as usize).copied().unwrap_or(0)));
+        self.rows.clear();
+        self.rows.extend(order.iter().map(|&b| adj.neighbours(b)));
         let mut top = self.base;
-        for &b in order {
-            let need = self.units[b as usize];
+        for ((&b, &need), &row) in order.iter().zip(&self.need).zip(&self.rows) {
             if need == 0 {
                 self.offset[b as usize] = self.base;
                 continue;
             }
             self.scratch.clear();
-            self.work += self.adj.adj.neighbours(b).len() as u64;
-            for &a in self.adj.adj.neighbours(b) {
+            self.work += row.len() as u64;
+            for &a in row {
                 let s = self.span[a as usize];
                 if s.0 != u64::MAX {
                     self.scratch.push(s);
