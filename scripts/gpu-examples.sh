@@ -32,7 +32,7 @@ graph_of() { grep -o '^graph @[A-Za-z0-9_.$-]*' "$1" | tail -n 1 | cut -d@ -f2; 
 
 prepare() {
   . scripts/env.sh
-  cargo build -q -p cmdgraph-cli
+  [ -n "${NO_BUILD:-}" ] || cargo build -q -p cmdgraph-cli
   rm -rf .bin && mkdir -p .bin
   strip -o .bin/cmdgraph target/debug/cmdgraph
   xz -T2 -6 .bin/cmdgraph
@@ -67,8 +67,10 @@ device() {
     while read -r obj _; do
       args+=(--input "$obj=$dir/in/$obj.bin" --output "$obj=$dir/out/$obj.bin")
     done < "$dir/objects"
-    if ! .bin/cmdgraph run "$dir/bundle.cgb" --graph "$graph" --repeat 1 "${args[@]}" > "$dir/run.log" 2>&1; then
-      table+="$name: run FAILED: $(tail -n 3 "$dir/run.log" | tr '\n' ' ')"$'\n'
+    local rc=0
+    timeout "${RUN_TIMEOUT:-60}" .bin/cmdgraph run "$dir/bundle.cgb" --graph "$graph" --repeat 1 "${args[@]}" > "$dir/run.log" 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ]; then
+      table+="$name: run FAILED (exit $rc; 124 = still running after ${RUN_TIMEOUT:-60} s): $(tail -n 3 "$dir/run.log" | tr '\n' ' ')"$'\n'
       status=1
       continue
     fi
