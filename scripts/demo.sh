@@ -35,25 +35,6 @@ render_svg() {
   dot -Tsvg "${svg%.svg}.dot" -o "$svg"
 }
 
-# Deterministic pseudo-random raw inputs for every `usm` object of the example (floats in
-# [-1, 1), integers in [0, 1000)), written to $2/<name>.bin; prints NAME=FILE per object.
-make_inputs() {
-  python3 - "$1" "$2" <<'PY'
-import random, re, struct, sys
-src, out = sys.argv[1], sys.argv[2]
-rng = random.Random(1)
-for name, ty, n in re.findall(r"^usm @([A-Za-z0-9_.$-]+) : (f32|u32|i32)\[(\d+)\]", open(src).read(), re.M):
-    n = int(n)
-    if ty == "f32":
-        data = struct.pack(f"<{n}f", *(rng.uniform(-1, 1) for _ in range(n)))
-    else:
-        data = struct.pack(f"<{n}I", *(rng.randrange(1000) for _ in range(n)))
-    path = f"{out}/{name}.bin"
-    open(path, "wb").write(data)
-    print(f"{name}={path}")
-PY
-}
-
 # The main job. Each stage reads what the previous one produced.
 main_job() {
   local src="$1"
@@ -73,7 +54,7 @@ main_job() {
   # without a GPU), with the validation layer on; every user memory object must match.
   local inputs=() outs_vk=() outs_ref=() binding obj
   mkdir -p "${out_dir}/in" "${out_dir}/vk" "${out_dir}/ref"
-  mapfile -t inputs < <(make_inputs "$src" "${out_dir}/in")
+  mapfile -t inputs < <(python3 scripts/make-inputs.py "$src" "${out_dir}/in" | while read -r obj _; do echo "${obj}=${out_dir}/in/${obj}.bin"; done)
   for binding in "${inputs[@]}"; do
     obj="${binding%%=*}"
     outs_vk+=(--output "${obj}=${out_dir}/vk/${obj}.bin")

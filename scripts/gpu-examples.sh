@@ -5,28 +5,12 @@
 #   bash scripts/gpu-examples.sh prepare   # here: bundles, inputs, reference outputs, binary -> .bin/
 #   bash scripts/gpu-examples.sh device    # there (carry .gl and .bin): run and compare, table last
 #
-# Inputs are deterministic pseudo-random data for every `usm` object (as scripts/demo.sh
-# makes them); every `usm` object is compared after one run. Integers must match exactly;
+# Inputs are deterministic pseudo-random data for every `usm` object (scripts/make-inputs.py,
+# as for scripts/demo.sh); every `usm` object is compared after one run. Integers must match exactly;
 # floats within 1e-5 relative (or 1e-6 absolute): SPIR-V lets a driver contract a*b+c into
 # one fma, which the interpreter does not do, so results may differ in the last bits.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-inputs_for() {
-  python3 - "$1" "$2" <<'PY'
-import random, re, struct, sys
-src, out = sys.argv[1], sys.argv[2]
-rng = random.Random(1)
-for name, ty, n in re.findall(r"^usm @([A-Za-z0-9_.$-]+) : (f32|u32|i32)\[(\d+)\]", open(src).read(), re.M):
-    n = int(n)
-    if ty == "f32":
-        data = struct.pack(f"<{n}f", *(rng.uniform(-1, 1) for _ in range(n)))
-    else:
-        data = struct.pack(f"<{n}I", *(rng.randrange(1000) for _ in range(n)))
-    open(f"{out}/{name}.bin", "wb").write(data)
-    print(f"{name} {ty}")
-PY
-}
 
 graph_of() { grep -o '^graph @[A-Za-z0-9_.$-]*' "$1" | tail -n 1 | cut -d@ -f2; }
 
@@ -41,7 +25,7 @@ prepare() {
     name="$(basename "${src%.cgir}")"
     graph="$(graph_of "$src")"
     mkdir -p ".bin/$name/in" ".bin/$name/ref"
-    inputs_for "$src" ".bin/$name/in" > ".bin/$name/objects"
+    python3 scripts/make-inputs.py "$src" ".bin/$name/in" > ".bin/$name/objects"
     [ -s ".bin/$name/objects" ] || { rm -rf ".bin/$name"; continue; }
     target/debug/cmdgraph compile "$src" -o ".bin/$name/bundle.cgb"
     echo "$graph" > ".bin/$name/graph"
