@@ -224,6 +224,55 @@ pub struct Group {
     pub horizontal: bool,
 }
 
+/// The nodes each group of a greedy round contracts into one (members and the allocation
+/// nodes that die with them), the group owning each such node, and the topological
+/// positions each group spans. Only groups of two or more nodes are kept: a single node
+/// contracts to itself.
+#[derive(Default)]
+pub struct Contracted {
+    sets: Vec<Vec<u32>>,
+    owner: BTreeMap<u32, usize>,
+    spans: BTreeMap<usize, (u32, u32)>,
+}
+
+impl Contracted {
+    /// Records that group `g` now contracts `nodes`, which span topological positions `span`.
+    fn set(&mut self, g: usize, nodes: BTreeSet<u32>, span: (u32, u32)) {
+        if nodes.len() < 2 {
+            return;
+        }
+        if self.sets.len() <= g {
+            self.sets.resize(g + 1, Vec::new());
+        }
+        for &v in &nodes {
+            self.owner.entry(v).or_insert(g);
+        }
+        self.spans.insert(g, span);
+        if let Some(slot) = self.sets.get_mut(g) {
+            *slot = nodes.into_iter().collect();
+        }
+    }
+
+    /// The last topological position from which a path may still come back to positions
+    /// before `max`: a group starting before the bound ends inside it, so a jump through
+    /// it can lead back.
+    fn horizon(&self, max: u32, except: usize) -> u32 {
+        let mut bound = max;
+        loop {
+            let wider = self
+                .spans
+                .iter()
+                .filter(|(g, (lo, _))| **g != except && *lo < bound)
+                .map(|(_, (_, hi))| *hi)
+                .fold(bound, u32::max);
+            if wider == bound {
+                return bound;
+            }
+            bound = wider;
+        }
+    }
+}
+
 /// The grouping state of one graph.
 pub struct Planner<'a> {
     graph: &'a Graph,
@@ -299,6 +348,7 @@ impl<'a> Planner<'a> {
     fn greedy(&self) -> (Vec<Group>, Vec<String>) {
         let mut groups: Vec<Group> = Vec::new();
         let mut group_of: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut contracted = Contracted::default();
         let mut last_writer: BTreeMap<(bool, usize), u32> = BTreeMap::new();
         let mut last_reader: BTreeMap<(bool, usize), u32> = BTreeMap::new();
         let mut refusals = Vec::new();
@@ -340,8 +390,10 @@ impl<'a> Planner<'a> {
                 let Some(group) = groups.get(g) else { continue };
                 let mut members = group.members.clone();
                 members.push(v);
-                match self.check(&members) {
-                    Ok(()) => {
+                match self.check(&members, g, &contracted) {
+                    Ok(set) => {
+                        let span = self.span(&set);
+                        contracted.set(g, set, span);
                         joined = Some((g, vertical));
                         break;
                     }
@@ -362,7 +414,12 @@ impl<'a> Planner<'a> {
                 }
                 None => {
                     groups.push(Group { members: vec![v], ..Group::default() });
-                    groups.len() - 1
+                    let g = groups.len() - 1;
+                    let (removed, _) = self.removed(&[v]);
+                    let set: BTreeSet<u32> = std::iter::once(v).chain(removed).collect();
+                    let span = self.span(&set);
+                    contracted.set(g, set, span);
+                    g
                 }
             };
             group_of.insert(v, g);
@@ -402,28 +459,49 @@ impl<'a> Planner<'a> {
         (removed.into_iter().collect(), dead.into_iter().collect())
     }
 
-    /// Whether `members` (with the allocations that die with them) can become one node:
-    /// contracting them creates no cycle, no work moves across a fence, and a dynamic
-    /// parameter does not land on a node recorded from a queue.
-    pub fn check(&self, members: &[u32]) -> Result<(), String> {
+    /// Whether `members` (with the allocations that die with them), as the new content of
+    /// group `group`, can become one node while every other group of `contracted` becomes
+    /// one node too: contracting them creates no cycle, no work moves across a fence, and a
+    /// dynamic parameter does not land on a node recorded from a queue. Returns the nodes
+    /// the group then contracts.
+    pub fn check(&self, members: &[u32], group: usize, contracted: &Contracted) -> Result<BTreeSet<u32>, String> {
         let (removed, _) = self.removed(members);
         let set: BTreeSet<u32> = members.iter().chain(&removed).copied().collect();
         let pos = |v: u32| self.pos.get(v as usize).copied().unwrap_or(0);
         let max = set.iter().map(|&v| pos(v)).max().unwrap_or(0);
         let min = set.iter().map(|&v| pos(v)).min().unwrap_or(0);
-        // A path leaving the set and coming back would become a cycle through the fused node.
-        let mut seen = BTreeSet::new();
+        // A path leaving the set and coming back would become a cycle through the fused
+        // node. Paths run in the quotient graph: entering another group continues from all
+        // of its nodes, since that group becomes one node too. Two groups checked one at a
+        // time against the input graph could otherwise each be acyclic and form a cycle
+        // together (a -> d and c -> b with {a, b} and {c, d} fused).
+        let horizon = contracted.horizon(max, group);
+        let (mut seen, mut jumped) = (BTreeSet::new(), BTreeSet::new());
         let mut stack: Vec<u32> =
             set.iter().flat_map(|&s| self.succ.neighbours(s).iter().copied()).filter(|w| !set.contains(w)).collect();
         while let Some(x) = stack.pop() {
             if !seen.insert(x) {
                 continue;
             }
+            let other = contracted
+                .owner
+                .get(&x)
+                .filter(|&&h| h != group && jumped.insert(h))
+                .and_then(|&h| contracted.sets.get(h));
+            let jumps = other.into_iter().flatten().copied().filter(|y| *y != x);
+            for y in jumps {
+                if set.contains(&y) {
+                    return Err(format!("fusing would create a cycle through {}", self.name(x)));
+                }
+                stack.push(y);
+            }
             for &w in self.succ.neighbours(x) {
                 if set.contains(&w) {
                     return Err(format!("fusing would create a cycle through {}", self.name(x)));
                 }
-                if pos(w) < max {
+                // Past the horizon no path comes back, through the input's edges or through
+                // another group's contraction.
+                if pos(w) <= horizon {
                     stack.push(w);
                 }
             }
@@ -452,7 +530,15 @@ impl<'a> Planner<'a> {
         if queued && members.iter().any(|&m| self.cand(m).is_some_and(|c| c.has_dyn)) {
             return Err(format!("a dynamic parameter cannot move to {}, recorded from a queue", self.name(last)));
         }
-        Ok(())
+        Ok(set)
+    }
+
+    /// The first and last topological positions of `nodes`.
+    fn span(&self, nodes: &BTreeSet<u32>) -> (u32, u32) {
+        let pos = |v: u32| self.pos.get(v as usize).copied().unwrap_or(0);
+        let lo = nodes.iter().map(|&v| pos(v)).min().unwrap_or(0);
+        let hi = nodes.iter().map(|&v| pos(v)).max().unwrap_or(0);
+        (lo, hi)
     }
 
     fn reach(&self, from: u32, adj: &Csr, within: impl Fn(u32) -> bool) -> BTreeSet<u32> {
