@@ -5,6 +5,7 @@
 
 mod barrier;
 pub mod bundle;
+mod cmpxchg;
 mod error;
 mod float_controls;
 mod layout;
@@ -89,7 +90,7 @@ fn compile(
     // on the input alone; spirv-val checks them before anyone else sees them.
     let out = target::compile(&text, options.opt_level.min(3))
         .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
-    let words = validate::strip_dead_names(&validate::words(&out.spirv));
+    let words = cmpxchg::unpack_compare_exchange(&validate::strip_dead_names(&validate::words(&out.spirv)));
     let words = float_controls::preserve_signed_zero_inf_nan(&barrier::fix_barrier_semantics(&words));
     validate::validate(&k.name, &words)?;
     let kernel = CompiledKernel {

@@ -149,10 +149,16 @@ fn device_globals_have_slots_after_parameters() {
 }
 
 #[test]
-fn cmpxchg_is_reported_not_miscompiled() {
-    let src = "kernel @x(%o: buf<u32, read_write>) {\n  %z = const 0 : u32\n  %one = const 1 : u32\n  \
-               %old = atomic cmpxchg %o[%z], %z, %one\n}\nusm @o : u32[1]\n\
-               graph @g {\n  %n = kernel @x single_task args(@o)\n}\n";
-    let err = compile(src).unwrap_err();
-    assert!(matches!(&err, CodegenError::Unsupported { op: Some(_), .. }), "{err}");
+fn cmpxchg_compiles_to_one_compare_exchange_without_float_atomic_extensions() {
+    let src = "kernel @x(%o: buf<u32, read_write>, %f: buf<f32, read_write>) {\n  %z = const 0 : u32\n  \
+               %one = const 1 : u32\n  %old = atomic cmpxchg %o[%z], %z, %one\n  store %o[%one], %old\n  \
+               %v = const 2.5 : f32\n  %m = atomic max %f[%z], %v\n}\nusm @o : u32[2]\nusm @f : f32[1]\n\
+               graph @g {\n  %n = kernel @x single_task args(@o, @f)\n}\n";
+    let module = cmdgraph_ir::text::parse(src).unwrap();
+    let (k, v) = module_variants(&module).unwrap().remove(0);
+    let asm = cmdgraph_codegen::emit(&module, k, &v, &Options::default(), cmdgraph_codegen::Emit::SpirvAsm).unwrap();
+    // One for cmpxchg, one in the f32 max loop; no OpCompositeInsert left from the backend.
+    assert_eq!(asm.matches("OpAtomicCompareExchange").count(), 2, "{asm}");
+    assert!(!asm.contains("OpCompositeInsert"), "{asm}");
+    assert!(!asm.contains("AtomicFloat32MinMaxEXT") && !asm.contains("OpAtomicFMaxEXT"), "{asm}");
 }

@@ -8,11 +8,11 @@
 use super::types::{self, reg};
 use super::{Lowerer, Val};
 use crate::error::CodegenError;
-use cmdgraph_ir::kernel::{AtomicOp, MemBase, OpKind, V};
+use cmdgraph_ir::kernel::{MemBase, OpKind, V};
 use cmdgraph_ir::{Handle, Op, ParamType, ScalarType, Type, ValueDef, ValueType};
 
 /// Where an access goes.
-enum Place {
+pub(super) enum Place {
     /// Memory slot `slot` (binding `1 + slot`).
     Slot(u32),
     /// Work-group array `name` of `capacity` elements.
@@ -38,21 +38,37 @@ impl Lowerer<'_> {
                 found.push((v.index(), *elem, *count));
             }
         }
+        let int_backed = self.float_cas_targets().1;
+        if !found.is_empty() {
+            // The local id shifted right by 31 is 0 (work-groups have at most 1024 items), but
+            // LLVM cannot prove it. Added to every work-group index, it keeps the pass
+            // pipeline from folding an access to element 0 into a bare pointer to the whole
+            // array, which LLVM 22's SPIR-V backend crashes on (SPIRVLegalizePointerCast).
+            let id = self.ir.call("i32", "llvm.spv.thread.id.in.group.i32", &[Val::new("i32", "0")]);
+            self.local_zero = self.ir.emit("i32", format!("lshr i32 {}, 31", id.v)).v;
+        }
         for (v, elem, cap) in found {
             if cap > u32::MAX as u64 / elem.size().max(1) {
                 return Err(self.err_kernel(format!("work-group memory of {cap} elements is too large")));
             }
             let name = format!("@__cg_local{}", self.locals.len());
             let n = cap.max(1);
-            self.ir
-                .globals
-                .push(format!("{name} = internal addrspace(3) global [{n} x {}] poison, align 16", types::mem(elem)));
+            // An `f32` array that `atomic min`/`max` update holds the bits as `i32`: the
+            // compare-and-swap those lower to (atomic.rs) needs an integer pointer, and the
+            // backend types a work-group array by one element type for every access.
+            let mt = if int_backed.contains(&v) {
+                self.int_locals.insert(v);
+                "i32".to_string()
+            } else {
+                types::mem(elem)
+            };
+            self.ir.globals.push(format!("{name} = internal addrspace(3) global [{n} x {mt}] poison, align 16"));
             self.locals.push((v, name, elem, n));
         }
         Ok(())
     }
 
-    fn place(&self, h: Handle<Op>, mem: MemBase) -> Result<(Place, Type), CodegenError> {
+    pub(super) fn place(&self, h: Handle<Op>, mem: MemBase) -> Result<(Place, Type), CodegenError> {
         let layout = self.plan.layout;
         match mem {
             MemBase::Global(g) => {
@@ -80,7 +96,7 @@ impl Lowerer<'_> {
     }
 
     /// The element index as `i32`, before the slot offset.
-    fn index32(&mut self, h: Handle<Op>, index: V) -> Result<Val, CodegenError> {
+    pub(super) fn index32(&mut self, h: Handle<Op>, index: V) -> Result<Val, CodegenError> {
         let t = self.data_ty(h, index)?;
         let v = self.val(h, index)?;
         if !t.scalar.is_integer() || t.lanes != 1 || self.width > 1 {
@@ -90,7 +106,7 @@ impl Lowerer<'_> {
     }
 
     /// A pointer to element `index` of `place`, through `handle` (slot views).
-    fn pointer(
+    pub(super) fn pointer(
         &mut self,
         place: &Place,
         elem_ty: &str,
@@ -115,10 +131,13 @@ impl Lowerer<'_> {
                     .ir
                     .emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", idx.v)))
             }
-            Place::Local(name, cap) => Ok(self.ir.emit(
-                "ptr addrspace(3)",
-                format!("getelementptr [{cap} x {elem_ty}], ptr addrspace(3) {name}, i32 0, i32 {}", idx.v),
-            )),
+            Place::Local(name, cap) => {
+                let idx = self.ir.emit("i32", format!("add i32 {}, {}", idx.v, self.local_zero));
+                Ok(self.ir.emit(
+                    "ptr addrspace(3)",
+                    format!("getelementptr [{cap} x {elem_ty}], ptr addrspace(3) {name}, i32 0, i32 {}", idx.v),
+                ))
+            }
         }
     }
 
@@ -153,12 +172,21 @@ impl Lowerer<'_> {
         }
         let idx = self.index32(h, index)?;
         let (handle, writable) = self.slot_handle(&place);
+        let mt = if self.int_backed(&place) { "i32".to_string() } else { mt };
         let p = self.pointer(&place, &mt, (&handle, &format!("[0 x {mt}]"), writable), idx)?;
         Ok((p, elem))
     }
 
+    /// Whether `place` is a work-group array of `f32` stored as `i32` bits.
+    pub(super) fn int_backed(&self, place: &Place) -> bool {
+        match place {
+            Place::Local(name, _) => self.locals.iter().any(|(v, n, ..)| n == name && self.int_locals.contains(v)),
+            Place::Slot(_) => false,
+        }
+    }
+
     /// The scalar-view handle of a slot place and whether it is writable.
-    fn slot_handle(&self, place: &Place) -> (String, bool) {
+    pub(super) fn slot_handle(&self, place: &Place) -> (String, bool) {
         match place {
             Place::Slot(s) => (
                 self.handles.get(*s as usize).cloned().unwrap_or_default(),
@@ -175,6 +203,11 @@ impl Lowerer<'_> {
 
     /// `load mem[index]`.
     pub fn load(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<Val, CodegenError> {
+        if self.width == 1 && self.place(h, mem).is_ok_and(|(p, _)| self.int_backed(&p)) {
+            let (p, _) = self.element(h, mem, index)?;
+            let bits = self.ir.emit("i32", format!("load i32, {}, align 4", p.typed()));
+            return Ok(self.ir.emit("float", format!("bitcast i32 {} to float", bits.v)));
+        }
         let (p, elem) = self.element(h, mem, index)?;
         let lanes = if self.width > 1 { self.width } else { elem.lanes };
         let mt = types::vector(types::mem_scalar(elem.scalar), lanes);
@@ -191,6 +224,12 @@ impl Lowerer<'_> {
     /// `store mem[index], value`.
     pub fn store(&mut self, h: Handle<Op>, mem: MemBase, index: V, value: V) -> Result<(), CodegenError> {
         let v = self.val(h, value)?;
+        if self.width == 1 && self.place(h, mem).is_ok_and(|(p, _)| self.int_backed(&p)) {
+            let (p, _) = self.element(h, mem, index)?;
+            let bits = self.ir.emit("i32", format!("bitcast {} to i32", v.typed()));
+            self.ir.inst(format!("store i32 {}, {}, align 4", bits.v, p.typed()));
+            return Ok(());
+        }
         let (p, elem) = self.element(h, mem, index)?;
         let lanes = if self.width > 1 { self.width } else { elem.lanes };
         let mt = types::vector(types::mem_scalar(elem.scalar), lanes);
@@ -199,53 +238,5 @@ impl Lowerer<'_> {
         let a = self.align(elem);
         self.ir.inst(format!("store {}, {}, align {a}", v.typed(), p.typed()));
         Ok(())
-    }
-
-    /// `atomic op mem[index], value` (and `cmpxchg`); the result is the old value.
-    pub fn atomic(
-        &mut self,
-        h: Handle<Op>,
-        aop: AtomicOp,
-        mem: MemBase,
-        index: V,
-        value: V,
-        expected: Option<V>,
-    ) -> Result<Val, CodegenError> {
-        let (place, elem) = self.place(h, mem)?;
-        if elem.lanes != 1 || !cmdgraph_ir::kernel::atomic_scalar(aop, elem.scalar) || self.width > 1 {
-            return Err(self.err(h, format!("atomic {} on {elem}", aop.keyword())));
-        }
-        let scope = if matches!(place, Place::Local(..)) { "workgroup" } else { "device" };
-        if aop == AtomicOp::CompareExchange {
-            // LLVM 22's SPIR-V backend crashes on `cmpxchg` (SPIRVLegalizePointerCast).
-            let _ = expected;
-            return Err(self.err(h, "atomic cmpxchg is not supported by LLVM 22's SPIR-V backend (docs/codegen.md)"));
-        }
-        let v = self.val(h, value)?;
-        let idx = self.index32(h, index)?;
-        let ty = types::scalar(elem.scalar);
-        let (handle, writable) = self.slot_handle(&place);
-        let p = self.pointer(&place, ty, (&handle, &format!("[0 x {ty}]"), writable), idx)?;
-        // acq_rel rather than monotonic: LLVM 22's SPIR-V backend spells relaxed semantics
-        // as OpConstantNull, which it then also uses as a struct index, which is invalid.
-        let signed = types::signed(elem.scalar);
-        let float = elem.scalar == ScalarType::F32;
-        let op = match aop {
-            AtomicOp::Add if float => "fadd",
-            AtomicOp::Min if float => "fmin",
-            AtomicOp::Max if float => "fmax",
-            AtomicOp::Add => "add",
-            AtomicOp::Sub => "sub",
-            AtomicOp::And => "and",
-            AtomicOp::Or => "or",
-            AtomicOp::Xor => "xor",
-            AtomicOp::Exchange => "xchg",
-            AtomicOp::Min if signed => "min",
-            AtomicOp::Max if signed => "max",
-            AtomicOp::Min => "umin",
-            AtomicOp::Max => "umax",
-            AtomicOp::CompareExchange => "xchg",
-        };
-        Ok(self.ir.emit(ty, format!("atomicrmw {op} {}, {} syncscope(\"{scope}\") acq_rel", p.typed(), v.typed())))
     }
 }

@@ -5,6 +5,7 @@
 //! diamonds whose results are phis, which the SPIR-V backend structurizes; memory goes
 //! through `llvm.spv.resource.*` handles on the bindings of docs/abi.md.
 
+mod atomic;
 mod builtins;
 mod control;
 mod ir;
@@ -61,6 +62,13 @@ pub(crate) struct Lowerer<'a> {
     pub vec_handles: Vec<Option<String>>,
     /// Work-group arrays: (value index, global name, element type, capacity).
     pub locals: Vec<(usize, String, Type, u64)>,
+    /// Per memory slot: an `i32` view of an `f32` slot that `atomic min`/`max` update
+    /// through compare-and-swap (atomic.rs).
+    pub int_views: Vec<Option<String>>,
+    /// Work-group arrays of `f32` held as `i32` bits (value indices; atomic.rs).
+    pub int_locals: std::collections::BTreeSet<usize>,
+    /// A zero the optimizer cannot see through, added to work-group indices (memory.rs).
+    pub local_zero: String,
 }
 
 impl<'a> Lowerer<'a> {
@@ -181,6 +189,7 @@ impl<'a> Lowerer<'a> {
             self.args_f32 = self.handle("[0 x float]", 0, false, &name);
         }
         let slots = self.plan.layout.slots.clone();
+        let int_slots = self.float_cas_targets().0;
         for (i, slot) in slots.iter().enumerate() {
             let binding = i as u32 + 1;
             let name = self.ir.cstring(&format!("slot{i}"));
@@ -194,6 +203,13 @@ impl<'a> Lowerer<'a> {
                 None
             };
             self.vec_handles.push(vh);
+            let iv = if int_slots.contains(&(i as u32)) {
+                let name = self.ir.cstring(&format!("slot{i}_bits"));
+                Some(self.handle("[0 x i32]", binding, slot.writes, &name))
+            } else {
+                None
+            };
+            self.int_views.push(iv);
         }
         self.declare_locals()
     }
@@ -297,6 +313,9 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
         handles: Vec::new(),
         vec_handles: Vec::new(),
         locals: Vec::new(),
+        int_views: Vec::new(),
+        int_locals: Default::default(),
+        local_zero: "0".into(),
     };
     l.ir.start("entry");
     l.prologue()?;
