@@ -1,5 +1,9 @@
 //! Rewriting the graph: each group becomes one kernel node, its dying temporaries go.
 //!
+//! Members are contracted; the dying temporaries' `async_malloc`/`async_free` nodes are then
+//! removed with [`crate::bypass::remove_and_bypass`], so the orderings they carried (a free
+//! recorded after some later node, an allocation between two queue commands) stay as edges.
+//!
 //! The fused node reuses the member created last (so every allocation its arguments name,
 //! and every node an inline edge into it starts from, is created before it) and keeps that
 //! member's name, queue and comments. Edges between two nodes of one group disappear. An
@@ -7,18 +11,22 @@
 //! edge out of another member keeps its place (and its provenance, unless that names a
 //! queue the fused node is not on) when its destination was created after the fused node,
 //! and becomes a `make_edge` edge otherwise. Barrier `wait(...)` lists follow the members
-//! to the fused node. Then [`cmdgraph_ir::edit::retain`] drops the other members and the
-//! temporaries' `async_malloc`/`async_free` nodes and remaps every handle.
+//! to the fused node. Then [`cmdgraph_ir::edit::retain`] drops the other members and remaps
+//! every handle.
 
-use cmdgraph_ir::edit::{self, DanglingReference, NodeMap};
+use crate::bypass::{remove_and_bypass, BypassError};
+use cmdgraph_ir::edit::{self, DanglingReference};
 use cmdgraph_ir::graph::{EdgeKind, Graph, KernelCommand, NodeKind};
 use cmdgraph_ir::Handle;
 use std::collections::BTreeSet;
 
 /// One group to apply: every node it removes or replaces, and the fused command.
 pub struct Replacement {
-    /// Member kernel nodes and the temporaries' allocation nodes (indices).
+    /// Member kernel nodes (indices).
     pub nodes: Vec<u32>,
+    /// The dying temporaries' `async_malloc` and `async_free` nodes (indices), removed with
+    /// a bypass after the contraction.
+    pub bypass: Vec<u32>,
     /// The node that becomes the fused kernel node (the member created last).
     pub keep: u32,
     /// Its new command.
@@ -26,7 +34,38 @@ pub struct Replacement {
 }
 
 /// Applies every replacement at once (their node sets are disjoint).
-pub fn apply(graph: &mut Graph, groups: Vec<Replacement>) -> Result<NodeMap, DanglingReference> {
+pub fn apply(graph: &mut Graph, mut groups: Vec<Replacement>) -> Result<(), BypassError> {
+    // The bypass runs first, on the acyclic input: contracting first would turn a path
+    // member -> async_malloc -> member into a cycle through the allocation. Members stop
+    // naming the dying temporaries before it (the kept one gets the fused command, the
+    // others are removed by the contraction anyway).
+    for g in &groups {
+        for &v in &g.nodes {
+            if let Some(n) = Handle::from_usize(v as usize).and_then(|h| graph.nodes.try_get_mut(h)) {
+                n.kind = if v == g.keep { NodeKind::Kernel(g.command.clone()) } else { NodeKind::Empty };
+            }
+        }
+    }
+    let mut remove = vec![false; graph.nodes.len()];
+    for &v in groups.iter().flat_map(|g| g.bypass.iter()) {
+        if let Some(slot) = remove.get_mut(v as usize) {
+            *slot = true;
+        }
+    }
+    if remove.contains(&true) {
+        let map = remove_and_bypass(graph, &remove)?;
+        let new = |v: u32| Handle::from_usize(v as usize).and_then(|h| map.node(h)).map(|h| h.index() as u32);
+        for g in &mut groups {
+            g.nodes = g.nodes.iter().filter_map(|&v| new(v)).collect();
+            g.keep = new(g.keep).ok_or(BypassError::Cycle)?;
+        }
+    }
+    contract(graph, groups).map_err(BypassError::Dangling)?;
+    Ok(())
+}
+
+/// Contracts each group's members into its kept node (which already holds the fused command).
+fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap, DanglingReference> {
     let mut owner: Vec<Option<u32>> = vec![None; graph.nodes.len()];
     for g in &groups {
         for &v in &g.nodes {
@@ -96,9 +135,6 @@ pub fn apply(graph: &mut Graph, groups: Vec<Replacement>) -> Result<NodeMap, Dan
                     *r = true;
                 }
             }
-        }
-        if let Some(n) = Handle::from_usize(g.keep as usize).and_then(|h| graph.nodes.try_get_mut(h)) {
-            n.kind = NodeKind::Kernel(g.command);
         }
     }
     edit::retain(graph, |h| !remove.get(h.index()).copied().unwrap_or(false), |e| !drop_edges.contains(&e.index()))

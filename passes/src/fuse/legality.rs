@@ -224,9 +224,8 @@ pub struct Group {
     pub horizontal: bool,
 }
 
-/// The nodes each group of a greedy round contracts into one (members and the allocation
-/// nodes that die with them), the group owning each such node, and the topological
-/// positions each group spans. Only groups of two or more nodes are kept: a single node
+/// The nodes each group of a greedy round contracts into one (its members), the group
+/// owning each such node, and the topological positions each group spans. Only groups of two or more nodes are kept: a single node
 /// contracts to itself.
 #[derive(Default)]
 pub struct Contracted {
@@ -415,10 +414,6 @@ impl<'a> Planner<'a> {
                 None => {
                     groups.push(Group { members: vec![v], ..Group::default() });
                     let g = groups.len() - 1;
-                    let (removed, _) = self.removed(&[v]);
-                    let set: BTreeSet<u32> = std::iter::once(v).chain(removed).collect();
-                    let span = self.span(&set);
-                    contracted.set(g, set, span);
                     g
                 }
             };
@@ -459,14 +454,15 @@ impl<'a> Planner<'a> {
         (removed.into_iter().collect(), dead.into_iter().collect())
     }
 
-    /// Whether `members` (with the allocations that die with them), as the new content of
-    /// group `group`, can become one node while every other group of `contracted` becomes
+    /// Whether `members`, as the new content of group `group`, can become one node while every other group of `contracted` becomes
     /// one node too: contracting them creates no cycle, no work moves across a fence, and a
     /// dynamic parameter does not land on a node recorded from a queue. Returns the nodes
     /// the group then contracts.
     pub fn check(&self, members: &[u32], group: usize, contracted: &Contracted) -> Result<BTreeSet<u32>, String> {
-        let (removed, _) = self.removed(members);
-        let set: BTreeSet<u32> = members.iter().chain(&removed).copied().collect();
+        // The dying temporaries' `async_malloc`/`async_free` nodes are removed with a bypass
+        // (their ordering stays as edges), not contracted: a free recorded after a later
+        // node must not pull that node into the group.
+        let set: BTreeSet<u32> = members.iter().copied().collect();
         let pos = |v: u32| self.pos.get(v as usize).copied().unwrap_or(0);
         let max = set.iter().map(|&v| pos(v)).max().unwrap_or(0);
         let min = set.iter().map(|&v| pos(v)).min().unwrap_or(0);
@@ -476,11 +472,20 @@ impl<'a> Planner<'a> {
         // time against the input graph could otherwise each be acyclic and form a cycle
         // together (a -> d and c -> b with {a, b} and {c, d} fused).
         let horizon = contracted.horizon(max, group);
+        // The dying temporaries' nodes are bypassed: a path that reaches the set again
+        // through them only becomes an edge inside the fused node. A path is `real` once it
+        // passes any other node.
+        let (bypassed, _) = self.removed(members);
+        let bypassed: BTreeSet<u32> = bypassed.into_iter().collect();
         let (mut seen, mut jumped) = (BTreeSet::new(), BTreeSet::new());
-        let mut stack: Vec<u32> =
-            set.iter().flat_map(|&s| self.succ.neighbours(s).iter().copied()).filter(|w| !set.contains(w)).collect();
-        while let Some(x) = stack.pop() {
-            if !seen.insert(x) {
+        let mut stack: Vec<(u32, bool)> = set
+            .iter()
+            .flat_map(|&s| self.succ.neighbours(s).iter().copied())
+            .filter(|w| !set.contains(w))
+            .map(|w| (w, !bypassed.contains(&w)))
+            .collect();
+        while let Some((x, real)) = stack.pop() {
+            if !seen.insert((x, real)) {
                 continue;
             }
             let other = contracted
@@ -493,16 +498,19 @@ impl<'a> Planner<'a> {
                 if set.contains(&y) {
                     return Err(format!("fusing would create a cycle through {}", self.name(x)));
                 }
-                stack.push(y);
+                stack.push((y, true));
             }
             for &w in self.succ.neighbours(x) {
                 if set.contains(&w) {
-                    return Err(format!("fusing would create a cycle through {}", self.name(x)));
+                    if real {
+                        return Err(format!("fusing would create a cycle through {}", self.name(x)));
+                    }
+                    continue;
                 }
                 // Past the horizon no path comes back, through the input's edges or through
                 // another group's contraction.
                 if pos(w) <= horizon {
-                    stack.push(w);
+                    stack.push((w, real || !bypassed.contains(&w)));
                 }
             }
         }

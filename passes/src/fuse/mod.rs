@@ -219,12 +219,18 @@ fn fuse_group(
         bytes: (before.saturating_mul(n), after.saturating_mul(n)),
         egraph: (runner.egraph.total_size(), runner.egraph.number_of_classes(), runner.iterations.len(), stop),
     };
-    let mut nodes: Vec<u32> = group.members.iter().chain(&group.removed).copied().collect();
+    let mut nodes = group.members.clone();
     nodes.sort_unstable();
+    let bypass = group.removed.clone();
     let kernel_placeholder = cmd_kernel(graph, keep).ok_or("not a kernel node")?;
     let command = KernelCommand { kernel: kernel_placeholder, launch: Launch::Range(vec![n]), args };
     reserved.insert(kernel.name.clone());
-    Ok(Planned { kernel, replacement: build::Replacement { nodes, keep, command }, fusion, members: member_names })
+    Ok(Planned {
+        kernel,
+        replacement: build::Replacement { nodes, bypass, keep, command },
+        fusion,
+        members: member_names,
+    })
 }
 
 /// The kernel handle of a kernel node (replaced once the fused kernel is in the module).
