@@ -413,8 +413,7 @@ impl<'a> Planner<'a> {
                 }
                 None => {
                     groups.push(Group { members: vec![v], ..Group::default() });
-                    let g = groups.len() - 1;
-                    g
+                    groups.len() - 1
                 }
             };
             group_of.insert(v, g);
