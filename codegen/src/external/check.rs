@@ -81,8 +81,13 @@ pub fn check(kernel: &Kernel, entry: &str, r: &Reflection) -> Result<Interface, 
     }
     let layout = layout(kernel, &mut issues);
     // Buffer parameter of each binding 1 + i.
-    let buffers: Vec<usize> =
-        kernel.params.iter().enumerate().filter(|(_, p)| matches!(p.ty, ParamType::Buffer { .. })).map(|(i, _)| i).collect();
+    let buffers: Vec<usize> = kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.ty, ParamType::Buffer { .. }))
+        .map(|(i, _)| i)
+        .collect();
     let mut seen: Vec<u32> = Vec::new();
     for res in &r.resources {
         let Some(binding) = bound(res, buffers.len(), &mut issues) else { continue };
@@ -140,7 +145,9 @@ fn entry_point(entry: &str, r: &Reflection, issues: &mut Vec<Issue>) -> Option<[
         let have: Vec<String> = r
             .entry_points
             .iter()
-            .map(|e| format!("`{}` ({})", e.name, if e.model == MODEL_GLCOMPUTE { "GLCompute" } else { "not GLCompute" }))
+            .map(|e| {
+                format!("`{}` ({})", e.name, if e.model == MODEL_GLCOMPUTE { "GLCompute" } else { "not GLCompute" })
+            })
             .collect();
         let have = if have.is_empty() { "no entry point".to_string() } else { have.join(", ") };
         issues.push(issue(
@@ -246,11 +253,9 @@ fn buffer(kernel: &Kernel, param: usize, binding: u32, res: &Resource, issues: &
         )),
         _ => {
             let shown = match &res.pointee {
-                Pointee::Struct { block, members } => format!(
-                    "a {}struct of {} members",
-                    if *block { "Block " } else { "non-Block " },
-                    members.len()
-                ),
+                Pointee::Struct { block, members } => {
+                    format!("a {}struct of {} members", if *block { "Block " } else { "non-Block " }, members.len())
+                }
                 Pointee::Other(s) => s.clone(),
             };
             issues.push(issue(
@@ -317,11 +322,7 @@ fn member_fits(kernel: &Kernel, layout: &ArgLayout, offset: Option<u32>, ty: &El
     for (field, p) in layout.fields.iter().zip(&kernel.params) {
         match (&field.kind, p.ty) {
             (ArgFieldKind::Value { .. }, ParamType::Value(t)) if offset == field.offset => {
-                return if n == block_numeric(t) {
-                    Ok(())
-                } else {
-                    Err(format!("reads %{}: {t} as {n}", p.name))
-                };
+                return if n == block_numeric(t) { Ok(()) } else { Err(format!("reads %{}: {t} as {n}", p.name)) };
             }
             (ArgFieldKind::Buffer { .. }, _) if offset == field.offset || offset == field.offset + 4 => {
                 let ok = !n.float && n.width == 32 && (n.lanes == 1 || (n.lanes == 2 && offset == field.offset));

@@ -76,9 +76,19 @@ fn load_one(k: &Kernel, path: &str, entry: &str, file: &Path, span: Span) -> Res
         vec![Diagnostic::error(code, message, span).with_label(format!("kernel @{}", k.name)).with_help(help)]
     };
     let bytes = std::fs::read(file).map_err(|e| {
-        at(E_READ, format!("cannot read \"{path}\": {e}"), format!("the path is relative to the .cgir file: {}", file.display()))
+        at(
+            E_READ,
+            format!("cannot read \"{path}\": {e}"),
+            format!("the path is relative to the .cgir file: {}", file.display()),
+        )
     })?;
-    let not_spirv = |why: String| at(E_INVALID, format!("\"{path}\" is not a SPIR-V module: {why}"), "assemble it with spirv-as, or check the file is complete".into());
+    let not_spirv = |why: String| {
+        at(
+            E_INVALID,
+            format!("\"{path}\" is not a SPIR-V module: {why}"),
+            "assemble it with spirv-as, or check the file is complete".into(),
+        )
+    };
     let words = reflect::words_of(&bytes).map_err(|e| not_spirv(e.0))?;
     let reflection = reflect::reflect(&words).map_err(|e| not_spirv(e.0))?;
     validate::validate(&k.name, &words).map_err(|e| match e {
@@ -134,7 +144,13 @@ fn launch_mismatch(externals: &Externals, name: &str, launch: &Launch) -> Option
             format!(
                 "an external kernel's work-group size is fixed by its SPIR-V: launch it with local({x}{}) \
                  or a `range`",
-                if z > 1 { format!(", {y}, {z}") } else if y > 1 { format!(", {y}") } else { String::new() }
+                if z > 1 {
+                    format!(", {y}, {z}")
+                } else if y > 1 {
+                    format!(", {y}")
+                } else {
+                    String::new()
+                }
             ),
         ));
     }

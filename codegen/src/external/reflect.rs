@@ -218,8 +218,7 @@ pub fn words_of(bytes: &[u8]) -> Result<Vec<u32>, ReflectError> {
     if !bytes.len().is_multiple_of(4) {
         return Err(ReflectError(format!("{} bytes is not a whole number of 32-bit words", bytes.len())));
     }
-    let mut words: Vec<u32> =
-        bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let mut words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     if words.first() == Some(&MAGIC.swap_bytes()) {
         words.iter_mut().for_each(|w| *w = w.swap_bytes());
     }
@@ -243,7 +242,9 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
             return Err(ReflectError(format!("instruction at word {at} has length 0")));
         }
         let Some(ops) = words.get(at + 1..at + count) else {
-            return Err(ReflectError(format!("instruction at word {at} runs past the end ({count} words, truncated?)")));
+            return Err(ReflectError(format!(
+                "instruction at word {at} runs past the end ({count} words, truncated?)"
+            )));
         };
         s.instruction(opcode, ops);
         at += count;
@@ -436,8 +437,7 @@ impl State {
         let mut entry_points = self.entries.clone();
         for e in &mut entry_points {
             e.local_size = self.local_size.get(&e.id).copied();
-            e.local_size_id =
-                self.local_size_id.get(&e.id).map(|ids| ids.map(|id| self.constants.get(&id).copied()));
+            e.local_size_id = self.local_size_id.get(&e.id).map(|ids| ids.map(|id| self.constants.get(&id).copied()));
         }
         let mut resources = Vec::new();
         for &(ptr_ty, id, class) in &self.variables {
@@ -463,22 +463,15 @@ impl State {
                 written: self.written.contains(&id),
             });
         }
-        let workgroup_size_builtin = self
-            .decorations
-            .iter()
-            .find(|((_, d), v)| *d == DEC_BUILTIN && **v == BUILTIN_WORKGROUP_SIZE)
-            .map(|((id, _), _)| {
-                let parts = self.composites.get(id)?;
-                let v: Vec<u32> = parts.iter().filter_map(|c| self.constants.get(c).copied()).collect();
-                <[u32; 3]>::try_from(v.as_slice()).ok()
-            });
-        Reflection {
-            version,
-            capabilities: self.capabilities,
-            entry_points,
-            resources,
-            workgroup_size_builtin,
-        }
+        let workgroup_size_builtin =
+            self.decorations.iter().find(|((_, d), v)| *d == DEC_BUILTIN && **v == BUILTIN_WORKGROUP_SIZE).map(
+                |((id, _), _)| {
+                    let parts = self.composites.get(id)?;
+                    let v: Vec<u32> = parts.iter().filter_map(|c| self.constants.get(c).copied()).collect();
+                    <[u32; 3]>::try_from(v.as_slice()).ok()
+                },
+            );
+        Reflection { version, capabilities: self.capabilities, entry_points, resources, workgroup_size_builtin }
     }
 }
 
@@ -494,7 +487,7 @@ mod tests {
         assert!(reflect(&[MAGIC, 0x0001_0600, 0, 10, 0, 0x0005_0011]).is_err(), "past the end");
         assert!(words_of(&[1, 2, 3]).is_err());
         // Every prefix and every single-word corruption of a small module is handled.
-        let module = [MAGIC, 0x0001_0600, 0, 10, 0, 0x0002_0011, 1, 0x0004_000f, 5, 3, 0x6e69_616d, 0];
+        let module = [MAGIC, 0x0001_0600, 0, 10, 0, 0x0002_0011, 1, 0x0005_000f, 5, 3, 0x6e69_616d, 0];
         for n in 0..module.len() {
             let _ = reflect(&module[..n]);
         }
