@@ -125,7 +125,7 @@ fn a_truncated_or_garbage_file_is_not_spirv() {
     // Every prefix, and garbage words in every position: never a panic, always E0502 or E0503.
     for cut in (0..bytes.len()).step_by(4) {
         std::fs::write(dir.path().join("k.spv"), &bytes[..cut]).expect("write");
-        let err = run(dir.path(), &text).err().expect("a prefix is rejected");
+        let err = run(dir.path(), &text).expect_err("a prefix is rejected");
         assert!(err.0.iter().all(|d| d.code == "E0502"), "{}", err.1);
     }
 }

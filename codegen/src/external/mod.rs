@@ -201,7 +201,7 @@ pub struct WithExternal<'a> {
     pub external: &'a Externals,
 }
 
-fn external<'m>(module: &'m Module, kernel: Handle<Kernel>) -> Option<&'m Kernel> {
+fn external(module: &Module, kernel: Handle<Kernel>) -> Option<&Kernel> {
     module.kernels.try_get(kernel).filter(|k| matches!(k.body, KernelBody::Spirv { .. }))
 }
 
