@@ -3,6 +3,7 @@
 //! memory plan, launch tables) and code generation per kernel variant.
 
 use cmdgraph_codegen::bundle::{compile_module, CompileReport, Llvm};
+use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_codegen::Options;
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::fmt::Write as _;
@@ -36,8 +37,12 @@ pub fn rows(dir: &Path, runs: usize, opt_level: u8) -> Result<Vec<Row>, String> 
         let module = cmdgraph_ir::text::parse(&text).map_err(|_| format!("{name}: does not parse"))?;
         let mut best: Option<Row> = None;
         for _ in 0..runs.max(1) {
-            let (bundle, report) =
-                compile_module(&module, &passes, &Options { opt_level }, &Llvm).map_err(|e| format!("{name}: {e}"))?;
+            // External SPIR-V kernels, as `cmdgraph compile` loads them (relative to the file).
+            let external = external::load(&module, dir)
+                .map_err(|d| format!("{name}: {}", d.first().map_or(String::new(), |d| d.message.clone())))?;
+            let compiler = WithExternal { inner: &Llvm, external: &external };
+            let (bundle, report) = compile_module(&module, &passes, &Options { opt_level }, &compiler)
+                .map_err(|e| format!("{name}: {e}"))?;
             let ron = bundle.to_ron().map_err(|e| format!("{name}: {e}"))?;
             if best.as_ref().is_none_or(|b| report.total < b.report.total) {
                 best = Some(Row { example: name.clone(), report, bytes: ron.len(), hash: bundle.content_hash });

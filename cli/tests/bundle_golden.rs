@@ -48,6 +48,14 @@ fn every_listed_module_compiles_to_identical_bytes_with_the_committed_hash() {
         // Second compile: a copy under another name, from another directory.
         let copy = dir.path().join("copy.cgir");
         std::fs::copy(&source, &copy).expect("copy");
+        // External SPIR-V kernels are found relative to the module: take them along.
+        if let Some(kernels) = source.parent().map(|p| p.join("kernels")).filter(|k| k.is_dir()) {
+            std::fs::create_dir_all(dir.path().join("kernels")).expect("kernels dir");
+            for entry in std::fs::read_dir(kernels).expect("kernels") {
+                let from = entry.expect("entry").path();
+                std::fs::copy(&from, dir.path().join("kernels").join(from.file_name().expect("name"))).expect("copy");
+            }
+        }
         let a = compile(&source, &dir.path().join("a.cgb"), &root());
         let b = compile(Path::new("copy.cgir"), Path::new("b.cgb"), dir.path());
         assert!(a == b, "{path}: two compiles gave different bytes");

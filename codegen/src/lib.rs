@@ -7,6 +7,7 @@ mod barrier;
 pub mod bundle;
 mod cmpxchg;
 mod error;
+pub mod external;
 mod float_controls;
 mod layout;
 mod lower;
@@ -75,7 +76,7 @@ fn compile(
         KernelBody::Spirv { .. } => {
             return Err(CodegenError::unsupported(
                 &k.name,
-                "the kernel is external SPIR-V; codegen does not compile it",
+                "the kernel is external SPIR-V: codegen does not compile it, external::load packs it",
             ))
         }
     };

@@ -5,6 +5,7 @@ use super::compile_emit::{self, EmitKind, Emitted};
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use cmdgraph_codegen::bundle::{compile_module, CompileError, CompileReport, Llvm};
+use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_codegen::Options;
 use cmdgraph_passes::pipeline::{self, render_timings};
 use cmdgraph_passes::{PassInfo, DEFAULT_PIPELINE, REGISTRY};
@@ -72,7 +73,16 @@ pub fn run(args: &CompileArgs) -> Outcome {
     if let Some(what) = args.emit {
         return emit(args, &module, what);
     }
-    let (bundle, report) = compile_module(&module, &passes, &options, &Llvm).map_err(|e| reject(&input.name, &e))?;
+    // External SPIR-V kernels are read relative to the input's directory, checked against
+    // their signatures and reported at their spans before any packaging.
+    let base = match args.input.parent() {
+        Some(dir) if !io::is_stdio(&args.input) => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let external = external::load(&module, &base).map_err(|d| super::reject(&input, &d))?;
+    let compiler = WithExternal { inner: &Llvm, external: &external };
+    let (bundle, report) =
+        compile_module(&module, &passes, &options, &compiler).map_err(|e| reject(&input.name, &e))?;
     let text = bundle.to_ron().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
     if args.time_passes {
         eprint!("{}", render_times(&report));

@@ -33,7 +33,8 @@ pub fn verify(input: &Input, module: &Module) -> Result<String, Failure> {
     }
 }
 
-fn reject(input: &Input, diagnostics: &[Diagnostic]) -> Failure {
+/// Renders error diagnostics against the input as a rejection (exit 1).
+pub fn reject(input: &Input, diagnostics: &[Diagnostic]) -> Failure {
     if diagnostics.is_empty() {
         // An error without a diagnostic is a bug in the library; still say which input.
         return Failure::Rejected(format!("error: `{}` was rejected without a diagnostic", input.name));

@@ -1,0 +1,380 @@
+//! The external-kernel contract (docs/abi.md, "External SPIR-V kernels"): a reflected
+//! module against the IR signature of its kernel. An external kernel has codegen's
+//! interface, so the executor binds and updates it like any compiled kernel; this file
+//! checks that, and lays out its argument block the way `layout.rs` does.
+
+use super::reflect::{
+    ElemType, Numeric, Pointee, Reflection, Resource, CAP_VARIABLE_POINTERS, MODEL_GLCOMPUTE, PUSH_CONSTANT,
+    STORAGE_BUFFER,
+};
+use crate::layout::{value_size_align, HEADER_BYTES};
+use crate::MAX_WORKGROUP_INVOCATIONS;
+use cmdgraph_ir::bundle::{ArgField, ArgFieldKind, ArgLayout, MemorySlot};
+use cmdgraph_ir::{Kernel, ParamType, ScalarType, Type};
+
+/// One broken rule: what is wrong, and a help line saying what the module has and what the
+/// IR declares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    /// What is wrong.
+    pub message: String,
+    /// What the module has, what the IR declares, what to change.
+    pub help: String,
+}
+
+fn issue(message: impl Into<String>, help: impl Into<String>) -> Issue {
+    Issue { message: message.into(), help: help.into() }
+}
+
+/// What a checked module is packed with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interface {
+    /// Its `LocalSize`.
+    pub workgroup_size: [u32; 3],
+    /// The argument layout (parameters only: an external kernel has no device globals).
+    pub layout: ArgLayout,
+}
+
+/// The SPIR-V type a memory element of IR type `t` has (`bool` is a byte).
+fn memory_numeric(t: Type) -> Numeric {
+    let (float, width) = match t.scalar {
+        ScalarType::Bool => (false, 8),
+        ScalarType::I32 | ScalarType::U32 => (false, 32),
+        ScalarType::I64 | ScalarType::U64 => (false, 64),
+        ScalarType::F16 => (true, 16),
+        ScalarType::F32 => (true, 32),
+    };
+    Numeric { float, width, lanes: u32::from(t.lanes) }
+}
+
+/// The SPIR-V type an argument-block value of IR type `t` has (`bool` is a `u32`).
+fn block_numeric(t: Type) -> Numeric {
+    match t.scalar {
+        ScalarType::Bool => Numeric { float: false, width: 32, lanes: u32::from(t.lanes) },
+        _ => memory_numeric(t),
+    }
+}
+
+fn param_text(kernel: &Kernel, i: usize) -> String {
+    match kernel.params.get(i) {
+        Some(p) => match p.ty {
+            ParamType::Value(t) => format!("%{}: {t}", p.name),
+            ParamType::Buffer { elem, access } => format!("%{}: buf<{elem}, {access}>", p.name),
+            ParamType::Local { elem } => format!("%{}: local<{elem}>", p.name),
+        },
+        None => format!("parameter {i}"),
+    }
+}
+
+/// Checks `r` against `kernel` with entry point `entry`; every broken rule is reported.
+pub fn check(kernel: &Kernel, entry: &str, r: &Reflection) -> Result<Interface, Vec<Issue>> {
+    let mut issues = Vec::new();
+    let workgroup_size = entry_point(entry, r, &mut issues);
+    for cap in &r.capabilities {
+        if CAP_VARIABLE_POINTERS.contains(cap) {
+            issues.push(issue(
+                "the module declares a VariablePointers capability",
+                "with variable pointers, which buffers a kernel writes cannot be read from the module; \
+                 external kernels must use logical addressing without them",
+            ));
+        }
+    }
+    let layout = layout(kernel, &mut issues);
+    // Buffer parameter of each binding 1 + i.
+    let buffers: Vec<usize> = kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.ty, ParamType::Buffer { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let mut seen: Vec<u32> = Vec::new();
+    for res in &r.resources {
+        let Some(binding) = bound(res, buffers.len(), &mut issues) else { continue };
+        if seen.contains(&binding) {
+            issues.push(issue(
+                format!("binding {binding} is declared twice (`{}`)", res.label()),
+                "the ABI gives each binding one storage buffer variable",
+            ));
+            continue;
+        }
+        seen.push(binding);
+        match binding.checked_sub(1).and_then(|s| buffers.get(s as usize)) {
+            None if binding == 0 => arg_block(kernel, &layout, res, &mut issues),
+            Some(&param) => buffer(kernel, param, binding, res, &mut issues),
+            None => issues.push(issue(
+                format!("binding {binding} (`{}`) has no parameter", res.label()),
+                format!(
+                    "the module has a storage buffer at binding {binding}; the IR declares {} buffer \
+                     parameters (bindings 1 to {}) and binding 0 is the argument block",
+                    buffers.len(),
+                    buffers.len()
+                ),
+            )),
+        }
+    }
+    for (s, &param) in buffers.iter().enumerate() {
+        let binding = s as u32 + 1;
+        if !seen.contains(&binding) {
+            issues.push(issue(
+                format!("the module has no binding {binding} for {}", param_text(kernel, param)),
+                format!(
+                    "the IR declares {} buffer parameters, bound at 1 to {}; the module declares bindings {:?}",
+                    buffers.len(),
+                    buffers.len(),
+                    sorted(&seen)
+                ),
+            ));
+        }
+    }
+    match workgroup_size {
+        Some(workgroup_size) if issues.is_empty() => Ok(Interface { workgroup_size, layout }),
+        _ => Err(issues),
+    }
+}
+
+fn sorted(v: &[u32]) -> Vec<u32> {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// The `LocalSize` of the GLCompute entry point named `entry`.
+fn entry_point(entry: &str, r: &Reflection, issues: &mut Vec<Issue>) -> Option<[u32; 3]> {
+    let Some(e) = r.entry_points.iter().find(|e| e.model == MODEL_GLCOMPUTE && e.name == entry) else {
+        let have: Vec<String> = r
+            .entry_points
+            .iter()
+            .map(|e| {
+                format!("`{}` ({})", e.name, if e.model == MODEL_GLCOMPUTE { "GLCompute" } else { "not GLCompute" })
+            })
+            .collect();
+        let have = if have.is_empty() { "no entry point".to_string() } else { have.join(", ") };
+        issues.push(issue(
+            format!("the module has no GLCompute entry point named `{entry}`"),
+            format!("the module has {have}; the IR declares entry \"{entry}\""),
+        ));
+        return None;
+    };
+    let size = match (e.local_size, e.local_size_id) {
+        (Some(size), _) => size,
+        (None, Some(ids)) => {
+            let shown: Vec<String> = ids.iter().map(|c| c.map_or("?".into(), |v| v.to_string())).collect();
+            issues.push(issue(
+                format!("entry point `{entry}` sets its work-group size with LocalSizeId ({})", shown.join(", ")),
+                "the executor reads the work-group size from OpExecutionMode LocalSize; declare it there",
+            ));
+            return None;
+        }
+        (None, None) => {
+            issues.push(issue(
+                format!("entry point `{entry}` has no LocalSize"),
+                "declare OpExecutionMode %main LocalSize x y z: it is the kernel's work-group size",
+            ));
+            return None;
+        }
+    };
+    if let Some(builtin) = r.workgroup_size_builtin {
+        if builtin != Some(size) {
+            issues.push(issue(
+                format!("the module's WorkgroupSize builtin ({builtin:?}) overrides LocalSize {size:?}"),
+                "the executor dispatches by LocalSize; remove the WorkgroupSize constant or make it equal",
+            ));
+        }
+    }
+    let total: u64 = size.iter().map(|&x| u64::from(x)).product();
+    if size.contains(&0) || total > MAX_WORKGROUP_INVOCATIONS {
+        issues.push(issue(
+            format!("LocalSize {size:?} is not a work-group size the executor runs"),
+            format!("each dimension must be at least 1 and the product at most {MAX_WORKGROUP_INVOCATIONS}"),
+        ));
+    }
+    Some(size)
+}
+
+/// The binding of a resource that may be bound at all: set 0, a storage buffer, no push
+/// constants.
+fn bound(res: &Resource, buffers: usize, issues: &mut Vec<Issue>) -> Option<u32> {
+    let name = res.label();
+    if res.storage_class == PUSH_CONSTANT {
+        issues.push(issue(
+            format!("the module declares a push-constant block (`{name}`)"),
+            "external kernels take values in the argument block at binding 0, as codegen's kernels do; \
+             push constants are not supported",
+        ));
+        return None;
+    }
+    let Some(binding) = res.binding else {
+        issues.push(issue(
+            format!("resource `{name}` (storage class {}) has no Binding decoration", res.storage_class),
+            "every resource of an external kernel is a storage buffer in set 0",
+        ));
+        return None;
+    };
+    if res.set != Some(0) {
+        let set = res.set.map_or("no DescriptorSet".to_string(), |s| format!("set {s}"));
+        issues.push(issue(
+            format!("binding {binding} (`{name}`) is in {set}"),
+            format!("the executor binds set 0 only: binding 0 the argument block, 1 to {buffers} the buffers"),
+        ));
+        return None;
+    }
+    if res.storage_class != STORAGE_BUFFER {
+        issues.push(issue(
+            format!("binding {binding} (`{name}`) is not a storage buffer (storage class {})", res.storage_class),
+            "the executor binds storage buffers only (StorageBuffer storage class, a Block struct)",
+        ));
+        return None;
+    }
+    Some(binding)
+}
+
+/// A buffer parameter's binding: a `Block` struct holding one runtime array of the element.
+fn buffer(kernel: &Kernel, param: usize, binding: u32, res: &Resource, issues: &mut Vec<Issue>) {
+    let Some(ParamType::Buffer { elem, access }) = kernel.params.get(param).map(|p| p.ty) else { return };
+    let declared = param_text(kernel, param);
+    let want = memory_numeric(elem);
+    let have = match &res.pointee {
+        Pointee::Struct { block: true, members } if members.len() == 1 => members.first().map(|m| &m.ty),
+        _ => None,
+    };
+    match have {
+        Some(ElemType::RuntimeArray(e, stride)) if **e == ElemType::Numeric(want) => {
+            if *stride != Some(elem.size() as u32) {
+                issues.push(issue(
+                    format!("binding {binding} (`{}`) has ArrayStride {stride:?}", res.label()),
+                    format!("the IR declares {declared}: elements are {} bytes apart", elem.size()),
+                ));
+            }
+        }
+        Some(ElemType::RuntimeArray(e, _)) => issues.push(issue(
+            format!("binding {binding} (`{}`) holds {e}, the IR declares {elem}", res.label()),
+            format!("the module has a runtime array of {e}; the IR declares {declared} (elements of {want})"),
+        )),
+        _ => {
+            let shown = match &res.pointee {
+                Pointee::Struct { block, members } => {
+                    format!("a {}struct of {} members", if *block { "Block " } else { "non-Block " }, members.len())
+                }
+                Pointee::Other(s) => s.clone(),
+            };
+            issues.push(issue(
+                format!("binding {binding} (`{}`) is not a Block struct of one runtime array", res.label()),
+                format!("the module has {shown}; the IR declares {declared}"),
+            ));
+        }
+    }
+    if !access.writes() && res.written {
+        issues.push(issue(
+            format!("the module writes binding {binding} (`{}`), a read-only parameter", res.label()),
+            format!("the module stores to it (or passes it to a function); the IR declares {declared}"),
+        ));
+    }
+    if access.writes() && res.non_writable {
+        issues.push(issue(
+            format!("binding {binding} (`{}`) is NonWritable but the IR says the kernel writes it", res.label()),
+            format!("the module declares it readonly; the IR declares {declared}"),
+        ));
+    }
+}
+
+/// Binding 0: the argument block, read-only, as raw words or as members at field offsets.
+fn arg_block(kernel: &Kernel, layout: &ArgLayout, res: &Resource, issues: &mut Vec<Issue>) {
+    let Pointee::Struct { block: true, members } = &res.pointee else {
+        issues.push(issue(
+            format!("binding 0 (`{}`) is not a Block struct", res.label()),
+            "binding 0 is the argument block: a Block struct of 32-bit words (docs/abi.md)",
+        ));
+        return;
+    };
+    if res.written || !res.non_writable {
+        issues.push(issue(
+            format!("binding 0 (`{}`), the argument block, is not read-only", res.label()),
+            "the executor owns the argument block; declare it NonWritable (GLSL `readonly`) and never store to it",
+        ));
+    }
+    for (i, m) in members.iter().enumerate() {
+        if let Err(why) = member_fits(kernel, layout, m.offset, &m.ty) {
+            issues.push(issue(
+                format!("argument-block member {i} ({} at offset {:?}) {why}", m.ty, m.offset),
+                format!("the IR's argument block: {}", describe(kernel, layout)),
+            ));
+        }
+    }
+}
+
+/// Whether a member of the argument-block struct reads a field as the layout puts it.
+fn member_fits(kernel: &Kernel, layout: &ArgLayout, offset: Option<u32>, ty: &ElemType) -> Result<(), String> {
+    let word = Numeric { float: false, width: 32, lanes: 1 };
+    let Some(offset) = offset else { return Err("has no Offset decoration".into()) };
+    let n = match ty {
+        ElemType::RuntimeArray(e, stride) if **e == ElemType::Numeric(word) && *stride == Some(4) => return Ok(()),
+        ElemType::Numeric(n) => *n,
+        _ => return Err("is neither a number, a vector nor a runtime array of 32-bit words".into()),
+    };
+    let end = offset.saturating_add(n.bytes());
+    if end > layout.block_size {
+        return Err(format!("ends past the {}-byte block", layout.block_size));
+    }
+    if end <= HEADER_BYTES {
+        return if !n.float && n.width == 32 { Ok(()) } else { Err("is in the header, which is 32-bit words".into()) };
+    }
+    for (field, p) in layout.fields.iter().zip(&kernel.params) {
+        match (&field.kind, p.ty) {
+            (ArgFieldKind::Value { .. }, ParamType::Value(t)) if offset == field.offset => {
+                return if n == block_numeric(t) { Ok(()) } else { Err(format!("reads %{}: {t} as {n}", p.name)) };
+            }
+            (ArgFieldKind::Buffer { .. }, _) if offset == field.offset || offset == field.offset + 4 => {
+                let ok = !n.float && n.width == 32 && (n.lanes == 1 || (n.lanes == 2 && offset == field.offset));
+                return if ok { Ok(()) } else { Err(format!("reads the pointer words of %{} as {n}", p.name)) };
+            }
+            _ => {}
+        }
+    }
+    Err("starts at no field".into())
+}
+
+fn describe(kernel: &Kernel, layout: &ArgLayout) -> String {
+    let mut parts = vec!["header words 0 to 7 (global size, global offset, reserved)".to_string()];
+    for (i, field) in layout.fields.iter().enumerate() {
+        let what = match field.kind {
+            ArgFieldKind::Buffer { .. } => "element offset, element count (u32, u32)",
+            _ => "value",
+        };
+        parts.push(format!("{} at byte {}: {what}", param_text(kernel, i), field.offset));
+    }
+    parts.join("; ")
+}
+
+/// The argument layout of an external kernel: codegen's rules (layout.rs) with every
+/// parameter known from its signature alone.
+fn layout(kernel: &Kernel, issues: &mut Vec<Issue>) -> ArgLayout {
+    let mut offset = HEADER_BYTES;
+    let mut fields = Vec::new();
+    let mut slots = Vec::new();
+    for (i, p) in kernel.params.iter().enumerate() {
+        let (size, align, kind) = match p.ty {
+            ParamType::Value(t) => {
+                let (size, align) = value_size_align(t);
+                (size, align, ArgFieldKind::Value { bytes: size })
+            }
+            ParamType::Buffer { elem, access } => {
+                let slot = slots.len() as u32;
+                slots.push(MemorySlot::Param { param: i as u32, writes: access.writes() });
+                (8, 4, ArgFieldKind::Buffer { slot, elem_bytes: elem.size() as u32 })
+            }
+            ParamType::Local { .. } => {
+                issues.push(issue(
+                    format!("{} is work-group memory", param_text(kernel, i)),
+                    "an external kernel declares its own Workgroup variables; `local<T>` parameters \
+                     are sized by codegen and are not supported for external SPIR-V",
+                ));
+                (4, 4, ArgFieldKind::Local { capacity: 0, elem_bytes: 0 })
+            }
+        };
+        offset = offset.div_ceil(align.max(1)) * align.max(1);
+        fields.push(ArgField { offset, kind });
+        offset = offset.saturating_add(size);
+    }
+    ArgLayout { block_size: offset.div_ceil(16) * 16, fields, slots }
+}
