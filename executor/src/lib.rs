@@ -12,6 +12,7 @@ pub mod vk;
 pub use error::{ExecError, Result};
 pub mod args;
 pub mod exec;
+mod eager;
 mod executable;
 pub mod profile;
 pub mod schedule;
