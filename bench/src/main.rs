@@ -136,6 +136,8 @@ enum Command {
     /// Compile time of every example: passes, packaging and code generation per kernel.
     /// Graph replay against eager submission and CUDA Graphs (runtime; docs/performance.md).
     Replay(runtime::replay::Args),
+    /// Executable-graph updates against re-finalizing (runtime).
+    Update(runtime::update::Args),
     Compile {
         /// Runs per example; the fastest counts.
         #[arg(long, default_value_t = 3)]
@@ -497,6 +499,7 @@ fn main() -> ExitCode {
         Command::Codegen { runs, no_write } => run_codegen(runs, !no_write),
         Command::Fusion { chains, runs, no_write } => run_fusion(&chains, runs, !no_write),
         Command::Replay(args) => runtime::replay::main(&args),
+        Command::Update(args) => runtime::update::main(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,3 +5,4 @@
 
 pub mod harness;
 pub mod replay;
+pub mod update;
