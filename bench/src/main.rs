@@ -138,6 +138,10 @@ enum Command {
     Replay(runtime::replay::Args),
     /// Executable-graph updates against re-finalizing (runtime).
     Update(runtime::update::Args),
+    /// Barrier and empty-node elimination at run time (runtime).
+    BarrierRun(runtime::barrier_run::Args),
+    /// From IR to a running executable: compile per pass against load + finalize (runtime).
+    Load(runtime::load::Args),
     Compile {
         /// Runs per example; the fastest counts.
         #[arg(long, default_value_t = 3)]
@@ -500,6 +504,8 @@ fn main() -> ExitCode {
         Command::Fusion { chains, runs, no_write } => run_fusion(&chains, runs, !no_write),
         Command::Replay(args) => runtime::replay::main(&args),
         Command::Update(args) => runtime::update::main(&args),
+        Command::BarrierRun(args) => runtime::barrier_run::main(&args),
+        Command::Load(args) => runtime::load::main(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -146,11 +146,6 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
-/// Smallest sample (seconds); 0 for none.
-pub fn best(samples: &[f64]) -> f64 {
-    samples.iter().copied().filter(|x| x.is_finite()).reduce(f64::min).unwrap_or(0.0)
-}
-
 /// The header lines of a section: the command, device, driver, date, machine and how
 /// times were taken.
 pub fn header(title: &str, device: &str, common: &Common, how: &str) -> String {
@@ -233,7 +228,6 @@ mod tests {
     fn statistics_and_torch_fallbacks() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(best(&[3.0, 1.0, 2.0]), 1.0);
         assert_eq!(median(&[]), 0.0);
         assert_eq!(torch_missing(&None).as_deref(), Some("n/a (no CUDA)"));
         let off = serde_json::json!({"available": false, "reason": "no CUDA"});

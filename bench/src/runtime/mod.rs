@@ -6,3 +6,5 @@
 pub mod harness;
 pub mod replay;
 pub mod update;
+pub mod barrier_run;
+pub mod load;

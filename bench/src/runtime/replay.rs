@@ -112,8 +112,6 @@ struct Row {
     gpu: f64,
     /// `run_eager` (it waits).
     eager: f64,
-    /// Submissions of one eager run.
-    eager_submits: usize,
 }
 
 fn bundle_name(shape: Shape, n: usize) -> String {
@@ -214,6 +212,9 @@ fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut Stri
         eager_submits = ex.run_eager(e).map_err(err)?;
         eager.push(t.elapsed().as_secs_f64());
     }
+    if eager_submits != n {
+        return Err(format!("{name}: eager mode made {eager_submits} submissions for {n} kernels"));
+    }
     Ok(Row {
         shape,
         n,
@@ -223,7 +224,6 @@ fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut Stri
         wall_prof: harness::median(&wall_prof),
         gpu: harness::median(&gpu),
         eager: harness::median(&eager),
-        eager_submits,
     })
 }
 
