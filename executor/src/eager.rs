@@ -29,9 +29,8 @@ impl Executor {
             let mut nodes = Vec::new();
             for seg in &exe.sched {
                 match seg {
-                    Seg::Device(stages) => nodes.extend(
-                        stages.iter().flatten().copied().filter(|&h| !schedule::is_noop(&graph.nodes[h].kind)),
-                    ),
+                    Seg::Device(stages) => nodes
+                        .extend(stages.iter().flatten().copied().filter(|&h| !schedule::is_noop(&graph.nodes[h].kind))),
                     Seg::Host(h) => {
                         return Err(ExecError::Invalid(format!(
                             "%{}: eager mode runs device commands only, not host tasks",
@@ -75,7 +74,12 @@ impl Executor {
                         )?;
                         // In-order queue: everything submitted before (the previous command,
                         // earlier runs and transfers) completes before this command starts.
-                        full_barrier(d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
+                        full_barrier(
+                            d,
+                            cb,
+                            vk::PipelineStageFlags2::ALL_COMMANDS,
+                            vk::PipelineStageFlags2::ALL_COMMANDS,
+                        );
                         let recorded = ex.record_node(exe, graph, h, cb, &mut native);
                         if i == last {
                             full_barrier(

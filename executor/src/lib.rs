@@ -11,8 +11,8 @@ pub mod vk;
 
 pub use error::{ExecError, Result};
 pub mod args;
-pub mod exec;
 mod eager;
+pub mod exec;
 mod executable;
 pub mod profile;
 pub mod schedule;

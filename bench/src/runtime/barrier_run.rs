@@ -6,7 +6,9 @@
 //! from profiling timestamps) and their outputs are compared.
 
 use super::harness::{self, Common, Phase};
-use cmdgraph_sycl::{args, Context, Device, DeviceInfo, GraphProps, ModifiableGraph, Queue, QueueProps, RecordingProps, Usm};
+use cmdgraph_sycl::{
+    args, Context, Device, DeviceInfo, GraphProps, ModifiableGraph, Queue, QueueProps, RecordingProps, Usm,
+};
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -137,7 +139,8 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         let (stages, barriers) = stage_barriers(&bundle, ex.module());
         let (gname, nodes) =
             ex.module().graphs.iter().next().map(|(_, g)| (g.name.clone(), g.nodes.len())).ok_or("no graph")?;
-        let mem = ex.module().memories.iter().next().map(|(_, m)| (m.name.clone(), m.size_bytes() / 4)).ok_or("no memory")?;
+        let mem =
+            ex.module().memories.iter().next().map(|(_, m)| (m.name.clone(), m.size_bytes() / 4)).ok_or("no memory")?;
         let e = ex.finalize(&gname).map_err(err)?;
         ex.bind_as(&mem.0, &vec![0f32; mem.1 as usize]).map_err(err)?;
         ex.run(e).map_err(err)?;

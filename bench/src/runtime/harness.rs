@@ -94,7 +94,8 @@ impl Phase {
 
 /// Compiles module text with the named passes (empty: the graph as written) at -O2.
 pub fn compile(text: &str, passes: &[&str]) -> Result<(Bundle, CompileReport), String> {
-    let module = cmdgraph_ir::text::parse(text).map_err(|d| format!("generated IR does not parse ({} errors)", d.len()))?;
+    let module =
+        cmdgraph_ir::text::parse(text).map_err(|d| format!("generated IR does not parse ({} errors)", d.len()))?;
     compile_parsed(&module, passes)
 }
 
@@ -158,11 +159,13 @@ pub fn header(title: &str, device: &str, common: &Common, how: &str) -> String {
          Driver: {}  \n\
          Date: {}  \n\
          Host: {}  \n\
+         Build: {}  \n\
          Times: {how}\n\n",
         args.join(" "),
         common.driver.as_deref().unwrap_or("not given (`--driver`)"),
         crate::report::today(),
         crate::report::machine(),
+        if cfg!(debug_assertions) { "debug (host-side times are pessimistic)" } else { "release" },
     )
 }
 

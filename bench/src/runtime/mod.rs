@@ -3,8 +3,8 @@
 //! can compile into a directory (`--prepare DIR`, where LLVM is) and run from it
 //! (`--from DIR`, on the GPU machine), or do both at once.
 
+pub mod barrier_run;
 pub mod harness;
+pub mod load;
 pub mod replay;
 pub mod update;
-pub mod barrier_run;
-pub mod load;

@@ -324,7 +324,13 @@ fn targets(rows: &[Row], torch: &Option<serde_json::Value>) -> String {
             if hi.n > lo.n {
                 let g = hi.submit / lo.submit.max(1e-12);
                 let verdict = if g <= 2.0 {
-                    format!("**met**: submit {:.1} µs at N = {} vs {:.1} µs at N = {} ({g:.1}×)", hi.submit * 1e6, hi.n, lo.submit * 1e6, lo.n)
+                    format!(
+                        "**met**: submit {:.1} µs at N = {} vs {:.1} µs at N = {} ({g:.1}×)",
+                        hi.submit * 1e6,
+                        hi.n,
+                        lo.submit * 1e6,
+                        lo.n
+                    )
                 } else {
                     format!(
                         "**missed**: submit {:.1} µs at N = {} vs {:.1} µs at N = {} ({g:.1}× for {}× the nodes); \
