@@ -19,8 +19,10 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_values_t = [100usize, 1_000, 10_000])]
     pub sizes: Vec<usize>,
     /// Compare the run's outputs with the reference interpreter up to this many nodes
-    /// (larger graphs are compared between two executables of the bundle).
-    #[arg(long, default_value_t = 10_000)]
+    /// (larger graphs are compared between two executables of the bundle: the generated
+    /// graph's values grow geometrically, so f32 rounding differences of a different
+    /// evaluation order exceed any fixed tolerance past about 10^2 nodes).
+    #[arg(long, default_value_t = 100)]
     pub interpret_up_to: usize,
 }
 
