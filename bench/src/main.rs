@@ -17,6 +17,7 @@ mod generate;
 mod measure;
 mod memory;
 mod report;
+mod runtime;
 mod tred;
 
 use clap::{Parser, Subcommand};
@@ -133,6 +134,14 @@ enum Command {
         no_write: bool,
     },
     /// Compile time of every example: passes, packaging and code generation per kernel.
+    /// Graph replay against eager submission and CUDA Graphs (runtime; docs/performance.md).
+    Replay(runtime::replay::Args),
+    /// Executable-graph updates against re-finalizing (runtime).
+    Update(runtime::update::Args),
+    /// Barrier and empty-node elimination at run time (runtime).
+    BarrierRun(runtime::barrier_run::Args),
+    /// From IR to a running executable: compile per pass against load + finalize (runtime).
+    Load(runtime::load::Args),
     Compile {
         /// Runs per example; the fastest counts.
         #[arg(long, default_value_t = 3)]
@@ -493,6 +502,10 @@ fn main() -> ExitCode {
         }
         Command::Codegen { runs, no_write } => run_codegen(runs, !no_write),
         Command::Fusion { chains, runs, no_write } => run_fusion(&chains, runs, !no_write),
+        Command::Replay(args) => runtime::replay::main(&args),
+        Command::Update(args) => runtime::update::main(&args),
+        Command::BarrierRun(args) => runtime::barrier_run::main(&args),
+        Command::Load(args) => runtime::load::main(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

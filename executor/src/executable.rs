@@ -627,7 +627,7 @@ impl Executor {
     }
 
     /// Records one node; returns whether it recorded a command.
-    fn record_node(
+    pub(crate) fn record_node(
         &self,
         exe: &Executable,
         graph: &Graph,

@@ -11,6 +11,7 @@ pub mod vk;
 
 pub use error::{ExecError, Result};
 pub mod args;
+mod eager;
 pub mod exec;
 mod executable;
 pub mod profile;

@@ -1,0 +1,10 @@
+//! Runtime suites (issue 9): bundles compiled by `cmdgraph_codegen` and run by
+//! `cmdgraph_executor` on a Vulkan device, each peer timed in the same process. Every suite
+//! can compile into a directory (`--prepare DIR`, where LLVM is) and run from it
+//! (`--from DIR`, on the GPU machine), or do both at once.
+
+pub mod barrier_run;
+pub mod harness;
+pub mod load;
+pub mod replay;
+pub mod update;

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""PyTorch peer of `cmdgraph-bench replay`: CUDA Graph replay and eager launches of the same
+chain and wide shapes (N tiny kernels `x[i] += 1.0` on 64 floats; wide: disjoint slices).
+
+    python3 scripts/torch_replay.py --json OUT.json [N ...]      (default N: 10 100 1000 10000)
+
+Times on the GPU with torch.cuda.Event after warm-up (median of repetitions). Without torch
+or CUDA it writes {"available": false, "reason": ...} and exits 0.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+ELEMS = 64
+STREAMS = 16  # the wide graph's branches: captured round-robin over this many streams
+
+
+def write(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
+    print(json.dumps(obj)[:400])
+
+
+def launch(torch, shape, x, n, streams):
+    """The N adds of one run: chain in place on x, wide on disjoint slices of x."""
+    if shape == "chain":
+        for _ in range(n):
+            x.add_(1.0)
+        return
+    # Wide: independent kernels, forked over streams and joined (the empty join node).
+    main = torch.cuda.current_stream()
+    for s in streams:
+        s.wait_stream(main)
+    for i in range(n):
+        with torch.cuda.stream(streams[i % len(streams)]):
+            x[i * ELEMS:(i + 1) * ELEMS].add_(1.0)
+    for s in streams:
+        main.wait_stream(s)
+
+
+def gpu_time(torch, fn, reps):
+    """Median milliseconds of fn() between two CUDA events on the current stream."""
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def measure(torch, shape, n):
+    x = torch.zeros(ELEMS * (n if shape == "wide" else 1), device="cuda", dtype=torch.float32)
+    streams = [torch.cuda.Stream() for _ in range(min(STREAMS, n))] if shape == "wide" else []
+    reps = max(5, min(50, 10000 // n))
+    # Eager launches (warm-up first).
+    launch(torch, shape, x, n, streams)
+    torch.cuda.synchronize()
+    eager_ms = gpu_time(torch, lambda: launch(torch, shape, x, n, streams), reps)
+    # Capture once, replay.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        launch(torch, shape, x, n, streams)  # warm-up on a side stream, as the docs advise
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        launch(torch, shape, x, n, streams)
+    g.replay()
+    torch.cuda.synchronize()
+    graph_ms = gpu_time(torch, g.replay, reps)
+    # Check: one replay from zeros gives N (chain) or 1 (wide) everywhere.
+    x.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    want = float(n if shape == "chain" else 1)
+    ok = bool(torch.all(x == want).item())
+    return {
+        "shape": shape,
+        "n": n,
+        "graph_us_per_node": graph_ms * 1e3 / n,
+        "eager_us_per_node": eager_ms * 1e3 / n,
+        "reps": reps,
+        "output_ok": ok,
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", required=True, help="output file")
+    p.add_argument("sizes", nargs="*", type=int, default=[10, 100, 1000, 10000])
+    a = p.parse_args()
+    try:
+        import torch
+    except ImportError as e:
+        write(a.json, {"available": False, "reason": f"no torch: {e}"})
+        return 0
+    if not torch.cuda.is_available():
+        write(a.json, {"available": False, "reason": "no CUDA"})
+        return 0
+    device = torch.cuda.get_device_name(0)
+    print(f"torch_replay: {device}, torch {torch.__version__}", file=sys.stderr)
+    rows = [measure(torch, shape, n) for shape in ("chain", "wide") for n in a.sizes]
+    write(a.json, {"available": True, "device": device, "torch": torch.__version__, "rows": rows})
+    return 0 if all(r["output_ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
