@@ -93,6 +93,7 @@ fn compile(
         .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
     let words = cmpxchg::unpack_compare_exchange(&validate::strip_dead_names(&validate::words(&out.spirv)));
     let words = float_controls::preserve_signed_zero_inf_nan(&barrier::fix_barrier_semantics(&words));
+    let words = float_controls::no_contraction(&words);
     validate::validate(&k.name, &words)?;
     let kernel = CompiledKernel {
         kernel: k.name.clone(),

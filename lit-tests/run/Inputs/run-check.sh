@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# run-check.sh CMDGRAPH FILE RUNS NAME...: compile FILE, run it RUNS times on the interpreter
-# and on Vulkan (validation on), and compare each named memory object byte for byte.
+# run-check.sh CMDGRAPH FILE RUNS [--graph G] NAME...: compile FILE, run it (graph G) RUNS
+# times on the interpreter and on Vulkan (validation on), and compare each named memory object
+# byte for byte.
 set -euo pipefail
 cmdgraph=$1 file=$2 runs=$3
 shift 3
+graph=()
+if [[ ${1:-} == --graph ]]; then
+  graph=(--graph "$2")
+  shift 2
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$cmdgraph" compile "$file" -o "$tmp/b.cgb"
@@ -12,8 +18,8 @@ for name in "$@"; do
   ref+=(--output "${name#@}=$tmp/${name#@}.ref")
   vk+=(--output "${name#@}=$tmp/${name#@}.vk")
 done
-"$cmdgraph" interp "$file" --runs "$runs" "${ref[@]}"
-"$cmdgraph" run "$tmp/b.cgb" --validation --repeat "$runs" "${vk[@]}"
+"$cmdgraph" interp "$file" "${graph[@]}" --runs "$runs" "${ref[@]}"
+"$cmdgraph" run "$tmp/b.cgb" "${graph[@]}" --validation --repeat "$runs" "${vk[@]}"
 status=0
 for name in "$@"; do
   n=${name#@}
