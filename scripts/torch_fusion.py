@@ -25,7 +25,7 @@ def parse_args(argv):
     p.add_argument("--json", required=True, help="where to write the results")
     p.add_argument("sizes", nargs="*", type=int, help="fusion chain sizes in elements")
     p.add_argument("--chains", default="2,4,8,16,32", help="chain lengths K")
-    p.add_argument("--shapes", default="8x512x4,128x1024x4", help="MLP shapes BATCHxHIDDENxLAYERS")
+    p.add_argument("--shapes", default="8x512x4,256x1024x4", help="MLP shapes BATCHxHIDDENxLAYERS")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions (median)")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     return p.parse_args(argv)
@@ -71,6 +71,9 @@ def fusion(torch, k, n, reps, compile_too):
     eager = gpu_ms(torch, lambda: chain(x), reps)
     compiled = None
     if compile_too:
+        # A fresh cache per configuration: dynamo's recompile limit (8 per code object) would
+        # otherwise silently fall back to eager after eight (K, N) pairs.
+        torch._dynamo.reset()
         fn = torch.compile(chain, dynamic=False)
         compiled = gpu_ms(torch, lambda: fn(x), reps)
     return {"k": k, "n": n, "eager_ms": eager, "compile_ms": compiled}

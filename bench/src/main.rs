@@ -8,7 +8,7 @@
 //! cargo run --release -p cmdgraph-bench -- memory [--max-allocs 100000] [--runs 3]
 //! cargo run --release -p cmdgraph-bench -- compile [--runs 3] [-O 2]
 //! cargo run --release -p cmdgraph-bench -- fusion-run [--sizes 1048576,4194304] [--prepare DIR | --from DIR]
-//! cargo run --release -p cmdgraph-bench -- mlp [--shapes 8x512x4,128x1024x4] [--prepare DIR | --from DIR]
+//! cargo run --release -p cmdgraph-bench -- mlp [--shapes 8x512x4,64x1024x2] [--prepare DIR | --from DIR]
 //! ```
 
 mod barriers;
@@ -165,8 +165,8 @@ enum Command {
     Mlp {
         #[command(flatten)]
         common: runtime::fusion_run::Common,
-        /// Shapes as BATCHxHIDDENxLAYERS.
-        #[arg(long, value_delimiter = ',', default_values_t = ["8x512x4".to_string(), "128x1024x4".into()])]
+        /// Shapes as BATCHxHIDDENxLAYERS (the H100 run: 8x512x4,256x1024x4).
+        #[arg(long, value_delimiter = ',', default_values_t = ["8x512x4".to_string(), "64x1024x2".into()])]
         shapes: Vec<String>,
         /// Timed runs per shape; the median counts.
         #[arg(long, default_value_t = 5)]

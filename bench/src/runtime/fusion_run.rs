@@ -578,4 +578,49 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
     }
+
+    #[test]
+    fn the_torch_script_writes_json_the_bench_reads_with_or_without_cuda() {
+        let dir = std::env::temp_dir().join(format!("cmdgraph-torch-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let json = dir.join("torch.json");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/torch_fusion.py");
+        let status = std::process::Command::new("python3")
+            .args([script, "--json"])
+            .arg(&json)
+            .args(["1024", "--chains", "2", "--shapes", "", "--reps", "1", "--no-compile"])
+            .status()
+            .unwrap_or_else(|e| panic!("python3: {e}"));
+        assert!(status.success(), "{status}");
+        let torch = Torch::load(Some(&json)).unwrap_or_else(|e| panic!("{e}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        match torch.json {
+            // No torch or no CUDA (this machine): every cell says why.
+            None => assert!(torch.missing().starts_with("n/a (no CUDA"), "{}", torch.missing()),
+            Some(_) => {
+                let (eager, compiled) = torch.fusion(2, 1024).unwrap_or_else(|| panic!("no K=2 entry"));
+                assert!(eager > 0.0 && compiled.is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn torch_numbers_are_found_by_configuration() {
+        let dir = std::env::temp_dir().join(format!("cmdgraph-torch-fake-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let json = dir.join("t.json");
+        let text = r#"{"available": true, "device": "X", "torch": "2", "fusion": [
+            {"k": 2, "n": 16, "eager_ms": 1.5, "compile_ms": 0.5}, {"k": 4, "n": 16, "eager_ms": 3.0, "compile_ms": null}],
+            "mlp": []}"#;
+        std::fs::write(&json, text).unwrap_or_else(|e| panic!("{e}"));
+        let torch = Torch::load(Some(&json)).unwrap_or_else(|e| panic!("{e}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(torch.fusion(2, 16), Some((1.5, Some(0.5))));
+        assert_eq!(torch.fusion(4, 16), Some((3.0, None)));
+        assert_eq!(torch.fusion(8, 16), None);
+        let row = Row { k: 2, n: 16, fused: 1.0, unfused: 2.0, copy: 1.0, torch: torch.fusion(2, 16) };
+        let t = targets(&[row]);
+        assert!(t.contains("faster than PyTorch eager: **met**"), "{t}");
+        assert!(t.contains("`torch.compile`: **missed** on K=2 2^4 (2.00×)"), "{t}");
+    }
 }
