@@ -16,9 +16,12 @@ fn every_example_compiles_twice_to_identical_bytes() {
     for path in files.iter().filter(|p| p.extension().is_some_and(|e| e == "cgir")) {
         let text = std::fs::read_to_string(path).expect("read");
         let m = cmdgraph_ir::text::parse(&text).expect("parses");
-        let (a, _) = compile_module(&m, &passes, &Options::default(), &Llvm)
+        // External SPIR-V kernels (examples/kernels/) are packed from their files.
+        let external = cmdgraph_codegen::external::load(&m, std::path::Path::new(dir)).expect("external kernels load");
+        let compiler = cmdgraph_codegen::external::WithExternal { inner: &Llvm, external: &external };
+        let (a, _) = compile_module(&m, &passes, &Options::default(), &compiler)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let (b, _) = compile_module(&m, &passes, &Options::default(), &Llvm).expect("again");
+        let (b, _) = compile_module(&m, &passes, &Options::default(), &compiler).expect("again");
         let ron = a.to_ron().expect("ron");
         assert_eq!(ron, b.to_ron().expect("ron"), "{}: two compiles differ", path.display());
         assert_eq!(Bundle::from_ron(&ron).expect("reads back"), a);

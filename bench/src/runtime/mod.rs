@@ -4,7 +4,9 @@
 //! (`--from DIR`, on the GPU machine), or do both at once.
 
 pub mod barrier_run;
+pub mod fusion_run;
 pub mod harness;
 pub mod load;
+pub mod mlp;
 pub mod replay;
 pub mod update;
