@@ -125,6 +125,8 @@ kernel @local_atomics(%out: buf<f32, write>, %counts: buf<u32, write>) {{
   %m3 = atomic max %l[%u3], %z2
   %m4 = atomic min %l[%u4], %z2
 {local_counter}
+  // No per-item `%ok` here: after the f32 min/max CAS loops above, llvmpipe (Mesa 22.3)
+  // loses the values of lanes 8.. of each group (docs/codegen.md, llvmpipe fault).
   group_barrier
   if %leader {{
     %g = group_id 0

@@ -5,6 +5,7 @@
 //! runs it again (docs/executor.md). Every malformed input is an [`ExecError`].
 
 pub mod error;
+pub mod features;
 pub mod load;
 pub mod spirv;
 pub mod vk;

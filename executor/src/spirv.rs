@@ -98,3 +98,137 @@ fn literal_string(words: &[u32]) -> Option<String> {
     }
     None
 }
+
+const OP_EXTENSION: u32 = 10;
+const OP_TYPE_INT: u32 = 21;
+const OP_TYPE_FLOAT: u32 = 22;
+const OP_TYPE_POINTER: u32 = 32;
+const STORAGE_WORKGROUP: u32 = 4;
+const STORAGE_STORAGE_BUFFER: u32 = 12;
+const STORAGE_PHYSICAL_STORAGE_BUFFER: u32 = 5349;
+const STORAGE_UNIFORM: u32 = 2;
+
+/// What a module asks of the device: its `OpCapability` and `OpExtension` declarations and
+/// its atomic instructions, in module order (features.rs compares them with the device).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requirements {
+    /// `OpCapability` operands.
+    pub capabilities: Vec<u32>,
+    /// `OpExtension` names.
+    pub extensions: Vec<String>,
+    /// Atomic instructions whose pointer type could be resolved.
+    pub atomics: Vec<AtomicUse>,
+}
+
+/// The kind of an atomic instruction, as far as Vulkan's features tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AtomicOp {
+    /// `OpAtomicFAddEXT`.
+    FloatAdd,
+    /// `OpAtomicFMinEXT` / `OpAtomicFMaxEXT`.
+    FloatMinMax,
+    /// Any other atomic (load, store, exchange, compare-exchange, integer arithmetic).
+    Other,
+}
+
+/// Where an atomic's pointer points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AtomicStorage {
+    /// Storage buffers (`StorageBuffer`, `PhysicalStorageBuffer`, `Uniform` blocks).
+    Buffer,
+    /// Work-group (shared) memory.
+    Workgroup,
+}
+
+/// One atomic instruction: what it does, on what scalar, in which memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicUse {
+    /// The operation.
+    pub op: AtomicOp,
+    /// Whether the pointee is a float (else an integer).
+    pub float: bool,
+    /// The pointee's width in bits.
+    pub width: u32,
+    /// The pointer's storage class.
+    pub storage: AtomicStorage,
+}
+
+/// The position of the pointer operand of an atomic instruction among its operands, and
+/// its kind; `None` for other opcodes.
+fn atomic_pointer(opcode: u32) -> Option<(usize, AtomicOp)> {
+    match opcode {
+        // OpAtomicStore: pointer, scope, semantics, value.
+        228 => Some((0, AtomicOp::Other)),
+        // OpAtomicLoad .. OpAtomicXor (except store): result type, result, pointer, ...
+        227 | 229..=242 => Some((2, AtomicOp::Other)),
+        6035 => Some((2, AtomicOp::FloatAdd)),
+        5614 | 5615 => Some((2, AtomicOp::FloatMinMax)),
+        _ => None,
+    }
+}
+
+/// Opcodes whose first operands are a result type and a result id and that may yield a
+/// pointer an atomic uses (variables, access chains, copies, casts, phis, selects,
+/// parameters, loads of variable pointers).
+fn yields_typed_value(opcode: u32) -> bool {
+    matches!(opcode, 55 | 59 | 61 | 65 | 66 | 67 | 70 | 83 | 124 | 169 | 245)
+}
+
+/// Collects what `words` (a module [`check`] accepted) needs of the device. Never fails:
+/// an instruction that cannot be decoded ends the walk, and an atomic whose pointer type
+/// is not known is left out (its capability is still listed).
+pub fn requirements(words: &[u32]) -> Requirements {
+    use std::collections::BTreeMap;
+    let mut req = Requirements::default();
+    // id -> (storage class, pointee type) of pointer types; id -> (float, width) of scalars;
+    // value id -> type id.
+    let mut pointers = BTreeMap::new();
+    let mut scalars = BTreeMap::new();
+    let mut types = BTreeMap::new();
+    let mut atomics = Vec::new();
+    let mut at = 5;
+    while let Some(&word) = words.get(at) {
+        let count = (word >> 16) as usize;
+        let Some(ops) = words.get(at + 1..at + count.max(1)) else { break };
+        if count == 0 {
+            break;
+        }
+        let opcode = word & 0xffff;
+        match (opcode, ops) {
+            (OP_CAPABILITY, [cap, ..]) => req.capabilities.push(*cap),
+            (OP_EXTENSION, _) => req.extensions.push(literal_string(ops).unwrap_or_default()),
+            (OP_TYPE_INT, [id, width, ..]) => {
+                scalars.insert(*id, (false, *width));
+            }
+            (OP_TYPE_FLOAT, [id, width, ..]) => {
+                scalars.insert(*id, (true, *width));
+            }
+            (OP_TYPE_POINTER, [id, storage, pointee, ..]) => {
+                pointers.insert(*id, (*storage, *pointee));
+            }
+            (op, [ty, id, ..]) if yields_typed_value(op) => {
+                types.insert(*id, *ty);
+            }
+            _ => {}
+        }
+        if let Some((at_ptr, op)) = atomic_pointer(opcode) {
+            if let Some(ptr) = ops.get(at_ptr) {
+                atomics.push((op, *ptr));
+            }
+        }
+        at += count;
+    }
+    for (op, ptr) in atomics {
+        let pointer = types.get(&ptr).and_then(|ty| pointers.get(ty));
+        let Some(&(storage, pointee)) = pointer else { continue };
+        let storage = match storage {
+            STORAGE_WORKGROUP => AtomicStorage::Workgroup,
+            STORAGE_STORAGE_BUFFER | STORAGE_PHYSICAL_STORAGE_BUFFER | STORAGE_UNIFORM => AtomicStorage::Buffer,
+            _ => continue,
+        };
+        if let Some(&(float, width)) = scalars.get(&pointee) {
+            req.atomics.push(AtomicUse { op, float, width, storage });
+        }
+    }
+    req
+}

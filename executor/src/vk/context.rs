@@ -6,6 +6,8 @@
 #![allow(unsafe_code)]
 
 use crate::error::{ExecError, Result};
+use crate::features::{EnabledFeatures, Feature};
+use crate::spirv::AtomicOp;
 use ash::vk;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -59,6 +61,9 @@ pub struct Context {
     pub(crate) update_after_bind: bool,
     /// `timestampValidBits` of the queue family (0: no timestamp queries).
     pub(crate) timestamp_bits: u32,
+    /// The optional features and extensions the device was created with: every kernel's
+    /// SPIR-V is checked against them before it reaches the driver (features.rs).
+    pub(crate) features: EnabledFeatures,
     name: String,
 }
 
@@ -164,7 +169,7 @@ impl Context {
         }
         let mut partial = Partial { instance, debug: ctx_debug, armed: true };
         let (physical, family) = choose(&partial.instance, &opts.device)?;
-        let (device, update_after_bind) = create_device(&partial.instance, physical, family)?;
+        let (device, update_after_bind, features) = create_device(&partial.instance, physical, family)?;
         partial.armed = false;
         let instance = partial.instance.clone();
         // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
@@ -189,6 +194,7 @@ impl Context {
             mem_props,
             update_after_bind,
             timestamp_bits,
+            features,
         })
     }
 
@@ -205,6 +211,11 @@ impl Context {
     /// Whether descriptors can be rewritten without re-recording (UPDATE_AFTER_BIND).
     pub fn update_after_bind(&self) -> bool {
         self.update_after_bind
+    }
+
+    /// The optional features and extensions the device was created with.
+    pub fn enabled_features(&self) -> &EnabledFeatures {
+        &self.features
     }
 
     /// Whether validation is on.
@@ -310,7 +321,11 @@ fn choose(instance: &ash::Instance, choice: &DeviceChoice) -> Result<(vk::Physic
     })
 }
 
-fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family: u32) -> Result<(ash::Device, bool)> {
+fn create_device(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    family: u32,
+) -> Result<(ash::Device, bool, EnabledFeatures)> {
     // Float atomics (codegen emits SPV_EXT_shader_atomic_float_add / _min_max for f32
     // atomics): their extensions and features are enabled where the device has them.
     // SAFETY: `physical` came from this instance.
@@ -354,8 +369,9 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
     }
     let uab = update_after_bind(&h12);
-    // Kernel features are enabled where the device has them; a kernel needing a missing one
-    // fails at pipeline creation with the driver's message.
+    // Kernel features are enabled where the device has them; what was enabled is recorded
+    // (`enabled_features`) and a kernel needing a missing one is refused before the driver
+    // sees it (features.rs).
     let features = vk::PhysicalDeviceFeatures::default()
         .shader_int64(base.shader_int64 != 0)
         .shader_int16(base.shader_int16 != 0)
@@ -379,6 +395,7 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         .shader_shared_int64_atomics(h12.shader_shared_int64_atomics != 0);
     let mut f13 =
         vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
+    let enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut info = vk::DeviceCreateInfo::default()
@@ -395,7 +412,44 @@ fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, family:
         info = info.push_next(&mut f_af2);
     }
     // SAFETY: every pointer in `info` refers to locals alive for the call.
-    Ok((unsafe { instance.create_device(physical, &info, None) }?, uab))
+    Ok((unsafe { instance.create_device(physical, &info, None) }?, uab, enabled))
+}
+
+/// What `create_device` enabled, read back from the very structures it passed (so the
+/// check of kernels cannot drift from device creation); the float-atomic features count
+/// only when their extension was enabled.
+fn enabled_features(
+    base: &vk::PhysicalDeviceFeatures,
+    f11: &vk::PhysicalDeviceVulkan11Features<'_>,
+    f12: &vk::PhysicalDeviceVulkan12Features<'_>,
+    (af1, f_af1): (bool, &vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT<'_>),
+    (af2, f_af2): (bool, &vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT<'_>),
+) -> EnabledFeatures {
+    let on = |b: vk::Bool32| b != 0;
+    let mut e = EnabledFeatures::default();
+    e.set(Feature::ShaderInt64, on(base.shader_int64));
+    e.set(Feature::ShaderInt16, on(base.shader_int16));
+    e.set(Feature::ShaderFloat64, on(base.shader_float64));
+    e.set(Feature::StorageBuffer16BitAccess, on(f11.storage_buffer16_bit_access));
+    e.set(Feature::UniformAndStorageBuffer16BitAccess, on(f11.uniform_and_storage_buffer16_bit_access));
+    e.set(Feature::ShaderFloat16, on(f12.shader_float16));
+    e.set(Feature::ShaderInt8, on(f12.shader_int8));
+    e.set(Feature::StorageBuffer8BitAccess, on(f12.storage_buffer8_bit_access));
+    e.set(Feature::UniformAndStorageBuffer8BitAccess, on(f12.uniform_and_storage_buffer8_bit_access));
+    e.set(Feature::VulkanMemoryModel, on(f12.vulkan_memory_model));
+    e.set(Feature::VulkanMemoryModelDeviceScope, on(f12.vulkan_memory_model_device_scope));
+    e.set(Feature::BufferInt64Atomics, on(f12.shader_buffer_int64_atomics));
+    e.set(Feature::SharedInt64Atomics, on(f12.shader_shared_int64_atomics));
+    let float = |shared, op| Feature::FloatAtomics { shared, width: 32, op };
+    e.set(Feature::ExtShaderAtomicFloat, af1);
+    e.set(float(false, AtomicOp::Other), af1 && on(f_af1.shader_buffer_float32_atomics));
+    e.set(float(false, AtomicOp::FloatAdd), af1 && on(f_af1.shader_buffer_float32_atomic_add));
+    e.set(float(true, AtomicOp::Other), af1 && on(f_af1.shader_shared_float32_atomics));
+    e.set(float(true, AtomicOp::FloatAdd), af1 && on(f_af1.shader_shared_float32_atomic_add));
+    e.set(Feature::ExtShaderAtomicFloat2, af2);
+    e.set(float(false, AtomicOp::FloatMinMax), af2 && on(f_af2.shader_buffer_float32_atomic_min_max));
+    e.set(float(true, AtomicOp::FloatMinMax), af2 && on(f_af2.shader_shared_float32_atomic_min_max));
+    e
 }
 
 /// Whether descriptors can be rewritten after recording (docs/abi.md relies on it; Mesa's

@@ -24,8 +24,10 @@ pub fn create_cache(ctx: &Context) -> Result<vk::PipelineCache> {
 
 impl KernelPipeline {
     /// Builds the descriptor set layout, pipeline layout and pipeline of `k`, whose SPIR-V
-    /// the loader has checked.
+    /// the loader has checked; a module needing a feature the device did not enable is
+    /// refused first (features.rs).
     pub fn new(ctx: &Context, cache: vk::PipelineCache, k: &CompiledKernel) -> Result<KernelPipeline> {
+        crate::features::check_kernel(k, &ctx.features)?;
         let bindings = 1 + k.layout.slots.len() as u32;
         let descs: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
             .map(|b| {
