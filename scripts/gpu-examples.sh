@@ -119,7 +119,7 @@ PY
     [[ "$line" == ok* ]] || status=1
     table+="$name: $line"$'\n'
   done
-  echo "device: $(grep -m1 -o 'on [^)]*)' .bin/*/run.log | head -n 1 | cut -d: -f2-)"
+  echo "device: $(sed -n 's/^graph @[^:]*: [0-9]* run(s) on //p' .bin/*/run.log | head -n 1)"
   printf '%s' "$table"
   return $status
 }
