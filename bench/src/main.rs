@@ -135,7 +135,6 @@ enum Command {
         #[arg(long)]
         no_write: bool,
     },
-    /// Compile time of every example: passes, packaging and code generation per kernel.
     /// Graph replay against eager submission and CUDA Graphs (runtime; docs/performance.md).
     Replay(runtime::replay::Args),
     /// Executable-graph updates against re-finalizing (runtime).
@@ -144,6 +143,7 @@ enum Command {
     BarrierRun(runtime::barrier_run::Args),
     /// From IR to a running executable: compile per pass against load + finalize (runtime).
     Load(runtime::load::Args),
+    /// Compile time of every example: passes, packaging and code generation per kernel.
     Compile {
         /// Runs per example; the fastest counts.
         #[arg(long, default_value_t = 3)]
