@@ -155,7 +155,10 @@ fn emit_with_llc(ir: &str) -> Result<Vec<u8>, String> {
     }
     let out = child.wait_with_output().map_err(|e| format!("{}: {e}", llc.display()))?;
     if !out.status.success() {
-        return Err(format!("SPIR-V emission ({}): {}", llc.display(), String::from_utf8_lossy(&out.stderr).trim()));
+        // A backend abort prints a stack dump after its message: the message is what helps.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let message: Vec<&str> = stderr.lines().take_while(|l| !l.starts_with("PLEASE submit a bug report")).collect();
+        return Err(format!("SPIR-V emission ({}): {}", llc.display(), message.join("\n").trim()));
     }
     Ok(out.stdout)
 }

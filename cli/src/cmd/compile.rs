@@ -81,8 +81,11 @@ pub fn run(args: &CompileArgs) -> Outcome {
     };
     let external = external::load(&module, &base).map_err(|d| super::reject(&input, &d))?;
     let compiler = WithExternal { inner: &Llvm, external: &external };
-    let (bundle, report) =
-        compile_module(&module, &passes, &options, &compiler).map_err(|e| reject(&input.name, &e))?;
+    let (bundle, report) = compile_module(&module, &passes, &options, &compiler).map_err(|e| match e {
+        // Diagnostics of the source module point into the input: render them there.
+        CompileError::Invalid(d) => super::reject(&input, &d),
+        e => reject(&input.name, &e),
+    })?;
     let text = bundle.to_ron().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
     if args.time_passes {
         eprint!("{}", render_times(&report));

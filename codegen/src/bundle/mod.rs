@@ -115,6 +115,10 @@ pub fn compile_module(
 ) -> Result<(Bundle, CompileReport), CompileError> {
     let start = Instant::now();
     verify(source).map_err(CompileError::Invalid)?;
+    let unsupported = crate::support::check(source);
+    if !unsupported.is_empty() {
+        return Err(CompileError::Invalid(unsupported));
+    }
     let mut optimized = source.clone();
     let mut ctx = PassContext::default();
     let passes_report = run_pipeline(&mut optimized, passes, &RunOptions::default(), &mut ctx, &mut |_| {})

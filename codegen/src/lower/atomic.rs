@@ -93,6 +93,17 @@ impl Lowerer<'_> {
         if elem.lanes != 1 || !cmdgraph_ir::kernel::atomic_scalar(aop, elem.scalar) || self.width > 1 {
             return Err(self.err(h, format!("atomic {} on {elem}", aop.keyword())));
         }
+        if matches!(elem.scalar, ScalarType::I64 | ScalarType::U64) {
+            // The backend's Vulkan environment lacks `Int64Atomics`: llc aborts with "Unable
+            // to meet SPIR-V requirements" (docs/codegen.md, "Atomics").
+            return Err(self.err(
+                h,
+                format!(
+                    "atomic {} on {elem}: LLVM 22's SPIR-V backend cannot emit 64-bit atomics for Vulkan; use a 32-bit element or split the value",
+                    aop.keyword()
+                ),
+            ));
+        }
         let float = elem.scalar == ScalarType::F32;
         if aop == AtomicOp::CompareExchange && float {
             return Err(self.err(h, "atomic cmpxchg on f32"));

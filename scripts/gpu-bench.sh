@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The runtime performance suites of issue 9 on the GPU machine (../shared/GPU.md), with their
+# PyTorch peers, and their tables merged into docs/performance.md as `<suite>-h100` sections
+# beside the llvmpipe ones.
+#
+#   bash scripts/gpu-bench.sh prepare        # here: release binary and compiled bundles -> .bin/
+#   bash scripts/gpu-bench.sh torch          # there: PyTorch peers -> $OUT/torch-*.json
+#   bash scripts/gpu-bench.sh device         # there: our suites (with .bin/perf/torch-*.json
+#                                            #   copied back from the torch step) -> $OUT/performance.md
+#   bash scripts/gpu-bench.sh merge FILE     # here: FILE's sections into docs/performance.md
+#
+# The machine has no compiler: `prepare` compiles every bundle here (`--prepare DIR`); the
+# device steps only load and run them (`--from DIR`). Carry `.gl` and `.bin`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+SUITES=(replay update barrier-run load fusion-run mlp)
+FUSION_SIZES=16777216,67108864
+MLP_SHAPES=8x512x4,256x1024x4
+
+prepare() {
+  . scripts/env.sh
+  [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p cmdgraph-bench
+  rm -rf .bin && mkdir -p .bin/perf
+  strip -o .bin/cmdgraph-bench target/release/cmdgraph-bench
+  xz -T2 -6 .bin/cmdgraph-bench
+  local bench=target/release/cmdgraph-bench
+  $bench replay --prepare .bin/perf/replay
+  $bench update --prepare .bin/perf/update
+  $bench barrier-run --prepare .bin/perf/barrier-run
+  $bench load --prepare .bin/perf/load --sizes 100,1000,10000
+  $bench fusion-run --prepare .bin/perf/fusion-run --sizes "$FUSION_SIZES"
+  $bench mlp --prepare .bin/perf/mlp --shapes "$MLP_SHAPES"
+  du -sh .bin
+}
+
+torch() {
+  local out=${OUT:-.}
+  python3 scripts/torch_replay.py --json "$out/torch-replay.json" 2>&1 | tail -n 20
+  python3 scripts/torch_fusion.py --json "$out/torch-fusion.json" ${FUSION_SIZES//,/ } \
+    --shapes "$MLP_SHAPES" --compile-chains "${COMPILE_CHAINS:-2,4,8,16}" 2>&1 | tail -n 20
+}
+
+device() {
+  local out=${OUT:-.} driver
+  xz -d -k -f .bin/cmdgraph-bench.xz
+  chmod +x .bin/cmdgraph-bench
+  driver="NVIDIA $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+  cp docs/performance.md "$out/performance.md"
+  local status=0
+  for suite in "${SUITES[@]}"; do
+    local torch=()
+    case "$suite" in
+      replay) [ -f .bin/perf/torch-replay.json ] && torch=(--torch-json .bin/perf/torch-replay.json) ;;
+      fusion-run | mlp) [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json) ;;
+    esac
+    local extra=()
+    [ "$suite" = fusion-run ] || [ "$suite" = mlp ] || extra=(--driver "$driver")
+    echo "==> $suite"
+    timeout "${SUITE_TIMEOUT:-240}" .bin/cmdgraph-bench "$suite" --from ".bin/perf/$suite" "${torch[@]}" "${extra[@]}" \
+      --write-to "$out/performance.md" > "$out/$suite.log" 2>&1 || { echo "$suite FAILED ($?)"; status=1; }
+    tail -n 30 "$out/$suite.log"
+  done
+  return $status
+}
+
+# Copies every runtime section of FILE into docs/performance.md as `<suite>-h100`.
+merge() {
+  python3 - "$1" docs/performance.md "${SUITES[@]}" <<'PY'
+import re, sys
+src, dst, suites = sys.argv[1], sys.argv[2], sys.argv[3:]
+got, doc = open(src).read(), open(dst).read()
+for s in suites:
+    m = re.search(rf"<!-- bench:{re.escape(s)}:begin -->\n(.*?)<!-- bench:{re.escape(s)}:end -->", got, re.S)
+    if not m:
+        print(f"no section {s} in {src}", file=sys.stderr)
+        continue
+    block = f"<!-- bench:{s}-h100:begin -->\n{m.group(1)}<!-- bench:{s}-h100:end -->"
+    old = re.search(rf"<!-- bench:{re.escape(s)}-h100:begin -->.*?<!-- bench:{re.escape(s)}-h100:end -->", doc, re.S)
+    if old:
+        doc = doc[: old.start()] + block + doc[old.end():]
+    else:
+        end = re.search(rf"<!-- bench:{re.escape(s)}:end -->\n", doc)
+        at = end.end() if end else len(doc)
+        doc = doc[:at] + "\n" + block + "\n" + doc[at:]
+tmp = dst + ".tmp"
+open(tmp, "w").write(doc)
+import os
+os.replace(tmp, dst)
+print(f"merged into {dst}")
+PY
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  torch) torch ;;
+  device) device ;;
+  merge) merge "${2:?merge needs the performance.md the device step wrote}" ;;
+  *) echo "usage: $0 prepare|torch|device|merge FILE" >&2; exit 2 ;;
+esac
