@@ -114,10 +114,12 @@ impl Executor {
         let h = Handle::from_usize(n).ok_or_else(|| ExecError::Ir("bad node".into()))?;
         let node = graph.nodes.try_get(h).ok_or_else(|| ExecError::Ir("bad node".into()))?;
         let recorded = match &node.kind {
-            NodeKind::Dynamic { dcg } => match graph.dcgs.try_get(*dcg).and_then(|d| d.alternatives.get(alt as usize)) {
-                Some(Alternative::Kernel(c)) => c.clone(),
-                _ => return Err(ExecError::Invalid(format!("%{}: alternative {alt} is not a kernel", node.name))),
-            },
+            NodeKind::Dynamic { dcg } => {
+                match graph.dcgs.try_get(*dcg).and_then(|d| d.alternatives.get(alt as usize)) {
+                    Some(Alternative::Kernel(c)) => c.clone(),
+                    _ => return Err(ExecError::Invalid(format!("%{}: alternative {alt} is not a kernel", node.name))),
+                }
+            }
             _ => return Err(ExecError::Invalid(format!("%{} is not a dynamic node", node.name))),
         };
         let key = (n, Some(alt));
