@@ -62,6 +62,9 @@ pub(crate) struct Executable {
     pub(crate) users: Vec<BTreeSet<KKey>>,
     /// Per dynamic command group (by index): the nodes that run it.
     pub(crate) dcg_nodes: Vec<Vec<usize>>,
+    /// (is a dynamic command group, name) → index: dynamic parameters (`false`) and groups
+    /// (`true`) by name, so an update finds its target without scanning the graph.
+    pub(crate) names: BTreeMap<(bool, String), usize>,
     /// What a run does, built at finalize (rebuilt by a host-task update): one step per
     /// segment, or the error `run` reports for a host task whose memory cannot be resolved.
     pub(crate) steps: Vec<Result<Step>>,
@@ -451,6 +454,12 @@ impl Executor {
             spare: BTreeMap::new(),
             users: vec![BTreeSet::new(); graph.dyn_params.len()],
             dcg_nodes: vec![Vec::new(); graph.dcgs.len()],
+            names: graph
+                .dyn_params
+                .iter()
+                .map(|(h, p)| ((false, p.name.clone()), h.index()))
+                .chain(graph.dcgs.iter().map(|(h, d)| ((true, d.name.clone()), h.index())))
+                .collect(),
             steps: Vec::new(),
             device_cbs: Vec::new(),
             has_host: false,
@@ -864,11 +873,11 @@ impl Executor {
         let param = param.trim_start_matches('%').to_string();
         self.with_exec(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
-            let h = graph
-                .dyn_params
-                .iter()
-                .find(|(_, p)| p.name == param)
-                .map(|(h, _)| h)
+            let h = exe
+                .names
+                .get(&(false, param.clone()))
+                .and_then(|&i| Handle::<cmdgraph_ir::DynParam>::from_usize(i))
+                .filter(|&h| graph.dyn_params.try_get(h).is_some())
                 .ok_or_else(|| ExecError::Unknown(format!("dynamic parameter %{param}")))?;
             let old = exe.dyn_values.get(h.index()).ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))?;
             if std::mem::discriminant(old) != std::mem::discriminant(&value) {
@@ -946,10 +955,11 @@ impl Executor {
         let dcg = dcg.trim_start_matches('%').to_string();
         self.with_exec(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
-            let (dh, d) = graph
-                .dcgs
-                .iter()
-                .find(|(_, d)| d.name == dcg)
+            let (dh, d) = exe
+                .names
+                .get(&(true, dcg.clone()))
+                .and_then(|&i| Handle::<cmdgraph_ir::graph::DynCommandGroup>::from_usize(i))
+                .and_then(|h| graph.dcgs.try_get(h).map(|d| (h, d)))
                 .ok_or_else(|| ExecError::Unknown(format!("dynamic command group %{dcg}")))?;
             if index as usize >= d.alternatives.len() {
                 return Err(ExecError::Invalid(format!(
