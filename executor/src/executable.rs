@@ -5,17 +5,25 @@
 
 use crate::args::{encode, Encoded, Place as ArgPlace, Target};
 use crate::error::{ExecError, Result};
-use crate::exec::{declared, ExecId, Executor, NativeContext};
+use crate::exec::{ExecId, Executor, NativeContext};
 use crate::profile::Queries;
 use crate::schedule::{self, Seg};
 use crate::vk::buffer::full_barrier;
 use crate::vk::{Buffer, Context, Place};
-use crate::worker::{submit, wait_timeline, Job, Step};
+use crate::worker::{wait_timeline, Step};
 use ash::vk;
 use cmdgraph_ir::{
     Alternative, Arg, ArgValue, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemRef, Node, NodeKind,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+mod alts;
+mod plan;
+
+/// Which kernel resources: (node index, alternative index of a `dynamic` node; `None` for a
+/// kernel node). Stable for the executable's life: updates change a [`KNode`]'s command,
+/// never which alternative's resources it is.
+pub(crate) type KKey = (usize, Option<u32>);
 
 /// Alignment of graph allocations when the bundle has no pool plan.
 const DEFAULT_ALIGN: u64 = 256;
@@ -34,6 +42,8 @@ pub(crate) struct KNode {
     pub(crate) bound: Vec<(vk::Buffer, u64)>,
     /// The device segment that records it.
     pub(crate) segment: usize,
+    /// The alternative of a `dynamic` node these resources belong to (`None`: a kernel node).
+    pub(crate) alt: Option<u32>,
 }
 
 /// One executable graph.
@@ -43,7 +53,29 @@ pub(crate) struct Executable {
     pub(crate) sched: Vec<Seg>,
     /// One command buffer per device segment (null for host segments).
     pub(crate) cmds: Vec<vk::CommandBuffer>,
+    /// The kernel each node runs now (a `dynamic` node: its active alternative's resources).
     pub(crate) kernels: BTreeMap<usize, KNode>,
+    /// The other kernel alternatives of `dynamic` nodes, recorded next to the active one with
+    /// group counts (0, 0, 0): (node index, alternative index) → resources.
+    pub(crate) spare: BTreeMap<(usize, u32), KNode>,
+    /// Per dynamic parameter (by index): the kernel resources whose command names it.
+    pub(crate) users: Vec<BTreeSet<KKey>>,
+    /// Per dynamic command group (by index): the nodes that run it.
+    pub(crate) dcg_nodes: Vec<Vec<usize>>,
+    /// (is a dynamic command group, name) → index: dynamic parameters (`false`) and groups
+    /// (`true`) by name, so an update finds its target without scanning the graph.
+    pub(crate) names: BTreeMap<(bool, String), usize>,
+    /// What a run does, built at finalize (rebuilt by a host-task update): one step per
+    /// segment, or the error `run` reports for a host task whose memory cannot be resolved.
+    pub(crate) steps: Vec<Result<Step>>,
+    /// The device segments' command buffers in order, as one submission takes them.
+    pub(crate) device_cbs: Vec<vk::CommandBufferSubmitInfo<'static>>,
+    /// Whether any segment is a host task (then runs go to the host-task thread).
+    pub(crate) has_host: bool,
+    /// Times `steps` was built (finalize, updates that change a host task).
+    pub(crate) plans_built: u64,
+    /// Segments the last `run` walked.
+    pub(crate) last_run_steps: u64,
     pub(crate) pool: Option<Buffer>,
     /// async_malloc node index → (name, byte offset, size).
     pub(crate) allocs: BTreeMap<usize, (String, u64, u64)>,
@@ -76,7 +108,7 @@ impl Executable {
     pub(crate) fn destroy(&mut self, ctx: &Context) {
         // SAFETY: the executor waits for the device before destroying executables.
         unsafe {
-            for k in self.kernels.values() {
+            for k in self.kernels.values().chain(self.spare.values()) {
                 ctx.device.destroy_descriptor_pool(k.desc_pool, None);
             }
             ctx.device.destroy_command_pool(self.cmd_pool, None);
@@ -311,33 +343,41 @@ impl Executor {
         }
         let ctx = &self.ctx;
         let min_align = ctx.props.limits.min_storage_buffer_offset_alignment.max(4);
-        // Argument block and indirect offsets per kernel node (room for the largest variant).
+        // Argument block and indirect offsets per kernel node and per kernel alternative of a
+        // `dynamic` node (each with room for the largest variant of any of the node's kernels:
+        // a node update may give one alternative's resources another alternative's command).
         let mut layout = Vec::new();
         let (mut args_size, mut ind_size) = (0u64, 0u64);
         let active: Vec<u32> = graph.dcgs.iter().map(|(_, d)| d.active).collect();
         for (si, seg) in sched.iter().enumerate() {
             let Seg::Device(stages) = seg else { continue };
             for &h in stages.iter().flatten() {
-                let alts: Vec<KernelCommand> = match &graph.nodes[h].kind {
-                    NodeKind::Kernel(c) => vec![c.clone()],
+                let alts: Vec<(Option<u32>, &KernelCommand)> = match &graph.nodes[h].kind {
+                    NodeKind::Kernel(c) => vec![(None, c)],
                     NodeKind::Dynamic { dcg } => graph.dcgs[*dcg]
                         .alternatives
                         .iter()
-                        .filter_map(|a| if let Alternative::Kernel(c) = a { Some(c.clone()) } else { None })
+                        .enumerate()
+                        .filter_map(|(i, a)| match a {
+                            Alternative::Kernel(c) => Some((Some(i as u32), c)),
+                            _ => None,
+                        })
                         .collect(),
                     _ => continue,
                 };
                 let mut block = 0u64;
-                for c in &alts {
+                for (_, c) in &alts {
                     let kname = &self.loaded.module.kernels[c.kernel].name;
                     for k in self.loaded.bundle.kernels.iter().filter(|k| &k.kernel == kname) {
                         block = block.max(u64::from(k.layout.block_size));
                     }
                 }
-                let args_off = args_size.next_multiple_of(min_align);
-                args_size = args_off + block.max(32);
-                layout.push((h, si, args_off, ind_size));
-                ind_size += 12;
+                for (alt, _) in alts {
+                    let args_off = args_size.next_multiple_of(min_align);
+                    args_size = args_off + block.max(32);
+                    layout.push((h, si, alt, args_off, ind_size));
+                    ind_size += 12;
+                }
             }
         }
         // Fill patterns that vkCmdFillBuffer cannot express.
@@ -411,6 +451,20 @@ impl Executor {
             cmds: vec![vk::CommandBuffer::null(); sched.len()],
             sched,
             kernels: BTreeMap::new(),
+            spare: BTreeMap::new(),
+            users: vec![BTreeSet::new(); graph.dyn_params.len()],
+            dcg_nodes: vec![Vec::new(); graph.dcgs.len()],
+            names: graph
+                .dyn_params
+                .iter()
+                .map(|(h, p)| ((false, p.name.clone()), h.index()))
+                .chain(graph.dcgs.iter().map(|(h, d)| ((true, d.name.clone()), h.index())))
+                .collect(),
+            steps: Vec::new(),
+            device_cbs: Vec::new(),
+            has_host: false,
+            plans_built: 0,
+            last_run_steps: 0,
             pool,
             allocs,
             args,
@@ -430,32 +484,63 @@ impl Executor {
             scratch_offs,
         };
         let built = (|| {
-            for (h, si, args_off, ind_off) in layout {
-                let Some(cmd) = kernel_cmd(&graph, h, &exe.active)? else { continue };
-                let kname = self.loaded.module.kernels[cmd.kernel].name.clone();
-                let alt = match &graph.nodes[h].kind {
-                    NodeKind::Dynamic { dcg } => exe.active.get(dcg.index()).copied(),
-                    _ => None,
+            for (h, si, alt, args_off, ind_off) in layout {
+                let node = &graph.nodes[h];
+                let (cmd, active) = match (&node.kind, alt) {
+                    (NodeKind::Kernel(c), None) => (c.clone(), true),
+                    (NodeKind::Dynamic { dcg }, Some(i)) => {
+                        let d = &graph.dcgs[*dcg];
+                        let Some(Alternative::Kernel(c)) = d.alternatives.get(i as usize) else { continue };
+                        let now = exe.active.get(dcg.index()).copied().unwrap_or(d.active);
+                        (c.clone(), now == i)
+                    }
+                    _ => continue,
                 };
-                let variant = self.variant_of(&graph.name, &graph.nodes[h].name, alt, &kname, &cmd.launch)?;
-                exe.kernels.insert(
-                    h.index(),
-                    KNode {
-                        cmd,
-                        variant,
-                        args_off,
-                        ind_off,
-                        desc_pool: vk::DescriptorPool::null(),
-                        set: vk::DescriptorSet::null(),
-                        bound: Vec::new(),
-                        segment: si,
-                    },
-                );
-                self.prepare_node(&mut exe, h.index(), true)?;
+                let kname = &self.loaded.module.kernels[cmd.kernel].name;
+                let variant = self.variant_of(&graph.name, &node.name, alt, kname, &cmd.launch);
+                let variant = match (variant, active) {
+                    (Ok(v), _) => v,
+                    (Err(e), true) => return Err(e),
+                    // An alternative that cannot run as recorded is left out: switching to
+                    // it takes the re-recording path, which reports the error then.
+                    (Err(_), false) => continue,
+                };
+                let k = KNode {
+                    cmd,
+                    variant,
+                    args_off,
+                    ind_off,
+                    desc_pool: vk::DescriptorPool::null(),
+                    set: vk::DescriptorSet::null(),
+                    bound: Vec::new(),
+                    segment: si,
+                    alt,
+                };
+                if active {
+                    exe.kernels.insert(h.index(), k);
+                    self.prepare_node(&mut exe, h.index(), true)?;
+                } else if let Some(i) = alt {
+                    exe.spare.insert((h.index(), i), k);
+                    if self.prepare_key(&mut exe, (h.index(), alt), true).is_err() {
+                        if let Some(k) = exe.spare.remove(&(h.index(), i)) {
+                            // SAFETY: nothing recorded the set yet.
+                            unsafe { self.ctx.device.destroy_descriptor_pool(k.desc_pool, None) };
+                        }
+                    }
+                }
+            }
+            exe.reindex();
+            for (h, n) in graph.nodes.iter() {
+                if let NodeKind::Dynamic { dcg } = n.kind {
+                    if let Some(v) = exe.dcg_nodes.get_mut(dcg.index()) {
+                        v.push(h.index());
+                    }
+                }
             }
             for si in 0..exe.sched.len() {
                 self.record(&mut exe, si)?;
             }
+            self.build_steps(&mut exe);
             Ok(())
         })();
         if let Err(e) = built {
@@ -466,12 +551,26 @@ impl Executor {
         Ok(ExecId(self.execs.len() - 1))
     }
 
-    /// Encodes a kernel node's argument block and indirect command and rewrites the
-    /// descriptors that changed; `new_set` allocates a descriptor set for its current variant
-    /// first. Returns whether a descriptor of an existing set changed (which, without
-    /// UPDATE_AFTER_BIND, invalidates the command buffer that binds it).
+    /// [`prepare_key`](Self::prepare_key) for the kernel node `node` runs now.
     pub(crate) fn prepare_node(&self, exe: &mut Executable, node: usize, new_set: bool) -> Result<bool> {
-        let k = exe.kernels.get(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?;
+        let alt = exe.kernels.get(&node).ok_or_else(|| ExecError::Invalid("not a kernel node".into()))?.alt;
+        self.prepare_key(exe, (node, alt), new_set)
+    }
+
+    /// Encodes the argument block and indirect command of kernel resources `key` and
+    /// rewrites the descriptors that changed; `new_set` allocates a descriptor set for its
+    /// current variant first. An inactive alternative's group counts are (0, 0, 0). Returns
+    /// whether a descriptor of an existing set changed (which, without UPDATE_AFTER_BIND,
+    /// invalidates the command buffer that binds it).
+    pub(crate) fn prepare_key(&self, exe: &mut Executable, key: KKey, new_set: bool) -> Result<bool> {
+        let active = exe.is_active(key);
+        let mut k = exe.take_knode(key)?;
+        let r = self.prepare_k(exe, &mut k, active, new_set);
+        exe.put_knode(key, active, k);
+        r
+    }
+
+    fn prepare_k(&self, exe: &mut Executable, k: &mut KNode, active: bool, new_set: bool) -> Result<bool> {
         let variant =
             self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
         let kernel = &self.loaded.module.kernels[k.cmd.kernel];
@@ -511,26 +610,23 @@ impl Executor {
                     Ok(s) => (pool, s.first().copied().unwrap_or_default()),
                     Err(e) => {
                         d.destroy_descriptor_pool(pool, None);
-                        if let Some(k) = exe.kernels.get_mut(&node) {
-                            k.desc_pool = vk::DescriptorPool::null();
-                        }
+                        k.desc_pool = vk::DescriptorPool::null();
                         return Err(e.into());
                     }
                 }
             };
-            if let Some(k) = exe.kernels.get_mut(&node) {
-                k.desc_pool = pool;
-                k.set = set;
-                k.bound.clear();
-            }
+            k.desc_pool = pool;
+            k.set = set;
+            k.bound.clear();
         }
-        let set = exe.kernels.get(&node).map(|k| k.set).unwrap_or_default();
+        let set = k.set;
         exe.args.write(args_off, &block)?;
+        let groups = if active { groups } else { [0; 3] };
         let ind: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
         exe.indirect.write(ind_off, &ind)?;
         let mut want = vec![(exe.args.buffer, args_off)];
         want.extend(buffers.iter().map(|&b| (b, 0)));
-        let bound = exe.kernels.get(&node).map(|k| k.bound.clone()).unwrap_or_default();
+        let bound = &k.bound;
         let infos: Vec<(usize, [vk::DescriptorBufferInfo; 1])> = want
             .iter()
             .enumerate()
@@ -541,9 +637,7 @@ impl Executor {
             })
             .collect();
         let changed = !new_set && !infos.is_empty();
-        if let Some(k) = exe.kernels.get_mut(&node) {
-            k.bound = want;
-        }
+        k.bound = want;
         let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
             .map(|(i, info)| {
@@ -638,12 +732,17 @@ impl Executor {
         let d = &self.ctx.device;
         let n = &graph.nodes[h];
         if let Some(k) = exe.kernels.get(&h.index()) {
-            let p = self.pipelines.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
-            // SAFETY: `cb` is recording; pipeline, set and indirect buffer are live.
-            unsafe {
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
-                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, p.layout, 0, &[k.set], &[]);
-                d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
+            // A `dynamic` node's other kernel alternatives follow in the same stage (same
+            // dependencies); their indirect commands hold (0, 0, 0) until `set_active`.
+            let spares = exe.spare.range((h.index(), 0)..=(h.index(), u32::MAX)).map(|(_, k)| k);
+            for k in std::iter::once(k).chain(spares) {
+                let p = self.pipelines.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
+                // SAFETY: `cb` is recording; pipeline, set and indirect buffer are live.
+                unsafe {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, p.layout, 0, &[k.set], &[]);
+                    d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
+                }
             }
             return Ok(true);
         }
@@ -720,75 +819,6 @@ impl Executor {
         }
     }
 
-    /// Submits one run. Without host tasks this is one `vkQueueSubmit`; a run waits for the
-    /// previous run of the same executable on the device (never two at once) and later
-    /// submissions keep queue order. A run with host tasks (or any run while such a run is
-    /// under way) goes to the host-task thread, so `run` returns without waiting for the
-    /// host tasks; [`wait`](Self::wait) waits for them and reports their errors.
-    pub fn run(&mut self, id: ExecId) -> Result<()> {
-        if let Some(e) = self.worker.take_error(id.0) {
-            return Err(e);
-        }
-        self.with_exec(id, |ex, exe| {
-            let graph = ex.loaded.module.graphs[exe.graph].clone();
-            let mut steps = Vec::with_capacity(exe.sched.len());
-            for (si, seg) in exe.sched.iter().enumerate() {
-                match seg {
-                    Seg::Device(_) => steps.push(Step::Device(exe.cmds[si])),
-                    Seg::Host(h) => steps.push(ex.host_step(exe, &graph, *h)?),
-                }
-            }
-            exe.submit_ns = Some(u64::try_from(ex.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
-            let job = Job { exec: id.0, timeline: exe.timeline, start: exe.submitted, steps };
-            let end = job.end();
-            let host = job.steps.iter().any(|s| matches!(s, Step::Host { .. }));
-            if host || !ex.worker.idle() {
-                ex.worker.push(&ex.ctx, &ex.host, job)?;
-            } else {
-                let mut at = job.start;
-                for step in &job.steps {
-                    if let Step::Device(cb) = step {
-                        submit(&ex.ctx, exe.timeline, at, *cb)?;
-                        at += 1;
-                    }
-                }
-            }
-            exe.submitted = end;
-            Ok(())
-        })
-    }
-
-    /// A host task of a run: its current command and the memory it declares, resolved now.
-    fn host_step(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Step> {
-        let n = &graph.nodes[h];
-        let cmd = match (exe.hosts.get(&h.index()), &n.kind) {
-            // An update replaced the node's command.
-            (Some(c), _) => c.clone(),
-            (None, NodeKind::HostTask(c)) => c.clone(),
-            (None, NodeKind::Dynamic { dcg }) => {
-                let d = &graph.dcgs[*dcg];
-                let i = exe.active.get(dcg.index()).copied().unwrap_or(d.active);
-                match d.alternatives.get(i as usize) {
-                    Some(Alternative::HostTask(c)) => c.clone(),
-                    _ => return Err(ExecError::Invalid(format!("%{}: active alternative is not a host task", n.name))),
-                }
-            }
-            _ => return Err(ExecError::Invalid(format!("%{} is not a host task", n.name))),
-        };
-        let host_err = |reason: String| ExecError::Host { node: n.name.clone(), reason };
-        let registered = self.host.lock().map(|m| m.contains_key(&cmd.callback)).unwrap_or(false);
-        if !registered {
-            return Err(host_err(format!("callback \"{}\" is not registered", cmd.callback)));
-        }
-        let place = |m: MemRef| match m {
-            MemRef::Alloc(a) => exe.allocs.get(&a.index()).cloned(),
-            MemRef::Memory(_) => None,
-        };
-        let pool = exe.pool.as_ref().map(|p| (p, &place as &dyn Fn(MemRef) -> Option<(String, u64, u64)>));
-        let access = declared(&self.loaded.module, &self.memories, pool, &cmd.access).map_err(host_err)?;
-        Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access })
-    }
-
     /// Waits until the host-task thread is idle and `exe`'s timeline reaches `value`.
     pub(crate) fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
         self.worker.drain();
@@ -807,6 +837,19 @@ impl Executor {
     /// re-recording leave it unchanged.
     pub fn recorded(&self, id: ExecId) -> Result<u64> {
         Ok(self.exec_ref(id)?.recorded)
+    }
+
+    /// Times the per-run plan of `id` (its steps, its submission's command-buffer list) was
+    /// built: once at finalize, again only by an update that changes a host task. `run`
+    /// itself builds nothing (for tests and benchmarks).
+    pub fn plans_built(&self, id: ExecId) -> Result<u64> {
+        Ok(self.exec_ref(id)?.plans_built)
+    }
+
+    /// Segments the last `run` of `id` walked: its host work is this, whatever the number of
+    /// nodes (for tests and benchmarks).
+    pub fn last_run_steps(&self, id: ExecId) -> Result<u64> {
+        Ok(self.exec_ref(id)?.last_run_steps)
     }
 
     /// The bytes of a graph allocation of an executable (after its submitted runs).
@@ -830,11 +873,11 @@ impl Executor {
         let param = param.trim_start_matches('%').to_string();
         self.with_exec(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
-            let h = graph
-                .dyn_params
-                .iter()
-                .find(|(_, p)| p.name == param)
-                .map(|(h, _)| h)
+            let h = exe
+                .names
+                .get(&(false, param.clone()))
+                .and_then(|&i| Handle::<cmdgraph_ir::DynParam>::from_usize(i))
+                .filter(|&h| graph.dyn_params.try_get(h).is_some())
                 .ok_or_else(|| ExecError::Unknown(format!("dynamic parameter %{param}")))?;
             let old = exe.dyn_values.get(h.index()).ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))?;
             if std::mem::discriminant(old) != std::mem::discriminant(&value) {
@@ -842,20 +885,22 @@ impl Executor {
             }
             ex.wait_value(exe, exe.submitted)?;
             let previous = std::mem::replace(&mut exe.dyn_values[h.index()], value);
-            let users: Vec<usize> =
-                exe.kernels.iter().filter(|(_, k)| k.cmd.args.contains(&Arg::Dyn(h))).map(|(&i, _)| i).collect();
+            // The kernels registered to it (nodes and `dynamic` alternatives), from the index
+            // built at finalize: O(its registrations), not O(nodes).
+            let users: Vec<KKey> = exe.users.get(h.index()).map(|u| u.iter().copied().collect()).unwrap_or_default();
             let mut stale = std::collections::BTreeSet::new();
-            for &n in &users {
-                match ex.prepare_node(exe, n, false) {
+            for &key in &users {
+                let segment = exe.knode(key).map(|k| k.segment);
+                match ex.prepare_key(exe, key, false) {
                     Ok(changed) => {
                         if changed && !ex.ctx.update_after_bind {
-                            stale.extend(exe.kernels.get(&n).map(|k| k.segment));
+                            stale.extend(segment);
                         }
                     }
                     Err(e) => {
                         exe.dyn_values[h.index()] = previous;
                         for &m in &users {
-                            let _ = ex.prepare_node(exe, m, false);
+                            let _ = ex.prepare_key(exe, m, false);
                         }
                         for &si in &stale {
                             let _ = ex.record(exe, si);
@@ -900,16 +945,21 @@ impl Executor {
         })
     }
 
-    /// Switches the active alternative of dynamic command group `dcg`: each node running it
-    /// gets the alternative's pipeline and arguments, and its segment is re-recorded.
+    /// Switches the active alternative of dynamic command group `dcg`. A node whose old and
+    /// new alternatives are both kernels recorded at finalize re-records nothing: the old
+    /// one's group counts become (0, 0, 0) and the new one's its launch's
+    /// ([`activate`](Self::activate)). Otherwise (a host-task alternative, or one finalize
+    /// could not prepare) the node gets the alternative's command and pipeline, and its
+    /// segment is re-recorded.
     pub fn set_active(&mut self, id: ExecId, dcg: &str, index: u32) -> Result<()> {
         let dcg = dcg.trim_start_matches('%').to_string();
         self.with_exec(id, |ex, exe| {
-            let graph = ex.loaded.module.graphs[exe.graph].clone();
-            let (dh, d) = graph
-                .dcgs
-                .iter()
-                .find(|(_, d)| d.name == dcg)
+            let graph = &ex.loaded.module.graphs[exe.graph];
+            let (dh, d) = exe
+                .names
+                .get(&(true, dcg.clone()))
+                .and_then(|&i| Handle::<cmdgraph_ir::graph::DynCommandGroup>::from_usize(i))
+                .and_then(|h| graph.dcgs.try_get(h).map(|d| (h, d)))
                 .ok_or_else(|| ExecError::Unknown(format!("dynamic command group %{dcg}")))?;
             if index as usize >= d.alternatives.len() {
                 return Err(ExecError::Invalid(format!(
@@ -921,29 +971,40 @@ impl Executor {
             ex.wait_value(exe, exe.submitted)?;
             let old = exe.active[dh.index()];
             exe.active[dh.index()] = index;
-            let nodes: Vec<Handle<Node>> = graph
-                .nodes
-                .iter()
-                .filter(|(_, n)| matches!(n.kind, NodeKind::Dynamic { dcg } if dcg == dh))
-                .map(|(h, _)| h)
-                .collect();
-            for h in nodes {
-                let Some(cmd) = kernel_cmd(&graph, h, &exe.active)? else { continue };
-                let kname = ex.loaded.module.kernels[cmd.kernel].name.clone();
-                let variant = match ex.variant_of(&graph.name, &graph.nodes[h].name, Some(index), &kname, &cmd.launch) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        exe.active[dh.index()] = old;
-                        return Err(e);
-                    }
+            let nodes = exe.dcg_nodes.get(dh.index()).cloned().unwrap_or_default();
+            for n in nodes {
+                let r = if exe.can_activate(n, index) {
+                    ex.activate(exe, n, index)
+                } else {
+                    ex.switch_rerecording(exe, n, index)
                 };
-                ex.retarget(exe, h.index(), |k| {
-                    k.cmd = cmd;
-                    k.variant = variant;
-                })?;
+                if let Err(e) = r {
+                    exe.active[dh.index()] = old;
+                    return Err(e);
+                }
             }
             Ok(())
         })
+    }
+
+    /// The re-recording switch of node `n` to alternative `index` (the group's active index
+    /// is already `index`): the node's resources take the alternative's command.
+    fn switch_rerecording(&mut self, exe: &mut Executable, n: usize, index: u32) -> Result<()> {
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let h = Handle::from_usize(n).ok_or_else(|| ExecError::Ir("bad node".into()))?;
+        let Some(cmd) = kernel_cmd(graph, h, &exe.active)? else { return Ok(()) };
+        let kname = &self.loaded.module.kernels[cmd.kernel].name;
+        let variant = self.variant_of(&graph.name, &graph.nodes[h].name, Some(index), kname, &cmd.launch)?;
+        let key = (n, exe.kernels.get(&n).and_then(|k| k.alt));
+        let was = exe.knode(key).map(|k| k.cmd.clone());
+        let r = self.retarget(exe, n, |k| {
+            k.cmd = cmd;
+            k.variant = variant;
+        });
+        if let Some(was) = was {
+            exe.reindex_key(key, &was);
+        }
+        r
     }
 
     /// Applies `change` to a kernel node; re-prepares it, and re-records its segment only if

@@ -11,7 +11,7 @@
 
 use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor};
-use crate::executable::Executable;
+use crate::executable::{Executable, KKey};
 use cmdgraph_ir::graph::NodeType;
 use cmdgraph_ir::{
     Accessor, Alternative, Arg, ArgValue, DynParam, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemAccess,
@@ -438,6 +438,7 @@ impl Executor {
                 }
             }
             let mut touched = BTreeSet::new();
+            let mut hosts_changed = false;
             for c in changes {
                 match c {
                     Change::Kernel { node, cmd, variant } => {
@@ -449,16 +450,28 @@ impl Executor {
                     }
                     Change::Host { node, cmd } => {
                         exe.hosts.insert(node, cmd);
+                        hosts_changed = true;
                     }
                 }
             }
-            // Every node reading a changed parameter is re-encoded too.
-            for (&n, k) in &exe.kernels {
-                if k.cmd.args.iter().any(|a| matches!(a, Arg::Dyn(h) if changed_params.contains(&h.index()))) {
-                    touched.insert(n);
+            // Commands changed: the parameter index follows (O(kernels), as this update).
+            exe.reindex();
+            // Every kernel reading a changed parameter is re-encoded too, inactive
+            // alternatives of `dynamic` nodes included (they dispatch nothing until switched).
+            let mut spares = BTreeSet::new();
+            for p in &changed_params {
+                for &(n, alt) in exe.users.get(*p).into_iter().flatten() {
+                    if exe.is_active((n, alt)) {
+                        touched.insert(n);
+                    } else {
+                        spares.insert((n, alt));
+                    }
                 }
             }
-            let r = ex.reprepare(exe, &touched, &saved);
+            let r = ex.reprepare(exe, &touched, &saved).and_then(|()| ex.reprepare_spares(exe, &spares));
+            if hosts_changed {
+                ex.build_steps(exe);
+            }
             if r.is_err() {
                 for (n, (cmd, variant)) in &saved {
                     if let Some(k) = exe.kernels.get_mut(n) {
@@ -470,9 +483,40 @@ impl Executor {
                 exe.hosts = saved_hosts;
                 let before: BTreeMap<usize, (KernelCommand, usize)> = BTreeMap::new();
                 let _ = ex.reprepare(exe, &touched, &before);
+                let _ = ex.reprepare_spares(exe, &spares);
+                exe.reindex();
+                if hosts_changed {
+                    ex.build_steps(exe);
+                }
             }
             r
         })
+    }
+
+    /// Re-encodes inactive alternatives `keys` (their group counts stay (0, 0, 0));
+    /// re-records a segment only where a descriptor changed without UPDATE_AFTER_BIND.
+    fn reprepare_spares(&mut self, exe: &mut Executable, keys: &BTreeSet<KKey>) -> Result<()> {
+        let mut stale = BTreeSet::new();
+        let mut result = Ok(());
+        for &key in keys {
+            let segment = exe.knode(key).map(|k| k.segment);
+            match self.prepare_key(exe, key, false) {
+                Ok(changed) if changed && !self.ctx.update_after_bind => stale.extend(segment),
+                Ok(_) => {}
+                Err(e) => {
+                    if result.is_ok() {
+                        result = Err(e);
+                    }
+                }
+            }
+        }
+        for si in stale {
+            let r = self.record(exe, si);
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
     }
 
     /// Re-encodes `nodes`, with a new descriptor set where the variant differs from

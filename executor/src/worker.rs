@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 pub(crate) type Callbacks = Arc<Mutex<BTreeMap<String, HostFn>>>;
 
 /// One step of a run.
+#[derive(Clone)]
 pub(crate) enum Step {
     /// Submit a device segment's command buffer.
     Device(vk::CommandBuffer),

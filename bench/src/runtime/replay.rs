@@ -334,9 +334,8 @@ fn targets(rows: &[Row], torch: &Option<serde_json::Value>) -> String {
                 } else {
                     format!(
                         "**missed**: submit {:.1} µs at N = {} vs {:.1} µs at N = {} ({g:.1}× for {}× the nodes); \
-                         `run` still does per-node host work (it clones the graph to build the run's steps, \
-                         executable.rs) and the driver's submit may scale with the command buffer; what would \
-                         close it: build the submission once at finalize and borrow the graph",
+                         `run` walks a plan built at finalize (O(segments), executor/src/executable/plan.rs), \
+                         so what grows is the driver's `vkQueueSubmit` of the one command buffer",
                         hi.submit * 1e6,
                         hi.n,
                         lo.submit * 1e6,

@@ -1,0 +1,134 @@
+//! Running an executable: the per-run plan built at finalize and `run`, which only walks it
+//! (docs/executor.md, "Running").
+//!
+//! Everything a run needs that does not change between runs — one step per segment, host
+//! tasks' callbacks and resolved memory, the device command buffers in submission order — is
+//! built once ([`Executor::build_steps`]) at finalize and again only by an update that
+//! changes a host task. `run` then does O(segments) work: checks the host tasks' callbacks
+//! are registered, and makes one `vkQueueSubmit` (no host tasks) or queues one job.
+
+use super::Executable;
+use crate::error::{ExecError, Result};
+use crate::exec::{declared, ExecId, Executor};
+use crate::schedule::Seg;
+use crate::worker::{Job, Step};
+use ash::vk;
+use cmdgraph_ir::{Alternative, Graph, Handle, MemRef, Node, NodeKind};
+
+impl Executor {
+    /// Builds `exe`'s per-run plan (its command buffers must be allocated: they are, once
+    /// every segment has been recorded, and re-recording keeps the handles).
+    pub(crate) fn build_steps(&self, exe: &mut Executable) {
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let mut steps = Vec::with_capacity(exe.sched.len());
+        let mut cbs = Vec::new();
+        for (si, seg) in exe.sched.iter().enumerate() {
+            match seg {
+                Seg::Device(_) => {
+                    let cb = exe.cmds.get(si).copied().unwrap_or_default();
+                    cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
+                    steps.push(Ok(Step::Device(cb)));
+                }
+                Seg::Host(h) => steps.push(self.host_step(exe, graph, *h)),
+            }
+        }
+        exe.has_host = exe.sched.iter().any(|s| matches!(s, Seg::Host(_)));
+        exe.steps = steps;
+        exe.device_cbs = cbs;
+        exe.plans_built += 1;
+    }
+
+    /// Submits one run. Without host tasks this is one `vkQueueSubmit` of every device
+    /// segment; a run waits for the previous run of the same executable on the device (never
+    /// two at once) and later submissions keep queue order. A run with host tasks (or any
+    /// run while such a run is under way) goes to the host-task thread, so `run` returns
+    /// without waiting for the host tasks; [`wait`](Self::wait) waits for them and reports
+    /// their errors. Host work per run is O(segments): the plan was built at finalize.
+    pub fn run(&mut self, id: ExecId) -> Result<()> {
+        if let Some(e) = self.worker.take_error(id.0) {
+            return Err(e);
+        }
+        self.with_exec(id, |ex, exe| {
+            // A host task whose memory could not be resolved, or whose callback is not
+            // registered (callbacks may be registered after finalize), fails the run here.
+            if exe.has_host {
+                let names = ex.host.lock().map_err(|_| ExecError::Invalid("callback registry poisoned".into()))?;
+                for step in &exe.steps {
+                    match step {
+                        Err(e) => return Err(e.clone()),
+                        Ok(Step::Host { node, callback, .. }) if !names.contains_key(callback) => {
+                            return Err(ExecError::Host {
+                                node: node.clone(),
+                                reason: format!("callback \"{callback}\" is not registered"),
+                            });
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            }
+            exe.submit_ns = Some(u64::try_from(ex.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            let start = exe.submitted;
+            let end = start + exe.device_cbs.len() as u64;
+            exe.last_run_steps = exe.steps.len() as u64;
+            if exe.has_host || !ex.worker.idle() {
+                let steps = exe.steps.iter().filter_map(|s| s.as_ref().ok().cloned()).collect();
+                ex.worker.push(&ex.ctx, &ex.host, Job { exec: id.0, timeline: exe.timeline, start, steps })?;
+            } else if !exe.device_cbs.is_empty() {
+                submit_all(&ex.ctx, exe, start, end)?;
+            }
+            exe.submitted = end;
+            Ok(())
+        })
+    }
+
+    /// A host task of a run: its current command and the memory it declares, resolved (at
+    /// finalize, and again when an update changes its callback).
+    fn host_step(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Step> {
+        let n = &graph.nodes[h];
+        let cmd = match (exe.hosts.get(&h.index()), &n.kind) {
+            // An update replaced the node's command.
+            (Some(c), _) => c.clone(),
+            (None, NodeKind::HostTask(c)) => c.clone(),
+            (None, NodeKind::Dynamic { dcg }) => {
+                let d = &graph.dcgs[*dcg];
+                let i = exe.active.get(dcg.index()).copied().unwrap_or(d.active);
+                match d.alternatives.get(i as usize) {
+                    Some(Alternative::HostTask(c)) => c.clone(),
+                    _ => return Err(ExecError::Invalid(format!("%{}: active alternative is not a host task", n.name))),
+                }
+            }
+            _ => return Err(ExecError::Invalid(format!("%{} is not a host task", n.name))),
+        };
+        let host_err = |reason: String| ExecError::Host { node: n.name.clone(), reason };
+        let place = |m: MemRef| match m {
+            MemRef::Alloc(a) => exe.allocs.get(&a.index()).cloned(),
+            MemRef::Memory(_) => None,
+        };
+        let pool = exe.pool.as_ref().map(|p| (p, &place as &dyn Fn(MemRef) -> Option<(String, u64, u64)>));
+        let access = declared(&self.loaded.module, &self.memories, pool, &cmd.access).map_err(host_err)?;
+        Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access })
+    }
+}
+
+/// One `vkQueueSubmit` of every device segment of `exe` in order: it waits for timeline
+/// value `start` (the previous run) and signals `end`. Within the batch, each command buffer
+/// opens with a full barrier, so segments run in submission order.
+fn submit_all(ctx: &crate::vk::Context, exe: &Executable, start: u64, end: u64) -> Result<()> {
+    let waits = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(exe.timeline)
+        .value(start)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    let signals = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(exe.timeline)
+        .value(end)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    let wait_n = usize::from(start > 0);
+    let submit = [vk::SubmitInfo2::default()
+        .wait_semaphore_infos(&waits[..wait_n])
+        .command_buffer_infos(&exe.device_cbs)
+        .signal_semaphore_infos(&signals)];
+    // SAFETY: the command buffers were recorded with SIMULTANEOUS_USE and every resource they
+    // use lives as long as the executable, which is not destroyed before its runs finish;
+    // the queue is used by one thread at a time (the worker is idle here).
+    Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)
+}
