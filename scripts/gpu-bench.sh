@@ -5,8 +5,9 @@
 #
 #   bash scripts/gpu-bench.sh prepare        # here: release binary and compiled bundles -> .bin/
 #   bash scripts/gpu-bench.sh torch          # there: PyTorch peers -> $OUT/torch-*.json
-#   bash scripts/gpu-bench.sh device         # there: our suites (with .bin/perf/torch-*.json
-#                                            #   copied back from the torch step) -> $OUT/performance.md
+#   bash scripts/gpu-bench.sh device [S...]  # there: our suites, or only S... (with
+#                                            #   .bin/perf/torch-*.json copied back from the torch
+#                                            #   step) -> $OUT/performance.md
 #   bash scripts/gpu-bench.sh merge FILE     # here: FILE's sections into docs/performance.md
 #
 # The machine has no compiler: `prepare` compiles every bundle here (`--prepare DIR`); the
@@ -47,8 +48,9 @@ device() {
   chmod +x .bin/cmdgraph-bench
   driver="NVIDIA $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
   cp docs/performance.md "$out/performance.md"
-  local status=0
-  for suite in "${SUITES[@]}"; do
+  local status=0 suites=("$@")
+  [ ${#suites[@]} -gt 0 ] || suites=("${SUITES[@]}")
+  for suite in "${suites[@]}"; do
     local torch=()
     case "$suite" in
       replay) [ -f .bin/perf/torch-replay.json ] && torch=(--torch-json .bin/perf/torch-replay.json) ;;
@@ -94,7 +96,7 @@ PY
 case "${1:-}" in
   prepare) prepare ;;
   torch) torch ;;
-  device) device ;;
+  device) shift; device "$@" ;;
   merge) merge "${2:?merge needs the performance.md the device step wrote}" ;;
   *) echo "usage: $0 prepare|torch|device|merge FILE" >&2; exit 2 ;;
 esac

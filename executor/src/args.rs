@@ -28,6 +28,8 @@ pub struct Place {
     pub avail: u64,
     /// Element size of the memory object (accessor ranges count its elements).
     pub elem: u64,
+    /// Size of the whole backing buffer (at least `offset + avail`).
+    pub buffer_size: u64,
 }
 
 /// An encoded launch of one kernel node.
@@ -37,6 +39,12 @@ pub struct Encoded {
     pub block: Vec<u8>,
     /// What each memory slot (binding 1 + i) is bound to.
     pub slots: Vec<Target>,
+    /// The descriptor window of each slot: byte offset in the buffer and range
+    /// (`vk::WHOLE_SIZE` as `u64::MAX`). `(0, u64::MAX)` unless the buffer is larger than a
+    /// descriptor can reach (`maxStorageBufferRange`, 4 GiB on most devices): then the
+    /// descriptor starts at an aligned offset at or before the pointer, and the element offset
+    /// in the block counts from there.
+    pub windows: Vec<(u64, u64)>,
     /// Work-group counts for `VkDispatchIndirectCommand`.
     pub groups: [u32; 3],
 }
@@ -73,15 +81,16 @@ pub fn geometry(launch: &Launch) -> Result<Geometry> {
 
 /// Encodes the argument block of `kernel` compiled as `variant` for `launch` and `args`
 /// (dynamic parameters already replaced by their values). `resolve` places a memory reference
-/// plus byte offset; `max_groups` is the device's dispatch limit.
+/// plus byte offset; `limits` are the device's.
 pub fn encode(
     kernel: &Kernel,
     variant: &CompiledKernel,
     launch: &Launch,
     args: &[ArgValue],
     resolve: &dyn Fn(MemRef, u64) -> Result<Place>,
-    max_groups: [u32; 3],
+    limits: &Limits,
 ) -> Result<Encoded> {
+    let max_groups = limits.max_groups;
     let name = &kernel.name;
     let (size, offset, _) = geometry(launch)?;
     let layout = &variant.layout;
@@ -90,6 +99,7 @@ pub fn encode(
         put(&mut block, 4 * i as u32, &w.to_le_bytes())?;
     }
     let mut slots: Vec<Option<Target>> = vec![None; layout.slots.len()];
+    let mut windows: Vec<(u64, u64)> = vec![(0, u64::MAX); layout.slots.len()];
     for (i, slot) in layout.slots.iter().enumerate() {
         if let MemorySlot::DeviceGlobal { name, .. } = slot {
             slots[i] = Some(Target::Global(name.clone()));
@@ -132,6 +142,7 @@ pub fn encode(
                             offset: p.offset + start,
                             avail: end.saturating_sub(start),
                             elem: p.elem,
+                            buffer_size: p.buffer_size,
                         }
                     }
                     _ => return Err(bad("expected memory")),
@@ -143,12 +154,17 @@ pub fn encode(
                         place.offset
                     )));
                 }
-                let elem_off = u32::try_from(place.offset / eb).map_err(|_| bad("element offset past 2^32"))?;
+                let window = limits.window(&place, eb).map_err(|m| bad(&m))?;
+                let elem_off =
+                    u32::try_from((place.offset - window.0) / eb).map_err(|_| bad("element offset past 2^32"))?;
                 let count = u32::try_from(place.avail / eb).unwrap_or(u32::MAX);
                 put(&mut block, field.offset, &elem_off.to_le_bytes())?;
                 put(&mut block, field.offset + 4, &count.to_le_bytes())?;
                 if let Some(s) = slots.get_mut(*slot as usize) {
                     *s = Some(place.target);
+                }
+                if let Some(w) = windows.get_mut(*slot as usize) {
+                    *w = window;
                 }
             }
             (ArgFieldKind::Local { capacity, .. }, ParamType::Local { .. }, ArgValue::Local { count, .. }) => {
@@ -179,7 +195,49 @@ pub fn encode(
             )));
         }
     }
-    Ok(Encoded { block, slots, groups })
+    Ok(Encoded { block, slots, windows, groups })
+}
+
+/// The device limits encoding depends on.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// `maxComputeWorkGroupCount`.
+    pub max_groups: [u32; 3],
+    /// `maxStorageBufferRange`: the most bytes one storage-buffer descriptor reaches.
+    pub max_range: u64,
+    /// `minStorageBufferOffsetAlignment`.
+    pub min_align: u64,
+}
+
+impl Limits {
+    /// The descriptor window for a pointer at `place` with elements of `eb` bytes: the whole
+    /// buffer when one descriptor reaches all of it (so a pointer move rewrites one word);
+    /// else a window from an offset aligned to both the device and the element size, at or
+    /// before the pointer, covering the memory to its end.
+    pub fn window(&self, place: &Place, eb: u64) -> std::result::Result<(u64, u64), String> {
+        let end = place.offset.saturating_add(place.avail);
+        if place.buffer_size.max(end) <= self.max_range {
+            return Ok((0, u64::MAX));
+        }
+        let align = lcm(self.min_align.max(1), eb.max(1));
+        let start = place.offset / align * align;
+        let range = end - start;
+        if range > self.max_range {
+            return Err(format!(
+                "the memory from byte {} spans {range} bytes, more than one descriptor reaches on this device (maxStorageBufferRange {})",
+                place.offset, self.max_range
+            ));
+        }
+        Ok((start, range))
+    }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a / x.max(1) * b
 }
 
 fn put(block: &mut [u8], offset: u32, bytes: &[u8]) -> Result<()> {
@@ -239,4 +297,41 @@ pub fn element_bytes(v: LitValue, ty: Type) -> Option<Vec<u8>> {
     }
     out.resize(ty.size() as usize, 0);
     Some(out)
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    fn place(offset: u64, avail: u64, buffer_size: u64) -> Place {
+        Place { target: Target::Pool, offset, avail, elem: 4, buffer_size }
+    }
+
+    const LIMITS: Limits = Limits { max_groups: [65535; 3], max_range: 1 << 27, min_align: 16 };
+
+    #[test]
+    fn a_buffer_one_descriptor_reaches_is_bound_whole() {
+        assert_eq!(LIMITS.window(&place(4096, 1024, 1 << 27), 4), Ok((0, u64::MAX)));
+    }
+
+    #[test]
+    fn memory_past_the_range_gets_an_aligned_window_ending_with_it() {
+        let (start, range) = LIMITS.window(&place((1 << 27) + 100, 4000, 1 << 28), 4).unwrap();
+        assert_eq!(start, (1 << 27) + 96, "aligned to 16 at or before the pointer");
+        assert_eq!(range, 4004);
+        // Memory below the range in a buffer larger than it still needs a bounded window.
+        assert_eq!(LIMITS.window(&place(0, 1024, 1 << 28), 4), Ok((0, 1024)));
+        // 12-byte elements: the window start is a multiple of lcm(16, 12) = 48.
+        let at = 12 * 11_184_815; // past 2^27, a multiple of the element size
+        let (start, _) = LIMITS.window(&place(at, 120, 1 << 28), 12).unwrap();
+        assert_eq!(start % 48, 0);
+        assert_eq!((at - start) % 12, 0);
+        assert!(start <= at && at - start < 48);
+    }
+
+    #[test]
+    fn memory_larger_than_the_range_is_refused() {
+        let e = LIMITS.window(&place(16, (1 << 27) + 64, 1 << 28), 4).unwrap_err();
+        assert!(e.contains("maxStorageBufferRange"), "{e}");
+    }
 }

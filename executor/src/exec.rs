@@ -221,7 +221,15 @@ impl Executor {
                 if offset > size {
                     return Err(ExecError::Invalid(format!("offset {offset} past @{} ({size} bytes)", obj.name)));
                 }
-                Ok(ArgPlace { target: Target::User(h.index()), offset, avail: size - offset, elem: obj.elem.size() })
+                // User memory has a buffer of its own, of the object's size (rounded up to 4).
+                let buffer_size = size.max(4).next_multiple_of(4);
+                Ok(ArgPlace {
+                    target: Target::User(h.index()),
+                    offset,
+                    avail: size - offset,
+                    elem: obj.elem.size(),
+                    buffer_size,
+                })
             }
             MemRef::Alloc(_) => Err(ExecError::Invalid("a graph allocation outside its executable".into())),
         }

@@ -3,7 +3,7 @@
 //! memory instead of re-recording (docs/executor.md).
 #![allow(unsafe_code)]
 
-use crate::args::{encode, Encoded, Place as ArgPlace, Target};
+use crate::args::{encode, Encoded, Limits, Place as ArgPlace, Target};
 use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor, NativeContext};
 use crate::profile::Queries;
@@ -145,7 +145,8 @@ impl Executable {
                         Some(NodeKind::AsyncMalloc { elem, .. }) => elem.size(),
                         _ => 1,
                     };
-                Ok(ArgPlace { target: Target::Pool, offset: base + offset, avail: size - offset, elem })
+                let buffer_size = self.pool.as_ref().map_or(base + size, |b| b.size);
+                Ok(ArgPlace { target: Target::Pool, offset: base + offset, avail: size - offset, elem, buffer_size })
             }
         }
     }
@@ -575,9 +576,14 @@ impl Executor {
             self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
         let kernel = &self.loaded.module.kernels[k.cmd.kernel];
         let args = exe.args_of(&k.cmd)?;
-        let limits = self.ctx.props.limits.max_compute_work_group_count;
-        let Encoded { block, slots, groups } =
-            encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), limits)?;
+        let lim = &self.ctx.props.limits;
+        let limits = Limits {
+            max_groups: lim.max_compute_work_group_count,
+            max_range: u64::from(lim.max_storage_buffer_range),
+            min_align: lim.min_storage_buffer_offset_alignment.max(4),
+        };
+        let Encoded { block, slots, windows, groups } =
+            encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), &limits)?;
         let mut buffers = Vec::with_capacity(slots.len());
         for t in &slots {
             buffers.push(exe.buffer_of(self, t)?.buffer);
@@ -625,14 +631,17 @@ impl Executor {
         let ind: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
         exe.indirect.write(ind_off, &ind)?;
         let mut want = vec![(exe.args.buffer, args_off)];
-        want.extend(buffers.iter().map(|&b| (b, 0)));
+        want.extend(buffers.iter().zip(&windows).map(|(&b, &(off, _))| (b, off)));
+        let ranges: Vec<u64> = std::iter::once(block_size)
+            .chain(windows.iter().map(|&(_, r)| if r == u64::MAX { vk::WHOLE_SIZE } else { r }))
+            .collect();
         let bound = &k.bound;
         let infos: Vec<(usize, [vk::DescriptorBufferInfo; 1])> = want
             .iter()
             .enumerate()
             .filter(|(i, w)| bound.get(*i) != Some(w))
             .map(|(i, &(buffer, offset))| {
-                let range = if i == 0 { block_size } else { vk::WHOLE_SIZE };
+                let range = ranges.get(i).copied().unwrap_or(vk::WHOLE_SIZE);
                 (i, [vk::DescriptorBufferInfo { buffer, offset, range }])
             })
             .collect();
