@@ -8,9 +8,9 @@
 //! - when every offset fits in 32 bits (the pool can never exceed the sum of the sizes), an
 //!   interval is one `u64`, offset in the high half: half the bytes to fetch, and sorting
 //!   the placed neighbours by offset is a sort of integers;
-//! - allocations are placed in batches: the batch's rows are copied together and its
-//!   neighbours' intervals read once before placing, in loops whose loads do not depend on
-//!   each other, so their cache misses overlap instead of coming one after the other.
+//! - allocations are placed in batches: the batch's rows and its neighbours' intervals are
+//!   read once before placing, in a loop whose loads do not depend on each other, so their
+//!   cache misses overlap instead of coming one after the other.
 
 use super::order::Adjacency;
 
@@ -31,16 +31,14 @@ pub(super) struct BestFit<'a> {
     wide: Vec<(u64, u64)>,
     scratch_narrow: Vec<u64>,
     scratch_wide: Vec<(u64, u64)>,
-    batch: Batch,
+    batch: Batch<'a>,
 }
 
-/// The batch being placed: sizes, the end of each row in `flat`, the rows one after the
-/// other.
+/// The batch being placed: sizes and conflict rows.
 #[derive(Default)]
-struct Batch {
+struct Batch<'a> {
     need: Vec<u64>,
-    ends: Vec<usize>,
-    flat: Vec<u32>,
+    rows: Vec<&'a [u32]>,
 }
 
 impl<'a> BestFit<'a> {
@@ -109,9 +107,9 @@ impl Interval for (u64, u64) {
 }
 
 /// One run: its fixed inputs, its output and its pool top so far.
-struct Run<'r> {
-    units: &'r [u64],
-    adj: &'r Adjacency,
+struct Run<'r, 'a> {
+    units: &'a [u64],
+    adj: &'a Adjacency,
     base: u64,
     limit: u64,
     top: u64,
@@ -119,28 +117,36 @@ struct Run<'r> {
     work: &'r mut u64,
 }
 
-impl Run<'_> {
+impl<'a> Run<'_, 'a> {
     /// Places `order` batch by batch; the top of the pool, or `u64::MAX` once it reaches
     /// the limit.
-    fn place<I: Interval>(&mut self, order: &[u32], batch: &mut Batch, span: &mut [I], scratch: &mut Vec<I>) -> u64 {
+    fn place<I: Interval>(
+        &mut self,
+        order: &[u32],
+        batch: &mut Batch<'a>,
+        span: &mut [I],
+        scratch: &mut Vec<I>,
+    ) -> u64 {
         for chunk in order.chunks(BATCH) {
             batch.need.clear();
-            batch.ends.clear();
-            batch.flat.clear();
+            batch.rows.clear();
             for &b in chunk {
                 batch.need.push(self.units.get(b as usize).copied().unwrap_or(0));
-                batch.flat.extend_from_slice(self.adj.neighbours(b));
-                batch.ends.push(batch.flat.len());
+                batch.rows.push(self.adj.neighbours(b));
             }
             // Every neighbour interval of the batch read once, with no dependence between the
             // loads; the values are discarded (placing reads them again, from the cache, after
             // the batch's own placements), only their maximum is kept so the reads happen.
-            let early = batch.flat.iter().filter_map(|&a| span.get(a as usize)).fold(I::NONE, |m, &s| m.max(s));
+            let mut early = I::NONE;
+            for row in &batch.rows {
+                for &a in row.iter() {
+                    if let Some(&s) = span.get(a as usize) {
+                        early = early.max(s);
+                    }
+                }
+            }
             std::hint::black_box(early);
-            let mut from = 0;
-            for ((&b, &need), &to) in chunk.iter().zip(&batch.need).zip(&batch.ends) {
-                let row = batch.flat.get(from..to).unwrap_or(&[]);
-                from = to;
+            for ((&b, &need), &row) in chunk.iter().zip(&batch.need).zip(&batch.rows) {
                 *self.work += row.len() as u64;
                 self.place_one(b, need, row, span, scratch);
                 if self.top >= self.limit {
@@ -198,5 +204,3 @@ impl Run<'_> {
         self.top = self.top.max(hi);
     }
 }
-
-

@@ -11,6 +11,46 @@ use crate::analysis::Csr;
 /// The most chains in one block of labels.
 pub(super) const MAX_BLOCK: usize = 64;
 
+/// The inputs of the label propagation.
+struct Propagate<'p> {
+    topo: &'p [u32],
+    pred: &'p Csr,
+    /// Index of each vertex in its chain.
+    idx: &'p [u32],
+    /// Chain of each vertex.
+    chain_of: &'p [u32],
+    /// Slot of each chain in the block, `u32::MAX` when not in it.
+    slot_of: &'p [u32],
+}
+
+impl Propagate<'_> {
+    /// Labels with `W` slots per vertex: a vertex's labels are the maximum over its
+    /// predecessors' (each finished, the order being topological), and its own chain's
+    /// count includes it.
+    fn run<const W: usize>(&self, labels: &mut [u32]) {
+        let get = |labels: &[u32], v: usize| -> [u32; W] {
+            labels.get(v * W..v * W + W).and_then(|l| l.try_into().ok()).unwrap_or([0; W])
+        };
+        for &v in self.topo {
+            let v = v as usize;
+            let mut acc = [0u32; W];
+            for &p in self.pred.neighbours(v as u32) {
+                let l = get(labels, p as usize);
+                for (a, l) in acc.iter_mut().zip(l) {
+                    *a = (*a).max(l);
+                }
+            }
+            let slot = self.chain_of.get(v).and_then(|&c| self.slot_of.get(c as usize)).copied().unwrap_or(u32::MAX);
+            if let Some(a) = acc.get_mut(slot as usize) {
+                *a = (*a).max(self.idx.get(v).copied().unwrap_or(0) + 1);
+            }
+            if let Some(dst) = labels.get_mut(v * W..v * W + W) {
+                dst.copy_from_slice(&acc);
+            }
+        }
+    }
+}
+
 /// A chain cover: per vertex its chain and index in it, per chain its length.
 pub(super) struct Cover {
     /// Chain of each vertex.
@@ -103,7 +143,9 @@ pub(super) fn frees_by_chain(topo: &[u32], cover: &Cover, frees: &[(u32, u32)]) 
 /// Ancestor labels for a block of chains, and where each chain's non-ancestor frees begin.
 pub(super) struct Block<'c> {
     group: &'c [ChainFrees],
-    /// `labels[v * w + i]`: number of vertices of chain `group[i]` that are ancestors-or-self
+    /// Labels per vertex (at least the number of chains).
+    stride: usize,
+    /// `labels[v * stride + i]`: number of vertices of chain `group[i]` that are ancestors-or-self
     /// of `v`.
     labels: Vec<u32>,
     /// `first_free[base[i] + k]`: position in `group[i]`'s free list of its first free at
@@ -115,7 +157,13 @@ pub(super) struct Block<'c> {
 impl<'c> Block<'c> {
     /// Propagates the labels of the chains of `group` over the DAG. `slot_of` (one entry
     /// per chain, all `u32::MAX`) is scratch, returned as it came.
-    pub(super) fn new(group: &'c [ChainFrees], topo: &[u32], pred: &Csr, cover: &Cover, slot_of: &mut [u32]) -> Block<'c> {
+    pub(super) fn new(
+        group: &'c [ChainFrees],
+        topo: &[u32],
+        pred: &Csr,
+        cover: &Cover,
+        slot_of: &mut [u32],
+    ) -> Block<'c> {
         let n = pred.len();
         let w = group.len();
         for (i, (c, _)) in group.iter().enumerate() {
@@ -123,27 +171,19 @@ impl<'c> Block<'c> {
                 *s = i as u32;
             }
         }
-        let mut labels = vec![0u32; n * w];
-        // A vertex's labels are the maximum over its predecessors' (each is finished, the
-        // order being topological), gathered in a small array then stored once.
-        let mut acc = [0u32; MAX_BLOCK];
-        let acc = &mut acc[..w.min(MAX_BLOCK)];
-        for &v in topo {
-            let v = v as usize;
-            acc.fill(0);
-            for &p in pred.neighbours(v as u32) {
-                let from = p as usize * w;
-                for (a, &l) in acc.iter_mut().zip(labels.get(from..from + w).unwrap_or(&[])) {
-                    *a = (*a).max(l);
-                }
-            }
-            let s = cover.chain_of.get(v).and_then(|&c| slot_of.get(c as usize)).copied().unwrap_or(u32::MAX);
-            if let Some(a) = acc.get_mut(s as usize) {
-                *a = (*a).max(cover.idx[v] + 1);
-            }
-            if let Some(dst) = labels.get_mut(v * w..v * w + w) {
-                dst.copy_from_slice(acc);
-            }
+        // The stride is a power of two so that each vertex's labels are a fixed-size array
+        // (copied and compared without calls to memcpy); the padding stays zero.
+        let stride = w.next_power_of_two().clamp(1, MAX_BLOCK);
+        let mut labels = vec![0u32; n * stride];
+        let ctx = Propagate { topo, pred, idx: &cover.idx, chain_of: &cover.chain_of, slot_of };
+        match stride {
+            1 => ctx.run::<1>(&mut labels),
+            2 => ctx.run::<2>(&mut labels),
+            4 => ctx.run::<4>(&mut labels),
+            8 => ctx.run::<8>(&mut labels),
+            16 => ctx.run::<16>(&mut labels),
+            32 => ctx.run::<32>(&mut labels),
+            _ => ctx.run::<MAX_BLOCK>(&mut labels),
         }
         for (c, _) in group {
             if let Some(s) = slot_of.get_mut(*c as usize) {
@@ -163,7 +203,7 @@ impl<'c> Block<'c> {
                 first_free.push(j as u32);
             }
         }
-        Block { group, labels, base, first_free }
+        Block { group, stride, labels, base, first_free }
     }
 
     /// Appends to `out` the allocations freed on this block's chains that are freed before
@@ -171,7 +211,7 @@ impl<'c> Block<'c> {
     /// topological order but whose free is not an ancestor of `malloc`: every step of the
     /// walk yields a conflict.
     pub(super) fn partners(&self, malloc: u32, sb: u32, end: &[u32], out: &mut Vec<u32>) {
-        let w = self.group.len();
+        let w = self.stride;
         let m = malloc as usize;
         for (i, (_, frees)) in self.group.iter().enumerate() {
             let prefix = self.labels.get(m * w + i).copied().unwrap_or(0) as usize;

@@ -54,7 +54,6 @@ const LABEL_BUDGET: usize = 1 << 22;
 
 /// Computes the conflicts of `problem`. `Err` if its DAG has a cycle.
 pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
-    let mut tt = cpu_ns();
     let succ = &problem.succ;
     let n = succ.len();
     // The lowest-index topological order follows creation order, so on a recorded graph a
@@ -80,31 +79,26 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     let allocs = &problem.allocs;
     let start: Vec<u32> = allocs.iter().map(|a| vpos(a.malloc)).collect();
     let end: Vec<u32> = allocs.iter().map(|a| a.free.map_or(END, vpos)).collect();
-    tmark(&mut tt, "topo+pos");
     let live: Vec<u32> = (0..allocs.len() as u32).filter(|&i| !allocs[i as usize].zero_init).collect();
     // Allocations in start order (ties by index): every conflicting pair is found when its
     // later-starting member comes, so each allocation's "earlier" partners are produced
     // together, which lets the rows be built without a list of pairs.
     let mut by_start = live.clone();
     by_start.sort_by_key(|&i| start[i as usize]);
-    tmark(&mut tt, "by_start");
 
     // Disjoint intervals that are still unordered: chain cover and ancestor labels, per
     // block of chains.
     let pred = transpose(succ);
-    tmark(&mut tt, "transpose");
     let cover = chains::cover(&topo, &pred, &pos);
-    tmark(&mut tt, "chain_cover");
     let frees: Vec<(u32, u32)> = live.iter().filter_map(|&a| allocs[a as usize].free.map(|f| (a, f))).collect();
     let chains = chains::frees_by_chain(&topo, &cover, &frees);
-    tmark(&mut tt, "chain_frees");
-    let block = (LABEL_BUDGET / n.max(1)).clamp(1, chains::MAX_BLOCK);
+    // A power of two, so a block's labels fit its stride (chains.rs) within the budget.
+    let block = 1usize << (LABEL_BUDGET / n.max(1)).clamp(1, chains::MAX_BLOCK).ilog2();
     let mut slot_of = vec![u32::MAX; cover.len.len()];
     let mut groups = chains.chunks(block);
     // The first block is walked during the sweep below; any further ones (graphs with more
     // than `block` chains holding frees) first store their partners per allocation.
     let first = groups.next().map(|g| chains::Block::new(g, &topo, &pred, &cover, &mut slot_of));
-    tmark(&mut tt, "block");
     let mut found: Vec<Rows> = Vec::new();
     for group in groups {
         let block = chains::Block::new(group, &topo, &pred, &cover, &mut slot_of);
@@ -120,19 +114,25 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     // give: each allocation's earlier partners, sorted. Each pair is found once (the two
     // searches are disjoint and a free lies on one chain), so the lists need no dedup.
     let mut earlier = Rows::with_capacity(by_start.len());
-    earlier.targets.reserve(by_start.len() * 4);
+    earlier.targets.reserve(by_start.len() * 8);
     let mut degree = vec![0u32; allocs.len()];
     let mut active: Vec<u32> = Vec::new();
     for (r, &b) in by_start.iter().enumerate() {
         let s = start[b as usize];
         active.retain(|&a| end[a as usize] > s);
         let from = earlier.targets.len();
-        earlier.targets.extend_from_slice(&active);
+        // The chains' partners ended before `b` started, so they mostly come before the live
+        // ones in start order: in this order the row is nearly sorted already, which is what
+        // the insertion sort that sorts short rows is fast on.
         if let Some(block) = &first {
             block.partners(allocs[b as usize].malloc, s, &end, &mut earlier.targets);
         }
         for rows in &found {
             earlier.targets.extend_from_slice(rows.row(r));
+        }
+        // Pushed one by one: a call to memmove per row costs more than the copy.
+        for &a in &active {
+            earlier.targets.push(a);
         }
         let row = &mut earlier.targets[from..];
         row.sort_unstable();
@@ -144,9 +144,7 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
         active.push(b);
     }
     drop(found);
-    tmark(&mut tt, "sweep");
     let adj = Adjacency::from_earlier(&by_start, &earlier, &degree)?;
-    tmark(&mut tt, "from_earlier");
     Ok(Conflicts { start, end, adj, chains: chains.len() })
 }
 
@@ -277,14 +275,4 @@ fn transpose(succ: &Csr) -> Csr {
         }
     }
     Csr::from_parts(count, targets)
-}
-
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok().and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())).unwrap_or(0)
-}
-fn tmark(t: &mut u64, what: &str) {
-    if std::env::var_os("MEMPROF").is_some() {
-        eprintln!("TMP {what} {:.2} ms", (cpu_ns() - *t) as f64 / 1e6);
-    }
-    *t = cpu_ns();
 }

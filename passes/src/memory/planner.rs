@@ -20,11 +20,15 @@
 //!   many, and a seeded generator keeps the plan deterministic;
 //! - for up to [`EXACT_LIMIT`] allocations still above the bound, the exact branch and bound
 //!   of exact.rs, under a work budget.
+//!
+//! Best fit itself is in best_fit.rs and the orders are sorted in priority.rs, both shaped
+//! for 10^5 allocations (packed intervals and keys, batched memory accesses).
 
 use super::best_fit::BestFit;
 use super::canonical::{Lowest, Space};
 use super::lifetimes::Problem;
 use super::order::Conflicts;
+use super::priority::priority;
 
 /// Offsets in bytes and the pool size, for one problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,7 +82,6 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
     // Allocations by start position, then index: every order breaks its ties this way.
     let mut by_start = shared.clone();
     by_start.sort_by_key(|&i| start(i));
-    let sorted = |key: &dyn Fn(u32) -> (u64, u64)| super::priority::priority(&by_start, key);
     let u = |i: u32| units[i as usize];
     let size_class = |i: u32| 64 - u(i).leading_zeros() as u64;
     // Large inputs try only the orders that win there (size, area; see docs/performance.md),
@@ -106,23 +109,19 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         if best.as_ref().is_some_and(|b| b.0 <= target) {
             break;
         }
-        let tt = std::time::Instant::now();
         let order = match name {
-            "size" => sorted(&|i| (u(i), 0)),
-            "neighbourhood" => sorted(&|i| (weights.get(i as usize).copied().unwrap_or(0), u(i))),
-            "area" => sorted(&|i| (u(i).saturating_mul(length(i)), u(i))),
-            "size-class" => sorted(&|i| (size_class(i), u64::MAX - start(i))),
-            _ => sorted(&|i| (u64::MAX - start(i), u(i))),
+            "size" => priority(&by_start, |i| (u(i), 0)),
+            "neighbourhood" => priority(&by_start, |i| (weights.get(i as usize).copied().unwrap_or(0), u(i))),
+            "area" => priority(&by_start, |i| (u(i).saturating_mul(length(i)), u(i))),
+            "size-class" => priority(&by_start, |i| (size_class(i), u64::MAX - start(i))),
+            _ => priority(&by_start, |i| (u64::MAX - start(i), u(i))),
         };
-        if std::env::var_os("MEMPROF").is_some() { eprintln!("TMP sort {name} {:.2} ms", tt.elapsed().as_secs_f64()*1e3); }
         for kind in [Kind::BestFit, Kind::LowestFirst] {
             if (large && kind == Kind::LowestFirst) || best.as_ref().is_some_and(|b| b.0 <= target) {
                 continue;
             }
             let seed = &mut seeds[kind as usize];
-            let tt = std::time::Instant::now();
             let top = greedy.run(kind, &order, seed.as_ref().map_or(u64::MAX, |s| s.0));
-            if std::env::var_os("MEMPROF").is_some() { eprintln!("TMP {name} {kind:?} top {top} {:.2} ms", tt.elapsed().as_secs_f64()*1e3); }
             if seed.as_ref().is_none_or(|s| top < s.0) {
                 *seed = Some((top, kind, name, order.clone()));
             }

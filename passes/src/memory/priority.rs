@@ -5,7 +5,7 @@
 
 /// `by_start` (allocations by start position, then index) sorted by `key`, larger keys
 /// first and ties kept in `by_start` order: the greedy orders, deterministic.
-pub(super) fn priority(by_start: &[u32], key: &dyn Fn(u32) -> (u64, u64)) -> Vec<u32> {
+pub(super) fn priority(by_start: &[u32], key: impl Fn(u32) -> (u64, u64)) -> Vec<u32> {
     // Keys are computed once per allocation, not per comparison. When the two keys and the
     // rank in `by_start` fit in 64 bits together (always on generated graphs), they are
     // packed into one integer, which sorts several times faster than a tuple, by radix.
