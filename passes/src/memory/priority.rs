@@ -49,7 +49,7 @@ fn radix_sort(v: &mut Vec<u64>) {
     }
     let mut tmp = vec![0u64; n];
     for (d, c) in counts.iter().enumerate() {
-        if c.iter().any(|&k| k == n) {
+        if c.contains(&n) {
             continue;
         }
         let mut pos = [0usize; 256];
