@@ -50,7 +50,7 @@ impl Problem {
     /// the plan relies on its lifetime checks (on other input it is still computed, without
     /// panicking, but may be wrong).
     pub fn from_graph(graph: &Graph) -> Result<Problem, String> {
-        let succ = Csr::successors(graph);
+        let succ = successors(graph);
         // Slot of every malloc node; u32::MAX for other nodes.
         let mut slot = vec![u32::MAX; graph.nodes.len()];
         let mut allocs = Vec::new();
@@ -79,6 +79,38 @@ impl Problem {
         }
         Ok(Problem { succ, allocs })
     }
+}
+
+/// The successor lists of `graph`, in edge creation order (what `Csr::successors` gives),
+/// counted then filled straight from the edge arena: no list of pairs in between.
+fn successors(graph: &Graph) -> Csr {
+    let n = graph.nodes.len();
+    // Edges naming a vertex outside the graph (only in an invalid module) are left out.
+    let inside = |e: &cmdgraph_ir::Edge| e.from.index() < n && e.to.index() < n;
+    let mut offsets = vec![0u32; n + 1];
+    for (_, e) in graph.edges.iter() {
+        if inside(e) {
+            if let Some(c) = offsets.get_mut(e.from.index() + 1) {
+                *c += 1;
+            }
+        }
+    }
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut fill = offsets.clone();
+    let mut targets = vec![0u32; offsets[n] as usize];
+    for (_, e) in graph.edges.iter() {
+        if inside(e) {
+            if let Some(slot) = fill.get_mut(e.from.index()) {
+                if let Some(t) = targets.get_mut(*slot as usize) {
+                    *t = e.to.index() as u32;
+                }
+                *slot += 1;
+            }
+        }
+    }
+    Csr::from_parts(offsets, targets)
 }
 
 impl AllocNames {

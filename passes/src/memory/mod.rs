@@ -9,13 +9,16 @@
 //! ([`dpcpp`]). The pass changes no graph: it records one [`MemoryPlan`] per graph with
 //! allocations in [`PassContext::memory_plans`].
 
+mod best_fit;
 mod canonical;
+mod chains;
 pub mod dpcpp;
 pub mod exact;
 pub mod lifetimes;
 pub mod lower_bound;
 pub mod order;
 pub mod planner;
+mod priority;
 pub mod report;
 mod sections;
 pub mod workloads;

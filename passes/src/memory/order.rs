@@ -14,6 +14,7 @@
 //! The cost is O(edges × chains with frees + conflicts); the chain count is about the width
 //! of the graph (the number of queues for recorded graphs).
 
+use super::chains;
 use super::lifetimes::Problem;
 use crate::analysis::{topological_order, Csr};
 
@@ -85,115 +86,53 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     let mut by_start = live.clone();
     by_start.sort_by_key(|&i| start[i as usize]);
 
-    // Disjoint intervals that are still unordered: chain cover and ancestor labels. Per
-    // block of chains, the earlier partners of each allocation (in start order).
+    // Disjoint intervals that are still unordered: chain cover and ancestor labels, per
+    // block of chains.
     let pred = transpose(succ);
-    let (chain_of, chain_idx) = chain_cover(&topo, &pred, &pos);
-    // Frees of non-zero_init allocations, per chain, in chain order.
-    let mut chain_frees: std::collections::BTreeMap<u32, Vec<(u32, u32)>> = Default::default();
-    for &a in &live {
-        if let Some(f) = allocs[a as usize].free {
-            let c = chain_of.get(f as usize).copied().unwrap_or(0);
-            chain_frees.entry(c).or_default().push((chain_idx.get(f as usize).copied().unwrap_or(0), a));
-        }
-    }
-    for list in chain_frees.values_mut() {
-        list.sort_unstable();
-    }
-    let chains: Vec<(u32, Vec<(u32, u32)>)> = chain_frees.into_iter().collect();
-    let block = (LABEL_BUDGET / n.max(1)).clamp(1, 64);
-    // Per chain: its length (the largest index in it, plus one).
-    let mut chain_len: Vec<u32> = Vec::new();
-    for v in 0..n {
-        let c = chain_of[v] as usize;
-        if chain_len.len() <= c {
-            chain_len.resize(c + 1, 0);
-        }
-        chain_len[c] = chain_len[c].max(chain_idx[v] + 1);
-    }
-    // Chain -> slot within the current block (u32::MAX: not in the block).
-    let mut slot_of = vec![u32::MAX; n];
+    let cover = chains::cover(&topo, &pred, &pos);
+    let frees: Vec<(u32, u32)> = live.iter().filter_map(|&a| allocs[a as usize].free.map(|f| (a, f))).collect();
+    let chains = chains::frees_by_chain(&topo, &cover, &frees);
+    // A power of two, so a block's labels fit its stride (chains.rs) within the budget.
+    let block = 1usize << (LABEL_BUDGET / n.max(1)).clamp(1, chains::MAX_BLOCK).ilog2();
+    let mut slot_of = vec![u32::MAX; cover.len.len()];
+    let mut groups = chains.chunks(block);
+    // The first block is walked during the sweep below; any further ones (graphs with more
+    // than `block` chains holding frees) first store their partners per allocation.
+    let first = groups.next().map(|g| chains::Block::new(g, &topo, &pred, &cover, &mut slot_of));
     let mut found: Vec<Rows> = Vec::new();
-    for group in chains.chunks(block) {
-        for (i, (c, _)) in group.iter().enumerate() {
-            if let Some(s) = slot_of.get_mut(*c as usize) {
-                *s = i as u32;
-            }
-        }
-        let w = group.len();
-        // labels[v * w + i]: number of vertices of chain group[i] that are ancestors-or-self of v.
-        let mut labels = vec![0u32; n * w];
-        for &v in &topo {
-            let v = v as usize;
-            for &p in pred.neighbours(v as u32) {
-                let p = p as usize;
-                for i in 0..w {
-                    let l = labels[p * w + i];
-                    if l > labels[v * w + i] {
-                        labels[v * w + i] = l;
-                    }
-                }
-            }
-            let s = slot_of[chain_of[v] as usize];
-            if s != u32::MAX {
-                let l = &mut labels[v * w + s as usize];
-                *l = (*l).max(chain_idx[v] + 1);
-            }
-        }
-        // first[base[i] + k]: position in chain group[i]'s free list of its first free at
-        // chain index k or later (a table instead of a binary search per allocation).
-        let mut base = Vec::with_capacity(w + 1);
-        let mut first_free: Vec<u32> = Vec::new();
-        for (c, frees) in group {
-            base.push(first_free.len());
-            let len = chain_len.get(*c as usize).copied().unwrap_or(0) as usize;
-            let mut j = 0usize;
-            for k in 0..=len {
-                while frees.get(j).is_some_and(|&(idx, _)| (idx as usize) < k) {
-                    j += 1;
-                }
-                first_free.push(j as u32);
-            }
-        }
+    for group in groups {
+        let block = chains::Block::new(group, &topo, &pred, &cover, &mut slot_of);
         let mut rows = Rows::with_capacity(by_start.len());
         for &b in &by_start {
-            let m = allocs[b as usize].malloc as usize;
-            let sb = start[b as usize];
-            for (i, (_, frees)) in group.iter().enumerate() {
-                let prefix = labels.get(m * w + i).copied().unwrap_or(0) as usize;
-                let first = base
-                    .get(i)
-                    .and_then(|&b| first_free.get(b + prefix))
-                    .map_or_else(|| frees.partition_point(|&(idx, _)| (idx as usize) < prefix), |&f| f as usize);
-                for &(_, a) in frees.get(first..).unwrap_or(&[]) {
-                    let ea = end[a as usize];
-                    if ea >= sb {
-                        break;
-                    }
-                    rows.targets.push(a);
-                }
-            }
+            block.partners(allocs[b as usize].malloc, start[b as usize], &end, &mut rows.targets);
             rows.close()?;
         }
         found.push(rows);
-        for (c, _) in group {
-            slot_of[*c as usize] = u32::MAX;
-        }
     }
 
-    // Overlapping intervals (a sweep in start order) joined with the partners found above:
-    // each allocation's earlier partners, sorted. Each pair is found once (the two searches
-    // are disjoint and a free lies on one chain), so the lists need no dedup.
+    // Overlapping intervals (a sweep in start order) joined with the partners the chains
+    // give: each allocation's earlier partners, sorted. Each pair is found once (the two
+    // searches are disjoint and a free lies on one chain), so the lists need no dedup.
     let mut earlier = Rows::with_capacity(by_start.len());
+    earlier.targets.reserve(by_start.len() * 8);
     let mut degree = vec![0u32; allocs.len()];
     let mut active: Vec<u32> = Vec::new();
     for (r, &b) in by_start.iter().enumerate() {
         let s = start[b as usize];
         active.retain(|&a| end[a as usize] > s);
         let from = earlier.targets.len();
-        earlier.targets.extend_from_slice(&active);
+        // The chains' partners ended before `b` started, so they mostly come before the live
+        // ones in start order: in this order the row is nearly sorted already, which is what
+        // the insertion sort that sorts short rows is fast on.
+        if let Some(block) = &first {
+            block.partners(allocs[b as usize].malloc, s, &end, &mut earlier.targets);
+        }
         for rows in &found {
             earlier.targets.extend_from_slice(rows.row(r));
+        }
+        // Pushed one by one: a call to memmove per row costs more than the copy.
+        for &a in &active {
+            earlier.targets.push(a);
         }
         let row = &mut earlier.targets[from..];
         row.sort_unstable();
@@ -336,39 +275,4 @@ fn transpose(succ: &Csr) -> Csr {
         }
     }
     Csr::from_parts(count, targets)
-}
-
-/// A greedy chain cover: each vertex, in topological order, extends the chain of its latest
-/// predecessor (in topological position) that is still that chain's tail, or starts a chain.
-/// The latest one, because on a recorded graph it is the previous command of the same
-/// queue: taking an event predecessor instead would steal another queue's chain and make
-/// every later command of that queue start a new one. Returns (chain, index in chain) per
-/// vertex.
-fn chain_cover(topo: &[u32], pred: &Csr, pos: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    let n = pred.len();
-    let mut chain_of = vec![0u32; n];
-    let mut idx = vec![0u32; n];
-    let mut tails: Vec<u32> = Vec::new();
-    for &v in topo {
-        let extend = pred
-            .neighbours(v)
-            .iter()
-            .copied()
-            .filter(|&p| tails[chain_of[p as usize] as usize] == p)
-            .max_by_key(|&p| pos[p as usize]);
-        match extend {
-            Some(p) => {
-                let c = chain_of[p as usize];
-                chain_of[v as usize] = c;
-                idx[v as usize] = idx[p as usize] + 1;
-                tails[c as usize] = v;
-            }
-            None => {
-                chain_of[v as usize] = tails.len() as u32;
-                idx[v as usize] = 0;
-                tails.push(v);
-            }
-        }
-    }
-    (chain_of, idx)
 }

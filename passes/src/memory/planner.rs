@@ -20,10 +20,15 @@
 //!   many, and a seeded generator keeps the plan deterministic;
 //! - for up to [`EXACT_LIMIT`] allocations still above the bound, the exact branch and bound
 //!   of exact.rs, under a work budget.
+//!
+//! Best fit itself is in best_fit.rs and the orders are sorted in priority.rs, both shaped
+//! for 10^5 allocations (packed intervals and keys, batched memory accesses).
 
+use super::best_fit::BestFit;
 use super::canonical::{Lowest, Space};
 use super::lifetimes::Problem;
 use super::order::Conflicts;
+use super::priority::priority;
 
 /// Offsets in bytes and the pool size, for one problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,13 +79,9 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
                 + units[i as usize]
         })
         .collect();
-    let sorted = |key: &dyn Fn(u32) -> (u64, u64)| {
-        // Larger keys first; ties by start, then index, so every order is deterministic.
-        // Keys are computed once per allocation, not per comparison.
-        let mut keyed: Vec<Keyed> = shared.iter().map(|&i| (std::cmp::Reverse(key(i)), start(i), i)).collect();
-        keyed.sort_unstable();
-        keyed.into_iter().map(|(_, _, i)| i).collect::<Vec<u32>>()
-    };
+    // Allocations by start position, then index: every order breaks its ties this way.
+    let mut by_start = shared.clone();
+    by_start.sort_by_key(|&i| start(i));
     let u = |i: u32| units[i as usize];
     let size_class = |i: u32| 64 - u(i).leading_zeros() as u64;
     // Large inputs try only the orders that win there (size, area; see docs/performance.md),
@@ -91,10 +92,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         adj: conflicts,
         base,
         offset: vec![u64::MAX; n],
-        span: vec![(u64::MAX, 0); n],
-        scratch: Vec::new(),
-        need: Vec::new(),
-        rows: Vec::new(),
+        best_fit: BestFit::new(&units, &conflicts.adj, base),
         lowest: Lowest::default(),
         work: 0,
     };
@@ -112,11 +110,11 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
             break;
         }
         let order = match name {
-            "size" => sorted(&|i| (u(i), 0)),
-            "neighbourhood" => sorted(&|i| (weights.get(i as usize).copied().unwrap_or(0), u(i))),
-            "area" => sorted(&|i| (u(i).saturating_mul(length(i)), u(i))),
-            "size-class" => sorted(&|i| (size_class(i), u64::MAX - start(i))),
-            _ => sorted(&|i| (u64::MAX - start(i), u(i))),
+            "size" => priority(&by_start, |i| (u(i), 0)),
+            "neighbourhood" => priority(&by_start, |i| (weights.get(i as usize).copied().unwrap_or(0), u(i))),
+            "area" => priority(&by_start, |i| (u(i).saturating_mul(length(i)), u(i))),
+            "size-class" => priority(&by_start, |i| (size_class(i), u64::MAX - start(i))),
+            _ => priority(&by_start, |i| (u64::MAX - start(i), u(i))),
         };
         for kind in [Kind::BestFit, Kind::LowestFirst] {
             if (large && kind == Kind::LowestFirst) || best.as_ref().is_some_and(|b| b.0 <= target) {
@@ -235,9 +233,6 @@ enum Kind {
 /// A local-search start: pool top, greedy kind, order name, order.
 type Seed = (u64, Kind, &'static str, Vec<u32>);
 
-/// A sort key: (key, larger first), start, allocation.
-type Keyed = (std::cmp::Reverse<(u64, u64)>, u64, u32);
-
 /// Work budget of the whole placement, in neighbour visits: the local search runs until the
 /// greedy runs have visited this many conflict entries in all (half for each greedy kind).
 const LOCAL_SEARCH_WORK: u64 = 8_000_000;
@@ -255,20 +250,14 @@ pub const EXACT_LIMIT: usize = 2_000;
 /// Most local-search rounds per greedy kind, whatever the size.
 const MAX_ROUNDS: usize = 5_000;
 
-/// Greedy best-fit placement in a given order, reusing its buffers between runs.
+/// The greedy placements, reusing their buffers between runs.
 struct Greedy<'a> {
     units: &'a [u64],
     adj: &'a Conflicts,
     base: u64,
     /// Offset in units, `u64::MAX` when not placed yet.
     offset: Vec<u64>,
-    /// Best fit's copy of the placed intervals `(offset, top)`, `u64::MAX` when not placed:
-    /// one memory access per neighbour instead of two.
-    span: Vec<(u64, u64)>,
-    scratch: Vec<(u64, u64)>,
-    /// Best fit's sizes and conflict rows, gathered in placement order.
-    need: Vec<u64>,
-    rows: Vec<&'a [u32]>,
+    best_fit: BestFit<'a>,
     lowest: Lowest,
     /// Neighbour visits so far (the search budget's unit).
     work: u64,
@@ -280,60 +269,11 @@ impl Greedy<'_> {
     /// `limit` (the best so far): a candidate that cannot win is not worth finishing.
     fn run(&mut self, kind: Kind, order: &[u32], limit: u64) -> u64 {
         match kind {
-            Kind::BestFit => self.best_fit(order, limit),
+            Kind::BestFit => self.best_fit.run(order, &mut self.offset, limit, &mut self.work),
             Kind::LowestFirst => {
                 let space = Space { units: self.units, adj: &self.adj.adj, base: self.base };
                 self.lowest.run(space, order, &mut self.offset, limit, &mut self.work)
             }
         }
-    }
-
-    /// Best fit in order.
-    fn best_fit(&mut self, order: &[u32], limit: u64) -> u64 {
-        self.offset.fill(u64::MAX);
-        self.span.fill((u64::MAX, 0));
-        // Sizes and rows gathered in placement order first: independent loads that the
-        // processor overlaps, where the placement loop would wait for each in turn (the
-        // order jumps across the allocations, so nearly every one misses the cache).
-        let adj = &self.adj.adj;
-        self.need.clear();
-        self.need.extend(order.iter().map(|&b| self.units.get(b as usize).copied().unwrap_or(0)));
-        self.rows.clear();
-        self.rows.extend(order.iter().map(|&b| adj.neighbours(b)));
-        let mut top = self.base;
-        for ((&b, &need), &row) in order.iter().zip(&self.need).zip(&self.rows) {
-            if need == 0 {
-                self.offset[b as usize] = self.base;
-                continue;
-            }
-            self.scratch.clear();
-            self.work += row.len() as u64;
-            for &a in row {
-                let s = self.span[a as usize];
-                if s.0 != u64::MAX {
-                    self.scratch.push(s);
-                }
-            }
-            self.scratch.sort_unstable();
-            let mut cursor = self.base;
-            let mut best: Option<(u64, u64)> = None; // (gap, offset)
-            for &(lo, hi) in &self.scratch {
-                if lo > cursor {
-                    let gap = lo - cursor;
-                    if gap >= need && best.is_none_or(|(g, _)| gap < g) {
-                        best = Some((gap, cursor));
-                    }
-                }
-                cursor = cursor.max(hi);
-            }
-            let at = best.map_or(cursor, |(_, o)| o);
-            self.offset[b as usize] = at;
-            self.span[b as usize] = (at, at.saturating_add(need));
-            top = top.max(at.saturating_add(need));
-            if top >= limit {
-                return u64::MAX;
-            }
-        }
-        top
     }
 }
