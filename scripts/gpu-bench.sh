@@ -8,7 +8,9 @@
 #   bash scripts/gpu-bench.sh device [S...]  # there: our suites, or only S... (with
 #                                            #   .bin/perf/torch-*.json copied back from the torch
 #                                            #   step) -> $OUT/performance.md
-#   bash scripts/gpu-bench.sh merge FILE     # here: FILE's sections into docs/performance.md
+#   bash scripts/gpu-bench.sh device memory  # there: memory planning on the GPU machine's CPU
+#                                            #   (absolute times count only from that machine)
+#   bash scripts/gpu-bench.sh merge FILE [S...]  # here: FILE's sections into docs/performance.md
 #
 # The machine has no compiler: `prepare` compiles every bundle here (`--prepare DIR`); the
 # device steps only load and run them (`--from DIR`). Carry `.gl` and `.bin`.
@@ -24,6 +26,7 @@ prepare() {
   [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p cmdgraph-bench
   rm -rf .bin && mkdir -p .bin/perf
   strip -o .bin/cmdgraph-bench target/release/cmdgraph-bench
+  pwd > .bin/build-root
   xz -T2 -6 .bin/cmdgraph-bench
   local bench=target/release/cmdgraph-bench
   $bench replay --prepare .bin/perf/replay
@@ -59,6 +62,25 @@ device() {
     local extra=()
     [ "$suite" = fusion-run ] || [ "$suite" = mlp ] || extra=(--driver "$driver")
     echo "==> $suite"
+    if [ "$suite" = memory ]; then
+      # The compile-side suite writes the checkout it was built in (CARGO_MANIFEST_DIR):
+      # point that path at this copy, then take the file back.
+      local root
+      root="$(cat .bin/build-root)"
+      mkdir -p "$(dirname "$root")"
+      [ -e "$root" ] || ln -s "$PWD" "$root"
+      timeout "${SUITE_TIMEOUT:-240}" .bin/cmdgraph-bench memory --runs 3 > "$out/memory.log" 2>&1 || { echo "memory FAILED ($?)"; status=1; }
+      python3 - "$root/docs/performance.md" "$out/performance.md" <<'PY'
+import re, sys
+src, dst = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+pat = r"<!-- bench:memory:begin -->.*?<!-- bench:memory:end -->"
+m = re.search(pat, src, re.S)
+if m:
+    open(sys.argv[2], "w").write(re.sub(pat, lambda _: m.group(0), dst, flags=re.S))
+PY
+      tail -n 40 "$out/memory.log"
+      continue
+    fi
     timeout "${SUITE_TIMEOUT:-240}" .bin/cmdgraph-bench "$suite" --from ".bin/perf/$suite" "${torch[@]}" "${extra[@]}" \
       --write-to "$out/performance.md" > "$out/$suite.log" 2>&1 || { echo "$suite FAILED ($?)"; status=1; }
     tail -n 30 "$out/$suite.log"
@@ -68,7 +90,11 @@ device() {
 
 # Copies every runtime section of FILE into docs/performance.md as `<suite>-h100`.
 merge() {
-  python3 - "$1" docs/performance.md "${SUITES[@]}" <<'PY'
+  local file=$1
+  shift
+  local suites=("$@")
+  [ ${#suites[@]} -gt 0 ] || suites=("${SUITES[@]}")
+  python3 - "$file" docs/performance.md "${suites[@]}" <<'PY'
 import re, sys
 src, dst, suites = sys.argv[1], sys.argv[2], sys.argv[3:]
 got, doc = open(src).read(), open(dst).read()
@@ -97,6 +123,6 @@ case "${1:-}" in
   prepare) prepare ;;
   torch) torch ;;
   device) shift; device "$@" ;;
-  merge) merge "${2:?merge needs the performance.md the device step wrote}" ;;
+  merge) shift; merge "${1:?merge needs the performance.md the device step wrote}" "${@:2}" ;;
   *) echo "usage: $0 prepare|torch|device|merge FILE" >&2; exit 2 ;;
 esac
