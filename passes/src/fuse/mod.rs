@@ -40,6 +40,7 @@ pub const INFO: PassInfo = PassInfo {
         ("bytes-saved", "modelled bytes moved per execution removed"),
         ("temporaries-removed", "graph-owned allocations that disappeared with their async_malloc/async_free"),
         ("egraph-nodes", "e-nodes over all groups' e-graphs after saturation"),
+        ("kernels-shared", "fusions that reuse an identical fused kernel instead of adding one"),
         ("refused", "fusions refused by a legality rule (see --explain)"),
     ],
     preserves: "every dynamic-parameter registration (the fused node's slot is `Arg::Dyn` of the same \
@@ -60,6 +61,9 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     let rules = rules::rules(ctx.options.fuse_fp_reassoc);
     let graphs: Vec<_> = module.graphs.handles().collect();
     let mut reserved: BTreeSet<String> = module.kernels.iter().map(|(_, k)| k.name.clone()).collect();
+    // Fused kernels by shape: identical groups (the same chain over other memory, as a
+    // model's repeated blocks give) share one kernel, so codegen compiles it once.
+    let mut by_shape: BTreeMap<String, Handle<cmdgraph_ir::kernel::Kernel>> = BTreeMap::new();
     for gh in graphs {
         let Some(graph) = module.graphs.try_get(gh) else { continue };
         let (planned, refusals) = plan_graph(module, graph, &rules, &mut reserved)?;
@@ -71,10 +75,23 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let graph_name = graph.name.clone();
         let mut replacements = Vec::new();
         for p in planned {
-            let (mut replacement, fusion, members) = (p.replacement, p.fusion, p.members);
-            let kh = module.kernels.append(p.kernel, Span::UNDEFINED);
-            let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
-            module.items.insert(at, Item::Kernel(kh));
+            let (mut replacement, mut fusion, members) = (p.replacement, p.fusion, p.members);
+            let shape = shape_key(&p.kernel);
+            let kh = match by_shape.get(&shape) {
+                Some(&kh) => {
+                    fusion.kernel = module.kernels.try_get(kh).map(|k| k.name.clone()).unwrap_or_default();
+                    ctx.bump("kernels-shared", 1);
+                    kh
+                }
+                None => {
+                    let kh = module.kernels.append(p.kernel, Span::UNDEFINED);
+                    let at =
+                        module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
+                    module.items.insert(at, Item::Kernel(kh));
+                    by_shape.insert(shape, kh);
+                    kh
+                }
+            };
             replacement.command.kernel = kh;
             ctx.bump("fusions", 1);
             ctx.bump("kernels-fused", members.len() as u64);
@@ -103,6 +120,24 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         })?;
     }
     Ok(())
+}
+
+/// A kernel's identity up to its name and its parameters' names (fused kernels name their
+/// parameters after the memory they were built from).
+fn shape_key(k: &cmdgraph_ir::kernel::Kernel) -> String {
+    let mut k = k.clone();
+    k.name.clear();
+    for (i, p) in k.params.iter_mut().enumerate() {
+        p.name = format!("p{i}");
+    }
+    if let cmdgraph_ir::kernel::KernelBody::Ir(body) = &mut k.body {
+        for (_, v) in body.values.iter_mut() {
+            if let cmdgraph_ir::kernel::ValueDef::Param(i) = v.def {
+                v.name = format!("p{i}");
+            }
+        }
+    }
+    format!("{k:?}")
 }
 
 fn fail(graph: &Graph, message: impl Into<String>) -> PassError {
