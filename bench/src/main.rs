@@ -158,27 +158,21 @@ enum Command {
     /// Kernel fusion at run time: chains of K kernels fused and unfused beside a copy, on Vulkan.
     FusionRun {
         #[command(flatten)]
-        common: runtime::fusion_run::Common,
+        common: runtime::harness::Common,
         /// Chain lengths.
         #[arg(long, value_delimiter = ',', default_values_t = [2usize, 4, 8, 16, 32])]
         chains: Vec<usize>,
         /// Elements per chain (the H100 run: 16777216,67108864).
         #[arg(long, value_delimiter = ',', default_values_t = [1u64 << 20, 1 << 22])]
         sizes: Vec<u64>,
-        /// Timed runs per configuration; the median counts.
-        #[arg(long, default_value_t = 5)]
-        reps: usize,
     },
     /// An MLP block (matmul, bias, GELU, residual, LayerNorm per layer) as one bundle, on Vulkan.
     Mlp {
         #[command(flatten)]
-        common: runtime::fusion_run::Common,
+        common: runtime::harness::Common,
         /// Shapes as BATCHxHIDDENxLAYERS (the H100 run: 8x512x4,256x1024x4).
         #[arg(long, value_delimiter = ',', default_values_t = ["8x512x4".to_string(), "64x1024x2".into()])]
         shapes: Vec<String>,
-        /// Timed runs per shape; the median counts.
-        #[arg(long, default_value_t = 5)]
-        reps: usize,
     },
 }
 
@@ -533,12 +527,8 @@ fn main() -> ExitCode {
         Command::Update(args) => runtime::update::main(&args),
         Command::BarrierRun(args) => runtime::barrier_run::main(&args),
         Command::Load(args) => runtime::load::main(&args),
-        Command::FusionRun { common, chains, sizes, reps } => {
-            runtime::fusion_run::main(&common, &chains, &sizes, reps, &workspace_root().join("docs/performance.md"))
-        }
-        Command::Mlp { common, shapes, reps } => {
-            runtime::mlp::main(&common, &shapes, reps, &workspace_root().join("docs/performance.md"))
-        }
+        Command::FusionRun { common, chains, sizes } => runtime::fusion_run::main(&common, &chains, &sizes),
+        Command::Mlp { common, shapes } => runtime::mlp::main(&common, &shapes),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

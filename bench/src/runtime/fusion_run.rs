@@ -7,6 +7,7 @@
 //! The helpers at the end (compiling, loading, timing, the report header, the PyTorch JSON)
 //! are shared with [`super::mlp`].
 
+use super::harness::{finish, median, read, write, Common, Phase};
 use crate::fusion::chain_text;
 use crate::report;
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
@@ -15,33 +16,10 @@ use cmdgraph_executor::{load_str, ContextOptions, DeviceChoice, ExecId, Executor
 use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The scale every chain step applies (`v * S + v`).
 const STEP: f32 = 0.5;
-
-/// Options every runtime suite of this file and of [`super::mlp`] takes.
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct Common {
-    /// Only generate and compile the bundles into DIR (needs LLVM); run nothing.
-    #[arg(long, value_name = "DIR", conflicts_with = "from")]
-    pub prepare: Option<PathBuf>,
-    /// Run the bundles prepared in DIR (no compiler needed).
-    #[arg(long, value_name = "DIR")]
-    pub from: Option<PathBuf>,
-    /// Vulkan device: an index or a name substring.
-    #[arg(long)]
-    pub device: Option<String>,
-    /// PyTorch numbers written by `python3 scripts/torch_fusion.py --json FILE`.
-    #[arg(long, value_name = "FILE")]
-    pub torch_json: Option<PathBuf>,
-    /// The Markdown file whose section is replaced (default docs/performance.md).
-    #[arg(long, value_name = "FILE")]
-    pub write_to: Option<PathBuf>,
-    /// Print the table only; write no section.
-    #[arg(long)]
-    pub no_write: bool,
-}
 
 /// One measured configuration.
 pub struct Row {
@@ -143,14 +121,7 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
             tu.push(gpu_ms(&mut unfused, eu)?);
             tc.push(gpu_ms(&mut fused, ec)?);
         }
-        let row = Row {
-            k,
-            n,
-            fused: median(&mut tf),
-            unfused: median(&mut tu),
-            copy: median(&mut tc),
-            torch: torch.fusion(k, n),
-        };
+        let row = Row { k, n, fused: median(&tf), unfused: median(&tu), copy: median(&tc), torch: torch.fusion(k, n) };
         eprintln!(
             "fusion-run: K={k} N={n}: fused {:.3} ms, unfused {:.3} ms, copy {:.3} ms",
             row.fused, row.unfused, row.copy
@@ -399,24 +370,6 @@ pub(crate) fn gpu_ms(ex: &mut Executor, id: ExecId) -> Result<f64, String> {
     Ok(p.end_ns.saturating_sub(p.start_ns) as f64 / 1e6)
 }
 
-/// The median (the mean of the middle two for an even count); 0 for none.
-pub(crate) fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-pub(crate) fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 /// What the header of a runtime table states.
 pub struct Header {
     /// The command line.
@@ -518,33 +471,23 @@ impl Torch {
 }
 
 /// The whole suite: prepare, run, or both (into a temporary directory), then the section.
-pub fn main(common: &Common, chains: &[usize], sizes: &[u64], reps: usize, default_doc: &Path) -> Result<(), String> {
-    if let Some(dir) = &common.prepare {
-        return prepare(dir, chains, sizes);
+pub fn main(common: &Common, chains: &[usize], sizes: &[u64]) -> Result<(), String> {
+    let phase = Phase::of(common, "fusion-run")?;
+    let r = run(common, &phase, chains, sizes);
+    phase.cleanup();
+    r
+}
+
+fn run(common: &Common, phase: &Phase, chains: &[usize], sizes: &[u64]) -> Result<(), String> {
+    if phase.prepares() {
+        prepare(phase.dir(), chains, sizes)?;
     }
-    let tmp;
-    let dir = match &common.from {
-        Some(d) => d.as_path(),
-        None => {
-            tmp = std::env::temp_dir().join(format!("cmdgraph-fusion-run-{}", std::process::id()));
-            prepare(&tmp, chains, sizes)?;
-            tmp.as_path()
-        }
-    };
-    let torch = Torch::load(common.torch_json.as_deref())?;
-    let result = run_from(dir, common.device.as_deref(), reps, &torch);
-    if common.from.is_none() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    let (rows, device) = result?;
-    println!("{}\n{}", table(&rows, &torch), targets(&rows));
-    if common.no_write {
+    if !phase.runs() {
         return Ok(());
     }
-    let path = common.write_to.clone().unwrap_or_else(|| default_doc.to_path_buf());
-    report::write_section(&path, "fusion-run", &section(&rows, &torch, &Header::new(device), reps))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
+    let torch = Torch::load(common.torch_json.as_deref())?;
+    let (rows, device) = run_from(phase.dir(), common.device.as_deref(), common.runs, &torch)?;
+    finish(common, "fusion-run", &section(&rows, &torch, &Header::new(device), common.runs))
 }
 
 #[cfg(test)]
@@ -578,8 +521,8 @@ mod tests {
         assert!(t.contains("not measured"), "{t}");
         let t = targets(&[row(2, 1.0, 2.0)]);
         assert!(t.contains("speed-up ≥ 0.8·K: **met**"), "{t}");
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 
     #[test]

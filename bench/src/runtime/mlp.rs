@@ -4,8 +4,8 @@
 //! graph-owned temporary. The default pipeline fuses the GELU with the residual add.
 //! scripts/torch_fusion.py computes the same in PyTorch (eager and a CUDA Graph).
 
-use super::fusion_run::{compile_to, executor, kernel_nodes, median, pattern, read, write, Common, Header, Torch};
-use crate::report;
+use super::fusion_run::{compile_to, executor, kernel_nodes, pattern, Header, Torch};
+use super::harness::{finish, median, read, write, Common, Phase};
 use cmdgraph_executor::Executor;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -367,7 +367,7 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
             gpu.push(p.end_ns.saturating_sub(p.start_ns) as f64 / 1e6);
         }
         let torch = torch_row(torch, s, &y);
-        let row = Row { shape: s, kernels, gpu: median(&mut gpu), host: median(&mut host), err_host, torch };
+        let row = Row { shape: s, kernels, gpu: median(&gpu), host: median(&host), err_host, torch };
         eprintln!("mlp: {s}: GPU {:.3} ms, host {:.3} ms, max |Δ| vs host {:.2e}", row.gpu, row.host, row.err_host);
         rows.push(row);
     }
@@ -453,34 +453,24 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
 }
 
 /// The whole suite: prepare, run, or both (into a temporary directory), then the section.
-pub fn main(common: &Common, shapes: &[String], reps: usize, default_doc: &Path) -> Result<(), String> {
+pub fn main(common: &Common, shapes: &[String]) -> Result<(), String> {
     let shapes: Vec<Shape> = shapes.iter().map(|s| Shape::parse(s)).collect::<Result<_, _>>()?;
-    if let Some(dir) = &common.prepare {
-        return prepare(dir, &shapes);
+    let phase = Phase::of(common, "mlp")?;
+    let r = run(common, &phase, &shapes);
+    phase.cleanup();
+    r
+}
+
+fn run(common: &Common, phase: &Phase, shapes: &[Shape]) -> Result<(), String> {
+    if phase.prepares() {
+        prepare(phase.dir(), shapes)?;
     }
-    let tmp;
-    let dir = match &common.from {
-        Some(d) => d.as_path(),
-        None => {
-            tmp = std::env::temp_dir().join(format!("cmdgraph-mlp-{}", std::process::id()));
-            prepare(&tmp, &shapes)?;
-            tmp.as_path()
-        }
-    };
-    let torch = Torch::load(common.torch_json.as_deref())?;
-    let result = run_from(dir, common.device.as_deref(), reps, &torch);
-    if common.from.is_none() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    let (rows, device) = result?;
-    println!("{}\n{}", table(&rows, &torch), targets(&rows));
-    if common.no_write {
+    if !phase.runs() {
         return Ok(());
     }
-    let path = common.write_to.clone().unwrap_or_else(|| default_doc.to_path_buf());
-    report::write_section(&path, "mlp", &section(&rows, &torch, &Header::new(device), reps))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
+    let torch = Torch::load(common.torch_json.as_deref())?;
+    let (rows, device) = run_from(phase.dir(), common.device.as_deref(), common.runs, &torch)?;
+    finish(common, "mlp", &section(&rows, &torch, &Header::new(device), common.runs))
 }
 
 #[cfg(test)]
