@@ -369,7 +369,7 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
         "## Memory planning: pool against lower bound, naive sum and DPC++\n\n\
          Command: `cargo run --release -p cmdgraph-bench -- {}`  \n\
          Date: {}  \n\
-         Machine: {}; single-threaded  \n\
+         Machine: {}; planning on {} thread(s) (the threads this process may run on, at most 16)  \n\
          Input: generated tensor programs recorded from in-order queues \
          (passes/src/memory/workloads.rs; sizes 1 KiB times a log-uniform factor up to 256, \
          alignment 256 B) and the MiniMalloc *challenging* instances (bench/data/minimalloc, \
@@ -377,13 +377,16 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
          *pool* = `required_mem_size` of the plan; *lower bound* = heaviest set of pairwise unordered \
          allocations (min-flow; no plan can be smaller); *naive* = sum of the sizes; *DPC++* = \
          exact-size reuse as DPC++'s graph memory pool does it (docs/memory.md). *plan ms* = \
-         lifetimes + conflict graph + placement, best of {} runs; up to 20 000 allocations the planner \
+         lifetimes + conflict graph + placement, best of {} runs; *1 thread*: the same on one thread, \
+         run alternately with it, for the inputs where the planner splits work (over 16 384 allocations; \
+         both plans are checked identical); up to 20 000 allocations the planner \
          also computes the bound (to stop its search there), and that is included; *bound ms* = the \
          min-flow alone, once. *winning order*: the order of the greedy that gave the pool, \
          `lowest first` for the lowest-offset-first greedy, `+ search` when the local search improved it.\n\n{}",
         args.join(" "),
         report::today(),
         report::machine(),
+        cmdgraph_passes::memory::parallel::Threads::available().get(),
         runs,
         table
     );

@@ -3,6 +3,7 @@
 //! DPC++'s exact-size reuse, and the planning time.
 
 use cmdgraph_passes::memory::lifetimes::Problem;
+use cmdgraph_passes::memory::parallel::Threads;
 use cmdgraph_passes::memory::workloads::{intervals_text, parse_minimalloc_csv, Shape, Sizes, Spec};
 use cmdgraph_passes::memory::{dpcpp, lower_bound, order, planner, DEFAULT_ALIGNMENT};
 use std::path::Path;
@@ -26,8 +27,12 @@ pub struct Row {
     pub naive: u64,
     /// DPC++ exact-size reuse in bytes.
     pub dpcpp: u64,
-    /// Planning: lifetimes + conflicts + placement (best of the runs).
+    /// Planning: lifetimes + conflicts + placement (best of the runs), on the threads
+    /// available.
     pub plan: Duration,
+    /// The same on one thread, for inputs where the planner splits work (`None` otherwise:
+    /// it would be the same run).
+    pub plan_one: Option<Duration>,
     /// The lower bound's min-flow.
     pub bound_time: Duration,
     /// Which order won.
@@ -66,33 +71,50 @@ fn pow10(n: usize) -> String {
     }
 }
 
-/// Plans one problem `runs` times; the best time counts.
+/// Plans one problem `runs` times; the best time counts. Where the planner splits work over
+/// threads, each run also plans on one thread, and the two plans must be identical.
 pub fn measure(name: String, mixed: bool, text: &str, alignment: u64, runs: usize) -> Result<Row, String> {
     let module = cmdgraph_ir::text::parse(text).map_err(|d| format!("{name}: generated text does not parse: {d:?}"))?;
     let g = module.graph_by_name("g").ok_or_else(|| format!("{name}: no graph @g"))?;
     let graph = module.graphs.try_get(g).ok_or("bad graph handle")?;
-    let mut best_plan = Duration::MAX;
+    let all = Threads::available();
+    let mut best = [Duration::MAX; 2];
     let mut result = None;
+    let mut split = false;
     for _ in 0..runs.max(1) {
-        let t = Instant::now();
-        let problem = Problem::from_graph(graph)?;
-        let t1 = t.elapsed();
-        let conflicts = order::conflicts(&problem)?;
-        let t2 = t.elapsed();
-        // The planner stops searching at the lower bound; the bound then counts as planning
-        // time. Above LARGE allocations the planner does not search, so it gets no bound.
-        let target = (problem.allocs.len() <= planner::LARGE)
-            .then(|| lower_bound::lower_bound(&problem, &conflicts, &planner::units(&problem, alignment)));
-        let placement = planner::plan(&problem, &conflicts, alignment, target);
-        best_plan = best_plan.min(t.elapsed());
-        eprintln!(
-            "  lifetimes {} ms, conflicts {} ms ({} chains with frees), bound (small inputs) + placement {} ms",
-            ms(t1),
-            ms(t2 - t1),
-            conflicts.chains,
-            ms(t.elapsed() - t2)
-        );
-        result = Some((problem, conflicts, placement));
+        for (k, threads) in [all, Threads::ONE].into_iter().enumerate() {
+            if k == 1 && !split {
+                continue;
+            }
+            let t = Instant::now();
+            let problem = Problem::from_graph(graph)?;
+            let t1 = t.elapsed();
+            let conflicts = order::conflicts_with(&problem, threads)?;
+            let t2 = t.elapsed();
+            // The planner stops searching at the lower bound; the bound then counts as
+            // planning time. Above LARGE allocations the planner does not search, so it gets
+            // no bound.
+            let target = (problem.allocs.len() <= planner::LARGE)
+                .then(|| lower_bound::lower_bound(&problem, &conflicts, &planner::units(&problem, alignment)));
+            let placement = planner::plan_with(&problem, &conflicts, alignment, target, threads);
+            best[k] = best[k].min(t.elapsed());
+            eprintln!(
+                "  {} thread(s): lifetimes {} ms, conflicts {} ms ({} chains with frees), bound (small inputs) + placement {} ms",
+                threads.get(),
+                ms(t1),
+                ms(t2 - t1),
+                conflicts.chains,
+                ms(t.elapsed() - t2)
+            );
+            split = all.get() > 1 && planner::splits(problem.allocs.len(), all);
+            match &result {
+                Some((_, c, p)) if k == 1 && (c != &conflicts || p != &placement) => {
+                    return Err(format!("{name}: the plan on one thread differs from the plan on {}", all.get()));
+                }
+                Some(_) if k == 1 => {}
+                _ => result = Some((problem, conflicts, placement)),
+            }
+        }
     }
     let (problem, conflicts, placement) = result.ok_or("no run")?;
     let units = planner::units(&problem, alignment);
@@ -110,7 +132,8 @@ pub fn measure(name: String, mixed: bool, text: &str, alignment: u64, runs: usiz
         bound,
         naive,
         dpcpp,
-        plan: best_plan,
+        plan: best[0],
+        plan_one: split.then_some(best[1]),
         bound_time,
         strategy: placement.strategy,
     })
@@ -167,13 +190,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The markdown table and the summary against the targets.
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| workload | allocations | conflicting pairs | pool MiB | lower bound MiB | pool / bound | naive / pool | DPC++ / pool | plan ms | bound ms | winning order |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| workload | allocations | conflicting pairs | pool MiB | lower bound MiB | pool / bound | naive / pool | DPC++ / pool | plan ms | plan ms, 1 thread | bound ms | winning order |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     let r = |a: u64, b: u64| if b == 0 { 1.0 } else { a as f64 / b as f64 };
     for row in rows {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.3} | {:.2} | {:.2} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {:.3} | {:.2} | {:.2} | {} | {} | {} | {} |\n",
             row.name,
             row.allocs,
             row.conflicts,
@@ -183,6 +206,7 @@ pub fn table(rows: &[Row]) -> String {
             r(row.naive, row.pool),
             r(row.dpcpp, row.pool),
             ms(row.plan),
+            row.plan_one.map_or("same".to_string(), ms),
             ms(row.bound_time),
             row.strategy
         ));
@@ -193,16 +217,19 @@ pub fn table(rows: &[Row]) -> String {
     let gen_dp: Vec<f64> =
         rows.iter().filter(|x| x.mixed && !x.name.starts_with("MiniMalloc")).map(|x| r(x.dpcpp, x.pool)).collect();
     let big = rows.iter().filter(|x| x.allocs >= 100_000).map(|x| x.plan).max();
+    let big_one = rows.iter().filter(|x| x.allocs >= 100_000).map(|x| x.plan_one.unwrap_or(x.plan)).max();
     out.push_str(&format!(
         "\nAgainst the targets: pool / bound median {:.3} (target ≤ 1.05), worst {:.3} (target ≤ 1.15); \
          DPC++ / pool median {:.2} on mixed sizes, {:.2} on the generated mixed-size graphs, lowest {:.2} (target ≥ 2); \
-         planning 10^5 allocations: {} (target ≤ 100 ms).\n",
+         planning 10^5 allocations: {} on {} thread(s), {} on one (target ≤ 100 ms).\n",
         median(ratios),
         worst,
         median(dp),
         median(gen_dp.clone()),
         gen_dp.iter().copied().fold(f64::INFINITY, f64::min),
-        big.map_or("not run".to_string(), |d| format!("{} ms at most", ms(d)))
+        big.map_or("not run".to_string(), |d| format!("{} ms at most", ms(d))),
+        Threads::available().get(),
+        big_one.map_or("not run".to_string(), |d| format!("{} ms", ms(d)))
     ));
     out
 }

@@ -8,6 +8,7 @@
 
 use cmdgraph_passes::analysis::Csr;
 use cmdgraph_passes::memory::lifetimes::{AllocNames, Allocation, Problem};
+use cmdgraph_passes::memory::parallel::Threads;
 use cmdgraph_passes::memory::{lower_bound, order, plan_problem, planner};
 use proptest::prelude::*;
 
@@ -119,5 +120,97 @@ proptest! {
         prop_assert!(plan.pool_size >= plan.lower_bound);
         prop_assert!(plan.pool_size <= plan.naive);
         prop_assert!(plan.dpcpp >= plan.lower_bound);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Cutting the sweep and the adjacency into ranges at every possible place gives the
+    /// conflicts and the plan of one thread, bit for bit.
+    #[test]
+    fn conflicts_do_not_depend_on_the_threads(p in problem(), t in 2usize..6, chunk in 1usize..4) {
+        let one = order::conflicts_with(&p, Threads::ONE).unwrap();
+        let many = order::conflicts_with(&p, Threads::new(t).with_min_chunk(chunk)).unwrap();
+        prop_assert_eq!(&one, &many);
+    }
+}
+
+/// A wide DAG: `chains` independent chains of malloc → kernel → free, allocations taken
+/// round-robin over the chains, with a cross edge from a free to a later malloc every
+/// `cross` allocations. More chains than one block of labels holds (64), so the conflicts
+/// come from several blocks.
+fn wide(chains: u32, allocs: u32, cross: u32) -> Problem {
+    let mut pairs = Vec::new();
+    let mut tail: Vec<Option<u32>> = vec![None; chains as usize];
+    let mut list = Vec::new();
+    let mut next = 0u32;
+    for i in 0..allocs {
+        let c = (i % chains) as usize;
+        let (m, k, f) = (next, next + 1, next + 2);
+        next += 3;
+        if let Some(t) = tail[c] {
+            pairs.push((t, m));
+        }
+        pairs.push((m, k));
+        pairs.push((k, f));
+        if i >= cross && i % cross == 0 {
+            if let Some(prev) = list.get((i - cross) as usize).and_then(|a: &Allocation| a.free) {
+                pairs.push((prev, m));
+            }
+        }
+        tail[c] = Some(f);
+        list.push(Allocation { malloc: m, free: Some(f), size: 1 + u64::from(i * 7919 % 97), zero_init: i % 41 == 5 });
+    }
+    Problem { succ: Csr::from_pairs(next as usize, &pairs), allocs: list }
+}
+
+#[test]
+fn conflicts_from_several_label_blocks_are_exact_on_any_threads() {
+    let p = wide(150, 450, 7);
+    let one = order::conflicts_with(&p, Threads::ONE).unwrap();
+    assert!(one.chains > 64, "{} chains hold a free: a single block", one.chains);
+    for a in 0..p.allocs.len() {
+        for b in 0..p.allocs.len() {
+            if a != b {
+                let expected = !before(&p, a, b) && !before(&p, b, a);
+                assert_eq!(one.conflict(&p, a as u32, b as u32), expected, "pair {a} {b}");
+            }
+        }
+    }
+    for (t, chunk) in [(2, 1), (3, 50), (16, 7)] {
+        assert_eq!(order::conflicts_with(&p, Threads::new(t).with_min_chunk(chunk)).unwrap(), one, "{t} threads");
+    }
+}
+
+/// Inputs over `planner::LARGE` allocations, where the planner runs two orders at once and
+/// the conflicts are built by ranges: the plan is the one of a single thread, and valid.
+#[test]
+fn large_plans_do_not_depend_on_the_threads() {
+    use cmdgraph_passes::memory::workloads::{Shape, Sizes, Spec};
+    for (shape, queues, seed) in [(Shape::RandomDag { window: 8 }, 3, 21), (Shape::LayerStack { skip: 3 }, 2, 22)] {
+        let spec = Spec { shape, ops: 24_000, queues, base: 256, sizes: Sizes::Mixed { max_factor: 64 }, seed };
+        let module = cmdgraph_ir::text::parse(&spec.program().to_text()).unwrap();
+        let graph = &module.graphs[module.graph_by_name("g").unwrap()];
+        let p = Problem::from_graph(graph).unwrap();
+        assert!(p.allocs.len() > planner::LARGE);
+        let one = order::conflicts_with(&p, Threads::ONE).unwrap();
+        let plan_one = planner::plan_with(&p, &one, 256, None, Threads::ONE);
+        for t in [2, 5] {
+            let threads = Threads::new(t).with_min_chunk(1_000);
+            let c = order::conflicts_with(&p, threads).unwrap();
+            assert!(c == one, "{t} threads: other conflicts");
+            assert_eq!(planner::plan_with(&p, &c, 256, None, threads), plan_one, "{t} threads: another plan");
+        }
+        // No two conflicting allocations share a byte.
+        let units = planner::units(&p, 256);
+        for a in 0..p.allocs.len() as u32 {
+            for &b in one.adj.neighbours(a) {
+                let (oa, ob) = (plan_one.offsets[a as usize], plan_one.offsets[b as usize]);
+                let (sa, sb) = (units[a as usize] * 256, units[b as usize] * 256);
+                assert!(oa + sa <= ob || ob + sb <= oa || sa == 0 || sb == 0, "{a} and {b} overlap");
+            }
+        }
+        assert!(plan_one.offsets.iter().all(|o| o % 256 == 0));
     }
 }

@@ -13,6 +13,7 @@
 //!   cache misses overlap instead of coming one after the other.
 
 use super::order::Adjacency;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Allocations per batch: about 40 KiB of rows and 100 KiB of intervals on the random DAG,
 /// which stay in the L2 cache until the batch is placed.
@@ -63,8 +64,9 @@ impl<'a> BestFit<'a> {
 
     /// Places the allocations of `order` one by one into `offset` (units; entries not in
     /// `order` are left at `u64::MAX`). Returns the top of the pool, or `u64::MAX` as soon as
-    /// it reaches `limit`. Adds the conflict entries visited to `work`.
-    pub(super) fn run(&mut self, order: &[u32], offset: &mut [u64], limit: u64, work: &mut u64) -> u64 {
+    /// it reaches `limit`. Adds the conflict entries visited to `work`. `limit` is read once
+    /// per batch, so another thread may lower it while this one runs (planner.rs).
+    pub(super) fn run(&mut self, order: &[u32], offset: &mut [u64], limit: &AtomicU64, work: &mut u64) -> u64 {
         offset.fill(u64::MAX);
         let mut run = Run { units: self.units, adj: self.adj, base: self.base, limit, top: self.base, offset, work };
         if self.packed {
@@ -111,7 +113,7 @@ struct Run<'r, 'a> {
     units: &'a [u64],
     adj: &'a Adjacency,
     base: u64,
-    limit: u64,
+    limit: &'r AtomicU64,
     top: u64,
     offset: &'r mut [u64],
     work: &'r mut u64,
@@ -128,6 +130,7 @@ impl<'a> Run<'_, 'a> {
         scratch: &mut Vec<I>,
     ) -> u64 {
         for chunk in order.chunks(BATCH) {
+            let limit = self.limit.load(Ordering::Relaxed);
             batch.need.clear();
             batch.rows.clear();
             for &b in chunk {
@@ -149,7 +152,7 @@ impl<'a> Run<'_, 'a> {
             for ((&b, &need), &row) in chunk.iter().zip(&batch.need).zip(&batch.rows) {
                 *self.work += row.len() as u64;
                 self.place_one(b, need, row, span, scratch);
-                if self.top >= self.limit {
+                if self.top >= limit {
                     return u64::MAX;
                 }
             }

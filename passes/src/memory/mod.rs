@@ -17,6 +17,7 @@ pub mod exact;
 pub mod lifetimes;
 pub mod lower_bound;
 pub mod order;
+pub mod parallel;
 pub mod planner;
 mod priority;
 pub mod report;

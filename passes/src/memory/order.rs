@@ -16,14 +16,16 @@
 
 use super::chains;
 use super::lifetimes::Problem;
+use super::parallel::{self, Threads};
 use crate::analysis::{topological_order, Csr};
+use std::ops::Range;
 
 /// Position meaning "live until the end of the run".
 pub const END: u32 = u32::MAX;
 
 /// Conflicts between the allocations of a [`Problem`], and their positions in one
 /// topological order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Conflicts {
     /// Topological position of each allocation's malloc.
     pub start: Vec<u32>,
@@ -52,8 +54,15 @@ impl Conflicts {
 /// Labels per vertex, in chains per block: bounded so a block costs at most about 16 MiB.
 const LABEL_BUDGET: usize = 1 << 22;
 
-/// Computes the conflicts of `problem`. `Err` if its DAG has a cycle.
+/// Computes the conflicts of `problem`, on the threads available. `Err` if its DAG has a
+/// cycle.
 pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
+    conflicts_with(problem, Threads::available())
+}
+
+/// Computes the conflicts of `problem` on up to `threads` threads; the result does not
+/// depend on the thread count. `Err` if its DAG has a cycle.
+pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, String> {
     let succ = &problem.succ;
     let n = succ.len();
     // The lowest-index topological order follows creation order, so on a recorded graph a
@@ -99,53 +108,38 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
     // The first block is walked during the sweep below; any further ones (graphs with more
     // than `block` chains holding frees) first store their partners per allocation.
     let first = groups.next().map(|g| chains::Block::new(g, &topo, &pred, &cover, &mut slot_of));
-    let mut found: Vec<Rows> = Vec::new();
+    // Further blocks: each range of the sweep's rows gets its own partner rows.
+    let mut found: Vec<Vec<Rows>> = Vec::new();
     for group in groups {
         let block = chains::Block::new(group, &topo, &pred, &cover, &mut slot_of);
-        let mut rows = Rows::with_capacity(by_start.len());
-        for &b in &by_start {
-            block.partners(allocs[b as usize].malloc, start[b as usize], &end, &mut rows.targets);
-            rows.close()?;
-        }
-        found.push(rows);
+        let rows = parallel::map_ranges(threads, by_start.len(), |_, range| {
+            let mut rows = Rows::with_capacity(range.len());
+            for &b in &by_start[range] {
+                block.partners(allocs[b as usize].malloc, start[b as usize], &end, &mut rows.targets);
+                rows.close()?;
+            }
+            Ok(rows)
+        });
+        found.push(rows.into_iter().collect::<Result<_, String>>()?);
     }
 
     // Overlapping intervals (a sweep in start order) joined with the partners the chains
     // give: each allocation's earlier partners, sorted. Each pair is found once (the two
     // searches are disjoint and a free lies on one chain), so the lists need no dedup.
-    let mut earlier = Rows::with_capacity(by_start.len());
-    earlier.targets.reserve(by_start.len() * 8);
-    let mut degree = vec![0u32; allocs.len()];
-    let mut active: Vec<u32> = Vec::new();
-    for (r, &b) in by_start.iter().enumerate() {
-        let s = start[b as usize];
-        active.retain(|&a| end[a as usize] > s);
-        let from = earlier.targets.len();
-        // The chains' partners ended before `b` started, so they mostly come before the live
-        // ones in start order: in this order the row is nearly sorted already, which is what
-        // the insertion sort that sorts short rows is fast on.
-        if let Some(block) = &first {
-            block.partners(allocs[b as usize].malloc, s, &end, &mut earlier.targets);
-        }
-        for rows in &found {
-            earlier.targets.extend_from_slice(rows.row(r));
-        }
-        // Pushed one by one: a call to memmove per row costs more than the copy.
-        for &a in &active {
-            earlier.targets.push(a);
-        }
-        let row = &mut earlier.targets[from..];
-        row.sort_unstable();
-        for &a in row.iter() {
-            degree[a as usize] += 1;
-        }
-        degree[b as usize] += row.len() as u32;
-        earlier.close()?;
-        active.push(b);
-    }
+    let input =
+        SweepInput { by_start: &by_start, start: &start, end: &end, problem, first: first.as_ref(), found: &found };
+    let sweeps = parallel::map_ranges(threads, by_start.len(), |k, range| input.sweep(k, range));
+    let sweeps: Vec<Sweep> = sweeps.into_iter().collect::<Result<_, String>>()?;
     drop(found);
-    let adj = Adjacency::from_earlier(&by_start, &earlier, &degree)?;
+    let degree = merge_degrees(threads, &sweeps, allocs.len());
+    let earlier: Vec<Rows> = sweeps.into_iter().map(|s| s.rows).collect();
+    let adj = Adjacency::from_earlier(threads, &by_start, &earlier, &degree)?;
     Ok(Conflicts { start, end, adj, chains: chains.len() })
+}
+
+/// Whether computing the conflicts of `n` allocations uses more than one of `threads`.
+pub fn splits(n: usize, threads: Threads) -> bool {
+    threads.splits(n)
 }
 
 /// Compressed rows built by appending: row `r` is `targets[offsets[r]..offsets[r + 1]]`.
@@ -159,6 +153,11 @@ impl Rows {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
         Rows { offsets, targets: Vec::new() }
+    }
+
+    /// Number of rows closed.
+    fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
     }
 
     /// Ends the current row (the targets pushed since the last call).
@@ -175,10 +174,97 @@ impl Rows {
     }
 }
 
+/// What the sweep over one range of allocations reads.
+struct SweepInput<'s> {
+    /// Allocations in start order.
+    by_start: &'s [u32],
+    start: &'s [u32],
+    end: &'s [u32],
+    problem: &'s Problem,
+    /// The first block of chains, walked during the sweep.
+    first: Option<&'s chains::Block<'s>>,
+    /// Partner rows of further blocks: per block, per range of the sweep.
+    found: &'s [Vec<Rows>],
+}
+
+/// One range's sweep: its allocations' earlier partners, and how many partners each
+/// allocation got from them (as the earlier or the later member).
+struct Sweep {
+    rows: Rows,
+    degree: Vec<u32>,
+}
+
+impl SweepInput<'_> {
+    /// Rows `range` of the sweep, the `k`-th range. It starts with the allocations that are
+    /// live there: those that started earlier and end after the range's first start, in start
+    /// order, which is what the sweep over the rows before would have left active.
+    fn sweep(&self, k: usize, range: Range<usize>) -> Result<Sweep, String> {
+        let (start, end) = (self.start, self.end);
+        let at = |i: u32| i as usize;
+        let mut active: Vec<u32> = match self.by_start.get(range.start) {
+            Some(&b0) if range.start > 0 => {
+                let s0 = start[at(b0)];
+                self.by_start[..range.start].iter().copied().filter(|&a| end[at(a)] > s0).collect()
+            }
+            _ => Vec::new(),
+        };
+        let mut rows = Rows::with_capacity(range.len());
+        rows.targets.reserve(range.len() * 8);
+        let mut degree = vec![0u32; start.len()];
+        for (r, &b) in self.by_start[range.clone()].iter().enumerate() {
+            let s = start[at(b)];
+            active.retain(|&a| end[at(a)] > s);
+            let from = rows.targets.len();
+            // The chains' partners ended before `b` started, so they mostly come before the
+            // live ones in start order: in this order the row is nearly sorted already, which
+            // is what the insertion sort that sorts short rows is fast on.
+            if let Some(block) = self.first {
+                let malloc = self.problem.allocs[at(b)].malloc;
+                block.partners(malloc, s, end, &mut rows.targets);
+            }
+            for found in self.found {
+                if let Some(part) = found.get(k) {
+                    rows.targets.extend_from_slice(part.row(r));
+                }
+            }
+            // Pushed one by one: a call to memmove per row costs more than the copy.
+            for &a in &active {
+                rows.targets.push(a);
+            }
+            let row = &mut rows.targets[from..];
+            row.sort_unstable();
+            for &a in row.iter() {
+                degree[at(a)] += 1;
+            }
+            degree[at(b)] += row.len() as u32;
+            rows.close()?;
+            active.push(b);
+        }
+        Ok(Sweep { rows, degree })
+    }
+}
+
+/// The sum of the ranges' partner counts, per allocation.
+fn merge_degrees(threads: Threads, sweeps: &[Sweep], n: usize) -> Vec<u32> {
+    if let [only] = sweeps {
+        return only.degree.clone();
+    }
+    let parts = parallel::map_ranges(threads, n, |_, range| {
+        let mut sum = vec![0u32; range.len()];
+        for s in sweeps {
+            for (t, &d) in sum.iter_mut().zip(&s.degree[range.clone()]) {
+                *t += d;
+            }
+        }
+        sum
+    });
+    parts.concat()
+}
+
 const TOO_MANY: &str = "more than 2^32 conflict entries";
 
 /// Sorted adjacency lists of the conflict graph (compressed rows).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Adjacency {
     offsets: Vec<u32>,
     targets: Vec<u32>,
@@ -190,7 +276,7 @@ impl Adjacency {
     /// counts each allocation's partners in all. Row `x` is written as its earlier partners
     /// followed by its later ones in `order`, so when `order` is increasing (the usual case:
     /// allocations created in start order) every row comes out sorted without sorting it.
-    fn from_earlier(order: &[u32], earlier: &Rows, degree: &[u32]) -> Result<Adjacency, String> {
+    fn from_earlier(threads: Threads, order: &[u32], earlier: &[Rows], degree: &[u32]) -> Result<Adjacency, String> {
         let n = degree.len();
         let mut offsets = Vec::with_capacity(n + 1);
         let mut total = 0u32;
@@ -199,28 +285,50 @@ impl Adjacency {
             total = total.checked_add(d).ok_or_else(|| TOO_MANY.to_string())?;
             offsets.push(total);
         }
-        let mut fill: Vec<u32> = offsets[..n].to_vec();
         let mut targets = vec![0u32; total as usize];
-        for (r, &b) in order.iter().enumerate() {
-            let row = earlier.row(r);
-            let at = fill[b as usize] as usize;
-            if let Some(dst) = targets.get_mut(at..at + row.len()) {
-                dst.copy_from_slice(row);
-            }
-            fill[b as usize] += row.len() as u32;
-            for &a in row {
-                let slot = &mut fill[a as usize];
-                if let Some(t) = targets.get_mut(*slot as usize) {
-                    *t = b;
+        let sorted = order.windows(2).all(|w| w[0] < w[1]);
+        // Each thread writes the rows of one range of allocations, reading all of `earlier`.
+        let owners = parallel::ranges(threads, n);
+        let parts = parallel::split_rows(&mut targets, &offsets, &owners);
+        parallel::for_each(owners.into_iter().zip(parts).collect(), |(own, part)| {
+            let (lo, len) = (own.start as u32, own.len() as u32);
+            let mine = |x: u32| x.wrapping_sub(lo) < len;
+            let base = offsets[own.start];
+            let mut fill: Vec<u32> = offsets[own.clone()].iter().map(|&o| o - base).collect();
+            let mut bs = order.iter();
+            for rows in earlier {
+                for r in 0..rows.len() {
+                    let Some(&b) = bs.next() else { return };
+                    let row = rows.row(r);
+                    if mine(b) {
+                        let at = &mut fill[(b - lo) as usize];
+                        if let Some(dst) = part.get_mut(*at as usize..*at as usize + row.len()) {
+                            dst.copy_from_slice(row);
+                        }
+                        *at += row.len() as u32;
+                    }
+                    for &a in row {
+                        if mine(a) {
+                            let at = &mut fill[(a - lo) as usize];
+                            if let Some(t) = part.get_mut(*at as usize) {
+                                *t = b;
+                            }
+                            *at += 1;
+                        }
+                    }
                 }
-                *slot += 1;
             }
-        }
-        if order.windows(2).any(|w| w[0] > w[1]) {
-            for i in 0..n {
-                targets[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
+            if !sorted {
+                let mut lo_at = 0usize;
+                for x in own {
+                    let hi_at = (offsets[x + 1] - base) as usize;
+                    if let Some(row) = part.get_mut(lo_at..hi_at) {
+                        row.sort_unstable();
+                    }
+                    lo_at = hi_at;
+                }
             }
-        }
+        });
         Ok(Adjacency { offsets, targets })
     }
 
@@ -248,7 +356,8 @@ impl Adjacency {
 }
 
 /// Predecessor lists of `succ`, counted then filled (no list of pairs). Predecessors
-/// come out in increasing order.
+/// come out in increasing order. (One thread: the pass is a scan of `succ`, and a thread per
+/// range of vertices would scan all of it too.)
 fn transpose(succ: &Csr) -> Csr {
     let n = succ.len();
     let mut count = vec![0u32; n + 1];

@@ -27,8 +27,11 @@
 use super::best_fit::BestFit;
 use super::canonical::{Lowest, Space};
 use super::lifetimes::Problem;
+use super::order::Adjacency;
 use super::order::Conflicts;
+use super::parallel::{self, Threads};
 use super::priority::priority;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Offsets in bytes and the pool size, for one problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,9 +52,22 @@ pub fn units(problem: &Problem, alignment: u64) -> Vec<u64> {
     problem.allocs.iter().map(|x| x.size.div_ceil(a)).collect()
 }
 
-/// Plans `problem` with `alignment`-byte offsets. `target` is a lower bound on the pool in
-/// alignment units, if known ([`super::lower_bound`]): the search stops once it is reached.
+/// Plans `problem` with `alignment`-byte offsets, on the threads available. `target` is a
+/// lower bound on the pool in alignment units, if known ([`super::lower_bound`]): the search
+/// stops once it is reached.
 pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Option<u64>) -> Placement {
+    plan_with(problem, conflicts, alignment, target, Threads::available())
+}
+
+/// [`plan`] on up to `threads` threads. Only inputs over [`LARGE`] allocations use a second
+/// one (the two greedy orders run at once); the placement never depends on the thread count.
+pub fn plan_with(
+    problem: &Problem,
+    conflicts: &Conflicts,
+    alignment: u64,
+    target: Option<u64>,
+    threads: Threads,
+) -> Placement {
     let alignment = alignment.max(1);
     let units = units(problem, alignment);
     let n = units.len();
@@ -72,13 +88,6 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
         // Live-to-the-end allocations count as ending after every other.
         (if e == super::order::END { conflicts.start.len() as u64 * 4 } else { e as u64 }).saturating_sub(s) + 1
     };
-    // Large inputs do not try the neighbourhood order: no weights to compute.
-    let weights: Vec<u64> = (0..if n > LARGE { 0 } else { n as u32 })
-        .map(|i| {
-            conflicts.adj.neighbours(i).iter().map(|&j| units.get(j as usize).copied().unwrap_or(0)).sum::<u64>()
-                + units[i as usize]
-        })
-        .collect();
     // Allocations by start position, then index: every order breaks its ties this way.
     let mut by_start = shared.clone();
     by_start.sort_by_key(|&i| start(i));
@@ -86,7 +95,25 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
     let size_class = |i: u32| 64 - u(i).leading_zeros() as u64;
     // Large inputs try only the orders that win there (size, area; see docs/performance.md),
     // to keep planning time near-linear.
-    let large = n > LARGE;
+    if n > LARGE {
+        let area = |i: u32| (u(i).saturating_mul(length(i)), u(i));
+        let (top, placed, name) =
+            large_greedy(&BestFitInput { units: &units, adj: &conflicts.adj, base }, &by_start, area, threads, target);
+        for &i in &shared {
+            offsets[i as usize] = placed[i as usize];
+        }
+        return Placement {
+            offsets: offsets.iter().map(|o| o.saturating_mul(alignment)).collect(),
+            pool: top.max(base).saturating_mul(alignment),
+            strategy: name.to_string(),
+        };
+    }
+    let weights: Vec<u64> = (0..n as u32)
+        .map(|i| {
+            conflicts.adj.neighbours(i).iter().map(|&j| units.get(j as usize).copied().unwrap_or(0)).sum::<u64>()
+                + units[i as usize]
+        })
+        .collect();
     let mut greedy = Greedy {
         units: &units,
         adj: conflicts,
@@ -100,12 +127,9 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
     // The best order of each greedy kind: where its local search starts.
     let mut seeds: [Option<Seed>; 2] = [None, None];
     let target = target.unwrap_or(0).max(base);
-    // Area first: on large inputs it usually wins, and the size order, placing the largest
-    // allocations first, then reaches that pool early and stops.
+    // Area first: it usually wins, and the size order, placing the largest allocations
+    // first, then often reaches that pool early and stops.
     for name in ["area", "size", "neighbourhood", "size-class", "start"] {
-        if large && !matches!(name, "size" | "area") {
-            continue;
-        }
         if best.as_ref().is_some_and(|b| b.0 <= target) {
             break;
         }
@@ -117,7 +141,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
             _ => priority(&by_start, |i| (u64::MAX - start(i), u(i))),
         };
         for kind in [Kind::BestFit, Kind::LowestFirst] {
-            if (large && kind == Kind::LowestFirst) || best.as_ref().is_some_and(|b| b.0 <= target) {
+            if best.as_ref().is_some_and(|b| b.0 <= target) {
                 continue;
             }
             let seed = &mut seeds[kind as usize];
@@ -150,7 +174,7 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
     let mut improved = false;
     for (k, start) in [seeds[0].take(), seeds[1].take()].into_iter().enumerate() {
         let Some((kind, name, mut order)) = start else { continue };
-        if large || top <= target {
+        if top <= target {
             break;
         }
         let budget = LOCAL_SEARCH_WORK / 2 * (k as u64 + 1);
@@ -221,6 +245,64 @@ pub fn plan(problem: &Problem, conflicts: &Conflicts, alignment: u64, target: Op
     }
 }
 
+/// Whether planning `n` allocations (conflicts and placement) uses more than one of
+/// `threads`.
+pub fn splits(n: usize, threads: Threads) -> bool {
+    threads.get() > 1 && (n > LARGE || super::order::splits(n, threads))
+}
+
+/// What a best-fit run reads.
+struct BestFitInput<'a> {
+    units: &'a [u64],
+    adj: &'a Adjacency,
+    base: u64,
+}
+
+/// Large inputs: best fit in the area order and in the size order, the smaller pool wins
+/// (area on a tie, and area alone when it reaches `target`). With two threads they run at
+/// once; the size order, placing the largest allocations first, stops as soon as its top
+/// reaches the area pool, which it learns when the area order ends. The result is the same
+/// either way: a size run cut short could not have won. Returns the pool top in units, the
+/// offsets and the winning order's name.
+fn large_greedy(
+    input: &BestFitInput,
+    by_start: &[u32],
+    area: impl Fn(u32) -> (u64, u64) + Sync,
+    threads: Threads,
+    target: Option<u64>,
+) -> (u64, Vec<u64>, &'static str) {
+    let units = input.units;
+    let size = |i: u32| (units.get(i as usize).copied().unwrap_or(0), 0);
+    let run = |key: &(dyn Fn(u32) -> (u64, u64) + Sync), limit: &AtomicU64| {
+        let order = priority(by_start, key);
+        let mut best_fit = BestFit::new(units, input.adj, input.base);
+        let mut offset = vec![u64::MAX; units.len()];
+        let top = best_fit.run(&order, &mut offset, limit, &mut 0);
+        (top, offset)
+    };
+    let area_top = AtomicU64::new(u64::MAX);
+    let reached = |top: u64| target.is_some_and(|t| top <= t.max(input.base));
+    let area_run = || {
+        let (top, offset) = run(&area, &AtomicU64::new(u64::MAX));
+        // At the target the size order cannot win: stop it at once.
+        area_top.store(if reached(top) { 0 } else { top }, Ordering::Relaxed);
+        (top, offset)
+    };
+    let size_run = || run(&size, &area_top);
+    let ((top, offset), size) = if threads.get() > 1 {
+        let (a, s) = parallel::join(threads, area_run, size_run);
+        (a, Some(s))
+    } else {
+        let a = area_run();
+        let s = (!reached(a.0)).then(size_run);
+        (a, s)
+    };
+    match size {
+        Some((s, size_offset)) if s < top && !reached(top) => (s, size_offset, "size"),
+        _ => (top, offset, "area"),
+    }
+}
+
 /// The two greedy placements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -269,7 +351,7 @@ impl Greedy<'_> {
     /// `limit` (the best so far): a candidate that cannot win is not worth finishing.
     fn run(&mut self, kind: Kind, order: &[u32], limit: u64) -> u64 {
         match kind {
-            Kind::BestFit => self.best_fit.run(order, &mut self.offset, limit, &mut self.work),
+            Kind::BestFit => self.best_fit.run(order, &mut self.offset, &AtomicU64::new(limit), &mut self.work),
             Kind::LowestFirst => {
                 let space = Space { units: self.units, adj: &self.adj.adj, base: self.base };
                 self.lowest.run(space, order, &mut self.offset, limit, &mut self.work)
