@@ -378,7 +378,7 @@ fn run_memory(max_allocs: usize, runs: usize, only: &str, write: bool) -> Result
          allocations (min-flow; no plan can be smaller); *naive* = sum of the sizes; *DPC++* = \
          exact-size reuse as DPC++'s graph memory pool does it (docs/memory.md). *plan ms* = \
          lifetimes + conflict graph + placement, best of {} runs; *1 thread*: the same on one thread, \
-         run alternately with it, for the inputs where the planner splits work (over 16 384 allocations; \
+         run alternately with it, for the inputs where the planner splits work (graphs of 16 384 vertices or more; \
          both plans are checked identical); up to 20 000 allocations the planner \
          also computes the bound (to stop its search there), and that is included; *bound ms* = the \
          min-flow alone, once. *winning order*: the order of the greedy that gave the pool, \

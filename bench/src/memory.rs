@@ -87,7 +87,7 @@ pub fn measure(name: String, mixed: bool, text: &str, alignment: u64, runs: usiz
                 continue;
             }
             let t = Instant::now();
-            let problem = Problem::from_graph(graph)?;
+            let problem = Problem::from_graph_with(graph, threads)?;
             let t1 = t.elapsed();
             let conflicts = order::conflicts_with(&problem, threads)?;
             let t2 = t.elapsed();
@@ -106,7 +106,7 @@ pub fn measure(name: String, mixed: bool, text: &str, alignment: u64, runs: usiz
                 conflicts.chains,
                 ms(t.elapsed() - t2)
             );
-            split = all.get() > 1 && planner::splits(problem.allocs.len(), all);
+            split = planner::splits(&problem, all);
             match &result {
                 Some((_, c, p)) if k == 1 && (c != &conflicts || p != &placement) => {
                     return Err(format!("{name}: the plan on one thread differs from the plan on {}", all.get()));

@@ -4,7 +4,7 @@
 use cmdgraph_ir::Graph;
 
 /// Compressed sparse adjacency over node indices (`Handle::index`), in edge creation order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Csr {
     offsets: Vec<u32>,
     targets: Vec<u32>,

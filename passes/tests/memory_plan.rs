@@ -192,8 +192,9 @@ fn large_plans_do_not_depend_on_the_threads() {
         let spec = Spec { shape, ops: 24_000, queues, base: 256, sizes: Sizes::Mixed { max_factor: 64 }, seed };
         let module = cmdgraph_ir::text::parse(&spec.program().to_text()).unwrap();
         let graph = &module.graphs[module.graph_by_name("g").unwrap()];
-        let p = Problem::from_graph(graph).unwrap();
+        let p = Problem::from_graph_with(graph, Threads::ONE).unwrap();
         assert!(p.allocs.len() > planner::LARGE);
+        assert!(Problem::from_graph_with(graph, Threads::new(3).with_min_chunk(1_000)).unwrap() == p);
         let one = order::conflicts_with(&p, Threads::ONE).unwrap();
         let plan_one = planner::plan_with(&p, &one, 256, None, Threads::ONE);
         for t in [2, 5] {

@@ -10,8 +10,10 @@
 //! free alone stands for all of `a`'s accesses. Allocations without exactly
 //! one free live to the end of the run and are never before anything.
 
+use super::parallel::{self, Threads};
 use crate::analysis::Csr;
 use cmdgraph_ir::{Graph, Handle, NodeKind};
+use std::ops::Range;
 
 /// One graph-owned allocation as the planner sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,7 +30,7 @@ pub struct Allocation {
 
 /// A planning problem: a DAG over vertices and the allocations living on it. Graphs,
 /// generators and converted benchmark instances all become one of these.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Problem {
     /// Successors of every vertex.
     pub succ: Csr,
@@ -50,21 +52,32 @@ impl Problem {
     /// the plan relies on its lifetime checks (on other input it is still computed, without
     /// panicking, but may be wrong).
     pub fn from_graph(graph: &Graph) -> Result<Problem, String> {
-        let succ = successors(graph);
-        // Slot of every malloc node; u32::MAX for other nodes.
-        let mut slot = vec![u32::MAX; graph.nodes.len()];
+        Problem::from_graph_with(graph, Threads::available())
+    }
+
+    /// [`Problem::from_graph`] on up to `threads` threads (the same problem on any number).
+    pub fn from_graph_with(graph: &Graph, threads: Threads) -> Result<Problem, String> {
+        let n = graph.nodes.len();
+        // The successor lists and the scan for allocations read different arenas: at once,
+        // the scan itself by ranges of nodes.
+        let (succ, parts) = parallel::join(
+            threads,
+            n,
+            || successors(graph),
+            || parallel::map_ranges(threads, n, |_, range| scan(graph, range)),
+        );
         let mut allocs = Vec::new();
         // (allocation node, free node) of every free: resolved once all mallocs are known.
         let mut frees: Vec<(u32, u32)> = Vec::new();
-        for (h, node) in graph.nodes.iter() {
-            match &node.kind {
-                NodeKind::AsyncMalloc { elem, count, zero_init, .. } => {
-                    slot[h.index()] = allocs.len() as u32;
-                    let size = elem.size().saturating_mul(*count);
-                    allocs.push(Allocation { malloc: h.index() as u32, free: None, size, zero_init: *zero_init });
-                }
-                NodeKind::AsyncFree { alloc } => frees.push((alloc.index() as u32, h.index() as u32)),
-                _ => {}
+        for (a, f) in parts {
+            allocs.extend(a);
+            frees.extend(f);
+        }
+        // Slot of every malloc node; u32::MAX for other nodes.
+        let mut slot = vec![u32::MAX; n];
+        for (k, a) in allocs.iter().enumerate() {
+            if let Some(s) = slot.get_mut(a.malloc as usize) {
+                *s = k as u32;
             }
         }
         // Frees seen per allocation: one free stands for every access (the verifier, E0245/
@@ -79,6 +92,25 @@ impl Problem {
         }
         Ok(Problem { succ, allocs })
     }
+}
+
+/// The allocations made by the nodes of `range` (live to the end so far), and the frees
+/// there as (allocation node, free node).
+fn scan(graph: &Graph, range: Range<usize>) -> (Vec<Allocation>, Vec<(u32, u32)>) {
+    let mut allocs = Vec::new();
+    let mut frees = Vec::new();
+    for i in range {
+        let Some(node) = Handle::from_usize(i).and_then(|h| graph.nodes.try_get(h)) else { continue };
+        match &node.kind {
+            NodeKind::AsyncMalloc { elem, count, zero_init, .. } => {
+                let size = elem.size().saturating_mul(*count);
+                allocs.push(Allocation { malloc: i as u32, free: None, size, zero_init: *zero_init });
+            }
+            NodeKind::AsyncFree { alloc } => frees.push((alloc.index() as u32, i as u32)),
+            _ => {}
+        }
+    }
+    (allocs, frees)
 }
 
 /// The successor lists of `graph`, in edge creation order (what `Csr::successors` gives),

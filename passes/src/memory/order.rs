@@ -70,34 +70,17 @@ pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, 
     // order interleaves queues and the chain cover falls apart into thousands of chains).
     // When every edge goes from a lower to a higher index (graphs read from text, whose
     // `after` lists name earlier nodes), index order is that order already.
-    let forward = (0..n as u32).all(|v| succ.neighbours(v).iter().all(|&w| w > v));
     let inside = |v: u32| (v as usize) < n;
     if let Some(i) = problem.allocs.iter().position(|a| !inside(a.malloc) || a.free.is_some_and(|f| !inside(f))) {
         return Err(format!("allocation {i} names a vertex outside the graph"));
     }
-    let topo = if forward {
-        (0..n as u32).collect()
-    } else {
-        topological_order(succ).ok_or_else(|| "the graph has a cycle".to_string())?
-    };
-    let mut pos = vec![0u32; n];
-    for (i, &v) in topo.iter().enumerate() {
-        pos[v as usize] = i as u32;
-    }
-    let vpos = |v: u32| pos.get(v as usize).copied().unwrap_or(0);
+    // The predecessor lists and the order are independent: built at once.
+    let (pred, positions) = parallel::join(threads, n, || transpose(succ), || Positions::new(problem));
+    let Positions { topo, pos, start, end, live, by_start } = positions?;
     let allocs = &problem.allocs;
-    let start: Vec<u32> = allocs.iter().map(|a| vpos(a.malloc)).collect();
-    let end: Vec<u32> = allocs.iter().map(|a| a.free.map_or(END, vpos)).collect();
-    let live: Vec<u32> = (0..allocs.len() as u32).filter(|&i| !allocs[i as usize].zero_init).collect();
-    // Allocations in start order (ties by index): every conflicting pair is found when its
-    // later-starting member comes, so each allocation's "earlier" partners are produced
-    // together, which lets the rows be built without a list of pairs.
-    let mut by_start = live.clone();
-    by_start.sort_by_key(|&i| start[i as usize]);
 
     // Disjoint intervals that are still unordered: chain cover and ancestor labels, per
     // block of chains.
-    let pred = transpose(succ);
     let cover = chains::cover(&topo, &pred, &pos);
     let frees: Vec<(u32, u32)> = live.iter().filter_map(|&a| allocs[a as usize].free.map(|f| (a, f))).collect();
     let chains = chains::frees_by_chain(&topo, &cover, &frees);
@@ -137,9 +120,50 @@ pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, 
     Ok(Conflicts { start, end, adj, chains: chains.len() })
 }
 
-/// Whether computing the conflicts of `n` allocations uses more than one of `threads`.
-pub fn splits(n: usize, threads: Threads) -> bool {
-    threads.splits(n)
+/// One topological order and the allocations' places in it.
+struct Positions {
+    topo: Vec<u32>,
+    /// Position of each vertex in `topo`.
+    pos: Vec<u32>,
+    start: Vec<u32>,
+    end: Vec<u32>,
+    /// The allocations that are not `zero_init`.
+    live: Vec<u32>,
+    /// `live` in start order (ties by index).
+    by_start: Vec<u32>,
+}
+
+impl Positions {
+    fn new(problem: &Problem) -> Result<Positions, String> {
+        let succ = &problem.succ;
+        let n = succ.len();
+        // The lowest-index topological order follows creation order, so on a recorded graph
+        // a command's previous command on its queue is still a chain tail when it comes (a
+        // FIFO order interleaves queues and the chain cover falls apart into thousands of
+        // chains). When every edge goes from a lower to a higher index (graphs read from
+        // text, whose `after` lists name earlier nodes), index order is that order already.
+        let forward = (0..n as u32).all(|v| succ.neighbours(v).iter().all(|&w| w > v));
+        let topo = if forward {
+            (0..n as u32).collect()
+        } else {
+            topological_order(succ).ok_or_else(|| "the graph has a cycle".to_string())?
+        };
+        let mut pos = vec![0u32; n];
+        for (i, &v) in topo.iter().enumerate() {
+            pos[v as usize] = i as u32;
+        }
+        let vpos = |v: u32| pos.get(v as usize).copied().unwrap_or(0);
+        let allocs = &problem.allocs;
+        let start: Vec<u32> = allocs.iter().map(|a| vpos(a.malloc)).collect();
+        let end: Vec<u32> = allocs.iter().map(|a| a.free.map_or(END, vpos)).collect();
+        let live: Vec<u32> = (0..allocs.len() as u32).filter(|&i| !allocs[i as usize].zero_init).collect();
+        // Every conflicting pair is found when its later-starting member comes, so each
+        // allocation's "earlier" partners are produced together, which lets the rows be
+        // built without a list of pairs.
+        let mut by_start = live.clone();
+        by_start.sort_by_key(|&i| start[i as usize]);
+        Ok(Positions { topo, pos, start, end, live, by_start })
+    }
 }
 
 /// Compressed rows built by appending: row `r` is `targets[offsets[r]..offsets[r + 1]]`.

@@ -100,13 +100,14 @@ pub(super) fn for_each<P: Send>(parts: Vec<P>, f: impl Fn(P) + Sync) {
     })
 }
 
-/// Runs `a` and `b`, on two threads when `threads` allows.
+/// Runs `a` and `b`, on two threads when `threads` would split work on `items` items.
 pub(super) fn join<A: Send, B: Send>(
     threads: Threads,
+    items: usize,
     a: impl FnOnce() -> A + Send,
     b: impl FnOnce() -> B + Send,
 ) -> (A, B) {
-    if threads.get() < 2 {
+    if !threads.splits(items) {
         return (a(), b());
     }
     std::thread::scope(|s| {

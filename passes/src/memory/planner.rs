@@ -245,10 +245,9 @@ pub fn plan_with(
     }
 }
 
-/// Whether planning `n` allocations (conflicts and placement) uses more than one of
-/// `threads`.
-pub fn splits(n: usize, threads: Threads) -> bool {
-    threads.get() > 1 && (n > LARGE || super::order::splits(n, threads))
+/// Whether planning `problem` (conflicts and placement) uses more than one of `threads`.
+pub fn splits(problem: &Problem, threads: Threads) -> bool {
+    threads.splits(problem.succ.len().max(problem.allocs.len()))
 }
 
 /// What a best-fit run reads.
@@ -289,8 +288,8 @@ fn large_greedy(
         (top, offset)
     };
     let size_run = || run(&size, &area_top);
-    let ((top, offset), size) = if threads.get() > 1 {
-        let (a, s) = parallel::join(threads, area_run, size_run);
+    let ((top, offset), size) = if threads.splits(units.len()) {
+        let (a, s) = parallel::join(threads, units.len(), area_run, size_run);
         (a, Some(s))
     } else {
         let a = area_run();
