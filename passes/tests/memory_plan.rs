@@ -197,6 +197,10 @@ fn large_plans_do_not_depend_on_the_threads() {
         assert!(Problem::from_graph_with(graph, Threads::new(3).with_min_chunk(1_000)).unwrap() == p);
         let one = order::conflicts_with(&p, Threads::ONE).unwrap();
         let plan_one = planner::plan_with(&p, &one, 256, None, Threads::ONE);
+        // plan_problem plans large inputs without the bound, beside computing it: the bound
+        // would not have changed the plan.
+        let bound = lower_bound::lower_bound(&p, &one, &planner::units(&p, 256));
+        assert_eq!(planner::plan_with(&p, &one, 256, Some(bound), Threads::ONE), plan_one);
         for t in [2, 5] {
             let threads = Threads::new(t).with_min_chunk(1_000);
             let c = order::conflicts_with(&p, threads).unwrap();

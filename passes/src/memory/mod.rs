@@ -110,13 +110,24 @@ impl MemoryPlan {
 /// Plans a problem: conflicts, offsets, bound and comparisons.
 pub fn plan_problem(problem: &Problem, names: &AllocNames, graph: &str, alignment: u64) -> Result<MemoryPlan, String> {
     let alignment = alignment.max(1);
-    let conflicts = order::conflicts(problem)?;
+    let threads = parallel::Threads::available();
+    let conflicts = order::conflicts_with(problem, threads)?;
     let units = planner::units(problem, alignment);
-    let bound_units = lower_bound::lower_bound(problem, &conflicts, &units);
-    let placement = planner::plan(problem, &conflicts, alignment, Some(bound_units));
+    let bound = || lower_bound::lower_bound(problem, &conflicts, &units);
+    let dpcpp = || dpcpp::exact_size_reuse(problem, &conflicts, alignment);
+    let n = problem.allocs.len();
+    let (bound_units, (placement, dpcpp)) = if n > planner::LARGE {
+        // Above LARGE the planner uses the bound only to skip the size order once the area
+        // order reaches it, and then the size order could not have won anyway: the plan is
+        // the same without it, so the bound and the comparison are computed beside it.
+        let place = || planner::plan_with(problem, &conflicts, alignment, None, threads);
+        parallel::join(threads, n, bound, || parallel::join(threads, n, place, dpcpp))
+    } else {
+        let b = bound();
+        (b, (planner::plan_with(problem, &conflicts, alignment, Some(b), threads), dpcpp()))
+    };
     let lower_bound = bound_units.saturating_mul(alignment);
     let naive = units.iter().fold(0u64, |s, u| s.saturating_add(*u)).saturating_mul(alignment);
-    let dpcpp = dpcpp::exact_size_reuse(problem, &conflicts, alignment);
     let allocations = problem
         .allocs
         .iter()
