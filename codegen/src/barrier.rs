@@ -9,10 +9,11 @@
 //! `barrier()` plus `memoryBarrier()` would give. This pass gives every barrier without a
 //! storage-class bit those semantics.
 
+use crate::spirv_walk::instructions;
+
 const OP_CONSTANT: u32 = 43;
 const OP_CONTROL_BARRIER: u32 = 224;
 const OP_MEMORY_BARRIER: u32 = 225;
-const HEADER_WORDS: usize = 5;
 /// UniformMemory .. ImageMemory.
 const STORAGE_BITS: u32 = 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800;
 /// `AcquireRelease | UniformMemory | WorkgroupMemory`.
@@ -20,18 +21,9 @@ pub(crate) const GROUP_BARRIER_SEMANTICS: u32 = 0x8 | 0x40 | 0x100;
 
 /// The words with every barrier's semantics fixed (unchanged when none needs it).
 pub(crate) fn fix_barrier_semantics(words: &[u32]) -> Vec<u32> {
+    let Some(insts) = instructions(words) else { return words.to_vec() };
+    let insts: Vec<usize> = insts.into_iter().map(|(at, _, _)| at).collect();
     let mut words = words.to_vec();
-    // Instruction word ranges.
-    let mut insts = Vec::new();
-    let mut at = HEADER_WORDS;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return words;
-        }
-        insts.push(at);
-        at += count;
-    }
     // 32-bit constants: id -> (instruction start, type, value).
     let mut constants = std::collections::BTreeMap::new();
     for &s in &insts {

@@ -15,28 +15,13 @@
 //! drops `%a` and `%b` and turns `%c` into `OpCopyObject %T %old`. Anything that does not
 //! match exactly is left alone, and `spirv-val` (run on every module) rejects it.
 
+use crate::spirv_walk::{instructions, HEADER_WORDS};
+
 const OP_TYPE_INT: u32 = 21;
 const OP_COMPOSITE_EXTRACT: u32 = 81;
 const OP_COMPOSITE_INSERT: u32 = 82;
 const OP_COPY_OBJECT: u32 = 83;
 const OP_ATOMIC_COMPARE_EXCHANGE: u32 = 230;
-const HEADER_WORDS: usize = 5;
-
-/// One instruction: start word, opcode, word count.
-fn instructions(words: &[u32]) -> Option<Vec<(usize, u32, usize)>> {
-    let mut out = Vec::new();
-    let mut at = HEADER_WORDS;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return None;
-        }
-        out.push((at, words[at] & 0xffff, count));
-        at += count;
-    }
-    Some(out)
-}
-
 /// The words with every compare-exchange's scalar packing removed (module doc); unchanged
 /// when the module has no `OpAtomicCompareExchange` or is malformed.
 pub(crate) fn unpack_compare_exchange(words: &[u32]) -> Vec<u32> {

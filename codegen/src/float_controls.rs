@@ -6,27 +6,19 @@
 //! backend emits 1.6) and the device property `shaderSignedZeroInfNanPreserveFloat32`
 //! (`…Float16` for kernels using `f16`), which is not a feature to enable.
 
+use crate::spirv_walk::instructions;
+
 const OP_CAPABILITY: u32 = 17;
 const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
 const CAP_FLOAT16: u32 = 9;
 const CAP_SIGNED_ZERO_INF_NAN_PRESERVE: u32 = 4466;
 const MODE_SIGNED_ZERO_INF_NAN_PRESERVE: u32 = 4461;
-const HEADER_WORDS: usize = 5;
 
 /// The words with the capability and the execution mode (32-bit floats, and 16-bit when
 /// the module declares `Float16`) added to the entry point; unchanged if malformed.
 pub(crate) fn preserve_signed_zero_inf_nan(words: &[u32]) -> Vec<u32> {
-    let mut insts = Vec::new();
-    let mut at = HEADER_WORDS;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return words.to_vec();
-        }
-        insts.push((at, words[at] & 0xffff, count));
-        at += count;
-    }
+    let Some(insts) = instructions(words) else { return words.to_vec() };
     let caps: Vec<&(usize, u32, usize)> = insts.iter().filter(|i| i.1 == OP_CAPABILITY).collect();
     if caps.iter().any(|&&(s, _, c)| c == 2 && words[s + 1] == CAP_SIGNED_ZERO_INF_NAN_PRESERVE) {
         return words.to_vec();
@@ -74,16 +66,7 @@ const PREAMBLE: [u32; 22] = [17, 10, 11, 14, 15, 16, 331, 7, 4, 3, 2, 5, 6, 330,
 /// result is decorated `NoContraction`, and NVIDIA's compiler does fuse. On `Fma` the
 /// decoration makes every `fma` round the same way (SPIR-V's GLSL.std.450 `Fma`).
 pub(crate) fn no_contraction(words: &[u32]) -> Vec<u32> {
-    let mut insts = Vec::new();
-    let mut at = HEADER_WORDS;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return words.to_vec();
-        }
-        insts.push((at, words[at] & 0xffff, count));
-        at += count;
-    }
+    let Some(insts) = instructions(words) else { return words.to_vec() };
     let glsl: Vec<u32> = insts
         .iter()
         .filter(|&&(s, op, c)| op == OP_EXT_INST_IMPORT && c >= 3 && ext_name(&words[s + 2..s + c]) == "GLSL.std.450")

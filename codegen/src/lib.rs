@@ -12,6 +12,7 @@ mod float_controls;
 mod layout;
 mod lower;
 pub mod schedule;
+mod spirv_walk;
 pub mod support;
 mod target;
 mod validate;
