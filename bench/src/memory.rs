@@ -107,12 +107,11 @@ pub fn measure(name: String, mixed: bool, text: &str, alignment: u64, runs: usiz
                 ms(t.elapsed() - t2)
             );
             split = planner::splits(&problem, all);
-            match &result {
-                Some((_, c, p)) if k == 1 && (c != &conflicts || p != &placement) => {
-                    return Err(format!("{name}: the plan on one thread differs from the plan on {}", all.get()));
-                }
-                Some(_) if k == 1 => {}
-                _ => result = Some((problem, conflicts, placement)),
+            let run = (problem, conflicts, placement);
+            if k == 0 {
+                result = Some(run);
+            } else if result.as_ref() != Some(&run) {
+                return Err(format!("{name}: the plan on one thread differs from the plan on {}", all.get()));
             }
         }
     }

@@ -65,11 +65,6 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
 pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, String> {
     let succ = &problem.succ;
     let n = succ.len();
-    // The lowest-index topological order follows creation order, so on a recorded graph a
-    // command's previous command on its queue is still a chain tail when it comes (a FIFO
-    // order interleaves queues and the chain cover falls apart into thousands of chains).
-    // When every edge goes from a lower to a higher index (graphs read from text, whose
-    // `after` lists name earlier nodes), index order is that order already.
     let inside = |v: u32| (v as usize) < n;
     if let Some(i) = problem.allocs.iter().position(|a| !inside(a.malloc) || a.free.is_some_and(|f| !inside(f))) {
         return Err(format!("allocation {i} names a vertex outside the graph"));
@@ -114,8 +109,8 @@ pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, 
     let sweeps = parallel::map_ranges(threads, by_start.len(), |k, range| input.sweep(k, range));
     let sweeps: Vec<Sweep> = sweeps.into_iter().collect::<Result<_, String>>()?;
     drop(found);
-    let degree = merge_degrees(threads, &sweeps, allocs.len());
-    let earlier: Vec<Rows> = sweeps.into_iter().map(|s| s.rows).collect();
+    let (earlier, degrees): (Vec<Rows>, Vec<Vec<u32>>) = sweeps.into_iter().map(|s| (s.rows, s.degree)).unzip();
+    let degree = merge_degrees(threads, degrees, allocs.len());
     let adj = Adjacency::from_earlier(threads, &by_start, &earlier, &degree)?;
     Ok(Conflicts { start, end, adj, chains: chains.len() })
 }
@@ -269,14 +264,14 @@ impl SweepInput<'_> {
 }
 
 /// The sum of the ranges' partner counts, per allocation.
-fn merge_degrees(threads: Threads, sweeps: &[Sweep], n: usize) -> Vec<u32> {
-    if let [only] = sweeps {
-        return only.degree.clone();
+fn merge_degrees(threads: Threads, mut degrees: Vec<Vec<u32>>, n: usize) -> Vec<u32> {
+    if degrees.len() == 1 {
+        return degrees.pop().unwrap_or_default();
     }
     let parts = parallel::map_ranges(threads, n, |_, range| {
         let mut sum = vec![0u32; range.len()];
-        for s in sweeps {
-            for (t, &d) in sum.iter_mut().zip(&s.degree[range.clone()]) {
+        for degree in &degrees {
+            for (t, &d) in sum.iter_mut().zip(&degree[range.clone()]) {
                 *t += d;
             }
         }

@@ -67,36 +67,29 @@ fn cut(len: usize, k: usize) -> Vec<Range<usize>> {
 /// Runs `f(k, range)` on contiguous ranges covering `0..len`, the `k`-th range on the `k`-th
 /// thread (the first on the calling thread), and returns the results in range order.
 pub(super) fn map_ranges<T: Send>(threads: Threads, len: usize, f: impl Fn(usize, Range<usize>) -> T + Sync) -> Vec<T> {
-    let ranges = cut(len, threads.ranges(len));
-    let Some((first, rest)) = ranges.split_first() else { return Vec::new() };
-    if rest.is_empty() {
-        return vec![f(0, first.clone())];
-    }
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = rest.iter().enumerate().map(|(k, r)| s.spawn(move || f(k + 1, r.clone()))).collect();
-        let mut out = Vec::with_capacity(ranges.len());
-        out.push(f(0, first.clone()));
-        // A panic in a worker is a bug in the planner; it is passed on as it is.
-        out.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
-        out
-    })
+    map_parts(ranges(threads, len).into_iter().enumerate().collect(), |(k, range)| f(k, range))
 }
 
 /// Runs `f` on each of `parts`, one thread per part (the first on the calling thread).
 pub(super) fn for_each<P: Send>(parts: Vec<P>, f: impl Fn(P) + Sync) {
+    map_parts(parts, f);
+}
+
+/// `f` of each of `parts`, one thread per part (the first on the calling thread), in order.
+fn map_parts<P: Send, T: Send>(parts: Vec<P>, f: impl Fn(P) -> T + Sync) -> Vec<T> {
     let mut parts = parts.into_iter();
-    let Some(first) = parts.next() else { return };
+    let Some(first) = parts.next() else { return Vec::new() };
     if parts.len() == 0 {
-        return f(first);
+        return vec![f(first)];
     }
     let f = &f;
     std::thread::scope(|s| {
         let handles: Vec<_> = parts.map(|p| s.spawn(move || f(p))).collect();
-        f(first);
-        for h in handles {
-            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-        }
+        let mut out = Vec::with_capacity(handles.len() + 1);
+        out.push(f(first));
+        // A panic in a worker is a bug in the planner; it is passed on as it is.
+        out.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
+        out
     })
 }
 
