@@ -36,6 +36,34 @@ pub struct NativeContext<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ExecId(pub(crate) usize);
 
+/// Where an executable's command buffers get pipeline barriers (docs/executor.md, "Barriers").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BarrierPolicy {
+    /// Only where a command touches memory an earlier command since the last barrier wrote,
+    /// or writes memory one read (kernel footprints, copy and fill ranges), with stage and
+    /// access masks from the commands on both sides.
+    #[default]
+    Conflicts,
+    /// At every stage boundary of the schedule, with masks from the commands on both sides.
+    Stages,
+    /// At every stage boundary, `ALL_COMMANDS` with every memory access: how the executor
+    /// recorded before footprints, kept as a baseline for benchmarks.
+    Full,
+}
+
+/// How finalize records an executable ([`Executor::set_record_options`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// Where barriers go.
+    pub barriers: BarrierPolicy,
+    /// Record one `SIMULTANEOUS_USE` command buffer per segment instead of two ordinary
+    /// copies used in turn (the driver may patch simultaneous-use buffers at every submit).
+    pub simultaneous_use: bool,
+    /// Timestamps around every node of graphs with `enable_profiling` (they serialise the
+    /// commands of a stage); without it only each segment's start and end are stamped.
+    pub node_profiling: bool,
+}
+
 /// A bundle loaded on a Vulkan device.
 pub struct Executor {
     pub(crate) loaded: Loaded,
@@ -53,6 +81,8 @@ pub struct Executor {
     pub(crate) execs: Vec<Option<Executable>>,
     /// The host clock's origin for profiles.
     pub(crate) epoch: std::time::Instant,
+    /// How later finalizes record command buffers (barriers, copies, per-node timestamps).
+    pub(crate) recording: RecordOptions,
     // Declared last: dropped after everything above has been destroyed by `Drop`.
     pub(crate) ctx: Arc<Context>,
 }
@@ -76,6 +106,7 @@ impl Executor {
             native: BTreeMap::new(),
             execs: Vec::new(),
             epoch: std::time::Instant::now(),
+            recording: RecordOptions::default(),
             ctx,
         };
         for k in &ex.loaded.bundle.kernels {
@@ -112,6 +143,17 @@ impl Executor {
     }
 
     /// The Vulkan context (device name, validation messages).
+    /// Sets how executables finalized from now on record their command buffers; the
+    /// defaults are what an application wants, the others exist to measure against.
+    pub fn set_record_options(&mut self, options: RecordOptions) {
+        self.recording = options;
+    }
+
+    /// How executables finalized from now on are recorded.
+    pub fn record_options(&self) -> RecordOptions {
+        self.recording
+    }
+
     pub fn context(&self) -> &Context {
         &self.ctx
     }

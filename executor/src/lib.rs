@@ -15,12 +15,13 @@ pub mod args;
 mod eager;
 pub mod exec;
 mod executable;
+pub mod peer;
 pub mod profile;
 pub mod schedule;
 mod update;
 mod worker;
 
-pub use exec::{ExecId, Executor, HostContext, NativeContext};
+pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions};
 pub use load::{load_str, Loaded};
 pub use profile::{NodeProfile, Profile};
 pub use vk::{ContextOptions, DeviceChoice};

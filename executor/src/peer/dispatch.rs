@@ -1,0 +1,1 @@
+//! Dispatch peers (filled in by the peer work).

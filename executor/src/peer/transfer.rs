@@ -1,0 +1,1 @@
+//! Transfer peers (filled in by the peer work).
