@@ -142,7 +142,6 @@ impl Executor {
         &self.loaded.module
     }
 
-    /// The Vulkan context (device name, validation messages).
     /// Sets how executables finalized from now on record their command buffers; the
     /// defaults are what an application wants, the others exist to measure against.
     pub fn set_record_options(&mut self, options: RecordOptions) {
@@ -154,6 +153,7 @@ impl Executor {
         self.recording
     }
 
+    /// The Vulkan context (device name, validation messages).
     pub fn context(&self) -> &Context {
         &self.ctx
     }

@@ -5,7 +5,8 @@
 
 use crate::args::{encode, Encoded, Limits, Place as ArgPlace, Target};
 use crate::error::{ExecError, Result};
-use crate::exec::{ExecId, Executor, NativeContext};
+use crate::barriers::{Effect, SegmentPlan};
+use crate::exec::{ExecId, Executor, RecordOptions};
 use crate::profile::Queries;
 use crate::schedule::{self, Seg};
 use crate::vk::buffer::full_barrier;
@@ -18,7 +19,9 @@ use cmdgraph_ir::{
 use std::collections::{BTreeMap, BTreeSet};
 
 mod alts;
+mod effects;
 mod plan;
+mod record;
 
 /// Which kernel resources: (node index, alternative index of a `dynamic` node; `None` for a
 /// kernel node). Stable for the executable's life: updates change a [`KNode`]'s command,
@@ -44,6 +47,8 @@ pub(crate) struct KNode {
     pub(crate) segment: usize,
     /// The alternative of a `dynamic` node these resources belong to (`None`: a kernel node).
     pub(crate) alt: Option<u32>,
+    /// What its dispatch reads and writes with the arguments it holds now (set by prepare).
+    pub(crate) effect: Option<Effect>,
 }
 
 /// One executable graph.
@@ -51,8 +56,19 @@ pub(crate) struct Executable {
     pub(crate) graph: Handle<Graph>,
     pub(crate) device: u32,
     pub(crate) sched: Vec<Seg>,
-    /// One command buffer per device segment (null for host segments).
-    pub(crate) cmds: Vec<vk::CommandBuffer>,
+    /// Per copy, one command buffer per device segment (null for host segments): two
+    /// copies used by runs in turn, or one simultaneous-use copy (`RecordOptions`).
+    pub(crate) cmds: Vec<Vec<vk::CommandBuffer>>,
+    /// How it was recorded (the executor's options at finalize).
+    pub(crate) options: RecordOptions,
+    /// Per segment, the barriers its command buffers were recorded with.
+    pub(crate) plans: Vec<Option<SegmentPlan>>,
+    /// Segments where a command's memory effect changed since recording (updates).
+    pub(crate) stale_barriers: BTreeSet<usize>,
+    /// Per copy, the timeline value the last run that submitted it signals.
+    pub(crate) copy_end: Vec<u64>,
+    /// Runs submitted (the next run uses copy `runs % cmds.len()`).
+    pub(crate) runs: u64,
     /// The kernel each node runs now (a `dynamic` node: its active alternative's resources).
     pub(crate) kernels: BTreeMap<usize, KNode>,
     /// The other kernel alternatives of `dynamic` nodes, recorded next to the active one with
@@ -67,9 +83,10 @@ pub(crate) struct Executable {
     pub(crate) names: BTreeMap<(bool, String), usize>,
     /// What a run does, built at finalize (rebuilt by a host-task update): one step per
     /// segment, or the error `run` reports for a host task whose memory cannot be resolved.
-    pub(crate) steps: Vec<Result<Step>>,
-    /// The device segments' command buffers in order, as one submission takes them.
-    pub(crate) device_cbs: Vec<vk::CommandBufferSubmitInfo<'static>>,
+    /// Per copy of the command buffers.
+    pub(crate) steps: Vec<Vec<Result<Step>>>,
+    /// Per copy, the device segments' command buffers in order, as one submission takes them.
+    pub(crate) device_cbs: Vec<Vec<vk::CommandBufferSubmitInfo<'static>>>,
     /// Whether any segment is a host task (then runs go to the host-task thread).
     pub(crate) has_host: bool,
     /// Times `steps` was built (finalize, updates that change a host task).
@@ -222,6 +239,22 @@ impl Executor {
             *slot = Some(ex);
         }
         r
+    }
+
+    /// [`with_exec`](Self::with_exec) for an update: afterwards (whether it succeeded or
+    /// was rolled back) every segment whose commands' memory effects changed gets its
+    /// barriers re-planned, and is re-recorded if they moved.
+    pub(crate) fn with_exec_update<T>(
+        &mut self,
+        id: ExecId,
+        f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>,
+    ) -> Result<T> {
+        self.with_exec(id, |ex, exe| {
+            let r = f(ex, exe);
+            let refreshed = ex.refresh_barriers(exe);
+            let t = r?;
+            refreshed.map(|()| t)
+        })
     }
 
     /// The compiled variant a launch of node `node` (alternative `alt` of a dynamic node)
@@ -424,7 +457,8 @@ impl Executor {
                 return Err(e);
             }
         }
-        let queries = match Queries::new(&self.ctx, &graph, &sched) {
+        let options = self.recording;
+        let queries = match Queries::new(&self.ctx, &graph, &sched, options.node_profiling) {
             Ok(q) => q,
             Err(e) => {
                 res.destroy(&self.ctx);
@@ -446,10 +480,19 @@ impl Executor {
             },
         };
         let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
+        let has_host = sched.iter().any(|s| matches!(s, Seg::Host(_)));
+        let copies = if options.simultaneous_use || has_host { 1 } else { 2 };
         let mut exe = Executable {
             graph: gh,
             device,
-            cmds: vec![vk::CommandBuffer::null(); sched.len()],
+            // A graph with host tasks runs segment by segment from the host-task thread,
+            // which cannot tell when a copy is free again: it keeps one simultaneous-use copy.
+            cmds: vec![vec![vk::CommandBuffer::null(); sched.len()]; copies],
+            options: RecordOptions { simultaneous_use: copies == 1, ..options },
+            plans: vec![None; sched.len()],
+            stale_barriers: BTreeSet::new(),
+            copy_end: vec![0; copies],
+            runs: 0,
             sched,
             kernels: BTreeMap::new(),
             spare: BTreeMap::new(),
@@ -516,6 +559,7 @@ impl Executor {
                     bound: Vec::new(),
                     segment: si,
                     alt,
+                    effect: None,
                 };
                 if active {
                     exe.kernels.insert(h.index(), k);
@@ -584,6 +628,14 @@ impl Executor {
         };
         let Encoded { block, slots, windows, groups } =
             encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), &limits)?;
+        let effect = self.kernel_effect(exe, k)?;
+        if k.effect.as_ref() != Some(&effect) {
+            // Recorded already: its segment's barriers are checked before the update returns.
+            if exe.cmds.first().and_then(|c| c.get(k.segment)).is_some_and(|cb| *cb != vk::CommandBuffer::null()) {
+                exe.stale_barriers.insert(k.segment);
+            }
+            k.effect = Some(effect);
+        }
         let mut buffers = Vec::with_capacity(slots.len());
         for t in &slots {
             buffers.push(exe.buffer_of(self, t)?.buffer);
@@ -663,171 +715,6 @@ impl Executor {
         Ok(changed)
     }
 
-    /// Records device segment `si` into its command buffer (allocating it the first time).
-    pub(crate) fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
-        let Some(Seg::Device(stages)) = exe.sched.get(si).cloned() else { return Ok(()) };
-        let graph = self.loaded.module.graphs[exe.graph].clone();
-        let d = self.ctx.device.clone();
-        // SAFETY: the command pool belongs to this executable and this thread; the command
-        // buffer is not pending (the executable is idle whenever it is re-recorded).
-        unsafe {
-            if exe.cmds[si] == vk::CommandBuffer::null() {
-                let info = vk::CommandBufferAllocateInfo::default().command_pool(exe.cmd_pool).command_buffer_count(1);
-                exe.cmds[si] = d.allocate_command_buffers(&info)?.first().copied().unwrap_or_default();
-            } else {
-                d.reset_command_buffer(exe.cmds[si], vk::CommandBufferResetFlags::empty())?;
-            }
-            let cb = exe.cmds[si];
-            // Simultaneous use: a later run may be submitted while this one is pending; the
-            // timeline wait keeps the two from overlapping on the device.
-            d.begin_command_buffer(
-                cb,
-                &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE),
-            )?;
-            full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
-            if let Some(q) = &exe.queries {
-                q.begin_segment(&d, cb, si);
-            }
-            let mut pending = false;
-            let mut native = std::mem::take(&mut self.native);
-            let mut result = Ok(());
-            for stage in &stages {
-                let records = stage.iter().any(|&h| !schedule::is_noop(&graph.nodes[h].kind));
-                if records && pending {
-                    // One barrier per stage boundary, only where commands precede it.
-                    full_barrier(&d, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::ALL_COMMANDS);
-                    pending = false;
-                }
-                for &h in stage {
-                    if let Some(q) = &exe.queries {
-                        q.node(&d, cb, h.index(), false);
-                    }
-                    let r = self.record_node(exe, &graph, h, cb, &mut native);
-                    if let Some(q) = &exe.queries {
-                        q.node(&d, cb, h.index(), true);
-                    }
-                    match r {
-                        Ok(did) => pending |= did,
-                        Err(e) => result = Err(e),
-                    }
-                }
-            }
-            self.native = native;
-            if let Some(q) = &exe.queries {
-                q.end_segment(&d, cb, si);
-            }
-            full_barrier(
-                &d,
-                cb,
-                vk::PipelineStageFlags2::ALL_COMMANDS,
-                vk::PipelineStageFlags2::ALL_COMMANDS | vk::PipelineStageFlags2::HOST,
-            );
-            d.end_command_buffer(cb)?;
-            result?;
-        }
-        exe.recorded += 1;
-        Ok(())
-    }
-
-    /// Records one node; returns whether it recorded a command.
-    pub(crate) fn record_node(
-        &self,
-        exe: &Executable,
-        graph: &Graph,
-        h: Handle<Node>,
-        cb: vk::CommandBuffer,
-        native: &mut BTreeMap<String, crate::exec::NativeFn>,
-    ) -> Result<bool> {
-        let d = &self.ctx.device;
-        let n = &graph.nodes[h];
-        if let Some(k) = exe.kernels.get(&h.index()) {
-            // A `dynamic` node's other kernel alternatives follow in the same stage (same
-            // dependencies); their indirect commands hold (0, 0, 0) until `set_active`.
-            let spares = exe.spare.range((h.index(), 0)..=(h.index(), u32::MAX)).map(|(_, k)| k);
-            for k in std::iter::once(k).chain(spares) {
-                let p = self.pipelines.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
-                // SAFETY: `cb` is recording; pipeline, set and indirect buffer are live.
-                unsafe {
-                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
-                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, p.layout, 0, &[k.set], &[]);
-                    d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
-                }
-            }
-            return Ok(true);
-        }
-        match &n.kind {
-            NodeKind::Memcpy { dst, src, bytes } => {
-                if *bytes == 0 {
-                    return Ok(false);
-                }
-                let (dp, sp) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
-                if dp.avail < *bytes || sp.avail < *bytes {
-                    return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
-                }
-                let (db, sb) = (exe.buffer_of(self, &dp.target)?, exe.buffer_of(self, &sp.target)?);
-                if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
-                    // memmove, as the interpreter: through scratch memory, a barrier between.
-                    let (Some(scratch), Some(&off)) = (&exe.scratch, exe.scratch_offs.get(&h.index())) else {
-                        return Err(ExecError::Invalid(format!("%{}: overlapping memcpy without scratch", n.name)));
-                    };
-                    let into = [vk::BufferCopy { src_offset: sp.offset, dst_offset: off, size: *bytes }];
-                    let out = [vk::BufferCopy { src_offset: off, dst_offset: dp.offset, size: *bytes }];
-                    // SAFETY: `cb` is recording; the regions are inside the buffers (the scratch
-                    // range was sized for this node at finalize).
-                    unsafe {
-                        d.cmd_copy_buffer(cb, sb.buffer, scratch.buffer, &into);
-                        full_barrier(d, cb, vk::PipelineStageFlags2::TRANSFER, vk::PipelineStageFlags2::TRANSFER);
-                        d.cmd_copy_buffer(cb, scratch.buffer, db.buffer, &out);
-                    }
-                    return Ok(true);
-                }
-                let region = [vk::BufferCopy { src_offset: sp.offset, dst_offset: dp.offset, size: *bytes }];
-                // SAFETY: `cb` is recording; the regions are inside both buffers.
-                unsafe { d.cmd_copy_buffer(cb, sb.buffer, db.buffer, &region) };
-                Ok(true)
-            }
-            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => {
-                let (pattern, total) = match &n.kind {
-                    NodeKind::Memset { value, bytes, .. } => (vec![*value], *bytes),
-                    NodeKind::Memfill { pattern, count, .. } => {
-                        let p =
-                            pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
-                        let t = (p.len() as u64).saturating_mul(*count);
-                        (p, t)
-                    }
-                    _ => (Vec::new(), 0),
-                };
-                if total == 0 {
-                    return Ok(false);
-                }
-                let dp = exe.place(self, dst.base, dst.offset)?;
-                if dp.avail < total {
-                    return Err(ExecError::Invalid(format!("%{}: fill of {total} bytes out of bounds", n.name)));
-                }
-                let db = exe.buffer_of(self, &dp.target)?;
-                match (fill_word(&pattern, dp.offset, total), exe.const_offs.get(&h.index()), &exe.consts) {
-                    // SAFETY: `cb` is recording; the range is inside the buffer and 4-aligned.
-                    (Some(word), _, _) => unsafe { d.cmd_fill_buffer(cb, db.buffer, dp.offset, total, word) },
-                    (None, Some(&off), Some(c)) => {
-                        let region = [vk::BufferCopy { src_offset: off, dst_offset: dp.offset, size: total }];
-                        // SAFETY: `cb` is recording; the pattern was laid out at finalize.
-                        unsafe { d.cmd_copy_buffer(cb, c.buffer, db.buffer, &region) }
-                    }
-                    _ => return Err(ExecError::Invalid(format!("%{}: fill pattern missing", n.name))),
-                }
-                Ok(true)
-            }
-            NodeKind::Native(cmd) => {
-                let f = native.get_mut(&cmd.callback).ok_or_else(|| {
-                    ExecError::Unknown(format!("native callback \"{}\" (node %{})", cmd.callback, n.name))
-                })?;
-                f(&NativeContext { device: d, command_buffer: cb, node: &n.name });
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
     /// Waits until the host-task thread is idle and `exe`'s timeline reaches `value`.
     pub(crate) fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
         self.worker.drain();
@@ -846,6 +733,13 @@ impl Executor {
     /// re-recording leave it unchanged.
     pub fn recorded(&self, id: ExecId) -> Result<u64> {
         Ok(self.exec_ref(id)?.recorded)
+    }
+
+    /// Pipeline barriers between commands in `id`'s command buffers (one copy; the barrier
+    /// opening and the one closing each segment not counted): what its policy
+    /// (`RecordOptions::barriers`) left the device to wait on.
+    pub fn barriers(&self, id: ExecId) -> Result<u64> {
+        Ok(self.exec_ref(id)?.plans.iter().flatten().map(|p| p.inner()).sum())
     }
 
     /// Times the per-run plan of `id` (its steps, its submission's command-buffer list) was
@@ -880,7 +774,7 @@ impl Executor {
     /// runs in flight, which keep the old value.
     pub fn update_param(&mut self, id: ExecId, param: &str, value: ArgValue) -> Result<()> {
         let param = param.trim_start_matches('%').to_string();
-        self.with_exec(id, |ex, exe| {
+        self.with_exec_update(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
             let h = exe
                 .names
@@ -930,7 +824,7 @@ impl Executor {
     /// variant) re-records the node's segment.
     pub fn update_launch(&mut self, id: ExecId, node: &str, launch: Launch) -> Result<()> {
         let node = node.trim_start_matches('%').to_string();
-        self.with_exec(id, |ex, exe| {
+        self.with_exec_update(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
             let h = graph.node_by_name(&node).ok_or_else(|| ExecError::Unknown(format!("node %{node}")))?;
             let k = exe
@@ -962,7 +856,7 @@ impl Executor {
     /// segment is re-recorded.
     pub fn set_active(&mut self, id: ExecId, dcg: &str, index: u32) -> Result<()> {
         let dcg = dcg.trim_start_matches('%').to_string();
-        self.with_exec(id, |ex, exe| {
+        self.with_exec_update(id, |ex, exe| {
             let graph = &ex.loaded.module.graphs[exe.graph];
             let (dh, d) = exe
                 .names

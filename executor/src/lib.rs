@@ -12,6 +12,7 @@ pub mod vk;
 
 pub use error::{ExecError, Result};
 pub mod args;
+mod barriers;
 mod eager;
 pub mod exec;
 mod executable;

@@ -60,7 +60,9 @@ pub(crate) struct Queries {
 impl Queries {
     /// Query slots for a graph with `enable_profiling` on a device with timestamps; `None`
     /// otherwise (then [`Executor::profile`] says why).
-    pub(crate) fn new(ctx: &Context, graph: &Graph, sched: &[Seg]) -> Result<Option<Queries>> {
+    /// Nodes get their own timestamps only with `per_node` (`RecordOptions::node_profiling`):
+    /// a timestamp after a node waits for every earlier command, so it serialises a stage.
+    pub(crate) fn new(ctx: &Context, graph: &Graph, sched: &[Seg], per_node: bool) -> Result<Option<Queries>> {
         if !graph.properties.enable_profiling || ctx.timestamp_bits == 0 {
             return Ok(None);
         }
@@ -74,7 +76,7 @@ impl Queries {
             next += 2;
             for &h in stages.iter().flatten() {
                 let Some(n) = graph.nodes.try_get(h) else { continue };
-                if !schedule::is_noop(&n.kind) {
+                if per_node && !schedule::is_noop(&n.kind) {
                     nodes.insert(h.index(), next);
                     order.push((h.index(), n.name.clone()));
                     next += 2;

@@ -407,7 +407,7 @@ impl Executor {
         params: BTreeMap<usize, ArgValue>,
         set: &BTreeSet<usize>,
     ) -> Result<()> {
-        self.with_exec(id, |ex, exe| {
+        self.with_exec_update(id, |ex, exe| {
             ex.wait_value(exe, exe.submitted)?;
             let saved: BTreeMap<usize, (KernelCommand, usize)> =
                 exe.kernels.iter().map(|(&n, k)| (n, (k.cmd.clone(), k.variant))).collect();

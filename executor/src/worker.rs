@@ -43,6 +43,9 @@ pub(crate) struct Job {
     pub(crate) timeline: vk::Semaphore,
     /// The timeline value the previous run signals.
     pub(crate) start: u64,
+    /// The timeline value after which the run's command buffers are no longer pending
+    /// (the run that last submitted this copy of them); 0 when they never were.
+    pub(crate) ready: u64,
     pub(crate) steps: Vec<Step>,
 }
 
@@ -188,6 +191,7 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
     let end = job.end();
     let mut at = job.start;
     let r = (|| {
+        wait_timeline(ctx, job.timeline, job.ready)?;
         for step in &job.steps {
             match step {
                 Step::Device(cb) => {

@@ -1,5 +1,7 @@
-//! Profiling with `enable_profiling`: per-node timestamps nest inside the run's start and
-//! end and follow the schedule; a graph without the property refuses (row 61).
+//! Profiling with `enable_profiling`: per-node timestamps (only with
+//! `RecordOptions::node_profiling`) nest inside the run's start and end and follow the
+//! schedule; without the option only the run is stamped; a graph without the property
+//! refuses (row 61).
 
 mod common;
 
@@ -32,6 +34,7 @@ fn profile_nodes_nest_in_the_run_and_are_monotone() {
     let bits = ex.context().timestamp_bits();
     let period = ex.context().timestamp_period();
     eprintln!("{}: timestampValidBits {bits}, timestampPeriod {period} ns", ex.context().device_name());
+    ex.set_record_options(cmdgraph_executor::RecordOptions { node_profiling: true, ..Default::default() });
     let e = ex.finalize("g").unwrap();
     let err = ex.profile(e).unwrap_err().to_string();
     assert!(err.contains("has not run"), "{err}");
@@ -64,6 +67,22 @@ fn profile_nodes_nest_in_the_run_and_are_monotone() {
     assert!(k.end_ns <= p.nodes[pos("c")].start_ns);
     assert!(p.nodes[pos("c")].end_ns <= p.nodes[pos("k2")].start_ns);
     assert!(p.nodes[pos("k")].duration_ns() > 0 || period < 1.0, "a 4096-item kernel takes time");
+    no_messages(&ex);
+}
+
+/// By default a profiled graph stamps only its segments: the run's start and end, no node.
+#[test]
+fn nodes_are_stamped_only_when_asked() {
+    let mut ex = executor(bundle(&ir("properties(enable_profiling)"), vec![], vec![]));
+    ex.register_callback("noop", |_| Ok(()));
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    if ex.context().timestamp_bits() == 0 {
+        return;
+    }
+    let p = ex.profile(e).unwrap();
+    assert!(p.nodes.is_empty(), "{p:?}");
+    assert!(0 < p.start_ns && p.start_ns < p.end_ns, "{p:?}");
     no_messages(&ex);
 }
 

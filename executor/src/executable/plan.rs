@@ -20,17 +20,22 @@ impl Executor {
     /// every segment has been recorded, and re-recording keeps the handles).
     pub(crate) fn build_steps(&self, exe: &mut Executable) {
         let graph = &self.loaded.module.graphs[exe.graph];
-        let mut steps = Vec::with_capacity(exe.sched.len());
-        let mut cbs = Vec::new();
-        for (si, seg) in exe.sched.iter().enumerate() {
-            match seg {
-                Seg::Device(_) => {
-                    let cb = exe.cmds.get(si).copied().unwrap_or_default();
-                    cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
-                    steps.push(Ok(Step::Device(cb)));
+        let (mut steps, mut cbs) = (Vec::new(), Vec::new());
+        for copy in &exe.cmds {
+            let mut copy_steps = Vec::with_capacity(exe.sched.len());
+            let mut copy_cbs = Vec::new();
+            for (si, seg) in exe.sched.iter().enumerate() {
+                match seg {
+                    Seg::Device(_) => {
+                        let cb = copy.get(si).copied().unwrap_or_default();
+                        copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
+                        copy_steps.push(Ok(Step::Device(cb)));
+                    }
+                    Seg::Host(h) => copy_steps.push(self.host_step(exe, graph, *h)),
                 }
-                Seg::Host(h) => steps.push(self.host_step(exe, graph, *h)),
             }
+            steps.push(copy_steps);
+            cbs.push(copy_cbs);
         }
         exe.has_host = exe.sched.iter().any(|s| matches!(s, Seg::Host(_)));
         exe.steps = steps;
@@ -53,7 +58,7 @@ impl Executor {
             // registered (callbacks may be registered after finalize), fails the run here.
             if exe.has_host {
                 let names = ex.host.lock().map_err(|_| ExecError::Invalid("callback registry poisoned".into()))?;
-                for step in &exe.steps {
+                for step in exe.steps.first().into_iter().flatten() {
                     match step {
                         Err(e) => return Err(e.clone()),
                         Ok(Step::Host { node, callback, .. }) if !names.contains_key(callback) => {
@@ -67,16 +72,29 @@ impl Executor {
                 }
             }
             exe.submit_ns = Some(u64::try_from(ex.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            // The copy of the command buffers this run submits; the run that last submitted
+            // it must be complete first (with two copies that is the run before the
+            // previous one, normally long finished).
+            let copies = exe.cmds.len().max(1);
+            let copy = (exe.runs % copies as u64) as usize;
+            let ready = exe.copy_end.get(copy).copied().unwrap_or(0);
+            let (steps, cbs) = (&exe.steps[copy], &exe.device_cbs[copy]);
             let start = exe.submitted;
-            let end = start + exe.device_cbs.len() as u64;
-            exe.last_run_steps = exe.steps.len() as u64;
+            let end = start + cbs.len() as u64;
+            exe.last_run_steps = steps.len() as u64;
             if exe.has_host || !ex.worker.idle() {
-                let steps = exe.steps.iter().filter_map(|s| s.as_ref().ok().cloned()).collect();
-                ex.worker.push(&ex.ctx, &ex.host, Job { exec: id.0, timeline: exe.timeline, start, steps })?;
-            } else if !exe.device_cbs.is_empty() {
-                submit_all(&ex.ctx, exe, start, end)?;
+                let steps = steps.iter().filter_map(|s| s.as_ref().ok().cloned()).collect();
+                let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps };
+                ex.worker.push(&ex.ctx, &ex.host, job)?;
+            } else if !cbs.is_empty() {
+                if copies > 1 {
+                    crate::worker::wait_timeline(&ex.ctx, exe.timeline, ready)?;
+                }
+                submit_all(&ex.ctx, exe.timeline, cbs, start, end)?;
             }
             exe.submitted = end;
+            exe.copy_end[copy] = end;
+            exe.runs += 1;
             Ok(())
         })
     }
@@ -110,24 +128,31 @@ impl Executor {
     }
 }
 
-/// One `vkQueueSubmit` of every device segment of `exe` in order: it waits for timeline
+/// One `vkQueueSubmit` of every device segment of a run in order: it waits for timeline
 /// value `start` (the previous run) and signals `end`. Within the batch, each command buffer
-/// opens with a full barrier, so segments run in submission order.
-fn submit_all(ctx: &crate::vk::Context, exe: &Executable, start: u64, end: u64) -> Result<()> {
+/// opens with a barrier after all earlier work, so segments run in submission order.
+fn submit_all(
+    ctx: &crate::vk::Context,
+    timeline: vk::Semaphore,
+    cbs: &[vk::CommandBufferSubmitInfo<'static>],
+    start: u64,
+    end: u64,
+) -> Result<()> {
     let waits = [vk::SemaphoreSubmitInfo::default()
-        .semaphore(exe.timeline)
+        .semaphore(timeline)
         .value(start)
         .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
     let signals = [vk::SemaphoreSubmitInfo::default()
-        .semaphore(exe.timeline)
+        .semaphore(timeline)
         .value(end)
         .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
     let wait_n = usize::from(start > 0);
     let submit = [vk::SubmitInfo2::default()
         .wait_semaphore_infos(&waits[..wait_n])
-        .command_buffer_infos(&exe.device_cbs)
+        .command_buffer_infos(cbs)
         .signal_semaphore_infos(&signals)];
-    // SAFETY: the command buffers were recorded with SIMULTANEOUS_USE and every resource they
+    // SAFETY: the command buffers are not pending (one of two copies whose previous run has
+    // completed) or were recorded with SIMULTANEOUS_USE, and every resource they
     // use lives as long as the executable, which is not destroyed before its runs finish;
     // the queue is used by one thread at a time (the worker is idle here).
     Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)

@@ -1,0 +1,131 @@
+//! The memory effect of each recorded command (docs/executor.md, "Barriers"): which bytes of
+//! which backing buffer it reads and writes. Copies and fills from their byte ranges;
+//! kernels from their arguments and the footprint of their index expressions
+//! (`cmdgraph_ir::footprint`, docs/footprint.md): an index interval gives exactly those
+//! elements from the pointer, anything else the whole memory object the pointer is into.
+
+use super::{Executable, KNode};
+use crate::args::Target;
+use crate::barriers::{Effect, Span, Work};
+use crate::error::{ExecError, Result};
+use crate::exec::Executor;
+use cmdgraph_ir::footprint::{kernel_footprint, Extent, Place};
+use cmdgraph_ir::kernel::ParamType;
+use cmdgraph_ir::{ArgValue, Graph, Handle, MemRef, Node, NodeKind};
+
+impl Executor {
+    /// What node `h` does to memory when recorded, or `None` if it records no command.
+    /// A `dynamic` node records every kernel alternative (inactive ones dispatch nothing),
+    /// so its effect is theirs together: switching alternatives never moves a barrier.
+    pub(crate) fn node_effect(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Option<Effect>> {
+        let n = &graph.nodes[h];
+        if let Some(k) = exe.kernels.get(&h.index()) {
+            let spares = exe.spare.range((h.index(), 0)..=(h.index(), u32::MAX)).map(|(_, k)| k);
+            let mut all = Effect { work: Work::Compute, reads: Vec::new(), writes: Vec::new() };
+            for k in std::iter::once(k).chain(spares) {
+                let e = k.effect.as_ref().ok_or_else(|| ExecError::Invalid(format!("%{}: not prepared", n.name)))?;
+                all.reads.extend(e.reads.iter().cloned());
+                all.writes.extend(e.writes.iter().cloned());
+            }
+            return Ok(Some(all));
+        }
+        let transfer = |reads: Vec<Span>, writes: Vec<Span>| Ok(Some(Effect { work: Work::Transfer, reads, writes }));
+        match &n.kind {
+            NodeKind::Memcpy { dst, src, bytes } if *bytes > 0 => {
+                let (d, s) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
+                let span = |p: crate::args::Place| Span { target: p.target, lo: p.offset, hi: p.offset.saturating_add(*bytes) };
+                transfer(vec![span(s)], vec![span(d)])
+            }
+            NodeKind::Memset { dst, bytes, .. } if *bytes > 0 => {
+                let d = exe.place(self, dst.base, dst.offset)?;
+                transfer(Vec::new(), vec![Span { target: d.target, lo: d.offset, hi: d.offset.saturating_add(*bytes) }])
+            }
+            NodeKind::Memfill { dst, .. } => {
+                // The byte count as record_node computes it; a fill of nothing records nothing.
+                let d = exe.place(self, dst.base, dst.offset)?;
+                match fill_bytes(n) {
+                    0 => Ok(None),
+                    total => transfer(Vec::new(), vec![Span { target: d.target, lo: d.offset, hi: d.offset.saturating_add(total) }]),
+                }
+            }
+            NodeKind::Native(_) => Ok(Some(Effect { work: Work::Native, reads: Vec::new(), writes: Vec::new() })),
+            _ => Ok(None),
+        }
+    }
+
+    /// The effect of kernel resources `k` with the arguments they hold now.
+    pub(crate) fn kernel_effect(&self, exe: &Executable, k: &KNode) -> Result<Effect> {
+        let kernel = self
+            .loaded
+            .module
+            .kernels
+            .try_get(k.cmd.kernel)
+            .ok_or_else(|| ExecError::Ir("bad kernel handle".into()))?;
+        let args = exe.args_of(&k.cmd)?;
+        let fp = kernel_footprint(kernel, &k.cmd.launch);
+        let mut e = Effect { work: Work::Compute, reads: Vec::new(), writes: Vec::new() };
+        for (place, access) in &fp.accesses {
+            let span = match *place {
+                Place::Param(i) => {
+                    let (Some(param), Some(arg)) = (kernel.params.get(i as usize), args.get(i as usize)) else {
+                        return Err(ExecError::Invalid(format!("@{}: footprint of a missing parameter", kernel.name)));
+                    };
+                    let ParamType::Buffer { elem, .. } = param.ty else { continue };
+                    self.arg_span(exe, arg, elem.size(), access.extent)?
+                }
+                Place::Global(h) => {
+                    let obj = self
+                        .loaded
+                        .module
+                        .memories
+                        .try_get(h)
+                        .ok_or_else(|| ExecError::Ir("bad memory handle".into()))?;
+                    Span { target: Target::Global(obj.name.clone()), lo: 0, hi: u64::MAX }
+                }
+            };
+            if access.read {
+                e.reads.push(span.clone());
+            }
+            if access.write {
+                e.writes.push(span);
+            }
+        }
+        Ok(e)
+    }
+
+    /// The bytes a `buf` argument's accesses may reach: `extent` elements of `elem` bytes
+    /// from where it points, or the whole memory object it points into.
+    fn arg_span(&self, exe: &Executable, arg: &ArgValue, elem: u64, extent: Extent) -> Result<Span> {
+        let (base, offset, range) = match arg {
+            ArgValue::Pointer(p) => (p.base, p.offset, None),
+            ArgValue::Accessor(a) => (a.buffer, 0, a.range),
+            _ => return Err(ExecError::Invalid("a buffer parameter given a value".into())),
+        };
+        let at = exe.place(self, base, offset)?;
+        // An accessor's range counts elements of its buffer from the buffer's start.
+        let ptr = at.offset.saturating_add(range.map_or(0, |(lo, _)| lo.saturating_mul(at.elem)));
+        let (object_lo, object_hi) = match base {
+            MemRef::Alloc(n) => {
+                let (_, lo, size) = exe.allocs.get(&n.index()).ok_or_else(|| ExecError::Invalid("unknown allocation".into()))?;
+                (*lo, lo.saturating_add(*size))
+            }
+            MemRef::Memory(_) => (0, at.buffer_size),
+        };
+        let (lo, hi) = match extent {
+            Extent::Elems { lo, hi } => (ptr.saturating_add(lo.saturating_mul(elem)), ptr.saturating_add(hi.saturating_mul(elem))),
+            Extent::Whole => (object_lo, object_hi),
+        };
+        Ok(Span { target: at.target, lo, hi })
+    }
+}
+
+/// Bytes a `memfill` node writes (0 when its pattern does not fit its type).
+fn fill_bytes(n: &Node) -> u64 {
+    match &n.kind {
+        NodeKind::Memfill { pattern, count, .. } => {
+            let p = pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
+            (p.len() as u64).saturating_mul(*count)
+        }
+        _ => 0,
+    }
+}

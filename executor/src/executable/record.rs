@@ -1,0 +1,233 @@
+//! Recording device segments (docs/executor.md, "Recording" and "Barriers"): the segment's
+//! commands in schedule order with the barriers `barriers::plan` places between them, into
+//! each of the segment's command buffers.
+
+use super::{fill_word, Executable};
+use crate::barriers::{self, SegmentPlan};
+use crate::error::{ExecError, Result};
+use crate::exec::{Executor, NativeContext};
+use crate::schedule::Seg;
+use crate::vk::buffer::full_barrier;
+use ash::vk;
+use cmdgraph_ir::{Graph, Handle, Node, NodeKind};
+use std::collections::BTreeMap;
+
+impl Executor {
+    /// The commands of device segment `si` in recording order and where its barriers go.
+    pub(crate) fn segment_plan(&self, exe: &Executable, si: usize) -> Result<(Vec<Handle<Node>>, SegmentPlan)> {
+        let Some(Seg::Device(stages)) = exe.sched.get(si) else {
+            return Err(ExecError::Invalid(format!("segment {si} is not a device segment")));
+        };
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let (mut order, mut effects, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        for stage in stages {
+            let mut first = true;
+            for &h in stage {
+                if let Some(e) = self.node_effect(exe, graph, h)? {
+                    order.push(h);
+                    effects.push(e);
+                    starts.push(std::mem::take(&mut first));
+                }
+            }
+        }
+        let plan = barriers::plan(&effects, &starts, exe.options.barriers);
+        Ok((order, plan))
+    }
+
+    /// Records device segment `si` into each of its command buffers (allocating them the
+    /// first time). The executable is idle: none of them is pending.
+    pub(crate) fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
+        if !matches!(exe.sched.get(si), Some(Seg::Device(_))) {
+            return Ok(());
+        }
+        let (order, plan) = self.segment_plan(exe, si)?;
+        let graph = self.loaded.module.graphs[exe.graph].clone();
+        let mut native = std::mem::take(&mut self.native);
+        let mut result = Ok(());
+        for copy in 0..exe.cmds.len() {
+            result = self.record_copy(exe, &graph, si, copy, &order, &plan, &mut native);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.native = native;
+        result?;
+        exe.stale_barriers.remove(&si);
+        if let Some(p) = exe.plans.get_mut(si) {
+            *p = Some(plan);
+        }
+        exe.recorded += 1;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_copy(
+        &self,
+        exe: &mut Executable,
+        graph: &Graph,
+        si: usize,
+        copy: usize,
+        order: &[Handle<Node>],
+        plan: &SegmentPlan,
+        native: &mut BTreeMap<String, crate::exec::NativeFn>,
+    ) -> Result<()> {
+        let d = self.ctx.device.clone();
+        // SAFETY: the command pool belongs to this executable and this thread; the command
+        // buffer is not pending (the executable is idle whenever it is re-recorded).
+        unsafe {
+            if exe.cmds[copy][si] == vk::CommandBuffer::null() {
+                let info = vk::CommandBufferAllocateInfo::default().command_pool(exe.cmd_pool).command_buffer_count(1);
+                exe.cmds[copy][si] = d.allocate_command_buffers(&info)?.first().copied().unwrap_or_default();
+            } else {
+                d.reset_command_buffer(exe.cmds[copy][si], vk::CommandBufferResetFlags::empty())?;
+            }
+            let cb = exe.cmds[copy][si];
+            // Two ordinary copies used in turn need no flag; one copy that a later run may
+            // submit while it is pending must be simultaneous-use (the timeline wait keeps
+            // the two runs from overlapping on the device).
+            let flags = if exe.options.simultaneous_use {
+                vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
+            } else {
+                vk::CommandBufferUsageFlags::empty()
+            };
+            d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))?;
+            plan.opening.record(&d, cb);
+            if let Some(q) = &exe.queries {
+                q.begin_segment(&d, cb, si);
+            }
+            let mut result = Ok(());
+            for (i, &h) in order.iter().enumerate() {
+                if let Some(Some(m)) = plan.before.get(i) {
+                    m.record(&d, cb);
+                }
+                if let Some(q) = &exe.queries {
+                    q.node(&d, cb, h.index(), false);
+                }
+                if let Err(e) = self.record_node(exe, graph, h, cb, native) {
+                    result = Err(e);
+                }
+                if let Some(q) = &exe.queries {
+                    q.node(&d, cb, h.index(), true);
+                }
+            }
+            if let Some(q) = &exe.queries {
+                q.end_segment(&d, cb, si);
+            }
+            plan.closing.record(&d, cb);
+            d.end_command_buffer(cb)?;
+            result
+        }
+    }
+
+    /// Re-plans the barriers of segments whose commands' memory effects changed since they
+    /// were recorded (an update moved a pointer or changed a launch), and re-records those
+    /// whose barriers moved: an update never leaves a barrier out where memory now conflicts.
+    pub(crate) fn refresh_barriers(&mut self, exe: &mut Executable) -> Result<()> {
+        let stale: Vec<usize> = std::mem::take(&mut exe.stale_barriers).into_iter().collect();
+        for si in stale {
+            let (_, plan) = self.segment_plan(exe, si)?;
+            if exe.plans.get(si).and_then(|p| p.as_ref()) != Some(&plan) {
+                self.record(exe, si)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records one node; returns whether it recorded a command.
+    pub(crate) fn record_node(
+        &self,
+        exe: &Executable,
+        graph: &Graph,
+        h: Handle<Node>,
+        cb: vk::CommandBuffer,
+        native: &mut BTreeMap<String, crate::exec::NativeFn>,
+    ) -> Result<bool> {
+        let d = &self.ctx.device;
+        let n = &graph.nodes[h];
+        if let Some(k) = exe.kernels.get(&h.index()) {
+            // A `dynamic` node's other kernel alternatives follow in the same stage (same
+            // dependencies); their indirect commands hold (0, 0, 0) until `set_active`.
+            let spares = exe.spare.range((h.index(), 0)..=(h.index(), u32::MAX)).map(|(_, k)| k);
+            for k in std::iter::once(k).chain(spares) {
+                let p = self.pipelines.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
+                // SAFETY: `cb` is recording; pipeline, set and indirect buffer are live.
+                unsafe {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
+                    d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, p.layout, 0, &[k.set], &[]);
+                    d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
+                }
+            }
+            return Ok(true);
+        }
+        match &n.kind {
+            NodeKind::Memcpy { dst, src, bytes } => {
+                if *bytes == 0 {
+                    return Ok(false);
+                }
+                let (dp, sp) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
+                if dp.avail < *bytes || sp.avail < *bytes {
+                    return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
+                }
+                let (db, sb) = (exe.buffer_of(self, &dp.target)?, exe.buffer_of(self, &sp.target)?);
+                if dp.target == sp.target && dp.offset < sp.offset + bytes && sp.offset < dp.offset + bytes {
+                    // memmove, as the interpreter: through scratch memory, a barrier between.
+                    let (Some(scratch), Some(&off)) = (&exe.scratch, exe.scratch_offs.get(&h.index())) else {
+                        return Err(ExecError::Invalid(format!("%{}: overlapping memcpy without scratch", n.name)));
+                    };
+                    let into = [vk::BufferCopy { src_offset: sp.offset, dst_offset: off, size: *bytes }];
+                    let out = [vk::BufferCopy { src_offset: off, dst_offset: dp.offset, size: *bytes }];
+                    // SAFETY: `cb` is recording; the regions are inside the buffers (the scratch
+                    // range was sized for this node at finalize).
+                    unsafe {
+                        d.cmd_copy_buffer(cb, sb.buffer, scratch.buffer, &into);
+                        full_barrier(d, cb, vk::PipelineStageFlags2::TRANSFER, vk::PipelineStageFlags2::TRANSFER);
+                        d.cmd_copy_buffer(cb, scratch.buffer, db.buffer, &out);
+                    }
+                    return Ok(true);
+                }
+                let region = [vk::BufferCopy { src_offset: sp.offset, dst_offset: dp.offset, size: *bytes }];
+                // SAFETY: `cb` is recording; the regions are inside both buffers.
+                unsafe { d.cmd_copy_buffer(cb, sb.buffer, db.buffer, &region) };
+                Ok(true)
+            }
+            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => {
+                let (pattern, total) = match &n.kind {
+                    NodeKind::Memset { value, bytes, .. } => (vec![*value], *bytes),
+                    NodeKind::Memfill { pattern, count, .. } => {
+                        let p =
+                            pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
+                        let t = (p.len() as u64).saturating_mul(*count);
+                        (p, t)
+                    }
+                    _ => (Vec::new(), 0),
+                };
+                if total == 0 {
+                    return Ok(false);
+                }
+                let dp = exe.place(self, dst.base, dst.offset)?;
+                if dp.avail < total {
+                    return Err(ExecError::Invalid(format!("%{}: fill of {total} bytes out of bounds", n.name)));
+                }
+                let db = exe.buffer_of(self, &dp.target)?;
+                match (fill_word(&pattern, dp.offset, total), exe.const_offs.get(&h.index()), &exe.consts) {
+                    // SAFETY: `cb` is recording; the range is inside the buffer and 4-aligned.
+                    (Some(word), _, _) => unsafe { d.cmd_fill_buffer(cb, db.buffer, dp.offset, total, word) },
+                    (None, Some(&off), Some(c)) => {
+                        let region = [vk::BufferCopy { src_offset: off, dst_offset: dp.offset, size: total }];
+                        // SAFETY: `cb` is recording; the pattern was laid out at finalize.
+                        unsafe { d.cmd_copy_buffer(cb, c.buffer, db.buffer, &region) }
+                    }
+                    _ => return Err(ExecError::Invalid(format!("%{}: fill pattern missing", n.name))),
+                }
+                Ok(true)
+            }
+            NodeKind::Native(cmd) => {
+                let f = native.get_mut(&cmd.callback).ok_or_else(|| {
+                    ExecError::Unknown(format!("native callback \"{}\" (node %{})", cmd.callback, n.name))
+                })?;
+                f(&NativeContext { device: d, command_buffer: cb, node: &n.name });
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }}
