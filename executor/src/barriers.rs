@@ -217,16 +217,53 @@ pub(crate) fn plan(effects: &[Effect], stage_starts: &[bool], policy: BarrierPol
     SegmentPlan { opening, before, closing }
 }
 
-/// The memory touched since the last barrier: per backing buffer, disjoint sorted ranges
-/// (start → end) read and written, so a conflict check is a logarithmic lookup whatever the
-/// number of commands between barriers.
+/// The memory touched since the last barrier, per kind of work: per backing buffer,
+/// disjoint sorted ranges (start → end) read and written, so a conflict check is a
+/// logarithmic lookup whatever the number of commands between barriers.
+///
+/// Between a kernel and a transfer the comparison is by whole buffer: a kernel reaches its
+/// memory through a storage-buffer descriptor bound to the whole buffer (docs/abi.md), and
+/// the validation layer's synchronization checks reason at that granularity, so a copy into
+/// one end of a buffer a kernel writes the other end of still gets its barrier. Kernels among
+/// themselves and transfers among themselves compare exact byte ranges.
 #[derive(Default)]
 struct Pending {
-    reads: BTreeMap<Target, BTreeMap<u64, u64>>,
-    writes: BTreeMap<Target, BTreeMap<u64, u64>>,
+    compute: Touched,
+    transfer: Touched,
     /// A native command since the last barrier: everything conflicts with it.
     everything: bool,
     any: bool,
+}
+
+/// Ranges read and written by one kind of work.
+#[derive(Default)]
+struct Touched {
+    reads: BTreeMap<Target, BTreeMap<u64, u64>>,
+    writes: BTreeMap<Target, BTreeMap<u64, u64>>,
+}
+
+impl Touched {
+    /// Whether `e` conflicts with these accesses, comparing byte ranges (`exact`) or buffers.
+    fn conflicts(&self, e: &Effect, exact: bool) -> bool {
+        let hit = |map: &BTreeMap<Target, BTreeMap<u64, u64>>, s: &Span| {
+            if exact {
+                overlaps(map, s)
+            } else {
+                s.lo < s.hi && map.get(&s.target).is_some_and(|r| !r.is_empty())
+            }
+        };
+        e.writes.iter().any(|s| hit(&self.writes, s) || hit(&self.reads, s))
+            || e.reads.iter().any(|s| hit(&self.writes, s))
+    }
+
+    fn add(&mut self, e: &Effect) {
+        for s in &e.reads {
+            insert(&mut self.reads, s);
+        }
+        for s in &e.writes {
+            insert(&mut self.writes, s);
+        }
+    }
 }
 
 impl Pending {
@@ -234,21 +271,20 @@ impl Pending {
         if !self.any {
             return false;
         }
-        if self.everything || e.work == Work::Native {
-            return true;
+        match e.work {
+            _ if self.everything => true,
+            Work::Native => true,
+            Work::Compute => self.compute.conflicts(e, true) || self.transfer.conflicts(e, false),
+            Work::Transfer => self.transfer.conflicts(e, true) || self.compute.conflicts(e, false),
         }
-        e.writes.iter().any(|s| overlaps(&self.writes, s) || overlaps(&self.reads, s))
-            || e.reads.iter().any(|s| overlaps(&self.writes, s))
     }
 
     fn add(&mut self, e: &Effect) {
         self.any = true;
-        self.everything |= e.work == Work::Native;
-        for s in &e.reads {
-            insert(&mut self.reads, s);
-        }
-        for s in &e.writes {
-            insert(&mut self.writes, s);
+        match e.work {
+            Work::Native => self.everything = true,
+            Work::Compute => self.compute.add(e),
+            Work::Transfer => self.transfer.add(e),
         }
     }
 }

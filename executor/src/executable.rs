@@ -4,8 +4,8 @@
 #![allow(unsafe_code)]
 
 use crate::args::{encode, Encoded, Limits, Place as ArgPlace, Target};
-use crate::error::{ExecError, Result};
 use crate::barriers::{Effect, SegmentPlan};
+use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor, RecordOptions};
 use crate::profile::Queries;
 use crate::schedule::{self, Seg};

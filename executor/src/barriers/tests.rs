@@ -87,6 +87,13 @@ fn conflicts_need_a_write_and_shared_bytes() {
     assert!(barriers(&[a.clone(), b], pol).is_empty(), "pool reads, distinct globals");
     let c = cmd(Work::Transfer, vec![g("a")], vec![]);
     assert_eq!(barriers(&[a, c], pol), vec![1], "global read after write");
+    // Kernels against transfers compare whole buffers (the descriptor's view).
+    let k = cmd(Work::Compute, vec![], vec![span(0, 0, 64)]);
+    let t = cmd(Work::Transfer, vec![], vec![span(0, 128, 192)]);
+    assert_eq!(barriers(&[k.clone(), t.clone()], pol), vec![1], "kernel then copy, one buffer");
+    assert_eq!(barriers(&[t, k], pol), vec![1], "copy then kernel, one buffer");
+    let t2 = cmd(Work::Transfer, vec![span(1, 0, 64)], vec![span(2, 0, 64)]);
+    assert!(barriers(&[w(0, 0, 64), t2], pol).is_empty(), "kernel and copy on other buffers");
 }
 
 #[test]
@@ -117,7 +124,8 @@ fn chain_wide_and_stage_policies() {
     assert_eq!(full.inner(), 124);
     assert!(full.before.iter().flatten().all(|m| *m == Masks::FULL));
     // A barrier's destination covers every command up to the next barrier.
-    let mixed = [rw(Work::Compute, 0, 64), rw(Work::Transfer, 0, 64), rw(Work::Compute, 64, 128)];
+    let other = cmd(Work::Compute, vec![span(1, 0, 64)], vec![span(1, 0, 64)]);
+    let mixed = [rw(Work::Compute, 0, 64), rw(Work::Transfer, 0, 64), other];
     let p = plan(&mixed, &[true; 3], BarrierPolicy::Conflicts);
     assert_eq!(p.before[1].map(|m| m.dst_stage), Some(S::ALL_TRANSFER | S::COMPUTE_SHADER));
     assert_eq!(p.before[2], None);
@@ -126,7 +134,8 @@ fn chain_wide_and_stage_policies() {
 #[test]
 fn merged_ranges_still_find_every_overlap() {
     // Many disjoint writes, then one read reaching only into the gap between two of them.
-    let mut effects: Vec<Effect> = (0..100).map(|i| cmd(Work::Compute, vec![], vec![span(0, i * 100, i * 100 + 50)])).collect();
+    let mut effects: Vec<Effect> =
+        (0..100).map(|i| cmd(Work::Compute, vec![], vec![span(0, i * 100, i * 100 + 50)])).collect();
     effects.push(cmd(Work::Compute, vec![span(0, 1050, 1100)], vec![]));
     assert!(barriers(&effects, BarrierPolicy::Conflicts).is_empty());
     effects.push(cmd(Work::Compute, vec![span(0, 1099, 1101)], vec![]));
@@ -136,7 +145,7 @@ fn merged_ranges_still_find_every_overlap() {
     for (lo, hi) in [(10, 20), (30, 40), (15, 35), (40, 41)] {
         p.add(&cmd(Work::Compute, vec![], vec![span(0, lo, hi)]));
     }
-    assert_eq!(p.writes.get(&Target::User(0)).map(|m| m.len()), Some(1));
+    assert_eq!(p.compute.writes.get(&Target::User(0)).map(|m| m.len()), Some(1));
     assert!(p.conflicts(&cmd(Work::Compute, vec![span(0, 40, 41)], vec![])));
     assert!(!p.conflicts(&cmd(Work::Compute, vec![span(0, 41, 90)], vec![])));
 }

@@ -33,7 +33,11 @@ impl Executor {
         match &n.kind {
             NodeKind::Memcpy { dst, src, bytes } if *bytes > 0 => {
                 let (d, s) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
-                let span = |p: crate::args::Place| Span { target: p.target, lo: p.offset, hi: p.offset.saturating_add(*bytes) };
+                let span = |p: crate::args::Place| Span {
+                    target: p.target,
+                    lo: p.offset,
+                    hi: p.offset.saturating_add(*bytes),
+                };
                 transfer(vec![span(s)], vec![span(d)])
             }
             NodeKind::Memset { dst, bytes, .. } if *bytes > 0 => {
@@ -45,7 +49,10 @@ impl Executor {
                 let d = exe.place(self, dst.base, dst.offset)?;
                 match fill_bytes(n) {
                     0 => Ok(None),
-                    total => transfer(Vec::new(), vec![Span { target: d.target, lo: d.offset, hi: d.offset.saturating_add(total) }]),
+                    total => transfer(
+                        Vec::new(),
+                        vec![Span { target: d.target, lo: d.offset, hi: d.offset.saturating_add(total) }],
+                    ),
                 }
             }
             NodeKind::Native(_) => Ok(Some(Effect { work: Work::Native, reads: Vec::new(), writes: Vec::new() })),
@@ -106,13 +113,16 @@ impl Executor {
         let ptr = at.offset.saturating_add(range.map_or(0, |(lo, _)| lo.saturating_mul(at.elem)));
         let (object_lo, object_hi) = match base {
             MemRef::Alloc(n) => {
-                let (_, lo, size) = exe.allocs.get(&n.index()).ok_or_else(|| ExecError::Invalid("unknown allocation".into()))?;
+                let (_, lo, size) =
+                    exe.allocs.get(&n.index()).ok_or_else(|| ExecError::Invalid("unknown allocation".into()))?;
                 (*lo, lo.saturating_add(*size))
             }
             MemRef::Memory(_) => (0, at.buffer_size),
         };
         let (lo, hi) = match extent {
-            Extent::Elems { lo, hi } => (ptr.saturating_add(lo.saturating_mul(elem)), ptr.saturating_add(hi.saturating_mul(elem))),
+            Extent::Elems { lo, hi } => {
+                (ptr.saturating_add(lo.saturating_mul(elem)), ptr.saturating_add(hi.saturating_mul(elem)))
+            }
             Extent::Whole => (object_lo, object_hi),
         };
         Ok(Span { target: at.target, lo, hi })

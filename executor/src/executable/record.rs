@@ -230,4 +230,5 @@ impl Executor {
             }
             _ => Ok(false),
         }
-    }}
+    }
+}
