@@ -82,6 +82,11 @@ pub fn run(args: &RunArgs) -> Outcome {
     for name in &callbacks {
         ex.register_callback(name, |_| Ok(()));
     }
+    if args.profile {
+        // Per-node timestamps are recorded only when asked: they serialise a stage's commands.
+        let options = cmdgraph_executor::RecordOptions { node_profiling: true, ..ex.record_options() };
+        ex.set_record_options(options);
+    }
     let exec = ex.finalize(&graph).map_err(fail)?;
     for _ in 0..args.repeat {
         ex.run(exec).map_err(fail)?;
