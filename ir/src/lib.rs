@@ -11,6 +11,7 @@ pub mod diag;
 pub mod diff;
 pub mod dot;
 pub mod edit;
+pub mod footprint;
 pub mod graph;
 pub mod identity;
 pub mod interp;
