@@ -125,6 +125,9 @@ impl Executor {
             }
             Extent::Whole => (object_lo, object_hi),
         };
+        // Interval bounds come from the index types and may run past the memory; an access
+        // past it is out of bounds (undefined), so only the memory itself can conflict.
+        let (lo, hi) = (lo.clamp(object_lo, object_hi), hi.clamp(object_lo, object_hi));
         Ok(Span { target: at.target, lo, hi })
     }
 }
