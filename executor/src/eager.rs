@@ -80,7 +80,7 @@ impl Executor {
                             vk::PipelineStageFlags2::ALL_COMMANDS,
                             vk::PipelineStageFlags2::ALL_COMMANDS,
                         );
-                        let recorded = ex.record_node(exe, graph, h, cb, &mut native);
+                        let recorded = ex.record_node(exe, graph, h, cb, &mut native, &mut vk::Pipeline::null());
                         if i == last {
                             full_barrier(
                                 d,

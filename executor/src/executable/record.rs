@@ -96,6 +96,7 @@ impl Executor {
                 q.begin_segment(&d, cb, si);
             }
             let mut result = Ok(());
+            let mut bound = vk::Pipeline::null();
             for (i, &h) in order.iter().enumerate() {
                 if let Some(Some(m)) = plan.before.get(i) {
                     m.record(&d, cb);
@@ -103,7 +104,7 @@ impl Executor {
                 if let Some(q) = &exe.queries {
                     q.node(&d, cb, h.index(), false);
                 }
-                if let Err(e) = self.record_node(exe, graph, h, cb, native) {
+                if let Err(e) = self.record_node(exe, graph, h, cb, native, &mut bound) {
                     result = Err(e);
                 }
                 if let Some(q) = &exe.queries {
@@ -133,7 +134,9 @@ impl Executor {
         Ok(())
     }
 
-    /// Records one node; returns whether it recorded a command.
+    /// Records one node; returns whether it recorded a command. `bound` is the compute
+    /// pipeline bound in `cb` so far (null: none or unknown), so consecutive dispatches of one
+    /// kernel variant bind it once.
     pub(crate) fn record_node(
         &self,
         exe: &Executable,
@@ -141,6 +144,7 @@ impl Executor {
         h: Handle<Node>,
         cb: vk::CommandBuffer,
         native: &mut BTreeMap<String, crate::exec::NativeFn>,
+        bound: &mut vk::Pipeline,
     ) -> Result<bool> {
         let d = &self.ctx.device;
         let n = &graph.nodes[h];
@@ -152,7 +156,10 @@ impl Executor {
                 let p = self.pipelines.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
                 // SAFETY: `cb` is recording; pipeline, set and indirect buffer are live.
                 unsafe {
-                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
+                    if *bound != p.pipeline {
+                        d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
+                        *bound = p.pipeline;
+                    }
                     d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, p.layout, 0, &[k.set], &[]);
                     d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
                 }
@@ -226,6 +233,8 @@ impl Executor {
                     ExecError::Unknown(format!("native callback \"{}\" (node %{})", cmd.callback, n.name))
                 })?;
                 f(&NativeContext { device: d, command_buffer: cb, node: &n.name });
+                // The application may have bound anything.
+                *bound = vk::Pipeline::null();
                 Ok(true)
             }
             _ => Ok(false),
