@@ -5,7 +5,7 @@
 
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
-use cmdgraph_executor::{ContextOptions, DeviceChoice, Executor};
+use cmdgraph_executor::{BarrierPolicy, ContextOptions, DeviceChoice, Executor, RecordOptions};
 use cmdgraph_ir::interp::Interpreter;
 use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
@@ -135,6 +135,9 @@ pub struct Both {
     pub module: Module,
     /// Whether floats are compared with [`MATH_REL_TOL`] (kernels using math functions).
     pub float_tol: bool,
+    /// Pipeline barriers between commands over every graph run: as recorded (barriers where
+    /// memory conflicts), and as a barrier at every stage boundary would have recorded them.
+    pub barriers: (u64, u64),
 }
 
 impl Both {
@@ -174,7 +177,7 @@ impl Both {
                 Ok(())
             });
         }
-        Ok(Both { ex, interp, module: source.clone(), float_tol: uses_inexact_math(source) })
+        Ok(Both { ex, interp, module: source.clone(), float_tol: uses_inexact_math(source), barriers: (0, 0) })
     }
 
     /// Finalizes `graph` on both sides and runs it `runs` times, comparing everything after
@@ -182,6 +185,15 @@ impl Both {
     pub fn run(&mut self, graph: &str, runs: usize) -> Result<usize, String> {
         let ie = self.interp.finalize(graph).map_err(|e| format!("interp finalize @{graph}: {e}"))?;
         let ee = self.ex.finalize(graph).map_err(|e| format!("vulkan finalize @{graph}: {e}"))?;
+        self.barriers.0 += self.ex.barriers(ee).map_err(|e| e.to_string())?;
+        // The same graph with a barrier at every stage boundary, only to count them.
+        let options = self.ex.record_options();
+        self.ex.set_record_options(RecordOptions { barriers: BarrierPolicy::Stages, ..options });
+        let staged = self.ex.finalize(graph).map_err(|e| format!("vulkan finalize @{graph} (stages): {e}"));
+        self.ex.set_record_options(options);
+        let staged = staged?;
+        self.barriers.1 += self.ex.barriers(staged).map_err(|e| e.to_string())?;
+        self.ex.drop_exec(staged).map_err(|e| e.to_string())?;
         let mut compared = 0;
         for r in 0..runs {
             self.interp.run(ie).map_err(|e| format!("interp run {r} of @{graph}: {e}"))?;
