@@ -77,7 +77,8 @@ impl Executor {
             // previous one, normally long finished).
             let copies = exe.cmds.len().max(1);
             let copy = (exe.runs % copies as u64) as usize;
-            let ready = exe.copy_end.get(copy).copied().unwrap_or(0);
+            // One simultaneous-use copy may be submitted while pending: nothing to wait for.
+            let ready = if copies > 1 { exe.copy_end.get(copy).copied().unwrap_or(0) } else { 0 };
             let (steps, cbs) = (&exe.steps[copy], &exe.device_cbs[copy]);
             let start = exe.submitted;
             let end = start + cbs.len() as u64;
@@ -87,9 +88,7 @@ impl Executor {
                 let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps };
                 ex.worker.push(&ex.ctx, &ex.host, job)?;
             } else if !cbs.is_empty() {
-                if copies > 1 {
-                    crate::worker::wait_timeline(&ex.ctx, exe.timeline, ready)?;
-                }
+                crate::worker::wait_timeline(&ex.ctx, exe.timeline, ready)?;
                 submit_all(&ex.ctx, exe.timeline, cbs, start, end)?;
             }
             exe.submitted = end;
