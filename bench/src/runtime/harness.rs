@@ -136,6 +136,25 @@ pub fn executor(text: &str, common: &Common) -> Result<Executor, String> {
     Executor::new(loaded, &ContextOptions { validation: false, device }).map_err(|e| e.to_string())
 }
 
+/// The compiled kernel every launch of graph `graph` runs (the executor's choice, from the
+/// bundle's launch table): what a hand-recorded peer dispatches, so both run the same SPIR-V.
+/// An error when the graph launches nothing or more than one variant.
+pub fn launch_kernel(bundle: &Bundle, graph: &str) -> Result<cmdgraph_ir::bundle::CompiledKernel, String> {
+    let plan = bundle.graphs.iter().find(|p| p.name == graph).ok_or_else(|| format!("no plan of graph @{graph}"))?;
+    let mut variants: Vec<u32> = plan.launches.iter().map(|l| l.kernel).collect();
+    variants.sort_unstable();
+    variants.dedup();
+    match variants.as_slice() {
+        [k] => bundle
+            .kernels
+            .get(*k as usize)
+            .cloned()
+            .ok_or_else(|| format!("@{graph}: launch of kernel {k}, not in the bundle")),
+        [] => Err(format!("@{graph} launches no kernel")),
+        _ => Err(format!("@{graph} launches {} kernel variants; the peer runs one", variants.len())),
+    }
+}
+
 /// Median of samples (seconds); 0 for none.
 pub fn median(samples: &[f64]) -> f64 {
     let mut s: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();

@@ -1,15 +1,24 @@
-//! `cmdgraph-bench replay`: graph replay against eager submission (issue 9, item 1).
+//! `cmdgraph-bench replay`: graph replay against a hand-recorded peer and eager submission
+//! (issue 9, item 1; issue 15, item 6).
 //!
 //! Chains (each kernel depends on the previous through one buffer) and wide graphs (N
 //! independent kernels on disjoint slices, one empty join) of N tiny kernels: one f32 add of
-//! 1.0 on 64 elements. Peers in one process, interleaved per repetition: the finalized graph
-//! replayed by `Executor::run`, the same graph with `enable_profiling` (GPU time from its
-//! timestamps), and `Executor::run_eager` (one command buffer recorded and one
-//! `vkQueueSubmit` per kernel, in order). The CUDA Graph peer comes from
-//! `scripts/torch_replay.py`. Compiled with no passes: the graph as written (fusion would
-//! merge the chain into one kernel, which is not what is measured here).
+//! 1.0 on 64 elements. Peers in one process on one device and queue, each run once in every
+//! repetition: the finalized graph replayed by `Executor::run` (default recording, and the
+//! single simultaneous-use copy), the same graph with `enable_profiling` (segment stamps,
+//! and per-node stamps with `RecordOptions::node_profiling`), `Executor::run_eager` (one
+//! command buffer recorded and one `vkQueueSubmit` per kernel, in order), and the same
+//! dispatches of the bundle's own kernel recorded by hand with ash
+//! (`peer::dispatch::DispatchPeer`, the minimal barriers: between chain dispatches, none in
+//! the wide graph). The CUDA Graph peer comes from `scripts/torch_replay.py`. Compiled with
+//! no passes: the graph as written (fusion would merge the chain into one kernel, which is
+//! not what is measured here).
+
+mod report;
 
 use super::harness::{self, Common, Phase};
+use cmdgraph_executor::peer::dispatch::{Barriers, Dispatch, DispatchPeer};
+use cmdgraph_executor::{ExecId, Executor, RecordOptions};
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -102,16 +111,31 @@ struct Row {
     shape: Shape,
     n: usize,
     samples: usize,
-    /// Time inside `run` (submission, before waiting).
+    /// Time inside `run` (submission, before waiting), default recording (two copies).
     submit: f64,
+    /// The same with `RecordOptions::simultaneous_use` (one SIMULTANEOUS_USE copy).
+    submit_simul: f64,
+    /// Segments the default executable's `run` walked (its host work besides the driver).
+    steps: u64,
     /// `run` + `wait`.
     wall: f64,
-    /// The same for the profiled graph.
+    /// The same for `@gp`: segment start/end timestamps only (default options).
     wall_prof: f64,
-    /// Profile end − start of the profiled graph.
+    /// The same for `@gp` finalized with `node_profiling`.
+    wall_prof_nodes: f64,
+    /// Profile end − start of `@gp` (segment stamps only).
     gpu: f64,
     /// `run_eager` (it waits).
     eager: f64,
+    /// The hand-recorded peer: submit + fence wait.
+    hand_wall: f64,
+    /// The hand peer's timestamps (`None` without timestamps).
+    hand_gpu: Option<f64>,
+    /// The hand peer's `vkQueueSubmit2` alone.
+    hand_submit: f64,
+    /// Pipeline barriers between commands: the executor's (`Executor::barriers`), the hand
+    /// peer's.
+    barriers: (u64, u64),
 }
 
 fn bundle_name(shape: Shape, n: usize) -> String {
@@ -120,6 +144,16 @@ fn bundle_name(shape: Shape, n: usize) -> String {
 
 fn shapes() -> [Shape; 2] {
     [Shape::Chain, Shape::Wide]
+}
+
+/// The hand peer's dispatches and barriers for a shape: the chain on the one slice with a
+/// barrier between consecutive dispatches, the wide graph on disjoint slices with none.
+fn hand_work(shape: Shape, n: usize) -> (Vec<Dispatch>, Barriers) {
+    let e = ELEMS as u32;
+    match shape {
+        Shape::Chain => (vec![Dispatch { elem_offset: 0, elems: e }; n], Barriers::Between),
+        Shape::Wide => ((0..n as u32).map(|i| Dispatch { elem_offset: i * e, elems: e }).collect(), Barriers::None),
+    }
 }
 
 /// Runs the suite.
@@ -151,30 +185,54 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         for &n in &args.sizes {
             let row = measure(args, phase, shape, n, &mut device)?;
             eprintln!(
-                "replay: {} N={n}: replay {:.1} us, eager {:.1} us, GPU {:.2} us/node",
+                "replay: {} N={n}: replay {:.2} us/node, hand {:.2} us/node, GPU {:.3} vs {} us/node, submit {:.1} us \
+                 ({:.1} simultaneous-use), eager {:.1} us",
                 shape.name(),
-                row.wall * 1e6,
+                row.wall * 1e6 / n as f64,
+                row.hand_wall * 1e6 / n as f64,
+                row.gpu * 1e6 / n as f64,
+                row.hand_gpu.map_or("-".into(), |g| format!("{:.3}", g * 1e6 / n as f64)),
+                row.submit * 1e6,
+                row.submit_simul * 1e6,
                 row.eager * 1e6,
-                row.gpu * 1e6 / n as f64
             );
             rows.push(row);
         }
     }
-    let body = section(args, &device, &rows, &torch);
+    let body = report::section(args, &device, &rows, &torch);
     harness::finish(&args.common, "replay", &body)
 }
 
 fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut String) -> Result<Row, String> {
     let name = bundle_name(shape, n);
-    let mut ex = harness::executor(&harness::bundle_text(phase.dir(), &name)?, &args.common)?;
+    let text = harness::bundle_text(phase.dir(), &name)?;
+    let bundle = cmdgraph_ir::bundle::Bundle::from_ron(&text).map_err(|e| format!("{name}: {e}"))?;
+    let kernel = harness::launch_kernel(&bundle, "g").map_err(|e| format!("{name}: {e}"))?;
+    let mut ex = harness::executor(&text, &args.common)?;
     *device = ex.context().device_name().to_string();
     let err = |e: cmdgraph_executor::ExecError| format!("{name}: {e}");
+    // Four executables of one executor: the default recording, profiled with segment stamps
+    // (default options), the single simultaneous-use copy, and profiled per node.
     let e = ex.finalize("g").map_err(err)?;
     let p = ex.finalize("gp").map_err(err)?;
+    ex.set_record_options(RecordOptions { simultaneous_use: true, ..Default::default() });
+    let s = ex.finalize("g").map_err(err)?;
+    ex.set_record_options(RecordOptions { node_profiling: true, ..Default::default() });
+    let pn = ex.finalize("gp").map_err(err)?;
+    ex.set_record_options(RecordOptions::default());
+    let (dispatches, policy) = hand_work(shape, n);
+    let mut hand = DispatchPeer::beside(&ex, &kernel, shape.elems(n) as u64, &dispatches, policy).map_err(err)?;
     let zeros = vec![0f32; shape.elems(n)];
     let want = shape.expected(n);
     // Every peer's output, once, from zeros.
-    for (what, id, eager) in [("replay", e, false), ("replay (profiled)", p, false), ("eager", e, true)] {
+    let peers = [
+        ("replay", e, false),
+        ("replay (profiled)", p, false),
+        ("replay (simultaneous-use)", s, false),
+        ("replay (profiled per node)", pn, false),
+        ("eager", e, true),
+    ];
+    for (what, id, eager) in peers {
         ex.bind_as("x", &zeros).map_err(err)?;
         if eager {
             ex.run_eager(id).map_err(err)?;
@@ -185,205 +243,90 @@ fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut Stri
         let got: Vec<f32> = ex.read_as("x").map_err(err)?;
         harness::same(&format!("{name} {what}"), &got, &want)?;
     }
+    hand.bind_zero().map_err(err)?;
+    hand.run().map_err(err)?;
+    harness::same(&format!("{name} hand peer"), &hand.read_f32().map_err(err)?, &want)?;
     let samples = (args.common.runs.max(1) * (1000 / n.max(1)).max(1)).min(200);
-    let (mut submit, mut wall, mut wall_prof, mut gpu, mut eager) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut eager_submits = 0;
-    // Warm-up, then the three peers interleaved in every repetition.
-    ex.run(e).map_err(err)?;
-    ex.run(p).map_err(err)?;
+    let mut t = Samples::default();
+    // Warm-up, then every peer in every repetition.
+    for id in [e, s, p, pn] {
+        ex.run(id).map_err(err)?;
+    }
     ex.wait_idle().map_err(err)?;
     ex.run_eager(e).map_err(err)?;
+    hand.run().map_err(err)?;
+    let mut eager_submits = 0;
     for _ in 0..samples {
-        let t = Instant::now();
-        ex.run(e).map_err(err)?;
-        submit.push(t.elapsed().as_secs_f64());
-        ex.wait(e).map_err(err)?;
-        wall.push(t.elapsed().as_secs_f64());
+        let (submit, wall) = timed_run(&mut ex, e).map_err(err)?;
+        t.submit.push(submit);
+        t.wall.push(wall);
+        t.submit_simul.push(timed_run(&mut ex, s).map_err(err)?.0);
 
-        let t = Instant::now();
-        ex.run(p).map_err(err)?;
-        ex.wait(p).map_err(err)?;
-        wall_prof.push(t.elapsed().as_secs_f64());
+        t.wall_prof.push(timed_run(&mut ex, p).map_err(err)?.1);
         let prof = ex.profile(p).map_err(err)?;
-        gpu.push(prof.end_ns.saturating_sub(prof.start_ns) as f64 * 1e-9);
+        t.gpu.push(prof.end_ns.saturating_sub(prof.start_ns) as f64 * 1e-9);
+        t.wall_prof_nodes.push(timed_run(&mut ex, pn).map_err(err)?.1);
 
-        let t = Instant::now();
+        let at = Instant::now();
         eager_submits = ex.run_eager(e).map_err(err)?;
-        eager.push(t.elapsed().as_secs_f64());
+        t.eager.push(at.elapsed().as_secs_f64());
+
+        t.hand_wall.push(hand.run().map_err(err)?.as_secs_f64());
+        t.hand_submit.push(hand.last_submit().as_secs_f64());
+        if let Some(ns) = hand.gpu_ns().map_err(err)? {
+            t.hand_gpu.push(ns as f64 * 1e-9);
+        }
     }
     if eager_submits != n {
         return Err(format!("{name}: eager mode made {eager_submits} submissions for {n} kernels"));
     }
+    let m = harness::median;
     Ok(Row {
         shape,
         n,
         samples,
-        submit: harness::median(&submit),
-        wall: harness::median(&wall),
-        wall_prof: harness::median(&wall_prof),
-        gpu: harness::median(&gpu),
-        eager: harness::median(&eager),
+        submit: m(&t.submit),
+        submit_simul: m(&t.submit_simul),
+        steps: ex.last_run_steps(e).map_err(err)?,
+        wall: m(&t.wall),
+        wall_prof: m(&t.wall_prof),
+        wall_prof_nodes: m(&t.wall_prof_nodes),
+        gpu: m(&t.gpu),
+        eager: m(&t.eager),
+        hand_wall: m(&t.hand_wall),
+        hand_gpu: (!t.hand_gpu.is_empty()).then(|| m(&t.hand_gpu)),
+        hand_submit: m(&t.hand_submit),
+        barriers: (ex.barriers(e).map_err(err)?, hand.barriers()),
     })
 }
 
-/// The CUDA Graph and PyTorch eager times per node (seconds) of a configuration.
-fn torch_row(torch: &Option<serde_json::Value>, shape: Shape, n: usize) -> Option<(f64, f64)> {
-    let rows = torch.as_ref()?.get("rows")?.as_array()?;
-    let r = rows.iter().find(|r| {
-        r.get("shape").and_then(|s| s.as_str()) == Some(shape.name())
-            && r.get("n").and_then(|v| v.as_u64()) == Some(n as u64)
-    })?;
-    let g = r.get("graph_us_per_node")?.as_f64()?;
-    let e = r.get("eager_us_per_node")?.as_f64()?;
-    Some((g * 1e-6, e * 1e-6))
+/// Samples of one configuration, in seconds.
+#[derive(Default)]
+struct Samples {
+    submit: Vec<f64>,
+    submit_simul: Vec<f64>,
+    wall: Vec<f64>,
+    wall_prof: Vec<f64>,
+    wall_prof_nodes: Vec<f64>,
+    gpu: Vec<f64>,
+    eager: Vec<f64>,
+    hand_wall: Vec<f64>,
+    hand_gpu: Vec<f64>,
+    hand_submit: Vec<f64>,
 }
 
-fn section(args: &Args, device: &str, rows: &[Row], torch: &Option<serde_json::Value>) -> String {
-    let missing = harness::torch_missing(torch);
-    let torch_device = torch
-        .as_ref()
-        .and_then(|t| t.get("device"))
-        .and_then(|d| d.as_str())
-        .map_or(String::new(), |d| format!(" PyTorch peer on {d}."));
-    let how = format!(
-        "medians of S repetitions per row (S = min(200, runs·max(1, 1000/N)), runs = {}), the peers \
-         interleaved in each repetition after one warm-up each. Host times from `Instant`; GPU time from \
-         the executor's timestamps (`enable_profiling`: last segment end − first segment start). \
-         PyTorch: `torch.cuda.Event` elapsed time after warm-up (scripts/torch_replay.py).{torch_device}",
-        args.common.runs
-    );
-    let mut s = harness::header("Graph replay against eager submission", device, &args.common, &how);
-    s.push_str(
-        "Input (bench/src/runtime/replay.rs): *chain* = N kernels `x[i] += 1.0` on one 64-float USM \
-         buffer, each after the previous; *wide* = N such kernels on disjoint 64-float slices and one \
-         empty join. Compiled with no passes (the graph as written). *submit* = time inside `run` \
-         (one `vkQueueSubmit` of pre-recorded command buffers; it returns before the device finishes); \
-         *replay wall* = `run` + `wait`; *eager* = `run_eager`: per kernel a command buffer recorded \
-         at submission time (a full barrier, as an in-order queue, then the dispatch) and its own \
-         `vkQueueSubmit`, then a fence wait. *CUDA Graph* = `torch.cuda.CUDAGraph` replay of the same \
-         adds (wide: captured over 16 streams), per node; *GPU / CUDA Graph* compares our GPU time per \
-         node with it. Every configuration's output is checked once per peer (chain: every element \
-         N; wide: every element 1).\n\n",
-    );
-    s.push_str(
-        "| graph | N | submit µs/run | submit ns/node | replay wall µs/run | profiled wall µs/run | GPU µs/node | eager wall µs/run | eager µs/node | replay vs eager | CUDA Graph µs/node | GPU / CUDA Graph | PyTorch eager µs/node | S |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for r in rows {
-        let n = r.n as f64;
-        let (cg, te, ratio) = match (torch_row(torch, r.shape, r.n), &missing) {
-            (Some((g, e)), None) => (harness::us(g), harness::us(e), format!("{:.2}", r.gpu / n / g)),
-            (_, Some(m)) => (m.clone(), m.clone(), "-".into()),
-            (None, None) => ("-".into(), "-".into(), "-".into()),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.0} | {} | {} | {:.3} | {} | {} | {:.1}× | {cg} | {ratio} | {te} | {} |",
-            r.shape.name(),
-            r.n,
-            harness::us(r.submit),
-            r.submit * 1e9 / n,
-            harness::us(r.wall),
-            harness::us(r.wall_prof),
-            r.gpu * 1e6 / n,
-            harness::us(r.eager),
-            harness::us(r.eager / n),
-            r.eager / r.wall.max(1e-12),
-            r.samples,
-        );
-    }
-    s.push_str(&targets(rows, torch));
-    s.push_str(READING);
-    s
+/// One `run` + `wait` of `id`: (time inside `run`, time of both).
+fn timed_run(ex: &mut Executor, id: ExecId) -> cmdgraph_executor::Result<(f64, f64)> {
+    let t = Instant::now();
+    ex.run(id)?;
+    let submit = t.elapsed().as_secs_f64();
+    ex.wait(id)?;
+    Ok((submit, t.elapsed().as_secs_f64()))
 }
-
-fn targets(rows: &[Row], torch: &Option<serde_json::Value>) -> String {
-    let mut s = String::from("\nAgainst the targets:\n");
-    for shape in shapes() {
-        let of: Vec<&Row> = rows.iter().filter(|r| r.shape == shape).collect();
-        if let Some(r) = of.iter().find(|r| r.n == 1000) {
-            let x = r.eager / r.wall.max(1e-12);
-            let verdict = if x >= 10.0 {
-                format!("**met**: {x:.1}×")
-            } else {
-                format!(
-                    "**missed**: {x:.1}× (eager {:.2} µs per kernel, replay {:.2} µs per kernel; the replay's \
-                     own cost is the device time, {:.2} µs per node here, so the ratio is bounded by how cheap one \
-                     submission is next to one dispatch on this device; what would close it: cheaper dispatches \
-                     (fewer barriers between stages, no per-node descriptor binding) on the replay side)",
-                    r.eager * 1e6 / 1000.0,
-                    r.wall * 1e6 / 1000.0,
-                    r.gpu * 1e6 / 1000.0
-                )
-            };
-            let _ = writeln!(s, "- ≥ 10× faster than eager at N = 1000 ({}): {verdict}.", shape.name());
-        }
-        let (lo, hi) = (of.iter().min_by_key(|r| r.n), of.iter().max_by_key(|r| r.n));
-        if let (Some(lo), Some(hi)) = (lo, hi) {
-            if hi.n > lo.n {
-                let g = hi.submit / lo.submit.max(1e-12);
-                let verdict = if g <= 2.0 {
-                    format!(
-                        "**met**: submit {:.1} µs at N = {} vs {:.1} µs at N = {} ({g:.1}×)",
-                        hi.submit * 1e6,
-                        hi.n,
-                        lo.submit * 1e6,
-                        lo.n
-                    )
-                } else {
-                    format!(
-                        "**missed**: submit {:.1} µs at N = {} vs {:.1} µs at N = {} ({g:.1}× for {}× the nodes); \
-                         `run` walks a plan built at finalize (O(segments), executor/src/executable/plan.rs), \
-                         so what grows is the driver's `vkQueueSubmit` of the one command buffer",
-                        hi.submit * 1e6,
-                        hi.n,
-                        lo.submit * 1e6,
-                        lo.n,
-                        hi.n / lo.n.max(1)
-                    )
-                };
-                let _ = writeln!(s, "- host submit cost flat in N ({}): {verdict}.", shape.name());
-            }
-        }
-        let bound = if shape == Shape::Chain { 1.5 } else { 1.0 };
-        let cuda: Vec<(usize, f64)> = of
-            .iter()
-            .filter_map(|r| torch_row(torch, shape, r.n).map(|(g, _)| (r.n, r.gpu / r.n as f64 / g)))
-            .collect();
-        let verdict = if harness::torch_missing(torch).is_some() || cuda.is_empty() {
-            "not measured here (no CUDA): the H100 run with `--torch-json` fills it in".to_string()
-        } else {
-            let worst = cuda.iter().map(|c| c.1).fold(0.0, f64::max);
-            let list: Vec<String> = cuda.iter().map(|(n, x)| format!("{x:.2}× at N = {n}")).collect();
-            if worst <= bound {
-                format!("**met**: {}", list.join(", "))
-            } else {
-                format!(
-                    "**missed**: {}; our per-node GPU time includes one global memory barrier per stage \
-                     and a descriptor bind plus an indirect dispatch per node, where a CUDA Graph launches \
-                     kernels back to back; what would close it: direct dispatches where the range is fixed, \
-                     batching nodes of one stage without rebinding, and barriers only where memory conflicts",
-                    list.join(", ")
-                )
-            }
-        };
-        let _ = writeln!(s, "- GPU per node ≤ {bound:.1}× CUDA Graphs ({}): {verdict}.", shape.name());
-    }
-    s
-}
-
-const READING: &str = "\nReading the numbers: *replay vs eager* is the wall time of `run_eager` over that of `run` + \
-`wait` for the same graph in the same process, so it holds on any device; on llvmpipe a dispatch of 64 \
-work-items costs CPU time comparable to a submission, which bounds the ratio, while on a GPU the eager \
-side pays a submission per kernel that replay does not. *submit* is the host's cost of a replay (the \
-device works afterwards): flat in N means the graph's size is paid at finalize, not per run. *GPU µs/node* \
-divides the device time of one replay by N; on llvmpipe it is CPU time of the rasterizer's compute \
-path, comparable only as a ratio. The CUDA Graph columns exist only for a run with `--torch-json` on a \
-CUDA machine.\n";
 
 #[cfg(test)]
 mod tests {
+    use super::report::torch_row;
     use super::*;
 
     #[test]
