@@ -145,7 +145,7 @@ fn targets(rows: &[Row], torch: &Option<serde_json::Value>) -> String {
         // Replay wall per node against the hand peer, at every N.
         let ratios: Vec<f64> = of.iter().map(|r| r.wall / r.hand_wall.max(1e-12)).collect();
         let ok = ratios.iter().all(|&x| x <= 1.15);
-        let list: Vec<String> = of.iter().zip(&ratios).map(|(r, x)| format!("{x:.2}× at N = {}", r.n)).collect();
+        let list: Vec<String> = of.iter().zip(&ratios).map(|(r, x)| format!("{x:.3}× at N = {}", r.n)).collect();
         let mut line = format!(
             "- {} replay wall per node ≤ 1.15× the hand peer: {}: {}",
             shape.name(),
@@ -199,7 +199,7 @@ fn against_cuda(of: &[&Row], torch: &Option<serde_json::Value>) -> String {
     }
     let ratios: Vec<f64> = cuda.iter().map(|(r, g)| r.wall / r.n as f64 / g).collect();
     let ok = ratios.iter().all(|&x| x <= 1.5);
-    let list: Vec<String> = cuda.iter().zip(&ratios).map(|((r, _), x)| format!("{x:.2}× at N = {}", r.n)).collect();
+    let list: Vec<String> = cuda.iter().zip(&ratios).map(|((r, _), x)| format!("{x:.3}× at N = {}", r.n)).collect();
     let mut line = format!("- wide replay wall per node ≤ 1.5× CUDA Graph: {}: {}", verdict(ok), list.join(", "));
     if !ok {
         if let Some(((r, g), _)) = cuda.iter().zip(&ratios).max_by(|a, b| a.1.total_cmp(b.1)) {
