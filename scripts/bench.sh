@@ -21,3 +21,8 @@ for suite in parse tred barriers memory fusion codegen compile; do
   echo "==> cmdgraph-bench ${suite}"
   "${pin[@]}" cargo run --release -q -p cmdgraph-bench -- "$suite" "$@"
 done
+
+# The runtime copy suite (memcpy/memset/memfill against hand-recorded transfer commands) on
+# the local Vulkan device, llvmpipe here, at CI sizes; the GPU sizes are in gpu-bench.sh.
+echo "==> cmdgraph-bench copy"
+"${pin[@]}" cargo run --release -q -p cmdgraph-bench -- copy --sizes 10,16,20 "$@"

@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-SUITES=(replay update barrier-run load fusion-run mlp)
+SUITES=(replay update barrier-run load fusion-run mlp copy)
 FUSION_SIZES=16777216,67108864
 MLP_SHAPES=8x512x4,256x1024x4
 
@@ -35,6 +35,7 @@ prepare() {
   $bench load --prepare .bin/perf/load --sizes 100,1000,10000
   $bench fusion-run --prepare .bin/perf/fusion-run --sizes "$FUSION_SIZES"
   $bench mlp --prepare .bin/perf/mlp --shapes "$MLP_SHAPES"
+  $bench copy --prepare .bin/perf/copy
   du -sh .bin
 }
 

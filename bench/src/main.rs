@@ -9,6 +9,7 @@
 //! cargo run --release -p cmdgraph-bench -- compile [--runs 3] [-O 2]
 //! cargo run --release -p cmdgraph-bench -- fusion-run [--sizes 1048576,4194304] [--prepare DIR | --from DIR]
 //! cargo run --release -p cmdgraph-bench -- mlp [--shapes 8x512x4,64x1024x2] [--prepare DIR | --from DIR]
+//! cargo run --release -p cmdgraph-bench -- copy [--sizes 20,24,26] [--prepare DIR | --from DIR]
 //! ```
 
 mod barriers;
@@ -143,6 +144,8 @@ enum Command {
     BarrierRun(runtime::barrier_run::Args),
     /// From IR to a running executable: compile per pass against load + finalize (runtime).
     Load(runtime::load::Args),
+    /// memcpy, memset and memfill on the executor against hand-recorded transfer commands (runtime).
+    Copy(runtime::copy::Args),
     /// Compile time of every example: passes, packaging and code generation per kernel.
     Compile {
         /// Runs per example; the fastest counts.
@@ -530,6 +533,7 @@ fn main() -> ExitCode {
         Command::Update(args) => runtime::update::main(&args),
         Command::BarrierRun(args) => runtime::barrier_run::main(&args),
         Command::Load(args) => runtime::load::main(&args),
+        Command::Copy(args) => runtime::copy::main(&args),
         Command::FusionRun { common, chains, sizes } => runtime::fusion_run::main(&common, &chains, &sizes),
         Command::Mlp { common, shapes } => runtime::mlp::main(&common, &shapes),
     };

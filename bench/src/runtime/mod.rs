@@ -4,6 +4,7 @@
 //! (`--from DIR`, on the GPU machine), or do both at once.
 
 pub mod barrier_run;
+pub mod copy;
 pub mod fusion_run;
 pub mod harness;
 pub mod load;

@@ -82,7 +82,7 @@ impl TransferPeer {
     /// buffer: reset the two queries, a transfer→transfer barrier (orders this run's writes
     /// after the previous run's and after staging uploads), timestamp, the command, timestamp.
     pub fn new(ctx: &Context, op: TransferOp, bytes: u64) -> Result<TransferPeer> {
-        if bytes == 0 || bytes % 4 != 0 {
+        if bytes == 0 || !bytes.is_multiple_of(4) {
             return Err(ExecError::Invalid(format!("transfer peer of {bytes} bytes: needs a positive multiple of 4")));
         }
         let mut peer = TransferPeer {

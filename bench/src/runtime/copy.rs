@@ -1,0 +1,422 @@
+//! `cmdgraph-bench copy` (issue 15, item 5): the executor's `memcpy`, `memset` and `memfill`
+//! of device memory against the same transfer command recorded by hand
+//! (`cmdgraph_executor::peer::transfer`) on the executor's own device and queue, per size,
+//! interleaved per repetition in one process. Graphs are compiled with no passes, each with
+//! `enable_profiling`; the executor's GPU time is its profile (segment end − start), the hand
+//! peer's its two timestamps around the command. Every output is checked byte for byte.
+
+use super::harness::{self, Common, Phase};
+use cmdgraph_executor::peer::transfer::{TransferOp, TransferPeer};
+use cmdgraph_executor::{ExecId, Executor};
+use cmdgraph_ir::graph::NodeKind;
+use std::fmt::Write as _;
+
+/// Options of `cmdgraph-bench copy`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// Options every runtime suite takes.
+    #[command(flatten)]
+    pub common: Common,
+    /// Sizes as log2 of the `f32` element count (20,24,26: 4, 64 and 256 MiB per buffer).
+    #[arg(long, value_delimiter = ',', default_values_t = [20u32, 24, 26])]
+    pub sizes: Vec<u32>,
+}
+
+/// The byte `memset` writes.
+const SET_BYTE: u8 = 0x5A;
+/// The `f32` pattern `memfill` writes (bytes 00 00 C0 3F: not one repeated byte).
+const FILL: f32 = 1.5;
+
+/// One operation: a graph of one node writing its own `usm` object, and its hand peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Op {
+    name: &'static str,
+    graph: &'static str,
+    /// The memory object the node writes.
+    out: &'static str,
+    peer: TransferOp,
+}
+
+const OPS: [Op; 3] = [
+    Op { name: "memcpy", graph: "copy", out: "copied", peer: TransferOp::Copy },
+    Op { name: "memset", graph: "set", out: "set_out", peer: TransferOp::Fill(u32::from_le_bytes([SET_BYTE; 4])) },
+    Op { name: "memfill", graph: "fill", out: "fill_out", peer: TransferOp::Fill(FILL.to_bits()) },
+];
+
+impl Op {
+    /// Bytes moved per run for GB/s: a copy reads and writes, a fill only writes.
+    fn moved(self, bytes: u64) -> f64 {
+        let factor = if self.peer == TransferOp::Copy { 2.0 } else { 1.0 };
+        factor * bytes as f64
+    }
+    /// What the destination must hold: the source for the copy, the word repeated for a fill.
+    fn expected(self, src: &[u8]) -> Vec<u8> {
+        match self.peer {
+            TransferOp::Copy => src.to_vec(),
+            TransferOp::Fill(w) => w.to_le_bytes().iter().copied().cycle().take(src.len()).collect(),
+        }
+    }
+}
+
+/// The module of one size: four `usm` objects and one graph per operation.
+pub fn module_text(n: u64) -> String {
+    let b = n * 4;
+    format!(
+        "usm @src : f32[{n}]\nusm @copied : f32[{n}]\nusm @set_out : f32[{n}]\nusm @fill_out : f32[{n}]\n\n\
+         graph @copy properties(enable_profiling) {{\n  %memcpy = memcpy @copied, @src, {b}\n}}\n\n\
+         graph @set properties(enable_profiling) {{\n  %memset = memset @set_out, {SET_BYTE}, {b}\n}}\n\n\
+         graph @fill properties(enable_profiling) {{\n  %memfill = memfill @fill_out, {FILL:?} : f32, {n}\n}}\n"
+    )
+}
+
+/// Deterministic pseudo-random bytes (splitmix64).
+fn random_bytes(n: usize) -> Vec<u8> {
+    let (mut out, mut seed) = (Vec::with_capacity(n + 8), 15u64);
+    while out.len() < n {
+        seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(n);
+    out
+}
+
+/// One measured row.
+struct Row {
+    op: Op,
+    bytes: u64,
+    /// Median GPU seconds of the executor and of the hand peer.
+    exec: f64,
+    hand: f64,
+    /// The larger of the two peers' slowest / fastest repetition.
+    spread: f64,
+}
+
+impl Row {
+    fn exec_gbs(&self) -> f64 {
+        self.op.moved(self.bytes) / self.exec.max(1e-12) / 1e9
+    }
+    fn hand_gbs(&self) -> f64 {
+        self.op.moved(self.bytes) / self.hand.max(1e-12) / 1e9
+    }
+    /// Executor bandwidth as a fraction of the hand peer's.
+    fn ratio(&self) -> f64 {
+        self.hand / self.exec.max(1e-12)
+    }
+}
+
+/// What the findings paragraph reports besides the rows.
+struct Seen {
+    device: String,
+    /// What the hand peer's [`TransferPeer::describe`] says.
+    described: String,
+    /// (node, byte offsets of its pointers) from the executor's module.
+    offsets: Vec<(String, Vec<u64>)>,
+}
+
+/// Timed rounds: four per `--runs` (one round is short, and the CI machine is shared).
+fn rounds(args: &Args) -> usize {
+    args.common.runs.max(1) * 4
+}
+
+/// Runs the suite.
+pub fn main(args: &Args) -> Result<(), String> {
+    if let Some(bad) = args.sizes.iter().find(|&&s| s > 30) {
+        return Err(format!("--sizes are log2 of the element count: 2^{bad} is too large"));
+    }
+    let phase = Phase::of(&args.common, "copy")?;
+    let r = run(args, &phase);
+    phase.cleanup();
+    r
+}
+
+fn file(log2: u32) -> String {
+    format!("copy_2e{log2}")
+}
+
+fn run(args: &Args, phase: &Phase) -> Result<(), String> {
+    if phase.prepares() {
+        let mut manifest = String::new();
+        for &s in &args.sizes {
+            let (bundle, _) = harness::compile(&module_text(1 << s), &[])?;
+            harness::save(phase.dir(), &file(s), &bundle)?;
+            let _ = writeln!(manifest, "{s}");
+        }
+        harness::write(&phase.dir().join("copy.manifest"), &manifest)?;
+    }
+    if !phase.runs() {
+        return Ok(());
+    }
+    let manifest = harness::read(&phase.dir().join("copy.manifest"))?;
+    let (mut rows, mut seen) =
+        (Vec::new(), Seen { device: String::new(), described: String::new(), offsets: Vec::new() });
+    for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
+        let s: u32 = line.trim().parse().map_err(|_| format!("copy.manifest: bad line `{line}`"))?;
+        let mut ex = harness::executor(&harness::bundle_text(phase.dir(), &file(s))?, &args.common)?;
+        seen.device = ex.context().device_name().to_string();
+        seen.offsets = offsets(&ex);
+        rows.extend(measure(&mut ex, 4 << s, rounds(args), &mut seen)?);
+    }
+    harness::finish(&args.common, "copy", &section(args, &rows, &seen))
+}
+
+/// The byte offsets of every transfer node's pointers in the executor's module.
+fn offsets(ex: &Executor) -> Vec<(String, Vec<u64>)> {
+    let nodes = ex.module().graphs.iter().flat_map(|(_, g)| g.nodes.iter().map(|(_, n)| n));
+    nodes
+        .filter_map(|n| match &n.kind {
+            NodeKind::Memcpy { dst, src, .. } => Some((n.name.clone(), vec![src.offset, dst.offset])),
+            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => Some((n.name.clone(), vec![dst.offset])),
+            _ => None,
+        })
+        .collect()
+}
+
+/// GPU seconds of one run of `id` from its profile.
+fn exec_secs(ex: &mut Executor, id: ExecId) -> Result<f64, String> {
+    ex.run(id).map_err(|e| e.to_string())?;
+    let p = ex.profile(id).map_err(|e| e.to_string())?;
+    Ok(p.end_ns.saturating_sub(p.start_ns) as f64 * 1e-9)
+}
+
+/// One size: the executor's three graphs and three hand peers, one warm-up run each, then
+/// `reps` rounds of executor and peer per operation; outputs checked after the last round.
+fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Result<Vec<Row>, String> {
+    let src = random_bytes(bytes as usize);
+    ex.bind("src", &src).map_err(|e| e.to_string())?;
+    let ids = OPS.iter().map(|op| ex.finalize(op.graph).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    let mut peers = Vec::new();
+    let r = (|| {
+        for op in OPS {
+            peers.push(TransferPeer::new(ex.context(), op.peer, bytes).map_err(|e| e.to_string())?);
+        }
+        peers[0].write_src(ex.context(), &src).map_err(|e| e.to_string())?;
+        seen.described = peers[0].describe();
+        let mut times = vec![(Vec::new(), Vec::new()); OPS.len()];
+        for round in 0..=reps.max(1) {
+            for (i, peer) in peers.iter_mut().enumerate() {
+                let e = exec_secs(ex, ids[i])?;
+                peer.run(ex.context()).map_err(|e| e.to_string())?;
+                let h = peer.gpu_ns(ex.context()).map_err(|e| e.to_string())?;
+                let h = h.ok_or_else(|| format!("{}: the queue has no timestamps", seen.device))? as f64 * 1e-9;
+                if round > 0 {
+                    times[i].0.push(e);
+                    times[i].1.push(h);
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        for (i, op) in OPS.into_iter().enumerate() {
+            let want = op.expected(&src);
+            let got = ex.read(op.out).map_err(|e| e.to_string())?;
+            check(&format!("{} 2^{} executor", op.name, (bytes / 4).trailing_zeros()), &got, &want)?;
+            let got = peers[i].read_dst(ex.context()).map_err(|e| e.to_string())?;
+            check(&format!("{} 2^{} hand peer", op.name, (bytes / 4).trailing_zeros()), &got, &want)?;
+            let (e, h) = &times[i];
+            let row =
+                Row { op, bytes, exec: harness::median(e), hand: harness::median(h), spread: spread(e).max(spread(h)) };
+            eprintln!(
+                "copy: {} {bytes} B: executor {:.1} GB/s, hand {:.1} GB/s ({:.0}%)",
+                op.name,
+                row.exec_gbs(),
+                row.hand_gbs(),
+                100.0 * row.ratio()
+            );
+            rows.push(row);
+        }
+        Ok(rows)
+    })();
+    for p in peers {
+        p.destroy(ex.context());
+    }
+    r
+}
+
+/// Slowest over fastest sample (1 for fewer than two).
+fn spread(samples: &[f64]) -> f64 {
+    let lo = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = samples.iter().copied().fold(0.0, f64::max);
+    if lo > 0.0 && lo.is_finite() {
+        hi / lo
+    } else {
+        1.0
+    }
+}
+
+fn check(what: &str, got: &[u8], want: &[u8]) -> Result<(), String> {
+    match (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
+        Some(i) => Err(format!("{what}: OUTPUT MISMATCH at byte {i}: {:?} vs {:?}", got.get(i), want.get(i))),
+        None => Ok(()),
+    }
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| op | bytes | executor GPU µs | executor GB/s | hand GPU µs | hand GB/s | executor/hand |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} (2^{} floats) | {} | {:.1} | {} | {:.1} | {:.0}% |",
+            r.op.name,
+            size(r.bytes),
+            (r.bytes / 4).trailing_zeros(),
+            harness::us(r.exec),
+            r.exec_gbs(),
+            harness::us(r.hand),
+            r.hand_gbs(),
+            100.0 * r.ratio()
+        );
+    }
+    s
+}
+
+fn targets(rows: &[Row]) -> String {
+    let missed: Vec<String> = rows
+        .iter()
+        .filter(|r| r.ratio() < 0.85)
+        .map(|r| format!("{} {} ({:.0}%)", r.op.name, size(r.bytes), 100.0 * r.ratio()))
+        .collect();
+    let lowest = rows.iter().map(Row::ratio).fold(f64::INFINITY, f64::min);
+    if missed.is_empty() {
+        format!(
+            "- executor ≥ 85% of the hand-recorded command on every row: **met** (lowest {:.0}%).\n",
+            100.0 * lowest
+        )
+    } else {
+        format!(
+            "- executor ≥ 85% of the hand-recorded command on every row: **missed** on {} of {} rows: {}.\n",
+            missed.len(),
+            rows.len(),
+            missed.join(", ")
+        )
+    }
+}
+
+/// The findings paragraph, from the facts the peer reported and the rows.
+fn findings(rows: &[Row], seen: &Seen) -> String {
+    let mut s = String::from("Findings (from this run):\n\n");
+    if !seen.described.is_empty() {
+        let _ = writeln!(s, "- Queue and memory (the hand peer's `describe`): {}.", seen.described);
+    }
+    let offs: Vec<String> = seen
+        .offsets
+        .iter()
+        .map(|(n, o)| format!("%{n} {}", o.iter().map(u64::to_string).collect::<Vec<_>>().join("/")))
+        .collect();
+    let all_zero = seen.offsets.iter().all(|(_, o)| o.iter().all(|&x| x == 0));
+    let _ = writeln!(
+        s,
+        "- Alignment: byte offsets in the graphs {}; each `usm` object is its own buffer bound at offset 0, so {}.",
+        offs.join(", "),
+        if all_zero {
+            "every executor region starts at a buffer's start, as the hand ones do"
+        } else {
+            "some regions start inside a buffer"
+        },
+    );
+    let largest = rows.iter().map(|r| r.bytes).max().unwrap_or(0);
+    let at = |name: &str| rows.iter().find(|r| r.op.name == name && r.bytes == largest);
+    if let (Some(c), Some(f)) = (at("memcpy"), at("memfill")) {
+        let _ = writeln!(
+            s,
+            "- At {}: the hand `vkCmdCopyBuffer` moves {:.1} GB/s (read + write) and the executor's copy {:.1} GB/s; \
+             the hand `vkCmdFillBuffer` writes {:.1} GB/s, so the copy command moves {:.0}% of the bytes per \
+             second a fill writes. {}",
+            size(largest),
+            c.hand_gbs(),
+            c.exec_gbs(),
+            f.hand_gbs(),
+            100.0 * c.hand_gbs() / f.hand_gbs().max(1e-12),
+            if c.ratio() >= 0.85 {
+                "The executor records the same single command on the same queue, memory type and offsets and \
+                 runs at the hand command's speed, so the copy's bandwidth is that of the transfer command on \
+                 this queue, not something the executor's recording adds."
+            } else {
+                "The executor records the same single command as the peer; what differs around it is its \
+                 opening barrier (over every stage executor work uses) and its segment timestamps (start at \
+                 NONE, end at ALL_COMMANDS) against the peer's TRANSFER→TRANSFER barrier and TRANSFER end stamp."
+            }
+        );
+    }
+    let worst = rows.iter().max_by(|a, b| a.spread.total_cmp(&b.spread));
+    if let Some(w) = worst {
+        let _ = writeln!(
+            s,
+            "- Stability: the slowest repetition of a peer was at most {:.2}× its fastest ({} {}). {}",
+            w.spread,
+            w.op.name,
+            size(w.bytes),
+            if w.spread > 1.25 {
+                "Times varied between repetitions: the executor/hand ratios hold, since the two alternate, \
+                 but the absolute GB/s are less certain."
+            } else {
+                "The device ran at one speed throughout."
+            }
+        );
+    }
+    s
+}
+
+fn section(args: &Args, rows: &[Row], seen: &Seen) -> String {
+    let runs = rounds(args);
+    let how = format!(
+        "GPU time, median of {runs} runs after one warm-up run per peer: the executor's from its profile (first \
+         segment start to last segment end), the hand peer's from its two timestamps around the command; the \
+         executor and the hand peer of each operation run one after the other, round by round, in one process \
+         on one device and queue."
+    );
+    let mut s = harness::header("Copies and fills at copy speed", &seen.device, &args.common, &how);
+    let _ = write!(
+        s,
+        "Input (bench/src/runtime/copy.rs): per size N, one bundle compiled with no passes holding three \
+         graphs with `enable_profiling`, each one node: `memcpy` of N floats between two `usm` objects, \
+         `memset` of 4N bytes to {SET_BYTE:#04x}, `memfill` of N `f32` {FILL:?}. Each runs on the executor \
+         beside a hand-recorded peer of the same size (executor/src/peer/transfer.rs: device-local buffers, \
+         one command buffer: a transfer barrier, timestamp, `vkCmdCopyBuffer` or `vkCmdFillBuffer`, \
+         timestamp). GB/s counts read + written bytes for the copy (8N) and written bytes for the fills \
+         (4N). Checked after the timed runs: the copy equals the random input and the fills equal their \
+         pattern, byte for byte, for the executor and the peer; a mismatch fails the suite.\n\n{}\nAgainst the \
+         target:\n\n{}\n{}",
+        table(rows),
+        targets(rows),
+        findings(rows, seen)
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_module_verifies_with_one_transfer_per_graph() {
+        let text = module_text(1024);
+        let m = cmdgraph_ir::text::parse(&text)
+            .unwrap_or_else(|d| panic!("{}", cmdgraph_ir::diag::render_all(&d, "m", &text)));
+        assert!(cmdgraph_ir::verify::verify(&m).is_ok());
+        assert_eq!(m.graphs.iter().count(), 3);
+        assert!(m.graphs.iter().all(|(_, g)| g.properties.enable_profiling && g.nodes.iter().count() == 1));
+    }
+
+    #[test]
+    fn targets_name_the_rows_below_85_percent() {
+        let row = |op, exec| Row { op, bytes: 4 << 20, exec, hand: 1.0, spread: 1.0 };
+        let t = targets(&[row(OPS[0], 1.0), row(OPS[1], 2.0)]);
+        assert!(t.contains("**missed** on 1 of 2 rows: memset 4 MiB (50%)"), "{t}");
+        assert!(targets(&[row(OPS[2], 1.1)]).contains("**met** (lowest 91%)"));
+        assert_eq!(OPS[2].expected(&[0; 8])[..4], FILL.to_le_bytes());
+        assert!((row(OPS[0], 1.0).exec_gbs() - 2.0 * 4.0 * 1048576.0 / 1e9).abs() < 1e-9);
+    }
+}
