@@ -6,7 +6,8 @@
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
 use cmdgraph_executor::{BarrierPolicy, ContextOptions, DeviceChoice, Executor, RecordOptions};
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_ir::edit;
+use cmdgraph_ir::interp::{Interpreter, RunOptions};
 use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::collections::BTreeMap;
@@ -128,6 +129,70 @@ fn host_effect(reads: &[Vec<u8>], writes: &[(Type, u64)]) -> Vec<Vec<u8>> {
     writes.iter().map(|(ty, n)| random_bytes(*ty, *n, &mut rng)).collect()
 }
 
+/// Registers on `interp` the generic host callbacks of `source`'s host tasks.
+fn register_interp_callbacks(interp: &mut Interpreter, source: &Module) {
+    for (name, a) in callbacks(source) {
+        interp.register_callback(&name, move |ctx| {
+            let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
+            let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
+            let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4)).collect::<Vec<_>>());
+            for (w, bytes) in ws.iter().zip(out) {
+                ctx.write(&w.0, 0, &bytes)?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Graph `graph` of `module` as the executor recorded it, from `Executor::barrier_groups`:
+/// every edge dropped, then each stretch between two barriers ordered before the next one
+/// (all to all) and nothing else; allocations before the first stretch and freed after the
+/// last. Run with the race detector, it says whether the recorded barriers order every pair
+/// of commands that touch the same bytes, one of them writing.
+pub fn as_recorded(module: &Module, graph: &str, groups: &[Vec<Vec<String>>]) -> Result<Module, String> {
+    let mut m = module.clone();
+    let gh = m.graph_by_name(graph).ok_or_else(|| format!("no graph @{graph}"))?;
+    let g = &mut m.graphs[gh];
+    edit::retain(g, |_| true, |_| false).map_err(|e| e.to_string())?;
+    let find = |g: &cmdgraph_ir::Graph, n: &str| g.node_by_name(n).ok_or_else(|| format!("no node %{n}"));
+    let mut slots = Vec::new();
+    for seg in groups {
+        for group in seg {
+            slots.push(group.iter().map(|n| find(g, n)).collect::<Result<Vec<_>, _>>()?);
+        }
+    }
+    for pair in slots.windows(2) {
+        for &a in &pair[0] {
+            for &b in &pair[1] {
+                edit::add_edge(g, a, b);
+            }
+        }
+    }
+    let kind = |g: &cmdgraph_ir::Graph, free: bool| -> Vec<_> {
+        g.nodes
+            .iter()
+            .filter(|(_, n)| match n.kind {
+                NodeKind::AsyncMalloc { .. } => !free,
+                NodeKind::AsyncFree { .. } => free,
+                _ => false,
+            })
+            .map(|(h, _)| h)
+            .collect()
+    };
+    let (mallocs, frees) = (kind(g, false), kind(g, true));
+    for &a in &mallocs {
+        for &b in slots.first().into_iter().flatten().chain(&frees) {
+            edit::add_edge(g, a, b);
+        }
+    }
+    for &a in slots.last().into_iter().flatten() {
+        for &b in &frees {
+            edit::add_edge(g, a, b);
+        }
+    }
+    Ok(m)
+}
+
 /// A run of one module both ways.
 pub struct Both {
     pub ex: Executor,
@@ -138,6 +203,8 @@ pub struct Both {
     /// Pipeline barriers between commands over every graph run: as recorded (barriers where
     /// memory conflicts), and as a barrier at every stage boundary would have recorded them.
     pub barriers: (u64, u64),
+    /// Graphs whose recorded order was checked race-free on the interpreter.
+    pub recorded_checked: usize,
 }
 
 impl Both {
@@ -155,17 +222,8 @@ impl Both {
             interp.bind(&m.name, &bytes).map_err(|e| format!("interp bind @{}: {e}", m.name))?;
             ex.bind(&m.name, &bytes).map_err(|e| format!("vulkan bind @{}: {e}", m.name))?;
         }
+        register_interp_callbacks(&mut interp, source);
         for (name, access) in callbacks(source) {
-            let a = access.clone();
-            interp.register_callback(&name, move |ctx| {
-                let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
-                let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
-                let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4)).collect::<Vec<_>>());
-                for (w, bytes) in ws.iter().zip(out) {
-                    ctx.write(&w.0, 0, &bytes)?;
-                }
-                Ok(())
-            });
             let a = access;
             ex.register_callback(&name, move |ctx| {
                 let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
@@ -177,7 +235,14 @@ impl Both {
                 Ok(())
             });
         }
-        Ok(Both { ex, interp, module: source.clone(), float_tol: uses_inexact_math(source), barriers: (0, 0) })
+        Ok(Both {
+            ex,
+            interp,
+            module: source.clone(),
+            float_tol: uses_inexact_math(source),
+            barriers: (0, 0),
+            recorded_checked: 0,
+        })
     }
 
     /// Finalizes `graph` on both sides and runs it `runs` times, comparing everything after
@@ -186,6 +251,7 @@ impl Both {
         let ie = self.interp.finalize(graph).map_err(|e| format!("interp finalize @{graph}: {e}"))?;
         let ee = self.ex.finalize(graph).map_err(|e| format!("vulkan finalize @{graph}: {e}"))?;
         self.barriers.0 += self.ex.barriers(ee).map_err(|e| e.to_string())?;
+        self.check_recorded_order(graph, ee)?;
         // The same graph with a barrier at every stage boundary, only to count them.
         let options = self.ex.record_options();
         self.ex.set_record_options(RecordOptions { barriers: BarrierPolicy::Stages, ..options });
@@ -203,6 +269,33 @@ impl Both {
         self.ex.drop_exec(ee).map_err(|e| e.to_string())?;
         self.interp.drop_exec(ie).map_err(|e| e.to_string())?;
         Ok(compared)
+    }
+
+    /// Runs graph `graph` ordered only as executable `ee` recorded it (see [`as_recorded`])
+    /// on the interpreter, from the interpreter's current user memory, with the race
+    /// detector: the executor's barriers must leave no two commands that touch the same bytes
+    /// (one writing) unordered. This is the check for what the validation layer cannot see
+    /// (it does not report hazards between two dispatches).
+    fn check_recorded_order(&mut self, graph: &str, ee: cmdgraph_executor::ExecId) -> Result<(), String> {
+        let groups = self.ex.barrier_groups(ee).map_err(|e| e.to_string())?;
+        let recorded = as_recorded(self.ex.module(), graph, &groups)?;
+        let mut it = Interpreter::new(&recorded).map_err(|e| format!("as recorded: {e}"))?;
+        for (_, m) in recorded.memories.iter() {
+            if !matches!(m.kind, MemoryKind::DeviceGlobal(_)) {
+                let bytes = self.interp.read(&m.name).map_err(|e| e.to_string())?.to_vec();
+                it.bind(&m.name, &bytes).map_err(|e| e.to_string())?;
+            }
+        }
+        register_interp_callbacks(&mut it, &self.module);
+        let ie = it.finalize(graph).map_err(|e| format!("as recorded: finalize @{graph}: {e}"))?;
+        let stats = it
+            .run_with(ie, &RunOptions { check_races: true, ..RunOptions::default() })
+            .map_err(|e| format!("as recorded: run @{graph}: {e}"))?;
+        if let Some(r) = stats.races.first() {
+            return Err(format!("@{graph} as recorded ({groups:?}) races: {r}"));
+        }
+        self.recorded_checked += 1;
+        Ok(())
     }
 
     /// Compares every user memory object and every device global (on the devices of the

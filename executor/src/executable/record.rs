@@ -120,6 +120,35 @@ impl Executor {
         }
     }
 
+    /// What `id` records, for checking it independently: per segment in submission order,
+    /// the node names of each stretch between two barriers, in recording order (a host task
+    /// is a segment of one stretch). Everything in one stretch may run at once; every stretch
+    /// happens before the next. Nodes that record nothing are not listed.
+    pub fn barrier_groups(&self, id: crate::exec::ExecId) -> Result<Vec<Vec<Vec<String>>>> {
+        let exe = self.exec_ref(id)?;
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let mut out = Vec::with_capacity(exe.sched.len());
+        for (si, seg) in exe.sched.iter().enumerate() {
+            match seg {
+                Seg::Host(h) => out.push(vec![vec![graph.nodes[*h].name.clone()]]),
+                Seg::Device(_) => {
+                    let (order, plan) = self.segment_plan(exe, si)?;
+                    let mut groups: Vec<Vec<String>> = Vec::new();
+                    for (i, h) in order.iter().enumerate() {
+                        if groups.is_empty() || plan.before.get(i).is_some_and(|b| b.is_some()) {
+                            groups.push(Vec::new());
+                        }
+                        if let Some(g) = groups.last_mut() {
+                            g.push(graph.nodes[*h].name.clone());
+                        }
+                    }
+                    out.push(groups);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Re-plans the barriers of segments whose commands' memory effects changed since they
     /// were recorded (an update moved a pointer or changed a launch), and re-records those
     /// whose barriers moved: an update never leaves a barrier out where memory now conflicts.
