@@ -110,17 +110,19 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
         let ef = fused.finalize("g").map_err(|e| e.to_string())?;
         let ec = fused.finalize("copy").map_err(|e| e.to_string())?;
         let eu = unfused.finalize("g").map_err(|e| e.to_string())?;
-        // Warm-up run of each, whose outputs are checked.
+        // One warm-up run of each; the outputs are checked after the timed runs, because
+        // reading back hundreds of MiB leaves the GPU idle for seconds, and on the H100 the
+        // device then stayed at a low clock (half speed for every later run).
         gpu_ms(&mut fused, ef)?;
         gpu_ms(&mut unfused, eu)?;
         gpu_ms(&mut fused, ec)?;
-        check(k, &x, &fused, &unfused)?;
         let (mut tf, mut tu, mut tc) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps.max(1) {
             tf.push(gpu_ms(&mut fused, ef)?);
             tu.push(gpu_ms(&mut unfused, eu)?);
             tc.push(gpu_ms(&mut fused, ec)?);
         }
+        check(k, &x, &fused, &unfused)?;
         let row = Row { k, n, fused: median(&tf), unfused: median(&tu), copy: median(&tc), torch: torch.fusion(k, n) };
         eprintln!(
             "fusion-run: K={k} N={n}: fused {:.3} ms, unfused {:.3} ms, copy {:.3} ms",
