@@ -22,6 +22,7 @@ mod alts;
 mod effects;
 mod plan;
 mod record;
+mod sets;
 
 /// Which kernel resources: (node index, alternative index of a `dynamic` node; `None` for a
 /// kernel node). Stable for the executable's life: updates change a [`KNode`]'s command,
@@ -103,6 +104,10 @@ pub(crate) struct Executable {
     pub(crate) const_offs: BTreeMap<usize, u64>,
     pub(crate) cmd_pool: vk::CommandPool,
     pub(crate) timeline: vk::Semaphore,
+    /// The descriptor pools every kernel resource's set comes from.
+    pub(crate) sets: sets::SetPools,
+    /// Kernel resources at finalize: the size of the first descriptor pool.
+    pub(crate) set_count: u32,
     /// The timeline value the last submitted work signals.
     pub(crate) submitted: u64,
     pub(crate) dyn_values: Vec<ArgValue>,
@@ -125,12 +130,10 @@ impl Executable {
     pub(crate) fn destroy(&mut self, ctx: &Context) {
         // SAFETY: the executor waits for the device before destroying executables.
         unsafe {
-            for k in self.kernels.values().chain(self.spare.values()) {
-                ctx.device.destroy_descriptor_pool(k.desc_pool, None);
-            }
             ctx.device.destroy_command_pool(self.cmd_pool, None);
             ctx.device.destroy_semaphore(self.timeline, None);
         }
+        self.sets.destroy(ctx);
         if let Some(q) = &self.queries {
             q.destroy(ctx);
         }
@@ -480,6 +483,7 @@ impl Executor {
             },
         };
         let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
+        let max_bindings = self.pipelines.iter().map(|p| p.bindings).max().unwrap_or(1);
         let has_host = sched.iter().any(|s| matches!(s, Seg::Host(_)));
         let copies = if options.simultaneous_use || has_host { 1 } else { 2 };
         let mut exe = Executable {
@@ -517,6 +521,8 @@ impl Executor {
             const_offs,
             cmd_pool,
             timeline,
+            sets: sets::SetPools::new(max_bindings),
+            set_count: layout.len() as u32,
             submitted: 0,
             dyn_values: graph.dyn_params.iter().map(|(_, p)| p.value.clone()).collect(),
             active,
@@ -568,8 +574,8 @@ impl Executor {
                     exe.spare.insert((h.index(), i), k);
                     if self.prepare_key(&mut exe, (h.index(), alt), true).is_err() {
                         if let Some(k) = exe.spare.remove(&(h.index(), i)) {
-                            // SAFETY: nothing recorded the set yet.
-                            unsafe { self.ctx.device.destroy_descriptor_pool(k.desc_pool, None) };
+                            // Nothing recorded the set yet.
+                            exe.sets.free(&self.ctx, k.desc_pool, k.set);
                         }
                     }
                 }
@@ -644,35 +650,12 @@ impl Executor {
         let (args_off, ind_off, block_size) = (k.args_off, k.ind_off, u64::from(variant.layout.block_size));
         let d = &self.ctx.device;
         if new_set {
-            let old = k.desc_pool;
-            let sizes = [vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::STORAGE_BUFFER,
-                descriptor_count: pipeline.bindings,
-            }];
-            let flags = if self.ctx.update_after_bind {
-                vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND
-            } else {
-                vk::DescriptorPoolCreateFlags::empty()
-            };
-            let info = vk::DescriptorPoolCreateInfo::default().flags(flags).max_sets(1).pool_sizes(&sizes);
-            // SAFETY: the old pool's set is referenced only by command buffers that are
-            // re-recorded before their next submission, and the executable is idle here.
-            let (pool, set) = unsafe {
-                d.destroy_descriptor_pool(old, None);
-                let pool = d.create_descriptor_pool(&info, None)?;
-                let layouts = [pipeline.set_layout];
-                let sets = d.allocate_descriptor_sets(
-                    &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
-                );
-                match sets {
-                    Ok(s) => (pool, s.first().copied().unwrap_or_default()),
-                    Err(e) => {
-                        d.destroy_descriptor_pool(pool, None);
-                        k.desc_pool = vk::DescriptorPool::null();
-                        return Err(e.into());
-                    }
-                }
-            };
+            // The old set is referenced only by command buffers that are re-recorded before
+            // their next submission, and the executable is idle here.
+            exe.sets.free(&self.ctx, k.desc_pool, k.set);
+            k.desc_pool = vk::DescriptorPool::null();
+            k.set = vk::DescriptorSet::null();
+            let (pool, set) = exe.sets.allocate(&self.ctx, pipeline.set_layout, pipeline.bindings, exe.set_count)?;
             k.desc_pool = pool;
             k.set = set;
             k.bound.clear();
