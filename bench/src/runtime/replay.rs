@@ -17,7 +17,7 @@
 mod report;
 
 use super::harness::{self, Common, Phase};
-use cmdgraph_executor::peer::dispatch::{Barriers, Dispatch, DispatchPeer};
+use cmdgraph_executor::peer::dispatch::{Barriers, Dispatch, DispatchPeer, PeerOptions};
 use cmdgraph_executor::{ExecId, Executor, RecordOptions};
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -133,6 +133,10 @@ struct Row {
     hand_gpu: Option<f64>,
     /// The hand peer's `vkQueueSubmit2` alone.
     hand_submit: f64,
+    /// The hand peer's submission with indirect dispatches.
+    hand_submit_indirect: f64,
+    /// The hand peer's submission with update-after-bind descriptors.
+    hand_submit_uab: f64,
     /// Pipeline barriers between commands: the executor's (`Executor::barriers`), the hand
     /// peer's.
     barriers: (u64, u64),
@@ -222,6 +226,11 @@ fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut Stri
     ex.set_record_options(RecordOptions::default());
     let (dispatches, policy) = hand_work(shape, n);
     let mut hand = DispatchPeer::beside(&ex, &kernel, shape.elems(n) as u64, &dispatches, policy).map_err(err)?;
+    // The same hand recording with what the executor does differently, one thing each, to
+    // attribute the submission cost: indirect dispatches, update-after-bind descriptors.
+    let variant = |options| DispatchPeer::beside_with(&ex, &kernel, shape.elems(n) as u64, &dispatches, policy, options);
+    let mut hand_ind = variant(PeerOptions { indirect: true, ..Default::default() }).map_err(err)?;
+    let mut hand_uab = variant(PeerOptions { update_after_bind: true, ..Default::default() }).map_err(err)?;
     let zeros = vec![0f32; shape.elems(n)];
     let want = shape.expected(n);
     // Every peer's output, once, from zeros.
@@ -273,6 +282,10 @@ fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut Stri
 
         t.hand_wall.push(hand.run().map_err(err)?.as_secs_f64());
         t.hand_submit.push(hand.last_submit().as_secs_f64());
+        hand_ind.run().map_err(err)?;
+        t.hand_submit_indirect.push(hand_ind.last_submit().as_secs_f64());
+        hand_uab.run().map_err(err)?;
+        t.hand_submit_uab.push(hand_uab.last_submit().as_secs_f64());
         if let Some(ns) = hand.gpu_ns().map_err(err)? {
             t.hand_gpu.push(ns as f64 * 1e-9);
         }
@@ -296,6 +309,8 @@ fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut Stri
         hand_wall: m(&t.hand_wall),
         hand_gpu: (!t.hand_gpu.is_empty()).then(|| m(&t.hand_gpu)),
         hand_submit: m(&t.hand_submit),
+        hand_submit_indirect: m(&t.hand_submit_indirect),
+        hand_submit_uab: m(&t.hand_submit_uab),
         barriers: (ex.barriers(e).map_err(err)?, hand.barriers()),
     })
 }
@@ -313,6 +328,8 @@ struct Samples {
     hand_wall: Vec<f64>,
     hand_gpu: Vec<f64>,
     hand_submit: Vec<f64>,
+    hand_submit_indirect: Vec<f64>,
+    hand_submit_uab: Vec<f64>,
 }
 
 /// One `run` + `wait` of `id`: (time inside `run`, time of both).

@@ -78,6 +78,18 @@ impl Barriers {
     }
 }
 
+/// How a peer records its dispatches, beyond the plain default: the two things the executor
+/// does differently from it, so a benchmark can tell which one a cost comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerOptions {
+    /// `vkCmdDispatchIndirect` from a host-visible buffer of `VkDispatchIndirectCommand`s
+    /// (as the executor records), instead of `vkCmdDispatch`.
+    pub indirect: bool,
+    /// Descriptor set layout and pool with `UPDATE_AFTER_BIND` (as the executor creates them
+    /// where the device has the feature); ignored on a device without it.
+    pub update_after_bind: bool,
+}
+
 /// Hand-recorded dispatches of one kernel on one f32 buffer ([module docs](self)).
 pub struct DispatchPeer {
     ctx: Arc<Context>,
@@ -113,10 +125,23 @@ impl DispatchPeer {
         dispatches: &[Dispatch],
         barriers: Barriers,
     ) -> Result<DispatchPeer> {
+        DispatchPeer::with_options(ctx, kernel, elems_total, dispatches, barriers, PeerOptions::default())
+    }
+
+    /// [`new`](Self::new), recorded as `options` say.
+    pub fn with_options(
+        ctx: Arc<Context>,
+        kernel: &CompiledKernel,
+        elems_total: u64,
+        dispatches: &[Dispatch],
+        barriers: Barriers,
+        options: PeerOptions,
+    ) -> Result<DispatchPeer> {
         check_kernel(&ctx, kernel)?;
         check_dispatches(&ctx, kernel, elems_total, dispatches)?;
         let mut objects = Objects::default();
-        let built = objects.build(&ctx, kernel, elems_total, dispatches, barriers);
+        let options = PeerOptions { update_after_bind: options.update_after_bind && ctx.update_after_bind, ..options };
+        let built = objects.build(&ctx, kernel, elems_total, dispatches, barriers, options);
         let transfers = built.and_then(|()| Transfers::new(&ctx));
         match transfers {
             Ok(t) => {
@@ -150,6 +175,18 @@ impl DispatchPeer {
         barriers: Barriers,
     ) -> Result<DispatchPeer> {
         DispatchPeer::new(Arc::clone(&ex.ctx), kernel, elems_total, dispatches, barriers)
+    }
+
+    /// [`beside`](Self::beside), recorded as `options` say.
+    pub fn beside_with(
+        ex: &Executor,
+        kernel: &CompiledKernel,
+        elems_total: u64,
+        dispatches: &[Dispatch],
+        barriers: Barriers,
+        options: PeerOptions,
+    ) -> Result<DispatchPeer> {
+        DispatchPeer::with_options(Arc::clone(&ex.ctx), kernel, elems_total, dispatches, barriers, options)
     }
 
     /// Submits the recorded command buffer with a fence and waits for it: the host time of

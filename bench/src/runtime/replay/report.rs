@@ -68,10 +68,11 @@ pub(super) fn section(args: &Args, device: &str, rows: &[Row], torch: &Option<se
         );
     }
     s.push_str(
-        "\n| graph | N | submit µs/run | submit µs, simultaneous-use | hand submit µs | submit ns/node | \
+        "\n| graph | N | submit µs/run | submit µs, simultaneous-use | hand submit µs | hand submit µs, indirect | \
+         hand submit µs, update-after-bind | submit ns/node | \
          replay wall µs/run | profiled wall µs/run (segment stamps) | overhead ns/node | profiled wall µs/run (node stamps) | \
          overhead ns/node | eager wall µs/run | eager µs/node | replay vs eager | PyTorch eager µs/node |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let n = r.n as f64;
@@ -82,12 +83,14 @@ pub(super) fn section(args: &Args, device: &str, rows: &[Row], torch: &Option<se
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} | {} | {:.0} | {} | {} | {:.1}× | {te} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} | {} | {:.0} | {} | {} | {:.1}× | {te} |",
             r.shape.name(),
             r.n,
             harness::us(r.submit),
             harness::us(r.submit_simul),
             harness::us(r.hand_submit),
+            harness::us(r.hand_submit_indirect),
+            harness::us(r.hand_submit_uab),
             r.submit * 1e9 / n,
             harness::us(r.wall),
             harness::us(r.wall_prof),

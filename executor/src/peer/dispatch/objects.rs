@@ -3,7 +3,7 @@
 //! Every handle starts null and is stored the moment it is made, so [`Objects::destroy`]
 //! frees exactly what a half-finished [`Objects::build`] left (Vulkan ignores null handles).
 
-use super::{argument_block, groups, Barriers, Dispatch};
+use super::{argument_block, groups, Barriers, Dispatch, PeerOptions};
 use crate::error::{ExecError, Result};
 use crate::vk::{Buffer, Context, Place};
 use ash::vk;
@@ -18,6 +18,9 @@ pub(super) struct Objects {
     /// The argument blocks, one per dispatch at `minStorageBufferOffsetAlignment` steps
     /// (host-visible, as the executor's: written once before the first submission).
     args: Option<Buffer>,
+    /// `VkDispatchIndirectCommand`s, one per dispatch (only with `PeerOptions::indirect`).
+    indirect: Option<Buffer>,
+    options: PeerOptions,
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
@@ -39,7 +42,17 @@ impl Objects {
         elems_total: u64,
         ds: &[Dispatch],
         barriers: Barriers,
+        options: PeerOptions,
     ) -> Result<()> {
+        self.options = options;
+        if options.indirect {
+            let mut ind = Buffer::new(ctx, 12 * ds.len().max(1) as u64, Place::Host)?;
+            let bytes: Vec<u8> =
+                ds.iter().flat_map(|d| [groups(k, d.elems), 1, 1]).flat_map(|g| g.to_le_bytes()).collect();
+            let written = ind.write(0, &bytes);
+            self.indirect = Some(ind);
+            written?;
+        }
         self.data = Some(Buffer::new(ctx, elems_total * 4, Place::Device)?);
         let block = u64::from(k.layout.block_size.max(32));
         let stride = block.next_multiple_of(ctx.props.limits.min_storage_buffer_offset_alignment.max(4));
@@ -75,7 +88,13 @@ impl Objects {
         // it exists, so `destroy` frees it on a later error; the shader module is destroyed
         // right after pipeline creation, which does not need it afterwards.
         unsafe {
-            let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+            let uab = [vk::DescriptorBindingFlags::UPDATE_AFTER_BIND
+                | vk::DescriptorBindingFlags::UPDATE_UNUSED_WHILE_PENDING; 2];
+            let mut flags = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&uab);
+            let mut info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+            if self.options.update_after_bind {
+                info = info.flags(vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL).push_next(&mut flags);
+            }
             self.set_layout = d.create_descriptor_set_layout(&info, None)?;
             let set_layouts = [self.set_layout];
             self.layout =
@@ -107,7 +126,10 @@ impl Objects {
         // frees it and its sets); the writes name live buffers, inside their sizes, into
         // sets no command buffer uses yet.
         unsafe {
-            let info = vk::DescriptorPoolCreateInfo::default().max_sets(count).pool_sizes(&sizes);
+            let mut info = vk::DescriptorPoolCreateInfo::default().max_sets(count).pool_sizes(&sizes);
+            if self.options.update_after_bind {
+                info = info.flags(vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND);
+            }
             self.desc_pool = d.create_descriptor_pool(&info, None)?;
             let layouts = vec![self.set_layout; n];
             let sets = d.allocate_descriptor_sets(
@@ -192,7 +214,10 @@ impl Objects {
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
             for (i, (dispatch, &set)) in ds.iter().zip(sets).enumerate() {
                 d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[set], &[]);
-                d.cmd_dispatch(cb, groups(k, dispatch.elems), 1, 1);
+                match &self.indirect {
+                    Some(ind) => d.cmd_dispatch_indirect(cb, ind.buffer, 12 * i as u64),
+                    None => d.cmd_dispatch(cb, groups(k, dispatch.elems), 1, 1),
+                }
                 if barriers.after(i, ds.len()) {
                     d.cmd_pipeline_barrier2(cb, &dep);
                 }
@@ -219,7 +244,7 @@ impl Objects {
             d.destroy_pipeline_layout(self.layout, None);
             d.destroy_descriptor_set_layout(self.set_layout, None);
         }
-        for b in [self.data.take(), self.args.take()].into_iter().flatten() {
+        for b in [self.data.take(), self.args.take(), self.indirect.take()].into_iter().flatten() {
             let mut b = b;
             b.destroy(ctx);
         }
