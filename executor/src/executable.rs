@@ -50,6 +50,14 @@ pub(crate) struct KNode {
     pub(crate) alt: Option<u32>,
     /// What its dispatch reads and writes with the arguments it holds now (set by prepare).
     pub(crate) effect: Option<Effect>,
+    /// Recorded as `vkCmdDispatch` with `groups` rather than from its indirect command: a
+    /// kernel node of a graph without `updatable`. NVIDIA's driver pays for every indirect
+    /// dispatch at each `vkQueueSubmit` (docs/executor.md, "Recording"), while updates, which
+    /// indirect commands make free, need the property (a launch change of a direct node
+    /// re-records its segment).
+    pub(crate) direct: bool,
+    /// The group counts a direct dispatch was recorded with.
+    pub(crate) groups: [u32; 3],
 }
 
 /// One executable graph.
@@ -66,6 +74,8 @@ pub(crate) struct Executable {
     pub(crate) plans: Vec<Option<SegmentPlan>>,
     /// Segments where a command's memory effect changed since recording (updates).
     pub(crate) stale_barriers: BTreeSet<usize>,
+    /// Segments whose direct dispatches changed group counts since recording (updates).
+    pub(crate) must_record: BTreeSet<usize>,
     /// Per copy, the timeline value the last run that submitted it signals.
     pub(crate) copy_end: Vec<u64>,
     /// Runs submitted (the next run uses copy `runs % cmds.len()`).
@@ -245,8 +255,9 @@ impl Executor {
     }
 
     /// [`with_exec`](Self::with_exec) for an update: afterwards (whether it succeeded or
-    /// was rolled back) every segment whose commands' memory effects changed gets its
-    /// barriers re-planned, and is re-recorded if they moved.
+    /// was rolled back) the recording is brought up to date ([`refresh_recording`]).
+    ///
+    /// [`refresh_recording`]: Self::refresh_recording
     pub(crate) fn with_exec_update<T>(
         &mut self,
         id: ExecId,
@@ -254,7 +265,7 @@ impl Executor {
     ) -> Result<T> {
         self.with_exec(id, |ex, exe| {
             let r = f(ex, exe);
-            let refreshed = ex.refresh_barriers(exe);
+            let refreshed = ex.refresh_recording(exe);
             let t = r?;
             refreshed.map(|()| t)
         })
@@ -495,6 +506,7 @@ impl Executor {
             options: RecordOptions { simultaneous_use: copies == 1, ..options },
             plans: vec![None; sched.len()],
             stale_barriers: BTreeSet::new(),
+            must_record: BTreeSet::new(),
             copy_end: vec![0; copies],
             runs: 0,
             sched,
@@ -566,6 +578,8 @@ impl Executor {
                     segment: si,
                     alt,
                     effect: None,
+                    direct: !graph.properties.updatable && alt.is_none(),
+                    groups: [0; 3],
                 };
                 if active {
                     exe.kernels.insert(h.index(), k);
@@ -663,6 +677,12 @@ impl Executor {
         let set = k.set;
         exe.args.write(args_off, &block)?;
         let groups = if active { groups } else { [0; 3] };
+        if k.direct && k.groups != groups {
+            if exe.cmds.first().and_then(|c| c.get(k.segment)).is_some_and(|cb| *cb != vk::CommandBuffer::null()) {
+                exe.must_record.insert(k.segment);
+            }
+            k.groups = groups;
+        }
         let ind: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
         exe.indirect.write(ind_off, &ind)?;
         let mut want = vec![(exe.args.buffer, args_off)];

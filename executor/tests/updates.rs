@@ -140,3 +140,35 @@ fn bad_updates_are_errors() {
     assert_eq!(out[10], 20.0);
     no_messages(&ex);
 }
+
+/// A graph without `updatable` records direct dispatches (no indirect command to rewrite):
+/// the same range update still takes effect, by re-recording the node's segment once, and
+/// a scalar update still re-records nothing.
+#[test]
+fn a_range_update_of_a_direct_dispatch_rerecords_its_segment() {
+    let ir = ir().replace("graph @g properties(updatable) {", "graph @g {");
+    let module = cmdgraph_ir::text::parse(&ir).unwrap();
+    let bvals: Vec<f32> = (0..1000).map(|i| 0.37 * i as f32 - 11.3).collect();
+    let mut ex = executor(bundle(&ir, vec![], vec![]));
+    let b_ptr = ArgValue::Pointer(Pointer { base: MemRef::Memory(module.memory_by_name("b").unwrap()), offset: 0 });
+    ex.bind_as("b", &bvals).unwrap();
+    let e = ex.finalize("g").unwrap();
+    ex.update_param(e, "src", b_ptr).unwrap();
+    ex.run(e).unwrap();
+    let base = ex.recorded(e).unwrap();
+    ex.update_param(e, "s", scalar(3.0)).unwrap();
+    assert_eq!(ex.recorded(e).unwrap(), base, "a scalar update re-records nothing");
+    let before: Vec<f32> = ex.read_as("out").unwrap();
+    ex.update_launch(e, "k", Launch::Range(vec![500])).unwrap();
+    assert_eq!(ex.recorded(e).unwrap(), base + 1, "the direct dispatch's segment is re-recorded");
+    ex.run(e).unwrap();
+    let out: Vec<f32> = ex.read_as("out").unwrap();
+    for i in 0..1000 {
+        let want = if i < 500 { 3.0 * bvals[i] } else { before[i] };
+        assert_eq!(out[i], want, "item {i} after the range update");
+    }
+    // The same launch again changes no group count: nothing re-recorded.
+    ex.update_launch(e, "k", Launch::Range(vec![500])).unwrap();
+    assert_eq!(ex.recorded(e).unwrap(), base + 1);
+    no_messages(&ex);
+}

@@ -53,6 +53,7 @@ impl Executor {
         self.native = native;
         result?;
         exe.stale_barriers.remove(&si);
+        exe.must_record.remove(&si);
         if let Some(p) = exe.plans.get_mut(si) {
             *p = Some(plan);
         }
@@ -149,10 +150,15 @@ impl Executor {
         Ok(out)
     }
 
-    /// Re-plans the barriers of segments whose commands' memory effects changed since they
-    /// were recorded (an update moved a pointer or changed a launch), and re-records those
-    /// whose barriers moved: an update never leaves a barrier out where memory now conflicts.
-    pub(crate) fn refresh_barriers(&mut self, exe: &mut Executable) -> Result<()> {
+    /// Brings recorded segments up to date after an update: re-records those whose direct
+    /// dispatches changed group counts, and re-plans the barriers of those whose commands'
+    /// memory effects changed (a pointer moved, a launch changed), re-recording the ones whose
+    /// barriers moved: an update never leaves a barrier out where memory now conflicts.
+    pub(crate) fn refresh_recording(&mut self, exe: &mut Executable) -> Result<()> {
+        // Direct dispatches whose group counts changed are re-recorded in any case.
+        for si in std::mem::take(&mut exe.must_record) {
+            self.record(exe, si)?;
+        }
         let stale: Vec<usize> = std::mem::take(&mut exe.stale_barriers).into_iter().collect();
         for si in stale {
             let (_, plan) = self.segment_plan(exe, si)?;
@@ -190,7 +196,11 @@ impl Executor {
                         *bound = p.pipeline;
                     }
                     d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, p.layout, 0, &[k.set], &[]);
-                    d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
+                    if k.direct {
+                        d.cmd_dispatch(cb, k.groups[0], k.groups[1], k.groups[2]);
+                    } else {
+                        d.cmd_dispatch_indirect(cb, exe.indirect.buffer, k.ind_off);
+                    }
                 }
             }
             return Ok(true);
