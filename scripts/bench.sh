@@ -26,3 +26,10 @@ done
 # the local Vulkan device, llvmpipe here, at CI sizes; the GPU sizes are in gpu-bench.sh.
 echo "==> cmdgraph-bench copy"
 "${pin[@]}" cargo run --release -q -p cmdgraph-bench -- copy --sizes 10,16,20 "$@"
+
+# Runtime suites of issue 15 on llvmpipe, CI-sized (ratios only: absolute times come from
+# the GPU machine, scripts/gpu-bench.sh).
+echo "==> cmdgraph-bench replay"
+"${pin[@]}" cargo run --release -q -p cmdgraph-bench -- replay --sizes 10,100,1000 "$@"
+echo "==> cmdgraph-bench barrier-run"
+"${pin[@]}" cargo run --release -q -p cmdgraph-bench -- barrier-run "$@"

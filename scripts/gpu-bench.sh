@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The runtime performance suites of issue 9 on the GPU machine (../shared/GPU.md), with their
-# PyTorch peers, and their tables merged into docs/performance.md as `<suite>-h100` sections
+# PyTorch peers, and their tables merged into docs/performance.md as `<suite>-gpu` sections
 # beside the llvmpipe ones.
 #
 #   bash scripts/gpu-bench.sh prepare        # here: release binary and compiled bundles -> .bin/
@@ -89,7 +89,7 @@ PY
   return $status
 }
 
-# Copies every runtime section of FILE into docs/performance.md as `<suite>-h100`.
+# Copies every runtime section of FILE into docs/performance.md as `<suite>-gpu`.
 merge() {
   local file=$1
   shift
@@ -104,8 +104,10 @@ for s in suites:
     if not m:
         print(f"no section {s} in {src}", file=sys.stderr)
         continue
-    block = f"<!-- bench:{s}-h100:begin -->\n{m.group(1)}<!-- bench:{s}-h100:end -->"
-    old = re.search(rf"<!-- bench:{re.escape(s)}-h100:begin -->.*?<!-- bench:{re.escape(s)}-h100:end -->", doc, re.S)
+    # The section names the device (an H100 or an H200 may come); `-gpu` replaces the
+    # `-h100` sections written when only H100s came.
+    block = f"<!-- bench:{s}-gpu:begin -->\n{m.group(1)}<!-- bench:{s}-gpu:end -->"
+    old = re.search(rf"<!-- bench:{re.escape(s)}-(?:h100|gpu):begin -->.*?<!-- bench:{re.escape(s)}-(?:h100|gpu):end -->", doc, re.S)
     if old:
         doc = doc[: old.start()] + block + doc[old.end():]
     else:

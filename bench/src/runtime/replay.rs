@@ -228,7 +228,8 @@ fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut Stri
     let mut hand = DispatchPeer::beside(&ex, &kernel, shape.elems(n) as u64, &dispatches, policy).map_err(err)?;
     // The same hand recording with what the executor does differently, one thing each, to
     // attribute the submission cost: indirect dispatches, update-after-bind descriptors.
-    let variant = |options| DispatchPeer::beside_with(&ex, &kernel, shape.elems(n) as u64, &dispatches, policy, options);
+    let variant =
+        |options| DispatchPeer::beside_with(&ex, &kernel, shape.elems(n) as u64, &dispatches, policy, options);
     let mut hand_ind = variant(PeerOptions { indirect: true, ..Default::default() }).map_err(err)?;
     let mut hand_uab = variant(PeerOptions { update_after_bind: true, ..Default::default() }).map_err(err)?;
     let zeros = vec![0f32; shape.elems(n)];

@@ -244,9 +244,13 @@ fn host_time(shape: Shape, of: &[&Row]) -> String {
             line,
             "{grows}; `run` walked {} segment(s) of a plan built at finalize, so the rest is inside the driver's \
              `vkQueueSubmit` of the pre-recorded command buffer(s); the hand peer's `vkQueueSubmit2` of its one \
-             ordinary command buffer of the same dispatches took {:.1} µs",
+             ordinary command buffer of the same dispatches took {:.1} µs ({:.1} µs with update-after-bind \
+             descriptors, {:.1} µs with indirect dispatches), so the driver's own submission of N dispatches is \
+             what stays above the target",
             r.steps,
-            r.hand_submit * 1e6
+            r.hand_submit * 1e6,
+            r.hand_submit_uab * 1e6,
+            r.hand_submit_indirect * 1e6
         );
     }
     line.push('.');
@@ -259,6 +263,8 @@ const READING: &str =
 the dependences need (the chain: one between consecutive kernels; the wide graph: none). *GPU µs/node* divides \
 the device time of one replay by N; on llvmpipe it is CPU time of the rasterizer's compute path, comparable only \
 as a ratio. *submit* is the host's cost of a replay (the device works afterwards); the simultaneous-use column \
-shows whether the flag is what grows with N. The profiling overheads say what a timestamp pair per segment and \
+shows whether the flag is what grows with N, and the hand peer's columns with indirect dispatches and with \
+update-after-bind descriptors whether those are (the executor records direct dispatches in graphs without \
+`updatable`, docs/executor.md). The profiling overheads say what a timestamp pair per segment and \
 per node cost per node against the unprofiled replay. The CUDA Graph columns exist only for a run with \
 `--torch-json` on a CUDA machine.\n";
