@@ -79,6 +79,36 @@ impl Effect {
     }
 }
 
+impl Effect {
+    /// Whether two commands' accesses conflict under the rules of [`plan`]: exact byte
+    /// ranges within one kind of work, whole buffers between a kernel and a transfer,
+    /// everything against a native command. Symmetric.
+    pub(crate) fn conflicts_with(&self, other: &Effect) -> bool {
+        if self.work == Work::Native || other.work == Work::Native {
+            return true;
+        }
+        let exact = self.work == other.work;
+        let hit = |x: &Span, y: &Span| {
+            x.target == y.target && x.lo < x.hi && y.lo < y.hi && (!exact || (x.lo < y.hi && y.lo < x.hi))
+        };
+        let one_way =
+            |a: &Effect, b: &Effect| a.writes.iter().any(|w| b.writes.iter().chain(&b.reads).any(|x| hit(w, x)));
+        one_way(self, other) || one_way(other, self)
+    }
+
+    /// Whether every access of `self` is an access of the same kind by `old` (same work,
+    /// each read inside a read range and each write inside a write range): then whatever
+    /// barriers separated `old` from the commands it conflicted with still separate `self`.
+    pub(crate) fn within(&self, old: &Effect) -> bool {
+        let inside = |s: &Span, of: &[Span]| {
+            s.lo >= s.hi || of.iter().any(|o| o.target == s.target && o.lo <= s.lo && s.hi <= o.hi)
+        };
+        self.work == old.work
+            && self.reads.iter().all(|s| inside(s, &old.reads))
+            && self.writes.iter().all(|s| inside(s, &old.writes))
+    }
+}
+
 /// The two scopes of one global memory barrier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Masks {

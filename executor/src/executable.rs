@@ -72,8 +72,12 @@ pub(crate) struct Executable {
     pub(crate) options: RecordOptions,
     /// Per segment, the barriers its command buffers were recorded with.
     pub(crate) plans: Vec<Option<SegmentPlan>>,
-    /// Segments where a command's memory effect changed since recording (updates).
-    pub(crate) stale_barriers: BTreeSet<usize>,
+    /// (segment, node index) of kernels whose memory effect grew since recording (updates).
+    pub(crate) stale_nodes: BTreeSet<(usize, usize)>,
+    /// Per segment, the nodes its command buffers record, in order.
+    pub(crate) orders: Vec<Vec<Handle<Node>>>,
+    /// Per node index, its position in its segment's `orders` (`u32::MAX`: records nothing).
+    pub(crate) positions: Vec<u32>,
     /// Segments whose direct dispatches changed group counts since recording (updates).
     pub(crate) must_record: BTreeSet<usize>,
     /// Per copy, the timeline value the last run that submitted it signals.
@@ -505,7 +509,9 @@ impl Executor {
             cmds: vec![vec![vk::CommandBuffer::null(); sched.len()]; copies],
             options: RecordOptions { simultaneous_use: copies == 1, ..options },
             plans: vec![None; sched.len()],
-            stale_barriers: BTreeSet::new(),
+            stale_nodes: BTreeSet::new(),
+            orders: vec![Vec::new(); sched.len()],
+            positions: vec![u32::MAX; graph.nodes.len()],
             must_record: BTreeSet::new(),
             copy_end: vec![0; copies],
             runs: 0,
@@ -630,12 +636,12 @@ impl Executor {
     pub(crate) fn prepare_key(&self, exe: &mut Executable, key: KKey, new_set: bool) -> Result<bool> {
         let active = exe.is_active(key);
         let mut k = exe.take_knode(key)?;
-        let r = self.prepare_k(exe, &mut k, active, new_set);
+        let r = self.prepare_k(exe, key.0, &mut k, active, new_set);
         exe.put_knode(key, active, k);
         r
     }
 
-    fn prepare_k(&self, exe: &mut Executable, k: &mut KNode, active: bool, new_set: bool) -> Result<bool> {
+    fn prepare_k(&self, exe: &mut Executable, node: usize, k: &mut KNode, active: bool, new_set: bool) -> Result<bool> {
         let variant =
             self.loaded.bundle.kernels.get(k.variant).ok_or_else(|| ExecError::Bundle("bad variant".into()))?;
         let kernel = &self.loaded.module.kernels[k.cmd.kernel];
@@ -650,9 +656,14 @@ impl Executor {
             encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), &limits)?;
         let effect = self.kernel_effect(exe, k)?;
         if k.effect.as_ref() != Some(&effect) {
-            // Recorded already: its segment's barriers are checked before the update returns.
-            if exe.cmds.first().and_then(|c| c.get(k.segment)).is_some_and(|cb| *cb != vk::CommandBuffer::null()) {
-                exe.stale_barriers.insert(k.segment);
+            // Recorded already and touching memory it did not: its stretch of the segment is
+            // checked for a new conflict before the update returns. A footprint that stays
+            // within the old one keeps every barrier valid.
+            let grew = k.effect.as_ref().is_none_or(|old| !effect.within(old));
+            if grew
+                && exe.cmds.first().and_then(|c| c.get(k.segment)).is_some_and(|cb| *cb != vk::CommandBuffer::null())
+            {
+                exe.stale_nodes.insert((k.segment, node));
             }
             k.effect = Some(effect);
         }

@@ -189,3 +189,58 @@ fn back_to_back_runs_alternate_copies() {
     ex.wait(e).unwrap();
     compare(&ex, &it, &outs);
 }
+
+/// A launch that grows inside memory no other command of its stretch touches changes no
+/// barrier and re-records nothing; growing into another command's bytes adds the barrier.
+#[test]
+fn a_growing_launch_adds_a_barrier_only_on_conflict() {
+    let ir = format!(
+        "{KERNELS_IR}
+usm @in : f32[512]
+usm @a : f32[512]
+
+graph @g properties(updatable) {{
+  %k0 = kernel @scale range(128) args(@in, @a, 2.5)
+  %k1 = kernel @scale range(128) args(@in + 1024, @a + 1024, 1.5) after(%k0)
+}}
+"
+    );
+    let mut ex = executor(bundle(&ir, vec![], vec![]));
+    let v = random(512, 3);
+    ex.bind_as("in", &v).unwrap();
+    let e = ex.finalize("g").unwrap();
+    assert_eq!(ex.barriers(e).unwrap(), 0, "disjoint slices of @a");
+    let recorded = ex.recorded(e).unwrap();
+    ex.update_launch(e, "k0", cmdgraph_ir::Launch::Range(vec![256])).unwrap();
+    assert_eq!((ex.barriers(e).unwrap(), ex.recorded(e).unwrap()), (0, recorded), "still disjoint");
+    ex.run(e).unwrap();
+    let a: Vec<f32> = ex.read_as("a").unwrap();
+    for i in 0..512 {
+        let want = match i {
+            0..256 => v[i] * 2.5,
+            256..384 => v[i] * 1.5,
+            _ => 0.0,
+        };
+        assert_eq!(a[i].to_bits(), want.to_bits(), "a[{i}]");
+    }
+    // Now %k0 writes a[0..300), which %k1 writes from 256: the barrier comes back.
+    ex.update_launch(e, "k0", cmdgraph_ir::Launch::Range(vec![300])).unwrap();
+    assert_eq!((ex.barriers(e).unwrap(), ex.recorded(e).unwrap()), (1, recorded + 1));
+    ex.run(e).unwrap();
+    let a: Vec<f32> = ex.read_as("a").unwrap();
+    for i in 0..512 {
+        // %k1 runs after %k0, so it wins on the shared elements.
+        let want = match i {
+            0..256 => v[i] * 2.5,
+            256..384 => v[i] * 1.5,
+            384..512 => 0.0,
+            _ => unreachable!(),
+        };
+        assert_eq!(a[i].to_bits(), want.to_bits(), "a[{i}] after the overlap");
+    }
+    // Shrinking back keeps the (now unneeded) barrier: a footprint within the old one moves
+    // nothing.
+    ex.update_launch(e, "k0", cmdgraph_ir::Launch::Range(vec![128])).unwrap();
+    assert_eq!((ex.barriers(e).unwrap(), ex.recorded(e).unwrap()), (1, recorded + 1));
+    no_messages(&ex);
+}

@@ -149,3 +149,36 @@ fn merged_ranges_still_find_every_overlap() {
     assert!(p.conflicts(&cmd(Work::Compute, vec![span(0, 40, 41)], vec![])));
     assert!(!p.conflicts(&cmd(Work::Compute, vec![span(0, 41, 90)], vec![])));
 }
+
+#[test]
+fn pairwise_conflicts_agree_with_the_planner() {
+    let cases = [
+        rw(Work::Compute, 0, 64),
+        rw(Work::Compute, 32, 96),
+        rw(Work::Compute, 64, 128),
+        cmd(Work::Compute, vec![span(0, 0, 64)], vec![]),
+        cmd(Work::Compute, vec![span(0, 16, 32)], vec![]),
+        cmd(Work::Transfer, vec![], vec![span(0, 200, 300)]),
+        cmd(Work::Transfer, vec![span(1, 0, 8)], vec![span(2, 0, 8)]),
+        cmd(Work::Native, vec![], vec![]),
+    ];
+    for (i, a) in cases.iter().enumerate() {
+        for (j, b) in cases.iter().enumerate() {
+            let planned = barriers(&[a.clone(), b.clone()], BarrierPolicy::Conflicts) == vec![1];
+            assert_eq!(a.conflicts_with(b), planned, "{i} against {j}");
+            assert_eq!(a.conflicts_with(b), b.conflicts_with(a), "{i} and {j}: symmetric");
+        }
+    }
+}
+
+#[test]
+fn a_smaller_footprint_is_within_the_old_one() {
+    let old = rw(Work::Compute, 0, 256);
+    assert!(rw(Work::Compute, 0, 128).within(&old));
+    assert!(rw(Work::Compute, 0, 256).within(&old));
+    assert!(!rw(Work::Compute, 0, 512).within(&old));
+    assert!(!rw(Work::Transfer, 0, 128).within(&old));
+    let read_only = cmd(Work::Compute, vec![span(0, 0, 256)], vec![]);
+    assert!(!rw(Work::Compute, 0, 64).within(&read_only), "a new write is not within reads");
+    assert!(read_only.within(&old));
+}

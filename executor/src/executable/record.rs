@@ -52,8 +52,15 @@ impl Executor {
         }
         self.native = native;
         result?;
-        exe.stale_barriers.remove(&si);
         exe.must_record.remove(&si);
+        for (i, h) in order.iter().enumerate() {
+            if let Some(p) = exe.positions.get_mut(h.index()) {
+                *p = i as u32;
+            }
+        }
+        if let Some(o) = exe.orders.get_mut(si) {
+            *o = order;
+        }
         if let Some(p) = exe.plans.get_mut(si) {
             *p = Some(plan);
         }
@@ -159,14 +166,46 @@ impl Executor {
         for si in std::mem::take(&mut exe.must_record) {
             self.record(exe, si)?;
         }
-        let stale: Vec<usize> = std::mem::take(&mut exe.stale_barriers).into_iter().collect();
-        for si in stale {
+        let mut replan = std::collections::BTreeSet::new();
+        for (si, node) in std::mem::take(&mut exe.stale_nodes) {
+            if !replan.contains(&si) && self.conflicts_in_stretch(exe, si, node)? {
+                replan.insert(si);
+            }
+        }
+        for si in replan {
             let (_, plan) = self.segment_plan(exe, si)?;
             if exe.plans.get(si).and_then(|p| p.as_ref()) != Some(&plan) {
                 self.record(exe, si)?;
             }
         }
         Ok(())
+    }
+
+    /// Whether node `node` of segment `si`, with its memory effect as it stands, conflicts
+    /// with another command of its stretch (the commands between the barriers around it as
+    /// recorded): only then can the recorded barriers be wrong. O(the stretch), not O(the
+    /// segment): a launch or pointer update of one node in a wide graph stays cheap.
+    fn conflicts_in_stretch(&self, exe: &Executable, si: usize, node: usize) -> Result<bool> {
+        let (Some(Some(plan)), Some(order), Some(&at)) =
+            (exe.plans.get(si), exe.orders.get(si), exe.positions.get(node))
+        else {
+            return Ok(true);
+        };
+        let at = at as usize;
+        if order.get(at).map(|h| h.index()) != Some(node) {
+            return Ok(true);
+        }
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let Some(mine) = self.node_effect(exe, graph, order[at])? else { return Ok(false) };
+        let barrier = |i: usize| plan.before.get(i).is_some_and(|b| b.is_some());
+        let start = (0..=at).rev().find(|&i| i == 0 || barrier(i)).unwrap_or(0);
+        let end = (at + 1..order.len()).find(|&i| barrier(i)).unwrap_or(order.len());
+        for (i, &h) in order.iter().enumerate().take(end).skip(start) {
+            if i != at && self.node_effect(exe, graph, h)?.is_some_and(|e| e.conflicts_with(&mine)) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Records one node; returns whether it recorded a command. `bound` is the compute
