@@ -347,5 +347,8 @@ fn insert(map: &mut BTreeMap<Target, BTreeMap<u64, u64>>, s: &Span) {
     ranges.insert(lo, hi);
 }
 
+mod index;
+pub(crate) use index::SegmentIndex;
+
 #[cfg(test)]
 mod tests;

@@ -74,6 +74,8 @@ pub(crate) struct Executable {
     pub(crate) plans: Vec<Option<SegmentPlan>>,
     /// (segment, node index) of kernels whose memory effect grew since recording (updates).
     pub(crate) stale_nodes: BTreeSet<(usize, usize)>,
+    /// Per segment, the recorded effects by stretch and buffer (for updates).
+    pub(crate) indexes: Vec<Option<crate::barriers::SegmentIndex>>,
     /// Per segment, the nodes its command buffers record, in order.
     pub(crate) orders: Vec<Vec<Handle<Node>>>,
     /// Per node index, its position in its segment's `orders` (`u32::MAX`: records nothing).
@@ -511,6 +513,7 @@ impl Executor {
             plans: vec![None; sched.len()],
             stale_nodes: BTreeSet::new(),
             orders: vec![Vec::new(); sched.len()],
+            indexes: vec![None; sched.len()],
             positions: vec![u32::MAX; graph.nodes.len()],
             must_record: BTreeSet::new(),
             copy_end: vec![0; copies],

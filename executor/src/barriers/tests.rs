@@ -182,3 +182,49 @@ fn a_smaller_footprint_is_within_the_old_one() {
     assert!(!rw(Work::Compute, 0, 64).within(&read_only), "a new write is not within reads");
     assert!(read_only.within(&old));
 }
+
+#[test]
+fn the_stretch_index_agrees_with_pairwise_conflicts() {
+    // Stretches of commands over two buffers; for each position and many probe effects, the
+    // index must answer what checking the probe against every other command of the stretch
+    // answers.
+    let mut effects = Vec::new();
+    for i in 0..40u64 {
+        let (lo, hi) = ((i * 37) % 300, (i * 37) % 300 + 10 + i % 50);
+        effects.push(match i % 5 {
+            0 => cmd(Work::Compute, vec![span(0, lo, hi)], vec![]),
+            1 => cmd(Work::Compute, vec![], vec![span((i % 2) as usize, lo, hi)]),
+            2 => cmd(Work::Transfer, vec![span(1, lo, hi)], vec![span(2, lo, hi)]),
+            3 => rw(Work::Compute, lo + 400, hi + 400),
+            _ => cmd(Work::Compute, vec![span(0, lo, hi)], vec![span(3, 0, 4)]),
+        });
+    }
+    let starts = vec![true; effects.len()];
+    let p = plan(&effects, &starts, BarrierPolicy::Conflicts);
+    let index = SegmentIndex::new(&effects, &p);
+    let stretch: Vec<usize> = (0..effects.len())
+        .scan(0, |s, i| {
+            if i > 0 && p.before[i].is_some() {
+                *s += 1;
+            }
+            Some(*s)
+        })
+        .collect();
+    let mut checked = 0;
+    for pos in 0..effects.len() {
+        for probe in 0..60u64 {
+            let (lo, hi) = ((probe * 53) % 500, (probe * 53) % 500 + 1 + probe % 40);
+            let e = match probe % 4 {
+                0 => cmd(Work::Compute, vec![span(0, lo, hi)], vec![]),
+                1 => cmd(Work::Compute, vec![], vec![span((probe % 3) as usize, lo, hi)]),
+                2 => cmd(Work::Transfer, vec![span(0, lo, hi)], vec![]),
+                _ => cmd(Work::Transfer, vec![], vec![span(2, lo, hi)]),
+            };
+            let want =
+                (0..effects.len()).any(|q| q != pos && stretch[q] == stretch[pos] && e.conflicts_with(&effects[q]));
+            assert_eq!(index.conflicts(pos, &e), want, "position {pos}, probe {probe}");
+            checked += usize::from(want);
+        }
+    }
+    assert!(checked > 100, "the probes must hit conflicts too ({checked})");
+}

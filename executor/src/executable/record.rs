@@ -3,7 +3,7 @@
 //! each of the segment's command buffers.
 
 use super::{fill_word, Executable};
-use crate::barriers::{self, SegmentPlan};
+use crate::barriers::{self, Effect, SegmentIndex, SegmentPlan};
 use crate::error::{ExecError, Result};
 use crate::exec::{Executor, NativeContext};
 use crate::schedule::Seg;
@@ -15,6 +15,11 @@ use std::collections::BTreeMap;
 impl Executor {
     /// The commands of device segment `si` in recording order and where its barriers go.
     pub(crate) fn segment_plan(&self, exe: &Executable, si: usize) -> Result<(Vec<Handle<Node>>, SegmentPlan)> {
+        self.segment_effects(exe, si).map(|(order, _, plan)| (order, plan))
+    }
+
+    /// [`segment_plan`](Self::segment_plan) with each recorded command's effect.
+    fn segment_effects(&self, exe: &Executable, si: usize) -> Result<(Vec<Handle<Node>>, Vec<Effect>, SegmentPlan)> {
         let Some(Seg::Device(stages)) = exe.sched.get(si) else {
             return Err(ExecError::Invalid(format!("segment {si} is not a device segment")));
         };
@@ -31,7 +36,7 @@ impl Executor {
             }
         }
         let plan = barriers::plan(&effects, &starts, exe.options.barriers);
-        Ok((order, plan))
+        Ok((order, effects, plan))
     }
 
     /// Records device segment `si` into each of its command buffers (allocating them the
@@ -40,7 +45,7 @@ impl Executor {
         if !matches!(exe.sched.get(si), Some(Seg::Device(_))) {
             return Ok(());
         }
-        let (order, plan) = self.segment_plan(exe, si)?;
+        let (order, effects, plan) = self.segment_effects(exe, si)?;
         let graph = self.loaded.module.graphs[exe.graph].clone();
         let mut native = std::mem::take(&mut self.native);
         let mut result = Ok(());
@@ -60,6 +65,9 @@ impl Executor {
         }
         if let Some(o) = exe.orders.get_mut(si) {
             *o = order;
+        }
+        if let Some(i) = exe.indexes.get_mut(si) {
+            *i = Some(SegmentIndex::new(&effects, &plan));
         }
         if let Some(p) = exe.plans.get_mut(si) {
             *p = Some(plan);
@@ -166,42 +174,49 @@ impl Executor {
         for si in std::mem::take(&mut exe.must_record) {
             self.record(exe, si)?;
         }
-        let mut replan = std::collections::BTreeSet::new();
-        for (si, node) in std::mem::take(&mut exe.stale_nodes) {
-            if !replan.contains(&si) && self.conflicts_in_stretch(exe, si, node)? {
-                replan.insert(si);
-            }
+        let stale = std::mem::take(&mut exe.stale_nodes);
+        let mut by_segment: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (si, node) in stale {
+            by_segment.entry(si).or_default().push(node);
         }
-        for si in replan {
-            let (_, plan) = self.segment_plan(exe, si)?;
-            if exe.plans.get(si).and_then(|p| p.as_ref()) != Some(&plan) {
-                self.record(exe, si)?;
+        for (si, nodes) in by_segment {
+            if self.stale_conflict(exe, si, &nodes)? {
+                let (_, plan) = self.segment_plan(exe, si)?;
+                if exe.plans.get(si).and_then(|p| p.as_ref()) != Some(&plan) {
+                    self.record(exe, si)?;
+                }
             }
         }
         Ok(())
     }
 
-    /// Whether node `node` of segment `si`, with its memory effect as it stands, conflicts
-    /// with another command of its stretch (the commands between the barriers around it as
-    /// recorded): only then can the recorded barriers be wrong. O(the stretch), not O(the
-    /// segment): a launch or pointer update of one node in a wide graph stays cheap.
-    fn conflicts_in_stretch(&self, exe: &Executable, si: usize, node: usize) -> Result<bool> {
-        let (Some(Some(plan)), Some(order), Some(&at)) =
-            (exe.plans.get(si), exe.orders.get(si), exe.positions.get(node))
-        else {
-            return Ok(true);
-        };
-        let at = at as usize;
-        if order.get(at).map(|h| h.index()) != Some(node) {
+    /// Whether a node of `nodes` (of segment `si`, whose effects grew) now conflicts with
+    /// another command of its stretch (the commands between the barriers around it, as
+    /// recorded): only then can the recorded barriers be wrong. Against the commands that did
+    /// not change, through the segment's index (O(log n) per access); among the changed ones,
+    /// pairwise (many changed nodes: a re-plan is as cheap).
+    fn stale_conflict(&self, exe: &Executable, si: usize, nodes: &[usize]) -> Result<bool> {
+        const PAIRWISE: usize = 64;
+        let (Some(Some(index)), Some(order)) = (exe.indexes.get(si), exe.orders.get(si)) else { return Ok(true) };
+        if nodes.len() > PAIRWISE {
             return Ok(true);
         }
         let graph = &self.loaded.module.graphs[exe.graph];
-        let Some(mine) = self.node_effect(exe, graph, order[at])? else { return Ok(false) };
-        let barrier = |i: usize| plan.before.get(i).is_some_and(|b| b.is_some());
-        let start = (0..=at).rev().find(|&i| i == 0 || barrier(i)).unwrap_or(0);
-        let end = (at + 1..order.len()).find(|&i| barrier(i)).unwrap_or(order.len());
-        for (i, &h) in order.iter().enumerate().take(end).skip(start) {
-            if i != at && self.node_effect(exe, graph, h)?.is_some_and(|e| e.conflicts_with(&mine)) {
+        let mut changed = Vec::with_capacity(nodes.len());
+        for &node in nodes {
+            let Some(&at) = exe.positions.get(node) else { return Ok(true) };
+            let at = at as usize;
+            if order.get(at).map(|h| h.index()) != Some(node) {
+                return Ok(true);
+            }
+            let Some(mine) = self.node_effect(exe, graph, order[at])? else { continue };
+            if index.conflicts(at, &mine) {
+                return Ok(true);
+            }
+            changed.push((index.stretch(at), mine));
+        }
+        for (i, (s, a)) in changed.iter().enumerate() {
+            if changed[i + 1..].iter().any(|(t, b)| t == s && a.conflicts_with(b)) {
                 return Ok(true);
             }
         }
