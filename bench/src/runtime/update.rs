@@ -306,7 +306,7 @@ fn section(args: &Args, device: &str, n: usize, refinalize: f64, rows: &[Row]) -
          command in host-visible memory and re-record nothing, so their cost is a few microseconds per \
          node on any device; a command-group switch between kernel alternatives (all recorded at finalize, \
          the inactive ones dispatching (0, 0, 0) groups) rewrites two indirect commands, so it costs the same. \
-         Re-finalizing creates N descriptor pools and sets, writes N \
+         Re-finalizing creates N descriptor sets, writes N \
          argument blocks and records the graph: its cost grows with N on every device. Both sides are \
          host work, so the ratios on llvmpipe and on a GPU should be close.\n",
     );
