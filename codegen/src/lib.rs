@@ -10,6 +10,7 @@ mod error;
 pub mod external;
 mod float_controls;
 mod layout;
+mod legalize;
 mod lower;
 pub mod schedule;
 mod spirv_walk;
@@ -89,14 +90,21 @@ fn compile(
     let vectorize = vectorize::element_wise(body, &layout, variant);
     let plan = lower::Plan { kernel: k, body, variant, layout: &layout, vectorize };
     let text = lower::lower(&plan, &k.name)?;
-    // Emission runs in a fresh `llc` per module (target.rs says why), so the words depend
-    // on the input alone; spirv-val checks them before anyone else sees them.
-    let out = target::compile(&text, options.opt_level.min(3))
-        .map_err(|message| CodegenError::Llvm { kernel: k.name.clone(), message })?;
-    let words = cmpxchg::unpack_compare_exchange(&validate::strip_dead_names(&validate::words(&out.spirv)));
-    let words = float_controls::preserve_signed_zero_inf_nan(&barrier::fix_barrier_semantics(&words));
-    let words = float_controls::no_contraction(&words);
-    validate::validate(&k.name, &words)?;
+    let opt = options.opt_level.min(3);
+    let internal = |what: &str, message: String| {
+        let [x, y, z] = variant.workgroup_size;
+        CodegenError::Internal {
+            kernel: k.name.clone(),
+            span: module.kernels.span(kernel),
+            what: format!("{what} at -O{opt} (work-group {x}x{y}x{z})"),
+            message,
+        }
+    };
+    let (words, llvm_ir) = to_spirv(&text, opt).map_err(|failure| match failure {
+        Failure::Llvm(message) => internal("LLVM failed on the generated module", message),
+        Failure::Invalid(message) => internal("spirv-val rejected the generated SPIR-V", message),
+        Failure::Tool(e) => e,
+    })?;
     let kernel = CompiledKernel {
         kernel: k.name.clone(),
         entry: k.name.clone(),
@@ -105,7 +113,33 @@ fn compile(
         spirv: words,
         layout: layout.abi,
     };
-    Ok(Compiled { kernel, llvm_ir: out.ir })
+    Ok(Compiled { kernel, llvm_ir })
+}
+
+/// Why lowered LLVM IR did not become valid SPIR-V.
+pub(crate) enum Failure {
+    /// LLVM failed: parse, verify, the pass pipeline, the pointer legalization or emission.
+    Llvm(String),
+    /// `spirv-val` rejected the result (its output).
+    Invalid(String),
+    /// A tool could not be run at all (`llc`, `spirv-val`): the installation, not a bug.
+    Tool(CodegenError),
+}
+
+/// Lowered LLVM IR text → optimized at `-O{opt}`, emitted, post-passed and validated SPIR-V
+/// words, with the optimized IR. Emission runs in a fresh `llc` per module (target.rs says
+/// why), so the words depend on the input alone; spirv-val checks them before anyone else
+/// sees them.
+pub(crate) fn to_spirv(text: &str, opt: u8) -> Result<(Vec<u32>, String), Failure> {
+    let out = target::compile(text, opt).map_err(|e| match e {
+        target::Error::Tool(message) => Failure::Tool(CodegenError::Tool { message }),
+        target::Error::Failed(message) => Failure::Llvm(message),
+    })?;
+    let words = cmpxchg::unpack_compare_exchange(&validate::strip_dead_names(&validate::words(&out.spirv)));
+    let words = float_controls::preserve_signed_zero_inf_nan(&barrier::fix_barrier_semantics(&words));
+    let words = float_controls::no_contraction(&words);
+    validate::validate(&words).map_err(Failure::Tool)?.map_err(Failure::Invalid)?;
+    Ok((words, out.ir))
 }
 
 /// Compiles one variant of a kernel to validated Vulkan SPIR-V (docs/codegen.md).

@@ -1,8 +1,9 @@
 //! LLVM: the SPIR-V target, the optimization pipeline and emission.
 //!
 //! The lowering writes textual LLVM IR (see `lower`); this module parses it into an inkwell
-//! module, verifies it, runs a curated pass pipeline for the `-O` level and asks the
-//! SPIR-V backend for a binary. Text is the interface because the Vulkan resource handles
+//! module, verifies it, runs a curated pass pipeline for the `-O` level, turns any phi or
+//! select of pointers the passes formed back into one of indices (legalize.rs: Vulkan's
+//! logical addressing has no pointer merges) and asks the SPIR-V backend for a binary. Text is the interface because the Vulkan resource handles
 //! are LLVM target-extension types, which inkwell's typed builder cannot represent.
 //!
 //! Why not `default<On>`: with LLVM 22, InstCombine retypes loads and GEPs through the
@@ -97,21 +98,37 @@ pub(crate) fn pipeline(opt: u8) -> Option<&'static str> {
     }
 }
 
-/// Parses, verifies, optimizes (`default<O{opt}>`) and compiles `ir` to SPIR-V.
-pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, String> {
+/// Why [`compile`] failed.
+#[derive(Debug)]
+pub(crate) enum Error {
+    /// `llc` could not be run: the installation (package `llvm-22`, `CMDGRAPH_LLC`).
+    Tool(String),
+    /// LLVM failed on the module: parse, verify, passes, legalization or emission.
+    Failed(String),
+}
+
+/// Parses, verifies, optimizes (the `-O{opt}` pipeline), legalizes (legalize.rs) and
+/// compiles `ir` to SPIR-V.
+pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, Error> {
     init();
     // A poisoned lock only means another compilation panicked; the state it guards is
     // LLVM's, which a Rust panic did not touch.
     let _guard = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
     let context = Context::create();
     let buffer = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "kernel");
-    let module = context.create_module_from_ir(buffer).map_err(|e| format!("parse: {}", e.to_string()))?;
-    module.verify().map_err(|e| format!("verify: {}", e.to_string()))?;
-    let machine = machine()?;
+    let failed = |stage: &str, e: inkwell::support::LLVMString| Error::Failed(format!("{stage}: {}", e.to_string()));
+    let module = context.create_module_from_ir(buffer).map_err(|e| failed("parse", e))?;
+    module.verify().map_err(|e| failed("verify", e))?;
+    let machine = machine().map_err(Error::Failed)?;
     if let Some(passes) = pipeline(opt) {
         module
             .run_passes(passes, &machine, PassBuilderOptions::create())
-            .map_err(|e| format!("pass pipeline: {}", e.to_string()))?;
+            .map_err(|e| Error::Failed(format!("pass pipeline: {}", e.to_string())))?;
+    }
+    // Logical addressing: undo any phi or select of pointers the pipeline formed
+    // (legalize.rs); a module without one is left as it is.
+    if crate::legalize::legalize(&module).map_err(Error::Failed)? > 0 {
+        module.verify().map_err(|e| failed("verify after merging pointer indices", e))?;
     }
     let ir_text = module.print_to_string().to_string();
     let spirv = emit_with_llc(&ir_text)?;
@@ -135,7 +152,7 @@ fn llc_path() -> std::path::PathBuf {
 }
 
 /// Emits SPIR-V for optimized IR text in a fresh `llc` process (see the module doc).
-fn emit_with_llc(ir: &str) -> Result<Vec<u8>, String> {
+fn emit_with_llc(ir: &str) -> Result<Vec<u8>, Error> {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let llc = llc_path();
@@ -148,17 +165,17 @@ fn emit_with_llc(ir: &str) -> Result<Vec<u8>, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {} (package llvm-22; set CMDGRAPH_LLC): {e}", llc.display()))?;
+        .map_err(|e| Error::Tool(format!("cannot run {} (package llvm-22; set CMDGRAPH_LLC): {e}", llc.display())))?;
     // llc reads the whole module before it writes anything, so writing first cannot block.
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(ir.as_bytes()).map_err(|e| format!("cannot write to {}: {e}", llc.display()))?;
+        stdin.write_all(ir.as_bytes()).map_err(|e| Error::Failed(format!("cannot write to {}: {e}", llc.display())))?;
     }
-    let out = child.wait_with_output().map_err(|e| format!("{}: {e}", llc.display()))?;
+    let out = child.wait_with_output().map_err(|e| Error::Failed(format!("{}: {e}", llc.display())))?;
     if !out.status.success() {
         // A backend abort prints a stack dump after its message: the message is what helps.
         let stderr = String::from_utf8_lossy(&out.stderr);
         let message: Vec<&str> = stderr.lines().take_while(|l| !l.starts_with("PLEASE submit a bug report")).collect();
-        return Err(format!("SPIR-V emission ({}): {}", llc.display(), message.join("\n").trim()));
+        return Err(Error::Failed(format!("SPIR-V emission ({}): {}", llc.display(), message.join("\n").trim())));
     }
     Ok(out.stdout)
 }

@@ -4,9 +4,9 @@
 //! recognisable words instead of SPIR-V; real SPIR-V is tested with the real compiler.
 
 use cmdgraph_codegen::bundle::{compile_module, CompileError, KernelCompiler};
-use cmdgraph_codegen::{Options, Variant};
+use cmdgraph_codegen::{CodegenError, Options, Variant};
 use cmdgraph_ir::bundle::{ArgLayout, Bundle, CompiledKernel, Segment};
-use cmdgraph_ir::{Alternative, Arg, ArgValue, Handle, Kernel, Launch, Module, NodeKind};
+use cmdgraph_ir::{Alternative, Arg, ArgValue, Handle, Kernel, Launch, Module, NodeKind, Span};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -20,7 +20,13 @@ struct Fake {
 }
 
 impl KernelCompiler for Fake {
-    fn choose_variant(&self, _: &Module, _: Handle<Kernel>, launch: &Launch, args: &[Arg]) -> Result<Variant, String> {
+    fn choose_variant(
+        &self,
+        _: &Module,
+        _: Handle<Kernel>,
+        launch: &Launch,
+        args: &[Arg],
+    ) -> Result<Variant, CodegenError> {
         let mut wg = [1u32; 3];
         match launch {
             Launch::SingleTask => {}
@@ -47,10 +53,15 @@ impl KernelCompiler for Fake {
         k: Handle<Kernel>,
         v: &Variant,
         _: &Options,
-    ) -> Result<CompiledKernel, String> {
+    ) -> Result<CompiledKernel, CodegenError> {
         let name = m.kernels[k].name.clone();
         if self.fail_on == Some(name.as_str()) {
-            return Err("no luck".to_string());
+            return Err(CodegenError::Unsupported {
+                kernel: name,
+                op: None,
+                span: Span::UNDEFINED,
+                message: "no luck".into(),
+            });
         }
         self.compiled.borrow_mut().push((name.clone(), v.clone()));
         let mut spirv = vec![0x0723_0203];
@@ -202,9 +213,11 @@ fn kernel_errors_name_the_node_and_kernel() {
     let fake = Fake { fail_on: Some(Box::leak(kernel.clone().into_boxed_str())), ..Fake::default() };
     // No passes: with the default pipeline the chain is fused and the failing kernel is gone.
     match compile_module(&m, &[], &Options::default(), &fake) {
-        Err(e @ CompileError::Kernel { .. }) => {
+        Err(e @ CompileError::Codegen { .. }) => {
             let text = e.to_string();
             assert!(text.contains(&format!("kernel @{kernel}: no luck")), "{text}");
+            assert_eq!(text.matches(&format!("@{kernel}")).count(), 1, "the kernel is named once: {text}");
+            assert!(!e.is_internal(), "{text}");
             assert!(text.starts_with('@') && text.contains(" %"), "{text}");
         }
         other => panic!("expected a kernel error, got {other:?}"),

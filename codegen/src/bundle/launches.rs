@@ -2,9 +2,9 @@
 //! every kernel alternative of every `dynamic` node, in module order.
 
 use super::{CompileError, KernelCompiler};
-use crate::{CompiledKernel, Handle, Kernel, Module, Variant};
+use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Variant};
 use cmdgraph_ir::bundle::LaunchVariant;
-use cmdgraph_ir::{Alternative, Arg, Graph, KernelCommand, NodeKind};
+use cmdgraph_ir::{Alternative, Arg, Graph, KernelCommand, NodeKind, Span};
 use std::collections::BTreeMap;
 
 /// One distinct variant to compile.
@@ -17,6 +17,8 @@ pub struct Needed {
     pub variant: Variant,
     /// `@graph %node` of the first launch needing it, for error messages.
     pub first_use: String,
+    /// That launch's statement in the source ([`Span::UNDEFINED`] when unknown).
+    pub first_use_span: Span,
 }
 
 /// The variants and the launch tables.
@@ -45,10 +47,10 @@ impl Launches {
 /// Chooses the variant of every launch in `module`.
 pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launches, CompileError> {
     type Key = (String, [u32; 3], Variant);
-    let mut keys: BTreeMap<Key, (Handle<Kernel>, String)> = BTreeMap::new();
+    let mut keys: BTreeMap<Key, (Handle<Kernel>, String, Span)> = BTreeMap::new();
     let mut uses: Vec<(String, String, Option<u32>, Key)> = Vec::new();
     for (_, graph) in module.graphs.iter() {
-        for (_, node) in graph.nodes.iter() {
+        for (node_handle, node) in graph.nodes.iter() {
             let commands: Vec<(Option<u32>, &KernelCommand)> = match &node.kind {
                 NodeKind::Kernel(cmd) => vec![(None, cmd)],
                 NodeKind::Dynamic { dcg } => graph
@@ -69,13 +71,14 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
             };
             for (alternative, cmd) in commands {
                 let at = format!("@{} %{}", graph.name, node.name);
+                let at_span = graph.nodes.span(node_handle);
                 let name = module.kernels.try_get(cmd.kernel).map(|k| k.name.clone()).unwrap_or_default();
                 let args = resolve(graph, &cmd.args);
                 let variant = compiler
                     .choose_variant(module, cmd.kernel, &cmd.launch, &args)
-                    .map_err(|message| CompileError::Kernel { at: at.clone(), kernel: name.clone(), message })?;
+                    .map_err(|error| CompileError::Codegen { at: at.clone(), at_span, error })?;
                 let key = (name, variant.workgroup_size, variant);
-                keys.entry(key.clone()).or_insert((cmd.kernel, at));
+                keys.entry(key.clone()).or_insert((cmd.kernel, at, at_span));
                 uses.push((graph.name.clone(), node.name.clone(), alternative, key));
             }
         }
@@ -85,7 +88,13 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
         uses.iter().map(|(g, n, a, key)| (g.clone(), n.clone(), *a, index.get(key).copied().unwrap_or(0))).collect();
     let variants = keys
         .into_iter()
-        .map(|((name, _, variant), (kernel, first_use))| Needed { name, kernel, variant, first_use })
+        .map(|((name, _, variant), (kernel, first_use, first_use_span))| Needed {
+            name,
+            kernel,
+            variant,
+            first_use,
+            first_use_span,
+        })
         .collect();
     Ok(Launches { variants, uses })
 }
@@ -101,15 +110,18 @@ fn resolve(graph: &Graph, args: &[Arg]) -> Vec<Arg> {
 }
 
 /// A compiled kernel must be the one asked for: the executor finds variants by these fields.
-pub fn check(k: CompiledKernel, name: &str, variant: &Variant) -> Result<CompiledKernel, String> {
+/// Anything else is a bug in the kernel compiler (an internal error at the kernel, `span`).
+pub fn check(k: CompiledKernel, name: &str, variant: &Variant, span: Span) -> Result<CompiledKernel, CodegenError> {
+    let internal =
+        |what: String| CodegenError::Internal { kernel: name.to_string(), span, what, message: String::new() };
     if k.kernel != name || k.workgroup_size != variant.workgroup_size {
-        return Err(format!(
+        return Err(internal(format!(
             "the code generator returned @{} at {:?} for @{name} at {:?}",
             k.kernel, k.workgroup_size, variant.workgroup_size
-        ));
+        )));
     }
     if k.spirv.is_empty() {
-        return Err("the code generator returned no SPIR-V".to_string());
+        return Err(internal("the code generator returned no SPIR-V".to_string()));
     }
     Ok(k)
 }

@@ -3,7 +3,7 @@
 //! (LLVM to Vulkan SPIR-V, validated by `spirv-val`).
 
 use super::KernelCompiler;
-use crate::{CompiledKernel, Handle, Kernel, Module, Options, Variant};
+use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Options, Variant};
 use cmdgraph_ir::{Arg, Launch};
 
 /// Kernel code generation through LLVM to Vulkan SPIR-V (validated by `spirv-val`).
@@ -17,8 +17,8 @@ impl KernelCompiler for Llvm {
         kernel: Handle<Kernel>,
         launch: &Launch,
         args: &[Arg],
-    ) -> Result<Variant, String> {
-        crate::choose_variant(module, kernel, launch, args).map_err(|e| e.to_string())
+    ) -> Result<Variant, CodegenError> {
+        crate::choose_variant(module, kernel, launch, args)
     }
 
     fn compile_kernel(
@@ -27,7 +27,7 @@ impl KernelCompiler for Llvm {
         kernel: Handle<Kernel>,
         variant: &Variant,
         options: &Options,
-    ) -> Result<CompiledKernel, String> {
-        crate::compile_kernel(module, kernel, variant, options).map_err(|e| e.to_string())
+    ) -> Result<CompiledKernel, CodegenError> {
+        crate::compile_kernel(module, kernel, variant, options)
     }
 }

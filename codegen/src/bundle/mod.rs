@@ -17,10 +17,10 @@ mod memory;
 pub use llvm::Llvm;
 
 use crate::schedule::{self, ScheduleError};
-use crate::{CompiledKernel, Handle, Kernel, Module, Options, Variant};
+use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Options, Variant};
 use cmdgraph_ir::bundle::{Bundle, BundleError, GraphPlan, NodeOrigin, FORMAT_VERSION};
 use cmdgraph_ir::diag::Diagnostic;
-use cmdgraph_ir::{Arg, Launch};
+use cmdgraph_ir::{Arg, Launch, Span};
 use cmdgraph_passes::pipeline::{run_pipeline, PipelineReport, RunOptions};
 use cmdgraph_passes::{PassContext, PassError, PassInfo};
 use std::fmt;
@@ -37,16 +37,17 @@ pub trait KernelCompiler {
         kernel: Handle<Kernel>,
         launch: &Launch,
         args: &[Arg],
-    ) -> Result<Variant, String>;
+    ) -> Result<Variant, CodegenError>;
 
-    /// One SPIR-V module for `kernel` at `variant`, validated.
+    /// One SPIR-V module for `kernel` at `variant`, validated. What LLVM or `spirv-val`
+    /// rejects is a [`CodegenError::Internal`] (a bug in the compiler, never in the input).
     fn compile_kernel(
         &self,
         module: &Module,
         kernel: Handle<Kernel>,
         variant: &Variant,
         options: &Options,
-    ) -> Result<CompiledKernel, String>;
+    ) -> Result<CompiledKernel, CodegenError>;
 }
 
 /// Why a module could not be compiled.
@@ -61,17 +62,43 @@ pub enum CompileError {
     InvalidOutput(Vec<Diagnostic>),
     /// A graph cannot be scheduled.
     Schedule(ScheduleError),
-    /// Choosing or compiling a kernel variant failed.
-    Kernel {
+    /// Choosing or compiling a kernel variant failed; the error names the kernel.
+    Codegen {
         /// Where: `@graph %node` of the first launch that needs the variant.
         at: String,
-        /// The kernel (without `@`).
-        kernel: String,
-        /// What went wrong.
-        message: String,
+        /// That launch's statement in the source ([`Span::UNDEFINED`] when unknown).
+        at_span: Span,
+        /// Why.
+        error: CodegenError,
     },
     /// The bundle could not be serialized.
     Bundle(BundleError),
+}
+
+impl CompileError {
+    /// Whether the failure is a bug in cmdgraph (or LLVM), not in the input: code generation
+    /// made something LLVM or `spirv-val` rejects, or a pass made a module that does not
+    /// verify. Front ends report these as internal compiler errors.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            CompileError::Codegen { error, .. } => error.is_internal(),
+            CompileError::InvalidOutput(_) => true,
+            _ => false,
+        }
+    }
+
+    /// A code generation failure as a diagnostic located in the source module (at the
+    /// kernel, the launch that needs the variant as a secondary label), when it has a
+    /// location; see [`CodegenError::diagnostic`].
+    pub fn diagnostic(&self) -> Option<Diagnostic> {
+        match self {
+            CompileError::Codegen { at, at_span, error } => {
+                let d = error.diagnostic()?;
+                Some(if at_span.is_defined() { d.with_secondary(*at_span, format!("{at} launches it")) } else { d })
+            }
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for CompileError {
@@ -84,7 +111,7 @@ impl fmt::Display for CompileError {
                 write!(f, "the optimized module does not verify (a bug in a pass): {first}")
             }
             CompileError::Schedule(e) => write!(f, "{e}"),
-            CompileError::Kernel { at, kernel, message } => write!(f, "{at}: kernel @{kernel}: {message}"),
+            CompileError::Codegen { at, error, .. } => write!(f, "{at}: {error}"),
             CompileError::Bundle(e) => write!(f, "{e}"),
         }
     }
@@ -151,8 +178,8 @@ pub fn compile_module(
         let t = Instant::now();
         let compiled = compiler
             .compile_kernel(&optimized, v.kernel, &v.variant, options)
-            .and_then(|k| launches::check(k, &v.name, &v.variant))
-            .map_err(|message| CompileError::Kernel { at: v.first_use.clone(), kernel: v.name.clone(), message })?;
+            .and_then(|k| launches::check(k, &v.name, &v.variant, optimized.kernels.span(v.kernel)))
+            .map_err(|error| CompileError::Codegen { at: v.first_use.clone(), at_span: v.first_use_span, error })?;
         kernel_times.push((v.name.clone(), v.variant.workgroup_size, t.elapsed()));
         kernels.push(compiled);
     }

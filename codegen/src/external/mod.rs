@@ -91,14 +91,17 @@ fn load_one(k: &Kernel, path: &str, entry: &str, file: &Path, span: Span) -> Res
     };
     let words = reflect::words_of(&bytes).map_err(|e| not_spirv(e.0))?;
     let reflection = reflect::reflect(&words).map_err(|e| not_spirv(e.0))?;
-    validate::validate(&k.name, &words).map_err(|e| match e {
-        CodegenError::Validation { message, .. } => at(
-            E_INVALID,
-            format!("\"{path}\" does not pass spirv-val --target-env vulkan1.3"),
-            message.lines().take(4).collect::<Vec<_>>().join(" | "),
-        ),
-        other => at(E_INVALID, format!("\"{path}\" could not be validated"), other.to_string()),
-    })?;
+    match validate::validate(&words) {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => {
+            return Err(at(
+                E_INVALID,
+                format!("\"{path}\" does not pass spirv-val --target-env vulkan1.3"),
+                message.lines().take(4).collect::<Vec<_>>().join(" | "),
+            ))
+        }
+        Err(other) => return Err(at(E_INVALID, format!("\"{path}\" could not be validated"), other.to_string())),
+    }
     let interface = check(k, entry, &reflection).map_err(|issues| {
         issues
             .into_iter()
@@ -212,11 +215,13 @@ impl KernelCompiler for WithExternal<'_> {
         kernel: Handle<Kernel>,
         launch: &Launch,
         args: &[Arg],
-    ) -> Result<Variant, String> {
+    ) -> Result<Variant, CodegenError> {
         let Some(k) = external(module, kernel) else { return self.inner.choose_variant(module, kernel, launch, args) };
-        let c = self.external.get(&k.name).ok_or_else(|| not_loaded(&k.name))?;
+        let c = self.external.get(&k.name).ok_or_else(|| CodegenError::launch(&k.name, not_loaded()))?;
         if let Some((message, _)) = launch_mismatch(self.external, &k.name, launch) {
-            return Err(message);
+            // The error names the kernel itself.
+            let message = message.strip_prefix(&format!("kernel @{} ", k.name)).unwrap_or(&message).to_string();
+            return Err(CodegenError::launch(&k.name, message));
         }
         // One variant whatever the launch: the module is what it is.
         Ok(Variant { workgroup_size: c.workgroup_size, dims: 0, local_capacity: Vec::new() })
@@ -228,14 +233,14 @@ impl KernelCompiler for WithExternal<'_> {
         kernel: Handle<Kernel>,
         variant: &Variant,
         options: &Options,
-    ) -> Result<CompiledKernel, String> {
+    ) -> Result<CompiledKernel, CodegenError> {
         let Some(k) = external(module, kernel) else {
             return self.inner.compile_kernel(module, kernel, variant, options);
         };
-        self.external.get(&k.name).cloned().ok_or_else(|| not_loaded(&k.name))
+        self.external.get(&k.name).cloned().ok_or_else(|| CodegenError::launch(&k.name, not_loaded()))
     }
 }
 
-fn not_loaded(name: &str) -> String {
-    format!("external kernel @{name} was not loaded (codegen::external::load)")
+fn not_loaded() -> String {
+    "the external kernel was not loaded (codegen::external::load)".to_string()
 }
