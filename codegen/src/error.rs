@@ -89,21 +89,18 @@ impl CodegenError {
             CodegenError::Internal { kernel, span, what, message } if span.is_defined() => {
                 let keyword = Span { start: span.start, end: span.start.saturating_add(6).min(span.end) };
                 let detail: Vec<&str> = message.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-                let help = if detail.is_empty() {
-                    format!("a bug in cmdgraph, not in the input: {PLEASE_REPORT}")
-                } else {
-                    format!(
-                        "a bug in cmdgraph, not in the input: {PLEASE_REPORT}; the message was: {}",
-                        detail.join(" | ")
-                    )
-                };
+                let mut help =
+                    "a bug in cmdgraph (or LLVM), not in the input: please report it with the input file".to_string();
+                if !detail.is_empty() {
+                    help.push_str(&format!("; the tool said: {}", detail.join(" | ")));
+                }
                 Some(
                     Diagnostic::error(
                         E_INTERNAL,
                         format!("internal compiler error: kernel @{kernel}: {what}"),
                         keyword,
                     )
-                    .with_label(format!("kernel @{kernel}"))
+                    .with_label("while compiling this kernel")
                     .with_help(help),
                 )
             }
