@@ -7,6 +7,9 @@ use std::process::ExitCode;
 pub const REJECTED: u8 = 1;
 /// Unreadable input or unwritable output.
 pub const IO_ERROR: u8 = 3;
+/// An internal compiler error: code generation made something LLVM or `spirv-val` rejects,
+/// or a pass made a module that does not verify (a bug in cmdgraph, not in the input).
+pub const INTERNAL: u8 = 4;
 
 /// Why a subcommand failed. The payload is the complete text for stderr.
 #[derive(Debug)]
@@ -15,6 +18,8 @@ pub enum Failure {
     Rejected(String),
     /// Exit 3: an `error: cannot read/write ...` line.
     Io(String),
+    /// Exit 4: an internal compiler error, located at the kernel when possible.
+    Internal(String),
     /// Exit 1 with nothing on stderr: the report on stdout already says why (`diff` found
     /// differences, `diff --update-check` refused the update), as diff(1) does.
     Differ,
@@ -29,6 +34,7 @@ pub fn finish(outcome: Outcome) -> ExitCode {
         Ok(()) => return ExitCode::SUCCESS,
         Err(Failure::Rejected(text)) => (text, REJECTED),
         Err(Failure::Io(text)) => (text, IO_ERROR),
+        Err(Failure::Internal(text)) => (text, INTERNAL),
         Err(Failure::Differ) => return ExitCode::from(REJECTED),
     };
     let mut stderr = std::io::stderr().lock();

@@ -71,7 +71,7 @@ pub fn run(args: &CompileArgs) -> Outcome {
     };
     let options = Options { opt_level: args.opt_level };
     if let Some(what) = args.emit {
-        return emit(args, &module, what);
+        return emit(args, &input, &module, what);
     }
     // External SPIR-V kernels are read relative to the input's directory, checked against
     // their signatures and reported at their spans before any packaging.
@@ -84,7 +84,7 @@ pub fn run(args: &CompileArgs) -> Outcome {
     let (bundle, report) = compile_module(&module, &passes, &options, &compiler).map_err(|e| match e {
         // Diagnostics of the source module point into the input: render them there.
         CompileError::Invalid(d) => super::reject(&input, &d),
-        e => reject(&input.name, &e),
+        e => located(&input, e.diagnostic(), e.is_internal(), &e),
     })?;
     let text = bundle.to_ron().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
     if args.time_passes {
@@ -96,10 +96,11 @@ pub fn run(args: &CompileArgs) -> Outcome {
 
 /// `--emit`: code generation output of the source module's variants instead of a bundle,
 /// to stdout or `-o` (a binary needs `-o`).
-fn emit(args: &CompileArgs, module: &cmdgraph_ir::Module, what: EmitKind) -> Outcome {
-    match compile_emit::emit(module, args.kernel.as_deref(), args.opt_level, what)
-        .map_err(|e| Failure::Rejected(e + "\n"))?
-    {
+fn emit(args: &CompileArgs, input: &io::Input, module: &cmdgraph_ir::Module, what: EmitKind) -> Outcome {
+    match compile_emit::emit(module, args.kernel.as_deref(), args.opt_level, what).map_err(|e| match e {
+        compile_emit::EmitError::Usage(text) => Failure::Rejected(text + "\n"),
+        compile_emit::EmitError::Codegen(e) => located(input, e.diagnostic(), e.is_internal(), &e),
+    })? {
         Emitted::Text(text) => io::write_output(args.output.as_deref(), &text),
         Emitted::Binary(bytes) => match args.output.as_deref() {
             Some(path) if !io::is_stdio(path) => io::write_atomic(path, &bytes)
@@ -118,8 +119,23 @@ fn output_path(input: &Path, output: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
-fn reject(name: &str, e: &CompileError) -> Failure {
-    Failure::Rejected(format!("error: {name}: {e}\n"))
+/// A code generation failure: rendered at its location in the input when it has one (else
+/// as text after the file name); an internal compiler error exits 4, anything else 1.
+fn located(
+    input: &io::Input,
+    diagnostic: Option<cmdgraph_ir::diag::Diagnostic>,
+    internal: bool,
+    e: &dyn std::fmt::Display,
+) -> Failure {
+    let text = match diagnostic {
+        Some(d) => d.render(&input.name, &input.text),
+        None => format!("error: {}: {e}\n", input.name),
+    };
+    if internal {
+        Failure::Internal(text)
+    } else {
+        Failure::Rejected(text)
+    }
 }
 
 /// The pass timing table, then one line per compiled kernel variant.
