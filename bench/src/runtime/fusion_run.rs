@@ -315,7 +315,7 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
          profiling timestamps (first command to last), median of {reps} runs after one warm-up run, the \
          three peers interleaved run by run in one process. GB/s counts the bytes the fused kernel must \
          move (the input read once, the output written once: 8 bytes per element), for the copy too. \
-         Checked: fused and unfused `@y0` bit-identical, both within 1e-5 of the chain computed on the \
+         Checked after the timed runs (a read-back of hundreds of MiB before them left the GPU at a low clock for the whole table): fused and unfused `@y0` bit-identical, both within 1e-5 of the chain computed on the \
          host, the copy equal to the input; a mismatch fails the suite.{}\n\n{}\n{}\n\
          Reading the numbers: *speed-up* is unfused / fused GPU time; fusion removes K - 1 launches, the \
          barriers between them and 2(K - 1) passes over memory, so on a bandwidth-bound device it \
