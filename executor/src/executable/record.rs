@@ -148,7 +148,10 @@ impl Executor {
             match seg {
                 Seg::Host(h) => out.push(vec![vec![graph.nodes[*h].name.clone()]]),
                 Seg::Device(_) => {
-                    let (order, plan) = self.segment_plan(exe, si)?;
+                    // What the command buffers hold, not a fresh plan.
+                    let (Some(order), Some(Some(plan))) = (exe.orders.get(si), exe.plans.get(si)) else {
+                        return Err(ExecError::Invalid(format!("segment {si} was not recorded")));
+                    };
                     let mut groups: Vec<Vec<String>> = Vec::new();
                     for (i, h) in order.iter().enumerate() {
                         if groups.is_empty() || plan.before.get(i).is_some_and(|b| b.is_some()) {

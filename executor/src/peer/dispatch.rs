@@ -137,7 +137,7 @@ impl DispatchPeer {
         barriers: Barriers,
         options: PeerOptions,
     ) -> Result<DispatchPeer> {
-        check_kernel(&ctx, kernel)?;
+        check_kernel(kernel)?;
         check_dispatches(&ctx, kernel, elems_total, dispatches)?;
         let mut objects = Objects::default();
         let options = PeerOptions { update_after_bind: options.update_after_bind && ctx.update_after_bind, ..options };
@@ -295,7 +295,7 @@ impl Drop for DispatchPeer {
 }
 
 /// The interface the peer fills in: one buffer parameter of 4-byte elements, nothing else.
-fn check_kernel(ctx: &Context, k: &CompiledKernel) -> Result<()> {
+fn check_kernel(k: &CompiledKernel) -> Result<()> {
     use cmdgraph_ir::bundle::{ArgFieldKind, MemorySlot};
     let bad = |why: &str| ExecError::Invalid(format!("dispatch peer: kernel @{}: {why}", k.kernel));
     let one_buffer = matches!(k.layout.fields.as_slice(),
@@ -311,8 +311,8 @@ fn check_kernel(ctx: &Context, k: &CompiledKernel) -> Result<()> {
     if wx == 0 || wy != 1 || wz != 1 || k.items_per_invocation == 0 {
         return Err(bad("needs a one-dimensional work-group"));
     }
-    crate::spirv::check(&k.kernel, &k.spirv, &k.entry, k.workgroup_size)?;
-    crate::features::check_kernel(k, &ctx.features)
+    // The device features are checked where the pipeline is made (vk/pipeline.rs).
+    crate::spirv::check(&k.kernel, &k.spirv, &k.entry, k.workgroup_size)
 }
 
 fn check_dispatches(ctx: &Context, k: &CompiledKernel, elems_total: u64, ds: &[Dispatch]) -> Result<()> {

@@ -27,6 +27,17 @@ impl KernelPipeline {
     /// the loader has checked; a module needing a feature the device did not enable is
     /// refused first (features.rs).
     pub fn new(ctx: &Context, cache: vk::PipelineCache, k: &CompiledKernel) -> Result<KernelPipeline> {
+        KernelPipeline::with_update_after_bind(ctx, cache, k, ctx.update_after_bind)
+    }
+
+    /// [`new`](Self::new) with the set layout's `UPDATE_AFTER_BIND` chosen by the caller
+    /// (only where the device has the feature): the hand-recorded peers measure both.
+    pub(crate) fn with_update_after_bind(
+        ctx: &Context,
+        cache: vk::PipelineCache,
+        k: &CompiledKernel,
+        update_after_bind: bool,
+    ) -> Result<KernelPipeline> {
         crate::features::check_kernel(k, &ctx.features)?;
         let bindings = 1 + k.layout.slots.len() as u32;
         let descs: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
@@ -39,7 +50,7 @@ impl KernelPipeline {
             })
             .collect();
         // Every binding can be rewritten after the command buffer was recorded (updates).
-        let (bind_flags, set_flags) = if ctx.update_after_bind {
+        let (bind_flags, set_flags) = if update_after_bind && ctx.update_after_bind {
             (
                 vk::DescriptorBindingFlags::UPDATE_AFTER_BIND | vk::DescriptorBindingFlags::UPDATE_UNUSED_WHILE_PENDING,
                 vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL,

@@ -5,10 +5,10 @@
 
 use super::{argument_block, groups, Barriers, Dispatch, PeerOptions};
 use crate::error::{ExecError, Result};
+use crate::vk::pipeline::KernelPipeline;
 use crate::vk::{Buffer, Context, Place};
 use ash::vk;
 use cmdgraph_ir::bundle::CompiledKernel;
-use std::ffi::CString;
 
 /// Everything a peer made on the device.
 #[derive(Default)]
@@ -21,9 +21,7 @@ pub(super) struct Objects {
     /// `VkDispatchIndirectCommand`s, one per dispatch (only with `PeerOptions::indirect`).
     indirect: Option<Buffer>,
     options: PeerOptions,
-    set_layout: vk::DescriptorSetLayout,
-    layout: vk::PipelineLayout,
-    pipeline: vk::Pipeline,
+    pipeline: Option<KernelPipeline>,
     desc_pool: vk::DescriptorPool,
     cmd_pool: vk::CommandPool,
     pub(super) cb: vk::CommandBuffer,
@@ -69,54 +67,18 @@ impl Objects {
         self.record(ctx, k, ds, &sets, barriers)
     }
 
-    /// Set layout (binding 0 the argument block, 1 the buffer; plain descriptors: nothing is
-    /// rewritten after recording), pipeline layout and compute pipeline.
+    /// The kernel's pipeline as the executor makes it (vk/pipeline.rs), with
+    /// update-after-bind descriptors only when the options ask for them.
     fn pipeline(&mut self, ctx: &Context, k: &CompiledKernel) -> Result<()> {
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..2)
-            .map(|b| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(b)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
-            .collect();
-        let entry = CString::new(k.entry.as_bytes())
-            .map_err(|_| ExecError::Invalid(format!("kernel @{}: entry name holds a NUL", k.kernel)))?;
-        let d = &ctx.device;
-        // SAFETY: every create info points at live locals; each handle is stored as soon as
-        // it exists, so `destroy` frees it on a later error; the shader module is destroyed
-        // right after pipeline creation, which does not need it afterwards.
-        unsafe {
-            let uab = [vk::DescriptorBindingFlags::UPDATE_AFTER_BIND
-                | vk::DescriptorBindingFlags::UPDATE_UNUSED_WHILE_PENDING; 2];
-            let mut flags = vk::DescriptorSetLayoutBindingFlagsCreateInfo::default().binding_flags(&uab);
-            let mut info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
-            if self.options.update_after_bind {
-                info = info.flags(vk::DescriptorSetLayoutCreateFlags::UPDATE_AFTER_BIND_POOL).push_next(&mut flags);
-            }
-            self.set_layout = d.create_descriptor_set_layout(&info, None)?;
-            let set_layouts = [self.set_layout];
-            self.layout =
-                d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts), None)?;
-            let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&k.spirv), None)?;
-            let stage = vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::COMPUTE)
-                .module(module)
-                .name(&entry);
-            let infos = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
-            let made = d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None);
-            d.destroy_shader_module(module, None);
-            let made = made.map_err(|(_, e)| ExecError::Vulkan(format!("pipeline of @{}: {e:?}", k.kernel)))?;
-            self.pipeline = made.first().copied().unwrap_or_default();
-        }
+        let cache = vk::PipelineCache::null();
+        self.pipeline = Some(KernelPipeline::with_update_after_bind(ctx, cache, k, self.options.update_after_bind)?);
         Ok(())
     }
 
     /// One descriptor set per dispatch: binding 0 its argument block, binding 1 the whole
     /// buffer at offset 0 (docs/abi.md: the element offset is in the argument block).
     fn descriptor_sets(&mut self, ctx: &Context, n: usize, stride: u64, block: u64) -> Result<Vec<vk::DescriptorSet>> {
-        let (Some(args), Some(data)) = (&self.args, &self.data) else {
+        let (Some(args), Some(data), Some(pipeline)) = (&self.args, &self.data, &self.pipeline) else {
             return Err(ExecError::Invalid("dispatch peer: buffers missing".into()));
         };
         let count = u32::try_from(n).map_err(|_| ExecError::Invalid("dispatch peer: too many dispatches".into()))?;
@@ -131,7 +93,7 @@ impl Objects {
                 info = info.flags(vk::DescriptorPoolCreateFlags::UPDATE_AFTER_BIND);
             }
             self.desc_pool = d.create_descriptor_pool(&info, None)?;
-            let layouts = vec![self.set_layout; n];
+            let layouts = vec![pipeline.set_layout; n];
             let sets = d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.desc_pool).set_layouts(&layouts),
             )?;
@@ -192,6 +154,9 @@ impl Objects {
         barriers: Barriers,
     ) -> Result<()> {
         let (d, cb) = (&ctx.device, self.cb);
+        let Some(pipeline) = &self.pipeline else {
+            return Err(ExecError::Invalid("dispatch peer: no pipeline".into()));
+        };
         let barrier = [vk::MemoryBarrier2::default()
             .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
             .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
@@ -211,9 +176,9 @@ impl Objects {
             if timed {
                 d.cmd_write_timestamp2(cb, vk::PipelineStageFlags2::NONE, self.queries, 0);
             }
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
             for (i, (dispatch, &set)) in ds.iter().zip(sets).enumerate() {
-                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[set], &[]);
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, pipeline.layout, 0, &[set], &[]);
                 match &self.indirect {
                     Some(ind) => d.cmd_dispatch_indirect(cb, ind.buffer, 12 * i as u64),
                     None => d.cmd_dispatch(cb, groups(k, dispatch.elems), 1, 1),
@@ -240,9 +205,9 @@ impl Objects {
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.cmd_pool, None);
             d.destroy_descriptor_pool(self.desc_pool, None);
-            d.destroy_pipeline(self.pipeline, None);
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+        if let Some(p) = self.pipeline.as_mut() {
+            p.destroy(ctx);
         }
         for b in [self.data.take(), self.args.take(), self.indirect.take()].into_iter().flatten() {
             let mut b = b;
