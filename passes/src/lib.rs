@@ -20,6 +20,7 @@ pub mod inline_subgraphs;
 pub mod memory;
 pub mod pipeline;
 pub mod reduce;
+pub mod tile_contractions;
 pub mod transitive_reduction;
 
 use cmdgraph_ir::Module;
@@ -52,6 +53,7 @@ pub static REGISTRY: &[PassInfo] = &[
     transitive_reduction::INFO,
     dead_nodes::INFO,
     fuse::INFO,
+    tile_contractions::INFO,
     memory::INFO,
 ];
 
@@ -62,6 +64,7 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "eliminate-barriers",
     "dead-node-elimination",
     "fuse-kernels",
+    "tile-contractions",
     "transitive-reduction",
     "plan-memory",
 ];

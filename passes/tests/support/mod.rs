@@ -53,7 +53,10 @@ pub fn outputs(m: &Module, order: Order) -> BTreeMap<String, Vec<u8>> {
         let exec = interp.finalize(&g.name).expect("finalize");
         for _ in 0..2 {
             let stats = interp
-                .run_with(exec, &RunOptions { order, check_races: true, fuel: Some(100_000_000) })
+                .run_with(
+                    exec,
+                    &RunOptions { order, check_races: true, fuel: Some(100_000_000), ..RunOptions::default() },
+                )
                 .unwrap_or_else(|e| panic!("@{}: {e}", g.name));
             assert!(stats.races.is_empty(), "@{}: races {:?}", g.name, stats.races);
         }

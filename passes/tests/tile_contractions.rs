@@ -1,0 +1,171 @@
+//! `tile-contractions`: which nodes it tiles, and that the tiled kernels compute the same
+//! bits as the one-work-item-per-output loop on the interpreter (full-precision random
+//! inputs, sizes that leave partial work-groups and a short last stage).
+
+mod support;
+
+use cmdgraph_ir::graph::NodeKind;
+use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_ir::Module;
+
+/// How the contraction is written.
+#[derive(Clone, Copy)]
+struct Form {
+    /// `a` stored transposed (`a[t * rows + row]`).
+    a_transposed: bool,
+    /// `mul` then `add` instead of `fma`.
+    mul_add: bool,
+    /// The running value starts at 0.25 instead of 0.
+    init: &'static str,
+    /// The row is `global_id 0` (and the column `global_id 1`).
+    swapped: bool,
+}
+
+const PLAIN: Form = Form { a_transposed: false, mul_add: false, init: "0.0", swapped: false };
+
+fn text(rows: u64, cols: u64, steps: u64, f: Form, properties: &str) -> String {
+    let (col_dim, row_dim) = if f.swapped { (1, 0) } else { (0, 1) };
+    let a_index = if f.a_transposed {
+        "%ar = mul %j, %rows\n    %ai = add %ar, %row"
+    } else {
+        "%ar = mul %row, %k\n    %ai = add %ar, %j"
+    };
+    let step = if f.mul_add { "%p = mul %av, %bv\n    %s2 = add %s, %p" } else { "%s2 = fma %av, %bv, %s" };
+    let range = if f.swapped { format!("{rows}, {cols}") } else { format!("{cols}, {rows}") };
+    format!(
+        "kernel @mm(%a: buf<f32, read>, %b: buf<f32, read>, %c: buf<f32, write>, %n: u32, %k: u32, %rows: u32) {{
+  %col = global_id {col_dim}
+  %row = global_id {row_dim}
+  %zero = const 0 : u32
+  %one = const 1 : u32
+  %init = const {init} : f32
+  %acc = for %j = %zero to %k step %one carry(%s = %init) {{
+    {a_index}
+    %av = load %a[%ai]
+    %br = mul %j, %n
+    %bi = add %br, %col
+    %bv = load %b[%bi]
+    {step}
+    yield %s2
+  }}
+  %cr = mul %row, %n
+  %ci = add %cr, %col
+  store %c[%ci], %acc
+}}
+
+usm @a : f32[{asz}]
+usm @b : f32[{bsz}]
+usm @c : f32[{csz}]
+
+graph @g{properties} {{
+  %mm = kernel @mm range({range}) args(@a, @b, @c, {cols}, {steps}, {rows})
+}}
+",
+        init = f.init,
+        asz = rows * steps,
+        bsz = steps * cols,
+        csz = rows * cols,
+    )
+}
+
+/// Full-precision random floats in [-2, 2) (SplitMix64).
+fn random(n: u64, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            (z >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0
+        })
+        .collect()
+}
+
+fn run(m: &Module, rows: u64, cols: u64, steps: u64) -> Vec<u8> {
+    let mut interp = Interpreter::new(m).expect("interpreter");
+    interp.bind_as::<f32>("a", &random(rows * steps, 1)).unwrap();
+    interp.bind_as::<f32>("b", &random(steps * cols, 2)).unwrap();
+    interp.bind_as::<f32>("c", &random(rows * cols, 3)).unwrap();
+    let exec = interp.finalize("g").unwrap();
+    interp.run(exec).unwrap_or_else(|e| panic!("{e}"));
+    interp.read("c").unwrap().to_vec()
+}
+
+/// Nodes the pass tiled (one remark each).
+fn tiled(ctx: &cmdgraph_passes::PassContext) -> usize {
+    ctx.remarks.iter().filter(|r| r.starts_with("tile-contractions:")).count()
+}
+
+fn kernel_of_node(m: &Module) -> String {
+    let g = m.graphs.iter().next().unwrap().1;
+    let NodeKind::Kernel(cmd) = &g.nodes.iter().next().unwrap().1.kind else { panic!("not a kernel") };
+    m.kernels[cmd.kernel].name.clone()
+}
+
+fn check(rows: u64, cols: u64, steps: u64, f: Form) {
+    let source = text(rows, cols, steps, f, "");
+    let before = support::module(&source);
+    let (after, ctx) = support::optimize(&before, "tile-contractions");
+    assert_eq!(tiled(&ctx), 1, "{rows}x{cols}x{steps}: not tiled");
+    assert!(kernel_of_node(&after).starts_with("mm.tiled."), "{}", kernel_of_node(&after));
+    let (want, got) = (run(&before, rows, cols, steps), run(&after, rows, cols, steps));
+    // Count differences rather than comparing the whole image, so a failure says how bad.
+    let diff = want.chunks(4).zip(got.chunks(4)).filter(|(a, b)| a != b).count();
+    assert_eq!(diff, 0, "{rows}x{cols}x{steps}: {diff} of {} outputs differ", rows * cols);
+    // The inputs really exercise rounding: a different summation order changes the bits.
+    let want_f: Vec<f32> = want.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    assert!(want_f.iter().all(|x| x.is_finite()) && want_f.iter().any(|x| x.fract() != 0.0));
+}
+
+#[test]
+fn tiled_matmul_equals_the_loop_bit_for_bit() {
+    // Whole work-groups and stages, partial ones, a short last stage, rows below 16.
+    for (rows, cols, steps) in [(64, 64, 64), (8, 96, 48), (33, 70, 17), (5, 100, 33), (20, 16, 40)] {
+        check(rows, cols, steps, PLAIN);
+    }
+}
+
+#[test]
+fn every_written_form_is_tiled_and_keeps_its_rounding() {
+    check(24, 40, 37, Form { mul_add: true, ..PLAIN });
+    check(24, 40, 37, Form { a_transposed: true, ..PLAIN });
+    check(24, 40, 37, Form { init: "0.25", ..PLAIN });
+    check(40, 24, 37, Form { swapped: true, ..PLAIN });
+}
+
+#[test]
+fn what_is_not_a_contraction_stays() {
+    let plain = text(32, 32, 32, PLAIN, "");
+    let cases = [
+        // A second store.
+        plain.replace("store %c[%ci], %acc", "store %c[%ci], %acc\n  store %c[%row], %acc"),
+        // A non-affine index.
+        plain.replace("%bi = add %br, %col", "%bx = mul %col, %col\n    %bi = add %br, %bx"),
+        // The product feeds the running value through something else.
+        plain.replace("%s2 = fma %av, %bv, %s", "%q = fma %av, %bv, %s\n    %s2 = min %q, %s"),
+        // Updatable graphs keep their kernels (arguments may change after finalize).
+        text(32, 32, 32, PLAIN, " properties(updatable)"),
+        // Too few steps to gain.
+        text(32, 32, 8, PLAIN, ""),
+    ];
+    for (i, source) in cases.iter().enumerate() {
+        let m = support::module(source);
+        let (after, ctx) = support::optimize(&m, "tile-contractions");
+        assert_eq!(tiled(&ctx), 0, "case {i} was tiled");
+        assert_eq!(kernel_of_node(&after), "mm", "case {i}");
+    }
+}
+
+#[test]
+fn identical_contractions_share_one_kernel() {
+    let one = text(16, 64, 32, PLAIN, "");
+    let two = one.replace(
+        "  %mm = kernel @mm range(64, 16) args(@a, @b, @c, 64, 32, 16)\n",
+        "  %mm = kernel @mm range(64, 16) args(@a, @b, @c, 64, 32, 16)\n  %mm2 = kernel @mm range(64, 16) args(@a, @b, @c, 64, 32, 16) after(%mm)\n",
+    );
+    let (after, ctx) = support::optimize(&support::module(&two), "tile-contractions");
+    assert_eq!(tiled(&ctx), 2);
+    assert_eq!(after.kernels.len(), 2);
+}
