@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
         let Ok(exec) = interp.finalize(&name) else {
             continue;
         };
-        let opts = RunOptions { order: Order::Random(seed), check_races: true, fuel: Some(FUEL) };
+        let opts = RunOptions { order: Order::Random(seed), check_races: true, fuel: Some(FUEL), ..RunOptions::default() };
         let _ = interp.run_with(exec, &opts);
         let _ = interp.drop_exec(exec);
     }

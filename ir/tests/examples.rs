@@ -135,7 +135,7 @@ fn read(interp: &Interpreter, name: &str) -> Vec<f32> {
 
 /// Runs graph `graph` once in `order` with the race detector on; fails on any race.
 fn run(interp: &mut Interpreter, exec: cmdgraph_ir::interp::ExecId, order: Order, what: &str) {
-    let opts = RunOptions { order, check_races: true, fuel: Some(1 << 36) };
+    let opts = RunOptions { order, check_races: true, fuel: Some(1 << 36), ..RunOptions::default() };
     let stats = interp.run_with(exec, &opts).unwrap_or_else(|e| panic!("{what}: run in {order:?} failed: {e}"));
     assert!(stats.races.is_empty(), "{what}: races in {order:?}: {:?}", stats.races);
     assert!(stats.work_items > 0, "{what}: no kernel ran");

@@ -31,7 +31,7 @@ fn run_all(m: &Module) -> usize {
             }
         }
     }
-    let opts = RunOptions { order: Order::Random(3), check_races: true, fuel: Some(50_000) };
+    let opts = RunOptions { order: Order::Random(3), check_races: true, fuel: Some(50_000), ..RunOptions::default() };
     let mut ok = 0;
     for (_, g) in m.graphs.iter() {
         if let Ok(exec) = interp.finalize(&g.name) {

@@ -88,7 +88,10 @@ fn every_example_graph_runs_race_free_and_deterministically() {
             let mut interp = setup(&m);
             let exec = interp.finalize(&g.name).unwrap_or_else(|e| panic!("{path} @{}: {e}", g.name));
             let stats = interp
-                .run_with(exec, &RunOptions { order: Order::Creation, check_races: true, fuel: None })
+                .run_with(
+                    exec,
+                    &RunOptions { order: Order::Creation, check_races: true, fuel: None, ..RunOptions::default() },
+                )
                 .unwrap_or_else(|e| panic!("{path} @{}: {e}", g.name));
             assert!(stats.races.is_empty(), "{path} @{}: {:?}", g.name, stats.races);
             let reference = snapshot(&interp, &m);
@@ -96,7 +99,15 @@ fn every_example_graph_runs_race_free_and_deterministically() {
                 let mut interp = setup(&m);
                 let exec = interp.finalize(&g.name).unwrap();
                 let stats = interp
-                    .run_with(exec, &RunOptions { order: Order::Random(seed), check_races: true, fuel: None })
+                    .run_with(
+                        exec,
+                        &RunOptions {
+                            order: Order::Random(seed),
+                            check_races: true,
+                            fuel: None,
+                            ..RunOptions::default()
+                        },
+                    )
                     .unwrap_or_else(|e| panic!("{path} @{} seed {seed}: {e}", g.name));
                 assert!(stats.races.is_empty(), "{path} @{} seed {seed}: {:?}", g.name, stats.races);
                 assert!(snapshot(&interp, &m) == reference, "{path} @{}: seed {seed} changed the outputs", g.name);

@@ -179,8 +179,12 @@ fn subgraph_ordering() {
     for seed in 0..64 {
         interp.bind_as("z", &[0f32; 4]).unwrap();
         interp.bind_as("y", &[0f32; 4]).unwrap();
-        let stats =
-            interp.run_with(exec, &RunOptions { order: Order::Random(seed), check_races: true, fuel: None }).unwrap();
+        let stats = interp
+            .run_with(
+                exec,
+                &RunOptions { order: Order::Random(seed), check_races: true, fuel: None, ..RunOptions::default() },
+            )
+            .unwrap();
         let pos = |n: &str| stats.order.iter().position(|x| x == n).unwrap();
         assert!(pos("p1") < pos("sg/c1") && pos("p1") < pos("sg/c3"), "{:?}", stats.order);
         assert!(pos("sg/c1") < pos("sg/c2"));
@@ -383,8 +387,12 @@ graph @g {
     let exec = interp.finalize("g").unwrap();
     let mut first = std::collections::BTreeMap::new();
     for seed in 0..3000 {
-        let stats =
-            interp.run_with(exec, &RunOptions { order: Order::Random(seed), check_races: false, fuel: None }).unwrap();
+        let stats = interp
+            .run_with(
+                exec,
+                &RunOptions { order: Order::Random(seed), check_races: false, fuel: None, ..RunOptions::default() },
+            )
+            .unwrap();
         assert_eq!(stats.order.last().map(String::as_str), Some("d"));
         *first.entry(stats.order[0].clone()).or_insert(0) += 1;
     }

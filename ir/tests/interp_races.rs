@@ -33,7 +33,7 @@ fn pair(with_edge: bool) -> String {
 }
 
 fn checked(order: Order) -> RunOptions {
-    RunOptions { order, check_races: true, fuel: None }
+    RunOptions { order, check_races: true, fuel: None, ..RunOptions::default() }
 }
 
 /// A missing edge between a writer and a reader of @y is found, naming both nodes, the
@@ -79,7 +79,12 @@ fn random_schedules_expose_the_race() {
         for seed in seeds {
             interp.bind_as("x", &x).unwrap();
             interp.bind_as("y", &y0).unwrap();
-            interp.run_with(exec, &RunOptions { order: Order::Random(seed), check_races: false, fuel: None }).unwrap();
+            interp
+                .run_with(
+                    exec,
+                    &RunOptions { order: Order::Random(seed), check_races: false, fuel: None, ..RunOptions::default() },
+                )
+                .unwrap();
             let z: Vec<f32> = interp.read_as("z").unwrap();
             if with_edge {
                 assert_eq!(z, ordered, "seed {seed}");

@@ -43,7 +43,9 @@ graph @g {{
     let stats = it.run(e).unwrap();
     eprintln!("saxpy: {} work-items in {:?}", stats.work_items, t.elapsed());
     let t = Instant::now();
-    let stats = it.run_with(e, &RunOptions { order: Order::Creation, check_races: true, fuel: None }).unwrap();
+    let stats = it
+        .run_with(e, &RunOptions { order: Order::Creation, check_races: true, fuel: None, ..RunOptions::default() })
+        .unwrap();
     eprintln!("saxpy, race-checked: {} work-items in {:?}", stats.work_items, t.elapsed());
     assert!(stats.races.is_empty());
     let mut y = vec![0f32; n as usize];

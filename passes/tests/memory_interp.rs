@@ -22,7 +22,9 @@ fn run(text: &str, pooled: bool, order: Order) -> (Vec<f32>, u64) {
     let layout = if pooled { AllocLayout::Pool(plan.pool_layout(&module.graphs[g])) } else { AllocLayout::Separate };
     let exec = interp.finalize_with("g", layout).unwrap();
     for _ in 0..2 {
-        let stats = interp.run_with(exec, &RunOptions { order, check_races: true, fuel: None }).unwrap();
+        let stats = interp
+            .run_with(exec, &RunOptions { order, check_races: true, fuel: None, ..RunOptions::default() })
+            .unwrap();
         assert!(stats.races.is_empty(), "races: {:?}", stats.races);
     }
     (interp.read_as("out").unwrap(), plan.pool_size)

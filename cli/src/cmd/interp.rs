@@ -13,7 +13,7 @@ mod locate;
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use cmdgraph_ir::graph::{Alternative, NodeKind};
-use cmdgraph_ir::interp::{InterpError, Interpreter, Order, Race, RunOptions};
+use cmdgraph_ir::interp::{FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
 use std::cell::RefCell;
@@ -84,6 +84,28 @@ pub struct InterpArgs {
     /// Stop a run after this many kernel op executions (counted per work-item).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
+    /// How `fma` rounds: `once` (the kernel language's fma) or `twice` (the product rounded,
+    /// then the sum, as a conforming Vulkan device may compute it, e.g. llvmpipe).
+    #[arg(long, value_name = "RULE", default_value = "once")]
+    pub fma: FmaArg,
+}
+
+/// `--fma`: the interpreter's `FmaRounding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FmaArg {
+    /// `a*b + c` rounded once.
+    Once,
+    /// `a*b` rounded, then the sum rounded.
+    Twice,
+}
+
+impl FmaArg {
+    fn rounding(self) -> FmaRounding {
+        match self {
+            FmaArg::Once => FmaRounding::Once,
+            FmaArg::Twice => FmaRounding::Twice,
+        }
+    }
 }
 
 /// Runs `cmdgraph interp`.
@@ -159,7 +181,7 @@ fn run_graph(interp: &mut Interpreter, graph: &str, args: &InterpArgs) -> Result
     let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new() };
     for i in 0..args.runs {
         let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i as u64)));
-        let opts = RunOptions { order, check_races: args.races, fuel: args.fuel };
+        let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma: args.fma.rounding() };
         let stats = interp.run_with(exec, &opts)?;
         (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
         for race in stats.races {
@@ -189,6 +211,9 @@ fn summary_head(module: &Module, graph: &str, args: &InterpArgs, ran: &Ran, inpu
         .collect();
     if !zeroed.is_empty() {
         text.push_str(&format!("zeroed (no --input): {}\n", zeroed.join(", ")));
+    }
+    if args.fma == FmaArg::Twice {
+        text.push_str("fma: rounded twice (the product, then the sum)\n");
     }
     text
 }

@@ -55,6 +55,8 @@ pub(crate) struct NodeCtx<'r, 'a> {
     pub callbacks: &'r mut HostCallbacks,
     /// Kernel op executions left (see `RunOptions::fuel`).
     pub fuel: &'r mut u64,
+    /// How `fma` rounds (`RunOptions::fma`).
+    pub fma: super::FmaRounding,
 }
 
 impl NodeCtx<'_, '_> {
@@ -219,6 +221,7 @@ impl NodeCtx<'_, '_> {
             self.log.as_deref_mut(),
             self.root,
             self.fuel,
+            self.fma,
         )
     }
 

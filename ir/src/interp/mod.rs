@@ -69,6 +69,35 @@ pub struct RunOptions {
     /// group of 256 work-items costs 256); past it the run fails with
     /// [`FaultKind::OutOfFuel`]. `None`: no limit. Guards against runaway loops.
     pub fuel: Option<u64>,
+    /// How `fma` rounds. The kernel language's `fma` rounds once; a conforming Vulkan device
+    /// may round the product first (docs/ir.md, "Float precision"), and running with
+    /// [`FmaRounding::Twice`] gives what such a device computes.
+    pub fma: FmaRounding,
+}
+
+/// How the interpreter rounds `fma %a, %b, %c` ([`RunOptions::fma`]), per lane, in the
+/// element type (`f32` or `f16`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FmaRounding {
+    /// `a·b + c` rounded once (IEEE 754 fusedMultiplyAdd): the kernel language's meaning.
+    #[default]
+    Once,
+    /// `round(round(a·b) + c)`: the product rounded to the element type, then the sum, as
+    /// `mul` then `add` compute (llvmpipe's `fma`).
+    Twice,
+}
+
+impl FmaRounding {
+    /// Both rules, `Once` first.
+    pub const ALL: [FmaRounding; 2] = [FmaRounding::Once, FmaRounding::Twice];
+
+    /// `once` or `twice` (the CLI's `--fma` values).
+    pub fn name(self) -> &'static str {
+        match self {
+            FmaRounding::Once => "once",
+            FmaRounding::Twice => "twice",
+        }
+    }
 }
 
 /// What a run did.
@@ -453,6 +482,7 @@ impl Interpreter {
                 log: logs.get_mut(i as usize),
                 callbacks,
                 fuel: &mut fuel,
+                fma: opts.fma,
             };
             stats.work_items += ctx.execute(f.node, node)?;
             stats.order.push(f.name.clone());

@@ -4,9 +4,11 @@
 //! execution and applied to every component, or `None` when the op does not apply to the
 //! type. Semantics:
 //! - `f32` arithmetic is done in `f32` (never widened), `fma` is `f32::mul_add` (one
-//!   rounding), math functions are Rust's `f32` functions; `rsqrt` is `1 / sqrt`.
+//!   rounding; two with `FmaRounding::Twice`), math functions are Rust's `f32` functions;
+//!   `rsqrt` is `1 / sqrt`.
 //! - `f16` arithmetic and math are computed in `f32` and rounded once to `f16` (exact for
-//!   `add sub mul div sqrt`, since `f32` has more than 2·11+2 bits); `fma` goes through `f64`.
+//!   `add sub mul div sqrt`, since `f32` has more than 2·11+2 bits); `fma` goes through `f64`
+//!   (rounded to odd there, so the `f16` result is rounded once).
 //! - `min`/`max` on floats return the non-NaN operand (IEEE minNum/maxNum, SYCL `fmin`);
 //!   float `rem` is C `fmod`.
 //! - Integer arithmetic wraps; `div` and `rem` by zero give 0, and `MIN / -1` gives `MIN`
@@ -16,7 +18,8 @@
 //!   gives 0), integer to integer wraps, to `bool` is "not zero" (NaN is true), from `bool`
 //!   is 0 or 1.
 
-use super::value::{f16_bits, f16_of, f32_bits, f32_of, int_bits, int_of};
+use super::value::{f16_bits, f16_from_f64, f16_of, f32_bits, f32_of, int_bits, int_of};
+use super::FmaRounding;
 use crate::kernel::{AtomicOp, BinaryOp, CmpOp, UnaryOp};
 use crate::types::ScalarType;
 use half::f16;
@@ -213,16 +216,46 @@ pub(crate) fn compare(op: CmpOp, ty: ScalarType) -> Fn2 {
     }
 }
 
-/// `a * b + c` rounded once.
-pub(crate) fn fma(ty: ScalarType) -> Option<Fn3> {
-    match ty {
-        ScalarType::F32 => Some(|a, b, c| f32_bits(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
-        ScalarType::F16 => Some(|a, b, c| {
+/// `a * b + c` under `rounding`: rounded once (`Once`), or the product rounded to the
+/// element type and then the sum (`Twice`, what `mul` then `add` computes).
+pub(crate) fn fma(ty: ScalarType, rounding: FmaRounding) -> Option<Fn3> {
+    match (ty, rounding) {
+        (ScalarType::F32, FmaRounding::Once) => Some(|a, b, c| f32_bits(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
+        (ScalarType::F32, FmaRounding::Twice) => Some(|a, b, c| f32_bits(f32_of(a) * f32_of(b) + f32_of(c))),
+        // The product of two `f16` is exact in `f64` (22 bits); the sum is rounded to odd in
+        // `f64` (53 > 2·11 + 2 bits), so rounding that to `f16` is the one correct rounding.
+        (ScalarType::F16, FmaRounding::Once) => Some(|a, b, c| {
             let w = |x: u64| f16_of(x).to_f64();
-            f16_bits(f16::from_f64(w(a).mul_add(w(b), w(c))))
+            f16_bits(f16_from_f64(add_round_to_odd(w(a) * w(b), w(c))))
+        }),
+        // An `f16` product rounded to `f16` plus an `f16` is exact in `f64` (their exponents
+        // span at most 16 + 24 bits), so the sum is rounded once more, to `f16`.
+        (ScalarType::F16, FmaRounding::Twice) => Some(|a, b, c| {
+            let w = |x: u64| f16_of(x).to_f64();
+            let p = f16_from_f64(w(a) * w(b)).to_f64();
+            f16_bits(f16_from_f64(p + w(c)))
         }),
         _ => None,
     }
+}
+
+/// `x + y` rounded to odd: the nearest `f64` when exact, else the neighbour of the exact sum
+/// whose last significand bit is 1 (so a later rounding to a narrower type is correct).
+fn add_round_to_odd(x: f64, y: f64) -> f64 {
+    let s = x + y;
+    if !s.is_finite() {
+        return s;
+    }
+    // TwoSum: `s + e` is the exact sum.
+    let yv = s - x;
+    let e = (x - (s - yv)) + (y - yv);
+    if e == 0.0 || s.to_bits() & 1 == 1 {
+        return s;
+    }
+    // `s` is even and inexact: step one ulp toward the exact sum.
+    let toward_bigger_magnitude = (e > 0.0) == (s > 0.0);
+    let bits = s.to_bits();
+    f64::from_bits(if toward_bigger_magnitude { bits + 1 } else { bits - 1 })
 }
 
 /// Converts `bits` of type `from` to `to` (Rust `as` semantics, see the module doc).
@@ -292,5 +325,137 @@ mod tests {
         assert_eq!(cast((-1i32) as u32 as u64, ScalarType::I32, ScalarType::I64), u64::MAX);
         assert_eq!(cast(u32::MAX as u64, ScalarType::U32, ScalarType::I64), u32::MAX as u64);
         assert_eq!(f32_of(cast(16_777_217, ScalarType::I64, ScalarType::F32)), 16_777_216.0);
+    }
+
+    /// SplitMix64, for the random operands below.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Every finite `f16` as an exact multiple of 2^-48 (an `i128`), ascending.
+    fn f16_grid() -> Vec<(i128, u16)> {
+        let mut v: Vec<(i128, u16)> = (0..=u16::MAX)
+            .map(f16::from_bits)
+            .filter(|h| h.is_finite())
+            .map(|h| ((h.to_f64() * 2f64.powi(48)) as i128, h.to_bits()))
+            .collect();
+        v.sort_by_key(|p| p.0);
+        v.dedup_by_key(|p| p.0); // +0 and -0
+        v
+    }
+
+    /// The exact value `n`·2^-48 rounded once to `f16`, ties to even (no overflow).
+    fn round_f16(grid: &[(i128, u16)], n: i128) -> u16 {
+        let i = grid.partition_point(|p| p.0 < n);
+        if i < grid.len() && grid[i].0 == n {
+            return grid[i].1;
+        }
+        let (lo, hi) = (grid[i - 1], grid[i]);
+        match (n - lo.0).cmp(&(hi.0 - n)) {
+            std::cmp::Ordering::Less => lo.1,
+            std::cmp::Ordering::Greater => hi.1,
+            std::cmp::Ordering::Equal => {
+                if lo.1 & 1 == 0 {
+                    lo.1
+                } else {
+                    hi.1
+                }
+            }
+        }
+    }
+
+    fn scaled(h: u16) -> i128 {
+        (f16::from_bits(h).to_f64() * 2f64.powi(48)) as i128
+    }
+
+    /// The exact product of two `f16`, in units of 2^-48.
+    fn product(a: u16, b: u16) -> i128 {
+        let s24 = |h: u16| (f16::from_bits(h).to_f64() * 2f64.powi(24)) as i128;
+        s24(a) * s24(b)
+    }
+
+    #[test]
+    fn f16_fma_rounds_once_or_twice_exactly() {
+        let grid = f16_grid();
+        let once = fma(ScalarType::F16, FmaRounding::Once).unwrap();
+        let twice = fma(ScalarType::F16, FmaRounding::Twice).unwrap();
+        let mut state = 1;
+        let (mut differ, mut n) = (0, 0);
+        // Random finite operands whose exact result stays below 65504 in magnitude, plus the
+        // case where rounding through f32 or f64 gives the wrong tie: 683/512 · 3/4 is the
+        // midpoint 1 + 2^-11, and a tiny addend decides the rounding.
+        let mut cases = vec![(0x3d56u16, 0x3a00u16, 0x0001u16), (0x3d56, 0x3a00, 0x8001)];
+        while cases.len() < 200_000 {
+            let pick = |s: &mut u64| {
+                let b = next(s) as u16;
+                if f16::from_bits(b).is_finite() {
+                    b
+                } else {
+                    b & 0x3fff
+                }
+            };
+            let (a, b, c) = (pick(&mut state), pick(&mut state), pick(&mut state));
+            if product(a, b).abs() + scaled(c).abs() < scaled(0x7bff) / 2 {
+                cases.push((a, b, c));
+            }
+        }
+        for (a, b, c) in cases {
+            let exact = product(a, b) + scaled(c);
+            let want = round_f16(&grid, exact);
+            let got = once(u64::from(a), u64::from(b), u64::from(c)) as u16;
+            // Signed zeros: compare values.
+            assert_eq!(f16::from_bits(got).to_f64(), f16::from_bits(want).to_f64(), "once {a:#x} {b:#x} {c:#x}");
+            let p = round_f16(&grid, product(a, b));
+            let want2 = round_f16(&grid, scaled(p) + scaled(c));
+            let got2 = twice(u64::from(a), u64::from(b), u64::from(c)) as u16;
+            assert_eq!(f16::from_bits(got2).to_f64(), f16::from_bits(want2).to_f64(), "twice {a:#x} {b:#x} {c:#x}");
+            differ += usize::from(got != got2);
+            n += 1;
+        }
+        assert!(differ * 20 > n, "the two roundings differ in {differ} of {n}");
+    }
+
+    #[test]
+    fn f32_fma_rounds_once_or_twice() {
+        let once = fma(ScalarType::F32, FmaRounding::Once).unwrap();
+        let twice = fma(ScalarType::F32, FmaRounding::Twice).unwrap();
+        // (1 + 2^-23)^2 - (1 + 2^-22) = 2^-46 exactly; the rounded product loses it.
+        let a = f32_bits(1.0 + f32::EPSILON);
+        let c = f32_bits(-(1.0 + 2.0 * f32::EPSILON));
+        assert_eq!(f32_of(once(a, a, c)), 2f32.powi(-46));
+        assert_eq!(f32_of(twice(a, a, c)), 0.0);
+        let mut state = 7;
+        for _ in 0..100_000 {
+            let x = |s: &mut u64| f32::from_bits((next(s) as u32 & 0x007f_ffff) | 0x3f80_0000) - 1.5;
+            let (p, q, r) = (x(&mut state), x(&mut state), x(&mut state));
+            let exact = f64::from(p) * f64::from(q) + f64::from(r);
+            let got = f32_of(once(f32_bits(p), f32_bits(q), f32_bits(r)));
+            assert!((f64::from(got) - exact).abs() <= f64::from(got).abs() * 2f64.powi(-24) + 1e-45);
+            assert_eq!(f32_of(twice(f32_bits(p), f32_bits(q), f32_bits(r))), p * q + r);
+        }
+    }
+
+    #[test]
+    fn f16_from_f64_rounds_once() {
+        let grid = f16_grid();
+        let mut state = 3;
+        // Midpoints nudged by less than an f32 ulp: rounding through f32 would tie.
+        let mut xs = vec![1.0 + 2f64.powi(-11) + 2f64.powi(-40), 1.0 + 2f64.powi(-11) - 2f64.powi(-40)];
+        for _ in 0..200_000 {
+            let bits = next(&mut state);
+            let x = f64::from_bits((bits & 0x800f_ffff_ffff_ffff) | ((1000 + (bits >> 52) % 38) << 52));
+            xs.push(x);
+        }
+        for x in xs {
+            let n = (x * 2f64.powi(48)).round() as i128;
+            if (n as f64) != x * 2f64.powi(48) {
+                continue; // not a multiple of 2^-48: outside the grid's exactness
+            }
+            assert_eq!(f16_from_f64(x).to_bits(), round_f16(&grid, n), "{x:e}");
+        }
     }
 }

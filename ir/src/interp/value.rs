@@ -78,7 +78,7 @@ pub(crate) fn int_bits(value: i128, ty: ScalarType) -> u64 {
         ScalarType::Bool => (value != 0) as u64,
         ScalarType::I32 | ScalarType::U32 => value as u32 as u64,
         ScalarType::I64 | ScalarType::U64 => value as u64,
-        ScalarType::F16 => f16_bits(f16::from_f64(value as f64)),
+        ScalarType::F16 => f16_bits(f16_from_f64(value as f64)),
         ScalarType::F32 => f32_bits(value as f32),
     }
 }
@@ -93,7 +93,7 @@ pub(crate) fn literal_bits(value: LitValue, ty: ScalarType) -> Option<u64> {
         LitValue::Int(v) => int_bits(v, ty),
         LitValue::Float(x) => match ty {
             ScalarType::F32 => f32_bits(x as f32),
-            ScalarType::F16 => f16_bits(f16::from_f64(x)),
+            ScalarType::F16 => f16_bits(f16_from_f64(x)),
             _ => return None,
         },
     })
@@ -204,3 +204,18 @@ pub(crate) const MAX_OBJECT_BYTES: u64 = 16 << 30;
 /// The byte graph allocations without `zero_init` are filled with at finalize, so that reading
 /// memory nothing wrote shows up as an implausible value (0xCDCDCDCD as `f32` is -4.3e8).
 pub const POISON: u8 = 0xCD;
+
+/// `x` rounded once to the nearest `f16` (ties to even). `half`'s own `f16::from_f64` goes
+/// through `f32` (or drops the low 32 significand bits), rounding twice; here `x` is rounded
+/// to odd in `f32` (24 >= 11 + 2 bits), so the final rounding to `f16` is the only one.
+pub(crate) fn f16_from_f64(x: f64) -> f16 {
+    let r = x as f32;
+    let r = if !r.is_finite() || f64::from(r) == x || r.to_bits() & 1 == 1 {
+        r
+    } else if (f64::from(r) < x) == (r > 0.0) {
+        f32::from_bits(r.to_bits() + 1)
+    } else {
+        f32::from_bits(r.to_bits() - 1)
+    };
+    f16::from_f32(r)
+}

@@ -29,6 +29,7 @@ pub(crate) fn run(
     log: Option<&mut NodeLog>,
     root: bool,
     fuel: &mut u64,
+    fma: super::FmaRounding,
 ) -> Result<u64, InterpError> {
     let invalid = |message: String| InterpError::invalid(graph, Some(node), message);
     let body = match &kernel.body {
@@ -53,6 +54,7 @@ pub(crate) fn run(
         mem,
         log,
         fuel,
+        fma,
     };
     exec.run()?;
     Ok(total)

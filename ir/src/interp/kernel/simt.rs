@@ -47,6 +47,8 @@ pub(crate) struct Exec<'k, 'r, 'a> {
     pub log: Option<&'r mut NodeLog>,
     /// Op executions left, per work-item.
     pub fuel: &'r mut u64,
+    /// How `fma` rounds.
+    pub fma: super::super::FmaRounding,
 }
 
 impl<'k> Exec<'k, '_, '_> {
@@ -206,7 +208,7 @@ impl<'k> Exec<'k, '_, '_> {
                 let (a, b, c) = (self.data(h, mask, *a)?, self.data(h, mask, *b)?, self.data(h, mask, *c)?);
                 self.same(h, mask, a.ty, b.ty)?;
                 self.same(h, mask, a.ty, c.ty)?;
-                let f = scalar::fma(a.ty.scalar)
+                let f = scalar::fma(a.ty.scalar, self.fma)
                     .ok_or_else(|| self.fault_at(h, mask, format!("`fma` does not apply to {}", a.ty)))?;
                 let data = a.data.iter().zip(&b.data).zip(&c.data).map(|((&p, &q), &r)| f(p, q, r)).collect();
                 Lanes { ty: a.ty, data }
