@@ -1,16 +1,20 @@
 //! Runs a module both ways — compiled to a bundle and executed on Vulkan (validation and
 //! synchronization validation on), and on the reference interpreter — with the same inputs
-//! and the same host callbacks, and compares every user memory object and device global.
+//! and the same host callbacks, and compares every user memory object and device global
+//! under docs/ir.md's "Float precision" rules: bit-exact where a conforming device must be
+//! exact, `fma` rounded once or twice (a second interpreter runs with
+//! `FmaRounding::Twice`), and within [`same`]'s stated tolerance for kernels using
+//! operations a device need not round correctly.
 #![allow(dead_code)]
 
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
 use cmdgraph_executor::{BarrierPolicy, ContextOptions, DeviceChoice, Executor, RecordOptions};
 use cmdgraph_ir::edit;
-use cmdgraph_ir::interp::{Interpreter, RunOptions};
+use cmdgraph_ir::interp::{FmaRounding, Interpreter, RunOptions};
 use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub mod gen;
 
@@ -54,25 +58,86 @@ pub fn executor(bundle: &str) -> Result<Executor, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Random bytes for `count` elements of `ty` that keep computations defined and exact where
-/// possible: floats are multiples of 1/16 in [-4, 4] (sums of up to 2^18 of them are exact,
-/// so float atomics give the same bits in any order), integers in `0..1024`, bools 0 or 1.
+/// Random bytes for `count` elements of `ty`: floats uniform in [-4, 4) with every
+/// significand bit random (drawn with 53 bits, then rounded to the type), integers in
+/// `0..1024`, bools 0 or 1. Full-precision floats make products and sums inexact, so the
+/// tests see how a device rounds (`fma` rounded twice, say); see [`summable_bytes`] for
+/// data that float atomics add up.
 pub fn random_bytes(ty: Type, count: u64, rng: &mut Rng) -> Vec<u8> {
+    element_bytes(ty, count, rng, |rng| (rng.next() >> 11) as f64 * 2f64.powi(-53) * 8.0 - 4.0)
+}
+
+/// Like [`random_bytes`], but floats are multiples of 1/16 in [-4, 4]: sums of up to 2^18
+/// of them are exact, so `f32` `atomic add` gives the same bits in any order. Float addition
+/// is not associative, and the order in which work-items' atomics land is the device's, so
+/// the harness gives such data to every memory a kernel with a float `atomic add` reads
+/// ([`summable_memories`]); a sum of full-precision data may differ from the
+/// interpreter's (work-item order) by up to n·2^-24·Σ|x| on any device.
+pub fn summable_bytes(ty: Type, count: u64, rng: &mut Rng) -> Vec<u8> {
+    element_bytes(ty, count, rng, |rng| (rng.below(129) as i64 - 64) as f64 / 16.0)
+}
+
+fn element_bytes(ty: Type, count: u64, rng: &mut Rng, float: impl Fn(&mut Rng) -> f64) -> Vec<u8> {
     let lanes = if ty.lanes == 3 { 4 } else { u64::from(ty.lanes) };
     let mut out = Vec::with_capacity((ty.size() * count) as usize);
     for _ in 0..count * lanes {
-        let k = rng.below(129) as i64 - 64;
-        let n = rng.below(1024);
         match ty.scalar {
-            ScalarType::Bool => out.push((n & 1) as u8),
-            ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(n as u32).to_le_bytes()),
-            ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&n.to_le_bytes()),
-            ScalarType::F16 => out
-                .extend_from_slice(&cmdgraph_ir::interp::half::f16::from_f32(k as f32 / 16.0).to_bits().to_le_bytes()),
-            ScalarType::F32 => out.extend_from_slice(&(k as f32 / 16.0).to_le_bytes()),
+            ScalarType::Bool => out.push((rng.below(1024) & 1) as u8),
+            ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(rng.below(1024) as u32).to_le_bytes()),
+            ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&rng.below(1024).to_le_bytes()),
+            ScalarType::F16 => out.extend_from_slice(
+                &cmdgraph_ir::interp::half::f16::from_f32(float(rng) as f32).to_bits().to_le_bytes(),
+            ),
+            ScalarType::F32 => out.extend_from_slice(&(float(rng) as f32).to_le_bytes()),
         }
     }
     out
+}
+
+/// The memory objects that a kernel with an `f32` `atomic add` gets as an argument (in
+/// any graph): they get [`summable_bytes`].
+pub fn summable_memories(module: &Module) -> BTreeSet<String> {
+    use cmdgraph_ir::graph::{Arg, ArgValue};
+    use cmdgraph_ir::kernel::{AtomicOp, ValueType};
+    let adds = |k: &cmdgraph_ir::Kernel| match &k.body {
+        KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| match op.kind {
+            OpKind::Atomic { op: AtomicOp::Add, value, .. } => {
+                matches!(body.values.try_get(value).map(|v| &v.ty), Some(ValueType::Data(t)) if t.scalar.is_float())
+            }
+            _ => false,
+        }),
+        KernelBody::Spirv { .. } => false,
+    };
+    let mut out = BTreeSet::new();
+    for (_, graph) in module.graphs.iter() {
+        for (_, node) in graph.nodes.iter() {
+            let NodeKind::Kernel(cmd) = &node.kind else { continue };
+            if !module.kernels.try_get(cmd.kernel).is_some_and(adds) {
+                continue;
+            }
+            for a in &cmd.args {
+                let mem = match a {
+                    Arg::Value(ArgValue::Pointer(p)) => p.base,
+                    Arg::Value(ArgValue::Accessor(a)) => a.buffer,
+                    _ => continue,
+                };
+                if let MemRef::Memory(h) = mem {
+                    if let Some(m) = module.memories.try_get(h) {
+                        out.insert(m.name.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether any kernel of `module` has an `fma`.
+pub fn uses_fma(module: &Module) -> bool {
+    module.kernels.iter().any(|(_, k)| match &k.body {
+        KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| matches!(op.kind, OpKind::Fma(..))),
+        KernelBody::Spirv { .. } => false,
+    })
 }
 
 /// Whether any kernel of `module` uses a math function whose device precision differs from
@@ -120,22 +185,36 @@ fn callbacks(module: &Module) -> BTreeMap<String, Access> {
 
 /// What the generic host callback writes: every written object gets values seeded by a
 /// hash of everything it reads, so a wrong read shows in the output.
-fn host_effect(reads: &[Vec<u8>], writes: &[(Type, u64)]) -> Vec<Vec<u8>> {
+/// Memories in `summable` get [`summable_bytes`].
+fn host_effect(reads: &[Vec<u8>], writes: &[(Type, u64, bool)]) -> Vec<Vec<u8>> {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in reads.iter().flatten() {
         h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01B3);
     }
     let mut rng = Rng(h);
-    writes.iter().map(|(ty, n)| random_bytes(*ty, *n, &mut rng)).collect()
+    writes
+        .iter()
+        .map(
+            |&(ty, n, summable)| {
+                if summable {
+                    summable_bytes(ty, n, &mut rng)
+                } else {
+                    random_bytes(ty, n, &mut rng)
+                }
+            },
+        )
+        .collect()
 }
 
 /// Registers on `interp` the generic host callbacks of `source`'s host tasks.
 fn register_interp_callbacks(interp: &mut Interpreter, source: &Module) {
+    let summable = summable_memories(source);
     for (name, a) in callbacks(source) {
+        let summable = summable.clone();
         interp.register_callback(&name, move |ctx| {
             let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
             let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
-            let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4)).collect::<Vec<_>>());
+            let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4, summable.contains(&x.0))).collect::<Vec<_>>());
             for (w, bytes) in ws.iter().zip(out) {
                 ctx.write(&w.0, 0, &bytes)?;
             }
@@ -196,9 +275,19 @@ pub fn as_recorded(module: &Module, graph: &str, groups: &[Vec<Vec<String>>]) ->
 /// A run of one module both ways.
 pub struct Both {
     pub ex: Executor,
+    /// The interpreter with `fma` rounded once (the kernel language).
     pub interp: Interpreter,
+    /// With `fma` rounded twice, when the module has an `fma` (docs/ir.md, "Float
+    /// precision": a conforming device may round the product first; llvmpipe does). Its user
+    /// memory is reset to `interp`'s after every comparison.
+    pub twice: Option<Interpreter>,
+    /// Memory objects compared in modules with an `fma`, by the `fma` rule they matched:
+    /// `[once only, twice only, both]` (equal results). A device that rounds `fma` one way
+    /// never shows the other.
+    pub fma_matched: [usize; 3],
     pub module: Module,
-    /// Whether floats are compared with [`MATH_REL_TOL`] (kernels using math functions).
+    /// Whether floats are compared with [`same`]'s tolerance (kernels using operations a
+    /// conforming device need not round correctly).
     pub float_tol: bool,
     /// Pipeline barriers between commands over every graph run: as recorded (barriers where
     /// memory conflicts), and as a barrier at every stage boundary would have recorded them.
@@ -213,22 +302,37 @@ impl Both {
     pub fn new(source: &Module, bundle: &str, seed: u64) -> Result<Both, String> {
         let mut ex = executor(bundle)?;
         let mut interp = Interpreter::new(source).map_err(|e| e.to_string())?;
+        let mut twice =
+            if uses_fma(source) { Some(Interpreter::new(source).map_err(|e| e.to_string())?) } else { None };
+        let summable = summable_memories(source);
         let mut rng = Rng(seed);
         for (_, m) in source.memories.iter() {
             if matches!(m.kind, MemoryKind::DeviceGlobal(_)) {
                 continue;
             }
-            let bytes = random_bytes(m.elem, m.count, &mut rng);
+            let bytes = if summable.contains(&m.name) {
+                summable_bytes(m.elem, m.count, &mut rng)
+            } else {
+                random_bytes(m.elem, m.count, &mut rng)
+            };
             interp.bind(&m.name, &bytes).map_err(|e| format!("interp bind @{}: {e}", m.name))?;
+            if let Some(t) = &mut twice {
+                t.bind(&m.name, &bytes).map_err(|e| format!("interp bind @{}: {e}", m.name))?;
+            }
             ex.bind(&m.name, &bytes).map_err(|e| format!("vulkan bind @{}: {e}", m.name))?;
         }
         register_interp_callbacks(&mut interp, source);
+        if let Some(t) = &mut twice {
+            register_interp_callbacks(t, source);
+        }
         for (name, access) in callbacks(source) {
             let a = access;
+            let summable = summable.clone();
             ex.register_callback(&name, move |ctx| {
                 let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
                 let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
-                let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4)).collect::<Vec<_>>());
+                let out =
+                    host_effect(&reads, &ws.iter().map(|x| (x.3, x.4, summable.contains(&x.0))).collect::<Vec<_>>());
                 for (w, bytes) in ws.iter().zip(out) {
                     ctx.write(&w.0, 0, &bytes)?;
                 }
@@ -238,6 +342,8 @@ impl Both {
         Ok(Both {
             ex,
             interp,
+            twice,
+            fma_matched: [0; 3],
             module: source.clone(),
             float_tol: uses_inexact_math(source),
             barriers: (0, 0),
@@ -260,14 +366,25 @@ impl Both {
         let staged = staged?;
         self.barriers.1 += self.ex.barriers(staged).map_err(|e| e.to_string())?;
         self.ex.drop_exec(staged).map_err(|e| e.to_string())?;
+        let te = match &mut self.twice {
+            Some(t) => Some(t.finalize(graph).map_err(|e| format!("interp (fma twice) finalize @{graph}: {e}"))?),
+            None => None,
+        };
         let mut compared = 0;
         for r in 0..runs {
             self.interp.run(ie).map_err(|e| format!("interp run {r} of @{graph}: {e}"))?;
+            if let (Some(t), Some(te)) = (&mut self.twice, te) {
+                let opts = RunOptions { fma: FmaRounding::Twice, ..RunOptions::default() };
+                t.run_with(te, &opts).map_err(|e| format!("interp (fma twice) run {r} of @{graph}: {e}"))?;
+            }
             self.ex.run(ee).map_err(|e| format!("vulkan run {r} of @{graph}: {e}"))?;
             compared += self.compare().map_err(|e| format!("after run {r} of @{graph}: {e}"))?;
         }
         self.ex.drop_exec(ee).map_err(|e| e.to_string())?;
         self.interp.drop_exec(ie).map_err(|e| e.to_string())?;
+        if let (Some(t), Some(te)) = (&mut self.twice, te) {
+            t.drop_exec(te).map_err(|e| e.to_string())?;
+        }
         Ok(compared)
     }
 
@@ -304,7 +421,8 @@ impl Both {
     }
 
     /// Compares every user memory object and every device global (on the devices of the
-    /// module's graphs); fails on any validation message.
+    /// module's graphs) with the interpreter's, accepting either `fma` rule (see
+    /// [`Both::twice`]); fails on any validation message.
     pub fn compare(&mut self) -> Result<usize, String> {
         self.ex.wait_idle().map_err(|e| e.to_string())?;
         let mut devices: Vec<u32> = self.module.graphs.iter().map(|(_, g)| g.device).collect();
@@ -312,26 +430,53 @@ impl Both {
         devices.dedup();
         let mut n = 0;
         for (_, m) in self.module.memories.iter() {
-            let pairs = if matches!(m.kind, MemoryKind::DeviceGlobal(_)) {
-                let mut v = Vec::new();
+            let user = !matches!(m.kind, MemoryKind::DeviceGlobal(_));
+            // (what, Vulkan, fma once, fma twice)
+            let mut sets = Vec::new();
+            if user {
+                let got = self.ex.read(&m.name).map_err(|e| e.to_string())?;
+                let want = self.interp.read(&m.name).map_err(|e| e.to_string())?.to_vec();
+                let alt = match &self.twice {
+                    Some(t) => Some(t.read(&m.name).map_err(|e| e.to_string())?.to_vec()),
+                    None => None,
+                };
+                sets.push((format!("@{}", m.name), got, want, alt));
+            } else {
                 for &d in &devices {
                     let got = self.ex.read_device_global(&m.name, d).map_err(|e| e.to_string())?;
                     let want = self.interp.read_device_global(&m.name, d).map_err(|e| e.to_string())?;
-                    v.push((format!("device_global @{} on device {d}", m.name), got, want));
+                    let alt = match &self.twice {
+                        Some(t) => Some(t.read_device_global(&m.name, d).map_err(|e| e.to_string())?),
+                        None => None,
+                    };
+                    sets.push((format!("device_global @{} on device {d}", m.name), got, want, alt));
                 }
-                v
-            } else {
-                let got = self.ex.read(&m.name).map_err(|e| e.to_string())?;
-                let want = self.interp.read(&m.name).map_err(|e| e.to_string())?.to_vec();
-                vec![(format!("@{}", m.name), got, want)]
-            };
-            let user = !matches!(m.kind, MemoryKind::DeviceGlobal(_));
-            for (what, got, want) in pairs {
-                same(&what, m.elem, &got, &want, self.float_tol)?;
-                if user && got != want {
-                    // Tolerated differences (zero signs, math precision) would grow through
-                    // later graphs of the same state: continue from the interpreter's bytes.
-                    self.ex.bind(&m.name, &want).map_err(|e| e.to_string())?;
+            }
+            for (what, got, want, alt) in sets {
+                let once = same(&what, m.elem, &got, &want, self.float_tol);
+                let twice = alt.as_ref().map(|alt| same(&what, m.elem, &got, alt, self.float_tol));
+                match (once, twice) {
+                    (Ok(()), None) => {}
+                    (Ok(()), Some(Ok(()))) => self.fma_matched[2] += 1,
+                    (Ok(()), Some(Err(_))) => self.fma_matched[0] += 1,
+                    (Err(_), Some(Ok(()))) => self.fma_matched[1] += 1,
+                    (Err(e), None) => return Err(e),
+                    (Err(e), Some(Err(e2))) => {
+                        return Err(format!("{e} (fma rounded once); with fma rounded twice: {e2}"))
+                    }
+                }
+                if user {
+                    if got != want {
+                        // Tolerated differences (zero signs, math precision, fma rounding)
+                        // would grow through later graphs of the same state: continue
+                        // from the interpreter's bytes.
+                        self.ex.bind(&m.name, &want).map_err(|e| e.to_string())?;
+                    }
+                    if let (Some(t), Some(alt)) = (&mut self.twice, &alt) {
+                        if *alt != want {
+                            t.bind(&m.name, &want).map_err(|e| e.to_string())?;
+                        }
+                    }
                 }
                 n += 1;
             }
@@ -344,11 +489,18 @@ impl Both {
     }
 }
 
-/// Relative tolerance for float results of kernels using math functions (docs/codegen.md).
+/// Tolerance for float results of kernels using operations a conforming device need not
+/// round correctly (docs/ir.md, "Float precision"; docs/codegen.md, "Deviations"): relative
+/// 2^-12 (2^11 `f32` ulp), absolute 2^-12 below 1.
 pub const MATH_REL_TOL: f64 = 1.0 / 4096.0;
 
+/// `f16` results within this many `f16` ulp also pass the tolerance: the device computes
+/// `f16` math in `f32` and rounds it, so one ulp of difference in `f32` can be one in `f16`.
+pub const F16_ULP_TOL: f64 = 2.0;
+
 /// Compares two images of memory of element type `ty`: bit-exact, or within
-/// [`MATH_REL_TOL`] for floats when `tol`.
+/// [`MATH_REL_TOL`] (and [`F16_ULP_TOL`]) for floats when `tol`. The sign of a float zero and
+/// NaN signs and payloads are not compared (see `zeros` and `nans`).
 pub fn same(what: &str, ty: Type, got: &[u8], want: &[u8], tol: bool) -> Result<(), String> {
     if got.len() != want.len() {
         return Err(format!("{what}: {} bytes on Vulkan, {} on the interpreter", got.len(), want.len()));
@@ -370,10 +522,16 @@ pub fn same(what: &str, ty: Type, got: &[u8], want: &[u8], tol: bool) -> Result<
                     f64::from(f32::from_le_bytes(g.try_into().unwrap_or([0; 4]))),
                     f64::from(f32::from_le_bytes(w.try_into().unwrap_or([0; 4]))),
                 ),
-                ScalarType::F16 => close(
-                    f64::from(cmdgraph_ir::interp::half::f16::from_le_bytes(g.try_into().unwrap_or([0; 2]))),
-                    f64::from(cmdgraph_ir::interp::half::f16::from_le_bytes(w.try_into().unwrap_or([0; 2]))),
-                ),
+                ScalarType::F16 => {
+                    let h = |b: &[u8]| cmdgraph_ir::interp::half::f16::from_le_bytes(b.try_into().unwrap_or([0; 2]));
+                    let (g, w) = (h(g), h(w));
+                    close(f64::from(g), f64::from(w)) || {
+                        // One f16 ulp at w: the gap to the next f16 away from zero.
+                        let next = cmdgraph_ir::interp::half::f16::from_bits((w.to_bits() & 0x7fff) + 1);
+                        let ulp = f64::from(next) - f64::from(w).abs();
+                        (f64::from(g) - f64::from(w)).abs() <= F16_ULP_TOL * ulp
+                    }
+                }
                 _ => false,
             };
         if !ok {
@@ -423,6 +581,11 @@ fn show(s: ScalarType, b: &[u8]) -> String {
             "{:?} ({:#010x})",
             f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
             u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        ),
+        (ScalarType::F16, 2) => format!(
+            "{} ({:#06x})",
+            cmdgraph_ir::interp::half::f16::from_le_bytes([b[0], b[1]]),
+            u16::from_le_bytes([b[0], b[1]])
         ),
         _ => format!("{b:02x?}"),
     }
