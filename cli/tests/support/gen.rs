@@ -30,8 +30,9 @@ fn expression(rng: &mut Rng, ty: &str) -> String {
         let xi = rng.below(n);
         let x = format!("%v{}", if xi == 2 { 0 } else { xi });
         let y = format!("%v{}", rng.below(n));
-        // Only ops whose device result is exact (docs/codegen.md): no math functions, no
-        // float division or remainder.
+        // Only ops whose device result is exact (docs/ir.md, "Float precision"): no math
+        // functions, no float division or remainder; `fma`, which rounds once or twice (the
+        // harness accepts either).
         let line = match rng.below(4) {
             0 => {
                 let ops: &[&str] = if float { &["neg", "abs", "floor", "ceil"] } else { &["neg", "not"] };
@@ -39,11 +40,14 @@ fn expression(rng: &mut Rng, ty: &str) -> String {
             }
             1 | 2 => {
                 let ops: &[&str] = if float {
-                    &["add", "sub", "mul", "min", "max"]
+                    &["add", "sub", "mul", "min", "max", "fma"]
                 } else {
                     &["add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr"]
                 };
-                format!("  %v{n} = {} {x}, {y}", ops[rng.below(ops.len() as u64) as usize])
+                match ops[rng.below(ops.len() as u64) as usize] {
+                    "fma" => format!("  %v{n} = fma {x}, {y}, %v{}", rng.below(n)),
+                    op => format!("  %v{n} = {op} {x}, {y}"),
+                }
             }
             _ => {
                 let c = ["eq", "ne", "lt", "le", "gt", "ge"][rng.below(6) as usize];
