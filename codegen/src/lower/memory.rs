@@ -172,7 +172,13 @@ impl Lowerer<'_> {
         }
         let idx = self.index32(h, index)?;
         let (handle, writable) = self.slot_handle(&place);
-        let mt = if self.int_backed(&place) { "i32".to_string() } else { mt };
+        let mt = if self.int_backed(&place) {
+            "i32".to_string()
+        } else if matches!(place, Place::Slot(_)) {
+            types::buffer_mem(elem)
+        } else {
+            mt
+        };
         let p = self.pointer(&place, &mt, (&handle, &format!("[0 x {mt}]"), writable), idx)?;
         Ok((p, elem))
     }
@@ -208,11 +214,19 @@ impl Lowerer<'_> {
             let bits = self.ir.emit("i32", format!("load i32, {}, align 4", p.typed()));
             return Ok(self.ir.emit("float", format!("bitcast i32 {} to float", bits.v)));
         }
+        let padded = self.width == 1 && elem_is_padded(self.place(h, mem));
         let (p, elem) = self.element(h, mem, index)?;
         let lanes = if self.width > 1 { self.width } else { elem.lanes };
         let mt = types::vector(types::mem_scalar(elem.scalar), lanes);
         let a = self.align(elem);
-        let raw = self.ir.emit(&mt, format!("load {mt}, {}, align {a}", p.typed()));
+        let raw = if padded {
+            // A buffer `vec3` through its `vec4` view: the first three lanes.
+            let wide = types::vector(types::mem_scalar(elem.scalar), 4);
+            let all = self.ir.emit(&wide, format!("load {wide}, {}, align {a}", p.typed()));
+            self.ir.emit(&mt, format!("shufflevector {wide} {}, {wide} poison, <3 x i32> <i32 0, i32 1, i32 2>", all.v))
+        } else {
+            self.ir.emit(&mt, format!("load {mt}, {}, align {a}", p.typed()))
+        };
         if elem.scalar != ScalarType::Bool {
             return Ok(raw);
         }
@@ -230,13 +244,37 @@ impl Lowerer<'_> {
             self.ir.inst(format!("store i32 {}, {}, align 4", bits.v, p.typed()));
             return Ok(());
         }
+        let padded = self.width == 1 && elem_is_padded(self.place(h, mem));
         let (p, elem) = self.element(h, mem, index)?;
         let lanes = if self.width > 1 { self.width } else { elem.lanes };
         let mt = types::vector(types::mem_scalar(elem.scalar), lanes);
         let v =
             if elem.scalar == ScalarType::Bool { self.ir.emit(&mt, format!("zext {} to {mt}", v.typed())) } else { v };
         let a = self.align(elem);
+        let v = if padded {
+            // A buffer `vec3` through its `vec4` view: the fourth lane (padding) keeps its
+            // bytes. Only this work-item may write the element (anything else is a race), so
+            // reading it back first is sound.
+            let wide = types::vector(types::mem_scalar(elem.scalar), 4);
+            let old = self.ir.emit(&wide, format!("load {wide}, {}, align {a}", p.typed()));
+            let grown = self.ir.emit(
+                &wide,
+                format!("shufflevector {}, {mt} poison, <4 x i32> <i32 0, i32 1, i32 2, i32 poison>", v.typed()),
+            );
+            self.ir.emit(
+                &wide,
+                format!("shufflevector {wide} {}, {wide} {}, <4 x i32> <i32 0, i32 1, i32 2, i32 7>", grown.v, old.v),
+            )
+        } else {
+            v
+        };
         self.ir.inst(format!("store {}, {}, align {a}", v.typed(), p.typed()));
         Ok(())
     }
+}
+
+/// Whether an access to `place` goes through a buffer's `vec4` view of a `vec3` element
+/// ([`types::buffer_mem`]).
+fn elem_is_padded(place: Result<(Place, Type), CodegenError>) -> bool {
+    matches!(place, Ok((Place::Slot(_), t)) if t.lanes == 3)
 }

@@ -193,7 +193,7 @@ impl<'a> Lowerer<'a> {
         for (i, slot) in slots.iter().enumerate() {
             let binding = i as u32 + 1;
             let name = self.ir.cstring(&format!("slot{i}"));
-            let h = self.handle(&format!("[0 x {}]", types::mem(slot.elem)), binding, slot.writes, &name);
+            let h = self.handle(&format!("[0 x {}]", types::buffer_mem(slot.elem)), binding, slot.writes, &name);
             self.handles.push(h);
             let vh = if self.plan.vectorize && slot.elem.lanes == 1 {
                 let name = self.ir.cstring(&format!("slot{i}_v4"));

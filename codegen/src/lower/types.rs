@@ -33,6 +33,14 @@ pub(crate) fn mem(t: Type) -> String {
     vector(mem_scalar(t.scalar), t.lanes)
 }
 
+/// The element type of a storage-buffer view of `t`: [`mem`], except that a `vec3` is read
+/// and written as a `vec4` (LLVM 22's SPIR-V backend gives a runtime array of `<3 x T>` the
+/// array stride 12, which Vulkan's storage-buffer layout rules reject; std430 and the data
+/// layout put a `vec3` 16 bytes apart).
+pub(crate) fn buffer_mem(t: Type) -> String {
+    vector(mem_scalar(t.scalar), if t.lanes == 3 { 4 } else { t.lanes })
+}
+
 /// `<n x s>`, or `s` when `n` is 1.
 pub(crate) fn vector(s: &str, n: u8) -> String {
     if n > 1 {
