@@ -1,0 +1,397 @@
+//! The differential kernel fuzzer (cli/tests/kernel_fuzz.rs, docs/reliability.md): random
+//! well-typed kernels ([`gen`]) batched into modules, each module verified, compiled at -O0
+//! to -O3 (codegen validates every SPIR-V module with spirv-val), run on Vulkan with
+//! validation on and on the reference interpreter with the same full-precision inputs, and
+//! every output compared per kernel.
+
+pub mod gen;
+
+use super::{executor, same, Rng};
+use cmdgraph_codegen::bundle::{compile_module, Llvm};
+use cmdgraph_codegen::Options;
+use cmdgraph_ir::interp::half::f16;
+use cmdgraph_ir::interp::{FmaRounding, Interpreter, RunOptions};
+use cmdgraph_ir::{ScalarType, Type};
+use gen::{GenOptions, Kernel, Role, Ty, S};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+/// Most kernel op executions per interpreter run (a generator bug, not a hang, if exceeded).
+const FUEL: u64 = 1 << 28;
+
+/// The seed of kernel `index` of a run with base seed `base`.
+pub fn kernel_seed(base: u64, index: u64) -> u64 {
+    (base << 32) ^ index
+}
+
+/// One kernel of a batch.
+pub struct Entry {
+    pub index: u64,
+    pub seed: u64,
+    pub kernel: Kernel,
+}
+
+impl Entry {
+    fn name(&self) -> String {
+        format!("k{}", self.index)
+    }
+    /// Memory object bound to a parameter.
+    fn memory(&self, p: &gen::Param) -> String {
+        match p.role {
+            Role::Input => format!("@in_{}", p.ty.mangle()),
+            _ => format!("@{}_{}", self.name(), &p.name[1..]),
+        }
+    }
+    /// The kernel, its memory and its launch, as a module of its own.
+    pub fn module_text(&self) -> String {
+        module_text(std::slice::from_ref(self))
+    }
+}
+
+/// A module holding every kernel of `batch` and one graph `@g` launching each once (no edges:
+/// the kernels share only read-only inputs).
+pub fn module_text(batch: &[Entry]) -> String {
+    let mut out = String::new();
+    let mut inputs = BTreeMap::new();
+    for e in batch {
+        out.push_str(&e.kernel.text);
+        out.push('\n');
+    }
+    for e in batch {
+        for p in &e.kernel.params {
+            if p.role == Role::Input {
+                inputs.insert(e.memory(p), (p.ty, e.kernel.count(p)));
+            } else {
+                let _ = writeln!(out, "usm {} : {}[{}]", e.memory(p), p.ty.text(), e.kernel.count(p));
+            }
+        }
+    }
+    for (name, (ty, n)) in &inputs {
+        let _ = writeln!(out, "usm {name} : {}[{n}]", ty.text());
+    }
+    out.push_str("\ngraph @g {\n");
+    for e in batch {
+        let args: Vec<String> = e.kernel.params.iter().map(|p| e.memory(p)).collect();
+        let _ = writeln!(out, "  %n{} = kernel @{} {} args({})", e.index, e.name(), e.kernel.launch, args.join(", "));
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn scalar(s: S) -> ScalarType {
+    match s {
+        S::Bool => ScalarType::Bool,
+        S::I32 => ScalarType::I32,
+        S::U32 => ScalarType::U32,
+        S::I64 => ScalarType::I64,
+        S::U64 => ScalarType::U64,
+        S::F16 => ScalarType::F16,
+        S::F32 => ScalarType::F32,
+    }
+}
+
+fn ir_type(t: Ty) -> Type {
+    Type { scalar: scalar(t.s), lanes: t.n }
+}
+
+/// A full-precision `f32`: mostly uniform in [-8, 8) with every mantissa bit random, and
+/// small integers, multiples of 1/16, special values (zeros, infinities, NaN, huge, tiny) and
+/// arbitrary bit patterns.
+fn random_f32(rng: &mut Rng) -> f32 {
+    match rng.below(20) {
+        0..=9 => ((rng.next() >> 11) as f64 / (1u64 << 53) as f64 * 16.0 - 8.0) as f32,
+        10..=12 => rng.below(17) as f32 - 8.0,
+        13 => (rng.below(257) as f32 - 128.0) / 16.0,
+        14..=15 => [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e30, -1e30, f32::MAX, 0.5, 3e-20]
+            [rng.below(10) as usize],
+        _ => {
+            // Any bit pattern but subnormals (see docs/reliability.md, kernel fuzzer).
+            let b = rng.next() as u32;
+            let f = f32::from_bits(b);
+            if f.is_subnormal() {
+                0.0
+            } else {
+                f
+            }
+        }
+    }
+}
+
+fn random_int(rng: &mut Rng) -> u64 {
+    match rng.below(10) {
+        0..=3 => rng.below(33),
+        4 => [0, 1, u64::MAX, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 63, (1 << 63) - 1][rng.below(8) as usize],
+        _ => rng.next(),
+    }
+}
+
+/// Bytes for `count` elements of `ty` in the role `role`.
+fn bytes(ty: Ty, count: u64, role: Role, rng: &mut Rng) -> Vec<u8> {
+    let lanes = if ty.n == 3 { 4 } else { u64::from(ty.n) };
+    let mut out = Vec::with_capacity(ty.size() * count as usize);
+    for _ in 0..count * lanes {
+        match ty.s {
+            S::Bool => out.push(rng.below(2) as u8),
+            S::I32 | S::U32 => out.extend_from_slice(&(random_int(rng) as u32).to_le_bytes()),
+            S::I64 | S::U64 => out.extend_from_slice(&random_int(rng).to_le_bytes()),
+            S::F16 => {
+                let h = f16::from_f32(random_f32(rng));
+                let h = if h.to_f32() != 0.0 && h.to_f32().abs() < 6.2e-5 { f16::from_f32(0.0) } else { h };
+                out.extend_from_slice(&h.to_bits().to_le_bytes())
+            }
+            S::F32 if role == Role::FloatAtomic => out.extend_from_slice(&(rng.below(33) as f32 - 16.0).to_le_bytes()),
+            S::F32 => out.extend_from_slice(&random_f32(rng).to_le_bytes()),
+        }
+    }
+    out
+}
+
+/// Every memory object of a batch with its bytes, element type and whether it is compared
+/// (and how): `(name, bytes, type, role, kernel position in the batch)`.
+fn memories(batch: &[Entry], seed: u64) -> Vec<(String, Vec<u8>, Ty, Role, Option<usize>)> {
+    let mut rng = Rng(seed ^ 0x5eed);
+    let mut out: Vec<(String, Vec<u8>, Ty, Role, Option<usize>)> = Vec::new();
+    for (i, e) in batch.iter().enumerate() {
+        for p in &e.kernel.params {
+            let name = e.memory(p);
+            if out.iter().any(|m| m.0 == name) {
+                continue;
+            }
+            let b = bytes(p.ty, e.kernel.count(p), p.role, &mut rng);
+            let owner = if p.role == Role::Input { None } else { Some(i) };
+            out.push((name, b, p.ty, p.role, owner));
+        }
+    }
+    out
+}
+
+/// One failure: which kernel, at which level, what, and how to reproduce it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub index: u64,
+    pub opt: Option<u8>,
+    pub message: String,
+    pub text: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = self.opt.map(|o| format!(" at -O{o}")).unwrap_or_default();
+        writeln!(
+            f,
+            "kernel #{}{level} (rerun: CMDGRAPH_FUZZ_ONLY={} with the same CMDGRAPH_FUZZ_SEED): {}",
+            self.index, self.index, self.message
+        )?;
+        write!(f, "{}", self.text)
+    }
+}
+
+/// Totals of a run.
+#[derive(Default)]
+pub struct Stats {
+    pub kernels: u64,
+    pub modules: u64,
+    pub compiled: u64,
+    pub compared: u64,
+    pub features: BTreeMap<&'static str, (u64, u64)>,
+    pub failures: Vec<Failure>,
+    pub gen_time: Duration,
+    pub interp_time: Duration,
+    pub compile_time: Duration,
+    pub vulkan_time: Duration,
+    /// Kernel runs with `fma` whose outputs matched only one rounding rule, by rule.
+    pub fma_rules: BTreeMap<&'static str, u64>,
+}
+
+/// The fuzzer's configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    pub base_seed: u64,
+    pub gen: GenOptions,
+}
+
+/// What one batch run gave: per kernel position (`None`: the whole batch), the failures.
+type Outcome = Result<(), Vec<(Option<usize>, String)>>;
+
+/// The interpreter's outputs under each `fma` rounding rule the batch needs.
+type Wants = Vec<(FmaRounding, BTreeMap<String, Vec<u8>>)>;
+
+/// Runs `batch` at -O`opt` against the interpreter's outputs `wants`: each kernel's outputs
+/// must all match those of one `fma` rule (a conforming device rounds `fma` once or twice).
+fn run_vulkan(
+    module: &cmdgraph_ir::Module,
+    mems: &[(String, Vec<u8>, Ty, Role, Option<usize>)],
+    wants: &Wants,
+    opt: u8,
+    stats: &mut Stats,
+) -> Outcome {
+    let one = |e: String| Err(vec![(None, e)]);
+    let t = Instant::now();
+    let compiled = compile_module(module, &[], &Options { opt_level: opt }, &Llvm);
+    stats.compile_time += t.elapsed();
+    let bundle = match compiled.map_err(|e| e.to_string()).and_then(|(b, _)| b.to_ron().map_err(|e| e.to_string())) {
+        Ok(b) => b,
+        Err(e) => return one(format!("compile: {e}")),
+    };
+    stats.compiled += 1;
+    let t = Instant::now();
+    let result = (|| -> Outcome {
+        let mut ex = match executor(&bundle) {
+            Ok(x) => x,
+            Err(e) => return one(format!("load: {e}")),
+        };
+        for (name, b, ..) in mems {
+            if let Err(e) = ex.bind(name, b) {
+                return one(format!("bind {name}: {e}"));
+            }
+        }
+        let run = ex.finalize("g").and_then(|id| ex.run(id)).and_then(|_| ex.wait_idle());
+        if let Err(e) = run {
+            return one(format!("vulkan run: {e}"));
+        }
+        // Per kernel position, per rule: the first mismatch.
+        let mut errs: BTreeMap<usize, Vec<Option<String>>> = BTreeMap::new();
+        for (name, _, ty, role, owner) in mems {
+            let Some(owner) = owner else { continue };
+            let got = match ex.read(name) {
+                Ok(g) => g,
+                Err(e) => return one(format!("read {name}: {e}")),
+            };
+            let slot = errs.entry(*owner).or_insert_with(|| vec![None; wants.len()]);
+            for (r, (_, want)) in wants.iter().enumerate() {
+                if let Err(e) = same(name, ir_type(*ty), &got, &want[name], *role == Role::Approx) {
+                    slot[r].get_or_insert(e);
+                }
+            }
+        }
+        let mut bad = Vec::new();
+        for (owner, per_rule) in errs {
+            let ok: Vec<FmaRounding> =
+                per_rule.iter().zip(wants).filter(|(e, _)| e.is_none()).map(|(_, w)| w.0).collect();
+            if ok.is_empty() {
+                let msgs: Vec<String> = per_rule
+                    .iter()
+                    .zip(wants)
+                    .filter_map(|(e, w)| e.as_ref().map(|e| format!("(fma {}) {e}", w.0.name())))
+                    .collect();
+                bad.push((Some(owner), msgs.join("; ")));
+            } else if wants.len() > 1 && ok.len() == 1 {
+                *stats.fma_rules.entry(ok[0].name()).or_default() += 1;
+            }
+        }
+        let msgs = ex.context().take_messages();
+        if !msgs.is_empty() {
+            bad.push((None, format!("{} validation messages, first: {}", msgs.len(), msgs[0])));
+        }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(bad)
+        }
+    })();
+    stats.vulkan_time += t.elapsed();
+    result
+}
+
+/// Runs one batch; failures are added to `stats`. A batch failure that names no kernel is
+/// retried kernel by kernel to find the culprit.
+pub fn run_batch(batch: &[Entry], cfg: &Config, stats: &mut Stats, levels: &[u8]) {
+    let text = module_text(batch);
+    let module = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| {
+        let r: Vec<String> = d.iter().map(|d| d.render("fuzz.cgir", &text)).collect();
+        panic!("generator bug: the batch does not parse:\n{}\n{text}", r.join("\n"))
+    });
+    if let Err(d) = cmdgraph_ir::verify::verify(&module) {
+        let r: Vec<String> = d.iter().map(|d| d.render("fuzz.cgir", &text)).collect();
+        panic!("generator bug: the batch does not verify:\n{}\n{text}", r.join("\n"));
+    }
+    stats.modules += 1;
+    let seed = batch.first().map(|e| e.seed).unwrap_or(0);
+    let mems = memories(batch, seed);
+    // The oracle, under each fma rule when the batch has an fma.
+    let rules: &[FmaRounding] = if text.contains(" fma ") { &FmaRounding::ALL } else { &[FmaRounding::Once] };
+    let t = Instant::now();
+    let wants: Result<Wants, String> = rules
+        .iter()
+        .map(|&fma| {
+            let mut it = Interpreter::new(&module).map_err(|e| e.to_string())?;
+            for (name, b, ..) in &mems {
+                it.bind(name, b).map_err(|e| format!("bind {name}: {e}"))?;
+            }
+            let id = it.finalize("g").map_err(|e| e.to_string())?;
+            it.run_with(id, &RunOptions { fuel: Some(FUEL), fma, ..RunOptions::default() })
+                .map_err(|e| e.to_string())?;
+            let out: Result<BTreeMap<_, _>, String> =
+                mems.iter().map(|m| Ok((m.0.clone(), it.read(&m.0).map_err(|e| e.to_string())?.to_vec()))).collect();
+            Ok((fma, out?))
+        })
+        .collect();
+    stats.interp_time += t.elapsed();
+    let wants = wants.unwrap_or_else(|e| panic!("generator bug: the interpreter fails: {e}\n{text}"));
+    for &opt in levels {
+        let Err(bad) = run_vulkan(&module, &mems, &wants, opt, stats) else {
+            continue;
+        };
+        let mut named: BTreeMap<usize, String> = BTreeMap::new();
+        let mut anonymous = Vec::new();
+        for (owner, e) in bad {
+            match owner {
+                Some(i) => {
+                    named.entry(i).or_insert(e);
+                }
+                None => anonymous.push(e),
+            }
+        }
+        if !anonymous.is_empty() && batch.len() > 1 {
+            // Find the kernels that fail alone.
+            let before = stats.failures.len();
+            for e in batch {
+                run_batch(std::slice::from_ref(e), cfg, stats, &[opt]);
+            }
+            if stats.failures.len() == before {
+                stats.failures.push(Failure {
+                    index: batch[0].index,
+                    opt: Some(opt),
+                    message: format!("the batch fails, no kernel alone: {}", anonymous.join("; ")),
+                    text: text.clone(),
+                });
+            }
+            continue;
+        }
+        for e in anonymous {
+            stats.failures.push(Failure { index: batch[0].index, opt: Some(opt), message: e, text: text.clone() });
+        }
+        for (i, e) in named {
+            let entry = &batch[i];
+            stats.failures.push(Failure { index: entry.index, opt: Some(opt), message: e, text: entry.module_text() });
+        }
+    }
+}
+
+/// Generates kernels `first..first + count` and runs them in batches of `per_module`.
+pub fn run(cfg: &Config, indices: &[u64], per_module: usize, stats: &mut Stats) {
+    for chunk in indices.chunks(per_module.max(1)) {
+        let t = Instant::now();
+        let batch: Vec<Entry> = chunk
+            .iter()
+            .map(|&index| {
+                let seed = kernel_seed(cfg.base_seed, index);
+                let kernel = gen::kernel(seed, &format!("k{index}"), cfg.gen);
+                Entry { index, seed, kernel }
+            })
+            .collect();
+        stats.gen_time += t.elapsed();
+        for e in &batch {
+            for (f, n) in &e.kernel.features {
+                let c = stats.features.entry(f).or_default();
+                c.0 += 1;
+                c.1 += n;
+            }
+        }
+        stats.kernels += batch.len() as u64;
+        let failures = stats.failures.len();
+        run_batch(&batch, cfg, stats, &[0, 1, 2, 3]);
+        stats.compared += (batch.len() as u64 * 4).saturating_sub((stats.failures.len() - failures) as u64);
+    }
+}
