@@ -16,6 +16,7 @@ use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, Scal
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod fuzz;
 pub mod gen;
 
 /// A small deterministic generator (SplitMix64), so failures reproduce from the seed.
