@@ -121,8 +121,19 @@ fn check(rows: u64, cols: u64, steps: u64, f: Form) {
 
 #[test]
 fn tiled_matmul_equals_the_loop_bit_for_bit() {
-    // Whole work-groups and stages, partial ones, a short last stage, rows below 16.
-    for (rows, cols, steps) in [(64, 64, 64), (8, 96, 48), (33, 70, 17), (5, 100, 33), (20, 16, 40)] {
+    // Whole work-groups and stages, partial ones, a short last stage, few rows; several
+    // full stages (the pipelined loop) with and without a last short one and partial groups.
+    for (rows, cols, steps) in [
+        (64, 64, 64),
+        (8, 96, 48),
+        (33, 70, 17),
+        (5, 100, 33),
+        (20, 16, 40),
+        (40, 72, 80),
+        (36, 70, 70),
+        (8, 64, 300),
+        (6, 50, 260),
+    ] {
         check(rows, cols, steps, PLAIN);
     }
 }

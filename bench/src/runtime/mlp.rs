@@ -7,6 +7,7 @@
 use super::fusion_run::{compile_to, executor, kernel_nodes, pattern, Header, Torch};
 use super::harness::{finish, median, read, write, Common, Phase};
 use cmdgraph_executor::Executor;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
@@ -117,13 +118,19 @@ kernel @residual(%x: buf<f32, read>, %g: buf<f32, read>, %out: buf<f32, write>) 
   %r = add %xv, %gv
   store %out[%i], %r
 }
+";
 
-kernel @layernorm(%in: buf<f32, read>, %out: buf<f32, write>, %ps: local<f32>, %pq: local<f32>, %n: u32) {
+/// The layer norm for work-groups of `ls` items, one group per row: each item sums its
+/// strided share of the row (and of its squares), then the `ls` partial sums are added in a
+/// tree in work-group memory (stride `2^⌈log2 ls⌉ / 2` down to 1, a barrier after each step),
+/// as a layer norm is written for a GPU; [`reference`] adds them in the same order.
+fn layernorm_text(ls: u32) -> String {
+    let mut t = String::from(
+        "kernel @layernorm(%in: buf<f32, read>, %out: buf<f32, write>, %ps: local<f32>, %pq: local<f32>, %n: u32) {
   %row = group_id 0
   %lid = local_id 0
   %ls = local_range 0
   %zero = const 0 : u32
-  %one = const 1 : u32
   %fzero = const 0.0 : f32
   %base = mul %row, %n
   %s, %q = for %c = %lid to %n step %ls carry(%s0 = %fzero, %q0 = %fzero) {
@@ -136,13 +143,36 @@ kernel @layernorm(%in: buf<f32, read>, %out: buf<f32, write>, %ps: local<f32>, %
   store %ps[%lid], %s
   store %pq[%lid], %q
   group_barrier
-  %ts, %tq = for %j = %zero to %ls step %one carry(%a = %fzero, %b = %fzero) {
-    %pv = load %ps[%j]
-    %qv = load %pq[%j]
-    %a1 = add %a, %pv
-    %b1 = add %b, %qv
-    yield %a1, %b1
-  }
+",
+    );
+    let mut stride = ls.next_power_of_two() / 2;
+    while stride >= 1 {
+        // Items `lid < stride` whose partner `lid + stride` exists add the partner's sums.
+        let _ = write!(
+            t,
+            "  %rst{stride} = const {stride} : u32
+  %rlim{stride} = const {} : u32
+  %ron{stride} = lt %lid, %rlim{stride}
+  if %ron{stride} {{
+    %rpi{stride} = add %lid, %rst{stride}
+    %ra{stride} = load %ps[%lid]
+    %rb{stride} = load %ps[%rpi{stride}]
+    %rc{stride} = add %ra{stride}, %rb{stride}
+    store %ps[%lid], %rc{stride}
+    %rd{stride} = load %pq[%lid]
+    %re{stride} = load %pq[%rpi{stride}]
+    %rf{stride} = add %rd{stride}, %re{stride}
+    store %pq[%lid], %rf{stride}
+  }}
+  group_barrier
+",
+            ls.saturating_sub(stride).min(stride)
+        );
+        stride /= 2;
+    }
+    t.push_str(
+        "  %ts = load %ps[%zero]
+  %tq = load %pq[%zero]
   %nf = cast %n to f32
   %mean = div %ts, %nf
   %ex2 = div %tq, %nf
@@ -159,13 +189,18 @@ kernel @layernorm(%in: buf<f32, read>, %out: buf<f32, write>, %ps: local<f32>, %
     store %out[%idx2], %o
   }
 }
-";
+",
+    );
+    t
+}
 
 /// The module of `shape`: the kernels, `@x`, `@w{l}`, `@b{l}`, `@y`, and graph `@mlp`.
 pub fn module_text(s: Shape) -> String {
     let (b, h, ls) = (s.batch, s.hidden, s.local());
     let e = s.elems();
     let mut t = String::from(KERNELS);
+    t.push('\n');
+    t.push_str(&layernorm_text(ls));
     let _ = writeln!(t, "\nusm @x : f32[{e}]");
     for l in 0..s.layers {
         let _ = writeln!(t, "usm @w{l} : f32[{}]\nusm @b{l} : f32[{h}]", u64::from(h) * u64::from(h));
@@ -254,16 +289,23 @@ pub fn reference(s: Shape, inputs: &[(String, Vec<f32>)]) -> Vec<f32> {
         }
         for row in 0..b {
             let v = &r[row * h..(row + 1) * h];
-            let (mut ts, mut tq) = (0f32, 0f32);
+            let (mut ps, mut pq) = (vec![0f32; ls], vec![0f32; ls]);
             for lid in 0..ls {
-                let (mut s0, mut q0) = (0f32, 0f32);
                 for c in (lid..h).step_by(ls) {
-                    s0 += v[c];
-                    q0 = v[c].mul_add(v[c], q0);
+                    ps[lid] += v[c];
+                    pq[lid] = v[c].mul_add(v[c], pq[lid]);
                 }
-                ts += s0;
-                tq += q0;
             }
+            // The kernel's tree: stride 2^⌈log2 ls⌉ / 2 down to 1.
+            let mut stride = ls.next_power_of_two() / 2;
+            while stride >= 1 {
+                for lid in 0..ls.saturating_sub(stride).min(stride) {
+                    ps[lid] += ps[lid + stride];
+                    pq[lid] += pq[lid + stride];
+                }
+                stride /= 2;
+            }
+            let (ts, tq) = (ps[0], pq[0]);
             let mean = ts / h as f32;
             let var = tq / h as f32 - mean * mean;
             let inv = 1.0 / (var + EPS).sqrt();
@@ -295,6 +337,9 @@ pub struct Row {
     pub err_host: f32,
     /// PyTorch: eager ms, CUDA Graph ms, largest |cmdgraph - torch| over its output sample.
     pub torch: Option<(f64, f64, Option<f32>)>,
+    /// Median GPU ms per run of each kind of node (the node name without its layer
+    /// number), from a second executable with per-node timestamps.
+    pub breakdown: Vec<(String, f64)>,
 }
 
 fn bundle_name(s: Shape) -> String {
@@ -357,6 +402,7 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
         if err_host > 1e-3 || y.len() != want.len() {
             return Err(format!("mlp {s}: the device output differs from the host reference by {err_host}"));
         }
+        warm_up(&mut ex, id)?;
         let (mut gpu, mut host) = (Vec::new(), Vec::new());
         for _ in 0..reps.max(1) {
             let t = Instant::now();
@@ -367,11 +413,76 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
             gpu.push(p.end_ns.saturating_sub(p.start_ns) as f64 / 1e6);
         }
         let torch = torch_row(torch, s, &y);
-        let row = Row { shape: s, kernels, gpu: median(&gpu), host: median(&host), err_host, torch };
+        let breakdown = breakdown(&mut ex, reps)?;
+        let row = Row { shape: s, kernels, gpu: median(&gpu), host: median(&host), err_host, torch, breakdown };
         eprintln!("mlp: {s}: GPU {:.3} ms, host {:.3} ms, max |Δ| vs host {:.2e}", row.gpu, row.host, row.err_host);
         rows.push(row);
     }
     Ok((rows, device_name))
+}
+
+/// Runs `id` back to back for half a second before anything is timed: an idle GPU runs at
+/// a low clock and takes a while under load to raise it (on the H200 the first runs of a
+/// few ms each were several times slower than later ones).
+fn warm_up(ex: &mut Executor, id: cmdgraph_executor::ExecId) -> Result<(), String> {
+    let t = Instant::now();
+    while t.elapsed().as_secs_f64() < 0.5 {
+        ex.run(id).map_err(|e| e.to_string())?;
+        ex.wait(id).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Per kind of node (`mm`, `ba`, `res`, `ln`: the node name without its layer number), the
+/// median over `reps` runs of its summed GPU time, from a second executable of the graph
+/// recorded with per-node timestamps (docs/executor.md, "Profiling": each timestamp waits
+/// for the earlier commands, so these runs are slower than the timed ones).
+fn breakdown(ex: &mut Executor, reps: usize) -> Result<Vec<(String, f64)>, String> {
+    let options = ex.record_options();
+    ex.set_record_options(cmdgraph_executor::RecordOptions { node_profiling: true, ..options });
+    let id = ex.finalize("mlp").map_err(|e| e.to_string())?;
+    ex.set_record_options(options);
+    warm_up(ex, id)?;
+    let mut per: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for _ in 0..reps.max(1) {
+        ex.run(id).map_err(|e| e.to_string())?;
+        ex.wait(id).map_err(|e| e.to_string())?;
+        let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+        for n in ex.profile(id).map_err(|e| e.to_string())?.nodes {
+            let kind = n.node.trim_end_matches(|c: char| c.is_ascii_digit()).to_string();
+            *sums.entry(kind).or_default() += n.duration_ns() as f64 / 1e6;
+        }
+        for (k, v) in sums {
+            per.entry(k).or_default().push(v);
+        }
+    }
+    Ok(per.into_iter().map(|(k, v)| (k, median(&v))).collect())
+}
+
+/// The per-node-kind table.
+fn breakdown_table(rows: &[Row]) -> String {
+    let kinds: std::collections::BTreeSet<&str> =
+        rows.iter().flat_map(|r| r.breakdown.iter().map(|(k, _)| k.as_str())).collect();
+    let mut s = String::from("| batch×hidden×layers |");
+    for k in &kinds {
+        let _ = write!(s, " `{k}` ms |");
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---:|".repeat(kinds.len()));
+    s.push('\n');
+    for r in rows {
+        let _ = write!(s, "| {} |", r.shape);
+        for k in &kinds {
+            match r.breakdown.iter().find(|(x, _)| x == k) {
+                Some((_, v)) => {
+                    let _ = write!(s, " {v:.3} |");
+                }
+                None => s.push_str(" - |"),
+            }
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// The Markdown table.
@@ -439,7 +550,11 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
          operation order; only `tanh` and `rsqrt` differ by driver precision): more than 1e-3 fails the \
          suite.{} PyTorch runs `torch.mm`, `+`, `F.gelu(approximate='tanh')`, `+`, `F.layer_norm` on the \
          same inputs (TF32 off), eager and captured in a `torch.cuda.CUDAGraph`; its first 4096 outputs \
-         give the last column.\n\n{}\n{}\n\
+         give the last column.\n\n{}\n{}\n\n\
+         Where the GPU time goes: per kind of node, its GPU ms per run summed over the layers, from a \
+         second executable recorded with per-node timestamps (each timestamp waits for the commands before \
+         it, so these add up to more than the GPU column): `mm` the matmul (after `tile-contractions`), `ba` \
+         the bias add, `res` the fused GELU and residual add, `ln` the layer norm.\n\n{}\n\
          Reading the numbers: at batch 8 each kernel is tiny, so the GPU time is mostly launch gaps and \
          barriers, the regime a recorded graph is for: compare it with PyTorch's CUDA Graph. The larger \
          shape is bound by the matmul, where an untiled IR kernel meets cuBLAS: that row says how far the \
@@ -448,7 +563,8 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
         head.render(),
         torch.note(),
         table(rows, torch),
-        targets(rows)
+        targets(rows),
+        breakdown_table(rows)
     )
 }
 

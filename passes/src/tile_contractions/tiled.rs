@@ -34,9 +34,15 @@ pub struct Tiling {
     pub tk: u64,
 }
 
-/// Work-groups the choice aims for at least: enough to give every multiprocessor of a
-/// large GPU (132 on an H100) a group or two without knowing the device at compile time.
-const GROUPS_WANTED: u64 = 256;
+/// Work-groups the choice aims for at least: most multiprocessors of a large GPU (132 on
+/// an H100) get one, without knowing the device at compile time.
+const GROUPS_WANTED: u64 = 96;
+
+/// Register blocks tried in order for contractions with many rows: (lx, ly, rm, rn).
+/// Measured on an H200 (docs/performance.md, mlp): at 256 × 1024 × 1024, 16 × 8 work-items
+/// of 4 × 4 outputs (32 × 64 per group, 128 groups) took 35 µs; 16 × 16 of 2 × 2 took
+/// 48 µs, 16 × 16 of 4 × 4 (64 groups) 52 µs, 8 × 8 of 4 × 4 38 µs.
+const BLOCKS: [(u64, u64, u64, u64); 4] = [(16, 8, 4, 4), (16, 16, 2, 2), (8, 8, 2, 2), (8, 8, 1, 1)];
 
 impl Tiling {
     /// Columns per work-group.
@@ -56,29 +62,29 @@ impl Tiling {
         (c.n0.div_ceil(self.bn()), c.n1.div_ceil(self.bm()))
     }
 
-    /// The tiling for `c`: 256 work-items, rows matched to a short dimension 1, and the
-    /// largest register block (4 × 4 down to 1 × 1) that still gives [`GROUPS_WANTED`]
-    /// work-groups; `None` when the contraction is too small to gain (fewer than 64
-    /// outputs or 16 steps).
+    /// The tiling for `c`, or `None` when the contraction is too small to gain (fewer
+    /// than 64 outputs or 16 steps).
+    ///
+    /// Many rows (dimension 1 ≥ 32): the first of [`BLOCKS`] that gives
+    /// [`GROUPS_WANTED`] work-groups (else the last), 32 steps per stage. Few rows (a
+    /// small batch): 64 work-items of one output each, all the rows in one group, and 128
+    /// steps per stage, since there are few outputs to spread and the steps are the work
+    /// (8 × 512 × 512 on the H200: 8.5 µs, against 15 µs with 256 work-items and 32 steps).
     pub fn choose(c: &Contraction) -> Option<Tiling> {
         if c.n0 * c.n1 < 64 || c.trips < 16 {
             return None;
         }
-        let ly = c.n1.next_power_of_two().clamp(1, 16);
-        let lx = 256 / ly;
-        let blocks: &[(u64, u64)] =
-            if ly < 16 { &[(1, 4), (1, 2), (1, 1)] } else { &[(4, 4), (2, 4), (4, 2), (2, 2), (1, 2), (1, 1)] };
-        let mut t = Tiling { lx, ly, rm: 1, rn: 1, tk: 16 };
-        for &(rm, rn) in blocks {
-            t = Tiling { lx, ly, rm, rn, tk: 16 };
+        if c.n1 < 32 {
+            let ly = c.n1.next_power_of_two().min(8);
+            return Some(Tiling { lx: 64 / ly, ly, rm: 1, rn: 1, tk: 128 });
+        }
+        let mut t = Tiling { lx: 8, ly: 8, rm: 1, rn: 1, tk: 32 };
+        for (lx, ly, rm, rn) in BLOCKS {
+            t = Tiling { lx, ly, rm, rn, tk: 32 };
             let (g0, g1) = t.groups(c);
             if g0 * g1 >= GROUPS_WANTED {
                 break;
             }
-        }
-        // Short dimension 1: fewer outputs per group, so each stage copies more steps.
-        if t.bm() * 4 <= t.threads() {
-            t.tk = 32;
         }
         Some(t)
     }
@@ -144,10 +150,17 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
     let mut n = Names(0);
     let _ = writeln!(o, "kernel @{name}(%pa: buf<f32, read>, %pb: buf<f32, read>, %pc: buf<f32, {c_mode}>) {{");
     let (bm, bn, tk) = (t.bm(), t.bn(), t.tk);
-    let _ = writeln!(o, "%as = local f32[{}]", bm * tk);
-    let _ = writeln!(o, "%bs = local f32[{}]", bn * tk);
+    // Consecutive work-items copy consecutive steps when the step moves the index by one
+    // (coalesced reads); then their writes are `pitch` floats apart, and the pitch is padded
+    // by one so that they fall in different banks.
+    let a_along = c.a.index.t == 1;
+    let b_along = c.b.index.t == 1 && c.b.index.g0 != 1;
+    let pitch = |rows: u64, along: bool| if along { rows + 1 } else { rows };
+    let (pa, pb) = (pitch(bm, a_along), pitch(bn, b_along));
+    let _ = writeln!(o, "%as = local f32[{}]", pa * tk);
+    let _ = writeln!(o, "%bs = local f32[{}]", pb * tk);
     let _ = writeln!(o, "%tx = local_id 0\n%ty = local_id 1\n%gx = group_id 0\n%gy = group_id 1");
-    let _ = writeln!(o, "%zero = const 0 : u32\n%one = const 1 : u32");
+    let _ = writeln!(o, "%zero = const 0 : u32\n%one = const 1 : u32\n%fz = const 0.0 : f32");
     let _ = writeln!(o, "%init = const {:?} : f32", f64::from(c.init));
     let k = konst(&mut o, &mut n, t.lx);
     let tid0 = bin(&mut o, &mut n, "mul", "%ty", &k);
@@ -156,26 +169,59 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
     let col0 = bin(&mut o, &mut n, "mul", "%gx", &k);
     let k = konst(&mut o, &mut n, bm);
     let row0 = bin(&mut o, &mut n, "mul", "%gy", &k);
-    let p = Params { c, t, tid: &tid, col0: &col0, row0: &row0 };
+    let p = Params { c, t, tid: &tid, col0: &col0, row0: &row0, pa, pb };
+    let a = Slice { along_k: a_along, rows: bm, pitch: pa, tk, limit: c.n1, origin: &row0, acc: &c.a, row_dim: 1 };
+    let b = Slice { along_k: b_along, rows: bn, pitch: pb, tk, limit: c.n0, origin: &col0, acc: &c.b, row_dim: 0 };
+    let ca = chunks(&mut o, &mut n, &p, &a);
+    let cb = chunks(&mut o, &mut n, &p, &b);
     let full = c.trips / tk;
     let rest = c.trips % tk;
     let regs = (t.rm * t.rn) as usize;
     let mut accs: Vec<String> = vec!["%init".to_string(); regs];
     if full > 0 {
+        // Software pipelining: the loads of stage kt + 1 are issued before the steps of stage
+        // kt run, so their latency hides behind the arithmetic; the values wait in registers
+        // (carried) until the slices are free again.
+        let mut pre = load_chunks(&mut o, &mut n, &a, &ca, "%zero", tk);
+        pre.extend(load_chunks(&mut o, &mut n, &b, &cb, "%zero", tk));
         let carried: Vec<String> = (0..regs).map(|r| format!("%r{r}")).collect();
-        let results: Vec<String> = (0..regs).map(|r| format!("%s{r}")).collect();
-        let carry = carried.iter().map(|r| format!("{r} = %init")).collect::<Vec<_>>().join(", ");
+        let staged: Vec<String> = (0..pre.len()).map(|r| format!("%l{r}")).collect();
+        let results: Vec<String> = (0..regs + pre.len()).map(|r| format!("%s{r}")).collect();
+        let carry = carried
+            .iter()
+            .map(|r| format!("{r} = %init"))
+            .chain(staged.iter().zip(&pre).map(|(l, v)| format!("{l} = {v}")))
+            .collect::<Vec<_>>()
+            .join(", ");
         let nt = konst(&mut o, &mut n, full);
         let _ = writeln!(o, "{} = for %kt = %zero to {nt} step %one carry({carry}) {{", results.join(", "));
+        store_chunks(&mut o, &mut n, &a, &ca, &staged[..ca.len()]);
+        store_chunks(&mut o, &mut n, &b, &cb, &staged[ca.len()..]);
+        let _ = writeln!(o, "group_barrier");
+        let next = bin(&mut o, &mut n, "add", "%kt", "%one");
+        let more = bin(&mut o, &mut n, "lt", &next, &nt);
         let k = konst(&mut o, &mut n, tk);
-        let base = bin(&mut o, &mut n, "mul", "%kt", &k);
-        let next = stage(&mut o, &mut n, &p, &base, tk, &carried);
-        let _ = writeln!(o, "yield {}\n}}", next.join(", "));
-        accs = results;
+        let base = bin(&mut o, &mut n, "mul", &next, &k);
+        let fetched: Vec<String> = (0..staged.len()).map(|_| n.next()).collect();
+        let types = vec!["f32"; fetched.len()].join(", ");
+        let _ = writeln!(o, "{} = if {more} -> {types} {{", fetched.join(", "));
+        let mut loaded = load_chunks(&mut o, &mut n, &a, &ca, &base, tk);
+        loaded.extend(load_chunks(&mut o, &mut n, &b, &cb, &base, tk));
+        let _ =
+            writeln!(o, "yield {}\n}} else {{\nyield {}\n}}", loaded.join(", "), vec!["%fz"; loaded.len()].join(", "));
+        let stepped = compute(&mut o, &mut n, &p, tk, &carried);
+        let _ = writeln!(o, "group_barrier");
+        let _ = writeln!(o, "yield {}, {}\n}}", stepped.join(", "), fetched.join(", "));
+        accs = results[..regs].to_vec();
     }
     if rest > 0 {
         let base = konst(&mut o, &mut n, full * tk);
-        accs = stage(&mut o, &mut n, &p, &base, rest, &accs);
+        let va = load_chunks(&mut o, &mut n, &a, &ca, &base, rest);
+        let vb = load_chunks(&mut o, &mut n, &b, &cb, &base, rest);
+        store_chunks(&mut o, &mut n, &a, &ca, &va);
+        store_chunks(&mut o, &mut n, &b, &cb, &vb);
+        let _ = writeln!(o, "group_barrier");
+        accs = compute(&mut o, &mut n, &p, rest, &accs);
     }
     store(&mut o, &mut n, &p, &accs);
     o.push_str("}\n");
@@ -188,24 +234,20 @@ struct Params<'a> {
     tid: &'a str,
     col0: &'a str,
     row0: &'a str,
+    /// Floats between two steps of the `a` (`b`) slice in work-group memory.
+    pa: u64,
+    pb: u64,
 }
 
-/// One stage: copy `steps` trip steps starting at `base` into work-group memory, then run
-/// them on the running values `accs`; returns the new running values.
-fn stage(o: &mut String, n: &mut Names, p: &Params, base: &str, steps: u64, accs: &[String]) -> Vec<String> {
+/// The `steps` trip steps of one stage, from the slices in work-group memory, on the
+/// running values `accs`; returns the new running values.
+fn compute(o: &mut String, n: &mut Names, p: &Params, steps: u64, accs: &[String]) -> Vec<String> {
     let (c, t) = (p.c, p.t);
-    let (bm, bn) = (t.bm(), t.bn());
-    // The `a` slice: bm rows × tk steps, stored at as[kk * bm + rr].
-    let along_k = c.a.index.t == 1;
-    copy_slice(o, n, p, base, steps, Slice { along_k, rows: bm, limit: c.n1, origin: p.row0, acc: &c.a, row_dim: 1 });
-    let along_k = c.b.index.t == 1 && c.b.index.g0 != 1;
-    copy_slice(o, n, p, base, steps, Slice { along_k, rows: bn, limit: c.n0, origin: p.col0, acc: &c.b, row_dim: 0 });
-    let _ = writeln!(o, "group_barrier");
     let mut accs = accs.to_vec();
     for kk in 0..steps {
         let a: Vec<String> = (0..t.rm)
             .map(|r| {
-                let k = konst(o, n, kk * bm + r * t.ly);
+                let k = konst(o, n, kk * p.pa + r * t.ly);
                 let i = bin(o, n, "add", "%ty", &k);
                 let v = n.next();
                 let _ = writeln!(o, "{v} = load %as[{i}]");
@@ -214,23 +256,23 @@ fn stage(o: &mut String, n: &mut Names, p: &Params, base: &str, steps: u64, accs
             .collect();
         let b: Vec<String> = (0..t.rn)
             .map(|q| {
-                let k = konst(o, n, kk * bn + q * t.lx);
+                let k = konst(o, n, kk * p.pb + q * t.lx);
                 let i = bin(o, n, "add", "%tx", &k);
                 let v = n.next();
                 let _ = writeln!(o, "{v} = load %bs[{i}]");
                 v
             })
             .collect();
-        for r in 0..t.rm as usize {
-            for q in 0..t.rn as usize {
-                let slot = r * t.rn as usize + q;
+        for (r, ar) in a.iter().enumerate() {
+            for (q, bq) in b.iter().enumerate() {
+                let slot = r * b.len() + q;
                 let v = n.next();
                 match c.combine {
                     Combine::Fma => {
-                        let _ = writeln!(o, "{v} = fma {}, {}, {}", a[r], b[q], accs[slot]);
+                        let _ = writeln!(o, "{v} = fma {ar}, {bq}, {}", accs[slot]);
                     }
                     Combine::MulAdd => {
-                        let m = bin(o, n, "mul", &a[r], &b[q]);
+                        let m = bin(o, n, "mul", ar, bq);
                         let _ = writeln!(o, "{v} = add {}, {m}", accs[slot]);
                     }
                 }
@@ -238,8 +280,6 @@ fn stage(o: &mut String, n: &mut Names, p: &Params, base: &str, steps: u64, accs
             }
         }
     }
-    // Nobody may overwrite the slices until every work-item has read them.
-    let _ = writeln!(o, "group_barrier");
     accs
 }
 
@@ -249,6 +289,10 @@ struct Slice<'a> {
     /// otherwise consecutive rows.
     along_k: bool,
     rows: u64,
+    /// Floats between two steps in work-group memory.
+    pitch: u64,
+    /// Steps per full stage.
+    tk: u64,
     /// The launch size of the id dimension (rows past it are not loaded).
     limit: u64,
     /// First id of the work-group's block.
@@ -258,11 +302,25 @@ struct Slice<'a> {
     row_dim: u8,
 }
 
-/// Copies a slice into `%as` (row_dim 1) or `%bs` (row_dim 0) at `[kk * rows + rr]`.
-fn copy_slice(o: &mut String, n: &mut Names, p: &Params, base: &str, steps: u64, s: Slice) {
+/// One work-item's share of a slice copy: which element it moves, where it goes in
+/// work-group memory, and its guards. The same for every stage, so computed once.
+struct Chunk {
+    /// The step within the stage.
+    kk: String,
+    /// The id (row or column) it loads.
+    id: String,
+    /// Its place in work-group memory.
+    at: String,
+    /// `e < total`, when the last round of work-items overshoots the slice.
+    partial: Option<String>,
+    /// `id < limit`, when the launch ends inside the block.
+    inside: Option<String>,
+}
+
+fn chunks(o: &mut String, n: &mut Names, p: &Params, s: &Slice) -> Vec<Chunk> {
     let t = p.t;
     let total = s.rows * t.tk;
-    let dest = if s.row_dim == 1 { "%as" } else { "%bs" };
+    let mut out = Vec::new();
     let mut e_base = 0;
     while e_base < total {
         let k = konst(o, n, e_base);
@@ -275,26 +333,38 @@ fn copy_slice(o: &mut String, n: &mut Names, p: &Params, base: &str, steps: u64,
             (bin(o, n, "div", &e, &k), bin(o, n, "rem", &e, &k))
         };
         let id = bin(o, n, "add", s.origin, &rr);
-        let step = bin(o, n, "add", base, &kk);
-        let mut guards = Vec::new();
-        if e_base + t.threads() > total {
-            let k = konst(o, n, total);
-            guards.push(bin(o, n, "lt", &e, &k));
-        }
-        if steps < t.tk {
-            let k = konst(o, n, steps);
-            guards.push(bin(o, n, "lt", &kk, &k));
-        }
-        if s.limit % s.rows != 0 {
-            let k = konst(o, n, s.limit);
-            guards.push(bin(o, n, "lt", &id, &k));
-        }
-        let (j, i) = if s.row_dim == 1 { (None, Some(id.as_str())) } else { (Some(id.as_str()), None) };
-        let src = index(o, n, s.acc, j, i, Some(&step));
-        let param = if s.row_dim == 1 { "%pa" } else { "%pb" };
-        let k = konst(o, n, s.rows);
+        let k = konst(o, n, s.pitch);
         let m = bin(o, n, "mul", &kk, &k);
         let at = bin(o, n, "add", &m, &rr);
+        let partial = (e_base + t.threads() > total).then(|| {
+            let k = konst(o, n, total);
+            bin(o, n, "lt", &e, &k)
+        });
+        let inside = (!s.limit.is_multiple_of(s.rows)).then(|| {
+            let k = konst(o, n, s.limit);
+            bin(o, n, "lt", &id, &k)
+        });
+        out.push(Chunk { kk, id, at, partial, inside });
+        e_base += t.threads();
+    }
+    out
+}
+
+/// Loads each chunk's element of the stage starting at step `base` (`steps` long); a
+/// guarded-off element reads as 0 (it is never used: its row is not stored, its step not
+/// run, or it is past the slice).
+fn load_chunks(o: &mut String, n: &mut Names, s: &Slice, chunks: &[Chunk], base: &str, steps: u64) -> Vec<String> {
+    let param = if s.row_dim == 1 { "%pa" } else { "%pb" };
+    let mut out = Vec::new();
+    for ch in chunks {
+        let step = bin(o, n, "add", base, &ch.kk);
+        let (j, i) = if s.row_dim == 1 { (None, Some(ch.id.as_str())) } else { (Some(ch.id.as_str()), None) };
+        let src = index(o, n, s.acc, j, i, Some(&step));
+        let mut guards: Vec<String> = ch.partial.iter().chain(ch.inside.iter()).cloned().collect();
+        if steps < s.tk {
+            let k = konst(o, n, steps);
+            guards.push(bin(o, n, "lt", &ch.kk, &k));
+        }
         let mut cond: Option<String> = None;
         for g in guards {
             cond = Some(match cond {
@@ -302,17 +372,37 @@ fn copy_slice(o: &mut String, n: &mut Names, p: &Params, base: &str, steps: u64,
                 Some(c) => bin(o, n, "and", &c, &g),
             });
         }
+        let v = n.next();
         match cond {
             None => {
-                let v = n.next();
-                let _ = writeln!(o, "{v} = load {param}[{src}]\nstore {dest}[{at}], {v}");
+                let _ = writeln!(o, "{v} = load {param}[{src}]");
             }
             Some(cond) => {
-                let v = n.next();
-                let _ = writeln!(o, "if {cond} {{\n{v} = load {param}[{src}]\nstore {dest}[{at}], {v}\n}}");
+                let l = n.next();
+                let _ = writeln!(
+                    o,
+                    "{v} = if {cond} -> f32 {{\n{l} = load {param}[{src}]\nyield {l}\n}} else {{\nyield %fz\n}}"
+                );
             }
         }
-        e_base += t.threads();
+        out.push(v);
+    }
+    out
+}
+
+/// Stores loaded chunk values into the slice.
+fn store_chunks(o: &mut String, n: &mut Names, s: &Slice, chunks: &[Chunk], values: &[String]) {
+    let _ = n;
+    let dest = if s.row_dim == 1 { "%as" } else { "%bs" };
+    for (ch, v) in chunks.iter().zip(values) {
+        match &ch.partial {
+            None => {
+                let _ = writeln!(o, "store {dest}[{}], {v}", ch.at);
+            }
+            Some(g) => {
+                let _ = writeln!(o, "if {g} {{\nstore {dest}[{}], {v}\n}}", ch.at);
+            }
+        }
     }
 }
 
@@ -330,11 +420,11 @@ fn store(o: &mut String, n: &mut Names, p: &Params, accs: &[String]) {
             let dst = index(o, n, &c.c, Some(&j), Some(&i), None);
             let v = &accs[(r * t.rn + q) as usize];
             let mut guards = Vec::new();
-            if c.n1 % t.bm() != 0 {
+            if !c.n1.is_multiple_of(t.bm()) {
                 let k = konst(o, n, c.n1);
                 guards.push(bin(o, n, "lt", &i, &k));
             }
-            if c.n0 % t.bn() != 0 {
+            if !c.n0.is_multiple_of(t.bn()) {
                 let k = konst(o, n, c.n0);
                 guards.push(bin(o, n, "lt", &j, &k));
             }
