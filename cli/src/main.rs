@@ -7,6 +7,7 @@ mod cmd;
 mod exit;
 mod io;
 mod npy;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

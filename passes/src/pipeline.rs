@@ -95,6 +95,15 @@ pub enum DumpPosition {
 /// Something the caller may want to show, produced while the pipeline runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PipelineEvent {
+    /// Pass `index` (0-based) of `total` is about to run (for progress displays).
+    PassStarted {
+        /// Its position in the pipeline.
+        index: usize,
+        /// Passes in the pipeline.
+        total: usize,
+        /// The pass.
+        pass: &'static str,
+    },
     /// The printed module (`text::print`) before or after a pass.
     IrDump {
         /// Before or after.
@@ -158,6 +167,7 @@ pub fn run_pipeline(
         on_event(PipelineEvent::Dot { step: 0, name: "input", text: dot(module) });
     }
     for (i, pass) in passes.iter().enumerate() {
+        on_event(PipelineEvent::PassStarted { index: i, total: passes.len(), pass: pass.name });
         if options.print_before.contains(pass.name) {
             on_event(dump(DumpPosition::Before, pass.name, module));
         }

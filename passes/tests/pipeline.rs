@@ -131,7 +131,9 @@ fn print_after_all_and_dot_events_cover_every_step() {
     let options = RunOptions { print_after_all: true, dump_dot: true, ..RunOptions::default() };
     let mut dumps = 0;
     let mut dots = Vec::new();
+    let mut started = Vec::new();
     run_pipeline(&mut m, &[&COUNT, &COUNT], &options, &mut PassContext::default(), &mut |e| match e {
+        PipelineEvent::PassStarted { index, total, pass } => started.push((index, total, pass)),
         PipelineEvent::IrDump { .. } => dumps += 1,
         PipelineEvent::Dot { step, name, text } => {
             assert!(text.contains("digraph"), "{text}");
@@ -141,6 +143,7 @@ fn print_after_all_and_dot_events_cover_every_step() {
     .unwrap();
     assert_eq!(dumps, 2);
     assert_eq!(dots, [(0, "input"), (1, "count"), (2, "count")]);
+    assert_eq!(started, [(0, 2, "count"), (1, 2, "count")]);
 }
 
 #[test]

@@ -4,13 +4,15 @@
 use super::compile_emit::{self, EmitKind, Emitted};
 use crate::exit::{Failure, Outcome};
 use crate::io;
-use cmdgraph_codegen::bundle::{compile_module, CompileError, CompileReport, Llvm};
+use crate::progress::{self, Progress};
+use cmdgraph_codegen::bundle::{compile_module_with, CompileError, CompileReport, Llvm, Progress as Step};
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_codegen::Options;
 use cmdgraph_passes::pipeline::{self, render_timings};
 use cmdgraph_passes::{PassInfo, DEFAULT_PIPELINE, REGISTRY};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -46,10 +48,16 @@ pub struct CompileArgs {
     /// With --emit: only this kernel's variants (name without `@`).
     #[arg(long, value_name = "NAME", requires = "emit")]
     pub kernel: Option<String>,
-    /// Print the wall time of every pass and of every kernel variant's code generation to
-    /// stderr.
+    /// Print the wall time of every phase to stderr: reading and parsing, verifying, every
+    /// pass, packaging, every kernel variant's code generation, printing and hashing the
+    /// bundle, serializing it and writing it.
     #[arg(long)]
     pub time_passes: bool,
+    /// Show the phase and its progress on stderr: `auto` when stderr is a terminal and the
+    /// compile passes about a second, `always` (one line per step, from the start) or
+    /// `never`.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub progress: progress::When,
 }
 
 /// A parsed `--passes` value (a newtype so that clap takes it as one value, not a list).
@@ -62,9 +70,13 @@ fn parse_passes(spec: &str) -> Result<PassList, String> {
 
 /// Runs `cmdgraph compile`.
 pub fn run(args: &CompileArgs) -> Outcome {
+    let mut shown = Progress::new(args.progress);
+    let t = Instant::now();
+    shown.update("parse", None);
     let input = io::read_input(&args.input)?;
     let module = super::parse(&input)?;
     super::print_warnings(&super::verify(&input, &module)?);
+    let front = t.elapsed();
     let passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),
         None => DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect(),
@@ -81,17 +93,43 @@ pub fn run(args: &CompileArgs) -> Outcome {
     };
     let external = external::load(&module, &base).map_err(|d| super::reject(&input, &d))?;
     let compiler = WithExternal { inner: &Llvm, external: &external };
-    let (bundle, report) = compile_module(&module, &passes, &options, &compiler).map_err(|e| match e {
+    let mut on_step = |step: Step<'_>| match step {
+        Step::Verify => shown.update("verify", None),
+        Step::Pass { index, total, name } => shown.update(name, Some((index, total))),
+        Step::Packaging => shown.update("packaging", None),
+        Step::Codegen { done, total, kernel } => shown.update(&format!("codegen @{kernel}"), Some((done, total))),
+        Step::Finishing => shown.update("printing and hashing the bundle", None),
+    };
+    let compiled = compile_module_with(&module, &passes, &options, &compiler, &mut on_step);
+    let (bundle, report) = compiled.map_err(|e| match e {
         // Diagnostics of the source module point into the input: render them there.
         CompileError::Invalid(d) => super::reject(&input, &d),
         e => located(&input, e.diagnostic(), e.is_internal(), &e),
     })?;
+    shown.update("serializing", None);
+    let t = Instant::now();
     let text = bundle.to_ron().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
-    if args.time_passes {
-        eprint!("{}", render_times(&report));
-    }
+    let serialize = t.elapsed();
+    shown.update("writing", None);
+    let t = Instant::now();
     let target = output_path(&args.input, args.output.as_deref());
-    io::write_output(target.as_deref(), &text)
+    let written = io::write_output(target.as_deref(), &text);
+    let write = t.elapsed();
+    shown.finish();
+    if args.time_passes {
+        eprint!("{}", render_times(&report, Outer { front, serialize, write }));
+    }
+    written
+}
+
+/// The phases `cmdgraph compile` times around the compiler's own report.
+struct Outer {
+    /// Reading, parsing and verifying the input (with its diagnostics).
+    front: Duration,
+    /// Serializing the bundle.
+    serialize: Duration,
+    /// Writing it.
+    write: Duration,
 }
 
 /// `--emit`: code generation output of the source module's variants instead of a bundle,
@@ -139,13 +177,22 @@ fn located(
 }
 
 /// The pass timing table, then one line per compiled kernel variant.
-fn render_times(report: &CompileReport) -> String {
-    let mut out = render_timings(&report.passes);
-    let _ =
-        writeln!(out, "  packaging (schedule, memory plan, launch tables): {:.6} s", report.packaging.as_secs_f64());
+fn render_times(report: &CompileReport, outer: Outer) -> String {
+    let line = |out: &mut String, what: &str, t: Duration| {
+        let _ = writeln!(out, "  {what}: {:.6} s", t.as_secs_f64());
+    };
+    let mut out = String::new();
+    line(&mut out, "read, parse and verify the input", outer.front);
+    line(&mut out, "verify (compiler: source and optimized module)", report.verify);
+    out.push_str(&render_timings(&report.passes));
+    line(&mut out, "packaging (schedule, memory plan, launch tables)", report.packaging);
     for (kernel, wg, t) in &report.kernels {
         let _ = writeln!(out, "  codegen @{kernel} {}x{}x{}: {:.6} s", wg[0], wg[1], wg[2], t.as_secs_f64());
     }
-    let _ = writeln!(out, "  compile total: {:.6} s", report.total.as_secs_f64());
+    line(&mut out, "print and hash the bundle", report.finishing);
+    line(&mut out, "compile total", report.total);
+    line(&mut out, "serialize the bundle", outer.serialize);
+    line(&mut out, "write the bundle", outer.write);
+    line(&mut out, "total", outer.front + report.total + outer.serialize + outer.write);
     out
 }

@@ -46,6 +46,10 @@ pub struct OptArgs {
     /// Print the wall time of every pass to stderr.
     #[arg(long)]
     pub time_passes: bool,
+    /// Show the pass and its position on stderr: `auto` when stderr is a terminal and the
+    /// run passes about a second, `always` (one line per pass, from the start) or `never`.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub progress: crate::progress::When,
     /// Print the statistics of every pass to stderr.
     #[arg(long)]
     pub stats: bool,
@@ -111,7 +115,9 @@ pub fn run(args: &OptArgs) -> Outcome {
         dump_dot: args.dump_dot_dir.is_some(),
     };
     let mut io_error: Option<Failure> = None;
+    let mut shown = crate::progress::Progress::new(args.progress);
     let mut on_event = |event: PipelineEvent| match event {
+        PipelineEvent::PassStarted { index, total, pass } => shown.update(pass, Some((index, total))),
         PipelineEvent::IrDump { position, pass, graphs, text } => {
             let when = match position {
                 DumpPosition::Before => "Before",
@@ -129,7 +135,10 @@ pub fn run(args: &OptArgs) -> Outcome {
     let mut ctx = PassContext { memory_alignment: args.memory_alignment, ..PassContext::default() };
     ctx.options.fuse_fp_reassoc = args.fuse_fp_reassoc;
     let report = pipeline::run_pipeline(&mut module, &passes, &options, &mut ctx, &mut on_event)
-        .map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+        .map_err(|e| Failure::Rejected(format!("error: {e}")));
+    drop(on_event);
+    shown.finish();
+    let report = report?;
     if let Some(e) = io_error {
         return Err(e);
     }

@@ -21,7 +21,7 @@ use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Options, Varia
 use cmdgraph_ir::bundle::{Bundle, BundleError, GraphPlan, NodeOrigin, FORMAT_VERSION};
 use cmdgraph_ir::diag::Diagnostic;
 use cmdgraph_ir::{Arg, Launch, Span};
-use cmdgraph_passes::pipeline::{run_pipeline, PipelineReport, RunOptions};
+use cmdgraph_passes::pipeline::{run_pipeline, PipelineEvent, PipelineReport, RunOptions};
 use cmdgraph_passes::{PassContext, PassError, PassInfo};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -123,14 +123,47 @@ impl std::error::Error for CompileError {}
 /// compile-time benchmark, never for the bundle.
 #[derive(Clone, Debug, Default)]
 pub struct CompileReport {
+    /// Verifying the source module and the optimized one.
+    pub verify: Duration,
     /// The pass pipeline.
     pub passes: PipelineReport,
     /// Scheduling, memory planning and launch tables, over all graphs.
     pub packaging: Duration,
     /// Per compiled variant, in bundle order: (kernel, work-group size, wall time).
     pub kernels: Vec<(String, [u32; 3], Duration)>,
+    /// Printing the source and optimized IR into the bundle and hashing it.
+    pub finishing: Duration,
     /// The whole of [`compile_module`].
     pub total: Duration,
+}
+
+/// What [`compile_module_with`] is doing, for progress displays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress<'a> {
+    /// Verifying the source module.
+    Verify,
+    /// Pass `index` (0-based) of `total`.
+    Pass {
+        /// Position in the pipeline.
+        index: usize,
+        /// Passes in the pipeline.
+        total: usize,
+        /// The pass.
+        name: &'static str,
+    },
+    /// Verifying the optimized module, then scheduling, memory plans and launch tables.
+    Packaging,
+    /// Generating variant `done` (0-based) of `total`.
+    Codegen {
+        /// Variants generated so far.
+        done: usize,
+        /// Variants in all.
+        total: usize,
+        /// The kernel.
+        kernel: &'a str,
+    },
+    /// Printing the source and optimized IR into the bundle and hashing it.
+    Finishing,
 }
 
 /// Compiles `source` with `passes` and `compiler`. The module must verify.
@@ -140,7 +173,19 @@ pub fn compile_module(
     options: &Options,
     compiler: &dyn KernelCompiler,
 ) -> Result<(Bundle, CompileReport), CompileError> {
+    compile_module_with(source, passes, options, compiler, &mut |_| {})
+}
+
+/// [`compile_module`], telling `progress` what it is doing as it goes.
+pub fn compile_module_with(
+    source: &Module,
+    passes: &[&'static PassInfo],
+    options: &Options,
+    compiler: &dyn KernelCompiler,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(Bundle, CompileReport), CompileError> {
     let start = Instant::now();
+    progress(Progress::Verify);
     verify(source).map_err(CompileError::Invalid)?;
     let unsupported = crate::support::check(source);
     if !unsupported.is_empty() {
@@ -148,9 +193,18 @@ pub fn compile_module(
     }
     let mut optimized = source.clone();
     let mut ctx = PassContext::default();
-    let passes_report = run_pipeline(&mut optimized, passes, &RunOptions::default(), &mut ctx, &mut |_| {})
+    let verify_time = start.elapsed();
+    let mut on_event = |event| {
+        if let PipelineEvent::PassStarted { index, total, pass } = event {
+            progress(Progress::Pass { index, total, name: pass });
+        }
+    };
+    let passes_report = run_pipeline(&mut optimized, passes, &RunOptions::default(), &mut ctx, &mut on_event)
         .map_err(CompileError::Pass)?;
+    progress(Progress::Packaging);
+    let t = Instant::now();
     verify(&optimized).map_err(CompileError::InvalidOutput)?;
+    let verify_time = verify_time + t.elapsed();
 
     let t = Instant::now();
     let needed = launches::collect(&optimized, compiler)?;
@@ -174,7 +228,8 @@ pub fn compile_module(
 
     let mut kernels = Vec::with_capacity(needed.variants.len());
     let mut kernel_times = Vec::with_capacity(needed.variants.len());
-    for v in &needed.variants {
+    for (i, v) in needed.variants.iter().enumerate() {
+        progress(Progress::Codegen { done: i, total: needed.variants.len(), kernel: &v.name });
         let t = Instant::now();
         let compiled = compiler
             .compile_kernel(&optimized, v.kernel, &v.variant, options)
@@ -184,6 +239,8 @@ pub fn compile_module(
         kernels.push(compiled);
     }
 
+    progress(Progress::Finishing);
+    let t = Instant::now();
     let mut bundle = Bundle {
         format_version: FORMAT_VERSION,
         content_hash: String::new(),
@@ -194,7 +251,15 @@ pub fn compile_module(
         graphs,
     };
     bundle.content_hash = bundle.compute_hash().map_err(CompileError::Bundle)?;
-    let report = CompileReport { passes: passes_report, packaging, kernels: kernel_times, total: start.elapsed() };
+    let finishing = t.elapsed();
+    let report = CompileReport {
+        verify: verify_time,
+        passes: passes_report,
+        packaging,
+        kernels: kernel_times,
+        finishing,
+        total: start.elapsed(),
+    };
     Ok((bundle, report))
 }
 
