@@ -147,11 +147,14 @@ fn bytes(ty: Ty, count: u64, role: Role, rng: &mut Rng) -> Vec<u8> {
     out
 }
 
+/// A memory object: name, bytes bound, element type, role, owning kernel's position.
+type Mem = (String, Vec<u8>, Ty, Role, Option<usize>);
+
 /// Every memory object of a batch with its bytes, element type and whether it is compared
 /// (and how): `(name, bytes, type, role, kernel position in the batch)`.
-fn memories(batch: &[Entry], seed: u64) -> Vec<(String, Vec<u8>, Ty, Role, Option<usize>)> {
+fn memories(batch: &[Entry], seed: u64) -> Vec<Mem> {
     let mut rng = Rng(seed ^ 0x5eed);
-    let mut out: Vec<(String, Vec<u8>, Ty, Role, Option<usize>)> = Vec::new();
+    let mut out: Vec<Mem> = Vec::new();
     for (i, e) in batch.iter().enumerate() {
         for p in &e.kernel.params {
             let name = e.memory(p);
@@ -219,13 +222,7 @@ type Wants = Vec<(FmaRounding, BTreeMap<String, Vec<u8>>)>;
 
 /// Runs `batch` at -O`opt` against the interpreter's outputs `wants`: each kernel's outputs
 /// must all match those of one `fma` rule (a conforming device rounds `fma` once or twice).
-fn run_vulkan(
-    module: &cmdgraph_ir::Module,
-    mems: &[(String, Vec<u8>, Ty, Role, Option<usize>)],
-    wants: &Wants,
-    opt: u8,
-    stats: &mut Stats,
-) -> Outcome {
+fn run_vulkan(module: &cmdgraph_ir::Module, mems: &[Mem], wants: &Wants, opt: u8, stats: &mut Stats) -> Outcome {
     let one = |e: String| Err(vec![(None, e)]);
     let t = Instant::now();
     let compiled = compile_module(module, &[], &Options { opt_level: opt }, &Llvm);
@@ -296,7 +293,7 @@ fn run_vulkan(
 
 /// Runs one batch; failures are added to `stats`. A batch failure that names no kernel is
 /// retried kernel by kernel to find the culprit.
-pub fn run_batch(batch: &[Entry], cfg: &Config, stats: &mut Stats, levels: &[u8]) {
+pub fn run_batch(batch: &[Entry], stats: &mut Stats, levels: &[u8]) {
     let text = module_text(batch);
     let module = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| {
         let r: Vec<String> = d.iter().map(|d| d.render("fuzz.cgir", &text)).collect();
@@ -347,7 +344,7 @@ pub fn run_batch(batch: &[Entry], cfg: &Config, stats: &mut Stats, levels: &[u8]
             // Find the kernels that fail alone.
             let before = stats.failures.len();
             for e in batch {
-                run_batch(std::slice::from_ref(e), cfg, stats, &[opt]);
+                run_batch(std::slice::from_ref(e), stats, &[opt]);
             }
             if stats.failures.len() == before {
                 stats.failures.push(Failure {
@@ -391,7 +388,7 @@ pub fn run(cfg: &Config, indices: &[u64], per_module: usize, stats: &mut Stats) 
         }
         stats.kernels += batch.len() as u64;
         let failures = stats.failures.len();
-        run_batch(&batch, cfg, stats, &[0, 1, 2, 3]);
+        run_batch(&batch, stats, &[0, 1, 2, 3]);
         stats.compared += (batch.len() as u64 * 4).saturating_sub((stats.failures.len() - failures) as u64);
     }
 }
