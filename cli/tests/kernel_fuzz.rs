@@ -30,7 +30,7 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
         base_seed: env("CMDGRAPH_FUZZ_SEED").unwrap_or(0),
         gen: GenOptions {
             fma_exact: true,
-            implicit_zero: std::env::var("CMDGRAPH_FUZZ_IMPLICIT_ZERO").is_ok(),
+            implicit_zero: std::env::var("CMDGRAPH_FUZZ_EXPLICIT_ZERO").is_err(),
             loop_atomics: std::env::var("CMDGRAPH_FUZZ_LOOP_ATOMICS").is_ok(),
         },
     };

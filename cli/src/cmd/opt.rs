@@ -136,7 +136,7 @@ pub fn run(args: &OptArgs) -> Outcome {
     ctx.options.fuse_fp_reassoc = args.fuse_fp_reassoc;
     let report = pipeline::run_pipeline(&mut module, &passes, &options, &mut ctx, &mut on_event)
         .map_err(|e| Failure::Rejected(format!("error: {e}")));
-    drop(on_event);
+    // End the progress line (clearing it) before anything else goes to stderr.
     shown.finish();
     let report = report?;
     if let Some(e) = io_error {

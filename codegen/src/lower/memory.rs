@@ -29,13 +29,13 @@ impl Lowerer<'_> {
             if let ParamType::Local { elem } = p.ty {
                 let cap = *capacities.next().ok_or_else(|| self.err_kernel("missing local capacity"))?;
                 if let Some((v, _)) = body.values.iter().nth(i) {
-                    found.push((v.index(), elem, cap));
+                    found.push((v.index(), elem, cap, false));
                 }
             }
         }
         for (_, op) in body.ops.iter() {
             if let (OpKind::LocalAlloc { elem, count }, Some(&v)) = (&op.kind, op.results.first()) {
-                found.push((v.index(), *elem, *count));
+                found.push((v.index(), *elem, *count, true));
             }
         }
         let int_backed = self.float_cas_targets().1;
@@ -47,7 +47,7 @@ impl Lowerer<'_> {
             let id = self.ir.call("i32", "llvm.spv.thread.id.in.group.i32", &[Val::new("i32", "0")]);
             self.local_zero = self.ir.emit("i32", format!("lshr i32 {}, 31", id.v)).v;
         }
-        for (v, elem, cap) in found {
+        for (v, elem, cap, zeroed) in found {
             if cap > u32::MAX as u64 / elem.size().max(1) {
                 return Err(self.err_kernel(format!("work-group memory of {cap} elements is too large")));
             }
@@ -62,7 +62,12 @@ impl Lowerer<'_> {
             } else {
                 types::mem(elem)
             };
-            self.ir.globals.push(format!("{name} = internal addrspace(3) global [{n} x {mt}] poison, align 16"));
+            // A `local` op's memory is zero at the start of each group (docs/ir.md: SYCL's
+            // `group_local_memory` value-initialises): a null initializer, which Vulkan 1.3
+            // guarantees through `shaderZeroInitializeWorkgroupMemory` (the executor enables
+            // it). A `local<T>` parameter's memory is undefined, as in SYCL.
+            let init = if zeroed { "zeroinitializer" } else { "poison" };
+            self.ir.globals.push(format!("{name} = internal addrspace(3) global [{n} x {mt}] {init}, align 16"));
             self.locals.push((v, name, elem, n));
         }
         Ok(())

@@ -393,8 +393,12 @@ fn create_device(
         .host_query_reset(h12.host_query_reset != 0)
         .shader_buffer_int64_atomics(h12.shader_buffer_int64_atomics != 0)
         .shader_shared_int64_atomics(h12.shader_shared_int64_atomics != 0);
-    let mut f13 =
-        vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).maintenance4(h13.maintenance4 != 0);
+    let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
+        .synchronization2(true)
+        .maintenance4(h13.maintenance4 != 0)
+        // `local` ops' memory starts at zero (a null initializer in the SPIR-V): required
+        // of every Vulkan 1.3 device.
+        .shader_zero_initialize_workgroup_memory(h13.shader_zero_initialize_workgroup_memory != 0);
     let enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
