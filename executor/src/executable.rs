@@ -289,21 +289,19 @@ impl Executor {
         kernel: &str,
         launch: &Launch,
     ) -> Result<usize> {
-        let entry =
-            self.loaded.bundle.graphs.iter().find(|p| p.name == graph).and_then(|p| {
-                p.launches.iter().find(|l| l.node.trim_start_matches('%') == node && l.alternative == alt)
-            });
-        if let Some(l) = entry {
-            let k =
-                self.loaded.bundle.kernels.get(l.kernel as usize).filter(|k| k.kernel == kernel).ok_or_else(|| {
-                    ExecError::Bundle(format!(
-                        "@{graph}: the launch table gives %{node} variant {}, not one of @{kernel}",
-                        l.kernel
-                    ))
-                })?;
+        let plan = self.loaded.bundle.graphs.iter().position(|p| p.name == graph);
+        let entry = plan
+            .and_then(|i| self.loaded.launches.get(i))
+            .and_then(|table| table.get(&(node.to_string(), alt)).copied());
+        if let Some(index) = entry {
+            let k = self.loaded.bundle.kernels.get(index as usize).filter(|k| k.kernel == kernel).ok_or_else(|| {
+                ExecError::Bundle(format!(
+                    "@{graph}: the launch table gives %{node} variant {index}, not one of @{kernel}"
+                ))
+            })?;
             let (_, _, local) = crate::args::geometry(launch)?;
             if local.is_none_or(|l| l == k.workgroup_size) {
-                return Ok(l.kernel as usize);
+                return Ok(index as usize);
             }
         }
         self.variant_for(kernel, launch)

@@ -6,6 +6,7 @@ use crate::spirv;
 use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, BundleError, CompiledKernel, MemorySlot, FORMAT_VERSION};
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::Module;
+use std::collections::HashMap;
 
 /// Largest argument block accepted (a sanity bound far above any real kernel's).
 const MAX_BLOCK_BYTES: u32 = 1 << 16;
@@ -20,6 +21,10 @@ pub struct Loaded {
     /// `bundle.source`, parsed and verified: whole-graph and node updates are checked
     /// against it (docs/semantics.md).
     pub source: Module,
+    /// Per graph plan of the bundle (same order): its launch table by (node name without
+    /// `%`, alternative), so finalize finds a node's variant in O(1) instead of a scan of
+    /// the table per node.
+    pub launches: Vec<HashMap<(String, Option<u32>), u32>>,
 }
 
 /// Reads bundle text (RON, as `Bundle::to_ron` writes it, content hash included) and checks
@@ -47,7 +52,14 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
     let source =
         cmdgraph_ir::text::parse(&bundle.source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
     cmdgraph_ir::verify::verify(&source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
-    Ok(Loaded { bundle, module, source })
+    let launches = bundle
+        .graphs
+        .iter()
+        .map(|p| {
+            p.launches.iter().map(|l| ((l.node.trim_start_matches('%').to_string(), l.alternative), l.kernel)).collect()
+        })
+        .collect();
+    Ok(Loaded { bundle, module, source, launches })
 }
 
 fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {

@@ -74,9 +74,11 @@ pub fn plan(graph: &Graph) -> Result<Vec<Seg>> {
 pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
     let n = graph.nodes.len();
     let mut pos: Vec<Option<(usize, usize)>> = vec![None; n];
+    // One map for the whole schedule: a scan of the nodes per name would be quadratic.
+    let names = cmdgraph_ir::edit::node_names(graph);
     let find = |name: &str| {
         let name = name.strip_prefix('%').unwrap_or(name);
-        graph.node_by_name(name).ok_or_else(|| ExecError::Bundle(format!("schedule names unknown node %{name}")))
+        names.get(name).copied().ok_or_else(|| ExecError::Bundle(format!("schedule names unknown node %{name}")))
     };
     let mut out = Vec::new();
     let place = |h: Handle<Node>, at: (usize, usize), pos: &mut Vec<Option<(usize, usize)>>| -> Result<()> {
