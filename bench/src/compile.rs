@@ -43,7 +43,7 @@ pub fn rows(dir: &Path, runs: usize, opt_level: u8) -> Result<Vec<Row>, String> 
             let compiler = WithExternal { inner: &Llvm, external: &external };
             let (bundle, report) = compile_module(&module, &passes, &Options { opt_level }, &compiler)
                 .map_err(|e| format!("{name}: {e}"))?;
-            let ron = bundle.to_ron().map_err(|e| format!("{name}: {e}"))?;
+            let ron = bundle.to_bytes().map_err(|e| format!("{name}: {e}"))?;
             if best.as_ref().is_none_or(|b| report.total < b.report.total) {
                 best = Some(Row { example: name.clone(), report, bytes: ron.len(), hash: bundle.content_hash });
             }

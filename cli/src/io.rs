@@ -50,6 +50,30 @@ pub fn read_input(path: &Path) -> Result<Input, Failure> {
     decode(name, bytes, MAX_INPUT_BYTES)
 }
 
+/// A binary input (a bundle) and its name for messages.
+pub struct InputBytes {
+    /// Shown in diagnostics and messages.
+    pub name: String,
+    /// The whole input.
+    pub bytes: Vec<u8>,
+}
+
+/// Reads `path` (or stdin for `-`) as bytes, up to the same limit as text.
+pub fn read_input_bytes(path: &Path) -> Result<InputBytes, Failure> {
+    let (name, bytes) = if is_stdio(path) {
+        (STDIN_NAME.to_string(), read_limited(io::stdin().lock()))
+    } else {
+        (path.display().to_string(), File::open(path).and_then(read_limited))
+    };
+    let bytes = bytes.map_err(|e| Failure::Io(format!("error: cannot read `{name}`: {e}")))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(Failure::Rejected(format!(
+            "error: `{name}`: file is more than the limit of {MAX_INPUT_BYTES} bytes"
+        )));
+    }
+    Ok(InputBytes { name, bytes })
+}
+
 /// Reads at most one byte more than the limit, so an endless stream cannot exhaust memory.
 fn read_limited(reader: impl Read) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
@@ -90,12 +114,18 @@ fn decode(name: String, bytes: Vec<u8>, limit: u64) -> Result<Input, Failure> {
 
 /// Writes `text` to stdout (`None` or `-`) or atomically to a file.
 pub fn write_output(target: Option<&Path>, text: &str) -> Result<(), Failure> {
+    write_output_bytes(target, text.as_bytes())
+}
+
+/// [`write_output`] of bytes (a bundle).
+pub fn write_output_bytes(target: Option<&Path>, data: &[u8]) -> Result<(), Failure> {
     match target {
-        Some(path) if !is_stdio(path) => write_atomic(path, text.as_bytes())
-            .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display()))),
+        Some(path) if !is_stdio(path) => {
+            write_atomic(path, data).map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))
+        }
         _ => {
             let mut out = io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            match out.write_all(data).and_then(|()| out.flush()) {
                 // A reader that stopped early (`cmdgraph dot x | head`) is not an error.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
                 Err(e) => Err(Failure::Io(format!("error: cannot write to stdout: {e}"))),

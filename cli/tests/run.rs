@@ -25,8 +25,8 @@ graph @g {props} {{
 
 fn write_bundle(dir: &Path, props: &str) -> std::path::PathBuf {
     let path = dir.join("app.bundle");
-    let text = bundle(&ir(props), vec![], vec![]).to_ron().unwrap();
-    std::fs::write(&path, text).unwrap();
+    let bytes = bundle(&ir(props), vec![], vec![]).to_bytes().unwrap();
+    std::fs::write(&path, bytes).unwrap();
     path
 }
 
@@ -92,9 +92,9 @@ fn run_errors_have_documented_exit_codes() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("row 61"));
     assert!(!out.exists());
     // A truncated bundle is rejected.
-    let text = std::fs::read_to_string(b).unwrap();
+    let bytes = std::fs::read(b).unwrap();
     let cut = dir.path().join("cut.bundle");
-    std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let o = cmdgraph(&["run", cut.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("malformed bundle"), "{o:?}");

@@ -20,14 +20,14 @@ fn examples() -> PathBuf {
 }
 
 /// Compiles `text` (kernel paths relative to examples/) to bundle text with `pipeline`.
-fn compile(text: &str, pipeline: Option<&str>) -> Result<String, String> {
+fn compile(text: &str, pipeline: Option<&str>) -> Result<Vec<u8>, String> {
     let module = cmdgraph_ir::text::parse(text).map_err(|d| format!("{d:?}"))?;
     let ext = external::load(&module, &examples())
         .map_err(|d| cmdgraph_ir::diag::render_all(&d, "external_kernel.cgir", text))?;
     let compiler = WithExternal { inner: &Llvm, external: &ext };
     let (bundle, _) =
         compile_module(&module, &passes(pipeline), &Options::default(), &compiler).map_err(|e| e.to_string())?;
-    bundle.to_ron().map_err(|e| e.to_string())
+    bundle.to_bytes().map_err(|e| e.to_string())
 }
 
 /// Runs `text` on Vulkan and its twin (the external kernel replaced by `TWIN_BODY`) on the
@@ -36,7 +36,8 @@ fn both_ways(text: &str, pipeline: Option<&str>, seed: u64) -> Result<usize, Str
     assert!(text.contains(EXTERNAL), "the module uses the external kernel");
     let twin = cmdgraph_ir::text::parse(&text.replace(EXTERNAL, TWIN_BODY)).map_err(|d| format!("twin: {d:?}"))?;
     let bundle = compile(text, pipeline)?;
-    assert!(bundle.contains("entry: \"main\""), "the bundle carries the external entry point");
+    let read = cmdgraph_ir::bundle::Bundle::from_bytes(&bundle).map_err(|e| e.to_string())?;
+    assert!(read.kernels.iter().any(|k| k.entry == "main"), "the bundle carries the external entry point");
     let mut both = Both::new(&twin, &bundle, seed)?;
     let mut compared = 0;
     for (_, g) in twin.graphs.iter() {

@@ -47,7 +47,11 @@ impl fmt::Display for ExecError {
         match self {
             ExecError::Malformed(m) => write!(f, "malformed bundle: {m}"),
             ExecError::Version { found, expected } => {
-                write!(f, "bundle format version {found}, this executor reads version {expected}")
+                write!(
+                    f,
+                    "bundle format version {found}, this executor reads version {expected}: recompile the module \
+                     with this build's `cmdgraph compile`"
+                )
             }
             ExecError::Hash(m) => write!(f, "bundle content hash mismatch: {m}"),
             ExecError::Ir(m) => write!(f, "bundle IR is invalid: {m}"),

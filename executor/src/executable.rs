@@ -345,18 +345,20 @@ impl Executor {
         let mut allocs = BTreeMap::new();
         let mut pool_size = 0u64;
         let mut zero = Vec::new();
+        // The plan's offsets by node name: one pass over the plan, not a scan per allocation.
+        let planned: Option<std::collections::HashMap<&str, u64>> = plan
+            .as_ref()
+            .filter(|p| p.memory.size > 0 || !p.memory.offsets.is_empty())
+            .map(|p| p.memory.offsets.iter().map(|(nn, o)| (nn.trim_start_matches('%'), *o)).collect());
         for (h, n) in graph.nodes.iter() {
             if let NodeKind::AsyncMalloc { elem, count, zero_init, .. } = &n.kind {
                 let size = elem.size().saturating_mul(*count);
-                let off = match &plan {
-                    Some(p) if p.memory.size > 0 || !p.memory.offsets.is_empty() => p
-                        .memory
-                        .offsets
-                        .iter()
-                        .find(|(nn, _)| nn.trim_start_matches('%') == n.name)
-                        .map(|(_, o)| *o)
+                let off = match &planned {
+                    Some(offsets) => offsets
+                        .get(n.name.as_str())
+                        .copied()
                         .ok_or_else(|| ExecError::Bundle(format!("pool plan misses %{}", n.name)))?,
-                    _ => pool_size.next_multiple_of(DEFAULT_ALIGN),
+                    None => pool_size.next_multiple_of(DEFAULT_ALIGN),
                 };
                 let end = off.checked_add(size).ok_or_else(|| ExecError::Bundle("pool offset overflows".into()))?;
                 if let Some(p) = &plan {

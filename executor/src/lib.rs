@@ -1,6 +1,6 @@
 //! cmdgraph-executor: runs a compiled bundle (docs/abi.md) on Vulkan 1.3, without LLVM.
 //!
-//! An application loads a bundle ([`load::load_str`]), creates an [`Executor`] on a device,
+//! An application loads a bundle ([`load::load_bytes`]), creates an [`Executor`] on a device,
 //! binds its memory by name, finalizes a graph into an executable, runs it, updates it and
 //! runs it again (docs/executor.md). Every malformed input is an [`ExecError`].
 
@@ -23,6 +23,6 @@ mod update;
 mod worker;
 
 pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions};
-pub use load::{load_str, Loaded};
+pub use load::{load_bytes, Loaded};
 pub use profile::{NodeProfile, Profile};
 pub use vk::{ContextOptions, DeviceChoice};

@@ -7,6 +7,7 @@ use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, BundleError, CompiledKernel, Mem
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::Module;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Largest argument block accepted (a sanity bound far above any real kernel's).
 const MAX_BLOCK_BYTES: u32 = 1 << 16;
@@ -18,19 +19,34 @@ pub struct Loaded {
     pub bundle: Bundle,
     /// `bundle.optimized`, parsed and verified.
     pub module: Module,
-    /// `bundle.source`, parsed and verified: whole-graph and node updates are checked
-    /// against it (docs/semantics.md).
-    pub source: Module,
+    /// `bundle.source`, parsed and verified on first use ([`Loaded::source`]): only
+    /// whole-graph and node updates need it (docs/semantics.md), so a load does not pay for
+    /// a second module.
+    source: OnceLock<std::result::Result<Module, String>>,
     /// Per graph plan of the bundle (same order): its launch table by (node name without
     /// `%`, alternative), so finalize finds a node's variant in O(1) instead of a scan of
     /// the table per node.
     pub launches: Vec<HashMap<(String, Option<u32>), u32>>,
 }
 
-/// Reads bundle text (RON, as `Bundle::to_ron` writes it, content hash included) and checks
-/// it.
-pub fn load_str(text: &str) -> Result<Loaded> {
-    let bundle = parse(text)?;
+impl Loaded {
+    /// The bundle's source module, parsed and verified the first time it is asked for
+    /// (whole-graph and node updates); an error names the module.
+    pub fn source(&self) -> Result<&Module> {
+        let parsed = self.source.get_or_init(|| {
+            let m = cmdgraph_ir::text::parse(&self.bundle.source).map_err(|d| format!("source: {}", first(&d)))?;
+            cmdgraph_ir::verify::verify(&m).map_err(|d| format!("source: {}", first(&d)))?;
+            Ok(m)
+        });
+        parsed.as_ref().map_err(|e| ExecError::Ir(e.clone()))
+    }
+}
+
+/// Reads a bundle file (as `Bundle::to_bytes` writes it, content hash included) and checks
+/// it: format version, lengths, hash, payload, then everything [`check`] checks. Linear in
+/// the file; the source module is parsed only when an update needs it ([`Loaded::source`]).
+pub fn load_bytes(bytes: &[u8]) -> Result<Loaded> {
+    let bundle = parse(bytes)?;
     check(bundle)
 }
 
@@ -49,9 +65,6 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
             return Err(ExecError::Bundle(format!("plan for unknown graph @{}", plan.name)));
         }
     }
-    let source =
-        cmdgraph_ir::text::parse(&bundle.source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
-    cmdgraph_ir::verify::verify(&source).map_err(|d| ExecError::Ir(format!("source: {}", first(&d))))?;
     let launches = bundle
         .graphs
         .iter()
@@ -59,26 +72,25 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
             p.launches.iter().map(|l| ((l.node.trim_start_matches('%').to_string(), l.alternative), l.kernel)).collect()
         })
         .collect();
-    Ok(Loaded { bundle, module, source, launches })
+    Ok(Loaded { bundle, module, source: OnceLock::new(), launches })
 }
 
 fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {
     d.first().map(|d| d.message.clone()).unwrap_or_else(|| "no diagnostic".into())
 }
 
-/// Reads the RON text with [`Bundle::from_ron`]: the format version first (a different
-/// version is reported as such even when the rest no longer parses), then the content, then
-/// the SHA-256 content hash.
-fn parse(text: &str) -> Result<Bundle> {
-    Bundle::from_ron(text).map_err(|e| match e {
+/// Reads the file with [`Bundle::from_bytes`]: the format version first (a different
+/// version, format 1's RON text included, is reported as such), then the lengths and the
+/// body, then the SHA-256 content hash, then the payload.
+fn parse(bytes: &[u8]) -> Result<Bundle> {
+    Bundle::from_bytes(bytes).map_err(|e| match e {
         BundleError::Version { found, expected } => ExecError::Version { found, expected },
         BundleError::HashMismatch { found, computed } => {
             ExecError::Hash(format!("the file says {found}, its content hashes to {computed}"))
         }
         BundleError::Inconsistent { message } => ExecError::Bundle(message),
-        BundleError::NotABundle { message }
-        | BundleError::Malformed { message }
-        | BundleError::Serialize { message } => ExecError::Malformed(message),
+        BundleError::NotABundle { message } => ExecError::Malformed(format!("not a cmdgraph bundle: {message}")),
+        BundleError::Malformed { message } | BundleError::Serialize { message } => ExecError::Malformed(message),
     })
 }
 

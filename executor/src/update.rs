@@ -300,15 +300,11 @@ impl Executor {
     /// The bundle's source graph and the optimized graph of an executable.
     fn sides<'a>(&'a self, exe: &Executable, what: &str) -> Result<(Side<'a>, Side<'a>)> {
         let opt = self.loaded.module.graphs.try_get(exe.graph).ok_or_else(|| ExecError::Ir("bad graph".into()))?;
-        let old = self
-            .loaded
-            .source
+        let source = self.loaded.source()?;
+        let old = source
             .graph_by_name(&opt.name)
             .ok_or_else(|| ExecError::Bundle(format!("{what}: the bundle's source has no graph @{}", opt.name)))?;
-        Ok((
-            Side { module: &self.loaded.source, graph: &self.loaded.source.graphs[old] },
-            Side { module: &self.loaded.module, graph: opt },
-        ))
+        Ok((Side { module: source, graph: &source.graphs[old] }, Side { module: &self.loaded.module, graph: opt }))
     }
 
     /// The change of a kernel node from `was` (the bundle's source command, in optimized

@@ -3,46 +3,59 @@
 mod common;
 
 use cmdgraph_executor::{load, ExecError};
+use cmdgraph_ir::bundle::FORMAT_VERSION;
 use common::*;
 
-fn text() -> String {
+fn file() -> Vec<u8> {
     let ir = format!("{KERNELS_IR}\nusm @x : f32[16]\ngraph @g {{\n  %k = kernel @ramp range(16) args(@x)\n}}\n");
-    bundle(&ir, vec![], vec![]).to_ron().unwrap()
+    bundle(&ir, vec![], vec![]).to_bytes().unwrap()
 }
 
 #[test]
 fn a_good_bundle_loads() {
-    assert!(load::load_str(&text()).is_ok());
+    assert!(load::load_bytes(&file()).is_ok());
 }
 
+/// Every cut is an error naming the byte where the file ends or what does not match.
 #[test]
-fn every_truncation_is_an_error() {
-    let t = text();
-    // Trailing whitespace is not content (to_ron ends with a newline).
-    let mut cut = t.trim_end().len() - 1;
-    while cut > 0 {
-        if t.is_char_boundary(cut) {
-            assert!(load::load_str(&t[..cut]).is_err(), "truncated at {cut} loaded");
+fn every_truncation_is_a_located_error() {
+    let t = file();
+    for cut in 0..t.len() {
+        match load::load_bytes(&t[..cut]) {
+            Err(ExecError::Malformed(m)) if cut < 8 => {
+                assert!(m.contains("not a cmdgraph bundle"), "cut at {cut}: {m}")
+            }
+            Err(ExecError::Malformed(m)) => assert!(m.contains("byte"), "cut at {cut}: {m}"),
+            Err(e) => panic!("cut at {cut}: {e}"),
+            Ok(_) => panic!("truncated at {cut} loaded"),
         }
-        cut = cut.saturating_sub(97);
     }
 }
 
 #[test]
 fn version_mismatch_is_reported_as_such() {
-    let t = text().replacen("format_version: 1", "format_version: 99", 1);
-    assert_eq!(load::load_str(&t).unwrap_err(), ExecError::Version { found: 99, expected: 1 });
+    let mut t = file();
+    t[8..12].copy_from_slice(&99u32.to_le_bytes());
+    assert_eq!(load::load_bytes(&t).unwrap_err(), ExecError::Version { found: 99, expected: FORMAT_VERSION });
+    // Format 1 (RON text) by its version, with what to do.
+    let v1 = b"(\n  format_version: 1,\n  content_hash: \"\",\n)\n";
+    let err = load::load_bytes(v1).unwrap_err();
+    assert_eq!(err, ExecError::Version { found: 1, expected: FORMAT_VERSION });
+    assert!(err.to_string().contains("recompile"), "{err}");
 }
 
-/// The content hash is checked (Bundle::from_ron): an edit the RON still accepts, a changed
-/// IR literal or SPIR-V word, is refused as such.
+/// The content hash is checked: another bundle's content under this one's hash is refused.
 #[test]
 fn tampered_content_fails_the_hash() {
-    let t = text();
-    for (from, to) in [("range(16)", "range(17)"), ("119734787", "119734788")] {
-        assert!(t.contains(from), "{from}");
-        let tampered = t.replacen(from, to, 1);
-        assert!(matches!(load::load_str(&tampered), Err(ExecError::Hash(_))), "{from} -> {to}");
+    let ir = format!("{KERNELS_IR}\nusm @x : f32[16]\ngraph @g {{\n  %k = kernel @ramp range(17) args(@x)\n}}\n");
+    let other = bundle(&ir, vec![], vec![]);
+    let good = file();
+    let mut word = other.clone();
+    word.kernels[1].spirv[5] ^= 1;
+    for b in [other.clone(), word] {
+        let mut tampered = b.to_bytes().unwrap();
+        tampered[12..44].copy_from_slice(&good[12..44]);
+        assert!(matches!(load::load_bytes(&tampered), Err(ExecError::Hash(_))));
     }
 }
 
@@ -94,7 +107,7 @@ fn inconsistent_layouts_and_plans_are_rejected() {
 
 #[test]
 fn random_byte_flips_never_panic() {
-    let t = text().into_bytes();
+    let t = file();
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     for _ in 0..300 {
         let mut m = t.clone();
@@ -105,8 +118,23 @@ fn random_byte_flips_never_panic() {
             let i = (state % m.len() as u64) as usize;
             m[i] = (state >> 32) as u8;
         }
-        if let Ok(s) = std::str::from_utf8(&m) {
-            let _ = load::load_str(s);
+        let _ = load::load_bytes(&m);
+    }
+}
+
+/// Every single-bit flip is refused before anything reaches the IR parser or the driver,
+/// with an error of the format (or, where an LZ4 body decodes to the same payload, loads
+/// as the original).
+#[test]
+fn every_bit_flip_is_refused() {
+    let t = file();
+    for i in 0..t.len() * 8 {
+        let mut m = t.clone();
+        m[i / 8] ^= 1 << (i % 8);
+        match load::load_bytes(&m) {
+            Ok(l) => assert_eq!(l.bundle.to_bytes().unwrap(), t, "bit {i}"),
+            Err(ExecError::Malformed(_) | ExecError::Hash(_) | ExecError::Version { .. }) => {}
+            Err(e) => panic!("bit {i}: {e:?}"),
         }
     }
 }
@@ -124,15 +152,15 @@ fn fuzz_seed_bundles_load() {
         ];
         std::fs::create_dir_all(&dir).unwrap();
         for (i, g) in graphs.iter().enumerate() {
-            let text = bundle(&format!("{KERNELS_IR}\n{g}"), vec![], vec![]).to_ron().unwrap();
-            std::fs::write(dir.join(format!("seed{i}.ron")), text).unwrap();
+            let bytes = bundle(&format!("{KERNELS_IR}\n{g}"), vec![], vec![]).to_bytes().unwrap();
+            std::fs::write(dir.join(format!("seed{i}.cgb")), bytes).unwrap();
         }
     }
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        load::load_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let bytes = std::fs::read(&path).unwrap();
+        load::load_bytes(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         n += 1;
     }
     assert!(n >= 3, "{n} seeds in {}", dir.display());

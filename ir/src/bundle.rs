@@ -1,28 +1,32 @@
 //! The compiled artifact: what `codegen` writes and `executor` loads (docs/abi.md).
 //!
-//! A bundle is RON text of [`Bundle`]. The graph structure travels as canonical IR text
+//! A bundle file is a binary header and the LZ4-compressed payload of [`Bundle`]
+//! (docs/bundle.md, "Format"). The graph structure travels as canonical IR text
 //! (`optimized`), which the loader parses and verifies, so the bundle never duplicates what
 //! the IR already says; the rest is what the IR cannot say: SPIR-V per kernel variant, the
 //! argument layout of each, the schedule, the memory plan and where each node came from.
 //! Every collection is a `Vec` in a defined order, so the same input gives the same bytes.
-//! [`Bundle::to_ron`] writes it with the content hash filled in; [`Bundle::from_ron`] reads
-//! it, checking the format version first, then the hash (docs/bundle.md).
+//! [`Bundle::to_bytes`] writes it with the content hash filled in; [`Bundle::from_bytes`]
+//! reads it, checking the format version first, then the hash (docs/bundle.md).
 
 use serde::{Deserialize, Serialize};
 
+mod codec;
 mod io;
 
-pub use io::BundleError;
+pub use io::{BundleError, HEADER_BYTES, MAGIC};
 
-/// Bumped whenever the bundle or the kernel ABI changes.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bumped whenever the bundle or the kernel ABI changes. 1: RON text (SPIR-V words as
+/// decimal numbers); 2: binary header and LZ4-compressed payload.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A compiled module.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bundle {
     /// [`FORMAT_VERSION`] of the writer.
     pub format_version: u32,
-    /// SHA-256 (lower-case hex) of the bundle serialized with this field empty.
+    /// SHA-256 (lower-case hex) of the magic, the version and the uncompressed payload
+    /// (filled in when read; [`Bundle::to_bytes`] computes it, ignoring this value).
     pub content_hash: String,
     /// The module as the user wrote it, printed canonically.
     pub source: String,

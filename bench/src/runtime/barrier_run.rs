@@ -151,8 +151,8 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let mut executors = Vec::new();
     let mut bundles = Vec::new();
     for (label, _) in BUNDLES {
-        let text = harness::bundle_text(phase.dir(), &file(label))?;
-        bundles.push(cmdgraph_ir::bundle::Bundle::from_ron(&text).map_err(err)?);
+        let text = harness::bundle_bytes(phase.dir(), &file(label))?;
+        bundles.push(cmdgraph_ir::bundle::Bundle::from_bytes(&text).map_err(err)?);
         executors.push(harness::executor(&text, &args.common)?);
     }
     let device = executors.first().map(|ex| ex.context().device_name().to_string()).unwrap_or_default();

@@ -154,7 +154,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         (Vec::new(), Seen { device: String::new(), described: String::new(), offsets: Vec::new() });
     for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
         let s: u32 = line.trim().parse().map_err(|_| format!("copy.manifest: bad line `{line}`"))?;
-        let mut ex = harness::executor(&harness::bundle_text(phase.dir(), &file(s))?, &args.common)?;
+        let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &file(s))?, &args.common)?;
         seen.device = ex.context().device_name().to_string();
         seen.offsets = offsets(&ex);
         rows.extend(measure(&mut ex, 4 << s, rounds(args), &mut seen)?);

@@ -15,7 +15,7 @@ use crate::report;
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_codegen::Options;
-use cmdgraph_executor::{load_str, ContextOptions, DeviceChoice, ExecId, Executor};
+use cmdgraph_executor::{load_bytes, ContextOptions, DeviceChoice, ExecId, Executor};
 use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::fmt::Write as _;
@@ -136,7 +136,7 @@ fn assemble(asm: &str, out: &Path) -> Result<(), String> {
 }
 
 fn bundle_name(k: usize, n: u64, fused: bool) -> String {
-    format!("fusion_k{k}_n{n}_{}.ron", if fused { "fused" } else { "unfused" })
+    format!("fusion_k{k}_n{n}_{}.cgb", if fused { "fused" } else { "unfused" })
 }
 
 /// The hand-written kernel's vec4 count, or why `n` cannot be split into vec4s.
@@ -561,7 +561,7 @@ pub(crate) fn pipeline(fuse: bool) -> Vec<&'static PassInfo> {
     DEFAULT_PIPELINE.iter().filter(|n| fuse || **n != "fuse-kernels").filter_map(|n| lookup(n)).collect()
 }
 
-/// Parses `text`, compiles it at -O2 and writes the bundle's RON to `path`. External SPIR-V
+/// Parses `text`, compiles it at -O2 and writes the bundle to `path`. External SPIR-V
 /// kernels are read relative to `path`'s directory, as `cmdgraph compile` loads them.
 pub(crate) fn compile_to(path: &Path, text: &str, fuse: bool) -> Result<(), String> {
     let name = path.display().to_string();
@@ -571,12 +571,12 @@ pub(crate) fn compile_to(path: &Path, text: &str, fuse: bool) -> Result<(), Stri
     let compiler = WithExternal { inner: &Llvm, external: &external };
     let (bundle, _) = compile_module(&module, &pipeline(fuse), &Options { opt_level: 2 }, &compiler)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    write(path, &bundle.to_ron().map_err(|e| e.to_string())?)
+    super::harness::write_bytes(path, &bundle.to_bytes().map_err(|e| e.to_string())?)
 }
 
 /// An executor on `device` (validation off: these are timings) for the bundle at `path`.
 pub(crate) fn executor(path: &Path, device: Option<&str>) -> Result<Executor, String> {
-    let loaded = load_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+    let loaded = load_bytes(&super::harness::read_bytes(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
     let opts =
         ContextOptions { validation: false, device: device.map(DeviceChoice::parse).unwrap_or(DeviceChoice::Default) };
     Executor::new(loaded, &opts).map_err(|e| format!("{}: {e}", path.display()))

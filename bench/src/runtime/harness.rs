@@ -108,10 +108,20 @@ pub fn compile_parsed(module: &cmdgraph_ir::Module, passes: &[&str]) -> Result<(
     compile_module(module, &infos, &Options { opt_level: 2 }, &Llvm).map_err(|e| e.to_string())
 }
 
-/// Writes a bundle as `DIR/NAME.ron`.
+/// Writes a bundle as `DIR/NAME.cgb`.
 pub fn save(dir: &Path, name: &str, bundle: &Bundle) -> Result<(), String> {
-    let ron = bundle.to_ron().map_err(|e| format!("{name}: {e}"))?;
-    write(&dir.join(format!("{name}.ron")), &ron)
+    let bytes = bundle.to_bytes().map_err(|e| format!("{name}: {e}"))?;
+    write_bytes(&dir.join(format!("{name}.cgb")), &bytes)
+}
+
+/// Writes a binary file (a bundle).
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Reads a binary file (a bundle).
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// Writes a text file.
@@ -124,14 +134,14 @@ pub fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-/// The bundle text `DIR/NAME.ron`.
-pub fn bundle_text(dir: &Path, name: &str) -> Result<String, String> {
-    read(&dir.join(format!("{name}.ron")))
+/// The bundle file `DIR/NAME.cgb`.
+pub fn bundle_bytes(dir: &Path, name: &str) -> Result<Vec<u8>, String> {
+    read_bytes(&dir.join(format!("{name}.cgb")))
 }
 
 /// An executor for bundle text on the chosen device (validation off: it is timed).
-pub fn executor(text: &str, common: &Common) -> Result<Executor, String> {
-    let loaded = cmdgraph_executor::load_str(text).map_err(|e| e.to_string())?;
+pub fn executor(bundle: &[u8], common: &Common) -> Result<Executor, String> {
+    let loaded = cmdgraph_executor::load_bytes(bundle).map_err(|e| e.to_string())?;
     let device = common.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
     Executor::new(loaded, &ContextOptions { validation: false, device }).map_err(|e| e.to_string())
 }

@@ -1,7 +1,7 @@
 //! `cmdgraph-bench load`: from IR to a running executable (issue 9, item 5). Generated graphs
 //! of 10^2..10^5 nodes (bench/src/generate.rs) are compiled with the default pipeline (time
 //! per pass, packaging and kernel code generation, from the compiler's own report), then the
-//! bundle is loaded (`load_str`: RON, hash, IR parse and verify, SPIR-V checks), an executor
+//! bundle is loaded (`load_bytes`: format, hash, IR parse and verify, SPIR-V checks), an executor
 //! created (device, pipelines) and the graph finalized: the cost an application pays at
 //! start-up with a bundle, against re-running the compiler.
 
@@ -105,7 +105,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
             reset_peak();
             let (bundle, report) = harness::compile(&text, cmdgraph_passes::DEFAULT_PIPELINE)?;
             let t = Instant::now();
-            let ron = bundle.to_ron().map_err(|e| e.to_string())?;
+            let ron = bundle.to_bytes().map_err(|e| e.to_string())?;
             let serialize = t.elapsed().as_secs_f64();
             let peak = peak_bytes();
             let reference = bundle.optimized.len() + bundle.kernels.iter().map(|k| k.spirv.len() * 4).sum::<usize>();
@@ -120,7 +120,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
                 bytes: ron.len(),
             };
             eprintln!("load: compiled {n} nodes in {:.0} ms", c.total * 1e3);
-            harness::write(&phase.dir().join(format!("load_{n}.ron")), &ron)?;
+            harness::write_bytes(&phase.dir().join(format!("load_{n}.cgb")), &ron)?;
             harness::write(&phase.dir().join(format!("load_{n}.times")), &c.to_text())?;
         }
     }
@@ -212,18 +212,29 @@ fn close(what: &str, got: &[f32], want: &[f32]) -> Result<(), String> {
 fn measure(args: &Args, phase: &Phase, n: usize, device: &mut String) -> Result<Row, String> {
     let name = format!("load_{n}");
     let compiled = Compiled::from_text(&harness::read(&phase.dir().join(format!("{name}.times")))?)?;
-    let text = harness::bundle_text(phase.dir(), &name)?;
+    let text = harness::bundle_bytes(phase.dir(), &name)?;
     let reps = args.common.runs.max(1);
     let err = |e: cmdgraph_executor::ExecError| format!("{name}: {e}");
     let mut load = Vec::new();
     for _ in 0..reps {
         let t = Instant::now();
-        let l = cmdgraph_executor::load_str(&text).map_err(err)?;
+        let l = cmdgraph_executor::load_bytes(&text).map_err(err)?;
         load.push(t.elapsed().as_secs_f64());
         drop(l);
     }
+    // Executor creation alone (device, pipelines, user memory), from a bundle loaded above.
+    let loaded = cmdgraph_executor::load_bytes(&text).map_err(err)?;
+    let device_choice = args
+        .common
+        .device
+        .as_deref()
+        .map_or(cmdgraph_executor::DeviceChoice::Default, cmdgraph_executor::DeviceChoice::parse);
     let t = Instant::now();
-    let mut ex = harness::executor(&text, &args.common)?;
+    let mut ex = cmdgraph_executor::Executor::new(
+        loaded,
+        &cmdgraph_executor::ContextOptions { validation: false, device: device_choice },
+    )
+    .map_err(err)?;
     let executor = t.elapsed().as_secs_f64();
     *device = ex.context().device_name().to_string();
     let graph = ex.module().graphs.iter().next().map(|(_, g)| g.name.clone()).ok_or("no graph")?;
@@ -299,8 +310,8 @@ fn section(args: &Args, device: &str, rows: &[Row]) -> String {
          at -O2. *compile without LLVM* = the compile less kernel code generation (LLVM, llc, \
          spirv-val); *serialize* = writing the bundle; *compile peak* = the process's peak resident memory \
          over compile and serialize (`VmHWM`, reset before each size); *bundle / (IR + SPIR-V)* = bundle \
-         bytes over the optimized IR text plus the SPIR-V bytes; *load* = `load_str` (the bundle format, \
-         content hash, parse and verify of the optimized IR, kernel signatures and SPIR-V checks); *executor* = `Executor::new` (Vulkan device, pipelines, user \
+         bytes over the optimized IR text plus the SPIR-V bytes; *load* = `load_bytes` (the bundle format, \
+         content hash, parse and verify of the optimized IR, kernel signatures and SPIR-V checks); *executor* = `Executor::new` alone, from a loaded bundle (Vulkan device, pipelines, user \
          memory); *finalize* = the executable (pool, argument blocks, descriptor sets, command \
          buffers). *compile / (load + finalize)* is what a bundle saves at every start against \
          re-running the compiler. Each graph runs once from pseudo-random inputs and every user memory \

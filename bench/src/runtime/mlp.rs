@@ -343,7 +343,7 @@ pub struct Row {
 }
 
 fn bundle_name(s: Shape) -> String {
-    format!("mlp_{s}.ron")
+    format!("mlp_{s}.cgb")
 }
 
 /// Generates and compiles every shape into `dir` (bundles and `mlp.manifest`).

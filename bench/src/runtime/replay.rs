@@ -209,8 +209,8 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
 
 fn measure(args: &Args, phase: &Phase, shape: Shape, n: usize, device: &mut String) -> Result<Row, String> {
     let name = bundle_name(shape, n);
-    let text = harness::bundle_text(phase.dir(), &name)?;
-    let bundle = cmdgraph_ir::bundle::Bundle::from_ron(&text).map_err(|e| format!("{name}: {e}"))?;
+    let text = harness::bundle_bytes(phase.dir(), &name)?;
+    let bundle = cmdgraph_ir::bundle::Bundle::from_bytes(&text).map_err(|e| format!("{name}: {e}"))?;
     let kernel = harness::launch_kernel(&bundle, "g").map_err(|e| format!("{name}: {e}"))?;
     let mut ex = harness::executor(&text, &args.common)?;
     *device = ex.context().device_name().to_string();

@@ -197,7 +197,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     if !phase.runs() {
         return Ok(());
     }
-    let mut ex = harness::executor(&harness::bundle_text(phase.dir(), &name)?, &args.common)?;
+    let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name)?, &args.common)?;
     let err = |e: cmdgraph_executor::ExecError| e.to_string();
     let device = ex.context().device_name().to_string();
     let reps = args.common.runs.max(1);

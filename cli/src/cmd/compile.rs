@@ -108,12 +108,12 @@ pub fn run(args: &CompileArgs) -> Outcome {
     })?;
     shown.update("serializing", None);
     let t = Instant::now();
-    let text = bundle.to_ron().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
+    let bytes = bundle.to_bytes().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
     let serialize = t.elapsed();
     shown.update("writing", None);
     let t = Instant::now();
     let target = output_path(&args.input, args.output.as_deref());
-    let written = io::write_output(target.as_deref(), &text);
+    let written = io::write_output_bytes(target.as_deref(), &bytes);
     let write = t.elapsed();
     shown.finish();
     if args.time_passes {

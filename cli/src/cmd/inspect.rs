@@ -32,9 +32,9 @@ pub struct InspectArgs {
 
 /// Runs `cmdgraph inspect`.
 pub fn run(args: &InspectArgs) -> Outcome {
-    let input = io::read_input(&args.input)?;
+    let input = io::read_input_bytes(&args.input)?;
     let bundle =
-        Bundle::from_ron(&input.text).map_err(|e| Failure::Rejected(format!("error: `{}`: {e}", input.name)))?;
+        Bundle::from_bytes(&input.bytes).map_err(|e| Failure::Rejected(format!("error: `{}`: {e}", input.name)))?;
     let parse = |what: &str, text: &str| {
         cmdgraph_ir::text::parse(text).map_err(|d| {
             let first = d.first().map(|d| d.message.clone()).unwrap_or_default();

@@ -59,10 +59,10 @@ pub struct RunArgs {
 
 /// Runs `cmdgraph run`.
 pub fn run(args: &RunArgs) -> Outcome {
-    let input = io::read_input(&args.bundle)?;
+    let input = io::read_input_bytes(&args.bundle)?;
     let file = input.name.clone();
     let reject = |e: ExecError| Failure::Rejected(format!("error: `{file}`: {e}"));
-    let loaded = cmdgraph_executor::load_str(&input.text).map_err(reject)?;
+    let loaded = cmdgraph_executor::load_bytes(&input.bytes).map_err(reject)?;
     let module = loaded.module.clone();
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
     let inputs = resolve_inputs(&module, &args.inputs, &file)?;

@@ -45,16 +45,16 @@ pub fn passes(pipeline: Option<&str>) -> Vec<&'static PassInfo> {
     }
 }
 
-/// Compiles `module` with `pipeline` to bundle text, as `cmdgraph compile` does.
-pub fn compile(module: &Module, pipeline: Option<&str>) -> Result<String, String> {
+/// Compiles `module` with `pipeline` to bundle bytes, as `cmdgraph compile` does.
+pub fn compile(module: &Module, pipeline: Option<&str>) -> Result<Vec<u8>, String> {
     let (bundle, _) =
         compile_module(module, &passes(pipeline), &Options::default(), &Llvm).map_err(|e| e.to_string())?;
-    bundle.to_ron().map_err(|e| e.to_string())
+    bundle.to_bytes().map_err(|e| e.to_string())
 }
 
 /// A fresh executor on the default device with validation on.
-pub fn executor(bundle: &str) -> Result<Executor, String> {
-    let loaded = cmdgraph_executor::load_str(bundle).map_err(|e| e.to_string())?;
+pub fn executor(bundle: &[u8]) -> Result<Executor, String> {
+    let loaded = cmdgraph_executor::load_bytes(bundle).map_err(|e| e.to_string())?;
     Executor::new(loaded, &ContextOptions { validation: true, device: DeviceChoice::Default })
         .map_err(|e| e.to_string())
 }
@@ -300,7 +300,7 @@ pub struct Both {
 impl Both {
     /// Loads `bundle` on Vulkan and `source` on the interpreter, binds the same random
     /// inputs to every user memory object and registers the same generic host callbacks.
-    pub fn new(source: &Module, bundle: &str, seed: u64) -> Result<Both, String> {
+    pub fn new(source: &Module, bundle: &[u8], seed: u64) -> Result<Both, String> {
         let mut ex = executor(bundle)?;
         let mut interp = Interpreter::new(source).map_err(|e| e.to_string())?;
         let mut twice =

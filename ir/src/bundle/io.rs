@@ -1,30 +1,39 @@
-//! Reading and writing bundles as RON, with the format version and the content hash checked.
+//! Reading and writing bundle files: a fixed binary header (magic, format version, content
+//! hash, compression, lengths) then the payload ([`codec`](super::codec)), LZ4-compressed
+//! (docs/bundle.md, "Format").
 //!
-//! The hash is SHA-256 of the bundle serialized by [`Bundle::to_ron`] with `content_hash`
-//! empty. The loader recomputes it from what it parsed, so it detects any change to the
-//! content (a flipped SPIR-V word, an edited schedule) while whitespace does not matter.
-//! Reading never panics: every failure is a [`BundleError`] that says what is wrong.
+//! The content hash is SHA-256 of the magic, the version and the *uncompressed* payload, so
+//! it names the content whatever the compression, and it is checked before the payload is
+//! decoded: a damaged file is reported as such rather than as whatever its bytes now say.
+//! Reading never panics: every failure is a [`BundleError`] that says what is wrong and,
+//! where it can, at which byte.
 
-use super::{Bundle, FORMAT_VERSION};
+use super::{codec, Bundle, FORMAT_VERSION};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
-/// Depth below which RON nesting is written on one line: a kernel's SPIR-V words, a
-/// stage's node names and an origin's pairs stay compact, the structure above is one field
-/// per line so that a bundle still reads (and diffs) as text.
-const PRETTY_DEPTH: usize = 3;
+/// The first bytes of every bundle file (as PNG's: a non-ASCII byte, then a name, then
+/// CR LF, ^Z, LF, so a transfer that mangles line ends or treats the file as text shows).
+pub const MAGIC: [u8; 8] = *b"\x89CGB\r\n\x1a\n";
 
-/// Nesting the reader accepts; real bundles need 6, so deeper input is malformed, and the
-/// limit keeps hostile input from exhausting the stack.
-const RECURSION_LIMIT: usize = 64;
+/// Bytes before the body: magic, version, hash, compression, payload and body lengths.
+pub const HEADER_BYTES: usize = 8 + 4 + 32 + 1 + 8 + 8;
+
+/// `compression` byte: the body is the payload as it is.
+const STORED: u8 = 0;
+/// `compression` byte: the body is one LZ4 block of the payload.
+const LZ4: u8 = 1;
+
+/// Largest payload accepted (the IR's own file limit is 1 GiB; two modules and the rest).
+const MAX_PAYLOAD: u64 = 4 << 30;
 
 /// Why a bundle could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BundleError {
-    /// The text is not RON of a bundle (no `format_version` field can be found).
+    /// The input does not start as a bundle of any version.
     NotABundle {
-        /// The RON error, with line and column.
+        /// What was found instead.
         message: String,
     },
     /// Written by another version of the format.
@@ -34,9 +43,11 @@ pub enum BundleError {
         /// [`FORMAT_VERSION`] of this build.
         expected: u32,
     },
-    /// The version matches but the content does not parse as this version's bundle.
+    /// The version matches but the rest is not a well-formed bundle (truncated, a length
+    /// that does not match, a body that does not decompress, a field that does not decode).
     Malformed {
-        /// The RON error, with line and column.
+        /// What is wrong, with the byte offset (in the file, or in the payload once
+        /// decompressed) and the field.
         message: String,
     },
     /// The content hash does not match the content.
@@ -51,9 +62,10 @@ pub enum BundleError {
         /// What is inconsistent.
         message: String,
     },
-    /// Serializing failed (only for values that RON cannot represent; not expected).
+    /// Serializing failed (not expected: every bundle has an encoding; kept for callers
+    /// that match on it).
     Serialize {
-        /// The RON error.
+        /// What failed.
         message: String,
     },
 }
@@ -81,42 +93,115 @@ impl fmt::Display for BundleError {
 
 impl std::error::Error for BundleError {}
 
-/// Only the version, read first so that a bundle of another version is reported as such
-/// rather than as whatever field it no longer has. Serde ignores the other fields.
+/// The version field of format 1 (RON text), so that such a file is reported by version.
 #[derive(Deserialize)]
 struct VersionProbe {
     format_version: u32,
 }
 
 impl Bundle {
-    /// The bundle as RON text with `content_hash` filled in. Deterministic: the same bundle
-    /// gives the same bytes.
-    pub fn to_ron(&self) -> Result<String, BundleError> {
-        let hash = self.compute_hash()?;
-        let hashed = Bundle { content_hash: hash, ..self.clone() };
-        serialize(&hashed)
+    /// The bundle file: header with `content_hash` computed (the field's value is ignored)
+    /// and the LZ4-compressed payload. Deterministic: the same bundle gives the same bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, BundleError> {
+        let payload = codec::encode(self);
+        let hash = content_digest(self.format_version, &payload);
+        let body = lz4_flex::block::compress(&payload);
+        let mut out = Vec::with_capacity(HEADER_BYTES + body.len());
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&self.format_version.to_le_bytes());
+        out.extend_from_slice(&hash);
+        out.push(LZ4);
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body);
+        Ok(out)
     }
 
-    /// SHA-256 (lower-case hex) of the bundle serialized with `content_hash` empty.
+    /// SHA-256 (lower-case hex) of the content: the magic, the format version and the
+    /// uncompressed payload (every field but the hash).
     pub fn compute_hash(&self) -> Result<String, BundleError> {
-        let unhashed = Bundle { content_hash: String::new(), ..self.clone() };
-        Ok(sha256_hex(serialize(&unhashed)?.as_bytes()))
+        Ok(hex(&content_digest(self.format_version, &codec::encode(self))))
     }
 
-    /// Reads a bundle: the format version first, then the content, then the hash, then the
-    /// cross references (kernel indices). Never panics.
-    pub fn from_ron(text: &str) -> Result<Bundle, BundleError> {
-        let options = ron::Options::default().with_recursion_limit(RECURSION_LIMIT);
-        let probe: VersionProbe =
-            options.from_str(text).map_err(|e| BundleError::NotABundle { message: e.to_string() })?;
-        if probe.format_version != FORMAT_VERSION {
-            return Err(BundleError::Version { found: probe.format_version, expected: FORMAT_VERSION });
+    /// Reads a bundle file: the magic and format version first (a bundle of format 1, RON
+    /// text, is recognised and reported by its version), then the lengths, the body, the
+    /// hash, the payload, and the cross references (kernel indices). Never panics.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let malformed = |message: String| BundleError::Malformed { message };
+        if !bytes.starts_with(&MAGIC) {
+            return Err(not_a_bundle(bytes));
         }
-        let bundle: Bundle = options.from_str(text).map_err(|e| BundleError::Malformed { message: e.to_string() })?;
-        let computed = bundle.compute_hash()?;
-        if computed != bundle.content_hash {
-            return Err(BundleError::HashMismatch { found: bundle.content_hash, computed });
+        let version = read_u32(bytes, 8).ok_or_else(|| {
+            malformed(format!("the file ends at byte {} inside the format version (bytes 8..12)", bytes.len()))
+        })?;
+        if version != FORMAT_VERSION {
+            return Err(BundleError::Version { found: version, expected: FORMAT_VERSION });
         }
+        if bytes.len() < HEADER_BYTES {
+            return Err(malformed(format!(
+                "the file ends at byte {} inside the {HEADER_BYTES}-byte header",
+                bytes.len()
+            )));
+        }
+        let mut found = [0u8; 32];
+        found.copy_from_slice(&bytes[12..44]);
+        let compression = bytes[44];
+        let payload_len = read_u64(bytes, 45).unwrap_or(0);
+        let body_len = read_u64(bytes, 53).unwrap_or(0);
+        let body = &bytes[HEADER_BYTES..];
+        if body.len() as u64 != body_len {
+            return Err(malformed(format!(
+                "the header (bytes 53..61) gives a body of {body_len} bytes but the file has {} after the \
+                 {HEADER_BYTES}-byte header (truncated or extended)",
+                body.len()
+            )));
+        }
+        if payload_len > MAX_PAYLOAD {
+            return Err(malformed(format!(
+                "the header (bytes 45..53) gives a payload of {payload_len} bytes, over the limit of {MAX_PAYLOAD}"
+            )));
+        }
+        let payload: std::borrow::Cow<'_, [u8]> = match compression {
+            STORED if body_len == payload_len => body.into(),
+            STORED => {
+                return Err(malformed(format!(
+                    "a stored body of {body_len} bytes for a payload of {payload_len} (header bytes 45..61)"
+                )))
+            }
+            LZ4 => {
+                // An LZ4 block expands at most 255 times; a larger claim is damage, and
+                // refusing it bounds what a damaged header makes us allocate.
+                if payload_len > body_len.saturating_mul(255).saturating_add(16) {
+                    return Err(malformed(format!(
+                        "the header (bytes 45..53) gives a payload of {payload_len} bytes, more than an LZ4 body \
+                         of {body_len} bytes can hold"
+                    )));
+                }
+                let mut out = vec![0u8; payload_len as usize];
+                match lz4_flex::block::decompress_into(body, &mut out) {
+                    Ok(n) if n as u64 == payload_len => out.into(),
+                    Ok(n) => {
+                        return Err(malformed(format!(
+                            "the LZ4 body (from byte {HEADER_BYTES}) decompresses to {n} bytes, the header says \
+                             {payload_len}"
+                        )))
+                    }
+                    Err(e) => {
+                        return Err(malformed(format!("the LZ4 body (from byte {HEADER_BYTES}) is damaged: {e}")))
+                    }
+                }
+            }
+            c => return Err(malformed(format!("unknown compression {c} (byte 44)"))),
+        };
+        let computed = content_digest(version, &payload);
+        if computed != found {
+            return Err(BundleError::HashMismatch { found: hex(&found), computed: hex(&computed) });
+        }
+        let mut bundle = codec::decode(&payload).map_err(|(at, what, message)| {
+            malformed(format!("payload byte {at} (decompressed), reading the {what}: {message}"))
+        })?;
+        bundle.format_version = version;
+        bundle.content_hash = hex(&found);
         bundle.check_references()?;
         Ok(bundle)
     }
@@ -142,18 +227,53 @@ impl Bundle {
     }
 }
 
-fn serialize(bundle: &Bundle) -> Result<String, BundleError> {
-    let pretty = ron::ser::PrettyConfig::new().depth_limit(PRETTY_DEPTH).indentor("  ".to_string());
-    let mut text =
-        ron::ser::to_string_pretty(bundle, pretty).map_err(|e| BundleError::Serialize { message: e.to_string() })?;
-    text.push('\n');
-    Ok(text)
+/// Input without the magic: a format-1 bundle (RON text) by its version, else what it is not.
+fn not_a_bundle(bytes: &[u8]) -> BundleError {
+    let head = &bytes[..bytes.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    if text.trim_start().starts_with('(') {
+        // Only the start is probed: the version is the first field format 1 wrote.
+        if let Some(v) = text.split("format_version:").nth(1).and_then(|rest| {
+            let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u32>().ok()
+        }) {
+            return BundleError::Version { found: v, expected: FORMAT_VERSION };
+        }
+        if let Ok(probe) = ron::Options::default().with_recursion_limit(64).from_str::<VersionProbe>(&text) {
+            return BundleError::Version { found: probe.format_version, expected: FORMAT_VERSION };
+        }
+    }
+    let shown: String = head.iter().take(8).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ");
+    BundleError::NotABundle {
+        message: if bytes.is_empty() {
+            "the input is empty".into()
+        } else {
+            format!("it does not start with the bundle magic (89 43 47 42 0d 0a 1a 0a) but with {shown}")
+        },
+    }
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
+fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    let b = bytes.get(at..at + 4)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    let b: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(b))
+}
+
+fn content_digest(version: u32, payload: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(MAGIC);
+    h.update(version.to_le_bytes());
+    h.update(payload);
+    h.finalize().into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
         out.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
     }

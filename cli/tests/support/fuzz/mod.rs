@@ -227,7 +227,7 @@ fn run_vulkan(module: &cmdgraph_ir::Module, mems: &[Mem], wants: &Wants, opt: u8
     let t = Instant::now();
     let compiled = compile_module(module, &[], &Options { opt_level: opt }, &Llvm);
     stats.compile_time += t.elapsed();
-    let bundle = match compiled.map_err(|e| e.to_string()).and_then(|(b, _)| b.to_ron().map_err(|e| e.to_string())) {
+    let bundle = match compiled.map_err(|e| e.to_string()).and_then(|(b, _)| b.to_bytes().map_err(|e| e.to_string())) {
         Ok(b) => b,
         Err(e) => return one(format!("compile: {e}")),
     };
