@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 manifest=tests/golden/bundle-hashes.txt
 cargo build -q -p cmdgraph-cli
-bin=target/debug/cmdgraph
+bin="${CARGO_TARGET_DIR:-target}/debug/cmdgraph"
 modules=()
 if [[ -f "$manifest" ]]; then
   while read -r path _; do
@@ -27,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
   echo "# module  content hash of its bundle (default pipeline, -O2); regenerate: bash scripts/golden-hashes.sh"
   for m in "${modules[@]}"; do
     "$bin" compile "$m" -o "$tmp/out.cgb"
-    hash=$(sed -n 's/^  content_hash: "\([0-9a-f]*\)",$/\1/p' "$tmp/out.cgb")
+    hash=$("$bin" inspect "$tmp/out.cgb" | sed -n 's/^  content hash *\([0-9a-f]*\)$/\1/p')
     [[ ${#hash} -eq 64 ]] || { echo "no content hash in the bundle of $m" >&2; exit 1; }
     echo "$m $hash"
   done
