@@ -306,3 +306,77 @@ proptest! {
         prop_assert_eq!(kernel_nodes(&after, "g"), 1, "{}", cmdgraph_ir::text::print(&after));
     }
 }
+
+/// A graph of `blocks` blocks shaped like the load benchmark's (bench/src/generate.rs): a
+/// temporary, five kernels over it and sixteen shared buffers, a memcpy, a memset, the free
+/// and an empty join the next block waits on, plus an edge to the join four blocks back.
+fn blocks_text(blocks: usize) -> String {
+    use std::fmt::Write;
+    let mut out = String::from(
+        "kernel @axpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %r = fma %a, %xv, %yv
+  store %y[%i], %r
+}
+
+kernel @scale(%in: buf<f32, read>, %out: buf<f32, write>, %s: f32) {
+  %i = global_id 0
+  %v = load %in[%i]
+  %r = mul %v, %s
+  store %out[%i], %r
+}
+
+",
+    );
+    for u in 0..16 {
+        let _ = writeln!(out, "usm @u{u} : f32[64]");
+    }
+    out.push_str("\ngraph @big {\n");
+    let mut state = 0x5EED_CAFEu64;
+    let mut below = |n: usize| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((state >> 33) % n as u64) as usize
+    };
+    for b in 0..blocks {
+        let base = below(16);
+        let (x, y, z, w) = (base, (base + 1 + below(5)) % 16, (base + 6 + below(5)) % 16, (base + 11 + below(4)) % 16);
+        let after_join = if b == 0 { String::new() } else { format!(" after(%j{})", b - 1) };
+        let far = if b >= 4 { format!(", %j{}", b - 4) } else { String::new() };
+        let _ = writeln!(out, "  %m{b} = async_malloc f32[64]{after_join}");
+        let _ = writeln!(out, "  %a{b} = kernel @scale range(64) args(@u{x}, %m{b}, 2.0) after(%m{b})");
+        let _ = writeln!(out, "  %b{b} = kernel @axpy range(64) args(%m{b}, @u{y}, 0.5) after(%a{b})");
+        let _ = writeln!(out, "  %c{b} = kernel @axpy range(64) args(@u{z}, @u{y}, -1.5) after(%b{b}{far})");
+        let _ = writeln!(out, "  %d{b} = memcpy @u{w}, @u{y}, 256 after(%c{b})");
+        let _ = writeln!(out, "  %e{b} = memset @u{x}, 0, 256 after(%a{b})");
+        let _ = writeln!(out, "  %g{b} = kernel @scale range(64) args(@u{w}, @u{z}, 3.0) after(%d{b}, %e{b})");
+        let _ = writeln!(out, "  %h{b} = kernel @axpy range(64) args(%m{b}, @u{w}, 1.25) after(%b{b}, %g{b})");
+        let _ = writeln!(out, "  %f{b} = async_free %m{b} after(%h{b})");
+        let _ = writeln!(out, "  %j{b} = empty after(%f{b}, %g{b})");
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// Grouping stays proportional to the graph (issue 17): the steps of its legality checks
+/// (nodes visited by reachability searches, group spans scanned) are at most a constant
+/// times nodes + edges, at two sizes, so a per-check scan of all groups or of the whole
+/// graph fails here long before it shows as time.
+#[test]
+fn grouping_work_is_linear_in_the_graph() {
+    use cmdgraph_passes::fuse::legality;
+    for blocks in [200, 2000] {
+        let m = support::module(&blocks_text(blocks));
+        let graph = &m.graphs[m.graph_by_name("big").unwrap()];
+        let cands: Vec<_> = graph.nodes.handles().map(|h| legality::candidate(&m, graph, h)).collect();
+        assert!(cands.iter().flatten().count() >= 5 * blocks);
+        let temps = legality::temps(graph, &cands);
+        let planner = legality::Planner::new(graph, &cands, &temps).unwrap();
+        let (groups, _, work) = planner.plan_counted();
+        let size = (graph.nodes.len() + graph.edges.len()) as u64;
+        eprintln!("{blocks} blocks: {} groups, {work} steps for {size} nodes + edges", groups.len());
+        assert!(groups.len() >= blocks / 2, "{} groups", groups.len());
+        assert!(work <= 10 * size, "{work} steps for {size} nodes + edges");
+    }
+}

@@ -20,6 +20,7 @@ use cmdgraph_ir::graph::{Alternative, Arg, ArgValue, Graph, MemRef, NodeKind, No
 use cmdgraph_ir::kernel::{Builtin, KernelBody, MemBase, OpKind, ParamType, ValueDef};
 use cmdgraph_ir::types::Type;
 use cmdgraph_ir::{Handle, Module, Node};
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most kernels one fused node may stand for: keeps each e-graph small and the fused
@@ -232,6 +233,8 @@ pub struct Contracted {
     sets: Vec<Vec<u32>>,
     owner: BTreeMap<u32, usize>,
     spans: BTreeMap<usize, (u32, u32)>,
+    /// The largest last position over `spans` (spans only grow, so a running maximum).
+    max_hi: u32,
 }
 
 impl Contracted {
@@ -247,6 +250,7 @@ impl Contracted {
             self.owner.entry(v).or_insert(g);
         }
         self.spans.insert(g, span);
+        self.max_hi = self.max_hi.max(span.1);
         if let Some(slot) = self.sets.get_mut(g) {
             *slot = nodes.into_iter().collect();
         }
@@ -255,12 +259,20 @@ impl Contracted {
     /// The last topological position from which a path may still come back to positions
     /// before `max`: a group starting before the bound ends inside it, so a jump through
     /// it can lead back.
-    fn horizon(&self, max: u32, except: usize) -> u32 {
+    ///
+    /// Groups grow in topological order, so every span usually ends at or before `max`:
+    /// then nothing widens the bound and no span is scanned (scanning them all for every
+    /// check made grouping quadratic in the number of groups).
+    fn horizon(&self, max: u32, except: usize, work: &Cell<u64>) -> u32 {
+        if self.max_hi <= max {
+            return max;
+        }
         let mut bound = max;
         loop {
             let wider = self
                 .spans
                 .iter()
+                .inspect(|_| work.set(work.get() + 1))
                 .filter(|(g, (lo, _))| **g != except && *lo < bound)
                 .map(|(_, (_, hi))| *hi)
                 .fold(bound, u32::max);
@@ -282,6 +294,9 @@ pub struct Planner<'a> {
     pred: Csr,
     order: Vec<u32>,
     pos: Vec<u32>,
+    /// Steps of the legality checks: nodes visited by the reachability searches and spans
+    /// scanned for the horizon (see [`Planner::plan_counted`]).
+    work: Cell<u64>,
 }
 
 impl<'a> Planner<'a> {
@@ -294,7 +309,7 @@ impl<'a> Planner<'a> {
         for (i, &v) in order.iter().enumerate() {
             pos[v as usize] = i as u32;
         }
-        Some(Planner { graph, cands, temps, blocked: BTreeSet::new(), succ, pred, order, pos })
+        Some(Planner { graph, cands, temps, blocked: BTreeSet::new(), succ, pred, order, pos, work: Cell::new(0) })
     }
 
     fn name(&self, v: u32) -> String {
@@ -315,7 +330,15 @@ impl<'a> Planner<'a> {
     }
 
     /// Groups of two or more members, and why links were refused (for `--explain`).
-    pub fn plan(mut self) -> (Vec<Group>, Vec<String>) {
+    pub fn plan(self) -> (Vec<Group>, Vec<String>) {
+        let (groups, refusals, _) = self.plan_counted();
+        (groups, refusals)
+    }
+
+    /// [`Planner::plan`], with the steps its legality checks took (nodes visited by
+    /// reachability searches, spans scanned): proportional to the graph's size when
+    /// grouping is near-linear (`passes/tests/fuse.rs` holds it to that).
+    pub fn plan_counted(mut self) -> (Vec<Group>, Vec<String>, u64) {
         loop {
             let (groups, refusals) = self.greedy();
             // A temporary whose uses ended in different groups does not die: block it and
@@ -339,7 +362,7 @@ impl<'a> Planner<'a> {
             }
             if !changed {
                 let groups = groups.into_iter().filter(|g| g.members.len() > 1).collect();
-                return (groups, refusals);
+                return (groups, refusals, self.work.get());
             }
         }
     }
@@ -470,7 +493,7 @@ impl<'a> Planner<'a> {
         // of its nodes, since that group becomes one node too. Two groups checked one at a
         // time against the input graph could otherwise each be acyclic and form a cycle
         // together (a -> d and c -> b with {a, b} and {c, d} fused).
-        let horizon = contracted.horizon(max, group);
+        let horizon = contracted.horizon(max, group, &self.work);
         // The dying temporaries' nodes are bypassed: a path that reaches the set again
         // through them only becomes an edge inside the fused node. A path is `real` once it
         // passes any other node.
@@ -487,6 +510,7 @@ impl<'a> Planner<'a> {
             if !seen.insert((x, real)) {
                 continue;
             }
+            self.work.set(self.work.get() + 1);
             let other = contracted
                 .owner
                 .get(&x)
@@ -552,6 +576,7 @@ impl<'a> Planner<'a> {
         let mut seen = BTreeSet::new();
         let mut stack = vec![from];
         while let Some(x) = stack.pop() {
+            self.work.set(self.work.get() + 1);
             for &w in adj.neighbours(x) {
                 if within(w) && seen.insert(w) {
                     stack.push(w);
