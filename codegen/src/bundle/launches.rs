@@ -5,7 +5,7 @@ use super::{CompileError, KernelCompiler};
 use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Variant};
 use cmdgraph_ir::bundle::LaunchVariant;
 use cmdgraph_ir::{Alternative, Arg, Graph, KernelCommand, NodeKind, Span};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One distinct variant to compile.
 pub struct Needed {
@@ -25,22 +25,14 @@ pub struct Needed {
 pub struct Launches {
     /// Distinct variants sorted by (kernel name, work-group size, variant): bundle order.
     pub variants: Vec<Needed>,
-    /// (graph, node, alternative, index into `variants`), in module order.
-    uses: Vec<(String, String, Option<u32>, u32)>,
+    /// Per graph name, its launch table in module order.
+    tables: HashMap<String, Vec<LaunchVariant>>,
 }
 
 impl Launches {
-    /// The launch table of graph `name`.
-    pub fn table(&self, name: &str) -> Vec<LaunchVariant> {
-        self.uses
-            .iter()
-            .filter(|(g, ..)| g == name)
-            .map(|(_, node, alternative, kernel)| LaunchVariant {
-                node: node.clone(),
-                alternative: *alternative,
-                kernel: *kernel,
-            })
-            .collect()
+    /// The launch table of graph `name`, taken out (each graph's is asked for once).
+    pub fn take_table(&mut self, name: &str) -> Vec<LaunchVariant> {
+        self.tables.remove(name).unwrap_or_default()
     }
 }
 
@@ -84,8 +76,12 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
         }
     }
     let index: BTreeMap<&Key, u32> = keys.keys().enumerate().map(|(i, k)| (k, i as u32)).collect();
-    let uses =
-        uses.iter().map(|(g, n, a, key)| (g.clone(), n.clone(), *a, index.get(key).copied().unwrap_or(0))).collect();
+    let mut tables: HashMap<String, Vec<LaunchVariant>> = HashMap::new();
+    super::count_work(uses.len());
+    for (g, node, alternative, key) in uses {
+        let kernel = index.get(&key).copied().unwrap_or(0);
+        tables.entry(g).or_default().push(LaunchVariant { node, alternative, kernel });
+    }
     let variants = keys
         .into_iter()
         .map(|((name, _, variant), (kernel, first_use, first_use_span))| Needed {
@@ -96,7 +92,7 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
             first_use_span,
         })
         .collect();
-    Ok(Launches { variants, uses })
+    Ok(Launches { variants, tables })
 }
 
 /// Arguments with dynamic parameters replaced by their current values.

@@ -23,6 +23,8 @@ use cmdgraph_ir::diag::Diagnostic;
 use cmdgraph_ir::{Arg, Launch, Span};
 use cmdgraph_passes::pipeline::{run_pipeline, PipelineEvent, PipelineReport, RunOptions};
 use cmdgraph_passes::{PassContext, PassError, PassInfo};
+use std::cell::Cell;
+use std::collections::HashSet;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -207,13 +209,19 @@ pub fn compile_module_with(
     let verify_time = verify_time + t.elapsed();
 
     let t = Instant::now();
-    let needed = launches::collect(&optimized, compiler)?;
+    let mut needed = launches::collect(&optimized, compiler)?;
     let mut graphs = Vec::new();
     for (_, graph) in optimized.graphs.iter() {
+        // Origins are keyed (graph, node), so this graph's are one range of the map; the
+        // node names are a set, not a scan of the nodes per origin (issue 17).
+        let names: HashSet<&str> = graph.nodes.iter().map(|(_, n)| n.name.as_str()).collect();
+        count_work(names.len());
         let origins = ctx
             .origins
-            .iter()
-            .filter(|((g, n), _)| *g == graph.name && graph.node_by_name(n).is_some())
+            .range((graph.name.clone(), String::new())..)
+            .take_while(|((g, _), _)| *g == graph.name)
+            .inspect(|_| count_work(1))
+            .filter(|((_, n), _)| names.contains(n.as_str()))
             .map(|((_, n), sources)| NodeOrigin { node: n.clone(), sources: sources.clone() })
             .collect();
         graphs.push(GraphPlan {
@@ -221,7 +229,7 @@ pub fn compile_module_with(
             segments: schedule::schedule(graph).map_err(CompileError::Schedule)?,
             memory: memory::pool_plan(graph, ctx.memory_plans.get(&graph.name)),
             origins,
-            launches: needed.table(&graph.name),
+            launches: needed.take_table(&graph.name),
         });
     }
     let packaging = t.elapsed();
@@ -261,6 +269,22 @@ pub fn compile_module_with(
         total: start.elapsed(),
     };
     Ok((bundle, report))
+}
+
+thread_local! {
+    static PACKAGING_WORK: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts `items` visited by packaging's per-graph loops (origins, node names, launch uses).
+fn count_work(items: usize) {
+    PACKAGING_WORK.with(|w| w.set(w.get().saturating_add(items as u64)));
+}
+
+/// Items packaging has visited on this thread so far (origins looked at, node names, launch
+/// uses): a machine-independent measure of its work, for the test that it stays linear in
+/// the module's size (issue 17). Not a timing; never goes into a bundle.
+pub fn packaging_work() -> u64 {
+    PACKAGING_WORK.with(Cell::get)
 }
 
 /// Errors only; warnings do not stop a compile.
