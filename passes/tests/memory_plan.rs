@@ -136,6 +136,109 @@ proptest! {
     }
 }
 
+/// A random DAG whose edges only reach a few vertices ahead (vertex `v`'s predecessors lie
+/// within `window` before it, some vertices have none), so its topological order often has
+/// cuts (a vertex every earlier one reaches and every later one descends from) and the
+/// conflicts come from several sections (chains.rs). Allocations may span cuts.
+fn sectioned() -> impl Strategy<Value = Problem> {
+    (4usize..48, 1u32..5)
+        .prop_flat_map(|(n, window)| {
+            let preds = proptest::collection::vec(proptest::collection::vec(1..=window, 0..3), n);
+            let allocs = proptest::collection::vec((0..n as u32, 1u32..12, 1u64..2000, 0u8..10), 1..16);
+            (Just(n), preds, allocs)
+        })
+        .prop_map(|(n, preds, allocs)| {
+            let mut pairs = Vec::new();
+            for (v, back) in preds.into_iter().enumerate() {
+                for d in back {
+                    if let Some(p) = (v as u32).checked_sub(d) {
+                        pairs.push((p, v as u32));
+                    }
+                }
+            }
+            let mut list = Vec::new();
+            for (m, len, size, kind) in allocs {
+                let f = (m + len).min(n as u32 - 1);
+                let free = if kind == 0 || f == m { None } else { Some(f) };
+                if let Some(f) = free {
+                    pairs.push((m, f));
+                }
+                list.push(Allocation { malloc: m, free, size, zero_init: kind == 1 });
+            }
+            Problem { succ: Csr::from_pairs(n, &pairs), allocs: list }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Conflicts on graphs with cuts are exactly the pairs neither of which is before the
+    /// other, on any number of threads.
+    #[test]
+    fn conflicts_across_sections_are_exact(p in sectioned(), t in 2usize..5) {
+        let one = order::conflicts_with(&p, Threads::ONE).unwrap();
+        for a in 0..p.allocs.len() {
+            for b in 0..p.allocs.len() {
+                if a != b {
+                    let expected = !before(&p, a, b) && !before(&p, b, a);
+                    prop_assert_eq!(one.conflict(&p, a as u32, b as u32), expected, "pair {} {}", a, b);
+                }
+            }
+        }
+        prop_assert_eq!(order::conflicts_with(&p, Threads::new(t).with_min_chunk(1)).unwrap(), one);
+    }
+}
+
+/// `copies` copies of [`wide`] one after the other, each joined to the next through one
+/// vertex that waits for all of its sinks: sections of more chains holding frees than one
+/// block of labels holds.
+fn wide_sections(copies: u32, chains: u32, allocs: u32, cross: u32) -> Problem {
+    let one = wide(chains, allocs, cross);
+    let n = one.succ.len() as u32;
+    let mut pairs = Vec::new();
+    let mut list = Vec::new();
+    let stride = n + 1;
+    for c in 0..copies {
+        let base = c * stride;
+        for v in 0..n {
+            for &w in one.succ.neighbours(v) {
+                pairs.push((base + v, base + w));
+            }
+            if one.succ.neighbours(v).is_empty() {
+                pairs.push((base + v, base + n));
+            }
+            if c > 0 && !pairs.iter().any(|&(_, w)| w == base + v) {
+                pairs.push((base - 1, base + v));
+            }
+        }
+        list.extend(one.allocs.iter().map(|a| Allocation {
+            malloc: base + a.malloc,
+            free: a.free.map(|f| base + f),
+            size: a.size,
+            zero_init: a.zero_init,
+        }));
+    }
+    Problem { succ: Csr::from_pairs((copies * stride) as usize, &pairs), allocs: list }
+}
+
+#[test]
+fn conflicts_of_wide_sections_are_exact_on_any_threads() {
+    let p = wide_sections(3, 70, 140, 9);
+    let one = order::conflicts_with(&p, Threads::ONE).unwrap();
+    assert!(one.chains > 3 * 64, "{} chains hold a free", one.chains);
+    for a in 0..p.allocs.len() {
+        for b in 0..p.allocs.len() {
+            if a != b {
+                let expected = !before(&p, a, b) && !before(&p, b, a);
+                assert_eq!(one.conflict(&p, a as u32, b as u32), expected, "pair {a} {b}");
+            }
+        }
+    }
+    for (t, chunk) in [(2, 1), (3, 50)] {
+        assert_eq!(order::conflicts_with(&p, Threads::new(t).with_min_chunk(chunk)).unwrap(), one, "{t} threads");
+    }
+}
+
 /// A wide DAG: `chains` independent chains of malloc → kernel → free, allocations taken
 /// round-robin over the chains, with a cross edge from a free to a later malloc every
 /// `cross` allocations. More chains than one block of labels holds (64), so the conflicts

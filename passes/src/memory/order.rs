@@ -11,8 +11,12 @@
 //!   that are *not* ancestors of `b`'s malloc form a suffix, walked only as far as `b`'s
 //!   position. Labels are propagated for a few chains at a time to bound memory.
 //!
-//! The cost is O(edges × chains with frees + conflicts); the chain count is about the width
-//! of the graph (the number of queues for recorded graphs).
+//! The order is cut into sections first (chains.rs): where every vertex before a position is
+//! its ancestor and every vertex after it its descendant, the chains and labels start over.
+//! The cost is O(Σ over sections of (vertices + edges) × chains with frees + conflicts);
+//! the chain count of a section is about its width (the number of queues for recorded
+//! graphs), so a graph that joins everything now and then (the generated benchmark graphs,
+//! a training step per iteration) is planned in time linear in its size.
 
 use super::chains;
 use super::lifetimes::Problem;
@@ -75,25 +79,27 @@ pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, 
     let allocs = &problem.allocs;
 
     // Disjoint intervals that are still unordered: chain cover and ancestor labels, per
-    // block of chains.
-    let cover = chains::cover(&topo, &pred, &pos);
+    // section of the order and block of chains.
+    let sections = chains::Sections::new(&topo, &pos, succ);
+    let cover = chains::cover(&topo, &pred, &pos, &sections);
     let frees: Vec<(u32, u32)> = live.iter().filter_map(|&a| allocs[a as usize].free.map(|f| (a, f))).collect();
     let chains = chains::frees_by_chain(&topo, &cover, &frees);
     // A power of two, so a block's labels fit its stride (chains.rs) within the budget.
     let block = 1usize << (LABEL_BUDGET / n.max(1)).clamp(1, chains::MAX_BLOCK).ilog2();
     let mut slot_of = vec![u32::MAX; cover.len.len()];
-    let mut groups = chains.chunks(block);
-    // The first block is walked during the sweep below; any further ones (graphs with more
-    // than `block` chains holding frees) first store their partners per allocation.
-    let first = groups.next().map(|g| chains::Block::new(g, &topo, &pred, &cover, &mut slot_of));
-    // Further blocks: each range of the sweep's rows gets its own partner rows.
+    let layers = chains::layers(&chains, block, &sections, &end);
+    let mut layers = layers.iter();
+    // The first layer is walked during the sweep below; any further ones (sections with
+    // more than `block` chains holding frees) first store their partners per allocation.
+    let first = layers.next().map(|l| chains::Block::new(l, &topo, &pred, &pos, &cover, &sections, &mut slot_of));
+    // Further layers: each range of the sweep's rows gets its own partner rows.
     let mut found: Vec<Vec<Rows>> = Vec::new();
-    for group in groups {
-        let block = chains::Block::new(group, &topo, &pred, &cover, &mut slot_of);
+    for layer in layers {
+        let block = chains::Block::new(layer, &topo, &pred, &pos, &cover, &sections, &mut slot_of);
         let rows = parallel::map_ranges(threads, by_start.len(), |_, range| {
             let mut rows = Rows::with_capacity(range.len());
             for &b in &by_start[range] {
-                block.partners(allocs[b as usize].malloc, start[b as usize], &end, &mut rows.targets);
+                block.partners(start[b as usize], &end, &mut rows.targets);
                 rows.close()?;
             }
             Ok(rows)
@@ -104,8 +110,7 @@ pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, 
     // Overlapping intervals (a sweep in start order) joined with the partners the chains
     // give: each allocation's earlier partners, sorted. Each pair is found once (the two
     // searches are disjoint and a free lies on one chain), so the lists need no dedup.
-    let input =
-        SweepInput { by_start: &by_start, start: &start, end: &end, problem, first: first.as_ref(), found: &found };
+    let input = SweepInput { by_start: &by_start, start: &start, end: &end, first: first.as_ref(), found: &found };
     let sweeps = parallel::map_ranges(threads, by_start.len(), |k, range| input.sweep(k, range));
     let sweeps: Vec<Sweep> = sweeps.into_iter().collect::<Result<_, String>>()?;
     drop(found);
@@ -199,7 +204,6 @@ struct SweepInput<'s> {
     by_start: &'s [u32],
     start: &'s [u32],
     end: &'s [u32],
-    problem: &'s Problem,
     /// The first block of chains, walked during the sweep.
     first: Option<&'s chains::Block<'s>>,
     /// Partner rows of further blocks: per block, per range of the sweep.
@@ -238,8 +242,7 @@ impl SweepInput<'_> {
             // live ones in start order: in this order the row is nearly sorted already, which
             // is what the insertion sort that sorts short rows is fast on.
             if let Some(block) = self.first {
-                let malloc = self.problem.allocs[at(b)].malloc;
-                block.partners(malloc, s, end, &mut rows.targets);
+                block.partners(s, end, &mut rows.targets);
             }
             for found in self.found {
                 if let Some(part) = found.get(k) {
