@@ -336,7 +336,7 @@ impl Executor {
         for h in graph.nodes.handles() {
             check_cmd_supported(&graph, h)?;
         }
-        let plan = self.loaded.bundle.graphs.iter().find(|p| p.name == name).cloned();
+        let plan = self.loaded.bundle.graphs.iter().find(|p| p.name == name);
         let sched = match &plan {
             Some(p) if !p.segments.is_empty() => schedule::from_plan(&graph, &p.segments)?,
             _ => schedule::plan(&graph)?,

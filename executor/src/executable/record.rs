@@ -46,11 +46,13 @@ impl Executor {
             return Ok(());
         }
         let (order, effects, plan) = self.segment_effects(exe, si)?;
-        let graph = self.loaded.module.graphs[exe.graph].clone();
         let mut native = std::mem::take(&mut self.native);
+        // Borrowed, not cloned: a clone of the graph per segment made recording a graph of
+        // many host tasks quadratic.
+        let graph = &self.loaded.module.graphs[exe.graph];
         let mut result = Ok(());
         for copy in 0..exe.cmds.len() {
-            result = self.record_copy(exe, &graph, si, copy, &order, &plan, &mut native);
+            result = self.record_copy(exe, graph, si, copy, &order, &plan, &mut native);
             if result.is_err() {
                 break;
             }
