@@ -64,6 +64,24 @@ pub struct RecordOptions {
     pub node_profiling: bool,
 }
 
+/// The Vulkan objects of one executable ([`Executor::vulkan_objects`]; pipelines are the
+/// executor's, shared by every executable).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VulkanObjects {
+    /// Command buffers recorded (per device segment, one or two copies).
+    pub command_buffers: usize,
+    /// Buffers (argument blocks, indirect commands, pool, fill patterns, memmove scratch).
+    pub buffers: usize,
+    /// Device memory allocations (one per buffer).
+    pub memory_allocations: usize,
+    /// Descriptor pools.
+    pub descriptor_pools: usize,
+    /// Descriptor sets (one per prepared kernel launch).
+    pub descriptor_sets: usize,
+    /// Pipelines of the executor (one per compiled kernel variant).
+    pub pipelines: usize,
+}
+
 /// A bundle loaded on a Vulkan device.
 pub struct Executor {
     pub(crate) loaded: Loaded,

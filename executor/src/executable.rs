@@ -752,6 +752,29 @@ impl Executor {
         Ok(self.exec_ref(id)?.recorded)
     }
 
+    /// The Vulkan objects executable `id` holds (for tests of how finalize scales).
+    pub fn vulkan_objects(&self, id: ExecId) -> Result<crate::exec::VulkanObjects> {
+        let exe = self.exec_ref(id)?;
+        let buffers =
+            [Some(&exe.args), Some(&exe.indirect), exe.pool.as_ref(), exe.consts.as_ref(), exe.scratch.as_ref()]
+                .into_iter()
+                .flatten()
+                .count();
+        Ok(crate::exec::VulkanObjects {
+            command_buffers: exe.cmds.iter().flatten().filter(|c| **c != vk::CommandBuffer::null()).count(),
+            buffers,
+            memory_allocations: buffers,
+            descriptor_pools: exe.sets.pools(),
+            descriptor_sets: exe
+                .kernels
+                .values()
+                .chain(exe.spare.values())
+                .filter(|k| k.set != vk::DescriptorSet::null())
+                .count(),
+            pipelines: self.pipelines.len(),
+        })
+    }
+
     /// Pipeline barriers between commands in `id`'s command buffers (one copy; the barrier
     /// opening and the one closing each segment not counted): what its policy
     /// (`RecordOptions::barriers`) left the device to wait on.

@@ -22,7 +22,7 @@ pub mod schedule;
 mod update;
 mod worker;
 
-pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions};
+pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
 pub use load::{load_bytes, Loaded};
 pub use profile::{NodeProfile, Profile};
 pub use vk::{ContextOptions, DeviceChoice};

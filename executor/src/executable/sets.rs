@@ -75,6 +75,11 @@ impl SetPools {
         Ok((pool, try_pool(pool)?))
     }
 
+    /// Descriptor pools made so far.
+    pub(crate) fn pools(&self) -> usize {
+        self.pools.len()
+    }
+
     /// Returns `set` to `pool`. Command buffers that recorded it must be re-recorded before
     /// their next submission (the caller's contract, as for any descriptor change).
     pub(crate) fn free(&self, ctx: &Context, pool: vk::DescriptorPool, set: vk::DescriptorSet) {

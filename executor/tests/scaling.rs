@@ -1,0 +1,63 @@
+//! Finalize at scale: the Vulkan objects an executable of a 10^4-node graph holds grow with
+//! its segments, variants and kernel launches, never with a per-node pool, buffer,
+//! allocation or command buffer (issue 17; docs/executor.md, "Cost at scale").
+
+mod common;
+
+use cmdgraph_executor::{load, ContextOptions, Executor};
+use common::*;
+
+/// A graph of `blocks` blocks of five nodes: a temporary, two kernels, a memcpy and the
+/// temporary's free; with `host`, a host task after every 1000th block (a segment each).
+fn graph(blocks: usize, host: bool) -> String {
+    let mut g = format!("{KERNELS_IR}\nusm @x : f32[64]\nusm @y : f32[64]\ngraph @g {{\n");
+    let mut last = String::new();
+    for b in 0..blocks {
+        let after = if last.is_empty() { String::new() } else { format!(" after({last})") };
+        g.push_str(&format!("  %t{b} = async_malloc f32[64]{after}\n"));
+        g.push_str(&format!("  %r{b} = kernel @ramp range(64) args(%t{b}) after(%t{b})\n"));
+        g.push_str(&format!("  %s{b} = kernel @scale range(64) args(%t{b}, @x, 2.0) after(%r{b})\n"));
+        g.push_str(&format!("  %c{b} = memcpy @y, @x, 256 after(%s{b})\n"));
+        g.push_str(&format!("  %f{b} = async_free %t{b} after(%c{b})\n"));
+        last = format!("%f{b}");
+        if host && b % 1000 == 999 {
+            g.push_str(&format!("  %h{b} = host_task \"cb\" access(@y read) after(%f{b})\n"));
+            last = format!("%h{b}");
+        }
+    }
+    g.push_str("}\n");
+    g
+}
+
+#[test]
+fn objects_per_finalize_do_not_grow_with_nodes() {
+    for host in [false, true] {
+        let blocks = 2000;
+        let loaded = load::check(bundle(&graph(blocks, host), vec![], vec![])).expect("loads");
+        let nodes = loaded.module.graphs.iter().next().map(|(_, g)| g.nodes.len()).unwrap_or(0);
+        assert!(nodes >= 10_000, "{nodes} nodes");
+        let mut ex = Executor::new(loaded, &ContextOptions::default()).expect("Vulkan device (llvmpipe)");
+        if host {
+            ex.register_callback("cb", |_| Ok(()));
+        }
+        let e = ex.finalize("g").expect("finalizes");
+        let o = ex.vulkan_objects(e).expect("objects");
+        let segments = if host { 2 * (blocks / 1000) } else { 1 };
+        let launches = 2 * blocks;
+        // Command buffers: two copies per device segment (one with host tasks), not per node.
+        assert!(o.command_buffers <= 2 * segments, "{host}: {o:?}");
+        // Buffers and allocations: a fixed handful per executable.
+        assert!(o.buffers <= 5 && o.memory_allocations <= 5, "{host}: {o:?}");
+        // Descriptor pools: the first is sized for every launch.
+        assert_eq!(o.descriptor_pools, 1, "{host}: {o:?}");
+        // One set per kernel launch (binding 0 is the launch's own argument block).
+        assert_eq!(o.descriptor_sets, launches, "{host}: {o:?}");
+        // Pipelines: one per compiled variant (three in these bundles).
+        assert_eq!(o.pipelines, 3, "{host}: {o:?}");
+        ex.run(e).expect("runs");
+        ex.wait(e).expect("waits");
+        assert_eq!(ex.recorded(e).expect("recorded"), segments as u64 - u64::from(host) * (blocks / 1000) as u64);
+        let y: Vec<f32> = ex.read_as("y").expect("reads");
+        assert_eq!(y[3], 6.0, "{host}");
+    }
+}
