@@ -18,7 +18,7 @@ use crate::bypass::{remove_and_bypass, BypassError};
 use cmdgraph_ir::edit::{self, DanglingReference};
 use cmdgraph_ir::graph::{EdgeKind, Graph, KernelCommand, NodeKind};
 use cmdgraph_ir::Handle;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// One group to apply: every node it removes or replaces, and the fused command.
 pub struct Replacement {
@@ -78,14 +78,21 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
     let inside = |v: u32| owner.get(v as usize).copied().flatten();
     let queue_of = |g: &Graph, v: u32| Handle::from_usize(v as usize).and_then(|h| g.nodes.try_get(h)).map(|n| n.queue);
 
-    let mut drop_edges = BTreeSet::new();
-    let mut present: BTreeSet<(u32, u32)> = BTreeSet::new();
+    // One pass over the edges with a per-edge flag and a hash set of the edges present:
+    // linear in the graph, once per graph whatever the number of groups.
+    let mut drop_edges = vec![false; graph.edges.len()];
+    let mut dropped = |h: usize| {
+        if let Some(d) = drop_edges.get_mut(h) {
+            *d = true;
+        }
+    };
+    let mut present: HashSet<(u32, u32)> = HashSet::with_capacity(graph.edges.len());
     let mut rewrites = Vec::new();
     let mut additions = BTreeSet::new();
     for (h, e) in graph.edges.iter() {
         let (a, b) = (e.from.index() as u32, e.to.index() as u32);
         if inside(a).is_some() && inside(a) == inside(b) {
-            drop_edges.insert(h.index());
+            dropped(h.index());
             continue;
         }
         let (a2, b2) = (target(a), target(b));
@@ -99,7 +106,7 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
             present.insert((a2, b));
             rewrites.push((h, a2, kind));
         } else {
-            drop_edges.insert(h.index());
+            dropped(h.index());
             additions.insert((a2, b2));
         }
     }
@@ -137,5 +144,9 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
             }
         }
     }
-    edit::retain(graph, |h| !remove.get(h.index()).copied().unwrap_or(false), |e| !drop_edges.contains(&e.index()))
+    edit::retain(
+        graph,
+        |h| !remove.get(h.index()).copied().unwrap_or(false),
+        |e| !drop_edges.get(e.index()).copied().unwrap_or(false),
+    )
 }

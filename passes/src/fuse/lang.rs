@@ -126,6 +126,74 @@ impl Builder<'_> {
     }
 }
 
+/// A group's term up to the memory objects and dynamic arguments it names, with those.
+///
+/// [`build`] numbers memory by first use and dynamic scalars by position, so two groups
+/// whose members launch the same kernels with the same literals, memory in the same pattern
+/// (and the same temporaries dying) build the same e-graph node for node: saturating and
+/// extracting one serves both (a model's repeated blocks then cost one saturation).
+pub struct Signature {
+    /// The term's identity: kernels, argument pattern and dying memory.
+    pub key: String,
+    /// What [`Term::mems`] would be.
+    pub mems: Vec<MemInfo>,
+    /// What [`Term::scalars`] would be.
+    pub scalars: Vec<ScalarSlot>,
+}
+
+/// The [`Signature`] of a group, `None` when an argument is not a plain pointer or scalar
+/// (then [`build`] reports why).
+pub fn signature(graph: &Graph, module: &Module, members: &[Handle<Node>], dead: &[MemRef]) -> Option<Signature> {
+    use std::fmt::Write as _;
+    let mut key = String::new();
+    let mut mems: Vec<MemInfo> = Vec::new();
+    let mut scalars = Vec::new();
+    for &member in members {
+        let NodeKind::Kernel(cmd) = &graph.nodes.try_get(member)?.kind else { return None };
+        let kernel = module.kernels.try_get(cmd.kernel)?;
+        if kernel.params.len() != cmd.args.len() {
+            return None;
+        }
+        let _ = write!(key, "k{}(", cmd.kernel.index());
+        for (param, arg) in kernel.params.iter().zip(&cmd.args) {
+            match (param.ty, arg) {
+                (ParamType::Buffer { elem, .. }, Arg::Value(ArgValue::Pointer(p))) if p.offset == 0 => {
+                    let k = match mems.iter().position(|m| m.mem == p.base) {
+                        Some(k) => k,
+                        None => {
+                            mems.push(MemInfo { mem: p.base, elem, dead: dead.contains(&p.base) });
+                            mems.len() - 1
+                        }
+                    };
+                    let _ = write!(key, "m{k},");
+                }
+                // Exactly the value (floats by their bits): the constant's symbol and the
+                // literal the fused body gets both come from it.
+                (ParamType::Value(_), Arg::Value(ArgValue::Scalar(lit))) => {
+                    let _ = match lit.value {
+                        LitValue::Bool(b) => write!(key, "b{b},"),
+                        LitValue::Int(i) => write!(key, "i{i},"),
+                        LitValue::Float(f) => write!(key, "f{:x},", f.to_bits()),
+                    };
+                }
+                (ParamType::Value(ty), Arg::Dyn(_)) => {
+                    scalars.push(ScalarSlot { arg: arg.clone(), ty, name: param.name.clone() });
+                    key.push_str("d,");
+                }
+                _ => return None,
+            }
+        }
+        key.push(')');
+    }
+    key.push_str(" dead");
+    for (k, m) in mems.iter().enumerate() {
+        if m.dead {
+            let _ = write!(key, " {k}");
+        }
+    }
+    Some(Signature { key, mems, scalars })
+}
+
 /// Translates the members of a group (in the order they run) into one term. `dead` lists
 /// the temporaries that die inside the group. Errors name what is not element-wise.
 pub fn build(module: &Module, graph: &Graph, members: &[Handle<Node>], dead: &[MemRef]) -> Result<Term, String> {
@@ -324,25 +392,7 @@ pub fn emit(
     mem_names: &[String],
 ) -> Result<(Kernel, Vec<Arg>), String> {
     let nodes = expr.as_ref();
-    // Which memories are loaded and stored, to give each one parameter with its access.
-    let mut access: BTreeMap<usize, (bool, bool)> = BTreeMap::new();
-    for n in nodes {
-        let mem_child = |i: usize| n.children.get(i).and_then(|c| nodes.get(usize::from(*c))).map(|m| m.op.as_str());
-        let k = match mem_child(0).and_then(|m| m.strip_prefix(LIVE_PREFIX).or_else(|| m.strip_prefix(DEAD_PREFIX))) {
-            Some(k) => k.parse::<usize>().map_err(|_| "bad memory leaf")?,
-            None => continue,
-        };
-        match n.op.as_str() {
-            "ld" => {
-                if mem_child(1) != Some("init") {
-                    return Err("a load the rules could not forward".into());
-                }
-                access.entry(k).or_default().0 = true;
-            }
-            "out" => access.entry(k).or_default().1 = true,
-            _ => {}
-        }
-    }
+    let access = accessed(expr)?;
     let mut body = Body::default();
     let mut params = Vec::new();
     let mut args = Vec::new();
@@ -430,6 +480,32 @@ pub fn emit(
         param_spans: Default::default(),
     };
     Ok((kernel, args))
+}
+
+/// Which memory leaves (by index) an extracted term loads and stores, in index order: the
+/// fused kernel's buffer parameters and the node's pointer arguments, in that order. Errors
+/// when the term still needs a memory state other than `init`.
+pub fn accessed(expr: &RecExpr<SymbolLang>) -> Result<BTreeMap<usize, (bool, bool)>, String> {
+    let nodes = expr.as_ref();
+    let mut access: BTreeMap<usize, (bool, bool)> = BTreeMap::new();
+    for n in nodes {
+        let mem_child = |i: usize| n.children.get(i).and_then(|c| nodes.get(usize::from(*c))).map(|m| m.op.as_str());
+        let k = match mem_child(0).and_then(|m| m.strip_prefix(LIVE_PREFIX).or_else(|| m.strip_prefix(DEAD_PREFIX))) {
+            Some(k) => k.parse::<usize>().map_err(|_| "bad memory leaf")?,
+            None => continue,
+        };
+        match n.op.as_str() {
+            "ld" => {
+                if mem_child(1) != Some("init") {
+                    return Err("a load the rules could not forward".into());
+                }
+                access.entry(k).or_default().0 = true;
+            }
+            "out" => access.entry(k).or_default().1 = true,
+            _ => {}
+        }
+    }
+    Ok(access)
 }
 
 type ValFn<'a> = dyn Fn(usize) -> Result<(V, Type), String> + 'a;

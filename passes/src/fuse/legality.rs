@@ -20,7 +20,7 @@ use cmdgraph_ir::graph::{Alternative, Arg, ArgValue, Graph, MemRef, NodeKind, No
 use cmdgraph_ir::kernel::{Builtin, KernelBody, MemBase, OpKind, ParamType, ValueDef};
 use cmdgraph_ir::types::Type;
 use cmdgraph_ir::{Handle, Module, Node};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most kernels one fused node may stand for: keeps each e-graph small and the fused
@@ -225,44 +225,61 @@ pub struct Group {
     pub horizontal: bool,
 }
 
+/// No group, no node: the empty slot of the per-node tables.
+const NONE: u32 = u32::MAX;
+
 /// The nodes each group of a greedy round contracts into one (its members), the group
-/// owning each such node, and the topological positions each group spans. Only groups of two or more nodes are kept: a single node
-/// contracts to itself.
+/// owning each such node, and the topological positions each group spans. Only groups of
+/// two or more nodes are kept: a single node contracts to itself.
 #[derive(Default)]
 pub struct Contracted {
     sets: Vec<Vec<u32>>,
-    owner: BTreeMap<u32, usize>,
-    spans: BTreeMap<usize, (u32, u32)>,
+    /// Group of each node (by index), [`NONE`] outside every kept group.
+    owner: Vec<u32>,
+    spans: Vec<Option<(u32, u32)>>,
     /// The largest last position over `spans` (spans only grow, so a running maximum).
     max_hi: u32,
 }
 
 impl Contracted {
-    /// Records that group `g` now contracts `nodes`, which span topological positions `span`.
-    fn set(&mut self, g: usize, nodes: BTreeSet<u32>, span: (u32, u32)) {
+    /// Records that group `g` now contracts `nodes` (sorted), which span topological
+    /// positions `span`.
+    fn set(&mut self, g: usize, nodes: Vec<u32>, span: (u32, u32)) {
         if nodes.len() < 2 {
             return;
         }
         if self.sets.len() <= g {
             self.sets.resize(g + 1, Vec::new());
+            self.spans.resize(g + 1, None);
         }
         for &v in &nodes {
-            self.owner.entry(v).or_insert(g);
+            if self.owner.len() <= v as usize {
+                self.owner.resize(v as usize + 1, NONE);
+            }
+            if let Some(slot) = self.owner.get_mut(v as usize).filter(|o| **o == NONE) {
+                *slot = g as u32;
+            }
         }
-        self.spans.insert(g, span);
+        if let Some(slot) = self.spans.get_mut(g) {
+            *slot = Some(span);
+        }
         self.max_hi = self.max_hi.max(span.1);
         if let Some(slot) = self.sets.get_mut(g) {
-            *slot = nodes.into_iter().collect();
+            *slot = nodes;
         }
+    }
+
+    fn owner(&self, v: u32) -> Option<usize> {
+        self.owner.get(v as usize).filter(|&&g| g != NONE).map(|&g| g as usize)
     }
 
     /// The last topological position from which a path may still come back to positions
     /// before `max`: a group starting before the bound ends inside it, so a jump through
     /// it can lead back.
     ///
-    /// Groups grow in topological order, so every span usually ends at or before `max`:
-    /// then nothing widens the bound and no span is scanned (scanning them all for every
-    /// check made grouping quadratic in the number of groups).
+    /// Groups grow in topological order, so every span ends at or before `max` (the
+    /// position of the node joining): then nothing widens the bound and no span is
+    /// scanned (scanning them all for every check made grouping quadratic).
     fn horizon(&self, max: u32, except: usize, work: &Cell<u64>) -> u32 {
         if self.max_hi <= max {
             return max;
@@ -272,9 +289,11 @@ impl Contracted {
             let wider = self
                 .spans
                 .iter()
+                .enumerate()
                 .inspect(|_| work.set(work.get() + 1))
-                .filter(|(g, (lo, _))| **g != except && *lo < bound)
-                .map(|(_, (_, hi))| *hi)
+                .filter_map(|(g, s)| s.filter(|_| g != except))
+                .filter(|(lo, _)| *lo < bound)
+                .map(|(_, hi)| hi)
                 .fold(bound, u32::max);
             if wider == bound {
                 return bound;
@@ -284,16 +303,113 @@ impl Contracted {
     }
 }
 
+/// Why a link was refused, rendered only for the round whose groups are kept.
+#[derive(Clone, Debug)]
+pub enum Refusal {
+    /// Contracting would close a cycle through this node.
+    Cycle(u32),
+    /// The member would move after the fence.
+    MovesAfter(u32, u32),
+    /// The member would move before the fence.
+    MovesBefore(u32, u32),
+    /// A dynamic parameter would land on this node, recorded from a queue.
+    Queued(u32),
+}
+
+/// Per-node marks of the legality checks, reset in O(1) by moving to the next epoch: a
+/// mark is set when it holds the current epoch (hash or tree sets here cost more than the
+/// searches they record).
+struct Marks {
+    epoch: u32,
+    in_set: Vec<u32>,
+    bypassed: Vec<u32>,
+    seen_real: Vec<u32>,
+    seen_other: Vec<u32>,
+    /// By group.
+    jumped: Vec<u32>,
+    reach_epoch: u32,
+    reached: Vec<u32>,
+}
+
+impl Marks {
+    fn new(n: usize) -> Marks {
+        Marks {
+            epoch: 0,
+            in_set: vec![0; n],
+            bypassed: vec![0; n],
+            seen_real: vec![0; n],
+            seen_other: vec![0; n],
+            jumped: vec![0; n],
+            reach_epoch: 0,
+            reached: vec![0; n],
+        }
+    }
+}
+
+fn is(marks: &[u32], v: u32, epoch: u32) -> bool {
+    marks.get(v as usize) == Some(&epoch)
+}
+
+/// Sets a mark; whether it was newly set.
+fn mark(marks: &mut [u32], v: u32, epoch: u32) -> bool {
+    match marks.get_mut(v as usize) {
+        Some(m) if *m != epoch => {
+            *m = epoch;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The last candidate to write and to read each memory object, by [`key`].
+#[derive(Default)]
+struct LastUse {
+    memory: Vec<u32>,
+    alloc: Vec<u32>,
+}
+
+impl LastUse {
+    fn get(&self, m: &MemRef) -> Option<u32> {
+        let (alloc, i) = key(m);
+        let slots = if alloc { &self.alloc } else { &self.memory };
+        slots.get(i).copied().filter(|&v| v != NONE)
+    }
+
+    fn set(&mut self, m: &MemRef, v: u32) {
+        let (alloc, i) = key(m);
+        let slots = if alloc { &mut self.alloc } else { &mut self.memory };
+        if slots.len() <= i {
+            slots.resize(i + 1, NONE);
+        }
+        if let Some(slot) = slots.get_mut(i) {
+            *slot = v;
+        }
+    }
+}
+
+/// A refused link of a greedy round: the producer and the joining node, and why.
+enum Refused {
+    /// The temporary is used outside the chain.
+    Temporary { from: u32, to: u32, temp: u32 },
+    /// A legality check failed.
+    Check { from: u32, to: u32, why: Refusal },
+}
+
 /// The grouping state of one graph.
 pub struct Planner<'a> {
     graph: &'a Graph,
     cands: &'a [Option<Candidate>],
     temps: &'a BTreeMap<u32, Temp>,
-    blocked: BTreeSet<u32>,
+    blocked: Vec<bool>,
+    /// Whether each node (by index) allocates a temporary that may die in a group.
+    fusable: Vec<bool>,
+    /// Whether each node (by index) is a fence ([`is_fence`]).
+    fence: Vec<bool>,
     succ: Csr,
     pred: Csr,
     order: Vec<u32>,
     pos: Vec<u32>,
+    marks: RefCell<Marks>,
     /// Steps of the legality checks: nodes visited by the reachability searches and spans
     /// scanned for the horizon (see [`Planner::plan_counted`]).
     work: Cell<u64>,
@@ -307,9 +423,31 @@ impl<'a> Planner<'a> {
         let order = topological_order(&succ)?;
         let mut pos = vec![0u32; order.len()];
         for (i, &v) in order.iter().enumerate() {
-            pos[v as usize] = i as u32;
+            if let Some(p) = pos.get_mut(v as usize) {
+                *p = i as u32;
+            }
         }
-        Some(Planner { graph, cands, temps, blocked: BTreeSet::new(), succ, pred, order, pos, work: Cell::new(0) })
+        let n = order.len();
+        let mut fusable = vec![false; n];
+        for (&a, t) in temps {
+            if let Some(f) = fusable.get_mut(a as usize) {
+                *f = t.fusable;
+            }
+        }
+        Some(Planner {
+            graph,
+            cands,
+            temps,
+            blocked: vec![false; n],
+            fusable,
+            fence: graph.nodes.handles().map(|h| is_fence(graph, h)).collect(),
+            succ,
+            pred,
+            order,
+            pos,
+            marks: RefCell::new(Marks::new(n)),
+            work: Cell::new(0),
+        })
     }
 
     fn name(&self, v: u32) -> String {
@@ -319,14 +457,31 @@ impl<'a> Planner<'a> {
             .unwrap_or_default()
     }
 
+    /// The text of a refusal (for `--explain`).
+    pub fn explain(&self, why: &Refusal) -> String {
+        match *why {
+            Refusal::Cycle(x) => format!("fusing would create a cycle through {}", self.name(x)),
+            Refusal::MovesAfter(m, x) => format!("{} would move after {}", self.name(m), self.name(x)),
+            Refusal::MovesBefore(m, y) => format!("{} would move before {}", self.name(m), self.name(y)),
+            Refusal::Queued(last) => {
+                format!("a dynamic parameter cannot move to {}, recorded from a queue", self.name(last))
+            }
+        }
+    }
+
     fn cand(&self, v: u32) -> Option<&Candidate> {
         self.cands.get(v as usize).and_then(|c| c.as_ref())
+    }
+
+    fn pos(&self, v: u32) -> u32 {
+        self.pos.get(v as usize).copied().unwrap_or(0)
     }
 
     fn temp_dies(&self, m: &MemRef) -> Option<u32> {
         let MemRef::Alloc(a) = m else { return None };
         let a = a.index() as u32;
-        (self.temps.get(&a)?.fusable && !self.blocked.contains(&a)).then_some(a)
+        let fusable = self.fusable.get(a as usize).copied().unwrap_or(false);
+        (fusable && !self.blocked.get(a as usize).copied().unwrap_or(false)).then_some(a)
     }
 
     /// Groups of two or more members, and why links were refused (for `--explain`).
@@ -338,77 +493,122 @@ impl<'a> Planner<'a> {
     /// [`Planner::plan`], with the steps its legality checks took (nodes visited by
     /// reachability searches, spans scanned): proportional to the graph's size when
     /// grouping is near-linear (`passes/tests/fuse.rs` holds it to that).
-    pub fn plan_counted(mut self) -> (Vec<Group>, Vec<String>, u64) {
+    pub fn plan_counted(self) -> (Vec<Group>, Vec<String>, u64) {
+        self.plan_remarks("", "")
+    }
+
+    /// [`Planner::plan_counted`] with each refusal between `prefix` and `suffix` (the
+    /// pass's remark form, built once).
+    pub fn plan_remarks(mut self, prefix: &str, suffix: &str) -> (Vec<Group>, Vec<String>, u64) {
+        let mut group_of = vec![NONE; self.order.len()];
         loop {
-            let (groups, refusals) = self.greedy();
+            let (groups, refused) = self.greedy();
             // A temporary whose uses ended in different groups does not die: block it and
             // group again (each round blocks at least one temporary).
-            let mut group_of = BTreeMap::new();
+            group_of.fill(NONE);
             for (g, group) in groups.iter().enumerate() {
                 for &m in &group.members {
-                    group_of.insert(m, g);
+                    if let Some(slot) = group_of.get_mut(m as usize) {
+                        *slot = g as u32;
+                    }
                 }
             }
             let mut changed = false;
             for (&a, t) in self.temps {
-                if !t.fusable || self.blocked.contains(&a) {
+                if !t.fusable || self.blocked.get(a as usize).copied().unwrap_or(true) {
                     continue;
                 }
-                let gs: BTreeSet<_> = t.users.iter().map(|u| group_of.get(u)).collect();
-                if gs.len() > 1 || gs.contains(&None) {
-                    self.blocked.insert(a);
+                let of = |u: &u32| group_of.get(*u as usize).copied().unwrap_or(NONE);
+                let first = t.users.first().map(of).unwrap_or(NONE);
+                if first == NONE || t.users.iter().any(|u| of(u) != first) {
+                    if let Some(b) = self.blocked.get_mut(a as usize) {
+                        *b = true;
+                    }
                     changed = true;
                 }
             }
             if !changed {
+                let refusals = refused.iter().map(|r| self.render(r, prefix, suffix)).collect();
                 let groups = groups.into_iter().filter(|g| g.members.len() > 1).collect();
                 return (groups, refusals, self.work.get());
             }
         }
     }
 
-    fn greedy(&self) -> (Vec<Group>, Vec<String>) {
+    fn render(&self, r: &Refused, prefix: &str, suffix: &str) -> String {
+        let mut out = String::with_capacity(prefix.len() + suffix.len() + 96);
+        out.push_str(prefix);
+        out.push_str("not fused: ");
+        let (Refused::Temporary { from, to, .. } | Refused::Check { from, to, .. }) = r;
+        self.push_name(&mut out, *from);
+        out.push_str(" -> ");
+        self.push_name(&mut out, *to);
+        out.push_str(": ");
+        match r {
+            Refused::Temporary { temp, .. } => {
+                out.push_str("temporary ");
+                self.push_name(&mut out, *temp);
+                out.push_str(" is used outside the chain");
+                if let Some(u) = self.temps.get(temp).and_then(|t| t.outside_user) {
+                    out.push_str(" (by ");
+                    self.push_name(&mut out, u);
+                    out.push(')');
+                }
+            }
+            Refused::Check { why, .. } => out.push_str(&self.explain(why)),
+        }
+        out.push_str(suffix);
+        out
+    }
+
+    /// Appends `%name` of node `v`.
+    fn push_name(&self, out: &mut String, v: u32) {
+        if let Some(n) = Handle::<Node>::from_usize(v as usize).and_then(|h| self.graph.nodes.try_get(h)) {
+            out.push('%');
+            out.push_str(&n.name);
+        }
+    }
+
+    fn greedy(&self) -> (Vec<Group>, Vec<Refused>) {
         let mut groups: Vec<Group> = Vec::new();
-        let mut group_of: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut group_of = vec![NONE; self.order.len()];
+        let group_of_node =
+            |group_of: &[u32], w: u32| group_of.get(w as usize).filter(|&&g| g != NONE).map(|&g| g as usize);
         let mut contracted = Contracted::default();
-        let mut last_writer: BTreeMap<(bool, usize), u32> = BTreeMap::new();
-        let mut last_reader: BTreeMap<(bool, usize), u32> = BTreeMap::new();
-        let mut refusals = Vec::new();
+        let mut last_writer = LastUse::default();
+        let mut last_reader = LastUse::default();
+        let mut refused = Vec::new();
+        let mut options: Vec<(usize, bool, u32)> = Vec::new();
+        let mut tried: Vec<usize> = Vec::new();
         for &v in &self.order {
             let Some(c) = self.cand(v) else { continue };
             let same_n = |w: &u32| self.cand(*w).is_some_and(|d| d.n == c.n);
-            let mut options: Vec<(usize, bool, u32)> = Vec::new();
+            options.clear();
             for m in &c.reads {
-                let Some(&w) = last_writer.get(&key(m)).filter(|w| same_n(w)) else { continue };
+                let Some(w) = last_writer.get(m).filter(same_n) else { continue };
                 if matches!(m, MemRef::Alloc(_)) && self.temp_dies(m).is_none() {
                     if let MemRef::Alloc(a) = m {
-                        let by = self.temps.get(&(a.index() as u32)).and_then(|t| t.outside_user);
-                        let by = by.map(|u| format!(" (by {})", self.name(u))).unwrap_or_default();
-                        refusals.push(format!(
-                            "not fused: {} -> {}: temporary {} is used outside the chain{by}",
-                            self.name(w),
-                            self.name(v),
-                            self.name(a.index() as u32)
-                        ));
+                        refused.push(Refused::Temporary { from: w, to: v, temp: a.index() as u32 });
                     }
                     continue;
                 }
-                if let Some(&g) = group_of.get(&w) {
+                if let Some(g) = group_of_node(&group_of, w) {
                     options.push((g, true, w));
                 }
             }
             for m in &c.reads {
-                if let Some(&g) = last_reader.get(&key(m)).filter(|w| same_n(w)).and_then(|w| group_of.get(w)) {
+                if let Some(g) = last_reader.get(m).filter(same_n).and_then(|w| group_of_node(&group_of, w)) {
                     options.push((g, false, v));
                 }
             }
             options.retain(|(g, _, _)| groups.get(*g).is_some_and(|gr| gr.members.len() < MAX_MEMBERS));
-            let mut tried = BTreeSet::new();
+            tried.clear();
             let mut joined = None;
-            for (g, vertical, w) in options {
-                if !tried.insert(g) {
+            for &(g, vertical, w) in &options {
+                if tried.contains(&g) {
                     continue;
                 }
+                tried.push(g);
                 let Some(group) = groups.get(g) else { continue };
                 let mut members = group.members.clone();
                 members.push(v);
@@ -419,9 +619,7 @@ impl<'a> Planner<'a> {
                         joined = Some((g, vertical));
                         break;
                     }
-                    Err(why) if vertical => {
-                        refusals.push(format!("not fused: {} -> {}: {why}", self.name(w), self.name(v)))
-                    }
+                    Err(why) if vertical => refused.push(Refused::Check { from: w, to: v, why }),
                     Err(_) => {}
                 }
             }
@@ -439,55 +637,76 @@ impl<'a> Planner<'a> {
                     groups.len() - 1
                 }
             };
-            group_of.insert(v, g);
+            if let Some(slot) = group_of.get_mut(v as usize) {
+                *slot = g as u32;
+            }
             for m in &c.writes {
-                last_writer.insert(key(m), v);
+                last_writer.set(m, v);
             }
             for m in &c.reads {
-                last_reader.insert(key(m), v);
+                last_reader.set(m, v);
             }
         }
         for group in &mut groups {
-            let (removed, dead) = self.removed(&group.members);
-            group.removed = removed;
-            group.dead = dead;
+            if group.members.len() > 1 {
+                let (removed, dead) = self.removed(&group.members);
+                group.removed = removed;
+                group.dead = dead;
+            }
         }
-        (groups, refusals)
+        (groups, refused)
     }
 
     /// The `async_malloc`/`async_free` nodes and allocations of the temporaries that die
     /// with `members`.
     fn removed(&self, members: &[u32]) -> (Vec<u32>, Vec<u32>) {
-        let mut dead = BTreeSet::new();
+        let mut dead = Vec::new();
         for &m in members {
             if let Some(c) = self.cand(m) {
                 dead.extend(c.reads.iter().chain(&c.writes).filter_map(|r| self.temp_dies(r)));
             }
         }
+        dead.sort_unstable();
+        dead.dedup();
         // The allocation goes with its first user; its frees only once every user is in
         // (until then they run after a user outside the group).
-        let mut removed = BTreeSet::new();
+        let mut removed = Vec::new();
         for &a in &dead {
-            removed.insert(a);
+            removed.push(a);
             if let Some(t) = self.temps.get(&a).filter(|t| t.users.iter().all(|u| members.contains(u))) {
                 removed.extend(t.frees.iter().copied());
             }
         }
-        (removed.into_iter().collect(), dead.into_iter().collect())
+        removed.sort_unstable();
+        removed.dedup();
+        (removed, dead)
     }
 
-    /// Whether `members`, as the new content of group `group`, can become one node while every other group of `contracted` becomes
-    /// one node too: contracting them creates no cycle, no work moves across a fence, and a
-    /// dynamic parameter does not land on a node recorded from a queue. Returns the nodes
-    /// the group then contracts.
-    pub fn check(&self, members: &[u32], group: usize, contracted: &Contracted) -> Result<BTreeSet<u32>, String> {
+    /// Whether `members`, as the new content of group `group`, can become one node while
+    /// every other group of `contracted` becomes one node too: contracting them creates no
+    /// cycle, no work moves across a fence, and a dynamic parameter does not land on a node
+    /// recorded from a queue. Returns the nodes the group then contracts, sorted.
+    ///
+    /// Costs the nodes between the group's first successor and its last member in
+    /// topological order that a path from the group reaches (plus, per fence next to a
+    /// member, the nodes between the fence and the group): no whole-graph search.
+    pub fn check(&self, members: &[u32], group: usize, contracted: &Contracted) -> Result<Vec<u32>, Refusal> {
+        let mut guard = self.marks.borrow_mut();
+        let marks = &mut *guard;
+        marks.epoch += 1;
+        let epoch = marks.epoch;
         // The dying temporaries' `async_malloc`/`async_free` nodes are removed with a bypass
         // (their ordering stays as edges), not contracted: a free recorded after a later
         // node must not pull that node into the group.
-        let set: BTreeSet<u32> = members.iter().copied().collect();
-        let pos = |v: u32| self.pos.get(v as usize).copied().unwrap_or(0);
-        let max = set.iter().map(|&v| pos(v)).max().unwrap_or(0);
-        let min = set.iter().map(|&v| pos(v)).min().unwrap_or(0);
+        let mut set: Vec<u32> = members.to_vec();
+        set.sort_unstable();
+        set.dedup();
+        for &v in &set {
+            mark(&mut marks.in_set, v, epoch);
+        }
+        let in_set = |marks: &Marks, v: u32| is(&marks.in_set, v, epoch);
+        let max = set.iter().map(|&v| self.pos(v)).max().unwrap_or(0);
+        let min = set.iter().map(|&v| self.pos(v)).min().unwrap_or(0);
         // A path leaving the set and coming back would become a cycle through the fused
         // node. Paths run in the quotient graph: entering another group continues from all
         // of its nodes, since that group becomes one node too. Two groups checked one at a
@@ -498,60 +717,80 @@ impl<'a> Planner<'a> {
         // through them only becomes an edge inside the fused node. A path is `real` once it
         // passes any other node.
         let (bypassed, _) = self.removed(members);
-        let bypassed: BTreeSet<u32> = bypassed.into_iter().collect();
-        let (mut seen, mut jumped) = (BTreeSet::new(), BTreeSet::new());
-        let mut stack: Vec<(u32, bool)> = set
-            .iter()
-            .flat_map(|&s| self.succ.neighbours(s).iter().copied())
-            .filter(|w| !set.contains(w))
-            .map(|w| (w, !bypassed.contains(&w)))
-            .collect();
-        while let Some((x, real)) = stack.pop() {
-            if !seen.insert((x, real)) {
+        for &b in &bypassed {
+            mark(&mut marks.bypassed, b, epoch);
+        }
+        let real_at = |marks: &Marks, w: u32| !is(&marks.bypassed, w, epoch);
+        let mut stack: Vec<(u32, bool)> = Vec::new();
+        for &s in &set {
+            for &w in self.succ.neighbours(s) {
+                if !in_set(marks, w) {
+                    stack.push((w, real_at(marks, w)));
+                }
+            }
+        }
+        let mut steps = 0u64;
+        let outcome = loop {
+            let Some((x, real)) = stack.pop() else { break Ok(()) };
+            let seen = if real { &mut marks.seen_real } else { &mut marks.seen_other };
+            if !mark(seen, x, epoch) {
                 continue;
             }
-            self.work.set(self.work.get() + 1);
-            let other = contracted
-                .owner
-                .get(&x)
-                .filter(|&&h| h != group && jumped.insert(h))
-                .and_then(|&h| contracted.sets.get(h));
-            let jumps = other.into_iter().flatten().copied().filter(|y| *y != x);
-            for y in jumps {
-                if set.contains(&y) {
-                    return Err(format!("fusing would create a cycle through {}", self.name(x)));
+            steps += 1;
+            if let Some(h) = contracted.owner(x).filter(|&h| h != group) {
+                if mark(&mut marks.jumped, h as u32, epoch) {
+                    let mut closes = false;
+                    for &y in contracted.sets.get(h).into_iter().flatten() {
+                        if y == x {
+                            continue;
+                        }
+                        if in_set(marks, y) {
+                            closes = true;
+                            break;
+                        }
+                        stack.push((y, true));
+                    }
+                    if closes {
+                        break Err(Refusal::Cycle(x));
+                    }
                 }
-                stack.push((y, true));
             }
+            let mut closes = false;
             for &w in self.succ.neighbours(x) {
-                if set.contains(&w) {
+                if in_set(marks, w) {
                     if real {
-                        return Err(format!("fusing would create a cycle through {}", self.name(x)));
+                        closes = true;
+                        break;
                     }
                     continue;
                 }
                 // Past the horizon no path comes back, through the input's edges or through
                 // another group's contraction.
-                if pos(w) <= horizon {
-                    stack.push((w, real || !bypassed.contains(&w)));
+                if self.pos(w) <= horizon {
+                    stack.push((w, real || real_at(marks, w)));
                 }
             }
-        }
+            if closes {
+                break Err(Refusal::Cycle(x));
+            }
+        };
+        self.work.set(self.work.get() + steps);
+        outcome?;
         // A fence before (after) one member must be before (after) every member already.
         for &s in &set {
             for &x in self.pred.neighbours(s) {
-                if !set.contains(&x) && node(x).is_some_and(|h| is_fence(self.graph, h)) {
-                    let reached = self.reach(x, &self.succ, |w| pos(w) <= max);
-                    if let Some(&m) = members.iter().find(|m| !reached.contains(m)) {
-                        return Err(format!("{} would move after {}", self.name(m), self.name(x)));
+                if !in_set(marks, x) && self.fence.get(x as usize).copied().unwrap_or(false) {
+                    let epoch = self.reach(marks, x, &self.succ, |w| self.pos(w) <= max);
+                    if let Some(&m) = members.iter().find(|&&m| !is(&marks.reached, m, epoch)) {
+                        return Err(Refusal::MovesAfter(m, x));
                     }
                 }
             }
             for &y in self.succ.neighbours(s) {
-                if !set.contains(&y) && node(y).is_some_and(|h| is_fence(self.graph, h)) {
-                    let reached = self.reach(y, &self.pred, |w| pos(w) >= min);
-                    if let Some(&m) = members.iter().find(|m| !reached.contains(m)) {
-                        return Err(format!("{} would move before {}", self.name(m), self.name(y)));
+                if !in_set(marks, y) && self.fence.get(y as usize).copied().unwrap_or(false) {
+                    let epoch = self.reach(marks, y, &self.pred, |w| self.pos(w) >= min);
+                    if let Some(&m) = members.iter().find(|&&m| !is(&marks.reached, m, epoch)) {
+                        return Err(Refusal::MovesBefore(m, y));
                     }
                 }
             }
@@ -559,31 +798,33 @@ impl<'a> Planner<'a> {
         let last = members.iter().copied().max().unwrap_or(0);
         let queued = node(last).and_then(|h| self.graph.nodes.try_get(h)).is_some_and(|n| n.queue.is_some());
         if queued && members.iter().any(|&m| self.cand(m).is_some_and(|c| c.has_dyn)) {
-            return Err(format!("a dynamic parameter cannot move to {}, recorded from a queue", self.name(last)));
+            return Err(Refusal::Queued(last));
         }
         Ok(set)
     }
 
     /// The first and last topological positions of `nodes`.
-    fn span(&self, nodes: &BTreeSet<u32>) -> (u32, u32) {
-        let pos = |v: u32| self.pos.get(v as usize).copied().unwrap_or(0);
-        let lo = nodes.iter().map(|&v| pos(v)).min().unwrap_or(0);
-        let hi = nodes.iter().map(|&v| pos(v)).max().unwrap_or(0);
+    fn span(&self, nodes: &[u32]) -> (u32, u32) {
+        let lo = nodes.iter().map(|&v| self.pos(v)).min().unwrap_or(0);
+        let hi = nodes.iter().map(|&v| self.pos(v)).max().unwrap_or(0);
         (lo, hi)
     }
 
-    fn reach(&self, from: u32, adj: &Csr, within: impl Fn(u32) -> bool) -> BTreeSet<u32> {
-        let mut seen = BTreeSet::new();
+    /// Marks in `marks.reached` (under the returned epoch) the nodes `adj` leads to from
+    /// `from` through nodes `within` accepts.
+    fn reach(&self, marks: &mut Marks, from: u32, adj: &Csr, within: impl Fn(u32) -> bool) -> u32 {
+        marks.reach_epoch += 1;
+        let epoch = marks.reach_epoch;
         let mut stack = vec![from];
         while let Some(x) = stack.pop() {
             self.work.set(self.work.get() + 1);
             for &w in adj.neighbours(x) {
-                if within(w) && seen.insert(w) {
+                if within(w) && mark(&mut marks.reached, w, epoch) {
                     stack.push(w);
                 }
             }
         }
-        seen
+        epoch
     }
 }
 

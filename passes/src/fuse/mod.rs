@@ -15,11 +15,12 @@ pub mod legality;
 pub mod rules;
 
 use crate::{PassContext, PassError, PassInfo};
-use cmdgraph_ir::graph::{KernelCommand, Launch, MemRef, NodeKind};
+use cmdgraph_ir::graph::{Arg, ArgValue, KernelCommand, Launch, MemRef, NodeKind, Pointer};
 use cmdgraph_ir::module::Item;
 use cmdgraph_ir::{Graph, Handle, Module, Node, Span};
 use egg::{Extractor, Runner, StopReason};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 use std::time::Duration;
 
 /// Most e-nodes one group's e-graph may grow to.
@@ -40,6 +41,7 @@ pub const INFO: PassInfo = PassInfo {
         ("bytes-saved", "modelled bytes moved per execution removed"),
         ("temporaries-removed", "graph-owned allocations that disappeared with their async_malloc/async_free"),
         ("egraph-nodes", "e-nodes over all groups' e-graphs after saturation"),
+        ("egraph-runs", "saturations run: groups whose term an earlier group already had reuse its result"),
         ("kernels-shared", "fusions that reuse an identical fused kernel instead of adding one"),
         ("refused", "fusions refused by a legality rule (see --explain)"),
     ],
@@ -51,10 +53,38 @@ pub const INFO: PassInfo = PassInfo {
 
 /// What one planned group became before the graph is rewritten.
 struct Planned {
-    kernel: cmdgraph_ir::kernel::Kernel,
+    /// The fused kernel; `None` when an earlier group of the same term already made it.
+    kernel: Option<cmdgraph_ir::kernel::Kernel>,
+    /// Index of the kernel's shape in [`Memo::shapes`].
+    shape: usize,
     replacement: build::Replacement,
     fusion: explain::Fusion,
     members: Vec<String>,
+}
+
+/// What saturating, extracting and emitting one group's term gave: the same for every
+/// group with the same [`lang::Signature`].
+#[derive(Clone)]
+struct Fused {
+    /// Memory leaves the fused kernel takes as buffer parameters, in order.
+    mems: Vec<usize>,
+    /// Index of the emitted kernel's shape in [`Memo::shapes`].
+    shape: usize,
+    /// Bytes one work-item of the extracted term moves.
+    after: u64,
+    rules: BTreeMap<String, usize>,
+    egraph: (usize, usize, usize, String),
+}
+
+/// Work shared over the pass's groups (all graphs of the module).
+#[derive(Default)]
+struct Memo {
+    /// Outcome by term signature.
+    by_signature: HashMap<String, Result<Rc<Fused>, String>>,
+    /// Fused kernel shapes (see [`shape_key`]), numbered.
+    shapes: HashMap<String, usize>,
+    /// The kernel added for each shape.
+    kernels: HashMap<usize, Handle<cmdgraph_ir::kernel::Kernel>>,
 }
 
 fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
@@ -62,54 +92,79 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     let graphs: Vec<_> = module.graphs.handles().collect();
     let mut reserved: BTreeSet<String> = module.kernels.iter().map(|(_, k)| k.name.clone()).collect();
     // Fused kernels by shape: identical groups (the same chain over other memory, as a
-    // model's repeated blocks give) share one kernel, so codegen compiles it once.
-    let mut by_shape: BTreeMap<String, Handle<cmdgraph_ir::kernel::Kernel>> = BTreeMap::new();
+    // model's repeated blocks give) share one kernel, so codegen compiles it once; groups
+    // with the same term share one saturation.
+    let mut memo = Memo::default();
+    // New kernels go after the last kernel item, in the order they were made (spliced in
+    // once at the end).
+    let mut added = Vec::new();
+    // Provenance of the fused nodes, merged into `ctx.origins` once at the end (one sorted
+    // merge instead of a tree insertion per group). Keys name their graph, and each graph
+    // looks up only its own members, so deferring changes nothing.
+    let mut origins = Vec::new();
     for gh in graphs {
         let Some(graph) = module.graphs.try_get(gh) else { continue };
-        let (planned, refusals) = plan_graph(module, graph, &rules, &mut reserved)?;
+        let (planned, refusals) = plan_graph(module, graph, &rules, &mut reserved, &mut memo, ctx)?;
         ctx.bump("refused", refusals.len() as u64);
-        ctx.remarks.extend(refusals.iter().map(|r| format!("fuse-kernels: @{}: {r}\n", graph.name)));
+        ctx.remarks.extend(refusals);
         if planned.is_empty() {
             continue;
         }
         let graph_name = graph.name.clone();
-        let mut replacements = Vec::new();
+        // Members need a lookup only when an earlier pass left origins in this graph.
+        let probe = (graph_name.clone(), String::new());
+        let earlier = ctx.origins.range(&probe..).next().is_some_and(|((g, _), _)| *g == graph_name);
+        let mut replacements = Vec::with_capacity(planned.len());
+        let mut stats = [0u64; 7];
         for p in planned {
             let (mut replacement, mut fusion, members) = (p.replacement, p.fusion, p.members);
-            let shape = shape_key(&p.kernel);
-            let kh = match by_shape.get(&shape) {
-                Some(&kh) => {
+            let kh = match (memo.kernels.get(&p.shape), p.kernel) {
+                (Some(&kh), _) => {
                     fusion.kernel = module.kernels.try_get(kh).map(|k| k.name.clone()).unwrap_or_default();
-                    ctx.bump("kernels-shared", 1);
+                    stats[6] += 1;
                     kh
                 }
-                None => {
-                    let kh = module.kernels.append(p.kernel, Span::UNDEFINED);
-                    let at =
-                        module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
-                    module.items.insert(at, Item::Kernel(kh));
-                    by_shape.insert(shape, kh);
+                (None, Some(kernel)) => {
+                    let kh = module.kernels.append(kernel, Span::UNDEFINED);
+                    added.push(Item::Kernel(kh));
+                    memo.kernels.insert(p.shape, kh);
                     kh
+                }
+                (None, None) => {
+                    return Err(PassError::Failed {
+                        pass: INFO.name,
+                        graph: graph_name,
+                        node: None,
+                        message: "a shared fused kernel was never added".into(),
+                    })
                 }
             };
             replacement.command.kernel = kh;
-            ctx.bump("fusions", 1);
-            ctx.bump("kernels-fused", members.len() as u64);
-            ctx.bump("launches-saved", members.len().saturating_sub(1) as u64);
-            ctx.bump("bytes-saved", fusion.bytes.0.saturating_sub(fusion.bytes.1));
-            ctx.bump("temporaries-removed", fusion.temporaries.len() as u64);
-            ctx.bump("egraph-nodes", fusion.egraph.0 as u64);
-            let key = (graph_name.clone(), fusion.node.clone());
-            let mut origin = Vec::new();
+            stats[0] += 1;
+            stats[1] += members.len() as u64;
+            stats[2] += members.len().saturating_sub(1) as u64;
+            stats[3] += fusion.bytes.0.saturating_sub(fusion.bytes.1);
+            stats[4] += fusion.temporaries.len() as u64;
+            stats[5] += fusion.egraph.0 as u64;
+            let mut origin = Vec::with_capacity(members.len());
             for m in &members {
-                match ctx.origins.get(&(graph_name.clone(), m.clone())) {
+                let key = (graph_name.clone(), m.clone());
+                match ctx.origins.get(&key).filter(|_| earlier) {
                     Some(o) => origin.extend(o.iter().cloned()),
-                    None => origin.push((graph_name.clone(), m.clone())),
+                    None => origin.push(key),
                 }
             }
-            ctx.origins.insert(key, origin);
             ctx.remarks.push(fusion.render());
+            origins.push(((graph_name.clone(), fusion.node), origin));
             replacements.push(replacement);
+        }
+        let names =
+            ["fusions", "kernels-fused", "launches-saved", "bytes-saved", "temporaries-removed", "egraph-nodes"];
+        for (name, value) in names.into_iter().zip(stats) {
+            ctx.bump(name, value);
+        }
+        if stats[6] > 0 {
+            ctx.bump("kernels-shared", stats[6]);
         }
         let Some(graph) = module.graphs.try_get_mut(gh) else { continue };
         build::apply(graph, replacements).map_err(|e| PassError::Failed {
@@ -119,6 +174,10 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             message: e.to_string(),
         })?;
     }
+    let mut origins: BTreeMap<_, _> = origins.into_iter().collect();
+    ctx.origins.append(&mut origins);
+    let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
+    module.items.splice(at..at, added);
     Ok(())
 }
 
@@ -144,12 +203,15 @@ fn fail(graph: &Graph, message: impl Into<String>) -> PassError {
     PassError::Failed { pass: INFO.name, graph: graph.name.clone(), node: None, message: message.into() }
 }
 
-/// Plans every fusion of one graph and adds the fused kernels to the module.
+/// Plans every fusion of one graph (the fused kernels are added to the module afterwards);
+/// the refusals come as remarks.
 fn plan_graph(
     module: &Module,
     graph: &Graph,
     rules: &[rules::Rule],
     reserved: &mut BTreeSet<String>,
+    memo: &mut Memo,
+    ctx: &mut PassContext,
 ) -> Result<(Vec<Planned>, Vec<String>), PassError> {
     let cands: Vec<_> = graph.nodes.handles().map(|h| legality::candidate(module, graph, h)).collect();
     if cands.iter().flatten().count() < 2 {
@@ -157,20 +219,21 @@ fn plan_graph(
     }
     let temps = legality::temps(graph, &cands);
     let planner = legality::Planner::new(graph, &cands, &temps).ok_or_else(|| fail(graph, "the graph has a cycle"))?;
-    let (groups, mut refusals) = planner.plan();
-    for (h, n) in graph.nodes.iter() {
+    let prefix = format!("fuse-kernels: @{}: ", graph.name);
+    let (groups, mut refusals, _) = planner.plan_remarks(&prefix, "\n");
+    for (_, n) in graph.nodes.iter() {
         if matches!(n.kind, NodeKind::Dynamic { .. }) {
-            refusals.push(format!("not fused: %{}: a node of a dynamic command group is never fused", n.name));
+            refusals
+                .push(format!("{prefix}not fused: %{}: a node of a dynamic command group is never fused\n", n.name));
         }
-        let _ = h;
     }
     let mut planned = Vec::new();
     for group in groups {
-        match fuse_group(module, graph, &cands, &group, rules, reserved) {
+        match fuse_group(module, graph, &cands, &group, rules, reserved, memo, ctx) {
             Ok(p) => planned.push(p),
             Err(why) => {
                 let names: Vec<String> = group.members.iter().map(|&m| format!("%{}", node_name(graph, m))).collect();
-                refusals.push(format!("not fused: {}: {why}", names.join(", ")));
+                refusals.push(format!("{prefix}not fused: {}: {why}\n", names.join(", ")));
             }
         }
     }
@@ -188,18 +251,18 @@ fn mem_name(module: &Module, graph: &Graph, m: MemRef) -> String {
     }
 }
 
-/// Saturates, extracts and emits one group; adds the kernel to the module.
-fn fuse_group(
+/// Saturates, extracts and emits one group's term: the part of fusing a group that depends
+/// only on its [`lang::Signature`]. Returns the kernel it emitted (named `name`) with it.
+fn saturate(
     module: &Module,
     graph: &Graph,
-    cands: &[Option<legality::Candidate>],
-    group: &legality::Group,
+    members: &[Handle<Node>],
+    dead: &[MemRef],
     rules: &[rules::Rule],
-    reserved: &mut BTreeSet<String>,
-) -> Result<Planned, String> {
-    let members: Vec<Handle<Node>> = group.members.iter().filter_map(|&m| legality::node(m)).collect();
-    let dead: Vec<MemRef> = group.dead.iter().filter_map(|&a| legality::node(a)).map(MemRef::Alloc).collect();
-    let mut term = lang::build(module, graph, &members, &dead)?;
+    name: &str,
+    memo: &mut Memo,
+) -> Result<(Fused, cmdgraph_ir::kernel::Kernel), String> {
+    let mut term = lang::build(module, graph, members, dead)?;
     let runner = Runner::default()
         .with_egraph(std::mem::take(&mut term.egraph))
         .with_node_limit(NODE_LIMIT)
@@ -219,22 +282,75 @@ fn fuse_group(
     if best >= cost::UNFORWARDED {
         return Err(format!("the rules could not forward every load (runner stopped: {stop})"));
     }
-    let mut rule_counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut rules: BTreeMap<String, usize> = BTreeMap::new();
     for it in &runner.iterations {
         for (name, count) in &it.applied {
-            *rule_counts.entry(name.to_string()).or_insert(0) += count;
+            *rules.entry(name.to_string()).or_insert(0) += count;
         }
     }
+    let mem_names: Vec<String> = term.mems.iter().map(|m| mem_name(module, graph, m.mem)).collect();
+    let mem_names = dedupe(mem_names);
+    let (kernel, _) = lang::emit(&term, &expr, name.to_string(), &mem_names)?;
+    let next = memo.shapes.len();
+    let shape = *memo.shapes.entry(shape_key(&kernel)).or_insert(next);
+    let fused = Fused {
+        mems: lang::accessed(&expr)?.into_keys().collect(),
+        shape,
+        after: cost::dag_bytes(&expr, &term),
+        rules,
+        egraph: (runner.egraph.total_size(), runner.egraph.number_of_classes(), runner.iterations.len(), stop),
+    };
+    Ok((fused, kernel))
+}
+
+/// Fuses one group: saturates its term unless a group with the same signature already did.
+#[allow(clippy::too_many_arguments)]
+fn fuse_group(
+    module: &Module,
+    graph: &Graph,
+    cands: &[Option<legality::Candidate>],
+    group: &legality::Group,
+    rules: &[rules::Rule],
+    reserved: &mut BTreeSet<String>,
+    memo: &mut Memo,
+    ctx: &mut PassContext,
+) -> Result<Planned, String> {
+    let members: Vec<Handle<Node>> = group.members.iter().filter_map(|&m| legality::node(m)).collect();
+    let dead: Vec<MemRef> = group.dead.iter().filter_map(|&a| legality::node(a)).map(MemRef::Alloc).collect();
     let first = node_name(graph, *group.members.first().ok_or("empty group")?);
     let keep = *group.members.iter().max().ok_or("empty group")?;
     let last = node_name(graph, *group.members.last().ok_or("empty group")?);
     let name = unique_kernel_name(reserved, &format!("fused.{first}.{last}"));
-    let mem_names: Vec<String> = term.mems.iter().map(|m| mem_name(module, graph, m.mem)).collect();
-    let mem_names = dedupe(mem_names);
-    let (kernel, args) = lang::emit(&term, &expr, name.clone(), &mem_names)?;
+    let signature = lang::signature(graph, module, &members, &dead);
+    let known = signature.as_ref().and_then(|s| memo.by_signature.get(&s.key)).cloned();
+    let (fused, kernel) = match known {
+        Some(outcome) => (outcome?, None),
+        None => {
+            ctx.bump("egraph-runs", 1);
+            let outcome = saturate(module, graph, &members, &dead, rules, &name, memo);
+            if let Some(s) = &signature {
+                let shared = outcome.as_ref().map(|(f, _)| Rc::new(f.clone())).map_err(String::clone);
+                memo.by_signature.insert(s.key.clone(), shared);
+            }
+            let (fused, kernel) = outcome?;
+            (Rc::new(fused), Some(kernel))
+        }
+    };
+    // The node's arguments: the buffers the fused kernel keeps, then every dynamic scalar.
+    let args = match &signature {
+        Some(s) => {
+            let mut args = Vec::new();
+            for &k in &fused.mems {
+                let m = s.mems.get(k).ok_or("bad memory leaf")?;
+                args.push(Arg::Value(ArgValue::Pointer(Pointer { base: m.mem, offset: 0 })));
+            }
+            args.extend(s.scalars.iter().map(|s| s.arg.clone()));
+            args
+        }
+        None => return Err("an argument is not a plain pointer or scalar".into()),
+    };
     let n = cands.get(keep as usize).and_then(|c| c.as_ref()).map(|c| c.n).ok_or("not a candidate")?;
     let before: u64 = group.members.iter().filter_map(|&m| cands.get(m as usize)?.as_ref()).map(|c| c.bytes).sum();
-    let after = cost::dag_bytes(&expr, &term);
     let mut kinds = Vec::new();
     if group.vertical {
         kinds.push("vertical");
@@ -247,21 +363,22 @@ fn fuse_group(
         graph: graph.name.clone(),
         members: member_names.clone(),
         node: node_name(graph, keep),
-        kernel: name,
+        kernel: name.clone(),
         kinds,
         temporaries: group.dead.iter().map(|&a| node_name(graph, a)).collect(),
-        rules: rule_counts,
-        bytes: (before.saturating_mul(n), after.saturating_mul(n)),
-        egraph: (runner.egraph.total_size(), runner.egraph.number_of_classes(), runner.iterations.len(), stop),
+        rules: fused.rules.clone(),
+        bytes: (before.saturating_mul(n), fused.after.saturating_mul(n)),
+        egraph: fused.egraph.clone(),
     };
     let mut nodes = group.members.clone();
     nodes.sort_unstable();
     let bypass = group.removed.clone();
     let kernel_placeholder = cmd_kernel(graph, keep).ok_or("not a kernel node")?;
     let command = KernelCommand { kernel: kernel_placeholder, launch: Launch::Range(vec![n]), args };
-    reserved.insert(kernel.name.clone());
+    reserved.insert(name);
     Ok(Planned {
         kernel,
+        shape: fused.shape,
         replacement: build::Replacement { nodes, bypass, keep, command },
         fusion,
         members: member_names,
