@@ -176,6 +176,13 @@ impl<T> Arena<T> {
         self.data.iter_mut().enumerate().map(|(i, v)| (Handle::from_usize(i).expect("in range"), v))
     }
 
+    /// Elements with their handles and spans, in insertion order, consuming the arena (for
+    /// rebuilding one without cloning its elements).
+    pub fn into_entries(self) -> impl Iterator<Item = (Handle<T>, T, Span)> {
+        let spans = self.spans.into_iter().chain(std::iter::repeat(Span::UNDEFINED));
+        self.data.into_iter().zip(spans).enumerate().map(|(i, (v, s))| (Handle::from_usize(i).expect("in range"), v, s))
+    }
+
     /// Handles in insertion order.
     pub fn handles(&self) -> impl DoubleEndedIterator<Item = Handle<T>> + ExactSizeIterator {
         (0..self.data.len()).map(|i| Handle::from_usize(i).expect("in range"))

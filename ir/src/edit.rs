@@ -87,18 +87,25 @@ pub fn retain(
         }
     }
     check_references(graph, &map)?;
-
-    let mut nodes = Arena::new();
-    nodes.reserve(map.nodes.iter().flatten().count());
-    for (h, node) in graph.nodes.iter() {
-        if map.node(h).is_none() {
-            continue;
+    // Every node kept: handles do not change, so nodes, parameters and command groups stay
+    // as they are (transitive reduction removes edges only). Otherwise nodes are moved, not
+    // cloned, into the new arena: linear, and no allocation per node.
+    let all_nodes = map.nodes.iter().all(Option::is_some);
+    if !all_nodes {
+        let kept = map.nodes.iter().flatten().count();
+        let mut nodes = Arena::new();
+        nodes.reserve(kept);
+        for (h, mut node, span) in std::mem::take(&mut graph.nodes).into_entries() {
+            if map.node(h).is_none() {
+                continue;
+            }
+            remap_kind(&mut node.kind, &map);
+            nodes.append(node, span);
         }
-        let mut node = node.clone();
-        remap_kind(&mut node.kind, &map);
-        nodes.append(node, graph.nodes.span(h));
+        graph.nodes = nodes;
     }
     let mut edges = Arena::new();
+    edges.reserve(next);
     for (h, e) in graph.edges.iter() {
         if map.edge(h).is_none() {
             continue;
@@ -107,24 +114,28 @@ pub fn retain(
         edges.append(Edge { from, to, kind: e.kind }, graph.edges.span(h));
     }
     // Drop wait entries whose edge into the barrier is gone.
-    let mut has_edge = std::collections::HashSet::new();
-    for (_, e) in edges.iter() {
-        has_edge.insert((e.from, e.to));
-    }
-    for (h, node) in nodes.iter_mut() {
-        if let NodeKind::Barrier { wait } = &mut node.kind {
-            wait.retain(|w| has_edge.contains(&(*w, h)));
+    if graph.nodes.iter().any(|(_, n)| matches!(n.kind, NodeKind::Barrier { .. })) {
+        let mut has_edge = std::collections::HashSet::new();
+        for (_, e) in edges.iter() {
+            has_edge.insert((e.from, e.to));
+        }
+        for (h, node) in graph.nodes.iter_mut() {
+            if let NodeKind::Barrier { wait } = &mut node.kind {
+                wait.retain(|w| has_edge.contains(&(*w, h)));
+            }
         }
     }
-    for (_, p) in graph.dyn_params.iter_mut() {
-        remap_value(&mut p.value, &map);
-    }
-    for (_, d) in graph.dcgs.iter_mut() {
-        for alt in &mut d.alternatives {
-            match alt {
-                Alternative::Kernel(cmd) => remap_kernel(cmd, &map),
-                Alternative::HostTask(t) => remap_access(t, &map),
-                Alternative::Other(kind) => remap_kind(kind, &map),
+    if !all_nodes {
+        for (_, p) in graph.dyn_params.iter_mut() {
+            remap_value(&mut p.value, &map);
+        }
+        for (_, d) in graph.dcgs.iter_mut() {
+            for alt in &mut d.alternatives {
+                match alt {
+                    Alternative::Kernel(cmd) => remap_kernel(cmd, &map),
+                    Alternative::HostTask(t) => remap_access(t, &map),
+                    Alternative::Other(kind) => remap_kind(kind, &map),
+                }
             }
         }
     }
@@ -135,14 +146,15 @@ pub fn retain(
     });
     graph.edge_comments =
         std::mem::take(&mut graph.edge_comments).into_iter().filter_map(|(e, c)| Some((map.edge(e)?, c))).collect();
-    let mut spans = SpanTable::default();
-    for (site, span) in graph.spans.iter() {
-        if let Some(site) = remap_site(*site, &map) {
-            spans.insert(site, span);
+    if !all_nodes {
+        let mut spans = SpanTable::default();
+        for (site, span) in graph.spans.iter() {
+            if let Some(site) = remap_site(*site, &map) {
+                spans.insert(site, span);
+            }
         }
+        graph.spans = spans;
     }
-    graph.spans = spans;
-    graph.nodes = nodes;
     graph.edges = edges;
     Ok(map)
 }
