@@ -380,3 +380,69 @@ fn grouping_work_is_linear_in_the_graph() {
         assert!(work <= 10 * size, "{work} steps for {size} nodes + edges");
     }
 }
+
+/// Groups with the same term share one saturation (issue 17): on the block graph every
+/// block's groups repeat the same few terms, so the number of e-graph runs stays a small
+/// constant while fusions grow with the graph. Saturating per group again fails here.
+#[test]
+fn identical_groups_saturate_once() {
+    for blocks in [50, 500] {
+        let mut m = support::module(&blocks_text(blocks));
+        let mut ctx = cmdgraph_passes::PassContext::default();
+        (cmdgraph_passes::fuse::INFO.run)(&mut m, &mut ctx).unwrap();
+        let stat = |k: &str| ctx.stats.get(k).copied().unwrap_or(0);
+        eprintln!("{blocks} blocks: {:?}", ctx.stats);
+        assert!(stat("fusions") >= blocks as u64, "{:?}", ctx.stats);
+        assert!(stat("egraph-runs") <= 4, "{:?}", ctx.stats);
+        assert!(stat("kernels-shared") + 4 >= stat("fusions"), "{:?}", ctx.stats);
+        if let Err(d) = cmdgraph_ir::verify::verify(&m) {
+            panic!("{}", cmdgraph_ir::diag::render_all(&d, "fused", &cmdgraph_ir::text::print(&m)));
+        }
+    }
+}
+
+/// The shared saturation is keyed by everything the term depends on: chains that differ
+/// only in a literal, in a dynamic argument or in whether their temporary dies each get
+/// their own fused kernel, and the fused graph computes what the unfused one does.
+#[test]
+fn groups_that_differ_in_a_literal_or_argument_kind_are_not_shared() {
+    let text = "kernel @scale(%in: buf<f32, read>, %out: buf<f32, write>, %s: f32) {
+  %i = global_id 0
+  %v = load %in[%i]
+  %r = mul %v, %s
+  store %out[%i], %r
+}
+
+usm @x1 : f32[64]
+usm @y1 : f32[64]
+usm @z1 : f32[64]
+usm @x2 : f32[64]
+usm @y2 : f32[64]
+usm @z2 : f32[64]
+usm @x3 : f32[64]
+usm @y3 : f32[64]
+usm @z3 : f32[64]
+usm @x4 : f32[64]
+usm @y4 : f32[64]
+usm @z4 : f32[64]
+
+graph @g {
+  dyn %p = 4.0 : f32
+  %a1 = kernel @scale range(64) args(@x1, @y1, 2.0)
+  %b1 = kernel @scale range(64) args(@y1, @z1, 3.0) after(%a1)
+  %a2 = kernel @scale range(64) args(@x2, @y2, 2.0) after(%b1)
+  %b2 = kernel @scale range(64) args(@y2, @z2, 3.5) after(%a2)
+  %a3 = kernel @scale range(64) args(@x3, @y3, 2.0) after(%b2)
+  %b3 = kernel @scale range(64) args(@y3, @z3, %p) after(%a3)
+  %a4 = kernel @scale range(64) args(@x4, @y4, 2.0) after(%b3)
+  %b4 = kernel @scale range(64) args(@y4, @z4, 3.0) after(%a4)
+}
+";
+    let before = support::module(text);
+    let after = support::check_semantics(text, "fuse-kernels");
+    let (_, ctx) = support::optimize(&before, "fuse-kernels");
+    let remarks = ctx.remarks.concat();
+    assert_eq!(kernel_nodes(&after, "g"), 4, "{remarks}");
+    // Four fusions, three distinct kernels: the fourth chain repeats the first.
+    assert_eq!(after.kernels.len(), before.kernels.len() + 3, "{}", cmdgraph_ir::text::print(&after));
+}

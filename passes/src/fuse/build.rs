@@ -86,9 +86,11 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
             *d = true;
         }
     };
-    let mut present: HashSet<(u32, u32)> = HashSet::with_capacity(graph.edges.len());
+    // Only edges with an end in a group can be asked about (every rewritten or added edge
+    // has one), so only those are recorded.
+    let mut present: HashSet<(u32, u32)> = HashSet::new();
     let mut rewrites = Vec::new();
-    let mut additions = BTreeSet::new();
+    let mut additions = Vec::new();
     for (h, e) in graph.edges.iter() {
         let (a, b) = (e.from.index() as u32, e.to.index() as u32);
         if inside(a).is_some() && inside(a) == inside(b) {
@@ -97,7 +99,9 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
         }
         let (a2, b2) = (target(a), target(b));
         if (a2, b2) == (a, b) {
-            present.insert((a, b));
+            if inside(a).is_some() || inside(b).is_some() {
+                present.insert((a, b));
+            }
         } else if b2 == b && a2 < b && !present.contains(&(a2, b)) {
             let kind = match e.kind {
                 EdgeKind::InOrder | EdgeKind::Event if queue_of(graph, a2) != queue_of(graph, a) => EdgeKind::DependsOn,
@@ -107,7 +111,7 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
             rewrites.push((h, a2, kind));
         } else {
             dropped(h.index());
-            additions.insert((a2, b2));
+            additions.push((a2, b2));
         }
     }
     for (h, from, kind) in rewrites {
@@ -116,6 +120,9 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
             e.kind = kind;
         }
     }
+    // In (from, to) order, each once.
+    additions.sort_unstable();
+    additions.dedup();
     for (a, b) in additions {
         if present.insert((a, b)) {
             if let (Some(a), Some(b)) = (Handle::from_usize(a as usize), Handle::from_usize(b as usize)) {

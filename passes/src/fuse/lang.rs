@@ -133,19 +133,27 @@ impl Builder<'_> {
 /// (and the same temporaries dying) build the same e-graph node for node: saturating and
 /// extracting one serves both (a model's repeated blocks then cost one saturation).
 pub struct Signature {
-    /// The term's identity: kernels, argument pattern and dying memory.
-    pub key: String,
+    /// The term's identity: kernels, argument pattern and dying memory, as tagged words.
+    pub key: Vec<u64>,
     /// What [`Term::mems`] would be.
     pub mems: Vec<MemInfo>,
     /// What [`Term::scalars`] would be.
     pub scalars: Vec<ScalarSlot>,
 }
 
+/// Tags of [`Signature::key`] words (the top byte; the rest is an index or a value).
+const KEY_KERNEL: u64 = 1 << 56;
+const KEY_MEM: u64 = 2 << 56;
+const KEY_BOOL: u64 = 3 << 56;
+const KEY_INT: u64 = 4 << 56;
+const KEY_FLOAT: u64 = 5 << 56;
+const KEY_DYN: u64 = 6 << 56;
+const KEY_DEAD: u64 = 7 << 56;
+
 /// The [`Signature`] of a group, `None` when an argument is not a plain pointer or scalar
 /// (then [`build`] reports why).
 pub fn signature(graph: &Graph, module: &Module, members: &[Handle<Node>], dead: &[MemRef]) -> Option<Signature> {
-    use std::fmt::Write as _;
-    let mut key = String::new();
+    let mut key = Vec::with_capacity(members.len() * 5);
     let mut mems: Vec<MemInfo> = Vec::new();
     let mut scalars = Vec::new();
     for &member in members {
@@ -154,7 +162,7 @@ pub fn signature(graph: &Graph, module: &Module, members: &[Handle<Node>], dead:
         if kernel.params.len() != cmd.args.len() {
             return None;
         }
-        let _ = write!(key, "k{}(", cmd.kernel.index());
+        key.push(KEY_KERNEL | cmd.kernel.index() as u64);
         for (param, arg) in kernel.params.iter().zip(&cmd.args) {
             match (param.ty, arg) {
                 (ParamType::Buffer { elem, .. }, Arg::Value(ArgValue::Pointer(p))) if p.offset == 0 => {
@@ -165,32 +173,24 @@ pub fn signature(graph: &Graph, module: &Module, members: &[Handle<Node>], dead:
                             mems.len() - 1
                         }
                     };
-                    let _ = write!(key, "m{k},");
+                    key.push(KEY_MEM | k as u64);
                 }
                 // Exactly the value (floats by their bits): the constant's symbol and the
                 // literal the fused body gets both come from it.
-                (ParamType::Value(_), Arg::Value(ArgValue::Scalar(lit))) => {
-                    let _ = match lit.value {
-                        LitValue::Bool(b) => write!(key, "b{b},"),
-                        LitValue::Int(i) => write!(key, "i{i},"),
-                        LitValue::Float(f) => write!(key, "f{:x},", f.to_bits()),
-                    };
-                }
+                (ParamType::Value(_), Arg::Value(ArgValue::Scalar(lit))) => match lit.value {
+                    LitValue::Bool(b) => key.push(KEY_BOOL | u64::from(b)),
+                    LitValue::Int(i) => key.extend([KEY_INT, i as u64, (i >> 64) as u64]),
+                    LitValue::Float(f) => key.extend([KEY_FLOAT, f.to_bits()]),
+                },
                 (ParamType::Value(ty), Arg::Dyn(_)) => {
                     scalars.push(ScalarSlot { arg: arg.clone(), ty, name: param.name.clone() });
-                    key.push_str("d,");
+                    key.push(KEY_DYN);
                 }
                 _ => return None,
             }
         }
-        key.push(')');
     }
-    key.push_str(" dead");
-    for (k, m) in mems.iter().enumerate() {
-        if m.dead {
-            let _ = write!(key, " {k}");
-        }
-    }
+    key.extend(mems.iter().enumerate().filter(|(_, m)| m.dead).map(|(k, _)| KEY_DEAD | k as u64));
     Some(Signature { key, mems, scalars })
 }
 

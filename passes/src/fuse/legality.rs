@@ -329,6 +329,10 @@ struct Marks {
     jumped: Vec<u32>,
     reach_epoch: u32,
     reached: Vec<u32>,
+    /// The search stack, kept between checks.
+    stack: Vec<(u32, bool)>,
+    /// The checked set, kept between checks.
+    set: Vec<u32>,
 }
 
 impl Marks {
@@ -342,6 +346,8 @@ impl Marks {
             jumped: vec![0; n],
             reach_epoch: 0,
             reached: vec![0; n],
+            stack: Vec::new(),
+            set: Vec::new(),
         }
     }
 }
@@ -401,6 +407,8 @@ pub struct Planner<'a> {
     cands: &'a [Option<Candidate>],
     temps: &'a BTreeMap<u32, Temp>,
     blocked: Vec<bool>,
+    /// The temporary each node (by index) allocates.
+    temp_at: Vec<Option<&'a Temp>>,
     /// Whether each node (by index) allocates a temporary that may die in a group.
     fusable: Vec<bool>,
     /// Whether each node (by index) is a fence ([`is_fence`]).
@@ -429,9 +437,11 @@ impl<'a> Planner<'a> {
         }
         let n = order.len();
         let mut fusable = vec![false; n];
+        let mut temp_at = vec![None; n];
         for (&a, t) in temps {
-            if let Some(f) = fusable.get_mut(a as usize) {
+            if let (Some(f), Some(at)) = (fusable.get_mut(a as usize), temp_at.get_mut(a as usize)) {
                 *f = t.fusable;
+                *at = Some(t);
             }
         }
         Some(Planner {
@@ -439,6 +449,7 @@ impl<'a> Planner<'a> {
             cands,
             temps,
             blocked: vec![false; n],
+            temp_at,
             fusable,
             fence: graph.nodes.handles().map(|h| is_fence(graph, h)).collect(),
             succ,
@@ -450,23 +461,39 @@ impl<'a> Planner<'a> {
         })
     }
 
-    fn name(&self, v: u32) -> String {
-        Handle::<Node>::from_usize(v as usize)
-            .and_then(|h| self.graph.nodes.try_get(h))
-            .map(|n| format!("%{}", n.name))
-            .unwrap_or_default()
-    }
-
     /// The text of a refusal (for `--explain`).
     pub fn explain(&self, why: &Refusal) -> String {
+        let mut out = String::new();
+        self.explain_into(&mut out, why);
+        out
+    }
+
+    fn explain_into(&self, out: &mut String, why: &Refusal) {
         match *why {
-            Refusal::Cycle(x) => format!("fusing would create a cycle through {}", self.name(x)),
-            Refusal::MovesAfter(m, x) => format!("{} would move after {}", self.name(m), self.name(x)),
-            Refusal::MovesBefore(m, y) => format!("{} would move before {}", self.name(m), self.name(y)),
+            Refusal::Cycle(x) => {
+                out.push_str("fusing would create a cycle through ");
+                self.push_name(out, x);
+            }
+            Refusal::MovesAfter(m, x) => {
+                self.push_name(out, m);
+                out.push_str(" would move after ");
+                self.push_name(out, x);
+            }
+            Refusal::MovesBefore(m, y) => {
+                self.push_name(out, m);
+                out.push_str(" would move before ");
+                self.push_name(out, y);
+            }
             Refusal::Queued(last) => {
-                format!("a dynamic parameter cannot move to {}, recorded from a queue", self.name(last))
+                out.push_str("a dynamic parameter cannot move to ");
+                self.push_name(out, last);
+                out.push_str(", recorded from a queue");
             }
         }
+    }
+
+    fn temp(&self, a: u32) -> Option<&'a Temp> {
+        self.temp_at.get(a as usize).copied().flatten()
     }
 
     fn cand(&self, v: u32) -> Option<&Candidate> {
@@ -555,7 +582,7 @@ impl<'a> Planner<'a> {
                     out.push(')');
                 }
             }
-            Refused::Check { why, .. } => out.push_str(&self.explain(why)),
+            Refused::Check { why, .. } => self.explain_into(&mut out, why),
         }
         out.push_str(suffix);
         out
@@ -580,6 +607,7 @@ impl<'a> Planner<'a> {
         let mut refused = Vec::new();
         let mut options: Vec<(usize, bool, u32)> = Vec::new();
         let mut tried: Vec<usize> = Vec::new();
+        let mut members: Vec<u32> = Vec::new();
         for &v in &self.order {
             let Some(c) = self.cand(v) else { continue };
             let same_n = |w: &u32| self.cand(*w).is_some_and(|d| d.n == c.n);
@@ -610,7 +638,8 @@ impl<'a> Planner<'a> {
                 }
                 tried.push(g);
                 let Some(group) = groups.get(g) else { continue };
-                let mut members = group.members.clone();
+                members.clear();
+                members.extend_from_slice(&group.members);
                 members.push(v);
                 match self.check(&members, g, &contracted) {
                     Ok(set) => {
@@ -673,7 +702,7 @@ impl<'a> Planner<'a> {
         let mut removed = Vec::new();
         for &a in &dead {
             removed.push(a);
-            if let Some(t) = self.temps.get(&a).filter(|t| t.users.iter().all(|u| members.contains(u))) {
+            if let Some(t) = self.temp(a).filter(|t| t.users.iter().all(|u| members.contains(u))) {
                 removed.extend(t.frees.iter().copied());
             }
         }
@@ -698,7 +727,9 @@ impl<'a> Planner<'a> {
         // The dying temporaries' `async_malloc`/`async_free` nodes are removed with a bypass
         // (their ordering stays as edges), not contracted: a free recorded after a later
         // node must not pull that node into the group.
-        let mut set: Vec<u32> = members.to_vec();
+        let mut set = std::mem::take(&mut marks.set);
+        set.clear();
+        set.extend_from_slice(members);
         set.sort_unstable();
         set.dedup();
         for &v in &set {
@@ -715,13 +746,21 @@ impl<'a> Planner<'a> {
         let horizon = contracted.horizon(max, group, &self.work);
         // The dying temporaries' nodes are bypassed: a path that reaches the set again
         // through them only becomes an edge inside the fused node. A path is `real` once it
-        // passes any other node.
-        let (bypassed, _) = self.removed(members);
-        for &b in &bypassed {
-            mark(&mut marks.bypassed, b, epoch);
+        // passes any other node. (What [`Planner::removed`] gives, marked directly.)
+        for &m in members {
+            for r in self.cand(m).into_iter().flat_map(|c| c.reads.iter().chain(&c.writes)) {
+                let Some(a) = self.temp_dies(r) else { continue };
+                mark(&mut marks.bypassed, a, epoch);
+                if let Some(t) = self.temp(a).filter(|t| t.users.iter().all(|&u| in_set(marks, u))) {
+                    for &f in &t.frees {
+                        mark(&mut marks.bypassed, f, epoch);
+                    }
+                }
+            }
         }
         let real_at = |marks: &Marks, w: u32| !is(&marks.bypassed, w, epoch);
-        let mut stack: Vec<(u32, bool)> = Vec::new();
+        let mut stack = std::mem::take(&mut marks.stack);
+        stack.clear();
         for &s in &set {
             for &w in self.succ.neighbours(s) {
                 if !in_set(marks, w) {
@@ -775,7 +814,11 @@ impl<'a> Planner<'a> {
             }
         };
         self.work.set(self.work.get() + steps);
-        outcome?;
+        marks.stack = stack;
+        if let Err(why) = outcome {
+            marks.set = set;
+            return Err(why);
+        }
         // A fence before (after) one member must be before (after) every member already.
         for &s in &set {
             for &x in self.pred.neighbours(s) {

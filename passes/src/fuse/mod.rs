@@ -72,15 +72,14 @@ struct Fused {
     shape: usize,
     /// Bytes one work-item of the extracted term moves.
     after: u64,
-    rules: BTreeMap<String, usize>,
-    egraph: (usize, usize, usize, String),
+    saturation: Rc<explain::Saturation>,
 }
 
 /// Work shared over the pass's groups (all graphs of the module).
 #[derive(Default)]
 struct Memo {
     /// Outcome by term signature.
-    by_signature: HashMap<String, Result<Rc<Fused>, String>>,
+    by_signature: HashMap<Vec<u64>, Result<Rc<Fused>, String>>,
     /// Fused kernel shapes (see [`shape_key`]), numbered.
     shapes: HashMap<String, usize>,
     /// The kernel added for each shape.
@@ -106,6 +105,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let Some(graph) = module.graphs.try_get(gh) else { continue };
         let (planned, refusals) = plan_graph(module, graph, &rules, &mut reserved, &mut memo, ctx)?;
         ctx.bump("refused", refusals.len() as u64);
+        ctx.remarks.reserve(refusals.len() + planned.len());
         ctx.remarks.extend(refusals);
         if planned.is_empty() {
             continue;
@@ -115,6 +115,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let probe = (graph_name.clone(), String::new());
         let earlier = ctx.origins.range(&probe..).next().is_some_and(|((g, _), _)| *g == graph_name);
         let mut replacements = Vec::with_capacity(planned.len());
+        origins.reserve(planned.len());
         let mut stats = [0u64; 7];
         for p in planned {
             let (mut replacement, mut fusion, members) = (p.replacement, p.fusion, p.members);
@@ -145,7 +146,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             stats[2] += members.len().saturating_sub(1) as u64;
             stats[3] += fusion.bytes.0.saturating_sub(fusion.bytes.1);
             stats[4] += fusion.temporaries.len() as u64;
-            stats[5] += fusion.egraph.0 as u64;
+            stats[5] += fusion.saturation.egraph.0 as u64;
             let mut origin = Vec::with_capacity(members.len());
             for m in &members {
                 let key = (graph_name.clone(), m.clone());
@@ -297,8 +298,10 @@ fn saturate(
         mems: lang::accessed(&expr)?.into_keys().collect(),
         shape,
         after: cost::dag_bytes(&expr, &term),
-        rules,
-        egraph: (runner.egraph.total_size(), runner.egraph.number_of_classes(), runner.iterations.len(), stop),
+        saturation: Rc::new(explain::Saturation::new(
+            rules,
+            (runner.egraph.total_size(), runner.egraph.number_of_classes(), runner.iterations.len(), stop),
+        )),
     };
     Ok((fused, kernel))
 }
@@ -366,9 +369,8 @@ fn fuse_group(
         kernel: name.clone(),
         kinds,
         temporaries: group.dead.iter().map(|&a| node_name(graph, a)).collect(),
-        rules: fused.rules.clone(),
         bytes: (before.saturating_mul(n), fused.after.saturating_mul(n)),
-        egraph: fused.egraph.clone(),
+        saturation: Rc::clone(&fused.saturation),
     };
     let mut nodes = group.members.clone();
     nodes.sort_unstable();
