@@ -22,7 +22,6 @@ pub mod pipeline;
 pub mod reduce;
 pub mod tile_contractions;
 pub mod transitive_reduction;
-pub mod work;
 
 use cmdgraph_ir::Module;
 use std::collections::BTreeMap;
