@@ -365,15 +365,8 @@ fn load_chunks(o: &mut String, n: &mut Names, s: &Slice, chunks: &[Chunk], base:
             let k = konst(o, n, steps);
             guards.push(bin(o, n, "lt", &ch.kk, &k));
         }
-        let mut cond: Option<String> = None;
-        for g in guards {
-            cond = Some(match cond {
-                None => g,
-                Some(c) => bin(o, n, "and", &c, &g),
-            });
-        }
         let v = n.next();
-        match cond {
+        match all_of(o, n, guards) {
             None => {
                 let _ = writeln!(o, "{v} = load {param}[{src}]");
             }
@@ -428,21 +421,21 @@ fn store(o: &mut String, n: &mut Names, p: &Params, accs: &[String]) {
                 let k = konst(o, n, c.n0);
                 guards.push(bin(o, n, "lt", &j, &k));
             }
-            match guards[..] {
-                [] => {
+            match all_of(o, n, guards) {
+                None => {
                     let _ = writeln!(o, "store %pc[{dst}], {v}");
                 }
-                [ref g] => {
+                Some(g) => {
                     let _ = writeln!(o, "if {g} {{\nstore %pc[{dst}], {v}\n}}");
                 }
-                [ref g, ref h] => {
-                    let both = bin(o, n, "and", g, h);
-                    let _ = writeln!(o, "if {both} {{\nstore %pc[{dst}], {v}\n}}");
-                }
-                _ => {}
             }
         }
     }
+}
+
+/// The conjunction of `guards` (`and` of each in turn), or `None` when there are none.
+fn all_of(o: &mut String, n: &mut Names, guards: Vec<String>) -> Option<String> {
+    guards.into_iter().reduce(|c, g| bin(o, n, "and", &c, &g))
 }
 
 /// Indents the generated text by nesting depth, as the printer would.
