@@ -25,7 +25,6 @@
 use cmdgraph_ir::bundle::Segment;
 use cmdgraph_ir::{Graph, NodeKind, NodeType};
 use cmdgraph_passes::analysis::{topological_order, Csr};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// What a node does in the schedule.
@@ -74,27 +73,28 @@ impl std::error::Error for ScheduleError {}
 /// A position: (segment group, stage within the group's device segment).
 type Position = (u32, u32);
 
-/// Schedules `graph` (see the module documentation).
+/// Schedules `graph` (see the module documentation). O(nodes + edges) for the sweep, then
+/// one sort of the placed nodes by (group, stage, creation order): O(n log n) in all.
 pub fn schedule(graph: &Graph) -> Result<Vec<Segment>, ScheduleError> {
     let preds = Csr::predecessors(graph);
     let order =
         topological_order(&Csr::successors(graph)).ok_or_else(|| ScheduleError::Cycle { graph: graph.name.clone() })?;
-    let handles: Vec<_> = graph.nodes.iter().map(|(h, _)| h).collect();
-    let mut finish: Vec<Position> = vec![(0, 0); handles.len()];
-    // group -> stage -> node indices; group -> host node indices.
-    let mut device: BTreeMap<u32, BTreeMap<u32, Vec<u32>>> = BTreeMap::new();
-    let mut host: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let n = graph.nodes.len();
+    let mut finish: Vec<Position> = vec![(0, 0); n];
+    // (group, stage, node index) of device nodes; (group, node index) of host nodes.
+    let mut device: Vec<(u32, u32, u32)> = Vec::new();
+    let mut host: Vec<(u32, u32)> = Vec::new();
     for v in order {
-        let Some(&handle) = handles.get(v as usize) else { continue };
+        let Some(handle) = cmdgraph_ir::Handle::from_usize(v as usize).filter(|_| (v as usize) < n) else { continue };
         let start = preds.neighbours(v).iter().filter_map(|&p| finish.get(p as usize)).max().copied().unwrap_or((0, 0));
         let end = match role(graph, handle) {
             Role::OrderingOnly => start,
             Role::Device => {
-                device.entry(start.0).or_default().entry(start.1).or_default().push(v);
+                device.push((start.0, start.1, v));
                 (start.0, start.1 + 1)
             }
             Role::Host => {
-                host.entry(start.0).or_default().push(v);
+                host.push((start.0, v));
                 (start.0 + 1, 0)
             }
         };
@@ -102,24 +102,39 @@ pub fn schedule(graph: &Graph) -> Result<Vec<Segment>, ScheduleError> {
             *slot = end;
         }
     }
-    let name = |v: &u32| handles.get(*v as usize).map(|h| graph.nodes[*h].name.clone()).unwrap_or_default();
-    let last = device.keys().chain(host.keys()).max().copied().unwrap_or(0);
+    device.sort_unstable();
+    host.sort_unstable();
+    let name = |v: u32| {
+        cmdgraph_ir::Handle::from_usize(v as usize)
+            .and_then(|h| graph.nodes.try_get(h))
+            .map(|node| node.name.clone())
+            .unwrap_or_default()
+    };
     let mut segments = Vec::new();
-    for group in 0..=last {
-        if let Some(stages) = device.get_mut(&group) {
-            let stages = stages
-                .values_mut()
-                .map(|nodes| {
-                    nodes.sort_unstable();
-                    nodes.iter().map(name).collect()
-                })
-                .collect();
+    let (mut d, mut h) = (device.as_slice(), host.as_slice());
+    // Groups in order: each one's device segment (its stages), then its host tasks.
+    while let Some(group) = d.first().map(|x| x.0).into_iter().chain(h.first().map(|x| x.0)).min() {
+        let count = d.iter().take_while(|x| x.0 == group).count();
+        let (mine, rest) = d.split_at(count);
+        d = rest;
+        if !mine.is_empty() {
+            let mut stages: Vec<Vec<String>> = Vec::new();
+            let mut last = None;
+            for &(_, stage, v) in mine {
+                if last != Some(stage) {
+                    stages.push(Vec::new());
+                    last = Some(stage);
+                }
+                if let Some(s) = stages.last_mut() {
+                    s.push(name(v));
+                }
+            }
             segments.push(Segment::Device { stages });
         }
-        if let Some(tasks) = host.get_mut(&group) {
-            tasks.sort_unstable();
-            segments.extend(tasks.iter().map(|v| Segment::Host { node: name(v) }));
-        }
+        let count = h.iter().take_while(|x| x.0 == group).count();
+        let (mine, rest) = h.split_at(count);
+        h = rest;
+        segments.extend(mine.iter().map(|&(_, v)| Segment::Host { node: name(v) }));
     }
     Ok(segments)
 }

@@ -5,7 +5,9 @@ use super::{CompileError, KernelCompiler};
 use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Variant};
 use cmdgraph_ir::bundle::LaunchVariant;
 use cmdgraph_ir::{Alternative, Arg, Graph, KernelCommand, NodeKind, Span};
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 
 /// One distinct variant to compile.
 pub struct Needed {
@@ -36,73 +38,111 @@ impl Launches {
     }
 }
 
+/// One launch: node, alternative, provisional variant number.
+type Use<'a> = (&'a str, Option<u32>, u32);
+
 /// Chooses the variant of every launch in `module`.
+///
+/// Linear in the launches: each launch's variant is looked up in a hash map keyed by
+/// (kernel, variant), giving the variant a provisional number in first-use order; the
+/// distinct variants are sorted once at the end into bundle order and the launch tables
+/// renumbered. `@graph %node` is formatted only for a variant's first use (or an error).
 pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launches, CompileError> {
-    type Key = (String, [u32; 3], Variant);
-    let mut keys: BTreeMap<Key, (Handle<Kernel>, String, Span)> = BTreeMap::new();
-    let mut uses: Vec<(String, String, Option<u32>, Key)> = Vec::new();
+    // Provisional number of each distinct (kernel, variant), in first-use order.
+    let mut ids: HashMap<(Handle<Kernel>, Variant), u32> = HashMap::new();
+    let mut first: Vec<Needed> = Vec::new();
+    // Per graph: its name and (node, alternative, provisional number) per launch.
+    let mut uses: Vec<(&str, Vec<Use>)> = Vec::new();
+    let mut total = 0usize;
     for (_, graph) in module.graphs.iter() {
+        let mut table = Vec::new();
         for (node_handle, node) in graph.nodes.iter() {
-            let commands: Vec<(Option<u32>, &KernelCommand)> = match &node.kind {
-                NodeKind::Kernel(cmd) => vec![(None, cmd)],
-                NodeKind::Dynamic { dcg } => graph
+            let one;
+            let commands: &mut dyn Iterator<Item = (Option<u32>, &KernelCommand)> = match &node.kind {
+                NodeKind::Kernel(cmd) => {
+                    one = Some((None, cmd));
+                    &mut one.into_iter()
+                }
+                NodeKind::Dynamic { dcg } => &mut graph
                     .dcgs
                     .try_get(*dcg)
-                    .map(|d| {
-                        d.alternatives
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, a)| match a {
-                                Alternative::Kernel(cmd) => Some((Some(i as u32), cmd)),
-                                _ => None,
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                    .map(|d| d.alternatives.as_slice())
+                    .unwrap_or_default()
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, a)| match a {
+                        Alternative::Kernel(cmd) => Some((Some(i as u32), cmd)),
+                        _ => None,
+                    }),
                 _ => continue,
             };
             for (alternative, cmd) in commands {
-                let at = format!("@{} %{}", graph.name, node.name);
+                let at = || format!("@{} %{}", graph.name, node.name);
                 let at_span = graph.nodes.span(node_handle);
-                let name = module.kernels.try_get(cmd.kernel).map(|k| k.name.clone()).unwrap_or_default();
                 let args = resolve(graph, &cmd.args);
                 let variant = compiler
                     .choose_variant(module, cmd.kernel, &cmd.launch, &args)
-                    .map_err(|error| CompileError::Codegen { at: at.clone(), at_span, error })?;
-                let key = (name, variant.workgroup_size, variant);
-                keys.entry(key.clone()).or_insert((cmd.kernel, at, at_span));
-                uses.push((graph.name.clone(), node.name.clone(), alternative, key));
+                    .map_err(|error| CompileError::Codegen { at: at(), at_span, error })?;
+                let next = first.len() as u32;
+                let id = match ids.entry((cmd.kernel, variant)) {
+                    Entry::Occupied(e) => *e.get(),
+                    Entry::Vacant(e) => {
+                        let name = module.kernels.try_get(cmd.kernel).map(|k| k.name.clone()).unwrap_or_default();
+                        first.push(Needed {
+                            name,
+                            kernel: cmd.kernel,
+                            variant: e.key().1.clone(),
+                            first_use: at(),
+                            first_use_span: at_span,
+                        });
+                        *e.insert(next)
+                    }
+                };
+                table.push((node.name.as_str(), alternative, id));
             }
         }
+        total += table.len();
+        uses.push((graph.name.as_str(), table));
     }
-    let index: BTreeMap<&Key, u32> = keys.keys().enumerate().map(|(i, k)| (k, i as u32)).collect();
-    let mut tables: HashMap<String, Vec<LaunchVariant>> = HashMap::new();
-    super::count_work(uses.len());
-    for (g, node, alternative, key) in uses {
-        let kernel = index.get(&key).copied().unwrap_or(0);
-        tables.entry(g).or_default().push(LaunchVariant { node, alternative, kernel });
+    // Bundle order: by (kernel name, work-group size, variant).
+    let mut order: Vec<u32> = (0..first.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&first[a as usize], &first[b as usize]);
+        (&x.name, x.variant.workgroup_size, &x.variant).cmp(&(&y.name, y.variant.workgroup_size, &y.variant))
+    });
+    let mut rank = vec![0u32; first.len()];
+    for (r, &id) in order.iter().enumerate() {
+        rank[id as usize] = r as u32;
     }
-    let variants = keys
-        .into_iter()
-        .map(|((name, _, variant), (kernel, first_use, first_use_span))| Needed {
-            name,
-            kernel,
-            variant,
-            first_use,
-            first_use_span,
-        })
-        .collect();
+    super::count_work(total);
+    let mut tables: HashMap<String, Vec<LaunchVariant>> = HashMap::with_capacity(uses.len());
+    for (g, table) in uses {
+        let table = table.into_iter().map(|(node, alternative, id)| LaunchVariant {
+            node: node.to_string(),
+            alternative,
+            kernel: rank.get(id as usize).copied().unwrap_or(0),
+        });
+        tables.entry(g.to_string()).or_default().extend(table);
+    }
+    let mut slots: Vec<Option<Needed>> = first.into_iter().map(Some).collect();
+    let variants = order.iter().filter_map(|&id| slots.get_mut(id as usize).and_then(Option::take)).collect();
     Ok(Launches { variants, tables })
 }
 
-/// Arguments with dynamic parameters replaced by their current values.
-fn resolve(graph: &Graph, args: &[Arg]) -> Vec<Arg> {
-    args.iter()
-        .map(|a| match a {
-            Arg::Dyn(p) => graph.dyn_params.try_get(*p).map(|p| Arg::Value(p.value.clone())).unwrap_or(a.clone()),
-            Arg::Value(_) => a.clone(),
-        })
-        .collect()
+/// Arguments with dynamic parameters replaced by their current values (borrowed as they
+/// are when there is none, the usual case).
+fn resolve<'a>(graph: &Graph, args: &'a [Arg]) -> Cow<'a, [Arg]> {
+    if !args.iter().any(|a| matches!(a, Arg::Dyn(_))) {
+        return Cow::Borrowed(args);
+    }
+    Cow::Owned(
+        args.iter()
+            .map(|a| match a {
+                Arg::Dyn(p) => graph.dyn_params.try_get(*p).map(|p| Arg::Value(p.value.clone())).unwrap_or(a.clone()),
+                Arg::Value(_) => a.clone(),
+            })
+            .collect(),
+    )
 }
 
 /// A compiled kernel must be the one asked for: the executor finds variants by these fields.
