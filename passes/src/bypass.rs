@@ -32,6 +32,7 @@ pub fn remove_and_bypass(graph: &mut Graph, remove: &[bool]) -> Result<NodeMap, 
             continue;
         }
         // Kept: an edge from each frontier node of a removed predecessor, unless one exists.
+        crate::work::count(1 + pred.neighbours(v).len());
         walk.stamp_next();
         for &p in pred.neighbours(v) {
             if !removed(p) {
@@ -81,6 +82,7 @@ pub fn removable_without_growth(graph: &Graph, candidate: &[bool]) -> Option<Vec
     let mut chosen = vec![false; graph.nodes.len()];
     let mut walk = Frontiers::new(graph.nodes.len());
     for &v in &order {
+        crate::work::count(1 + succ.neighbours(v).len());
         if !candidate.get(v as usize).copied().unwrap_or(false) {
             // Kept: the frontiers of its chosen predecessors are no longer needed by it.
             for &p in pred.neighbours(v) {
@@ -149,6 +151,7 @@ impl Frontiers {
     /// Appends the members of `p`'s frontier not marked yet to `out`, marking them.
     fn merge(&mut self, p: u32, out: &mut Vec<u32>) {
         let Some(set) = self.sets.get(p as usize) else { return };
+        crate::work::count(set.len());
         for &x in set {
             if let Some(m) = self.marks.get_mut(x as usize) {
                 if *m != self.stamp {
@@ -186,6 +189,7 @@ impl Frontiers {
     /// gives its set away instead of being copied.
     fn gather(&mut self, v: u32, succ: &Csr, pred: &Csr, removed: &impl Fn(u32) -> bool) {
         let preds = pred.neighbours(v);
+        crate::work::count(preds.len());
         let donor = preds.iter().copied().find(|&p| removed(p) && succ.neighbours(p).len() == 1);
         let mut set = match donor {
             Some(p) => self.sets.get_mut(p as usize).map(std::mem::take).unwrap_or_default(),

@@ -229,6 +229,7 @@ fn effects(graph: &Graph, node: &Node, kernels: &KernelEffects) -> Effects {
 /// removal mask and the number of commands and allocations in it.
 fn dead_nodes(graph: &Graph, kernels: &KernelEffects) -> (Vec<bool>, u64, u64) {
     let n = graph.nodes.len();
+    crate::work::count(n);
     let effects: Vec<Effects> = graph.nodes.iter().map(|(_, node)| effects(graph, node, kernels)).collect();
     // Allocations that escape the graph's view: named by a dynamic parameter.
     let mut escaped = vec![false; n];
@@ -239,26 +240,44 @@ fn dead_nodes(graph: &Graph, kernels: &KernelEffects) -> (Vec<bool>, u64, u64) {
     }
     let mut remove = vec![false; n];
     // Readers of each allocation among the nodes still kept; a node's own reads do not keep
-    // it alive (`t[i] += 1` on a dead temporary is dead).
-    let mut changed = true;
-    while changed {
-        changed = false;
-        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, e) in effects.iter().enumerate() {
-            if !remove[i] {
-                for &a in &e.reads {
-                    readers[a].push(i);
-                }
+    // it alive (`t[i] += 1` on a dead temporary is dead). A worklist: `reads[a]` counts the
+    // read entries of kept nodes, and when a removal drops it to what a writer reads itself,
+    // that writer is looked at again. The removed set is the least fixed point of "every
+    // allocation it writes is unread by the others", whatever the order: linear in the
+    // effects, where rounds of full scans were quadratic on a chain of dead writers.
+    let mut reads = vec![0u32; n];
+    let mut writers: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // Per allocation, the most read entries of it one of its writers holds: only when
+    // `reads` is down to that can a writer become unobserved.
+    let mut own = vec![0u32; n];
+    let self_reads = |e: &Effects, a: usize| e.reads.iter().filter(|&&r| r == a).count() as u32;
+    for (i, e) in effects.iter().enumerate() {
+        for &a in &e.reads {
+            reads[a] += 1;
+        }
+        if !e.pinned {
+            for &a in &e.writes {
+                writers[a].push(i as u32);
+                own[a] = own[a].max(self_reads(e, a));
             }
         }
-        for (i, e) in effects.iter().enumerate() {
-            if remove[i] || e.pinned {
-                continue;
-            }
-            let observed = e.writes.iter().any(|&a| escaped[a] || readers[a].iter().any(|&r| r != i));
-            if !observed {
-                remove[i] = true;
-                changed = true;
+    }
+    let observed = |i: usize, reads: &[u32]| {
+        let e = &effects[i];
+        e.writes.iter().any(|&a| escaped[a] || reads[a] > self_reads(e, a))
+    };
+    let mut work: Vec<u32> = (0..n as u32).rev().collect();
+    while let Some(i) = work.pop() {
+        crate::work::count(1);
+        let i = i as usize;
+        if remove[i] || effects[i].pinned || observed(i, &reads) {
+            continue;
+        }
+        remove[i] = true;
+        for &a in &effects[i].reads {
+            reads[a] -= 1;
+            if reads[a] <= own[a] {
+                work.extend(writers[a].iter().copied().filter(|&w| !remove[w as usize]));
             }
         }
     }

@@ -22,6 +22,7 @@ pub mod pipeline;
 pub mod reduce;
 pub mod tile_contractions;
 pub mod transitive_reduction;
+pub mod work;
 
 use cmdgraph_ir::Module;
 use std::collections::BTreeMap;

@@ -161,6 +161,7 @@ impl Search {
             }
         }
         while let Some(x) = self.stack.pop() {
+            crate::work::count(1 + adj.targets(x).len());
             for &y in adj.targets(x) {
                 if y > target {
                     break; // sorted by position: the rest are later still

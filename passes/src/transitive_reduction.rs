@@ -38,6 +38,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             node: None,
             message: message.to_string(),
         };
+        crate::work::count(graph.nodes.len() + graph.edges.len());
         let keep = transitive_reduction(&succ).ok_or_else(|| fail("the graph has a cycle"))?;
         // Csr::successors lists each node's edges in creation order: the slot of an edge
         // is its source's first slot plus the number of earlier edges from that source.

@@ -311,6 +311,7 @@ impl<'c> Block<'c> {
             // array (copied and compared without calls to memcpy); the padding stays zero.
             let stride = w.next_power_of_two().clamp(1, MAX_BLOCK);
             let at = block.labels.len();
+            crate::work::count(range.len() * stride);
             block.labels.resize(at + range.len() * stride, 0);
             let labels = &mut block.labels[at..];
             let ctx = Propagate { topo, pred, pos, idx: &cover.idx, chain_of: &cover.chain_of, slot_of };
@@ -353,6 +354,7 @@ impl<'c> Block<'c> {
         let section = self.sections.of(sb);
         let Ok(k) = self.parts.binary_search_by_key(&section, |p| p.section) else { return };
         let part = &self.parts[k];
+        crate::work::count(part.group.len());
         let row = part.at + (sb as usize).saturating_sub(part.lo) * part.stride;
         for (i, (_, frees)) in part.group.iter().enumerate() {
             let prefix = self.labels.get(row + i).copied().unwrap_or(0) as usize;

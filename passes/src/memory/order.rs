@@ -69,6 +69,7 @@ pub fn conflicts(problem: &Problem) -> Result<Conflicts, String> {
 pub fn conflicts_with(problem: &Problem, threads: Threads) -> Result<Conflicts, String> {
     let succ = &problem.succ;
     let n = succ.len();
+    crate::work::count(n + problem.allocs.len());
     let inside = |v: u32| (v as usize) < n;
     if let Some(i) = problem.allocs.iter().position(|a| !inside(a.malloc) || a.free.is_some_and(|f| !inside(f))) {
         return Err(format!("allocation {i} names a vertex outside the graph"));
@@ -254,6 +255,7 @@ impl SweepInput<'_> {
                 rows.targets.push(a);
             }
             let row = &mut rows.targets[from..];
+            crate::work::count(1 + active.len() + row.len());
             row.sort_unstable();
             for &a in row.iter() {
                 degree[at(a)] += 1;

@@ -215,6 +215,7 @@ pub fn plan_with(
             improved = own_improved;
         }
     }
+    crate::work::count(greedy.work as usize);
     // The exact search, for small problems still above the bound.
     let mut exact = false;
     if n <= EXACT_LIMIT && top > target {
@@ -276,7 +277,9 @@ fn large_greedy(
         let order = priority(by_start, key);
         let mut best_fit = BestFit::new(units, input.adj, input.base);
         let mut offset = vec![u64::MAX; units.len()];
-        let top = best_fit.run(&order, &mut offset, limit, &mut 0);
+        let mut work = 0;
+        let top = best_fit.run(&order, &mut offset, limit, &mut work);
+        crate::work::count(work as usize);
         (top, offset)
     };
     let area_top = AtomicU64::new(u64::MAX);
