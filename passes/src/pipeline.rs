@@ -7,7 +7,8 @@
 //!
 //! A pass runs on the module in place after a clone is kept; if the pass fails, or the
 //! verifier rejects its output under `verify_each`, the clone is put back, so the module is
-//! always the one the last successful pass left.
+//! always the one the last successful pass left. Callers that discard the module on error
+//! say so ([`RunOptions::discard_on_error`]) and skip the clones.
 
 use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::diag::{render_all, Severity};
@@ -81,6 +82,11 @@ pub struct RunOptions {
     pub print_after: BTreeSet<String>,
     /// Emit [`PipelineEvent::Dot`] for the input and after every pass.
     pub dump_dot: bool,
+    /// The caller throws the module away on error (`compile`, `opt`), so no copy of the
+    /// module is kept before each pass to undo a failing one. At 10^6 nodes the copies cost
+    /// more than all passes together; on error the module is then left as the failing pass
+    /// left it.
+    pub discard_on_error: bool,
 }
 
 /// Whether a dump shows the module before or after its pass.
@@ -153,7 +159,7 @@ pub struct PipelineReport {
 /// contents collected into the report; `ctx.origins` accumulates over the run.
 ///
 /// On error the module is as the last successful pass left it (a failing pass, or one whose
-/// output the verifier rejects, is undone).
+/// output the verifier rejects, is undone), unless `options.discard_on_error`.
 pub fn run_pipeline(
     module: &mut Module,
     passes: &[&PassInfo],
@@ -171,22 +177,25 @@ pub fn run_pipeline(
         if options.print_before.contains(pass.name) {
             on_event(dump(DumpPosition::Before, pass.name, module));
         }
-        let saved = module.clone();
-        let saved_origins = ctx.origins.clone();
+        let mut saved = (!options.discard_on_error).then(|| (module.clone(), ctx.origins.clone()));
+        let mut undo = |module: &mut Module, ctx: &mut PassContext| {
+            if let Some((m, origins)) = saved.take() {
+                *module = m;
+                ctx.origins = origins;
+            }
+        };
         ctx.stats.clear();
         let t = Instant::now();
         let outcome = (pass.run)(module, ctx);
         let wall = t.elapsed();
         if let Err(e) = outcome {
-            *module = saved;
-            ctx.origins = saved_origins;
+            undo(module, ctx);
             return Err(e);
         }
         let t = Instant::now();
         if options.verify_each {
             if let Some(diagnostics) = verify_errors(module) {
-                *module = saved;
-                ctx.origins = saved_origins;
+                undo(module, ctx);
                 return Err(PassError::VerifyFailed { pass: pass.name, diagnostics });
             }
         }

@@ -98,6 +98,21 @@ fn failed_pass_leaves_the_module_as_the_previous_pass_left_it() {
 }
 
 #[test]
+fn discard_on_error_keeps_no_undo_copy_but_still_reports_the_failure() {
+    let original = support::module(TEXT);
+    let mut m = original.clone();
+    let options = RunOptions { discard_on_error: true, verify_each: true, ..RunOptions::default() };
+    let err = run_pipeline(&mut m, &[&COUNT, &FAIL], &options, &mut PassContext::default(), &mut |_| {}).unwrap_err();
+    assert!(matches!(err, PassError::Failed { pass: "fail", .. }));
+    // No copy was put back: the failing pass's rename is still there.
+    assert!(m.graphs.iter().all(|(_, g)| g.nodes.iter().all(|(_, n)| n.name.ends_with("_changed"))));
+    let mut m = original.clone();
+    let err = run_pipeline(&mut m, &[&BROKEN], &options, &mut PassContext::default(), &mut |_| {}).unwrap_err();
+    assert!(matches!(err, PassError::VerifyFailed { pass: "broken", .. }), "{err:?}");
+    assert_ne!(m, original);
+}
+
+#[test]
 fn print_before_and_after_select_passes() {
     let mut m = support::module(TEXT);
     let options = RunOptions {

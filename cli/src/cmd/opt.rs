@@ -113,6 +113,8 @@ pub fn run(args: &OptArgs) -> Outcome {
         print_before: args.print_before.iter().map(|p| p.name.to_string()).collect(),
         print_after: args.print_after.iter().map(|p| p.name.to_string()).collect(),
         dump_dot: args.dump_dot_dir.is_some(),
+        // On error nothing is written, so the module needs no undo copies.
+        discard_on_error: true,
     };
     let mut io_error: Option<Failure> = None;
     let mut shown = crate::progress::Progress::new(args.progress);

@@ -201,8 +201,14 @@ pub fn compile_module_with(
             progress(Progress::Pass { index, total, name: pass });
         }
     };
-    let passes_report = run_pipeline(&mut optimized, passes, &RunOptions::default(), &mut ctx, &mut on_event)
-        .map_err(CompileError::Pass)?;
+    let passes_report = run_pipeline(
+        &mut optimized,
+        passes,
+        &RunOptions { discard_on_error: true, ..RunOptions::default() },
+        &mut ctx,
+        &mut on_event,
+    )
+    .map_err(CompileError::Pass)?;
     progress(Progress::Packaging);
     let t = Instant::now();
     verify(&optimized).map_err(CompileError::InvalidOutput)?;
