@@ -68,6 +68,10 @@ pub(crate) struct Executable {
     /// Per copy, one command buffer per device segment (null for host segments): two
     /// copies used by runs in turn, or one simultaneous-use copy (`RecordOptions`).
     pub(crate) cmds: Vec<Vec<vk::CommandBuffer>>,
+    /// Copies recorded so far (`cmds[..live_copies]`). Finalize records the first only; the
+    /// second is recorded by the first run that finds the first still in flight, so a
+    /// graph whose runs never overlap never pays for it.
+    pub(crate) live_copies: usize,
     /// How it was recorded (the executor's options at finalize).
     pub(crate) options: RecordOptions,
     /// Per segment, the barriers its command buffers were recorded with.
@@ -84,7 +88,7 @@ pub(crate) struct Executable {
     pub(crate) must_record: BTreeSet<usize>,
     /// Per copy, the timeline value the last run that submitted it signals.
     pub(crate) copy_end: Vec<u64>,
-    /// Runs submitted (the next run uses copy `runs % cmds.len()`).
+    /// Runs submitted (once both copies are live, the next run uses copy `runs % cmds.len()`).
     pub(crate) runs: u64,
     /// The kernel each node runs now (a `dynamic` node: its active alternative's resources).
     pub(crate) kernels: BTreeMap<usize, KNode>,
@@ -292,7 +296,8 @@ impl Executor {
         let plan = self.loaded.bundle.graphs.iter().position(|p| p.name == graph);
         let entry = plan
             .and_then(|i| self.loaded.launches.get(i))
-            .and_then(|table| table.get(&(node.to_string(), alt)).copied());
+            .and_then(|table| table.get(node))
+            .and_then(|entries| entries.iter().find(|(a, _)| *a == alt).map(|&(_, index)| index));
         if let Some(index) = entry {
             let k = self.loaded.bundle.kernels.get(index as usize).filter(|k| k.kernel == kernel).ok_or_else(|| {
                 ExecError::Bundle(format!(
@@ -509,6 +514,7 @@ impl Executor {
             // A graph with host tasks runs segment by segment from the host-task thread,
             // which cannot tell when a copy is free again: it keeps one simultaneous-use copy.
             cmds: vec![vec![vk::CommandBuffer::null(); sched.len()]; copies],
+            live_copies: 1,
             options: RecordOptions { simultaneous_use: copies == 1, ..options },
             plans: vec![None; sched.len()],
             stale_nodes: BTreeSet::new(),
@@ -576,7 +582,7 @@ impl Executor {
                     // it takes the re-recording path, which reports the error then.
                     (Err(_), false) => continue,
                 };
-                let k = KNode {
+                let mut k = KNode {
                     cmd,
                     variant,
                     args_off,
@@ -590,16 +596,18 @@ impl Executor {
                     direct: !graph.properties.updatable && alt.is_none(),
                     groups: [0; 3],
                 };
+                // Prepared before it is stored: one map insertion per node.
+                let prepared = self.prepare_k(&mut exe, h.index(), &mut k, active, true);
                 if active {
                     exe.kernels.insert(h.index(), k);
-                    self.prepare_node(&mut exe, h.index(), true)?;
+                    prepared?;
                 } else if let Some(i) = alt {
-                    exe.spare.insert((h.index(), i), k);
-                    if self.prepare_key(&mut exe, (h.index(), alt), true).is_err() {
-                        if let Some(k) = exe.spare.remove(&(h.index(), i)) {
-                            // Nothing recorded the set yet.
-                            exe.sets.free(&self.ctx, k.desc_pool, k.set);
+                    match prepared {
+                        Ok(_) => {
+                            exe.spare.insert((h.index(), i), k);
                         }
+                        // Nothing recorded the set yet.
+                        Err(_) => exe.sets.free(&self.ctx, k.desc_pool, k.set),
                     }
                 }
             }

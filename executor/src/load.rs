@@ -23,10 +23,11 @@ pub struct Loaded {
     /// whole-graph and node updates need it (docs/semantics.md), so a load does not pay for
     /// a second module.
     source: OnceLock<std::result::Result<Module, String>>,
-    /// Per graph plan of the bundle (same order): its launch table by (node name without
-    /// `%`, alternative), so finalize finds a node's variant in O(1) instead of a scan of
-    /// the table per node.
-    pub launches: Vec<HashMap<(String, Option<u32>), u32>>,
+    /// Per graph plan of the bundle (same order): its launch table by node name without
+    /// `%`, then (alternative, variant) pairs, so finalize finds a node's variant in O(1)
+    /// instead of a scan of the table per node (keyed by name alone so that a lookup by
+    /// `&str` allocates nothing).
+    pub launches: Vec<HashMap<String, Vec<(Option<u32>, u32)>>>,
 }
 
 impl Loaded {
@@ -69,7 +70,11 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
         .graphs
         .iter()
         .map(|p| {
-            p.launches.iter().map(|l| ((l.node.trim_start_matches('%').to_string(), l.alternative), l.kernel)).collect()
+            let mut table: HashMap<String, Vec<(Option<u32>, u32)>> = HashMap::with_capacity(p.launches.len());
+            for l in &p.launches {
+                table.entry(l.node.trim_start_matches('%').to_string()).or_default().push((l.alternative, l.kernel));
+            }
+            table
         })
         .collect();
     Ok(Loaded { bundle, module, source: OnceLock::new(), launches })

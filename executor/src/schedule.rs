@@ -132,21 +132,16 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
             return Err(ExecError::Bundle(format!("schedule misses %{}", node.name)));
         }
     }
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (_, e) in graph.edges.iter() {
-        if let Some(p) = preds.get_mut(e.to.index()) {
-            p.push(e.from.index());
-        }
-    }
+    let preds = Adjacency::predecessors(graph);
     // `after[i]`: the latest scheduled position node i's work comes after (its own position
     // if it is scheduled); filled in topological order.
     let mut after: Vec<Option<(usize, usize)>> = vec![None; n];
-    for i in topological(n, &preds)? {
-        let latest = preds[i].iter().filter_map(|&u| after[u]).max();
+    for i in topological(&preds)? {
+        let latest = preds.of(i).iter().filter_map(|&u| after[u as usize]).max();
         match pos[i] {
             Some(p) => {
                 if latest.is_some_and(|l| l >= p) {
-                    let late = preds[i].iter().copied().find(|&u| after[u] >= Some(p)).unwrap_or(i);
+                    let late = preds.of(i).iter().map(|&u| u as usize).find(|&u| after[u] >= Some(p)).unwrap_or(i);
                     let name = |k: usize| graph.nodes.iter().nth(k).map_or("?", |(_, n)| n.name.as_str());
                     return Err(ExecError::Bundle(format!(
                         "schedule runs %{} no earlier than its successor %{}",
@@ -162,23 +157,60 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
     Ok(out)
 }
 
-/// Node indices in a topological order of `preds` (an error on a cycle).
-fn topological(n: usize, preds: &[Vec<usize>]) -> Result<Vec<usize>> {
-    let mut indeg: Vec<usize> = preds.iter().map(Vec::len).collect();
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (t, ps) in preds.iter().enumerate() {
-        for &f in ps {
-            match succ.get_mut(f) {
-                Some(s) => s.push(t),
-                None => return Err(ExecError::Ir("edge from a missing node".into())),
-            }
-        }
+/// Neighbour lists of every node in two flat arrays (a list per node cost one allocation
+/// per node at finalize).
+struct Adjacency {
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Adjacency {
+    /// Each node's predecessors, in edge creation order; edges naming a missing node are
+    /// left out (the loader's verifier rejects them before this).
+    fn predecessors(graph: &Graph) -> Adjacency {
+        let n = graph.nodes.len();
+        let pairs = || graph.edges.iter().map(|(_, e)| (e.to.index(), e.from.index())).filter(|&(t, f)| t < n && f < n);
+        Adjacency::from_pairs(n, pairs)
     }
+
+    /// Lists of `n` nodes from `(owner, item)` pairs (produced twice: counted, then placed).
+    fn from_pairs<I: Iterator<Item = (usize, usize)>>(n: usize, pairs: impl Fn() -> I) -> Adjacency {
+        let mut start = vec![0u32; n + 1];
+        for (owner, _) in pairs() {
+            start[owner + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut items = vec![0u32; start[n] as usize];
+        for (owner, item) in pairs() {
+            items[fill[owner] as usize] = item as u32;
+            fill[owner] += 1;
+        }
+        Adjacency { start, items }
+    }
+
+    fn of(&self, i: usize) -> &[u32] {
+        &self.items[self.start[i] as usize..self.start[i + 1] as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.start.len() - 1
+    }
+}
+
+/// Node indices in a topological order of `preds` (an error on a cycle).
+fn topological(preds: &Adjacency) -> Result<Vec<usize>> {
+    let n = preds.len();
+    let mut indeg: Vec<usize> = (0..n).map(|i| preds.of(i).len()).collect();
+    let succ = Adjacency::from_pairs(n, || (0..n).flat_map(|t| preds.of(t).iter().map(move |&f| (f as usize, t))));
     let mut ready: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(i) = ready.pop() {
         order.push(i);
-        for &t in &succ[i] {
+        for &t in succ.of(i) {
+            let t = t as usize;
             indeg[t] -= 1;
             if indeg[t] == 0 {
                 ready.push(t);

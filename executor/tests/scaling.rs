@@ -61,3 +61,47 @@ fn objects_per_finalize_do_not_grow_with_nodes() {
         assert_eq!(y[3], 6.0, "{host}");
     }
 }
+
+/// `blocks` launches of `@scale` in place over 2^20 elements each, in a chain, the last one
+/// doubling: a run takes llvmpipe tens of milliseconds, and each run doubles `@big`.
+fn slow_graph(blocks: usize) -> String {
+    let mut g = format!("{KERNELS_IR}\nusm @big : f32[1048576]\ngraph @g {{\n");
+    for b in 0..blocks {
+        let after = if b == 0 { String::new() } else { format!(" after(%s{})", b - 1) };
+        let factor = if b + 1 == blocks { "2.0" } else { "1.0" };
+        g.push_str(&format!("  %s{b} = kernel @scale range(1048576) args(@big, @big, {factor}){after}\n"));
+    }
+    g.push_str("}\n");
+    g
+}
+
+#[test]
+fn the_second_copy_is_recorded_only_when_a_run_overlaps_the_previous_one() {
+    let loaded = load::check(bundle(&slow_graph(40), vec![], vec![])).expect("loads");
+    let mut ex = Executor::new(loaded, &ContextOptions::default()).expect("Vulkan device (llvmpipe)");
+    let start: Vec<f32> = (0..1 << 20).map(|i| (i % 1000) as f32 + 0.3125).collect();
+    ex.bind_as("big", &start).expect("binds");
+    let e = ex.finalize("g").expect("finalizes");
+    let buffers = |ex: &Executor| ex.vulkan_objects(e).expect("objects").command_buffers;
+    assert_eq!(buffers(&ex), 1, "finalize records one copy");
+    // Runs that never overlap keep using the first copy.
+    for _ in 0..3 {
+        ex.run(e).expect("runs");
+        ex.wait(e).expect("waits");
+    }
+    assert_eq!(buffers(&ex), 1, "no overlapping run, no second copy");
+    // The second run is submitted while the first (40 launches of 2^20 items) is in flight.
+    ex.run(e).expect("runs");
+    ex.run(e).expect("runs");
+    assert_eq!(buffers(&ex), 2, "an overlapping run records the second copy");
+    for _ in 0..4 {
+        ex.run(e).expect("runs");
+    }
+    ex.wait(e).expect("waits");
+    assert_eq!(buffers(&ex), 2);
+    // Nine runs, each doubling once: a copy missing a launch, or a run lost, shows.
+    let big: Vec<f32> = ex.read_as("big").expect("reads");
+    let wrong = big.iter().zip(&start).position(|(&v, &s)| v != s * 512.0);
+    assert_eq!(wrong, None, "element {wrong:?}");
+    assert_eq!(ex.recorded(e).expect("recorded"), 1, "the second copy is not a re-recording");
+}

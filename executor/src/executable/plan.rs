@@ -16,31 +16,39 @@ use ash::vk;
 use cmdgraph_ir::{Alternative, Graph, Handle, MemRef, Node, NodeKind};
 
 impl Executor {
-    /// Builds `exe`'s per-run plan (its command buffers must be allocated: they are, once
-    /// every segment has been recorded, and re-recording keeps the handles).
+    /// Builds `exe`'s per-run plan for every recorded copy (its command buffers must be
+    /// allocated: they are, once every segment has been recorded, and re-recording keeps the
+    /// handles).
     pub(crate) fn build_steps(&self, exe: &mut Executable) {
-        let graph = &self.loaded.module.graphs[exe.graph];
-        let (mut steps, mut cbs) = (Vec::new(), Vec::new());
-        for copy in &exe.cmds {
-            let mut copy_steps = Vec::with_capacity(exe.sched.len());
-            let mut copy_cbs = Vec::new();
-            for (si, seg) in exe.sched.iter().enumerate() {
-                match seg {
-                    Seg::Device(_) => {
-                        let cb = copy.get(si).copied().unwrap_or_default();
-                        copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
-                        copy_steps.push(Ok(Step::Device(cb)));
-                    }
-                    Seg::Host(h) => copy_steps.push(self.host_step(exe, graph, *h)),
-                }
-            }
-            steps.push(copy_steps);
-            cbs.push(copy_cbs);
+        exe.steps.clear();
+        exe.device_cbs.clear();
+        for copy in 0..exe.live_copies.min(exe.cmds.len()) {
+            self.build_copy_steps(exe, copy);
         }
         exe.has_host = exe.sched.iter().any(|s| matches!(s, Seg::Host(_)));
-        exe.steps = steps;
-        exe.device_cbs = cbs;
         exe.plans_built += 1;
+    }
+
+    /// The run plan of copy `copy` (the next one: copies are built in order).
+    pub(crate) fn build_copy_steps(&self, exe: &mut Executable, copy: usize) {
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let mut copy_steps = Vec::with_capacity(exe.sched.len());
+        let mut copy_cbs = Vec::new();
+        let cmds = exe.cmds.get(copy).map_or(&[][..], Vec::as_slice);
+        for (si, seg) in exe.sched.iter().enumerate() {
+            match seg {
+                Seg::Device(_) => {
+                    let cb = cmds.get(si).copied().unwrap_or_default();
+                    copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
+                    copy_steps.push(Ok(Step::Device(cb)));
+                }
+                Seg::Host(h) => copy_steps.push(self.host_step(exe, graph, *h)),
+            }
+        }
+        exe.steps.truncate(copy);
+        exe.device_cbs.truncate(copy);
+        exe.steps.push(copy_steps);
+        exe.device_cbs.push(copy_cbs);
     }
 
     /// Submits one run. Without host tasks this is one `vkQueueSubmit` of every device
@@ -76,7 +84,17 @@ impl Executor {
             // it must be complete first (with two copies that is the run before the
             // previous one, normally long finished).
             let copies = exe.cmds.len().max(1);
-            let copy = (exe.runs % copies as u64) as usize;
+            let copy = if exe.live_copies >= copies {
+                (exe.runs % copies as u64) as usize
+            } else if timeline_value(&ex.ctx, exe.timeline)? >= exe.copy_end[0] {
+                0
+            } else {
+                // The first copy is in flight: record the second now, once.
+                ex.record_second_copy(exe)?;
+                // Alternation starts here: this run is copy 1's, the next is copy 0's.
+                exe.runs = 1;
+                1
+            };
             // One simultaneous-use copy may be submitted while pending: nothing to wait for.
             let ready = if copies > 1 { exe.copy_end.get(copy).copied().unwrap_or(0) } else { 0 };
             let (steps, cbs) = (&exe.steps[copy], &exe.device_cbs[copy]);
@@ -125,6 +143,12 @@ impl Executor {
         let access = declared(&self.loaded.module, &self.memories, pool, &cmd.access).map_err(host_err)?;
         Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access })
     }
+}
+
+/// The timeline's current value (what the runs submitted so far have signalled).
+fn timeline_value(ctx: &crate::vk::Context, timeline: vk::Semaphore) -> Result<u64> {
+    // SAFETY: the semaphore is a live timeline semaphore of this device.
+    Ok(unsafe { ctx.device.get_semaphore_counter_value(timeline) }?)
 }
 
 /// One `vkQueueSubmit` of every device segment of a run in order: it waits for timeline

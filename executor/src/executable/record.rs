@@ -50,8 +50,9 @@ impl Executor {
         // Borrowed, not cloned: a clone of the graph per segment made recording a graph of
         // many host tasks quadratic.
         let graph = &self.loaded.module.graphs[exe.graph];
+        let graph_updatable = graph.properties.updatable;
         let mut result = Ok(());
-        for copy in 0..exe.cmds.len() {
+        for copy in 0..exe.live_copies.min(exe.cmds.len()) {
             result = self.record_copy(exe, graph, si, copy, &order, &plan, &mut native);
             if result.is_err() {
                 break;
@@ -68,13 +69,48 @@ impl Executor {
         if let Some(o) = exe.orders.get_mut(si) {
             *o = order;
         }
+        // The index serves updates only (`stale_conflict`); without one an update re-plans
+        // the segment, so a graph that cannot be updated does not build it.
         if let Some(i) = exe.indexes.get_mut(si) {
-            *i = Some(SegmentIndex::new(&effects, &plan));
+            *i = graph_updatable.then(|| SegmentIndex::new(&effects, &plan));
         }
         if let Some(p) = exe.plans.get_mut(si) {
             *p = Some(plan);
         }
         exe.recorded += 1;
+        Ok(())
+    }
+
+    /// Records every device segment into the second copy of the command buffers, as the
+    /// first copy holds them (same order, same barriers), and adds the copy's run plan.
+    /// The executable may be running the first copy: nothing the first copy uses changes.
+    pub(crate) fn record_second_copy(&mut self, exe: &mut Executable) -> Result<()> {
+        if exe.live_copies >= exe.cmds.len() {
+            return Ok(());
+        }
+        let mut native = std::mem::take(&mut self.native);
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let mut result = Ok(());
+        for si in 0..exe.sched.len() {
+            if !matches!(exe.sched.get(si), Some(Seg::Device(_))) {
+                continue;
+            }
+            let (order, plan) = match (exe.orders.get(si), exe.plans.get(si)) {
+                (Some(o), Some(Some(p))) => (o.clone(), p.clone()),
+                _ => {
+                    result = Err(ExecError::Invalid(format!("segment {si} was not recorded")));
+                    break;
+                }
+            };
+            result = self.record_copy(exe, graph, si, 1, &order, &plan, &mut native);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.native = native;
+        result?;
+        exe.live_copies = 2;
+        self.build_copy_steps(exe, 1);
         Ok(())
     }
 

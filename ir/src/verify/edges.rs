@@ -111,8 +111,9 @@ fn check_provenance(gx: &Gx<'_>, valid: &[bool], errors: &mut Vec<VerifyError>) 
             }
             Stmt::MakeEdge(e) => {
                 let Some(edge) = g.edges.try_get(e) else { continue };
-                let (name, span) = describe(e, edge);
+                // Names are formatted only for an error: this runs once per edge at load.
                 if edge.kind != EdgeKind::MakeEdge {
+                    let (name, span) = describe(e, edge);
                     errors.push(VerifyError::EdgeProvenance {
                         edge: name,
                         problem: format!(
@@ -125,6 +126,7 @@ fn check_provenance(gx: &Gx<'_>, valid: &[bool], errors: &mut Vec<VerifyError>) 
                 }
                 listed[e.index()] += 1;
                 if listed[e.index()] > 1 {
+                    let (name, span) = describe(e, edge);
                     errors.push(VerifyError::EdgeProvenance {
                         edge: name,
                         problem: "is created by more than one `edge` statement".to_string(),
@@ -135,6 +137,7 @@ fn check_provenance(gx: &Gx<'_>, valid: &[bool], errors: &mut Vec<VerifyError>) 
                 seq.push(e);
                 if valid.get(e.index()).copied().unwrap_or(false) {
                     if let Some(late) = late_endpoint(edge, p) {
+                        let (name, span) = describe(e, edge);
                         errors.push(VerifyError::EdgeBeforeEndpoint {
                             edge: name,
                             node: gx.node_name(late),
