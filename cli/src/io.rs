@@ -3,8 +3,10 @@
 //! Input comes from a file or stdin (`-`), is read whole up to the IR's 1 GiB limit and must
 //! be UTF-8; bytes that are not become a located diagnostic (exit 1), never a crash. Output
 //! goes to stdout or, with `-o FILE`, is written atomically: a temporary file in the target's
-//! directory is written, flushed to disk and renamed over the target, so a reader sees the
-//! old file or the complete new one, and any failure leaves the target untouched.
+//! directory (unnamed, `O_TMPFILE`, on Linux) is written, flushed to disk and renamed over the
+//! target, so a reader sees the old file or the complete new one, any failure leaves the
+//! target untouched, and a temp file left by a killed earlier write is removed by the next
+//! ([`write_atomic`]).
 
 use crate::exit::Failure;
 use cmdgraph_ir::diag::Diagnostic;
@@ -135,9 +137,18 @@ pub fn write_output_bytes(target: Option<&Path>, data: &[u8]) -> Result<(), Fail
     }
 }
 
-/// Replaces `path` with `data`: temp file in the same directory (same file system, so the
-/// rename is atomic), fsync, rename, fsync of the directory. On error the temp file is
-/// removed (dropping an unpersisted `NamedTempFile` deletes it) and `path` is untouched.
+/// Replaces `path` with `data` so that a reader sees the old file or the complete new one,
+/// and nothing of ours stays behind when the write fails or the process is killed.
+///
+/// On Linux the data goes into an unnamed file (`O_TMPFILE`) in the target's directory, is
+/// synced, then gets a name (`linkat` of `/proc/self/fd/N`, a random `.NAME.XXXXXX.tmp`) and is
+/// renamed over the target: a kill before the link leaves nothing, since the kernel frees an
+/// unnamed file with its last descriptor. `linkat` cannot replace a file, hence the short-lived
+/// name; a kill between the link and the rename (two system calls) leaves a complete temp
+/// file, which the next write to the same target removes ([`remove_stale_temps`]). Where
+/// `O_TMPFILE` is unavailable (another OS, or a file system without it) a named temp file is
+/// written instead, with the same clean-up. On error `path` is untouched and the temp file
+/// removed (dropping an unpersisted `NamedTempFile` deletes it).
 pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     let path = resolve_symlink(path);
     let file_name =
@@ -150,27 +161,167 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     if existing.as_ref().is_some_and(|m| m.is_dir()) {
         return Err(io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"));
     }
+    remove_stale_temps(&dir, file_name);
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(file_name);
     prefix.push(".");
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
-    if let Some(perms) = new_file_permissions() {
-        builder.permissions(perms);
+    builder.prefix(&prefix).suffix(".tmp").rand_bytes(TEMP_RANDOM_LEN);
+    let keep_mode = existing.as_ref().map(|m| m.permissions());
+    if !unnamed::write(&builder, &dir, &path, data, keep_mode.as_ref())? {
+        if let Some(perms) = new_file_permissions() {
+            builder.permissions(perms);
+        }
+        let mut tmp = builder.tempfile_in(&dir)?;
+        if let Some(perms) = keep_mode {
+            // Keep the mode of the file being replaced.
+            tmp.as_file().set_permissions(perms)?;
+        }
+        tmp.write_all(data)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&path).map_err(|e| e.error)?;
     }
-    let mut tmp = builder.tempfile_in(&dir)?;
-    if let Some(meta) = &existing {
-        // Keep the mode of the file being replaced.
-        tmp.as_file().set_permissions(meta.permissions())?;
-    }
-    tmp.write_all(data)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(&path).map_err(|e| e.error)?;
     // Make the rename itself durable; not every platform can open a directory for this.
     if let Ok(d) = File::open(&dir) {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Length of the random part of our temp names (`.NAME.` + this many letters/digits + `.tmp`),
+/// fixed so that [`is_our_temp`] recognises exactly the names we make.
+const TEMP_RANDOM_LEN: usize = 6;
+
+/// Whether `name` is exactly a temp name [`write_atomic`] makes for `target`:
+/// `.` + target + `.` + [`TEMP_RANDOM_LEN`] ASCII letters or digits + `.tmp`.
+fn is_our_temp(name: &std::ffi::OsStr, target: &std::ffi::OsStr) -> bool {
+    let (name, target) = (name.as_encoded_bytes(), target.as_encoded_bytes());
+    let Some(rest) = name.strip_prefix(b".").and_then(|r| r.strip_prefix(target)) else { return false };
+    let Some(random) = rest.strip_prefix(b".").and_then(|r| r.strip_suffix(b".tmp")) else { return false };
+    random.len() == TEMP_RANDOM_LEN && random.iter().all(u8::is_ascii_alphanumeric)
+}
+
+/// Removes temp files that an interrupted earlier write to `dir/target` left: regular files
+/// (never links or directories) named exactly as [`is_our_temp`] says, last changed before
+/// this process started. The age test spares a concurrent `cmdgraph` writing the same target:
+/// its temp file was linked or written after our start. The inode change time is used, not the
+/// modification time, because `linkat` and writes both update it. Best effort: where the
+/// start time is unknown (no `/proc`), nothing is removed; a file that cannot be removed stays.
+fn remove_stale_temps(dir: &Path, target: &std::ffi::OsStr) {
+    let Some(start) = process_start() else { return };
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if !is_our_temp(&entry.file_name(), target) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(entry.path()) else { continue };
+        if meta.file_type().is_file() && changed(&meta).is_some_and(|t| t < start) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The inode change time (ctime) of a file.
+#[cfg(unix)]
+fn changed(meta: &fs::Metadata) -> Option<std::time::SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let secs = u64::try_from(meta.ctime()).ok()?;
+    let nanos = u32::try_from(meta.ctime_nsec()).ok()?;
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
+}
+
+#[cfg(not(unix))]
+fn changed(meta: &fs::Metadata) -> Option<std::time::SystemTime> {
+    meta.modified().ok()
+}
+
+/// When this process started, from `/proc/self/stat` (start in clock ticks after boot) and
+/// `/proc/uptime`: now less the process's age. Both count in 1/100 s, so the result is within
+/// about 20 ms; a temp file changed in that window before our start is kept, which errs on the
+/// side of leaving a file rather than removing a live one.
+#[cfg(target_os = "linux")]
+fn process_start() -> Option<std::time::SystemTime> {
+    let now = std::time::SystemTime::now();
+    let stat = fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces; field 22, the start
+    // time, is the 20th after it.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = fs::read_to_string("/proc/uptime").ok()?.split_whitespace().next()?.parse().ok()?;
+    let hz = rustix::param::clock_ticks_per_second();
+    if hz == 0 {
+        return None;
+    }
+    let age = uptime - ticks as f64 / hz as f64;
+    // Keep well clear of the rounding: a process is at least 20 ms "older" than measured.
+    now.checked_sub(std::time::Duration::from_secs_f64(age.max(0.0) + 0.02))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_start() -> Option<std::time::SystemTime> {
+    None
+}
+
+/// The `O_TMPFILE` path of [`write_atomic`].
+#[cfg(target_os = "linux")]
+mod unnamed {
+    use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+    use std::fs::{File, Permissions};
+    use std::io::{self, Write};
+    use std::os::fd::AsRawFd;
+    use std::path::Path;
+
+    /// Writes `data` to an unnamed file in `dir` and renames it over `path`. `Ok(false)` when
+    /// the unnamed file could not be made or named (kernel or file system without
+    /// `O_TMPFILE`, no `/proc`): the caller writes a named temp file instead, which reports
+    /// any real error (a missing directory, no space) itself.
+    pub fn write(
+        builder: &tempfile::Builder<'_, '_>,
+        dir: &Path,
+        path: &Path,
+        data: &[u8],
+        keep_mode: Option<&Permissions>,
+    ) -> io::Result<bool> {
+        // 0666 less the umask, as `File::create` would give.
+        let flags = OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC;
+        let Ok(fd) = rustix::fs::open(dir, flags, Mode::from_raw_mode(0o666)) else { return Ok(false) };
+        let mut file = File::from(fd);
+        if let Some(perms) = keep_mode {
+            // Keep the mode of the file being replaced.
+            file.set_permissions(perms.clone())?;
+        }
+        file.write_all(data)?;
+        file.sync_all()?;
+        // The documented way to name an O_TMPFILE file without CAP_DAC_READ_SEARCH (open(2)).
+        let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let link = |name: &Path| {
+            rustix::fs::linkat(CWD, proc_path.as_str(), CWD, name, AtFlags::SYMLINK_FOLLOW).map_err(io::Error::from)
+        };
+        // `make_in` picks a fresh random name on `AlreadyExists`; the name is removed again if
+        // the rename fails (dropping the unpersisted temp).
+        let Ok(named) = builder.make_in(dir, link) else { return Ok(false) };
+        named.persist(path).map_err(|e| e.error)?;
+        Ok(true)
+    }
+}
+
+/// Where `O_TMPFILE` does not exist, the named temp file is the only way.
+#[cfg(not(target_os = "linux"))]
+mod unnamed {
+    use std::fs::Permissions;
+    use std::io;
+    use std::path::Path;
+
+    /// Always `Ok(false)`: the caller writes a named temp file.
+    pub fn write(
+        _builder: &tempfile::Builder<'_, '_>,
+        _dir: &Path,
+        _path: &Path,
+        _data: &[u8],
+        _keep_mode: Option<&Permissions>,
+    ) -> io::Result<bool> {
+        Ok(false)
+    }
 }
 
 /// Writing through a symlink replaces the file it points to, not the link.
@@ -255,6 +406,51 @@ mod tests {
         let missing = dir.path().join("no/such/dir/out.cgir");
         assert!(write_atomic(&missing, b"data").is_err());
         assert!(!missing.exists());
+    }
+
+    #[test]
+    fn only_exactly_our_temp_names_are_recognised() {
+        use std::ffi::OsStr;
+        let ours = |n: &str| is_our_temp(OsStr::new(n), OsStr::new("out.cgb"));
+        assert!(ours(".out.cgb.a1B2c3.tmp"));
+        for near in [
+            ".out.cgb.a1B2c.tmp",
+            ".out.cgb.a1B2c34.tmp",
+            ".out.cgb.a1-2c3.tmp",
+            "out.cgb.a1B2c3.tmp",
+            ".out.cgb.a1B2c3.tmp~",
+            ".out.cgbx.a1B2c3.tmp",
+            ".xout.cgb.a1B2c3.tmp",
+            ".out.cgb..tmp",
+            "out.cgb",
+        ] {
+            assert!(!ours(near), "{near}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_temp_file_changed_after_the_process_started_is_kept() {
+        // A concurrent writer's temp file: younger than this test process, so not stale.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let young = dir.path().join(".out.cgb.a1B2c3.tmp");
+        fs::write(&young, "in progress").expect("write");
+        assert!(process_start().is_some_and(|t| t < std::time::SystemTime::now()));
+        remove_stale_temps(dir.path(), std::ffi::OsStr::new("out.cgb"));
+        assert!(young.exists());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_write_goes_through_an_unnamed_file() {
+        // `O_TMPFILE` works on the test's temp directory (tmpfs or ext4); if it did not, the
+        // named fallback would hide a regression of the unnamed path.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("out.cgb");
+        let builder = tempfile::Builder::new();
+        assert!(unnamed::write(&builder, dir.path(), &target, b"data", None).expect("write"));
+        assert_eq!(fs::read(&target).expect("read"), b"data");
+        assert!(leftovers(dir.path()).is_empty());
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! `cmdgraph inspect`: read a bundle (version, hash and references checked) and summarize
-//! it: pipeline, graphs with node counts before and after, kernel variants, schedule,
-//! memory plan.
+//! `cmdgraph inspect`: read a bundle, check it exactly as `cmdgraph run` does before it
+//! touches Vulkan (the executor's loader: version, hash, IR, layouts, SPIR-V, plans), and
+//! summarize it: pipeline, graphs with node counts before and after, kernel variants,
+//! schedule, memory plan. Everything shown as a fact is read from the checked bundle or
+//! computed here; the one piece of free text the bundle carries (the planner's report) is
+//! shown only under a label saying it is the bundle's own, unchecked text.
 
 use crate::exit::{Failure, Outcome};
 use crate::io;
@@ -33,20 +36,18 @@ pub struct InspectArgs {
 /// Runs `cmdgraph inspect`.
 pub fn run(args: &InspectArgs) -> Outcome {
     let input = io::read_input_bytes(&args.input)?;
-    let bundle =
-        Bundle::from_bytes(&input.bytes).map_err(|e| Failure::Rejected(format!("error: `{}`: {e}", input.name)))?;
-    let parse = |what: &str, text: &str| {
-        cmdgraph_ir::text::parse(text).map_err(|d| {
-            let first = d.first().map(|d| d.message.clone()).unwrap_or_default();
-            Failure::Rejected(format!(
-                "error: `{}`: malformed bundle: its {what} module does not parse: {first}",
-                input.name
-            ))
-        })
-    };
-    let source = parse("source", &bundle.source)?;
-    let optimized = parse("optimized", &bundle.optimized)?;
-    io::write_output(None, &summary(&input.name, &bundle, &source, &optimized, args))
+    let name = &input.name;
+    // The same call `cmdgraph run` makes, so a bundle `run` refuses is refused here too, with
+    // the same message (inspect exited 0 on inconsistent bundles, issue 18).
+    let loaded = cmdgraph_executor::load_bytes(&input.bytes).map_err(|e| match Bundle::from_bytes(&input.bytes) {
+        // The file itself is unreadable (not a bundle, other version, hash, truncated): the
+        // reader's own message is the more precise one (it names byte ranges and both
+        // versions), and it is the same condition the loader failed on.
+        Err(read) => Failure::Rejected(format!("error: `{name}`: {read}")),
+        Ok(_) => Failure::Rejected(format!("error: `{name}`: {e}")),
+    })?;
+    let source = loaded.source().map_err(|e| Failure::Rejected(format!("error: `{name}`: {e}")))?;
+    io::write_output(None, &summary(name, &loaded.bundle, source, &loaded.module, args))
 }
 
 fn summary(name: &str, b: &Bundle, source: &Module, optimized: &Module, args: &InspectArgs) -> String {
@@ -143,10 +144,8 @@ fn graph_summary(
             plan.memory.alignment
         );
     }
-    if args.memory && !plan.memory.report.is_empty() {
-        for line in plan.memory.report.lines() {
-            let _ = writeln!(out, "    {line}");
-        }
+    if args.memory && !plan.memory.offsets.is_empty() {
+        memory_details(out, b, plan, optimized);
     }
     let alternatives = plan.launches.iter().filter(|l| l.alternative.is_some()).count();
     let _ = writeln!(
@@ -163,6 +162,73 @@ fn graph_summary(
     }
 }
 
+/// `--memory`: the offsets the executor will bind, with sizes from the optimized module and
+/// any offset that leaves the pool or its alignment marked, then the planner's report stored
+/// in the bundle under a label. That report is text written at compile time: nothing ties it
+/// to the offsets (a damaged or crafted bundle can say anything there), so it is never shown
+/// as if it were this command's own finding.
+fn memory_details(out: &mut String, b: &Bundle, plan: &GraphPlan, optimized: &Module) {
+    let sizes = allocation_sizes(optimized, &plan.name);
+    let memory = &plan.memory;
+    let a = memory.alignment.max(1);
+    let mut naive_at = 0u64;
+    let mut naive = true;
+    let mut rows = Vec::new();
+    for (node, offset) in &memory.offsets {
+        let node = node.trim_start_matches('%');
+        let size = sizes.iter().find(|(n, _)| n == node).map(|(_, s)| *s);
+        naive &= *offset == naive_at;
+        naive_at = naive_at.saturating_add(size.unwrap_or(0).div_ceil(a).saturating_mul(a));
+        let mut notes = Vec::new();
+        match size {
+            None => notes.push(format!("not an async_malloc of @{}", plan.name)),
+            Some(s) if offset.checked_add(s).is_none_or(|end| end > memory.size) => notes.push("past the pool".into()),
+            Some(_) => {}
+        }
+        if offset % a != 0 {
+            notes.push(format!("not a multiple of {a}"));
+        }
+        let size = size.map_or("-".to_string(), |s| s.to_string());
+        rows.push([format!("%{node}"), offset.to_string(), size, notes.join(", ")]);
+    }
+    // Said only when the offsets are the naive layout and the recorded pipeline has no
+    // plan-memory: then that is why there is no reuse.
+    let layout = if naive && !b.pipeline.split(',').any(|p| p.trim() == "plan-memory") {
+        "naive layout (plan-memory was not in the pipeline)"
+    } else if naive {
+        "naive layout (no reuse)"
+    } else {
+        "planned layout"
+    };
+    let _ = writeln!(out, "    {layout}: offsets the executor binds, sizes from the optimized module");
+    let header = ["allocation".to_string(), "offset".into(), "size".into(), String::new()];
+    let width = |c: usize| rows.iter().chain([&header]).map(|r| r[c].len()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for r in [&header].into_iter().chain(&rows) {
+        let line = format!("      {:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if !memory.report.is_empty() {
+        let _ = writeln!(out, "    report stored in the bundle at compile time (its text as written, not checked):");
+        for line in memory.report.lines() {
+            let _ = writeln!(out, "      | {line}");
+        }
+    }
+}
+
+/// (node name, bytes) of every `async_malloc` of `graph` in `m`.
+fn allocation_sizes(m: &Module, graph: &str) -> Vec<(String, u64)> {
+    let Some(h) = m.graph_by_name(graph) else { return Vec::new() };
+    m.graphs[h]
+        .nodes
+        .iter()
+        .filter_map(|(_, n)| match &n.kind {
+            NodeKind::AsyncMalloc { elem, count, .. } => Some((n.name.clone(), elem.size().saturating_mul(*count))),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The pool with no reuse: every allocation of the graph at its own aligned offset.
 fn naive_pool(m: &Module, graph: &str, alignment: u64) -> u64 {
     let Some(h) = m.graph_by_name(graph) else { return 0 };
@@ -177,4 +243,43 @@ fn naive_pool(m: &Module, graph: &str, alignment: u64) -> u64 {
             _ => None,
         })
         .fold(0u64, u64::saturating_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cmdgraph_ir::bundle::PoolPlan;
+
+    #[test]
+    fn offsets_outside_the_pool_or_alignment_or_module_are_marked() {
+        let text = "graph @g {\n  %t = async_malloc f32[64]\n  %f = async_free %t after(%t)\n}\n";
+        let module = cmdgraph_ir::text::parse(text).expect("parses");
+        let memory = PoolPlan {
+            size: 256,
+            alignment: 256,
+            offsets: vec![("t".into(), 100), ("ghost".into(), 0)],
+            report: "all fine\n".into(),
+        };
+        let plan = GraphPlan { name: "g".into(), segments: vec![], memory, origins: vec![], launches: vec![] };
+        let b = Bundle {
+            format_version: cmdgraph_ir::bundle::FORMAT_VERSION,
+            content_hash: String::new(),
+            source: text.into(),
+            optimized: text.into(),
+            pipeline: "plan-memory".into(),
+            kernels: vec![],
+            graphs: vec![],
+        };
+        let mut out = String::new();
+        memory_details(&mut out, &b, &plan, &module);
+        assert_eq!(
+            out,
+            "    planned layout: offsets the executor binds, sizes from the optimized module\n\
+             \x20     allocation  offset  size\n\
+             \x20     %t             100   256  past the pool, not a multiple of 256\n\
+             \x20     %ghost           0     -  not an async_malloc of @g\n\
+             \x20   report stored in the bundle at compile time (its text as written, not checked):\n\
+             \x20     | all fine\n"
+        );
+    }
 }

@@ -5,11 +5,14 @@
 //! outputs written atomically); the graph is finalized once and run `--repeat` times; host
 //! tasks run as no-op callbacks (the CLI has no host code). `--profile` prints the last
 //! run's per-node device times (the graph needs `enable_profiling`, spec §22 row 61).
+//! With `--validation` every message of the layer is printed, also when an error ends the run
+//! first (the layer often explains the error).
 
 use super::interp::data;
 use super::interp::{is_npy, parse_binding, pick_graph, read_data, resolve_inputs, resolve_outputs, Binding};
 use crate::exit::{Failure, Outcome};
 use crate::io;
+use cmdgraph_executor::vk::context::take_unreported_messages;
 use cmdgraph_executor::{ContextOptions, DeviceChoice, ExecError, Executor, Profile};
 use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::Module;
@@ -71,14 +74,40 @@ pub fn run(args: &RunArgs) -> Outcome {
     for (b, layout) in &inputs {
         bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
     }
+    let done = on_device(args, loaded, &module, &graph, &bound, &outputs);
+    // `on_device` has dropped the executor and with it the Vulkan context, which keeps the
+    // layer messages nobody took: on an error path they explain the error (the layer's "ID
+    // has not been defined" behind a driver's ERROR_UNKNOWN), so they are printed with it.
+    let (summary, files) = done.map_err(|f| with_layer_messages(f, take_unreported_messages()))?;
+    for (path, bytes) in files {
+        io::write_atomic(&path, &bytes)
+            .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
+    }
+    io::write_output(None, &summary)
+}
+
+/// The output files to write, each with its bytes.
+type Files = Vec<(PathBuf, Vec<u8>)>;
+
+/// Everything that touches Vulkan: create the executor, bind, finalize, run, read the
+/// outputs back. Returns the summary for stdout and the output files; fails when any step
+/// fails or the validation layer said anything.
+fn on_device(
+    args: &RunArgs,
+    loaded: cmdgraph_executor::Loaded,
+    module: &Module,
+    graph: &str,
+    bound: &[(String, Vec<u8>)],
+    outputs: &[(Binding, data::Layout, bool)],
+) -> Result<(String, Files), Failure> {
     let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
     let opts = ContextOptions { validation: args.validation, device };
     let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
     let mut ex = Executor::new(loaded, &opts).map_err(fail)?;
-    for (name, bytes) in &bound {
+    for (name, bytes) in bound {
         ex.bind(name, bytes).map_err(fail)?;
     }
-    let callbacks = host_callbacks(&module);
+    let callbacks = host_callbacks(module);
     for name in &callbacks {
         ex.register_callback(name, |_| Ok(()));
     }
@@ -87,7 +116,7 @@ pub fn run(args: &RunArgs) -> Outcome {
         let options = cmdgraph_executor::RecordOptions { node_profiling: true, ..ex.record_options() };
         ex.set_record_options(options);
     }
-    let exec = ex.finalize(&graph).map_err(fail)?;
+    let exec = ex.finalize(graph).map_err(fail)?;
     for _ in 0..args.repeat {
         ex.run(exec).map_err(fail)?;
     }
@@ -100,8 +129,8 @@ pub fn run(args: &RunArgs) -> Outcome {
 
     let mut summary = format!("graph @{graph}: {} run(s) on {}\n", args.repeat, ex.context().device_name());
     let mut files = Vec::new();
-    for (b, layout, global) in &outputs {
-        let dev = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
+    for (b, layout, global) in outputs {
+        let dev = module.graph_by_name(graph).map_or(0, |h| module.graphs[h].device);
         let bytes = if *global { ex.read_device_global(&b.name, dev) } else { ex.read(&b.name) }.map_err(fail)?;
         let _ = writeln!(
             summary,
@@ -125,11 +154,20 @@ pub fn run(args: &RunArgs) -> Outcome {
             messages.join("\n")
         )));
     }
-    for (path, bytes) in files {
-        io::write_atomic(&path, &bytes)
-            .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
+    Ok((summary, files))
+}
+
+/// `failure` with the validation layer's `messages` after it, so that an error that ends a
+/// run never hides what the layer said (issue 18). Only exit-1 failures come from the device.
+fn with_layer_messages(failure: Failure, messages: Vec<String>) -> Failure {
+    match failure {
+        Failure::Rejected(text) if !messages.is_empty() => Failure::Rejected(format!(
+            "{text}\nthe validation layer reported {} message(s) before the run ended:\n{}",
+            messages.len(),
+            messages.join("\n")
+        )),
+        other => other,
     }
-    io::write_output(None, &summary)
 }
 
 /// Every host-task callback name of the module (node commands and group alternatives).
@@ -172,4 +210,28 @@ pub fn profile_table(p: &Profile) -> String {
     let total = p.end_ns.saturating_sub(p.start_ns);
     let _ = writeln!(t, "  {:<width$}  {:>12}  {:>12}  {:>12}", "run", us(0), us(total), us(total));
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_keeps_the_layer_messages_after_it() {
+        let messages = vec!["ERROR: the first".to_string(), "WARNING: the second".to_string()];
+        let Failure::Rejected(text) =
+            with_layer_messages(Failure::Rejected("error: @g: vulkan: ERROR_UNKNOWN".into()), messages)
+        else {
+            panic!("not a rejection");
+        };
+        assert_eq!(
+            text,
+            "error: @g: vulkan: ERROR_UNKNOWN\nthe validation layer reported 2 message(s) before the run ended:\n\
+             ERROR: the first\nWARNING: the second"
+        );
+        let Failure::Rejected(text) = with_layer_messages(Failure::Rejected("error: x".into()), Vec::new()) else {
+            panic!("not a rejection");
+        };
+        assert_eq!(text, "error: x");
+    }
 }

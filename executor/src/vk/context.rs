@@ -47,6 +47,35 @@ pub struct ContextOptions {
 /// Messages the validation layer reported.
 pub type Messages = Arc<Mutex<Vec<String>>>;
 
+/// Messages of contexts dropped before anyone took them: when an error ends the work that
+/// owned a context (`Executor::new` failing at pipeline creation, say), the context goes with
+/// it, and the layer's explanation of the error would be lost with its sink. Bounded, so a
+/// long-lived process that never asks does not grow without limit.
+static UNREPORTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// At most this many messages are kept in [`UNREPORTED`]; later ones are dropped.
+const MAX_UNREPORTED: usize = 1024;
+
+/// Moves what is left in `sink` to [`UNREPORTED`]; called once the messenger is destroyed.
+fn keep_unreported(sink: &Messages) {
+    let Ok(mut left) = sink.lock() else { return };
+    if left.is_empty() {
+        return;
+    }
+    if let Ok(mut kept) = UNREPORTED.lock() {
+        let room = MAX_UNREPORTED.saturating_sub(kept.len());
+        kept.extend(left.drain(..).take(room));
+    }
+}
+
+/// The validation messages of contexts that were dropped before their messages were taken
+/// with [`Context::take_messages`] (at most 1024, oldest first), draining them. A caller
+/// whose executor failed reads here what the layer said before the failure; messages of every
+/// context of the process are mixed, so it is for processes with one context at a time.
+pub fn take_unreported_messages() -> Vec<String> {
+    UNREPORTED.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+}
+
 /// A Vulkan device ready for compute and transfer work on one queue.
 pub struct Context {
     pub(crate) _entry: ash::Entry,
@@ -251,8 +280,9 @@ impl Drop for Context {
         unsafe {
             let _ = self.device.device_wait_idle();
             self.device.destroy_device(None);
-            if let Some((du, m, _)) = self.debug.take() {
+            if let Some((du, m, sink)) = self.debug.take() {
                 du.destroy_debug_utils_messenger(m, None);
+                keep_unreported(&sink);
             }
             self.instance.destroy_instance(None);
         }
@@ -273,8 +303,9 @@ impl Drop for Partial {
             let instance = &self.instance;
             // SAFETY: on this path no device was kept; messenger first, then the instance.
             unsafe {
-                if let Some((du, m, _)) = self.debug.take() {
+                if let Some((du, m, sink)) = self.debug.take() {
                     du.destroy_debug_utils_messenger(m, None);
+                    keep_unreported(&sink);
                 }
                 instance.destroy_instance(None);
             }
