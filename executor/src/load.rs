@@ -27,8 +27,11 @@ pub struct Loaded {
     /// `%`, then (alternative, variant) pairs, so finalize finds a node's variant in O(1)
     /// instead of a scan of the table per node (keyed by name alone so that a lookup by
     /// `&str` allocates nothing).
-    pub launches: Vec<HashMap<String, Vec<(Option<u32>, u32)>>>,
+    pub launches: Vec<LaunchTable>,
 }
+
+/// One graph's launch table: node name (without `%`) → (alternative, variant index) pairs.
+pub type LaunchTable = HashMap<String, Vec<(Option<u32>, u32)>>;
 
 impl Loaded {
     /// The bundle's source module, parsed and verified the first time it is asked for
@@ -70,7 +73,7 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
         .graphs
         .iter()
         .map(|p| {
-            let mut table: HashMap<String, Vec<(Option<u32>, u32)>> = HashMap::with_capacity(p.launches.len());
+            let mut table: LaunchTable = HashMap::with_capacity(p.launches.len());
             for l in &p.launches {
                 table.entry(l.node.trim_start_matches('%').to_string()).or_default().push((l.alternative, l.kernel));
             }

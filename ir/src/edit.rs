@@ -18,7 +18,6 @@ use crate::graph::{
     NodeKind, Pointer, Site, Stmt,
 };
 use crate::span::SpanTable;
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// Where old node handles went after [`retain`].
@@ -335,6 +334,12 @@ fn remap_site(site: Site, map: &NodeMap) -> Option<Site> {
 }
 
 /// Name → handle index of a graph's nodes (names are unique after verification).
-pub fn node_names(graph: &Graph) -> BTreeMap<&str, Handle<Node>> {
-    graph.nodes.iter().map(|(h, n)| (n.name.as_str(), h)).collect()
+pub fn node_names(graph: &Graph) -> std::collections::HashMap<&str, Handle<Node>> {
+    // Hashed, not ordered: lookups only, and an ordered map of 10^5 names spent its time
+    // comparing strings (finalize at 10^5 nodes).
+    let mut names = std::collections::HashMap::with_capacity(graph.nodes.len());
+    for (h, n) in graph.nodes.iter() {
+        names.entry(n.name.as_str()).or_insert(h);
+    }
+    names
 }
