@@ -24,15 +24,25 @@
 //! executable graph: its values are fixed when it is embedded, and each embedding owns them).
 //! Sub-graphs have no graph-owned allocations (E0266), so no allocation is copied. Graphs
 //! used as sub-graphs stay in the module: they are graphs of their own.
+//!
+//! Size: before copying anything, the node count of every graph after inlining is computed
+//! children first with saturating arithmetic (a node counts 1, a `subgraph` node its child's
+//! count, at least 1). A few lines of text nesting sub-graphs by doubling would otherwise
+//! ask for 2^40 nodes and never finish, so a graph above [`PassOptions::max_inlined_nodes`]
+//! (default [`DEFAULT_MAX_INLINED_NODES`]) is rejected naming its largest `subgraph` node.
+//!
+//! Work: linear in the size of the output. Each copied graph's inline edges are indexed by
+//! target once (looking them up per node scanned every edge: quadratic in a child's edges,
+//! issue 18), and the sources of edges into a `subgraph` node are deduplicated with a set.
 
-use crate::{PassContext, PassError, PassInfo};
+use crate::{work, PassContext, PassError, PassInfo, PassOptions};
 use cmdgraph_ir::graph::{
     Accessor, Alternative, Arg, ArgValue, DynCommandGroup, DynParam, Edge, EdgeKind, HostTaskCommand, KernelCommand,
     MemRef, Node, NodeKind, Pointer, Queue, Site, Stmt,
 };
 use cmdgraph_ir::span::SpanTable;
 use cmdgraph_ir::{Graph, Handle, Module, Span};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// Registry entry.
 pub const INFO: PassInfo = PassInfo {
@@ -48,8 +58,15 @@ pub const INFO: PassInfo = PassInfo {
     run,
 };
 
+/// The default of [`PassOptions::max_inlined_nodes`]: ten million nodes in one graph after
+/// inlining, far above real command graphs (thousands of nodes) and still small enough to
+/// build in memory (a node and its edges take some hundred bytes).
+pub const DEFAULT_MAX_INLINED_NODES: u64 = 10_000_000;
+
 fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
-    for g in children_first(module)? {
+    let order = children_first(module)?;
+    check_sizes(module, &order, ctx.options)?;
+    for g in order {
         let graph = &module.graphs[g];
         if !graph.nodes.iter().any(|(_, n)| matches!(n.kind, NodeKind::Subgraph { .. })) {
             continue;
@@ -58,6 +75,96 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         module.graphs[g] = flat;
     }
     Ok(())
+}
+
+/// Node count of each graph after inlining, computed over `order` (children first) with
+/// saturating arithmetic, so nothing is copied before every graph is known to fit the limit.
+/// The first graph over the limit is rejected at its largest `subgraph` node.
+fn check_sizes(module: &Module, order: &[Handle<Graph>], options: PassOptions) -> Result<(), PassError> {
+    let limit = options.max_inlined_nodes.unwrap_or(DEFAULT_MAX_INLINED_NODES);
+    let mut size = vec![0u64; module.graphs.len()];
+    for &g in order {
+        let graph = &module.graphs[g];
+        work::count(graph.nodes.len());
+        let mut total = 0u64;
+        let mut nested = false;
+        // The `subgraph` node contributing most (ties: the first), for the diagnostic.
+        let mut largest: Option<(&str, &str, u64)> = None;
+        for (_, n) in graph.nodes.iter() {
+            let count = match n.kind {
+                NodeKind::Subgraph { graph: c } => {
+                    nested = true;
+                    // A child that is missing is reported by the copy; it counts 1 here. An
+                    // empty child becomes one `empty` node.
+                    let count = size.get(c.index()).copied().unwrap_or(1).max(1);
+                    if largest.is_none_or(|(_, _, m)| count > m) {
+                        let child = module.graphs.try_get(c).map_or("?", |c| c.name.as_str());
+                        largest = Some((n.name.as_str(), child, count));
+                    }
+                    count
+                }
+                _ => 1,
+            };
+            total = total.saturating_add(count);
+        }
+        if let Some(slot) = size.get_mut(g.index()) {
+            *slot = total;
+        }
+        if let (true, Some((node, child, count))) = (nested && total > limit, largest) {
+            let shown = |n: u64| if n == u64::MAX { "more than 1.8e19".to_string() } else { n.to_string() };
+            return Err(PassError::Failed {
+                pass: INFO.name,
+                graph: graph.name.clone(),
+                node: Some(node.to_string()),
+                message: format!(
+                    "inlining would make @{} {} nodes, above the limit of {limit}: this `subgraph` node alone \
+                     embeds @{child} as {} nodes (sub-graphs nested by doubling grow exponentially); nest fewer \
+                     levels, or keep the sub-graphs out of this pipeline (raise \
+                     `PassOptions::max_inlined_nodes` only if the module really is this large)",
+                    graph.name,
+                    shown(total),
+                    shown(count),
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Inline edges (everything but `make_edge`, which is a statement of its own) of one graph
+/// by target node, in creation order.
+struct InEdges {
+    /// `edges[offsets[i]..offsets[i + 1]]` go into node `i`.
+    offsets: Vec<usize>,
+    edges: Vec<Edge>,
+}
+
+impl InEdges {
+    fn of(g: &Graph) -> InEdges {
+        let n = g.nodes.len();
+        let inline = || g.edges.iter().filter(|(_, e)| e.kind != EdgeKind::MakeEdge && e.to.index() < n);
+        work::count(2 * g.edges.len());
+        let mut offsets = vec![0usize; n + 1];
+        for (_, e) in inline() {
+            offsets[e.to.index() + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        // Stable: the edges into one node stay in creation order.
+        let mut edges: Vec<Edge> = inline().map(|(_, e)| *e).collect();
+        edges.sort_by_key(|e| e.to.index());
+        InEdges { offsets, edges }
+    }
+
+    /// The inline edges into `node`, in creation order.
+    fn into(&self, node: Handle<Node>) -> &[Edge] {
+        let i = node.index();
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
+            (Some(&lo), Some(&hi)) => &self.edges[lo..hi],
+            _ => &[],
+        }
+    }
 }
 
 /// Every graph, each after the graphs its `subgraph` nodes run (depth-first post-order,
@@ -218,13 +325,14 @@ impl<'a> Inliner<'a> {
 
     fn build(mut self, parent: &Graph) -> Built<Graph> {
         let mut maps = Maps::for_graph(parent);
+        let into = InEdges::of(parent);
         for stmt in &parent.body {
             match *stmt {
                 Stmt::Node(n) => {
                     let node = parent.nodes.try_get(n).ok_or_else(|| self.fail(None, "statement names no node"))?;
                     match node.kind {
-                        NodeKind::Subgraph { graph } => self.expand(parent, &mut maps, n, graph)?,
-                        _ => self.copy_node(parent, &mut maps, n, None, None, false).map(|_| ())?,
+                        NodeKind::Subgraph { graph } => self.expand(parent, &into, &mut maps, n, graph)?,
+                        _ => self.copy_node(parent, &into, &mut maps, n, None, None, false).map(|_| ())?,
                     }
                 }
                 other => self.copy_stmt(parent, &mut maps, other, None)?,
@@ -311,9 +419,11 @@ impl<'a> Inliner<'a> {
 
     /// Copies node `n` of `src` with its inline edges (the parent's own node when `prefix`
     /// is `None`), plus `depends_on` edges from `roots_from` when it is a root of a copy.
+    #[allow(clippy::too_many_arguments)]
     fn copy_node(
         &mut self,
         src: &Graph,
+        in_edges: &InEdges,
         maps: &mut Maps,
         n: Handle<Node>,
         prefix: Option<&str>,
@@ -353,7 +463,9 @@ impl<'a> Inliner<'a> {
             self.ctx.origins.insert((self.parent.clone(), name), origin);
             self.ctx.bump("nodes-created", 1);
         }
-        for (_, e) in src.inline_edges(n) {
+        let edges = in_edges.into(n);
+        work::count(1 + edges.len());
+        for e in edges {
             let adapt = maps.expanded(e.from);
             let kind = if !adapt {
                 e.kind
@@ -364,14 +476,18 @@ impl<'a> Inliner<'a> {
                     _ => EdgeKind::DependsOn,
                 }
             };
-            for from in maps.sources(e.from) {
+            let sources = maps.sources(e.from);
+            work::count(sources.len());
+            for from in sources {
                 self.out.edges.append(Edge { from, to: h, kind }, Span::UNDEFINED);
                 if adapt || prefix.is_some() {
                     self.ctx.bump("edges-created", 1);
                 }
             }
         }
-        for &from in roots_from.unwrap_or(&[]) {
+        let roots_from = roots_from.unwrap_or(&[]);
+        work::count(roots_from.len());
+        for &from in roots_from {
             self.out.edges.append(Edge { from, to: h, kind: EdgeKind::DependsOn }, Span::UNDEFINED);
             self.ctx.bump("edges-created", 1);
         }
@@ -379,7 +495,14 @@ impl<'a> Inliner<'a> {
     }
 
     /// Replaces `subgraph %s = @child` (`s`) by a copy of the child.
-    fn expand(&mut self, parent: &Graph, maps: &mut Maps, s: Handle<Node>, child: Handle<Graph>) -> Built<()> {
+    fn expand(
+        &mut self,
+        parent: &Graph,
+        parent_in: &InEdges,
+        maps: &mut Maps,
+        s: Handle<Node>,
+        child: Handle<Graph>,
+    ) -> Built<()> {
         let node = &parent.nodes[s];
         let module = self.module;
         let Some(child) = module.graphs.try_get(child) else {
@@ -388,7 +511,7 @@ impl<'a> Inliner<'a> {
         self.ctx.bump("subgraphs-inlined", 1);
         if child.nodes.is_empty() {
             // Keep the ordering through the node: same name, queue and edges, no command.
-            self.copy_node(parent, maps, s, None, None, true)?;
+            self.copy_node(parent, parent_in, maps, s, None, None, true)?;
             let key = (parent.name.clone(), node.name.clone());
             self.ctx.origins.entry(key.clone()).or_insert_with(|| vec![key]);
             self.ctx.bump("nodes-created", 1);
@@ -399,28 +522,39 @@ impl<'a> Inliner<'a> {
         }
         // Edges into %s, resolved, in creation order, without repeats.
         let mut into: Vec<Handle<Node>> = Vec::new();
-        for (_, e) in parent.inline_edges(s) {
-            for from in maps.sources(e.from) {
-                if !into.contains(&from) {
+        let mut seen: HashSet<Handle<Node>> = HashSet::new();
+        for e in parent_in.into(s) {
+            let sources = maps.sources(e.from);
+            work::count(1 + sources.len());
+            for from in sources {
+                if seen.insert(from) {
                     into.push(from);
                 }
             }
         }
-        let has_pred: BTreeSet<usize> = child.edges.iter().map(|(_, e)| e.to.index()).collect();
-        let has_succ: BTreeSet<usize> = child.edges.iter().map(|(_, e)| e.from.index()).collect();
+        let (mut has_pred, mut has_succ) = (vec![false; child.nodes.len()], vec![false; child.nodes.len()]);
+        for (_, e) in child.edges.iter() {
+            if let Some(p) = has_pred.get_mut(e.to.index()) {
+                *p = true;
+            }
+            if let Some(s) = has_succ.get_mut(e.from.index()) {
+                *s = true;
+            }
+        }
+        let child_in = InEdges::of(child);
         let prefix = node.name.clone();
         let mut cmaps = Maps::for_graph(child);
         let (mut roots, mut leaves) = (Vec::new(), Vec::new());
         for stmt in &child.body {
             match *stmt {
                 Stmt::Node(n) => {
-                    let root = !has_pred.contains(&n.index());
-                    let h =
-                        self.copy_node(child, &mut cmaps, n, Some(&prefix), root.then_some(into.as_slice()), false)?;
+                    let root = !has_pred.get(n.index()).copied().unwrap_or(false);
+                    let roots_from = root.then_some(into.as_slice());
+                    let h = self.copy_node(child, &child_in, &mut cmaps, n, Some(&prefix), roots_from, false)?;
                     if root {
                         roots.push(h);
                     }
-                    if !has_succ.contains(&n.index()) {
+                    if !has_succ.get(n.index()).copied().unwrap_or(false) {
                         leaves.push(h);
                     }
                 }

@@ -98,12 +98,16 @@ pub struct PassContext {
     pub remarks: Vec<String>,
 }
 
-/// Options that change what a pass does (all off by default).
+/// Options that change what a pass does (all off or at their documented default by default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PassOptions {
     /// `fuse-kernels`: allow floating-point reassociation and contraction rules, which may
     /// change results in the last bits (`--fuse-fp-reassoc`).
     pub fuse_fp_reassoc: bool,
+    /// `inline-subgraphs`: the most nodes one graph may have after inlining; `None`:
+    /// [`inline_subgraphs::DEFAULT_MAX_INLINED_NODES`]. Checked before anything is copied,
+    /// so sub-graphs nested by doubling fail at once instead of never finishing.
+    pub max_inlined_nodes: Option<u64>,
 }
 
 impl PassContext {
