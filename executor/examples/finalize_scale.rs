@@ -17,7 +17,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("load {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     }
     let loaded = load_bytes(&bytes)?;
-    let mut ex = Executor::new(loaded, &ContextOptions { validation: false, device: DeviceChoice::Default })?;
+    let mut ex = Executor::new(
+        loaded,
+        &ContextOptions { validation: false, device: DeviceChoice::Default, ..Default::default() },
+    )?;
     let graph = ex.module().graphs.iter().next().map(|(_, g)| g.name.clone()).ok_or("no graph")?;
     for _ in 0..repeat {
         let t = Instant::now();

@@ -99,13 +99,14 @@ impl Executor {
                     submitted += 1;
                 }
                 // SAFETY: the fence was submitted with the last command buffer.
-                unsafe { d.wait_for_fences(&[fence], true, u64::MAX) }?;
-                Ok(())
+                let r = unsafe { d.wait_for_fences(&[fence], true, ex.ctx.wait_ns()) };
+                ex.ctx.waited(r, || "an eager run on the device".into())
             })();
             ex.native = native;
-            if result.is_err() && submitted > 0 {
-                // The fence may never be signalled: wait for the queue before freeing.
-                let _ = ex.ctx.wait_idle();
+            if result.is_err() && submitted > 0 && ex.ctx.wait_idle().is_err() {
+                // The fence may never be signalled, and the queue is still busy past the
+                // deadline: the pool and fence are leaked rather than freed under pending work.
+                return result.map(|()| submitted);
             }
             // SAFETY: nothing submitted from the pool is pending any more.
             unsafe {

@@ -1,6 +1,7 @@
 //! The executor's error type: every failure is a value naming what failed, never a panic.
 
 use std::fmt;
+use std::time::Duration;
 
 /// Why loading, finalizing, running or updating failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +41,15 @@ pub enum ExecError {
         /// What the callback reported.
         reason: String,
     },
+    /// A wait for the device passed [`crate::ContextOptions::timeout`]. The work goes on:
+    /// waiting again (`wait`, `wait_idle`) returns once it is done, and the executor stays
+    /// usable; dropped before that, it leaks its device objects instead of blocking.
+    Timeout {
+        /// What was being waited for.
+        what: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
 }
 
 impl fmt::Display for ExecError {
@@ -61,6 +71,12 @@ impl fmt::Display for ExecError {
             ExecError::Unknown(m) => write!(f, "unknown {m}"),
             ExecError::Invalid(m) => write!(f, "{m}"),
             ExecError::Host { node, reason } => write!(f, "host task %{node} failed: {reason}"),
+            ExecError::Timeout { what, after } => write!(
+                f,
+                "timed out after {after:?} waiting for {what}; the work is still running on the device (a \
+                 launch too large or a kernel that does not end?): wait again, or raise the deadline \
+                 (`ContextOptions::timeout`, `cmdgraph run --timeout SECONDS`)"
+            ),
         }
     }
 }

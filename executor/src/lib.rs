@@ -25,4 +25,4 @@ mod worker;
 pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
 pub use load::{load_bytes, Loaded};
 pub use profile::{NodeProfile, Profile};
-pub use vk::{ContextOptions, DeviceChoice};
+pub use vk::{ContextOptions, DeviceChoice, DEFAULT_TIMEOUT};

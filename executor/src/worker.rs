@@ -7,6 +7,10 @@
 //! that touches the queue or memory (bind, read, finalize, updates, profile) first waits
 //! until it is idle ([`Worker::drain`]). A failed host task releases the run's timeline (so
 //! nothing waits forever) and its error is reported by the next `wait` or `run`.
+//!
+//! Every wait has the context's deadline ([`crate::ContextOptions::timeout`]): a run that
+//! is still going past it is reported as [`ExecError::Timeout`], and a job that gave up
+//! waiting hands the release of its timeline to the queue, so later runs are not stuck.
 #![allow(unsafe_code)]
 
 use crate::error::{ExecError, Result};
@@ -173,7 +177,8 @@ pub(crate) fn submit(ctx: &Context, timeline: vk::Semaphore, at: u64, cb: vk::Co
     Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)
 }
 
-/// Waits on the host until `timeline` reaches `value`.
+/// Waits on the host until `timeline` reaches `value`, at most the context's deadline
+/// ([`ExecError::Timeout`] past it).
 pub(crate) fn wait_timeline(ctx: &Context, timeline: vk::Semaphore, value: u64) -> Result<()> {
     if value == 0 {
         return Ok(());
@@ -182,7 +187,27 @@ pub(crate) fn wait_timeline(ctx: &Context, timeline: vk::Semaphore, value: u64) 
     let values = [value];
     let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
     // SAFETY: the semaphore is live.
-    Ok(unsafe { ctx.device.wait_semaphores(&info, u64::MAX) }?)
+    let r = unsafe { ctx.device.wait_semaphores(&info, ctx.wait_ns()) };
+    ctx.waited(r, || format!("a graph run on the device (timeline value {value})"))
+}
+
+/// Signals `end` on `timeline` from the queue once it reaches `at`: the release of a run
+/// that stopped while its submitted work may still be running. A host signal would be
+/// invalid then (a pending signal of a lower value), and waiting for it is what timed out.
+fn release_on_queue(ctx: &Context, timeline: vk::Semaphore, at: u64, end: u64) -> Result<()> {
+    let waits = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(timeline)
+        .value(at)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    let signals = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(timeline)
+        .value(end)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    let wait_n = usize::from(at > 0);
+    let submit = [vk::SubmitInfo2::default().wait_semaphore_infos(&waits[..wait_n]).signal_semaphore_infos(&signals)];
+    // SAFETY: the semaphore is live, `end` is above every value signalled or pending on it,
+    // and the worker holds the queue.
+    Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)
 }
 
 /// Runs one job; on a failure, signals the run's end value from the host so that waiters
@@ -207,12 +232,18 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
         Ok(())
     })();
     if r.is_err() && at < end {
-        // Everything submitted has completed (waited for before the host task), so the
-        // timeline is at `at` and may be moved to the run's end.
-        let _ = wait_timeline(ctx, job.timeline, at);
-        let info = vk::SemaphoreSignalInfo::default().semaphore(job.timeline).value(end);
-        // SAFETY: the semaphore is live and `end` is above its current value.
-        let _ = unsafe { ctx.device.signal_semaphore(&info) };
+        // Usually everything submitted has completed (waited for before the host task), so
+        // the timeline is at `at` and may be moved to the run's end from the host. When a
+        // wait timed out, the submitted work may still be running: the queue moves the
+        // timeline after it instead.
+        let done = !matches!(r, Err(ExecError::Timeout { .. })) && wait_timeline(ctx, job.timeline, at).is_ok();
+        if done {
+            let info = vk::SemaphoreSignalInfo::default().semaphore(job.timeline).value(end);
+            // SAFETY: the semaphore is live, at `at`, and `end` is above it with nothing pending.
+            let _ = unsafe { ctx.device.signal_semaphore(&info) };
+        } else {
+            let _ = release_on_queue(ctx, job.timeline, at, end);
+        }
     }
     r
 }

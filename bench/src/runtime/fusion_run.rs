@@ -577,8 +577,11 @@ pub(crate) fn compile_to(path: &Path, text: &str, fuse: bool) -> Result<(), Stri
 /// An executor on `device` (validation off: these are timings) for the bundle at `path`.
 pub(crate) fn executor(path: &Path, device: Option<&str>) -> Result<Executor, String> {
     let loaded = load_bytes(&super::harness::read_bytes(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
-    let opts =
-        ContextOptions { validation: false, device: device.map(DeviceChoice::parse).unwrap_or(DeviceChoice::Default) };
+    let opts = ContextOptions {
+        validation: false,
+        device: device.map(DeviceChoice::parse).unwrap_or(DeviceChoice::Default),
+        ..Default::default()
+    };
     Executor::new(loaded, &opts).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -143,7 +143,8 @@ pub fn bundle_bytes(dir: &Path, name: &str) -> Result<Vec<u8>, String> {
 pub fn executor(bundle: &[u8], common: &Common) -> Result<Executor, String> {
     let loaded = cmdgraph_executor::load_bytes(bundle).map_err(|e| e.to_string())?;
     let device = common.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
-    Executor::new(loaded, &ContextOptions { validation: false, device }).map_err(|e| e.to_string())
+    Executor::new(loaded, &ContextOptions { validation: false, device, ..Default::default() })
+        .map_err(|e| e.to_string())
 }
 
 /// The compiled kernel every launch of graph `graph` runs (the executor's choice, from the

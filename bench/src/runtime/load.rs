@@ -232,7 +232,7 @@ fn measure(args: &Args, phase: &Phase, n: usize, device: &mut String) -> Result<
     let t = Instant::now();
     let mut ex = cmdgraph_executor::Executor::new(
         loaded,
-        &cmdgraph_executor::ContextOptions { validation: false, device: device_choice },
+        &cmdgraph_executor::ContextOptions { validation: false, device: device_choice, ..Default::default() },
     )
     .map_err(err)?;
     let executor = t.elapsed().as_secs_f64();

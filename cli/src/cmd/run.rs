@@ -19,6 +19,7 @@ use cmdgraph_ir::Module;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -58,6 +59,16 @@ pub struct RunArgs {
     /// fails the run.
     #[arg(long)]
     pub validation: bool,
+    /// Give up on a wait for the device after this many seconds (exit 1 naming what was
+    /// waited for) instead of waiting forever; 0: no deadline. Default 300.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
+}
+
+/// A `--timeout` value: seconds (fractions allowed), 0 for none.
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}`: seconds must be 0 or more (0: no deadline)"))
 }
 
 /// Runs `cmdgraph run`.
@@ -101,7 +112,12 @@ fn on_device(
     outputs: &[(Binding, data::Layout, bool)],
 ) -> Result<(String, Files), Failure> {
     let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
-    let opts = ContextOptions { validation: args.validation, device };
+    let timeout = match args.timeout {
+        Some(t) if t.is_zero() => None,
+        Some(t) => Some(t),
+        None => ContextOptions::default().timeout,
+    };
+    let opts = ContextOptions { validation: args.validation, device, timeout };
     let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
     let mut ex = Executor::new(loaded, &opts).map_err(fail)?;
     for (name, bytes) in bound {

@@ -55,7 +55,7 @@ pub fn compile(module: &Module, pipeline: Option<&str>) -> Result<Vec<u8>, Strin
 /// A fresh executor on the default device with validation on.
 pub fn executor(bundle: &[u8]) -> Result<Executor, String> {
     let loaded = cmdgraph_executor::load_bytes(bundle).map_err(|e| e.to_string())?;
-    Executor::new(loaded, &ContextOptions { validation: true, device: DeviceChoice::Default })
+    Executor::new(loaded, &ContextOptions { validation: true, device: DeviceChoice::Default, ..Default::default() })
         .map_err(|e| e.to_string())
 }
 

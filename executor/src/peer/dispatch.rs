@@ -203,7 +203,9 @@ impl DispatchPeer {
         let submitted = unsafe {
             d.queue_submit2(self.ctx.queue, &submit, o.fence)?;
             let submitted = t.elapsed();
-            d.wait_for_fences(&[o.fence], true, u64::MAX)?;
+            // Past the deadline the peer is not run again (its fence is pending): drop it.
+            self.ctx
+                .waited(d.wait_for_fences(&[o.fence], true, self.ctx.wait_ns()), || "a dispatch peer run".into())?;
             d.reset_fences(&[o.fence])?;
             submitted
         };
@@ -286,7 +288,10 @@ impl Drop for DispatchPeer {
     fn drop(&mut self) {
         // Nothing of ours is pending after `run` returns, but a failed wait may have left a
         // submission behind: the device must be done before anything is destroyed.
-        let _ = self.ctx.wait_idle();
+        if self.ctx.wait_idle().is_err() {
+            // Still busy past the deadline: leaked rather than destroyed under running work.
+            return;
+        }
         if let Some(mut t) = self.transfers.take() {
             t.destroy(&self.ctx);
         }

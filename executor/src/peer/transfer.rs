@@ -224,7 +224,10 @@ impl TransferPeer {
         // fence before returning); the queue is used from this thread only.
         unsafe {
             ctx.device.queue_submit2(ctx.queue, &submit, self.fence)?;
-            ctx.device.wait_for_fences(&[self.fence], true, u64::MAX)?;
+            // Past the deadline the peer is not run again (its fence is pending): drop it.
+            ctx.waited(ctx.device.wait_for_fences(&[self.fence], true, ctx.wait_ns()), || {
+                "a transfer peer run".into()
+            })?;
             ctx.device.reset_fences(&[self.fence])?;
         }
         self.ran = true;

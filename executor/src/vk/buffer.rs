@@ -185,6 +185,14 @@ impl Transfers {
     /// everything submitted before and before everything submitted after, host reads
     /// included), submits it and waits.
     pub fn run(&self, ctx: &Context, f: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
+        // After a timed-out wait the queue may still be busy, and the fence of a transfer
+        // that timed out still pending: wait (bounded) for idle before reusing it.
+        ctx.settle()?;
+        // SAFETY: the queue is idle or the fence was reset after its last wait.
+        if unsafe { ctx.device.get_fence_status(self.fence) }? {
+            // SAFETY: signalled, so not in use by the queue.
+            unsafe { ctx.device.reset_fences(&[self.fence]) }?;
+        }
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -209,10 +217,14 @@ impl Transfers {
                 let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cb)];
                 let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos)];
                 ctx.device.queue_submit2(ctx.queue, &submit, self.fence)?;
-                ctx.device.wait_for_fences(&[self.fence], true, u64::MAX)?;
+                ctx.device.wait_for_fences(&[self.fence], true, ctx.wait_ns())?;
                 ctx.device.reset_fences(&[self.fence])?;
                 Ok::<(), vk::Result>(())
             })();
+            if result == Err(vk::Result::TIMEOUT) {
+                // Still pending: freeing it now would be invalid; the pool frees it later.
+                return ctx.waited(Err(vk::Result::TIMEOUT), || "a transfer (behind earlier device work)".into());
+            }
             ctx.device.free_command_buffers(self.pool, &cbs);
             Ok(result?)
         }

@@ -10,7 +10,9 @@ use crate::features::{EnabledFeatures, Feature};
 use crate::spirv::AtomicOp;
 use ash::vk;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Which physical device to use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -36,12 +38,27 @@ impl DeviceChoice {
 }
 
 /// How to create a [`Context`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ContextOptions {
     /// Enable the validation layer with synchronization validation.
     pub validation: bool,
     /// Which device.
     pub device: DeviceChoice,
+    /// The deadline of every wait for the device (a run, a transfer, idle): past it the wait
+    /// returns [`ExecError::Timeout`] instead of blocking, since a kernel may run for hours
+    /// and the caller must get control back. `None`: wait forever. Default
+    /// [`DEFAULT_TIMEOUT`].
+    pub timeout: Option<Duration>,
+}
+
+/// The default [`ContextOptions::timeout`]: five minutes, far above any run the project's
+/// tests or benchmarks wait for at once (seconds on llvmpipe) and well below "forever".
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Default for ContextOptions {
+    fn default() -> ContextOptions {
+        ContextOptions { validation: false, device: DeviceChoice::Default, timeout: Some(DEFAULT_TIMEOUT) }
+    }
 }
 
 /// Messages the validation layer reported.
@@ -94,6 +111,14 @@ pub struct Context {
     /// SPIR-V is checked against them before it reaches the driver (features.rs).
     pub(crate) features: EnabledFeatures,
     name: String,
+    /// [`ContextOptions::timeout`].
+    timeout: Option<Duration>,
+    /// A wait timed out and the queue may still run that work: before the next submission
+    /// that reuses a fence or frees a command buffer, [`Context::settle`] waits for idle.
+    overdue: AtomicBool,
+    /// Fences of bounded [`Context::wait_idle`] calls that timed out: still pending, so not
+    /// destroyed until a later wait for idle succeeds (its fence comes after them).
+    idle_fences: Mutex<Vec<vk::Fence>>,
 }
 
 /// The names of the physical devices, in enumeration order, with their type.
@@ -224,6 +249,9 @@ impl Context {
             update_after_bind,
             timestamp_bits,
             features,
+            timeout: opts.timeout,
+            overdue: AtomicBool::new(false),
+            idle_fences: Mutex::new(Vec::new()),
         })
     }
 
@@ -265,10 +293,83 @@ impl Context {
         self.props.limits.timestamp_period
     }
 
-    /// Waits until the device has finished everything submitted.
+    /// Waits until the device has finished everything submitted, at most
+    /// [`ContextOptions::timeout`]: [`ExecError::Timeout`] past it (the work goes on; a
+    /// later call waits again). The caller holds the queue (no other thread submits).
     pub fn wait_idle(&self) -> Result<()> {
-        // SAFETY: the device is valid; waiting has no other precondition.
-        Ok(unsafe { self.device.device_wait_idle() }?)
+        let Some(after) = self.timeout else {
+            // SAFETY: the device is valid; waiting has no other precondition.
+            return Ok(unsafe { self.device.device_wait_idle() }?);
+        };
+        let mut pending = self.idle_fences.lock().map_err(|_| ExecError::Invalid("idle fence lock poisoned".into()))?;
+        // vkDeviceWaitIdle has no timeout: a fence submitted alone is signalled once all
+        // earlier work on the (only) queue has completed, and a fence wait has one. A new
+        // fence every time: work may have been submitted after an earlier one.
+        // SAFETY: the device is valid; the fence is destroyed below or kept pending.
+        let fence = unsafe { self.device.create_fence(&vk::FenceCreateInfo::default(), None) }?;
+        // SAFETY: an empty batch with a fence; the caller holds the queue.
+        if let Err(e) = unsafe { self.device.queue_submit2(self.queue, &[], fence) } {
+            // SAFETY: the fence was never submitted.
+            unsafe { self.device.destroy_fence(fence, None) };
+            return Err(e.into());
+        }
+        // SAFETY: the fence is live and was submitted.
+        match unsafe { self.device.wait_for_fences(&[fence], true, self.wait_ns()) } {
+            Ok(()) => {
+                // SAFETY: this fence and every earlier one (submitted before it on the same
+                // queue) are signalled, so no queue operation uses them any more.
+                unsafe {
+                    for f in pending.drain(..) {
+                        self.device.destroy_fence(f, None);
+                    }
+                    self.device.destroy_fence(fence, None);
+                }
+                self.overdue.store(false, Ordering::Release);
+                Ok(())
+            }
+            Err(vk::Result::TIMEOUT) => {
+                pending.push(fence);
+                Err(self.timed_out("the device to finish its submitted work", after))
+            }
+            Err(e) => {
+                pending.push(fence);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// [`ContextOptions::timeout`].
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The deadline of one wait in nanoseconds, as the Vulkan wait calls take it.
+    pub(crate) fn wait_ns(&self) -> u64 {
+        self.timeout.map_or(u64::MAX, |t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The error of a wait for `what` that gave up after `after`; marks the context overdue.
+    pub(crate) fn timed_out(&self, what: impl Into<String>, after: Duration) -> ExecError {
+        self.overdue.store(true, Ordering::Release);
+        ExecError::Timeout { what: what.into(), after }
+    }
+
+    /// Maps the result of a Vulkan wait for `what`: `TIMEOUT` becomes [`ExecError::Timeout`].
+    pub(crate) fn waited(&self, r: ash::prelude::VkResult<()>, what: impl FnOnce() -> String) -> Result<()> {
+        match r {
+            Ok(()) => Ok(()),
+            Err(vk::Result::TIMEOUT) => Err(self.timed_out(what(), self.timeout.unwrap_or(Duration::MAX))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// After a wait timed out, waits (bounded) for the queue to be idle before work that
+    /// reuses a fence or frees command buffers once it completes; otherwise returns at once.
+    pub(crate) fn settle(&self) -> Result<()> {
+        if self.overdue.load(Ordering::Acquire) {
+            self.wait_idle()?;
+        }
+        Ok(())
     }
 }
 
@@ -278,7 +379,30 @@ impl Drop for Context {
         // context (owners hold the context and are dropped first); the debug messenger goes
         // before the instance.
         unsafe {
+            // An owner's wait for idle that already gave up (its fence is still pending) is
+            // not repeated: the deadline has passed once.
+            let gave_up = self
+                .idle_fences
+                .lock()
+                .ok()
+                .and_then(|p| p.last().copied())
+                .is_some_and(|f| !matches!(self.device.get_fence_status(f), Ok(true)));
+            if self.timeout.is_some() && (gave_up || self.wait_idle().is_err()) {
+                // Still running past the deadline: destroying the device under running work
+                // is undefined, and waiting is what the deadline forbids. The device and
+                // instance are leaked (freed by the driver at process exit); the messages
+                // are kept for `take_unreported_messages`.
+                if let Some((_, _, sink)) = &self.debug {
+                    keep_unreported(sink);
+                }
+                return;
+            }
             let _ = self.device.device_wait_idle();
+            if let Ok(mut pending) = self.idle_fences.lock() {
+                for f in pending.drain(..) {
+                    self.device.destroy_fence(f, None);
+                }
+            }
             self.device.destroy_device(None);
             if let Some((du, m, sink)) = self.debug.take() {
                 du.destroy_debug_utils_messenger(m, None);

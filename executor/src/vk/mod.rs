@@ -5,5 +5,5 @@ pub mod context;
 pub mod pipeline;
 
 pub use buffer::{BufRef, Buffer, Place, Transfers};
-pub use context::{Context, ContextOptions, DeviceChoice};
+pub use context::{Context, ContextOptions, DeviceChoice, DEFAULT_TIMEOUT};
 pub use pipeline::KernelPipeline;
