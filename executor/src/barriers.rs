@@ -18,6 +18,7 @@
 use crate::args::Target;
 use crate::exec::BarrierPolicy;
 use ash::vk;
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 /// What kind of device work a command is.
@@ -205,8 +206,8 @@ impl SegmentPlan {
 
 /// Plans the barriers of a segment whose commands, in recording order, have `effects`;
 /// `stage_starts[i]` says command `i` is the first command of a schedule stage.
-pub(crate) fn plan(effects: &[Effect], stage_starts: &[bool], policy: BarrierPolicy) -> SegmentPlan {
-    let native = effects.iter().any(|e| e.work == Work::Native);
+pub(crate) fn plan<E: Borrow<Effect>>(effects: &[E], stage_starts: &[bool], policy: BarrierPolicy) -> SegmentPlan {
+    let native = effects.iter().any(|e| e.borrow().work == Work::Native);
     let (stages, src_access, dst_access) = match policy {
         BarrierPolicy::Full => executor_work(true),
         _ => executor_work(native),
@@ -220,7 +221,7 @@ pub(crate) fn plan(effects: &[Effect], stage_starts: &[bool], policy: BarrierPol
     // Group boundaries: where a barrier goes.
     let mut cut = vec![false; effects.len()];
     let mut pending = Pending::default();
-    for (i, e) in effects.iter().enumerate() {
+    for (i, e) in effects.iter().map(Borrow::borrow).enumerate() {
         let boundary = match policy {
             BarrierPolicy::Conflicts => pending.conflicts(e),
             BarrierPolicy::Stages | BarrierPolicy::Full => i > 0 && stage_starts.get(i).copied().unwrap_or(true),
@@ -241,7 +242,10 @@ pub(crate) fn plan(effects: &[Effect], stage_starts: &[bool], policy: BarrierPol
         let next = starts.get(w + 1).copied().unwrap_or(effects.len());
         before[this] = Some(match policy {
             BarrierPolicy::Full => Masks::FULL,
-            _ => Masks::between(&effects[prev..this], &effects[this..next]),
+            _ => Masks::between(
+                effects[prev..this].iter().map(Borrow::borrow),
+                effects[this..next].iter().map(Borrow::borrow),
+            ),
         });
     }
     SegmentPlan { opening, before, closing }

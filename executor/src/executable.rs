@@ -13,10 +13,12 @@ use crate::vk::buffer::full_barrier;
 use crate::vk::{Buffer, Context, Place};
 use crate::worker::{wait_timeline, Step};
 use ash::vk;
+use cmdgraph_ir::footprint::Footprint;
 use cmdgraph_ir::{
     Alternative, Arg, ArgValue, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemRef, Node, NodeKind,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 mod alts;
 mod effects;
@@ -126,6 +128,9 @@ pub(crate) struct Executable {
     pub(crate) timeline: vk::Semaphore,
     /// The descriptor pools every kernel resource's set comes from.
     pub(crate) sets: sets::SetPools,
+    /// Footprints by (kernel index, launch): a footprint depends on nothing else, and
+    /// thousands of nodes launch the same kernel the same way.
+    pub(crate) footprints: std::cell::RefCell<HashMap<(usize, Launch), Arc<Footprint>>>,
     /// Kernel resources at finalize: the size of the first descriptor pool.
     pub(crate) set_count: u32,
     /// The timeline value the last submitted work signals.
@@ -335,9 +340,26 @@ impl Executor {
     pub fn finalize(&mut self, name: &str) -> Result<ExecId> {
         self.worker.drain();
         let name = name.strip_prefix('@').unwrap_or(name);
-        let module = &self.loaded.module;
-        let gh = module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
-        let graph = module.graphs[gh].clone();
+        let gh = self.loaded.module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
+        // Device globals used by any kernel variant exist before encoding (first: this
+        // needs the executor mutably, what follows borrows the graph from it).
+        let device = self.loaded.module.graphs[gh].device;
+        let globals: Vec<String> = self
+            .loaded
+            .bundle
+            .kernels
+            .iter()
+            .flat_map(|k| k.layout.slots.iter())
+            .filter_map(|s| match s {
+                cmdgraph_ir::bundle::MemorySlot::DeviceGlobal { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        for g in globals {
+            self.global(device, &g)?;
+        }
+        // Borrowed, not cloned (a clone of a 10^6-node graph was 5% of finalize).
+        let graph = &self.loaded.module.graphs[gh];
         for h in graph.nodes.handles() {
             check_cmd_supported(&graph, h)?;
         }
@@ -383,22 +405,6 @@ impl Executor {
         }
         if let Some(p) = &plan {
             pool_size = pool_size.max(p.memory.size);
-        }
-        let device = graph.device;
-        // Device globals used by any kernel variant exist before encoding.
-        let globals: Vec<String> = self
-            .loaded
-            .bundle
-            .kernels
-            .iter()
-            .flat_map(|k| k.layout.slots.iter())
-            .filter_map(|s| match s {
-                cmdgraph_ir::bundle::MemorySlot::DeviceGlobal { name, .. } => Some(name.clone()),
-                _ => None,
-            })
-            .collect();
-        for g in globals {
-            self.global(device, &g)?;
         }
         let ctx = &self.ctx;
         let min_align = ctx.props.limits.min_storage_buffer_offset_alignment.max(4);
@@ -549,6 +555,7 @@ impl Executor {
             cmd_pool,
             timeline,
             sets: sets::SetPools::new(max_bindings),
+            footprints: Default::default(),
             set_count: layout.len() as u32,
             submitted: 0,
             dyn_values: graph.dyn_params.iter().map(|(_, p)| p.value.clone()).collect(),
@@ -560,6 +567,7 @@ impl Executor {
             scratch,
             scratch_offs,
         };
+        let mut native = std::mem::take(&mut self.native);
         let built = (|| {
             for (h, si, alt, args_off, ind_off) in layout {
                 let node = &graph.nodes[h];
@@ -620,11 +628,12 @@ impl Executor {
                 }
             }
             for si in 0..exe.sched.len() {
-                self.record(&mut exe, si)?;
+                self.record_with(&mut exe, si, &mut native)?;
             }
             self.build_steps(&mut exe);
             Ok(())
         })();
+        self.native = native;
         if let Err(e) = built {
             exe.destroy(&self.ctx);
             return Err(e);

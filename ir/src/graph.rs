@@ -392,7 +392,7 @@ pub struct KernelCommand {
 }
 
 /// A kernel's execution space. Dimensions are 1 to 3.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Launch {
     /// `single_task`
     SingleTask,

@@ -63,10 +63,10 @@ impl Intervals {
 
 impl SegmentIndex {
     /// Indexes `effects` (in recording order) by the stretches `plan` cuts them into.
-    pub(crate) fn new(effects: &[Effect], plan: &SegmentPlan) -> SegmentIndex {
+    pub(crate) fn new<E: std::borrow::Borrow<Effect>>(effects: &[E], plan: &SegmentPlan) -> SegmentIndex {
         let mut index = SegmentIndex::default();
         let mut current = Stretch::default();
-        for (pos, e) in effects.iter().enumerate() {
+        for (pos, e) in effects.iter().map(std::borrow::Borrow::borrow).enumerate() {
             if pos > 0 && plan.before.get(pos).is_some_and(|b| b.is_some()) {
                 index.stretches.push(std::mem::take(&mut current));
             }

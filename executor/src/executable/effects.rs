@@ -12,24 +12,37 @@ use crate::exec::Executor;
 use cmdgraph_ir::footprint::{kernel_footprint, Extent, Place};
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::{ArgValue, Graph, Handle, MemRef, Node, NodeKind};
+use std::borrow::Cow;
 
 impl Executor {
     /// What node `h` does to memory when recorded, or `None` if it records no command.
     /// A `dynamic` node records every kernel alternative (inactive ones dispatch nothing),
     /// so its effect is theirs together: switching alternatives never moves a barrier.
-    pub(crate) fn node_effect(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Option<Effect>> {
+    /// A kernel node without other alternatives lends its prepared effect (no copy: this
+    /// runs for every node at finalize).
+    pub(crate) fn node_effect<'e>(
+        &self,
+        exe: &'e Executable,
+        graph: &Graph,
+        h: Handle<Node>,
+    ) -> Result<Option<Cow<'e, Effect>>> {
         let n = &graph.nodes[h];
         if let Some(k) = exe.kernels.get(&h.index()) {
-            let spares = exe.spare.range((h.index(), 0)..=(h.index(), u32::MAX)).map(|(_, k)| k);
+            let not_prepared = || ExecError::Invalid(format!("%{}: not prepared", n.name));
+            let mut spares = exe.spare.range((h.index(), 0)..=(h.index(), u32::MAX)).map(|(_, k)| k).peekable();
+            if spares.peek().is_none() {
+                return Ok(Some(Cow::Borrowed(k.effect.as_ref().ok_or_else(not_prepared)?)));
+            }
             let mut all = Effect { work: Work::Compute, reads: Vec::new(), writes: Vec::new() };
             for k in std::iter::once(k).chain(spares) {
-                let e = k.effect.as_ref().ok_or_else(|| ExecError::Invalid(format!("%{}: not prepared", n.name)))?;
+                let e = k.effect.as_ref().ok_or_else(not_prepared)?;
                 all.reads.extend(e.reads.iter().cloned());
                 all.writes.extend(e.writes.iter().cloned());
             }
-            return Ok(Some(all));
+            return Ok(Some(Cow::Owned(all)));
         }
-        let transfer = |reads: Vec<Span>, writes: Vec<Span>| Ok(Some(Effect { work: Work::Transfer, reads, writes }));
+        let transfer =
+            |reads: Vec<Span>, writes: Vec<Span>| Ok(Some(Cow::Owned(Effect { work: Work::Transfer, reads, writes })));
         match &n.kind {
             NodeKind::Memcpy { dst, src, bytes } if *bytes > 0 => {
                 let (d, s) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
@@ -55,7 +68,9 @@ impl Executor {
                     ),
                 }
             }
-            NodeKind::Native(_) => Ok(Some(Effect { work: Work::Native, reads: Vec::new(), writes: Vec::new() })),
+            NodeKind::Native(_) => {
+                Ok(Some(Cow::Owned(Effect { work: Work::Native, reads: Vec::new(), writes: Vec::new() })))
+            }
             _ => Ok(None),
         }
     }
@@ -69,7 +84,16 @@ impl Executor {
             .try_get(k.cmd.kernel)
             .ok_or_else(|| ExecError::Ir("bad kernel handle".into()))?;
         let args = exe.args_of(&k.cmd)?;
-        let fp = kernel_footprint(kernel, &k.cmd.launch);
+        let key = (k.cmd.kernel.index(), k.cmd.launch.clone());
+        let cached = exe.footprints.borrow().get(&key).cloned();
+        let fp = match cached {
+            Some(fp) => fp,
+            None => {
+                let fp = std::sync::Arc::new(kernel_footprint(kernel, &k.cmd.launch));
+                exe.footprints.borrow_mut().insert(key, fp.clone());
+                fp
+            }
+        };
         let mut e = Effect { work: Work::Compute, reads: Vec::new(), writes: Vec::new() };
         for (place, access) in &fp.accesses {
             let span = match *place {

@@ -10,6 +10,7 @@ use crate::schedule::Seg;
 use crate::vk::buffer::full_barrier;
 use ash::vk;
 use cmdgraph_ir::{Graph, Handle, Node, NodeKind};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 impl Executor {
@@ -19,7 +20,12 @@ impl Executor {
     }
 
     /// [`segment_plan`](Self::segment_plan) with each recorded command's effect.
-    fn segment_effects(&self, exe: &Executable, si: usize) -> Result<(Vec<Handle<Node>>, Vec<Effect>, SegmentPlan)> {
+    #[allow(clippy::type_complexity)]
+    fn segment_effects<'e>(
+        &self,
+        exe: &'e Executable,
+        si: usize,
+    ) -> Result<(Vec<Handle<Node>>, Vec<Cow<'e, Effect>>, SegmentPlan)> {
         let Some(Seg::Device(stages)) = exe.sched.get(si) else {
             return Err(ExecError::Invalid(format!("segment {si} is not a device segment")));
         };
@@ -42,23 +48,38 @@ impl Executor {
     /// Records device segment `si` into each of its command buffers (allocating them the
     /// first time). The executable is idle: none of them is pending.
     pub(crate) fn record(&mut self, exe: &mut Executable, si: usize) -> Result<()> {
+        let mut native = std::mem::take(&mut self.native);
+        let result = self.record_with(exe, si, &mut native);
+        self.native = native;
+        result
+    }
+
+    /// [`record`](Self::record) with the native callbacks taken out of the executor (so the
+    /// caller may hold borrows of it).
+    pub(crate) fn record_with(
+        &self,
+        exe: &mut Executable,
+        si: usize,
+        native: &mut BTreeMap<String, crate::exec::NativeFn>,
+    ) -> Result<()> {
         if !matches!(exe.sched.get(si), Some(Seg::Device(_))) {
             return Ok(());
         }
         let (order, effects, plan) = self.segment_effects(exe, si)?;
-        let mut native = std::mem::take(&mut self.native);
         // Borrowed, not cloned: a clone of the graph per segment made recording a graph of
         // many host tasks quadratic.
         let graph = &self.loaded.module.graphs[exe.graph];
-        let graph_updatable = graph.properties.updatable;
+        // The index serves updates only (`stale_conflict`); without one an update re-plans
+        // the segment, so a graph that cannot be updated does not build it.
+        let index = graph.properties.updatable.then(|| SegmentIndex::new(&effects, &plan));
+        drop(effects);
         let mut result = Ok(());
         for copy in 0..exe.live_copies.min(exe.cmds.len()) {
-            result = self.record_copy(exe, graph, si, copy, &order, &plan, &mut native);
+            result = self.record_copy(exe, graph, si, copy, &order, &plan, native);
             if result.is_err() {
                 break;
             }
         }
-        self.native = native;
         result?;
         exe.must_record.remove(&si);
         for (i, h) in order.iter().enumerate() {
@@ -69,10 +90,8 @@ impl Executor {
         if let Some(o) = exe.orders.get_mut(si) {
             *o = order;
         }
-        // The index serves updates only (`stale_conflict`); without one an update re-plans
-        // the segment, so a graph that cannot be updated does not build it.
         if let Some(i) = exe.indexes.get_mut(si) {
-            *i = graph_updatable.then(|| SegmentIndex::new(&effects, &plan));
+            *i = index;
         }
         if let Some(p) = exe.plans.get_mut(si) {
             *p = Some(plan);
