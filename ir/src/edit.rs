@@ -334,10 +334,10 @@ fn remap_site(site: Site, map: &NodeMap) -> Option<Site> {
 }
 
 /// Name → handle index of a graph's nodes (names are unique after verification).
-pub fn node_names(graph: &Graph) -> std::collections::HashMap<&str, Handle<Node>> {
+pub fn node_names(graph: &Graph) -> rustc_hash::FxHashMap<&str, Handle<Node>> {
     // Hashed, not ordered: lookups only, and an ordered map of 10^5 names spent its time
     // comparing strings (finalize at 10^5 nodes).
-    let mut names = std::collections::HashMap::with_capacity(graph.nodes.len());
+    let mut names = rustc_hash::FxHashMap::with_capacity_and_hasher(graph.nodes.len(), Default::default());
     for (h, n) in graph.nodes.iter() {
         names.entry(n.name.as_str()).or_insert(h);
     }
