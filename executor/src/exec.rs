@@ -127,6 +127,22 @@ impl Executor {
             recording: RecordOptions::default(),
             ctx,
         };
+        // The loader checked the portable limits; this device's own come first here, since a
+        // pipeline beyond them is undefined behaviour in the driver (issue 18).
+        let limits = &ex.ctx.props.limits;
+        for (i, k) in ex.loaded.bundle.kernels.iter().enumerate() {
+            let wg = k.workgroup_size;
+            let total = wg.iter().map(|&d| u64::from(d)).product::<u64>();
+            if wg.iter().zip(limits.max_compute_work_group_size).any(|(&d, m)| d > m)
+                || total > u64::from(limits.max_compute_work_group_invocations)
+            {
+                return Err(ExecError::Bundle(format!(
+                    "kernel @{}: workgroup_size {wg:?} exceeds the device's maxComputeWorkGroupSize {:?} or \
+                     maxComputeWorkGroupInvocations {} (variant {i})",
+                    k.kernel, limits.max_compute_work_group_size, limits.max_compute_work_group_invocations
+                )));
+            }
+        }
         for k in &ex.loaded.bundle.kernels {
             let p = KernelPipeline::new(&ex.ctx, ex.cache, k)?;
             ex.pipelines.push(p);

@@ -9,8 +9,22 @@ use cmdgraph_ir::Module;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+mod plan;
+
 /// Largest argument block accepted (a sanity bound far above any real kernel's).
 const MAX_BLOCK_BYTES: u32 = 1 << 16;
+
+/// Largest `items_per_invocation` accepted: codegen emits 1 or 4
+/// (`cmdgraph_codegen::ITEMS_PER_INVOCATION`); a power of two up to this bound leaves room
+/// for wider vectorization without letting a group's span overflow.
+pub const MAX_ITEMS_PER_INVOCATION: u32 = 64;
+
+/// Portable work-group limits (Vulkan's required minimums for
+/// `maxComputeWorkGroupSize`/`maxComputeWorkGroupInvocations`); the device's own limits
+/// are checked again when the pipelines are created.
+pub const MAX_WORKGROUP: [u32; 3] = [1024, 1024, 64];
+/// See [`MAX_WORKGROUP`].
+pub const MAX_WORKGROUP_INVOCATIONS: u32 = 1024;
 
 /// A bundle whose every part has been checked, with its optimized module parsed.
 #[derive(Clone, Debug)]
@@ -61,14 +75,10 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
     }
     let module = cmdgraph_ir::text::parse(&bundle.optimized).map_err(|d| ExecError::Ir(first(&d)))?;
     cmdgraph_ir::verify::verify(&module).map_err(|d| ExecError::Ir(first(&d)))?;
-    for k in &bundle.kernels {
-        check_kernel(&module, k)?;
+    for (i, k) in bundle.kernels.iter().enumerate() {
+        check_kernel(&module, i, k)?;
     }
-    for plan in &bundle.graphs {
-        if module.graph_by_name(&plan.name).is_none() {
-            return Err(ExecError::Bundle(format!("plan for unknown graph @{}", plan.name)));
-        }
-    }
+    plan::check_plans(&bundle, &module)?;
     let launches = bundle
         .graphs
         .iter()
@@ -102,50 +112,100 @@ fn parse(bytes: &[u8]) -> Result<Bundle> {
     })
 }
 
-/// Checks one compiled kernel against its IR signature and the ABI (docs/abi.md).
-fn check_kernel(module: &Module, k: &CompiledKernel) -> Result<()> {
-    let bad = |m: String| ExecError::Bundle(format!("kernel @{}: {m}", k.kernel));
+/// Checks one compiled kernel (entry `variant` of the bundle's list) against its IR
+/// signature and the ABI (docs/abi.md): work-group size within the portable limits, items
+/// per invocation, every argument field the size and alignment of its parameter, inside the
+/// block and overlapping no other field, every memory slot named by exactly one field or
+/// device global, then the SPIR-V ([`spirv::check_variant`]) against all of it.
+fn check_kernel(module: &Module, variant: usize, k: &CompiledKernel) -> Result<()> {
+    // The variant index goes last so that "kernel @k: <field>" reads the same for every variant.
+    let bad = |m: String| ExecError::Bundle(format!("kernel @{}: {m} (variant {variant})", k.kernel));
     let handle = module.kernel_by_name(&k.kernel).ok_or_else(|| bad("not in the IR".into()))?;
     let kernel = &module.kernels[handle];
     let l = &k.layout;
     if l.block_size < 32 || l.block_size > MAX_BLOCK_BYTES || !l.block_size.is_multiple_of(4) {
         return Err(bad(format!("argument block of {} bytes", l.block_size)));
     }
-    if k.workgroup_size.contains(&0) || k.items_per_invocation == 0 {
+    let wg = k.workgroup_size;
+    let invocations = wg.iter().try_fold(1u32, |p, &d| p.checked_mul(d));
+    if wg.contains(&0)
+        || wg.iter().zip(MAX_WORKGROUP).any(|(&d, m)| d > m)
+        || invocations.is_none_or(|p| p > MAX_WORKGROUP_INVOCATIONS)
+    {
         return Err(bad(format!(
-            "work-group size {:?}, {} items per invocation",
-            k.workgroup_size, k.items_per_invocation
+            "workgroup_size {wg:?} outside the portable limits (each at most {MAX_WORKGROUP:?}, \
+             {MAX_WORKGROUP_INVOCATIONS} invocations)"
+        )));
+    }
+    let items = k.items_per_invocation;
+    if !items.is_power_of_two() || items > MAX_ITEMS_PER_INVOCATION {
+        return Err(bad(format!(
+            "items_per_invocation {items}: must be a power of two from 1 to {MAX_ITEMS_PER_INVOCATION}"
         )));
     }
     if l.fields.len() != kernel.params.len() {
         return Err(bad(format!("{} fields for {} parameters", l.fields.len(), kernel.params.len())));
     }
+    // Byte ranges of the fields, for the overlap check: (start, end, field index).
+    let mut ranges = Vec::with_capacity(l.fields.len());
+    let mut slot_field = vec![None; l.slots.len()];
     for (i, (field, param)) in l.fields.iter().zip(&kernel.params).enumerate() {
-        let (bytes, ok) = match (&field.kind, &param.ty) {
-            (ArgFieldKind::Value { bytes }, ParamType::Value(_)) => (*bytes, *bytes > 0 && *bytes <= 32),
+        let (bytes, align, ok) = match (&field.kind, &param.ty) {
+            (ArgFieldKind::Value { bytes }, ParamType::Value(t)) => {
+                // codegen/src/layout.rs: bool is a u32; a 3-vector is aligned as a 4-vector.
+                let s = if t.scalar == cmdgraph_ir::ScalarType::Bool { 4 } else { t.scalar.size() as u32 };
+                let size = s * u32::from(t.lanes);
+                (size, if t.lanes == 3 { 4 * s } else { size }, *bytes == size)
+            }
             (ArgFieldKind::Buffer { slot, elem_bytes }, ParamType::Buffer { elem, .. }) => {
                 let slot_ok = matches!(l.slots.get(*slot as usize),
                     Some(MemorySlot::Param { param, .. }) if *param as usize == i);
-                (8, slot_ok && u64::from(*elem_bytes) == elem.size())
+                if let Some(s) = slot_field.get_mut(*slot as usize) {
+                    *s = Some(i);
+                }
+                (8, 4, slot_ok && u64::from(*elem_bytes) == elem.size())
             }
             (ArgFieldKind::Local { elem_bytes, .. }, ParamType::Local { elem }) => {
-                (4, u64::from(*elem_bytes) == elem.size())
+                (4, 4, u64::from(*elem_bytes) == elem.size())
             }
-            _ => (0, false),
+            _ => (0, 1, false),
         };
+        if !ok {
+            return Err(bad(format!("field {i} ({:?}) does not fit parameter %{}", field.kind, param.name)));
+        }
         let end = field.offset.checked_add(bytes).filter(|&e| e <= l.block_size);
-        if !ok || end.is_none() || field.offset < 32 || !field.offset.is_multiple_of(4) {
+        let Some(end) = end else {
             return Err(bad(format!(
-                "field {i} ({:?} at {}) does not fit parameter %{}",
-                field.kind, field.offset, param.name
+                "field {i} (%{}) at offset {} ({bytes} bytes) ends past the block of {} bytes",
+                param.name, field.offset, l.block_size
+            )));
+        };
+        if field.offset < 32 || !field.offset.is_multiple_of(align) {
+            return Err(bad(format!(
+                "field {i} (%{}) at offset {}: inside the 32-byte header or not aligned to {align}",
+                param.name, field.offset
             )));
         }
+        ranges.push((field.offset, end, i));
     }
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        if let [(_, end, a), (start, _, b)] = w {
+            if start < end {
+                return Err(bad(format!("field {a} and field {b} overlap at byte {start} of the argument block")));
+            }
+        }
+    }
+    let mut globals = std::collections::HashSet::new();
     for (i, slot) in l.slots.iter().enumerate() {
         match slot {
             MemorySlot::Param { param, .. } => {
                 if !matches!(kernel.params.get(*param as usize).map(|p| p.ty), Some(ParamType::Buffer { .. })) {
                     return Err(bad(format!("slot {i} names parameter {param}, not a buffer")));
+                }
+                // Two slots of one parameter would give one binding's memory to another.
+                if slot_field.get(i).copied().flatten() != Some(*param as usize) {
+                    return Err(bad(format!("slot {i} (binding {}) is not the slot of field {param}", i + 1)));
                 }
             }
             MemorySlot::DeviceGlobal { name, .. } => {
@@ -153,8 +213,17 @@ fn check_kernel(module: &Module, k: &CompiledKernel) -> Result<()> {
                 if !matches!(global, Some(cmdgraph_ir::MemoryKind::DeviceGlobal(_))) {
                     return Err(bad(format!("slot {i} names @{name}, not a device_global")));
                 }
+                if !globals.insert(name.as_str()) {
+                    return Err(bad(format!("slot {i} (binding {}) names @{name} a second time", i + 1)));
+                }
             }
         }
     }
-    spirv::check(&k.kernel, &k.spirv, &k.entry, k.workgroup_size)
+    let bindings = u32::try_from(l.slots.len()).ok().and_then(|n| n.checked_add(1));
+    spirv::check_variant(&k.kernel, &k.spirv, &k.entry, k.workgroup_size, bindings).map_err(|e| match e {
+        ExecError::Spirv { kernel, reason } => {
+            ExecError::Spirv { kernel, reason: format!("{reason} (variant {variant})") }
+        }
+        e => e,
+    })
 }

@@ -16,8 +16,73 @@ const EXEC_MODEL_GLCOMPUTE: u32 = 5;
 const MODE_LOCAL_SIZE: u32 = 17;
 
 /// Checks `words` is a SPIR-V module with a `GLCompute` entry point named `entry` whose
-/// `LocalSize` is `local_size`.
+/// `LocalSize` is `local_size` (the structural checks of [`check_variant`], without the
+/// binding check).
 pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> Result<()> {
+    check_variant(kernel, words, entry, local_size, None)
+}
+
+const OP_MEMBER_NAME: u32 = 6;
+const OP_DECORATE: u32 = 71;
+const OP_MEMBER_DECORATE: u32 = 72;
+const OP_TYPE_VECTOR: u32 = 23;
+const OP_TYPE_MATRIX: u32 = 24;
+const OP_TYPE_ARRAY: u32 = 28;
+const OP_TYPE_RUNTIME_ARRAY: u32 = 29;
+const OP_TYPE_STRUCT: u32 = 30;
+const OP_CONSTANT: u32 = 43;
+const OP_VARIABLE: u32 = 59;
+const OP_ACCESS_CHAIN: u32 = 65;
+const OP_IN_BOUNDS_ACCESS_CHAIN: u32 = 66;
+const OP_PTR_ACCESS_CHAIN: u32 = 67;
+const DECORATION_BINDING: u32 = 33;
+const DECORATION_DESCRIPTOR_SET: u32 = 34;
+const STORAGE_PUSH_CONSTANT: u32 = 9;
+
+/// Where an instruction's result id is among its operands, for the opcodes whose layout
+/// is fixed: types, constants, variables, functions, labels, access chains, conversions,
+/// arithmetic, composites, atomics, phis (the instructions codegen and external kernels
+/// use). Others are not checked for their result id.
+fn result_operand(opcode: u32) -> Option<usize> {
+    match opcode {
+        // OpString, OpExtInstImport, OpType*, OpDecorationGroup, OpLabel: result first.
+        7 | 11 | 19..=38 | 73 | 248 => Some(0),
+        // Result type, then result.
+        12
+        | 41..=46
+        | 48..=52
+        | 54
+        | 55
+        | 57
+        | 59..=61
+        | 65..=68
+        | 77..=84
+        | 109..=124
+        | 126..=152
+        | 154..=205
+        | 227
+        | 229..=242
+        | 245 => Some(1),
+        _ => None,
+    }
+}
+
+/// Checks `words` before it reaches the driver (docs/abi.md, "What the loader checks"):
+/// the header and every instruction's length; result ids below the header's bound;
+/// exactly one entry point named `entry`, `GLCompute`, with one `LocalSize` equal to
+/// `local_size`; `DescriptorSet` decorations only of set 0; `Binding`s below `bindings`
+/// (1 + the layout's memory slots; `None`: not checked); no push constants (the pipeline
+/// layout has none); `OpMemberDecorate`/`OpMemberName` member indices inside their struct;
+/// constant access-chain indices into structs inside the struct. It is not SPIR-V
+/// validation: types, control flow and most operands are the driver's to trust.
+pub fn check_variant(
+    kernel: &str,
+    words: &[u32],
+    entry: &str,
+    local_size: [u32; 3],
+    bindings: Option<u32>,
+) -> Result<()> {
+    use std::collections::HashMap;
     let bad = |reason: String| ExecError::Spirv { kernel: kernel.to_string(), reason };
     if words.len() < 5 {
         return Err(bad(format!("{} words, shorter than the 5-word header", words.len())));
@@ -37,6 +102,16 @@ pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> 
     let mut local = None;
     let mut capabilities = 0usize;
     let mut last = 0;
+    // What the member and access-chain checks need, collected in one walk and checked after
+    // it (decorations come before the types they name).
+    // Struct id -> (word index of its first member type, member count).
+    let mut members: HashMap<u32, (usize, usize)> = HashMap::new();
+    let mut composite: HashMap<u32, u32> = HashMap::new();
+    let mut pointee: HashMap<u32, u32> = HashMap::new();
+    let mut value_type: HashMap<u32, u32> = HashMap::new();
+    let mut constants: HashMap<u32, u32> = HashMap::new();
+    let mut member_refs: Vec<(usize, u32, u32)> = Vec::new();
+    let mut chains: Vec<(usize, usize, usize)> = Vec::new();
     let mut at = 5;
     while at < words.len() {
         let word = words[at];
@@ -51,19 +126,73 @@ pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> 
         };
         let ops = &words[at + 1..end];
         last = opcode;
-        match opcode {
-            OP_CAPABILITY => capabilities += 1,
-            OP_ENTRY_POINT if ops.len() >= 3 && ops[0] == EXEC_MODEL_GLCOMPUTE => {
-                if ops[1] >= bound {
-                    return Err(bad(format!("entry point id {} is not below the bound {bound}", ops[1])));
+        if let Some(r) = result_operand(opcode) {
+            match ops.get(r) {
+                Some(&id) if id == 0 || id >= bound => {
+                    return Err(bad(format!(
+                        "instruction at word {at} defines %{id}, not in 1..{bound} (the header's bound)"
+                    )))
                 }
-                if literal_string(&ops[2..]).as_deref() == Some(entry) {
-                    entry_id = Some(ops[1]);
+                Some(_) => {}
+                None => return Err(bad(format!("instruction at word {at} (opcode {opcode}) has no result id"))),
+            }
+            if r == 1 {
+                value_type.insert(ops[1], ops[0]);
+            }
+        }
+        match (opcode, ops) {
+            (OP_CAPABILITY, _) => capabilities += 1,
+            (OP_ENTRY_POINT, [model, id, name @ ..]) if literal_string(name).as_deref() == Some(entry) => {
+                if *model != EXEC_MODEL_GLCOMPUTE {
+                    return Err(bad(format!("entry point `{entry}` has execution model {model}, not GLCompute (5)")));
+                }
+                if entry_id.is_some() {
+                    return Err(bad(format!("two entry points named `{entry}`")));
+                }
+                if *id >= bound {
+                    return Err(bad(format!("entry point id {id} is not below the bound {bound}")));
+                }
+                entry_id = Some(*id);
+            }
+            (OP_EXECUTION_MODE, [id, mode, rest @ ..]) if *mode == MODE_LOCAL_SIZE && Some(*id) == entry_id => {
+                let [x, y, z] = rest else {
+                    return Err(bad(format!("LocalSize at word {at} has {} operands, not 3", rest.len())));
+                };
+                if local.is_some() {
+                    return Err(bad(format!("entry point `{entry}` has two LocalSize modes")));
+                }
+                local = Some([*x, *y, *z]);
+            }
+            (OP_DECORATE, [id, deco, value, ..]) if *deco == DECORATION_DESCRIPTOR_SET && *value != 0 => {
+                return Err(bad(format!("decorates %{id} with DescriptorSet {value}; only set 0 is bound")));
+            }
+            (OP_DECORATE, [id, deco, value, ..]) if *deco == DECORATION_BINDING => {
+                if let Some(n) = bindings.filter(|&n| *value >= n) {
+                    return Err(bad(format!(
+                        "decorates %{id} with Binding {value}; the layout has bindings 0..{n} (1 + its memory slots)"
+                    )));
                 }
             }
-            OP_EXECUTION_MODE if ops.len() == 5 && ops[1] == MODE_LOCAL_SIZE && Some(ops[0]) == entry_id => {
-                local = Some([ops[2], ops[3], ops[4]]);
+            (OP_MEMBER_DECORATE | OP_MEMBER_NAME, [id, member, ..]) => member_refs.push((at, *id, *member)),
+            (OP_TYPE_STRUCT, [id, ms @ ..]) => {
+                members.insert(*id, (at + 2, ms.len()));
             }
+            (OP_TYPE_VECTOR | OP_TYPE_MATRIX | OP_TYPE_ARRAY | OP_TYPE_RUNTIME_ARRAY, [id, elem, ..]) => {
+                composite.insert(*id, *elem);
+            }
+            (OP_TYPE_POINTER, [id, _, to, ..]) => {
+                pointee.insert(*id, *to);
+            }
+            (OP_CONSTANT, [_, id, value, ..]) => {
+                constants.insert(*id, *value);
+            }
+            (OP_VARIABLE, [_, id, storage, ..]) if *storage == STORAGE_PUSH_CONSTANT => {
+                return Err(bad(format!(
+                    "%{id} is a PushConstant variable; the pipeline layout has no push constants"
+                )));
+            }
+            (OP_ACCESS_CHAIN | OP_IN_BOUNDS_ACCESS_CHAIN, [_, _, _, ..]) => chains.push((at, at + 4, end)),
+            (OP_PTR_ACCESS_CHAIN, [_, _, _, _, ..]) => chains.push((at, at + 5, end)),
             _ => {}
         }
         at = end;
@@ -77,6 +206,39 @@ pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> 
     }
     if entry_id.is_none() {
         return Err(bad(format!("no GLCompute entry point named `{entry}`")));
+    }
+    for (at, id, member) in member_refs {
+        match members.get(&id).map(|m| m.1) {
+            Some(n) if (member as usize) < n => {}
+            Some(n) => {
+                return Err(bad(format!("instruction at word {at} names member {member} of %{id}, a struct of {n}")))
+            }
+            None => return Err(bad(format!("instruction at word {at} names a member of %{id}, not an OpTypeStruct"))),
+        }
+    }
+    // Constant indices into structs: follow the base pointer's pointee through the chain.
+    for (at, first, end) in chains {
+        let base = words.get(at + 3).copied().unwrap_or(0);
+        let mut ty = value_type.get(&base).and_then(|t| pointee.get(t)).copied();
+        for index in words.get(first..end).unwrap_or(&[]) {
+            let Some(t) = ty else { break };
+            ty = match members.get(&t) {
+                Some(&(first_member, n)) => {
+                    let Some(&i) = constants.get(index) else {
+                        return Err(bad(format!(
+                            "access chain at word {at} indexes struct %{t} with %{index}, not a constant"
+                        )));
+                    };
+                    if i as usize >= n {
+                        return Err(bad(format!(
+                            "access chain at word {at} selects member {i} of %{t}, a struct of {n}"
+                        )));
+                    }
+                    words.get(first_member + i as usize).copied()
+                }
+                None => composite.get(&t).copied(),
+            };
+        }
     }
     match local {
         Some(l) if l == local_size => Ok(()),

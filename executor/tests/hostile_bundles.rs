@@ -1,0 +1,313 @@
+//! Hostile bundles (issue 18): each test changes exactly one field of a good bundle, of the
+//! kind that crashed llvmpipe or computed wrong results silently before, and checks that the
+//! loader refuses it with a message naming the field. The content hash is not the defence
+//! here (an attacker recomputes it), so these go through `load::check` directly.
+
+mod common;
+
+use cmdgraph_executor::{load, ExecError};
+use cmdgraph_ir::bundle::{Bundle, GraphPlan, LaunchVariant, MemorySlot, PoolPlan};
+use common::*;
+
+/// Two temporaries that reuse offset 0 one after the other (`%t` freed before `%u` is
+/// allocated) and one, `%v`, unordered with both and live to the end, at offset 256.
+const GRAPH: &str = "
+usm @x : f32[64]
+usm @y : f32[64]
+usm @z : f32[64]
+graph @g {
+  %t = async_malloc f32[64] device
+  %k = kernel @ramp range(64) args(%t) after(%t)
+  %c = memcpy @x, %t, 256 after(%k)
+  %f = async_free %t after(%c)
+  %u = async_malloc f32[64] device after(%f)
+  %m = kernel @scale range(64) args(@x, %u, 2.0) after(%u)
+  %d = memcpy @y, %u, 256 after(%m)
+  %e = async_free %u after(%d)
+  %v = async_malloc f32[64] device
+  %n = kernel @ramp range(64) args(%v) after(%v)
+  %w = memcpy @z, %v, 256 after(%n)
+}
+";
+
+/// Index of each kernel in `common::bundle`'s list.
+const ADD2_V: u32 = 0;
+const RAMP_V: u32 = 1;
+const SCALE_V: u32 = 2;
+
+fn good() -> Bundle {
+    let plan = GraphPlan {
+        name: "g".into(),
+        segments: vec![],
+        memory: PoolPlan {
+            size: 512,
+            alignment: 256,
+            offsets: vec![("t".into(), 0), ("u".into(), 0), ("v".into(), 256)],
+            report: String::new(),
+        },
+        origins: vec![],
+        launches: vec![
+            LaunchVariant { node: "k".into(), alternative: None, kernel: RAMP_V },
+            LaunchVariant { node: "m".into(), alternative: None, kernel: SCALE_V },
+            LaunchVariant { node: "n".into(), alternative: None, kernel: RAMP_V },
+        ],
+    };
+    bundle(&format!("{KERNELS_IR}{GRAPH}"), vec![], vec![plan])
+}
+
+/// The loader's error for `b`, which must be refused.
+fn refused(b: Bundle) -> String {
+    match load::check(b) {
+        Ok(_) => panic!("the tampered bundle loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Asserts the refusal of `b` mentions every one of `parts`.
+fn assert_refused(b: Bundle, parts: &[&str]) {
+    let e = refused(b);
+    for p in parts {
+        assert!(e.contains(p), "`{p}` not in: {e}");
+    }
+}
+
+/// The word index of the first instruction with `opcode` whose operands satisfy `pick`.
+fn find(words: &[u32], opcode: u32, pick: impl Fn(&[u32]) -> bool) -> usize {
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if words[at] & 0xffff == opcode && pick(&words[at + 1..at + count]) {
+            return at;
+        }
+        at += count;
+    }
+    panic!("no instruction with opcode {opcode}");
+}
+
+const OP_DECORATE: u32 = 71;
+const OP_MEMBER_DECORATE: u32 = 72;
+const OP_CONSTANT: u32 = 43;
+const OP_ENTRY_POINT: u32 = 15;
+const OP_EXECUTION_MODE: u32 = 16;
+const DESCRIPTOR_SET: u32 = 34;
+const BINDING: u32 = 33;
+
+/// Positive control: the untampered bundle loads, runs, and computes the ramp (the two
+/// temporaries sharing offset 0 are fine: one is freed before the other is allocated).
+#[test]
+fn the_untampered_bundle_loads_and_runs() {
+    let mut ex = executor(good());
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    let ramp: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    assert_eq!(ex.read_as::<f32>("x").unwrap(), ramp);
+    assert_eq!(ex.read_as::<f32>("y").unwrap(), ramp.iter().map(|v| v * 2.0).collect::<Vec<_>>());
+    assert_eq!(ex.read_as::<f32>("z").unwrap(), ramp);
+    no_messages(&ex);
+}
+
+#[test]
+fn spirv_descriptor_set_other_than_0() {
+    let mut b = good();
+    let w = &mut b.kernels[RAMP_V as usize].spirv;
+    let at = find(w, OP_DECORATE, |o| o[1] == DESCRIPTOR_SET);
+    w[at + 3] = 1;
+    assert_refused(b, &["kernel @ramp", "DescriptorSet 1; only set 0 is bound", "variant 1"]);
+}
+
+#[test]
+fn spirv_binding_outside_the_layout() {
+    let mut b = good();
+    // @ramp has one memory slot: bindings 0 and 1.
+    let w = &mut b.kernels[RAMP_V as usize].spirv;
+    let at = find(w, OP_DECORATE, |o| o[1] == BINDING && o[2] == 1);
+    w[at + 3] = 2;
+    assert_refused(b, &["kernel @ramp", "Binding 2", "bindings 0..2"]);
+}
+
+#[test]
+fn spirv_member_decoration_past_the_struct() {
+    let mut b = good();
+    let w = &mut b.kernels[RAMP_V as usize].spirv;
+    let at = find(w, OP_MEMBER_DECORATE, |_| true);
+    w[at + 2] = 3;
+    assert_refused(b, &["kernel @ramp", "names member 3 of", "a struct of 1"]);
+}
+
+#[test]
+fn spirv_access_chain_index_past_the_struct() {
+    let mut b = good();
+    // `%c0`, the index every access chain uses for the block's one member, becomes 5.
+    let w = &mut b.kernels[RAMP_V as usize].spirv;
+    let at = find(w, OP_CONSTANT, |o| o[2] == 0);
+    w[at + 3] = 5;
+    assert_refused(b, &["kernel @ramp", "access chain", "selects member 5", "a struct of 1"]);
+}
+
+#[test]
+fn spirv_entry_point_missing_or_not_compute() {
+    let mut b = good();
+    b.kernels[RAMP_V as usize].entry = "other".into();
+    assert_refused(b, &["kernel @ramp", "no GLCompute entry point named `other`"]);
+    let mut b = good();
+    let w = &mut b.kernels[RAMP_V as usize].spirv;
+    let at = find(w, OP_ENTRY_POINT, |_| true);
+    w[at + 1] = 0; // Vertex
+    assert_refused(b, &["kernel @ramp", "entry point `main` has execution model 0, not GLCompute"]);
+}
+
+#[test]
+fn workgroup_size_beyond_portable_limits() {
+    // LocalSize 1024 1024 64 in the SPIR-V and in the bundle (they agree): refused by size.
+    let mut b = good();
+    let k = &mut b.kernels[RAMP_V as usize];
+    let at = find(&k.spirv, OP_EXECUTION_MODE, |o| o[1] == 17);
+    k.spirv[at + 3..at + 6].copy_from_slice(&[1024, 1024, 64]);
+    k.workgroup_size = [1024, 1024, 64];
+    assert_refused(b, &["kernel @ramp: workgroup_size [1024, 1024, 64] outside the portable limits"]);
+}
+
+#[test]
+fn spirv_instruction_past_the_end_and_ids_past_the_bound() {
+    let mut b = good();
+    let w = &mut b.kernels[RAMP_V as usize].spirv;
+    let last = w.len() - 1; // OpFunctionEnd, one word
+    w[last] = (5 << 16) | 56;
+    assert_refused(b, &["kernel @ramp", "runs past the end"]);
+    let mut b = good();
+    b.kernels[RAMP_V as usize].spirv[3] = 4;
+    assert_refused(b, &["kernel @ramp", "not in 1..4 (the header's bound)"]);
+}
+
+#[test]
+fn layout_value_field_overlapping_a_buffer_field() {
+    let mut b = good();
+    // @scale: %in at 32, %out at 40 (offset and count words), %s at 48; %s onto %out's count.
+    b.kernels[SCALE_V as usize].layout.fields[2].offset = 44;
+    assert_refused(b, &["kernel @scale: field 1 and field 2 overlap at byte 44", "(variant 2)"]);
+}
+
+#[test]
+fn layout_field_misaligned_or_past_the_block() {
+    let mut b = good();
+    b.kernels[SCALE_V as usize].layout.fields[2].offset = 46;
+    assert_refused(b, &["kernel @scale", "field 2 (%s) at offset 46", "not aligned to 4"]);
+    let mut b = good();
+    b.kernels[SCALE_V as usize].layout.fields[2].offset = 52;
+    assert_refused(b, &["kernel @scale", "field 2 (%s) at offset 52 (4 bytes) ends past the block of 52 bytes"]);
+}
+
+#[test]
+fn layout_swapped_buffer_slots() {
+    let mut b = good();
+    let f = &mut b.kernels[SCALE_V as usize].layout.fields;
+    let (a, c) = (f[0].kind.clone(), f[1].kind.clone());
+    f[0].kind = c;
+    f[1].kind = a;
+    assert_refused(b, &["kernel @scale", "field 0", "does not fit parameter %in"]);
+}
+
+#[test]
+fn layout_second_slot_for_one_parameter() {
+    let mut b = good();
+    b.kernels[RAMP_V as usize].layout.slots.push(MemorySlot::Param { param: 0, writes: true });
+    assert_refused(b, &["kernel @ramp", "slot 1 (binding 2) is not the slot of field 0"]);
+}
+
+#[test]
+fn items_per_invocation_out_of_range() {
+    let mut b = good();
+    b.kernels[RAMP_V as usize].items_per_invocation = 1 << 31;
+    assert_refused(b, &["kernel @ramp: items_per_invocation 2147483648", "(variant 1)"]);
+    let mut b = good();
+    b.kernels[RAMP_V as usize].items_per_invocation = 3;
+    assert_refused(b, &["items_per_invocation 3"]);
+}
+
+#[test]
+fn launch_table_names_a_missing_node() {
+    let mut b = good();
+    b.graphs[0].launches[0].node = "nope".into();
+    assert_refused(b, &["@g: launches[0]", "node %nope is not in the graph"]);
+}
+
+#[test]
+fn launch_table_gives_another_kernels_variant() {
+    let mut b = good();
+    b.graphs[0].launches[1].kernel = ADD2_V;
+    assert_refused(b, &["@g: launches[1]", "%m runs @scale, but variant 0 is one of @add2"]);
+    let mut b = good();
+    b.graphs[0].launches[1].kernel = 99;
+    assert_refused(b, &["@g: launches[1]", "variant 99 of 3 compiled kernels"]);
+}
+
+#[test]
+fn launch_table_duplicate_or_alternative_of_a_kernel_node() {
+    let mut b = good();
+    b.graphs[0].launches[2].node = "k".into();
+    assert_refused(b, &["@g: launches[2]", "second entry for %k"]);
+    let mut b = good();
+    b.graphs[0].launches[0].alternative = Some(0);
+    assert_refused(b, &["@g: launches[0]", "alternative 0 of %k, which is not a dynamic node"]);
+}
+
+#[test]
+fn memory_plan_offset_outside_the_pool() {
+    let mut b = good();
+    b.graphs[0].memory.offsets[2].1 = 512;
+    assert_refused(b, &["@g: memory plan", "%v at offset 512 (256 bytes) ends past the pool of 512 bytes"]);
+}
+
+#[test]
+fn memory_plan_offset_misaligned() {
+    let mut b = good();
+    b.graphs[0].memory.offsets[2].1 = 260;
+    assert_refused(b, &["@g: memory plan", "%v at offset 260, not a multiple of the alignment 256"]);
+}
+
+#[test]
+fn memory_plan_names_an_allocation_twice_or_another_node() {
+    let mut b = good();
+    b.graphs[0].memory.offsets[1].0 = "t".into();
+    assert_refused(b, &["@g: memory plan", "offsets[1] places %t a second time"]);
+    let mut b = good();
+    b.graphs[0].memory.offsets[1].0 = "k".into();
+    assert_refused(b, &["@g: memory plan", "offsets[1] names %k, not an async_malloc"]);
+}
+
+#[test]
+fn memory_plan_overlapping_live_allocations() {
+    let mut b = good();
+    // %v is unordered with %t and %u: it cannot share their bytes.
+    b.graphs[0].memory.offsets[2].1 = 0;
+    assert_refused(b, &["@g: memory plan", "%v [0, 256)", "overlap", "both can be live at once"]);
+    // A partial overlap is found too.
+    let mut b = good();
+    b.graphs[0].memory.size = 768;
+    b.graphs[0].memory.alignment = 128;
+    b.graphs[0].memory.offsets[2].1 = 128;
+    assert_refused(b, &["@g: memory plan", "%v [128, 384)", "both can be live at once"]);
+}
+
+#[test]
+fn memory_plan_zero_init_allocation_shares_bytes() {
+    let ir = format!(
+        "{KERNELS_IR}{}",
+        GRAPH.replace("%u = async_malloc f32[64] device", "%u = async_malloc f32[64] device zero_init")
+    );
+    let mut b = good();
+    b.source = ir.clone();
+    b.optimized = ir;
+    assert_refused(b, &["@g: memory plan", "a zero_init allocation shares no bytes"]);
+}
+
+/// The executor's error kinds: SPIR-V problems are `Spirv`, the rest `Bundle`.
+#[test]
+fn error_kinds() {
+    let mut b = good();
+    b.kernels[RAMP_V as usize].entry = "other".into();
+    assert!(matches!(load::check(b), Err(ExecError::Spirv { .. })));
+    let mut b = good();
+    b.graphs[0].launches[0].node = "nope".into();
+    assert!(matches!(load::check(b), Err(ExecError::Bundle(_))));
+}
