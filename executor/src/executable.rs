@@ -361,12 +361,12 @@ impl Executor {
         // Borrowed, not cloned (a clone of a 10^6-node graph was 5% of finalize).
         let graph = &self.loaded.module.graphs[gh];
         for h in graph.nodes.handles() {
-            check_cmd_supported(&graph, h)?;
+            check_cmd_supported(graph, h)?;
         }
         let plan = self.loaded.bundle.graphs.iter().find(|p| p.name == name);
         let sched = match &plan {
-            Some(p) if !p.segments.is_empty() => schedule::from_plan(&graph, &p.segments)?,
-            _ => schedule::plan(&graph)?,
+            Some(p) if !p.segments.is_empty() => schedule::from_plan(graph, &p.segments)?,
+            _ => schedule::plan(graph)?,
         };
         // Graph memory: planned offsets, or one allocation after another.
         let mut allocs = BTreeMap::new();
@@ -489,14 +489,14 @@ impl Executor {
             }
         }
         let options = self.recording;
-        let queries = match Queries::new(&self.ctx, &graph, &sched, options.node_profiling) {
+        let queries = match Queries::new(&self.ctx, graph, &sched, options.node_profiling) {
             Ok(q) => q,
             Err(e) => {
                 res.destroy(&self.ctx);
                 return Err(e);
             }
         };
-        let (scratch_offs, scratch_size) = overlapping_copies(&graph, &allocs);
+        let (scratch_offs, scratch_size) = overlapping_copies(graph, &allocs);
         let scratch = match scratch_size {
             0 => None,
             n => match Buffer::new(&self.ctx, n, Place::Device) {

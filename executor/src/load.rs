@@ -6,7 +6,7 @@ use crate::spirv;
 use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, BundleError, CompiledKernel, MemorySlot, FORMAT_VERSION};
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::Module;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
 mod plan;
@@ -45,7 +45,7 @@ pub struct Loaded {
 }
 
 /// One graph's launch table: node name (without `%`) → (alternative, variant index) pairs.
-pub type LaunchTable = HashMap<String, Vec<(Option<u32>, u32)>>;
+pub type LaunchTable = FxHashMap<String, Vec<(Option<u32>, u32)>>;
 
 impl Loaded {
     /// The bundle's source module, parsed and verified the first time it is asked for
@@ -83,7 +83,7 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
         .graphs
         .iter()
         .map(|p| {
-            let mut table: LaunchTable = HashMap::with_capacity(p.launches.len());
+            let mut table = LaunchTable::with_capacity_and_hasher(p.launches.len(), Default::default());
             for l in &p.launches {
                 table.entry(l.node.trim_start_matches('%').to_string()).or_default().push((l.alternative, l.kernel));
             }

@@ -14,7 +14,9 @@ use crate::error::{ExecError, Result};
 use cmdgraph_ir::bundle::{Bundle, GraphPlan};
 use cmdgraph_ir::graph::{Alternative, Graph, NodeKind};
 use cmdgraph_ir::Module;
-use std::collections::{HashMap, HashSet};
+use cmdgraph_ir::{Handle, Node};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::HashSet;
 
 /// Checks every plan of `bundle` against `module` (one plan per graph at most).
 pub(crate) fn check_plans(bundle: &Bundle, module: &Module) -> Result<()> {
@@ -30,7 +32,7 @@ pub(crate) fn check_plans(bundle: &Bundle, module: &Module) -> Result<()> {
             return Err(ExecError::Bundle(format!("plan for unknown graph @{}", plan.name)));
         };
         // Node names are unique in a verified graph; one map serves both checks.
-        let names: HashMap<&str, usize> = graph.nodes.iter().map(|(h, n)| (n.name.as_str(), h.index())).collect();
+        let names = cmdgraph_ir::edit::node_names(graph);
         check_launches(bundle, module, graph, plan, &names)?;
         check_memory(graph, plan, &names)?;
     }
@@ -44,16 +46,15 @@ fn check_launches(
     module: &Module,
     graph: &Graph,
     plan: &GraphPlan,
-    names: &HashMap<&str, usize>,
+    names: &FxHashMap<&str, Handle<Node>>,
 ) -> Result<()> {
     let bad = |i: usize, m: String| ExecError::Bundle(format!("@{}: launches[{i}]: {m}", plan.name));
-    let mut seen = HashSet::with_capacity(plan.launches.len());
+    let mut seen = FxHashSet::with_capacity_and_hasher(plan.launches.len(), Default::default());
     for (i, l) in plan.launches.iter().enumerate() {
         let name = l.node.trim_start_matches('%');
         let node = names
             .get(name)
-            .and_then(|&n| cmdgraph_ir::Handle::from_usize(n))
-            .and_then(|h| graph.nodes.try_get(h))
+            .and_then(|&h| graph.nodes.try_get(h))
             .ok_or_else(|| bad(i, format!("node %{name} is not in the graph")))?;
         let cmd = match (&node.kind, l.alternative) {
             (NodeKind::Kernel(cmd), None) => cmd,
@@ -102,7 +103,7 @@ struct Placed {
 /// the plan's alignment and lies inside the pool, and allocations that can be live at once
 /// do not share bytes. An empty plan (size 0, no offsets) means "no plan": finalize lays
 /// allocations out one after another.
-fn check_memory(graph: &Graph, plan: &GraphPlan, names: &HashMap<&str, usize>) -> Result<()> {
+fn check_memory(graph: &Graph, plan: &GraphPlan, names: &FxHashMap<&str, Handle<Node>>) -> Result<()> {
     let mem = &plan.memory;
     if mem.size == 0 && mem.offsets.is_empty() {
         return Ok(());
@@ -112,7 +113,7 @@ fn check_memory(graph: &Graph, plan: &GraphPlan, names: &HashMap<&str, usize>) -
         return Err(bad(format!("alignment {} is not a power of two", mem.alignment)));
     }
     // The one free of each allocation (by malloc node); two frees: live to the end.
-    let mut frees: HashMap<usize, (u32, u32)> = HashMap::new();
+    let mut frees: FxHashMap<usize, (u32, u32)> = FxHashMap::default();
     for (h, n) in graph.nodes.iter() {
         if let NodeKind::AsyncFree { alloc } = n.kind {
             let e = frees.entry(alloc.index()).or_insert((h.index() as u32, 0));
@@ -120,10 +121,10 @@ fn check_memory(graph: &Graph, plan: &GraphPlan, names: &HashMap<&str, usize>) -
         }
     }
     let mut placed = Vec::with_capacity(mem.offsets.len());
-    let mut named = HashSet::with_capacity(mem.offsets.len());
+    let mut named = FxHashSet::with_capacity_and_hasher(mem.offsets.len(), Default::default());
     for (i, (name, offset)) in mem.offsets.iter().enumerate() {
         let name = name.trim_start_matches('%');
-        let node = names.get(name).and_then(|&n| Some((n, graph.nodes.try_get(cmdgraph_ir::Handle::from_usize(n)?)?)));
+        let node = names.get(name).and_then(|&h| Some((h.index(), graph.nodes.try_get(h)?)));
         let Some((index, NodeKind::AsyncMalloc { elem, count, zero_init, .. })) = node.map(|(i, n)| (i, &n.kind))
         else {
             return Err(bad(format!("offsets[{i}] names %{name}, not an async_malloc of the graph")));
