@@ -26,6 +26,8 @@ Examples:
   cmdgraph compile app.cgir -o app.cgb && cmdgraph inspect app.cgb
   cmdgraph compile --emit=spirv-asm --kernel saxpy app.cgir
   cmdgraph run app.bundle --input x=x.npy --output y=y.npy --profile
+  cmdgraph keygen release.key && cmdgraph compile --sign release.key app.cgir
+  cmdgraph run --trust release.key.pub app.cgb
 
 Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 
@@ -59,6 +61,9 @@ enum Command {
     Inspect(cmd::inspect::InspectArgs),
     /// Run a compiled bundle on a Vulkan device with data from .npy or raw files.
     Run(cmd::run::RunArgs),
+    /// Make an ed25519 signing key (seed file and OUT.pub) for `compile --sign` and
+    /// `run --trust`.
+    Keygen(cmd::keygen::KeygenArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +79,7 @@ fn main() -> ExitCode {
         Command::Compile(args) => cmd::compile::run(&args),
         Command::Inspect(args) => cmd::inspect::run(&args),
         Command::Run(args) => cmd::run::run(&args),
+        Command::Keygen(args) => cmd::keygen::run(&args),
     };
     exit::finish(outcome)
 }

@@ -3,6 +3,7 @@
 
 use crate::error::{ExecError, Result};
 use crate::spirv;
+use cmdgraph_ir::bundle::signature::{BundleSignature, PublicKey};
 use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, BundleError, CompiledKernel, MemorySlot, FORMAT_VERSION};
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::Module;
@@ -42,6 +43,19 @@ pub struct Loaded {
     /// instead of a scan of the table per node (keyed by name alone so that a lookup by
     /// `&str` allocates nothing).
     pub launches: Vec<LaunchTable>,
+    /// The bundle's verified signature ([`load_bytes_with`]); `None` for an unsigned bundle
+    /// or one checked in memory ([`check`]).
+    pub signature: Option<BundleSignature>,
+}
+
+/// How [`load_bytes_with`] loads.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// `None` (the default): a signature is optional, and one that is present must still
+    /// verify. `Some(keys)`: the bundle must be signed by one of `keys`; an unsigned bundle
+    /// or one signed by another key is refused before its content is parsed. An empty list
+    /// trusts no one (everything is refused) rather than turning the requirement off.
+    pub trusted_keys: Option<Vec<PublicKey>>,
 }
 
 /// One graph's launch table: node name (without `%`) → (alternative, variant index) pairs.
@@ -64,8 +78,43 @@ impl Loaded {
 /// it: format version, lengths, hash, payload, then everything [`check`] checks. Linear in
 /// the file; the source module is parsed only when an update needs it ([`Loaded::source`]).
 pub fn load_bytes(bytes: &[u8]) -> Result<Loaded> {
-    let bundle = parse(bytes)?;
-    check(bundle)
+    load_bytes_with(bytes, &LoadOptions::default())
+}
+
+/// [`load_bytes`] with `options`: with trusted keys, the signature is required and its key
+/// must be one of them (docs/bundle.md, "Signature"). Refusals are [`ExecError::Invalid`]
+/// naming the key that signed (fingerprint) and the trusted ones.
+pub fn load_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Loaded> {
+    let (bundle, signature) = parse(bytes)?;
+    if let Some(trusted) = &options.trusted_keys {
+        let list = || {
+            let names: Vec<String> = trusted.iter().map(PublicKey::fingerprint).collect();
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        match &signature {
+            None => {
+                return Err(ExecError::Invalid(format!(
+                    "the bundle is not signed, and this load requires a signature by a trusted key (trusted: {})",
+                    list()
+                )))
+            }
+            Some(s) if !trusted.contains(&s.key) => {
+                return Err(ExecError::Invalid(format!(
+                    "the bundle is signed by key {}, which is not trusted (trusted: {})",
+                    s.key.fingerprint(),
+                    list()
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    let mut loaded = check(bundle)?;
+    loaded.signature = signature;
+    Ok(loaded)
 }
 
 /// Checks an in-memory bundle (as [`load_str`] does after parsing).
@@ -90,23 +139,24 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
             table
         })
         .collect();
-    Ok(Loaded { bundle, module, source: OnceLock::new(), launches })
+    Ok(Loaded { bundle, module, source: OnceLock::new(), launches, signature: None })
 }
 
 fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {
     d.first().map(|d| d.message.clone()).unwrap_or_else(|| "no diagnostic".into())
 }
 
-/// Reads the file with [`Bundle::from_bytes`]: the format version first (a different
+/// Reads the file with [`Bundle::from_bytes_with_signature`]: the format version first (a different
 /// version, format 1's RON text included, is reported as such), then the lengths and the
 /// body, then the SHA-256 content hash, then the payload.
-fn parse(bytes: &[u8]) -> Result<Bundle> {
-    Bundle::from_bytes(bytes).map_err(|e| match e {
+fn parse(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>)> {
+    Bundle::from_bytes_with_signature(bytes).map_err(|e| match e {
         BundleError::Version { found, expected } => ExecError::Version { found, expected },
         BundleError::HashMismatch { found, computed } => {
             ExecError::Hash(format!("the file says {found}, its content hashes to {computed}"))
         }
         BundleError::Inconsistent { message } => ExecError::Bundle(message),
+        e @ BundleError::Signature { .. } => ExecError::Invalid(e.to_string()),
         BundleError::NotABundle { message } => ExecError::Malformed(format!("not a cmdgraph bundle: {message}")),
         BundleError::Malformed { message } | BundleError::Serialize { message } => ExecError::Malformed(message),
     })

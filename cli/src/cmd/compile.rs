@@ -21,6 +21,7 @@ Examples:
   cmdgraph compile --passes=inline-subgraphs,plan-memory app.cgir -o app.cgb
   cmdgraph compile --time-passes app.cgir -o app.cgb
   cmdgraph compile --emit=spirv-asm app.cgir    print SPIR-V instead of writing a bundle
+  cmdgraph compile --sign release.key app.cgir  signed bundle (key from `cmdgraph keygen`)
   cmdgraph inspect app.cgb";
 
 /// Arguments of `cmdgraph compile`.
@@ -58,6 +59,10 @@ pub struct CompileArgs {
     /// `never`.
     #[arg(long, value_name = "WHEN", default_value = "auto")]
     pub progress: progress::When,
+    /// Sign the bundle with the ed25519 key in SEEDFILE (`cmdgraph keygen` writes one): a
+    /// trailer after the content, which `cmdgraph run --trust` requires (docs/bundle.md).
+    #[arg(long, value_name = "SEEDFILE", conflicts_with = "emit")]
+    pub sign: Option<PathBuf>,
 }
 
 /// A parsed `--passes` value (a newtype so that clap takes it as one value, not a list).
@@ -74,6 +79,8 @@ pub fn run(args: &CompileArgs) -> Outcome {
     let t = Instant::now();
     shown.update("parse", None);
     let input = io::read_input(&args.input)?;
+    // The key is read before the compile, so a wrong key file fails in a moment, not after it.
+    let key = args.sign.as_deref().map(super::keygen::read_signing_key).transpose()?;
     let module = super::parse(&input)?;
     super::print_warnings(&super::verify(&input, &module)?);
     let front = t.elapsed();
@@ -108,7 +115,11 @@ pub fn run(args: &CompileArgs) -> Outcome {
     })?;
     shown.update("serializing", None);
     let t = Instant::now();
-    let bytes = bundle.to_bytes().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
+    let bytes = match &key {
+        Some(key) => bundle.to_bytes_signed(key),
+        None => bundle.to_bytes(),
+    }
+    .map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
     let serialize = t.elapsed();
     shown.update("writing", None);
     let t = Instant::now();

@@ -7,6 +7,7 @@
 
 use crate::exit::{Failure, Outcome};
 use crate::io;
+use cmdgraph_ir::bundle::signature::BundleSignature;
 use cmdgraph_ir::bundle::{ArgFieldKind, Bundle, GraphPlan, Segment};
 use cmdgraph_ir::{Module, NodeKind};
 use std::fmt::Write as _;
@@ -47,16 +48,29 @@ pub fn run(args: &InspectArgs) -> Outcome {
         Ok(_) => Failure::Rejected(format!("error: `{name}`: {e}")),
     })?;
     let source = loaded.source().map_err(|e| Failure::Rejected(format!("error: `{name}`: {e}")))?;
-    io::write_output(None, &summary(name, &loaded.bundle, source, &loaded.module, args))
+    let signature = loaded.signature.as_ref();
+    io::write_output(None, &summary(name, &loaded.bundle, signature, source, &loaded.module, args))
 }
 
-fn summary(name: &str, b: &Bundle, source: &Module, optimized: &Module, args: &InspectArgs) -> String {
+fn summary(
+    name: &str,
+    b: &Bundle,
+    signature: Option<&BundleSignature>,
+    source: &Module,
+    optimized: &Module,
+    args: &InspectArgs,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "bundle {name}");
     let _ = writeln!(out, "  format version  {}", b.format_version);
     let _ = writeln!(out, "  content hash    {}", b.content_hash);
     let pipeline = if b.pipeline.is_empty() { "(none)" } else { b.pipeline.as_str() };
     let _ = writeln!(out, "  pipeline        {pipeline}");
+    // A signature that does not verify never gets here: the loader refuses it, naming the key.
+    // Unsigned bundles get no line, so their summary is what it was before signatures.
+    if let Some(s) = signature {
+        let _ = writeln!(out, "  signature       ed25519 by key {}, valid", s.key.fingerprint());
+    }
     let spirv: usize = b.kernels.iter().map(|k| k.spirv.len() * 4).sum();
     let _ = writeln!(out, "kernels: {} variant(s), {spirv} bytes of SPIR-V", b.kernels.len());
     for (i, k) in b.kernels.iter().enumerate() {

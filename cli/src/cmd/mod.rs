@@ -7,6 +7,7 @@ pub mod dot;
 pub mod fmt;
 pub mod inspect;
 pub mod interp;
+pub mod keygen;
 pub mod opt;
 pub mod run;
 pub mod verify;

@@ -26,6 +26,7 @@ Examples:
   cmdgraph run app.bundle --input x=x.npy --output y=y.npy
   cmdgraph run app.bundle --graph main --repeat 100 --profile
   cmdgraph run app.bundle --device llvmpipe --validation --output y=y.bin
+  cmdgraph run --trust release.key.pub app.bundle   refuse a bundle not signed by that key
 
 Data files as for `cmdgraph interp`: `.npy` or, with any other extension, raw bytes.";
 
@@ -63,6 +64,11 @@ pub struct RunArgs {
     /// waited for) instead of waiting forever; 0: no deadline. Default 300.
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
+    /// Require the bundle to be signed by the key in PUBKEYFILE (`cmdgraph keygen` writes
+    /// `KEY.pub`); repeatable, any one of them will do. Without it a signature is optional
+    /// (one that is present must still verify).
+    #[arg(long = "trust", value_name = "PUBKEYFILE")]
+    pub trust: Vec<PathBuf>,
 }
 
 /// A `--timeout` value: seconds (fractions allowed), 0 for none.
@@ -76,7 +82,13 @@ pub fn run(args: &RunArgs) -> Outcome {
     let input = io::read_input_bytes(&args.bundle)?;
     let file = input.name.clone();
     let reject = |e: ExecError| Failure::Rejected(format!("error: `{file}`: {e}"));
-    let loaded = cmdgraph_executor::load_bytes(&input.bytes).map_err(reject)?;
+    let trusted_keys = if args.trust.is_empty() {
+        None
+    } else {
+        Some(args.trust.iter().map(|p| super::keygen::read_public_key(p)).collect::<Result<Vec<_>, _>>()?)
+    };
+    let options = cmdgraph_executor::load::LoadOptions { trusted_keys };
+    let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
     let module = loaded.module.clone();
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
     let inputs = resolve_inputs(&module, &args.inputs, &file)?;

@@ -7,7 +7,12 @@
 //! decoded: a damaged file is reported as such rather than as whatever its bytes now say.
 //! Reading never panics: every failure is a [`BundleError`] that says what is wrong and,
 //! where it can, at which byte.
+//!
+//! An optional signature trailer may follow the body ([`signature`](super::signature)); it
+//! is outside the hashed content, so an unsigned bundle's bytes are those of the same bundle
+//! signed, less the trailer.
 
+use super::signature::{self, BundleSignature, SigningKey};
 use super::{codec, Bundle, FORMAT_VERSION};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -62,6 +67,15 @@ pub enum BundleError {
         /// What is inconsistent.
         message: String,
     },
+    /// The bundle carries a signature that does not verify (the content hash matched, so
+    /// the signature or its key was changed, or the bundle was signed by someone else's
+    /// tool).
+    Signature {
+        /// Fingerprint of the key in the trailer ([`signature::PublicKey::fingerprint`]).
+        key: String,
+        /// What failed, with the trailer's byte range.
+        message: String,
+    },
     /// Serializing failed (not expected: every bundle has an encoding; kept for callers
     /// that match on it).
     Serialize {
@@ -86,6 +100,9 @@ impl fmt::Display for BundleError {
                  (the file was changed or damaged after it was written)"
             ),
             BundleError::Inconsistent { message } => write!(f, "inconsistent bundle: {message}"),
+            BundleError::Signature { key, message } => {
+                write!(f, "bundle signature by key {key} is invalid: {message}")
+            }
             BundleError::Serialize { message } => write!(f, "cannot serialize bundle: {message}"),
         }
     }
@@ -117,6 +134,17 @@ impl Bundle {
         Ok(out)
     }
 
+    /// The bundle file signed with `key`: exactly [`Bundle::to_bytes`] followed by the
+    /// signature trailer (docs/bundle.md, "Signature"), so the content hash and every byte
+    /// before the trailer are those of the unsigned file.
+    pub fn to_bytes_signed(&self, key: &SigningKey) -> Result<Vec<u8>, BundleError> {
+        let mut out = self.to_bytes()?;
+        let mut digest = [0u8; 32];
+        digest.copy_from_slice(&out[12..44]);
+        out.extend_from_slice(&key.trailer(&digest));
+        Ok(out)
+    }
+
     /// SHA-256 (lower-case hex) of the content: the magic, the format version and the
     /// uncompressed payload (every field but the hash).
     pub fn compute_hash(&self) -> Result<String, BundleError> {
@@ -125,8 +153,18 @@ impl Bundle {
 
     /// Reads a bundle file: the magic and format version first (a bundle of format 1, RON
     /// text, is recognised and reported by its version), then the lengths, the body, the
-    /// hash, the payload, and the cross references (kernel indices). Never panics.
+    /// hash, the payload, and the cross references (kernel indices). A signature trailer, if
+    /// there is one, must be well-formed and verify; [`Bundle::from_bytes_with_signature`]
+    /// also says who signed. Never panics.
     pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        Bundle::from_bytes_with_signature(bytes).map(|(bundle, _)| bundle)
+    }
+
+    /// [`Bundle::from_bytes`], and the verified signature when the file has a trailer
+    /// (`None` for an unsigned bundle). The trailer's structure is checked before the body
+    /// is decompressed, the signature right after the content hash and before the payload is
+    /// decoded, so a bundle with a bad signature is refused before any field is read.
+    pub fn from_bytes_with_signature(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>), BundleError> {
         let malformed = |message: String| BundleError::Malformed { message };
         if !bytes.starts_with(&MAGIC) {
             return Err(not_a_bundle(bytes));
@@ -148,14 +186,18 @@ impl Bundle {
         let compression = bytes[44];
         let payload_len = read_u64(bytes, 45).unwrap_or(0);
         let body_len = read_u64(bytes, 53).unwrap_or(0);
-        let body = &bytes[HEADER_BYTES..];
-        if body.len() as u64 != body_len {
-            return Err(malformed(format!(
+        let after_header = &bytes[HEADER_BYTES..];
+        // What follows the body is the optional signature trailer; a body cut short is
+        // reported as before, whatever follows.
+        let body_end = usize::try_from(body_len).ok().filter(|&n| n <= after_header.len()).ok_or_else(|| {
+            malformed(format!(
                 "the header (bytes 53..61) gives a body of {body_len} bytes but the file has {} after the \
                  {HEADER_BYTES}-byte header (truncated or extended)",
-                body.len()
-            )));
-        }
+                after_header.len()
+            ))
+        })?;
+        let (body, rest) = after_header.split_at(body_end);
+        let trailer = signature::parse_trailer(rest, HEADER_BYTES + body_end)?;
         if payload_len > MAX_PAYLOAD {
             return Err(malformed(format!(
                 "the header (bytes 45..53) gives a payload of {payload_len} bytes, over the limit of {MAX_PAYLOAD}"
@@ -197,13 +239,14 @@ impl Bundle {
         if computed != found {
             return Err(BundleError::HashMismatch { found: hex(&found), computed: hex(&computed) });
         }
+        let signed = trailer.map(|t| t.verify(&computed)).transpose()?;
         let mut bundle = codec::decode(&payload).map_err(|(at, what, message)| {
             malformed(format!("payload byte {at} (decompressed), reading the {what}: {message}"))
         })?;
         bundle.format_version = version;
         bundle.content_hash = hex(&found);
         bundle.check_references()?;
-        Ok(bundle)
+        Ok((bundle, signed))
     }
 
     /// Every launch names an existing kernel variant of its own kernel.
@@ -271,7 +314,8 @@ fn content_digest(version: u32, payload: &[u8]) -> [u8; 32] {
     h.finalize().into()
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes`.
+pub(super) fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
         out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
