@@ -100,25 +100,112 @@ fn updates_match_interpreter_and_rerecord_only_pipeline_changes() {
     no_messages(&ex);
 }
 
+/// Nodes of the stress graph: a chain, so a run lasts as long as all of them.
+const STRESS_NODES: usize = 24;
+/// Elements each node writes (its own slice of `@sout`).
+const STRESS_ELEMS: usize = 1 << 16;
+
+/// A chain of `STRESS_NODES` `scale` kernels, node `j` writing `@sin[i] * %s` into slice `j`
+/// of `@sout`: each element of a run's output names the value of `%s` its node saw, so a
+/// run whose nodes saw different updates (a torn update) shows two generations in one output.
+fn stress_ir() -> String {
+    let n = STRESS_NODES * STRESS_ELEMS;
+    let mut g = String::new();
+    for j in 0..STRESS_NODES {
+        let after = if j == 0 { String::new() } else { format!(" after(%k{})", j - 1) };
+        g += &format!(
+            "  %k{j} = kernel @scale range({STRESS_ELEMS}) args(@sin, @sout + {}, %s){after}\n",
+            j * STRESS_ELEMS * 4
+        );
+    }
+    format!(
+        "{KERNELS_IR}\nusm @sin : f32[{STRESS_ELEMS}]\nusm @sout : f32[{n}]\n\ngraph @g properties(updatable) {{\n  dyn %s = 0.0 : f32\n{g}}}\n"
+    )
+}
+
+/// Updates issued while the previous run is still executing never tear it. Each iteration
+/// runs generation `k`, updates `%s` to `k + 1` at once (while run `k` is in flight: the
+/// update must wait for it), and only then reads the output, which must be generation `k` in
+/// every element of every node. Every fourth iteration submits two runs back to back (both
+/// command-buffer copies pending) with an update between them. Generations read are
+/// non-decreasing. The test also shows the overlap happened: most updates took far longer
+/// than an update of an idle executable, i.e. they were issued while a run was executing
+/// (if the executor stopped waiting, the torn outputs fail the test instead).
 #[test]
 fn updates_interleaved_with_runs_never_tear() {
-    let ir = ir();
+    let ir = stress_ir();
     let mut ex = executor(bundle(&ir, vec![], vec![]));
+    // 1..=5: small integers, so every product is exact and `out / in` recovers the generation.
+    let input: Vec<f32> = (0..STRESS_ELEMS).map(|i| (1 + i % 5) as f32).collect();
+    ex.bind_as("sin", &input).unwrap();
     let e = ex.finalize("g").unwrap();
     let recorded = ex.recorded(e).unwrap();
-    for k in 0..40u32 {
-        // The update is made while the previous run may still be in flight: it waits, and
-        // the earlier run keeps its value.
-        ex.update_param(e, "s", scalar(f64::from(k))).unwrap();
-        ex.run(e).unwrap();
-        if k % 8 == 7 {
-            let out: Vec<f32> = ex.read_as("out").unwrap();
-            for (i, v) in out.iter().enumerate() {
-                assert_eq!(*v, k as f32 * i as f32, "run {k}, item {i}: a torn result");
-            }
+
+    // An update of an idle executable: what an update costs when it need not wait.
+    ex.run(e).unwrap();
+    ex.wait(e).unwrap();
+    let t = std::time::Instant::now();
+    ex.update_param(e, "s", scalar(0.0)).unwrap();
+    let idle_update = t.elapsed();
+    // How long one run takes on this device.
+    let t = std::time::Instant::now();
+    ex.run(e).unwrap();
+    ex.wait(e).unwrap();
+    let run_time = t.elapsed();
+
+    // The generation of every element of the last run's output, checked to be one.
+    let generation = |ex: &cmdgraph_executor::Executor, what: &str| -> u32 {
+        let out: Vec<f32> = ex.read_as("sout").unwrap();
+        let g = out[0] / input[0];
+        for (x, v) in out.iter().enumerate() {
+            let (node, i) = (x / STRESS_ELEMS, x % STRESS_ELEMS);
+            assert_eq!(
+                *v,
+                g * input[i],
+                "{what}: node %k{node} item {i} saw s = {} where node %k0 saw {g}: a torn update",
+                v / input[i]
+            );
         }
+        g as u32
+    };
+
+    let (mut overlapped, mut updates) = (0, 0);
+    let mut last = 0;
+    let mut timed_update = |ex: &mut cmdgraph_executor::Executor, k: u32| {
+        let t = std::time::Instant::now();
+        ex.update_param(e, "s", scalar(f64::from(k))).unwrap();
+        let took = t.elapsed();
+        updates += 1;
+        // A quarter of a run's time spent waiting: the run was executing when it began.
+        if took > run_time / 4 && took > idle_update * 10 {
+            overlapped += 1;
+        }
+    };
+    let mut k = 1u32;
+    timed_update(&mut ex, k);
+    for it in 0..24 {
+        ex.run(e).unwrap();
+        if it % 4 == 3 {
+            k += 1;
+            timed_update(&mut ex, k);
+            ex.run(e).unwrap();
+        }
+        // Run `k` is in flight: the update to `k + 1` must not reach it.
+        timed_update(&mut ex, k + 1);
+        let g = generation(&ex, &format!("iteration {it}"));
+        assert_eq!(g, k, "iteration {it}: the run submitted with s = {k} read s = {g}");
+        assert!(g >= last, "generations went back from {last} to {g}");
+        last = g;
+        k += 1;
     }
-    assert_eq!(ex.recorded(e).unwrap(), recorded);
+    assert!(
+        overlapped * 2 >= updates,
+        "only {overlapped} of {updates} updates waited for a run in flight (a run takes {run_time:?}, an idle update {idle_update:?}): the runs are too short to overlap updates"
+    );
+    eprintln!(
+        "{overlapped} of {updates} updates overlapped a run ({run_time:?} a run, {idle_update:?} an idle update)"
+    );
+    assert_eq!(ex.recorded(e).unwrap(), recorded, "scalar updates re-record nothing");
     no_messages(&ex);
 }
 
