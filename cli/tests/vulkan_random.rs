@@ -1,16 +1,60 @@
 //! Random graphs (support/gen.rs) run on Vulkan with validation on and on the reference
-//! interpreter, optimized (default pipeline) and unoptimized (no pass): every user memory
+//! interpreter, optimized (default pipeline) and unoptimized (only `inline-subgraphs`, which
+//! codegen requires of graphs with `subgraph` nodes): every user memory
 //! object is identical after each of two runs of every graph. Each graph is also run on the
 //! interpreter ordered only by the barriers the executor recorded (support::as_recorded)
 //! with the race detector on: no two commands touching the same bytes, one writing, may be
 //! left unordered (dropping the kernel-to-kernel barriers fails it on the first seeds). CI runs 10^3 graphs;
 //! `CMDGRAPH_RANDOM_GRAPHS=N` runs N (and `CMDGRAPH_RANDOM_SEED` moves the seeds);
-//! `CMDGRAPH_RANDOM_DUMP=DIR` writes each failing module there.
+//! `CMDGRAPH_RANDOM_DUMP=DIR` writes each failing module there, and
+//! `CMDGRAPH_RANDOM_MODULE=FILE` runs that module instead (with `CMDGRAPH_RANDOM_GRAPHS=1`, and
+//! `CMDGRAPH_RANDOM_SEED` the seed of its inputs).
+//!
+//! The generator also makes fusible element-wise chains, `subgraph` nodes and `updatable`
+//! graphs with a dynamic scalar and dynamic command groups: between the two runs of such a
+//! graph every dynamic scalar gets another value and every group another active
+//! alternative, on Vulkan and on the interpreter alike ([`updates`]). The test requires that
+//! `fuse-kernels` fused something in at least a fifth of the graphs (default pipeline) and
+//! that sub-graphs and updates occur in a tenth of them, so the generator cannot silently
+//! stop exercising them.
 
 mod support;
 
+use cmdgraph_ir::{ArgValue, LitValue, Literal, Module, NodeKind, ScalarType};
 use std::time::Instant;
-use support::{compile, gen, Both};
+use support::{compile, gen, Both, Update};
+
+/// The updates made between the two runs of graph `g`: each `f32` dynamic
+/// parameter scaled by -1.5 (exact in binary, so no rounding is at stake) and each dynamic
+/// command group moved to its next alternative.
+fn updates(g: &cmdgraph_ir::Graph) -> Vec<Update> {
+    let mut out = Vec::new();
+    for (_, p) in g.dyn_params.iter() {
+        if let ArgValue::Scalar(Literal { value: LitValue::Float(v), ty: Some(ScalarType::F32) }) = &p.value {
+            let value = Literal { value: LitValue::Float(v * -1.5), ty: Some(ScalarType::F32) };
+            out.push(Update::Param(p.name.clone(), ArgValue::Scalar(value)));
+        }
+    }
+    for (_, d) in g.dcgs.iter() {
+        out.push(Update::Active(d.name.clone(), (d.active + 1) % d.alternatives.len() as u32));
+    }
+    out
+}
+
+/// Graphs of the optimized `module` in which `fuse-kernels` fused a group (a node running
+/// a kernel the pass made).
+fn fused_graphs(module: &Module) -> usize {
+    module
+        .graphs
+        .iter()
+        .filter(|(_, g)| {
+            g.nodes.iter().any(|(_, n)| match &n.kind {
+                NodeKind::Kernel(k) => module.kernels.try_get(k.kernel).is_some_and(|k| k.name.starts_with("fused")),
+                _ => false,
+            })
+        })
+        .count()
+}
 
 /// Graphs per module: one bundle and one executor per module and pipeline.
 const PER_MODULE: usize = 25;
@@ -27,17 +71,30 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
     let (mut conflict_barriers, mut stage_barriers) = (0u64, 0u64);
     // Memory objects by the fma rule they matched (support::Both::fma_matched).
     let mut fma = [0usize; 3];
+    // Graphs (default pipeline) with a fused group; source graphs with a `subgraph` node;
+    // graphs updated between their runs.
+    let (mut fused, mut with_subgraphs, mut updated) = (0usize, 0usize, 0usize);
     for m in 0..total.div_ceil(PER_MODULE) {
-        let seed = base.wrapping_mul(1 << 20).wrapping_add(m as u64);
+        // A saved module runs with `CMDGRAPH_RANDOM_SEED` itself as its seed (its inputs).
+        let file = std::env::var("CMDGRAPH_RANDOM_MODULE").ok();
+        let seed = if file.is_some() { base } else { base.wrapping_mul(1 << 20).wrapping_add(m as u64) };
         let count = PER_MODULE.min(total - m * PER_MODULE);
-        let text = gen::module(seed, count);
+        // A saved module (one from `CMDGRAPH_RANDOM_DUMP`, reduced by hand) instead.
+        let text = match &file {
+            Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}")),
+            None => gen::module(seed, count),
+        };
         let module = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("seed {seed}: {d:?}\n{text}"));
         if let Err(d) = cmdgraph_ir::verify::verify(&module) {
             let rendered: Vec<String> = d.iter().map(|d| d.render("random.cgir", &text)).collect();
             panic!("seed {seed}: generated module does not verify:\n{}\n{text}", rendered.join("\n"));
         }
-        for pipeline in [None, Some("")] {
-            let what = format!("seed {seed} ({})", if pipeline.is_none() { "default pipeline" } else { "no pass" });
+        // Unoptimized: only the inlining codegen needs (sub-graph nodes are not executable).
+        for pipeline in [None, Some("inline-subgraphs")] {
+            let what = format!(
+                "seed {seed} ({})",
+                if pipeline.is_none() { "default pipeline" } else { "inline-subgraphs only" }
+            );
             let t = Instant::now();
             let bundle = match compile(&module, pipeline) {
                 Ok(b) => b,
@@ -49,8 +106,17 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
             compile_time += t.elapsed();
             let t = Instant::now();
             let result = Both::new(&module, &bundle, seed).and_then(|mut both| {
+                if pipeline.is_none() {
+                    fused += fused_graphs(both.ex.module());
+                }
                 for (_, g) in module.graphs.iter() {
-                    both.run(&g.name, 2)?;
+                    let ups = updates(g);
+                    if pipeline.is_none() {
+                        updated += usize::from(!ups.is_empty());
+                        with_subgraphs +=
+                            usize::from(g.nodes.iter().any(|(_, n)| matches!(n.kind, NodeKind::Subgraph { .. })));
+                    }
+                    both.run_updated(&g.name, 2, &ups)?;
                 }
                 conflict_barriers += both.barriers.0;
                 stage_barriers += both.barriers.1;
@@ -89,7 +155,16 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
         "{conflict_barriers} pipeline barriers recorded where memory conflicts, of {stage_barriers} stage boundaries"
     );
     eprintln!("fma: {} memory objects matched rounding once only, {} twice only, {} either", fma[0], fma[1], fma[2]);
+    eprintln!(
+        "{fused} of {total} graphs fused by fuse-kernels, {with_subgraphs} with sub-graphs, {updated} updated between runs"
+    );
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    // Shares of a few graphs are noise: checked from 200 generated graphs on.
+    if std::env::var("CMDGRAPH_RANDOM_MODULE").is_err() && total >= 200 {
+        assert!(fused * 5 >= total, "fuse-kernels fused in only {fused} of {total} graphs");
+        assert!(with_subgraphs * 10 >= total, "only {with_subgraphs} of {total} graphs have sub-graphs");
+        assert!(updated * 10 >= total, "only {updated} of {total} graphs were updated between runs");
+    }
     assert_eq!(graphs, 2 * total);
     // One device rounds fma one way.
     assert!(fma[0] == 0 || fma[1] == 0, "fma rounded once for {} objects and twice for {}", fma[0], fma[1]);

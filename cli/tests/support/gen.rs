@@ -4,7 +4,12 @@
 //! barriers), memcpy (within one object too), memset, memfill, graph-owned temporaries
 //! (`zero_init` or defined by a fill before any read) freed after their last use, empty
 //! nodes, queue barriers and host tasks, each ordered after every earlier node it conflicts
-//! with, so every graph is race-free.
+//! with, so every graph is race-free. So that the optimizer and the update paths are
+//! exercised too, graphs also get chains of full-range element-wise kernels at offset 0
+//! (what `fuse-kernels` fuses), `subgraph` nodes running an earlier graph of the module
+//! (inlined by the default pipeline), and, in `updatable` graphs, a dynamic `f32` parameter
+//! (the `@scale` factor) and dynamic command groups of element-wise kernels, which the test
+//! updates between its two runs.
 
 use super::Rng;
 use std::collections::BTreeSet;
@@ -159,9 +164,24 @@ struct Node {
     queue: Option<u8>,
 }
 
-/// One graph over `n`-element buffers.
-fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
+/// A generated graph: its text and what a `subgraph` node running it reads and writes.
+pub struct Graph {
+    pub text: String,
+    reads: BTreeSet<String>,
+    writes: BTreeSet<String>,
+    /// Whether another graph may run it as a sub-graph: no graph-owned allocations (E0266)
+    /// and no dynamic parameters or command groups (the root's updates do not reach them).
+    child_ok: bool,
+}
+
+/// One graph over `n`-element buffers; `children` are the earlier graphs a `subgraph` node
+/// may run.
+fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool, children: &[(String, &Graph)]) -> Graph {
     let mut nodes: Vec<Node> = Vec::new();
+    // `dyn` and `dcg` statements, printed before the nodes.
+    let mut decls: Vec<String> = Vec::new();
+    // A third of the graphs are `updatable` and may use dynamic parameters and groups.
+    let dynamic_ok = rng.below(3) == 0;
     let mut temps: Vec<(String, bool)> = Vec::new(); // (name, zero_init)
     let ntemps = if temps_ok { rng.below(3) } else { 0 };
     let add = |nodes: &mut Vec<Node>, text: String, reads: Vec<String>, writes: Vec<String>, rng: &mut Rng| {
@@ -200,11 +220,12 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
     let fmems: Vec<String> = FBUFS.iter().map(|s| s.to_string()).chain(temps.iter().map(|t| t.0.clone())).collect();
     let pick = |rng: &mut Rng, xs: &[String]| xs[rng.below(xs.len() as u64) as usize].clone();
     let upick = |rng: &mut Rng| UBUFS[rng.below(2) as usize].to_string();
+    let mut dyn_scale = false;
     for _ in 0..2 + rng.below(9) {
         let r = rng.below(n) + 1; // launch range, 1..=n
         let off = rng.below(n - r + 1); // element offset with off + r <= n
         let ptr = |m: &str, off: u64| if off == 0 { m.to_string() } else { format!("{m} + {}", off * 4) };
-        match rng.below(15) {
+        match rng.below(18) {
             0..=2 => {
                 let k = if rng.below(2) == 0 { "ewf" } else { "ewf2" };
                 let (a, b, o) = (pick(rng, &fmems), pick(rng, &fmems), pick(rng, &fmems));
@@ -239,7 +260,12 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
             }
             6 => {
                 let a = pick(rng, &fmems);
-                let s = ["0.5", "-2.0", "1.25", "3.0"][rng.below(4) as usize];
+                let s = if dynamic_ok && rng.below(2) == 0 {
+                    dyn_scale = true;
+                    "%s"
+                } else {
+                    ["0.5", "-2.0", "1.25", "3.0"][rng.below(4) as usize]
+                };
                 add(
                     &mut nodes,
                     format!("kernel @scale range({r}) args({}, {s})", ptr(&a, off)),
@@ -247,6 +273,10 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
                     vec![a],
                     rng,
                 );
+                if s == "%s" {
+                    // Dynamic parameters are explicit-API only (E0221).
+                    nodes.last_mut().expect("just added").queue = None;
+                }
             }
             7 => {
                 let (a, o) = ("@u0".to_string(), "@u1".to_string());
@@ -319,16 +349,71 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
                 let cb = format!("{name}_h{}", nodes.len());
                 add(&mut nodes, format!("host_task \"{cb}\" access({a} read, {o} write)"), vec![a], vec![o], rng);
             }
+            15 => {
+                // A chain of 2..=4 full-range element-wise kernels at offset 0, each reading
+                // the previous one's output: what `fuse-kernels` fuses (random ranges and
+                // offsets almost never line up). An input that is the output is read in
+                // place, at the same index, so there is no race between work-items.
+                let mut prev = pick(rng, &fmems);
+                for _ in 0..2 + rng.below(3) {
+                    let k = ["ewf", "ewf2"][rng.below(2) as usize];
+                    let (b, o) = (pick(rng, &fmems), pick(rng, &fmems));
+                    let (a, b) = if rng.below(2) == 0 { (prev.clone(), b) } else { (b, prev.clone()) };
+                    let text = format!("kernel @{k} range({n}) args({a}, {b}, {o})");
+                    add(&mut nodes, text, vec![a, b], vec![o.clone()], rng);
+                    prev = o;
+                }
+            }
+            16 if dynamic_ok => {
+                // A dynamic command group of element-wise kernels over the same memory (its
+                // alternatives differ in kernel and offsets): the test switches it between
+                // runs. Never recorded from a queue (E0275). User memory only: the `dcg`
+                // statement comes before the nodes, so before any `async_malloc`.
+                let user = FBUFS.map(String::from);
+                let (a, b, o) = (pick(rng, &user), pick(rng, &user), pick(rng, &user));
+                let d = format!("%d{}", decls.len());
+                let alts = 2 + rng.below(2);
+                let mut text = format!("dcg {d} active({}) {{\n", rng.below(alts));
+                for _ in 0..alts {
+                    let k = ["ewf", "ewf2"][rng.below(2) as usize];
+                    let oa = if a == o { off } else { rng.below(n - r + 1) };
+                    let ob = if b == o { off } else { rng.below(n - r + 1) };
+                    let _ = writeln!(
+                        text,
+                        "    kernel @{k} range({r}) args({}, {}, {})",
+                        ptr(&a, oa),
+                        ptr(&b, ob),
+                        ptr(&o, off)
+                    );
+                }
+                text.push_str("  }");
+                decls.push(text);
+                add(&mut nodes, format!("dynamic {d}"), vec![a, b], vec![o], rng);
+                nodes.last_mut().expect("just added").queue = None;
+            }
+            17 if !children.is_empty() => {
+                // A sub-graph: an earlier graph of the module, with its memory effect.
+                let (child, g) = &children[rng.below(children.len() as u64) as usize];
+                let (reads, writes) = (g.reads.iter().cloned().collect(), g.writes.iter().cloned().collect());
+                add(&mut nodes, format!("subgraph @{child}"), reads, writes, rng);
+            }
             _ => {
                 add(&mut nodes, "empty".to_string(), vec![], vec![], rng);
             }
         }
     }
+    if dyn_scale {
+        decls.insert(0, format!("dyn %s = {} : f32", ["0.5", "-2.0", "1.25", "3.0"][rng.below(4) as usize]));
+    }
     for (t, _) in &temps {
         add(&mut nodes, format!("async_free {t}"), vec![], vec![t.clone()], rng);
     }
     let mut out = String::new();
-    let _ = writeln!(out, "graph @{name} {{\n  queue @q0\n  queue @q1");
+    let props = if decls.is_empty() { "" } else { " properties(updatable)" };
+    let _ = writeln!(out, "graph @{name}{props} {{\n  queue @q0\n  queue @q1");
+    for d in &decls {
+        let _ = writeln!(out, "  {d}");
+    }
     for (i, node) in nodes.iter().enumerate() {
         let on = node.queue.map(|q| format!(" on @q{q}")).unwrap_or_default();
         // Sometimes a queue barrier stands between a node and its predecessors.
@@ -347,7 +432,10 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool) -> String {
         let _ = writeln!(out, "  %{} = {}{on}{after}", node.name, node.text);
     }
     out.push_str("}\n");
-    out
+    let child_ok = temps.is_empty() && decls.is_empty();
+    let reads = nodes.iter().flat_map(|x| x.reads.iter().cloned()).collect();
+    let writes = nodes.iter().flat_map(|x| x.writes.iter().cloned()).collect();
+    Graph { text: out, reads, writes, child_ok }
 }
 
 /// A module of `graphs` random graphs over one set of buffers of a random size.
@@ -361,9 +449,15 @@ pub fn module(seed: u64, graphs: usize) -> String {
     for b in UBUFS {
         let _ = writeln!(out, "usm {b} : u32[{n}]");
     }
+    let mut made: Vec<(String, Graph)> = Vec::new();
     for g in 0..graphs {
+        let children: Vec<(String, &Graph)> =
+            made.iter().filter(|(_, x)| x.child_ok).map(|(name, x)| (name.clone(), x)).collect();
+        let name = format!("g{g}");
+        let made_now = graph(&mut rng, &name, n, true, &children);
         out.push('\n');
-        out.push_str(&graph(&mut rng, &format!("g{g}"), n, true));
+        out.push_str(&made_now.text);
+        made.push((name, made_now));
     }
     out
 }

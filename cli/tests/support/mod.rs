@@ -207,13 +207,55 @@ fn host_effect(reads: &[Vec<u8>], writes: &[(Type, u64, bool)]) -> Vec<Vec<u8>> 
         .collect()
 }
 
+/// `bytes` of elements of `ty` with every float NaN made the quiet NaN and every zero `+0`:
+/// what a host callback hashes ([`host_effect`]). [`same`] accepts any NaN for any NaN and
+/// either zero for either (docs/ir.md, "Float precision"), so a callback must not tell them
+/// apart: hashing the raw bytes turned a sign-of-zero difference that the comparison allows
+/// into a whole written object that differs.
+fn canonical(ty: Type, mut bytes: Vec<u8>) -> Vec<u8> {
+    match ty.scalar {
+        ScalarType::F32 => {
+            for c in bytes.chunks_exact_mut(4) {
+                let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                let v = if v.is_nan() {
+                    f32::NAN
+                } else if v == 0.0 {
+                    0.0
+                } else {
+                    v
+                };
+                c.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        ScalarType::F16 => {
+            for c in bytes.chunks_exact_mut(2) {
+                let v = cmdgraph_ir::interp::half::f16::from_le_bytes([c[0], c[1]]);
+                let v = if v.is_nan() {
+                    cmdgraph_ir::interp::half::f16::NAN
+                } else if f32::from(v) == 0.0 {
+                    cmdgraph_ir::interp::half::f16::ZERO
+                } else {
+                    v
+                };
+                c.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        _ => {}
+    }
+    bytes
+}
+
 /// Registers on `interp` the generic host callbacks of `source`'s host tasks.
 fn register_interp_callbacks(interp: &mut Interpreter, source: &Module) {
     let summable = summable_memories(source);
     for (name, a) in callbacks(source) {
         let summable = summable.clone();
         interp.register_callback(&name, move |ctx| {
-            let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
+            let reads: Vec<Vec<u8>> = a
+                .iter()
+                .filter(|x| x.1)
+                .map(|x| ctx.read(&x.0).map(|b| canonical(x.3, b)))
+                .collect::<Result<_, _>>()?;
             let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
             let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4, summable.contains(&x.0))).collect::<Vec<_>>());
             for (w, bytes) in ws.iter().zip(out) {
@@ -273,6 +315,42 @@ pub fn as_recorded(module: &Module, graph: &str, groups: &[Vec<Vec<String>>]) ->
     Ok(m)
 }
 
+/// An update of an executable between runs ([`Both::run_updated`]).
+#[derive(Clone, Debug)]
+pub enum Update {
+    /// `update_param` of a dynamic parameter of the root graph.
+    Param(String, cmdgraph_ir::ArgValue),
+    /// `set_active` of a dynamic command group of the root graph.
+    Active(String, u32),
+}
+
+impl Update {
+    /// Makes the update on Vulkan executable `ee` and interpreter executable `ie`.
+    fn apply(
+        &self,
+        ex: &mut Executor,
+        ee: cmdgraph_executor::ExecId,
+        it: &mut Interpreter,
+        ie: cmdgraph_ir::interp::ExecId,
+    ) -> Result<(), String> {
+        match self {
+            Update::Param(p, v) => ex.update_param(ee, p, v.clone()),
+            Update::Active(d, i) => ex.set_active(ee, d, *i),
+        }
+        .map_err(|e| format!("vulkan: {e}"))?;
+        self.apply_interp(it, ie)
+    }
+
+    /// Makes the update on interpreter executable `ie`.
+    fn apply_interp(&self, it: &mut Interpreter, ie: cmdgraph_ir::interp::ExecId) -> Result<(), String> {
+        match self {
+            Update::Param(p, v) => it.update_param(ie, p, v.clone()),
+            Update::Active(d, i) => it.set_active(ie, d, *i),
+        }
+        .map_err(|e| format!("interp: {e}"))
+    }
+}
+
 /// A run of one module both ways.
 pub struct Both {
     pub ex: Executor,
@@ -330,7 +408,11 @@ impl Both {
             let a = access;
             let summable = summable.clone();
             ex.register_callback(&name, move |ctx| {
-                let reads: Vec<Vec<u8>> = a.iter().filter(|x| x.1).map(|x| ctx.read(&x.0)).collect::<Result<_, _>>()?;
+                let reads: Vec<Vec<u8>> = a
+                    .iter()
+                    .filter(|x| x.1)
+                    .map(|x| ctx.read(&x.0).map(|b| canonical(x.3, b)))
+                    .collect::<Result<_, _>>()?;
                 let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
                 let out =
                     host_effect(&reads, &ws.iter().map(|x| (x.3, x.4, summable.contains(&x.0))).collect::<Vec<_>>());
@@ -355,6 +437,13 @@ impl Both {
     /// Finalizes `graph` on both sides and runs it `runs` times, comparing everything after
     /// each run. Returns the number of objects compared.
     pub fn run(&mut self, graph: &str, runs: usize) -> Result<usize, String> {
+        self.run_updated(graph, runs, &[])
+    }
+
+    /// [`Both::run`], making `updates` on both sides (and the `fma`-twice interpreter)
+    /// before every run but the first: an executable's updates reach Vulkan and the
+    /// interpreter alike.
+    pub fn run_updated(&mut self, graph: &str, runs: usize, updates: &[Update]) -> Result<usize, String> {
         let ie = self.interp.finalize(graph).map_err(|e| format!("interp finalize @{graph}: {e}"))?;
         let ee = self.ex.finalize(graph).map_err(|e| format!("vulkan finalize @{graph}: {e}"))?;
         self.barriers.0 += self.ex.barriers(ee).map_err(|e| e.to_string())?;
@@ -373,6 +462,16 @@ impl Both {
         };
         let mut compared = 0;
         for r in 0..runs {
+            if r > 0 {
+                for u in updates {
+                    u.apply(&mut self.ex, ee, &mut self.interp, ie)
+                        .map_err(|e| format!("update {u:?} before run {r} of @{graph}: {e}"))?;
+                    if let (Some(t), Some(te)) = (&mut self.twice, te) {
+                        u.apply_interp(t, te)
+                            .map_err(|e| format!("update {u:?} (fma twice) before run {r} of @{graph}: {e}"))?;
+                    }
+                }
+            }
             self.interp.run(ie).map_err(|e| format!("interp run {r} of @{graph}: {e}"))?;
             if let (Some(t), Some(te)) = (&mut self.twice, te) {
                 let opts = RunOptions { fma: FmaRounding::Twice, ..RunOptions::default() };
