@@ -18,6 +18,9 @@ pub(crate) struct SlotInfo {
     pub offset_field: Option<u32>,
     /// Whether the kernel writes it.
     pub writes: bool,
+    /// Its element count when compile time knows it (device globals, bound whole); `None`
+    /// for buffer parameters, whose count is the word after the element offset.
+    pub count: Option<u64>,
 }
 
 /// The layout plus what the lowering needs to find each slot.
@@ -97,7 +100,7 @@ pub(crate) fn layout(
             ParamType::Buffer { elem, access } => {
                 let written = param_values.get(i).is_some_and(|&v| param_written(body, v)) || access.writes();
                 let slot = slots.len() as u32;
-                slots.push(SlotInfo { elem, offset_field: None, writes: written });
+                slots.push(SlotInfo { elem, offset_field: None, writes: written, count: None });
                 abi_slots.push(MemorySlot::Param { param: i as u32, writes: written });
                 (8, 4, ArgFieldKind::Buffer { slot, elem_bytes: elem.size() as u32 }, Some(slot))
             }
@@ -125,7 +128,7 @@ pub(crate) fn layout(
     for (g, writes) in used_globals(module, body) {
         let Some(mem) = module.memories.try_get(g) else { continue };
         let slot = slots.len() as u32;
-        slots.push(SlotInfo { elem: mem.elem, offset_field: None, writes });
+        slots.push(SlotInfo { elem: mem.elem, offset_field: None, writes, count: Some(mem.count) });
         abi_slots.push(MemorySlot::DeviceGlobal { name: mem.name.clone(), writes });
         globals.push((g, slot));
     }

@@ -40,10 +40,9 @@ pub struct Encoded {
     /// What each memory slot (binding 1 + i) is bound to.
     pub slots: Vec<Target>,
     /// The descriptor window of each slot: byte offset in the buffer and range
-    /// (`vk::WHOLE_SIZE` as `u64::MAX`). `(0, u64::MAX)` unless the buffer is larger than a
-    /// descriptor can reach (`maxStorageBufferRange`, 4 GiB on most devices): then the
-    /// descriptor starts at an aligned offset at or before the pointer, and the element offset
-    /// in the block counts from there.
+    /// (`vk::WHOLE_SIZE` as `u64::MAX`, only for device globals, whose buffer is theirs).
+    /// A buffer argument's window covers its memory only, never a neighbour's (docs/abi.md,
+    /// "Bounds"; [`Limits::window`]); the element offset in the block counts from its start.
     pub windows: Vec<(u64, u64)>,
     /// Work-group counts for `VkDispatchIndirectCommand`.
     pub groups: [u32; 3],
@@ -127,8 +126,10 @@ pub fn encode(
                 put(&mut block, field.offset, &raw)?;
             }
             (ArgFieldKind::Buffer { slot, elem_bytes }, ParamType::Buffer { .. }, value) => {
-                let place = match value {
-                    ArgValue::Pointer(p) => resolve(p.base, p.offset)?,
+                // `mem_start`: where the memory the pointer is in starts (the allocation or
+                // object; an accessor's range), so that the window covers only it.
+                let (place, mem_start) = match value {
+                    ArgValue::Pointer(p) => (resolve(p.base, p.offset)?, resolve(p.base, 0)?.offset),
                     ArgValue::Accessor(a) => {
                         let p = resolve(a.buffer, 0)?;
                         let (lo, hi) = a.range.unwrap_or((0, p.avail / p.elem.max(1)));
@@ -137,13 +138,15 @@ pub fn encode(
                         let (Some(start), Some(end)) = (start, end) else {
                             return Err(bad("accessor range outside its buffer"));
                         };
-                        Place {
+                        let place = Place {
                             target: p.target,
                             offset: p.offset + start,
                             avail: end.saturating_sub(start),
                             elem: p.elem,
                             buffer_size: p.buffer_size,
-                        }
+                        };
+                        let at = place.offset;
+                        (place, at)
                     }
                     _ => return Err(bad("expected memory")),
                 };
@@ -154,7 +157,7 @@ pub fn encode(
                         place.offset
                     )));
                 }
-                let window = limits.window(&place, eb).map_err(|m| bad(&m))?;
+                let window = limits.window(mem_start, &place, eb).map_err(|m| bad(&m))?;
                 let elem_off =
                     u32::try_from((place.offset - window.0) / eb).map_err(|_| bad("element offset past 2^32"))?;
                 let count = u32::try_from(place.avail / eb).unwrap_or(u32::MAX);
@@ -210,23 +213,38 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The descriptor window for a pointer at `place` with elements of `eb` bytes: the whole
-    /// buffer when one descriptor reaches all of it (so a pointer move rewrites one word);
-    /// else a window from an offset aligned to both the device and the element size, at or
-    /// before the pointer, covering the memory to its end.
-    pub fn window(&self, place: &Place, eb: u64) -> std::result::Result<(u64, u64), String> {
+    /// The descriptor window for a pointer at `place` (elements of `eb` bytes) into memory
+    /// that starts at byte `mem_start` of the buffer and ends at `place.offset + place.avail`:
+    /// from `mem_start` rounded down to a multiple of both `minStorageBufferOffsetAlignment`
+    /// and the element size, to the memory's end. So a kernel's descriptor reaches its own
+    /// allocation or object and at most the few bytes the alignment adds before it, never
+    /// the memory after it (docs/abi.md, "Bounds"), and a pointer moved within its memory
+    /// keeps its descriptor (one word of the block changes). Memory that spans more than one
+    /// descriptor reaches (`maxStorageBufferRange`) gets a window from the pointer, rounded
+    /// down the same way, instead; more than that from the pointer is refused.
+    pub fn window(&self, mem_start: u64, place: &Place, eb: u64) -> std::result::Result<(u64, u64), String> {
         let end = place.offset.saturating_add(place.avail);
-        if place.buffer_size.max(end) <= self.max_range {
-            return Ok((0, u64::MAX));
-        }
         let align = lcm(self.min_align.max(1), eb.max(1));
-        let start = place.offset / align * align;
+        let mut start = mem_start.min(place.offset) / align * align;
+        if end - start > self.max_range {
+            start = place.offset / align * align;
+        }
         let range = end - start;
         if range > self.max_range {
             return Err(format!(
                 "the memory from byte {} spans {range} bytes, more than one descriptor reaches on this device (maxStorageBufferRange {})",
                 place.offset, self.max_range
             ));
+        }
+        if range == 0 {
+            // Empty memory: a descriptor must reach at least one byte. The kernel's count is
+            // 0, so compiled code touches none of it; end on the buffer's last byte when the
+            // memory sits at the buffer's very end.
+            if end < place.buffer_size {
+                return Ok((start, 1));
+            }
+            let start = place.buffer_size.saturating_sub(1) / align * align;
+            return Ok((start, place.buffer_size - start));
         }
         Ok((start, range))
     }
@@ -310,28 +328,38 @@ mod window_tests {
     const LIMITS: Limits = Limits { max_groups: [65535; 3], max_range: 1 << 27, min_align: 16 };
 
     #[test]
-    fn a_buffer_one_descriptor_reaches_is_bound_whole() {
-        assert_eq!(LIMITS.window(&place(4096, 1024, 1 << 27), 4), Ok((0, u64::MAX)));
+    fn a_pointer_is_bound_from_its_memory_to_the_memory_end() {
+        // An allocation at 4096 of 1024 bytes in a larger pool, the pointer 256 bytes in: the
+        // window is the allocation, not the pool.
+        assert_eq!(LIMITS.window(4096, &place(4096 + 256, 768, 1 << 27), 4), Ok((4096, 1024)));
+        // An allocation at an unaligned offset: the window starts at the aligned offset below.
+        assert_eq!(LIMITS.window(4100, &place(4108, 92, 1 << 20), 4), Ok((4096, 104)));
+        // Empty memory still gets a one-byte descriptor, inside the buffer.
+        assert_eq!(LIMITS.window(64, &place(64, 0, 1 << 20), 4), Ok((64, 1)));
+        assert_eq!(LIMITS.window(256, &place(256, 0, 256), 4), Ok((240, 16)));
     }
 
     #[test]
     fn memory_past_the_range_gets_an_aligned_window_ending_with_it() {
-        let (start, range) = LIMITS.window(&place((1 << 27) + 100, 4000, 1 << 28), 4).unwrap();
+        let at = (1 << 27) + 100;
+        let (start, range) = LIMITS.window(at, &place(at, 4000, 1 << 28), 4).unwrap();
         assert_eq!(start, (1 << 27) + 96, "aligned to 16 at or before the pointer");
         assert_eq!(range, 4004);
-        // Memory below the range in a buffer larger than it still needs a bounded window.
-        assert_eq!(LIMITS.window(&place(0, 1024, 1 << 28), 4), Ok((0, 1024)));
+        assert_eq!(LIMITS.window(0, &place(0, 1024, 1 << 28), 4), Ok((0, 1024)));
         // 12-byte elements: the window start is a multiple of lcm(16, 12) = 48.
         let at = 12 * 11_184_815; // past 2^27, a multiple of the element size
-        let (start, _) = LIMITS.window(&place(at, 120, 1 << 28), 12).unwrap();
+        let (start, _) = LIMITS.window(at, &place(at, 120, 1 << 28), 12).unwrap();
         assert_eq!(start % 48, 0);
         assert_eq!((at - start) % 12, 0);
         assert!(start <= at && at - start < 48);
+        // Memory larger than the range, the pointer near its end: a window from the pointer.
+        let (start, range) = LIMITS.window(0, &place((1 << 27) + 64, 4096, 1 << 28), 4).unwrap();
+        assert_eq!((start, range), ((1 << 27) + 64, 4096));
     }
 
     #[test]
     fn memory_larger_than_the_range_is_refused() {
-        let e = LIMITS.window(&place(16, (1 << 27) + 64, 1 << 28), 4).unwrap_err();
+        let e = LIMITS.window(16, &place(16, (1 << 27) + 64, 1 << 28), 4).unwrap_err();
         assert!(e.contains("maxStorageBufferRange"), "{e}");
     }
 }

@@ -44,8 +44,9 @@ pub(crate) struct KNode {
     pub(crate) ind_off: u64,
     pub(crate) desc_pool: vk::DescriptorPool,
     pub(crate) set: vk::DescriptorSet,
-    /// The buffers bound now at bindings 0, 1, ... (to rewrite only what changed).
-    pub(crate) bound: Vec<(vk::Buffer, u64)>,
+    /// The buffer, offset and range bound now at bindings 0, 1, ... (to rewrite only what
+    /// changed; a range alone changes when a pointer moves to memory of another size).
+    pub(crate) bound: Vec<(vk::Buffer, u64, u64)>,
     /// The device segment that records it.
     pub(crate) segment: usize,
     /// The alternative of a `dynamic` node these resources belong to (`None`: a kernel node).
@@ -716,20 +717,21 @@ impl Executor {
         }
         let ind: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
         exe.indirect.write(ind_off, &ind)?;
-        let mut want = vec![(exe.args.buffer, args_off)];
-        want.extend(buffers.iter().zip(&windows).map(|(&b, &(off, _))| (b, off)));
-        let ranges: Vec<u64> = std::iter::once(block_size)
-            .chain(windows.iter().map(|&(_, r)| if r == u64::MAX { vk::WHOLE_SIZE } else { r }))
-            .collect();
+        // Each memory slot reaches its own memory only (args::Limits::window, docs/abi.md
+        // "Bounds").
+        let mut want = vec![(exe.args.buffer, args_off, block_size)];
+        want.extend(
+            buffers
+                .iter()
+                .zip(&windows)
+                .map(|(&b, &(off, r))| (b, off, if r == u64::MAX { vk::WHOLE_SIZE } else { r })),
+        );
         let bound = &k.bound;
         let infos: Vec<(usize, [vk::DescriptorBufferInfo; 1])> = want
             .iter()
             .enumerate()
             .filter(|(i, w)| bound.get(*i) != Some(w))
-            .map(|(i, &(buffer, offset))| {
-                let range = ranges.get(i).copied().unwrap_or(vk::WHOLE_SIZE);
-                (i, [vk::DescriptorBufferInfo { buffer, offset, range }])
-            })
+            .map(|(i, &(buffer, offset, range))| (i, [vk::DescriptorBufferInfo { buffer, offset, range }]))
             .collect();
         let changed = !new_set && !infos.is_empty();
         k.bound = want;

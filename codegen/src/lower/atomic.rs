@@ -79,8 +79,22 @@ impl Lowerer<'_> {
     }
 
     /// `atomic op mem[index], value` and `atomic cmpxchg mem[index], expected, value`; the
-    /// result is the old value.
+    /// result is the old value. Out of range (memory.rs), nothing happens and the result is 0.
     pub fn atomic(
+        &mut self,
+        h: Handle<Op>,
+        aop: AtomicOp,
+        mem: MemBase,
+        index: V,
+        value: V,
+        expected: Option<V>,
+    ) -> Result<Val, CodegenError> {
+        let ok = self.in_bounds(h, mem, index)?;
+        let r = self.guarded(ok, |l| l.atomic_unchecked(h, aop, mem, index, value, expected).map(Some))?;
+        r.ok_or_else(|| self.err(h, "atomic without a value"))
+    }
+
+    fn atomic_unchecked(
         &mut self,
         h: Handle<Op>,
         aop: AtomicOp,

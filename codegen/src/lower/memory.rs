@@ -4,6 +4,13 @@
 //! parameter's element-offset word in the argument block (0 for device globals). `bool`
 //! is one byte in memory. In the vectorized path the index is known to be the global id,
 //! so 4 consecutive elements are one `<4 x T>` element of the slot's vector view.
+//!
+//! Every access to a slot is bounds-checked (docs/abi.md, "Bounds"): it runs only when the
+//! index, compared unsigned at its own width (so a negative index is out of range), is below
+//! the slot's element count (the count word after the offset word; a constant for device
+//! globals). An out-of-range load gives 0, an out-of-range store or atomic does nothing and
+//! an atomic's result is then 0. The vectorized path checks its 4 elements once per
+//! invocation (lower/mod.rs) and takes the scalar path, checked per access, otherwise.
 
 use super::types::{self, reg};
 use super::{Lowerer, Val};
@@ -212,8 +219,77 @@ impl Lowerer<'_> {
         a.max(1)
     }
 
-    /// `load mem[index]`.
+    /// `i1` true when an access at `index` to `mem` is inside its memory, or `None` when the
+    /// access needs no check here (work-group memory; the vectorized path, checked once per
+    /// invocation).
+    pub(super) fn in_bounds(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<Option<Val>, CodegenError> {
+        if self.width > 1 {
+            return Ok(None);
+        }
+        let (Place::Slot(slot), _) = self.place(h, mem)? else { return Ok(None) };
+        let count = self.counts.get(slot as usize).cloned().ok_or_else(|| self.err(h, "slot count"))?;
+        let t = self.data_ty(h, index)?;
+        let v = self.val(h, index)?;
+        if !t.scalar.is_integer() || t.lanes != 1 {
+            return Err(self.err(h, format!("index of type {t}")));
+        }
+        Ok(Some(if types::bits(t.scalar) == 64 {
+            // Unsigned in 64 bits: a negative `i64` is above any count, and no index wraps
+            // into range before the comparison (the address is computed in 32 bits after it).
+            let wide = self.ir.emit("i64", format!("zext i32 {} to i64", count.v));
+            self.ir.emit("i1", format!("icmp ult {}, {}", v.typed(), wide.v))
+        } else {
+            let below = self.ir.emit("i1", format!("icmp ult i32 {}, {}", v.v, count.v));
+            if t.scalar.is_signed_integer() {
+                // A negative `i32` compares unsigned at 2^31 or more, which a count above
+                // 2^31 (a 1-byte element type in more than 2 GiB) could exceed.
+                let nonneg = self.ir.emit("i1", format!("icmp sge i32 {}, 0", v.v));
+                self.ir.emit("i1", format!("and i1 {}, {}", below.v, nonneg.v))
+            } else {
+                below
+            }
+        }))
+    }
+
+    /// Runs `access` only where `ok` holds (always when `None`): a diamond whose merge
+    /// block gives the access's result, or zero of `ty` where it did not run.
+    pub(super) fn guarded(
+        &mut self,
+        ok: Option<Val>,
+        access: impl FnOnce(&mut Self) -> Result<Option<Val>, CodegenError>,
+    ) -> Result<Option<Val>, CodegenError> {
+        let Some(ok) = ok else { return access(self) };
+        let from = self.ir.block.clone();
+        let go = self.ir.label("in_bounds");
+        let merge = self.ir.label("bounds_done");
+        self.ir.inst(format!("br i1 {}, label %{go}, label %{merge}", ok.v));
+        self.ir.start(&go);
+        let r = access(self)?;
+        let end = self.ir.block.clone();
+        self.ir.inst(format!("br label %{merge}"));
+        self.ir.start(&merge);
+        Ok(match r {
+            Some(r) => {
+                Some(self.ir.emit(&r.ty, format!("phi {} [ {}, %{end} ], [ zeroinitializer, %{from} ]", r.ty, r.v)))
+            }
+            None => None,
+        })
+    }
+
+    /// `load mem[index]`; 0 where the index is out of range.
     pub fn load(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<Val, CodegenError> {
+        let ok = self.in_bounds(h, mem, index)?;
+        let r = self.guarded(ok, |l| l.load_unchecked(h, mem, index).map(Some))?;
+        r.ok_or_else(|| self.err(h, "load without a value"))
+    }
+
+    /// `store mem[index], value`; nothing where the index is out of range.
+    pub fn store(&mut self, h: Handle<Op>, mem: MemBase, index: V, value: V) -> Result<(), CodegenError> {
+        let ok = self.in_bounds(h, mem, index)?;
+        self.guarded(ok, |l| l.store_unchecked(h, mem, index, value).map(|()| None)).map(|_| ())
+    }
+
+    fn load_unchecked(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<Val, CodegenError> {
         if self.width == 1 && self.place(h, mem).is_ok_and(|(p, _)| self.int_backed(&p)) {
             let (p, _) = self.element(h, mem, index)?;
             let bits = self.ir.emit("i32", format!("load i32, {}, align 4", p.typed()));
@@ -240,8 +316,7 @@ impl Lowerer<'_> {
         Ok(self.ir.emit(&rt, format!("icmp ne {mt} {}, {zero}", raw.v)))
     }
 
-    /// `store mem[index], value`.
-    pub fn store(&mut self, h: Handle<Op>, mem: MemBase, index: V, value: V) -> Result<(), CodegenError> {
+    fn store_unchecked(&mut self, h: Handle<Op>, mem: MemBase, index: V, value: V) -> Result<(), CodegenError> {
         let v = self.val(h, value)?;
         if self.width == 1 && self.place(h, mem).is_ok_and(|(p, _)| self.int_backed(&p)) {
             let (p, _) = self.element(h, mem, index)?;

@@ -69,6 +69,11 @@ pub(crate) struct Lowerer<'a> {
     pub int_locals: std::collections::BTreeSet<usize>,
     /// A zero the optimizer cannot see through, added to work-group indices (memory.rs).
     pub local_zero: String,
+    /// Per memory slot: its element count (`i32`), read once in the entry block so that the
+    /// bounds checks of every access share one load (memory.rs, "in_bounds"): a load of the
+    /// argument block after a store to a slot is not merged with one before it, since LLVM
+    /// cannot tell the two bindings apart.
+    pub counts: Vec<Val>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -210,6 +215,12 @@ impl<'a> Lowerer<'a> {
                 None
             };
             self.int_views.push(iv);
+            let count = match (slot.offset_field, slot.count) {
+                (Some(f), _) => self.word(f + 4),
+                (None, Some(n)) => Val::new("i32", n.min(u64::from(u32::MAX)).to_string()),
+                (None, None) => return Err(self.err_kernel("memory slot without an element count")),
+            };
+            self.counts.push(count);
         }
         self.declare_locals()
     }
@@ -316,6 +327,7 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
         int_views: Vec::new(),
         int_locals: Default::default(),
         local_zero: "0".into(),
+        counts: Vec::new(),
     };
     l.ir.start("entry");
     l.prologue()?;
@@ -349,8 +361,9 @@ impl Lowerer<'_> {
         Ok(acc)
     }
 
-    /// The vectorized kernel: a `<4 x T>` path for 4 aligned in-range work-items, else a
-    /// scalar loop over the 1 to 4 remaining ones (docs/codegen.md, "Vectorization").
+    /// The vectorized kernel: a `<4 x T>` path for 4 aligned in-range work-items whose 4
+    /// elements are inside every slot's memory, else a scalar loop over the 1 to 4 remaining
+    /// ones, bounds-checked per access (docs/codegen.md, "Vectorization").
     fn vectorized_body(&mut self, exit: &str) -> Result<(), CodegenError> {
         let tid = self.thread_id(0);
         let base = self.ir.emit("i32", format!("shl i32 {}, 2", tid.v));
@@ -365,7 +378,7 @@ impl Lowerer<'_> {
         let full = self.ir.emit("i1", format!("icmp ugt i32 {}, 3", rem.v));
         let mut aligned = full.clone();
         let slots = self.plan.layout.slots.clone();
-        for slot in &slots {
+        for (i, slot) in slots.iter().enumerate() {
             let start = match slot.offset_field {
                 Some(f) => {
                     let w = self.word(f);
@@ -376,6 +389,15 @@ impl Lowerer<'_> {
             let low = self.ir.emit("i32", format!("and i32 {}, 3", start.v));
             let ok = self.ir.emit("i1", format!("icmp eq i32 {}, 0", low.v));
             aligned = self.ir.emit("i1", format!("and i1 {}, {}", aligned.v, ok.v));
+            // Bounds, once for the 4 elements (every access here is at the global id): the
+            // slot's count exceeds gbase + 3, written without a sum that could wrap. Memory
+            // shorter than that goes to the scalar path, which checks each access.
+            let count = self.counts.get(i).cloned().ok_or_else(|| self.err_kernel("slot count"))?;
+            let above = self.ir.emit("i1", format!("icmp ugt i32 {}, {}", count.v, gbase.v));
+            let left = self.ir.emit("i32", format!("sub i32 {}, {}", count.v, gbase.v));
+            let room = self.ir.emit("i1", format!("icmp ugt i32 {}, 3", left.v));
+            let fits = self.ir.emit("i1", format!("and i1 {}, {}", above.v, room.v));
+            aligned = self.ir.emit("i1", format!("and i1 {}, {}", aligned.v, fits.v));
         }
         let vec = self.ir.label("vec");
         let scalar = self.ir.label("scalar");

@@ -527,7 +527,17 @@ fn create_device(
     // Kernel features are enabled where the device has them; what was enabled is recorded
     // (`enabled_features`) and a kernel needing a missing one is refused before the driver
     // sees it (features.rs).
+    // Robust buffer access, a second line behind the bounds checks compiled into every
+    // kernel and the per-memory descriptor ranges (docs/abi.md, "Bounds"): an access outside
+    // a descriptor's range cannot reach other memory. Vulkan allows it beside
+    // update-after-bind descriptors only where `robustBufferAccessUpdateAfterBind` holds.
+    let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut p12);
+    // SAFETY: `physical` came from this instance; the chain is one live local.
+    unsafe { instance.get_physical_device_properties2(physical, &mut props) };
+    let robust = base.robust_buffer_access != 0 && (!uab || p12.robust_buffer_access_update_after_bind != 0);
     let features = vk::PhysicalDeviceFeatures::default()
+        .robust_buffer_access(robust)
         .shader_int64(base.shader_int64 != 0)
         .shader_int16(base.shader_int16 != 0)
         .shader_float64(base.shader_float64 != 0);
