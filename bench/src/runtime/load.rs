@@ -370,7 +370,7 @@ fn section(args: &Args, device: &str, rows: &[Row]) -> String {
         "\nReading the numbers: compile time is dominated by LLVM and `spirv-val` for the two kernel \
          variants at small sizes and by the passes (memory planning, transitive reduction) at large ones; \
          loading re-parses and re-verifies the optimized IR, so it grows with the graph too, but without \
-         LLVM. Finalize grows with the kernel nodes (one descriptor set each, from shared pools, and both command-buffer copies recorded). Compile and load \
+         LLVM. Finalize grows with the kernel nodes (one descriptor set each, from shared pools; one command-buffer copy recorded, the second by the first run that overlaps the previous one). Compile and load \
          times come from different runs when the bundles were prepared on another machine (the GPU \
          machine has no LLVM): compare them as orders of magnitude there.\n",
     );
