@@ -255,10 +255,11 @@ pub(crate) fn plan<E: Borrow<Effect>>(effects: &[E], stage_starts: &[bool], poli
 /// disjoint sorted ranges (start → end) read and written, so a conflict check is a
 /// logarithmic lookup whatever the number of commands between barriers.
 ///
-/// Between a kernel and a transfer the comparison is by whole buffer: a kernel reaches its
-/// memory through a storage-buffer descriptor bound to the whole buffer (docs/abi.md), and
-/// the validation layer's synchronization checks reason at that granularity, so a copy into
-/// one end of a buffer a kernel writes the other end of still gets its barrier. Kernels among
+/// Between a kernel and a transfer the comparison is by whole buffer: a kernel's descriptor
+/// covers its memory object's range (docs/abi.md, "Bounds"), which for graph-owned memory is
+/// part of the one pool buffer, and comparing whole buffers is the conservative choice that
+/// the validation layer's synchronization checks also accept, so a copy into one end of a
+/// buffer a kernel writes the other end of still gets its barrier. Kernels among
 /// themselves and transfers among themselves compare exact byte ranges.
 #[derive(Default)]
 struct Pending {
