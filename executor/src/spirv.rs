@@ -18,6 +18,9 @@ const MODE_LOCAL_SIZE: u32 = 17;
 /// Checks `words` is a SPIR-V module with a `GLCompute` entry point named `entry` whose
 /// `LocalSize` is `local_size` (the structural checks of [`check_variant`], without the
 /// binding check).
+/// SPIR-V's universal limit on the id bound (the specification's section 2.17).
+const MAX_ID_BOUND: u32 = 0x3F_FFFF;
+
 pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> Result<()> {
     check_variant(kernel, words, entry, local_size, None)
 }
@@ -98,6 +101,12 @@ pub fn check_variant(
         return Err(bad("reserved header word is not 0".into()));
     }
     let bound = words[3];
+    // The universal limit of SPIR-V (section 2.17). Drivers size tables by the bound: a
+    // module claiming 2^31 ids crashed llvmpipe at pipeline creation (found by the
+    // `run_bundle` fuzz target).
+    if bound > MAX_ID_BOUND {
+        return Err(bad(format!("id bound {bound} is above SPIR-V's limit of {MAX_ID_BOUND}")));
+    }
     let mut entry_id = None;
     let mut local = None;
     let mut capabilities = 0usize;

@@ -179,6 +179,19 @@ fn spirv_instruction_past_the_end_and_ids_past_the_bound() {
     assert_refused(b, &["kernel @ramp", "not in 1..4 (the header's bound)"]);
 }
 
+/// Found by the `run_bundle` fuzz target: a bound of 2^31 - 512 passed every other check
+/// and crashed llvmpipe inside `vkCreateComputePipelines`.
+#[test]
+fn spirv_id_bound_above_the_universal_limit() {
+    let mut b = good();
+    b.kernels[RAMP_V as usize].spirv[3] = 2_147_483_136;
+    assert_refused(b, &["kernel @ramp", "id bound 2147483136 is above SPIR-V's limit of 4194303"]);
+    // The limit itself is allowed.
+    let mut b = good();
+    b.kernels[RAMP_V as usize].spirv[3] = 0x3F_FFFF;
+    assert!(cmdgraph_executor::load::check(b).is_ok(), "a bound at the limit loads");
+}
+
 #[test]
 fn layout_value_field_overlapping_a_buffer_field() {
     let mut b = good();
