@@ -3,7 +3,7 @@
 #
 #   bash scripts/fuzz.sh SECONDS [TARGET] [extra libFuzzer flags...]
 #
-# TARGET defaults to parse_verify (fuzz/fuzz_targets/: parse_verify, interp_run, load_bundle). The corpus
+# TARGET defaults to parse_verify (fuzz/fuzz_targets/: parse_verify, interp_run, load_bundle, run_bundle). The corpus
 # lives in fuzz/corpus/TARGET (git-ignored) and is seeded from examples/*.cgir and the lit
 # tests' .cgir files; interp_run also starts from parse_verify's corpus when there is one.
 # Crashes land in fuzz/artifacts/TARGET. The toolchain is stable, so nightly-only flags are enabled with
