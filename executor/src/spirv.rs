@@ -14,13 +14,12 @@ const OP_CAPABILITY: u32 = 17;
 const OP_FUNCTION_END: u32 = 56;
 const EXEC_MODEL_GLCOMPUTE: u32 = 5;
 const MODE_LOCAL_SIZE: u32 = 17;
+/// SPIR-V's universal limit on the id bound (the specification's section 2.17).
+const MAX_ID_BOUND: u32 = 0x3F_FFFF;
 
 /// Checks `words` is a SPIR-V module with a `GLCompute` entry point named `entry` whose
 /// `LocalSize` is `local_size` (the structural checks of [`check_variant`], without the
 /// binding check).
-/// SPIR-V's universal limit on the id bound (the specification's section 2.17).
-const MAX_ID_BOUND: u32 = 0x3F_FFFF;
-
 pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> Result<()> {
     check_variant(kernel, words, entry, local_size, None)
 }
