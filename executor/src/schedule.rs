@@ -3,6 +3,7 @@
 
 use crate::error::{ExecError, Result};
 use cmdgraph_ir::bundle::Segment;
+use cmdgraph_ir::csr::Csr;
 use cmdgraph_ir::{Graph, Handle, Node, NodeKind, NodeType};
 
 /// A schedule over node handles.
@@ -132,16 +133,25 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
             return Err(ExecError::Bundle(format!("schedule misses %{}", node.name)));
         }
     }
-    let preds = Adjacency::predecessors(graph);
+    // Each node's predecessors, in edge creation order (edges naming a missing node are
+    // left out: the loader's verifier rejects them before this).
+    let pairs: Vec<(u32, u32)> = graph
+        .edges
+        .iter()
+        .map(|(_, e)| (e.to.index(), e.from.index()))
+        .filter(|&(t, f)| t < n && f < n)
+        .map(|(t, f)| (t as u32, f as u32))
+        .collect();
+    let preds = Csr::new(n, &pairs);
     // `after[i]`: the latest scheduled position node i's work comes after (its own position
     // if it is scheduled); filled in topological order.
     let mut after: Vec<Option<(usize, usize)>> = vec![None; n];
     for i in topological(&preds)? {
-        let latest = preds.of(i).iter().filter_map(|&u| after[u as usize]).max();
+        let latest = preds.next(i).iter().filter_map(|&u| after[u as usize]).max();
         match pos[i] {
             Some(p) => {
                 if latest.is_some_and(|l| l >= p) {
-                    let late = preds.of(i).iter().map(|&u| u as usize).find(|&u| after[u] >= Some(p)).unwrap_or(i);
+                    let late = preds.next(i).iter().map(|&u| u as usize).find(|&u| after[u] >= Some(p)).unwrap_or(i);
                     let name = |k: usize| graph.nodes.iter().nth(k).map_or("?", |(_, n)| n.name.as_str());
                     return Err(ExecError::Bundle(format!(
                         "schedule runs %{} no earlier than its successor %{}",
@@ -157,59 +167,16 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
     Ok(out)
 }
 
-/// Neighbour lists of every node in two flat arrays (a list per node cost one allocation
-/// per node at finalize).
-struct Adjacency {
-    start: Vec<u32>,
-    items: Vec<u32>,
-}
-
-impl Adjacency {
-    /// Each node's predecessors, in edge creation order; edges naming a missing node are
-    /// left out (the loader's verifier rejects them before this).
-    fn predecessors(graph: &Graph) -> Adjacency {
-        let n = graph.nodes.len();
-        let pairs = || graph.edges.iter().map(|(_, e)| (e.to.index(), e.from.index())).filter(|&(t, f)| t < n && f < n);
-        Adjacency::from_pairs(n, pairs)
-    }
-
-    /// Lists of `n` nodes from `(owner, item)` pairs (produced twice: counted, then placed).
-    fn from_pairs<I: Iterator<Item = (usize, usize)>>(n: usize, pairs: impl Fn() -> I) -> Adjacency {
-        let mut start = vec![0u32; n + 1];
-        for (owner, _) in pairs() {
-            start[owner + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut items = vec![0u32; start[n] as usize];
-        for (owner, item) in pairs() {
-            items[fill[owner] as usize] = item as u32;
-            fill[owner] += 1;
-        }
-        Adjacency { start, items }
-    }
-
-    fn of(&self, i: usize) -> &[u32] {
-        &self.items[self.start[i] as usize..self.start[i + 1] as usize]
-    }
-
-    fn len(&self) -> usize {
-        self.start.len() - 1
-    }
-}
-
 /// Node indices in a topological order of `preds` (an error on a cycle).
-fn topological(preds: &Adjacency) -> Result<Vec<usize>> {
+fn topological(preds: &Csr) -> Result<Vec<usize>> {
     let n = preds.len();
-    let mut indeg: Vec<usize> = (0..n).map(|i| preds.of(i).len()).collect();
-    let succ = Adjacency::from_pairs(n, || (0..n).flat_map(|t| preds.of(t).iter().map(move |&f| (f as usize, t))));
+    let mut indeg: Vec<usize> = (0..n).map(|i| preds.next(i).len()).collect();
+    let succ = preds.transpose();
     let mut ready: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(i) = ready.pop() {
         order.push(i);
-        for &t in succ.of(i) {
+        for &t in succ.next(i) {
             let t = t as usize;
             indeg[t] -= 1;
             if indeg[t] == 0 {

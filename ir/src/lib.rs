@@ -7,6 +7,7 @@
 
 pub mod arena;
 pub mod bundle;
+pub mod csr;
 pub mod diag;
 pub mod diff;
 pub mod dot;

@@ -15,71 +15,8 @@
 //! Cost: O(nodes + edges) time and memory for an acyclic graph; the same again for the
 //! condensation of a cyclic one.
 
+pub(super) use crate::csr::Csr;
 use crate::graph::Graph;
-
-/// Adjacency lists in compressed form over `u32` node indices.
-pub(super) struct Csr {
-    /// `targets[offsets[i]..offsets[i + 1]]` are the neighbours of node `i`.
-    offsets: Vec<usize>,
-    targets: Vec<u32>,
-}
-
-impl Csr {
-    /// Lists of `n` nodes from `(from, to)` pairs, each list in pair order. Every pair must
-    /// be in range (callers filter).
-    pub(super) fn new(n: usize, pairs: &[(u32, u32)]) -> Csr {
-        let mut offsets = vec![0usize; n + 1];
-        for &(from, _) in pairs {
-            offsets[from as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut targets = vec![0u32; pairs.len()];
-        for &(from, to) in pairs {
-            let slot = &mut fill[from as usize];
-            targets[*slot] = to;
-            *slot += 1;
-        }
-        Csr { offsets, targets }
-    }
-
-    /// The same lists with every edge reversed, each list in the order of its sources.
-    pub(super) fn transpose(&self) -> Csr {
-        let n = self.len();
-        let mut offsets = vec![0usize; n + 1];
-        for &t in &self.targets {
-            offsets[t as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut targets = vec![0u32; self.targets.len()];
-        for from in 0..n {
-            for &to in self.next(from) {
-                let slot = &mut fill[to as usize];
-                targets[*slot] = from as u32;
-                *slot += 1;
-            }
-        }
-        Csr { offsets, targets }
-    }
-
-    /// Number of nodes.
-    pub(super) fn len(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    /// Neighbours of `i` (none when out of range).
-    pub(super) fn next(&self, i: usize) -> &[u32] {
-        match (self.offsets.get(i), self.offsets.get(i + 1)) {
-            (Some(&a), Some(&b)) => self.targets.get(a..b).unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-}
 
 /// A graph's topological ranks, nodes by rank, and successor lists.
 pub(super) struct Topo {
@@ -171,7 +108,7 @@ impl Topo {
 fn kahn(succ: &Csr) -> Vec<u32> {
     let n = succ.len();
     let mut indegree = vec![0u32; n];
-    for &t in &succ.targets {
+    for &t in succ.all_targets() {
         indegree[t as usize] += 1;
     }
     // The output doubles as the queue: `order[head..]` is ready but not yet expanded.
