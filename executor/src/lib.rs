@@ -8,6 +8,7 @@ pub mod error;
 pub mod features;
 pub mod load;
 pub mod spirv;
+pub mod spirv_val;
 pub mod vk;
 
 pub use error::{ExecError, Result};

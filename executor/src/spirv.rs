@@ -1,9 +1,10 @@
-//! Structural SPIR-V checks made before a module reaches the driver.
+//! SPIR-V checks made before a module reaches the driver.
 //!
-//! The bundle writer runs `spirv-val`; the loader cannot (no SPIRV-Tools at run time), but a
-//! driver given a truncated or corrupted module may crash, so the loader walks the words:
-//! header, instruction lengths, the entry point and its `LocalSize`. A module that passes is
-//! well-formed as a word stream and declares what the bundle says it does.
+//! The loader walks the words first: header, instruction lengths, the entry point and its
+//! `LocalSize`, descriptor sets and bindings against the pipeline layout, member and
+//! access-chain indices. A module that passes is well-formed as a word stream and declares
+//! what the bundle says it does; then SPIRV-Tools' validator ([`crate::spirv_val`]) checks
+//! it is valid SPIR-V for Vulkan 1.3.
 
 use crate::error::{ExecError, Result};
 
@@ -75,8 +76,8 @@ fn result_operand(opcode: u32) -> Option<usize> {
 /// `local_size`; `DescriptorSet` decorations only of set 0; `Binding`s below `bindings`
 /// (1 + the layout's memory slots; `None`: not checked); no push constants (the pipeline
 /// layout has none); `OpMemberDecorate`/`OpMemberName` member indices inside their struct;
-/// constant access-chain indices into structs inside the struct. It is not SPIR-V
-/// validation: types, control flow and most operands are the driver's to trust.
+/// constant access-chain indices into structs inside the struct; then SPIR-V validity
+/// ([`crate::spirv_val::validate`]).
 pub fn check_variant(
     kernel: &str,
     words: &[u32],
@@ -249,10 +250,12 @@ pub fn check_variant(
         }
     }
     match local {
-        Some(l) if l == local_size => Ok(()),
-        Some(l) => Err(bad(format!("LocalSize {l:?}, the bundle says {local_size:?}"))),
-        None => Err(bad(format!("entry point `{entry}` has no LocalSize"))),
+        Some(l) if l == local_size => {}
+        Some(l) => return Err(bad(format!("LocalSize {l:?}, the bundle says {local_size:?}"))),
+        None => return Err(bad(format!("entry point `{entry}` has no LocalSize"))),
     }
+    // Last: the walk's errors name the bundle's fields, the validator's name instructions.
+    crate::spirv_val::validate(words).map_err(bad)
 }
 
 /// Decodes a nul-terminated SPIR-V literal string; `None` if unterminated or not UTF-8.

@@ -22,6 +22,23 @@ fn add_capability(b: &mut Bundle, name: &str, cap: u32) {
     k.spirv.splice(7..7, [(2 << 16) | 17, cap]);
 }
 
+/// Declares SPIR-V extension `name` in kernel `kernel`'s module, after its capabilities
+/// (where the layout of a module puts `OpExtension`): a capability that an extension
+/// introduces is valid SPIR-V only with it, and the loader validates modules.
+fn add_extension(b: &mut Bundle, kernel: &str, name: &str) {
+    let k = b.kernels.iter_mut().find(|k| k.kernel == kernel).expect("kernel");
+    let mut at = 5;
+    while k.spirv[at] & 0xffff == 17 {
+        at += (k.spirv[at] >> 16) as usize;
+    }
+    let mut bytes = name.as_bytes().to_vec();
+    bytes.resize(name.len() / 4 * 4 + 4, 0);
+    let literal: Vec<u32> = bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let mut inst = vec![((1 + literal.len() as u32) << 16) | 10];
+    inst.extend(literal);
+    k.spirv.splice(at..at, inst);
+}
+
 fn new_executor(b: Bundle) -> Result<Executor, ExecError> {
     let loaded = load::check(b).expect("the edited module is still well-formed");
     Executor::new(loaded, &cmdgraph_executor::ContextOptions { validation: true, ..Default::default() })
@@ -32,6 +49,7 @@ fn a_capability_the_device_lacks_is_refused_with_the_kernel_and_feature() {
     // AtomicFloat64AddEXT: the executor never enables shader{Buffer,Shared}Float64AtomicAdd.
     let mut b = ramp_bundle();
     add_capability(&mut b, "ramp", 6034);
+    add_extension(&mut b, "ramp", "SPV_EXT_shader_atomic_float_add");
     let err = new_executor(b).err().expect("refused");
     let m = err.to_string();
     assert!(matches!(err, ExecError::Invalid(_)), "{err:?}");
