@@ -156,3 +156,55 @@ fn key_files_are_checked_and_never_replaced() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("can be read by other users (mode 0644)"));
     }
 }
+
+/// `inspect --trust` (issue 18) applies `run --trust`'s requirement: an unsigned bundle or
+/// one signed by another key exits 1 with the loader's message, the same bytes `run` prints,
+/// and no summary; a bundle signed by one of the trusted keys is summarized. Without the
+/// flag inspect took both, so an operator could not ask inspect what `run --trust` would do.
+#[test]
+fn inspect_with_trust_refuses_as_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("app.cgir"), MODULE).unwrap();
+    let (key, other) = (d.join("release.key"), d.join("other.key"));
+    let fp = keygen(&key);
+    let other_fp = keygen(&other);
+    let (pubkey, other_pub) = (d.join("release.key.pub"), d.join("other.key.pub"));
+    let (plain, signed) = (d.join("plain.cgb"), d.join("signed.cgb"));
+    ok(&["compile", s(&d.join("app.cgir")), "-o", s(&plain)]);
+    ok(&["compile", "--sign", s(&key), s(&d.join("app.cgir")), "-o", s(&signed)]);
+
+    // Trusted (alone, or among several --trust files): the summary with the signer.
+    for args in [
+        vec!["inspect", "--trust", s(&pubkey), s(&signed)],
+        vec!["inspect", "--trust", s(&other_pub), "--trust", s(&pubkey), s(&signed)],
+    ] {
+        let shown = ok(&args);
+        assert!(shown.contains(&format!("  signature       ed25519 by key {fp}, valid\n")), "{args:?}: {shown}");
+        assert!(shown.contains("graph @main"), "{args:?}: {shown}");
+    }
+
+    // Refused with the message `run --trust` gives for the same file and keys.
+    let cases = [
+        (
+            vec!["--trust", s(&other_pub), s(&signed)],
+            format!("the bundle is signed by key {fp}, which is not trusted (trusted: {other_fp})"),
+        ),
+        (
+            vec!["--trust", s(&pubkey), s(&plain)],
+            format!("the bundle is not signed, and this load requires a signature by a trusted key (trusted: {fp})"),
+        ),
+        // A seed file is no key to trust, for inspect as for run.
+        (vec!["--trust", s(&key), s(&signed)], "this is a secret seed file, not a public key".to_string()),
+    ];
+    for (rest, want) in cases {
+        let inspect: Vec<&str> = ["inspect"].into_iter().chain(rest.iter().copied()).collect();
+        let run: Vec<&str> = ["run"].into_iter().chain(rest.iter().copied()).collect();
+        let o = cmdgraph(&inspect);
+        let e = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(1), "{inspect:?}: {}{e}", String::from_utf8_lossy(&o.stdout));
+        assert!(o.stdout.is_empty(), "{inspect:?} printed a summary of a refused bundle");
+        assert!(e.contains(&want), "{inspect:?}: {e}");
+        assert_eq!(e, refused(&run), "inspect and run disagree on {rest:?}");
+    }
+}

@@ -5,7 +5,7 @@
 
 mod common;
 
-use cmdgraph_executor::{load, ExecError};
+use cmdgraph_executor::{load, ContextOptions, ExecError, Executor};
 use cmdgraph_ir::bundle::{Bundle, GraphPlan, LaunchVariant, MemorySlot, PoolPlan};
 use common::*;
 
@@ -89,8 +89,40 @@ const OP_MEMBER_DECORATE: u32 = 72;
 const OP_CONSTANT: u32 = 43;
 const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
+const OP_TYPE_INT: u32 = 21;
+const OP_TYPE_STRUCT: u32 = 30;
+const OP_TYPE_POINTER: u32 = 32;
+const OP_FUNCTION: u32 = 54;
+const OP_VARIABLE: u32 = 59;
 const DESCRIPTOR_SET: u32 = 34;
 const BINDING: u32 = 33;
+const BLOCK: u32 = 2;
+const OFFSET: u32 = 35;
+const LOCAL_SIZE: u32 = 17;
+const STORAGE_PUSH_CONSTANT: u32 = 9;
+
+/// One instruction: the word count and opcode word, then `operands`.
+fn op(opcode: u32, operands: &[u32]) -> Vec<u32> {
+    let mut w = vec![((operands.len() as u32 + 1) << 16) | opcode];
+    w.extend_from_slice(operands);
+    w
+}
+
+/// Asserts that `words` is valid SPIR-V for Vulkan 1.3 to `spirv-val`, as `common::assemble`
+/// checks the kernels it builds: a patched module that the validator refuses could be refused
+/// by the loader's SPIR-V validation before it reaches the check a test is about.
+fn assert_valid_spirv(words: &[u32]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = dir.path().join("patched.spv");
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(&bin, bytes).expect("write spv");
+    let val = std::process::Command::new("spirv-val")
+        .args(["--target-env", "vulkan1.3"])
+        .arg(&bin)
+        .output()
+        .expect("spirv-val (SPIRV-Tools) must be installed");
+    assert!(val.status.success(), "the patched module is invalid SPIR-V: {}", String::from_utf8_lossy(&val.stderr));
+}
 
 /// Positive control: the untampered bundle loads, runs, and computes the ramp (the two
 /// temporaries sharing offset 0 are fine: one is freed before the other is allocated).
@@ -312,6 +344,189 @@ fn memory_plan_zero_init_allocation_shares_bytes() {
     b.source = ir.clone();
     b.optimized = ir;
     assert_refused(b, &["@g: memory plan", "a zero_init allocation shares no bytes"]);
+}
+
+#[test]
+fn spirv_push_constant_variable() {
+    let mut b = good();
+    // An unused push-constant block added to @ramp, built so that spirv-val accepts it
+    // (`Block` struct with an explicit offset; unused, so not required in the entry point's
+    // interface): the pipeline layout has no push-constant range, so only the loader's own
+    // check stands between it and the driver.
+    let w = &mut b.kernels[RAMP_V as usize].spirv;
+    let bound = w[3];
+    let (pc_type, pc_ptr, pc_var) = (bound, bound + 1, bound + 2);
+    w[3] = bound + 3;
+    let uint = w[find(w, OP_TYPE_INT, |o| o[1] == 32 && o[2] == 0) + 1];
+    // Types and the variable go right before the first function (after every type and
+    // global, %uint included), the decorations before the first decoration; the later
+    // position first, so that the earlier one stays where it was found.
+    let globals = [
+        op(OP_TYPE_STRUCT, &[pc_type, uint]),
+        op(OP_TYPE_POINTER, &[pc_ptr, STORAGE_PUSH_CONSTANT, pc_type]),
+        op(OP_VARIABLE, &[pc_ptr, pc_var, STORAGE_PUSH_CONSTANT]),
+    ]
+    .concat();
+    let at = find(w, OP_FUNCTION, |_| true);
+    w.splice(at..at, globals);
+    let decorations = [op(OP_DECORATE, &[pc_type, BLOCK]), op(OP_MEMBER_DECORATE, &[pc_type, 0, OFFSET, 0])].concat();
+    let at = find(w, OP_DECORATE, |_| true);
+    w.splice(at..at, decorations);
+    assert_valid_spirv(w);
+    assert_refused(
+        b,
+        &[
+            "kernel @ramp",
+            &format!("%{pc_var} is a PushConstant variable; the pipeline layout has no push constants"),
+            "(variant 1)",
+        ],
+    );
+}
+
+/// `Executor::new` checks each variant's `workgroup_size` against the device's own
+/// `maxComputeWorkGroupSize` and `maxComputeWorkGroupInvocations` before creating pipelines.
+/// The test device, llvmpipe, has limits [1024, 1024, 1024] and 1024: at or above the
+/// portable ones the loader checks ([1024, 1024, 64], 1024 in all), so no size the loader
+/// accepts exceeds them. The check is reached instead by changing the checked bundle
+/// (`Loaded::bundle` is public, so an embedding application can do the same) to the
+/// smallest sizes past llvmpipe's limits: 41x25x1 (1025 invocations, every dimension
+/// within) and 1x1x1025 (the z dimension, past the portable 64 as well).
+#[test]
+fn workgroup_size_beyond_the_devices_limits() {
+    for wg in [[41, 25, 1], [1, 1, 1025]] {
+        let mut loaded = load::check(good()).expect("the untampered bundle loads");
+        let k = &mut loaded.bundle.kernels[RAMP_V as usize];
+        // The SPIR-V's LocalSize agrees, as the loader requires of a bundle it reads.
+        let at = find(&k.spirv, OP_EXECUTION_MODE, |o| o[1] == LOCAL_SIZE);
+        k.spirv[at + 3..at + 6].copy_from_slice(&wg);
+        k.workgroup_size = wg;
+        match Executor::new(loaded, &ContextOptions { validation: true, ..Default::default() }) {
+            Ok(_) => panic!("workgroup_size {wg:?} passed the device's limits"),
+            Err(e) => {
+                assert!(matches!(e, ExecError::Bundle(_)), "{e:?}");
+                let e = e.to_string();
+                let want = format!("kernel @ramp: workgroup_size {wg:?} exceeds the device's maxComputeWorkGroupSize");
+                for p in [want.as_str(), "maxComputeWorkGroupInvocations", "(variant 1)"] {
+                    assert!(e.contains(p), "`{p}` not in: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// A second graph with two dynamic command groups, one of a kernel and one of a host task
+/// (the verifier requires one group's alternatives to be all kernels or all host tasks).
+const DCG_GRAPH: &str = "
+graph @h {
+  dcg %pick active(0) {
+    kernel @ramp range(64) args(@x)
+  }
+  dcg %hosts active(0) {
+    host_task \"seen\" access(@x read)
+  }
+  %d = dynamic %pick
+  %e = dynamic %hosts after(%d)
+}
+";
+
+/// [`good`] with the graph @h of [`DCG_GRAPH`] and its plan, whose launch table is `launches`.
+fn with_dcg(launches: Vec<LaunchVariant>) -> Bundle {
+    let mut b = good();
+    b.source = format!("{KERNELS_IR}{GRAPH}{DCG_GRAPH}");
+    b.optimized = b.source.clone();
+    b.graphs.push(GraphPlan {
+        name: "h".into(),
+        segments: vec![],
+        memory: PoolPlan { size: 0, alignment: 256, offsets: vec![], report: String::new() },
+        origins: vec![],
+        launches,
+    });
+    b
+}
+
+#[test]
+fn plan_for_an_unknown_graph_or_a_second_plan_for_one_graph() {
+    let mut b = good();
+    b.graphs[0].name = "nope".into();
+    assert_refused(b, &["plan for unknown graph @nope"]);
+    // Two plans for @g: which one finalize would use is not the bundle's to leave open.
+    let mut b = good();
+    let second = b.graphs[0].clone();
+    b.graphs.push(second);
+    assert_refused(b, &["two plans for graph @g"]);
+}
+
+#[test]
+fn launch_table_entries_for_a_dynamic_node() {
+    let entry = |node: &str, alternative| LaunchVariant { node: node.into(), alternative, kernel: RAMP_V };
+    // Positive control: %d's alternative 0 (the kernel) with a variant of @ramp loads.
+    if let Err(e) = load::check(with_dcg(vec![entry("d", Some(0))])) {
+        panic!("the dcg's kernel alternative does not load: {e}");
+    }
+    assert_refused(with_dcg(vec![entry("e", Some(0))]), &["@h: launches[0]", "alternative 0 of %e is not a kernel"]);
+    assert_refused(with_dcg(vec![entry("d", Some(1))]), &["@h: launches[0]", "%d has no alternative 1"]);
+    assert_refused(
+        with_dcg(vec![entry("d", None)]),
+        &["@h: launches[0]", "%d is a dynamic node: the entry needs an alternative"],
+    );
+}
+
+#[test]
+fn launch_table_names_a_node_that_is_not_a_kernel() {
+    let mut b = good();
+    b.graphs[0].launches[0].node = "c".into(); // a memcpy
+    assert_refused(b, &["@g: launches[0]", "%c is not a kernel node"]);
+}
+
+#[test]
+fn memory_plan_alignment_not_a_power_of_two() {
+    for alignment in [0, 3, 384] {
+        let mut b = good();
+        b.graphs[0].memory.alignment = alignment;
+        assert_refused(b, &["@g: memory plan", &format!("alignment {alignment} is not a power of two")]);
+    }
+}
+
+/// A graph of `n` allocations in one chain (`%a{i}` freed before `%a{i+1}` is allocated),
+/// `%a{i}` of 256·(i+1) bytes, all at offset 0: a correct plan (every pair is ordered), in
+/// which every allocation overlaps every earlier one, so the lifetime check searches from
+/// each earlier allocation's free to each later malloc: about n³/3 visits in all.
+fn chain(n: usize) -> Bundle {
+    let mut graph = String::from("graph @e {\n");
+    for i in 0..n {
+        let after = if i == 0 { String::new() } else { format!(" after(%f{})", i - 1) };
+        graph += &format!("  %a{i} = async_malloc f32[{}] device{after}\n", 64 * (i + 1));
+        graph += &format!("  %f{i} = async_free %a{i} after(%a{i})\n");
+    }
+    graph += "}\n";
+    let plan = GraphPlan {
+        name: "e".into(),
+        segments: vec![],
+        memory: PoolPlan {
+            size: 256 * n as u64,
+            alignment: 256,
+            offsets: (0..n).map(|i| (format!("a{i}"), 0)).collect(),
+            report: String::new(),
+        },
+        origins: vec![],
+        launches: vec![],
+    };
+    bundle(&format!("{KERNELS_IR}{graph}"), vec![], vec![plan])
+}
+
+/// The lifetime check's work budget (docs/abi.md: 64 × (nodes + edges) + 10^6 visits): a
+/// plan that needs more is refused as too entangled to check rather than stalling the load.
+/// 256 chained allocations need about 5.6·10^6 visits against a budget of about 1.07·10^6;
+/// 32 of them (about 10^4) load, so the refusal is the budget's and not a conflict.
+#[test]
+fn memory_plan_too_entangled_for_the_budget() {
+    if let Err(e) = load::check(chain(32)) {
+        panic!("a small chain of the same shape does not load: {e}");
+    }
+    assert_refused(
+        chain(256),
+        &["@e: memory plan", "too many overlapping allocations to check within the loader's budget"],
+    );
 }
 
 /// The executor's error kinds: SPIR-V problems are `Spirv`, the rest `Bundle`.

@@ -1,5 +1,6 @@
 //! `cmdgraph inspect`: read a bundle, check it exactly as `cmdgraph run` does before it
-//! touches Vulkan (the executor's loader: version, hash, IR, layouts, SPIR-V, plans), and
+//! touches Vulkan (the executor's loader: version, hash, IR, layouts, SPIR-V, plans; with
+//! `--trust`, the signature by a trusted key, as `run --trust` requires it), and
 //! summarize it: pipeline, graphs with node counts before and after, kernel variants,
 //! schedule, memory plan. Everything shown as a fact is read from the checked bundle or
 //! computed here; the one piece of free text the bundle carries (the planner's report) is
@@ -17,7 +18,9 @@ const EXAMPLES: &str = "\
 Examples:
   cmdgraph inspect app.cgb              summary of every graph
   cmdgraph inspect --schedule app.cgb   also list every stage's nodes
-  cmdgraph inspect --memory app.cgb     also print the memory plan reports";
+  cmdgraph inspect --memory app.cgb     also print the memory plan reports
+  cmdgraph inspect --trust release.key.pub app.cgb
+                                        refuse it, as `run --trust` would, unless signed by that key";
 
 /// Arguments of `cmdgraph inspect`.
 #[derive(clap::Args)]
@@ -32,21 +35,36 @@ pub struct InspectArgs {
     /// Print the memory planner's report of every graph.
     #[arg(long)]
     pub memory: bool,
+    /// Require the bundle to be signed by the key in PUBKEYFILE, as `cmdgraph run --trust`
+    /// does (repeatable, any one of them will do), so that inspect answers whether `run` with
+    /// the same keys would take the bundle. Without it a signature is optional (one that is
+    /// present must still verify).
+    #[arg(long = "trust", value_name = "PUBKEYFILE")]
+    pub trust: Vec<PathBuf>,
 }
 
 /// Runs `cmdgraph inspect`.
 pub fn run(args: &InspectArgs) -> Outcome {
     let input = io::read_input_bytes(&args.input)?;
     let name = &input.name;
-    // The same call `cmdgraph run` makes, so a bundle `run` refuses is refused here too, with
-    // the same message (inspect exited 0 on inconsistent bundles, issue 18).
-    let loaded = cmdgraph_executor::load_bytes(&input.bytes).map_err(|e| match Bundle::from_bytes(&input.bytes) {
+    // Keys are read as `run` reads them (same messages for a missing, seed or junk file).
+    let trusted_keys = if args.trust.is_empty() {
+        None
+    } else {
+        Some(args.trust.iter().map(|p| super::keygen::read_public_key(p)).collect::<Result<Vec<_>, _>>()?)
+    };
+    let options = cmdgraph_executor::load::LoadOptions { trusted_keys };
+    // The same call `cmdgraph run` makes, with the same trust requirement, so a bundle `run`
+    // refuses is refused here too, with the same message (inspect exited 0 on inconsistent
+    // bundles, and on bundles `run --trust` refuses, issue 18).
+    let reject = |e| match Bundle::from_bytes(&input.bytes) {
         // The file itself is unreadable (not a bundle, other version, hash, truncated): the
         // reader's own message is the more precise one (it names byte ranges and both
         // versions), and it is the same condition the loader failed on.
         Err(read) => Failure::Rejected(format!("error: `{name}`: {read}")),
         Ok(_) => Failure::Rejected(format!("error: `{name}`: {e}")),
-    })?;
+    };
+    let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
     let source = loaded.source().map_err(|e| Failure::Rejected(format!("error: `{name}`: {e}")))?;
     let signature = loaded.signature.as_ref();
     io::write_output(None, &summary(name, &loaded.bundle, signature, source, &loaded.module, args))
