@@ -220,14 +220,20 @@ impl Lowerer<'_> {
     }
 
     /// `i1` true when an access at `index` to `mem` is inside its memory, or `None` when the
-    /// access needs no check here (work-group memory; the vectorized path, checked once per
-    /// invocation).
+    /// access needs no check here (the vectorized path, checked once per invocation).
+    /// Work-group memory is checked against its array's capacity: an index past it would
+    /// reach whatever the device keeps beside the array (on llvmpipe, the process's heap).
     pub(super) fn in_bounds(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<Option<Val>, CodegenError> {
         if self.width > 1 {
             return Ok(None);
         }
-        let (Place::Slot(slot), _) = self.place(h, mem)? else { return Ok(None) };
-        let count = self.counts.get(slot as usize).cloned().ok_or_else(|| self.err(h, "slot count"))?;
+        let count = match self.place(h, mem)?.0 {
+            Place::Slot(slot) => self.counts.get(slot as usize).cloned().ok_or_else(|| self.err(h, "slot count"))?,
+            Place::Local(_, capacity) => {
+                let capacity = u32::try_from(capacity).map_err(|_| self.err(h, "work-group array above 2^32 elements"))?;
+                Val { ty: "i32".into(), v: capacity.to_string() }
+            }
+        };
         let t = self.data_ty(h, index)?;
         let v = self.val(h, index)?;
         if !t.scalar.is_integer() || t.lanes != 1 {
