@@ -142,6 +142,16 @@ impl Executor {
                     k.kernel, limits.max_compute_work_group_size, limits.max_compute_work_group_invocations
                 )));
             }
+            // Work-group memory past the device's limit is invalid usage at pipeline creation.
+            let shared = crate::load::workgroup_bytes(&k.spirv)
+                .map_err(|m| ExecError::Bundle(format!("kernel @{}: SPIR-V: {m} (variant {i})", k.kernel)))?;
+            if shared > u64::from(limits.max_compute_shared_memory_size) {
+                return Err(ExecError::Bundle(format!(
+                    "kernel @{}: {shared} bytes of work-group memory exceed the device's maxComputeSharedMemorySize {} \
+                     (variant {i})",
+                    k.kernel, limits.max_compute_shared_memory_size
+                )));
+            }
         }
         for k in &ex.loaded.bundle.kernels {
             let p = KernelPipeline::new(&ex.ctx, ex.cache, k)?;

@@ -11,6 +11,9 @@ use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
 mod plan;
+mod workgroup;
+
+pub use workgroup::workgroup_bytes;
 
 /// Largest argument block accepted (a sanity bound far above any real kernel's).
 const MAX_BLOCK_BYTES: u32 = 1 << 16;
@@ -26,6 +29,15 @@ pub const MAX_ITEMS_PER_INVOCATION: u32 = 64;
 pub const MAX_WORKGROUP: [u32; 3] = [1024, 1024, 64];
 /// See [`MAX_WORKGROUP`].
 pub const MAX_WORKGROUP_INVOCATIONS: u32 = 1024;
+
+/// Most work-group memory a variant may declare (its SPIR-V's `Workgroup` variables,
+/// [`workgroup_bytes`]) or claim for a `local<T>` argument (its layout's capacity): 256 KiB.
+/// Above every device's `maxComputeSharedMemorySize` (Vulkan requires 16 KiB; drivers report
+/// 32 to 64 KiB, and the largest work-group memory of any GPU, 227 KiB on Hopper, is below
+/// it), so no bundle that can run anywhere is refused, and the sizes stay far from overflow.
+/// The device's own limit is checked when the executor creates the pipelines
+/// (`Executor::new`).
+pub const MAX_WORKGROUP_MEMORY: u64 = 1 << 18;
 
 /// A bundle whose every part has been checked, with its optimized module parsed.
 #[derive(Clone, Debug)]
@@ -215,7 +227,16 @@ fn check_kernel(module: &Module, variant: usize, k: &CompiledKernel) -> Result<(
                 }
                 (8, 4, slot_ok && u64::from(*elem_bytes) == elem.size())
             }
-            (ArgFieldKind::Local { elem_bytes, .. }, ParamType::Local { elem }) => {
+            (ArgFieldKind::Local { elem_bytes, capacity }, ParamType::Local { elem }) => {
+                // The room the variant claims: an argument up to it is accepted at encode.
+                let bytes = capacity.checked_mul(u64::from(*elem_bytes));
+                if bytes.is_none_or(|b| b > MAX_WORKGROUP_MEMORY) {
+                    return Err(bad(format!(
+                        "field {i} (%{}) claims {capacity} work-group elements of {elem_bytes} bytes, more than \
+                         {MAX_WORKGROUP_MEMORY} bytes of work-group memory",
+                        param.name
+                    )));
+                }
                 (4, 4, u64::from(*elem_bytes) == elem.size())
             }
             _ => (0, 1, false),
@@ -275,5 +296,14 @@ fn check_kernel(module: &Module, variant: usize, k: &CompiledKernel) -> Result<(
             ExecError::Spirv { kernel, reason: format!("{reason} (variant {variant})") }
         }
         e => e,
-    })
+    })?;
+    // After the structural walk, so that the words are sound; the device's own limit is
+    // `Executor::new`'s.
+    let shared = workgroup_bytes(&k.spirv).map_err(|m| bad(format!("SPIR-V: {m}")))?;
+    if shared > MAX_WORKGROUP_MEMORY {
+        return Err(bad(format!(
+            "{shared} bytes of work-group memory, more than the {MAX_WORKGROUP_MEMORY} bytes a bundle may declare"
+        )));
+    }
+    Ok(())
 }

@@ -15,7 +15,7 @@ use crate::executable::{Executable, KKey};
 use cmdgraph_ir::graph::NodeType;
 use cmdgraph_ir::{
     Accessor, Alternative, Arg, ArgValue, DynParam, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemAccess,
-    MemRef, Module, NodeKind, Pointer,
+    MemRef, Module, NodeKind, Pointer, MAX_LAUNCH_WORK_ITEMS,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -319,6 +319,18 @@ impl Executor {
         cmd: KernelCommand,
         what: &str,
     ) -> Result<Option<Change>> {
+        // The source module of an update is the application's, not verified: the launch
+        // bound of the verifier (E0209) holds here too, before anything changes.
+        if !cmd.launch.within_work_bound() {
+            let items = cmd.launch.work_items().map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());
+            return Err(refuse(
+                what,
+                name,
+                format!(
+                    "the launch has {items} work-items, above the bound of {MAX_LAUNCH_WORK_ITEMS} (2^32) per launch"
+                ),
+            ));
+        }
         let target = opt.graph.node_by_name(name).filter(|h| {
             let vals = |p: Handle<DynParam>| opt.graph.dyn_params.try_get(p).map(|q| q.value.clone());
             match command(opt.graph, &opt.graph.nodes[*h].kind, None) {

@@ -409,6 +409,18 @@ pub enum Launch {
     },
 }
 
+/// The most work-items one launch may have: 2^32.
+///
+/// Every id and size builtin is a `u32` (docs/ir.md, "Execution semantics"), so a kernel
+/// can tell at most 2^32 work-items apart by a linear id computed from them, and the
+/// argument block gives each buffer argument a `u32` element count (docs/abi.md), so no
+/// buffer has an element per work-item of a larger launch. Past this bound a launch is
+/// work no kernel can index — `range(16776960, 65535)` is 1.1e12 work-items, hours on any
+/// device. The verifier refuses such a launch (E0209), and so do the bundle loader (it
+/// verifies the bundle's IR), the interpreter and the executor's range updates; this is
+/// the one place the bound is defined.
+pub const MAX_LAUNCH_WORK_ITEMS: u64 = 1 << 32;
+
 impl Launch {
     /// Number of dimensions (0 for `single_task`).
     pub fn dims(&self) -> usize {
@@ -417,6 +429,23 @@ impl Launch {
             Launch::Range(r) => r.len(),
             Launch::NdRange { global, .. } => global.len(),
         }
+    }
+
+    /// Its work-items: the product of the (global) sizes, 1 for `single_task`; `None` when
+    /// the product does not fit 64 bits.
+    pub fn work_items(&self) -> Option<u64> {
+        let sizes: &[u64] = match self {
+            Launch::SingleTask => &[],
+            Launch::Range(r) => r,
+            Launch::NdRange { global, .. } => global,
+        };
+        sizes.iter().try_fold(1u64, |n, &s| n.checked_mul(s))
+    }
+
+    /// Whether the launch stays within [`MAX_LAUNCH_WORK_ITEMS`] (a product past 64 bits
+    /// does not).
+    pub fn within_work_bound(&self) -> bool {
+        self.work_items().is_some_and(|n| n <= MAX_LAUNCH_WORK_ITEMS)
     }
 }
 

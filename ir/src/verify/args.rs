@@ -10,7 +10,7 @@ use super::ctx::{check_type, Gx, MemClass};
 use super::error::VerifyError;
 use super::memory::{check_accessor, check_pointer, literal_problem};
 use crate::arena::Handle;
-use crate::graph::{Arg, ArgValue, KernelCommand, Launch, Queue};
+use crate::graph::{Arg, ArgValue, KernelCommand, Launch, Queue, MAX_LAUNCH_WORK_ITEMS};
 use crate::kernel::{Kernel, ParamType};
 use crate::span::Span;
 
@@ -167,8 +167,9 @@ fn check_launch(launch: &Launch, span: Span, errors: &mut Vec<VerifyError>) {
 }
 
 /// The builtins return `u32`: each size must fit (`global_range`), and so must the last id
-/// of each dimension, offset included (`global_id`); the work-items must fit 64 bits (the
-/// linear id). The interpreter refuses the same launches. Zero sizes are E0226's.
+/// of each dimension, offset included (`global_id`) (E0224); and the work-items must be at
+/// most [`MAX_LAUNCH_WORK_ITEMS`], which a linear id in `u32` can index (E0209). The
+/// interpreter refuses the same launches. Zero sizes are E0226's.
 fn check_size(global: &[u64], offset: &[u64], span: Span, errors: &mut Vec<VerifyError>) {
     const IDS: u64 = 1 << 32;
     for (dim, &size) in global.iter().enumerate() {
@@ -183,12 +184,10 @@ fn check_size(global: &[u64], offset: &[u64], span: Span, errors: &mut Vec<Verif
         errors.push(VerifyError::LaunchTooLarge { problem, span });
         return;
     }
-    if !global.contains(&0) && global.iter().try_fold(1u64, |n, &s| n.checked_mul(s)).is_none() {
+    let items = global.iter().try_fold(1u64, |n, &s| n.checked_mul(s));
+    if items.is_none_or(|n| n > MAX_LAUNCH_WORK_ITEMS) {
         let sizes: Vec<String> = global.iter().map(u64::to_string).collect();
-        errors.push(VerifyError::LaunchTooLarge {
-            problem: format!("{} work-items do not fit 64 bits", sizes.join(" x ")),
-            span,
-        });
+        errors.push(VerifyError::LaunchWork { sizes: sizes.join(" x "), items, span });
     }
 }
 

@@ -5,6 +5,7 @@ use super::ctx::plural;
 use super::error::VerifyError;
 use super::subgraph::MAX_SUBGRAPH_LEVELS;
 use crate::diag::Diagnostic;
+use crate::graph::MAX_LAUNCH_WORK_ITEMS;
 use crate::span::Span;
 
 /// A cycle as `%a -> %b -> %a`; a long one keeps its ends (`%a -> ... (998 more) -> %a`).
@@ -216,7 +217,21 @@ impl VerifyError {
                 format!("launch too large: {problem}"),
                 *span,
                 "too large",
-                "builtin ids and sizes are u32: keep every size below 2^32, offset + size at most 2^32, and fewer than 2^64 work-items",
+                "builtin ids and sizes are u32: keep every size below 2^32 and offset + size at most 2^32",
+            ),
+            E::LaunchWork { sizes, items, span } => diag(
+                "E0209",
+                match items {
+                    Some(n) => format!(
+                        "launch of {sizes} = {n} work-items is above the bound of {MAX_LAUNCH_WORK_ITEMS} (2^32) per launch"
+                    ),
+                    None => format!(
+                        "launch of {sizes} work-items (past 2^64) is above the bound of {MAX_LAUNCH_WORK_ITEMS} (2^32) per launch"
+                    ),
+                },
+                *span,
+                "too much work for one launch",
+                "ids and buffer element counts are u32, so no kernel can index more work-items: split the work over several launches or give each work-item several elements",
             ),
             E::LaunchDims { dims, span } => diag(
                 "E0225",

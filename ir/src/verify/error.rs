@@ -245,11 +245,19 @@ pub enum VerifyError {
     },
 
     // ----- launches -----
-    /// E0224: a launch whose ids or sizes do not fit the `u32` builtins, or whose
-    /// work-item count does not fit 64 bits.
+    /// E0224: a launch whose ids or sizes do not fit the `u32` builtins.
     LaunchTooLarge {
         /// What is too large.
         problem: String,
+        /// The launch.
+        span: Span,
+    },
+    /// E0209: a launch of more work-items than [`crate::graph::MAX_LAUNCH_WORK_ITEMS`].
+    LaunchWork {
+        /// The sizes, as `X x Y x Z`.
+        sizes: String,
+        /// Their product (`None`: past 64 bits).
+        items: Option<u64>,
         /// The launch.
         span: Span,
     },

@@ -56,7 +56,11 @@
 //! - E0222 a pointer's offset lies inside its memory.
 //! - E0223 a kernel pointer argument's offset is a multiple of the parameter's element size.
 //! - E0224 launch ids and sizes fit the `u32` builtins: each size is below 2^32 and each
-//!   offset + size at most 2^32; the work-item count fits 64 bits.
+//!   offset + size at most 2^32.
+//! - E0209 a launch has at most [`crate::graph::MAX_LAUNCH_WORK_ITEMS`] (2^32) work-items:
+//!   a linear id in the `u32` builtins, and a buffer's `u32` element count, reach no
+//!   further. Checked on kernel nodes and kernel alternatives; the bundle loader verifies
+//!   its IR, so a bundle carrying such a launch is refused too.
 //! - E0225 `range` and `nd_range` have 1 to 3 dimensions;
 //! - E0226 no launch size is zero;
 //! - E0227 an `nd_range`'s local size (and offset, if written) has the global's

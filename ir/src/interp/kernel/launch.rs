@@ -84,7 +84,14 @@ impl Geometry {
                 return Err(format!("dimension {d} exceeds the u32 range of the id builtins"));
             }
         }
-        geo.total().ok_or_else(|| "the launch has more work-items than fit in 64 bits".to_string())?;
+        let total = geo.total().ok_or_else(|| "the launch has more work-items than fit in 64 bits".to_string())?;
+        // The verifier's E0209: past this no kernel can index its work-items.
+        if total > crate::graph::MAX_LAUNCH_WORK_ITEMS {
+            return Err(format!(
+                "{total} work-items exceed the bound of {} per launch",
+                crate::graph::MAX_LAUNCH_WORK_ITEMS
+            ));
+        }
         if geo.nd && geo.group_size() > MAX_GROUP {
             return Err(format!(
                 "work-group of {} work-items exceeds the interpreter's limit of {MAX_GROUP}",
