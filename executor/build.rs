@@ -34,7 +34,5 @@ fn library_dir() -> Option<PathBuf> {
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = PathBuf::from(format!("/usr/lib/{arch}-linux-gnu"));
-    pkg.into_iter()
-        .chain([multiarch, "/usr/lib".into(), "/usr/local/lib".into()])
-        .find(|d| has(d))
+    pkg.into_iter().chain([multiarch, "/usr/lib".into(), "/usr/local/lib".into()]).find(|d| has(d))
 }

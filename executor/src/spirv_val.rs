@@ -74,11 +74,8 @@ pub fn validate(words: &[u32]) -> Result<(), String> {
         // spv_diagnostic_t whose `error` is null or a nul-terminated string it owns.
         let (text, index) = unsafe {
             let d = &*diagnostic;
-            let text = if d.error.is_null() {
-                String::new()
-            } else {
-                CStr::from_ptr(d.error).to_string_lossy().into_owned()
-            };
+            let text =
+                if d.error.is_null() { String::new() } else { CStr::from_ptr(d.error).to_string_lossy().into_owned() };
             (text, d.position.index)
         };
         // SAFETY: the diagnostic came from spvValidateBinary and is destroyed once, here.

@@ -8,7 +8,8 @@ use cmdgraph_executor::{load, ExecError};
 use cmdgraph_ir::bundle::Bundle;
 use common::*;
 
-const IR_TAIL: &str = "usm @x : f32[16]\nusm @y : f32[16]\ngraph @g {\n  %k = kernel @scale range(16) args(@x, @y, 3.0)\n}\n";
+const IR_TAIL: &str =
+    "usm @x : f32[16]\nusm @y : f32[16]\ngraph @g {\n  %k = kernel @scale range(16) args(@x, @y, 3.0)\n}\n";
 
 const OP_ACCESS_CHAIN: u32 = 65;
 const OP_FMUL: u32 = 133;
