@@ -15,7 +15,21 @@
 use cmdgraph_executor::{load, ContextOptions, Executor};
 use cmdgraph_ir::bundle::Bundle;
 use libfuzzer_sys::fuzz_target;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
+
+/// How far inputs got, printed every 4096 inputs (libFuzzer has no end-of-run hook), so a
+/// run's report can say what share reached the device: inputs, loaded, executor created,
+/// graphs finalized, graphs run to completion.
+static STAGES: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+fn reached(stage: usize) {
+    let n = STAGES[stage].fetch_add(1, Relaxed) + 1;
+    if stage == 0 && n.is_multiple_of(4096) {
+        let [i, l, e, f, r] = STAGES.each_ref().map(|s| s.load(Relaxed));
+        eprintln!("run_bundle stages: inputs {i}, loaded {l}, executor {e}, finalized {f}, ran {r}");
+    }
+}
 
 #[path = "mutate_bundle.rs"]
 mod mutate_bundle;
@@ -26,10 +40,12 @@ fn run_all(loaded: load::Loaded) {
     let graphs: Vec<String> = loaded.module.graphs.iter().map(|(_, g)| g.name.clone()).collect();
     let options = ContextOptions { timeout: Some(Duration::from_secs(2)), ..ContextOptions::default() };
     let Ok(mut ex) = Executor::new(loaded, &options) else { return };
+    reached(2);
     for name in graphs {
         if let Ok(e) = ex.finalize(&name) {
-            if ex.run(e).is_ok() {
-                let _ = ex.wait(e);
+            reached(3);
+            if ex.run(e).is_ok() && ex.wait(e).is_ok() {
+                reached(4);
             }
         }
     }
@@ -48,6 +64,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
+    reached(0);
     let Ok(mut bundle) = Bundle::from_bytes(SEEDS[usize::from(pick) % SEEDS.len()]) else {
         return;
     };
@@ -71,6 +88,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(loaded) = load::check(bundle) {
+        reached(1);
         run_all(loaded);
     }
 });
