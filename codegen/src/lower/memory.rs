@@ -230,7 +230,8 @@ impl Lowerer<'_> {
         let count = match self.place(h, mem)?.0 {
             Place::Slot(slot) => self.counts.get(slot as usize).cloned().ok_or_else(|| self.err(h, "slot count"))?,
             Place::Local(_, capacity) => {
-                let capacity = u32::try_from(capacity).map_err(|_| self.err(h, "work-group array above 2^32 elements"))?;
+                let capacity =
+                    u32::try_from(capacity).map_err(|_| self.err(h, "work-group array above 2^32 elements"))?;
                 Val { ty: "i32".into(), v: capacity.to_string() }
             }
         };
