@@ -1,9 +1,13 @@
 //! `dynamic_parameter` and `dynamic_command_group` (000 §8.3.2, §8.3.3).
 //!
 //! Both are explicit-API objects of one modifiable graph. A parameter's value lives in the
-//! IR (`dyn %p = ...`); every kernel argument slot naming it is a registration. A dynamic
-//! command group's alternatives live in the IR (`dcg %d active(i) { ... }`); nodes
-//! running it are `dynamic %d`.
+//! IR (`dyn %p = ...`); the builder keeps, per parameter, every kernel argument slot it
+//! was registered with (of a node, or of a dynamic command group's alternative). A slot
+//! names one parameter in the IR, and two parameters may be registered with one slot:
+//! `update` re-points all of its parameter's slots to it, so the parameter updated last
+//! decides the slot, as in DPC++, where `update` writes the value into every registered
+//! (node, argument) (decision A6). A dynamic command group's alternatives live in the IR
+//! (`dcg %d active(i) { ... }`); nodes running it are `dynamic %d`.
 
 use crate::args::KArg;
 use crate::error::{ensure, Result, SyclError};
@@ -11,7 +15,7 @@ use crate::graph::{GraphInner, ModifiableGraph};
 use crate::handler::{Command, CommandGroup, Handler, Mode};
 use crate::memory::PtrBase;
 use crate::queue::Event;
-use cmdgraph_ir::{Alternative, ArgValue, DynCommandGroup, DynParam, Handle, NodeKind, Span, Stmt};
+use cmdgraph_ir::{Alternative, Arg, ArgValue, DynCommandGroup, DynParam, Graph, Handle, Node, NodeKind, Span, Stmt};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -21,6 +25,52 @@ use std::rc::Rc;
 pub(crate) struct DcgDeps {
     pub(crate) events: Vec<Vec<Event>>,
     pub(crate) reqs: Vec<Vec<cmdgraph_ir::Accessor>>,
+}
+
+/// What holds a kernel argument slot registered with a dynamic parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotOwner {
+    /// A kernel node.
+    Node(Handle<Node>),
+    /// Alternative `index` of a dynamic command group.
+    Alternative { dcg: Handle<DynCommandGroup>, index: usize },
+}
+
+/// A kernel argument slot registered with a dynamic parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DynSlot {
+    pub(crate) owner: SlotOwner,
+    /// The argument index.
+    pub(crate) arg: usize,
+}
+
+impl DynSlot {
+    /// The slot's argument in `g`, if it is still a kernel argument there.
+    fn arg_mut(self, g: &mut Graph) -> Option<&mut Arg> {
+        let cmd = match self.owner {
+            SlotOwner::Node(n) => match &mut g.nodes.try_get_mut(n)?.kind {
+                NodeKind::Kernel(cmd) => cmd,
+                _ => return None,
+            },
+            SlotOwner::Alternative { dcg, index } => match g.dcgs.try_get_mut(dcg)?.alternatives.get_mut(index)? {
+                Alternative::Kernel(cmd) => cmd,
+                _ => return None,
+            },
+        };
+        cmd.args.get_mut(self.arg)
+    }
+}
+
+impl GraphInner {
+    /// Records the registrations `regs` (argument index, parameter) of `owner`, once it
+    /// exists: a command group that fails registers nothing.
+    pub(crate) fn register_slots(&mut self, owner: SlotOwner, regs: &[(usize, Handle<DynParam>)]) {
+        for (arg, p) in regs {
+            if let Some(slots) = self.dyn_slots.get_mut(p.index()) {
+                slots.push(DynSlot { owner, arg: *arg });
+            }
+        }
+    }
 }
 
 /// `dynamic_parameter<T>`: a kernel argument value that can change after the nodes using
@@ -65,6 +115,7 @@ impl DynamicParameter {
             .append(DynParam { name, value: ir_value, comments: Default::default() }, Span::UNDEFINED);
         inner.ir.body.push(Stmt::DynParam(handle));
         inner.dyn_values.push(value);
+        inner.dyn_slots.push(Vec::new());
         drop(inner);
         Ok(DynamicParameter { graph: rc, handle })
     }
@@ -97,8 +148,10 @@ impl DynamicParameter {
         })
     }
 
-    /// `update(newValue)`: every registered argument sees `value` in the modifiable graph
-    /// at once; executable graphs only after `exec.update(...)` or a new finalize.
+    /// `update(newValue)`: every argument slot registered with the parameter names it again
+    /// (another parameter registered with the slot later may have taken it) and sees
+    /// `value` in the modifiable graph at once; executable graphs see both only after
+    /// `exec.update(...)` or a new finalize.
     pub fn update(&self, value: impl Into<KArg>) -> Result<()> {
         let value = value.into();
         let defined_at = {
@@ -117,8 +170,14 @@ impl DynamicParameter {
         };
         let ir_value = Self::ir_value(&self.graph, &self.graph.borrow(), &value, Some(defined_at))?;
         let mut inner = self.graph.borrow_mut();
+        let inner = &mut *inner;
         inner.ir.dyn_params[self.handle].value = ir_value;
         inner.dyn_values[self.handle.index()] = value;
+        for slot in inner.dyn_slots.get(self.handle.index()).map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(arg) = slot.arg_mut(&mut inner.ir) {
+                *arg = Arg::Dyn(self.handle);
+            }
+        }
         Ok(())
     }
 
@@ -154,6 +213,7 @@ impl DynamicCommandGroup {
         let rc = graph.inner().clone();
         ensure(!cgfs.is_empty(), 14, || "dynamic_command_group: the command-group function list is empty".to_string())?;
         let mut alternatives = Vec::new();
+        let mut regs = Vec::new();
         let mut deps = DcgDeps::default();
         let mut first_type = None;
         for (i, cgf) in cgfs.into_iter().enumerate() {
@@ -180,7 +240,7 @@ impl DynamicCommandGroup {
                     format!("dynamic_command_group: command-group function {i} is a {} but function 0 is a {}; all must have one command type", kind_name(is_kernel), kind_name(!is_kernel)),
                 ));
             }
-            if !is_kernel && (h.set_args.values().any(|a| matches!(a, KArg::Dyn(_))) || !h.dyn_requires.is_empty()) {
+            if !is_kernel && (!h.dyn_set_args.is_empty() || !h.dyn_requires.is_empty()) {
                 return Err(SyclError::invalid(
                     8,
                     "dynamic_command_group: a host task alternative registers a dynamic parameter",
@@ -194,6 +254,7 @@ impl DynamicCommandGroup {
                 NodeKind::HostTask(cmd) => Alternative::HostTask(cmd),
                 other => Alternative::Other(Box::new(other)),
             });
+            regs.push(converted.regs);
             deps.events.push(h.deps.clone());
             deps.reqs.push(converted.reqs.iter().map(crate::buffer::Accessor::to_ir).collect());
         }
@@ -203,6 +264,9 @@ impl DynamicCommandGroup {
         let handle = inner.ir.dcgs.append(dcg, Span::UNDEFINED);
         inner.ir.body.push(Stmt::Dcg(handle));
         inner.dcg_deps.push(deps);
+        for (index, regs) in regs.iter().enumerate() {
+            inner.register_slots(SlotOwner::Alternative { dcg: handle, index }, regs);
+        }
         drop(inner);
         Ok(DynamicCommandGroup { graph: rc, handle })
     }

@@ -97,6 +97,10 @@ pub struct Handler {
     pub(crate) deps: Vec<Event>,
     pub(crate) reqs: Vec<Accessor>,
     pub(crate) set_args: BTreeMap<u32, KArg>,
+    /// Every `set_arg` with a dynamic parameter, in call order, including those a later
+    /// `set_arg` for the same index overrode in `set_args`: each is a registration that
+    /// the parameter's `update` must reach (decision A6).
+    pub(crate) dyn_set_args: Vec<(u32, DynamicParameter)>,
     pub(crate) dyn_requires: Vec<DynamicParameter>,
     pub(crate) scratch: bool,
     pub(crate) error: Option<SyclError>,
@@ -111,6 +115,7 @@ impl Handler {
             deps: Vec::new(),
             reqs: Vec::new(),
             set_args: BTreeMap::new(),
+            dyn_set_args: Vec::new(),
             dyn_requires: Vec::new(),
             scratch: false,
             error: None,
@@ -195,16 +200,32 @@ impl Handler {
     }
 
     /// `handler::set_arg(index, value)`; a [`KArg::Dyn`] registers the slot with the
-    /// dynamic parameter.
+    /// dynamic parameter. The slot shows the value given last, but a parameter stays
+    /// registered with it when a later `set_arg` overrides it, as in DPC++: its `update`
+    /// takes the slot back (decision A6).
     pub fn set_arg(&mut self, index: u32, arg: impl Into<KArg>) {
-        self.set_args.insert(index, arg.into());
+        let arg = arg.into();
+        if let KArg::Dyn(p) = &arg {
+            self.dyn_set_args.push((index, p.clone()));
+        }
+        self.set_args.insert(index, arg);
     }
 
     /// `handler::set_args(values...)`: arguments from index 0.
     pub fn set_args(&mut self, args: Vec<KArg>) {
         for (i, a) in args.into_iter().enumerate() {
-            self.set_args.insert(i as u32, a);
+            self.set_arg(i as u32, a);
         }
+    }
+
+    /// Whether the command group registers a dynamic parameter with a kernel argument
+    /// (through `set_arg` or the launch's argument list).
+    pub(crate) fn registers_dyn_arg(&self) -> bool {
+        let in_launch = match &self.command {
+            Some(Command::Kernel { args, .. }) => args.iter().any(|a| matches!(a, KArg::Dyn(_))),
+            _ => false,
+        };
+        in_launch || !self.dyn_set_args.is_empty()
     }
 
     fn kernel(&mut self, kernel: &KernelRef, launch: crate::error::Result<Launch>, args: Vec<KArg>) {

@@ -204,8 +204,7 @@ pub(crate) fn run_eager(queue: &Queue, mut h: Handler) -> Result<Event> {
             "depends_on: the event was returned by a queue whose recording has ended; recorded events cannot be used outside their recording",
         ));
     }
-    let dyn_arg = h.set_args.values().any(|a| matches!(a, crate::KArg::Dyn(_)))
-        || matches!(&h.command, Some(Command::Kernel { args, .. }) if args.iter().any(|a| matches!(a, crate::KArg::Dyn(_))));
+    let dyn_arg = h.registers_dyn_arg();
     if dyn_arg || !h.dyn_requires.is_empty() {
         return Err(SyclError::invalid(
             if dyn_arg { 41 } else { 43 },

@@ -330,10 +330,11 @@ fn explicit_add_refuses_event_of_work_that_ran() {
     expect_err(r, Errc::Invalid, 47);
 }
 
-/// Decision A6: an argument slot is registered with one parameter; a later `set_arg` for
-/// the same index replaces the earlier registration, so the last one decides the value.
+/// Decision A6: `update` reaches every (node, argument) its parameter was registered
+/// with, so a slot registered with two parameters shows the one registered last until
+/// one of them is updated, and then the one updated last; never a silent no-op.
 #[test]
-fn last_set_arg_for_a_slot_wins() {
+fn last_update_wins_on_a_slot_with_two_parameters() {
     let env = Env::new();
     let g = env.graph(GraphProps::none());
     let (x, y) = (env.usm_f32(&[1.0]), env.usm_f32(&[0.0]));
@@ -349,11 +350,84 @@ fn last_set_arg_for_a_slot_wins() {
         NodeProps::none(),
     )
     .unwrap();
-    let text = roundtrip(&g);
-    assert!(text.contains(&format!(", %{})", p2.name())) && !text.contains(&format!(", %{})", p1.name())), "{text}");
+    let q = env.queue(QueueProps::none());
+    let check = |shown: &DynamicParameter, hidden: &DynamicParameter, want: f32| {
+        let text = roundtrip(&g);
+        let names = |p: &DynamicParameter| text.contains(&format!(", %{})", p.name()));
+        assert!(names(shown) && !names(hidden), "the slot names %{}:\n{text}", shown.name());
+        q.ext_oneapi_graph(&g.finalize(FinalizeProps::none()).unwrap(), &[]).unwrap();
+        assert_eq!(y.read::<f32>().unwrap(), vec![want]);
+    };
+    check(&p2, &p1, 5.0);
     p1.update(100.0f32).unwrap();
-    env.queue(QueueProps::none()).ext_oneapi_graph(&g.finalize(FinalizeProps::none()).unwrap(), &[]).unwrap();
-    assert_eq!(y.read::<f32>().unwrap(), vec![5.0]);
+    check(&p1, &p2, 100.0);
+    p2.update(7.0f32).unwrap();
+    check(&p2, &p1, 7.0);
+}
+
+/// Every way of registering counts: a parameter in the launch's argument list whose slot
+/// a later `set_arg` overrides (with another parameter, or with a plain value) is still
+/// registered, and its update takes the slot back.
+#[test]
+fn overridden_registrations_still_reach_their_slot() {
+    let env = Env::new();
+    let g = env.graph(GraphProps::none());
+    let x = env.usm_f32(&[1.0]);
+    let (y1, y2) = (env.usm_f32(&[0.0]), env.usm_f32(&[0.0]));
+    let p1 = DynamicParameter::new(&g, 2.0f32).unwrap();
+    let p2 = DynamicParameter::new(&g, 5.0f32).unwrap();
+    let scale = env.kernel("scale");
+    g.add(
+        |h| {
+            h.set_arg(2, &p2);
+            h.parallel_for(&scale, 1, args![&x, &y1, &p1]);
+        },
+        NodeProps::none(),
+    )
+    .unwrap();
+    g.add(
+        |h| {
+            h.set_args(args![&x, &y2, &p1]);
+            h.set_arg(2, 3.0f32);
+            h.parallel_for(&scale, 1, vec![]);
+        },
+        NodeProps::none(),
+    )
+    .unwrap();
+    let q = env.queue(QueueProps::none());
+    let run = || {
+        roundtrip(&g);
+        q.ext_oneapi_graph(&g.finalize(FinalizeProps::none()).unwrap(), &[]).unwrap();
+        (y1.read::<f32>().unwrap()[0], y2.read::<f32>().unwrap()[0])
+    };
+    assert_eq!(run(), (5.0, 3.0), "set_arg overrides the argument list");
+    p1.update(9.0f32).unwrap();
+    assert_eq!(run(), (9.0, 9.0));
+}
+
+/// A registration the slot does not show now may show after an update, so its value is
+/// checked against the kernel parameter when the node is added (row 0, like any argument
+/// that does not fit), and a failed `add` registers nothing.
+#[test]
+fn overridden_registration_must_fit_the_parameter() {
+    let env = Env::new();
+    let g = env.graph(GraphProps::none());
+    let (x, y) = (env.usm_f32(&[1.0]), env.usm_f32(&[0.0]));
+    let wrong = DynamicParameter::new(&g, 2u32).unwrap();
+    let right = DynamicParameter::new(&g, 5.0f32).unwrap();
+    let r = g.add(
+        |h| {
+            h.set_arg(2, &wrong);
+            h.set_arg(2, &right);
+            h.parallel_for(&env.kernel("scale"), 1, args![&x, &y]);
+        },
+        NodeProps::none(),
+    );
+    let msg = expect_err(r, Errc::Invalid, 0);
+    assert!(msg.contains("argument 2"), "{msg}");
+    assert!(g.get_nodes().is_empty());
+    wrong.update(3u32).unwrap();
+    roundtrip(&g);
 }
 
 /// Events of a `discard_events` queue are not linked to nodes (row 44).

@@ -287,11 +287,12 @@ fn scene() -> Scene {
     Scene { env, graph, q1, q2, a, b, c, x }
 }
 
-/// A barrier with an empty wait list depends on the leaves recorded from its own queue
-/// (decision A4: `a` counts although its only successor `c` is from q2), and only later
-/// submissions from that queue depend on it.
+/// A barrier with an empty wait list depends on its queue's leaves, the nodes recorded
+/// from its queue with no successor at all (000 §8.11.7, as DPC++ has it): `a`, whose only
+/// successor `c` is from q2, is not one, so the barrier waits for `b` only. Only later
+/// submissions from that queue depend on the barrier.
 #[test]
-fn barrier_without_wait_list_spans_own_queue_only() {
+fn barrier_without_wait_list_waits_for_queue_leaves() {
     let s = scene();
     let inc = s.env.kernel("increment");
     let bar = s.q1.ext_oneapi_submit_barrier().unwrap();
@@ -302,19 +303,39 @@ fn barrier_without_wait_list_spans_own_queue_only() {
     assert_eq!(bar.get_type(), NodeType::Barrier);
     assert_eq!(
         edges(&s.graph),
-        vec![
-            edge(&a, &c, EdgeKind::Event),
-            edge(&a, &bar, EdgeKind::Barrier),
-            edge(&b, &bar, EdgeKind::Barrier),
-            edge(&bar, &e, EdgeKind::Barrier),
-        ]
+        vec![edge(&a, &c, EdgeKind::Event), edge(&b, &bar, EdgeKind::Barrier), edge(&bar, &e, EdgeKind::Barrier)]
     );
+    assert_eq!(bar.get_predecessors(), vec![b]);
+    assert_eq!(a.get_successors(), vec![c], "a's successor on q2 keeps it from being a leaf of q1");
     assert!(d.get_predecessors().is_empty(), "q2 does not wait for q1's barrier");
     let text = roundtrip(&s.graph);
     assert!(text.contains("barrier on @q1 after("), "{text}");
     let exec = s.graph.finalize(FinalizeProps::none()).unwrap();
     s.q1.ext_oneapi_graph(&exec, &[]).unwrap();
     assert_eq!(s.x.read::<f32>().unwrap(), vec![2.0, 1.0, 1.0, 1.0]);
+}
+
+/// A successor added through the explicit API counts too: a node of the queue that an
+/// explicit node depends on is no leaf of the queue, so a barrier recorded later gets no
+/// edge from it; the barrier then depends on nothing when the queue has no other node.
+#[test]
+fn barrier_skips_queue_node_with_explicit_successor() {
+    let env = Env::new();
+    let graph = env.graph(GraphProps::none());
+    let q = env.named_queue("q", QueueProps::none());
+    let x = env.usm_f32(&[0.0; 2]);
+    let inc = env.kernel("increment");
+    graph.begin_recording(&q, RecordingProps::default()).unwrap();
+    let a = node(&q.parallel_for(&inc, 1, args![x.at(0)], &[]).unwrap());
+    graph.end_recording();
+    let join = graph.add_empty(NodeProps::depends_on(&[&a])).unwrap();
+    graph.begin_recording(&q, RecordingProps::default()).unwrap();
+    let b = node(&q.parallel_for(&inc, 1, args![x.at(1)], &[]).unwrap());
+    let bar = node(&q.ext_oneapi_submit_barrier().unwrap());
+    graph.end_recording();
+    assert_eq!(a.get_successors(), vec![join]);
+    assert_eq!(bar.get_predecessors(), vec![b], "`a` has a successor, so it is no leaf of q");
+    roundtrip(&graph);
 }
 
 /// A barrier with a wait list depends on exactly the listed events (here one from the
@@ -337,10 +358,12 @@ fn barrier_with_wait_list_across_queues() {
     assert!(text.contains(&format!("barrier wait(%{}) on @q1", c.name())), "{text}");
 }
 
-/// After a barrier, a submission already ordered after it (here through an event on a
-/// node that depends on the barrier) gets no second, redundant barrier edge.
+/// Every later submission of the barrier's queue gets its own edge from the barrier, even
+/// one already ordered after it through another path (here an event on a node that depends
+/// on the barrier): construction keeps the edges the API makes; passes such as
+/// `transitive-reduction` may drop redundant ones later.
 #[test]
-fn barrier_edge_skipped_when_already_ordered() {
+fn barrier_edge_made_even_when_already_ordered() {
     let s = scene();
     let inc = s.env.kernel("increment");
     let bar = s.q1.ext_oneapi_submit_barrier().unwrap();
@@ -348,13 +371,18 @@ fn barrier_edge_skipped_when_already_ordered() {
     let f = s.q1.parallel_for(&inc, 1, args![s.x.at(3)], &[&e]).unwrap();
     s.graph.end_recording();
     let [bar, e, f] = [&bar, &e, &f].map(node);
-    assert_eq!(f.get_predecessors(), vec![e.clone()]);
-    assert_eq!(e.get_predecessors(), vec![bar]);
+    assert_eq!(f.get_predecessors(), vec![e.clone(), bar.clone()]);
+    assert_eq!(e.get_predecessors(), vec![bar.clone()]);
+    assert_eq!(bar.get_successors(), vec![e.clone(), f.clone()]);
+    let listed = edges(&s.graph);
+    assert_eq!(&listed[listed.len() - 2..], &[edge(&e, &f, EdgeKind::Event), edge(&bar, &f, EdgeKind::Barrier)]);
     roundtrip(&s.graph);
 }
 
-/// On an in-order queue a barrier joins the chain; the chain edge comes first and the
-/// barrier edges it would duplicate are not made.
+/// On an in-order queue a barrier joins the chain. The chain edge comes first; a barrier
+/// edge from the same source is not made again (A5), so the barrier's edge from `a` and
+/// its edge to `b` are chain edges, while `c`, chained after `b`, also gets its direct
+/// edge from the barrier.
 #[test]
 fn barrier_on_in_order_queue_follows_chain() {
     let env = Env::new();
@@ -370,7 +398,12 @@ fn barrier_on_in_order_queue_follows_chain() {
     let [a, bar, b, c] = [&a, &bar, &b, &c].map(node);
     assert_eq!(
         edges(&graph),
-        vec![edge(&a, &bar, EdgeKind::InOrder), edge(&bar, &b, EdgeKind::InOrder), edge(&b, &c, EdgeKind::InOrder)]
+        vec![
+            edge(&a, &bar, EdgeKind::InOrder),
+            edge(&bar, &b, EdgeKind::InOrder),
+            edge(&b, &c, EdgeKind::InOrder),
+            edge(&bar, &c, EdgeKind::Barrier),
+        ]
     );
     roundtrip(&graph);
 }

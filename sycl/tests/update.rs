@@ -278,6 +278,85 @@ fn shared_parameter_updates_only_the_nodes_given() {
     assert_eq!(text.matches(&format!("%{})", s.name())).count(), 2, "both registrations are back:\n{text}");
 }
 
+/// A parameter update re-points every slot registered with it in the modifiable graph
+/// (decision A6); like a value, the re-pointed slot reaches an executable graph only when
+/// its node is updated, and a node still naming the other parameter keeps that one.
+#[test]
+fn repointed_slot_reaches_executable_only_after_update() {
+    let env = Env::new();
+    let x = env.usm_f32(&[1.0, 1.0]);
+    let (y1, y2) = (env.usm_f32(&[0.0; 2]), env.usm_f32(&[0.0; 2]));
+    let g = env.graph(GraphProps::none());
+    let p1 = DynamicParameter::new(&g, 2.0f32).unwrap();
+    let p2 = DynamicParameter::new(&g, 5.0f32).unwrap();
+    let scale = env.kernel("scale");
+    let n1 = g
+        .add(
+            |h| {
+                h.set_arg(2, &p1);
+                h.parallel_for(&scale, 2, args![&x, &y1, &p2]);
+            },
+            NodeProps::none(),
+        )
+        .unwrap();
+    let n2 = g.add(|h| h.parallel_for(&scale, 2, args![&x, &y2, &p2]), NodeProps::none()).unwrap();
+    let exec = g.finalize(FinalizeProps::updatable()).unwrap();
+    let ys = || (y1.read::<f32>().unwrap()[0], y2.read::<f32>().unwrap()[0]);
+    run(&env, &exec);
+    assert_eq!(ys(), (2.0, 5.0), "set_arg overrides the argument list");
+    p2.update(4.0f32).unwrap();
+    run(&env, &exec);
+    assert_eq!(ys(), (2.0, 5.0), "not committed yet");
+    exec.update_node(&n1).unwrap();
+    run(&env, &exec);
+    assert_eq!(ys(), (4.0, 5.0), "n2 keeps what it ran until it is updated");
+    let text = roundtrip_module(&exec.module());
+    assert!(text.contains(&format!("args(@{}, @{}, %{})", x.name(), y1.name(), p2.name())), "{text}");
+    p1.update(3.0f32).unwrap();
+    exec.update_nodes(&[&n1, &n2]).unwrap();
+    run(&env, &exec);
+    assert_eq!(ys(), (3.0, 4.0));
+    let text = roundtrip_module(&exec.module());
+    assert!(text.contains(&format!("args(@{}, @{}, %{})", x.name(), y1.name(), p1.name())), "{text}");
+    assert!(text.contains(&format!("args(@{}, @{}, %{})", x.name(), y2.name(), p2.name())), "{text}");
+}
+
+/// A dynamic command group's alternative is a registration too: updating a parameter
+/// whose slot a later registration took re-points the alternative's slot.
+#[test]
+fn parameter_update_reaches_dynamic_command_group_slots() {
+    let env = Env::new();
+    let x = env.usm_f32(&[1.0, 1.0]);
+    let y = env.usm_f32(&[0.0; 2]);
+    let g = env.graph(GraphProps::none());
+    let p1 = DynamicParameter::new(&g, 2.0f32).unwrap();
+    let p2 = DynamicParameter::new(&g, 5.0f32).unwrap();
+    let scale = env.kernel("scale");
+    let (x1, y1, x2, y2, s1, s2, q1, q2) =
+        (x.clone(), y.clone(), x.clone(), y.clone(), scale.clone(), scale.clone(), p1.clone(), p2.clone());
+    let dcg = DynamicCommandGroup::new(
+        &g,
+        vec![
+            CommandGroup::new(move |h| {
+                h.set_arg(2, &q2);
+                h.parallel_for(&s1, 2, args![&x1, &y1, &q1]);
+            }),
+            CommandGroup::new(move |h| h.parallel_for(&s2, 2, args![&x2, &y2, 10.0f32])),
+        ],
+    )
+    .unwrap();
+    let n = g.add_dynamic(&dcg, NodeProps::none()).unwrap();
+    let exec = g.finalize(FinalizeProps::updatable()).unwrap();
+    run(&env, &exec);
+    assert_eq!(y.read::<f32>().unwrap(), vec![5.0; 2]);
+    p1.update(3.0f32).unwrap();
+    let text = roundtrip(&g);
+    assert!(text.contains(&format!("args(@{}, @{}, %{})", x.name(), y.name(), p1.name())), "{text}");
+    exec.update_node(&n).unwrap();
+    run(&env, &exec);
+    assert_eq!(y.read::<f32>().unwrap(), vec![3.0; 2]);
+}
+
 #[test]
 fn dynamic_command_group_switches_kernel_after_update() {
     let env = Env::new();

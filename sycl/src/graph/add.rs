@@ -9,15 +9,19 @@
 //! 4. `handler::depends_on` events in call order (`via event`, or `via transitive` for
 //!    the submission that switched its queue to recording);
 //! 5. accessor data dependencies, sources in creation order (`via accessor`);
-//! 6. a barrier's wait list, or the leaves recorded from its queue (`via barrier`);
-//! 7. the queue's last barrier, unless the edges above already order it (`via barrier`).
+//! 6. a barrier's wait list, or its queue's leaves: nodes recorded from the queue with no
+//!    successor at all (`via barrier`; decision A4);
+//! 7. the queue's last barrier (`via barrier`), even when the edges above already order
+//!    the node after it: construction keeps every edge the API makes, as DPC++ does, and
+//!    passes may drop redundant ones later. Only a barrier already listed as a source
+//!    (A5) gets no second edge.
 
 use super::checks::{check_banned, check_buffers, check_dynamic, event_node};
 use super::convert::{convert, Via};
 use super::edges::{accessor_deps, leaves, Deps};
 use super::GraphInner;
 use crate::buffer::Accessor;
-use crate::dynamic::DynamicCommandGroup;
+use crate::dynamic::{DynamicCommandGroup, SlotOwner};
 use crate::error::{ensure, Result, SyclError};
 use crate::handler::{Command, Handler, Mode};
 use crate::props::NodeProps;
@@ -113,10 +117,7 @@ impl GraphInner {
             deps.push(n, EdgeKind::Barrier);
         }
         if let Some(b) = rec.and_then(|r| inner.queues[r].barrier) {
-            let implied = deps.sources().iter().any(|s| *s == b || adj.reaches(b, *s));
-            if !implied {
-                deps.push(b, EdgeKind::Barrier);
-            }
+            deps.push(b, EdgeKind::Barrier);
         }
 
         if expected.is_some_and(|n| n != inner.ir.nodes.len()) {
@@ -125,6 +126,7 @@ impl GraphInner {
         let is_barrier = matches!(converted.kind, NodeKind::Barrier { .. });
         let queue_ir = rec.map(|r| inner.queues[r].ir);
         let handle = inner.push_node(converted.kind, queue_ir, &deps.list, ir_reqs);
+        inner.register_slots(SlotOwner::Node(handle), &converted.regs);
         if let Some(r) = rec {
             inner.queues[r].last = Some(handle);
             if is_barrier {

@@ -61,7 +61,7 @@ pub(crate) fn check_dynamic(h: &Handler, via: Via) -> Result<()> {
         Some(Command::Kernel { args, .. }) => args.iter().any(|a| matches!(a, KArg::Dyn(_))),
         _ => false,
     };
-    let set_dyn = h.set_args.values().any(|a| matches!(a, KArg::Dyn(_)));
+    let set_dyn = !h.dyn_set_args.is_empty();
     let uses = kernel_dyn || set_dyn || !h.dyn_requires.is_empty();
     if !uses {
         return Ok(());

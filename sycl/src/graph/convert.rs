@@ -11,7 +11,8 @@ use crate::error::{ensure, Result, SyclError};
 use crate::handler::{Command, Handler};
 use crate::memory::{Ptr, PtrBase};
 use cmdgraph_ir::{
-    Arg, ArgValue, Handle, HostTaskCommand, KernelCommand, MemAccess, MemRef, NodeKind, ParamType, Pointer, UsmKind,
+    Arg, ArgValue, DynParam, Handle, HostTaskCommand, KernelCommand, MemAccess, MemRef, NodeKind, ParamType, Pointer,
+    UsmKind,
 };
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -39,11 +40,18 @@ impl Via {
     }
 }
 
+/// Kernel argument slots registered with dynamic parameters: (argument index, parameter),
+/// in registration order.
+pub(crate) type Registrations = Vec<(usize, Handle<DynParam>)>;
+
 /// What converting a command group produced.
 pub(crate) struct Converted {
     pub(crate) kind: NodeKind,
     /// Accessor requirements (the handler's, accessor arguments, accessor parameters).
     pub(crate) reqs: Vec<Accessor>,
+    /// The kernel argument slots registered with dynamic parameters; the caller records
+    /// them once the node (or alternative) exists.
+    pub(crate) regs: Registrations,
 }
 
 /// A pointer as the IR writes it; checks that it is this graph's and in bounds.
@@ -147,18 +155,35 @@ fn arg_value(
     }
 }
 
+/// The value a dynamic parameter holds now, as the API holds it.
+fn dyn_value(inner: &GraphInner, p: &DynamicParameter) -> Result<KArg> {
+    inner.dyn_values.get(p.handle.index()).cloned().ok_or_else(|| SyclError::invalid(0, "unknown dynamic parameter"))
+}
+
 /// Kernel arguments: `args` with `set_arg` values applied, each checked; dynamic
-/// parameters must belong to this graph (rows 42, 43).
+/// parameters must belong to this graph (rows 42, 43). Also returns every registration
+/// (argument index, parameter): the launch's dynamic arguments, then each `set_arg` of a
+/// parameter in call order, those the slot no longer shows included (decision A6).
 fn kernel_args(
     rc: &Rc<RefCell<GraphInner>>,
     inner: &GraphInner,
     kernel: &crate::kernel::KernelRef,
     launch: &cmdgraph_ir::Launch,
     mut args: Vec<KArg>,
-    set_args: &std::collections::BTreeMap<u32, KArg>,
+    h: &Handler,
     reqs: &mut Vec<Accessor>,
-) -> Result<Vec<Arg>> {
-    for (i, a) in set_args {
+) -> Result<(Vec<Arg>, Registrations)> {
+    let mut regs: Vec<(usize, DynamicParameter)> = Vec::new();
+    let launch_regs = args.iter().enumerate().filter_map(|(i, a)| match a {
+        KArg::Dyn(p) => Some((i, p.clone())),
+        _ => None,
+    });
+    for (i, p) in launch_regs.chain(h.dyn_set_args.iter().map(|(i, p)| (*i as usize, p.clone()))) {
+        if !regs.iter().any(|(j, q)| *j == i && q.handle == p.handle) {
+            regs.push((i, p));
+        }
+    }
+    for (i, a) in &h.set_args {
         let i = *i as usize;
         match i.cmp(&args.len()) {
             std::cmp::Ordering::Less => args[i] = a.clone(),
@@ -183,15 +208,26 @@ fn kernel_args(
         match arg {
             KArg::Dyn(p) => {
                 check_param_graph(rc, inner, p, 42)?;
-                let value = inner.dyn_values.get(p.handle.index()).cloned();
-                let value = value.ok_or_else(|| SyclError::invalid(0, "unknown dynamic parameter"))?;
-                arg_value(rc, inner, &kernel.name, i, *param, &value, reqs)?;
+                arg_value(rc, inner, &kernel.name, i, *param, &dyn_value(inner, p)?, reqs)?;
                 out.push(Arg::Dyn(p.handle));
             }
             other => out.push(Arg::Value(arg_value(rc, inner, &kernel.name, i, *param, other, reqs)?)),
         }
     }
-    Ok(out)
+    // A registration the slot does not show now shows once its parameter is updated, so
+    // its value must fit the kernel parameter too, and its accessor is a requirement now:
+    // an update changes no edges.
+    for (i, p) in &regs {
+        let shown = matches!(args.get(*i), Some(KArg::Dyn(q)) if q.handle == p.handle);
+        if !shown {
+            check_param_graph(rc, inner, p, 42)?;
+            let param = kernel.params.get(*i).copied().ok_or_else(|| {
+                SyclError::invalid(0, format!("set_arg({i}): kernel `@{}` has no argument {i}", kernel.name))
+            })?;
+            arg_value(rc, inner, &kernel.name, *i, param, &dyn_value(inner, p)?, reqs)?;
+        }
+    }
+    Ok((out, regs.into_iter().map(|(i, p)| (i, p.handle)).collect()))
 }
 
 /// Row 42/43: the parameter must belong to this graph.
@@ -249,6 +285,7 @@ pub(crate) fn convert(
             format!("the command group requires buffer accessors but holds {what}; accessors serve kernels and host tasks here (use USM pointers for memory commands)"),
         ));
     }
+    let mut regs = Vec::new();
     let kind = match command {
         None => NodeKind::Empty,
         Some(Command::Kernel { kernel, launch, args }) => {
@@ -256,7 +293,8 @@ pub(crate) fn convert(
                 format!("kernel `@{}` is registered with another context", kernel.name)
             })?;
             let mut used = Vec::new();
-            let args = kernel_args(rc, inner, &kernel, &launch, args, &h.set_args, &mut used)?;
+            let (args, kernel_regs) = kernel_args(rc, inner, &kernel, &launch, args, h, &mut used)?;
+            regs = kernel_regs;
             if let Some(a) = reqs.iter().find(|r| !used.iter().any(|u| u.to_ir() == r.to_ir())) {
                 return Err(SyclError::invalid(
                     0,
@@ -351,5 +389,5 @@ pub(crate) fn convert(
             NodeKind::Empty
         }
     };
-    Ok(Converted { kind, reqs })
+    Ok(Converted { kind, reqs, regs })
 }

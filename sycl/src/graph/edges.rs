@@ -84,17 +84,16 @@ impl Adjacency {
 pub(crate) struct Index {
     adj: Adjacency,
     nodes_seen: usize,
-    /// Whether a node has a successor recorded from the node's own queue.
-    has_queue_succ: Vec<bool>,
-    /// By queue index: nodes of that queue in creation order that had no successor from
-    /// it when last looked at (a node never stops having one: edges are never removed).
+    /// Whether a node has a successor (on any queue, or none).
+    has_succ: Vec<bool>,
+    /// By queue index: nodes of that queue in creation order that had no successor when
+    /// last looked at (a node never stops having one: edges are never removed).
     queue_candidates: Vec<Vec<Handle<Node>>>,
 }
 
 impl Index {
     /// Catches up with the nodes and edges appended to `g`.
     pub(crate) fn update(&mut self, g: &Graph) {
-        let queue_of = |n: Handle<Node>| g.nodes.try_get(n).and_then(|node| node.queue);
         for h in (self.nodes_seen..g.nodes.len()).filter_map(Handle::<Node>::from_usize) {
             if let Some(q) = g.nodes.try_get(h).and_then(|node| node.queue) {
                 if self.queue_candidates.len() <= q.index() {
@@ -106,14 +105,12 @@ impl Index {
             }
         }
         self.nodes_seen = g.nodes.len();
-        self.has_queue_succ.resize(g.nodes.len(), false);
+        self.has_succ.resize(g.nodes.len(), false);
         for e in
             (self.adj.edges_seen..g.edges.len()).filter_map(|i| Handle::from_usize(i).and_then(|h| g.edges.try_get(h)))
         {
-            if queue_of(e.from).is_some() && queue_of(e.from) == queue_of(e.to) {
-                if let Some(flag) = self.has_queue_succ.get_mut(e.from.index()) {
-                    *flag = true;
-                }
+            if let Some(flag) = self.has_succ.get_mut(e.from.index()) {
+                *flag = true;
             }
         }
         self.adj.catch_up(g);
@@ -127,7 +124,7 @@ impl Index {
     /// [`queue_leaves`] as of the last [`Index::update`], in `O(candidates)`.
     pub(crate) fn queue_leaves(&mut self, q: Handle<Queue>) -> Vec<Handle<Node>> {
         let Some(list) = self.queue_candidates.get_mut(q.index()) else { return Vec::new() };
-        let done = &self.has_queue_succ;
+        let done = &self.has_succ;
         list.retain(|n| !done.get(n.index()).copied().unwrap_or(false));
         list.clone()
     }
@@ -148,11 +145,6 @@ impl Deps {
             self.list.push((from, kind));
         }
     }
-
-    /// The source nodes, in order.
-    pub(crate) fn sources(&self) -> Vec<Handle<Node>> {
-        self.list.iter().map(|(f, _)| *f).collect()
-    }
 }
 
 /// Nodes with no successors (the graph's leaves), in creation order.
@@ -166,21 +158,20 @@ pub(crate) fn leaves(g: &Graph) -> Vec<Handle<Node>> {
     g.nodes.handles().filter(|h| !has_succ[h.index()]).collect()
 }
 
-/// The leaves of the nodes recorded from queue `q`: nodes recorded from `q` none of whose
-/// successors was recorded from `q` (decision A4: a barrier then waits for everything
-/// submitted earlier to its queue, whatever other queues did with those nodes).
+/// The leaves of queue `q`, in creation order: nodes recorded from `q` with no successor
+/// at all (000 §8.11.7: a barrier with an empty wait list depends on "the leaf nodes that
+/// were added to the graph from the queue"; decision A4). A node of `q` whose only
+/// successors are on other queues, or explicit nodes, is not a leaf, as in DPC++.
 #[cfg(test)]
 pub(crate) fn queue_leaves(g: &Graph, q: Handle<Queue>) -> Vec<Handle<Node>> {
     let from_q = |n: Handle<Node>| g.nodes.try_get(n).is_some_and(|node| node.queue == Some(q));
-    let mut has_q_succ = vec![false; g.nodes.len()];
+    let mut has_succ = vec![false; g.nodes.len()];
     for (_, e) in g.edges.iter() {
-        if from_q(e.to) {
-            if let Some(flag) = has_q_succ.get_mut(e.from.index()) {
-                *flag = true;
-            }
+        if let Some(flag) = has_succ.get_mut(e.from.index()) {
+            *flag = true;
         }
     }
-    g.nodes.handles().filter(|h| from_q(*h) && !has_q_succ[h.index()]).collect()
+    g.nodes.handles().filter(|h| from_q(*h) && !has_succ[h.index()]).collect()
 }
 
 /// Whether two accessors touch overlapping elements of one buffer.
@@ -221,7 +212,8 @@ mod tests {
     use cmdgraph_ir::{Edge, NodeKind, Span};
 
     /// The incremental leaves of a queue are the ones computed from scratch, after every
-    /// appended node and edge of a graph mixing two queues and explicit nodes.
+    /// appended node and edge of a graph mixing two queues and explicit nodes; and both are
+    /// the nodes of the queue without any successor.
     #[test]
     fn incremental_queue_leaves_match_a_full_scan() {
         let mut g = Graph::default();
@@ -249,8 +241,11 @@ mod tests {
                 }
             }
             index.update(&g);
+            let graph_leaves = leaves(&g);
             for q in [q0, q1] {
-                assert_eq!(index.queue_leaves(q), queue_leaves(&g, q), "after node {i}");
+                let expected: Vec<_> = graph_leaves.iter().copied().filter(|n| g.nodes[*n].queue == Some(q)).collect();
+                assert_eq!(queue_leaves(&g, q), expected, "after node {i}");
+                assert_eq!(index.queue_leaves(q), expected, "after node {i}");
             }
         }
     }

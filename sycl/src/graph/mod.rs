@@ -48,6 +48,9 @@ pub(crate) struct GraphInner {
     pub(crate) reqs: Vec<Vec<cmdgraph_ir::Accessor>>,
     /// The value of each dynamic parameter as the API holds it, by parameter index.
     pub(crate) dyn_values: Vec<crate::KArg>,
+    /// The argument slots each dynamic parameter was registered with, by parameter index,
+    /// in registration order; `update` re-points them all to the parameter (A6).
+    pub(crate) dyn_slots: Vec<Vec<crate::dynamic::DynSlot>>,
     /// What each dynamic command group's alternatives depend on, by group index.
     pub(crate) dcg_deps: Vec<crate::dynamic::DcgDeps>,
     pub(crate) queues: Vec<QueueRec>,
@@ -252,6 +255,7 @@ impl ModifiableGraph {
             ir,
             reqs: Vec::new(),
             dyn_values: Vec::new(),
+            dyn_slots: Vec::new(),
             dcg_deps: Vec::new(),
             queues: Vec::new(),
             recording: Vec::new(),
