@@ -40,3 +40,18 @@ fn codegen_never_links_vulkan() {
     }
     assert!(names.iter().any(|n| n == "cmdgraph-ir"), "codegen is expected to build on cmdgraph-ir: {names:?}");
 }
+
+/// `cmdgraph-ir` is the data model and runs nothing: no other workspace crate (the reference
+/// interpreter is `cmdgraph-interp`, on top of it), and the interpreter needs nothing but it.
+#[test]
+fn ir_is_the_base_and_the_interpreter_sits_on_it_alone() {
+    let names = dependency_names("cmdgraph-ir");
+    let workspace: Vec<&String> = names.iter().filter(|n| n.starts_with("cmdgraph-")).collect();
+    assert_eq!(workspace, ["cmdgraph-ir"], "cmdgraph-ir must not depend on another cmdgraph crate");
+    let names = dependency_names("cmdgraph-interp");
+    let workspace: Vec<&String> = names.iter().filter(|n| n.starts_with("cmdgraph-")).collect();
+    assert_eq!(workspace, ["cmdgraph-interp", "cmdgraph-ir"], "the interpreter builds on cmdgraph-ir only");
+    for forbidden in ["inkwell", "llvm-sys", "egg", "ash"] {
+        assert!(!names.iter().any(|n| n == forbidden), "the interpreter links {forbidden}: {names:?}");
+    }
+}

@@ -9,7 +9,7 @@ use crate::load::Loaded;
 use crate::vk::{BufRef, Buffer, Context, ContextOptions, KernelPipeline, Place, Transfers};
 use crate::worker::{Callbacks, Worker};
 use ash::vk;
-use cmdgraph_ir::interp::{from_bytes, to_bytes, Element};
+use cmdgraph_ir::data::{from_bytes, to_bytes, Element};
 use cmdgraph_ir::types::Access;
 use cmdgraph_ir::{MemAccess, MemRef, MemoryKind, Module};
 use std::collections::BTreeMap;

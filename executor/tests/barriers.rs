@@ -12,7 +12,7 @@
 mod common;
 
 use cmdgraph_executor::{BarrierPolicy, Executor, RecordOptions};
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::{ArgValue, MemRef, Pointer};
 use common::*;
 

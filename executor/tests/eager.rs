@@ -4,7 +4,7 @@
 
 mod common;
 
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use common::*;
 
 /// Kernels, an empty join, a copy and a fill in a graph of several stages.

@@ -7,7 +7,7 @@ mod common;
 
 use cmdgraph_executor::Executor;
 use cmdgraph_ir::bundle::{CompiledKernel, GraphPlan};
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use common::*;
 
 /// The graph body: `%k` scales `@a` into `@out` by `s` over `n` items; `%k2` adds `src` and

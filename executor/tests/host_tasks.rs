@@ -3,7 +3,7 @@
 
 mod common;
 
-use cmdgraph_ir::interp::{HostError, Interpreter};
+use cmdgraph_interp::{HostError, Interpreter};
 use common::*;
 
 fn ir() -> String {

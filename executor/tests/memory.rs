@@ -4,7 +4,7 @@
 mod common;
 
 use cmdgraph_ir::bundle::{GraphPlan, PoolPlan, Segment};
-use cmdgraph_ir::interp::{AllocLayout, Interpreter, PoolLayout};
+use cmdgraph_interp::{AllocLayout, Interpreter, PoolLayout};
 use common::*;
 
 fn ir() -> String {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use common::*;
 
 fn module(s: f32, active: u32, n: u64, extra: &str) -> String {

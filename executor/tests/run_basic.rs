@@ -3,7 +3,7 @@
 
 mod common;
 
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use common::*;
 
 fn pipeline_ir() -> String {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::{ArgValue, Launch, MemRef, Pointer};
 use common::*;
 

@@ -9,7 +9,7 @@
 
 #![no_main]
 
-use cmdgraph_ir::interp::{Interpreter, Order, RunOptions};
+use cmdgraph_interp::{Interpreter, Order, RunOptions};
 use cmdgraph_ir::{Module, NodeKind};
 use libfuzzer_sys::fuzz_target;
 

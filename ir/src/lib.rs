@@ -2,12 +2,15 @@
 //!
 //! The data model ([`module`], [`graph`], [`kernel`], [`types`]) stores every entity in a
 //! typed [`arena::Arena`]. Around it: the text format ([`text`]: lexer, parser, printer),
-//! the verifier ([`verify`]), the DOT writer ([`dot`]) and diagnostics ([`diag`]).
-//! Nothing here links LLVM, Vulkan or egg.
+//! the verifier ([`verify`]), the DOT writer ([`dot`]), diffs ([`diff`]), diagnostics
+//! ([`diag`]), the bundle format ([`bundle`]) and host data encoding ([`data`]). Nothing
+//! here links LLVM, Vulkan or egg, and nothing here runs a graph: the reference interpreter
+//! is the `cmdgraph-interp` crate.
 
 pub mod arena;
 pub mod bundle;
 pub mod csr;
+pub mod data;
 pub mod diag;
 pub mod diff;
 pub mod dot;
@@ -15,9 +18,9 @@ pub mod edit;
 pub mod footprint;
 pub mod graph;
 pub mod identity;
-pub mod interp;
 pub mod kernel;
 pub mod module;
+pub mod pool;
 pub mod span;
 pub mod text;
 pub mod types;

@@ -4,7 +4,7 @@
 mod support;
 
 use cmdgraph_ir::graph::{ArgValue, NodeKind};
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType};
 use proptest::prelude::*;
 

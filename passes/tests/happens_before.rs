@@ -5,7 +5,7 @@
 //! nodes is the one before, and the reference interpreter computes the same bytes in every
 //! user buffer.
 
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::{text, verify, Graph, Module, NodeKind};
 use cmdgraph_passes::{lookup, PassContext};
 use proptest::prelude::*;

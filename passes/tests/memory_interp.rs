@@ -3,7 +3,7 @@
 //! they give with separate allocations, in creation order and in random valid orders, with
 //! no race (the race detector also checks the sharing condition on pool bytes).
 
-use cmdgraph_ir::interp::{AllocLayout, Interpreter, Order, RunOptions};
+use cmdgraph_interp::{AllocLayout, Interpreter, Order, RunOptions};
 use cmdgraph_passes::memory::workloads::{Shape, Sizes, Spec};
 use cmdgraph_passes::memory::{plan_graph, DEFAULT_ALIGNMENT};
 use proptest::prelude::*;

@@ -2,7 +2,7 @@
 //! with allocations, honours the context's alignment, reports its statistics, changes no
 //! graph, and its plan runs on the interpreter with the outputs of separate allocations.
 
-use cmdgraph_ir::interp::{AllocLayout, Interpreter};
+use cmdgraph_interp::{AllocLayout, Interpreter};
 use cmdgraph_passes::memory::workloads::{Shape, Sizes, Spec};
 use cmdgraph_passes::pipeline::{run_pipeline, RunOptions};
 use cmdgraph_passes::{lookup, PassContext};

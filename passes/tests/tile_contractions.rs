@@ -5,7 +5,7 @@
 mod support;
 
 use cmdgraph_ir::graph::NodeKind;
-use cmdgraph_ir::interp::Interpreter;
+use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::Module;
 
 /// How the contraction is written.

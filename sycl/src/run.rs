@@ -1,4 +1,4 @@
-//! Running commands on the reference interpreter (`cmdgraph_ir::interp`): executable
+//! Running commands on the reference interpreter (`cmdgraph_interp`): executable
 //! graphs submitted to an executing queue, and submissions to executing queues (each run
 //! as a one-node graph).
 //!
@@ -16,7 +16,7 @@ use crate::global::DeviceGlobal;
 use crate::handler::{Command, Handler, Mode};
 use crate::platform::Context;
 use crate::queue::{Event, EventKind, ProfilingInfo, Queue};
-use cmdgraph_ir::interp::{ExecId, HostContext, HostError, Interpreter};
+use cmdgraph_interp::{ExecId, HostContext, HostError, Interpreter};
 use cmdgraph_ir::{Graph, Handle, HostAccess, LitValue, Literal, MemoryKind, Module, ScalarType, Type};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -271,7 +271,7 @@ fn literals(elem: Type, bytes: &[u8]) -> Option<Vec<Literal>> {
             ScalarType::U32 => LitValue::Int(bits as u32 as i128),
             ScalarType::I64 => LitValue::Int(bits as i64 as i128),
             ScalarType::U64 => LitValue::Int(bits as i128),
-            ScalarType::F16 => LitValue::Float(cmdgraph_ir::interp::half::f16::from_bits(bits as u16).to_f64()),
+            ScalarType::F16 => LitValue::Float(cmdgraph_ir::data::half::f16::from_bits(bits as u16).to_f64()),
             ScalarType::F32 => LitValue::Float(f32::from_bits(bits as u32) as f64),
         };
         Literal { value, ty: Some(elem.scalar) }

@@ -264,7 +264,7 @@ fn measure(args: &Args, phase: &Phase, n: usize, device: &mut String) -> Result<
     let checked = if n <= args.interpret_up_to {
         // The optimized module: the graph the executable runs.
         let module = ex.module().clone();
-        let mut it = cmdgraph_ir::interp::Interpreter::new(&module).map_err(|e| e.to_string())?;
+        let mut it = cmdgraph_interp::Interpreter::new(&module).map_err(|e| e.to_string())?;
         for (i, (m, len)) in mems.iter().enumerate() {
             it.bind_as(m, &inputs(i, *len)).map_err(|e| e.to_string())?;
         }

@@ -591,7 +591,7 @@ fn run(common: &Common, phase: &Phase, shapes: &[Shape]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cmdgraph_ir::interp::Interpreter;
+    use cmdgraph_interp::Interpreter;
 
     /// The generated graph on the reference interpreter (source and optimized by the default
     /// pipeline) against the host reference of this file, at a small shape.

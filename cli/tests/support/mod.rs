@@ -11,7 +11,7 @@ use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
 use cmdgraph_executor::{BarrierPolicy, ContextOptions, DeviceChoice, Executor, RecordOptions};
 use cmdgraph_ir::edit;
-use cmdgraph_ir::interp::{FmaRounding, Interpreter, RunOptions};
+use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
 use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,7 +87,7 @@ fn element_bytes(ty: Type, count: u64, rng: &mut Rng, float: impl Fn(&mut Rng) -
             ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(rng.below(1024) as u32).to_le_bytes()),
             ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&rng.below(1024).to_le_bytes()),
             ScalarType::F16 => out.extend_from_slice(
-                &cmdgraph_ir::interp::half::f16::from_f32(float(rng) as f32).to_bits().to_le_bytes(),
+                &cmdgraph_ir::data::half::f16::from_f32(float(rng) as f32).to_bits().to_le_bytes(),
             ),
             ScalarType::F32 => out.extend_from_slice(&(float(rng) as f32).to_le_bytes()),
         }
@@ -229,11 +229,11 @@ fn canonical(ty: Type, mut bytes: Vec<u8>) -> Vec<u8> {
         }
         ScalarType::F16 => {
             for c in bytes.chunks_exact_mut(2) {
-                let v = cmdgraph_ir::interp::half::f16::from_le_bytes([c[0], c[1]]);
+                let v = cmdgraph_ir::data::half::f16::from_le_bytes([c[0], c[1]]);
                 let v = if v.is_nan() {
-                    cmdgraph_ir::interp::half::f16::NAN
+                    cmdgraph_ir::data::half::f16::NAN
                 } else if f32::from(v) == 0.0 {
-                    cmdgraph_ir::interp::half::f16::ZERO
+                    cmdgraph_ir::data::half::f16::ZERO
                 } else {
                     v
                 };
@@ -331,7 +331,7 @@ impl Update {
         ex: &mut Executor,
         ee: cmdgraph_executor::ExecId,
         it: &mut Interpreter,
-        ie: cmdgraph_ir::interp::ExecId,
+        ie: cmdgraph_interp::ExecId,
     ) -> Result<(), String> {
         match self {
             Update::Param(p, v) => ex.update_param(ee, p, v.clone()),
@@ -342,7 +342,7 @@ impl Update {
     }
 
     /// Makes the update on interpreter executable `ie`.
-    fn apply_interp(&self, it: &mut Interpreter, ie: cmdgraph_ir::interp::ExecId) -> Result<(), String> {
+    fn apply_interp(&self, it: &mut Interpreter, ie: cmdgraph_interp::ExecId) -> Result<(), String> {
         match self {
             Update::Param(p, v) => it.update_param(ie, p, v.clone()),
             Update::Active(d, i) => it.set_active(ie, d, *i),
@@ -623,11 +623,11 @@ pub fn same(what: &str, ty: Type, got: &[u8], want: &[u8], tol: bool) -> Result<
                     f64::from(f32::from_le_bytes(w.try_into().unwrap_or([0; 4]))),
                 ),
                 ScalarType::F16 => {
-                    let h = |b: &[u8]| cmdgraph_ir::interp::half::f16::from_le_bytes(b.try_into().unwrap_or([0; 2]));
+                    let h = |b: &[u8]| cmdgraph_ir::data::half::f16::from_le_bytes(b.try_into().unwrap_or([0; 2]));
                     let (g, w) = (h(g), h(w));
                     close(f64::from(g), f64::from(w)) || {
                         // One f16 ulp at w: the gap to the next f16 away from zero.
-                        let next = cmdgraph_ir::interp::half::f16::from_bits((w.to_bits() & 0x7fff) + 1);
+                        let next = cmdgraph_ir::data::half::f16::from_bits((w.to_bits() & 0x7fff) + 1);
                         let ulp = f64::from(next) - f64::from(w).abs();
                         (f64::from(g) - f64::from(w)).abs() <= F16_ULP_TOL * ulp
                     }
@@ -665,7 +665,7 @@ fn zeros(s: ScalarType, g: &[u8], w: &[u8]) -> bool {
 fn nans(s: ScalarType, g: &[u8], w: &[u8]) -> bool {
     let nan = |b: &[u8]| match (s, b.len()) {
         (ScalarType::F32, 4) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_nan(),
-        (ScalarType::F16, 2) => cmdgraph_ir::interp::half::f16::from_le_bytes([b[0], b[1]]).is_nan(),
+        (ScalarType::F16, 2) => cmdgraph_ir::data::half::f16::from_le_bytes([b[0], b[1]]).is_nan(),
         _ => false,
     };
     nan(g) && nan(w)
@@ -684,7 +684,7 @@ fn show(s: ScalarType, b: &[u8]) -> String {
         ),
         (ScalarType::F16, 2) => format!(
             "{} ({:#06x})",
-            cmdgraph_ir::interp::half::f16::from_le_bytes([b[0], b[1]]),
+            cmdgraph_ir::data::half::f16::from_le_bytes([b[0], b[1]]),
             u16::from_le_bytes([b[0], b[1]])
         ),
         _ => format!("{b:02x?}"),

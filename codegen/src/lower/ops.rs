@@ -1,5 +1,5 @@
 //! Pure ops: constants, arithmetic, comparisons, select, casts and vector shuffles, with
-//! the reference interpreter's semantics (ir/src/interp/scalar.rs).
+//! the reference interpreter's semantics (interp/src/scalar.rs).
 
 use super::types::{self, bits, reg, signed};
 use super::{Lowerer, Val};

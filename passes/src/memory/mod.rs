@@ -25,7 +25,7 @@ mod sections;
 pub mod workloads;
 
 use crate::{PassContext, PassError, PassInfo};
-use cmdgraph_ir::interp::PoolLayout;
+use cmdgraph_ir::pool::PoolLayout;
 use cmdgraph_ir::{Graph, Module};
 use lifetimes::{AllocNames, Problem};
 use serde::{Deserialize, Serialize};

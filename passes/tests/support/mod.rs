@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use cmdgraph_ir::graph::NodeKind;
-use cmdgraph_ir::interp::{Interpreter, Order, RunOptions};
+use cmdgraph_interp::{Interpreter, Order, RunOptions};
 use cmdgraph_ir::module::MemoryKind;
 use cmdgraph_ir::Module;
 use cmdgraph_passes::pipeline::{parse_pipeline, run_pipeline, RunOptions as PassOptions};

@@ -9,7 +9,7 @@
 //! and left out on output.
 
 use crate::npy;
-use cmdgraph_ir::interp::half::f16;
+use cmdgraph_ir::data::half::f16;
 use cmdgraph_ir::types::{ScalarType, Type};
 
 /// The shape of a memory object's contents.

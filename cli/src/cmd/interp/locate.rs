@@ -8,7 +8,7 @@
 use crate::io::Input;
 use cmdgraph_ir::diag::Diagnostic;
 use cmdgraph_ir::graph::NodeKind;
-use cmdgraph_ir::interp::{Fault, FaultKind, InterpError};
+use cmdgraph_interp::{Fault, FaultKind, InterpError};
 use cmdgraph_ir::{Module, Span};
 
 /// Renders an interpreter error from running graph `root` of `module`, parsed from `input`.

@@ -253,7 +253,7 @@ fn float_lit(rng: &mut Rng, s: S) -> String {
             k / 64.0
         }
     };
-    let v = if s == S::F16 { f64::from(cmdgraph_ir::interp::half::f16::from_f64(v).to_f32()) } else { v };
+    let v = if s == S::F16 { f64::from(cmdgraph_ir::data::half::f16::from_f64(v).to_f32()) } else { v };
     let v = if s == S::F16 && v.is_infinite() { 1.0 } else { v };
     let t = format!("{v:?}");
     if t.contains('.') || t.contains('e') || t.contains("inf") || t.contains("nan") {

@@ -93,7 +93,7 @@ fn printing_is_a_deterministic_fixed_point() {
 // the race detector on, and its outputs are compared with the same computation in Rust.
 // ---------------------------------------------------------------------------------------
 
-use cmdgraph_ir::interp::{Interpreter, Order, RunOptions};
+use cmdgraph_interp::{Interpreter, Order, RunOptions};
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType};
 use cmdgraph_ir::{ArgValue, MemRef, Pointer};
 
@@ -134,7 +134,7 @@ fn read(interp: &Interpreter, name: &str) -> Vec<f32> {
 }
 
 /// Runs graph `graph` once in `order` with the race detector on; fails on any race.
-fn run(interp: &mut Interpreter, exec: cmdgraph_ir::interp::ExecId, order: Order, what: &str) {
+fn run(interp: &mut Interpreter, exec: cmdgraph_interp::ExecId, order: Order, what: &str) {
     let opts = RunOptions { order, check_races: true, fuel: Some(1 << 36), ..RunOptions::default() };
     let stats = interp.run_with(exec, &opts).unwrap_or_else(|e| panic!("{what}: run in {order:?} failed: {e}"));
     assert!(stats.races.is_empty(), "{what}: races in {order:?}: {:?}", stats.races);

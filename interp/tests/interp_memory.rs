@@ -3,7 +3,7 @@
 
 mod interp_support;
 
-use cmdgraph_ir::interp::{AllocLayout, FaultKind, InterpError, PoolLayout, POISON};
+use cmdgraph_interp::{AllocLayout, FaultKind, InterpError, PoolLayout, POISON};
 use interp_support::*;
 
 /// memset, memfill (typed patterns), memcpy (also overlapping), prefetch, memadvise, empty,
@@ -49,7 +49,7 @@ graph @g {
     assert_eq!(interp.read("a").unwrap(), &a[..]);
     assert_eq!(interp.read_as::<f32>("b").unwrap(), vec![0.0, 2.5, 2.5, 2.5, 0.0, 0.0, 0.0, 0.0]);
     assert_eq!(interp.read_as::<i32>("c").unwrap(), vec![-3; 4]);
-    let half = cmdgraph_ir::interp::half::f16::from_f32(0.5).to_bits();
+    let half = cmdgraph_ir::data::half::f16::from_f32(0.5).to_bits();
     assert_eq!(interp.read_as::<u16>("h").unwrap(), vec![0, half, half, 0]);
     let mut d = [0u8; 32];
     d[8..24].copy_from_slice(&a[0..16]);
@@ -100,7 +100,7 @@ graph @plain {
     assert_eq!(interp.read_as::<u32>("out").unwrap(), vec![1; 4]);
     interp.run(exec).unwrap();
     assert_eq!(interp.read_as::<u32>("out").unwrap(), vec![2; 4]);
-    assert_eq!(interp.read_alloc(exec, "t").unwrap(), cmdgraph_ir::interp::to_bytes(&[2u32; 4]));
+    assert_eq!(interp.read_alloc(exec, "t").unwrap(), cmdgraph_interp::to_bytes(&[2u32; 4]));
 
     // A second executable of a graph with allocations while the first is alive: invalid.
     assert_eq!(interp.finalize("g"), Err(InterpError::LiveExecutable { graph: "g".into() }));
@@ -179,7 +179,7 @@ graph @g_again {
 }
 "#,
     );
-    let words = |v: &[u32]| cmdgraph_ir::interp::to_bytes(v);
+    let words = |v: &[u32]| cmdgraph_interp::to_bytes(v);
     assert_eq!(interp.read_device_global("counter", 0).unwrap(), words(&[10, 0]));
     let exec = interp.finalize("g").unwrap();
     interp.run(exec).unwrap();
@@ -249,7 +249,7 @@ graph @mode {
     let bvals: Vec<f32> = (0..8).map(|i| i as f32 * 10.0).collect();
     interp.bind_as("b", &bvals).unwrap();
 
-    let run = |interp: &mut cmdgraph_ir::interp::Interpreter, g: &str| {
+    let run = |interp: &mut cmdgraph_interp::Interpreter, g: &str| {
         let exec = interp.finalize(g).unwrap();
         interp.run(exec)
     };
@@ -366,7 +366,7 @@ graph @copy_after_free {
     assert!(matches!(kind, FaultKind::Other(m) if m.contains("double free")));
     let (node, _, kind) = oob(&run("host_after_free"));
     assert_eq!(node, "h");
-    assert!(matches!(kind, FaultKind::Host { error: cmdgraph_ir::interp::HostError::NotLive { .. }, .. }), "{kind:?}");
+    assert!(matches!(kind, FaultKind::Host { error: cmdgraph_interp::HostError::NotLive { .. }, .. }), "{kind:?}");
     let (node, _, kind) = oob(&run("copy_after_free"));
     assert_eq!(node, "c");
     assert_eq!(kind, FaultKind::Lifetime { memory: "%t".into(), freed_by: Some("f".into()) });

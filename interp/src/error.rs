@@ -4,8 +4,8 @@
 //! inside a kernel the [`KernelSite`]: kernel, op, op span and the work-item. Nothing in the
 //! interpreter panics on bad input; everything surfaces here.
 
-use crate::span::Span;
-use crate::types::Access;
+use cmdgraph_ir::span::Span;
+use cmdgraph_ir::types::Access;
 use std::fmt;
 
 /// An error from the reference interpreter.

@@ -483,6 +483,6 @@ pub fn parse(source: &str) -> Module {
 }
 
 /// Parses `source` and makes an interpreter for it.
-pub fn interp(source: &str) -> cmdgraph_ir::interp::Interpreter {
-    cmdgraph_ir::interp::Interpreter::new(&parse(source)).unwrap()
+pub fn interp(source: &str) -> cmdgraph_interp::Interpreter {
+    cmdgraph_interp::Interpreter::new(&parse(source)).unwrap()
 }

@@ -6,7 +6,7 @@
 //! zero-extended; `i64`/`u64` the 64 bits; `f16` the binary16 bits zero-extended; `f32` the
 //! binary32 bits zero-extended. Every op produces canonical bits.
 
-use crate::types::{LitValue, Literal, ScalarType, Type};
+use cmdgraph_ir::types::{LitValue, Literal, ScalarType, Type};
 use half::f16;
 
 /// A data value for a whole work-group: component `c` of work-item `w` is
@@ -133,50 +133,6 @@ pub(crate) fn write_elem(bytes: &mut [u8], ty: Type, lanes: &[u64]) {
 /// The bytes an element's lanes occupy (vec3: 3 lanes, without the padding lane).
 pub(crate) fn elem_data_bytes(ty: Type) -> u64 {
     ty.scalar.size() * ty.lanes as u64
-}
-
-/// A plain element type the application can bind and read ([`super::Interpreter::bind_as`],
-/// [`super::Interpreter::read_as`]): little-endian, no padding.
-pub trait Element: Copy {
-    /// Size in bytes.
-    const SIZE: usize;
-    /// Appends the little-endian bytes of `self`.
-    fn put(self, out: &mut Vec<u8>);
-    /// Decodes from exactly [`Element::SIZE`] little-endian bytes.
-    fn get(bytes: &[u8]) -> Self;
-}
-
-macro_rules! element {
-    ($($t:ty),*) => {$(
-        impl Element for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn get(bytes: &[u8]) -> Self {
-                let mut raw = [0u8; std::mem::size_of::<$t>()];
-                for (dst, src) in raw.iter_mut().zip(bytes) {
-                    *dst = *src;
-                }
-                <$t>::from_le_bytes(raw)
-            }
-        }
-    )*};
-}
-element!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64, f16);
-
-/// The little-endian bytes of `values`.
-pub fn to_bytes<T: Element>(values: &[T]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * T::SIZE);
-    for v in values {
-        v.put(&mut out);
-    }
-    out
-}
-
-/// Decodes little-endian `bytes` into elements; a trailing partial element is dropped.
-pub fn from_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
-    bytes.chunks_exact(T::SIZE).map(T::get).collect()
 }
 
 /// A zero- or poison-filled byte vector, or an error message when it cannot be allocated.

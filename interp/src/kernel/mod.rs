@@ -10,8 +10,8 @@ mod simt;
 use super::access::NodeLog;
 use super::error::InterpError;
 use super::memory::MemCtx;
-use crate::graph::{ArgValue, Launch};
-use crate::kernel::{Kernel, KernelBody};
+use cmdgraph_ir::graph::{ArgValue, Launch};
+use cmdgraph_ir::kernel::{Kernel, KernelBody};
 use launch::{Geometry, GroupIds};
 
 /// Runs `kernel` over `launch` with resolved `args`; returns the number of work-items.

@@ -2,9 +2,10 @@
 //! verifier rejects for its launches (E0219, E0224, E0229) or its sub-graph nesting (E0268)
 //! is one the interpreter refuses as `Invalid`, and each near miss verifies clean and runs.
 
+#[path = "../../ir/tests/verify_support/mod.rs"]
 mod verify_support;
 
-use cmdgraph_ir::interp::{FaultKind, InterpError, Interpreter, RunOptions};
+use cmdgraph_interp::{FaultKind, InterpError, Interpreter, RunOptions};
 use cmdgraph_ir::kernel::{Builtin, OpKind, ParamType};
 use cmdgraph_ir::types::{Access, Type};
 use cmdgraph_ir::{MemRef, Module};

@@ -13,9 +13,9 @@ use super::super::scalar;
 use super::super::value::{elem_data_bytes, int_of, read_elem, write_elem, Lanes};
 use super::bind::MemSlot;
 use super::simt::{first, Exec, Slot};
-use crate::arena::Handle;
-use crate::kernel::{AtomicOp, MemBase, Op, V};
-use crate::types::{Access, Type};
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::kernel::{AtomicOp, MemBase, Op, V};
+use cmdgraph_ir::types::{Access, Type};
 
 /// One resolved memory operand: the bytes, the window, and where to record accesses.
 struct Target<'m> {

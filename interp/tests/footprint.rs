@@ -3,7 +3,7 @@
 //! interpreter (every byte a launch really touched lies inside the reported extent).
 
 use cmdgraph_ir::footprint::{kernel_footprint, Extent, Footprint, MemAccess, Place};
-use cmdgraph_ir::interp::{AccessKind, Interpreter, RunOptions};
+use cmdgraph_interp::{AccessKind, Interpreter, RunOptions};
 use cmdgraph_ir::{Arg, ArgValue, KernelCommand, MemRef, Module, NodeKind};
 use std::collections::BTreeMap;
 

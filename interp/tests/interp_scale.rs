@@ -5,7 +5,7 @@
 
 mod interp_support;
 
-use cmdgraph_ir::interp::{Order, RunOptions};
+use cmdgraph_interp::{Order, RunOptions};
 use interp_support::*;
 use std::time::Instant;
 

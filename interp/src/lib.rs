@@ -1,4 +1,6 @@
-//! The reference interpreter: the semantic oracle for passes, codegen and the executor.
+//! `cmdgraph-interp`, the reference interpreter: the semantic oracle for passes, codegen and
+//! the executor. It is a crate of its own (as Cranelift keeps its interpreter apart from
+//! codegen): `cmdgraph-ir` is the data model and nothing in it runs a graph.
 //!
 //! It runs a [`Module`]'s graphs on the CPU with the semantics of docs/ir.md and the spec
 //! checklist, and is written for clarity and checkability first: every memory access is
@@ -7,8 +9,8 @@
 //! same bytes. docs/interpreter.md is the user guide and states every semantic choice.
 //!
 //! ```
-//! # use cmdgraph_ir::interp::{Interpreter, RunOptions};
-//! # fn demo(module: &cmdgraph_ir::Module) -> Result<(), cmdgraph_ir::interp::InterpError> {
+//! # use cmdgraph_interp::{Interpreter, RunOptions};
+//! # fn demo(module: &cmdgraph_ir::Module) -> Result<(), cmdgraph_interp::InterpError> {
 //! let mut interp = Interpreter::new(module)?;
 //! interp.bind_as::<f32>("x", &[1.0, 2.0, 3.0])?;
 //! let exec = interp.finalize("main")?;
@@ -37,16 +39,17 @@ mod value;
 
 pub use access::AccessKind;
 pub use error::{Fault, FaultKind, HostError, InterpError, KernelSite};
-pub use half;
+pub use cmdgraph_ir::data::{from_bytes, half, to_bytes, Element};
+pub use cmdgraph_ir::pool::PoolLayout;
 pub use host::{HostCallbacks, HostContext, HostFn};
-pub use memory::{AllocLayout, PoolLayout};
+pub use memory::AllocLayout;
 pub use race::Race;
 pub use schedule::Order;
-pub use value::{from_bytes, to_bytes, Element, POISON};
+pub use value::POISON;
 
-use crate::arena::Handle;
-use crate::graph::{ArgValue, Graph, NodeKind};
-use crate::module::{MemoryKind, Module, UsmKind};
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::graph::{ArgValue, Graph, NodeKind};
+use cmdgraph_ir::module::{MemoryKind, Module, UsmKind};
 use access::NodeLog;
 use command::{GraphState, NodeCtx};
 use flat::{Flat, Role};
@@ -514,7 +517,7 @@ impl Interpreter {
         if !allocs.pooled() {
             return Vec::new();
         }
-        let mut spans: BTreeMap<Handle<crate::graph::Node>, race::PoolAlloc> = BTreeMap::new();
+        let mut spans: BTreeMap<Handle<cmdgraph_ir::graph::Node>, race::PoolAlloc> = BTreeMap::new();
         let Some(graph) = module.graphs.try_get(root) else { return Vec::new() };
         for (i, f) in flat.nodes.iter().enumerate() {
             if f.graph != root || f.role != Role::Command {

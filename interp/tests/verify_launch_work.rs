@@ -3,9 +3,10 @@
 //! each with its near miss at exactly the bound; the interpreter refuses what the verifier
 //! refuses.
 
+#[path = "../../ir/tests/verify_support/mod.rs"]
 mod verify_support;
 
-use cmdgraph_ir::interp::{InterpError, Interpreter};
+use cmdgraph_interp::{InterpError, Interpreter};
 use cmdgraph_ir::{Launch, MAX_LAUNCH_WORK_ITEMS};
 use verify_support::{expect_clean, expect_error, parse};
 

@@ -15,12 +15,12 @@ use super::host::{Declared, HostCallbacks, HostContext};
 use super::kernel;
 use super::memory::{Life, MemCtx, Space};
 use super::value::{literal_bits, write_elem};
-use crate::arena::Handle;
-use crate::graph::{
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::graph::{
     Alternative, Arg, ArgValue, Graph, HostTaskCommand, KernelCommand, MemRef, Node, NodeKind, Pointer,
 };
-use crate::module::Module;
-use crate::types::Type;
+use cmdgraph_ir::module::Module;
+use cmdgraph_ir::types::Type;
 
 /// The values dynamic parameters and dynamic command groups hold in one executable graph.
 #[derive(Clone, Debug)]

@@ -9,11 +9,11 @@
 use super::super::memory::{Loc, MemCtx, Space};
 use super::super::value::{literal_bits, read_elem, POISON};
 use super::launch::Geometry;
-use crate::arena::Handle;
-use crate::graph::{ArgValue, MemRef};
-use crate::kernel::{Body, Builtin, Kernel, MemBase, Op, OpKind, ParamType, ValueDef, V};
-use crate::module::{MemoryKind, MemoryObject};
-use crate::types::{Access, Type};
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::graph::{ArgValue, MemRef};
+use cmdgraph_ir::kernel::{Body, Builtin, Kernel, MemBase, Op, OpKind, ParamType, ValueDef, V};
+use cmdgraph_ir::module::{MemoryKind, MemoryObject};
+use cmdgraph_ir::types::{Access, Type};
 use std::collections::BTreeMap;
 
 /// Most work-group memory one group may use.

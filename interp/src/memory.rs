@@ -11,9 +11,9 @@
 
 use super::error::FaultKind;
 use super::value::alloc_bytes;
-use crate::arena::Handle;
-use crate::graph::Node;
-use crate::module::{MemoryKind, MemoryObject, Module};
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::graph::Node;
+use cmdgraph_ir::module::{MemoryKind, MemoryObject, Module};
 use std::collections::BTreeMap;
 
 /// A piece of memory a command or kernel argument refers to.
@@ -47,16 +47,7 @@ pub enum AllocLayout {
     /// Each allocation has storage of its own.
     Separate,
     /// Allocations live in one pool at the given byte offsets (a memory plan).
-    Pool(PoolLayout),
-}
-
-/// A memory plan: the pool size and each allocation's offset in it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PoolLayout {
-    /// Pool size in bytes.
-    pub size: u64,
-    /// Byte offset of every `async_malloc` node of the graph.
-    pub offsets: std::collections::HashMap<Handle<Node>, u64>,
+    Pool(cmdgraph_ir::pool::PoolLayout),
 }
 
 /// One graph-owned allocation.

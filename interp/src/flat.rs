@@ -9,9 +9,9 @@
 //! tie-break.
 
 use super::error::InterpError;
-use crate::arena::Handle;
-use crate::graph::{Graph, Node, NodeKind};
-use crate::module::Module;
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::graph::{Graph, Node, NodeKind};
+use cmdgraph_ir::module::Module;
 
 /// Most sub-graph nesting the interpreter follows (as docs/ir.md bounds region nesting).
 const MAX_DEPTH: usize = 256;

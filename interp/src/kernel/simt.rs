@@ -16,9 +16,9 @@ use super::super::scalar;
 use super::super::value::{int_bits, int_of, literal_bits, Lanes};
 use super::bind::{MemSlot, ParamBind, Prepared};
 use super::launch::GroupIds;
-use crate::arena::Handle;
-use crate::kernel::{Body, Builtin, Kernel, Op, OpKind, Region, ValueType, V};
-use crate::types::{ScalarType, Type};
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::kernel::{Body, Builtin, Kernel, Op, OpKind, Region, ValueType, V};
+use cmdgraph_ir::types::{ScalarType, Type};
 
 /// Deepest region nesting executed (docs/ir.md's limit).
 const MAX_NESTING: usize = 256;

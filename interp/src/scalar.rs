@@ -20,8 +20,8 @@
 
 use super::value::{f16_bits, f16_from_f64, f16_of, f32_bits, f32_of, int_bits, int_of};
 use super::FmaRounding;
-use crate::kernel::{AtomicOp, BinaryOp, CmpOp, UnaryOp};
-use crate::types::ScalarType;
+use cmdgraph_ir::kernel::{AtomicOp, BinaryOp, CmpOp, UnaryOp};
+use cmdgraph_ir::types::ScalarType;
 use half::f16;
 
 /// A unary function over bits.

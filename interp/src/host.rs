@@ -8,8 +8,8 @@
 use super::access::{AccessKind, NodeLog};
 use super::error::HostError;
 use super::memory::{MemCtx, Space};
-use super::value::{from_bytes, to_bytes, Element};
-use crate::types::Access;
+use cmdgraph_ir::data::{from_bytes, to_bytes, Element};
+use cmdgraph_ir::types::Access;
 use std::collections::BTreeMap;
 
 /// A host callback.

@@ -2,7 +2,7 @@
 
 mod interp_support;
 
-use cmdgraph_ir::interp::{AccessKind, AllocLayout, Order, PoolLayout, Race, RunOptions};
+use cmdgraph_interp::{AccessKind, AllocLayout, Order, PoolLayout, Race, RunOptions};
 use interp_support::*;
 
 const KERNELS: &str = r#"

@@ -3,11 +3,11 @@
 //! ill-typed ops, self-nesting regions, absurd sizes).
 
 mod interp_support;
-#[path = "corrupt/mutations.rs"]
+#[path = "../../ir/tests/corrupt/mutations.rs"]
 mod mutations;
 
 use cmdgraph_ir::arena::Handle;
-use cmdgraph_ir::interp::{FaultKind, InterpError, Interpreter, Order, RunOptions};
+use cmdgraph_interp::{FaultKind, InterpError, Interpreter, Order, RunOptions};
 use cmdgraph_ir::types::{ScalarType, Type};
 use cmdgraph_ir::{Alternative, Arg, Launch, MemRef, Module, NodeKind, OpKind};
 use mutations::{mutants, Budget};

@@ -41,8 +41,8 @@ pub(crate) struct GroupIds {
 
 impl Geometry {
     /// Builds the geometry of a launch, or says what is wrong with it.
-    pub fn new(launch: &crate::graph::Launch) -> Result<Geometry, String> {
-        use crate::graph::Launch;
+    pub fn new(launch: &cmdgraph_ir::graph::Launch) -> Result<Geometry, String> {
+        use cmdgraph_ir::graph::Launch;
         let pad = |v: &[u64], fill: u64| -> [u64; 3] {
             let mut a = [fill; 3];
             for (slot, x) in a.iter_mut().zip(v) {
@@ -86,10 +86,10 @@ impl Geometry {
         }
         let total = geo.total().ok_or_else(|| "the launch has more work-items than fit in 64 bits".to_string())?;
         // The verifier's E0209: past this no kernel can index its work-items.
-        if total > crate::graph::MAX_LAUNCH_WORK_ITEMS {
+        if total > cmdgraph_ir::graph::MAX_LAUNCH_WORK_ITEMS {
             return Err(format!(
                 "{total} work-items exceed the bound of {} per launch",
-                crate::graph::MAX_LAUNCH_WORK_ITEMS
+                cmdgraph_ir::graph::MAX_LAUNCH_WORK_ITEMS
             ));
         }
         if geo.nd && geo.group_size() > MAX_GROUP {
@@ -200,7 +200,7 @@ fn delinearize(mut linear: u64, sizes: &[u64; 3]) -> [u64; 3] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::Launch;
+    use cmdgraph_ir::graph::Launch;
 
     #[test]
     fn nd_range_ids() {

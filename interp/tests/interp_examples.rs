@@ -2,7 +2,7 @@
 //! and gives the same memory contents in every random schedule as in creation order (a
 //! verified, race-free graph is deterministic).
 
-use cmdgraph_ir::interp::{to_bytes, Interpreter, Order, RunOptions};
+use cmdgraph_interp::{to_bytes, Interpreter, Order, RunOptions};
 use cmdgraph_ir::module::MemoryKind;
 use cmdgraph_ir::types::ScalarType;
 use cmdgraph_ir::{Alternative, Module, NodeKind};

@@ -3,7 +3,7 @@
 
 mod interp_support;
 
-use cmdgraph_ir::interp::{FaultKind, HostError, InterpError, Order, RunOptions};
+use cmdgraph_interp::{FaultKind, HostError, InterpError, Order, RunOptions};
 use cmdgraph_ir::types::{LitValue, Literal};
 use cmdgraph_ir::{ArgValue, MemRef, Pointer};
 use interp_support::*;
@@ -134,7 +134,7 @@ graph @too_far {
 }
 
 /// Registers a callback per name that appends the name to a shared log.
-fn loggers(interp: &mut cmdgraph_ir::interp::Interpreter, names: &[&str]) -> Rc<RefCell<Vec<String>>> {
+fn loggers(interp: &mut cmdgraph_interp::Interpreter, names: &[&str]) -> Rc<RefCell<Vec<String>>> {
     let log = Rc::new(RefCell::new(Vec::new()));
     for &name in names {
         let log = log.clone();
@@ -244,7 +244,7 @@ graph @uses_owner {
     let mut gb = GB { g: m.graphs[g].clone() };
     gb.node("again", cmdgraph_ir::NodeKind::Subgraph { graph: g }, &[]);
     m.graphs[g] = gb.finish();
-    let mut interp = cmdgraph_ir::interp::Interpreter::new(&m).unwrap();
+    let mut interp = cmdgraph_interp::Interpreter::new(&m).unwrap();
     match interp.finalize("selfish") {
         Err(InterpError::Invalid { node: Some(n), message, .. }) => {
             assert_eq!(n, "again");
