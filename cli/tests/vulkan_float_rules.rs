@@ -11,8 +11,8 @@
 
 mod support;
 
-use cmdgraph_ir::data::half::f16;
 use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
+use cmdgraph_ir::data::half::f16;
 use support::{compile, random_bytes, same, Both, Rng};
 
 const N: usize = 4096;

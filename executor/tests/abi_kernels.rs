@@ -4,10 +4,10 @@
 
 mod common;
 
+use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::bundle::{
     ArgField, ArgFieldKind, ArgLayout, CompiledKernel, GraphPlan, LaunchVariant, MemorySlot, PoolPlan,
 };
-use cmdgraph_interp::Interpreter;
 use common::*;
 
 /// Types and constants shared by the kernels below; `%b0` is an f32 buffer at binding 1,

@@ -6,8 +6,8 @@
 mod common;
 
 use cmdgraph_executor::Executor;
-use cmdgraph_ir::bundle::{CompiledKernel, GraphPlan};
 use cmdgraph_interp::Interpreter;
+use cmdgraph_ir::bundle::{CompiledKernel, GraphPlan};
 use common::*;
 
 /// The graph body: `%k` scales `@a` into `@out` by `s` over `n` items; `%k2` adds `src` and

@@ -3,8 +3,8 @@
 
 mod common;
 
-use cmdgraph_ir::bundle::{GraphPlan, PoolPlan, Segment};
 use cmdgraph_interp::{AllocLayout, Interpreter, PoolLayout};
+use cmdgraph_ir::bundle::{GraphPlan, PoolPlan, Segment};
 use common::*;
 
 fn ir() -> String {

@@ -38,19 +38,19 @@ mod schedule;
 mod value;
 
 pub use access::AccessKind;
-pub use error::{Fault, FaultKind, HostError, InterpError, KernelSite};
 pub use cmdgraph_ir::data::{from_bytes, half, to_bytes, Element};
 pub use cmdgraph_ir::pool::PoolLayout;
+pub use error::{Fault, FaultKind, HostError, InterpError, KernelSite};
 pub use host::{HostCallbacks, HostContext, HostFn};
 pub use memory::AllocLayout;
 pub use race::Race;
 pub use schedule::Order;
 pub use value::POISON;
 
+use access::NodeLog;
 use cmdgraph_ir::arena::Handle;
 use cmdgraph_ir::graph::{ArgValue, Graph, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module, UsmKind};
-use access::NodeLog;
 use command::{GraphState, NodeCtx};
 use flat::{Flat, Role};
 use memory::{AllocInfo, Allocs, DeviceGlobals, Loc, MemCtx};

@@ -2,8 +2,8 @@
 //! where arithmetic may wrap or the index is unknown, and soundness against the reference
 //! interpreter (every byte a launch really touched lies inside the reported extent).
 
-use cmdgraph_ir::footprint::{kernel_footprint, Extent, Footprint, MemAccess, Place};
 use cmdgraph_interp::{AccessKind, Interpreter, RunOptions};
+use cmdgraph_ir::footprint::{kernel_footprint, Extent, Footprint, MemAccess, Place};
 use cmdgraph_ir::{Arg, ArgValue, KernelCommand, MemRef, Module, NodeKind};
 use std::collections::BTreeMap;
 

@@ -6,8 +6,8 @@ mod interp_support;
 #[path = "../../ir/tests/corrupt/mutations.rs"]
 mod mutations;
 
-use cmdgraph_ir::arena::Handle;
 use cmdgraph_interp::{FaultKind, InterpError, Interpreter, Order, RunOptions};
+use cmdgraph_ir::arena::Handle;
 use cmdgraph_ir::types::{ScalarType, Type};
 use cmdgraph_ir::{Alternative, Arg, Launch, MemRef, Module, NodeKind, OpKind};
 use mutations::{mutants, Budget};

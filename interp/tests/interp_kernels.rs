@@ -2,8 +2,8 @@
 
 mod interp_support;
 
-use cmdgraph_ir::data::half::f16;
 use cmdgraph_interp::{FaultKind, InterpError, Interpreter};
+use cmdgraph_ir::data::half::f16;
 use cmdgraph_ir::types::{Access, LitValue, ScalarType, Type};
 use cmdgraph_ir::{Arg, ArgValue, Launch, Module, ParamType};
 use interp_support::*;

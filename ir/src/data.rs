@@ -48,4 +48,3 @@ pub fn to_bytes<T: Element>(values: &[T]) -> Vec<u8> {
 pub fn from_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
     bytes.chunks_exact(T::SIZE).map(T::get).collect()
 }
-

@@ -12,4 +12,3 @@ pub struct PoolLayout {
     /// Byte offset of every `async_malloc` node of the graph.
     pub offsets: std::collections::HashMap<Handle<Node>, u64>,
 }
-

@@ -3,8 +3,8 @@
 
 mod support;
 
-use cmdgraph_ir::graph::{ArgValue, NodeKind};
 use cmdgraph_interp::Interpreter;
+use cmdgraph_ir::graph::{ArgValue, NodeKind};
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType};
 use proptest::prelude::*;
 

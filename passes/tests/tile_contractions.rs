@@ -4,8 +4,8 @@
 
 mod support;
 
-use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_interp::Interpreter;
+use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_ir::Module;
 
 /// How the contraction is written.

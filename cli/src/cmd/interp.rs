@@ -12,8 +12,8 @@ mod locate;
 
 use crate::exit::{Failure, Outcome};
 use crate::io;
-use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_interp::{FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
+use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
 use std::cell::RefCell;

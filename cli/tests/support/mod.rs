@@ -10,8 +10,8 @@
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
 use cmdgraph_executor::{BarrierPolicy, ContextOptions, DeviceChoice, Executor, RecordOptions};
-use cmdgraph_ir::edit;
 use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
+use cmdgraph_ir::edit;
 use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,9 +86,8 @@ fn element_bytes(ty: Type, count: u64, rng: &mut Rng, float: impl Fn(&mut Rng) -
             ScalarType::Bool => out.push((rng.below(1024) & 1) as u8),
             ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(rng.below(1024) as u32).to_le_bytes()),
             ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&rng.below(1024).to_le_bytes()),
-            ScalarType::F16 => out.extend_from_slice(
-                &cmdgraph_ir::data::half::f16::from_f32(float(rng) as f32).to_bits().to_le_bytes(),
-            ),
+            ScalarType::F16 => out
+                .extend_from_slice(&cmdgraph_ir::data::half::f16::from_f32(float(rng) as f32).to_bits().to_le_bytes()),
             ScalarType::F32 => out.extend_from_slice(&(float(rng) as f32).to_le_bytes()),
         }
     }

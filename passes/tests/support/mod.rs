@@ -1,8 +1,8 @@
 //! Shared by the pass tests: parse, run passes, and compare modules on the interpreter.
 #![allow(dead_code)]
 
-use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_interp::{Interpreter, Order, RunOptions};
+use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_ir::module::MemoryKind;
 use cmdgraph_ir::Module;
 use cmdgraph_passes::pipeline::{parse_pipeline, run_pipeline, RunOptions as PassOptions};

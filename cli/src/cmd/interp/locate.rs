@@ -6,9 +6,9 @@
 //! [`FaultKind`], and `E0409` for a graph the interpreter cannot run.
 
 use crate::io::Input;
+use cmdgraph_interp::{Fault, FaultKind, InterpError};
 use cmdgraph_ir::diag::Diagnostic;
 use cmdgraph_ir::graph::NodeKind;
-use cmdgraph_interp::{Fault, FaultKind, InterpError};
 use cmdgraph_ir::{Module, Span};
 
 /// Renders an interpreter error from running graph `root` of `module`, parsed from `input`.
