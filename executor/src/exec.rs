@@ -10,13 +10,15 @@ use crate::vk::{BufRef, Buffer, Context, ContextOptions, KernelPipeline, Place, 
 use crate::worker::{Callbacks, Worker};
 use ash::vk;
 use cmdgraph_ir::data::{from_bytes, to_bytes, Element};
+use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 use cmdgraph_ir::types::Access;
 use cmdgraph_ir::{MemAccess, MemRef, MemoryKind, Module};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// A host-task callback: reads and writes the memory its node declares.
-pub type HostFn = Box<dyn FnMut(&mut HostContext<'_>) -> std::result::Result<(), String> + Send>;
+/// A registered host-task callback (`cmdgraph_ir::host::HostFn`, the one callback type of
+/// every runtime).
+pub(crate) type BoxedHostFn = Box<HostFn>;
 
 /// A native-command callback, called when the graph is recorded with the command buffer
 /// the node's commands go into (enqueue_native_command's graph rule).
@@ -202,10 +204,11 @@ impl Executor {
         &self.ctx
     }
 
-    /// Registers the callback of `host_task "name"` nodes.
+    /// Registers the callback of `host_task "name"` nodes: the same callback type the
+    /// reference interpreter takes (`cmdgraph_ir::host`), so one closure serves both.
     pub fn register_callback<F>(&mut self, name: &str, f: F)
     where
-        F: FnMut(&mut HostContext<'_>) -> std::result::Result<(), String> + Send + 'static,
+        F: FnMut(&mut dyn HostMemory) -> std::result::Result<(), HostError> + Send + 'static,
     {
         if let Ok(mut m) = self.host.lock() {
             m.insert(name.to_string(), Box::new(f));
@@ -355,69 +358,90 @@ impl Drop for Executor {
     }
 }
 
-/// The memory a host-task callback may touch: exactly its node's `access(...)` list.
+/// The memory a host-task callback may touch: exactly its node's `access(...)` list. The
+/// callback sees it as a `&mut dyn HostMemory`; the first access violation is kept so that
+/// the run fails even when the callback ignores the error (as on the interpreter).
 pub struct HostContext<'a> {
     pub(crate) ctx: &'a Context,
     pub(crate) transfers: &'a Transfers,
     pub(crate) node: &'a str,
     /// (name, mode, buffer, byte offset, size) per declared access.
     pub(crate) access: Vec<Declared>,
+    /// The first access violation.
+    pub(crate) violation: Option<HostError>,
 }
 
 impl HostContext<'_> {
-    /// The node's name.
-    pub fn node(&self) -> &str {
-        self.node
+    fn note<T>(&mut self, result: std::result::Result<T, HostError>) -> std::result::Result<T, HostError> {
+        if let Err(e) = &result {
+            self.violation.get_or_insert_with(|| e.clone());
+        }
+        result
     }
 
-    fn find(&self, name: &str, write: bool) -> std::result::Result<&Declared, String> {
-        let name = name.trim_start_matches(['@', '%']);
-        let a = self.access.iter().find(|a| a.0 == name).ok_or_else(|| format!("{name} is not in the access list"))?;
-        let ok = match a.1 {
-            Access::Read => !write,
-            Access::Write | Access::NoInit => write,
-            Access::ReadWrite => true,
+    /// The declared access named `name` (with or without its sigil).
+    fn lookup(&self, name: &str) -> Option<&Declared> {
+        let bare = name.trim_start_matches(['@', '%']);
+        self.access.iter().find(|a| a.0.get(1..) == Some(bare))
+    }
+
+    fn find(&mut self, name: &str, attempted: &'static str) -> std::result::Result<Declared, HostError> {
+        let result = match self.lookup(name).cloned() {
+            None => Err(HostError::NotDeclared { memory: name.to_string() }),
+            Some(a) => match HostError::check_mode(&a.0, attempted, a.1) {
+                Some(e) => Err(e),
+                None => Ok(a),
+            },
         };
-        if ok {
-            Ok(a)
-        } else {
-            Err(format!("{name} is declared {:?}", a.1))
+        self.note(result)
+    }
+
+    fn in_range(&mut self, a: &Declared, offset: u64, len: u64) -> std::result::Result<(), HostError> {
+        if offset.checked_add(len).is_none_or(|e| e > a.4) {
+            let memory = a.0.clone();
+            return self.note(Err(HostError::OutOfBounds { memory, start: offset, len, size: a.4 }));
         }
-    }
-
-    /// Size in bytes of a declared memory object.
-    pub fn size(&self, name: &str) -> std::result::Result<u64, String> {
-        let name = name.trim_start_matches(['@', '%']);
-        self.access.iter().find(|a| a.0 == name).map(|a| a.4).ok_or_else(|| format!("{name} is not in the access list"))
-    }
-
-    /// Reads all of a declared (`read`/`read_write`) memory object.
-    pub fn read(&self, name: &str) -> std::result::Result<Vec<u8>, String> {
-        let a = self.find(name, false)?;
-        self.transfers.download(self.ctx, a.2, a.3, a.4).map_err(|e| e.to_string())
-    }
-
-    /// [`read`](Self::read) as typed elements.
-    pub fn read_as<T: Element>(&self, name: &str) -> std::result::Result<Vec<T>, String> {
-        Ok(from_bytes(&self.read(name)?))
-    }
-
-    /// Writes bytes at a byte offset of a declared (`write`/`read_write`) object.
-    pub fn write(&self, name: &str, offset: u64, bytes: &[u8]) -> std::result::Result<(), String> {
-        let a = self.find(name, true)?;
-        if offset.checked_add(bytes.len() as u64).is_none_or(|e| e > a.4) {
-            return Err(format!("{} bytes at {offset} past {name} ({} bytes)", bytes.len(), a.4));
-        }
-        self.transfers.upload(self.ctx, a.2, a.3 + offset, bytes).map_err(|e| e.to_string())
-    }
-
-    /// Writes typed elements starting at element `index`.
-    pub fn write_as<T: Element>(&self, name: &str, index: u64, values: &[T]) -> std::result::Result<(), String> {
-        self.write(name, index.saturating_mul(T::SIZE as u64), &to_bytes(values))
+        Ok(())
     }
 }
 
-/// One declared access: (name, mode, buffer, byte offset, size).
+impl HostMemory for HostContext<'_> {
+    fn node(&self) -> &str {
+        self.node
+    }
+
+    fn declared(&self) -> Vec<String> {
+        self.access.iter().map(|a| a.0.clone()).collect()
+    }
+
+    fn mode(&self, name: &str) -> Option<Access> {
+        self.lookup(name).map(|a| a.1)
+    }
+
+    fn size(&mut self, name: &str) -> std::result::Result<u64, HostError> {
+        let size = self.lookup(name).map(|a| a.4);
+        let result = size.ok_or_else(|| HostError::NotDeclared { memory: name.to_string() });
+        self.note(result)
+    }
+
+    fn read_bytes(&mut self, name: &str, offset: u64, len: u64) -> std::result::Result<Vec<u8>, HostError> {
+        let a = self.find(name, "read")?;
+        self.in_range(&a, offset, len)?;
+        let bytes =
+            self.transfers.download(self.ctx, a.2, a.3 + offset, len).map_err(|e| HostError::Failed(e.to_string()));
+        self.note(bytes)
+    }
+
+    fn write(&mut self, name: &str, offset: u64, bytes: &[u8]) -> std::result::Result<(), HostError> {
+        let a = self.find(name, "write")?;
+        self.in_range(&a, offset, bytes.len() as u64)?;
+        let done =
+            self.transfers.upload(self.ctx, a.2, a.3 + offset, bytes).map_err(|e| HostError::Failed(e.to_string()));
+        self.note(done)
+    }
+}
+
+/// One declared access: (name with its sigil, `@x` or `%t`; mode, buffer, byte offset, size).
 pub(crate) type Declared = (String, Access, BufRef, u64, u64);
 
 /// Places a graph allocation: (name, byte offset in the pool, size).
@@ -436,12 +460,12 @@ pub(crate) fn declared(
             MemRef::Memory(h) => {
                 let obj = module.memories.try_get(h).ok_or("bad memory handle")?;
                 let buf = memories.get(h.index()).and_then(|b| b.as_ref()).ok_or("host access to a device_global")?;
-                out.push((obj.name.clone(), a.mode, buf.into(), 0, obj.size_bytes()));
+                out.push((format!("@{}", obj.name), a.mode, buf.into(), 0, obj.size_bytes()));
             }
             MemRef::Alloc(_) => {
                 let (buf, place) = pool.as_ref().ok_or("no pool")?;
                 let (name, off, size) = place(a.mem).ok_or("allocation not in the pool plan")?;
-                out.push((name, a.mode, (*buf).into(), off, size));
+                out.push((format!("%{name}"), a.mode, (*buf).into(), off, size));
             }
         }
     }

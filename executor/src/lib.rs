@@ -19,10 +19,12 @@ pub mod exec;
 mod executable;
 pub mod peer;
 pub mod profile;
+mod runtime;
 pub mod schedule;
 mod update;
 mod worker;
 
+pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
 pub use load::{load_bytes, Loaded};
 pub use profile::{NodeProfile, Profile};

@@ -14,16 +14,17 @@
 #![allow(unsafe_code)]
 
 use crate::error::{ExecError, Result};
-use crate::exec::{Declared, HostContext, HostFn};
+use crate::exec::{BoxedHostFn, Declared, HostContext};
 use crate::vk::{Context, Transfers};
 use ash::vk;
+use cmdgraph_ir::host::HostMemory;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 /// Host-task callbacks by name, shared with the worker.
-pub(crate) type Callbacks = Arc<Mutex<BTreeMap<String, HostFn>>>;
+pub(crate) type Callbacks = Arc<Mutex<BTreeMap<String, BoxedHostFn>>>;
 
 /// One step of a run.
 #[derive(Clone)]
@@ -260,10 +261,15 @@ fn call(
     // Taken out of the map while it runs, so registering others does not wait for it.
     let f = callbacks.lock().ok().and_then(|mut m| m.remove(callback));
     let mut f = f.ok_or_else(|| host_err(format!("callback \"{callback}\" is not registered")))?;
-    let mut hc = HostContext { ctx, transfers, node, access: access.to_vec() };
-    let r = f(&mut hc);
+    let mut hc = HostContext { ctx, transfers, node, access: access.to_vec(), violation: None };
+    let r = f(&mut hc as &mut dyn HostMemory);
     if let Ok(mut m) = callbacks.lock() {
         m.entry(callback.to_string()).or_insert(f);
     }
-    r.map_err(host_err)
+    // A violation fails the run even when the callback swallowed the error (as on the
+    // interpreter); the callback's own error otherwise.
+    match (r, hc.violation) {
+        (Err(e), _) | (Ok(()), Some(e)) => Err(host_err(e.to_string())),
+        (Ok(()), None) => Ok(()),
+    }
 }

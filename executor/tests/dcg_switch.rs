@@ -189,7 +189,7 @@ graph @g properties(updatable) {{
 "
     );
     let mut ex = executor(bundle(&ir, vec![], vec![]));
-    let neg = |ctx: &mut cmdgraph_executor::HostContext<'_>| {
+    let neg = |ctx: &mut dyn cmdgraph_executor::HostMemory| {
         let a: Vec<f32> = ctx.read_as("a")?;
         ctx.write_as("h", 0, &a.iter().map(|v| -v).collect::<Vec<f32>>())
     };

@@ -3,7 +3,7 @@
 
 mod common;
 
-use cmdgraph_interp::{HostError, Interpreter};
+use cmdgraph_interp::{HostError, HostMemory, Interpreter};
 use common::*;
 
 fn ir() -> String {
@@ -109,4 +109,85 @@ fn run_returns_before_the_host_task_finishes() {
     // The second run's host task (calls = 2) fed the last kernel: out = 3 · (-2 · i).
     assert_eq!(out[5], -30.0);
     no_messages(&ex);
+}
+
+/// One host callback, written once against `cmdgraph_ir::host::HostMemory`, registered
+/// unchanged with both runtimes (issue 19: each used to have its own context type, so a
+/// host task had to be written twice). It reads every declared readable object through the
+/// trait (names, modes and sizes from the context, not hard-coded) and writes a checksum
+/// per run into `@h`.
+fn checksum_task(
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+) -> impl FnMut(&mut dyn HostMemory) -> Result<(), HostError> + Send {
+    let mut run = 0u32;
+    move |ctx| {
+        run += 1;
+        let declared = ctx.declared();
+        seen.lock().unwrap().push(declared.clone());
+        let mut sum = 0f32;
+        for name in &declared {
+            if ctx.mode(name).is_some_and(|m| m.reads()) {
+                let bytes = ctx.size(name)?;
+                let values: Vec<f32> = ctx.read_as(name)?;
+                assert_eq!(values.len() as u64 * 4, bytes);
+                sum += values.iter().sum::<f32>();
+            }
+        }
+        ctx.write_as("@h", 0, &vec![sum + run as f32; 256])
+    }
+}
+
+#[test]
+fn one_callback_runs_on_the_interpreter_and_the_executor() {
+    let ir = ir();
+    let (on_device, on_interp) = (Default::default(), Default::default());
+    let mut ex = executor(bundle(&ir, vec![], vec![]));
+    ex.register_callback("negate", checksum_task(std::sync::Arc::clone(&on_device)));
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    ex.run(e).unwrap();
+    let got: Vec<f32> = ex.read_as("out").unwrap();
+    no_messages(&ex);
+
+    let module = cmdgraph_ir::text::parse(&ir).unwrap();
+    let mut it = Interpreter::new(&module).unwrap();
+    it.register_callback("negate", checksum_task(std::sync::Arc::clone(&on_interp)));
+    let ie = it.finalize("g").unwrap();
+    it.run(ie).unwrap();
+    it.run(ie).unwrap();
+    let want: Vec<f32> = it.read_as("out").unwrap();
+    assert_eq!(got, want);
+    // ramp writes i, so the sum is 0 + ... + 255 = 32640; the second run adds 2.
+    assert_eq!(got[0], (32640.0 + 2.0) * 3.0);
+    // Both contexts list the same declared memory, with sigils, in list order.
+    let (d, i) = (on_device.lock().unwrap().clone(), on_interp.lock().unwrap().clone());
+    assert_eq!(d, i);
+    assert_eq!(d[0], ["@a", "@h"]);
+}
+
+/// An access outside the node's list fails the run on the executor even when the callback
+/// swallows the error, as it does on the interpreter: both report the same violation.
+#[test]
+fn a_swallowed_violation_fails_the_run_on_both_runtimes() {
+    let ir = ir();
+    fn sneaky(ctx: &mut dyn HostMemory) -> Result<(), HostError> {
+        let _ = ctx.read("out"); // not declared: the error is ignored
+        let _ = ctx.write("a", 0, &[0; 4]); // declared read-only: ignored too
+        Ok(())
+    }
+    let mut ex = executor(bundle(&ir, vec![], vec![]));
+    ex.register_callback("negate", sneaky);
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    let device = ex.wait(e).expect_err("the executor reports the violation at wait").to_string();
+
+    let module = cmdgraph_ir::text::parse(&ir).unwrap();
+    let mut it = Interpreter::new(&module).unwrap();
+    it.register_callback("negate", sneaky);
+    let ie = it.finalize("g").unwrap();
+    let interp = it.run(ie).expect_err("the interpreter refuses the run").to_string();
+    for m in [&device, &interp] {
+        assert!(m.contains("out is not in the node's access list"), "{m}");
+        assert!(!m.contains("declared `read`"), "the first violation is the one reported: {m}");
+    }
 }

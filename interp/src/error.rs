@@ -4,6 +4,7 @@
 //! inside a kernel the [`KernelSite`]: kernel, op, op span and the work-item. Nothing in the
 //! interpreter panics on bad input; everything surfaces here.
 
+use cmdgraph_ir::host::HostError;
 use cmdgraph_ir::span::Span;
 use cmdgraph_ir::types::Access;
 use std::fmt;
@@ -123,50 +124,6 @@ pub enum FaultKind {
     Other(String),
 }
 
-/// An error raised by, or on behalf of, a host callback.
-#[derive(Clone, Debug, PartialEq)]
-pub enum HostError {
-    /// The memory is not in the node's `access(...)` list.
-    NotDeclared {
-        /// The name asked for.
-        memory: String,
-    },
-    /// A read of memory declared without read access, or a write without write access.
-    Mode {
-        /// The memory.
-        memory: String,
-        /// `read` or `write`.
-        attempted: &'static str,
-        /// The declared mode.
-        declared: Access,
-    },
-    /// A byte range outside the memory.
-    OutOfBounds {
-        /// The memory.
-        memory: String,
-        /// First byte.
-        start: u64,
-        /// Byte count.
-        len: u64,
-        /// Size of the memory.
-        size: u64,
-    },
-    /// The memory is a graph allocation that is not live.
-    NotLive {
-        /// The allocation.
-        memory: String,
-    },
-    /// The callback reported a failure of its own.
-    Failed(String),
-}
-
-impl HostError {
-    /// A failure reported by the callback itself.
-    pub fn failed(message: impl Into<String>) -> HostError {
-        HostError::Failed(message.into())
-    }
-}
-
 impl InterpError {
     /// An API misuse error.
     pub(crate) fn api(message: impl Into<String>) -> InterpError {
@@ -259,23 +216,3 @@ impl fmt::Display for FaultKind {
         }
     }
 }
-
-impl fmt::Display for HostError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HostError::NotDeclared { memory } => {
-                write!(f, "{memory} is not in the node's access list")
-            }
-            HostError::Mode { memory, attempted, declared } => {
-                write!(f, "{attempted} of {memory}, which is declared `{declared}`")
-            }
-            HostError::OutOfBounds { memory, start, len, size } => {
-                write!(f, "bytes {start}..{} out of bounds of {memory} ({size} bytes)", *start as u128 + *len as u128)
-            }
-            HostError::NotLive { memory } => write!(f, "graph allocation {memory} is not live"),
-            HostError::Failed(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for HostError {}

@@ -1,19 +1,17 @@
 //! Host tasks and native commands: Rust callbacks registered by name.
 //!
-//! A callback gets a [`HostContext`] that reaches exactly the memory the node's
-//! `access(...)` list names, with the declared modes enforced (`read` may only read,
-//! `write`/`no_init` may only write, `read_write` both). Every access is recorded for the race
-//! detector. A violation fails the run even when the callback ignores the returned error.
+//! A callback gets the interpreter's [`HostContext`] as a `&mut dyn HostMemory` (the one
+//! interface of `cmdgraph_ir::host`, which the Vulkan executor implements too): it reaches
+//! exactly the memory the node's `access(...)` list names, with the declared modes enforced
+//! (`read` may only read, `write`/`no_init` may only write, `read_write` both). Every access
+//! is recorded for the race detector. A violation fails the run even when the callback
+//! ignores the returned error.
 
 use super::access::{AccessKind, NodeLog};
-use super::error::HostError;
 use super::memory::{MemCtx, Space};
-use cmdgraph_ir::data::{from_bytes, to_bytes, Element};
+use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 use cmdgraph_ir::types::Access;
 use std::collections::BTreeMap;
-
-/// A host callback.
-pub type HostFn = dyn FnMut(&mut HostContext<'_>) -> Result<(), HostError>;
 
 /// Callbacks for `host_task "name"` and `native "name"` nodes, by name.
 #[derive(Default)]
@@ -30,7 +28,7 @@ impl HostCallbacks {
     /// Registers (or replaces) the callback called `name`.
     pub fn register<F>(&mut self, name: &str, callback: F)
     where
-        F: FnMut(&mut HostContext<'_>) -> Result<(), HostError> + 'static,
+        F: FnMut(&mut dyn HostMemory) -> Result<(), HostError> + Send + 'static,
     {
         self.map.insert(name.to_string(), Box::new(callback));
     }
@@ -82,22 +80,6 @@ impl<'a> HostContext<'a> {
         self.violation.clone()
     }
 
-    /// The path name of the node running the callback.
-    pub fn node(&self) -> &str {
-        self.node
-    }
-
-    /// Names of the memory the node declared (`@x`, `%t`), in list order.
-    pub fn declared(&self) -> Vec<String> {
-        self.declared.iter().map(|d| d.name.clone()).collect()
-    }
-
-    /// The declared mode of memory `name`, if the node declared it.
-    pub fn mode(&self, name: &str) -> Option<Access> {
-        let bare = name.trim_start_matches(['@', '%']);
-        self.declared.iter().find(|d| d.name.get(1..) == Some(bare)).map(|d| d.mode)
-    }
-
     fn lookup(&mut self, name: &str, attempted: &'static str) -> Result<Space, HostError> {
         let bare = name.trim_start_matches(['@', '%']);
         let found = self.declared.iter().find(|d| d.name.get(1..) == Some(bare)).cloned();
@@ -133,9 +115,27 @@ impl<'a> HostContext<'a> {
             log.add(loc, kind, base + start, len);
         }
     }
+}
+
+impl HostMemory for HostContext<'_> {
+    /// The path name of the node running the callback.
+    fn node(&self) -> &str {
+        self.node
+    }
+
+    /// Names of the memory the node declared (`@x`, `%t`), in list order.
+    fn declared(&self) -> Vec<String> {
+        self.declared.iter().map(|d| d.name.clone()).collect()
+    }
+
+    /// The declared mode of memory `name`, if the node declared it.
+    fn mode(&self, name: &str) -> Option<Access> {
+        let bare = name.trim_start_matches(['@', '%']);
+        self.declared.iter().find(|d| d.name.get(1..) == Some(bare)).map(|d| d.mode)
+    }
 
     /// Size in bytes of declared memory.
-    pub fn size(&mut self, name: &str) -> Result<u64, HostError> {
+    fn size(&mut self, name: &str) -> Result<u64, HostError> {
         let bare = name.trim_start_matches(['@', '%']);
         match self.declared.iter().find(|d| d.name.get(1..) == Some(bare)) {
             Some(d) => Ok(self.mem.size(d.space)),
@@ -144,7 +144,7 @@ impl<'a> HostContext<'a> {
     }
 
     /// A copy of all bytes of declared readable memory.
-    pub fn read(&mut self, name: &str) -> Result<Vec<u8>, HostError> {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, HostError> {
         let space = self.lookup(name, "read")?;
         let bytes = match self.mem.bytes_mut(space) {
             Ok(b) => b.to_vec(),
@@ -156,7 +156,7 @@ impl<'a> HostContext<'a> {
 
     /// A copy of bytes `[offset, offset + len)` of declared readable memory (only those
     /// bytes count as read for the race detector).
-    pub fn read_bytes(&mut self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>, HostError> {
+    fn read_bytes(&mut self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>, HostError> {
         let space = self.lookup(name, "read")?;
         let size = self.mem.size(space);
         if offset.checked_add(len).is_none_or(|end| end > size) {
@@ -171,13 +171,8 @@ impl<'a> HostContext<'a> {
         Ok(bytes)
     }
 
-    /// All of declared readable memory as elements.
-    pub fn read_as<T: Element>(&mut self, name: &str) -> Result<Vec<T>, HostError> {
-        Ok(from_bytes(&self.read(name)?))
-    }
-
     /// Writes `bytes` at byte `offset` of declared writable memory.
-    pub fn write(&mut self, name: &str, offset: u64, bytes: &[u8]) -> Result<(), HostError> {
+    fn write(&mut self, name: &str, offset: u64, bytes: &[u8]) -> Result<(), HostError> {
         let space = self.lookup(name, "write")?;
         let size = self.mem.size(space);
         let len = bytes.len() as u64;
@@ -195,16 +190,5 @@ impl<'a> HostContext<'a> {
         }
         self.record(space, AccessKind::Write, offset, len);
         Ok(())
-    }
-
-    /// Writes elements starting at element `index` of declared writable memory.
-    pub fn write_as<T: Element>(&mut self, name: &str, index: u64, values: &[T]) -> Result<(), HostError> {
-        let offset = index.checked_mul(T::SIZE as u64).ok_or_else(|| HostError::OutOfBounds {
-            memory: name.to_string(),
-            start: u64::MAX,
-            len: 0,
-            size: 0,
-        })?;
-        self.write(name, offset, &to_bytes(values))
     }
 }

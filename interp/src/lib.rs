@@ -33,15 +33,17 @@ mod host;
 pub mod kernel;
 mod memory;
 mod race;
+mod runtime;
 mod scalar;
 mod schedule;
 mod value;
 
 pub use access::AccessKind;
 pub use cmdgraph_ir::data::{from_bytes, half, to_bytes, Element};
+pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 pub use cmdgraph_ir::pool::PoolLayout;
-pub use error::{Fault, FaultKind, HostError, InterpError, KernelSite};
-pub use host::{HostCallbacks, HostContext, HostFn};
+pub use error::{Fault, FaultKind, InterpError, KernelSite};
+pub use host::{HostCallbacks, HostContext};
 pub use memory::AllocLayout;
 pub use race::Race;
 pub use schedule::Order;
@@ -134,6 +136,9 @@ pub struct Interpreter {
     callbacks: HostCallbacks,
     execs: BTreeMap<ExecId, Executable>,
     next_exec: u32,
+    /// A run's failure kept for [`cmdgraph_ir::runtime::Runtime::wait`] (`submit` runs at
+    /// once and reports at `wait`, like a device).
+    failed: BTreeMap<ExecId, InterpError>,
 }
 
 impl std::fmt::Debug for Interpreter {
@@ -181,6 +186,7 @@ impl Interpreter {
             callbacks: HostCallbacks::new(),
             execs: BTreeMap::new(),
             next_exec: 0,
+            failed: BTreeMap::new(),
         })
     }
 
@@ -197,7 +203,7 @@ impl Interpreter {
     /// Registers the callback for `host_task "name"` / `native "name"` nodes.
     pub fn register_callback<F>(&mut self, name: &str, callback: F)
     where
-        F: FnMut(&mut HostContext<'_>) -> Result<(), HostError> + 'static,
+        F: FnMut(&mut dyn HostMemory) -> Result<(), HostError> + Send + 'static,
     {
         self.callbacks.register(name, callback);
     }

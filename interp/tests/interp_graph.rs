@@ -7,8 +7,7 @@ use cmdgraph_interp::{FaultKind, HostError, InterpError, Order, RunOptions};
 use cmdgraph_ir::types::{LitValue, Literal};
 use cmdgraph_ir::{ArgValue, MemRef, Pointer};
 use interp_support::*;
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 const KERNELS: &str = r#"
 kernel @scale(%x: buf<f32, read>, %y: buf<f32, write>, %a: f32) {
@@ -49,13 +48,13 @@ graph @g {
 }
 "#,
     ));
-    let seen = Rc::new(RefCell::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let seen_in = seen.clone();
     interp.register_callback("negate", move |ctx| {
         assert_eq!(ctx.node(), "h");
         assert_eq!(ctx.declared(), vec!["@y", "@z"]);
         let y: Vec<f32> = ctx.read_as("y")?;
-        seen_in.borrow_mut().extend_from_slice(&y);
+        seen_in.lock().unwrap().extend_from_slice(&y);
         let neg: Vec<f32> = y.iter().map(|v| -v).collect();
         ctx.write_as("@z", 0, &neg)
     });
@@ -68,7 +67,7 @@ graph @g {
     let exec = interp.finalize("g").unwrap();
     interp.run(exec).unwrap();
     let y: Vec<f32> = X.iter().map(|v| v * 2.0).collect();
-    assert_eq!(*seen.borrow(), y);
+    assert_eq!(*seen.lock().unwrap(), y);
     let w: Vec<f32> = y.iter().map(|v| (-v + 1.0) / 2.0).collect();
     assert_eq!(interp.read_as::<f32>("w").unwrap(), w);
 }
@@ -134,13 +133,13 @@ graph @too_far {
 }
 
 /// Registers a callback per name that appends the name to a shared log.
-fn loggers(interp: &mut cmdgraph_interp::Interpreter, names: &[&str]) -> Rc<RefCell<Vec<String>>> {
-    let log = Rc::new(RefCell::new(Vec::new()));
+fn loggers(interp: &mut cmdgraph_interp::Interpreter, names: &[&str]) -> Arc<Mutex<Vec<String>>> {
+    let log = Arc::new(Mutex::new(Vec::new()));
     for &name in names {
         let log = log.clone();
         let owned = name.to_string();
         interp.register_callback(name, move |_| {
-            log.borrow_mut().push(owned.clone());
+            log.lock().unwrap().push(owned.clone());
             Ok(())
         });
     }
@@ -173,7 +172,7 @@ fn subgraph_ordering() {
     let stats = interp.run(exec).unwrap();
     assert_eq!(stats.order, vec!["p1", "p2", "sg/c1", "sg/c2", "sg/c3", "p3", "p4", "p5"]);
     assert_eq!(interp.read_as::<f32>("z").unwrap(), vec![7.0; 4]);
-    assert_eq!(*log.borrow(), vec!["p2", "c1", "c2", "p4", "p5"]);
+    assert_eq!(*log.lock().unwrap(), vec!["p2", "c1", "c2", "p4", "p5"]);
 
     let mut orders = std::collections::BTreeSet::new();
     for seed in 0..64 {
@@ -330,7 +329,7 @@ graph @g {
     interp.update_param(exec, "alpha", ArgValue::Scalar(Literal { value: LitValue::Float(-1.0), ty: None })).unwrap();
     interp.run(exec).unwrap();
     assert_eq!(interp.read_as::<f32>("y").unwrap(), X.map(|v| -v).to_vec());
-    assert_eq!(*log.borrow(), vec!["first", "second", "second"]);
+    assert_eq!(*log.lock().unwrap(), vec!["first", "second", "second"]);
     assert!(matches!(interp.set_active(exec, "act", 2), Err(InterpError::Api { .. })));
 }
 

@@ -35,7 +35,7 @@ mod run;
 
 pub use args::{KArg, NdRange, Range};
 pub use buffer::{Accessor, Buffer};
-pub use cmdgraph_interp::{HostContext, HostError};
+pub use cmdgraph_interp::{HostError, HostMemory};
 pub use cmdgraph_ir::{Access, NodeType, Type, UsmKind};
 pub use dynamic::{DynamicCommandGroup, DynamicParameter};
 pub use error::{Errc, Result, SyclError};

@@ -1,10 +1,11 @@
-//! Running commands on the reference interpreter (`cmdgraph_interp`): executable
-//! graphs submitted to an executing queue, and submissions to executing queues (each run
-//! as a one-node graph).
+//! Running commands through the runtime interface (`cmdgraph_ir::runtime::Runtime`, docs/
+//! runtime.md), today on the reference interpreter (`cmdgraph_interp`): executable graphs
+//! submitted to an executing queue, and submissions to executing queues (each run as a
+//! one-node graph).
 //!
 //! The context keeps the contents of every USM allocation, buffer and `device_global`.
-//! A run uses an interpreter for the executable graph's snapshot module, binds that
-//! memory, runs the graph and copies the memory back. The interpreter is kept with the
+//! A run uses a runtime for the executable graph's snapshot module, binds that memory,
+//! submits the graph, waits for it and copies the memory back. The runtime is kept with the
 //! executable graph, so `zero_init` graph-owned allocations keep their contents between
 //! executions (decision A9: zeroed at finalize only; the others are poisoned every run). Host tasks are Rust callbacks
 //! registered by name; a native command's callback runs at every finalize (decision A8)
@@ -16,14 +17,18 @@ use crate::global::DeviceGlobal;
 use crate::handler::{Command, Handler, Mode};
 use crate::platform::Context;
 use crate::queue::{Event, EventKind, ProfilingInfo, Queue};
-use cmdgraph_interp::{ExecId, HostContext, HostError, Interpreter};
+use cmdgraph_interp::Interpreter;
+use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
+use cmdgraph_ir::runtime::{host_task, ExecHandle, Runtime};
 use cmdgraph_ir::{Graph, Handle, HostAccess, LitValue, Literal, MemoryKind, Module, ScalarType, Type};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// A host-task callback (also a native command's run-time work).
-pub type HostTaskFn = Rc<RefCell<dyn FnMut(&mut HostContext<'_>) -> std::result::Result<(), HostError>>>;
+/// The callback type every runtime takes (`cmdgraph_ir::host::HostFn`), shared so that a
+/// graph's host tasks can run on the interpreter or a device's worker thread.
+pub type HostTaskFn = Arc<Mutex<HostFn>>;
 /// A native-command callback, called with the interop handle.
 pub type NativeFn = Rc<dyn Fn(&InteropHandle) -> Result<()>>;
 
@@ -71,9 +76,9 @@ impl Context {
     pub fn register_host_task(
         &self,
         name: &str,
-        f: impl FnMut(&mut HostContext<'_>) -> std::result::Result<(), HostError> + 'static,
+        f: impl FnMut(&mut dyn HostMemory) -> std::result::Result<(), HostError> + Send + 'static,
     ) {
-        self.0.borrow_mut().callbacks.host.insert(name.to_string(), Rc::new(RefCell::new(f)));
+        self.0.borrow_mut().callbacks.host.insert(name.to_string(), Arc::new(Mutex::new(Box::new(f))));
     }
 
     /// Registers native-command callback `name`: called at every finalize of a graph
@@ -87,9 +92,9 @@ impl Context {
     pub fn register_native_work(
         &self,
         name: &str,
-        f: impl FnMut(&mut HostContext<'_>) -> std::result::Result<(), HostError> + 'static,
+        f: impl FnMut(&mut dyn HostMemory) -> std::result::Result<(), HostError> + Send + 'static,
     ) {
-        self.0.borrow_mut().callbacks.native_work.insert(name.to_string(), Rc::new(RefCell::new(f)));
+        self.0.borrow_mut().callbacks.native_work.insert(name.to_string(), Arc::new(Mutex::new(Box::new(f))));
     }
 }
 
@@ -287,8 +292,8 @@ fn interp_error(e: impl std::fmt::Display) -> SyclError {
 /// allocations keep their contents (decision A9), rebuilt when the graph was updated or
 /// when a `device_global` changed outside it.
 pub(crate) struct Runner {
-    interp: Interpreter,
-    id: ExecId,
+    runtime: Box<dyn Runtime>,
+    id: ExecHandle,
     version: u64,
     device: u32,
     /// (memory index, name, is a device_global) of every module memory object.
@@ -311,24 +316,25 @@ impl Runner {
                 }
             }
         }
-        let mut interp = Interpreter::new(&module).map_err(interp_error)?;
-        let id = interp.finalize(&module.graphs[graph].name).map_err(interp_error)?;
+        let mut runtime: Box<dyn Runtime> = Box::new(Interpreter::new(&module).map_err(interp_error)?);
+        let id = runtime.finalize(&module.graphs[graph].name).map_err(interp_error)?;
         let names = module
             .memories
             .iter()
             .map(|(h, m)| (h.index(), m.name.clone(), matches!(m.kind, MemoryKind::DeviceGlobal(_))))
             .collect();
-        Ok(Runner { interp, id, version, device: module.graphs[graph].device, names })
+        Ok(Runner { runtime, id, version, device: module.graphs[graph].device, names })
     }
 
     /// Whether this state still matches the graph and the context's device globals.
-    fn fresh(&self, exec: &ExecutableGraph) -> bool {
+    fn fresh(&mut self, exec: &ExecutableGraph) -> bool {
         if self.version != exec.0.state.borrow().version {
             return false;
         }
         let inner = exec.0.ctx.0.borrow();
+        let (runtime, device) = (&mut self.runtime, self.device);
         self.names.iter().filter(|(_, _, dg)| *dg).all(|(i, name, _)| {
-            self.interp.read_device_global(name, self.device).ok().as_deref() == inner.store.get(*i).map(Vec::as_slice)
+            runtime.read_device_global(name, device).ok().as_deref() == inner.store.get(*i).map(Vec::as_slice)
         })
     }
 }
@@ -339,7 +345,7 @@ pub(crate) fn run_graph(exec: &ExecutableGraph) -> Result<()> {
     let mut slot = exec.0.runner.try_borrow_mut().map_err(|_| {
         SyclError::invalid(0, "the executable graph is already running (a host task submitted it again)")
     })?;
-    if !slot.as_ref().is_some_and(|r| r.fresh(exec)) {
+    if !slot.as_mut().is_some_and(|r| r.fresh(exec)) {
         *slot = Some(Runner::build(exec)?);
     }
     let runner = slot.as_mut().ok_or_else(|| SyclError::invalid(0, "no runner"))?;
@@ -347,27 +353,40 @@ pub(crate) fn run_graph(exec: &ExecutableGraph) -> Result<()> {
         let inner = ctx.0.borrow();
         for (i, name, dg) in &runner.names {
             if let (false, Some(bytes)) = (dg, inner.store.get(*i)) {
-                runner.interp.bind(name, bytes).map_err(interp_error)?;
+                runner.runtime.bind(name, bytes).map_err(interp_error)?;
             }
         }
         for (name, f) in inner.callbacks.host.iter().chain(&inner.callbacks.native_work) {
             let f = f.clone();
-            runner.interp.register_callback(name, move |hc| (f.borrow_mut())(hc));
+            // `try_lock`: a host task that runs itself again (through a graph it submits) gets
+            // an error instead of a deadlock.
+            runner.runtime.register_host_task(
+                name,
+                host_task(move |hc: &mut dyn HostMemory| match f.try_lock() {
+                    Ok(mut f) => f(hc),
+                    Err(std::sync::TryLockError::WouldBlock) => {
+                        Err(HostError::failed("the host task is already running (it ran itself again)"))
+                    }
+                    Err(std::sync::TryLockError::Poisoned(_)) => {
+                        Err(HostError::failed("the host task panicked in an earlier run"))
+                    }
+                }),
+            );
         }
         for name in inner.callbacks.native.keys() {
             if !inner.callbacks.native_work.contains_key(name) {
-                runner.interp.register_callback(name, |_| Ok(()));
+                runner.runtime.register_host_task(name, host_task(|_| Ok(())));
             }
         }
     }
-    let result = runner.interp.run(runner.id).map(|_| ());
+    let result = runner.runtime.submit(runner.id).and_then(|()| runner.runtime.wait(runner.id));
     // Memory holds what the nodes that ran wrote, even when a node failed.
     let mut inner = ctx.0.borrow_mut();
     for (i, name, dg) in &runner.names {
         let bytes = if *dg {
-            runner.interp.read_device_global(name, runner.device).ok()
+            runner.runtime.read_device_global(name, runner.device).ok()
         } else {
-            runner.interp.read(name).ok().map(<[u8]>::to_vec)
+            runner.runtime.read(name).ok()
         };
         if let (Some(bytes), Some(slot)) = (bytes, inner.store.get_mut(*i)) {
             if bytes.len() == slot.len() {

@@ -181,11 +181,11 @@ fn sample_8_9_host_task() {
     let env = Env::new();
     let graph = env.graph(GraphProps::none());
     let data = env.usm_f32(&[1.0, 2.0, 3.0, 4.0]);
-    let runs = std::rc::Rc::new(std::cell::Cell::new(0));
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     let seen = runs.clone();
     let name = format!("@{}", data.name());
     env.ctx.register_host_task("double_on_host", move |hc| {
-        seen.set(seen.get() + 1);
+        seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let v: Vec<f32> = hc.read_as(&name)?;
         let doubled: Vec<f32> = v.iter().map(|x| x * 2.0).collect();
         hc.write_as(&name, 0, &doubled)
@@ -203,12 +203,12 @@ fn sample_8_9_host_task() {
     assert_eq!(cgf_runs, 1);
     assert_eq!(node.get_type(), NodeType::HostTask);
     roundtrip(&graph);
-    assert_eq!(runs.get(), 0, "the host task does not run at add");
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 0, "the host task does not run at add");
     let exec = graph.finalize(FinalizeProps::none()).unwrap();
     let q = env.queue(QueueProps::none());
     q.ext_oneapi_graph(&exec, &[]).unwrap();
     q.ext_oneapi_graph(&exec, &[]).unwrap();
-    assert_eq!(runs.get(), 2);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 2);
     assert_eq!(cgf_runs, 1);
     assert_eq!(data.read::<f32>().unwrap(), vec![4.0, 8.0, 12.0, 16.0]);
 }

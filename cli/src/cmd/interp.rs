@@ -16,12 +16,11 @@ use cmdgraph_interp::{FmaRounding, InterpError, Interpreter, Order, Race, RunOpt
 use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -123,12 +122,12 @@ pub fn run(args: &InterpArgs) -> Outcome {
         let bytes = read_data(&b.path, &b.name, *layout)?;
         interp.bind(&b.name, &bytes).map_err(fail)?;
     }
-    let calls = Rc::new(RefCell::new(BTreeMap::new()));
+    let calls = Arc::new(Mutex::new(BTreeMap::new()));
     if !args.strict_host {
         register_no_ops(&mut interp, &module, &calls);
     }
     let ran = run_graph(&mut interp, &graph, args).map_err(fail)?;
-    note_no_ops(&calls.borrow());
+    note_no_ops(&calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
 
     let device = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
     let mut summary = summary_head(&module, &graph, args, &ran, &inputs);
@@ -353,7 +352,7 @@ fn raw_mismatch(len: u64, head: &[u8], layout: Layout) -> String {
 /// CLI has no host code, so each one reads the memory it declared readable (and writes
 /// `read_write` memory back unchanged) so that the race detector sees those accesses, and
 /// counts its calls for the note.
-fn register_no_ops(interp: &mut Interpreter, module: &Module, calls: &Rc<RefCell<BTreeMap<String, u64>>>) {
+fn register_no_ops(interp: &mut Interpreter, module: &Module, calls: &Arc<Mutex<BTreeMap<String, u64>>>) {
     let mut names = std::collections::BTreeSet::new();
     for (_, g) in module.graphs.iter() {
         for (_, n) in g.nodes.iter() {
@@ -370,10 +369,12 @@ fn register_no_ops(interp: &mut Interpreter, module: &Module, calls: &Rc<RefCell
         }
     }
     for name in names {
-        let calls = Rc::clone(calls);
+        let calls = Arc::clone(calls);
         let key = name.clone();
         interp.register_callback(&name, move |ctx| {
-            *calls.borrow_mut().entry(key.clone()).or_insert(0) += 1;
+            if let Ok(mut calls) = calls.lock() {
+                *calls.entry(key.clone()).or_insert(0) += 1;
+            }
             for memory in ctx.declared() {
                 match ctx.mode(&memory) {
                     Some(mode) if mode.reads() && mode.writes() => {
