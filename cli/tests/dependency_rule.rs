@@ -55,3 +55,15 @@ fn ir_is_the_base_and_the_interpreter_sits_on_it_alone() {
         assert!(!names.iter().any(|n| n == forbidden), "the interpreter links {forbidden}: {names:?}");
     }
 }
+
+/// The SYCL API links no LLVM (issue 19: it runs precompiled bundles; compiling at finalize
+/// is to be an opt-in `jit` feature). Today it drives the interpreter through
+/// `cmdgraph_ir::runtime::Runtime`.
+#[test]
+fn sycl_links_no_llvm() {
+    let names = dependency_names("cmdgraph-sycl");
+    for forbidden in ["inkwell", "llvm-sys", "cmdgraph-codegen"] {
+        assert!(!names.iter().any(|n| n == forbidden), "cmdgraph-sycl links {forbidden}: {names:?}");
+    }
+    assert!(names.iter().any(|n| n == "cmdgraph-interp"), "{names:?}");
+}
