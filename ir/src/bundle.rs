@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 mod codec;
 mod io;
+pub mod key;
 pub mod signature;
 
 pub use io::{BundleError, HEADER_BYTES, MAGIC};

@@ -30,6 +30,9 @@ pub(crate) struct ExecState {
     pub(crate) version: u64,
 }
 
+/// The environment variable naming a directory where every `finalize` exports its
+/// module ([`ExecutableGraph::export_module`]).
+pub const EXPORT_DIR_VAR: &str = "CMDGRAPH_EXPORT_DIR";
 /// The state of an executable graph, shared by its copies.
 pub(crate) struct ExecShared {
     pub(crate) ctx: Context,
@@ -94,6 +97,11 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
         crate::run::call_native(&ctx, &name, true)?;
     }
     rc.borrow_mut().live_exec = Rc::downgrade(&exec.0);
+    // `CMDGRAPH_EXPORT_DIR`: every finalized graph's module goes there for `cmdgraph compile
+    // --bundle-dir` (docs/bundle.md, "Keys"). Asked for explicitly, so a failure is an error.
+    if let Some(dir) = std::env::var_os(EXPORT_DIR_VAR) {
+        exec.export_module(std::path::Path::new(&dir))?;
+    }
     Ok(exec)
 }
 
@@ -207,6 +215,32 @@ impl ExecutableGraph {
     /// The snapshot module (its executable graph is the last graph).
     pub fn module(&self) -> Module {
         self.0.state.borrow().module.clone()
+    }
+
+    /// The structural key of this executable graph (`cmdgraph_ir::bundle::key`, docs/
+    /// bundle.md "Keys"): the name under which `cmdgraph compile --bundle-dir DIR` stores
+    /// the bundle made from [`ExecutableGraph::export_module`]'s file.
+    pub fn bundle_key(&self) -> String {
+        cmdgraph_ir::bundle::key::graph_key(&self.0.state.borrow().module)
+    }
+
+    /// Writes the snapshot module as IR text to `DIR/KEY.cgir` (KEY = [`Self::bundle_key`])
+    /// and returns the path: the input of `cmdgraph compile --bundle-dir`, which writes
+    /// `KEY.cgb` for the application to load. Replaced atomically (a temporary file renamed
+    /// over it), so a reader never sees half a module.
+    pub fn export_module(&self, dir: &std::path::Path) -> Result<std::path::PathBuf> {
+        let text = cmdgraph_ir::text::print(&self.0.state.borrow().module);
+        let path = dir.join(format!("{}.cgir", self.bundle_key()));
+        let tmp = dir.join(format!(".{}.cgir.tmp{}", self.bundle_key(), std::process::id()));
+        let io =
+            |e: std::io::Error| SyclError::invalid(0, format!("export_module: cannot write `{}`: {e}", path.display()));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        std::fs::write(&tmp, text).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(e)
+        })?;
+        Ok(path)
     }
 
     /// The handle of the executable graph in [`ExecutableGraph::module`].

@@ -39,7 +39,7 @@ pub use cmdgraph_interp::{HostError, HostMemory};
 pub use cmdgraph_ir::{Access, NodeType, Type, UsmKind};
 pub use dynamic::{DynamicCommandGroup, DynamicParameter};
 pub use error::{Errc, Result, SyclError};
-pub use exec::ExecutableGraph;
+pub use exec::{ExecutableGraph, EXPORT_DIR_VAR};
 pub use global::DeviceGlobal;
 pub use graph::ModifiableGraph;
 pub use handler::{CommandGroup, Handler};

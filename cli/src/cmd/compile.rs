@@ -22,6 +22,7 @@ Examples:
   cmdgraph compile --time-passes app.cgir -o app.cgb
   cmdgraph compile --emit=spirv-asm app.cgir    print SPIR-V instead of writing a bundle
   cmdgraph compile --sign release.key app.cgir  signed bundle (key from `cmdgraph keygen`)
+  cmdgraph compile --bundle-dir bundles/ exported.cgir   bundles/cgk1-<sha256>.cgb, found by key
   cmdgraph inspect app.cgb";
 
 /// Arguments of `cmdgraph compile`.
@@ -33,8 +34,13 @@ pub struct CompileArgs {
     pub input: PathBuf,
     /// Where to write the bundle (replaced only once complete); default FILE with the
     /// extension `.cgb`, or stdout when FILE is `-`. `-o -` writes to stdout.
-    #[arg(short, long, value_name = "OUT")]
+    #[arg(short, long, value_name = "OUT", conflicts_with = "bundle_dir")]
     pub output: Option<PathBuf>,
+    /// Write the bundle into DIR under the module's structural key, `DIR/cgk1-<sha256>.cgb`
+    /// (docs/bundle.md, "Keys"): where an application that exported this module
+    /// (`CMDGRAPH_EXPORT_DIR`, `ExecutableGraph::export_module`) finds it at finalize.
+    #[arg(long, value_name = "DIR", conflicts_with = "emit")]
+    pub bundle_dir: Option<PathBuf>,
     /// Comma-separated passes to run in order (default: the default pipeline, see
     /// `cmdgraph opt --list-passes`).
     #[arg(long, value_name = "a,b,c", value_parser = parse_passes)]
@@ -123,7 +129,14 @@ pub fn run(args: &CompileArgs) -> Outcome {
     let serialize = t.elapsed();
     shown.update("writing", None);
     let t = Instant::now();
-    let target = output_path(&args.input, args.output.as_deref());
+    let target = match &args.bundle_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Failure::Io(format!("error: cannot create `{}`: {e}", dir.display())))?;
+            Some(dir.join(format!("{}.cgb", cmdgraph_ir::bundle::key::graph_key(&module))))
+        }
+        None => output_path(&args.input, args.output.as_deref()),
+    };
     let written = io::write_output_bytes(target.as_deref(), &bytes);
     let write = t.elapsed();
     shown.finish();
