@@ -126,3 +126,46 @@ fn the_export_directory_variable_exports_at_every_finalize() {
     std::env::remove_var(EXPORT_DIR_VAR);
     assert!(err.contains("export_module") && err.contains("a-file"), "{err}");
 }
+
+/// The whole AOT loop through the API: finalize once and export, compile the export into a
+/// bundle directory, then a context that runs from bundles finalizes the same graph, finds
+/// the bundle by key and runs it on the default Vulkan device; memory ends as on the
+/// interpreter.
+#[test]
+fn a_context_running_from_bundles_finds_the_bundle_at_finalize_and_runs_it_on_vulkan() {
+    let env = Env::new();
+    let (x0, y0) = (random(512, 0x51_7cc1_b727_220a), random(512, 0x94d0_49bb_1331_11eb));
+    let x = env.usm_f32(&x0);
+    let y = env.usm_f32(&y0);
+    let out = env.usm_f32(&[0.0; 512]);
+    let graph = env.graph(GraphProps::none());
+    let (scale, add) = (env.kernel("scale"), env.kernel("add"));
+    let a = graph.add(|h| h.parallel_for(&scale, 512, args![&x, &out, -0.318_731_4f32]), NodeProps::none()).unwrap();
+    graph.add(|h| h.parallel_for(&add, 512, args![&y, &out]), NodeProps::depends_on(&[&a])).unwrap();
+
+    let on_interp = graph.finalize(FinalizeProps::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let exported = on_interp.export_module(dir.path()).unwrap();
+    let bundles = dir.path().join("bundles");
+    let q = env.queue(QueueProps::none());
+    q.ext_oneapi_graph(&on_interp, &[]).unwrap().wait().unwrap();
+    assert_eq!(on_interp.runtime().as_deref(), Some("reference interpreter"));
+    let want = out.read::<f32>().unwrap();
+
+    // No bundle yet: finalize says which one is missing and how to make it.
+    env.ctx.run_from_bundles(BundleSource { dir: bundles.clone(), validation: true });
+    let err = graph.finalize(FinalizeProps::default()).unwrap_err().to_string();
+    let key = on_interp.bundle_key();
+    for part in [key.as_str(), "cmdgraph compile", "--bundle-dir", "CMDGRAPH_EXPORT_DIR"] {
+        assert!(err.contains(part), "{part:?} missing from: {err}");
+    }
+
+    cmdgraph(&["compile", exported.to_str().unwrap(), "--bundle-dir", bundles.to_str().unwrap()]);
+    out.write(&[0.0f32; 512]).unwrap();
+    let on_device = graph.finalize(FinalizeProps::default()).unwrap();
+    assert_eq!(on_device.bundle_key(), key);
+    q.ext_oneapi_graph(&on_device, &[]).unwrap().wait().unwrap();
+    let runtime = on_device.runtime().unwrap();
+    assert!(runtime.ends_with("(Vulkan)"), "{runtime}");
+    assert_eq!(out.read::<f32>().unwrap(), want, "the bundle on {runtime} computes what the interpreter computes");
+}

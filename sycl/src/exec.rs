@@ -102,6 +102,10 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
     if let Some(dir) = std::env::var_os(EXPORT_DIR_VAR) {
         exec.export_module(std::path::Path::new(&dir))?;
     }
+    // Running from bundles: the bundle must be there now, not at the first submission.
+    if let Some(source) = ctx.bundle_source() {
+        crate::run::bundle_path(&exec, &source)?;
+    }
     Ok(exec)
 }
 
@@ -241,6 +245,12 @@ impl ExecutableGraph {
             io(e)
         })?;
         Ok(path)
+    }
+
+    /// Which runtime ran this graph (`reference interpreter`, or the Vulkan device), once it
+    /// has run.
+    pub fn runtime(&self) -> Option<String> {
+        self.0.runner.try_borrow().ok()?.as_ref().map(crate::run::Runner::describe)
     }
 
     /// The handle of the executable graph in [`ExecutableGraph::module`].

@@ -93,6 +93,18 @@ pub(crate) struct ContextInner {
     pub(crate) store: Vec<Vec<u8>>,
     /// Host-task and native-command callbacks, by name.
     pub(crate) callbacks: Callbacks,
+    /// Where executable graphs find their precompiled bundles (`None`: the interpreter).
+    pub(crate) bundles: Option<BundleSource>,
+}
+
+/// Runs executable graphs on the default Vulkan device from precompiled bundles
+/// ([`Context::run_from_bundles`]; docs/bundle.md, "Keys").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BundleSource {
+    /// The directory holding `KEY.cgb` files (`cmdgraph compile --bundle-dir`).
+    pub dir: std::path::PathBuf,
+    /// Enable the Khronos validation layer on the executor's device.
+    pub validation: bool,
 }
 
 impl ContextInner {
@@ -152,6 +164,10 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
 #[derive(Clone)]
 pub struct Context(pub(crate) Rc<RefCell<ContextInner>>);
 
+/// The environment variable that makes a new [`Context`] run from bundles in the directory
+/// it names ([`Context::run_from_bundles`], validation off).
+pub const BUNDLE_DIR_VAR: &str = "CMDGRAPH_BUNDLE_DIR";
+
 impl Context {
     /// A context with id `id` (written as `context(id)` on graphs) over `devices`.
     pub fn new(id: u32, devices: &[Device]) -> Context {
@@ -164,7 +180,22 @@ impl Context {
             names: BTreeSet::new(),
             store: Vec::new(),
             callbacks: Callbacks::default(),
+            bundles: std::env::var_os(BUNDLE_DIR_VAR).map(|dir| BundleSource { dir: dir.into(), validation: false }),
         })))
+    }
+
+    /// Runs this context's executable graphs on the default Vulkan device, each from the
+    /// bundle `source.dir/KEY.cgb` that `cmdgraph compile --bundle-dir` made for it (KEY =
+    /// `ExecutableGraph::bundle_key`); `finalize` fails, naming the graph, the key and the
+    /// commands that make the bundle, when there is none. Without it (and without
+    /// `CMDGRAPH_BUNDLE_DIR`), graphs run on the reference interpreter.
+    pub fn run_from_bundles(&self, source: BundleSource) {
+        self.0.borrow_mut().bundles = Some(source);
+    }
+
+    /// Where executable graphs find their bundles, if they run from bundles.
+    pub fn bundle_source(&self) -> Option<BundleSource> {
+        self.0.borrow().bundles.clone()
     }
 
     /// The context's id.

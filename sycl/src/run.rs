@@ -15,7 +15,7 @@ use crate::error::{Result, SyclError};
 use crate::exec::ExecutableGraph;
 use crate::global::DeviceGlobal;
 use crate::handler::{Command, Handler, Mode};
-use crate::platform::Context;
+use crate::platform::{BundleSource, Context};
 use crate::queue::{Event, EventKind, ProfilingInfo, Queue};
 use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
@@ -316,7 +316,11 @@ impl Runner {
                 }
             }
         }
-        let mut runtime: Box<dyn Runtime> = Box::new(Interpreter::new(&module).map_err(interp_error)?);
+        let source = exec.0.ctx.bundle_source();
+        let mut runtime: Box<dyn Runtime> = match source {
+            Some(source) => from_bundle(exec, &source)?,
+            None => Box::new(Interpreter::new(&module).map_err(interp_error)?),
+        };
         let id = runtime.finalize(&module.graphs[graph].name).map_err(interp_error)?;
         let names = module
             .memories
@@ -324,6 +328,11 @@ impl Runner {
             .map(|(h, m)| (h.index(), m.name.clone(), matches!(m.kind, MemoryKind::DeviceGlobal(_))))
             .collect();
         Ok(Runner { runtime, id, version, device: module.graphs[graph].device, names })
+    }
+
+    /// [`Runtime::describe`] of the runtime this state runs on.
+    pub(crate) fn describe(&self) -> String {
+        self.runtime.describe()
     }
 
     /// Whether this state still matches the graph and the context's device globals.
@@ -337,6 +346,47 @@ impl Runner {
             runtime.read_device_global(name, device).ok().as_deref() == inner.store.get(*i).map(Vec::as_slice)
         })
     }
+}
+
+/// The bundle of `exec` in `source.dir`: `KEY.cgb`, which must exist; the error names the
+/// graph, the key and the commands that make the bundle.
+pub(crate) fn bundle_path(exec: &ExecutableGraph, source: &BundleSource) -> Result<std::path::PathBuf> {
+    let key = exec.bundle_key();
+    let path = source.dir.join(format!("{key}.cgb"));
+    if path.is_file() {
+        return Ok(path);
+    }
+    let name = {
+        let st = exec.0.state.borrow();
+        st.module.graphs[st.graph].name.clone()
+    };
+    Err(SyclError::invalid(
+        0,
+        format!(
+            "finalize: graph `@{name}` has no precompiled bundle `{}` (key {key}); make it with \
+             `CMDGRAPH_EXPORT_DIR=DIR <the application>` (or `ExecutableGraph::export_module(DIR)`) \
+             and then `cmdgraph compile DIR/{key}.cgir --bundle-dir {}`",
+            path.display(),
+            source.dir.display()
+        ),
+    ))
+}
+
+/// An executor on the default Vulkan device for `exec`'s bundle. The bundle must have been
+/// made from exactly this module: its source's key is checked against the graph's.
+fn from_bundle(exec: &ExecutableGraph, source: &BundleSource) -> Result<Box<dyn Runtime>> {
+    let path = bundle_path(exec, source)?;
+    let fail = |what: String| SyclError::invalid(0, format!("bundle `{}`: {what}", path.display()));
+    let bytes = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
+    let loaded = cmdgraph_executor::load::load_bytes(&bytes).map_err(|e| fail(e.to_string()))?;
+    let key = exec.bundle_key();
+    let made_from = cmdgraph_ir::bundle::key::graph_key(loaded.source().map_err(|e| fail(e.to_string()))?);
+    if made_from != key {
+        return Err(fail(format!("it was made from another module (key {made_from}, the graph's is {key})")));
+    }
+    let options = cmdgraph_executor::ContextOptions { validation: source.validation, ..Default::default() };
+    let executor = cmdgraph_executor::Executor::new(loaded, &options).map_err(|e| fail(e.to_string()))?;
+    Ok(Box::new(executor))
 }
 
 /// Executes an executable graph once on the context's memory.
