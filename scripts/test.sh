@@ -36,9 +36,24 @@ cargo fmt --all -- --check
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "cargo clippy -p cmdgraph-sycl --features jit --all-targets -- -D warnings"
+cargo clippy -p cmdgraph-sycl --features jit --all-targets -- -D warnings
+
 step "cargo test --workspace"
 test_log="$(mktemp)"
 cargo test --workspace 2>&1 | tee "$test_log"
+
+# The SYCL API's spec samples, recording, update and error tests again, every graph run on
+# the default Vulkan device (llvmpipe here) from a bundle compiled at finalize (the `jit`
+# feature) with the validation layer on: the same assertions on both runtimes (issue 19).
+step "SYCL tests on Vulkan from bundles (jit, validation on)"
+bundle_dir="$(mktemp -d)"
+CMDGRAPH_BUNDLE_DIR="$bundle_dir" CMDGRAPH_BUNDLE_VALIDATION=1 cargo test -p cmdgraph-sycl --features jit \
+  --test samples --test recording --test update --test errors --test required_mem_size 2>&1 | tee -a "$test_log"
+bundles=("$bundle_dir"/*.cgb)
+[ -e "${bundles[0]}" ] || { echo "no bundle was compiled: the SYCL tests did not run on Vulkan" >&2; false; }
+echo "  ${#bundles[@]} bundles compiled and run"
+rm -rf "$bundle_dir"
 
 step "examples: cmdgraph verify and cmdgraph dot | dot -Tsvg"
 cargo build -q -p cmdgraph-cli

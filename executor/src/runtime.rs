@@ -69,4 +69,8 @@ impl Runtime for Executor {
     fn drop_exec(&mut self, exec: ExecHandle) -> RuntimeResult<()> {
         Executor::drop_exec(self, id(exec)).map_err(|e| self.runtime_error(e))
     }
+
+    fn take_diagnostics(&mut self) -> Vec<String> {
+        self.context().take_messages()
+    }
 }

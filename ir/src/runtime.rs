@@ -70,6 +70,13 @@ pub trait Runtime {
     fn set_active(&mut self, exec: ExecHandle, dcg: &str, index: u32) -> RuntimeResult<()>;
     /// Releases `exec` (after its runs complete).
     fn drop_exec(&mut self, exec: ExecHandle) -> RuntimeResult<()>;
+
+    /// Messages a checking layer reported since the last call (the Vulkan validation layer
+    /// on the executor when it is on); none by default. A caller that asked for checking
+    /// treats any message as a failure.
+    fn take_diagnostics(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Adapts a typed callback to the boxed [`HostFn`] that [`Runtime::register_host_task`]

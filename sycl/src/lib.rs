@@ -46,7 +46,7 @@ pub use handler::{CommandGroup, Handler};
 pub use kernel::{KValue, KernelBuilder, KernelRef};
 pub use memory::{Element, Ptr, Usm};
 pub use node::Node;
-pub use platform::{BundleSource, Context, Device, DeviceInfo, GraphSupport, BUNDLE_DIR_VAR};
+pub use platform::{BundleSource, Context, Device, DeviceInfo, GraphSupport, BUNDLE_DIR_VAR, BUNDLE_VALIDATION_VAR};
 pub use props::{FinalizeProps, GraphProps, MemoryPool, NodeProps, QueueProps, RecordingProps};
 pub use queue::{Event, EventStatus, ProfilingInfo, Queue, QueueState};
 pub use run::{HostTaskFn, InteropHandle, NativeFn, NativeGraph};

@@ -168,6 +168,10 @@ pub struct Context(pub(crate) Rc<RefCell<ContextInner>>);
 /// it names ([`Context::run_from_bundles`], validation off).
 pub const BUNDLE_DIR_VAR: &str = "CMDGRAPH_BUNDLE_DIR";
 
+/// With [`BUNDLE_DIR_VAR`]: `1` turns the Vulkan validation layer on for those runs (any
+/// message fails the run).
+pub const BUNDLE_VALIDATION_VAR: &str = "CMDGRAPH_BUNDLE_VALIDATION";
+
 impl Context {
     /// A context with id `id` (written as `context(id)` on graphs) over `devices`.
     pub fn new(id: u32, devices: &[Device]) -> Context {
@@ -180,7 +184,10 @@ impl Context {
             names: BTreeSet::new(),
             store: Vec::new(),
             callbacks: Callbacks::default(),
-            bundles: std::env::var_os(BUNDLE_DIR_VAR).map(|dir| BundleSource { dir: dir.into(), validation: false }),
+            bundles: std::env::var_os(BUNDLE_DIR_VAR).map(|dir| BundleSource {
+                dir: dir.into(),
+                validation: std::env::var_os(BUNDLE_VALIDATION_VAR).is_some_and(|v| v == "1"),
+            }),
         })))
     }
 

@@ -317,11 +317,18 @@ impl Runner {
             }
         }
         let source = exec.0.ctx.bundle_source();
+        let source_is_bundle = source.is_some();
         let mut runtime: Box<dyn Runtime> = match source {
             Some(source) => from_bundle(exec, &source)?,
             None => Box::new(Interpreter::new(&module).map_err(interp_error)?),
         };
-        let id = runtime.finalize(&module.graphs[graph].name).map_err(interp_error)?;
+        // A bundle is found by a key that leaves the graph's name out (two graphs built the
+        // same way share it), so its executable graph is its module's last, whatever its name.
+        let name = match runtime.module().graphs.iter().last() {
+            Some((_, g)) if source_is_bundle => g.name.clone(),
+            _ => module.graphs[graph].name.clone(),
+        };
+        let id = runtime.finalize(&name).map_err(interp_error)?;
         let names = module
             .memories
             .iter()
@@ -356,20 +363,52 @@ pub(crate) fn bundle_path(exec: &ExecutableGraph, source: &BundleSource) -> Resu
     if path.is_file() {
         return Ok(path);
     }
+    #[cfg(feature = "jit")]
+    return compile_missing(exec, &path).map(|()| path);
+    #[cfg(not(feature = "jit"))]
+    Err(missing_bundle(exec, source, &path, &key))
+}
+
+/// The error for a missing bundle: the graph, the key and the commands that make it.
+#[cfg(not(feature = "jit"))]
+fn missing_bundle(exec: &ExecutableGraph, source: &BundleSource, path: &std::path::Path, key: &str) -> SyclError {
     let name = {
         let st = exec.0.state.borrow();
         st.module.graphs[st.graph].name.clone()
     };
-    Err(SyclError::invalid(
+    SyclError::invalid(
         0,
         format!(
             "finalize: graph `@{name}` has no precompiled bundle `{}` (key {key}); make it with \
              `CMDGRAPH_EXPORT_DIR=DIR <the application>` (or `ExecutableGraph::export_module(DIR)`) \
-             and then `cmdgraph compile DIR/{key}.cgir --bundle-dir {}`",
+             and then `cmdgraph compile DIR/{key}.cgir --bundle-dir {}`, or build cmdgraph-sycl \
+             with the `jit` feature to compile it at finalize",
             path.display(),
             source.dir.display()
         ),
-    ))
+    )
+}
+
+/// `jit`: compiles `exec`'s module as `cmdgraph compile` would (the default pipeline, -O2)
+/// and writes the bundle to `path` (through a temporary file renamed over it, so a reader
+/// never sees half a bundle), for this and later runs of the application.
+#[cfg(feature = "jit")]
+fn compile_missing(exec: &ExecutableGraph, path: &std::path::Path) -> Result<()> {
+    use cmdgraph_codegen::bundle::{compile_module, Llvm};
+    let fail = |what: String| SyclError::invalid(0, format!("finalize: compiling `{}`: {what}", path.display()));
+    let module = exec.0.state.borrow().module.clone();
+    let passes: Vec<_> = cmdgraph_passes::DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect();
+    let (bundle, _) = compile_module(&module, &passes, &cmdgraph_codegen::Options::default(), &Llvm)
+        .map_err(|e| fail(e.to_string()))?;
+    let bytes = bundle.to_bytes().map_err(|e| fail(e.to_string()))?;
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+    let tmp = path.with_extension(format!("cgb.tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| fail(e.to_string()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e.to_string())
+    })
 }
 
 /// An executor on the default Vulkan device for `exec`'s bundle. The bundle must have been
@@ -429,7 +468,15 @@ pub(crate) fn run_graph(exec: &ExecutableGraph) -> Result<()> {
             }
         }
     }
-    let result = runner.runtime.submit(runner.id).and_then(|()| runner.runtime.wait(runner.id));
+    let mut result = runner.runtime.submit(runner.id).and_then(|()| runner.runtime.wait(runner.id));
+    // A run from bundles with validation on fails on any message of the layer.
+    let messages = runner.runtime.take_diagnostics();
+    if result.is_ok() && !messages.is_empty() {
+        result = Err(cmdgraph_ir::runtime::RuntimeError {
+            runtime: runner.runtime.describe(),
+            message: format!("the validation layer reported {} message(s):\n{}", messages.len(), messages.join("\n")),
+        });
+    }
     // Memory holds what the nodes that ran wrote, even when a node failed.
     let mut inner = ctx.0.borrow_mut();
     for (i, name, dg) in &runner.names {
