@@ -43,13 +43,16 @@ step "cargo test --workspace"
 test_log="$(mktemp)"
 cargo test --workspace 2>&1 | tee "$test_log"
 
-# The SYCL API's spec samples, recording, update and error tests again, every graph run on
-# the default Vulkan device (llvmpipe here) from a bundle compiled at finalize (the `jit`
-# feature) with the validation layer on: the same assertions on both runtimes (issue 19).
+# The SYCL API's spec samples, recording, update, explicit-API and error tests again, every
+# graph run on the default Vulkan device (llvmpipe here) from a bundle compiled at finalize
+# (the `jit` feature) with the validation layer on: the same assertions on both runtimes
+# (issue 19). One test is left out here, by name: native commands have no Vulkan form
+# through the API yet (docs/bundle.md, "Keys").
 step "SYCL tests on Vulkan from bundles (jit, validation on)"
 bundle_dir="$(mktemp -d)"
 CMDGRAPH_BUNDLE_DIR="$bundle_dir" CMDGRAPH_BUNDLE_VALIDATION=1 cargo test -p cmdgraph-sycl --features jit \
-  --test samples --test recording --test update --test errors --test required_mem_size 2>&1 | tee -a "$test_log"
+  --test samples --test recording --test update --test explicit --test errors --test required_mem_size \
+  -- --skip every_node_type_from_the_explicit_api 2>&1 | tee -a "$test_log"
 bundles=("$bundle_dir"/*.cgb)
 [ -e "${bundles[0]}" ] || { echo "no bundle was compiled: the SYCL tests did not run on Vulkan" >&2; false; }
 echo "  ${#bundles[@]} bundles compiled and run"

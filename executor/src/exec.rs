@@ -268,6 +268,21 @@ impl Executor {
         self.transfers.download(&self.ctx, b, 0, size)
     }
 
+    /// Sets device global `name`'s instance on `device` to `bytes` (its whole size), after
+    /// the runs submitted before (the transfer goes to the same queue).
+    pub fn write_device_global(&mut self, name: &str, device: u32, bytes: &[u8]) -> Result<()> {
+        let (_, size) = self.global(device, name)?;
+        if bytes.len() as u64 != size {
+            return Err(ExecError::Invalid(format!(
+                "@{} is {size} bytes, not {}",
+                name.trim_start_matches('@'),
+                bytes.len()
+            )));
+        }
+        let b = &self.globals[&(device, name.trim_start_matches('@').to_string())];
+        self.transfers.upload(&self.ctx, b, 0, bytes)
+    }
+
     /// The device global `name` on `device`, created from its initialiser on first use.
     pub(crate) fn global(&mut self, device: u32, name: &str) -> Result<(vk::Buffer, u64)> {
         self.worker.drain();

@@ -39,6 +39,10 @@ impl Runtime for Executor {
         Executor::read_device_global(self, name, device).map_err(|e| self.runtime_error(e))
     }
 
+    fn write_device_global(&mut self, name: &str, device: u32, bytes: &[u8]) -> RuntimeResult<()> {
+        Executor::write_device_global(self, name, device, bytes).map_err(|e| self.runtime_error(e))
+    }
+
     fn register_host_task(&mut self, name: &str, mut callback: Box<HostFn>) {
         self.register_callback(name, move |ctx| callback(ctx));
     }

@@ -259,6 +259,24 @@ impl Interpreter {
         self.dg.init.get(&h).cloned().ok_or_else(|| InterpError::api(format!("@{bare} is not a device_global")))
     }
 
+    /// Sets the instance of device global `name` on `device` to `bytes` (its whole size).
+    pub fn write_device_global(&mut self, name: &str, device: u32, bytes: &[u8]) -> Result<(), InterpError> {
+        let bare = name.trim_start_matches('@');
+        let h =
+            self.module.memory_by_name(bare).ok_or_else(|| InterpError::api(format!("no memory object @{bare}")))?;
+        let size = self
+            .dg
+            .init
+            .get(&h)
+            .map(Vec::len)
+            .ok_or_else(|| InterpError::api(format!("@{bare} is not a device_global")))?;
+        if bytes.len() != size {
+            return Err(InterpError::api(format!("@{bare} is {size} bytes, not {}", bytes.len())));
+        }
+        self.dg.live.insert((device, h), bytes.to_vec());
+        Ok(())
+    }
+
     /// Finalizes graph `name` with each allocation in storage of its own.
     pub fn finalize(&mut self, name: &str) -> Result<ExecId, InterpError> {
         self.finalize_with(name, AllocLayout::Separate)

@@ -35,6 +35,10 @@ impl Runtime for Interpreter {
         Interpreter::read_device_global(self, name, device).map_err(err)
     }
 
+    fn write_device_global(&mut self, name: &str, device: u32, bytes: &[u8]) -> RuntimeResult<()> {
+        Interpreter::write_device_global(self, name, device, bytes).map_err(err)
+    }
+
     fn register_host_task(&mut self, name: &str, mut callback: Box<HostFn>) {
         self.register_callback(name, move |ctx| callback(ctx));
     }

@@ -56,6 +56,8 @@ pub trait Runtime {
     fn read(&mut self, memory: &str) -> RuntimeResult<Vec<u8>>;
     /// The bytes of `device_global` `name` on device `device`.
     fn read_device_global(&mut self, name: &str, device: u32) -> RuntimeResult<Vec<u8>>;
+    /// Sets the bytes of `device_global` `name` on device `device` (for later runs).
+    fn write_device_global(&mut self, name: &str, device: u32, bytes: &[u8]) -> RuntimeResult<()>;
     /// Registers (or replaces) host-task callback `name`.
     fn register_host_task(&mut self, name: &str, callback: Box<HostFn>);
     /// Makes graph `graph` executable.

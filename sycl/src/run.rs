@@ -441,8 +441,14 @@ pub(crate) fn run_graph(exec: &ExecutableGraph) -> Result<()> {
     {
         let inner = ctx.0.borrow();
         for (i, name, dg) in &runner.names {
-            if let (false, Some(bytes)) = (dg, inner.store.get(*i)) {
-                runner.runtime.bind(name, bytes).map_err(interp_error)?;
+            match (dg, inner.store.get(*i)) {
+                (false, Some(bytes)) => runner.runtime.bind(name, bytes).map_err(interp_error)?,
+                // The context's value is the instance every graph and copy shares; a runtime
+                // made from a bundle starts from the bundle's declaration otherwise.
+                (true, Some(bytes)) if !bytes.is_empty() => {
+                    runner.runtime.write_device_global(name, runner.device, bytes).map_err(interp_error)?;
+                }
+                _ => {}
             }
         }
         for (name, f) in inner.callbacks.host.iter().chain(&inner.callbacks.native_work) {
