@@ -86,12 +86,8 @@ impl<'a> HostContext<'a> {
         let result = match found {
             None => Err(HostError::NotDeclared { memory: name.to_string() }),
             Some(d) => {
-                let ok = match attempted {
-                    "read" => d.mode.reads(),
-                    _ => d.mode.writes(),
-                };
-                if !ok {
-                    Err(HostError::Mode { memory: d.name.clone(), attempted, declared: d.mode })
+                if let Some(e) = HostError::check_mode(&d.name, attempted, d.mode) {
+                    Err(e)
                 } else if self.mem.check_live(d.space).is_err() {
                     Err(HostError::NotLive { memory: d.name.clone() })
                 } else {

@@ -234,8 +234,9 @@ impl ExecutableGraph {
     /// over it), so a reader never sees half a module.
     pub fn export_module(&self, dir: &std::path::Path) -> Result<std::path::PathBuf> {
         let text = cmdgraph_ir::text::print(&self.0.state.borrow().module);
-        let path = dir.join(format!("{}.cgir", self.bundle_key()));
-        let tmp = dir.join(format!(".{}.cgir.tmp{}", self.bundle_key(), std::process::id()));
+        let key = self.bundle_key();
+        let path = dir.join(format!("{key}.cgir"));
+        let tmp = dir.join(format!(".{key}.cgir.tmp{}", std::process::id()));
         let io =
             |e: std::io::Error| SyclError::invalid(0, format!("export_module: cannot write `{}`: {e}", path.display()));
         std::fs::create_dir_all(dir).map_err(io)?;

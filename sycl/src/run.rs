@@ -355,16 +355,17 @@ impl Runner {
     }
 }
 
-/// The bundle of `exec` in `source.dir`: `KEY.cgb`, which must exist; the error names the
-/// graph, the key and the commands that make the bundle.
-pub(crate) fn bundle_path(exec: &ExecutableGraph, source: &BundleSource) -> Result<std::path::PathBuf> {
+/// The bundle of `exec` in `source.dir`, `KEY.cgb`, which must exist (the error names the
+/// graph, the key and the commands that make the bundle), and the key: computing it prints
+/// and hashes the whole module, so it is done once.
+pub(crate) fn bundle_path(exec: &ExecutableGraph, source: &BundleSource) -> Result<(std::path::PathBuf, String)> {
     let key = exec.bundle_key();
     let path = source.dir.join(format!("{key}.cgb"));
     if path.is_file() {
-        return Ok(path);
+        return Ok((path, key));
     }
     #[cfg(feature = "jit")]
-    return compile_missing(exec, &path).map(|()| path);
+    return compile_missing(exec, &path).map(|()| (path, key));
     #[cfg(not(feature = "jit"))]
     Err(missing_bundle(exec, source, &path, &key))
 }
@@ -414,11 +415,10 @@ fn compile_missing(exec: &ExecutableGraph, path: &std::path::Path) -> Result<()>
 /// An executor on the default Vulkan device for `exec`'s bundle. The bundle must have been
 /// made from exactly this module: its source's key is checked against the graph's.
 fn from_bundle(exec: &ExecutableGraph, source: &BundleSource) -> Result<Box<dyn Runtime>> {
-    let path = bundle_path(exec, source)?;
+    let (path, key) = bundle_path(exec, source)?;
     let fail = |what: String| SyclError::invalid(0, format!("bundle `{}`: {what}", path.display()));
     let bytes = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
     let loaded = cmdgraph_executor::load::load_bytes(&bytes).map_err(|e| fail(e.to_string()))?;
-    let key = exec.bundle_key();
     let made_from = cmdgraph_ir::bundle::key::graph_key(loaded.source().map_err(|e| fail(e.to_string()))?);
     if made_from != key {
         return Err(fail(format!("it was made from another module (key {made_from}, the graph's is {key})")));
