@@ -52,6 +52,7 @@ step "SYCL tests on Vulkan from bundles (jit, validation on)"
 bundle_dir="$(mktemp -d)"
 CMDGRAPH_BUNDLE_DIR="$bundle_dir" CMDGRAPH_BUNDLE_VALIDATION=1 cargo test -p cmdgraph-sycl --features jit \
   --test samples --test recording --test update --test explicit --test errors --test required_mem_size \
+  --test asynchrony --test memory_data \
   -- --skip every_node_type_from_the_explicit_api 2>&1 | tee -a "$test_log"
 bundles=("$bundle_dir"/*.cgb)
 [ -e "${bundles[0]}" ] || { echo "no bundle was compiled: the SYCL tests did not run on Vulkan" >&2; false; }

@@ -136,6 +136,12 @@ pub(crate) struct Executable {
     pub(crate) set_count: u32,
     /// The timeline value the last submitted work signals.
     pub(crate) submitted: u64,
+    /// Runs submitted, and how many of them are known complete.
+    pub(crate) runs_submitted: u64,
+    pub(crate) runs_completed: u64,
+    /// Per run not yet known complete, oldest first: the timeline value it signals last and
+    /// its host-task job's sequence number (0: it had none).
+    pub(crate) run_tickets: std::collections::VecDeque<(u64, u64)>,
     pub(crate) dyn_values: Vec<ArgValue>,
     pub(crate) active: Vec<u32>,
     /// Host-task commands replaced by updates (node index → command).
@@ -559,6 +565,9 @@ impl Executor {
             footprints: Default::default(),
             set_count: layout.len() as u32,
             submitted: 0,
+            runs_submitted: 0,
+            runs_completed: 0,
+            run_tickets: Default::default(),
             dyn_values: graph.dyn_params.iter().map(|(_, p)| p.value.clone()).collect(),
             active,
             hosts: BTreeMap::new(),
@@ -763,6 +772,33 @@ impl Executor {
         let exe = self.exec_ref(id)?;
         self.wait_value(exe, exe.submitted)?;
         self.worker.take_error(id.0).map_or(Ok(()), Err)
+    }
+
+    /// How many runs of `id` were submitted.
+    pub fn submitted_runs(&self, id: ExecId) -> Result<u64> {
+        Ok(self.exec_ref(id)?.runs_submitted)
+    }
+
+    /// How many runs of `id` are complete, without waiting (runs complete in order; a run
+    /// is complete when its last device segment signalled and its host tasks are done).
+    pub fn completed_runs(&mut self, id: ExecId) -> Result<u64> {
+        let done_jobs = self.worker.done();
+        let ctx = std::sync::Arc::clone(&self.ctx);
+        let exe = self
+            .execs
+            .get_mut(id.0)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))?;
+        // SAFETY: the semaphore is a live timeline semaphore of this device.
+        let reached = unsafe { ctx.device.get_semaphore_counter_value(exe.timeline) }?;
+        while let Some(&(end, job)) = exe.run_tickets.front() {
+            if reached < end || done_jobs < job {
+                break;
+            }
+            exe.run_tickets.pop_front();
+            exe.runs_completed += 1;
+        }
+        Ok(exe.runs_completed)
     }
 
     /// Command buffers recorded for `id` so far (finalize's included): updates that need no

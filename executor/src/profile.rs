@@ -134,6 +134,14 @@ impl Queries {
 }
 
 impl Executor {
+    /// Whether [`Executor::profile`] has something to report for `id`: its graph has
+    /// `enable_profiling`, the device has timestamp queries and it has run.
+    pub fn profiled(&self, id: ExecId) -> Result<bool> {
+        let exe = self.exec_ref(id)?;
+        let graph = self.loaded.module.graphs.try_get(exe.graph).ok_or_else(|| ExecError::Ir("bad graph".into()))?;
+        Ok(graph.properties.enable_profiling && exe.queries.is_some() && exe.submit_ns.is_some())
+    }
+
     /// The profile of executable `id`'s last run (waits for it). An executable whose graph
     /// lacks `enable_profiling` is an error (spec §22 row 61), as is a device without
     /// timestamp queries or an executable that has not run.

@@ -62,6 +62,22 @@ impl Runtime for Executor {
         Executor::wait(self, id(exec)).map_err(|e| self.runtime_error(e))
     }
 
+    fn submitted_runs(&mut self, exec: ExecHandle) -> RuntimeResult<u64> {
+        Executor::submitted_runs(self, id(exec)).map_err(|e| self.runtime_error(e))
+    }
+
+    fn completed_runs(&mut self, exec: ExecHandle) -> RuntimeResult<u64> {
+        Executor::completed_runs(self, id(exec)).map_err(|e| self.runtime_error(e))
+    }
+
+    fn last_run_device_ns(&mut self, exec: ExecHandle) -> RuntimeResult<Option<u64>> {
+        if !self.profiled(id(exec)).map_err(|e| self.runtime_error(e))? {
+            return Ok(None);
+        }
+        let p = self.profile(id(exec)).map_err(|e| self.runtime_error(e))?;
+        Ok(Some(p.end_ns.saturating_sub(p.start_ns)))
+    }
+
     fn update_param(&mut self, exec: ExecHandle, param: &str, value: ArgValue) -> RuntimeResult<()> {
         Executor::update_param(self, id(exec), param, value).map_err(|e| self.runtime_error(e))
     }

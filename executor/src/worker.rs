@@ -69,6 +69,10 @@ pub(crate) struct Worker {
     pending: Arc<(Mutex<usize>, Condvar)>,
     /// Errors of failed runs, by executable, until reported.
     pub(crate) errors: Arc<Mutex<BTreeMap<usize, ExecError>>>,
+    /// Jobs queued so far: the sequence number of the last one.
+    queued: u64,
+    /// Jobs carried out so far (in queue order, so job `n` is done when this is `>= n`).
+    done: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Worker {
@@ -78,7 +82,19 @@ impl Worker {
             handle: None,
             pending: Arc::new((Mutex::new(0), Condvar::new())),
             errors: Arc::new(Mutex::new(BTreeMap::new())),
+            queued: 0,
+            done: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         }
+    }
+
+    /// The sequence number of the last job queued (0: none yet).
+    pub(crate) fn queued(&self) -> u64 {
+        self.queued
+    }
+
+    /// How many jobs are done; job `n` is done when this is at least `n`.
+    pub(crate) fn done(&self) -> u64 {
+        self.done.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether no job is queued or running.
@@ -110,6 +126,7 @@ impl Worker {
             let (tx, rx) = channel::<Job>();
             let (ctx, callbacks) = (Arc::clone(ctx), Arc::clone(callbacks));
             let (pending, errors) = (Arc::clone(&self.pending), Arc::clone(&self.errors));
+            let done = Arc::clone(&self.done);
             let handle = std::thread::Builder::new()
                 .name("cmdgraph-host-tasks".into())
                 .spawn(move || {
@@ -121,6 +138,7 @@ impl Worker {
                                 errs.entry(exec).or_insert(e);
                             }
                         }
+                        done.fetch_add(1, std::sync::atomic::Ordering::Release);
                         let (lock, cv) = &*pending;
                         if let Ok(mut n) = lock.lock() {
                             *n = n.saturating_sub(1);
@@ -137,6 +155,9 @@ impl Worker {
             *n += 1;
         }
         let sent = self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        if sent {
+            self.queued += 1;
+        }
         if !sent {
             if let Ok(mut n) = self.pending.0.lock() {
                 *n = n.saturating_sub(1);

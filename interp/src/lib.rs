@@ -139,6 +139,8 @@ pub struct Interpreter {
     /// A run's failure kept for [`cmdgraph_ir::runtime::Runtime::wait`] (`submit` runs at
     /// once and reports at `wait`, like a device).
     failed: BTreeMap<ExecId, InterpError>,
+    /// Runs submitted per executable (each is complete when `submit` returns).
+    runs: BTreeMap<ExecId, u64>,
 }
 
 impl std::fmt::Debug for Interpreter {
@@ -187,6 +189,7 @@ impl Interpreter {
             execs: BTreeMap::new(),
             next_exec: 0,
             failed: BTreeMap::new(),
+            runs: BTreeMap::new(),
         })
     }
 

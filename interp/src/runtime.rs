@@ -52,11 +52,21 @@ impl Runtime for Interpreter {
         if !self.execs.contains_key(&id) {
             return Err(err(InterpError::api(format!("no executable graph {}", exec.0))));
         }
+        *self.runs.entry(id).or_insert(0) += 1;
         if let Err(e) = self.run(id) {
             // The first failure since the last `wait`, as a device reports it.
             self.failed.entry(id).or_insert(e);
         }
         Ok(())
+    }
+
+    fn submitted_runs(&mut self, exec: ExecHandle) -> RuntimeResult<u64> {
+        Ok(self.runs.get(&ExecId(exec.0)).copied().unwrap_or(0))
+    }
+
+    fn completed_runs(&mut self, exec: ExecHandle) -> RuntimeResult<u64> {
+        // Every run is complete when `submit` returns.
+        self.submitted_runs(exec)
     }
 
     fn wait(&mut self, exec: ExecHandle) -> RuntimeResult<()> {
@@ -73,6 +83,7 @@ impl Runtime for Interpreter {
 
     fn drop_exec(&mut self, exec: ExecHandle) -> RuntimeResult<()> {
         self.failed.remove(&ExecId(exec.0));
+        self.runs.remove(&ExecId(exec.0));
         Interpreter::drop_exec(self, ExecId(exec.0)).map_err(err)
     }
 }

@@ -73,6 +73,19 @@ pub trait Runtime {
     /// Releases `exec` (after its runs complete).
     fn drop_exec(&mut self, exec: ExecHandle) -> RuntimeResult<()>;
 
+    /// How many runs of `exec` were submitted (successful [`Runtime::submit`] calls).
+    fn submitted_runs(&mut self, exec: ExecHandle) -> RuntimeResult<u64>;
+    /// How many of them are complete, without waiting: runs of one executable complete in
+    /// submission order, so run `n` (1-based) is complete when this is at least `n`.
+    fn completed_runs(&mut self, exec: ExecHandle) -> RuntimeResult<u64>;
+    /// The duration of `exec`'s last run, from device timestamps, in nanoseconds (waits for
+    /// it); `None` where the runtime has no device clock or the graph was finalized without
+    /// `enable_profiling`.
+    fn last_run_device_ns(&mut self, exec: ExecHandle) -> RuntimeResult<Option<u64>> {
+        let _ = exec;
+        Ok(None)
+    }
+
     /// Messages a checking layer reported since the last call (the Vulkan validation layer
     /// on the executor when it is on); none by default. A caller that asked for checking
     /// treats any message as a failure.

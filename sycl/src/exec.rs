@@ -41,7 +41,7 @@ pub(crate) struct ExecShared {
     pub(crate) props: FinalizeProps,
     pub(crate) state: RefCell<ExecState>,
     /// The interpreter state runs use (built on first run).
-    pub(crate) runner: RefCell<Option<crate::run::Runner>>,
+    pub(crate) runner: RefCell<Option<crate::runner::Runner>>,
 }
 
 /// An executable command graph. Copies share one executable graph.
@@ -104,7 +104,7 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
     }
     // Running from bundles: the bundle must be there now, not at the first submission.
     if let Some(source) = ctx.bundle_source() {
-        crate::run::bundle_path(&exec, &source)?;
+        crate::bundles::bundle_path(&exec, &source)?;
     }
     Ok(exec)
 }
@@ -251,7 +251,7 @@ impl ExecutableGraph {
     /// Which runtime ran this graph (`reference interpreter`, or the Vulkan device), once it
     /// has run.
     pub fn runtime(&self) -> Option<String> {
-        self.0.runner.try_borrow().ok()?.as_ref().map(crate::run::Runner::describe)
+        self.0.runner.try_borrow().ok()?.as_ref().map(crate::runner::Runner::describe)
     }
 
     /// The handle of the executable graph in [`ExecutableGraph::module`].

@@ -19,6 +19,7 @@
 
 mod args;
 mod buffer;
+mod bundles;
 mod dynamic;
 mod error;
 mod exec;
@@ -32,6 +33,7 @@ mod platform;
 mod props;
 mod queue;
 mod run;
+mod runner;
 
 pub use args::{KArg, NdRange, Range};
 pub use buffer::{Accessor, Buffer};

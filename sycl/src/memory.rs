@@ -111,6 +111,8 @@ impl MemHandle {
     }
 
     pub(crate) fn write_raw(&self, offset: u64, data: &[u8]) -> Result<()> {
+        // The host copy must be current: runs in flight may write this memory.
+        crate::runner::settle(&self.ctx);
         let mut inner = self.ctx.0.borrow_mut();
         let store = inner.store.get_mut(self.handle.index()).ok_or_else(|| missing(&self.name))?;
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -125,6 +127,7 @@ impl MemHandle {
     }
 
     pub(crate) fn read_raw(&self) -> Vec<u8> {
+        crate::runner::settle(&self.ctx);
         self.ctx.0.borrow().store.get(self.handle.index()).cloned().unwrap_or_default()
     }
 }

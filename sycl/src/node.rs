@@ -73,7 +73,7 @@ impl Node {
                 44,
                 "get_node_from_event: events of a discard_events queue are not linked to nodes",
             )),
-            EventKind::Done { .. } => Err(SyclError::invalid(
+            EventKind::Submitted(_) => Err(SyclError::invalid(
                 44,
                 "get_node_from_event: the event did not come from a submission to a recording queue, so no node is linked to it",
             )),

@@ -95,6 +95,8 @@ pub(crate) struct ContextInner {
     pub(crate) callbacks: Callbacks,
     /// Where executable graphs find their precompiled bundles (`None`: the interpreter).
     pub(crate) bundles: Option<BundleSource>,
+    /// Which runtime holds the memory now, and the runs not settled yet.
+    pub(crate) in_flight: crate::runner::InFlight,
 }
 
 /// Runs executable graphs on the default Vulkan device from precompiled bundles
@@ -184,6 +186,7 @@ impl Context {
             names: BTreeSet::new(),
             store: Vec::new(),
             callbacks: Callbacks::default(),
+            in_flight: Default::default(),
             bundles: std::env::var_os(BUNDLE_DIR_VAR).map(|dir| BundleSource {
                 dir: dir.into(),
                 validation: std::env::var_os(BUNDLE_VALIDATION_VAR).is_some_and(|v| v == "1"),

@@ -306,6 +306,7 @@ impl Queue {
                 ),
             ));
         }
+        crate::runner::settle(&self.0.ctx);
         Ok(())
     }
 }
@@ -319,11 +320,18 @@ impl std::fmt::Debug for Queue {
 /// `info::event_command_status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventStatus {
+    /// `submitted`: not known to have started (this runtime does not report it apart from
+    /// `running`: an incomplete command is `Running`).
+    Submitted,
+    /// `running`: submitted and not complete.
+    Running,
     /// `complete`
     Complete,
 }
 
-/// `info::event_profiling` timestamps in nanoseconds.
+/// `info::event_profiling` timestamps in nanoseconds of the host clock (since the Unix
+/// epoch). `end - start` of a graph run on a device is the duration its device timestamps
+/// measured (docs/semantics.md, "Running asynchronously").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProfilingInfo {
     /// `command_submit`
@@ -334,11 +342,25 @@ pub struct ProfilingInfo {
     pub end: u64,
 }
 
+/// A command submitted to an executing queue.
+pub(crate) struct Submission {
+    /// The command's own run (a graph, or an eager command's one-node graph), if it has one.
+    pub(crate) run: Option<Rc<crate::runner::RunRecord>>,
+    /// Runs it completes with besides (a barrier: those unsettled when it was submitted).
+    pub(crate) after: Vec<Rc<crate::runner::RunRecord>>,
+    /// Host time of the submission.
+    pub(crate) submit_ns: u64,
+    /// Host time the submission call returned (the end of a command without a run).
+    pub(crate) done_ns: u64,
+    /// Why it cannot be profiled, if it cannot (rows 61, 0).
+    pub(crate) no_profile: Option<(u32, String)>,
+}
+
 pub(crate) enum EventKind {
     /// Returned by a submission to a recording queue.
     Recorded { graph: Weak<RefCell<GraphInner>>, node: Handle<Node>, queue: Weak<QueueInner>, discard: bool },
-    /// A command that ran. `profiling` is `Err(row)` when it cannot be profiled.
-    Done { profiling: std::result::Result<ProfilingInfo, (u32, String)> },
+    /// A command submitted to an executing queue.
+    Submitted(Submission),
 }
 
 /// A `sycl::event`. Copies share one event.
@@ -355,8 +377,16 @@ impl Event {
         }))
     }
 
-    pub(crate) fn done(profiling: std::result::Result<ProfilingInfo, (u32, String)>) -> Event {
-        Event(Rc::new(EventKind::Done { profiling }))
+    pub(crate) fn submitted(submission: Submission) -> Event {
+        Event(Rc::new(EventKind::Submitted(submission)))
+    }
+
+    /// The context whose run this event is, if it is one.
+    pub(crate) fn context(&self) -> Option<Context> {
+        match &*self.0 {
+            EventKind::Submitted(s) => s.run.as_ref().map(|r| r.context()),
+            EventKind::Recorded { .. } => None,
+        }
     }
 
     /// Whether the event came from a submission to a recording queue.
@@ -367,7 +397,7 @@ impl Event {
     pub(crate) fn queue(&self) -> Option<Queue> {
         match &*self.0 {
             EventKind::Recorded { queue, .. } => queue.upgrade().map(Queue),
-            EventKind::Done { .. } => None,
+            EventKind::Submitted(_) => None,
         }
     }
 
@@ -389,27 +419,51 @@ impl Event {
         Ok(())
     }
 
-    /// `event::wait()`: invalid on a recorded event (row 50).
+    /// `event::wait()`: waits until the command is complete; the error of its run if it
+    /// failed. Invalid on a recorded event (row 50).
     pub fn wait(&self) -> Result<()> {
-        self.recorded_error(50, "event::wait")
+        self.recorded_error(50, "event::wait")?;
+        let EventKind::Submitted(s) = &*self.0 else { return Ok(()) };
+        for run in &s.after {
+            run.wait();
+        }
+        match s.run.as_ref().map(|r| r.wait()) {
+            Some(crate::runner::RunOutcome { error: Some(e), .. }) => {
+                Err(SyclError::invalid(0, format!("execution failed: {e}")))
+            }
+            _ => Ok(()),
+        }
     }
 
-    /// `get_info<command_execution_status>()`: invalid on a recorded event (row 49).
+    /// `get_info<command_execution_status>()`, without waiting: `Complete` once the command
+    /// and everything it completes with are done, `Running` before. Invalid on a recorded
+    /// event (row 49).
     pub fn get_status(&self) -> Result<EventStatus> {
         self.recorded_error(49, "get_info<command_execution_status>")?;
-        Ok(EventStatus::Complete)
+        let EventKind::Submitted(s) = &*self.0 else { return Ok(EventStatus::Complete) };
+        let done = s.run.iter().chain(&s.after).all(|r| r.is_complete());
+        Ok(if done { EventStatus::Complete } else { EventStatus::Running })
     }
 
-    /// `get_profiling_info()`: invalid on a recorded event (row 49), on an event of a
-    /// graph finalized without `enable_profiling` (row 61) and on a queue without
-    /// `enable_profiling`.
+    /// `get_profiling_info()`: waits for the command, then its submit, start and end times.
+    /// Invalid on a recorded event (row 49), on an event of a graph finalized without
+    /// `enable_profiling` (row 61) and on a queue without `enable_profiling`.
     pub fn get_profiling_info(&self) -> Result<ProfilingInfo> {
         self.recorded_error(49, "get_profiling_info")?;
-        match &*self.0 {
-            EventKind::Done { profiling: Ok(p) } => Ok(*p),
-            EventKind::Done { profiling: Err((row, msg)) } => Err(SyclError::invalid(*row, msg.clone())),
-            EventKind::Recorded { .. } => Err(SyclError::invalid(49, "recorded event")),
+        let EventKind::Submitted(s) = &*self.0 else { return Err(SyclError::invalid(49, "recorded event")) };
+        if let Some((row, msg)) = &s.no_profile {
+            return Err(SyclError::invalid(*row, msg.clone()));
         }
+        let Some(run) = &s.run else {
+            return Ok(ProfilingInfo { submit: s.submit_ns, start: s.submit_ns, end: s.done_ns });
+        };
+        let outcome = run.wait();
+        let start = run.submit_ns;
+        let end = match outcome.device_ns {
+            Some(ns) => start.saturating_add(ns),
+            None => outcome.end_ns.max(start),
+        };
+        Ok(ProfilingInfo { submit: s.submit_ns, start, end })
     }
 }
 
@@ -417,7 +471,7 @@ impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &*self.0 {
             EventKind::Recorded { node, .. } => write!(f, "Event(recorded {node:?})"),
-            EventKind::Done { .. } => write!(f, "Event(done)"),
+            EventKind::Submitted(_) => write!(f, "Event(submitted)"),
         }
     }
 }

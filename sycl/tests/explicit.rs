@@ -277,7 +277,8 @@ fn kernel_builder_kernels_round_trip_and_run() {
     assert!(env.ctx.register_kernel(KernelBuilder::new("axpb").finish()).is_err());
 }
 
-/// Executing queues run submissions at once; a kernel through `set_arg`.
+/// Executing queues run submissions (asynchronously on a device: complete after `wait`); a
+/// kernel through `set_arg`.
 #[test]
 fn executing_queue_runs_commands_now() {
     let env = Env::new();
@@ -292,6 +293,7 @@ fn executing_queue_runs_commands_now() {
             h.parallel_for(&env.kernel("scale"), 2, vec![]);
         })
         .unwrap();
+    e.wait().unwrap();
     assert_eq!(e.get_status().unwrap(), EventStatus::Complete);
     assert!(e.get_profiling_info().is_ok());
     q.memcpy(&x, &y, 8, &[&e]).unwrap().wait().unwrap();

@@ -101,14 +101,18 @@ impl Executor {
             let start = exe.submitted;
             let end = start + cbs.len() as u64;
             exe.last_run_steps = steps.len() as u64;
+            let mut job_seq = 0;
             if exe.has_host || !ex.worker.idle() {
                 let steps = steps.iter().filter_map(|s| s.as_ref().ok().cloned()).collect();
                 let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps };
                 ex.worker.push(&ex.ctx, &ex.host, job)?;
+                job_seq = ex.worker.queued();
             } else if !cbs.is_empty() {
                 crate::worker::wait_timeline(&ex.ctx, exe.timeline, ready)?;
                 submit_all(&ex.ctx, exe.timeline, cbs, start, end)?;
             }
+            exe.runs_submitted += 1;
+            exe.run_tickets.push_back((end, job_seq));
             exe.submitted = end;
             exe.copy_end[copy] = end;
             exe.runs += 1;

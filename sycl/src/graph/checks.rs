@@ -25,7 +25,7 @@ pub(crate) fn event_node(rc: &Rc<RefCell<GraphInner>>, inner: &GraphInner, event
             47,
             format!("depends_on: the event was recorded into another graph than `@{}`; only events of submissions recorded to the same graph make edges", inner.ir.name),
         )),
-        EventKind::Done { .. } => Err(SyclError::invalid(
+        EventKind::Submitted(_) => Err(SyclError::invalid(
             47,
             format!("depends_on: the event is not from a submission recorded to graph `@{}`; a graph node can only depend on nodes of its graph (decision A11)", inner.ir.name),
         )),

@@ -1,0 +1,81 @@
+//! Precompiled bundles for executable graphs (docs/bundle.md, "Keys"): where a graph's
+//! bundle is, the error when it is missing, compiling it under the `jit` feature, and the
+//! executor made from it.
+
+use crate::error::{Result, SyclError};
+use crate::exec::ExecutableGraph;
+use crate::platform::BundleSource;
+use cmdgraph_ir::runtime::Runtime;
+
+/// The bundle of `exec` in `source.dir`, `KEY.cgb`, which must exist (the error names the
+/// graph, the key and the commands that make the bundle), and the key: computing it prints
+/// and hashes the whole module, so it is done once.
+pub(crate) fn bundle_path(exec: &ExecutableGraph, source: &BundleSource) -> Result<(std::path::PathBuf, String)> {
+    let key = exec.bundle_key();
+    let path = source.dir.join(format!("{key}.cgb"));
+    if path.is_file() {
+        return Ok((path, key));
+    }
+    #[cfg(feature = "jit")]
+    return compile_missing(exec, &path).map(|()| (path, key));
+    #[cfg(not(feature = "jit"))]
+    Err(missing_bundle(exec, source, &path, &key))
+}
+
+/// The error for a missing bundle: the graph, the key and the commands that make it.
+#[cfg(not(feature = "jit"))]
+fn missing_bundle(exec: &ExecutableGraph, source: &BundleSource, path: &std::path::Path, key: &str) -> SyclError {
+    let name = {
+        let st = exec.0.state.borrow();
+        st.module.graphs[st.graph].name.clone()
+    };
+    SyclError::invalid(
+        0,
+        format!(
+            "finalize: graph `@{name}` has no precompiled bundle `{}` (key {key}); make it with \
+             `CMDGRAPH_EXPORT_DIR=DIR <the application>` (or `ExecutableGraph::export_module(DIR)`) \
+             and then `cmdgraph compile DIR/{key}.cgir --bundle-dir {}`, or build cmdgraph-sycl \
+             with the `jit` feature to compile it at finalize",
+            path.display(),
+            source.dir.display()
+        ),
+    )
+}
+
+/// `jit`: compiles `exec`'s module as `cmdgraph compile` would (the default pipeline, -O2)
+/// and writes the bundle to `path` (through a temporary file renamed over it, so a reader
+/// never sees half a bundle), for this and later runs of the application.
+#[cfg(feature = "jit")]
+fn compile_missing(exec: &ExecutableGraph, path: &std::path::Path) -> Result<()> {
+    use cmdgraph_codegen::bundle::{compile_module, Llvm};
+    let fail = |what: String| SyclError::invalid(0, format!("finalize: compiling `{}`: {what}", path.display()));
+    let module = exec.0.state.borrow().module.clone();
+    let passes: Vec<_> = cmdgraph_passes::DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect();
+    let (bundle, _) = compile_module(&module, &passes, &cmdgraph_codegen::Options::default(), &Llvm)
+        .map_err(|e| fail(e.to_string()))?;
+    let bytes = bundle.to_bytes().map_err(|e| fail(e.to_string()))?;
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+    let tmp = path.with_extension(format!("cgb.tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| fail(e.to_string()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e.to_string())
+    })
+}
+
+/// An executor on the default Vulkan device for `exec`'s bundle. The bundle must have been
+/// made from exactly this module: its source's key is checked against the graph's.
+pub(crate) fn from_bundle(exec: &ExecutableGraph, source: &BundleSource) -> Result<Box<dyn Runtime>> {
+    let (path, key) = bundle_path(exec, source)?;
+    let fail = |what: String| SyclError::invalid(0, format!("bundle `{}`: {what}", path.display()));
+    let bytes = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
+    let loaded = cmdgraph_executor::load::load_bytes(&bytes).map_err(|e| fail(e.to_string()))?;
+    let made_from = cmdgraph_ir::bundle::key::graph_key(loaded.source().map_err(|e| fail(e.to_string()))?);
+    if made_from != key {
+        return Err(fail(format!("it was made from another module (key {made_from}, the graph's is {key})")));
+    }
+    let options = cmdgraph_executor::ContextOptions { validation: source.validation, ..Default::default() };
+    let executor = cmdgraph_executor::Executor::new(loaded, &options).map_err(|e| fail(e.to_string()))?;
+    Ok(Box::new(executor))
+}
