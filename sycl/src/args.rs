@@ -4,6 +4,7 @@ use crate::buffer::Accessor;
 use crate::dynamic::DynamicParameter;
 use crate::error::{Result, SyclError};
 use crate::memory::{Ptr, Usm};
+use cmdgraph_ir::data::half::f16;
 use cmdgraph_ir::{Launch, LitValue, Literal, ScalarType, Type};
 
 /// One kernel argument, as `set_arg` / a kernel lambda capture would give it.
@@ -55,6 +56,7 @@ scalar_arg!(u32, ScalarType::U32, |v: u32| LitValue::Int(v as i128));
 scalar_arg!(i64, ScalarType::I64, |v: i64| LitValue::Int(v as i128));
 scalar_arg!(u64, ScalarType::U64, |v: u64| LitValue::Int(v as i128));
 scalar_arg!(bool, ScalarType::Bool, LitValue::Bool);
+scalar_arg!(f16, ScalarType::F16, |v: f16| LitValue::Float(v.to_f64()));
 
 impl From<&Usm> for KArg {
     fn from(u: &Usm) -> KArg {

@@ -95,21 +95,51 @@ impl Buffer {
         Accessor { buffer: self.clone(), mode, range: Some((lo, hi)) }
     }
 
-    /// A host accessor: the buffer's contents, read on the host. Invalid (row 55) while a
-    /// graph that recorded commands using this buffer is still recording.
-    pub fn host_access<T: Element>(&self) -> Result<Vec<T>> {
+    /// Row 55: host access is invalid while a graph that recorded commands using this
+    /// buffer is still recording.
+    fn check_host_access(&self, what: &str) -> Result<()> {
         let recording = self.0.recorded_in.borrow().iter().filter_map(Weak::upgrade).any(|g| g.borrow().is_recording());
         if recording {
             return Err(SyclError::invalid(
                 55,
                 format!(
-                    "host accessor on buffer `@{}`, which commands being recorded to a graph use; end recording first",
+                    "{what} on buffer `@{}`, which commands being recorded to a graph use; end recording first",
                     self.name()
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// A host accessor: the buffer's contents, read on the host. Invalid (row 55) while a
+    /// graph that recorded commands using this buffer is still recording.
+    pub fn host_access<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_host_access("host accessor")?;
         check_elem::<T>(&format!("buffer `@{}`", self.name()), self.elem())?;
         Ok(from_bytes(&self.0.mem.read_raw()))
+    }
+
+    /// A host accessor writing raw bytes at byte `offset`, whatever the element type: the
+    /// 8-bit view of the buffer (the IR has no 8-bit element type). A range past the
+    /// buffer's end is an `invalid` error naming it, and so (row 55) is a buffer that
+    /// commands being recorded to a graph use; nothing is written then.
+    pub fn write_bytes(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.check_host_access("Buffer::write_bytes")?;
+        self.0.mem.write_bytes("Buffer::write_bytes", offset, data)
+    }
+
+    /// A host accessor reading all the buffer's bytes (the elements' little-endian
+    /// encoding); row 55 as for [`Buffer::host_access`].
+    pub fn read_bytes(&self) -> Result<Vec<u8>> {
+        self.check_host_access("Buffer::read_bytes")?;
+        self.0.mem.read_bytes("Buffer::read_bytes", 0, self.0.mem.bytes())
+    }
+
+    /// `len` bytes of the buffer from byte `offset`; a range past its end is an `invalid`
+    /// error naming the buffer; row 55 as for [`Buffer::host_access`].
+    pub fn read_bytes_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.check_host_access("Buffer::read_bytes_at")?;
+        self.0.mem.read_bytes("Buffer::read_bytes_at", offset, len)
     }
 
     /// Whether two handles name the same buffer.
@@ -141,6 +171,29 @@ impl Accessor {
     /// The access mode.
     pub fn mode(&self) -> Access {
         self.mode
+    }
+
+    /// The element range `[lo, hi)` it accesses; `None` for the whole buffer.
+    pub fn range(&self) -> Option<(u64, u64)> {
+        self.range
+    }
+
+    /// The elements it accesses, `[lo, hi)`, checked against the buffer: a range that is
+    /// empty or runs past the buffer's end is an `invalid` error naming the buffer (a
+    /// placeholder range is only checked when a command uses it).
+    pub(crate) fn elements(&self, what: &str) -> Result<(u64, u64)> {
+        let count = self.buffer.count();
+        let (lo, hi) = self.range.unwrap_or((0, count));
+        if (self.range.is_some() && lo >= hi) || hi > count {
+            return Err(SyclError::invalid(
+                0,
+                format!(
+                    "{what}: accessor range {lo}..{hi} is outside buffer `@{}` of {count} elements",
+                    self.buffer.name()
+                ),
+            ));
+        }
+        Ok((lo, hi))
     }
 
     pub(crate) fn to_ir(&self) -> cmdgraph_ir::Accessor {

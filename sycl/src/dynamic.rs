@@ -13,9 +13,11 @@ use crate::args::KArg;
 use crate::error::{ensure, Result, SyclError};
 use crate::graph::{GraphInner, ModifiableGraph};
 use crate::handler::{Command, CommandGroup, Handler, Mode};
-use crate::memory::PtrBase;
+use crate::memory::{Element, PtrBase};
 use crate::queue::Event;
-use cmdgraph_ir::{Alternative, Arg, ArgValue, DynCommandGroup, DynParam, Graph, Handle, Node, NodeKind, Span, Stmt};
+use cmdgraph_ir::{
+    Alternative, Arg, ArgValue, DynCommandGroup, DynParam, Graph, Handle, Literal, Node, NodeKind, Span, Stmt,
+};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -179,6 +181,64 @@ impl DynamicParameter {
             }
         }
         Ok(())
+    }
+
+    /// `update(newValue)` for a scalar parameter, typed: `update_as::<f32>(2.5)`. `T`
+    /// must be the type of the value the parameter holds; a parameter of another scalar
+    /// type, or one holding a pointer, accessor, raw bytes or work-group memory, is an
+    /// `invalid` error naming the parameter and both types, and keeps its value. Otherwise
+    /// as [`DynamicParameter::update`].
+    pub fn update_as<T: Element>(&self, value: T) -> Result<()> {
+        self.check_scalar::<T>("update_as")?;
+        self.update(KArg::Scalar(value.literal()))
+    }
+
+    /// The value the parameter holds now (the last `update`, or its initial value), as it
+    /// was given.
+    pub fn value(&self) -> Result<KArg> {
+        self.graph
+            .borrow()
+            .dyn_values
+            .get(self.handle.index())
+            .cloned()
+            .ok_or_else(|| SyclError::invalid(0, "unknown dynamic parameter"))
+    }
+
+    /// The scalar value the parameter holds now, typed; the same type rule as
+    /// [`DynamicParameter::update_as`].
+    pub fn value_as<T: Element>(&self) -> Result<T> {
+        let lit = self.check_scalar::<T>("value_as")?;
+        T::from_literal(&lit).ok_or_else(|| {
+            SyclError::invalid(
+                0,
+                format!("dynamic_parameter %{}: its value {lit:?} does not fit {}", self.name(), T::TYPE),
+            )
+        })
+    }
+
+    /// The parameter's literal when it holds a scalar of `T`'s type; otherwise an error
+    /// for `call`.
+    fn check_scalar<T: Element>(&self, call: &str) -> Result<Literal> {
+        let held = match self.value()? {
+            KArg::Scalar(lit) if lit.ty == Some(T::TYPE.scalar) && T::TYPE.lanes == 1 => return Ok(lit),
+            KArg::Scalar(lit) => match lit.ty {
+                Some(t) => format!("{t} values"),
+                None => "untyped scalars".to_string(),
+            },
+            KArg::Ptr(_) => "a pointer".to_string(),
+            KArg::Acc(_) => "an accessor".to_string(),
+            KArg::Bytes(b) => format!("{} raw bytes", b.len()),
+            KArg::Local { .. } => "work-group memory".to_string(),
+            KArg::Dyn(_) => "another dynamic parameter".to_string(),
+        };
+        Err(SyclError::invalid(
+            0,
+            format!(
+                "dynamic_parameter %{}: {call}::<{}> on a parameter that holds {held}; use the type it was created with",
+                self.name(),
+                T::TYPE
+            ),
+        ))
     }
 
     /// The IR name (without `%`).

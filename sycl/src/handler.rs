@@ -15,7 +15,7 @@ use crate::exec::ExecutableGraph;
 use crate::global::DeviceGlobal;
 use crate::graph::GraphInner;
 use crate::kernel::KernelRef;
-use crate::memory::{to_bytes, Element, Ptr, PtrBase};
+use crate::memory::{from_bytes, to_bytes, Element, Ptr, PtrBase};
 use crate::props::MemoryPool;
 use crate::queue::{Event, Queue};
 use cmdgraph_ir::{Access, Handle, Launch, Literal, Node, Type, UsmKind};
@@ -48,11 +48,29 @@ pub(crate) struct Banned {
     pub(crate) what: &'static str,
 }
 
-/// The one command of a command group.
+/// One end of a device copy: a buffer accessor (its element range) or a device pointer
+/// (a USM allocation or a graph-owned allocation).
+#[derive(Clone)]
+pub(crate) enum CopyEnd {
+    Acc(Accessor),
+    Ptr(Ptr),
+}
+
+/// Where a copy to host memory puts the bytes it read: the host destination of
+/// [`Handler::copy_to_host`], decoded into the caller's vector.
+pub(crate) type HostSink = Rc<dyn Fn(&[u8])>;
+
+/// The one command of a command group. `Copy` is a `copy` with a buffer accessor at one
+/// end or both (an IR `memcpy` whose buffer operands are the accessors' element ranges);
+/// `HostToAcc` writes host elements of `elem` into an accessor's range, `AccToHost`
+/// decodes a range as `elem` into `sink` (both only on an executing queue).
 #[derive(Clone)]
 pub(crate) enum Command {
     Kernel { kernel: KernelRef, launch: Launch, args: Vec<KArg> },
     Memcpy { dst: Ptr, src: Ptr, bytes: u64 },
+    Copy { dst: CopyEnd, src: CopyEnd },
+    HostToAcc { dst: Accessor, elem: Type, count: u64, data: Vec<u8> },
+    AccToHost { src: Accessor, elem: Type, sink: HostSink },
     Memset { dst: Ptr, value: u8, bytes: u64 },
     Fill { dst: Ptr, pattern: Literal, elem: Type, count: u64 },
     Prefetch { ptr: Ptr, bytes: u64 },
@@ -73,6 +91,9 @@ impl Command {
         match self {
             Command::Kernel { .. } => "a kernel",
             Command::Memcpy { .. } => "a memcpy",
+            Command::Copy { .. } => "a buffer copy",
+            Command::HostToAcc { .. } => "a copy from host memory",
+            Command::AccToHost { .. } => "a copy to host memory",
             Command::Memset { .. } => "a memset",
             Command::Fill { .. } => "a fill",
             Command::Prefetch { .. } => "a prefetch",
@@ -255,6 +276,56 @@ impl Handler {
     /// `memcpy(dst, src, bytes)`.
     pub fn memcpy(&mut self, dst: impl Into<Ptr>, src: impl Into<Ptr>, bytes: u64) {
         self.set_command(Command::Memcpy { dst: dst.into(), src: src.into(), bytes });
+    }
+
+    /// `handler::copy(accessor src, accessor dest)`: copies the elements of `src`'s range
+    /// to the start of `dst`'s range. Both buffers must have one element type, `src` a
+    /// mode that reads, `dst` one that writes, and `dst`'s range at least as many
+    /// elements; the accessors need not be bound with [`Handler::access`] first (the copy
+    /// requires them). In a graph, an IR `memcpy` whose operands are the buffers at the
+    /// ranges' byte offsets, with accessor edges as for a kernel taking the accessors.
+    pub fn copy(&mut self, src: &Accessor, dst: &Accessor) {
+        self.set_command(Command::Copy { dst: CopyEnd::Acc(dst.clone()), src: CopyEnd::Acc(src.clone()) });
+    }
+
+    /// `handler::copy(accessor src, T* dest)` with a device pointer `dst` (USM or
+    /// graph-owned): copies every element of `src`'s range to `dst`, which must point
+    /// into memory of the buffer's element type with room for them.
+    pub fn copy_to_ptr(&mut self, src: &Accessor, dst: impl Into<Ptr>) {
+        self.set_command(Command::Copy { dst: CopyEnd::Ptr(dst.into()), src: CopyEnd::Acc(src.clone()) });
+    }
+
+    /// `handler::copy(const T* src, accessor dest)` with a device pointer `src` (USM or
+    /// graph-owned): fills `dst`'s range with as many elements read from `src`.
+    pub fn copy_from_ptr(&mut self, src: impl Into<Ptr>, dst: &Accessor) {
+        self.set_command(Command::Copy { dst: CopyEnd::Acc(dst.clone()), src: CopyEnd::Ptr(src.into()) });
+    }
+
+    /// `handler::copy(const T* hostSrc, accessor dest)`: writes `src` (exactly as many
+    /// elements as `dst`'s range, of the buffer's element type) into `dst`'s range. The
+    /// data is taken when the command group runs. Only on an executing queue: the IR's
+    /// `memcpy` has no host-memory operand, so a graph (explicit or recorded) refuses it
+    /// with `feature_not_supported`; write the buffer before running the graph, or copy
+    /// from a USM allocation with [`Handler::copy_from_ptr`].
+    pub fn copy_from_host<T: Element>(&mut self, src: &[T], dst: &Accessor) {
+        self.set_command(Command::HostToAcc {
+            dst: dst.clone(),
+            elem: T::TYPE,
+            count: src.len() as u64,
+            data: to_bytes(src),
+        });
+    }
+
+    /// `handler::copy(accessor src, std::shared_ptr<T> hostDest)`: replaces the contents
+    /// of `dst` with the elements of `src`'s range (of the buffer's element type `T`)
+    /// when the command runs. Only on an executing queue, for the reason given at
+    /// [`Handler::copy_from_host`]; in a graph, read the buffer after the run
+    /// ([`Buffer::host_access`], [`Buffer::read_bytes`]) or copy to a USM allocation with
+    /// [`Handler::copy_to_ptr`].
+    pub fn copy_to_host<T: Element + 'static>(&mut self, src: &Accessor, dst: &Rc<RefCell<Vec<T>>>) {
+        let dst = dst.clone();
+        let sink: HostSink = Rc::new(move |bytes: &[u8]| *dst.borrow_mut() = from_bytes(bytes));
+        self.set_command(Command::AccToHost { src: src.clone(), elem: T::TYPE, sink });
     }
 
     /// `memset(dst, value, bytes)`.

@@ -38,7 +38,12 @@ mod runner;
 pub use args::{KArg, NdRange, Range};
 pub use buffer::{Accessor, Buffer};
 pub use cmdgraph_interp::{HostError, HostMemory};
+pub use cmdgraph_ir::data::half::{self, f16};
 pub use cmdgraph_ir::{Access, NodeType, Type, UsmKind};
+/// The argument values the runtimes take (`Runtime::update_param`, the interpreter's and
+/// the executor's `update_param`), so an application need not depend on `cmdgraph-ir`.
+/// The IR's accessor value is `ArgAccessor` here (the API's [`Accessor`] is the handle).
+pub use cmdgraph_ir::{Accessor as ArgAccessor, ArgValue, LitValue, Literal, MemRef, Pointer, ScalarType};
 pub use dynamic::{DynamicCommandGroup, DynamicParameter};
 pub use error::{Errc, Result, SyclError};
 pub use exec::{ExecutableGraph, EXPORT_DIR_VAR};

@@ -8,11 +8,19 @@
 use crate::error::{Result, SyclError};
 use crate::graph::GraphInner;
 use crate::platform::Context;
-use cmdgraph_ir::{Handle, MemoryKind, MemoryObject, Node, ScalarType, Type, UsmKind};
+use cmdgraph_ir::data::half::f16;
+use cmdgraph_ir::{Handle, LitValue, Literal, MemoryKind, MemoryObject, Node, ScalarType, Type, UsmKind};
 use std::cell::RefCell;
 use std::rc::Weak;
 
-/// A Rust type that can be an element of device memory.
+/// A Rust type that can be an element of device memory: one of the IR's scalar types.
+///
+/// Implemented for `bool` (`Type::BOOL`, one byte, 0 or 1), `i32`, `u32`, `i64`, `u64`,
+/// `f32` and [`half::f16`](crate::f16) (`f16`, two bytes, IEEE binary16). There is no
+/// implementation for `u8`/`i8` on purpose: the IR has no 8-bit integer type, so no
+/// memory object, kernel parameter or fill pattern can be of one. The honest 8-bit view
+/// of memory is its raw bytes: [`Usm::write_bytes`] / [`Usm::read_bytes`] (and the same
+/// on [`crate::Buffer`]) work on any element type.
 pub trait Element: Copy {
     /// The IR type.
     const TYPE: Type;
@@ -20,10 +28,23 @@ pub trait Element: Copy {
     fn put(self, out: &mut Vec<u8>);
     /// Reads a value from `TYPE.size()` little-endian bytes.
     fn get(bytes: &[u8]) -> Self;
+    /// The IR literal of `self`, with its type written: `2.5f32` is `2.5 : f32`. This is
+    /// the scalar of an [`ArgValue::Scalar`](crate::ArgValue) for the runtime's
+    /// `update_param`.
+    fn literal(self) -> Literal;
+    /// The value of `lit` as `Self`, when `lit` has this type (a literal of another
+    /// type, or one whose value does not fit, is `None`).
+    fn from_literal(lit: &Literal) -> Option<Self>;
 }
 
 macro_rules! element {
-    ($t:ty, $scalar:expr) => {
+    ($t:ty, $scalar:expr, int) => {
+        element!($t, $scalar, |v: $t| LitValue::Int(v as i128), |v: &LitValue| match v {
+            LitValue::Int(i) => <$t>::try_from(*i).ok(),
+            _ => None,
+        });
+    };
+    ($t:ty, $scalar:expr, $lit:expr, $from:expr) => {
         impl Element for $t {
             const TYPE: Type = Type::scalar($scalar);
             fn put(self, out: &mut Vec<u8>) {
@@ -35,14 +56,31 @@ macro_rules! element {
                 raw[..n].copy_from_slice(&bytes[..n]);
                 <$t>::from_le_bytes(raw)
             }
+            fn literal(self) -> Literal {
+                Literal { value: $lit(self), ty: Some($scalar) }
+            }
+            fn from_literal(lit: &Literal) -> Option<Self> {
+                if lit.ty != Some($scalar) {
+                    return None;
+                }
+                $from(&lit.value)
+            }
         }
     };
 }
-element!(f32, ScalarType::F32);
-element!(i32, ScalarType::I32);
-element!(u32, ScalarType::U32);
-element!(i64, ScalarType::I64);
-element!(u64, ScalarType::U64);
+// Float literals hold an f64; an f32 or f16 value converts to it and back exactly.
+element!(f32, ScalarType::F32, |v: f32| LitValue::Float(v as f64), |v: &LitValue| match v {
+    LitValue::Float(x) => Some(*x as f32),
+    _ => None,
+});
+element!(f16, ScalarType::F16, |v: f16| LitValue::Float(v.to_f64()), |v: &LitValue| match v {
+    LitValue::Float(x) => Some(f16::from_f64(*x)),
+    _ => None,
+});
+element!(i32, ScalarType::I32, int);
+element!(u32, ScalarType::U32, int);
+element!(i64, ScalarType::I64, int);
+element!(u64, ScalarType::U64, int);
 
 impl Element for bool {
     const TYPE: Type = Type::BOOL;
@@ -51,6 +89,15 @@ impl Element for bool {
     }
     fn get(bytes: &[u8]) -> Self {
         bytes.first().is_some_and(|b| *b != 0)
+    }
+    fn literal(self) -> Literal {
+        Literal { value: LitValue::Bool(self), ty: Some(ScalarType::Bool) }
+    }
+    fn from_literal(lit: &Literal) -> Option<Self> {
+        match (lit.ty, lit.value) {
+            (Some(ScalarType::Bool), LitValue::Bool(b)) => Some(b),
+            _ => None,
+        }
     }
 }
 
@@ -132,6 +179,42 @@ impl MemHandle {
     }
 }
 
+impl MemHandle {
+    /// Checks that `len` bytes at byte `offset` lie inside the memory; `what` names the
+    /// call in the message.
+    pub(crate) fn check_bytes(&self, what: &str, offset: u64, len: u64) -> Result<()> {
+        let size = self.bytes();
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(SyclError::invalid(
+                0,
+                format!(
+                    "{what}: {len} bytes at byte offset {offset} run past the end of `@{}` ({size} bytes)",
+                    self.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bounds-checked raw write (through `write_raw`).
+    pub(crate) fn write_bytes(&self, what: &str, offset: u64, data: &[u8]) -> Result<()> {
+        self.check_bytes(what, offset, data.len() as u64)?;
+        self.write_raw(offset, data)
+    }
+
+    /// Bounds-checked raw read of `len` bytes at `offset` (through `read_raw`).
+    pub(crate) fn read_bytes(&self, what: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.check_bytes(what, offset, len)?;
+        let all = self.read_raw();
+        let start = usize::try_from(offset).ok();
+        let end = offset.checked_add(len).and_then(|e| usize::try_from(e).ok());
+        match (start, end) {
+            (Some(s), Some(e)) => all.get(s..e).map(<[u8]>::to_vec).ok_or_else(|| missing(&self.name)),
+            _ => Err(missing(&self.name)),
+        }
+    }
+}
+
 fn missing(name: &str) -> SyclError {
     SyclError::invalid(0, format!("memory `@{name}` has no storage in its context"))
 }
@@ -194,7 +277,30 @@ impl Usm {
         Ptr { base: PtrBase::Usm(self.clone()), offset: index.saturating_mul(self.mem.elem.size()) }
     }
 
-    /// Copies host data into the allocation from element 0 (a blocking host copy).
+    /// Writes raw bytes into the allocation at byte `offset` (a blocking host copy),
+    /// whatever its element type: the 8-bit view of memory (the IR has no 8-bit element
+    /// type). Bytes are the elements' little-endian encoding. `offset + data.len()` past
+    /// the allocation's size is an `invalid` error naming the allocation; nothing is
+    /// written then.
+    pub fn write_bytes(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.mem.write_bytes("Usm::write_bytes", offset, data)
+    }
+
+    /// All the allocation's bytes (a blocking host copy): `count * elem.size()` bytes,
+    /// the elements' little-endian encoding.
+    pub fn read_bytes(&self) -> Result<Vec<u8>> {
+        self.mem.read_bytes("Usm::read_bytes", 0, self.mem.bytes())
+    }
+
+    /// `len` bytes of the allocation from byte `offset`; a range past its end is an
+    /// `invalid` error naming the allocation.
+    pub fn read_bytes_at(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.mem.read_bytes("Usm::read_bytes_at", offset, len)
+    }
+
+    /// Copies host data into the allocation from element 0 (a blocking host copy). `T`
+    /// must be the element type it was allocated with (`f16` included); more elements than
+    /// it holds is an error.
     pub fn write<T: Element>(&self, data: &[T]) -> Result<()> {
         check_elem::<T>(&format!("`@{}`", self.mem.name), self.mem.elem)?;
         self.mem.write_raw(0, &to_bytes(data))

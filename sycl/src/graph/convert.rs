@@ -8,11 +8,11 @@ use crate::args::KArg;
 use crate::buffer::Accessor;
 use crate::dynamic::DynamicParameter;
 use crate::error::{ensure, Result, SyclError};
-use crate::handler::{Command, Handler};
+use crate::handler::{Command, CopyEnd, Handler, HostSink};
 use crate::memory::{Ptr, PtrBase};
 use cmdgraph_ir::{
     Arg, ArgValue, DynParam, Handle, HostTaskCommand, KernelCommand, MemAccess, MemRef, NodeKind, ParamType, Pointer,
-    UsmKind,
+    Type, UsmKind,
 };
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -261,6 +261,168 @@ fn access_list(
     Ok(out)
 }
 
+/// Every accessor the handler requires must be one the command uses, so that the graph
+/// records each access it was told about.
+fn check_reqs_used(reqs: &[Accessor], used: &[Accessor], what: &str) -> Result<()> {
+    match reqs.iter().find(|r| !used.iter().any(|u| u.to_ir() == r.to_ir())) {
+        Some(a) => Err(SyclError::invalid(
+            0,
+            format!("an accessor on buffer `@{}` is required but not used by {what}; a copy requires only its own accessors", a.buffer.name()),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// An accessor a copy reads (`dst == false`) or writes: same context, a valid range, a
+/// mode that allows it. Returns its elements `[lo, hi)`.
+fn copy_accessor(inner: &GraphInner, a: &Accessor, dst: bool, what: &str) -> Result<(u64, u64)> {
+    let name = a.buffer.name();
+    ensure(a.buffer.0.mem.ctx.same(&inner.ctx), 0, || format!("{what}: buffer `@{name}` belongs to another context"))?;
+    let range = a.elements(what)?;
+    if dst && !a.mode.writes() {
+        return Err(SyclError::invalid(
+            0,
+            format!("{what}: the destination accessor on buffer `@{name}` is read-only (mode {}); a copy writes it, so use write, read_write or no_init", a.mode),
+        ));
+    }
+    if !dst && !a.mode.reads() {
+        return Err(SyclError::invalid(
+            0,
+            format!("{what}: the source accessor on buffer `@{name}` has mode {}, which cannot be read; use read or read_write", a.mode),
+        ));
+    }
+    Ok(range)
+}
+
+/// The IR pointer to the first element of an accessor's range.
+fn accessor_pointer(a: &Accessor, lo: u64) -> Pointer {
+    Pointer { base: MemRef::Memory(a.buffer.handle()), offset: lo.saturating_mul(a.buffer.elem().size()) }
+}
+
+/// A device pointer at one end of a buffer copy: it must point into memory of the
+/// buffer's element type `elem`, with room for `bytes`.
+fn copy_pointer(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &GraphInner,
+    p: &Ptr,
+    elem: Type,
+    bytes: u64,
+    what: &str,
+) -> Result<Pointer> {
+    if let Some(e) = pointer_elem(inner, p) {
+        ensure(e == elem, 0, || {
+            format!("{what}: the pointer points into {e} memory but the buffer holds {elem} elements; both ends of a copy need one element type")
+        })?;
+    }
+    pointer(rc, inner, p, bytes, what)
+}
+
+/// A `copy` with an accessor at one end or both: the IR `memcpy` and the accessors the
+/// node requires (for accessor edges and the buffer rules).
+fn copy_node(
+    rc: &Rc<RefCell<GraphInner>>,
+    inner: &GraphInner,
+    dst: &CopyEnd,
+    src: &CopyEnd,
+    used: &mut Vec<Accessor>,
+) -> Result<NodeKind> {
+    let (d, s, bytes) = match (dst, src) {
+        (CopyEnd::Acc(da), CopyEnd::Acc(sa)) => {
+            let (dlo, dhi) = copy_accessor(inner, da, true, "copy destination")?;
+            let (slo, shi) = copy_accessor(inner, sa, false, "copy source")?;
+            let (de, se) = (da.buffer.elem(), sa.buffer.elem());
+            ensure(de == se, 0, || {
+                format!("copy: the source buffer `@{}` holds {se} elements but the destination buffer `@{}` holds {de}; both need one element type", sa.buffer.name(), da.buffer.name())
+            })?;
+            ensure(dhi - dlo >= shi - slo, 0, || {
+                format!(
+                    "copy: the destination accessor on buffer `@{}` has {} elements, fewer than the {} of the source accessor on `@{}`",
+                    da.buffer.name(),
+                    dhi - dlo,
+                    shi - slo,
+                    sa.buffer.name()
+                )
+            })?;
+            used.extend([sa.clone(), da.clone()]);
+            (accessor_pointer(da, dlo), accessor_pointer(sa, slo), (shi - slo).saturating_mul(se.size()))
+        }
+        (CopyEnd::Ptr(dp), CopyEnd::Acc(sa)) => {
+            let (lo, hi) = copy_accessor(inner, sa, false, "copy source")?;
+            let elem = sa.buffer.elem();
+            let bytes = (hi - lo).saturating_mul(elem.size());
+            used.push(sa.clone());
+            (copy_pointer(rc, inner, dp, elem, bytes, "copy destination")?, accessor_pointer(sa, lo), bytes)
+        }
+        (CopyEnd::Acc(da), CopyEnd::Ptr(sp)) => {
+            let (lo, hi) = copy_accessor(inner, da, true, "copy destination")?;
+            let elem = da.buffer.elem();
+            let bytes = (hi - lo).saturating_mul(elem.size());
+            used.push(da.clone());
+            (accessor_pointer(da, lo), copy_pointer(rc, inner, sp, elem, bytes, "copy source")?, bytes)
+        }
+        (CopyEnd::Ptr(dp), CopyEnd::Ptr(sp)) => {
+            // Not built by the handler (that is `memcpy`), kept total.
+            (pointer(rc, inner, dp, 0, "copy destination")?, pointer(rc, inner, sp, 0, "copy source")?, 0)
+        }
+    };
+    let overlap =
+        d.base == s.base && d.offset < s.offset.saturating_add(bytes) && s.offset < d.offset.saturating_add(bytes);
+    ensure(!overlap, 0, || "copy: the source and destination ranges overlap".to_string())?;
+    Ok(NodeKind::Memcpy { dst: d, src: s, bytes })
+}
+
+/// A copy between host memory and an accessor (`to_host` receives the range's bytes;
+/// `from_host` is the element count and bytes to write; `elem` the host element type):
+/// done now on an executing queue (an eager submission runs synchronously, after all
+/// earlier work), refused in a graph, whose IR has no host-memory operand.
+fn host_copy(
+    inner: &GraphInner,
+    via: Via,
+    acc: &Accessor,
+    to_host: Option<&HostSink>,
+    from_host: Option<(u64, &[u8])>,
+    elem: Type,
+) -> Result<()> {
+    let what = if to_host.is_some() { "copy to host memory" } else { "copy from host memory" };
+    if via != Via::Internal {
+        return Err(SyclError::unsupported(
+            0,
+            format!(
+                "{what} (accessor on buffer `@{}`) cannot be in graph `@{}`: the IR's memcpy copies between device memory (USM, buffers, graph allocations) only; {}",
+                acc.buffer.name(),
+                inner.ir.name,
+                if to_host.is_some() {
+                    "read the buffer after the run, or copy it to a USM allocation (copy_to_ptr)"
+                } else {
+                    "write the buffer before the run, or copy from a USM allocation (copy_from_ptr)"
+                }
+            ),
+        ));
+    }
+    let (lo, hi) = copy_accessor(inner, acc, from_host.is_some(), what)?;
+    let name = acc.buffer.name();
+    let held = acc.buffer.elem();
+    ensure(elem == held, 0, || {
+        format!("{what}: buffer `@{name}` holds {held} elements, not {elem}; use the element type it was created with")
+    })?;
+    let size = elem.size();
+    let mem = &acc.buffer.0.mem;
+    match (to_host, from_host) {
+        (Some(sink), _) => {
+            let bytes = mem.read_bytes(what, lo.saturating_mul(size), (hi - lo).saturating_mul(size))?;
+            sink(&bytes);
+        }
+        (None, Some((count, data))) => {
+            ensure(count == hi - lo, 0, || {
+                format!("{what}: the host data has {count} elements but the accessor on buffer `@{name}` covers {}; give exactly as many", hi - lo)
+            })?;
+            mem.write_bytes(what, lo.saturating_mul(size), data)?;
+        }
+        (None, None) => {}
+    }
+    Ok(())
+}
+
 /// Converts the handler's command into an IR node kind (None: an empty node).
 pub(crate) fn convert(
     rc: &Rc<RefCell<GraphInner>>,
@@ -277,7 +439,17 @@ pub(crate) fn convert(
         }
     }
     let command = h.command.take();
-    let visible = matches!(command, Some(Command::HostTask { .. } | Command::Native { .. } | Command::Kernel { .. }));
+    let visible = matches!(
+        command,
+        Some(
+            Command::HostTask { .. }
+                | Command::Native { .. }
+                | Command::Kernel { .. }
+                | Command::Copy { .. }
+                | Command::HostToAcc { .. }
+                | Command::AccToHost { .. }
+        )
+    );
     if !visible && !reqs.is_empty() {
         let what = command.as_ref().map_or("no command", Command::what);
         return Err(SyclError::invalid(
@@ -312,6 +484,25 @@ pub(crate) fn convert(
                 && s.offset < d.offset.saturating_add(bytes);
             ensure(!overlap, 0, || "memcpy: the source and destination ranges overlap".to_string())?;
             NodeKind::Memcpy { dst: d, src: s, bytes }
+        }
+        Some(Command::Copy { dst, src }) => {
+            let mut used = Vec::new();
+            let kind = copy_node(rc, inner, &dst, &src, &mut used)?;
+            check_reqs_used(&reqs, &used, "the copy")?;
+            reqs = used;
+            kind
+        }
+        Some(Command::HostToAcc { dst, elem, count, data }) => {
+            check_reqs_used(&reqs, std::slice::from_ref(&dst), "the copy")?;
+            host_copy(inner, via, &dst, None, Some((count, &data)), elem)?;
+            reqs = Vec::new();
+            NodeKind::Empty
+        }
+        Some(Command::AccToHost { src, elem, sink }) => {
+            check_reqs_used(&reqs, std::slice::from_ref(&src), "the copy")?;
+            host_copy(inner, via, &src, Some(&sink), None, elem)?;
+            reqs = Vec::new();
+            NodeKind::Empty
         }
         Some(Command::Memset { dst, value, bytes }) => {
             NodeKind::Memset { dst: pointer(rc, inner, &dst, bytes, "memset")?, value, bytes }
