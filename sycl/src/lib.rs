@@ -34,6 +34,7 @@ mod props;
 mod queue;
 mod run;
 mod runner;
+mod trace;
 
 pub use args::{KArg, NdRange, Range};
 pub use buffer::{Accessor, Buffer};
@@ -57,3 +58,4 @@ pub use platform::{BundleSource, Context, Device, DeviceInfo, GraphSupport, BUND
 pub use props::{FinalizeProps, GraphProps, MemoryPool, NodeProps, QueueProps, RecordingProps};
 pub use queue::{Event, EventStatus, ProfilingInfo, Queue, QueueState};
 pub use run::{HostTaskFn, InteropHandle, NativeFn, NativeGraph};
+pub use trace::MEMORY_TRACE_VAR;

@@ -175,7 +175,9 @@ impl MemHandle {
 
     pub(crate) fn read_raw(&self) -> Vec<u8> {
         crate::runner::settle(&self.ctx);
-        self.ctx.0.borrow().store.get(self.handle.index()).cloned().unwrap_or_default()
+        let bytes = self.ctx.0.borrow().store.get(self.handle.index()).cloned().unwrap_or_default();
+        crate::trace::record(&self.name, &bytes);
+        bytes
     }
 }
 
