@@ -28,4 +28,4 @@ pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
 pub use load::{load_bytes, Loaded};
 pub use profile::{NodeProfile, Profile};
-pub use vk::{ContextOptions, DeviceChoice, DEFAULT_TIMEOUT};
+pub use vk::{vulkan_devices, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, DEFAULT_TIMEOUT};

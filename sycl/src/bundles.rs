@@ -7,6 +7,29 @@ use crate::exec::ExecutableGraph;
 use crate::platform::BundleSource;
 use cmdgraph_ir::runtime::Runtime;
 
+/// Where `exec` runs: from bundles of `BundleSource` on a Vulkan device, or (`None`) on the
+/// interpreter. A Vulkan device runs from bundles only, so it needs a bundle source; with
+/// one set (`Context::run_from_bundles`, `CMDGRAPH_BUNDLE_DIR`), an interpreter device's
+/// graphs run on the default Vulkan device instead.
+pub(crate) fn placement(exec: &ExecutableGraph) -> Result<Option<(BundleSource, cmdgraph_executor::DeviceChoice)>> {
+    use crate::platform::Backend;
+    use cmdgraph_executor::DeviceChoice;
+    match (exec.0.device.backend(), exec.0.ctx.bundle_source()) {
+        (Backend::Vulkan { index, .. }, Some(source)) => Ok(Some((source, DeviceChoice::Index(*index)))),
+        (Backend::Vulkan { name, .. }, None) => Err(SyclError::invalid(
+            0,
+            format!(
+                "finalize: device `{name}` runs graphs from precompiled bundles: call \
+                 Context::run_from_bundles(BundleSource {{ dir, .. }}) or set {} to the directory \
+                 `cmdgraph compile --bundle-dir` writes",
+                crate::platform::BUNDLE_DIR_VAR
+            ),
+        )),
+        (Backend::Interpreter, Some(source)) => Ok(Some((source, DeviceChoice::Default))),
+        (Backend::Interpreter, None) => Ok(None),
+    }
+}
+
 /// The bundle of `exec` in `source.dir`, `KEY.cgb`, which must exist (the error names the
 /// graph, the key and the commands that make the bundle), and the key: computing it prints
 /// and hashes the whole module, so it is done once.
@@ -66,7 +89,11 @@ fn compile_missing(exec: &ExecutableGraph, path: &std::path::Path) -> Result<()>
 
 /// An executor on the default Vulkan device for `exec`'s bundle. The bundle must have been
 /// made from exactly this module: its source's key is checked against the graph's.
-pub(crate) fn from_bundle(exec: &ExecutableGraph, source: &BundleSource) -> Result<Box<dyn Runtime>> {
+pub(crate) fn from_bundle(
+    exec: &ExecutableGraph,
+    source: &BundleSource,
+    device: cmdgraph_executor::DeviceChoice,
+) -> Result<Box<dyn Runtime>> {
     let (path, key) = bundle_path(exec, source)?;
     let fail = |what: String| SyclError::invalid(0, format!("bundle `{}`: {what}", path.display()));
     let bytes = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
@@ -75,7 +102,7 @@ pub(crate) fn from_bundle(exec: &ExecutableGraph, source: &BundleSource) -> Resu
     if made_from != key {
         return Err(fail(format!("it was made from another module (key {made_from}, the graph's is {key})")));
     }
-    let options = cmdgraph_executor::ContextOptions { validation: source.validation, ..Default::default() };
+    let options = cmdgraph_executor::ContextOptions { validation: source.validation, device, ..Default::default() };
     let executor = cmdgraph_executor::Executor::new(loaded, &options).map_err(|e| fail(e.to_string()))?;
     Ok(Box::new(executor))
 }

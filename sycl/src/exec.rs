@@ -103,7 +103,7 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
         exec.export_module(std::path::Path::new(&dir))?;
     }
     // Running from bundles: the bundle must be there now, not at the first submission.
-    if let Some(source) = ctx.bundle_source() {
+    if let Some((source, _)) = crate::bundles::placement(&exec)? {
         crate::bundles::bundle_path(&exec, &source)?;
     }
     Ok(exec)

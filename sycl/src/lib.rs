@@ -38,6 +38,7 @@ mod trace;
 
 pub use args::{KArg, NdRange, Range};
 pub use buffer::{Accessor, Buffer};
+pub use cmdgraph_executor::DeviceKind;
 pub use cmdgraph_interp::{HostError, HostMemory};
 pub use cmdgraph_ir::data::half::{self, f16};
 pub use cmdgraph_ir::{Access, NodeType, Type, UsmKind};
@@ -54,7 +55,9 @@ pub use handler::{CommandGroup, Handler};
 pub use kernel::{KValue, KernelBuilder, KernelRef};
 pub use memory::{Element, Ptr, Usm};
 pub use node::Node;
-pub use platform::{BundleSource, Context, Device, DeviceInfo, GraphSupport, BUNDLE_DIR_VAR, BUNDLE_VALIDATION_VAR};
+pub use platform::{
+    Backend, BundleSource, Context, Device, DeviceInfo, GraphSupport, BUNDLE_DIR_VAR, BUNDLE_VALIDATION_VAR,
+};
 pub use props::{FinalizeProps, GraphProps, MemoryPool, NodeProps, QueueProps, RecordingProps};
 pub use queue::{Event, EventStatus, ProfilingInfo, Queue, QueueState};
 pub use run::{HostTaskFn, InteropHandle, NativeFn, NativeGraph};

@@ -41,9 +41,27 @@ impl Default for DeviceInfo {
     }
 }
 
+/// Where a device's graphs run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The reference interpreter: no device, every run is complete when it is submitted.
+    Interpreter,
+    /// A Vulkan physical device: graphs run from precompiled bundles ([`BundleSource`],
+    /// docs/bundle.md "Keys").
+    Vulkan {
+        /// Its index in `vkEnumeratePhysicalDevices`.
+        index: usize,
+        /// `deviceName`.
+        name: String,
+        /// Discrete or integrated GPU, CPU (llvmpipe), ...
+        kind: cmdgraph_executor::DeviceKind,
+    },
+}
+
 struct DeviceInner {
     id: u32,
     info: DeviceInfo,
+    backend: Backend,
 }
 
 /// A `sycl::device`. Copies share one device; two devices are the same when their ids are.
@@ -51,9 +69,54 @@ struct DeviceInner {
 pub struct Device(Rc<DeviceInner>);
 
 impl Device {
-    /// A device with id `id` (written as `device(id)` on graphs) and capabilities `info`.
+    /// A device with id `id` (written as `device(id)` on graphs) and capabilities `info`,
+    /// whose graphs run on the reference interpreter.
     pub fn new(id: u32, info: DeviceInfo) -> Device {
-        Device(Rc::new(DeviceInner { id, info }))
+        Device(Rc::new(DeviceInner { id, info, backend: Backend::Interpreter }))
+    }
+
+    /// Vulkan device `desc` as device `id`. Native commands have no Vulkan form through the
+    /// API, so it reports no native graph (finalize refuses them with row 21).
+    pub fn vulkan(id: u32, desc: &cmdgraph_executor::DeviceDescription) -> Device {
+        let info = DeviceInfo { native_graph: false, ..DeviceInfo::default() };
+        let backend = Backend::Vulkan { index: desc.index, name: desc.name.clone(), kind: desc.kind };
+        Device(Rc::new(DeviceInner { id, info, backend }))
+    }
+
+    /// Every device: the Vulkan devices the executor can use (Vulkan 1.3 with a compute
+    /// queue), numbered from 0 in enumeration order, then the reference interpreter. Without
+    /// a Vulkan loader, only the interpreter.
+    pub fn all() -> Vec<Device> {
+        let vulkan = cmdgraph_executor::vulkan_devices().unwrap_or_default();
+        let mut out: Vec<Device> = vulkan.iter().enumerate().map(|(i, d)| Device::vulkan(i as u32, d)).collect();
+        out.push(Device::new(vulkan.len() as u32, DeviceInfo::default()));
+        out
+    }
+
+    /// The default device: the best GPU of [`Device::all`] (discrete before integrated
+    /// before virtual, then enumeration order), else the reference interpreter. A CPU
+    /// Vulkan device (llvmpipe) is never the default: the interpreter is the reference.
+    pub fn default_device() -> Device {
+        let all = Device::all();
+        let rank = |d: &Device| match &d.0.backend {
+            Backend::Vulkan { kind, index, .. } if kind.is_gpu() => Some((*kind, *index)),
+            _ => None,
+        };
+        let best = all.iter().filter_map(|d| rank(d).map(|r| (r, d))).min_by_key(|(r, _)| *r).map(|(_, d)| d.clone());
+        best.unwrap_or_else(|| all[all.len() - 1].clone())
+    }
+
+    /// Where this device's graphs run.
+    pub fn backend(&self) -> &Backend {
+        &self.0.backend
+    }
+
+    /// `info::device::name`: the Vulkan device's name, or `reference interpreter`.
+    pub fn name(&self) -> String {
+        match &self.0.backend {
+            Backend::Interpreter => "reference interpreter".into(),
+            Backend::Vulkan { name, .. } => name.clone(),
+        }
     }
 
     /// The device's id.
@@ -201,6 +264,13 @@ impl Context {
     /// `CMDGRAPH_BUNDLE_DIR`), graphs run on the reference interpreter.
     pub fn run_from_bundles(&self, source: BundleSource) {
         self.0.borrow_mut().bundles = Some(source);
+    }
+
+    /// Undoes [`Context::run_from_bundles`] (and `CMDGRAPH_BUNDLE_DIR`) for graphs finalized
+    /// later: an interpreter device's graphs run on the interpreter, and a Vulkan device's
+    /// graphs cannot finalize (they run from bundles only).
+    pub fn without_bundles(&self) {
+        self.0.borrow_mut().bundles = None;
     }
 
     /// Where executable graphs find their bundles, if they run from bundles.

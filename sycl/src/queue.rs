@@ -205,6 +205,23 @@ impl Queue {
         self.shortcut(deps, |h| h.memcpy(dst, src, bytes))
     }
 
+    /// `handler::copy(src, dst)` as a queue shortcut: between two buffer accessors' ranges.
+    pub fn copy(&self, src: &crate::Accessor, dst: &crate::Accessor, deps: &[&Event]) -> Result<Event> {
+        self.shortcut(deps, |h| h.copy(src, dst))
+    }
+
+    /// `handler::copy(src, dst)` from a buffer accessor's range to a USM pointer.
+    pub fn copy_to_ptr(&self, src: &crate::Accessor, dst: impl Into<Ptr>, deps: &[&Event]) -> Result<Event> {
+        let dst = dst.into();
+        self.shortcut(deps, |h| h.copy_to_ptr(src, dst))
+    }
+
+    /// `handler::copy(src, dst)` from a USM pointer to a buffer accessor's range.
+    pub fn copy_from_ptr(&self, src: impl Into<Ptr>, dst: &crate::Accessor, deps: &[&Event]) -> Result<Event> {
+        let src = src.into();
+        self.shortcut(deps, |h| h.copy_from_ptr(src, dst))
+    }
+
     /// `queue::memset(dst, value, bytes, depEvents)`.
     pub fn memset(&self, dst: impl Into<Ptr>, value: u8, bytes: u64, deps: &[&Event]) -> Result<Event> {
         let dst = dst.into();

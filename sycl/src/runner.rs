@@ -127,10 +127,10 @@ impl Runner {
                 }
             }
         }
-        let source = exec.0.ctx.bundle_source();
-        let asynchronous = source.is_some();
-        let mut runtime: Box<dyn Runtime> = match source {
-            Some(source) => crate::bundles::from_bundle(exec, &source)?,
+        let placement = crate::bundles::placement(exec)?;
+        let asynchronous = placement.is_some();
+        let mut runtime: Box<dyn Runtime> = match placement {
+            Some((source, device)) => crate::bundles::from_bundle(exec, &source, device)?,
             None => Box::new(Interpreter::new(&module).map_err(run_error)?),
         };
         // A bundle is found by a key that leaves the graph's name out (two graphs built the

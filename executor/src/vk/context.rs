@@ -121,20 +121,67 @@ pub struct Context {
     idle_fences: Mutex<Vec<vk::Fence>>,
 }
 
-/// The names of the physical devices, in enumeration order, with their type.
-pub fn list_devices() -> Result<Vec<String>> {
+/// What kind of device a physical device is (`VkPhysicalDeviceType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeviceKind {
+    /// A discrete GPU.
+    DiscreteGpu,
+    /// A GPU integrated with the host.
+    IntegratedGpu,
+    /// A virtual GPU.
+    VirtualGpu,
+    /// A CPU implementation (llvmpipe).
+    Cpu,
+    /// Anything else.
+    Other,
+}
+
+impl DeviceKind {
+    /// Whether it is a GPU of any kind.
+    pub fn is_gpu(self) -> bool {
+        matches!(self, DeviceKind::DiscreteGpu | DeviceKind::IntegratedGpu | DeviceKind::VirtualGpu)
+    }
+}
+
+/// A physical device the executor can run on ([`vulkan_devices`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceDescription {
+    /// Its index in `vkEnumeratePhysicalDevices` ([`DeviceChoice::Index`]).
+    pub index: usize,
+    /// `deviceName`.
+    pub name: String,
+    /// `deviceType`.
+    pub kind: DeviceKind,
+}
+
+/// The physical devices the executor can use (Vulkan 1.3 with a compute queue), in
+/// enumeration order; [`DeviceChoice::Default`] picks the first of the best kind.
+pub fn vulkan_devices() -> Result<Vec<DeviceDescription>> {
     // SAFETY: loading the system Vulkan loader runs its initialisation; nothing else is shared.
     let entry = unsafe { ash::Entry::load() }.map_err(|e| ExecError::Vulkan(format!("no Vulkan loader: {e}")))?;
     let instance = create_instance(&entry, false)?;
-    // SAFETY: the instance is valid and destroyed right after use.
+    // SAFETY: the instance is valid and destroyed right after use; every physical device
+    // queried came from it.
     let out = unsafe {
         let list = instance.enumerate_physical_devices().map(|ds| {
-            ds.iter()
-                .map(|&d| {
-                    let p = instance.get_physical_device_properties(d);
-                    format!("{} ({:?})", device_name(&p), p.device_type)
-                })
-                .collect()
+            let mut out = Vec::new();
+            for (index, &d) in ds.iter().enumerate() {
+                let p = instance.get_physical_device_properties(d);
+                let fams = instance.get_physical_device_queue_family_properties(d);
+                let compute = fams.iter().any(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
+                if !compute || p.api_version < vk::API_VERSION_1_3 {
+                    continue;
+                }
+                let kind = match p.device_type {
+                    vk::PhysicalDeviceType::DISCRETE_GPU => DeviceKind::DiscreteGpu,
+                    vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceKind::IntegratedGpu,
+                    vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceKind::VirtualGpu,
+                    vk::PhysicalDeviceType::CPU => DeviceKind::Cpu,
+                    _ => DeviceKind::Other,
+                };
+                out.push(DeviceDescription { index, name: device_name(&p), kind });
+            }
+            out
         });
         instance.destroy_instance(None);
         list

@@ -5,5 +5,7 @@ pub mod context;
 pub mod pipeline;
 
 pub use buffer::{BufRef, Buffer, Place, Transfers};
-pub use context::{Context, ContextOptions, DeviceChoice, DEFAULT_TIMEOUT};
+pub use context::{
+    vulkan_devices, Context, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, DEFAULT_TIMEOUT,
+};
 pub use pipeline::KernelPipeline;
