@@ -7,10 +7,16 @@
 use std::process::Command;
 
 fn dependency_names(package: &str) -> Vec<String> {
+    dependency_names_with(package, &[])
+}
+
+/// The dependency names of `package` with extra `cargo tree` arguments (`--features ...`).
+fn dependency_names_with(package: &str, extra: &[&str]) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
     let out = Command::new(cargo)
         .args(["tree", "--offline", "--manifest-path", manifest, "-p", package])
+        .args(extra)
         .args(["-e", "normal,build", "--prefix", "none", "--format", "{p}"])
         .output()
         .expect("cargo tree runs");
@@ -56,14 +62,21 @@ fn ir_is_the_base_and_the_interpreter_sits_on_it_alone() {
     }
 }
 
-/// The SYCL API links no LLVM (issue 19: it runs precompiled bundles; compiling at finalize
-/// is to be an opt-in `jit` feature). Today it drives the interpreter through
-/// `cmdgraph_ir::runtime::Runtime`.
+/// The SYCL API with its Vulkan devices links no LLVM (issue 19): it runs precompiled bundles
+/// through the executor. Only the opt-in `jit` feature, which compiles a missing bundle at
+/// finalize, brings codegen and LLVM in; checked too, so the feature cannot silently stop
+/// doing what it says.
 #[test]
 fn sycl_links_no_llvm() {
     let names = dependency_names("cmdgraph-sycl");
     for forbidden in ["inkwell", "llvm-sys", "cmdgraph-codegen"] {
         assert!(!names.iter().any(|n| n == forbidden), "cmdgraph-sycl links {forbidden}: {names:?}");
     }
-    assert!(names.iter().any(|n| n == "cmdgraph-interp"), "{names:?}");
+    for needed in ["cmdgraph-interp", "cmdgraph-executor", "ash"] {
+        assert!(names.iter().any(|n| n == needed), "cmdgraph-sycl lacks {needed}: {names:?}");
+    }
+    let jit = dependency_names_with("cmdgraph-sycl", &["--features", "jit"]);
+    for needed in ["cmdgraph-codegen", "inkwell"] {
+        assert!(jit.iter().any(|n| n == needed), "cmdgraph-sycl with `jit` lacks {needed}: {jit:?}");
+    }
 }
