@@ -56,6 +56,7 @@ fn vulkan_device(all: &[Device]) -> Device {
     all.iter().find(|d| matches!(d.backend(), Backend::Vulkan { .. })).cloned().expect("no Vulkan device is listed")
 }
 
+#[cfg(feature = "jit")]
 fn saxpy_graph(ctx: &Context, dev: &Device, x: &Usm, y: &Usm) -> ExecutableGraph {
     let k = ctx.kernel("saxpy").unwrap();
     let g = ModifiableGraph::new(ctx, dev, GraphProps::none()).unwrap();
@@ -64,6 +65,7 @@ fn saxpy_graph(ctx: &Context, dev: &Device, x: &Usm, y: &Usm) -> ExecutableGraph
     g.finalize(FinalizeProps::none()).unwrap()
 }
 
+#[cfg(feature = "jit")]
 fn random(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;
     (0..n)
