@@ -25,7 +25,7 @@ Examples:
   cmdgraph diff --update-check exec.cgir source.cgir
   cmdgraph compile app.cgir -o app.cgb && cmdgraph inspect app.cgb
   cmdgraph compile --emit=spirv-asm --kernel saxpy app.cgir
-  cmdgraph run app.bundle --input x=x.npy --output y=y.npy --profile
+  cmdgraph run app.cgb --input x=x.npy --output y=y.npy --profile
   cmdgraph keygen release.key && cmdgraph compile --sign release.key app.cgir
   cmdgraph run --trust release.key.pub app.cgb
 
@@ -35,8 +35,22 @@ Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
 #[derive(Parser)]
 #[command(name = "cmdgraph", version, after_help = EXAMPLES, arg_required_else_help = true)]
 struct Cli {
+    /// Colour diagnostics: `auto` when stderr is a terminal and `NO_COLOR` is unset.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    color: ColorWhen,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ColorWhen {
+    /// Colour when stderr is a terminal and `NO_COLOR` is not set.
+    Auto,
+    /// Always colour (ANSI escapes), e.g. for a pager that shows them.
+    Always,
+    /// Never colour.
+    Never,
 }
 
 #[derive(Subcommand)]
@@ -69,6 +83,15 @@ enum Command {
 fn main() -> ExitCode {
     // clap exits by itself: 2 on a usage error, 0 after --help / --version.
     let cli = Cli::parse();
+    let color = match cli.color {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            use std::io::IsTerminal;
+            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    };
+    cmdgraph_ir::diag::set_color(color);
     let outcome = match cli.command {
         Command::Fmt(args) => cmd::fmt::run(&args),
         Command::Verify(args) => cmd::verify::run(&args),

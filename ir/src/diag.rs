@@ -7,7 +7,18 @@
 use crate::span::Span;
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
 use codespan_reporting::files::SimpleFile;
-use codespan_reporting::term::{self, termcolor::NoColor, Config};
+use codespan_reporting::term::{self, termcolor::Ansi, termcolor::NoColor, Config};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether [`Diagnostic::render`] colours its output (ANSI escapes); off by default.
+static COLOR: AtomicBool = AtomicBool::new(false);
+
+/// Turns ANSI colour in rendered diagnostics on or off for the whole process (the CLI's
+/// `--color`: on for a terminal by default). Off by default, so library users and files
+/// get plain text.
+pub fn set_color(on: bool) {
+    COLOR.store(on, Ordering::Relaxed);
+}
 
 /// How serious a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,14 +106,22 @@ impl Diagnostic {
         if let Some(help) = &self.help {
             diagnostic = diagnostic.with_notes(vec![format!("help: {help}")]);
         }
-        let mut out = NoColor::new(Vec::new());
         let config = Config::default();
-        if term::emit(&mut out, &config, &simple, &diagnostic).is_err() {
+        let rendered = if COLOR.load(Ordering::Relaxed) {
+            let mut out = Ansi::new(Vec::new());
+            term::emit(&mut out, &config, &simple, &diagnostic).map(|()| out.into_inner())
+        } else {
+            let mut out = NoColor::new(Vec::new());
+            term::emit(&mut out, &config, &simple, &diagnostic).map(|()| out.into_inner())
+        };
+        match rendered {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             // Rendering can only fail on I/O to a Vec, which cannot happen; keep a plain form.
-            let (line, col) = self.line_col(source);
-            return format!("error[{}]: {}\n  --> {file}:{line}:{col}\n", self.code, self.message);
+            Err(_) => {
+                let (line, col) = self.line_col(source);
+                format!("error[{}]: {}\n  --> {file}:{line}:{col}\n", self.code, self.message)
+            }
         }
-        String::from_utf8_lossy(&out.into_inner()).into_owned()
     }
 }
 

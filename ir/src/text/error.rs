@@ -124,6 +124,8 @@ pub enum ParseError {
         name: String,
         /// How to define it.
         help: &'static str,
+        /// The closest defined name of that kind, with its sigil ("did you mean").
+        suggestion: Option<String>,
         /// The reference.
         span: Span,
     },
@@ -255,6 +257,10 @@ impl ParseError {
             ParseError::NameTooLong { .. } => "this name",
             ParseError::TooDeep { .. } => "one level too deep",
             ParseError::FileTooLarge { .. } => "",
+            // Zero width: the parser pointed at the end of the line where something is missing.
+            ParseError::Unexpected { span, found, .. } if span.start == span.end && found != "end of file" => {
+                "expected here"
+            }
             ParseError::Unexpected { .. } => "unexpected here",
             ParseError::UnknownKeyword { .. } => "not known here",
             ParseError::OutOfRange { .. } => "out of range",
@@ -300,6 +306,7 @@ impl ParseError {
                 format!("write as many result names before `=` as `{op}` produces")
             }
             ParseError::DuplicateAttribute { .. } => "remove the repetition".to_string(),
+            ParseError::Undefined { help, suggestion: Some(s), .. } => format!("did you mean `{s}`? {help}"),
             ParseError::Undefined { help, .. } => (*help).to_string(),
             ParseError::Duplicate { .. } => "rename one of the two definitions".to_string(),
             ParseError::WrongKind { expected, .. } => format!("name {expected} here"),

@@ -17,6 +17,7 @@ mod keyword;
 mod lexer;
 mod parser;
 mod printer;
+mod suggest;
 
 pub use error::ParseError;
 

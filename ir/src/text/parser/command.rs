@@ -1,7 +1,7 @@
 //! Commands (what a node or a dynamic command group alternative does), launches, kernel
 //! arguments, dynamic parameter values and pointers.
 
-use super::graph::{GraphScope, Local};
+use super::graph::{suggest_local, GraphScope, Local};
 use super::items::unknown;
 use super::resolve::{handle, ItemKind};
 use super::{PResult, ParseError, Parser};
@@ -157,6 +157,7 @@ impl<'s> Parser<'s> {
                                 kind: "dynamic command group",
                                 name: format!("%{name}"),
                                 help: "define it earlier in the same graph: `dcg %name active(0) { ... }`",
+                                suggestion: suggest_local(scope, name),
                                 span,
                             },
                         });
@@ -255,6 +256,7 @@ impl<'s> Parser<'s> {
                     name: format!("%{name}"),
                     help: "a `%name` argument names an earlier `dyn` parameter or `async_malloc` node \
                            of the same graph",
+                    suggestion: suggest_local(scope, name),
                     span: t.span,
                 },
             };
@@ -293,12 +295,11 @@ impl<'s> Parser<'s> {
                 let ty = if typed_scalar {
                     let t = self.peek()?;
                     if t.kind != TokenKind::Colon {
-                        return Err(Box::new(ParseError::Unexpected {
-                            expected: "`:` and the scalar's type".to_string(),
-                            found: self.describe(t),
-                            help: "a dynamic parameter's scalar value carries its type: `dyn %a = 2.0 : f32`",
-                            span: t.span,
-                        }));
+                        let mut e = self.missing_at_line_end(t, "`:` and the scalar's type");
+                        if let ParseError::Unexpected { help, .. } = &mut *e {
+                            *help = "a dynamic parameter's scalar value carries its type: `dyn %a = 2.0 : f32`";
+                        }
+                        return Err(e);
                     }
                     self.bump()?;
                     Some(self.scalar()?)
@@ -342,6 +343,7 @@ impl<'s> Parser<'s> {
                         name: format!("%{name}"),
                         help: "a `%name` pointer names an earlier `async_malloc` node of the same graph \
                                (module memory is `@name`)",
+                        suggestion: suggest_local(scope, name),
                         span: t.span,
                     }),
                 }

@@ -236,6 +236,7 @@ impl<'s> Parser<'s> {
                 kind: "node",
                 name: format!("%{name}"),
                 help: "a node must be defined by an earlier statement of the same graph",
+                suggestion: suggest_local(scope, name),
                 span,
             }),
         }
@@ -364,6 +365,8 @@ impl<'s> Parser<'s> {
                     kind: "queue",
                     name: format!("@{q}"),
                     help: "declare the queue earlier in the same graph: `queue @q [in_order]`",
+                    suggestion: crate::text::suggest::closest(q, scope.queues.iter().map(|(n, _)| *n))
+                        .map(|s| format!("@{s}")),
                     span: q_span,
                 }),
             }
@@ -437,4 +440,9 @@ impl<'s> Parser<'s> {
         let span = Span::new(start, self.prev_end as usize);
         Ok(node.map(|n| (n, kind, span)))
     }
+}
+
+/// The closest `%` name defined so far in the graph, for an undefined one ("did you mean").
+pub(super) fn suggest_local(scope: &GraphScope<'_>, name: &str) -> Option<String> {
+    crate::text::suggest::closest(name, scope.locals.iter().map(|(n, _)| *n)).map(|s| format!("%{s}"))
 }

@@ -213,6 +213,11 @@ impl<'s> Parser<'s> {
                 name: format!("%{name}"),
                 help: "a value must be a parameter or the result of an op above, in this region or an \
                        enclosing one",
+                suggestion: crate::text::suggest::closest(
+                    name,
+                    scope.names.iter().filter(|(_, v)| scope.is_visible(*v)).map(|(n, _)| *n),
+                )
+                .map(|s| format!("%{s}")),
                 span,
             }),
         }

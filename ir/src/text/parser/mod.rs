@@ -194,7 +194,12 @@ impl<'s> Parser<'s> {
         if t.kind == kind {
             return self.bump();
         }
-        Err(self.unexpected(t, &format!("`{}`", punct_text(kind))))
+        let expected = format!("`{}`", punct_text(kind));
+        // A missing `}` or `{` is a missing block, which the next line's token shows best.
+        if matches!(kind, TokenKind::RBrace | TokenKind::LBrace) || t.kind == TokenKind::Eof {
+            return Err(self.unexpected(t, &expected));
+        }
+        Err(self.missing_at_line_end(t, &expected))
     }
 
     /// Consumes a word (keyword or identifier) and returns it with its token.
@@ -264,6 +269,7 @@ impl<'s> Parser<'s> {
     }
 
     /// The error for an unexpected token `t` where `expected` was allowed.
+    /// The error for an unexpected token `t` where `expected` was allowed.
     fn unexpected(&self, t: Token, expected: &str) -> Box<ParseError> {
         Box::new(ParseError::Unexpected {
             expected: expected.to_string(),
@@ -271,6 +277,23 @@ impl<'s> Parser<'s> {
             help: self.hint,
             span: t.span,
         })
+    }
+
+    /// [`Parser::unexpected`] for something that continues the construct on the line
+    /// before (a `:` and type, a `)`, ...): when a line break separates `t` from the token
+    /// before, the thing was missing at the end of that line, so the error points there
+    /// (zero width, "expected here") and names where `t` is, not at the next line's token.
+    fn missing_at_line_end(&self, t: Token, expected: &str) -> Box<ParseError> {
+        let src = self.lex.source();
+        let gap = src.get(self.prev_end as usize..t.span.start as usize).unwrap_or("");
+        let (found, span) = if self.prev_end > 0 && gap.contains('\n') {
+            let line = src.get(..t.span.start as usize).unwrap_or("").matches('\n').count() + 1;
+            let at = self.prev_end as usize;
+            (format!("{} on line {line}", self.describe(t)), Span::new(at, at))
+        } else {
+            (self.describe(t), t.span)
+        };
+        Box::new(ParseError::Unexpected { expected: expected.to_string(), found, help: self.hint, span })
     }
 
     /// A short description of a token for "found ..." messages.

@@ -161,6 +161,12 @@ impl<'s> Symbols<'s> {
                         kind: kind.noun(),
                         name: format!("@{name}"),
                         help: kind.help(),
+                        // Defined items of the same kind only: a memory is no answer for a kernel.
+                        suggestion: crate::text::suggest::closest(
+                            name,
+                            self.map.iter().filter(|(_, s)| s.def.is_some_and(|d| d.0 == kind)).map(|(n, _)| *n),
+                        )
+                        .map(|s| format!("@{s}")),
                         span,
                     }),
                     Some((found, _, def)) if found != kind => errors.push(ParseError::WrongKind {

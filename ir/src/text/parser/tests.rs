@@ -238,7 +238,12 @@ fn attributes_and_properties_written_twice() {
 fn dynamic_scalars_need_their_type() {
     assert_eq!(
         error("graph @g {\n  dyn %a = 2.0\n}"),
-        e("E0010", "expected `:` and the scalar's type, found `}`", 3, 1)
+        e("E0010", "expected `:` and the scalar's type, found `}` on line 3", 2, 15)
+    );
+    // On one line, the token itself is where the type should start.
+    assert_eq!(
+        error("graph @g {\n  dyn %a = 2.0 %b\n}"),
+        e("E0010", "expected `:` and the scalar's type, found name `%b`", 2, 16)
     );
 }
 
