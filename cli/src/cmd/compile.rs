@@ -104,7 +104,10 @@ pub fn run(args: &CompileArgs) -> Outcome {
         Some(dir) if !io::is_stdio(&args.input) => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let external = external::load(&module, &base).map_err(|d| super::reject(&input, &d))?;
+    let external = external::load(&module, &base).map_err(|d| {
+        let narrowed: Vec<_> = d.into_iter().map(|d| spirv_clause(d, &input.text)).collect();
+        super::reject(&input, &narrowed)
+    })?;
     let compiler = WithExternal { inner: &Llvm, external: &external };
     let mut on_step = |step: Step<'_>| match step {
         Step::Verify => shown.update("verify", None),
@@ -219,4 +222,15 @@ fn render_times(report: &CompileReport, outer: Outer) -> String {
     line(&mut out, "write the bundle", outer.write);
     line(&mut out, "total", outer.front + report.total + outer.serialize + outer.write);
     out
+}
+
+/// Points an external kernel's diagnostic at its `spirv "FILE" entry "NAME"` clause rather
+/// than the whole kernel declaration (the IR keeps the declaration's span only).
+fn spirv_clause(mut d: cmdgraph_ir::diag::Diagnostic, source: &str) -> cmdgraph_ir::diag::Diagnostic {
+    let (start, end) = (d.span.start as usize, d.span.end as usize);
+    let Some(decl) = source.get(start..end) else { return d };
+    // The clause follows the signature's closing parenthesis; a parameter cannot contain it.
+    let Some(at) = decl.rfind(") spirv ").map(|i| i + 2).or_else(|| decl.find("spirv \"")) else { return d };
+    d.span = cmdgraph_ir::Span::new(start + at, end);
+    d
 }

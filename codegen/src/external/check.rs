@@ -88,20 +88,25 @@ pub fn check(kernel: &Kernel, entry: &str, r: &Reflection) -> Result<Interface, 
         .filter(|(_, p)| matches!(p.ty, ParamType::Buffer { .. }))
         .map(|(i, _)| i)
         .collect();
-    let mut seen: Vec<u32> = Vec::new();
+    // Several variables may alias one binding (our own codegen declares a scalar and a vec4
+    // view of a buffer, which Vulkan allows): each is checked, and write access is judged on
+    // all of them together.
+    let mut groups: std::collections::BTreeMap<u32, Vec<&Resource>> = std::collections::BTreeMap::new();
     for res in &r.resources {
-        let Some(binding) = bound(res, buffers.len(), &mut issues) else { continue };
-        if seen.contains(&binding) {
-            issues.push(issue(
-                format!("binding {binding} is declared twice (`{}`)", res.label()),
-                "the ABI gives each binding one storage buffer variable",
-            ));
-            continue;
+        if let Some(binding) = bound(res, buffers.len(), &mut issues) {
+            groups.entry(binding).or_default().push(res);
         }
-        seen.push(binding);
+    }
+    let seen: Vec<u32> = groups.keys().copied().collect();
+    for (&binding, aliases) in &groups {
+        let res = aliases[0];
         match binding.checked_sub(1).and_then(|s| buffers.get(s as usize)) {
-            None if binding == 0 => arg_block(kernel, &layout, res, &mut issues),
-            Some(&param) => buffer(kernel, param, binding, res, &mut issues),
+            None if binding == 0 => {
+                for res in aliases {
+                    arg_block(kernel, &layout, res, &mut issues);
+                }
+            }
+            Some(&param) => buffer(kernel, param, binding, aliases, &mut issues),
             None => issues.push(issue(
                 format!("binding {binding} (`{}`) has no parameter", res.label()),
                 format!(
@@ -230,20 +235,49 @@ fn bound(res: &Resource, buffers: usize, issues: &mut Vec<Issue>) -> Option<u32>
 }
 
 /// A buffer parameter's binding: a `Block` struct holding one runtime array of the element.
-fn buffer(kernel: &Kernel, param: usize, binding: u32, res: &Resource, issues: &mut Vec<Issue>) {
+fn buffer(kernel: &Kernel, param: usize, binding: u32, aliases: &[&Resource], issues: &mut Vec<Issue>) {
     let Some(ParamType::Buffer { elem, access }) = kernel.params.get(param).map(|p| p.ty) else { return };
     let declared = param_text(kernel, param);
+    for res in aliases {
+        buffer_view(elem, &declared, binding, res, issues);
+    }
+    // Access is the union of the aliases: written if any is, read-only only if all are.
+    let written = aliases.iter().find(|r| r.written);
+    if let (false, Some(res)) = (access.writes(), written) {
+        issues.push(issue(
+            format!("the module writes binding {binding} (`{}`), a read-only parameter", res.label()),
+            format!("the module stores to it (or passes it to a function); the IR declares {declared}"),
+        ));
+    }
+    if access.writes() && aliases.iter().all(|r| r.non_writable) {
+        issues.push(issue(
+            format!("binding {binding} (`{}`) is NonWritable but the IR says the kernel writes it", aliases[0].label()),
+            format!("the module declares it readonly; the IR declares {declared}"),
+        ));
+    }
+}
+
+/// One variable of a buffer binding: a Block struct of one runtime array of the element
+/// type, or of a vector of it (a wider view of the same bytes, as codegen's vec4 loads use).
+fn buffer_view(elem: Type, declared: &str, binding: u32, res: &Resource, issues: &mut Vec<Issue>) {
     let want = memory_numeric(elem);
     let have = match &res.pointee {
         Pointee::Struct { block: true, members } if members.len() == 1 => members.first().map(|m| &m.ty),
         _ => None,
     };
+    let view_lanes = |e: &ElemType| match e {
+        ElemType::Numeric(n) if n.float == want.float && n.width == want.width && n.lanes % want.lanes == 0 => {
+            Some(n.lanes / want.lanes)
+        }
+        _ => None,
+    };
     match have {
-        Some(ElemType::RuntimeArray(e, stride)) if **e == ElemType::Numeric(want) => {
-            if *stride != Some(elem.size() as u32) {
+        Some(ElemType::RuntimeArray(e, stride)) if view_lanes(e).is_some() => {
+            let k = view_lanes(e).unwrap_or(1);
+            if *stride != Some(k * elem.size() as u32) {
                 issues.push(issue(
                     format!("binding {binding} (`{}`) has ArrayStride {stride:?}", res.label()),
-                    format!("the IR declares {declared}: elements are {} bytes apart", elem.size()),
+                    format!("the IR declares {declared}: elements of {e} are {} bytes apart", k * elem.size() as u32),
                 ));
             }
         }
@@ -263,18 +297,6 @@ fn buffer(kernel: &Kernel, param: usize, binding: u32, res: &Resource, issues: &
                 format!("the module has {shown}; the IR declares {declared}"),
             ));
         }
-    }
-    if !access.writes() && res.written {
-        issues.push(issue(
-            format!("the module writes binding {binding} (`{}`), a read-only parameter", res.label()),
-            format!("the module stores to it (or passes it to a function); the IR declares {declared}"),
-        ));
-    }
-    if access.writes() && res.non_writable {
-        issues.push(issue(
-            format!("binding {binding} (`{}`) is NonWritable but the IR says the kernel writes it", res.label()),
-            format!("the module declares it readonly; the IR declares {declared}"),
-        ));
     }
 }
 
@@ -305,10 +327,12 @@ fn arg_block(kernel: &Kernel, layout: &ArgLayout, res: &Resource, issues: &mut V
 
 /// Whether a member of the argument-block struct reads a field as the layout puts it.
 fn member_fits(kernel: &Kernel, layout: &ArgLayout, offset: Option<u32>, ty: &ElemType) -> Result<(), String> {
-    let word = Numeric { float: false, width: 32, lanes: 1 };
+    // The block as raw 32-bit words, integer or float (codegen reads float fields through a
+    // float view of the same words).
+    let word = |e: &ElemType| matches!(e, ElemType::Numeric(Numeric { width: 32, lanes: 1, .. }));
     let Some(offset) = offset else { return Err("has no Offset decoration".into()) };
     let n = match ty {
-        ElemType::RuntimeArray(e, stride) if **e == ElemType::Numeric(word) && *stride == Some(4) => return Ok(()),
+        ElemType::RuntimeArray(e, stride) if word(e) && *stride == Some(4) => return Ok(()),
         ElemType::Numeric(n) => *n,
         _ => return Err("is neither a number, a vector nor a runtime array of 32-bit words".into()),
     };
