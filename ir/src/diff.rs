@@ -4,7 +4,9 @@
 //! graph each are paired even when the names differ), nodes by name within a graph, and
 //! edges by their `(from, to)` names. A node that only B has and whose name is
 //! `<subgraph node>.<child node>` of a `subgraph` node A had is reported as inlined from it
-//! (the names `inline-subgraphs` gives), not as an unrelated addition. Each changed attribute
+//! (the names `inline-subgraphs` gives), not as an unrelated addition; a kernel node that
+//! `fuse-kernels` made of several of A's is one entry, "fused from %k0, %k1, %k2", instead of
+//! the members' removals and the kept node's new kernel and arguments. Each changed attribute
 //! is named with its old and new value as IR text, so the report reads like the IR.
 //!
 //! Order is deterministic: module entities first, then graphs in A's order followed by the
@@ -16,6 +18,7 @@
 
 mod attrs;
 mod dot;
+mod fused;
 mod graph;
 pub mod update;
 
@@ -89,6 +92,17 @@ pub enum Entry {
         /// What became of it, when known (`inlined as 3 node(s)`).
         note: Option<String>,
     },
+    /// Node `node` of B is a kernel fusion of the nodes `from` of A (`fuse-kernels`): it
+    /// stands for their removals (all but `node` itself) and its own changes.
+    Fused {
+        /// The fused node, a [`Subject::Node`] (both have a node of this name: the member
+        /// created last).
+        subject: Subject,
+        /// The members, A's names in A's creation order (`node` among them).
+        from: Vec<String>,
+        /// The fused node's command in B, as IR text.
+        text: String,
+    },
     /// Both have it and attribute `attr` differs.
     Changed {
         /// What changed.
@@ -106,7 +120,10 @@ impl Entry {
     /// What the entry is about.
     pub fn subject(&self) -> &Subject {
         match self {
-            Entry::Added { subject, .. } | Entry::Removed { subject, .. } | Entry::Changed { subject, .. } => subject,
+            Entry::Added { subject, .. }
+            | Entry::Removed { subject, .. }
+            | Entry::Changed { subject, .. }
+            | Entry::Fused { subject, .. } => subject,
         }
     }
 }
@@ -127,8 +144,15 @@ impl fmt::Display for Entry {
                 note(f, n)
             }
             Entry::Changed { subject, attr, old, new } => write!(f, "~ {subject}: {}", change_text(attr, old, new)),
+            Entry::Fused { subject, from, text } => write!(f, "~ {subject}: {}: {text}", fused_from(from)),
         }
     }
+}
+
+/// `fused from %k0, %k1, %k2`.
+pub(crate) fn fused_from(members: &[String]) -> String {
+    let names: Vec<String> = members.iter().map(|m| format!("%{m}")).collect();
+    format!("fused from {}", names.join(", "))
 }
 
 /// `launch range(8) -> range(16)`; an attribute of several words gets a colon
@@ -190,6 +214,11 @@ impl Counts {
             match e {
                 Entry::Added { .. } => self.added += 1,
                 Entry::Removed { .. } => self.removed += 1,
+                // The fused node changed; its other members are gone.
+                Entry::Fused { from, .. } => {
+                    self.changed += 1;
+                    self.removed += from.len().saturating_sub(1);
+                }
                 // Changes of one entity are consecutive in a diff.
                 Entry::Changed { subject, .. } => {
                     if last_changed != Some(subject) {

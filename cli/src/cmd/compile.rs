@@ -49,10 +49,11 @@ pub struct CompileArgs {
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub opt_level: u8,
     /// Print what code generation makes instead of a bundle: `llvm-ir`, `spirv-asm` (every
-    /// kernel variant the graphs launch), or `spirv` (the binary of one variant; needs -o).
+    /// kernel variant the graphs launch after the pass pipeline, named as in the bundle), or
+    /// `spirv` (the binary of one variant; needs -o).
     #[arg(long, value_name = "WHAT")]
     pub emit: Option<EmitKind>,
-    /// With --emit: only this kernel's variants (name without `@`).
+    /// With --emit: only this kernel's variants (its name in the bundle, `@` optional).
     #[arg(long, value_name = "NAME", requires = "emit")]
     pub kernel: Option<String>,
     /// Print the wall time of every phase to stderr: reading and parsing, verifying, every
@@ -96,7 +97,7 @@ pub fn run(args: &CompileArgs) -> Outcome {
     };
     let options = Options { opt_level: args.opt_level };
     if let Some(what) = args.emit {
-        return emit(args, &input, &module, what);
+        return emit(args, &input, &module, &passes, what);
     }
     // External SPIR-V kernels are read relative to the input's directory, checked against
     // their signatures and reported at their spans before any packaging.
@@ -159,10 +160,21 @@ struct Outer {
     write: Duration,
 }
 
-/// `--emit`: code generation output of the source module's variants instead of a bundle,
-/// to stdout or `-o` (a binary needs `-o`).
-fn emit(args: &CompileArgs, input: &io::Input, module: &cmdgraph_ir::Module, what: EmitKind) -> Outcome {
-    match compile_emit::emit(module, args.kernel.as_deref(), args.opt_level, what).map_err(|e| match e {
+/// `--emit`: code generation output of the variants the bundle would hold (the module after
+/// `passes`, as `compile` runs them) instead of a bundle, to stdout or `-o` (a binary needs
+/// `-o`).
+fn emit(
+    args: &CompileArgs,
+    input: &io::Input,
+    module: &cmdgraph_ir::Module,
+    passes: &[&'static PassInfo],
+    what: EmitKind,
+) -> Outcome {
+    let optimized = compile_emit::optimize(module, passes).map_err(|e| match e {
+        CompileError::Invalid(d) => super::reject(input, &d),
+        e => located(input, e.diagnostic(), e.is_internal(), &e),
+    })?;
+    match compile_emit::emit(&optimized, args.kernel.as_deref(), args.opt_level, what).map_err(|e| match e {
         compile_emit::EmitError::Usage(text) => Failure::Rejected(text + "\n"),
         compile_emit::EmitError::Codegen(e) => located(input, e.diagnostic(), e.is_internal(), &e),
     })? {

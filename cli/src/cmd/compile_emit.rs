@@ -1,10 +1,15 @@
 //! `cmdgraph compile --emit=...`: what code generation makes for every kernel variant the
-//! module's graphs launch (docs/codegen.md), instead of a bundle.
+//! optimized module's graphs launch (docs/codegen.md), instead of a bundle.
 //!
-//! `cmdgraph compile` (compile.rs) calls [`emit`] for `--emit`.
+//! `cmdgraph compile` (compile.rs) calls [`optimize`] with the pipeline it would compile
+//! with, then [`emit`] on the result: what `--emit` shows is what the bundle ships, kernels
+//! named as in the bundle (`@fused.k0.k1.k2` after `fuse-kernels`), not the source's.
 
+use cmdgraph_codegen::bundle::CompileError;
 use cmdgraph_codegen::{compile_kernel, module_variants, CodegenError, Emit, Options};
 use cmdgraph_ir::Module;
+use cmdgraph_passes::pipeline::{run_pipeline, RunOptions};
+use cmdgraph_passes::{PassContext, PassInfo};
 
 /// What `--emit` produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -33,19 +38,39 @@ pub enum EmitError {
     Codegen(CodegenError),
 }
 
+/// The module `compile` would package: `source` after `passes`, run as `compile` runs them
+/// (`cmdgraph_codegen::bundle::compile_module_with`: a fresh pass context, the module
+/// discarded on error, the output verified).
+pub fn optimize(source: &Module, passes: &[&'static PassInfo]) -> Result<Module, CompileError> {
+    let mut optimized = source.clone();
+    let mut ctx = PassContext::default();
+    let options = RunOptions { discard_on_error: true, ..RunOptions::default() };
+    run_pipeline(&mut optimized, passes, &options, &mut ctx, &mut |_| {}).map_err(CompileError::Pass)?;
+    // Warnings do not stop a compile, errors do (as in `compile_module_with`).
+    match cmdgraph_ir::verify::verify(&optimized) {
+        Err(d) if d.iter().any(|d| d.severity == cmdgraph_ir::diag::Severity::Error) => {
+            return Err(CompileError::InvalidOutput(d))
+        }
+        _ => {}
+    }
+    Ok(optimized)
+}
+
 /// Code generation output for the variants of `kernel` (every kernel when `None`).
 pub fn emit(module: &Module, kernel: Option<&str>, opt_level: u8, what: EmitKind) -> Result<Emitted, EmitError> {
+    let options = Options { opt_level };
+    let all = module_variants(module).map_err(EmitError::Codegen)?;
+    let name_of = |k| module.kernels.try_get(k).map_or("?", |x: &cmdgraph_ir::kernel::Kernel| x.name.as_str());
     if let Some(name) = kernel {
-        if module.kernel_by_name(name).is_none() {
-            return Err(EmitError::Usage(format!("error: no kernel @{name} in the module")));
+        let name = name.strip_prefix('@').unwrap_or(name);
+        if !all.iter().any(|(k, _)| name_of(*k) == name) {
+            let mut launched: Vec<&str> = all.iter().map(|(k, _)| name_of(*k)).collect();
+            launched.dedup();
+            return Err(EmitError::Usage(unknown_kernel(module, name, &launched)));
         }
     }
-    let options = Options { opt_level };
-    let variants: Vec<_> = module_variants(module)
-        .map_err(EmitError::Codegen)?
-        .into_iter()
-        .filter(|(k, _)| kernel.is_none_or(|n| module.kernels.try_get(*k).is_some_and(|x| x.name == n)))
-        .collect();
+    let wanted = kernel.map(|n| n.strip_prefix('@').unwrap_or(n));
+    let variants: Vec<_> = all.into_iter().filter(|(k, _)| wanted.is_none_or(|n| name_of(*k) == n)).collect();
     if what == EmitKind::Spirv {
         let [(k, v)] = variants.as_slice() else {
             return Err(EmitError::Usage(format!(
@@ -65,4 +90,46 @@ pub fn emit(module: &Module, kernel: Option<&str>, opt_level: u8, what: EmitKind
         out.push_str(&format!("; kernel @{name} workgroup({x}, {y}, {z})\n{text}\n"));
     }
     Ok(Emitted::Text(out))
+}
+
+/// The `--kernel` error: the optimized module launches no kernel of that name. Says why
+/// when the source's kernel is no longer launched (a pass fused it away), suggests the
+/// closest launched name and lists them all.
+fn unknown_kernel(module: &Module, name: &str, launched: &[&str]) -> String {
+    let mut text = if module.kernel_by_name(name).is_some() {
+        format!("error: no kernel node launches @{name} after the pass pipeline")
+    } else {
+        format!("error: no kernel @{name} in the module")
+    };
+    let close = launched
+        .iter()
+        .filter(|k| k.contains(name) || name.contains(**k))
+        .chain(launched.iter().filter(|k| edit_distance(name, k) <= (name.len() / 3).max(2)))
+        .next();
+    if let Some(k) = close {
+        text.push_str(&format!("; did you mean @{k}?"));
+    }
+    if launched.is_empty() {
+        text.push_str("\nnote: no kernel is launched");
+    } else {
+        let list: Vec<String> = launched.iter().map(|k| format!("@{k}")).collect();
+        text.push_str(&format!("\nnote: kernels launched: {}", list.join(", ")));
+    }
+    text
+}
+
+/// Levenshtein distance over chars (two rows; kernel names are short).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
 }

@@ -182,16 +182,45 @@ fn graph_summary(
     let alternatives = plan.launches.iter().filter(|l| l.alternative.is_some()).count();
     let _ = writeln!(
         out,
-        "  launches: {} kernel node(s), {alternatives} dynamic alternative(s); origins: {} node(s) from other graphs",
+        "  launches: {} kernel node(s), {alternatives} dynamic alternative(s); origins: {}",
         plan.launches.len() - alternatives,
-        plan.origins.len()
+        origins_summary(plan)
     );
+    for o in plan.origins.iter().filter(|_| args.schedule) {
+        let _ = writeln!(out, "    {}", origin_line(&plan.name, o));
+    }
     for l in plan.launches.iter().filter(|_| args.schedule) {
         let Some(k) = b.kernels.get(l.kernel as usize) else { continue };
         let alt = l.alternative.map_or(String::new(), |a| format!(" alternative {a}"));
         let [x, y, z] = k.workgroup_size;
         let _ = writeln!(out, "    %{}{alt} -> [{}] @{} {x}x{y}x{z}", l.node, l.kernel, k.kernel);
     }
+}
+
+/// What the pipeline made of the graph's nodes, from the origins the bundle records: nodes
+/// several source nodes were fused into (`fuse-kernels`) and nodes that came from another
+/// graph (`inline-subgraphs`). A node can be both (a fused chain of inlined nodes).
+fn origins_summary(plan: &GraphPlan) -> String {
+    let fused: Vec<_> = plan.origins.iter().filter(|o| o.sources.len() > 1).collect();
+    let absorbed: usize = fused.iter().map(|o| o.sources.len()).sum();
+    let inlined = plan.origins.iter().filter(|o| o.sources.iter().any(|(g, _)| *g != plan.name)).count();
+    if plan.origins.is_empty() {
+        return "none (every node is a source node of this graph)".into();
+    }
+    format!("{} fused node(s) from {absorbed} node(s), {inlined} node(s) inlined from other graphs", fused.len())
+}
+
+/// One origin for `--schedule`: `%k2 fused from %k0, %k1, %k2`, `%s.k inlined from @child %k`,
+/// sources of another graph named with it.
+fn origin_line(graph: &str, o: &cmdgraph_ir::bundle::NodeOrigin) -> String {
+    let names: Vec<String> =
+        o.sources.iter().map(|(g, n)| if g == graph { format!("%{n}") } else { format!("@{g} %{n}") }).collect();
+    let how = match o.sources.as_slice() {
+        [_, _, ..] => "fused from",
+        [(g, _)] if g != graph => "inlined from",
+        _ => "from",
+    };
+    format!("%{} {how} {}", o.node, names.join(", "))
 }
 
 /// `--memory`: the offsets the executor will bind, with sizes from the optimized module and

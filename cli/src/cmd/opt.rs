@@ -67,7 +67,8 @@ pub struct OptArgs {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub memory_alignment: Option<u64>,
     /// Print to stderr what each pass explains about its changes (`fuse-kernels`: each
-    /// fusion with its nodes, rules, bytes and launches saved, and each refusal).
+    /// fusion with its nodes, rules, bytes and launches saved; each pair or group it refused
+    /// and each kernel node that cannot fuse at all, with the reason).
     #[arg(long)]
     pub explain: bool,
     /// Let `fuse-kernels` reassociate and contract floating-point arithmetic (results may
@@ -145,6 +146,10 @@ pub fn run(args: &OptArgs) -> Outcome {
         return Err(e);
     }
     if args.explain {
+        if ctx.remarks.is_empty() {
+            // Said, so that silence is never mistaken for an explanation.
+            eprintln!("explain: no remarks (no graph has a kernel node, or fuse-kernels was not in the pipeline)");
+        }
         eprint!("{}", ctx.remarks.concat());
     }
     if args.time_passes {

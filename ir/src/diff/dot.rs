@@ -138,6 +138,8 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
     let mut added = BTreeSet::new();
     let mut changed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut edge_status: BTreeMap<(&str, &str), Status> = BTreeMap::new();
+    // Members of fusions -> their fused node.
+    let mut absorbed: BTreeMap<&str, &str> = BTreeMap::new();
     for e in &g.entries {
         match e {
             Entry::Removed { subject: Subject::Node(n), .. } => {
@@ -148,6 +150,13 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
             }
             Entry::Changed { subject: Subject::Node(n), attr, old, new } => {
                 changed.entry(n.as_str()).or_default().push(cut(&format!("~ {}", super::change_text(attr, old, new))));
+            }
+            // The fused node is drawn once, changed; its members are not drawn apart.
+            Entry::Fused { subject: Subject::Node(n), from, .. } => {
+                changed.entry(n.as_str()).or_default().push(cut(&format!("~ {}", super::fused_from(from))));
+                for m in from.iter().filter(|m| *m != n) {
+                    absorbed.insert(m.as_str(), n.as_str());
+                }
             }
             Entry::Removed { subject: Subject::Edge { from, to }, .. } => {
                 edge_status.insert((from, to), Status::Removed);
@@ -176,6 +185,9 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
     };
     if let Some(x) = ga {
         for (h, n) in x.nodes.iter() {
+            if absorbed.contains_key(n.name.as_str()) {
+                continue;
+            }
             let st = if removed.contains(n.name.as_str()) {
                 Status::Removed
             } else if changed.contains_key(n.name.as_str()) {
@@ -201,12 +213,29 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
             }
         }
     }
+    // A member's edges are drawn to and from its fused node.
+    for (m, n) in &absorbed {
+        if let Some(id) = ids.get(*n).cloned() {
+            ids.insert(m.to_string(), id);
+        }
+    }
     if drawn == 0 {
         out.push_str(&format!("    \"{gi}/empty\" [label=\"(empty graph)\", shape=plaintext];\n"));
     }
-    let edge = |out: &mut String, graph: &Graph, e: &Edge, whole: Status, only_added: bool| {
+    let mut drawn_edges: BTreeSet<(String, String, String)> = BTreeSet::new();
+    let mut edge = |out: &mut String, graph: &Graph, e: &Edge, whole: Status, only_added: bool| {
         let name = |h| graph.nodes.try_get(h).map(|n| n.name.as_str());
         let (Some(from), Some(to)) = (name(e.from), name(e.to)) else { return };
+        // Seen from the fused node: inside a fusion nothing is drawn, and edges of several
+        // members that coincide are drawn once.
+        let (from, to) = if only_added {
+            (from, to)
+        } else {
+            (absorbed.get(from).copied().unwrap_or(from), absorbed.get(to).copied().unwrap_or(to))
+        };
+        if from == to {
+            return;
+        }
         let st = edge_status.get(&(from, to)).copied().unwrap_or(whole);
         if only_added && st != Status::Added {
             return;
@@ -226,6 +255,9 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
                     _ => None,
                 })
                 .unwrap_or(label_text);
+        }
+        if !absorbed.is_empty() && !drawn_edges.insert((f.clone(), t.clone(), label_text.clone())) {
+            return;
         }
         out.push_str(&format!("    \"{f}\" -> \"{t}\" [label=\"{}\", {}];\n", esc(&label_text), st.style()));
     };

@@ -1,12 +1,13 @@
 //! The differences of one pair of graphs: header, queues, dynamic objects, nodes, edges.
 
 use super::attrs::{self, Attr};
+use super::fused::Fusions;
 use super::{compare_attrs, Entry, GraphDiff, Subject};
 use crate::arena::Handle;
 use crate::dot::label;
 use crate::graph::{Edge, Graph, NodeKind, Queue};
 use crate::module::Module;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Compares graph `ga` of `a` with graph `gb` of `b`; a missing side makes every entity of
 /// the other an addition or a removal.
@@ -47,8 +48,9 @@ pub(super) fn diff_graph(a: &Module, ga: Option<Handle<Graph>>, b: &Module, gb: 
         |(m, g), d| attrs::dcg_text(m, g, d),
         Subject::Dcg,
     );
-    side.nodes(&mut out);
-    side.edges(&mut out);
+    let fusions = super::fused::find(a, x, b, y);
+    side.nodes(&mut out, &fusions);
+    side.edges(&mut out, &fusions);
     GraphDiff { a: graph_a.map(|g| g.name.clone()), b: graph_b.map(|g| g.name.clone()), entries: out }
 }
 
@@ -128,7 +130,7 @@ impl<'m> Sides<'m> {
         }
     }
 
-    fn nodes(&self, out: &mut Vec<Entry>) {
+    fn nodes(&self, out: &mut Vec<Entry>, fusions: &Fusions) {
         let (x, y) = (self.x, self.y);
         let in_b = index_by_name(y.nodes.iter().map(|(_, n)| n), |n| &n.name);
         let in_a = index_by_name(x.nodes.iter().map(|(_, n)| n), |n| &n.name);
@@ -144,13 +146,24 @@ impl<'m> Sides<'m> {
         }
         for (_, na) in x.nodes.iter() {
             let subject = Subject::Node(na.name.clone());
+            // A member of a fusion is shown once, in its fused node's entry.
+            if fusions.absorbed.contains_key(&na.name) {
+                continue;
+            }
             let Some(nb) = in_b.get(&na.name).and_then(|i| Handle::from_usize(*i)).and_then(|h| y.nodes.try_get(h))
             else {
-                let note = inlined.get(&na.name).map(|k| format!("inlined as {k} node(s)"));
+                let note = inlined.get(&na.name).map(|k| format!("inlined as {k} node(s)")).or_else(|| {
+                    fusions.temporaries.get(&na.name).map(|f| format!("temporary of the nodes fused into %{f}"))
+                });
                 let text = attrs::node_text(self.a, x, na);
                 out.push(Entry::Removed { subject, text, note });
                 continue;
             };
+            if let Some(from) = fusions.members.get(&na.name) {
+                let text = attrs::command_text(self.b, y, &nb.kind);
+                out.push(Entry::Fused { subject: subject.clone(), from: from.clone(), text });
+                continue;
+            }
             if attrs::command_keyword(&na.kind) != attrs::command_keyword(&nb.kind) {
                 // A different command: one line with both statements says more than a list
                 // of attributes that only one side has.
@@ -171,11 +184,21 @@ impl<'m> Sides<'m> {
         }
     }
 
-    fn edges(&self, out: &mut Vec<Entry>) {
+    fn edges(&self, out: &mut Vec<Entry>, fusions: &Fusions) {
         let name = |g: &Graph, e: &Edge| {
             let n = |h| g.nodes.try_get(h).map_or("?".to_string(), |n| n.name.clone());
             (n(e.from), n(e.to))
         };
+        // A's edges name a fusion's members by the fused node: an edge into %k0 that now
+        // goes into %k2 is the same dependency, not a removal and an addition.
+        let as_fused = |(from, to): (String, String)| {
+            let map = |n: String| fusions.absorbed.get(&n).cloned().unwrap_or(n);
+            (map(from), map(to))
+        };
+        let mut seen_a: BTreeSet<(String, String)> = BTreeSet::new();
+        if !fusions.absorbed.is_empty() {
+            seen_a.extend(self.x.edges.iter().map(|(_, e)| name(self.x, e)).filter(|e| as_fused(e.clone()) == *e));
+        }
         // B's edges by ends, in creation order; duplicates pair up in order.
         let mut by_ends: BTreeMap<(String, String), VecDeque<usize>> = BTreeMap::new();
         let ys: Vec<&Edge> = self.y.edges.iter().map(|(_, e)| e).collect();
@@ -185,7 +208,14 @@ impl<'m> Sides<'m> {
         let mut matched = vec![false; ys.len()];
         let text = |from: &str, to: &str, e: &Edge| format!("edge %{from} -> %{to} (via {})", e.kind.keyword());
         for (_, ea) in self.x.edges.iter() {
-            let (from, to) = name(self.x, ea);
+            let original = name(self.x, ea);
+            let (from, to) = as_fused(original.clone());
+            // Edges inside a fusion disappear with it; edges that now coincide (%k0 and
+            // %k1 both after %a) are one dependency of the fused node.
+            if (&from, &to) != (&original.0, &original.1) && (from == to || !seen_a.insert((from.clone(), to.clone())))
+            {
+                continue;
+            }
             let subject = Subject::Edge { from: from.clone(), to: to.clone() };
             let partner = by_ends.get_mut(&(from.clone(), to.clone())).and_then(VecDeque::pop_front);
             match partner.and_then(|i| Some((i, *ys.get(i)?))) {

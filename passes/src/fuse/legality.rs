@@ -22,6 +22,7 @@ use cmdgraph_ir::types::Type;
 use cmdgraph_ir::{Handle, Module, Node};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 /// Most kernels one fused node may stand for: keeps each e-graph small and the fused
 /// kernel's register pressure bounded when many siblings share an input.
@@ -44,41 +45,90 @@ pub struct Candidate {
 
 /// The candidate facts of `node`, `None` if it cannot be fused.
 pub fn candidate(module: &Module, graph: &Graph, node: Handle<Node>) -> Option<Candidate> {
-    let NodeKind::Kernel(cmd) = &graph.nodes.try_get(node)?.kind else { return None };
-    let n = match &cmd.launch {
-        cmdgraph_ir::graph::Launch::Range(r) if r.len() == 1 => *r.first()?,
-        _ => return None,
+    candidate_or_why(module, graph, node).ok()
+}
+
+/// Why a node is not a candidate, for `--explain`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotCandidate {
+    /// Not a kernel node at all (never reported: only kernel nodes could have fused).
+    NotKernel,
+    /// Why this kernel node cannot fuse, as `--explain` says it.
+    Kernel(String),
+}
+
+/// [`candidate`], or why `node` is not one. The reasons are the checks `candidate` makes, in
+/// its order, so `--explain` names the first one that fails.
+pub fn candidate_or_why(module: &Module, graph: &Graph, node: Handle<Node>) -> Result<Candidate, NotCandidate> {
+    let why = |s: String| NotCandidate::Kernel(s);
+    let Some(NodeKind::Kernel(cmd)) = graph.nodes.try_get(node).map(|n| &n.kind) else {
+        return Err(NotCandidate::NotKernel);
     };
-    let kernel = module.kernels.try_get(cmd.kernel)?;
-    let KernelBody::Ir(body) = &kernel.body else { return None };
+    let n = match &cmd.launch {
+        cmdgraph_ir::graph::Launch::Range(r) if r.len() == 1 => r.first().copied().unwrap_or(0),
+        cmdgraph_ir::graph::Launch::Range(r) => {
+            return Err(why(format!("launched over a {}-D range (fusion needs a 1-D range(N))", r.len())))
+        }
+        _ => return Err(why("launched over an nd_range (fusion needs a 1-D range(N))".into())),
+    };
+    let Some(kernel) = module.kernels.try_get(cmd.kernel) else { return Err(why("unknown kernel".into())) };
+    let KernelBody::Ir(body) = &kernel.body else {
+        return Err(why(format!("@{} is an external SPIR-V kernel (its body cannot be read)", kernel.name)));
+    };
     if kernel.params.len() != cmd.args.len() {
-        return None;
+        return Err(why(format!("its arguments do not match @{}'s parameters", kernel.name)));
     }
     let mut param_mem = vec![None; kernel.params.len()];
     let mut has_dyn = false;
+    let mut short = None;
     for (i, (param, arg)) in kernel.params.iter().zip(&cmd.args).enumerate() {
         match (param.ty, arg) {
             (ParamType::Buffer { elem, .. }, Arg::Value(ArgValue::Pointer(p))) if p.offset == 0 => {
-                let (mem_elem, count) = memory_shape(module, graph, p.base)?;
-                if mem_elem != elem || count < n {
-                    return None;
+                let name = mem_ref_name(module, graph, p.base);
+                let Some((mem_elem, count)) = memory_shape(module, graph, p.base) else {
+                    return Err(why(format!("argument {i}: {name} is not memory fusion can follow")));
+                };
+                // Said after the body's checks: a buffer shorter than the range is usually
+                // one the body reads at another index (a broadcast), the better reason.
+                if mem_elem != elem && short.is_none() {
+                    short = Some(format!("argument {i}: {name} holds {mem_elem} but the parameter reads {elem}"));
+                }
+                if count < n && short.is_none() {
+                    short = Some(format!("argument {i}: {name} has {count} elements, fewer than range({n})"));
                 }
                 param_mem[i] = Some((p.base, elem.size()));
             }
+            (ParamType::Buffer { .. }, Arg::Value(ArgValue::Pointer(p))) => {
+                return Err(why(format!(
+                    "argument {i}: {} at offset {} (fusion needs offset 0)",
+                    mem_ref_name(module, graph, p.base),
+                    p.offset
+                )))
+            }
             (ParamType::Value(_), Arg::Value(ArgValue::Scalar(_))) => {}
             (ParamType::Value(_), Arg::Dyn(p)) => {
-                if !matches!(graph.dyn_params.try_get(*p)?.value, ArgValue::Scalar(_)) {
-                    return None;
+                if !graph.dyn_params.try_get(*p).is_some_and(|d| matches!(d.value, ArgValue::Scalar(_))) {
+                    return Err(why(format!("argument {i} is a dynamic parameter that is not a scalar")));
                 }
                 has_dyn = true;
             }
-            _ => return None,
+            (_, Arg::Dyn(p)) => {
+                let name = graph.dyn_params.try_get(*p).map_or("?", |d| d.name.as_str());
+                return Err(why(format!(
+                    "argument {i} is the dynamic pointer %{name} (it could be rebound to alias anything)"
+                )));
+            }
+            _ => return Err(why(format!("argument {i} is neither a pointer at offset 0 nor a scalar"))),
         }
     }
     let is_gid = |v| match body.values.try_get(v).map(|v| v.def) {
         Some(ValueDef::Result(op, 0)) => {
             matches!(body.ops.try_get(op).map(|o| &o.kind), Some(OpKind::Builtin(Builtin::GlobalId, 0)))
         }
+        _ => false,
+    };
+    let is_const = |v| match body.values.try_get(v).map(|v| v.def) {
+        Some(ValueDef::Result(op, 0)) => matches!(body.ops.try_get(op).map(|o| &o.kind), Some(OpKind::Const(..))),
         _ => false,
     };
     let mem_of = |mem: &MemBase| match mem {
@@ -88,6 +138,11 @@ pub fn candidate(module: &Module, graph: &Graph, node: Handle<Node>) -> Option<C
         },
         MemBase::Global(_) => None,
     };
+    // The memory a load or store names, as `--explain` prints it.
+    let mem_text = |mem: &MemBase| match mem_of(mem) {
+        Some((m, _)) => mem_ref_name(module, graph, m),
+        None => "memory that is not a plain argument".to_string(),
+    };
     let mut reads: Vec<(MemRef, u64)> = Vec::new();
     let mut writes: Vec<(MemRef, u64)> = Vec::new();
     let add = |list: &mut Vec<(MemRef, u64)>, entry: (MemRef, u64)| {
@@ -95,13 +150,36 @@ pub fn candidate(module: &Module, graph: &Graph, node: Handle<Node>) -> Option<C
             list.push(entry);
         }
     };
+    let not_plain =
+        |what: &str, mem: &MemBase| why(format!("{what} {} (a device_global or local memory)", mem_text(mem)));
     for &op in &body.entry.ops {
-        match &body.ops.try_get(op)?.kind {
+        let Some(kind) = body.ops.try_get(op).map(|o| &o.kind) else { return Err(why("a missing op".into())) };
+        match kind {
             OpKind::Load { mem, index } if is_gid(*index) => {
-                add(&mut reads, mem_of(mem)?);
+                add(&mut reads, mem_of(mem).ok_or_else(|| not_plain("load of", mem))?);
             }
             OpKind::Store { mem, index, .. } if is_gid(*index) => {
-                add(&mut writes, mem_of(mem)?);
+                add(&mut writes, mem_of(mem).ok_or_else(|| not_plain("store to", mem))?);
+            }
+            // A work-item that reads another's element would read it before the fused
+            // producer's work-item for that element has stored it.
+            OpKind::Load { mem, index } if is_const(*index) => {
+                return Err(why(format!(
+                    "broadcast load of {}: reads other work-items' elements (index is a constant, not global_id 0)",
+                    mem_text(mem)
+                )))
+            }
+            OpKind::Load { mem, .. } => {
+                return Err(why(format!(
+                    "gather load of {}: reads other work-items' elements (index is not global_id 0)",
+                    mem_text(mem)
+                )))
+            }
+            OpKind::Store { mem, .. } => {
+                return Err(why(format!(
+                    "scattered store to {}: writes other work-items' elements (index is not global_id 0)",
+                    mem_text(mem)
+                )))
             }
             OpKind::Builtin(Builtin::GlobalId, 0)
             | OpKind::Const(..)
@@ -115,12 +193,36 @@ pub fn candidate(module: &Module, graph: &Graph, node: Handle<Node>) -> Option<C
             | OpKind::Extract(..)
             | OpKind::Insert(..)
             | OpKind::Construct(..) => {}
-            _ => return None,
+            other => return Err(why(format!("`{}` is not an element-wise operation", op_word(other)))),
         }
+    }
+    if let Some(short) = short {
+        return Err(why(short));
     }
     let bytes = reads.iter().chain(&writes).map(|(_, b)| b).sum();
     let (reads, writes) = (reads.into_iter().map(|r| r.0).collect(), writes.into_iter().map(|w| w.0).collect());
-    Some(Candidate { n, reads, writes, bytes, has_dyn })
+    Ok(Candidate { n, reads, writes, bytes, has_dyn })
+}
+
+/// The IR word of an op that keeps a kernel from fusing.
+fn op_word(kind: &OpKind) -> &'static str {
+    match kind {
+        OpKind::Builtin(..) => "a built-in other than global_id 0",
+        OpKind::Atomic { .. } => "atomic",
+        OpKind::GroupBarrier => "barrier",
+        OpKind::LocalAlloc { .. } => "local",
+        OpKind::For { .. } => "for",
+        OpKind::If { .. } => "if",
+        _ => "an op",
+    }
+}
+
+/// `@name` of module memory or `%name` of an allocation.
+pub fn mem_ref_name(module: &Module, graph: &Graph, m: MemRef) -> String {
+    match m {
+        MemRef::Memory(h) => format!("@{}", module.memories.try_get(h).map_or("?", |m| m.name.as_str())),
+        MemRef::Alloc(h) => format!("%{}", graph.nodes.try_get(h).map_or("?", |n| n.name.as_str())),
+    }
 }
 
 fn memory_shape(module: &Module, graph: &Graph, mem: MemRef) -> Option<(Type, u64)> {
@@ -399,6 +501,10 @@ enum Refused {
     Temporary { from: u32, to: u32, temp: u32 },
     /// A legality check failed.
     Check { from: u32, to: u32, why: Refusal },
+    /// The consumer reads what the producer wrote but runs over another range.
+    Range { from: u32, to: u32, n_from: u64, n_to: u64 },
+    /// The group already has [`MAX_MEMBERS`] members.
+    Full { from: u32, to: u32 },
 }
 
 /// The grouping state of one graph.
@@ -566,7 +672,10 @@ impl<'a> Planner<'a> {
         let mut out = String::with_capacity(prefix.len() + suffix.len() + 96);
         out.push_str(prefix);
         out.push_str("not fused: ");
-        let (Refused::Temporary { from, to, .. } | Refused::Check { from, to, .. }) = r;
+        let (Refused::Temporary { from, to, .. }
+        | Refused::Check { from, to, .. }
+        | Refused::Range { from, to, .. }
+        | Refused::Full { from, to }) = r;
         self.push_name(&mut out, *from);
         out.push_str(" -> ");
         self.push_name(&mut out, *to);
@@ -583,6 +692,12 @@ impl<'a> Planner<'a> {
                 }
             }
             Refused::Check { why, .. } => self.explain_into(&mut out, why),
+            Refused::Range { n_from, n_to, .. } => {
+                let _ = write!(out, "different launch range (range({n_from}) and range({n_to}))");
+            }
+            Refused::Full { .. } => {
+                let _ = write!(out, "the group already has {MAX_MEMBERS} members");
+            }
         }
         out.push_str(suffix);
         out
@@ -613,7 +728,17 @@ impl<'a> Planner<'a> {
             let same_n = |w: &u32| self.cand(*w).is_some_and(|d| d.n == c.n);
             options.clear();
             for m in &c.reads {
-                let Some(w) = last_writer.get(m).filter(same_n) else { continue };
+                let Some(w) = last_writer.get(m) else { continue };
+                if !same_n(&w) {
+                    let n_from = self.cand(w).map_or(0, |d| d.n);
+                    let refusal = Refused::Range { from: w, to: v, n_from, n_to: c.n };
+                    // One line per pair, however many buffers link them (a pair's lines are
+                    // consecutive: `v`'s links are all found here).
+                    if !matches!(refused.last(), Some(Refused::Range { from, to, .. }) if (*from, *to) == (w, v)) {
+                        refused.push(refusal);
+                    }
+                    continue;
+                }
                 if matches!(m, MemRef::Alloc(_)) && self.temp_dies(m).is_none() {
                     if let MemRef::Alloc(a) = m {
                         refused.push(Refused::Temporary { from: w, to: v, temp: a.index() as u32 });
@@ -629,7 +754,13 @@ impl<'a> Planner<'a> {
                     options.push((g, false, v));
                 }
             }
-            options.retain(|(g, _, _)| groups.get(*g).is_some_and(|gr| gr.members.len() < MAX_MEMBERS));
+            options.retain(|&(g, vertical, w)| {
+                let room = groups.get(g).is_some_and(|gr| gr.members.len() < MAX_MEMBERS);
+                if !room && vertical {
+                    refused.push(Refused::Full { from: w, to: v });
+                }
+                room
+            });
             tried.clear();
             let mut joined = None;
             for &(g, vertical, w) in &options {

@@ -3,7 +3,7 @@
 //! For each graph: find the candidate kernel nodes and group them ([`legality`]); translate
 //! each group into one e-graph term ([`lang`]); saturate it with the rule table ([`rules`])
 //! under runner limits; extract the cheapest term under bytes moved ([`cost`]); emit it as a
-//! new kernel `@fused.<first>.<last>`; replace the group by one node ([`build`]). The
+//! new kernel `@fused.<member>.<member>...` ([`fused_name`]); replace the group by one node ([`build`]). The
 //! fused node keeps the name of the member created last; [`PassContext::origins`] records
 //! every member. `docs/fusion.md` describes the language, the rules and the legality rules.
 
@@ -103,9 +103,10 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     let mut origins = Vec::new();
     for gh in graphs {
         let Some(graph) = module.graphs.try_get(gh) else { continue };
-        let (planned, refusals) = plan_graph(module, graph, &rules, &mut reserved, &mut memo, ctx)?;
+        let Plan { planned, refusals, notes } = plan_graph(module, graph, &rules, &mut reserved, &mut memo, ctx)?;
         ctx.bump("refused", refusals.len() as u64);
-        ctx.remarks.reserve(refusals.len() + planned.len());
+        ctx.remarks.reserve(notes.len() + refusals.len() + planned.len());
+        ctx.remarks.extend(notes);
         ctx.remarks.extend(refusals);
         if planned.is_empty() {
             continue;
@@ -205,7 +206,7 @@ fn fail(graph: &Graph, message: impl Into<String>) -> PassError {
 }
 
 /// Plans every fusion of one graph (the fused kernels are added to the module afterwards);
-/// the refusals come as remarks.
+/// the refusals and the kernel nodes that are no candidates come as remarks.
 fn plan_graph(
     module: &Module,
     graph: &Graph,
@@ -213,14 +214,45 @@ fn plan_graph(
     reserved: &mut BTreeSet<String>,
     memo: &mut Memo,
     ctx: &mut PassContext,
-) -> Result<(Vec<Planned>, Vec<String>), PassError> {
-    let cands: Vec<_> = graph.nodes.handles().map(|h| legality::candidate(module, graph, h)).collect();
-    if cands.iter().flatten().count() < 2 {
-        return Ok((Vec::new(), Vec::new()));
+) -> Result<Plan, PassError> {
+    let prefix = format!("fuse-kernels: @{}: ", graph.name);
+    // Kernel nodes that cannot fuse at all say why first: without them a graph where nothing
+    // fuses (a softmax whose kernels read a row's elements) would explain nothing.
+    let mut not_candidates = Vec::new();
+    let mut kernels = 0usize;
+    let cands: Vec<_> = graph
+        .nodes
+        .handles()
+        .map(|h| match legality::candidate_or_why(module, graph, h) {
+            Ok(c) => {
+                kernels += 1;
+                Some(c)
+            }
+            Err(legality::NotCandidate::NotKernel) => None,
+            Err(legality::NotCandidate::Kernel(why)) => {
+                kernels += 1;
+                let name = graph.nodes.try_get(h).map_or("?", |n| n.name.as_str());
+                not_candidates.push(format!("{prefix}not a candidate: %{name}: {why}\n"));
+                None
+            }
+        })
+        .collect();
+    let count = cands.iter().flatten().count();
+    if count < 2 {
+        if kernels > 0 {
+            let why = match count {
+                0 => "no kernel node is a candidate".to_string(),
+                _ => {
+                    let one = cands.iter().position(Option::is_some).map(|i| node_name(graph, i as u32));
+                    format!("%{} is the only candidate kernel node", one.unwrap_or_default())
+                }
+            };
+            not_candidates.push(format!("{prefix}no candidate pairs: {why}\n"));
+        }
+        return Ok(Plan { notes: not_candidates, ..Plan::default() });
     }
     let temps = legality::temps(graph, &cands);
     let planner = legality::Planner::new(graph, &cands, &temps).ok_or_else(|| fail(graph, "the graph has a cycle"))?;
-    let prefix = format!("fuse-kernels: @{}: ", graph.name);
     let (groups, mut refusals, _) = planner.plan_remarks(&prefix, "\n");
     for (_, n) in graph.nodes.iter() {
         if matches!(n.kind, NodeKind::Dynamic { .. }) {
@@ -238,7 +270,18 @@ fn plan_graph(
             }
         }
     }
-    Ok((planned, refusals))
+    Ok(Plan { planned, refusals, notes: not_candidates })
+}
+
+/// What [`plan_graph`] found in one graph.
+#[derive(Default)]
+struct Plan {
+    /// The groups that fuse.
+    planned: Vec<Planned>,
+    /// Remarks of links and groups a legality rule refused (the `refused` statistic).
+    refusals: Vec<String>,
+    /// Remarks of kernel nodes that are no candidate, and of a graph with fewer than two.
+    notes: Vec<String>,
 }
 
 fn node_name(graph: &Graph, v: u32) -> String {
@@ -320,10 +363,9 @@ fn fuse_group(
 ) -> Result<Planned, String> {
     let members: Vec<Handle<Node>> = group.members.iter().filter_map(|&m| legality::node(m)).collect();
     let dead: Vec<MemRef> = group.dead.iter().filter_map(|&a| legality::node(a)).map(MemRef::Alloc).collect();
-    let first = node_name(graph, *group.members.first().ok_or("empty group")?);
     let keep = *group.members.iter().max().ok_or("empty group")?;
-    let last = node_name(graph, *group.members.last().ok_or("empty group")?);
-    let name = unique_kernel_name(reserved, &format!("fused.{first}.{last}"));
+    let member_names: Vec<String> = group.members.iter().map(|&m| node_name(graph, m)).collect();
+    let name = unique_kernel_name(reserved, &fused_name(&member_names));
     let signature = lang::signature(graph, module, &members, &dead);
     let known = signature.as_ref().and_then(|s| memo.by_signature.get(&s.key)).cloned();
     let (fused, kernel) = match known {
@@ -361,7 +403,6 @@ fn fuse_group(
     if group.horizontal {
         kinds.push("horizontal");
     }
-    let member_names: Vec<String> = group.members.iter().map(|&m| node_name(graph, m)).collect();
     let fusion = explain::Fusion {
         graph: graph.name.clone(),
         members: member_names.clone(),
@@ -395,6 +436,31 @@ fn cmd_kernel(graph: &Graph, v: u32) -> Option<Handle<cmdgraph_ir::kernel::Kerne
     }
 }
 
+/// Most bytes of a fused kernel's name before members are left out of it.
+pub const MAX_FUSED_NAME: usize = 200;
+
+/// The fused kernel's name: `fused.` and every member's name in the order they ran,
+/// separated by `.` (`fused.k0.k1.k2`), so that the kernel (and `cmdgraph diff`, which reads
+/// it) names all the nodes it absorbed. Past [`MAX_FUSED_NAME`] bytes the remaining members
+/// are counted instead, `fused.k0.k1.$62more`: `$` is a name character no pass gives a node,
+/// and a group may have 64 members of names up to 1024 bytes, more than a name may hold.
+/// Deterministic: the names and their order only.
+pub fn fused_name(members: &[String]) -> String {
+    let mut name = String::from("fused");
+    for (i, m) in members.iter().enumerate() {
+        let left = members.len() - i - 1;
+        // Room for this member and, when members follow, for the count that may replace them.
+        let reserve = if left > 0 { 8 } else { 0 };
+        if name.len() + 1 + m.len() + reserve > MAX_FUSED_NAME {
+            name.push_str(&format!(".${}more", members.len() - i));
+            return name;
+        }
+        name.push('.');
+        name.push_str(m);
+    }
+    name
+}
+
 fn unique_kernel_name(taken: &BTreeSet<String>, base: &str) -> String {
     if !taken.contains(base) {
         return base.to_string();
@@ -405,4 +471,24 @@ fn unique_kernel_name(taken: &BTreeSet<String>, base: &str) -> String {
 fn dedupe(names: Vec<String>) -> Vec<String> {
     let mut seen = BTreeSet::new();
     names.into_iter().enumerate().map(|(k, n)| if seen.insert(n.clone()) { n } else { format!("{n}_{k}") }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fused_name, MAX_FUSED_NAME};
+
+    #[test]
+    fn fused_names_list_every_member_until_the_cap_then_count_the_rest() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(fused_name(&names(&["k0", "k1", "k2"])), "fused.k0.k1.k2");
+        assert_eq!(fused_name(&names(&["s.a", "b"])), "fused.s.a.b");
+        let long: Vec<String> = (0..64).map(|i| format!("node_with_a_long_name_{i:02}")).collect();
+        let name = fused_name(&long);
+        assert!(name.len() <= MAX_FUSED_NAME, "{name}");
+        assert!(name.starts_with("fused.node_with_a_long_name_00.node_with_a_long_name_01."), "{name}");
+        let listed = name.matches("node_with_a_long_name_").count();
+        assert!(name.ends_with(&format!(".${}more", 64 - listed)), "{name}");
+        // A first member longer than the cap leaves only the count.
+        assert_eq!(fused_name(&names(&[&"x".repeat(1024), "b"])), "fused.$2more");
+    }
 }
