@@ -5,7 +5,7 @@ use super::compile_emit::{self, EmitKind, Emitted};
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use crate::progress::{self, Progress};
-use cmdgraph_codegen::bundle::{compile_module_with, CompileError, CompileReport, Llvm, Progress as Step};
+use cmdgraph_codegen::bundle::{compile_module_configured, CompileError, CompileReport, Llvm, Progress as Step};
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_codegen::Options;
 use cmdgraph_passes::pipeline::{self, render_timings};
@@ -66,6 +66,21 @@ pub struct CompileArgs {
     /// `never`.
     #[arg(long, value_name = "WHEN", default_value = "auto")]
     pub progress: progress::When,
+    /// Verify the module after every pass (as `opt --verify-each`).
+    #[arg(long)]
+    pub verify_each: bool,
+    /// Print, on stderr, why fuse-kernels fused or refused each candidate (as `opt --explain`).
+    #[arg(long)]
+    pub explain: bool,
+    /// Print each pass's statistics on stderr (as `opt --stats`).
+    #[arg(long)]
+    pub stats: bool,
+    /// Let fuse-kernels reassociate and contract floating point (as `opt --fuse-fp-reassoc`).
+    #[arg(long)]
+    pub fuse_fp_reassoc: bool,
+    /// Align the memory plan's offsets to BYTES (as `opt --memory-alignment`).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub memory_alignment: Option<u64>,
     /// Sign the bundle with the ed25519 key in SEEDFILE (`cmdgraph keygen` writes one): a
     /// trailer after the content, which `cmdgraph run --trust` requires (docs/bundle.md).
     #[arg(long, value_name = "SEEDFILE", conflicts_with = "emit")]
@@ -117,7 +132,8 @@ pub fn run(args: &CompileArgs) -> Outcome {
         Step::Codegen { done, total, kernel } => shown.update(&format!("codegen @{kernel}"), Some((done, total))),
         Step::Finishing => shown.update("printing and hashing the bundle", None),
     };
-    let compiled = compile_module_with(&module, &passes, &options, &compiler, &mut on_step);
+    let pipeline = pipeline_options(args);
+    let compiled = compile_module_configured(&module, &passes, &pipeline, &options, &compiler, &mut on_step);
     let (bundle, report) = compiled.map_err(|e| match e {
         // Diagnostics of the source module point into the input: render them there.
         CompileError::Invalid(d) => super::reject(&input, &d),
@@ -144,10 +160,28 @@ pub fn run(args: &CompileArgs) -> Outcome {
     let written = io::write_output_bytes(target.as_deref(), &bytes);
     let write = t.elapsed();
     shown.finish();
+    if args.explain {
+        if report.remarks.is_empty() {
+            eprintln!("explain: no remarks (no graph has a kernel node, or fuse-kernels was not in the pipeline)");
+        }
+        eprint!("{}", report.remarks.concat());
+    }
     if args.time_passes {
         eprint!("{}", render_times(&report, Outer { front, serialize, write }));
     }
+    if args.stats {
+        eprint!("{}", cmdgraph_passes::pipeline::render_stats(&report.passes));
+    }
     written
+}
+
+/// The pipeline options `compile` shares with `opt` (one spelling for both).
+fn pipeline_options(args: &CompileArgs) -> cmdgraph_codegen::bundle::PipelineOptions {
+    cmdgraph_codegen::bundle::PipelineOptions {
+        verify_each: args.verify_each,
+        fuse_fp_reassoc: args.fuse_fp_reassoc,
+        memory_alignment: args.memory_alignment,
+    }
 }
 
 /// The phases `cmdgraph compile` times around the compiler's own report.
@@ -170,7 +204,7 @@ fn emit(
     passes: &[&'static PassInfo],
     what: EmitKind,
 ) -> Outcome {
-    let optimized = compile_emit::optimize(module, passes).map_err(|e| match e {
+    let optimized = compile_emit::optimize(module, passes, &pipeline_options(args)).map_err(|e| match e {
         CompileError::Invalid(d) => super::reject(input, &d),
         e => located(input, e.diagnostic(), e.is_internal(), &e),
     })?;

@@ -41,10 +41,15 @@ pub enum EmitError {
 /// The module `compile` would package: `source` after `passes`, run as `compile` runs them
 /// (`cmdgraph_codegen::bundle::compile_module_with`: a fresh pass context, the module
 /// discarded on error, the output verified).
-pub fn optimize(source: &Module, passes: &[&'static PassInfo]) -> Result<Module, CompileError> {
+pub fn optimize(
+    source: &Module,
+    passes: &[&'static PassInfo],
+    pipeline: &cmdgraph_codegen::bundle::PipelineOptions,
+) -> Result<Module, CompileError> {
     let mut optimized = source.clone();
-    let mut ctx = PassContext::default();
-    let options = RunOptions { discard_on_error: true, ..RunOptions::default() };
+    let mut ctx = PassContext { memory_alignment: pipeline.memory_alignment, ..PassContext::default() };
+    ctx.options.fuse_fp_reassoc = pipeline.fuse_fp_reassoc;
+    let options = RunOptions { discard_on_error: true, verify_each: pipeline.verify_each, ..RunOptions::default() };
     run_pipeline(&mut optimized, passes, &options, &mut ctx, &mut |_| {}).map_err(CompileError::Pass)?;
     // Warnings do not stop a compile, errors do (as in `compile_module_with`).
     match cmdgraph_ir::verify::verify(&optimized) {

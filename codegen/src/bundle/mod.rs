@@ -125,6 +125,8 @@ impl std::error::Error for CompileError {}
 /// compile-time benchmark, never for the bundle.
 #[derive(Clone, Debug, Default)]
 pub struct CompileReport {
+    /// What the passes said about their decisions (`fuse-kernels`' explanations), in order.
+    pub remarks: Vec<String>,
     /// Verifying the source module and the optimized one.
     pub verify: Duration,
     /// The pass pipeline.
@@ -178,10 +180,34 @@ pub fn compile_module(
     compile_module_with(source, passes, options, compiler, &mut |_| {})
 }
 
+/// How the pass pipeline runs inside [`compile_module_configured`]: what `cmdgraph opt`
+/// sets too, so that `cmdgraph compile` builds exactly what `opt` shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PipelineOptions {
+    /// Verify the module after every pass (`--verify-each`).
+    pub verify_each: bool,
+    /// `fuse-kernels` may reassociate and contract floating point (`--fuse-fp-reassoc`).
+    pub fuse_fp_reassoc: bool,
+    /// Offsets of the memory plan aligned to this (`--memory-alignment`); `None`: the default.
+    pub memory_alignment: Option<u64>,
+}
+
 /// [`compile_module`], telling `progress` what it is doing as it goes.
 pub fn compile_module_with(
     source: &Module,
     passes: &[&'static PassInfo],
+    options: &Options,
+    compiler: &dyn KernelCompiler,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(Bundle, CompileReport), CompileError> {
+    compile_module_configured(source, passes, &PipelineOptions::default(), options, compiler, progress)
+}
+
+/// [`compile_module_with`] with the pipeline run as `pipeline` says.
+pub fn compile_module_configured(
+    source: &Module,
+    passes: &[&'static PassInfo],
+    pipeline: &PipelineOptions,
     options: &Options,
     compiler: &dyn KernelCompiler,
     progress: &mut dyn FnMut(Progress<'_>),
@@ -194,7 +220,8 @@ pub fn compile_module_with(
         return Err(CompileError::Invalid(unsupported));
     }
     let mut optimized = source.clone();
-    let mut ctx = PassContext::default();
+    let mut ctx = PassContext { memory_alignment: pipeline.memory_alignment, ..PassContext::default() };
+    ctx.options.fuse_fp_reassoc = pipeline.fuse_fp_reassoc;
     let verify_time = start.elapsed();
     let mut on_event = |event| {
         if let PipelineEvent::PassStarted { index, total, pass } = event {
@@ -204,7 +231,7 @@ pub fn compile_module_with(
     let passes_report = run_pipeline(
         &mut optimized,
         passes,
-        &RunOptions { discard_on_error: true, ..RunOptions::default() },
+        &RunOptions { discard_on_error: true, verify_each: pipeline.verify_each, ..RunOptions::default() },
         &mut ctx,
         &mut on_event,
     )
@@ -267,6 +294,7 @@ pub fn compile_module_with(
     bundle.content_hash = bundle.compute_hash().map_err(CompileError::Bundle)?;
     let finishing = t.elapsed();
     let report = CompileReport {
+        remarks: std::mem::take(&mut ctx.remarks),
         verify: verify_time,
         passes: passes_report,
         packaging,
