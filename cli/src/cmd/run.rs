@@ -102,7 +102,7 @@ pub fn run(args: &RunArgs) -> Outcome {
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
     let module = loaded.module.clone();
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
-    let plan = steps::plan(&args.steps, &module, &graph, &options)?;
+    let plan = steps::plan(&args.steps, &loaded, &graph, &options)?;
     let inputs = resolve_inputs(&module, &args.inputs, &file)?;
     let outputs = resolve_outputs(&module, &args.outputs, &file)?;
     let mut bound = Vec::new();

@@ -11,6 +11,7 @@ use crate::io;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use cmdgraph_executor::load::LoadOptions;
 use cmdgraph_executor::{ExecError, ExecId, Executor, Loaded};
+use cmdgraph_ir::diff::update::check_update;
 use cmdgraph_ir::graph::{Accessor, ArgValue, Graph, Pointer};
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType};
 use cmdgraph_ir::{MemRef, MemoryKind, Module};
@@ -304,13 +305,15 @@ pub struct Planned {
 }
 
 /// Checks every step before a device is touched: the actions against graph `graph` of the
-/// bundle's `module`, and each `--update-from` bundle (loaded with the same `--trust` keys;
-/// its source must have a graph `graph`). Whether the update is possible is the executor's
-/// call, made when the step comes (docs/executor.md, "Updates").
-pub fn plan(steps: &Steps, module: &Module, graph: &str, options: &LoadOptions) -> Result<Vec<Planned>, Failure> {
-    let resolved = resolve(module, graph, steps)?;
+/// bundle (`loaded`), and each `--update-from` bundle (loaded with the same `--trust` keys;
+/// its source must have a graph `graph`, and the update must pass
+/// [`check_update`], the check `cmdgraph diff --update-check` makes, so that the two always
+/// give the same answer). The executor checks again when the step comes and alone sees a
+/// node the optimizer transformed (docs/executor.md, "Updates").
+pub fn plan(steps: &Steps, loaded: &Loaded, graph: &str, options: &LoadOptions) -> Result<Vec<Planned>, Failure> {
+    let resolved = resolve(&loaded.module, graph, steps)?;
     let mut out = Vec::new();
-    for (step, actions) in steps.0.iter().zip(resolved) {
+    for (n, (step, actions)) in steps.0.iter().zip(resolved).enumerate() {
         let update = match &step.update_from {
             None => None,
             Some(path) => {
@@ -324,6 +327,20 @@ pub fn plan(steps: &Steps, module: &Module, graph: &str, options: &LoadOptions) 
                     return Err(Failure::Rejected(format!(
                         "error: --update-from `{name}`: it has no graph @{graph} to update @{graph} from (its graphs: {})",
                         if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    )));
+                }
+                let own = loaded.source().map_err(|e| Failure::Rejected(format!("error: the bundle: {e}")))?;
+                let (Some(eg), Some(sg)) = (own.graph_by_name(graph), source.graph_by_name(graph)) else {
+                    return Err(Failure::Rejected(format!("error: the bundle's source has no graph @{graph}")));
+                };
+                let check = check_update(own, eg, source, sg);
+                if check.verdict.is_err() {
+                    let report = check.render((own, eg), (source, sg), None);
+                    let report = report.strip_prefix("error: ").unwrap_or(&report);
+                    return Err(Failure::Rejected(format!(
+                        "error: step {}: --update-from `{name}` (checked before the first run): {}",
+                        n + 1,
+                        report.trim_end()
                     )));
                 }
                 Some((input.name, other))
