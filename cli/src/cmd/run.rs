@@ -53,7 +53,8 @@ pub struct RunArgs {
     /// Bind memory object NAME (usm or buffer) from FILE (.npy or raw bytes); repeatable.
     #[arg(long = "input", value_name = "NAME=FILE", value_parser = parse_binding)]
     pub inputs: Vec<Binding>,
-    /// Write memory object NAME to FILE (.npy or raw bytes) after the runs; repeatable.
+    /// Write memory object NAME to FILE (.npy or raw bytes) after the last step's runs;
+    /// repeatable.
     #[arg(long = "output", value_name = "NAME=FILE", value_parser = parse_binding)]
     pub outputs: Vec<Binding>,
     /// The run steps: `--update-from`, `--set`, `--activate` and `--repeat`, separated by

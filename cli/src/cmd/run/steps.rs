@@ -107,7 +107,7 @@ impl Args for Steps {
                 .value_name("OTHER")
                 .action(ArgAction::Append)
                 .value_parser(clap::value_parser!(PathBuf))
-                .help("Whole-graph update from the same-named graph of bundle OTHER before this step's --set/--activate (refused unless topologically identical)"),
+                .help("Whole-graph update from the same-named graph of bundle OTHER before this step's --set/--activate; checked as `cmdgraph diff --update-check` does before the first run"),
         )
         .arg(
             Arg::new(REPEAT)
