@@ -5,6 +5,9 @@
 //! outputs written atomically); the graph is finalized once and run `--repeat` times; host
 //! tasks run as no-op callbacks (the CLI has no host code). `--profile` prints the last
 //! run's per-node device times (the graph needs `enable_profiling`, spec §22 row 61).
+//! Run steps (`steps.rs`): `--set`, `--activate` and `--update-from` change the executable
+//! graph before a step's `--repeat` runs, `--then` starts the next step; outputs are read
+//! after the last step.
 //! With `--validation` every message of the layer is printed, also when an error ends the run
 //! first (the layer often explains the error).
 
@@ -21,12 +24,19 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod steps;
+pub use steps::Steps;
+
 const EXAMPLES: &str = "\
 Examples:
   cmdgraph run app.bundle --input x=x.npy --output y=y.npy
   cmdgraph run app.bundle --graph main --repeat 100 --profile
   cmdgraph run app.bundle --device llvmpipe --validation --output y=y.bin
   cmdgraph run --trust release.key.pub app.bundle   refuse a bundle not signed by that key
+  cmdgraph run app.bundle --set alpha=0.5 --then --activate act=1 --repeat 2 --output y=y.npy
+                                 set %alpha, run; switch %act, run twice; then write y.npy
+  cmdgraph run app.bundle --then --update-from v2.bundle
+                                 run, update the graph from v2.bundle's, run again
 
 Data files as for `cmdgraph interp`: `.npy` or, with any other extension, raw bytes.";
 
@@ -43,12 +53,14 @@ pub struct RunArgs {
     /// Bind memory object NAME (usm or buffer) from FILE (.npy or raw bytes); repeatable.
     #[arg(long = "input", value_name = "NAME=FILE", value_parser = parse_binding)]
     pub inputs: Vec<Binding>,
-    /// Write memory object NAME to FILE (.npy or raw bytes) after the runs; repeatable.
+    /// Write memory object NAME to FILE (.npy or raw bytes) after the last step's runs;
+    /// repeatable.
     #[arg(long = "output", value_name = "NAME=FILE", value_parser = parse_binding)]
     pub outputs: Vec<Binding>,
-    /// How many times to run the executable graph (memory carries over between runs).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub repeat: u32,
+    /// The run steps: `--update-from`, `--set`, `--activate` and `--repeat`, separated by
+    /// `--then` (see `steps`).
+    #[command(flatten)]
+    pub steps: Steps,
     /// Print the last run's per-node device times (needs `properties(enable_profiling)`).
     #[arg(long)]
     pub profile: bool,
@@ -91,13 +103,14 @@ pub fn run(args: &RunArgs) -> Outcome {
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
     let module = loaded.module.clone();
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
+    let plan = steps::plan(&args.steps, &loaded, &graph, &options)?;
     let inputs = resolve_inputs(&module, &args.inputs, &file)?;
     let outputs = resolve_outputs(&module, &args.outputs, &file)?;
     let mut bound = Vec::new();
     for (b, layout) in &inputs {
         bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
     }
-    let done = on_device(args, loaded, &module, &graph, &bound, &outputs);
+    let done = on_device(args, loaded, &module, &graph, &bound, &outputs, &plan);
     // `on_device` has dropped the executor and with it the Vulkan context, which keeps the
     // layer messages nobody took: on an error path they explain the error (the layer's "ID
     // has not been defined" behind a driver's ERROR_UNKNOWN), so they are printed with it.
@@ -122,6 +135,7 @@ fn on_device(
     graph: &str,
     bound: &[(String, Vec<u8>)],
     outputs: &[(Binding, data::Layout, bool)],
+    plan: &[steps::Planned],
 ) -> Result<(String, Files), Failure> {
     let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
     let timeout = match args.timeout {
@@ -145,9 +159,7 @@ fn on_device(
         ex.set_record_options(options);
     }
     let exec = ex.finalize(graph).map_err(fail)?;
-    for _ in 0..args.repeat {
-        ex.run(exec).map_err(fail)?;
-    }
+    let step_lines = steps::run_steps(&mut ex, exec, graph, plan)?;
     ex.wait(exec).map_err(fail)?;
     if !callbacks.is_empty() {
         let list: Vec<String> = callbacks.iter().map(|c| format!("\"{c}\"")).collect();
@@ -155,7 +167,8 @@ fn on_device(
     }
     let profile = if args.profile { Some(ex.profile(exec).map_err(fail)?) } else { None };
 
-    let mut summary = format!("graph @{graph}: {} run(s) on {}\n", args.repeat, ex.context().device_name());
+    let mut summary = format!("graph @{graph}: {} run(s) on {}\n", args.steps.total_runs(), ex.context().device_name());
+    summary.push_str(&step_lines);
     let mut files = Vec::new();
     for (b, layout, global) in outputs {
         let dev = module.graph_by_name(graph).map_or(0, |h| module.graphs[h].device);

@@ -18,6 +18,15 @@
 //!    `ErrorParametersChanged`. In SYCL one kernel has captures of fixed types, so no
 //!    update can turn an accessor into a pointer; the IR could say it, so it is checked.
 //!
+//! 7. A paired kernel node (not a dynamic one) keeps its launch kind and dimensions, and a
+//!    host task its access list — else `ErrorParametersChanged`; a dynamic node's active
+//!    alternative does not switch between a kernel and a host task — else
+//!    `ErrorNodeTypeChanged`. These are the executor's (`update_graph`) node rules.
+//!
+//! Rules 1, 4, 5, 6 and 7 are also applied to every node pair ([`UpdateCheck::nodes`]), so
+//! that the report says for each node whether and how it can be updated, as CUDA's
+//! per-node result codes do; rule 7 refuses the update when rules 1–6 pass.
+//!
 //! When the update is possible, [`UpdateCheck::changes`] lists what it would change: every
 //! parameter (launch, argument, host-task callback) that differs on paired nodes, with the
 //! values of dynamic parameters written out, as the update copies them.
@@ -102,7 +111,42 @@ pub struct UpdateCheck {
     pub verdict: Result<(), UpdateFailure>,
     /// What the update would change (empty when it is refused).
     pub changes: Vec<ParamChange>,
+    /// One verdict per node pair, by creation index, whatever the overall verdict.
+    pub nodes: Vec<NodeVerdict>,
 }
+
+/// What whole-graph update would do with one pair of nodes (paired by creation index), in
+/// the manner of CUDA's per-node `cudaGraphExecUpdateResult`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeVerdict {
+    /// The creation index.
+    pub index: usize,
+    /// The node's name in the executable graph (`None`: only the source has the index).
+    pub exec_name: Option<String>,
+    /// The node's name in the source (`None`: only the executable graph has the index).
+    pub source_name: Option<String>,
+    /// The node type (`memcpy`; `memcpy -> kernel` when it changed).
+    pub node_type: String,
+    /// `None` (CUDA's `Success`) when the update can take this node.
+    pub result: Option<UpdateResult>,
+    /// `ok`, `parameters changed (updatable): ...`, `topology changed: ...`, `not
+    /// supported: ...`.
+    pub text: String,
+    /// What to do, for a node the update cannot take.
+    pub help: &'static str,
+}
+
+const HELP_TYPE: &str = "whole-graph update takes sources of empty, barrier, kernel and host_task nodes only (000 §8.4.6, A1); update such a graph with a new finalize";
+const HELP_ALLOC: &str =
+    "a graph with async_malloc/async_free cannot be whole-graph updated (000 §8.4.3); finalize again instead";
+const HELP_TOPOLOGY: &str = "the graphs must have the same nodes in the same creation order, each node's edges made in the same order by the same API call (000 §8.4.2)";
+const HELP_NODE_TYPE: &str =
+    "nodes are paired by creation order; add the nodes in the same order with the same command types";
+const HELP_FUNCTION: &str = "whole-graph update changes kernel parameters and ranges, never the kernel; use a dynamic command group to switch kernels";
+const HELP_ARG_KIND: &str = "an update changes argument values, not their kind; pass the same kind of value (or use another kernel and finalize again)";
+const HELP_LAUNCH: &str =
+    "an update changes a launch's sizes, not its kind (range, nd_range) or dimensions; finalize again";
+const HELP_ACCESS: &str = "an update changes a host task's callback, not the memory it declares; finalize again";
 
 /// Checks whether graph `source_graph` of `source` can whole-graph-update the executable
 /// graph built from graph `exec_graph` of `exec`.
@@ -112,12 +156,188 @@ pub fn check_update(
     source: &Module,
     source_graph: Handle<Graph>,
 ) -> UpdateCheck {
-    let verdict = refusal(exec, exec_graph, source, source_graph);
+    let mut verdict = refusal(exec, exec_graph, source, source_graph);
+    let nodes = match (exec.graphs.try_get(exec_graph), source.graphs.try_get(source_graph)) {
+        (Some(e), Some(s)) => node_verdicts(exec, e, source, s),
+        _ => Vec::new(),
+    };
+    // The graph-wide rules pass, but a node the executor refuses (a launch of another kind,
+    // a host task's access list) refuses the whole update: the first such node is to blame.
+    if verdict.is_ok() {
+        if let Some((v, result)) = nodes.iter().find_map(|v| Some((v, v.result?))) {
+            let h = Handle::from_usize(v.index);
+            let why = v.text.split_once(": ").map_or(v.text.clone(), |(_, why)| why.to_string());
+            verdict = Err(fail(result, h, why, v.help));
+        }
+    }
     let changes = match (&verdict, exec.graphs.try_get(exec_graph), source.graphs.try_get(source_graph)) {
         (Ok(()), Some(e), Some(s)) => changes(exec, e, source, s),
         _ => Vec::new(),
     };
-    UpdateCheck { verdict, changes }
+    UpdateCheck { verdict, changes, nodes }
+}
+
+/// Incoming edges of each node, in edge creation order.
+fn incoming(g: &Graph) -> Vec<Vec<Edge>> {
+    let mut out = vec![Vec::new(); g.nodes.len()];
+    for (_, e) in g.edges.iter() {
+        if let Some(list) = out.get_mut(e.to.index()) {
+            list.push(*e);
+        }
+    }
+    out
+}
+
+/// Attribute changes between two commands, as `attr old -> new` joined by `, `.
+fn attr_changes(exec: &Module, e: &Graph, ke: &NodeKind, source: &Module, s: &Graph, ks: &NodeKind) -> Vec<String> {
+    let old = attrs::command_attrs(exec, e, &effective(e, ke), DynArgs::ByValue);
+    let new = attrs::command_attrs(source, s, &effective(s, ks), DynArgs::ByValue);
+    let mut out = Vec::new();
+    for (name, o) in &old {
+        let n = new.iter().find(|(k, _)| k == name).map_or("(none)", |(_, v)| v.as_str());
+        if o != n {
+            out.push(super::change_text(name, o, n));
+        }
+    }
+    out
+}
+
+/// The verdict of every node pair: the node-level rules of [`refusal`] and of the
+/// executor's `update_graph` (launch shape, host-task access), applied to each pair rather
+/// than stopping at the first.
+fn node_verdicts(exec: &Module, e: &Graph, source: &Module, s: &Graph) -> Vec<NodeVerdict> {
+    use UpdateResult::*;
+    let (ie, is) = (incoming(e), incoming(s));
+    let count = e.nodes.len().max(s.nodes.len());
+    let mut out = Vec::with_capacity(count);
+    for index in 0..count {
+        let Some(h) = Handle::<Node>::from_usize(index) else { break };
+        let (ne, ns) = (e.nodes.try_get(h), s.nodes.try_get(h));
+        let verdict = |node_type: String, result: Option<UpdateResult>, text: String, help: &'static str| NodeVerdict {
+            index,
+            exec_name: ne.map(|n| n.name.clone()),
+            source_name: ns.map(|n| n.name.clone()),
+            node_type,
+            result,
+            text,
+            help,
+        };
+        let (ne, ns) = match (ne, ns) {
+            (Some(ne), Some(ns)) => (ne, ns),
+            (Some(_), None) => {
+                let ty = e.node_type(h).name().to_string();
+                out.push(verdict(
+                    ty,
+                    Some(ErrorTopologyChanged),
+                    "topology changed: only in the executable graph".into(),
+                    HELP_TOPOLOGY,
+                ));
+                continue;
+            }
+            (None, Some(_)) => {
+                let ty = s.node_type(h).name().to_string();
+                out.push(verdict(
+                    ty,
+                    Some(ErrorTopologyChanged),
+                    "topology changed: only in the source".into(),
+                    HELP_TOPOLOGY,
+                ));
+                continue;
+            }
+            (None, None) => continue,
+        };
+        let (te, ts) = (e.node_type(h), s.node_type(h));
+        if te != ts {
+            let ty = format!("{} -> {}", te.name(), ts.name());
+            out.push(verdict(ty, Some(ErrorNodeTypeChanged), "node type changed".into(), HELP_NODE_TYPE));
+            continue;
+        }
+        let ty = te.name().to_string();
+        // Incoming edges: the same number, from the same creation indices, by the same call.
+        let edge_text = |g: &Graph, list: &[Edge]| -> String {
+            let names: Vec<String> = list
+                .iter()
+                .map(|x| {
+                    let from = g.nodes.try_get(x.from).map_or("?", |n| n.name.as_str());
+                    format!("#{} %{from} (via {})", x.from.index(), x.kind.keyword())
+                })
+                .collect();
+            if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            }
+        };
+        let (ee, es) = (&ie[index], &is[index]);
+        let same_edges = ee.len() == es.len() && ee.iter().zip(es).all(|(a, b)| a.from == b.from && a.kind == b.kind);
+        if !same_edges {
+            let text = format!("topology changed: incoming edges {} -> {}", edge_text(e, ee), edge_text(s, es));
+            out.push(verdict(ty, Some(ErrorTopologyChanged), text, HELP_TOPOLOGY));
+            continue;
+        }
+        let changed = attr_changes(exec, e, &ne.kind, source, s, &ns.kind);
+        let changed_text =
+            if changed.is_empty() { "its parameters are unchanged".to_string() } else { changed.join(", ") };
+        match te {
+            NodeType::AsyncMalloc | NodeType::AsyncFree => {
+                let text = format!("not supported: a graph-owned allocation ({changed_text})");
+                out.push(verdict(ty, Some(ErrorNotSupported), text, HELP_ALLOC));
+                continue;
+            }
+            NodeType::Empty | NodeType::Barrier | NodeType::Kernel | NodeType::HostTask => {}
+            other => {
+                let text = format!(
+                    "not supported: whole-graph update takes no {} node, although CUDA updates one ({changed_text})",
+                    other.name()
+                );
+                out.push(verdict(ty, Some(ErrorNotSupported), text, HELP_TYPE));
+                continue;
+            }
+        }
+        let (ke, ks) = (effective(e, &ne.kind), effective(s, &ns.kind));
+        let refused = match (&ke, &ks) {
+            (NodeKind::Kernel(ce), NodeKind::Kernel(cs)) => {
+                let name =
+                    |m: &Module, c: &KernelCommand| m.kernels.try_get(c.kernel).map_or("?".into(), |k| k.name.clone());
+                let (ka, kb) = (name(exec, ce), name(source, cs));
+                let kinds = ce.args.iter().zip(&cs.args).enumerate().find_map(|(i, (ae, as_))| {
+                    let (x, y) = (arg_kind(e, ae), arg_kind(s, as_));
+                    (x != y).then(|| format!("argument {i} is {x} in the executable graph and {y} in the source"))
+                });
+                // A dynamic node's alternatives may launch differently; a kernel node's may not.
+                let plain = matches!((&ne.kind, &ns.kind), (NodeKind::Kernel(_), NodeKind::Kernel(_)));
+                if ka != kb {
+                    Some((ErrorFunctionChanged, format!("function changed: @{ka} -> @{kb}"), HELP_FUNCTION))
+                } else if let Some(why) = kinds {
+                    Some((ErrorParametersChanged, format!("parameters changed (not updatable): {why}"), HELP_ARG_KIND))
+                } else if plain
+                    && !(std::mem::discriminant(&ce.launch) == std::mem::discriminant(&cs.launch)
+                        && ce.launch.dims() == cs.launch.dims())
+                {
+                    let why = "the launch changes kind or dimensions; only its sizes are updatable";
+                    Some((ErrorParametersChanged, format!("parameters changed (not updatable): {why}"), HELP_LAUNCH))
+                } else {
+                    None
+                }
+            }
+            (NodeKind::HostTask(te), NodeKind::HostTask(ts)) if te.access != ts.access => {
+                let why = "the access list changes; only a host task's callback is updatable";
+                Some((ErrorParametersChanged, format!("parameters changed (not updatable): {why}"), HELP_ACCESS))
+            }
+            (NodeKind::Kernel(_), NodeKind::HostTask(_)) | (NodeKind::HostTask(_), NodeKind::Kernel(_)) => Some((
+                ErrorNodeTypeChanged,
+                "node type changed: the active alternative switches between a kernel and a host task".into(),
+                "use set_active on the executable graph to switch a dynamic command group's alternative",
+            )),
+            _ => None,
+        };
+        match refused {
+            Some((result, text, help)) => out.push(verdict(ty, Some(result), text, help)),
+            None if changed.is_empty() => out.push(verdict(ty, None, "ok".into(), "")),
+            None => out.push(verdict(ty, None, format!("parameters changed (updatable): {changed_text}"), "")),
+        }
+    }
+    out
 }
 
 fn fail(result: UpdateResult, node: Option<Handle<Node>>, why: String, help: &str) -> UpdateFailure {
@@ -382,6 +602,35 @@ impl UpdateCheck {
                 out.push_str(&format!("  why: {}\n  help: {}\n", f.why, f.help));
             }
         }
+        out.push_str(&self.render_nodes());
+        out
+    }
+
+    /// The per-node section: one line per creation index with the node type, the verdict
+    /// and CUDA's result code, then the counts.
+    pub fn render_nodes(&self) -> String {
+        let mut out = String::from("per node (paired by creation order):\n");
+        let (mut ok, mut updatable, mut refused) = (0, 0, 0);
+        for v in &self.nodes {
+            let name = match (&v.exec_name, &v.source_name) {
+                (Some(a), Some(b)) if a == b => format!("%{a}"),
+                (Some(a), Some(b)) => format!("%{a} / %{b}"),
+                (Some(a), None) | (None, Some(a)) => format!("%{a}"),
+                (None, None) => "?".into(),
+            };
+            let code = v.result.map_or("Success", UpdateResult::name);
+            out.push_str(&format!("  #{} {name} {}: {} [{code}]\n", v.index, v.node_type, v.text));
+            match v.result {
+                Some(_) => refused += 1,
+                None if v.text == "ok" => ok += 1,
+                None => updatable += 1,
+            }
+        }
+        out.push_str(&format!(
+            "summary: {} node(s): {ok} unchanged, {updatable} updatable with changed parameters, {refused} not updatable; {}\n",
+            self.nodes.len(),
+            if self.verdict.is_ok() { "the update is possible" } else { "the update is refused" }
+        ));
         out
     }
 }
