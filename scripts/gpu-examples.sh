@@ -83,7 +83,7 @@ device() {
     done < "$dir/objects"
     local rc=0 runs
     runs="$(cat "$dir/runs" 2>/dev/null || echo 1)"
-    timeout "${RUN_TIMEOUT:-60}" .bin/cmdgraph run "$dir/bundle.cgb" --graph "$graph" --repeat "$runs" "${args[@]}" > "$dir/run.log" 2>&1 || rc=$?
+    timeout "${RUN_TIMEOUT:-60}" .bin/cmdgraph run "$dir/bundle.cgb" --graph "$graph" --runs "$runs" "${args[@]}" > "$dir/run.log" 2>&1 || rc=$?
     if [ "$rc" -ne 0 ]; then
       table+="$name: run FAILED (exit $rc; 124 = still running after ${RUN_TIMEOUT:-60} s): $(tail -n 3 "$dir/run.log" | tr '\n' ' ')"$'\n'
       status=1

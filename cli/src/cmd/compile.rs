@@ -280,3 +280,28 @@ fn spirv_clause(mut d: cmdgraph_ir::diag::Diagnostic, source: &str) -> cmdgraph_
     d.span = cmdgraph_ir::Span::new(start + at, end);
     d
 }
+
+/// The bytes of the bundle `cmdgraph compile FILE` would write for `module` (the default
+/// pipeline and options; external kernels read beside `path`): what `run` uses when it is
+/// given IR text.
+pub(crate) fn bundle_bytes(path: &Path, input: &io::Input, module: &cmdgraph_ir::Module) -> Result<Vec<u8>, Failure> {
+    let base = match path.parent() {
+        Some(dir) if !io::is_stdio(path) => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let external = external::load(module, &base).map_err(|d| {
+        let narrowed: Vec<_> = d.into_iter().map(|d| spirv_clause(d, &input.text)).collect();
+        super::reject(input, &narrowed)
+    })?;
+    let compiler = WithExternal { inner: &Llvm, external: &external };
+    let passes: Vec<&'static PassInfo> = DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect();
+    let pipeline = cmdgraph_codegen::bundle::PipelineOptions::default();
+    let (bundle, _) =
+        compile_module_configured(module, &passes, &pipeline, &Options::default(), &compiler, &mut |_| {}).map_err(
+            |e| match e {
+                CompileError::Invalid(d) => super::reject(input, &d),
+                e => located(input, e.diagnostic(), e.is_internal(), &e),
+            },
+        )?;
+    bundle.to_bytes().map_err(|e| Failure::Rejected(format!("error: {e}\n")))
+}

@@ -2,11 +2,11 @@
 //!
 //! The bundle is loaded and checked by the executor (version, hash, IR, layouts, SPIR-V);
 //! inputs and outputs follow `cmdgraph interp` (raw or `.npy` files, by memory object name,
-//! outputs written atomically); the graph is finalized once and run `--repeat` times; host
+//! outputs written atomically); the graph is finalized once and run `--runs` times; host
 //! tasks run as no-op callbacks (the CLI has no host code). `--profile` prints the last
 //! run's per-node device times (the graph needs `enable_profiling`, spec §22 row 61).
 //! Run steps (`steps.rs`): `--set`, `--activate` and `--update-from` change the executable
-//! graph before a step's `--repeat` runs, `--then` starts the next step; outputs are read
+//! graph before a step's `--runs` runs, `--then` starts the next step; outputs are read
 //! after the last step.
 //! With `--validation` every message of the layer is printed, also when an error ends the run
 //! first (the layer often explains the error).
@@ -30,10 +30,10 @@ pub use steps::Steps;
 const EXAMPLES: &str = "\
 Examples:
   cmdgraph run app.bundle --input x=x.npy --output y=y.npy
-  cmdgraph run app.bundle --graph main --repeat 100 --profile
+  cmdgraph run app.bundle --graph main --runs 100 --profile
   cmdgraph run app.bundle --device llvmpipe --validation --output y=y.bin
   cmdgraph run --trust release.key.pub app.bundle   refuse a bundle not signed by that key
-  cmdgraph run app.bundle --set alpha=0.5 --then --activate act=1 --repeat 2 --output y=y.npy
+  cmdgraph run app.bundle --set alpha=0.5 --then --activate act=1 --runs 2 --output y=y.npy
                                  set %alpha, run; switch %act, run twice; then write y.npy
   cmdgraph run app.bundle --then --update-from v2.bundle
                                  run, update the graph from v2.bundle's, run again
@@ -44,9 +44,14 @@ Data files as for `cmdgraph interp`: `.npy` or, with any other extension, raw by
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct RunArgs {
-    /// The bundle (`cmdgraph compile -o`); `-` reads stdin.
-    #[arg(value_name = "BUNDLE")]
-    pub bundle: PathBuf,
+    /// The bundle (`cmdgraph compile -o`); `-` reads stdin. IR text (`.cgir`) is compiled
+    /// first, as `cmdgraph compile` would, with a note.
+    #[arg(value_name = "BUNDLE", required_unless_present = "list_devices")]
+    pub bundle: Option<PathBuf>,
+    /// List the Vulkan devices `--device` can pick (index, name, kind; the default marked)
+    /// and exit.
+    #[arg(long, exclusive = true)]
+    pub list_devices: bool,
     /// The graph to run (`main` or `@main`); needed when the bundle has several.
     #[arg(long, value_name = "NAME")]
     pub graph: Option<String>,
@@ -57,7 +62,7 @@ pub struct RunArgs {
     /// repeatable.
     #[arg(long = "output", value_name = "NAME=FILE", value_parser = parse_binding)]
     pub outputs: Vec<Binding>,
-    /// The run steps: `--update-from`, `--set`, `--activate` and `--repeat`, separated by
+    /// The run steps: `--update-from`, `--set`, `--activate` and `--runs`, separated by
     /// `--then` (see `steps`).
     #[command(flatten)]
     pub steps: Steps,
@@ -91,8 +96,16 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 /// Runs `cmdgraph run`.
 pub fn run(args: &RunArgs) -> Outcome {
-    let input = io::read_input_bytes(&args.bundle)?;
+    let Some(path) = args.bundle.as_deref() else { return list_devices() };
+    let mut input = io::read_input_bytes(path)?;
     let file = input.name.clone();
+    if !input.bytes.starts_with(&cmdgraph_ir::bundle::MAGIC) {
+        // Not a bundle: IR text given where a bundle goes is compiled (unless it must be
+        // signed, which a bundle made here cannot be); anything else is the loader's error.
+        if let Some(bytes) = compile_ir(path, &input, !args.trust.is_empty())? {
+            input.bytes = bytes;
+        }
+    }
     let reject = |e: ExecError| Failure::Rejected(format!("error: `{file}`: {e}"));
     let trusted_keys = if args.trust.is_empty() {
         None
@@ -275,4 +288,53 @@ mod tests {
         };
         assert_eq!(text, "error: x");
     }
+}
+
+/// `run --list-devices`: the Vulkan devices, as `--device` numbers them.
+fn list_devices() -> Outcome {
+    let devices = cmdgraph_executor::vulkan_devices().map_err(|e| Failure::Rejected(format!("error: {e}\n")))?;
+    if devices.is_empty() {
+        return Err(Failure::Rejected("error: no Vulkan 1.3 device with a compute queue\n".into()));
+    }
+    // The default is what `DeviceChoice::Default` picks: the best kind, then the first.
+    let default = devices.iter().min_by_key(|d| (d.kind, d.index)).map(|d| d.index);
+    let mut out = String::new();
+    for d in &devices {
+        let mark = if Some(d.index) == default { "  (default)" } else { "" };
+        out.push_str(&format!("{}: {} ({:?}){mark}\n", d.index, d.name, d.kind));
+    }
+    io::write_output(None, &out)
+}
+
+/// IR text given to `run`: compiled as `cmdgraph compile` would (default pipeline, -O2),
+/// with a note on stderr, so a `.cgir` runs without a separate step; `None` when the input
+/// is not IR text at all (the loader then says what is wrong with it as a bundle).
+fn compile_ir(
+    path: &std::path::Path,
+    input: &io::InputBytes,
+    must_be_signed: bool,
+) -> Result<Option<Vec<u8>>, Failure> {
+    let Ok(text) = std::str::from_utf8(&input.bytes) else { return Ok(None) };
+    let looks_like_ir = path.extension().is_some_and(|e| e == "cgir")
+        || text.lines().any(|l| ["graph @", "kernel @", "usm @"].iter().any(|k| l.trim_start().starts_with(k)));
+    if !looks_like_ir {
+        return Ok(None);
+    }
+    if must_be_signed {
+        return Err(Failure::Rejected(format!(
+            "error: `{}` is IR text, not a bundle; --trust needs a signed bundle: \
+             `cmdgraph compile --sign KEY {} -o app.cgb`, then run app.cgb\n",
+            input.name, input.name
+        )));
+    }
+    let ir = io::Input { name: input.name.clone(), text: text.to_string() };
+    let module = super::parse(&ir)?;
+    super::print_warnings(&super::verify(&ir, &module)?);
+    let bytes = super::compile::bundle_bytes(path, &ir, &module)?;
+    eprintln!(
+        "note: `{}` is IR text; compiled it with the default pipeline at -O2 (`cmdgraph compile {} -o app.cgb` \
+         keeps the bundle for later runs)",
+        input.name, input.name
+    );
+    Ok(Some(bytes))
 }

@@ -23,7 +23,7 @@ done
 # `fma` may round once or twice on a conforming device (docs/ir.md, "Float precision"):
 # the interpreter's twice-rounded outputs are accepted too (identical without `fma`).
 "$cmdgraph" interp "$file" "${graph[@]}" --runs "$runs" --fma twice "${ref2[@]}" >/dev/null
-"$cmdgraph" run "$tmp/b.cgb" "${graph[@]}" --validation --repeat "$runs" "${vk[@]}"
+"$cmdgraph" run "$tmp/b.cgb" "${graph[@]}" --validation --runs "$runs" "${vk[@]}"
 status=0
 for name in "$@"; do
   n=${name#@}

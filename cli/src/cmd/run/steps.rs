@@ -1,5 +1,5 @@
 //! The run steps of `cmdgraph run`: `--update-from`, `--set` and `--activate` change the
-//! executable graph between runs, `--repeat` runs it, and `--then` starts the next step.
+//! executable graph between runs, `--runs` runs it, and `--then` starts the next step.
 //!
 //! clap's derive cannot group options by position, so [`Steps`] implements `Args` and
 //! `FromArgMatches` by hand and orders the occurrences by their command-line indices. The
@@ -34,7 +34,7 @@ pub struct Step {
     pub update_from: Option<PathBuf>,
     /// `--set` and `--activate`, in command-line order.
     pub actions: Vec<Action>,
-    /// How many times the step runs the graph (`--repeat`, default 1).
+    /// How many times the step runs the graph (`--runs`, default 1).
     pub repeat: u32,
 }
 
@@ -111,7 +111,9 @@ impl Args for Steps {
         )
         .arg(
             Arg::new(REPEAT)
-                .long("repeat")
+                .long("runs")
+                // The spelling before `interp --runs` and `run` agreed on one (issue 20).
+                .alias("repeat")
                 .value_name("N")
                 .action(ArgAction::Append)
                 .value_parser(clap::value_parser!(u32).range(1..))
@@ -123,7 +125,7 @@ impl Args for Steps {
                 .num_args(0)
                 .default_missing_value("")
                 .action(ArgAction::Append)
-                .help("End this step and start the next: the options after it (--set, --activate, --update-from, --repeat) belong to the next step"),
+                .help("End this step and start the next: the options after it (--set, --activate, --update-from, --runs) belong to the next step"),
         )
     }
 
@@ -177,7 +179,7 @@ impl FromArgMatches for Steps {
                 }
                 Item::Repeat(r) => {
                     if repeat_seen {
-                        return Err(usage(format!("step {n} has two --repeat; separate steps with --then")));
+                        return Err(usage(format!("step {n} has two --runs; separate steps with --then")));
                     }
                     repeat_seen = true;
                     step.repeat = r;
@@ -548,7 +550,7 @@ mod tests {
     #[test]
     fn then_separates_steps_in_command_line_order() {
         let s =
-            steps(&["--repeat", "3", "--set", "a=1", "--then", "--activate", "d=1", "--set", "a=2", "--then"]).unwrap();
+            steps(&["--runs", "3", "--set", "a=1", "--then", "--activate", "d=1", "--set", "a=2", "--then"]).unwrap();
         assert_eq!(s.0.len(), 3);
         assert_eq!(s.0[0].repeat, 3);
         assert_eq!(s.0[0].actions, vec![Action::Set { name: "a".into(), value: "1".into() }]);
@@ -563,8 +565,8 @@ mod tests {
 
     #[test]
     fn two_repeats_in_one_step_are_a_usage_error() {
-        assert!(steps(&["--repeat", "2", "--repeat", "3"]).is_err());
-        assert!(steps(&["--repeat", "2", "--then", "--repeat", "3"]).is_ok());
+        assert!(steps(&["--runs", "2", "--runs", "3"]).is_err());
+        assert!(steps(&["--runs", "2", "--then", "--runs", "3"]).is_ok());
         assert!(steps(&["--set", "novalue"]).is_err());
     }
 
