@@ -13,13 +13,14 @@
 //! quoted and escaped, so any name the API accepts yields DOT that `dot -Tsvg` accepts.
 
 pub(crate) mod label;
+mod legend;
 #[cfg(test)]
 mod tests;
 
 use crate::graph::{Alternative, EdgeKind, Graph, KernelCommand, Node, NodeKind, NodeType};
 use crate::module::{Module, UsmKind};
 use crate::Handle;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What [`to_dot`] draws.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -28,6 +29,13 @@ pub struct DotOptions {
     pub verbose: bool,
     /// Draw only the graph of this name (with or without the `@`); `None` draws them all.
     pub graph: Option<String>,
+    /// Add a legend: what each node shape and edge style used in the picture means.
+    pub legend: bool,
+    /// Problems to show on nodes, by (graph name, node name): such a node is drawn red
+    /// with each problem as a line of its label (`cmdgraph dot --no-verify`).
+    pub marks: BTreeMap<(String, String), Vec<String>>,
+    /// Problems at no node, shown in a red note at the top.
+    pub notes: Vec<String>,
 }
 
 /// Renders `module` as a DOT `digraph`.
@@ -36,7 +44,7 @@ pub struct DotOptions {
 /// (still valid DOT); callers that want an error check [`Module::graph_by_name`] first.
 pub fn to_dot(module: &Module, opts: &DotOptions) -> String {
     let mut writer = Writer::new(module, opts);
-    writer.module();
+    writer.module(opts);
     writer.out
 }
 
@@ -51,6 +59,8 @@ struct Writer<'m> {
     prefixes: Vec<String>,
     /// Node IDs of each graph, by graph and node index.
     node_ids: Vec<Vec<String>>,
+    /// Node styles and edge provenances drawn, for the legend.
+    used: legend::Used,
     out: String,
 }
 
@@ -70,25 +80,37 @@ impl<'m> Writer<'m> {
             node_ids.push(ids.collect());
             prefixes.push(prefix);
         }
-        Writer { module, verbose: opts.verbose, selected, prefixes, node_ids, out: String::new() }
+        Writer {
+            module,
+            verbose: opts.verbose,
+            selected,
+            prefixes,
+            node_ids,
+            used: Default::default(),
+            out: String::new(),
+        }
     }
 
-    fn module(&mut self) {
+    fn module(&mut self, opts: &DotOptions) {
         let drawn = self.selected.iter().filter(|s| **s).count();
         self.out.push_str(&format!("// cmdgraph dot: {drawn} graph(s)\n"));
         self.out.push_str("digraph \"cmdgraph\" {\n");
         self.out.push_str("  compound=true;\n  fontname=\"monospace\";\n");
         self.out.push_str("  node [fontname=\"monospace\", shape=box];\n  edge [fontname=\"monospace\"];\n");
+        legend::notes(&mut self.out, &opts.notes);
         let module = self.module;
         for (h, graph) in module.graphs.iter() {
             if self.selected.get(h.index()).copied().unwrap_or(false) {
-                self.cluster(h.index(), graph);
+                self.cluster(h.index(), graph, &opts.marks);
             }
         }
         for (h, graph) in module.graphs.iter() {
             if self.selected.get(h.index()).copied().unwrap_or(false) {
                 self.subgraph_links(h.index(), graph);
             }
+        }
+        if opts.legend {
+            legend::write(&mut self.out, &self.used);
         }
         self.out.push_str("}\n");
     }
@@ -104,7 +126,7 @@ impl<'m> Writer<'m> {
         self.node_ids.get(g)?.get(node.index()).map(String::as_str)
     }
 
-    fn cluster(&mut self, g: usize, graph: &Graph) {
+    fn cluster(&mut self, g: usize, graph: &Graph, marks: &BTreeMap<(String, String), Vec<String>>) {
         self.out.push_str(&format!("\n  subgraph \"cluster_{}\" {{\n", self.prefixes[g]));
         let label = label_attr(&self.cluster_lines(graph), self.verbose);
         self.out.push_str(&format!("    label={label};\n"));
@@ -113,14 +135,26 @@ impl<'m> Writer<'m> {
             self.out.push_str(&format!("    \"{anchor}\" [label=\"(empty graph)\", shape=plaintext];\n"));
         }
         for (h, node) in graph.nodes.iter() {
+            if self.node_id(g, h).is_none() {
+                continue;
+            }
+            self.used.node(graph.node_type(h), &node.kind);
             let Some(id) = self.node_id(g, h) else { continue };
-            let lines = self.node_lines(graph, h, node);
-            let mut attrs = vec![format!("label={}", label_attr(&lines, self.verbose))];
-            attrs.extend(node_style(graph.node_type(h), &node.kind).iter().map(|s| s.to_string()));
+            let mut lines = self.node_lines(graph, h, node);
+            let mut attrs: Vec<String> =
+                node_style(graph.node_type(h), &node.kind).iter().map(|s| s.to_string()).collect();
+            if let Some(problems) = marks.get(&(graph.name.clone(), node.name.clone())) {
+                legend::mark(&mut lines, &mut attrs, problems);
+            }
+            attrs.insert(0, format!("label={}", label_attr(&lines, self.verbose)));
             let line = format!("    \"{id}\" [{}];\n", attrs.join(", "));
             self.out.push_str(&line);
         }
         for (_, edge) in graph.edges.iter() {
+            if self.node_id(g, edge.from).is_none() || self.node_id(g, edge.to).is_none() {
+                continue;
+            }
+            self.used.edge(edge.kind);
             let (Some(from), Some(to)) = (self.node_id(g, edge.from), self.node_id(g, edge.to)) else { continue };
             let mut attrs: Vec<String> = edge_style(edge.kind).iter().map(|s| s.to_string()).collect();
             if self.verbose {

@@ -42,7 +42,7 @@ fn assert_graphviz_accepts(text: &str) {
 
 fn both_modes(module: &Module) -> (String, String) {
     let plain = to_dot(module, &DotOptions::default());
-    let verbose = to_dot(module, &DotOptions { verbose: true, graph: None });
+    let verbose = to_dot(module, &DotOptions { verbose: true, graph: None, ..Default::default() });
     assert_graphviz_accepts(&plain);
     assert_graphviz_accepts(&verbose);
     (plain, verbose)
@@ -246,17 +246,17 @@ fn verbose_mode_shows_the_operands_of_every_command() {
 fn selecting_a_graph_draws_only_that_graph() {
     let m = every_feature();
     for name in ["inner", "@inner"] {
-        let text = to_dot(&m, &DotOptions { verbose: false, graph: Some(name.into()) });
+        let text = to_dot(&m, &DotOptions { verbose: false, graph: Some(name.into()), ..Default::default() });
         assert_graphviz_accepts(&text);
         assert!(text.contains("cluster_inner"), "{text}");
         assert!(!text.contains("cluster_main"), "{text}");
     }
     // The parent alone keeps its subgraph node but has no link to an undrawn cluster.
-    let text = to_dot(&m, &DotOptions { verbose: false, graph: Some("main".into()) });
+    let text = to_dot(&m, &DotOptions { verbose: false, graph: Some("main".into()), ..Default::default() });
     assert_graphviz_accepts(&text);
     assert!(text.contains("\"main/%sg\""), "{text}");
     assert!(!text.contains("lhead"), "{text}");
-    let none = to_dot(&m, &DotOptions { verbose: false, graph: Some("nope".into()) });
+    let none = to_dot(&m, &DotOptions { verbose: false, graph: Some("nope".into()), ..Default::default() });
     assert_graphviz_accepts(&none);
     assert!(!none.contains("subgraph"), "{none}");
 }
@@ -264,7 +264,7 @@ fn selecting_a_graph_draws_only_that_graph() {
 #[test]
 fn output_is_deterministic() {
     let m = every_feature();
-    let opts = DotOptions { verbose: true, graph: None };
+    let opts = DotOptions { verbose: true, graph: None, ..Default::default() };
     assert_eq!(to_dot(&m, &opts), to_dot(&m.clone(), &opts));
 }
 

@@ -385,7 +385,10 @@ impl ModifiableGraph {
             format!("print_graph: `{path}` is not a `<filename>.dot` path; only DOT output is supported")
         })?;
         let (module, _) = self.to_module();
-        let dot = cmdgraph_ir::dot::to_dot(&module, &cmdgraph_ir::dot::DotOptions { verbose, graph: None });
+        let dot = cmdgraph_ir::dot::to_dot(
+            &module,
+            &cmdgraph_ir::dot::DotOptions { verbose, graph: None, ..Default::default() },
+        );
         std::fs::write(p, dot).map_err(|e| SyclError::invalid(23, format!("print_graph: writing `{path}` failed: {e}")))
     }
 
