@@ -12,6 +12,7 @@
 
 pub mod analysis;
 pub mod bypass;
+pub mod dead_kernels;
 pub mod dead_nodes;
 pub mod eliminate_barriers;
 pub mod eliminate_empty;
@@ -54,6 +55,7 @@ pub static REGISTRY: &[PassInfo] = &[
     transitive_reduction::INFO,
     dead_nodes::INFO,
     fuse::INFO,
+    dead_kernels::INFO,
     tile_contractions::INFO,
     memory::INFO,
 ];
@@ -67,6 +69,7 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "fuse-kernels",
     "tile-contractions",
     "transitive-reduction",
+    "dead-kernel-elimination",
     "plan-memory",
 ];
 

@@ -208,7 +208,7 @@ fn emit(
         CompileError::Invalid(d) => super::reject(input, &d),
         e => located(input, e.diagnostic(), e.is_internal(), &e),
     })?;
-    match compile_emit::emit(&optimized, args.kernel.as_deref(), args.opt_level, what).map_err(|e| match e {
+    match compile_emit::emit(&optimized, module, args.kernel.as_deref(), args.opt_level, what).map_err(|e| match e {
         compile_emit::EmitError::Usage(text) => Failure::Rejected(text + "\n"),
         compile_emit::EmitError::Codegen(e) => located(input, e.diagnostic(), e.is_internal(), &e),
     })? {

@@ -62,7 +62,16 @@ pub fn optimize(
 }
 
 /// Code generation output for the variants of `kernel` (every kernel when `None`).
-pub fn emit(module: &Module, kernel: Option<&str>, opt_level: u8, what: EmitKind) -> Result<Emitted, EmitError> {
+///
+/// `source` is the module before the pipeline: a name it defines but the optimized module
+/// does not launch (fused, or dropped as unused) is said to be so.
+pub fn emit(
+    module: &Module,
+    source: &Module,
+    kernel: Option<&str>,
+    opt_level: u8,
+    what: EmitKind,
+) -> Result<Emitted, EmitError> {
     let options = Options { opt_level };
     let all = module_variants(module).map_err(EmitError::Codegen)?;
     let name_of = |k| module.kernels.try_get(k).map_or("?", |x: &cmdgraph_ir::kernel::Kernel| x.name.as_str());
@@ -71,7 +80,7 @@ pub fn emit(module: &Module, kernel: Option<&str>, opt_level: u8, what: EmitKind
         if !all.iter().any(|(k, _)| name_of(*k) == name) {
             let mut launched: Vec<&str> = all.iter().map(|(k, _)| name_of(*k)).collect();
             launched.dedup();
-            return Err(EmitError::Usage(unknown_kernel(module, name, &launched)));
+            return Err(EmitError::Usage(unknown_kernel(source, name, &launched)));
         }
     }
     let wanted = kernel.map(|n| n.strip_prefix('@').unwrap_or(n));
@@ -100,8 +109,8 @@ pub fn emit(module: &Module, kernel: Option<&str>, opt_level: u8, what: EmitKind
 /// The `--kernel` error: the optimized module launches no kernel of that name. Says why
 /// when the source's kernel is no longer launched (a pass fused it away), suggests the
 /// closest launched name and lists them all.
-fn unknown_kernel(module: &Module, name: &str, launched: &[&str]) -> String {
-    let mut text = if module.kernel_by_name(name).is_some() {
+fn unknown_kernel(source: &Module, name: &str, launched: &[&str]) -> String {
+    let mut text = if source.kernel_by_name(name).is_some() {
         format!("error: no kernel node launches @{name} after the pass pipeline")
     } else {
         format!("error: no kernel @{name} in the module")
