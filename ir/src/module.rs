@@ -16,6 +16,15 @@ pub struct Comments {
     pub leading: Vec<String>,
     /// A comment at the end of the entity's last line.
     pub trailing: Option<String>,
+    /// Items only: a blank line the user wrote before the item (before its leading
+    /// comments) where the printer would not put one by itself, e.g. between two memory
+    /// declarations. `cmdgraph fmt` keeps it.
+    #[serde(default)]
+    pub blank_before: bool,
+    /// Items only: a blank line between the leading comments and the item, as after a
+    /// file's header comment. `cmdgraph fmt` keeps it.
+    #[serde(default)]
+    pub blank_after_leading: bool,
 }
 
 impl Comments {

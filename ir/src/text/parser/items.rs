@@ -23,7 +23,22 @@ impl<'s> Parser<'s> {
                 self.module.trailing_comments = self.closing_comments()?;
                 return Ok(());
             }
-            let comments = self.leading_comments();
+            // Blank lines the user wrote around the item's leading comments (kept by `fmt`).
+            let src = self.lex.source();
+            let first = self.lex.comments.front().map_or(t.span.start, |c| c.span.start);
+            let last_end = self.lex.comments.back().map(|c| c.span.end);
+            let blank = |from: u32, to: u32| {
+                src.get(from as usize..to as usize).is_some_and(|gap| gap.matches('\n').count() >= 2)
+            };
+            // The printer puts a blank line between items except inside a run of memory
+            // declarations: only a blank line it would not print is recorded.
+            let memory_run = matches!(self.module.items.last(), Some(Item::Memory(_)))
+                && matches!(t.kw, Kw::Usm | Kw::Buffer | Kw::DeviceGlobal);
+            let blank_before = memory_run && blank(self.prev_end, first);
+            let blank_after_leading = last_end.is_some_and(|end| blank(end, t.span.start));
+            let mut comments = self.leading_comments();
+            comments.blank_before = blank_before;
+            comments.blank_after_leading = blank_after_leading && !comments.leading.is_empty();
             self.hint = "a module is a sequence of items: `kernel`, `usm`, `buffer`, `device_global`, `graph`";
             match t.kind {
                 TokenKind::Ident => match t.kw {

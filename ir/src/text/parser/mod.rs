@@ -323,7 +323,7 @@ impl<'s> Parser<'s> {
             return Comments::default();
         }
         let leading = self.lex.comments.drain(..).map(|c| c.text.to_string()).collect();
-        Comments { leading, trailing: None }
+        Comments { leading, ..Comments::default() }
     }
 
     /// Finishes the comments of an entity whose last token was just consumed: comments

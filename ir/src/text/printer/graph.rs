@@ -52,7 +52,7 @@ impl<'g> InlineEdges<'g> {
 
 impl Printer<'_> {
     pub(super) fn graph(&mut self, g: &Graph) {
-        self.comment_lines(0, &g.comments.leading);
+        self.item_comment_lines(&g.comments);
         self.out.push_str("graph ");
         self.global(&g.name);
         if g.device != 0 {

@@ -10,7 +10,7 @@ const MAX_PRINT_DEPTH: usize = 4 * crate::text::MAX_NESTING;
 
 impl Printer<'_> {
     pub(super) fn kernel(&mut self, k: &Kernel) {
-        self.comment_lines(0, &k.comments.leading);
+        self.item_comment_lines(&k.comments);
         self.out.push_str("kernel ");
         self.global(&k.name);
         self.out.push('(');

@@ -21,7 +21,9 @@ pub(super) fn print_module(module: &Module) -> String {
     let mut previous: Option<Item> = None;
     for item in &module.items {
         // A blank line between items, except inside a run of memory declarations.
+        let kept = item_comments(module, *item).is_some_and(|c| c.blank_before);
         match (previous, item) {
+            (Some(Item::Memory(_)), Item::Memory(_)) if kept => p.out.push('\n'),
             (None, _) | (Some(Item::Memory(_)), Item::Memory(_)) => {}
             _ => p.out.push('\n'),
         }
@@ -51,6 +53,15 @@ pub(super) fn print_module(module: &Module) -> String {
     p.out
 }
 
+/// The comments of item `item`, if it exists.
+fn item_comments(module: &Module, item: Item) -> Option<&Comments> {
+    match item {
+        Item::Kernel(h) => module.kernels.try_get(h).map(|k| &k.comments),
+        Item::Memory(h) => module.memories.try_get(h).map(|m| &m.comments),
+        Item::Graph(h) => module.graphs.try_get(h).map(|g| &g.comments),
+    }
+}
+
 /// The output and the module names are looked up in.
 pub(super) struct Printer<'m> {
     out: String,
@@ -66,6 +77,14 @@ impl Printer<'_> {
     fn indent(&mut self, level: usize) {
         for _ in 0..level {
             self.out.push_str("  ");
+        }
+    }
+
+    /// An item's leading comments, and the blank line the user wrote after them.
+    fn item_comment_lines(&mut self, comments: &Comments) {
+        self.comment_lines(0, &comments.leading);
+        if comments.blank_after_leading && !comments.leading.is_empty() {
+            self.out.push('\n');
         }
     }
 
@@ -209,7 +228,7 @@ impl Printer<'_> {
     }
 
     fn memory(&mut self, m: &MemoryObject) {
-        self.comment_lines(0, &m.comments.leading);
+        self.item_comment_lines(&m.comments);
         self.out.push_str(match m.kind {
             MemoryKind::Usm(_) => "usm ",
             MemoryKind::Buffer => "buffer ",
