@@ -41,10 +41,16 @@ pub struct InspectArgs {
     /// present must still verify).
     #[arg(long = "trust", value_name = "PUBKEYFILE")]
     pub trust: Vec<PathBuf>,
+    /// Show progress on stderr: `auto` (a terminal, once the work passes a second),
+    /// `always` (one line per phase) or `never`.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub progress: crate::progress::When,
 }
 
 /// Runs `cmdgraph inspect`.
 pub fn run(args: &InspectArgs) -> Outcome {
+    let mut shown = crate::progress::Progress::new(args.progress);
+    shown.update("reading the bundle", None);
     let input = io::read_input_bytes(&args.input)?;
     let name = &input.name;
     // Keys are read as `run` reads them (same messages for a missing, seed or junk file).
@@ -64,10 +70,15 @@ pub fn run(args: &InspectArgs) -> Outcome {
         Err(read) => Failure::Rejected(format!("error: `{name}`: {read}")),
         Ok(_) => Failure::Rejected(format!("error: `{name}`: {e}")),
     };
+    shown.update("checking the bundle (format, IR, layouts, SPIR-V, plans)", None);
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
+    shown.update("parsing the source module", None);
     let source = loaded.source().map_err(|e| Failure::Rejected(format!("error: `{name}`: {e}")))?;
     let signature = loaded.signature.as_ref();
-    io::write_output(None, &summary(name, &loaded.bundle, signature, source, &loaded.module, args))
+    shown.update("summarizing", None);
+    let text = summary(name, &loaded.bundle, signature, source, &loaded.module, args);
+    shown.finish();
+    io::write_output(None, &text)
 }
 
 fn summary(

@@ -87,6 +87,10 @@ pub struct RunArgs {
     /// (one that is present must still verify).
     #[arg(long = "trust", value_name = "PUBKEYFILE")]
     pub trust: Vec<PathBuf>,
+    /// Show progress on stderr: `auto` (a terminal, once the work passes a second),
+    /// `always` (one line per phase) or `never`.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub progress: crate::progress::When,
 }
 
 /// A `--timeout` value: seconds (fractions allowed), 0 for none.
@@ -98,6 +102,8 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// Runs `cmdgraph run`.
 pub fn run(args: &RunArgs) -> Outcome {
     let Some(path) = args.bundle.as_deref() else { return source::list_devices() };
+    let mut shown = crate::progress::Progress::new(args.progress);
+    shown.update("reading the bundle", None);
     let mut input = io::read_input_bytes(path)?;
     let file = input.name.clone();
     if !input.bytes.starts_with(&cmdgraph_ir::bundle::MAGIC) {
@@ -114,6 +120,7 @@ pub fn run(args: &RunArgs) -> Outcome {
         Some(args.trust.iter().map(|p| super::keygen::read_public_key(p)).collect::<Result<Vec<_>, _>>()?)
     };
     let options = cmdgraph_executor::load::LoadOptions { trusted_keys };
+    shown.update("checking the bundle", None);
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
     let module = loaded.module.clone();
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
@@ -124,7 +131,8 @@ pub fn run(args: &RunArgs) -> Outcome {
     for (b, layout) in &inputs {
         bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
     }
-    let done = on_device(args, loaded, &module, &graph, &bound, &outputs, &plan);
+    let done = on_device(args, loaded, &module, &graph, &bound, &outputs, &plan, &mut shown);
+    shown.finish();
     // `on_device` has dropped the executor and with it the Vulkan context, which keeps the
     // layer messages nobody took: on an error path they explain the error (the layer's "ID
     // has not been defined" behind a driver's ERROR_UNKNOWN), so they are printed with it.
@@ -150,6 +158,7 @@ fn on_device(
     bound: &[(String, Vec<u8>)],
     outputs: &[(Binding, data::Layout, bool)],
     plan: &[steps::Planned],
+    shown: &mut crate::progress::Progress,
 ) -> Result<(String, Files), Failure> {
     let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
     let timeout = match args.timeout {
@@ -159,7 +168,9 @@ fn on_device(
     };
     let opts = ContextOptions { validation: args.validation, device, timeout };
     let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
+    shown.update("creating the device and pipelines", None);
     let mut ex = Executor::new(loaded, &opts).map_err(fail)?;
+    shown.update("binding inputs", None);
     for (name, bytes) in bound {
         ex.bind(name, bytes).map_err(fail)?;
     }
@@ -172,9 +183,13 @@ fn on_device(
         let options = cmdgraph_executor::RecordOptions { node_profiling: true, ..ex.record_options() };
         ex.set_record_options(options);
     }
+    shown.update(&format!("finalize @{graph}"), None);
     let exec = ex.finalize(graph).map_err(fail)?;
+    shown.update(&format!("{} run(s)", args.steps.total_runs()), None);
     let step_lines = steps::run_steps(&mut ex, exec, graph, plan)?;
+    shown.update("waiting for the device", None);
     ex.wait(exec).map_err(fail)?;
+    shown.update("reading outputs", None);
     if !callbacks.is_empty() {
         let list: Vec<String> = callbacks.iter().map(|c| format!("\"{c}\"")).collect();
         eprintln!("note: host tasks ran as no-ops: {}; cmdgraph run runs no host code", list.join(", "));
