@@ -131,7 +131,7 @@ pub fn run(args: &RunArgs) -> Outcome {
     for (b, layout) in &inputs {
         bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
     }
-    let done = on_device(args, loaded, &module, &graph, &bound, &outputs, &plan, &mut shown);
+    let done = on_device(args, loaded, &module, &graph, (&bound, &outputs), &plan, &mut shown);
     shown.finish();
     // `on_device` has dropped the executor and with it the Vulkan context, which keeps the
     // layer messages nobody took: on an error path they explain the error (the layer's "ID
@@ -155,8 +155,7 @@ fn on_device(
     loaded: cmdgraph_executor::Loaded,
     module: &Module,
     graph: &str,
-    bound: &[(String, Vec<u8>)],
-    outputs: &[(Binding, data::Layout, bool)],
+    (bound, outputs): (&[(String, Vec<u8>)], &[(Binding, data::Layout, bool)]),
     plan: &[steps::Planned],
     shown: &mut crate::progress::Progress,
 ) -> Result<(String, Files), Failure> {
