@@ -144,6 +144,9 @@ pub fn run(args: &RunArgs) -> Outcome {
     io::write_output(None, &summary)
 }
 
+/// An `--output`: the binding, its data layout, and whether it is a device global.
+type Output = (Binding, data::Layout, bool);
+
 /// The output files to write, each with its bytes.
 type Files = Vec<(PathBuf, Vec<u8>)>;
 
@@ -155,7 +158,7 @@ fn on_device(
     loaded: cmdgraph_executor::Loaded,
     module: &Module,
     graph: &str,
-    (bound, outputs): (&[(String, Vec<u8>)], &[(Binding, data::Layout, bool)]),
+    (bound, outputs): (&[(String, Vec<u8>)], &[Output]),
     plan: &[steps::Planned],
     shown: &mut crate::progress::Progress,
 ) -> Result<(String, Files), Failure> {
