@@ -30,14 +30,14 @@ pub use steps::Steps;
 
 const EXAMPLES: &str = "\
 Examples:
-  cmdgraph run app.bundle --input x=x.npy --output y=y.npy
-  cmdgraph run app.bundle --graph main --runs 100 --profile
-  cmdgraph run app.bundle --device llvmpipe --validation --output y=y.bin
-  cmdgraph run --trust release.key.pub app.bundle   refuse a bundle not signed by that key
-  cmdgraph run app.bundle --set alpha=0.5 --then --activate act=1 --runs 2 --output y=y.npy
+  cmdgraph run app.cgb --input x=x.npy --output y=y.npy
+  cmdgraph run app.cgb --graph main --runs 100 --profile
+  cmdgraph run app.cgb --device llvmpipe --validation --output y=y.bin
+  cmdgraph run --trust release.key.pub app.cgb   refuse a bundle not signed by that key
+  cmdgraph run app.cgb --set alpha=0.5 --then --activate act=1 --runs 2 --output y=y.npy
                                  set %alpha, run; switch %act, run twice; then write y.npy
-  cmdgraph run app.bundle --then --update-from v2.bundle
-                                 run, update the graph from v2.bundle's, run again
+  cmdgraph run app.cgb --then --update-from v2.cgb
+                                 run, update the graph from v2.cgb's, run again
 
 Data files as for `cmdgraph interp`: `.npy` or, with any other extension, raw bytes.";
 
