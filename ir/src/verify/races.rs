@@ -24,13 +24,14 @@
 //! not compared with each other. Each command reports at most one race per memory and stops
 //! looking there, so a graph of 10^4 unordered writers costs O(n), not O(n²) reports.
 //!
-//! Reachability questions are answered by searches from the earlier node that stop at the
-//! later node's topological rank and are resumed, not restarted, by the next question from
-//! the same node (questions come in rank order); a node's search is dropped with its last
-//! live access. For a graph where each memory is rewritten every few commands (the usual
-//! case, and the benchmark graph) this is near-linear. The worst case, an access kept live
-//! across the whole graph and asked about from every later command, costs one resumed search
-//! per such access: O(live accesses × (nodes + edges)).
+//! Reachability questions are answered by a direct edge, else by a short depth-first search
+//! from the earlier node through ranks below the later one's (at most [`QUICK_STEPS`] nodes,
+//! epoch marks, no hashing), else by a search that is resumed, not restarted, by the next
+//! question from the same node (questions come in rank order) and is dropped with that
+//! node's last live access. For a graph where each memory is rewritten every few commands
+//! (the usual case, and the benchmark graph) this is near-linear. The worst case, an access
+//! kept live across the whole graph and asked about from every later command, costs one
+//! resumed search per such access: O(live accesses × (nodes + edges)).
 
 use super::ctx::Gx;
 use super::error::VerifyError;
@@ -40,8 +41,9 @@ use crate::footprint::{kernel_footprint, Extent, Footprint, Place};
 use crate::graph::{Alternative, Arg, ArgValue, Graph, HostTaskCommand, KernelCommand, Launch, MemRef, Node, NodeKind};
 use crate::kernel::ParamType;
 use crate::module::Module;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Byte ranges of one memory a command touches.
 #[derive(Clone, Copy, Debug)]
@@ -59,8 +61,9 @@ const MAX_LEVELS: usize = 256;
 /// What commands touch, with the footprints and sub-graph summaries computed once.
 struct Touches<'a> {
     m: &'a Module,
-    /// Footprints by kernel and launch: 10^5 launches of one kernel cost one analysis.
-    footprints: HashMap<(usize, Launch), Footprint>,
+    /// Footprints by kernel, then launch: 10^5 launches of one kernel cost one analysis,
+    /// and a lookup allocates nothing (a kernel has few distinct launches).
+    footprints: HashMap<usize, Vec<(Launch, Footprint)>>,
     /// What each sub-graph's commands touch together (byte hulls per memory and mode).
     graphs: HashMap<usize, Vec<Touch>>,
     /// Graphs being summarised (a graph that contains itself is E0265).
@@ -69,7 +72,7 @@ struct Touches<'a> {
 
 impl<'a> Touches<'a> {
     fn new(m: &'a Module) -> Touches<'a> {
-        Touches { m, footprints: HashMap::new(), graphs: HashMap::new(), open: HashSet::new() }
+        Touches { m, footprints: HashMap::default(), graphs: HashMap::default(), open: HashSet::default() }
     }
 
     /// Size in bytes of the memory `r` names in graph `g`, `None` when it does not resolve
@@ -136,12 +139,15 @@ impl<'a> Touches<'a> {
     /// A kernel command: its launch's footprint on the memory its arguments bind.
     fn kernel(&mut self, g: &Graph, cmd: &KernelCommand, out: &mut Vec<Touch>) {
         let Some(kernel) = self.m.kernels.try_get(cmd.kernel) else { return };
-        let key = (cmd.kernel.index(), cmd.launch.clone());
-        if !self.footprints.contains_key(&key) {
-            let fp = kernel_footprint(kernel, &cmd.launch);
-            self.footprints.insert(key.clone(), fp);
-        }
-        let Some(fp) = self.footprints.get(&key) else { return };
+        let known = self.footprints.entry(cmd.kernel.index()).or_default();
+        let at = match known.iter().position(|(l, _)| *l == cmd.launch) {
+            Some(at) => at,
+            None => {
+                known.push((cmd.launch.clone(), kernel_footprint(kernel, &cmd.launch)));
+                known.len() - 1
+            }
+        };
+        let Some((_, fp)) = self.footprints.get(&cmd.kernel.index()).and_then(|k| k.get(at)) else { return };
         for (place, access) in &fp.accesses {
             let (mem, window, elem) = match *place {
                 Place::Param(i) => {
@@ -254,7 +260,16 @@ struct Search {
 struct Reach<'t> {
     topo: &'t Topo,
     searches: HashMap<u32, Search>,
+    /// Finished searches, emptied, to reuse their memory.
+    spare: Vec<Search>,
+    /// Marks of the one-off searches: node `i` is seen when `mark[i] == epoch`.
+    mark: Vec<u32>,
+    epoch: u32,
+    stack: Vec<u32>,
 }
+
+/// Nodes a one-off search may expand before the question moves to a resumable search.
+const QUICK_STEPS: u32 = 512;
 
 impl Reach<'_> {
     fn rank(&self, v: u32) -> u32 {
@@ -271,8 +286,17 @@ impl Reach<'_> {
         if self.topo.succ.next(from as usize).contains(&to) {
             return true;
         }
+        // Most questions are answered by a short search that costs no hashing; one that runs
+        // long (an access asked about from far away, again and again) is answered by a
+        // resumable search instead, so that repeated questions do not repeat the work.
+        let resumed = self.searches.get(&from).is_some_and(|s| !s.seen.is_empty());
+        if !resumed {
+            if let Some(found) = self.quick(from, to, target) {
+                return found;
+            }
+        }
         let topo = self.topo;
-        let s = self.searches.entry(from).or_default();
+        let s = self.searches.entry(from).or_insert_with(|| self.spare.pop().unwrap_or_default());
         if s.seen.is_empty() {
             s.seen.insert(from);
             s.frontier.push(Reverse((topo.rank[from as usize], from)));
@@ -291,9 +315,53 @@ impl Reach<'_> {
         s.seen.contains(&to)
     }
 
+    /// A depth-first search from `from` through ranks below `target` (the rank of `to`),
+    /// of at most [`QUICK_STEPS`] nodes: whether it reaches `to`, or `None` past the budget.
+    fn quick(&mut self, from: u32, to: u32, target: u32) -> Option<bool> {
+        let topo = self.topo;
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark.fill(0);
+            self.epoch = 1;
+        }
+        let epoch = self.epoch;
+        self.stack.clear();
+        self.stack.push(from);
+        let mut steps = 0;
+        while let Some(v) = self.stack.pop() {
+            steps += 1;
+            if steps > QUICK_STEPS {
+                return None;
+            }
+            for &w in topo.succ.next(v as usize) {
+                if w == to {
+                    return Some(true);
+                }
+                // Ranks grow along edges: a node ranked at or past `to` cannot lead to it.
+                let Some(m) = self.mark.get_mut(w as usize) else { continue };
+                if *m != epoch && topo.rank.get(w as usize).is_some_and(|&r| r < target) {
+                    *m = epoch;
+                    self.stack.push(w);
+                }
+            }
+        }
+        Some(false)
+    }
+
+    /// Forgets the search from `v`, keeping its memory for the next one.
+    fn drop_search(&mut self, v: u32) {
+        if let Some(mut s) = self.searches.remove(&v) {
+            s.seen.clear();
+            s.frontier.clear();
+            s.users = 0;
+            self.spare.push(s);
+        }
+    }
+
     /// One more live access from `v`.
     fn hold(&mut self, v: u32) {
-        self.searches.entry(v).or_default().users += 1;
+        let spare = &mut self.spare;
+        self.searches.entry(v).or_insert_with(|| spare.pop().unwrap_or_default()).users += 1;
     }
 
     /// One live access from `v` fewer; its search goes with the last.
@@ -301,7 +369,7 @@ impl Reach<'_> {
         if let Some(s) = self.searches.get_mut(&v) {
             s.users = s.users.saturating_sub(1);
             if s.users == 0 {
-                self.searches.remove(&v);
+                self.drop_search(v);
             }
         }
     }
@@ -349,11 +417,18 @@ pub(super) fn check(gx: &Gx<'_>, topo: &Topo, errors: &mut Vec<VerifyError>) {
     if !topo.acyclic {
         return;
     }
-    let mut reach = Reach { topo, searches: HashMap::new() };
+    let mut reach = Reach {
+        topo,
+        searches: HashMap::default(),
+        spare: Vec::new(),
+        mark: vec![0; topo.rank.len()],
+        epoch: 0,
+        stack: Vec::new(),
+    };
     check_in_order(gx, &mut reach, errors);
     let g = gx.g;
     let mut touches = Touches::new(gx.m);
-    let mut states: HashMap<(bool, usize), MemState> = HashMap::new();
+    let mut states: HashMap<(bool, usize), MemState> = HashMap::default();
     let mut scratch = Vec::new();
     let mut drop: Vec<(bool, (u64, u64), u32)> = Vec::new();
     let mut seq = 0u64;
@@ -458,7 +533,7 @@ fn check_in_order(gx: &Gx<'_>, reach: &mut Reach<'_>, errors: &mut Vec<VerifyErr
     if !g.queues.iter().any(|(_, q)| q.in_order) {
         return;
     }
-    let mut last: HashMap<usize, Handle<Node>> = HashMap::new();
+    let mut last: HashMap<usize, Handle<Node>> = HashMap::default();
     for (n, node) in g.nodes.iter() {
         let Some(q) = node.queue else { continue };
         if !g.queues.try_get(q).is_some_and(|q| q.in_order) {
@@ -467,7 +542,7 @@ fn check_in_order(gx: &Gx<'_>, reach: &mut Reach<'_>, errors: &mut Vec<VerifyErr
         if let Some(prev) = last.insert(q.index(), n) {
             let found = reach.reaches(prev.index() as u32, n.index() as u32);
             // One-off questions: no live access holds these searches.
-            reach.searches.remove(&(prev.index() as u32));
+            reach.drop_search(prev.index() as u32);
             if !found {
                 errors.push(VerifyError::InOrderUnordered {
                     queue: gx.queue_name(q),
