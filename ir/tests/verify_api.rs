@@ -19,6 +19,11 @@ fn base() -> (Module, Handle<Kernel>, Handle<MemoryObject>, GraphBuilder) {
     (m, k, x, g)
 }
 
+/// The node `base` makes, `%k`, which writes all of `@x`.
+fn first_node() -> Handle<Node> {
+    Handle::from_usize(0).unwrap()
+}
+
 #[test]
 fn base_module_is_clean() {
     let (mut m, _, _, g) = base();
@@ -31,7 +36,9 @@ fn dangling_kernel_handle_is_diagnosed_not_panicked() {
     for bad in [true, false] {
         let (mut m, k, x, mut g) = base();
         let kernel = if bad { Handle::from_usize(k.index() + 7).unwrap() } else { k };
-        g.node("other", launch(kernel, 64, vec![ptr(MemRef::Memory(x))]));
+        let other = g.node("other", launch(kernel, 64, vec![ptr(MemRef::Memory(x))]));
+        // Ordered after %k, which writes @x too (else a data race, E0280).
+        g.inline(first_node(), other, EdgeKind::DependsOn);
         g.finish(&mut m);
         if !bad {
             assert_clean(&m);
@@ -91,7 +98,8 @@ fn dangling_handles_in_a_kernel_body() {
 fn duplicate_and_invalid_names_from_the_api() {
     for bad in [true, false] {
         let (mut m, k, x, mut g) = base();
-        g.node(if bad { "k" } else { "k2" }, launch(k, 64, vec![ptr(MemRef::Memory(x))]));
+        let second = g.node(if bad { "k" } else { "k2" }, launch(k, 64, vec![ptr(MemRef::Memory(x))]));
+        g.inline(first_node(), second, EdgeKind::DependsOn);
         g.node(if bad { "has space" } else { "has_no_space" }, NodeKind::Empty);
         g.finish(&mut m);
         usm(&mut m, if bad { "touch" } else { "touch2" }, 4);
@@ -161,7 +169,8 @@ fn dynamic_parameter_defined_after_its_use() {
         },
         Span::UNDEFINED,
     );
-    g.node("u", launch(k, 64, vec![Arg::Dyn(p)]));
+    let u = g.node("u", launch(k, 64, vec![Arg::Dyn(p)]));
+    g.inline(first_node(), u, EdgeKind::DependsOn);
     g.g.body.push(Stmt::DynParam(p));
     let mut fixed = GraphBuilder { g: g.g.clone() };
     g.finish(&mut m.clone());

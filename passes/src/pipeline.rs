@@ -87,6 +87,9 @@ pub struct RunOptions {
     /// more than all passes together; on error the module is then left as the failing pass
     /// left it.
     pub discard_on_error: bool,
+    /// Under `verify_each`, data races (E0280) are warnings (`cmdgraph opt --allow-races`):
+    /// the input was accepted with its races, so passes keep them without failing.
+    pub allow_races: bool,
 }
 
 /// Whether a dump shows the module before or after its pass.
@@ -194,7 +197,7 @@ pub fn run_pipeline(
         }
         let t = Instant::now();
         if options.verify_each {
-            if let Some(diagnostics) = verify_errors(module) {
+            if let Some(diagnostics) = verify_errors_with(module, options.allow_races) {
                 undo(module, ctx);
                 return Err(PassError::VerifyFailed { pass: pass.name, diagnostics });
             }
@@ -224,10 +227,17 @@ fn dot(module: &Module) -> String {
 /// leaves point into the original input, so the printed module is parsed again and that is
 /// verified). Warnings do not count. `None` if there is no error.
 pub fn verify_errors(module: &Module) -> Option<String> {
+    verify_errors_with(module, false)
+}
+
+/// [`verify_errors`], with data races (E0280) as warnings when `allow_races`.
+pub fn verify_errors_with(module: &Module, allow_races: bool) -> Option<String> {
+    let options = cmdgraph_ir::verify::VerifyOptions { allow_races };
+    let verify = |m: &Module| cmdgraph_ir::verify::verify_with(m, &options);
     let errors = |d: Vec<cmdgraph_ir::diag::Diagnostic>| -> Vec<_> {
         d.into_iter().filter(|d| d.severity == Severity::Error).collect()
     };
-    let first = errors(cmdgraph_ir::verify::verify(module).err()?);
+    let first = errors(verify(module).err()?);
     if first.is_empty() {
         return None;
     }
@@ -235,7 +245,7 @@ pub fn verify_errors(module: &Module) -> Option<String> {
     let text = cmdgraph_ir::text::print(module);
     match cmdgraph_ir::text::parse(&text) {
         Err(parse) => Some(render_all(&parse, NAME, &text)),
-        Ok(reparsed) => match cmdgraph_ir::verify::verify(&reparsed).map_err(errors) {
+        Ok(reparsed) => match verify(&reparsed).map_err(errors) {
             Err(again) if !again.is_empty() => Some(render_all(&again, NAME, &text)),
             // The printed form hides what the verifier saw: say so, unlocated.
             _ => Some(first.iter().fold(String::new(), |mut s, d| {

@@ -63,7 +63,13 @@ pub(crate) fn finalize(rc: &Rc<RefCell<GraphInner>>, props: FinalizeProps) -> Re
         ));
     }
     let (mut module, graph) = inner.module();
-    if let Err(diags) = cmdgraph_ir::verify::verify(&module) {
+    // SYCL does not forbid racy graphs (unordered commands touching the same memory are the
+    // application's business, as on a queue), so races (E0280) are not finalize errors here:
+    // SYCL semantics win over the IR's stricter default.
+    let options = cmdgraph_ir::verify::VerifyOptions { allow_races: true };
+    let errors = cmdgraph_ir::verify::check_with(&module, &options);
+    if !errors.is_empty() {
+        let diags: Vec<_> = errors.iter().map(cmdgraph_ir::verify::VerifyError::to_diagnostic).collect();
         let ub = diags.iter().any(|d| d.code.starts_with("E024"));
         let list: Vec<String> = diags.iter().map(|d| format!("{}: {}", d.code, d.message)).collect();
         return Err(SyclError::invalid(

@@ -85,6 +85,9 @@ pub struct CompileArgs {
     /// trailer after the content, which `cmdgraph run --trust` requires (docs/bundle.md).
     #[arg(long, value_name = "SEEDFILE", conflicts_with = "emit")]
     pub sign: Option<PathBuf>,
+    /// Accept data races between unordered commands (E0280): report them as warnings.
+    #[arg(long)]
+    pub allow_races: bool,
 }
 
 /// A parsed `--passes` value (a newtype so that clap takes it as one value, not a list).
@@ -104,7 +107,7 @@ pub fn run(args: &CompileArgs) -> Outcome {
     // The key is read before the compile, so a wrong key file fails in a moment, not after it.
     let key = args.sign.as_deref().map(super::keygen::read_signing_key).transpose()?;
     let module = super::parse(&input)?;
-    super::print_warnings(&super::verify(&input, &module)?);
+    super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     let front = t.elapsed();
     let passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),

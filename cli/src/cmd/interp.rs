@@ -71,6 +71,10 @@ pub struct InterpArgs {
     /// Check for data races between unordered nodes; exit 1 if any is found.
     #[arg(long)]
     pub races: bool,
+    /// Accept data races the verifier finds between unordered commands (E0280): report
+    /// them as warnings and run the graph (with --races, to see them happen).
+    #[arg(long)]
+    pub allow_races: bool,
     /// Run nodes in a random valid order from this seed (run i uses seed + i).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -111,7 +115,7 @@ impl FmaArg {
 pub fn run(args: &InterpArgs) -> Outcome {
     let input = io::read_input(&args.input)?;
     let module = super::parse(&input)?;
-    super::print_warnings(&super::verify(&input, &module)?);
+    super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     let graph = pick_graph(&module, args.graph.as_deref(), &input.name)?;
     let inputs = resolve_inputs(&module, &args.inputs, &input.name)?;
     let outputs = resolve_outputs(&module, &args.outputs, &input.name)?;

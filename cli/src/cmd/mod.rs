@@ -25,7 +25,13 @@ pub fn parse(input: &Input) -> Result<Module, Failure> {
 /// Verifies a parsed module. Errors reject it; when every diagnostic is a warning the
 /// rendered warnings are returned for the caller to print.
 pub fn verify(input: &Input, module: &Module) -> Result<String, Failure> {
-    match cmdgraph_ir::verify::verify(module) {
+    verify_with(input, module, false)
+}
+
+/// [`verify`], with data races (E0280) as warnings when `allow_races` (`--allow-races`).
+pub fn verify_with(input: &Input, module: &Module, allow_races: bool) -> Result<String, Failure> {
+    let options = cmdgraph_ir::verify::VerifyOptions { allow_races };
+    match cmdgraph_ir::verify::verify_with(module, &options) {
         Ok(()) => Ok(String::new()),
         Err(diagnostics) if diagnostics.iter().all(|d| d.severity == Severity::Warning) => {
             Ok(render_all(&diagnostics, &input.name, &input.text))

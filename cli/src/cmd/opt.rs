@@ -78,6 +78,9 @@ pub struct OptArgs {
     /// List the registered passes and the default pipeline, then exit.
     #[arg(long)]
     pub list_passes: bool,
+    /// Accept data races between unordered commands (E0280): report them as warnings.
+    #[arg(long)]
+    pub allow_races: bool,
 }
 
 /// A parsed `--passes` value (a newtype so that clap takes it as one value, not a list).
@@ -99,7 +102,7 @@ pub fn run(args: &OptArgs) -> Outcome {
     }
     let input = io::read_input(&args.input)?;
     let mut module = super::parse(&input)?;
-    super::print_warnings(&super::verify(&input, &module)?);
+    super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     let passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),
         None => DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect(),
@@ -116,6 +119,7 @@ pub fn run(args: &OptArgs) -> Outcome {
         dump_dot: args.dump_dot_dir.is_some(),
         // On error nothing is written, so the module needs no undo copies.
         discard_on_error: true,
+        allow_races: args.allow_races,
     };
     let mut io_error: Option<Failure> = None;
     let mut shown = crate::progress::Progress::new(args.progress);

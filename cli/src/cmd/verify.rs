@@ -20,13 +20,16 @@ pub struct VerifyArgs {
     /// On success, print a one-line summary to stdout.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Accept data races between unordered commands (E0280): report them as warnings.
+    #[arg(long)]
+    pub allow_races: bool,
 }
 
 /// Runs `cmdgraph verify`.
 pub fn run(args: &VerifyArgs) -> Outcome {
     let input = io::read_input(&args.input)?;
     let module = super::parse(&input)?;
-    super::print_warnings(&super::verify(&input, &module)?);
+    super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     if args.verbose {
         let graphs = module.graphs.len();
         let nodes: usize = module.graphs.iter().map(|(_, g)| g.nodes.len()).sum();

@@ -24,6 +24,16 @@ fn show_chain(chain: &[String], sep: &str) -> String {
     format!("{head}{sep}... ({} more){sep}{tail}", chain.len() - 2 * ENDS)
 }
 
+/// `elements 4..8 of f32 (bytes 16..32)`, or the bytes alone when they do not fall on
+/// element boundaries.
+fn show_bytes((lo, hi): (u64, u64), (size, ty): &(u64, String)) -> String {
+    if *size > 1 && lo % size == 0 && hi % size == 0 {
+        format!("elements {}..{} of {ty} (bytes {lo}..{hi})", lo / size, hi / size)
+    } else {
+        format!("bytes {lo}..{hi}")
+    }
+}
+
 /// Builds a diagnostic from its parts.
 fn diag(code: &'static str, message: String, span: Span, label: &str, help: &str) -> Diagnostic {
     Diagnostic::error(code, message, span).with_label(label).with_help(help)
@@ -438,6 +448,44 @@ impl VerifyError {
                 "no data dependency",
                 "accessor edges come from two commands accessing one buffer, at least one writing; use another provenance",
             ),
+            E::InOrderUnordered { queue, prev, node, span, prev_span } => diag(
+                "E0259",
+                format!("{node} is recorded on in_order queue {queue} but is not ordered after {prev}, the previous submission"),
+                *span,
+                "missing in-order edge",
+                &format!("add `{prev} via in_order` to the `after(...)` of {node}"),
+            )
+            .with_secondary(*prev_span, format!("previous submission to {queue}")),
+            E::DataRace {
+                memory,
+                first,
+                first_writes,
+                first_bytes,
+                second,
+                second_writes,
+                second_bytes,
+                elem,
+                fix,
+                span,
+                first_span,
+            } => {
+                let verb = |w: bool| if w { "writes" } else { "reads" };
+                let overlap = (first_bytes.0.max(second_bytes.0), first_bytes.1.min(second_bytes.1));
+                diag(
+                    "E0280",
+                    format!(
+                        "data race on {memory}: {first} {} {} and {second} {} {}, with no order between them",
+                        verb(*first_writes),
+                        show_bytes(*first_bytes, elem),
+                        verb(*second_writes),
+                        show_bytes(*second_bytes, elem),
+                    ),
+                    *span,
+                    &format!("{} {}, unordered with {first}", verb(*second_writes), show_bytes(overlap, elem)),
+                    &format!("{fix} to order them; `--allow-races` (`VerifyOptions::allow_races`) accepts a race that is meant"),
+                )
+                .with_secondary(*first_span, format!("{} {memory} here", verb(*first_writes)))
+            }
             E::BarrierWithoutQueue { node, span } => diag(
                 "E0260",
                 format!("barrier {node} has no queue"),

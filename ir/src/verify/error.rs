@@ -531,6 +531,49 @@ pub enum VerifyError {
         span: Span,
     },
 
+    /// E0259: a submission to an `in_order` queue that is not ordered after the previous
+    /// submission to that queue.
+    InOrderUnordered {
+        /// The queue, `@q`.
+        queue: String,
+        /// The previous submission, `%a`.
+        prev: String,
+        /// This submission, `%b`.
+        node: String,
+        /// This submission.
+        span: Span,
+        /// The previous submission.
+        prev_span: Span,
+    },
+
+    // ----- data races -----
+    /// E0280: two commands with no happens-before between them touch overlapping bytes of
+    /// one memory, at least one writing them.
+    DataRace {
+        /// The memory, `@x` or `%t`.
+        memory: String,
+        /// The command created first, `%a`.
+        first: String,
+        /// Whether it writes the bytes.
+        first_writes: bool,
+        /// The bytes it touches, `[lo, hi)`.
+        first_bytes: (u64, u64),
+        /// The command created later, `%b`.
+        second: String,
+        /// Whether it writes the bytes.
+        second_writes: bool,
+        /// The bytes it touches, `[lo, hi)`.
+        second_bytes: (u64, u64),
+        /// The memory's element size in bytes and type, to show element ranges.
+        elem: (u64, String),
+        /// The edge that orders them, as a fix-it.
+        fix: String,
+        /// The command created later.
+        span: Span,
+        /// The command created first.
+        first_span: Span,
+    },
+
     // ----- barriers -----
     /// E0260: a barrier with no queue (added through the explicit API, §22 #58).
     BarrierWithoutQueue {

@@ -8,7 +8,7 @@ use super::memory::{check_byte_range, check_pointer, literal_problem};
 use super::needs::KernelNeeds;
 use super::order::Order;
 use super::topo::Topo;
-use super::{alloc, cycle, dcg, edges, names, uses};
+use super::{alloc, cycle, dcg, edges, names, races, uses};
 use crate::arena::Handle;
 use crate::graph::{Graph, Node, NodeKind, Site};
 use crate::module::{Module, UsmKind};
@@ -44,6 +44,7 @@ pub(super) fn check_graph(
     let topo = Topo::new(g);
     cycle::check(&gx, &topo, errors);
     alloc::check(&gx, uses, &topo, errors);
+    races::check(&gx, &topo, errors);
 }
 
 /// For each barrier with a wait list, its direct predecessors, sorted (index `i` of the

@@ -106,7 +106,13 @@
 //! - E0256 a `via barrier` edge enters a barrier, or leaves one to a node of its queue.
 //! - E0257 a `via transitive` edge enters a node recorded from a queue.
 //! - E0258 a `via accessor` edge joins two nodes accessing a common buffer, one of them
-//!   writing it. (Missing accessor edges, i.e. buffer races, are not checked here.)
+//!   writing it. (Missing accessor edges are data races: E0280.)
+//! - E0259 on an `in_order` queue, each node recorded from it is ordered after (reached
+//!   from) the previous node recorded from it, in creation order. The parser does not
+//!   derive these edges (the text states every edge, so that printing stays the exact
+//!   inverse of parsing); a missing one is reported with `after(%prev via in_order)` as
+//!   the fix. Reachability suffices, so that a pass removing a node in between keeps the
+//!   order valid.
 //!
 //! Barriers:
 //! - E0260 a barrier node has a queue (`on @q`): explicit barriers are invalid (§22 #58).
@@ -133,6 +139,17 @@
 //!   way to register one elsewhere, and the parser rejects a dynamic parameter named as the
 //!   operand of any other command (§22 #8). An unused dynamic parameter is fine. Each
 //!   registered slot is checked like an argument (E0211-E0218, E0223).
+//!
+//! Data races (races.rs):
+//! - E0280 no two commands without happens-before between them (no path either way) touch
+//!   overlapping bytes of one memory with at least one writing them. Footprints: memcpy,
+//!   memset and memfill byte ranges; host task and native access lists (whole memory);
+//!   kernels through the footprint of their launch (element ranges exact where the index
+//!   intervals are known, docs/footprint.md) on the bytes their pointer or accessor
+//!   arguments bind; `dynamic` nodes through every alternative; `subgraph` nodes through
+//!   their graph's commands. Both nodes, the memory, the ranges and the edge to add are
+//!   reported. [`VerifyOptions::allow_races`] (`--allow-races`) makes these warnings. Only
+//!   checked on acyclic graphs (a cycle is E0251).
 //!
 //! Kernels:
 //! - E0300 an IR body's first values are its parameters, in order, with their names and
@@ -177,7 +194,7 @@
 //!   diagnosed.
 //!
 //! Not checked here: properties of executable graphs (update, profiling), whole-graph
-//! update compatibility, data races between unordered commands, and whether `all_leaves`
+//! update compatibility, and whether `all_leaves`
 //! edges and the edges of a barrier without a wait list come from exactly the leaves of the
 //! graph (or queue) when their node was created: passes that remove nodes change those
 //! leaves, and the edges, not their derivation, are what the IR keeps.
@@ -206,6 +223,7 @@ mod names;
 mod namespace;
 mod needs;
 mod order;
+mod races;
 mod reach;
 mod subgraph;
 mod topo;
@@ -217,19 +235,64 @@ pub use error::VerifyError;
 use crate::diag::Diagnostic;
 use crate::module::Module;
 
+/// What the verifier accepts beyond the invariants. `Default` is the strict verifier
+/// ([`verify`], [`check`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// Data races (E0280) are warnings, not errors: for programs whose races are meant
+    /// (SYCL does not forbid racy graphs; `--allow-races` on the command line).
+    pub allow_races: bool,
+}
+
 /// Verifies a module: `Ok(())`, or every violation found, sorted by source position.
 pub fn verify(module: &Module) -> Result<(), Vec<Diagnostic>> {
-    let errors = check(module);
+    verify_with(module, &VerifyOptions::default())
+}
+
+/// [`verify`] under `options`. Diagnostics it demotes to warnings (allowed races) come
+/// back in the `Err` list with [`crate::diag::Severity::Warning`]; the module is rejected
+/// only if some diagnostic is an error.
+pub fn verify_with(module: &Module, options: &VerifyOptions) -> Result<(), Vec<Diagnostic>> {
+    let errors = check_all(module);
     if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.iter().map(VerifyError::to_diagnostic).collect())
+        return Ok(());
     }
+    Err(errors
+        .iter()
+        .map(|e| {
+            let d = e.to_diagnostic();
+            if options.allow_races && e.is_race() {
+                crate::diag::Diagnostic { severity: crate::diag::Severity::Warning, ..d }
+            } else {
+                d
+            }
+        })
+        .collect())
 }
 
 /// Every violated invariant of a module, sorted by the start of their primary spans
 /// (entities without a span last, in the order found).
 pub fn check(module: &Module) -> Vec<VerifyError> {
+    check_all(module)
+}
+
+/// [`check`] under `options`: allowed races are not violations and are left out.
+pub fn check_with(module: &Module, options: &VerifyOptions) -> Vec<VerifyError> {
+    let mut errors = check_all(module);
+    if options.allow_races {
+        errors.retain(|e| !e.is_race());
+    }
+    errors
+}
+
+impl VerifyError {
+    /// Whether this is a data race (E0280), which [`VerifyOptions::allow_races`] allows.
+    pub fn is_race(&self) -> bool {
+        matches!(self, VerifyError::DataRace { .. })
+    }
+}
+
+fn check_all(module: &Module) -> Vec<VerifyError> {
     let mut errors = Vec::new();
     names::check_module(module, &mut errors);
     memory::check_memories(module, &mut errors);

@@ -13,6 +13,10 @@
 //! group. A vertical link through a graph-owned temporary exists only when every use of the
 //! temporary is a candidate (it then dies inside the group, with its `async_malloc` and
 //! `async_free`); a temporary read by anything else after the chain keeps the chain apart.
+//!
+//! Fusion never orders unordered kernels: two members that touch common memory, one
+//! writing it, must already be joined by a path ([`Refusal::Unordered`] otherwise). A
+//! "producer" with no path to its "consumer" is a data race, not a producer.
 
 use crate::analysis::{topological_order, Csr};
 use cmdgraph_ir::edit::referenced_nodes;
@@ -416,6 +420,9 @@ pub enum Refusal {
     MovesBefore(u32, u32),
     /// A dynamic parameter would land on this node, recorded from a queue.
     Queued(u32),
+    /// The two members have no path between them and touch common memory, one writing it:
+    /// fused, they would run in order, which the graph leaves open (a data race, E0280).
+    Unordered(u32, u32),
 }
 
 /// Per-node marks of the legality checks, reset in O(1) by moving to the next epoch: a
@@ -594,6 +601,12 @@ impl<'a> Planner<'a> {
                 out.push_str("a dynamic parameter cannot move to ");
                 self.push_name(out, last);
                 out.push_str(", recorded from a queue");
+            }
+            Refusal::Unordered(m, v) => {
+                self.push_name(out, m);
+                out.push_str(" and ");
+                self.push_name(out, v);
+                out.push_str(" are unordered and touch common memory, one writing it; fusing would order them");
             }
         }
     }
@@ -969,6 +982,20 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        // Fusion runs the members one after another in each work-item. Members with no path
+        // between them that touch common memory, one writing it, race in the input: fusing
+        // would order them, deciding what the graph leaves open. Members already in the
+        // group were checked when they joined, so only the newest one is (one search back
+        // from it, within the group's span).
+        if let Some((&v, rest)) = members.split_last() {
+            let conflicts = |m: &u32| self.cand(*m).zip(self.cand(v)).is_some_and(|(a, b)| conflict(a, b));
+            if rest.iter().any(conflicts) {
+                let epoch = self.reach(marks, v, &self.pred, |w| self.pos(w) >= min);
+                if let Some(&m) = rest.iter().filter(|m| conflicts(m)).find(|&&m| !is(&marks.reached, m, epoch)) {
+                    return Err(Refusal::Unordered(m, v));
+                }
+            }
+        }
         let last = members.iter().copied().max().unwrap_or(0);
         let queued = node(last).and_then(|h| self.graph.nodes.try_get(h)).is_some_and(|n| n.queue.is_some());
         if queued && members.iter().any(|&m| self.cand(m).is_some_and(|c| c.has_dyn)) {
@@ -1000,6 +1027,12 @@ impl<'a> Planner<'a> {
         }
         epoch
     }
+}
+
+/// Whether two candidates touch common memory, one of them writing it.
+fn conflict(a: &Candidate, b: &Candidate) -> bool {
+    let hits = |w: &[MemRef], r: &[MemRef]| w.iter().any(|m| r.contains(m));
+    hits(&a.writes, &b.reads) || hits(&a.writes, &b.writes) || hits(&b.writes, &a.reads)
 }
 
 /// An orderable key of a memory reference.
