@@ -39,6 +39,9 @@ pub struct DiffArgs {
     /// Check whether B's graph can whole-graph-update the executable graph built from A's.
     #[arg(long)]
     pub update_check: bool,
+    /// Data races between unordered commands (E0280) are warnings, as for `verify`.
+    #[arg(long)]
+    pub allow_races: bool,
 }
 
 /// Runs `cmdgraph diff`.
@@ -46,8 +49,8 @@ pub fn run(args: &DiffArgs) -> Outcome {
     if io::is_stdio(&args.before) && io::is_stdio(&args.after) {
         clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, "A and B cannot both be `-` (stdin)\n").exit();
     }
-    let (a, ma) = load(&args.before)?;
-    let (b, mb) = load(&args.after)?;
+    let (a, ma) = load(&args.before, args.allow_races)?;
+    let (b, mb) = load(&args.after, args.allow_races)?;
     if args.update_check {
         return update_check(args, (&a, &ma), (&b, &mb));
     }
@@ -71,10 +74,10 @@ pub fn run(args: &DiffArgs) -> Outcome {
 }
 
 /// Reads, parses and verifies one input (warnings are printed, errors reject it).
-fn load(path: &Path) -> Result<(Input, Module), Failure> {
+fn load(path: &Path, allow_races: bool) -> Result<(Input, Module), Failure> {
     let input = io::read_input(path)?;
     let module = super::parse(&input)?;
-    super::print_warnings(&super::verify(&input, &module)?);
+    super::print_warnings(&super::verify_with(&input, &module, allow_races)?);
     Ok((input, module))
 }
 

@@ -37,6 +37,9 @@ pub struct DotArgs {
     /// Leave out the legend of node shapes and edge styles.
     #[arg(long)]
     pub no_legend: bool,
+    /// Data races between unordered commands (E0280) are warnings, as for `verify`.
+    #[arg(long)]
+    pub allow_races: bool,
 }
 
 /// Runs `cmdgraph dot`.
@@ -51,7 +54,7 @@ pub fn run(args: &DotArgs) -> Outcome {
             mark_problems(&module, &diagnostics, &input.text, &mut opts);
         }
     } else {
-        super::print_warnings(&super::verify(&input, &module)?);
+        super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     }
     if let Some(name) = &args.graph {
         let bare = name.strip_prefix('@').unwrap_or(name);
