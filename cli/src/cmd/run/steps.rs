@@ -30,7 +30,7 @@ pub enum Action {
 /// One run step: an optional whole-graph update, then its actions, then `repeat` runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Step {
-    /// `--update-from OTHER.bundle`, applied first.
+    /// `--update-from OTHER.cgb`, applied first.
     pub update_from: Option<PathBuf>,
     /// `--set` and `--activate`, in command-line order.
     pub actions: Vec<Action>,
