@@ -782,23 +782,17 @@ impl Executor {
     /// How many runs of `id` are complete, without waiting (runs complete in order; a run
     /// is complete when its last device segment signalled and its host tasks are done).
     pub fn completed_runs(&mut self, id: ExecId) -> Result<u64> {
-        let done_jobs = self.worker.done();
-        let ctx = std::sync::Arc::clone(&self.ctx);
-        let exe = self
-            .execs
-            .get_mut(id.0)
-            .and_then(Option::as_mut)
-            .ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))?;
-        // SAFETY: the semaphore is a live timeline semaphore of this device.
-        let reached = unsafe { ctx.device.get_semaphore_counter_value(exe.timeline) }?;
-        while let Some(&(end, job)) = exe.run_tickets.front() {
-            if reached < end || done_jobs < job {
-                break;
+        self.with_exec(id, |ex, exe| {
+            let (reached, done_jobs) = (plan::timeline_value(&ex.ctx, exe.timeline)?, ex.worker.done());
+            while let Some(&(end, job)) = exe.run_tickets.front() {
+                if reached < end || done_jobs < job {
+                    break;
+                }
+                exe.run_tickets.pop_front();
+                exe.runs_completed += 1;
             }
-            exe.run_tickets.pop_front();
-            exe.runs_completed += 1;
-        }
-        Ok(exe.runs_completed)
+            Ok(exe.runs_completed)
+        })
     }
 
     /// Command buffers recorded for `id` so far (finalize's included): updates that need no

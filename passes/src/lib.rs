@@ -73,6 +73,11 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "plan-memory",
 ];
 
+/// The passes of [`DEFAULT_PIPELINE`], in order.
+pub fn default_pipeline() -> Vec<&'static PassInfo> {
+    DEFAULT_PIPELINE.iter().filter_map(|n| lookup(n)).collect()
+}
+
 /// Looks a pass up by name.
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {
     REGISTRY.iter().find(|p| p.name == name)

@@ -35,38 +35,10 @@ pub fn lookup_in(name: &str, registry: &'static [PassInfo]) -> Result<&'static P
         .ok_or_else(|| PassError::UnknownPass { name: name.to_string(), suggestion: suggest(name, registry) })
 }
 
-/// The registered name closest to `name`: one that contains it (`inline` →
-/// `inline-subgraphs`), else the one at the smallest edit distance if that distance is at
-/// most a third of the name (and at least 2 are always allowed). Ties go to registry order.
+/// The registered name closest to `name` (`cmdgraph_ir::suggest::closest`: one that
+/// contains it, as `inline` → `inline-subgraphs`, else the nearest by edit distance).
 pub fn suggest(name: &str, registry: &'static [PassInfo]) -> Option<&'static str> {
-    if name.len() >= 3 {
-        if let Some(p) = registry.iter().find(|p| p.name.contains(name)) {
-            return Some(p.name);
-        }
-    }
-    let limit = (name.chars().count() / 3).max(2);
-    registry
-        .iter()
-        .map(|p| (edit_distance(name, p.name), p.name))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, n)| n)
-}
-
-/// Levenshtein distance over chars (two rows; names are short).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
+    cmdgraph_ir::suggest::closest(name, registry.iter().map(|p| p.name))
 }
 
 /// What the runner does besides running the passes.

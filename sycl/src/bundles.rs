@@ -73,7 +73,7 @@ fn compile_missing(exec: &ExecutableGraph, path: &std::path::Path) -> Result<()>
     use cmdgraph_codegen::bundle::{compile_module, Llvm};
     let fail = |what: String| SyclError::invalid(0, format!("finalize: compiling `{}`: {what}", path.display()));
     let module = exec.0.state.borrow().module.clone();
-    let passes: Vec<_> = cmdgraph_passes::DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect();
+    let passes = cmdgraph_passes::default_pipeline();
     let (bundle, _) = compile_module(&module, &passes, &cmdgraph_codegen::Options::default(), &Llvm)
         .map_err(|e| fail(e.to_string()))?;
     let bytes = bundle.to_bytes().map_err(|e| fail(e.to_string()))?;

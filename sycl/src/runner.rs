@@ -221,8 +221,8 @@ impl Runner {
     /// that ran wrote, even when a node failed.
     fn copy_back(&mut self, ctx: &Context) {
         let mut inner = ctx.0.borrow_mut();
+        let device = self.applied.graphs[self.graph].device;
         for (i, name, dg) in &self.names {
-            let device = self.applied.graphs[self.graph].device;
             let bytes =
                 if *dg { self.runtime.read_device_global(name, device).ok() } else { self.runtime.read(name).ok() };
             if let (Some(bytes), Some(slot)) = (bytes, inner.store.get_mut(*i)) {
@@ -321,10 +321,8 @@ pub(crate) fn settle(ctx: &Context) {
     };
     let Some(runner) = slot.as_mut() else { return };
     let result = runner.finish();
-    let last_ns = match exec.props().enable_profiling {
-        true => runner.runtime.last_run_device_ns(runner.id).ok().flatten(),
-        false => None,
-    };
+    let last_ns =
+        if exec.props().enable_profiling { runner.runtime.last_run_device_ns(runner.id).ok().flatten() } else { None };
     runner.copy_back(ctx);
     let end_ns = now_ns();
     let error = result.err().map(|e| e.to_string());

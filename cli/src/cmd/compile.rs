@@ -9,7 +9,7 @@ use cmdgraph_codegen::bundle::{compile_module_configured, CompileError, CompileR
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_codegen::Options;
 use cmdgraph_passes::pipeline::{self, render_timings};
-use cmdgraph_passes::{PassInfo, DEFAULT_PIPELINE, REGISTRY};
+use cmdgraph_passes::{PassInfo, REGISTRY};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -111,22 +111,13 @@ pub fn run(args: &CompileArgs) -> Outcome {
     let front = t.elapsed();
     let passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),
-        None => DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect(),
+        None => cmdgraph_passes::default_pipeline(),
     };
     let options = Options { opt_level: args.opt_level };
     if let Some(what) = args.emit {
         return emit(args, &input, &module, &passes, what);
     }
-    // External SPIR-V kernels are read relative to the input's directory, checked against
-    // their signatures and reported at their spans before any packaging.
-    let base = match args.input.parent() {
-        Some(dir) if !io::is_stdio(&args.input) => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let external = external::load(&module, &base).map_err(|d| {
-        let narrowed: Vec<_> = d.into_iter().map(|d| spirv_clause(d, &input.text)).collect();
-        super::reject(&input, &narrowed)
-    })?;
+    let external = externals(&args.input, &input, &module)?;
     let compiler = WithExternal { inner: &Llvm, external: &external };
     let mut on_step = |step: Step<'_>| match step {
         Step::Verify => shown.update("verify", None),
@@ -273,6 +264,20 @@ fn render_times(report: &CompileReport, outer: Outer) -> String {
     out
 }
 
+/// External SPIR-V kernels, read relative to the input's directory (the working directory
+/// for stdin), checked against their signatures and reported at their `spirv` clauses
+/// before any packaging.
+fn externals(path: &Path, input: &io::Input, module: &cmdgraph_ir::Module) -> Result<external::Externals, Failure> {
+    let base = match path.parent() {
+        Some(dir) if !io::is_stdio(path) => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    external::load(module, &base).map_err(|d| {
+        let narrowed: Vec<_> = d.into_iter().map(|d| spirv_clause(d, &input.text)).collect();
+        super::reject(input, &narrowed)
+    })
+}
+
 /// Points an external kernel's diagnostic at its `spirv "FILE" entry "NAME"` clause rather
 /// than the whole kernel declaration (the IR keeps the declaration's span only).
 fn spirv_clause(mut d: cmdgraph_ir::diag::Diagnostic, source: &str) -> cmdgraph_ir::diag::Diagnostic {
@@ -288,16 +293,9 @@ fn spirv_clause(mut d: cmdgraph_ir::diag::Diagnostic, source: &str) -> cmdgraph_
 /// pipeline and options; external kernels read beside `path`): what `run` uses when it is
 /// given IR text.
 pub(crate) fn bundle_bytes(path: &Path, input: &io::Input, module: &cmdgraph_ir::Module) -> Result<Vec<u8>, Failure> {
-    let base = match path.parent() {
-        Some(dir) if !io::is_stdio(path) => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let external = external::load(module, &base).map_err(|d| {
-        let narrowed: Vec<_> = d.into_iter().map(|d| spirv_clause(d, &input.text)).collect();
-        super::reject(input, &narrowed)
-    })?;
+    let external = externals(path, input, module)?;
     let compiler = WithExternal { inner: &Llvm, external: &external };
-    let passes: Vec<&'static PassInfo> = DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect();
+    let passes = cmdgraph_passes::default_pipeline();
     let pipeline = cmdgraph_codegen::bundle::PipelineOptions::default();
     let (bundle, _) =
         compile_module_configured(module, &passes, &pipeline, &Options::default(), &compiler, &mut |_| {}).map_err(

@@ -115,12 +115,7 @@ fn unknown_kernel(source: &Module, name: &str, launched: &[&str]) -> String {
     } else {
         format!("error: no kernel @{name} in the module")
     };
-    let close = launched
-        .iter()
-        .filter(|k| k.contains(name) || name.contains(**k))
-        .chain(launched.iter().filter(|k| edit_distance(name, k) <= (name.len() / 3).max(2)))
-        .next();
-    if let Some(k) = close {
+    if let Some(k) = cmdgraph_ir::suggest::closest(name, launched.iter().copied()) {
         text.push_str(&format!("; did you mean @{k}?"));
     }
     if launched.is_empty() {
@@ -130,20 +125,4 @@ fn unknown_kernel(source: &Module, name: &str, launched: &[&str]) -> String {
         text.push_str(&format!("\nnote: kernels launched: {}", list.join(", ")));
     }
     text
-}
-
-/// Levenshtein distance over chars (two rows; kernel names are short).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }

@@ -105,7 +105,7 @@ pub fn run(args: &OptArgs) -> Outcome {
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     let passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),
-        None => DEFAULT_PIPELINE.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect(),
+        None => cmdgraph_passes::default_pipeline(),
     };
     if let Some(dir) = &args.dump_dot_dir {
         std::fs::create_dir_all(dir)

@@ -271,9 +271,12 @@ fn buffer_view(elem: Type, declared: &str, binding: u32, res: &Resource, issues:
         }
         _ => None,
     };
-    match have {
-        Some(ElemType::RuntimeArray(e, stride)) if view_lanes(e).is_some() => {
-            let k = view_lanes(e).unwrap_or(1);
+    let array = match have {
+        Some(ElemType::RuntimeArray(e, stride)) => Some((e, stride, view_lanes(e))),
+        _ => None,
+    };
+    match array {
+        Some((e, stride, Some(k))) => {
             if *stride != Some(k * elem.size() as u32) {
                 issues.push(issue(
                     format!("binding {binding} (`{}`) has ArrayStride {stride:?}", res.label()),
@@ -281,11 +284,11 @@ fn buffer_view(elem: Type, declared: &str, binding: u32, res: &Resource, issues:
                 ));
             }
         }
-        Some(ElemType::RuntimeArray(e, _)) => issues.push(issue(
+        Some((e, _, None)) => issues.push(issue(
             format!("binding {binding} (`{}`) holds {e}, the IR declares {elem}", res.label()),
             format!("the module has a runtime array of {e}; the IR declares {declared} (elements of {want})"),
         )),
-        _ => {
+        None => {
             let shown = match &res.pointee {
                 Pointee::Struct { block, members } => {
                     format!("a {}struct of {} members", if *block { "Block " } else { "non-Block " }, members.len())

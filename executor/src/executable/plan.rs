@@ -150,7 +150,7 @@ impl Executor {
 }
 
 /// The timeline's current value (what the runs submitted so far have signalled).
-fn timeline_value(ctx: &crate::vk::Context, timeline: vk::Semaphore) -> Result<u64> {
+pub(super) fn timeline_value(ctx: &crate::vk::Context, timeline: vk::Semaphore) -> Result<u64> {
     // SAFETY: the semaphore is a live timeline semaphore of this device.
     Ok(unsafe { ctx.device.get_semaphore_counter_value(timeline) }?)
 }

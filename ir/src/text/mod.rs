@@ -17,7 +17,6 @@ mod keyword;
 mod lexer;
 mod parser;
 mod printer;
-mod suggest;
 
 pub use error::ParseError;
 

@@ -13,6 +13,7 @@ use cmdgraph_executor::load::LoadOptions;
 use cmdgraph_executor::{ExecError, ExecId, Executor, Loaded};
 use cmdgraph_ir::diff::update::check_update;
 use cmdgraph_ir::graph::{Accessor, ArgValue, Graph, Pointer};
+use cmdgraph_ir::suggest::closest as did_you_mean;
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType};
 use cmdgraph_ir::{MemRef, MemoryKind, Module};
 use std::fmt::Write as _;
@@ -206,37 +207,6 @@ pub enum Resolved {
     Param { name: String, value: ArgValue, text: String },
     /// `set_active(name, index)`.
     Active { name: String, index: u32 },
-}
-
-/// The name of `candidates` closest to `name`: one that contains it or that it contains,
-/// else one at an edit distance of at most a third of its length (at least 2).
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> Option<&'a str> {
-    if let Some(c) = candidates.clone().into_iter().find(|c| name.len() >= 3 && (c.contains(name) || name.contains(*c)))
-    {
-        return Some(c);
-    }
-    let limit = (name.chars().count() / 3).max(2);
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 /// `unknown` with a suggestion and the list of what exists.

@@ -365,7 +365,7 @@ impl<'s> Parser<'s> {
                     kind: "queue",
                     name: format!("@{q}"),
                     help: "declare the queue earlier in the same graph: `queue @q [in_order]`",
-                    suggestion: crate::text::suggest::closest(q, scope.queues.iter().map(|(n, _)| *n))
+                    suggestion: crate::suggest::closest(q, scope.queues.iter().map(|(n, _)| *n))
                         .map(|s| format!("@{s}")),
                     span: q_span,
                 }),
@@ -444,5 +444,5 @@ impl<'s> Parser<'s> {
 
 /// The closest `%` name defined so far in the graph, for an undefined one ("did you mean").
 pub(super) fn suggest_local(scope: &GraphScope<'_>, name: &str) -> Option<String> {
-    crate::text::suggest::closest(name, scope.locals.iter().map(|(n, _)| *n)).map(|s| format!("%{s}"))
+    crate::suggest::closest(name, scope.locals.iter().map(|(n, _)| *n)).map(|s| format!("%{s}"))
 }

@@ -213,7 +213,7 @@ impl<'s> Parser<'s> {
                 name: format!("%{name}"),
                 help: "a value must be a parameter or the result of an op above, in this region or an \
                        enclosing one",
-                suggestion: crate::text::suggest::closest(
+                suggestion: crate::suggest::closest(
                     name,
                     scope.names.iter().filter(|(_, v)| scope.is_visible(*v)).map(|(n, _)| *n),
                 )

@@ -162,7 +162,7 @@ impl<'s> Symbols<'s> {
                         name: format!("@{name}"),
                         help: kind.help(),
                         // Defined items of the same kind only: a memory is no answer for a kernel.
-                        suggestion: crate::text::suggest::closest(
+                        suggestion: crate::suggest::closest(
                             name,
                             self.map.iter().filter(|(_, s)| s.def.is_some_and(|d| d.0 == kind)).map(|(n, _)| *n),
                         )
