@@ -8,6 +8,9 @@
 # through `cmdgraph verify` and `cmdgraph dot | dot -Tsvg`. Stops at the first failure and
 # says which step failed. Set CARGO_BUILD_JOBS to limit parallelism on a shared machine.
 set -euo pipefail
+# Nothing in the suite reads standard input; closing it keeps a stray input (a CI harness's
+# pipe) from reaching any tool.
+exec </dev/null
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 current_step="start"
