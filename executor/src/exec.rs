@@ -111,7 +111,12 @@ impl Executor {
     /// Creates the device and uploads nothing yet: user memory starts zeroed, pipelines are
     /// created through the pipeline cache.
     pub fn new(loaded: Loaded, opts: &ContextOptions) -> Result<Executor> {
-        let ctx = Arc::new(Context::new(opts)?);
+        Executor::on_context(loaded, Context::new(opts)?)
+    }
+
+    /// An executor on a context made by [`Executor::new`] or [`Executor::with_vulkan`].
+    pub(crate) fn on_context(loaded: Loaded, ctx: Context) -> Result<Executor> {
+        let ctx = Arc::new(ctx);
         let transfers = Transfers::new(&ctx)?;
         let cache = crate::vk::pipeline::create_cache(&ctx)?;
         let mut ex = Executor {
@@ -223,7 +228,9 @@ impl Executor {
         self.native.insert(name.to_string(), Box::new(f));
     }
 
-    fn user(&self, name: &str) -> Result<(usize, &Buffer, u64)> {
+    /// A user memory object: (handle index, buffer, size in bytes); the object starts at
+    /// the buffer's `base`.
+    pub(crate) fn user(&self, name: &str) -> Result<(usize, &Buffer, u64)> {
         let name = name.strip_prefix('@').unwrap_or(name);
         let h = self.loaded.module.memory_by_name(name).ok_or_else(|| ExecError::Unknown(format!("memory @{name}")))?;
         let size = self.loaded.module.memories[h].size_bytes();
@@ -240,7 +247,7 @@ impl Executor {
         if bytes.len() as u64 != size {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} given", bytes.len())));
         }
-        self.transfers.upload(&self.ctx, buf, 0, bytes)
+        self.transfers.upload(&self.ctx, buf, buf.base, bytes)
     }
 
     /// [`bind`](Self::bind) from typed elements.
@@ -252,7 +259,7 @@ impl Executor {
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
         self.worker.drain();
         let (_, buf, size) = self.user(name)?;
-        self.transfers.download(&self.ctx, buf, 0, size)
+        self.transfers.download(&self.ctx, buf, buf.base, size)
     }
 
     /// [`read`](Self::read) as typed elements.
@@ -325,11 +332,13 @@ impl Executor {
                 if offset > size {
                     return Err(ExecError::Invalid(format!("offset {offset} past @{} ({size} bytes)", obj.name)));
                 }
-                // User memory has a buffer of its own, of the object's size (rounded up to 4).
-                let buffer_size = size.max(4).next_multiple_of(4);
+                // User memory has a buffer of its own, of the object's size (rounded up to 4),
+                // or is a range of an application's buffer from its `base`.
+                let base = self.memories.get(h.index()).and_then(|b| b.as_ref()).map_or(0, |b| b.base);
+                let buffer_size = base + size.max(4).next_multiple_of(4);
                 Ok(ArgPlace {
                     target: Target::User(h.index()),
-                    offset,
+                    offset: base + offset,
                     avail: size - offset,
                     elem: obj.elem.size(),
                     buffer_size,
@@ -475,7 +484,7 @@ pub(crate) fn declared(
             MemRef::Memory(h) => {
                 let obj = module.memories.try_get(h).ok_or("bad memory handle")?;
                 let buf = memories.get(h.index()).and_then(|b| b.as_ref()).ok_or("host access to a device_global")?;
-                out.push((format!("@{}", obj.name), a.mode, buf.into(), 0, obj.size_bytes()));
+                out.push((format!("@{}", obj.name), a.mode, buf.into(), buf.base, obj.size_bytes()));
             }
             MemRef::Alloc(_) => {
                 let (buf, place) = pool.as_ref().ok_or("no pool")?;

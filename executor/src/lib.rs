@@ -17,6 +17,7 @@ mod barriers;
 mod eager;
 pub mod exec;
 mod executable;
+pub mod interop;
 pub mod peer;
 pub mod profile;
 mod runtime;
@@ -24,8 +25,14 @@ pub mod schedule;
 mod update;
 mod worker;
 
+/// The `ash` the executor's Vulkan types come from (`vk::Buffer`, `vk::Semaphore`, ...), so
+/// an application passes its handles with the same definitions.
+pub use ash;
 pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
+pub use interop::{RunSync, SemaphoreValue};
 pub use load::{load_bytes, Loaded};
 pub use profile::{NodeProfile, Profile};
-pub use vk::{vulkan_devices, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, DEFAULT_TIMEOUT};
+pub use vk::{
+    vulkan_devices, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, ExternalVulkan, DEFAULT_TIMEOUT,
+};

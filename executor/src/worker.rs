@@ -15,6 +15,7 @@
 
 use crate::error::{ExecError, Result};
 use crate::exec::{BoxedHostFn, Declared, HostContext};
+use crate::interop::RunSync;
 use crate::vk::{Context, Transfers};
 use ash::vk;
 use cmdgraph_ir::host::HostMemory;
@@ -52,6 +53,9 @@ pub(crate) struct Job {
     /// (the run that last submitted this copy of them); 0 when they never were.
     pub(crate) ready: u64,
     pub(crate) steps: Vec<Step>,
+    /// The application's semaphores: waited for on the host before the first step,
+    /// signalled by the queue after the run's end (also when it failed, once released).
+    pub(crate) sync: RunSync,
 }
 
 impl Job {
@@ -239,6 +243,8 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
     let mut at = job.start;
     let r = (|| {
         wait_timeline(ctx, job.timeline, job.ready)?;
+        // A host task must not start before the application's writes are done either.
+        job.sync.wait_on_host(ctx)?;
         for step in &job.steps {
             match step {
                 Step::Device(cb) => {
@@ -267,7 +273,28 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
             let _ = release_on_queue(ctx, job.timeline, at, end);
         }
     }
+    if !job.sync.signal.is_empty() {
+        // The application waits on these whatever happened; the run's error is reported by
+        // the next wait or run.
+        signal_after(ctx, job.timeline, end, &job.sync)?;
+    }
     r
+}
+
+/// Signals the application's semaphores of `sync` from the queue once `timeline` reaches
+/// `end` (the run's last device segment, or its release).
+fn signal_after(ctx: &Context, timeline: vk::Semaphore, end: u64, sync: &RunSync) -> Result<()> {
+    let waits = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(timeline)
+        .value(end)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    let wait_n = usize::from(end > 0);
+    let signals = sync.signal_infos();
+    let submit = [vk::SubmitInfo2::default().wait_semaphore_infos(&waits[..wait_n]).signal_semaphore_infos(&signals)];
+    // SAFETY: the timeline is live; the application's semaphores are live timeline
+    // semaphores of this device with values above their pending signals (run_with's
+    // contract); the worker holds the queue.
+    Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)
 }
 
 fn call(

@@ -10,6 +10,7 @@
 use super::Executable;
 use crate::error::{ExecError, Result};
 use crate::exec::{declared, ExecId, Executor};
+use crate::interop::RunSync;
 use crate::schedule::Seg;
 use crate::worker::{Job, Step};
 use ash::vk;
@@ -58,6 +59,12 @@ impl Executor {
     /// without waiting for the host tasks; [`wait`](Self::wait) waits for them and reports
     /// their errors. Host work per run is O(segments): the plan was built at finalize.
     pub fn run(&mut self, id: ExecId) -> Result<()> {
+        self.run_synced(id, &RunSync::default())
+    }
+
+    /// [`run`](Self::run), with the application's semaphores waited for before the run's
+    /// first command and signalled after its last ([`Executor::run_with`]).
+    pub(crate) fn run_synced(&mut self, id: ExecId, sync: &RunSync) -> Result<()> {
         if let Some(e) = self.worker.take_error(id.0) {
             return Err(e);
         }
@@ -104,12 +111,12 @@ impl Executor {
             let mut job_seq = 0;
             if exe.has_host || !ex.worker.idle() {
                 let steps = steps.iter().filter_map(|s| s.as_ref().ok().cloned()).collect();
-                let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps };
+                let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps, sync: sync.clone() };
                 ex.worker.push(&ex.ctx, &ex.host, job)?;
                 job_seq = ex.worker.queued();
-            } else if !cbs.is_empty() {
+            } else if !cbs.is_empty() || !sync.is_empty() {
                 crate::worker::wait_timeline(&ex.ctx, exe.timeline, ready)?;
-                submit_all(&ex.ctx, exe.timeline, cbs, start, end)?;
+                submit_all(&ex.ctx, exe.timeline, cbs, (start, end), sync)?;
             }
             exe.runs_submitted += 1;
             exe.run_tickets.push_back((end, job_seq));
@@ -156,26 +163,36 @@ pub(super) fn timeline_value(ctx: &crate::vk::Context, timeline: vk::Semaphore) 
 }
 
 /// One `vkQueueSubmit` of every device segment of a run in order: it waits for timeline
-/// value `start` (the previous run) and signals `end`. Within the batch, each command buffer
-/// opens with a barrier after all earlier work, so segments run in submission order.
+/// value `start` (the previous run) and the application's semaphores, and signals `end` and
+/// the application's. Within the batch, each command buffer opens with a barrier after all
+/// earlier work, so segments run in submission order.
 fn submit_all(
     ctx: &crate::vk::Context,
     timeline: vk::Semaphore,
     cbs: &[vk::CommandBufferSubmitInfo<'static>],
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
+    sync: &RunSync,
 ) -> Result<()> {
-    let waits = [vk::SemaphoreSubmitInfo::default()
-        .semaphore(timeline)
-        .value(start)
-        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-    let signals = [vk::SemaphoreSubmitInfo::default()
-        .semaphore(timeline)
-        .value(end)
-        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-    let wait_n = usize::from(start > 0);
+    let mut waits = sync.wait_infos();
+    if start > 0 {
+        waits.push(
+            vk::SemaphoreSubmitInfo::default()
+                .semaphore(timeline)
+                .value(start)
+                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS),
+        );
+    }
+    let mut signals = sync.signal_infos();
+    if end > start {
+        signals.push(
+            vk::SemaphoreSubmitInfo::default()
+                .semaphore(timeline)
+                .value(end)
+                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS),
+        );
+    }
     let submit = [vk::SubmitInfo2::default()
-        .wait_semaphore_infos(&waits[..wait_n])
+        .wait_semaphore_infos(&waits)
         .command_buffer_infos(cbs)
         .signal_semaphore_infos(&signals)];
     // SAFETY: the command buffers are not pending (one of two copies whose previous run has

@@ -11,8 +11,14 @@ pub struct Buffer {
     pub(crate) buffer: vk::Buffer,
     memory: vk::DeviceMemory,
     /// Size in bytes (at least 4, a multiple of 4: zero-sized memory still gets a buffer).
+    /// An imported buffer's is `base` plus the imported range.
     pub(crate) size: u64,
     mapped: Option<*mut u8>,
+    /// Where the memory starts in the buffer: 0, or the offset an application's buffer was
+    /// imported at ([`Buffer::imported`]).
+    pub(crate) base: u64,
+    /// The buffer and its memory are this executor's to destroy (not an application's).
+    owned: bool,
 }
 
 /// A buffer's handle and size, without ownership: what transfers need, and what may cross
@@ -85,7 +91,7 @@ impl Buffer {
                 return Err(ExecError::Vulkan(format!("allocating {size} bytes: {e:?}")));
             }
         };
-        let mut out = Buffer { buffer, memory, size, mapped: None };
+        let mut out = Buffer { buffer, memory, size, mapped: None, base: 0, owned: true };
         // SAFETY: memory was allocated for this buffer's requirements, offset 0.
         if let Err(e) = unsafe { ctx.device.bind_buffer_memory(buffer, memory, 0) } {
             out.destroy(ctx);
@@ -104,8 +110,25 @@ impl Buffer {
         Ok(out)
     }
 
-    /// Frees the buffer and its memory; the device must no longer use it.
+    /// An application's buffer, `range` bytes from `base` (the application keeps it alive
+    /// and destroys it).
+    pub(crate) fn imported(buffer: vk::Buffer, base: u64, range: u64) -> Buffer {
+        let size = base.saturating_add(range);
+        Buffer { buffer, memory: vk::DeviceMemory::null(), size, mapped: None, base, owned: false }
+    }
+
+    /// Whether this is an application's buffer.
+    pub(crate) fn is_imported(&self) -> bool {
+        !self.owned
+    }
+
+    /// Frees the buffer and its memory; the device must no longer use it. An imported
+    /// buffer is only forgotten.
     pub fn destroy(&mut self, ctx: &Context) {
+        if !self.owned {
+            self.buffer = vk::Buffer::null();
+            return;
+        }
         // SAFETY: callers destroy a buffer only after the device finished with it; null
         // handles (already destroyed) are ignored by Vulkan.
         unsafe {

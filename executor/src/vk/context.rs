@@ -119,6 +119,19 @@ pub struct Context {
     /// Fences of bounded [`Context::wait_idle`] calls that timed out: still pending, so not
     /// destroyed until a later wait for idle succeeds (its fence comes after them).
     idle_fences: Mutex<Vec<vk::Fence>>,
+    /// The instance, device and queue are the application's ([`super::ExternalVulkan`]):
+    /// never destroyed here, and idle means this context's own work only.
+    pub(crate) external: bool,
+}
+
+/// The Vulkan handles a context runs on.
+pub(super) struct Handles {
+    pub(super) entry: ash::Entry,
+    pub(super) instance: ash::Instance,
+    pub(super) physical: vk::PhysicalDevice,
+    pub(super) device: ash::Device,
+    pub(super) queue: vk::Queue,
+    pub(super) family: u32,
 }
 
 /// What kind of device a physical device is (`VkPhysicalDeviceType`).
@@ -189,7 +202,7 @@ pub fn vulkan_devices() -> Result<Vec<DeviceDescription>> {
     Ok(out?)
 }
 
-fn device_name(p: &vk::PhysicalDeviceProperties) -> String {
+pub(super) fn device_name(p: &vk::PhysicalDeviceProperties) -> String {
     p.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
@@ -273,23 +286,37 @@ impl Context {
         let (device, update_after_bind, features) = create_device(&partial.instance, physical, family)?;
         partial.armed = false;
         let instance = partial.instance.clone();
-        // SAFETY: `physical` came from this instance; `device` has a queue 0 in `family`.
-        let (props, mem_props, queue, families) = unsafe {
+        // SAFETY: `device` was created with one queue in `family`.
+        let queue = unsafe { device.get_device_queue(family, 0) };
+        let handles = Handles { entry, instance, physical, device, queue, family };
+        Ok(Context::assemble(handles, partial.debug.take(), update_after_bind, features, opts, false))
+    }
+
+    /// A context over handles made elsewhere: here or by the application (`external`).
+    pub(super) fn assemble(
+        h: Handles,
+        debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT, Box<Messages>)>,
+        update_after_bind: bool,
+        features: EnabledFeatures,
+        opts: &ContextOptions,
+        external: bool,
+    ) -> Context {
+        // SAFETY: `physical` came from this instance.
+        let (props, mem_props, families) = unsafe {
             (
-                instance.get_physical_device_properties(physical),
-                instance.get_physical_device_memory_properties(physical),
-                device.get_device_queue(family, 0),
-                instance.get_physical_device_queue_family_properties(physical),
+                h.instance.get_physical_device_properties(h.physical),
+                h.instance.get_physical_device_memory_properties(h.physical),
+                h.instance.get_physical_device_queue_family_properties(h.physical),
             )
         };
-        let timestamp_bits = families.get(family as usize).map(|f| f.timestamp_valid_bits).unwrap_or(0);
-        Ok(Context {
-            _entry: entry,
-            instance,
-            debug: partial.debug.take(),
-            device,
-            queue,
-            queue_family: family,
+        let timestamp_bits = families.get(h.family as usize).map(|f| f.timestamp_valid_bits).unwrap_or(0);
+        Context {
+            _entry: h.entry,
+            instance: h.instance,
+            debug,
+            device: h.device,
+            queue: h.queue,
+            queue_family: h.family,
             name: device_name(&props),
             props,
             mem_props,
@@ -299,7 +326,8 @@ impl Context {
             timeout: opts.timeout,
             overdue: AtomicBool::new(false),
             idle_fences: Mutex::new(Vec::new()),
-        })
+            external,
+        }
     }
 
     /// `timestampValidBits` of the queue (0 when it has no timestamp queries).
@@ -441,6 +469,19 @@ impl Drop for Context {
                 // are kept for `take_unreported_messages`.
                 if let Some((_, _, sink)) = &self.debug {
                     keep_unreported(sink);
+                }
+                return;
+            }
+            if self.external {
+                // The application's device, queue and instance: its work may be running and
+                // they are its to destroy. This context's own work is done (waited above).
+                if self.timeout.is_none() {
+                    let _ = self.wait_idle();
+                }
+                if let Ok(mut pending) = self.idle_fences.lock() {
+                    for f in pending.drain(..) {
+                        self.device.destroy_fence(f, None);
+                    }
                 }
                 return;
             }
@@ -634,7 +675,7 @@ fn create_device(
 /// What `create_device` enabled, read back from the very structures it passed (so the
 /// check of kernels cannot drift from device creation); the float-atomic features count
 /// only when their extension was enabled.
-fn enabled_features(
+pub(super) fn enabled_features(
     base: &vk::PhysicalDeviceFeatures,
     f11: &vk::PhysicalDeviceVulkan11Features<'_>,
     f12: &vk::PhysicalDeviceVulkan12Features<'_>,
@@ -670,6 +711,6 @@ fn enabled_features(
 
 /// Whether descriptors can be rewritten after recording (docs/abi.md relies on it; Mesa's
 /// llvmpipe before 23 lacks it, and then a pointer moving to another buffer re-records).
-fn update_after_bind(f: &vk::PhysicalDeviceVulkan12Features<'_>) -> bool {
+pub(super) fn update_after_bind(f: &vk::PhysicalDeviceVulkan12Features<'_>) -> bool {
     f.descriptor_binding_storage_buffer_update_after_bind != 0 && f.descriptor_binding_update_unused_while_pending != 0
 }

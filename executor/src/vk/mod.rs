@@ -2,10 +2,12 @@
 
 pub mod buffer;
 pub mod context;
+pub mod external;
 pub mod pipeline;
 
 pub use buffer::{BufRef, Buffer, Place, Transfers};
 pub use context::{
     vulkan_devices, Context, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, DEFAULT_TIMEOUT,
 };
+pub use external::ExternalVulkan;
 pub use pipeline::KernelPipeline;

@@ -2,6 +2,8 @@
 //! hand-built bundles around IR text the reference interpreter also runs.
 #![allow(dead_code)]
 
+pub mod app_vulkan;
+
 use cmdgraph_executor::{ContextOptions, Executor, Loaded};
 use cmdgraph_ir::bundle::{
     ArgField, ArgFieldKind, ArgLayout, Bundle, CompiledKernel, GraphPlan, MemorySlot, FORMAT_VERSION,
