@@ -22,7 +22,7 @@ pub(crate) type BoxedHostFn = Box<HostFn>;
 
 /// A native-command callback, called when the graph is recorded with the command buffer
 /// the node's commands go into (enqueue_native_command's graph rule).
-pub type NativeFn = Box<dyn FnMut(&NativeContext<'_>)>;
+pub type NativeFn = Box<dyn FnMut(&NativeContext<'_>) + Send>;
 
 /// What a native-command callback gets.
 pub struct NativeContext<'a> {
@@ -85,6 +85,9 @@ pub struct VulkanObjects {
 }
 
 /// A bundle loaded on a Vulkan device.
+///
+/// `Send`: an executor may move to another thread (the C API's handles are used from any
+/// thread, one at a time); it is not `Sync`, since its calls submit to one queue.
 pub struct Executor {
     pub(crate) loaded: Loaded,
     /// User memory by memory handle index (`None` for device globals).
@@ -223,7 +226,7 @@ impl Executor {
     /// Registers the callback of `native "name"` nodes (called at record time).
     pub fn register_native<F>(&mut self, name: &str, f: F)
     where
-        F: FnMut(&NativeContext<'_>) + 'static,
+        F: FnMut(&NativeContext<'_>) + Send + 'static,
     {
         self.native.insert(name.to_string(), Box::new(f));
     }
@@ -354,6 +357,12 @@ impl Executor {
         self.ctx.wait_idle()
     }
 }
+
+/// Compile-time check that an executor can move between threads.
+const _: fn() = || {
+    fn is_send<T: Send>() {}
+    is_send::<Executor>();
+};
 
 impl Drop for Executor {
     fn drop(&mut self) {

@@ -21,6 +21,11 @@ pub struct Buffer {
     owned: bool,
 }
 
+// SAFETY: the mapping pointer is this buffer's alone (never shared or aliased outside
+// `write`/`read`, which take `&mut self`/`&self`), so moving the buffer to another thread
+// moves sole access with it; Vulkan handles themselves are plain values.
+unsafe impl Send for Buffer {}
+
 /// A buffer's handle and size, without ownership: what transfers need, and what may cross
 /// to the host-task thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
