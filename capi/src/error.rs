@@ -207,3 +207,47 @@ pub(crate) fn status_name(status: cmdgraph_status) -> &'static std::ffi::CStr {
         CMDGRAPH_ERROR_IO => c"CMDGRAPH_ERROR_IO",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn thread_message() -> String {
+        // SAFETY: the slot's pointer is a live NUL-terminated string.
+        unsafe { CStr::from_ptr(thread_error_ptr()) }.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_a_status_with_its_message_on_the_handle_and_the_thread() {
+        let mut slot = LastError::default();
+        let st = guard(Some(&mut slot), || panic!("boom at {}", 42));
+        assert_eq!(st, CMDGRAPH_ERROR_PANIC);
+        // SAFETY: as above.
+        let on_handle = unsafe { CStr::from_ptr(slot.as_ptr()) }.to_string_lossy().into_owned();
+        assert_eq!(on_handle, "internal error (panic): boom at 42");
+        assert_eq!(thread_message(), on_handle);
+        // The next success clears both.
+        assert_eq!(guard(Some(&mut slot), || Ok(())), CMDGRAPH_OK);
+        // SAFETY: as above.
+        assert_eq!(unsafe { CStr::from_ptr(slot.as_ptr()) }.to_bytes(), b"");
+        assert_eq!(thread_message(), "");
+    }
+
+    #[test]
+    fn executor_errors_map_to_their_statuses_and_messages_keep_interior_nuls_visible() {
+        let e = Error::from(ExecError::Unknown("memory @x".into()));
+        assert_eq!((e.status, e.message.as_str()), (CMDGRAPH_ERROR_NOT_FOUND, "unknown memory @x"));
+        assert_eq!(Error::from(ExecError::Hash("h".into())).status, CMDGRAPH_ERROR_BUNDLE_INVALID);
+        assert_eq!(Error::from(ExecError::Vulkan("v".into())).status, CMDGRAPH_ERROR_VULKAN);
+        let timeout = ExecError::Timeout { what: "run".into(), after: std::time::Duration::from_secs(1) };
+        assert_eq!(Error::from(timeout).status, CMDGRAPH_ERROR_TIMEOUT);
+        assert_eq!(Error::from(HostError::failed("f")).status, CMDGRAPH_ERROR_HOST_TASK_FAILED);
+        assert_eq!(c_string("a\0b").as_bytes(), b"a\\0b");
+        for s in 0..=10 {
+            // SAFETY: every value 0..=10 is a variant (the enum is contiguous).
+            let status: cmdgraph_status = unsafe { std::mem::transmute::<i32, cmdgraph_status>(s) };
+            assert!(status_name(status).to_bytes().starts_with(b"CMDGRAPH_"));
+        }
+    }
+}
