@@ -142,8 +142,8 @@ extern "C" {
 #endif // __cplusplus
 
 // The message of the last call made on the calling thread: "" after a success. Calls that
-// fail before any handle exists (opening a bundle, creating an executor) and calls given a
-// NULL handle report here only. The string stays valid until the thread's next call into
+// fail before any handle exists (opening a bundle) and calls given a NULL handle report here
+// only; every other call reports on its handle too. The string stays valid until the thread's next call into
 // this library; never NULL.
 const char *cmdgraph_last_error(void);
 
@@ -168,7 +168,7 @@ enum cmdgraph_status cmdgraph_bundle_open(const char *path,
 //
 // # Safety
 // `data` is NULL or points to `len` readable bytes; `out` is NULL or writable.
-enum cmdgraph_status cmdgraph_bundle_from_memory(const uint8_t *data,
+enum cmdgraph_status cmdgraph_bundle_from_memory(const void *data,
                                                  size_t len,
                                                  struct cmdgraph_bundle **out);
 

@@ -4,7 +4,7 @@ use crate::error::{c_string, cmdgraph_status, Error, LastError, Result};
 use crate::{bytes, destroy, error, last_error_of, name, put, with, Handle};
 use cmdgraph_executor::{load_bytes, Loaded};
 use cmdgraph_ir::MemoryKind;
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, c_void, CString};
 
 /// A loaded bundle: every part checked (format version, content hash, IR, kernels), nothing
 /// on a device yet. Creating an executor copies what it needs, so a bundle may be destroyed
@@ -79,13 +79,13 @@ pub unsafe extern "C" fn cmdgraph_bundle_open(path: *const c_char, out: *mut *mu
 /// `data` is NULL or points to `len` readable bytes; `out` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn cmdgraph_bundle_from_memory(
-    data: *const u8,
+    data: *const c_void,
     len: usize,
     out: *mut *mut cmdgraph_bundle,
 ) -> cmdgraph_status {
     open(out, || {
         // SAFETY: the caller's contract for `data`.
-        let data = unsafe { bytes(data, len, "bundle data") }?;
+        let data = unsafe { bytes(data.cast(), len, "bundle data") }?;
         Ok(load_bytes(data)?)
     })
 }

@@ -36,8 +36,8 @@ pub use executor::{cmdgraph_executor, cmdgraph_executor_options};
 pub use host::{cmdgraph_host_fn, cmdgraph_host_memory};
 
 /// The message of the last call made on the calling thread: "" after a success. Calls that
-/// fail before any handle exists (opening a bundle, creating an executor) and calls given a
-/// NULL handle report here only. The string stays valid until the thread's next call into
+/// fail before any handle exists (opening a bundle) and calls given a NULL handle report here
+/// only; every other call reports on its handle too. The string stays valid until the thread's next call into
 /// this library; never NULL.
 #[no_mangle]
 pub extern "C" fn cmdgraph_last_error() -> *const c_char {

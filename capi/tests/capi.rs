@@ -29,7 +29,7 @@ fn text(p: *const c_char) -> String {
 fn bundle_of(bytes: &[u8]) -> *mut cmdgraph_bundle {
     let mut b = null_mut();
     // SAFETY: valid bytes and out-pointer.
-    let st = unsafe { cmdgraph_bundle_from_memory(bytes.as_ptr(), bytes.len(), &mut b) };
+    let st = unsafe { cmdgraph_bundle_from_memory(bytes.as_ptr().cast(), bytes.len(), &mut b) };
     assert_eq!(st, CMDGRAPH_OK, "{}", text(cmdgraph_last_error()));
     b
 }
@@ -114,7 +114,6 @@ fn null_handles_and_pointers_are_errors_with_messages() {
         assert_eq!(cmdgraph_bundle_open(c("x.cgb").as_ptr(), null_mut()), CMDGRAPH_ERROR_INVALID_ARGUMENT);
         assert_eq!(cmdgraph_bundle_from_memory(null(), 16, &mut b), CMDGRAPH_ERROR_INVALID_ARGUMENT);
         assert!(b.is_null());
-        // A success clears the thread's message.
         assert_eq!(text(cmdgraph_status_name(CMDGRAPH_ERROR_TIMEOUT)), "CMDGRAPH_ERROR_TIMEOUT");
         assert_eq!(text(cmdgraph_version()), env!("CARGO_PKG_VERSION"));
     }
@@ -126,13 +125,19 @@ fn damaged_bundles_and_missing_files_are_refused() {
     let mut b = null_mut();
     // SAFETY: valid pointers throughout.
     unsafe {
-        assert_eq!(cmdgraph_bundle_from_memory(b"not a bundle".as_ptr(), 12, &mut b), CMDGRAPH_ERROR_BUNDLE_INVALID);
+        assert_eq!(
+            cmdgraph_bundle_from_memory(b"not a bundle".as_ptr().cast(), 12, &mut b),
+            CMDGRAPH_ERROR_BUNDLE_INVALID
+        );
         assert!(b.is_null());
         assert!(!text(cmdgraph_last_error()).is_empty());
         let mut damaged = good.clone();
         let mid = damaged.len() / 2;
         damaged[mid] ^= 0x40;
-        assert_eq!(cmdgraph_bundle_from_memory(damaged.as_ptr(), damaged.len(), &mut b), CMDGRAPH_ERROR_BUNDLE_INVALID);
+        assert_eq!(
+            cmdgraph_bundle_from_memory(damaged.as_ptr().cast(), damaged.len(), &mut b),
+            CMDGRAPH_ERROR_BUNDLE_INVALID
+        );
         assert_eq!(cmdgraph_bundle_open(c("/nonexistent/demo.cgb").as_ptr(), &mut b), CMDGRAPH_ERROR_IO);
         assert!(text(cmdgraph_last_error()).contains("/nonexistent/demo.cgb"));
         let not_utf8 = CString::new(vec![b'x', 0xff, b'y']).expect("no NUL");
@@ -143,6 +148,7 @@ fn damaged_bundles_and_missing_files_are_refused() {
         let path = dir.path().join("demo.cgb");
         std::fs::write(&path, &good).expect("write");
         assert_eq!(cmdgraph_bundle_open(c(path.to_str().expect("UTF-8")).as_ptr(), &mut b), CMDGRAPH_OK);
+        assert_eq!(text(cmdgraph_last_error()), "", "a success clears the thread's message");
         let mut n = 0;
         assert_eq!(cmdgraph_bundle_memory_count(b, &mut n), CMDGRAPH_OK);
         assert_eq!(n, 6);
