@@ -23,12 +23,9 @@ struct error : std::runtime_error {
         : std::runtime_error(std::string(cmdgraph_status_name(s)) + ": " + message), status(s) {}
 };
 
-inline void check(cmdgraph_status s, const char *message) {
-    if (s != CMDGRAPH_OK) throw error(s, message);
-}
+inline void check(cmdgraph_status s, const char *message) { if (s != CMDGRAPH_OK) throw error(s, message); }
 
-template <typename T, void (*Destroy)(T *)>
-struct deleter {
+template <typename T, void (*Destroy)(T *)> struct deleter {
     void operator()(T *p) const noexcept { Destroy(p); }
 };
 template <typename T, void (*Destroy)(T *)>
@@ -111,10 +108,7 @@ class exec {
     void update_graph(const bundle &source, const char *graph) {
         check(cmdgraph_exec_update_graph(get(), source.get(), graph), err());
     }
-    struct node_time {
-        std::string name;
-        uint64_t start_ns, end_ns;
-    };
+    struct node_time { std::string name; uint64_t start_ns, end_ns; };
     // Per-node times of the last run (finalized with node profiling).
     std::vector<node_time> profile() {
         cmdgraph_profile p;
