@@ -12,6 +12,8 @@
 #   mesa-vulkan-drivers libvulkan1                        llvmpipe, a Vulkan 1.3 device on the CPU
 #   vulkan-validationlayers vulkan-tools                  validation in tests, vulkaninfo
 #   python3                                               lit is a Python program
+#   gcc g++                                               the C API's examples and header checks
+#                                                         (capi/tests/c_example.rs, test.sh)
 # clang is not needed: libFuzzer (fuzz/) and every -sys crate build with the machine's gcc.
 set -euo pipefail
 
@@ -19,7 +21,7 @@ PACKAGES=(
   llvm-22-tools llvm-22-dev libpolly-22-dev libzstd-dev
   graphviz spirv-tools
   mesa-vulkan-drivers libvulkan1 vulkan-validationlayers vulkan-tools
-  python3
+  python3 gcc g++
 )
 
 die() {

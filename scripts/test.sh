@@ -46,6 +46,36 @@ step "cargo test --workspace"
 test_log="$(mktemp)"
 cargo test --workspace 2>&1 | tee "$test_log"
 
+# The C API (docs/capi.md) built as an application builds it: the header alone as C11 and
+# C++17 with warnings as errors; examples/capi/run_graph.c against the shared and the static
+# library and run_graph.cpp against the shared one, each run with validation on (any message
+# fails it) on the bundle `cmdgraph compile` makes; all three must write the same bytes.
+# capi/tests/c_example.rs, in the step above, compares those bytes with the interpreter.
+step "C API: header, examples/capi with cc and c++ (shared and static library), validation on"
+cargo build -q -p cmdgraph-capi -p cmdgraph-cli
+target_dir="${CARGO_TARGET_DIR:-target}"
+lib_dir="$(cd "${target_dir}/debug" && pwd)"
+capi_tmp="$(mktemp -d)"
+strict=(-Wall -Wextra -Wpedantic -Werror -I capi/include -I examples/capi)
+printf '#include <cmdgraph.h>\nint main(void) { return 0; }\n' >"${capi_tmp}/header.c"
+cc -std=c11 "${strict[@]}" -c "${capi_tmp}/header.c" -o "${capi_tmp}/header_c.o"
+c++ -std=c++17 "${strict[@]}" -x c++ -c "${capi_tmp}/header.c" -o "${capi_tmp}/header_cpp.o"
+"${target_dir}/debug/cmdgraph" compile examples/capi/capi_demo.cgir -o "${capi_tmp}/demo.cgb"
+shared=(-L "$lib_dir" -lcmdgraph -Wl,-rpath,"$lib_dir")
+cc -std=c11 "${strict[@]}" examples/capi/run_graph.c "${shared[@]}" -o "${capi_tmp}/c_shared"
+cc -std=c11 "${strict[@]}" examples/capi/run_graph.c "${lib_dir}/libcmdgraph.a" \
+  -lstdc++ -ldl -lgcc_s -lutil -lrt -lpthread -lm -o "${capi_tmp}/c_static"
+c++ -std=c++17 "${strict[@]}" examples/capi/run_graph.cpp "${shared[@]}" -o "${capi_tmp}/cpp_shared"
+for prog in c_shared c_static cpp_shared; do
+  current_step="C API: ${prog} on demo.cgb with validation"
+  CMDGRAPH_VK_VALIDATION=1 "${capi_tmp}/${prog}" "${capi_tmp}/demo.cgb" "${capi_tmp}/${prog}.out" --validation \
+    2>"${capi_tmp}/${prog}.err" || { cat "${capi_tmp}/${prog}.err" >&2; false; }
+  if grep -q '^validation:' "${capi_tmp}/${prog}.err"; then cat "${capi_tmp}/${prog}.err" >&2; false; fi
+  cmp "${capi_tmp}/c_shared.out" "${capi_tmp}/${prog}.out"
+  echo "  ok  ${prog}: $(wc -l <"${capi_tmp}/${prog}.out") memory objects, identical"
+done
+rm -rf "$capi_tmp"
+
 # The SYCL API's spec samples, recording, update, explicit-API, memory and error tests on
 # both runtimes: once on the reference interpreter, once with every graph run on the default
 # Vulkan device (llvmpipe here) from a bundle compiled at finalize (the `jit` feature) with
