@@ -11,9 +11,10 @@
  * handle or thread. NULL handles, NULL pointers and names that are not UTF-8 are errors,
  * never crashes; panics inside the library become CMDGRAPH_ERROR_PANIC.
  *
- * Threads: a handle is used by one thread at a time; an executor and its executables count
- * as one handle (serialise calls on them). Different executors are independent. Host-task
- * callbacks run on the executor's own host-task thread.
+ * Threads: a handle is used by one thread at a time. An executor and its executables share
+ * one lock: calls on them from different threads take turns. Different executors are
+ * independent. Host-task callbacks run on the executor's own host-task thread and may not
+ * call into their own executor.
  *
  * Ownership: every handle is freed by its *_destroy function (NULL is a no-op). A bundle is
  * copied into each executor made from it; an executable keeps its executor alive.
@@ -136,6 +137,41 @@ typedef struct cmdgraph_finalize_options {
     // only, and no nodes.
     bool node_profiling;
 } cmdgraph_finalize_options;
+
+// `vkGetInstanceProcAddr`'s type, with `VkInstance` as `void*`.
+typedef void (*(*cmdgraph_get_instance_proc_addr)(void *instance,
+                                                  const char *name))(void);
+
+// The application's Vulkan objects an executor runs on (`cmdgraph_executor_create_vulkan`).
+// The executor never destroys them; they must outlive it.
+typedef struct cmdgraph_vulkan_objects {
+    // The application's `vkGetInstanceProcAddr` (cast); NULL: the system loader's.
+    cmdgraph_get_instance_proc_addr get_instance_proc_addr;
+    // `VkInstance` (Vulkan 1.3).
+    void *instance;
+    // `VkPhysicalDevice` the device was created from.
+    void *physical_device;
+    // `VkDevice`.
+    void *device;
+    // `VkQueue` of `device` in `queue_family`, which supports compute. The application does
+    // not submit to it while a call on the executor, or a run with host tasks, is under way.
+    void *queue;
+    // The queue's family index.
+    uint32_t queue_family;
+    // `const VkDeviceCreateInfo*`: the create info the device was made with. Its enabled
+    // features (`pEnabledFeatures` and the feature structures of its `pNext` chain) and
+    // extension names tell the executor what kernels may use; it must enable
+    // `timelineSemaphore` and `synchronization2`. Read during the call only.
+    const void *device_create_info;
+} cmdgraph_vulkan_objects;
+
+// A timeline semaphore (`VkSemaphore` as `uint64_t`) and a value.
+typedef struct cmdgraph_semaphore_value {
+    // A timeline semaphore of the executor's device.
+    uint64_t semaphore;
+    // The value to wait for, or to signal.
+    uint64_t value;
+} cmdgraph_semaphore_value;
 
 #ifdef __cplusplus
 extern "C" {
@@ -507,6 +543,55 @@ enum cmdgraph_status cmdgraph_host_memory_set_error(struct cmdgraph_host_memory 
 // # Safety
 // `memory` is NULL or the callback's live host memory.
 const char *cmdgraph_host_memory_last_error(struct cmdgraph_host_memory *memory);
+
+// Creates an executor for `bundle` on the application's Vulkan objects instead of its own
+// instance and device. `options` (NULL: defaults) gives the timeout only: device choice and
+// validation are the application's (layer messages go to its messenger). The executor
+// creates its buffers, pipelines, command pools and semaphores on the device and destroys
+// only those. On success `*out` is a new executor (`cmdgraph_executor_destroy`); on error
+// `*out` is NULL and the message is the bundle's and the thread's.
+//
+// # Safety
+// `bundle` NULL or live; `vulkan` NULL or readable, its handles valid, related as their
+// names say and alive until the executor is destroyed; `options` NULL or readable; `out`
+// NULL or writable.
+enum cmdgraph_status cmdgraph_executor_create_vulkan(struct cmdgraph_bundle *bundle,
+                                                     const struct cmdgraph_vulkan_objects *vulkan,
+                                                     const struct cmdgraph_executor_options *options,
+                                                     struct cmdgraph_executor **out);
+
+// Makes memory `name` the `size` bytes of the application's `buffer` (a `VkBuffer`) from
+// byte `offset`, used in place by kernels, copies, host tasks, `cmdgraph_executor_bind` and
+// `cmdgraph_executor_read`; nothing is copied or zeroed. `offset` is a multiple of the
+// device's `minStorageBufferOffsetAlignment`; `size` is at least the memory's size rounded
+// up to 4. Import before finalizing: it is refused while any executable exists.
+//
+// # Safety
+// `ex` NULL or live; `name` NULL or a string; `buffer` a `VkBuffer` of the executor's device
+// with `STORAGE_BUFFER | TRANSFER_SRC | TRANSFER_DST` usage, bound to memory, at least
+// `offset + size` bytes, alive until the executor is destroyed (or `name` is imported
+// again). The application orders its own use of the range against runs
+// (`cmdgraph_exec_run_with`, or waits).
+enum cmdgraph_status cmdgraph_executor_import_buffer(struct cmdgraph_executor *ex,
+                                                     const char *name_,
+                                                     uint64_t buffer,
+                                                     uint64_t offset,
+                                                     uint64_t size);
+
+// `cmdgraph_exec_run`, ordered against the application's work: the run's first command
+// starts once every semaphore in `waits` reaches its value, and every one in `signals` is set
+// to its value once the run is complete (also after a failed host task, whose error the next
+// `cmdgraph_exec_wait` or run reports). Returns at once, as `cmdgraph_exec_run` does.
+//
+// # Safety
+// `exec` NULL or live; `waits`/`signals` NULL or readable for their counts; each semaphore a
+// timeline semaphore of the executor's device; signal values above the semaphore's current
+// and pending values; waited values eventually signalled (else waits end at the timeout).
+enum cmdgraph_status cmdgraph_exec_run_with(struct cmdgraph_exec *exec,
+                                            const struct cmdgraph_semaphore_value *waits,
+                                            size_t wait_count,
+                                            const struct cmdgraph_semaphore_value *signals,
+                                            size_t signal_count);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -130,7 +130,7 @@ pub(crate) fn thread_error_ptr() -> *const c_char {
     THREAD_ERROR.with(|e| e.borrow().as_ptr())
 }
 
-fn set_thread_error(message: Option<&str>) {
+pub(crate) fn set_thread_error(message: Option<&str>) {
     THREAD_ERROR.with(|e| {
         if let Ok(mut e) = e.try_borrow_mut() {
             match message {
@@ -139,6 +139,13 @@ fn set_thread_error(message: Option<&str>) {
             }
         }
     });
+}
+
+/// The calling thread's last message as a string ("" after a success).
+pub(crate) fn thread_error() -> String {
+    THREAD_ERROR.with(|e| {
+        e.try_borrow().ok().and_then(|e| e.0.as_ref().map(|c| c.to_string_lossy().into_owned())).unwrap_or_default()
+    })
 }
 
 /// The message of a caught panic.

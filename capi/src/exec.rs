@@ -8,9 +8,8 @@ use cmdgraph_executor::{ExecId, Executor};
 use cmdgraph_ir::data::half::f16;
 use cmdgraph_ir::graph::{ArgValue, MemRef, Pointer};
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType};
-use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CString};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// How `cmdgraph_executor_finalize` records the executable. NULL options: all false.
 #[allow(non_camel_case_types)]
@@ -57,7 +56,7 @@ pub struct cmdgraph_node_profile {
 /// alive; destroying it waits for its runs. Opaque.
 #[allow(non_camel_case_types)]
 pub struct cmdgraph_exec {
-    ex: Rc<RefCell<Executor>>,
+    ex: Arc<Mutex<Executor>>,
     id: ExecId,
     /// The nodes of the last `cmdgraph_exec_profile`: name, start, end.
     profile: Vec<(CString, u64, u64)>,
@@ -72,7 +71,7 @@ impl Handle for cmdgraph_exec {
 }
 
 impl cmdgraph_exec {
-    pub(crate) fn new(ex: Rc<RefCell<Executor>>, id: ExecId) -> cmdgraph_exec {
+    pub(crate) fn new(ex: Arc<Mutex<Executor>>, id: ExecId) -> cmdgraph_exec {
         cmdgraph_exec { ex, id, profile: Vec::new(), error: LastError::default() }
     }
 }
@@ -80,7 +79,7 @@ impl cmdgraph_exec {
 impl Drop for cmdgraph_exec {
     fn drop(&mut self) {
         // Errors (a run past the deadline) leave the executable to the executor's own drop.
-        if let Ok(mut x) = self.ex.try_borrow_mut() {
+        if let Ok(mut x) = borrow(&self.ex) {
             let _ = x.drop_exec(self.id);
         }
     }
@@ -90,7 +89,10 @@ impl Drop for cmdgraph_exec {
 ///
 /// # Safety
 /// `exec` is NULL or a live executable used by no other thread.
-unsafe fn on(exec: *mut cmdgraph_exec, f: impl FnOnce(&mut Executor, ExecId) -> Result<()>) -> cmdgraph_status {
+pub(crate) unsafe fn on(
+    exec: *mut cmdgraph_exec,
+    f: impl FnOnce(&mut Executor, ExecId) -> Result<()>,
+) -> cmdgraph_status {
     // SAFETY: the caller's contract.
     unsafe { with(exec, |e| f(&mut *borrow(&e.ex)?, e.id)) }
 }

@@ -6,9 +6,8 @@ use crate::exec::{cmdgraph_exec, cmdgraph_finalize_options};
 use crate::host::{callback, cmdgraph_host_fn};
 use crate::{bytes, destroy, last_error_of, name, put, with, Handle};
 use ::cmdgraph_executor::{ContextOptions, DeviceChoice, Executor, RecordOptions, DEFAULT_TIMEOUT};
-use std::cell::{RefCell, RefMut};
 use std::ffi::{c_char, c_void, CString};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How `cmdgraph_executor_create` picks and sets up the device. Start from
@@ -43,11 +42,24 @@ pub extern "C" fn cmdgraph_executor_options_default() -> cmdgraph_executor_optio
 /// released when it and all of them are destroyed. Opaque.
 #[allow(non_camel_case_types)]
 pub struct cmdgraph_executor {
-    pub(crate) inner: Rc<RefCell<Executor>>,
+    pub(crate) inner: Arc<Mutex<Executor>>,
     device_name: CString,
     /// Validation messages taken by the last `cmdgraph_executor_take_messages`.
     messages: Vec<CString>,
     error: LastError,
+}
+
+impl cmdgraph_executor {
+    /// The handle of a new executor.
+    pub(crate) fn from_executor(ex: Executor) -> cmdgraph_executor {
+        let device_name = c_string(ex.context().device_name());
+        cmdgraph_executor {
+            inner: Arc::new(Mutex::new(ex)),
+            device_name,
+            messages: Vec::new(),
+            error: LastError::default(),
+        }
+    }
 }
 
 impl Handle for cmdgraph_executor {
@@ -57,14 +69,20 @@ impl Handle for cmdgraph_executor {
     }
 }
 
-/// The executor behind a handle, for one call.
-pub(crate) fn borrow(inner: &RefCell<Executor>) -> Result<RefMut<'_, Executor>> {
-    inner.try_borrow_mut().map_err(|_| {
-        Error::invalid("the executor is in use by another call (one thread at a time per executor and its executables)")
-    })
+/// The executor behind a handle, for one call. Calls on an executor and its executables from
+/// different threads take turns on its lock; a host-task callback calling into its own
+/// executor is refused (the executor may be waiting for that very callback).
+pub(crate) fn borrow(inner: &Mutex<Executor>) -> Result<MutexGuard<'_, Executor>> {
+    if crate::host::in_callback() {
+        return Err(Error::invalid(
+            "a host-task callback cannot call its executor or its executables (the executor may be waiting for the \
+             callback); do that work after cmdgraph_exec_wait",
+        ));
+    }
+    inner.lock().map_err(|_| Error::invalid("the executor is unusable: an earlier call panicked while holding it"))
 }
 
-fn context_options(o: &cmdgraph_executor_options) -> Result<ContextOptions> {
+pub(crate) fn context_options(o: &cmdgraph_executor_options) -> Result<ContextOptions> {
     let device = if !o.device_name.is_null() {
         // SAFETY: not NULL; the header's contract makes it a NUL-terminated string.
         DeviceChoice::Name(unsafe { name(o.device_name, "device name") }?.to_string())
@@ -107,14 +125,7 @@ pub unsafe extern "C" fn cmdgraph_executor_create(
         if out.is_null() {
             return Err(Error::invalid("the executor out-pointer is NULL"));
         }
-        let ex = Executor::new(b.loaded.clone(), &opts)?;
-        let device_name = c_string(ex.context().device_name());
-        let handle = cmdgraph_executor {
-            inner: Rc::new(RefCell::new(ex)),
-            device_name,
-            messages: Vec::new(),
-            error: LastError::default(),
-        };
+        let handle = cmdgraph_executor::from_executor(Executor::new(b.loaded.clone(), &opts)?);
         // SAFETY: checked not NULL above; writable by the caller's contract.
         unsafe { put(out, Box::into_raw(Box::new(handle)), "executor") }
     };

@@ -34,6 +34,16 @@ impl Handle for cmdgraph_host_memory<'_> {
 pub type cmdgraph_host_fn =
     Option<unsafe extern "C" fn(memory: *mut cmdgraph_host_memory<'_>, user: *mut c_void) -> cmdgraph_status>;
 
+thread_local! {
+    /// Set while a C host-task callback runs on this thread.
+    static IN_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is inside a host-task callback.
+pub(crate) fn in_callback() -> bool {
+    IN_CALLBACK.with(|c| c.get())
+}
+
 pub(crate) mod callback {
     use super::*;
 
@@ -59,18 +69,27 @@ pub(crate) mod callback {
         move |mem: &mut dyn HostMemory| {
             let node = c_string(mem.node());
             let mut h = cmdgraph_host_memory { mem, node, failure: None, error: LastError::default() };
+            // The thread's slot starts empty, so a library call the callback made and that
+            // failed can explain the callback's error below.
+            crate::error::set_thread_error(None);
+            IN_CALLBACK.with(|c| c.set(true));
             // SAFETY: `h` lives for the whole call and is not touched meanwhile; `f` and `user`
             // follow the contract they were registered under.
             let status = unsafe { f(&mut h, user.get()) };
+            IN_CALLBACK.with(|c| c.set(false));
             if status == cmdgraph_status::CMDGRAPH_OK {
                 return Ok(());
             }
             let name = crate::error::status_name(status).to_string_lossy();
-            let why = h.failure.take().or_else(|| {
-                // SAFETY: the slot's pointer is a live NUL-terminated string owned by `h`.
-                let last = unsafe { std::ffi::CStr::from_ptr(h.error.as_ptr()) };
-                (!last.is_empty()).then(|| last.to_string_lossy().into_owned())
-            });
+            let why = h
+                .failure
+                .take()
+                .or_else(|| {
+                    // SAFETY: the slot's pointer is a live NUL-terminated string owned by `h`.
+                    let last = unsafe { std::ffi::CStr::from_ptr(h.error.as_ptr()) };
+                    (!last.is_empty()).then(|| last.to_string_lossy().into_owned())
+                })
+                .or_else(|| Some(crate::error::thread_error()).filter(|m| !m.is_empty()));
             Err(HostError::failed(match why {
                 Some(w) => format!("the callback returned {name}: {w}"),
                 None => format!("the callback returned {name}"),

@@ -92,6 +92,11 @@ class exec {
     exec(cmdgraph_exec *e, callbacks c) : callbacks_(std::move(c)), h_(e) {}
     void run() { check(cmdgraph_exec_run(get()), err()); }
     void wait() { check(cmdgraph_exec_wait(get()), err()); }
+    // A run that waits for, and signals, the application's timeline semaphores.
+    void run_with(const std::vector<cmdgraph_semaphore_value> &waits,
+                  const std::vector<cmdgraph_semaphore_value> &signals) {
+        check(cmdgraph_exec_run_with(get(), waits.data(), waits.size(), signals.data(), signals.size()), err());
+    }
     void update(const char *param, float v) { check(cmdgraph_exec_update_f32(get(), param, v), err()); }
     void update(const char *param, int32_t v) { check(cmdgraph_exec_update_i32(get(), param, v), err()); }
     void update(const char *param, uint32_t v) { check(cmdgraph_exec_update_u32(get(), param, v), err()); }
@@ -136,6 +141,18 @@ class executor {
         cmdgraph_executor *e = nullptr;
         check(cmdgraph_executor_create(b.get(), &o, &e), cmdgraph_bundle_last_error(b.get()));
         h_.reset(e);
+    }
+    // On the application's instance, device and queue (docs/capi.md).
+    executor(bundle &b, const cmdgraph_vulkan_objects &vk,
+             const cmdgraph_executor_options &o = cmdgraph_executor_options_default())
+        : callbacks_(std::make_shared<std::vector<std::unique_ptr<host_fn>>>()) {
+        cmdgraph_executor *e = nullptr;
+        check(cmdgraph_executor_create_vulkan(b.get(), &vk, &o, &e), cmdgraph_bundle_last_error(b.get()));
+        h_.reset(e);
+    }
+    // Memory `memory` becomes `size` bytes of the application's VkBuffer from `offset`.
+    void import_buffer(const char *memory, uint64_t vk_buffer, uint64_t offset, uint64_t size) {
+        check(cmdgraph_executor_import_buffer(get(), memory, vk_buffer, offset, size), err());
     }
     std::string device_name() const { return cmdgraph_executor_device_name(get()); }
     void bind(const char *memory, const void *data, size_t len) {
