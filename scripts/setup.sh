@@ -13,6 +13,7 @@
 #   vulkan-validationlayers vulkan-tools                  validation in tests, vulkaninfo
 #   python3                                               lit is a Python program
 #   gcc g++                                               the C API's examples and header checks
+#   libvulkan-dev                                         Vulkan headers for examples/capi/interop.c
 #                                                         (capi/tests/c_example.rs, test.sh)
 # clang is not needed: libFuzzer (fuzz/) and every -sys crate build with the machine's gcc.
 set -euo pipefail
@@ -21,7 +22,7 @@ PACKAGES=(
   llvm-22-tools llvm-22-dev libpolly-22-dev libzstd-dev
   graphviz spirv-tools
   mesa-vulkan-drivers libvulkan1 vulkan-validationlayers vulkan-tools
-  python3 gcc g++
+  python3 gcc g++ libvulkan-dev
 )
 
 die() {

@@ -74,6 +74,11 @@ for prog in c_shared c_static cpp_shared; do
   cmp "${capi_tmp}/c_shared.out" "${capi_tmp}/${prog}.out"
   echo "  ok  ${prog}: $(wc -l <"${capi_tmp}/${prog}.out") memory objects, identical"
 done
+current_step="C API: interop.c inside its own Vulkan, with validation"
+"${target_dir}/debug/cmdgraph" compile examples/capi/interop.cgir -o "${capi_tmp}/interop.cgb"
+cc -std=c11 "${strict[@]}" examples/capi/interop.c "${shared[@]}" -lvulkan -o "${capi_tmp}/interop"
+"${capi_tmp}/interop" "${capi_tmp}/interop.cgb" "${capi_tmp}/interop.out" --validation
+echo "  ok  interop: its own instance, device, buffer and semaphores"
 rm -rf "$capi_tmp"
 
 # The SYCL API's spec samples, recording, update, explicit-API, memory and error tests on

@@ -3,6 +3,7 @@
 //! Vulkan device with the validation layer on, and every memory object after each of their
 //! two runs compared byte for byte with the reference interpreter (the demo's kernels are
 //! exact: no fma, no transcendental functions). Any validation message fails the example.
+//! interop.c does the same inside a Vulkan instance, device, buffer and semaphores of its own.
 
 mod support;
 
@@ -40,6 +41,18 @@ fn run(cmd: &mut Command) -> String {
 /// Compiles `source` with `compiler` and `flags`, links the cdylib, runs the program on the
 /// demo bundle with validation and returns its output file's contents.
 fn build_and_run(compiler: &str, flags: &[&str], source: &str, dir: &Path, bundle: &Path) -> String {
+    build_and_run_with(compiler, flags, &[], source, dir, bundle)
+}
+
+/// [`build_and_run`], linking `extra` libraries too.
+fn build_and_run_with(
+    compiler: &str,
+    flags: &[&str],
+    extra: &[&str],
+    source: &str,
+    dir: &Path,
+    bundle: &Path,
+) -> String {
     let root = support::root();
     let libs = lib_dir();
     let exe = dir.join(Path::new(source).file_stem().expect("stem")).with_extension(compiler);
@@ -53,6 +66,7 @@ fn build_and_run(compiler: &str, flags: &[&str], source: &str, dir: &Path, bundl
         .arg("-L")
         .arg(&libs)
         .arg("-lcmdgraph")
+        .args(extra)
         .arg(format!("-Wl,-rpath,{}", libs.display()))
         .arg("-o")
         .arg(&exe);
@@ -97,4 +111,24 @@ fn the_c_and_cpp_examples_match_the_reference_interpreter() {
     check("run_graph.c", &c, &expected);
     let cpp = build_and_run("c++", &[&["-std=c++17"], &flags[..]].concat(), "run_graph.cpp", dir.path(), &bundle);
     check("run_graph.cpp", &cpp, &expected);
+}
+
+#[test]
+fn the_interop_example_runs_inside_its_own_vulkan_and_matches_the_interpreter() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bundle = dir.path().join("interop.cgb");
+    let text = std::fs::read_to_string(support::root().join("examples/capi/interop.cgir")).expect("interop.cgir");
+    std::fs::write(&bundle, support::compile(&text)).expect("write bundle");
+    let flags = ["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"];
+    let got = build_and_run_with("cc", &flags, &["-lvulkan"], "interop.c", dir.path(), &bundle);
+
+    let module = cmdgraph_ir::text::parse(&text).expect("interop.cgir parses");
+    let mut it = cmdgraph_interp::Interpreter::new(&module).expect("interpreter");
+    it.bind_as("x", &support::random_floats(11, 4096)).expect("bind");
+    it.bind_as("y", &support::random_floats(12, 4096)).expect("bind");
+    let e = it.finalize("g").expect("finalize");
+    it.run(e).expect("run");
+    let want = support::f32_bytes(&it.read_as::<f32>("out").expect("read"));
+    let hex: String = want.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(got.trim_end(), format!("out {hex}"), "interop.c: @out differs from the interpreter's");
 }
