@@ -61,6 +61,18 @@ impl Default for ContextOptions {
     }
 }
 
+/// Instances and devices are created and destroyed one at a time in this process. Vulkan
+/// allows doing it from several threads at once, but the Khronos validation layer can crash
+/// then: CI saw a segfault inside `libVkLayer_khronos_validation.so` while two tests of one
+/// binary created contexts at the same time (as in gfx-rs/wgpu#10010). Creation costs
+/// milliseconds, so taking turns costs nothing measurable.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+/// Holds [`LIFECYCLE`] (a panic elsewhere while holding it leaves nothing inconsistent).
+fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
+    LIFECYCLE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Messages the validation layer reported.
 pub type Messages = Arc<Mutex<Vec<String>>>;
 
@@ -170,6 +182,7 @@ pub struct DeviceDescription {
 /// The physical devices the executor can use (Vulkan 1.3 with a compute queue), in
 /// enumeration order; [`DeviceChoice::Default`] picks the first of the best kind.
 pub fn vulkan_devices() -> Result<Vec<DeviceDescription>> {
+    let _one_at_a_time = lifecycle();
     // SAFETY: loading the system Vulkan loader runs its initialisation; nothing else is shared.
     let entry = unsafe { ash::Entry::load() }.map_err(|e| ExecError::Vulkan(format!("no Vulkan loader: {e}")))?;
     let instance = create_instance(&entry, false)?;
@@ -251,6 +264,7 @@ impl Context {
     /// Creates the instance (with validation if asked or `CMDGRAPH_VK_VALIDATION=1`), picks a
     /// device and creates it with one compute queue.
     pub fn new(opts: &ContextOptions) -> Result<Context> {
+        let _one_at_a_time = lifecycle();
         let validation = opts.validation || std::env::var("CMDGRAPH_VK_VALIDATION").is_ok_and(|v| v == "1");
         // SAFETY: loading the system Vulkan loader runs its initialisation; nothing else is shared.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| ExecError::Vulkan(format!("no Vulkan loader: {e}")))?;
@@ -486,6 +500,7 @@ impl Drop for Context {
                 return;
             }
             let _ = self.device.device_wait_idle();
+            let _one_at_a_time = lifecycle();
             if let Ok(mut pending) = self.idle_fences.lock() {
                 for f in pending.drain(..) {
                     self.device.destroy_fence(f, None);
