@@ -112,25 +112,42 @@ pub unsafe extern "C" fn cmdgraph_executor_create(
     options: *const cmdgraph_executor_options,
     out: *mut *mut cmdgraph_executor,
 ) -> cmdgraph_status {
+    // SAFETY: the caller's contract for `bundle`, `options` and `out`.
+    unsafe { create_into(bundle, options, out, |loaded, opts| Ok(Executor::new(loaded, opts)?)) }
+}
+
+/// The body of every `cmdgraph_executor_create*`: `*out` is NULL until `make` succeeds on the
+/// bundle's contents and the options (`options` NULL: the defaults); then it is the new
+/// executor. Errors go to the bundle's message and the thread's.
+///
+/// # Safety
+/// `bundle` is NULL or a live bundle; `options` NULL or readable; `out` NULL or writable.
+pub(crate) unsafe fn create_into(
+    bundle: *mut cmdgraph_bundle,
+    options: *const cmdgraph_executor_options,
+    out: *mut *mut cmdgraph_executor,
+    make: impl FnOnce(::cmdgraph_executor::Loaded, &ContextOptions) -> Result<Executor>,
+) -> cmdgraph_status {
     if !out.is_null() {
         // SAFETY: not NULL; the caller's contract makes it writable.
         unsafe { out.write(std::ptr::null_mut()) };
     }
     let body = |b: &mut cmdgraph_bundle| {
         // SAFETY: the caller's contract for `options`.
-        let opts = match unsafe { options.as_ref() } {
-            Some(o) => context_options(o)?,
-            None => context_options(&cmdgraph_executor_options_default())?,
-        };
+        let opts = context_options(&unsafe { options.as_ref() }.copied().unwrap_or_else(default_options))?;
         if out.is_null() {
             return Err(Error::invalid("the executor out-pointer is NULL"));
         }
-        let handle = cmdgraph_executor::from_executor(Executor::new(b.loaded.clone(), &opts)?);
+        let handle = cmdgraph_executor::from_executor(make(b.loaded.clone(), &opts)?);
         // SAFETY: checked not NULL above; writable by the caller's contract.
         unsafe { put(out, Box::into_raw(Box::new(handle)), "executor") }
     };
     // SAFETY: the caller's contract for `bundle`.
     unsafe { with(bundle, body) }
+}
+
+fn default_options() -> cmdgraph_executor_options {
+    cmdgraph_executor_options_default()
 }
 
 /// Releases the executor handle; NULL does nothing. The device and memory go when its last

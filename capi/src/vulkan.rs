@@ -11,8 +11,8 @@
 use crate::bundle::cmdgraph_bundle;
 use crate::error::{cmdgraph_status, Error, Result};
 use crate::exec::{cmdgraph_exec, on};
-use crate::executor::{borrow, cmdgraph_executor, cmdgraph_executor_options, cmdgraph_executor_options_default};
-use crate::{name, put, with};
+use crate::executor::{borrow, cmdgraph_executor, cmdgraph_executor_options, create_into};
+use crate::{name, with};
 use ::cmdgraph_executor::ash::vk::{self, Handle as _};
 use ::cmdgraph_executor::{Executor, ExternalVulkan, RunSync, SemaphoreValue};
 use std::ffi::{c_char, c_void};
@@ -109,29 +109,17 @@ pub unsafe extern "C" fn cmdgraph_executor_create_vulkan(
     options: *const cmdgraph_executor_options,
     out: *mut *mut cmdgraph_executor,
 ) -> cmdgraph_status {
-    if !out.is_null() {
-        // SAFETY: not NULL; the caller's contract makes it writable.
-        unsafe { out.write(std::ptr::null_mut()) };
-    }
-    let body = |b: &mut cmdgraph_bundle| {
-        // SAFETY: the caller's contract for `options` and `vulkan`.
-        let (o, v) = unsafe { (options.as_ref(), vulkan.as_ref()) };
-        let opts =
-            crate::executor::context_options(&o.copied().unwrap_or_else(|| cmdgraph_executor_options_default()))?;
-        let v = v.ok_or_else(|| Error::invalid("the Vulkan objects pointer is NULL"))?;
-        if out.is_null() {
-            return Err(Error::invalid("the executor out-pointer is NULL"));
-        }
+    // SAFETY: the caller's contract for `vulkan`.
+    let objects = unsafe { vulkan.as_ref() }.copied();
+    let make = |loaded, opts: &_| {
+        let v = objects.ok_or_else(|| Error::invalid("the Vulkan objects pointer is NULL"))?;
         // SAFETY: the caller's contract for the create info.
-        let ext = unsafe { external(v) }?;
+        let ext = unsafe { external(&v) }?;
         // SAFETY: the caller's contract: valid, related handles outliving the executor.
-        let ex = unsafe { Executor::with_vulkan(b.loaded.clone(), &ext, &opts) }?;
-        let handle = cmdgraph_executor::from_executor(ex);
-        // SAFETY: checked not NULL above; writable by the caller's contract.
-        unsafe { put(out, Box::into_raw(Box::new(handle)), "executor") }
+        Ok(unsafe { Executor::with_vulkan(loaded, &ext, opts) }?)
     };
-    // SAFETY: the caller's contract for `bundle`.
-    unsafe { with(bundle, body) }
+    // SAFETY: the caller's contract for `bundle`, `options` and `out`.
+    unsafe { create_into(bundle, options, out, make) }
 }
 
 /// Makes memory `name` the `size` bytes of the application's `buffer` (a `VkBuffer`) from
