@@ -564,7 +564,8 @@ enum cmdgraph_status cmdgraph_executor_create_vulkan(struct cmdgraph_bundle *bun
 // byte `offset`, used in place by kernels, copies, host tasks, `cmdgraph_executor_bind` and
 // `cmdgraph_executor_read`; nothing is copied or zeroed. `offset` is a multiple of the
 // device's `minStorageBufferOffsetAlignment`; `size` is at least the memory's size rounded
-// up to 4. Import before finalizing: it is refused while any executable exists.
+// up to 4. Any time, to rotate buffers: waits for the runs submitted so far and re-points
+// executables already finalized (re-recorded, O(graph)), keeping their updates.
 //
 // # Safety
 // `ex` NULL or live; `name` NULL or a string; `buffer` a `VkBuffer` of the executor's device

@@ -94,9 +94,11 @@ impl Executor {
     /// place, and nothing is copied or zeroed. `size` is at least the memory's size (its
     /// first bytes are used); `offset` is a multiple of the device's
     /// `minStorageBufferOffsetAlignment` (so a kernel's descriptor starts at the memory and
-    /// reaches nothing of the application's before it). Import before finalizing the graphs
-    /// that use the memory: an executable already finalized holds the old buffer, so an
-    /// import while any executable exists is refused.
+    /// reaches nothing of the application's before it). An import may come at any time, as
+    /// often as the application rotates its buffers: it waits for the runs submitted so far,
+    /// and executables already finalized are pointed at the new range (their descriptors
+    /// rewritten and their command buffers re-recorded: O(graph), like finalize), keeping their
+    /// dynamic parameter values and active alternatives.
     ///
     /// # Safety
     /// `buffer` is a live buffer of the executor's device, bound to memory, created with
@@ -127,12 +129,6 @@ impl Executor {
         if offset.checked_add(size).is_none() {
             return Err(ExecError::Invalid(format!("@{name}: offset {offset} + size {size} overflows")));
         }
-        let live = self.execs.iter().flatten().count();
-        if live > 0 {
-            return Err(ExecError::Invalid(format!(
-                "@{name}: {live} executable graph(s) hold its current buffer; import before finalizing, or drop them first"
-            )));
-        }
         self.worker.drain();
         self.ctx.wait_idle()?;
         let Some(slot) = self.memories.get_mut(index) else {
@@ -140,6 +136,36 @@ impl Executor {
         };
         if let Some(mut old) = slot.replace(Buffer::imported(buffer, offset, need)) {
             old.destroy(&self.ctx);
+        }
+        self.repoint_executables()
+    }
+
+    /// Points every live executable at the user-memory buffers as they are now (after an
+    /// import): every kernel's descriptors, active alternatives and spare ones, are rewritten;
+    /// every device segment is re-recorded (copies, fills and barriers name buffers in the
+    /// command buffer); host tasks' declared memory is resolved again. O(graph) per
+    /// executable, like finalize's recording. The device is idle (the caller waited).
+    fn repoint_executables(&mut self) -> Result<()> {
+        let live: Vec<usize> = self.execs.iter().enumerate().filter(|(_, e)| e.is_some()).map(|(i, _)| i).collect();
+        for id in live {
+            self.with_exec(ExecId(id), |ex, exe| {
+                let keys: Vec<(usize, Option<u32>)> = exe
+                    .kernels
+                    .iter()
+                    .map(|(&n, k)| (n, k.alt))
+                    .chain(exe.spare.keys().map(|&(n, a)| (n, Some(a))))
+                    .collect();
+                for key in keys {
+                    ex.prepare_key(exe, key, false)?;
+                }
+                for si in 0..exe.sched.len() {
+                    ex.record(exe, si)?;
+                }
+                ex.build_steps(exe);
+                // Everything was re-recorded: nothing is left for an update to catch up on.
+                exe.stale_nodes.clear();
+                Ok(())
+            })?;
         }
         Ok(())
     }
