@@ -30,6 +30,14 @@ graph @main {{
   %a = kernel @add2 range(1000) args(@z, @y, @out) after(%s)
 }}
 
+graph @switch properties(updatable) {{
+  dcg %pick active(0) {{
+    kernel @scale range(1000) args(@x, @out, 2.5)
+    kernel @add2 range(1000) args(@x, @y, @out)
+  }}
+  %d = dynamic %pick
+}}
+
 graph @with_host {{
   %s = kernel @scale range(1000) args(@out, @z, -0.3183099)
   %h = host_task \"square\" access(@z read, @y write) after(%s)
@@ -159,6 +167,11 @@ fn runs_on_the_applications_device_buffers_and_semaphores() {
     ex.bind_as("x", &x2).unwrap();
     assert_eq!(floats(&buf.read(off[0], BYTES)), x2);
 
+    // A graph with a dynamic command group, finalized before the rotation below: switching
+    // to its other alternative after the import writes the new range.
+    let sw = ex.finalize("switch").unwrap();
+    let isw = it.finalize("switch").unwrap();
+
     // Rotation: @out moves to a second application buffer (at a non-zero offset) while both
     // executables exist. Their next runs write there; the first buffer keeps what the earlier
     // runs wrote; the bytes before the new range stay untouched.
@@ -180,6 +193,16 @@ fn runs_on_the_applications_device_buffers_and_semaphores() {
     it.run(ih).unwrap();
     assert_eq!(floats(&buf2.read(pad, BYTES)), it.read_as::<f32>("out").unwrap());
     assert_eq!(floats(&buf.read(off[1], BYTES)), it.read_as::<f32>("y").unwrap());
+    // The alternative that was inactive at the import writes the new range as well.
+    // (Activation re-prepares it anyway, so this does not isolate the re-pointing of spare
+    // alternatives; it shows a switch after an import lands where it should.)
+    ex.set_active(sw, "pick", 1).unwrap();
+    it.set_active(isw, "pick", 1).unwrap();
+    ex.run(sw).unwrap();
+    ex.wait(sw).unwrap();
+    it.run(isw).unwrap();
+    assert_eq!(floats(&buf2.read(pad, BYTES)), it.read_as::<f32>("out").unwrap());
+    assert_eq!(buf.read(off[2], BYTES), before, "a run after the import wrote the old range");
 
     drop(ex);
     // The executor destroyed nothing of the application's: the device, queue, buffer and
