@@ -34,6 +34,19 @@ installed() {
   [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" = "installed" ]
 }
 
+# /dev/null must be the null device. Before `cmdgraph -o` wrote through devices, `-o /dev/null`
+# (a lit test) renamed a regular file over it as root; every later read of /dev/null (cargo's
+# `rustc -` probe among them) then read old output, and cargo cached the failed probe in the
+# target directory. A machine left that way is repaired here (root or sudo), or setup stops.
+if [ ! -c /dev/null ]; then
+  echo "setup.sh: /dev/null is not the null device (a regular file?): recreating it" >&2
+  NULL_SUDO=()
+  [ "$(id -u)" -eq 0 ] || NULL_SUDO=(sudo)
+  "${NULL_SUDO[@]}" mknod -m 666 /dev/null.cmdgraph-new c 1 3 && "${NULL_SUDO[@]}" mv -f /dev/null.cmdgraph-new /dev/null \
+    || die "/dev/null is not a character device and could not be recreated (mknod -m 666 /dev/null c 1 3)"
+  rm -f "${CARGO_TARGET_DIR:-target}/.rustc_info.json"
+fi
+
 command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found: this script expects Debian 12 (bookworm)"
 
 missing=()

@@ -148,7 +148,8 @@ pub fn write_output_bytes(target: Option<&Path>, data: &[u8]) -> Result<(), Fail
 /// file, which the next write to the same target removes ([`remove_stale_temps`]). Where
 /// `O_TMPFILE` is unavailable (another OS, or a file system without it) a named temp file is
 /// written instead, with the same clean-up. On error `path` is untouched and the temp file
-/// removed (dropping an unpersisted `NamedTempFile` deletes it).
+/// removed (dropping an unpersisted `NamedTempFile` deletes it). A target that exists and is
+/// not a regular file (a device such as `/dev/null`, a FIFO) is written through instead.
 pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     let path = resolve_symlink(path);
     let file_name =
@@ -160,6 +161,13 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     let existing = fs::metadata(&path).ok();
     if existing.as_ref().is_some_and(|m| m.is_dir()) {
         return Err(io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"));
+    }
+    if existing.as_ref().is_some_and(|m| !m.is_file()) {
+        // A device, FIFO or socket (`-o /dev/null`, `-o /dev/stdout`, a pipe): written
+        // through, never replaced. Renaming a file over it would turn `/dev/null` into a
+        // regular file that every later reader of "nothing" reads our output from.
+        let mut out = fs::OpenOptions::new().write(true).open(&path)?;
+        return out.write_all(data).and_then(|()| out.flush());
     }
     remove_stale_temps(&dir, file_name);
     let mut prefix = std::ffi::OsString::from(".");
@@ -356,6 +364,29 @@ mod tests {
         let entries = fs::read_dir(dir).expect("read_dir");
         let names = entries.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned());
         names.filter(|n| n.ends_with(".tmp")).collect()
+    }
+
+    /// `-o /dev/null` once replaced the device with a regular file (the rename), and every
+    /// later read of `/dev/null` on the machine returned our output. A FIFO stands in for the
+    /// device here: it must still be a FIFO afterwards, and its reader gets the bytes.
+    #[cfg(unix)]
+    #[test]
+    fn atomic_write_to_a_fifo_writes_through_and_keeps_it() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success(), "mkfifo");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(&fifo).unwrap())
+        };
+        write_atomic(&fifo, b"through the pipe").unwrap();
+        let kind = fs::symlink_metadata(&fifo).unwrap().file_type();
+        // Checked before joining: a replaced FIFO would leave the reader waiting forever.
+        assert!(kind.is_fifo(), "the FIFO was replaced by a {kind:?}");
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(leftovers(dir.path()).is_empty(), "no temp file next to a device or FIFO");
     }
 
     #[test]
