@@ -173,28 +173,28 @@ fn submit_all(
     (start, end): (u64, u64),
     sync: &RunSync,
 ) -> Result<()> {
-    let mut waits = sync.wait_infos();
-    if start > 0 {
-        waits.push(
-            vk::SemaphoreSubmitInfo::default()
-                .semaphore(timeline)
-                .value(start)
-                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS),
-        );
-    }
-    let mut signals = sync.signal_infos();
-    if end > start {
-        signals.push(
-            vk::SemaphoreSubmitInfo::default()
-                .semaphore(timeline)
-                .value(end)
-                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS),
-        );
-    }
+    let on = |value| {
+        vk::SemaphoreSubmitInfo::default()
+            .semaphore(timeline)
+            .value(value)
+            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+    };
+    let (own_wait, own_signal) = ([on(start)], [on(end)]);
+    let (own_wait, own_signal) = (&own_wait[..usize::from(start > 0)], &own_signal[..usize::from(end > start)]);
+    // A plain run (the replay path) allocates nothing; only the application's semaphores
+    // (`run_with`) make lists.
+    let (joined_waits, joined_signals);
+    let (waits, signals): (&[vk::SemaphoreSubmitInfo<'_>], &[vk::SemaphoreSubmitInfo<'_>]) = if sync.is_empty() {
+        (own_wait, own_signal)
+    } else {
+        joined_waits = [sync.wait_infos(), own_wait.to_vec()].concat();
+        joined_signals = [sync.signal_infos(), own_signal.to_vec()].concat();
+        (&joined_waits, &joined_signals)
+    };
     let submit = [vk::SubmitInfo2::default()
-        .wait_semaphore_infos(&waits)
+        .wait_semaphore_infos(waits)
         .command_buffer_infos(cbs)
-        .signal_semaphore_infos(&signals)];
+        .signal_semaphore_infos(signals)];
     // SAFETY: the command buffers are not pending (one of two copies whose previous run has
     // completed) or were recorded with SIMULTANEOUS_USE, and every resource they
     // use lives as long as the executable, which is not destroyed before its runs finish;
