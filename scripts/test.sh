@@ -29,6 +29,9 @@ step "setup (scripts/setup.sh)"
 bash scripts/setup.sh
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
+# Incremental caches only pay off across edits; in one pass over a clean clone they were
+# gigabytes of disk (CI's disk filled in stop 27's run). A developer may set it to 1.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
@@ -130,3 +133,4 @@ echo "test.sh: all steps passed"
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$test_log"
 rm -f "$test_log"
+echo "target: $(du -sh "${CARGO_TARGET_DIR:-target}" | cut -f1) on disk, $(df -h --output=avail . | tail -1 | tr -d ' ') left"
