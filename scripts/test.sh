@@ -32,6 +32,8 @@ bash scripts/setup.sh
 # Incremental caches only pay off across edits; in one pass over a clean clone they were
 # gigabytes of disk (CI's disk filled in stop 27's run). A developer may set it to 1.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# A clean build and test needs about 7 GB of target directory (measured at the end below).
+echo "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free at the start"
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
