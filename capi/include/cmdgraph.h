@@ -321,8 +321,9 @@ enum cmdgraph_status cmdgraph_exec_update_bool(struct cmdgraph_exec *exec,
                                                const char *param,
                                                bool value);
 
-// Sets pointer dynamic parameter `param` to user memory `memory` (`"x"` or `"@x"`) plus
-// `offset` bytes.
+// Sets pointer dynamic parameter `param` to `memory` plus `offset` bytes: user memory
+// (`"x"` or `"@x"`) or a graph allocation of the executable's graph (`"%t"`, its
+// `async_malloc` node).
 //
 // # Safety
 // `exec` is NULL or a live executable; `param` and `memory` NULL or strings.
@@ -543,6 +544,48 @@ enum cmdgraph_status cmdgraph_host_memory_set_error(struct cmdgraph_host_memory 
 // # Safety
 // `memory` is NULL or the callback's live host memory.
 const char *cmdgraph_host_memory_last_error(struct cmdgraph_host_memory *memory);
+
+// Gives kernel node `node` (`"k"` or `"%k"`) of `exec` the launch `range(global...)`:
+// `dims` values at `global`, as many dimensions as its launch has. Runs in flight keep the
+// old range. The node must be a kernel node the optimizer left as it was, and the graph
+// `properties(updatable)`.
+//
+// # Safety
+// `exec` is NULL or a live executable; `node` NULL or a string; `global` NULL or `dims`
+// readable values.
+enum cmdgraph_status cmdgraph_exec_update_range(struct cmdgraph_exec *exec,
+                                                const char *node,
+                                                uint32_t dims,
+                                                const uint64_t *global);
+
+// Gives kernel node `node` of `exec` the launch `nd_range(global(...), local(...))`, with
+// `dims` values at each of `global` and `local`; every global size must be a multiple of
+// its local size. A different work-group size needs a compiled variant of the kernel with
+// that size in the bundle (some launch of the kernel uses it), otherwise the call fails and
+// changes nothing.
+//
+// # Safety
+// `exec` is NULL or a live executable; `node` NULL or a string; `global` and `local` NULL
+// or `dims` readable values each.
+enum cmdgraph_status cmdgraph_exec_update_nd_range(struct cmdgraph_exec *exec,
+                                                   const char *node,
+                                                   uint32_t dims,
+                                                   const uint64_t *global,
+                                                   const uint64_t *local);
+
+// Individual-node update (`exec.update(nodes)`): each of the `count` nodes named at `nodes`
+// takes its command and dynamic-parameter values from graph `graph` of `source`'s source
+// module, the modifiable graph as the application has it now (compiled into a bundle).
+// Nodes not named keep what they ran. Every node is checked before anything changes.
+//
+// # Safety
+// `exec` is NULL or a live executable; `source` NULL or a live bundle; `graph` NULL or a
+// string; `nodes` NULL or `count` readable pointers, each NULL or a string.
+enum cmdgraph_status cmdgraph_exec_update_nodes(struct cmdgraph_exec *exec,
+                                                struct cmdgraph_bundle *source,
+                                                const char *graph,
+                                                const char *const *nodes,
+                                                size_t count);
 
 // Creates an executor for `bundle` on the application's Vulkan objects instead of its own
 // instance and device. `options` (NULL: defaults) gives the timeout only: device choice and

@@ -6,7 +6,7 @@ use crate::executor::borrow;
 use crate::{bytes, destroy, last_error_of, name, put, with, Handle};
 use cmdgraph_executor::{ExecId, Executor};
 use cmdgraph_ir::data::half::f16;
-use cmdgraph_ir::graph::{ArgValue, MemRef, Pointer};
+use cmdgraph_ir::graph::ArgValue;
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType};
 use std::ffi::{c_char, c_void, CString};
 use std::sync::{Arc, Mutex};
@@ -260,8 +260,9 @@ pub unsafe extern "C" fn cmdgraph_exec_update_bool(
     unsafe { update(exec, param, || scalar(LitValue::Bool(value), ScalarType::Bool)) }
 }
 
-/// Sets pointer dynamic parameter `param` to user memory `memory` (`"x"` or `"@x"`) plus
-/// `offset` bytes.
+/// Sets pointer dynamic parameter `param` to `memory` plus `offset` bytes: user memory
+/// (`"x"` or `"@x"`) or a graph allocation of the executable's graph (`"%t"`, its
+/// `async_malloc` node).
 ///
 /// # Safety
 /// `exec` is NULL or a live executable; `param` and `memory` NULL or strings.
@@ -275,12 +276,8 @@ pub unsafe extern "C" fn cmdgraph_exec_update_pointer(
     let body = |x: &mut Executor, id: ExecId| {
         // SAFETY: the caller's contract for `param` and `memory`.
         let (p, m) = unsafe { (name(param, "parameter name")?, name(memory, "memory name")?) };
-        let bare = m.strip_prefix('@').unwrap_or(m);
-        let h = x
-            .module()
-            .memory_by_name(bare)
-            .ok_or_else(|| Error::from(::cmdgraph_executor::ExecError::Unknown(format!("memory @{bare}"))))?;
-        Ok(x.update_param(id, p, ArgValue::Pointer(Pointer { base: MemRef::Memory(h), offset }))?)
+        let pointer = x.pointer_to(id, m, offset)?;
+        Ok(x.update_param(id, p, ArgValue::Pointer(pointer))?)
     };
     // SAFETY: the caller's contract.
     unsafe { on(exec, body) }

@@ -25,6 +25,7 @@ pub mod error;
 pub mod exec;
 pub mod executor;
 pub mod host;
+pub mod update;
 pub mod vulkan;
 
 use error::{Error, Result};

@@ -11,6 +11,7 @@ use cmdgraph::bundle::*;
 use cmdgraph::exec::*;
 use cmdgraph::executor::*;
 use cmdgraph::host::*;
+use cmdgraph::update::*;
 use cmdgraph::*;
 use cmdgraph_status::*;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -436,6 +437,141 @@ fn every_scalar_type_updates_and_a_whole_graph_update_takes_new_arguments() {
         no_messages(ex);
         cmdgraph_executor_destroy(ex);
         cmdgraph_bundle_destroy(second);
+        cmdgraph_bundle_destroy(b);
+    }
+}
+
+const LAUNCHES: &str = r#"
+kernel @scale(%x: buf<f32, read>, %y: buf<f32, write>, %a: f32) { %i = global_id 0
+  %v = load %x[%i]
+  %r = mul %v, %a
+  store %y[%i], %r }
+kernel @copy(%x: buf<f32, read>, %y: buf<f32, write>) { %i = global_id 0
+  %v = load %x[%i]
+  store %y[%i], %v }
+usm @x : f32[64]
+usm @y : f32[64]
+usm @z : f32[64]
+usm @w : f32[64]
+graph @g properties(updatable) {
+  dyn %a = SCALE : f32
+  dyn %dst = @z
+  %t = async_malloc f32[64] zero_init
+  %k = kernel @scale range(RANGE) args(@x, @y, %a)
+  %n = kernel @scale nd_range(global(64), local(16)) args(@x, %dst, 2.5) after(%t)
+  %c = kernel @copy range(64) args(%t, @w) after(%n)
+  %f = async_free %t after(%c)
+}
+"#;
+
+fn launches(scale: f32, range: u32) -> Vec<u8> {
+    support::compile(&LAUNCHES.replace("SCALE", &format!("{scale:?}")).replace("RANGE", &range.to_string()))
+}
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// `y[i] = x[i] * a` for `i` in `range`, the rest of `y` as it was.
+fn scaled(y: &mut [f32], x: &[f32], a: f32, range: std::ops::Range<usize>) {
+    for i in range {
+        y[i] = x[i] * a;
+    }
+}
+
+#[test]
+fn range_nd_range_pointer_to_a_graph_allocation_and_node_updates() {
+    let (a0, a1, a2) = (1.618_034_f32, -0.367_879_44_f32, 2.718_281_7_f32);
+    let (b, ex) = executor_of(&launches(a0, 64));
+    let later = bundle_of(&launches(a2, 16));
+    let x = support::random_floats(21, 64);
+    // SAFETY: live handles, valid pointers and lengths.
+    unsafe {
+        let xb = support::f32_bytes(&x);
+        assert_eq!(cmdgraph_executor_bind(ex, c"x".as_ptr(), xb.as_ptr().cast(), xb.len()), CMDGRAPH_OK);
+        let e = finalize(ex, "g");
+        ok_exec(e, cmdgraph_exec_run(e));
+        ok_exec(e, cmdgraph_exec_wait(e));
+        let mut y = vec![0.0; 64];
+        scaled(&mut y, &x, a0, 0..64);
+        assert_eq!(floats(&read(ex, "y")), y);
+        let mut z = vec![0.0; 64];
+        scaled(&mut z, &x, 2.5, 0..64);
+        assert_eq!(floats(&read(ex, "z")), z);
+        assert_eq!(floats(&read(ex, "w")), vec![0.0; 64], "%t is zero until %n writes it");
+
+        // %k: range(32) and a new %a; %n: 32 work-items in groups of 16, writing into %t + 64
+        // bytes (elements 16..48), which %c copies to @w.
+        ok_exec(e, cmdgraph_exec_update_range(e, c"%k".as_ptr(), 1, [32u64].as_ptr()));
+        ok_exec(e, cmdgraph_exec_update_f32(e, c"a".as_ptr(), a1));
+        ok_exec(e, cmdgraph_exec_update_nd_range(e, c"n".as_ptr(), 1, [32u64].as_ptr(), [16u64].as_ptr()));
+        ok_exec(e, cmdgraph_exec_update_pointer(e, c"dst".as_ptr(), c"%t".as_ptr(), 64));
+        ok_exec(e, cmdgraph_exec_run(e));
+        ok_exec(e, cmdgraph_exec_wait(e));
+        scaled(&mut y, &x, a1, 0..32);
+        assert_eq!(floats(&read(ex, "y")), y, "range(32) with the new %a");
+        assert_eq!(floats(&read(ex, "z")), z, "@z is no longer the target");
+        let mut w = vec![0.0; 64];
+        for i in 0..32 {
+            w[16 + i] = x[i] * 2.5;
+        }
+        assert_eq!(floats(&read(ex, "w")), w, "%n wrote %t + 64 bytes");
+
+        // Refused, and nothing changes: dimensions, sizes, a work-group size without a
+        // compiled variant, a global size not a multiple of the local one, NULLs, names.
+        let invalid = [
+            cmdgraph_exec_update_range(e, c"k".as_ptr(), 2, [8u64, 8].as_ptr()),
+            cmdgraph_exec_update_range(e, c"k".as_ptr(), 0, [8u64].as_ptr()),
+            cmdgraph_exec_update_range(e, c"k".as_ptr(), 1, null()),
+            cmdgraph_exec_update_range(e, c"c".as_ptr(), 4, [8u64; 4].as_ptr()),
+            cmdgraph_exec_update_nd_range(e, c"n".as_ptr(), 1, [64u64].as_ptr(), [8u64].as_ptr()),
+            cmdgraph_exec_update_nd_range(e, c"n".as_ptr(), 1, [40u64].as_ptr(), [16u64].as_ptr()),
+            cmdgraph_exec_update_nd_range(e, c"n".as_ptr(), 1, [64u64].as_ptr(), [0u64].as_ptr()),
+            cmdgraph_exec_update_nd_range(e, c"n".as_ptr(), 1, [64u64].as_ptr(), null()),
+            cmdgraph_exec_update_range(e, c"f".as_ptr(), 1, [8u64].as_ptr()),
+        ];
+        for (i, st) in invalid.into_iter().enumerate() {
+            assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT, "refusal {i}");
+        }
+        assert_eq!(cmdgraph_exec_update_range(e, c"nope".as_ptr(), 1, [8u64].as_ptr()), CMDGRAPH_ERROR_NOT_FOUND);
+        assert_eq!(cmdgraph_exec_update_range(e, null(), 1, [8u64].as_ptr()), CMDGRAPH_ERROR_INVALID_ARGUMENT);
+        assert_eq!(
+            cmdgraph_exec_update_pointer(e, c"dst".as_ptr(), c"%k".as_ptr(), 0),
+            CMDGRAPH_ERROR_NOT_FOUND,
+            "%k is not a graph allocation"
+        );
+        assert_eq!(cmdgraph_exec_update_pointer(e, c"dst".as_ptr(), c"%nope".as_ptr(), 0), CMDGRAPH_ERROR_NOT_FOUND);
+        ok_exec(e, cmdgraph_exec_run(e));
+        ok_exec(e, cmdgraph_exec_wait(e));
+        assert_eq!(floats(&read(ex, "y")), y, "the refused updates changed nothing");
+        assert_eq!(floats(&read(ex, "w")), w, "the refused updates changed nothing");
+
+        // Individual update of %k from the modifiable graph as it is now (compiled into
+        // `later`: %a = a2, %k over 16 items); %n keeps its updated launch and pointer.
+        ok_exec(e, cmdgraph_exec_update_nodes(e, later, c"g".as_ptr(), [c"%k".as_ptr()].as_ptr(), 1));
+        ok_exec(e, cmdgraph_exec_run(e));
+        ok_exec(e, cmdgraph_exec_wait(e));
+        scaled(&mut y, &x, a2, 0..16);
+        assert_eq!(floats(&read(ex, "y")), y, "%k took range(16) and %a = a2");
+        assert_eq!(floats(&read(ex, "w")), w);
+        assert_eq!(
+            cmdgraph_exec_update_nodes(e, later, c"g".as_ptr(), [c"%nope".as_ptr()].as_ptr(), 1),
+            CMDGRAPH_ERROR_NOT_FOUND
+        );
+        assert_eq!(cmdgraph_exec_update_nodes(e, later, c"g".as_ptr(), null(), 2), CMDGRAPH_ERROR_INVALID_ARGUMENT);
+        assert_eq!(
+            cmdgraph_exec_update_nodes(e, later, c"g".as_ptr(), [null()].as_ptr(), 1),
+            CMDGRAPH_ERROR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            cmdgraph_exec_update_nodes(e, null_mut(), c"g".as_ptr(), [c"%k".as_ptr()].as_ptr(), 1),
+            CMDGRAPH_ERROR_NULL_HANDLE
+        );
+        assert!(!text(cmdgraph_exec_last_error(e)).is_empty());
+        cmdgraph_exec_destroy(e);
+        no_messages(ex);
+        cmdgraph_executor_destroy(ex);
+        cmdgraph_bundle_destroy(later);
         cmdgraph_bundle_destroy(b);
     }
 }

@@ -113,6 +113,16 @@ class exec {
     void update_graph(const bundle &source, const char *graph) {
         check(cmdgraph_exec_update_graph(get(), source.get(), graph), err());
     }
+    void update_nodes(const bundle &source, const char *graph, const std::vector<const char *> &nodes) {
+        check(cmdgraph_exec_update_nodes(get(), source.get(), graph, nodes.data(), nodes.size()), err());
+    }
+    void update_range(const char *node, const std::vector<uint64_t> &global) {
+        check(cmdgraph_exec_update_range(get(), node, uint32_t(global.size()), global.data()), err());
+    }
+    void update_nd_range(const char *node, const std::vector<uint64_t> &global, const std::vector<uint64_t> &local) {
+        if (global.size() != local.size()) throw error(CMDGRAPH_ERROR_INVALID_ARGUMENT, "global and local differ in dimensions");
+        check(cmdgraph_exec_update_nd_range(get(), node, uint32_t(global.size()), global.data(), local.data()), err());
+    }
     struct node_time { std::string name; uint64_t start_ns, end_ns; };
     // Per-node times of the last run (finalized with node profiling).
     std::vector<node_time> profile() {

@@ -214,6 +214,30 @@ impl Executor {
         self.apply(id, changes, BTreeMap::new(), &BTreeSet::new())
     }
 
+    /// The pointer `target + offset` for [`update_param`](Self::update_param) on executable
+    /// `id`, from names a caller without the module's handles holds (the C API): `@x` or `x`
+    /// is a module-level memory object, `%t` a graph allocation (`async_malloc` node) of the
+    /// executable's graph as it was optimized.
+    pub fn pointer_to(&self, id: ExecId, target: &str, offset: u64) -> Result<Pointer> {
+        let module = &self.loaded.module;
+        let base = match target.strip_prefix('%') {
+            Some(node) => {
+                let graph = &module.graphs[self.exec_ref(id)?.graph];
+                let h = graph
+                    .node_by_name(node)
+                    .filter(|&h| matches!(graph.nodes[h].kind, NodeKind::AsyncMalloc { .. }))
+                    .ok_or_else(|| ExecError::Unknown(format!("graph allocation %{node} in @{}", graph.name)))?;
+                MemRef::Alloc(h)
+            }
+            None => {
+                let bare = target.strip_prefix('@').unwrap_or(target);
+                let h = module.memory_by_name(bare).ok_or_else(|| ExecError::Unknown(format!("memory @{bare}")))?;
+                MemRef::Memory(h)
+            }
+        };
+        Ok(Pointer { base, offset })
+    }
+
     /// Individual update (`exec.update(nodes)`, rows 24–26): each named node of `graph` in
     /// `source` (the modifiable graph as it is now) gives the executable its current command,
     /// keeping its dynamic-parameter registrations; the parameters' values in `source`
