@@ -59,6 +59,9 @@ typedef enum cmdgraph_status {
     CMDGRAPH_ERROR_BUFFER_TOO_SMALL = 9,
     // A file could not be read.
     CMDGRAPH_ERROR_IO = 10,
+    // A bundle's signature does not verify, or a bundle opened with trusted keys is unsigned
+    // or signed by another key.
+    CMDGRAPH_ERROR_UNTRUSTED = 11,
 } cmdgraph_status;
 
 // A loaded bundle: every part checked (format version, content hash, IR, kernels), nothing
@@ -192,7 +195,7 @@ const char *cmdgraph_version(void);
 // Opens the bundle file at `path` (as `cmdgraph compile -o` writes it) and checks it. On
 // success `*out` is a new bundle to free with `cmdgraph_bundle_destroy`; on error `*out` is
 // NULL and `cmdgraph_last_error()` says why (`CMDGRAPH_ERROR_IO`,
-// `CMDGRAPH_ERROR_BUNDLE_INVALID`, ...).
+// `CMDGRAPH_ERROR_BUNDLE_INVALID`, ...). A signature, if the bundle has one, must verify.
 //
 // # Safety
 // `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
@@ -207,6 +210,31 @@ enum cmdgraph_status cmdgraph_bundle_open(const char *path,
 enum cmdgraph_status cmdgraph_bundle_from_memory(const void *data,
                                                  size_t len,
                                                  struct cmdgraph_bundle **out);
+
+// As `cmdgraph_bundle_open`, but the bundle must be signed (`cmdgraph sign`) by one of the
+// `count` keys at `keys`, each the text of a public key file as `cmdgraph keygen` writes it
+// (`cmdgraph-ed25519-public:` and 64 hex digits). An unsigned bundle, or one signed by
+// another key, is `CMDGRAPH_ERROR_UNTRUSTED`, refused before its content is parsed; no keys
+// at all trusts no one. A key that is not one is `CMDGRAPH_ERROR_INVALID_ARGUMENT`.
+//
+// # Safety
+// `path` is NULL or a string; `keys` NULL or `count` readable pointers, each NULL or a
+// string; `out` NULL or writable.
+enum cmdgraph_status cmdgraph_bundle_open_trusted(const char *path,
+                                                  const char *const *keys,
+                                                  size_t count,
+                                                  struct cmdgraph_bundle **out);
+
+// As `cmdgraph_bundle_from_memory`, with the trust rule of `cmdgraph_bundle_open_trusted`.
+//
+// # Safety
+// `data` is NULL or `len` readable bytes; `keys` NULL or `count` readable pointers, each
+// NULL or a string; `out` NULL or writable.
+enum cmdgraph_status cmdgraph_bundle_from_memory_trusted(const void *data,
+                                                         size_t len,
+                                                         const char *const *keys,
+                                                         size_t count,
+                                                         struct cmdgraph_bundle **out);
 
 // Frees a bundle; NULL does nothing. Executors created from it are not affected.
 //

@@ -2,7 +2,9 @@
 
 use crate::error::{c_string, cmdgraph_status, Error, LastError, Result};
 use crate::{bytes, destroy, error, last_error_of, name, put, with, Handle};
+use cmdgraph_executor::load::{load_bytes_with, LoadOptions};
 use cmdgraph_executor::{load_bytes, Loaded};
+use cmdgraph_ir::bundle::signature::PublicKey;
 use cmdgraph_ir::MemoryKind;
 use std::ffi::{c_char, c_void, CString};
 
@@ -54,22 +56,14 @@ fn open(out: *mut *mut cmdgraph_bundle, load: impl FnOnce() -> Result<Loaded>) -
 /// Opens the bundle file at `path` (as `cmdgraph compile -o` writes it) and checks it. On
 /// success `*out` is a new bundle to free with `cmdgraph_bundle_destroy`; on error `*out` is
 /// NULL and `cmdgraph_last_error()` says why (`CMDGRAPH_ERROR_IO`,
-/// `CMDGRAPH_ERROR_BUNDLE_INVALID`, ...).
+/// `CMDGRAPH_ERROR_BUNDLE_INVALID`, ...). A signature, if the bundle has one, must verify.
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn cmdgraph_bundle_open(path: *const c_char, out: *mut *mut cmdgraph_bundle) -> cmdgraph_status {
-    open(out, || {
-        // SAFETY: the caller's contract for `path`.
-        let path = unsafe { name(path, "bundle path") }?;
-        let data =
-            std::fs::read(path).map_err(|e| Error::new(cmdgraph_status::CMDGRAPH_ERROR_IO, format!("{path}: {e}")))?;
-        load_bytes(&data).map_err(|e| {
-            let e = Error::from(e);
-            Error::new(e.status, format!("{path}: {}", e.message))
-        })
-    })
+    // SAFETY: the caller's contract.
+    unsafe { open(out, || read_file(path, &LoadOptions::default())) }
 }
 
 /// Loads a bundle from the `len` bytes at `data` (a bundle file's contents; the bytes are not
@@ -88,6 +82,86 @@ pub unsafe extern "C" fn cmdgraph_bundle_from_memory(
         let data = unsafe { bytes(data.cast(), len, "bundle data") }?;
         Ok(load_bytes(data)?)
     })
+}
+
+/// As `cmdgraph_bundle_open`, but the bundle must be signed (`cmdgraph sign`) by one of the
+/// `count` keys at `keys`, each the text of a public key file as `cmdgraph keygen` writes it
+/// (`cmdgraph-ed25519-public:` and 64 hex digits). An unsigned bundle, or one signed by
+/// another key, is `CMDGRAPH_ERROR_UNTRUSTED`, refused before its content is parsed; no keys
+/// at all trusts no one. A key that is not one is `CMDGRAPH_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `path` is NULL or a string; `keys` NULL or `count` readable pointers, each NULL or a
+/// string; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_bundle_open_trusted(
+    path: *const c_char,
+    keys: *const *const c_char,
+    count: usize,
+    out: *mut *mut cmdgraph_bundle,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract.
+    unsafe { open(out, || read_file(path, &trusting(keys, count)?)) }
+}
+
+/// As `cmdgraph_bundle_from_memory`, with the trust rule of `cmdgraph_bundle_open_trusted`.
+///
+/// # Safety
+/// `data` is NULL or `len` readable bytes; `keys` NULL or `count` readable pointers, each
+/// NULL or a string; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_bundle_from_memory_trusted(
+    data: *const c_void,
+    len: usize,
+    keys: *const *const c_char,
+    count: usize,
+    out: *mut *mut cmdgraph_bundle,
+) -> cmdgraph_status {
+    open(out, || {
+        // SAFETY: the caller's contract for `keys` and `data`.
+        let options = unsafe { trusting(keys, count) }?;
+        // SAFETY: as above.
+        let data = unsafe { bytes(data.cast(), len, "bundle data") }?;
+        Ok(load_bytes_with(data, &options)?)
+    })
+}
+
+/// Reads and loads the bundle file at `path`; errors name the path.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string.
+unsafe fn read_file(path: *const c_char, options: &LoadOptions) -> Result<Loaded> {
+    // SAFETY: the caller's contract for `path`.
+    let path = unsafe { name(path, "bundle path") }?;
+    let data =
+        std::fs::read(path).map_err(|e| Error::new(cmdgraph_status::CMDGRAPH_ERROR_IO, format!("{path}: {e}")))?;
+    load_bytes_with(&data, options).map_err(|e| {
+        let e = Error::from(e);
+        Error::new(e.status, format!("{path}: {}", e.message))
+    })
+}
+
+/// Load options trusting the `count` public key texts at `keys`.
+///
+/// # Safety
+/// `keys` is NULL or `count` readable pointers, each NULL or a NUL-terminated string.
+unsafe fn trusting(keys: *const *const c_char, count: usize) -> Result<LoadOptions> {
+    if keys.is_null() && count > 0 {
+        return Err(Error::invalid(format!("the key list is NULL ({count} keys)")));
+    }
+    let list: &[*const c_char] = if count == 0 {
+        &[]
+    } else {
+        // SAFETY: not NULL, and the caller's contract gives `count` readable pointers.
+        unsafe { std::slice::from_raw_parts(keys, count) }
+    };
+    let mut trusted = Vec::with_capacity(count);
+    for (i, &k) in list.iter().enumerate() {
+        // SAFETY: the caller's contract makes each pointer NULL or a string.
+        let text = unsafe { name(k, "public key") }?;
+        trusted.push(PublicKey::from_file_text(text).map_err(|m| Error::invalid(format!("key {i}: {m}")))?);
+    }
+    Ok(LoadOptions { trusted_keys: Some(trusted) })
 }
 
 /// Frees a bundle; NULL does nothing. Executors created from it are not affected.

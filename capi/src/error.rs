@@ -39,6 +39,9 @@ pub enum cmdgraph_status {
     CMDGRAPH_ERROR_BUFFER_TOO_SMALL = 9,
     /// A file could not be read.
     CMDGRAPH_ERROR_IO = 10,
+    /// A bundle's signature does not verify, or a bundle opened with trusted keys is unsigned
+    /// or signed by another key.
+    CMDGRAPH_ERROR_UNTRUSTED = 11,
 }
 
 use cmdgraph_status::*;
@@ -74,6 +77,7 @@ impl From<ExecError> for Error {
             | ExecError::Bundle(_) => CMDGRAPH_ERROR_BUNDLE_INVALID,
             ExecError::Vulkan(_) => CMDGRAPH_ERROR_VULKAN,
             ExecError::Unknown(_) => CMDGRAPH_ERROR_NOT_FOUND,
+            ExecError::Untrusted(_) => CMDGRAPH_ERROR_UNTRUSTED,
             ExecError::Invalid(_) => CMDGRAPH_ERROR_INVALID_ARGUMENT,
             ExecError::Host { .. } => CMDGRAPH_ERROR_HOST_TASK_FAILED,
             ExecError::Timeout { .. } => CMDGRAPH_ERROR_TIMEOUT,
@@ -212,6 +216,7 @@ pub(crate) fn status_name(status: cmdgraph_status) -> &'static std::ffi::CStr {
         CMDGRAPH_ERROR_PANIC => c"CMDGRAPH_ERROR_PANIC",
         CMDGRAPH_ERROR_BUFFER_TOO_SMALL => c"CMDGRAPH_ERROR_BUFFER_TOO_SMALL",
         CMDGRAPH_ERROR_IO => c"CMDGRAPH_ERROR_IO",
+        CMDGRAPH_ERROR_UNTRUSTED => c"CMDGRAPH_ERROR_UNTRUSTED",
     }
 }
 

@@ -575,3 +575,83 @@ fn range_nd_range_pointer_to_a_graph_allocation_and_node_updates() {
         cmdgraph_bundle_destroy(b);
     }
 }
+
+#[test]
+fn trusted_loads_take_only_bundles_signed_by_a_trusted_key() {
+    use cmdgraph_ir::bundle::signature::SigningKey;
+    use cmdgraph_ir::bundle::Bundle;
+    let plain = support::compile(&support::demo_text());
+    let key = |n: u8| SigningKey::from_seed(&[n; 32]);
+    let signed = Bundle::from_bytes(&plain).unwrap().to_bytes_signed(&key(1)).unwrap();
+    let pub_text = |n: u8| c(&key(n).public_key().to_file_text());
+    let (k1, k2) = (pub_text(1), pub_text(2));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("signed.cgb");
+    std::fs::write(&path, &signed).unwrap();
+    let path = c(path.to_str().unwrap());
+    let from_memory = |bytes: &[u8], keys: &[*const c_char]| {
+        let mut b = null_mut();
+        // SAFETY: valid bytes, key strings and out-pointer.
+        let st = unsafe {
+            cmdgraph_bundle_from_memory_trusted(bytes.as_ptr().cast(), bytes.len(), keys.as_ptr(), keys.len(), &mut b)
+        };
+        // SAFETY: NULL or a live bundle.
+        unsafe { cmdgraph_bundle_destroy(b) };
+        assert_eq!(st == CMDGRAPH_OK, !b.is_null(), "a bundle exactly on success");
+        (st, text(cmdgraph_last_error()))
+    };
+    // SAFETY: valid strings, key lists and out-pointers.
+    unsafe {
+        let mut b = null_mut();
+        assert_eq!(
+            cmdgraph_bundle_open_trusted(path.as_ptr(), [k2.as_ptr(), k1.as_ptr()].as_ptr(), 2, &mut b),
+            CMDGRAPH_OK
+        );
+        let mut n = 0usize;
+        assert_eq!(cmdgraph_bundle_memory_count(b, &mut n), CMDGRAPH_OK);
+        assert_eq!(n, 6, "the demo's user memory objects");
+        cmdgraph_bundle_destroy(b);
+        assert_eq!(
+            cmdgraph_bundle_open_trusted(path.as_ptr(), [k2.as_ptr()].as_ptr(), 1, &mut b),
+            CMDGRAPH_ERROR_UNTRUSTED
+        );
+        assert!(b.is_null());
+        let m = text(cmdgraph_last_error());
+        assert!(
+            m.contains(&key(1).public_key().fingerprint()) && m.contains(&key(2).public_key().fingerprint()),
+            "{m}"
+        );
+        assert!(m.contains("signed.cgb"), "the path is named: {m}");
+    }
+    assert_eq!(from_memory(&signed, &[k1.as_ptr()]).0, CMDGRAPH_OK);
+    let (st, m) = from_memory(&plain, &[k1.as_ptr()]);
+    assert_eq!(st, CMDGRAPH_ERROR_UNTRUSTED);
+    assert!(m.contains("not signed"), "{m}");
+    assert_eq!(from_memory(&signed, &[]).0, CMDGRAPH_ERROR_UNTRUSTED, "no keys trusts no one");
+    let seed = c(&cmdgraph_ir::bundle::signature::seed_file_text(&[1; 32]));
+    let (st, m) = from_memory(&signed, &[seed.as_ptr()]);
+    assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("key 0") && m.contains("secret seed"), "{m}");
+    let (st, m) = from_memory(&signed, &[k1.as_ptr(), c"cmdgraph-ed25519-public:00".as_ptr()]);
+    assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT, "{m}");
+    assert!(m.contains("key 1"), "{m}");
+    assert_eq!(from_memory(&signed, &[null()]).0, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    let mut b = null_mut();
+    // SAFETY: a NULL list with a count is refused before it is read.
+    let st = unsafe { cmdgraph_bundle_from_memory_trusted(signed.as_ptr().cast(), signed.len(), null(), 3, &mut b) };
+    assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    // Without trusted keys a signed bundle loads as any other, and its signature still
+    // has to verify: one flipped byte of the signature refuses it.
+    let plain_load = bundle_of(&signed);
+    // SAFETY: a live bundle.
+    unsafe { cmdgraph_bundle_destroy(plain_load) };
+    let mut forged = signed.clone();
+    let last = forged.len() - 1;
+    forged[last] ^= 0x40;
+    // SAFETY: valid bytes and out-pointer.
+    let st = unsafe { cmdgraph_bundle_from_memory(forged.as_ptr().cast(), forged.len(), &mut b) };
+    assert_eq!(st, CMDGRAPH_ERROR_UNTRUSTED, "a forged signature");
+    assert!(text(cmdgraph_last_error()).contains("does not verify"));
+    // SAFETY: the status names are static strings.
+    assert_eq!(text(cmdgraph_status_name(CMDGRAPH_ERROR_UNTRUSTED)), "CMDGRAPH_ERROR_UNTRUSTED");
+}

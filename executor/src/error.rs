@@ -32,6 +32,9 @@ pub enum ExecError {
     Vulkan(String),
     /// A name (memory, graph, node, parameter, callback) is unknown.
     Unknown(String),
+    /// The bundle's signature does not verify, or trusted keys are required
+    /// ([`crate::load::LoadOptions::trusted_keys`]) and it is unsigned or signed by another key.
+    Untrusted(String),
     /// A request the executor cannot carry out (bad size, bad value, unsupported feature).
     Invalid(String),
     /// A host-task callback failed.
@@ -69,6 +72,7 @@ impl fmt::Display for ExecError {
             ExecError::Bundle(m) => write!(f, "inconsistent bundle: {m}"),
             ExecError::Vulkan(m) => write!(f, "vulkan: {m}"),
             ExecError::Unknown(m) => write!(f, "unknown {m}"),
+            ExecError::Untrusted(m) => write!(f, "{m}"),
             ExecError::Invalid(m) => write!(f, "{m}"),
             ExecError::Host { node, reason } => write!(f, "host task %{node} failed: {reason}"),
             ExecError::Timeout { what, after } => write!(

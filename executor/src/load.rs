@@ -94,7 +94,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Loaded> {
 }
 
 /// [`load_bytes`] with `options`: with trusted keys, the signature is required and its key
-/// must be one of them (docs/bundle.md, "Signature"). Refusals are [`ExecError::Invalid`]
+/// must be one of them (docs/bundle.md, "Signature"). Refusals are [`ExecError::Untrusted`]
 /// naming the key that signed (fingerprint) and the trusted ones.
 pub fn load_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Loaded> {
     let (bundle, signature) = parse(bytes)?;
@@ -109,13 +109,13 @@ pub fn load_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Loaded> {
         };
         match &signature {
             None => {
-                return Err(ExecError::Invalid(format!(
+                return Err(ExecError::Untrusted(format!(
                     "the bundle is not signed, and this load requires a signature by a trusted key (trusted: {})",
                     list()
                 )))
             }
             Some(s) if !trusted.contains(&s.key) => {
-                return Err(ExecError::Invalid(format!(
+                return Err(ExecError::Untrusted(format!(
                     "the bundle is signed by key {}, which is not trusted (trusted: {})",
                     s.key.fingerprint(),
                     list()
@@ -178,7 +178,7 @@ fn parse(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>)> {
             ExecError::Hash(format!("the file says {found}, its content hashes to {computed}"))
         }
         BundleError::Inconsistent { message } => ExecError::Bundle(message),
-        e @ BundleError::Signature { .. } => ExecError::Invalid(e.to_string()),
+        e @ BundleError::Signature { .. } => ExecError::Untrusted(e.to_string()),
         BundleError::NotABundle { message } => ExecError::Malformed(format!("not a cmdgraph bundle: {message}")),
         BundleError::Malformed { message } | BundleError::Serialize { message } => ExecError::Malformed(message),
     })

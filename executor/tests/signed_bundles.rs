@@ -25,7 +25,7 @@ fn trusting(keys: &[u8]) -> LoadOptions {
 
 fn refusal(bytes: &[u8], options: &LoadOptions) -> String {
     match load::load_bytes_with(bytes, options) {
-        Err(ExecError::Invalid(m)) => m,
+        Err(ExecError::Untrusted(m)) => m,
         Err(e) => panic!("refused for another reason: {e}"),
         Ok(_) => panic!("loaded"),
     }
