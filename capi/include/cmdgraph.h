@@ -267,6 +267,35 @@ enum cmdgraph_status cmdgraph_bundle_memory(struct cmdgraph_bundle *bundle,
                                             const char **name,
                                             uint64_t *size);
 
+// Copies the instance of device global `global` (`"g"` or `"@g"`) on IR device `device` (0
+// unless the module's graphs name others), after every run submitted so far, to `dst`
+// (`capacity` bytes), as `cmdgraph_executor_read` does (a short or NULL buffer is a size
+// query). Its initial image if nothing wrote it. Refused for `host_access(write)` and
+// `host_access(none)`.
+//
+// # Safety
+// `ex` is NULL or a live executor; `global` NULL or a string; `dst` NULL or `capacity`
+// writable bytes; `size` NULL or writable.
+enum cmdgraph_status cmdgraph_executor_read_device_global(struct cmdgraph_executor *ex,
+                                                          const char *global,
+                                                          uint32_t device,
+                                                          void *dst,
+                                                          size_t capacity,
+                                                          size_t *size);
+
+// Sets the instance of device global `global` on IR device `device` to the `len` bytes at
+// `data` (exactly its size), after the runs submitted so far; runs submitted later see it.
+// Refused for `host_access(read)` and `host_access(none)`.
+//
+// # Safety
+// `ex` is NULL or a live executor; `global` NULL or a string; `data` NULL or `len` readable
+// bytes.
+enum cmdgraph_status cmdgraph_executor_write_device_global(struct cmdgraph_executor *ex,
+                                                           const char *global,
+                                                           uint32_t device,
+                                                           const void *data,
+                                                           size_t len);
+
 // Frees an executable after its runs finish; NULL does nothing.
 //
 // # Safety

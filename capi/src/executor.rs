@@ -252,28 +252,44 @@ pub unsafe extern "C" fn cmdgraph_executor_read(
         // SAFETY: the caller's contract for `memory`.
         let n = unsafe { name(memory, "memory name") }?;
         let data = borrow(&e.inner)?.read(n)?;
-        if !size.is_null() {
-            // SAFETY: not NULL; writable by the caller's contract.
-            unsafe { size.write(data.len()) };
-        }
-        if capacity < data.len() {
-            return Err(Error::new(
-                cmdgraph_status::CMDGRAPH_ERROR_BUFFER_TOO_SMALL,
-                format!("{n} has {} bytes, the buffer {capacity}", data.len()),
-            ));
-        }
-        if !data.is_empty() {
-            if dst.is_null() {
-                return Err(Error::invalid("the destination pointer is NULL"));
-            }
-            // SAFETY: `dst` has `capacity` >= `data.len()` writable bytes (caller's
-            // contract) and cannot overlap the freshly allocated `data`.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.cast::<u8>(), data.len()) };
-        }
-        Ok(())
+        // SAFETY: the caller's contract for `dst` and `size`.
+        unsafe { copy_out(n, &data, dst, capacity, size) }
     };
     // SAFETY: the caller's contract for `ex`.
     unsafe { with(ex, body) }
+}
+
+/// Copies `data` (read from `what`) to `dst`, after writing its length to `*size` (if not
+/// NULL): the protocol of every read, where a short or NULL buffer is a size query.
+///
+/// # Safety
+/// `dst` is NULL or `capacity` writable bytes; `size` NULL or writable.
+pub(crate) unsafe fn copy_out(
+    what: &str,
+    data: &[u8],
+    dst: *mut c_void,
+    capacity: usize,
+    size: *mut usize,
+) -> Result<()> {
+    if !size.is_null() {
+        // SAFETY: not NULL; writable by the caller's contract.
+        unsafe { size.write(data.len()) };
+    }
+    if capacity < data.len() {
+        return Err(Error::new(
+            cmdgraph_status::CMDGRAPH_ERROR_BUFFER_TOO_SMALL,
+            format!("{what} has {} bytes, the buffer {capacity}", data.len()),
+        ));
+    }
+    if !data.is_empty() {
+        if dst.is_null() {
+            return Err(Error::invalid("the destination pointer is NULL"));
+        }
+        // SAFETY: `dst` has `capacity` >= `data.len()` writable bytes (caller's contract)
+        // and cannot overlap `data`, which the library owns.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.cast::<u8>(), data.len()) };
+    }
+    Ok(())
 }
 
 /// Registers `callback` for `host_task "name"` nodes (replacing an earlier one). It is called

@@ -8,6 +8,7 @@
 mod support;
 
 use cmdgraph::bundle::*;
+use cmdgraph::device_global::*;
 use cmdgraph::exec::*;
 use cmdgraph::executor::*;
 use cmdgraph::host::*;
@@ -654,4 +655,122 @@ fn trusted_loads_take_only_bundles_signed_by_a_trusted_key() {
     assert!(text(cmdgraph_last_error()).contains("does not verify"));
     // SAFETY: the status names are static strings.
     assert_eq!(text(cmdgraph_status_name(CMDGRAPH_ERROR_UNTRUSTED)), "CMDGRAPH_ERROR_UNTRUSTED");
+}
+
+const GLOBALS: &str = r#"
+device_global @counter : u32[4] = [7, 8]
+device_global @weights : f32[8] properties(host_access(write))
+device_global @table : u32[2] = [5, 9] properties(host_access(read))
+device_global @hidden : u32[1] properties(host_access(none))
+kernel @tick(%seen: buf<u32, write>) { %i = global_id 0
+  %v = load @counter[%i]
+  %one = const 1 : u32
+  %n = add %v, %one
+  store @counter[%i], %n
+  %zero = const 0 : u32
+  %t = load @table[%zero]
+  %h = load @hidden[%zero]
+  %s = add %n, %t
+  %r = add %s, %h
+  store %seen[%i], %r }
+kernel @weigh(%x: buf<f32, read>, %y: buf<f32, write>) { %i = global_id 0
+  %v = load %x[%i]
+  %w = load @weights[%i]
+  %r = mul %v, %w
+  store %y[%i], %r }
+usm @seen : u32[4]
+usm @x : f32[8]
+usm @y : f32[8]
+graph @g {
+  %t = kernel @tick range(4) args(@seen)
+  %w = kernel @weigh range(8) args(@x, @y)
+}
+"#;
+
+/// Reads device global `name` on device 0 through a size query and a copy.
+fn read_global(ex: *mut cmdgraph_executor, name: &str) -> Result<Vec<u8>, (cmdgraph_status, String)> {
+    let mut size = 0usize;
+    // SAFETY: live executor; a size query, then a buffer of that size.
+    unsafe {
+        let st = cmdgraph_executor_read_device_global(ex, c(name).as_ptr(), 0, null_mut(), 0, &mut size);
+        if st != CMDGRAPH_ERROR_BUFFER_TOO_SMALL {
+            return Err((st, text(cmdgraph_executor_last_error(ex))));
+        }
+        let mut out = vec![0u8; size];
+        let st =
+            cmdgraph_executor_read_device_global(ex, c(name).as_ptr(), 0, out.as_mut_ptr().cast(), size, &mut size);
+        assert_eq!(st, CMDGRAPH_OK, "{}", text(cmdgraph_executor_last_error(ex)));
+        Ok(out)
+    }
+}
+
+fn u32s(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+#[test]
+fn device_globals_are_read_and_written_within_their_host_access() {
+    let (b, ex) = executor_of(&support::compile(GLOBALS));
+    let x = support::random_floats(5, 8);
+    let w = support::random_floats(6, 8);
+    let write = |name: &str, device: u32, bytes: &[u8]| {
+        // SAFETY: live executor, `bytes` readable.
+        let st = unsafe {
+            cmdgraph_executor_write_device_global(ex, c(name).as_ptr(), device, bytes.as_ptr().cast(), bytes.len())
+        };
+        // SAFETY: live executor.
+        (st, text(unsafe { cmdgraph_executor_last_error(ex) }))
+    };
+    // The initial images, before any run.
+    assert_eq!(u32s(&read_global(ex, "counter").unwrap()), [7, 8, 0, 0]);
+    assert_eq!(u32s(&read_global(ex, "@table").unwrap()), [5, 9]);
+    // SAFETY: live handles, valid pointers.
+    unsafe {
+        let xb = support::f32_bytes(&x);
+        assert_eq!(cmdgraph_executor_bind(ex, c"x".as_ptr(), xb.as_ptr().cast(), xb.len()), CMDGRAPH_OK);
+        assert_eq!(write("weights", 0, &support::f32_bytes(&w)), (CMDGRAPH_OK, String::new()));
+        assert_eq!(write("@counter", 0, &support::f32_bytes(&[0.0; 0])).0, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+        let counter: Vec<u8> = [100u32, 200, 300, 400].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(write("counter", 0, &counter).0, CMDGRAPH_OK);
+        let e = finalize(ex, "g");
+        for _ in 0..2 {
+            ok_exec(e, cmdgraph_exec_run(e));
+        }
+        ok_exec(e, cmdgraph_exec_wait(e));
+        // Two runs counted from the written values; each saw @table[0] = 5, @hidden = 0.
+        assert_eq!(u32s(&read_global(ex, "counter").unwrap()), [102, 202, 302, 402]);
+        assert_eq!(u32s(&read(ex, "seen")), [107, 207, 307, 407]);
+        let y: Vec<f32> = x.iter().zip(&w).map(|(a, b)| a * b).collect();
+        assert_eq!(floats(&read(ex, "y")), y, "the kernel read the weights written from the host");
+        cmdgraph_exec_destroy(e);
+    }
+    // host_access refusals, each naming the property.
+    let (st, m) = read_global(ex, "weights").unwrap_err();
+    assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("host_access(write)") && m.contains("may not read"), "{m}");
+    let (st, m) = write("table", 0, &[0; 8]);
+    assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("host_access(read)") && m.contains("may not write"), "{m}");
+    assert!(read_global(ex, "hidden").unwrap_err().1.contains("host_access(none)"));
+    assert_eq!(write("hidden", 0, &[0; 4]).0, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    // Not a device global, unknown, another device, a short buffer.
+    let (st, m) = read_global(ex, "x").unwrap_err();
+    assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("not a device_global"), "{m}");
+    assert_eq!(read_global(ex, "nope").unwrap_err().0, CMDGRAPH_ERROR_NOT_FOUND);
+    assert_eq!(write("counter", 3, &[0; 16]).0, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    let mut small = [0u8; 8];
+    let mut size = 0usize;
+    // SAFETY: `small` has 8 writable bytes.
+    let st = unsafe {
+        cmdgraph_executor_read_device_global(ex, c"counter".as_ptr(), 0, small.as_mut_ptr().cast(), 8, &mut size)
+    };
+    assert_eq!((st, size, small), (CMDGRAPH_ERROR_BUFFER_TOO_SMALL, 16, [0; 8]), "nothing copied");
+    assert_eq!(u32s(&read_global(ex, "counter").unwrap()), [102, 202, 302, 402], "the refusals changed nothing");
+    no_messages(ex);
+    // SAFETY: live handles.
+    unsafe {
+        cmdgraph_executor_destroy(ex);
+        cmdgraph_bundle_destroy(b);
+    }
 }
