@@ -16,9 +16,10 @@ pub struct Comments {
     pub leading: Vec<String>,
     /// A comment at the end of the entity's last line.
     pub trailing: Option<String>,
-    /// Items only: a blank line the user wrote before the item (before its leading
-    /// comments) where the printer would not put one by itself, e.g. between two memory
-    /// declarations. `cmdgraph fmt` keeps it.
+    /// A blank line the user wrote before the entity (before its leading comments) where
+    /// the printer would not put one by itself: between two memory declarations, or
+    /// between two statements of a graph (not before its first). `cmdgraph fmt` keeps it;
+    /// several blank lines become one.
     #[serde(default)]
     pub blank_before: bool,
     /// Items only: a blank line between the leading comments and the item, as after a
@@ -31,6 +32,11 @@ impl Comments {
     /// Whether there is no comment at all.
     pub fn is_empty(&self) -> bool {
         self.leading.is_empty() && self.trailing.is_none()
+    }
+
+    /// Whether there is nothing to keep: no comment and no blank line.
+    pub fn is_bare(&self) -> bool {
+        self.is_empty() && !self.blank_before && !self.blank_after_leading
     }
 }
 

@@ -134,10 +134,15 @@ impl<'s> Parser<'s> {
                 break;
             }
             self.hint = STMT_HINT;
-            if t.kind == TokenKind::Local && self.fast_node_stmt(&mut graph, &mut scope, &mut bufs, t)? {
+            // A blank line before the statement (not the graph's first) is kept by `fmt`;
+            // a statement after one takes the general path, which records it.
+            let first_stmt = graph.body.is_empty();
+            let blank = !first_stmt && self.blank_line_before(t);
+            if !blank && t.kind == TokenKind::Local && self.fast_node_stmt(&mut graph, &mut scope, &mut bufs, t)? {
                 continue;
             }
-            let comments = self.leading_comments();
+            let mut comments = self.leading_comments();
+            comments.blank_before = blank;
             match t.kind {
                 TokenKind::Local => self.node_stmt(&mut graph, &mut scope, &mut bufs, comments)?,
                 TokenKind::Ident => match t.kw {
@@ -335,7 +340,7 @@ impl<'s> Parser<'s> {
         self.finish_comments(&mut comments)?;
         if let (Some(from), Some(to)) = (from, to) {
             let h = graph.edges.append(Edge { from, to, kind: EdgeKind::MakeEdge }, span);
-            if !comments.is_empty() {
+            if !comments.is_bare() {
                 graph.edge_comments.insert(h, comments);
             }
             graph.body.push(Stmt::MakeEdge(h));

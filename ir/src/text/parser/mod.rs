@@ -318,6 +318,14 @@ impl<'s> Parser<'s> {
     /// Takes every unclaimed comment before the next token, which the caller has just
     /// peeked at (so the lexer has passed them): the leading comments of the item,
     /// statement or op that starts there.
+    /// Whether the source has a blank line between the end of the previous token and `next`
+    /// (or the first comment queued before it).
+    fn blank_line_before(&self, next: Token) -> bool {
+        let first = self.lex.comments.front().map_or(next.span.start, |c| c.span.start);
+        let gap = self.lex.source().get(self.prev_end as usize..first as usize).unwrap_or("");
+        gap.bytes().filter(|&b| b == b'\n').nth(1).is_some()
+    }
+
     fn leading_comments(&mut self) -> Comments {
         if self.lex.comments.is_empty() {
             return Comments::default();

@@ -6,7 +6,7 @@ use crate::graph::{
     Accessor, Alternative, Arg, ArgValue, Edge, EdgeKind, Graph, HostTaskCommand, KernelCommand, Launch, MemRef, Node,
     NodeKind, Pointer, Stmt,
 };
-use crate::module::UsmKind;
+use crate::module::{Comments, UsmKind};
 
 /// Each node's inline (non-`make_edge`) edges, in creation order, built in one pass over
 /// the edges (a counting sort by destination) so printing stays linear in graph size.
@@ -85,6 +85,7 @@ impl Printer<'_> {
         match stmt {
             Stmt::Queue(h) => {
                 let Some(q) = g.queues.try_get(h) else { return };
+                self.blank_line(&q.comments);
                 self.comment_lines(1, &q.comments.leading);
                 self.out.push_str("  queue ");
                 self.global(&q.name);
@@ -98,6 +99,7 @@ impl Printer<'_> {
             }
             Stmt::DynParam(h) => {
                 let Some(p) = g.dyn_params.try_get(h) else { return };
+                self.blank_line(&p.comments);
                 self.comment_lines(1, &p.comments.leading);
                 self.out.push_str("  dyn ");
                 self.local(&p.name);
@@ -107,6 +109,7 @@ impl Printer<'_> {
             }
             Stmt::Dcg(h) => {
                 let Some(d) = g.dcgs.try_get(h) else { return };
+                self.blank_line(&d.comments);
                 self.comment_lines(1, &d.comments.leading);
                 self.out.push_str("  dcg ");
                 self.local(&d.name);
@@ -127,6 +130,7 @@ impl Printer<'_> {
             }
             Stmt::Node(h) => {
                 let Some(n) = g.nodes.try_get(h) else { return };
+                self.blank_line(&n.comments);
                 self.comment_lines(1, &n.comments.leading);
                 self.out.push_str("  ");
                 self.local(&n.name);
@@ -157,6 +161,7 @@ impl Printer<'_> {
                 let Some(e) = g.edges.try_get(h) else { return };
                 let comments = g.edge_comments.get(&h);
                 if let Some(c) = comments {
+                    self.blank_line(c);
                     self.comment_lines(1, &c.leading);
                 }
                 self.out.push_str("  edge ");
@@ -168,6 +173,13 @@ impl Printer<'_> {
                     None => self.out.push('\n'),
                 }
             }
+        }
+    }
+
+    /// The blank line the user wrote before a statement (`Comments::blank_before`).
+    fn blank_line(&mut self, comments: &Comments) {
+        if comments.blank_before {
+            self.out.push('\n');
         }
     }
 

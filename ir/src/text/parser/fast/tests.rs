@@ -166,3 +166,43 @@ fn each_fast_form_parses_the_same_both_ways() {
         assert_eq!(taken, usize::from(fast), "{stmt}: fast path taken {taken} times");
     }
 }
+
+#[test]
+fn blank_lines_between_statements_are_recorded_and_change_nothing_else() {
+    let mut plain = String::from("usm @x : f32[64]\n\ngraph @g {\n");
+    for i in 0..12 {
+        let _ = writeln!(plain, "  %m{i} = memset @x, {i}, 4");
+    }
+    plain.push_str("}\n");
+    // A blank line before %m0 (right after `{`: dropped), %m3, %m6 and %m9.
+    let mut spaced = String::new();
+    for line in plain.lines() {
+        if ["  %m0 ", "  %m3 ", "  %m6 ", "  %m9 "].iter().any(|p| line.starts_with(p)) {
+            spaced.push('\n');
+        }
+        spaced.push_str(line);
+        spaced.push('\n');
+    }
+    let (plain_ok, plain_fast) = same_both_ways(&plain, "plain");
+    let (spaced_ok, spaced_fast) = same_both_ways(&spaced, "spaced");
+    assert!(plain_ok && spaced_ok);
+    assert_eq!(plain_fast, 12, "every node statement takes the fast path");
+    assert_eq!(spaced_fast, 9, "the three after a blank line (not the first) take the general path");
+    let spaced_module = parse_module_with(&spaced, true).0.unwrap();
+    let graph = spaced_module.graphs.iter().next().unwrap().1;
+    let blanks: Vec<&str> =
+        graph.nodes.iter().filter(|(_, n)| n.comments.blank_before).map(|(_, n)| n.name.as_str()).collect();
+    assert_eq!(blanks, ["m3", "m6", "m9"]);
+    // Cleared of those flags, it is the module without blank lines.
+    let mut cleared = spaced_module.clone();
+    for (_, g) in cleared.graphs.iter_mut() {
+        for (_, n) in g.nodes.iter_mut() {
+            n.comments.blank_before = false;
+        }
+    }
+    assert!(cleared == parse_module_with(&plain, true).0.unwrap(), "only the flags differ");
+    // The printed text has the blank lines and is a fixed point.
+    let printed = print(&spaced_module);
+    assert_eq!(printed.matches("\n\n  %m").count(), 3, "{printed}");
+    assert_eq!(print(&parse_module_with(&printed, true).0.unwrap()), printed);
+}
