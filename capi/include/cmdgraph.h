@@ -418,6 +418,20 @@ enum cmdgraph_status cmdgraph_exec_update_graph(struct cmdgraph_exec *exec,
                                                 struct cmdgraph_bundle *source,
                                                 const char *graph);
 
+// Copies graph allocation `node` (`"t"` or `"%t"`, an `async_malloc` node of the
+// executable's graph) as its runs submitted so far left it, to `dst` (`capacity` bytes), as
+// `cmdgraph_executor_read` does (a short or NULL buffer is a size query). Graph memory
+// belongs to the executable: another executable's allocation of the same name is another.
+//
+// # Safety
+// `exec` is NULL or a live executable; `node` NULL or a string; `dst` NULL or `capacity`
+// writable bytes; `size` NULL or writable.
+enum cmdgraph_status cmdgraph_exec_read_alloc(struct cmdgraph_exec *exec,
+                                              const char *node,
+                                              void *dst,
+                                              size_t capacity,
+                                              size_t *size);
+
 // The profile of `exec`'s last run (waits for it) in `*out`; its nodes are then read with
 // `cmdgraph_exec_profile_node`. The graph needs `properties(enable_profiling)`
 // (`CMDGRAPH_ERROR_INVALID_ARGUMENT` otherwise, or before any run).

@@ -2,7 +2,7 @@
 
 use crate::bundle::cmdgraph_bundle;
 use crate::error::{c_string, cmdgraph_status, Error, LastError, Result};
-use crate::executor::borrow;
+use crate::executor::{borrow, copy_out};
 use crate::{bytes, destroy, last_error_of, name, put, with, Handle};
 use cmdgraph_executor::{ExecId, Executor};
 use cmdgraph_ir::data::half::f16;
@@ -338,6 +338,33 @@ pub unsafe extern "C" fn cmdgraph_exec_update_graph(
             b.ok_or_else(|| Error::new(cmdgraph_status::CMDGRAPH_ERROR_NULL_HANDLE, "the source bundle is NULL"))?;
         let module = b.loaded.source()?;
         Ok(x.update_graph(id, module, g)?)
+    };
+    // SAFETY: the caller's contract.
+    unsafe { on(exec, body) }
+}
+
+/// Copies graph allocation `node` (`"t"` or `"%t"`, an `async_malloc` node of the
+/// executable's graph) as its runs submitted so far left it, to `dst` (`capacity` bytes), as
+/// `cmdgraph_executor_read` does (a short or NULL buffer is a size query). Graph memory
+/// belongs to the executable: another executable's allocation of the same name is another.
+///
+/// # Safety
+/// `exec` is NULL or a live executable; `node` NULL or a string; `dst` NULL or `capacity`
+/// writable bytes; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_exec_read_alloc(
+    exec: *mut cmdgraph_exec,
+    node: *const c_char,
+    dst: *mut c_void,
+    capacity: usize,
+    size: *mut usize,
+) -> cmdgraph_status {
+    let body = |x: &mut Executor, id: ExecId| {
+        // SAFETY: the caller's contract for `node`.
+        let n = unsafe { name(node, "allocation node name") }?;
+        let data = x.read_alloc(id, n)?;
+        // SAFETY: the caller's contract for `dst` and `size`.
+        unsafe { copy_out(n, &data, dst, capacity, size) }
     };
     // SAFETY: the caller's contract.
     unsafe { on(exec, body) }

@@ -469,6 +469,19 @@ fn launches(scale: f32, range: u32) -> Vec<u8> {
     support::compile(&LAUNCHES.replace("SCALE", &format!("{scale:?}")).replace("RANGE", &range.to_string()))
 }
 
+/// Graph allocation `node` of `e`, through a size query and a copy.
+fn read_alloc(e: *mut cmdgraph_exec, node: &str) -> Vec<u8> {
+    let mut size = 0usize;
+    // SAFETY: live executable; a size query, then a buffer of that size.
+    unsafe {
+        let st = cmdgraph_exec_read_alloc(e, c(node).as_ptr(), null_mut(), 0, &mut size);
+        assert_eq!(st, CMDGRAPH_ERROR_BUFFER_TOO_SMALL, "{}", text(cmdgraph_exec_last_error(e)));
+        let mut out = vec![0u8; size];
+        ok_exec(e, cmdgraph_exec_read_alloc(e, c(node).as_ptr(), out.as_mut_ptr().cast(), size, &mut size));
+        out
+    }
+}
+
 fn floats(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
@@ -517,6 +530,15 @@ fn range_nd_range_pointer_to_a_graph_allocation_and_node_updates() {
             w[16 + i] = x[i] * 2.5;
         }
         assert_eq!(floats(&read(ex, "w")), w, "%n wrote %t + 64 bytes");
+        assert_eq!(floats(&read_alloc(e, "%t")), w, "and %t itself holds it");
+        let mut size = 0usize;
+        let mut small = [0u8; 4];
+        assert_eq!(
+            cmdgraph_exec_read_alloc(e, c"t".as_ptr(), small.as_mut_ptr().cast(), 4, &mut size),
+            CMDGRAPH_ERROR_BUFFER_TOO_SMALL
+        );
+        assert_eq!((size, small), (256, [0; 4]), "the size, nothing copied");
+        assert_eq!(cmdgraph_exec_read_alloc(e, c"%k".as_ptr(), null_mut(), 0, &mut size), CMDGRAPH_ERROR_NOT_FOUND);
 
         // Refused, and nothing changes: dimensions, sizes, a work-group size without a
         // compiled variant, a global size not a multiple of the local one, NULLs, names.
