@@ -10,6 +10,8 @@
 pub(crate) mod data;
 mod locate;
 
+use super::run::steps::{self, Resolved};
+use super::run::Steps;
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use cmdgraph_interp::{FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
@@ -78,9 +80,11 @@ pub struct InterpArgs {
     /// Run nodes in a random valid order from this seed (run i uses seed + i).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// How many times to run the executable graph (memory carries over between runs).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub runs: u32,
+    /// The run steps, as `cmdgraph run` takes them: `--set` and `--activate` change the
+    /// executable graph, `--runs N` runs it N times (memory carries over), `--then` starts
+    /// the next step. (`--update-from` needs a bundle: `cmdgraph run`.)
+    #[command(flatten)]
+    pub steps: Steps,
     /// Make host tasks and native commands an error instead of running them as no-ops.
     #[arg(long)]
     pub strict_host: bool,
@@ -117,6 +121,16 @@ pub fn run(args: &InterpArgs) -> Outcome {
     let module = super::parse(&input)?;
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     let graph = pick_graph(&module, args.graph.as_deref(), &input.name)?;
+    if let Some(path) = args.steps.0.iter().find_map(|s| s.update_from.as_ref()) {
+        return Err(Failure::Rejected(format!(
+            "error: --update-from `{}`: a whole-graph update needs a compiled bundle and an executor; \
+             use `cmdgraph run BUNDLE --update-from {}` (interp runs a module on the interpreter, \
+             and takes --set, --activate, --runs and --then)",
+            path.display(),
+            path.display()
+        )));
+    }
+    let plan = steps::resolve(&module, &graph, &args.steps)?;
     let inputs = resolve_inputs(&module, &args.inputs, &input.name)?;
     let outputs = resolve_outputs(&module, &args.outputs, &input.name)?;
     let fail = |e: InterpError| Failure::Rejected(locate::render(&e, &module, &graph, &input));
@@ -130,7 +144,7 @@ pub fn run(args: &InterpArgs) -> Outcome {
     if !args.strict_host {
         register_no_ops(&mut interp, &module, &calls);
     }
-    let ran = run_graph(&mut interp, &graph, args).map_err(fail)?;
+    let ran = run_graph(&mut interp, &graph, args, &plan).map_err(fail)?;
     note_no_ops(&calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
 
     let device = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
@@ -171,26 +185,57 @@ pub fn run(args: &InterpArgs) -> Outcome {
     io::write_output(None, &summary)
 }
 
-/// What the runs did: nodes and work-items of the last run, races of all runs (each once).
+/// What the runs did: nodes and work-items of the last run, races of all runs (each once),
+/// and a line per step when there are several (or a step changes the graph).
 struct Ran {
     nodes: usize,
     work_items: u64,
     races: Vec<Race>,
+    steps: String,
 }
 
-/// Finalizes `graph` and runs it `--runs` times with the order, race and fuel options.
-fn run_graph(interp: &mut Interpreter, graph: &str, args: &InterpArgs) -> Result<Ran, InterpError> {
+/// Finalizes `graph` and runs its steps (`plan`, the resolved `--set`/`--activate` of each
+/// step, applied before the step's runs) with the order, race and fuel options; run `i`
+/// over all steps uses seed + i.
+fn run_graph(
+    interp: &mut Interpreter,
+    graph: &str,
+    args: &InterpArgs,
+    plan: &[Vec<Resolved>],
+) -> Result<Ran, InterpError> {
     let exec = interp.finalize(graph)?;
-    let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new() };
-    for i in 0..args.runs {
-        let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i as u64)));
-        let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma: args.fma.rounding() };
-        let stats = interp.run_with(exec, &opts)?;
-        (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
-        for race in stats.races {
-            if !ran.races.contains(&race) {
-                ran.races.push(race);
+    let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new(), steps: String::new() };
+    let several = plan.len() > 1 || plan.iter().any(|a| !a.is_empty());
+    let mut i = 0u64;
+    for (n, (step, actions)) in args.steps.0.iter().zip(plan).enumerate() {
+        let mut did = Vec::new();
+        for action in actions {
+            match action {
+                Resolved::Param { name, value, text } => {
+                    interp.update_param(exec, name, value.clone())?;
+                    did.push(format!("set %{name} = {text}"));
+                }
+                Resolved::Active { name, index } => {
+                    interp.set_active(exec, name, *index)?;
+                    did.push(format!("activate %{name} = {index}"));
+                }
             }
+        }
+        for _ in 0..step.repeat {
+            let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i)));
+            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma: args.fma.rounding() };
+            let stats = interp.run_with(exec, &opts)?;
+            (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
+            for race in stats.races {
+                if !ran.races.contains(&race) {
+                    ran.races.push(race);
+                }
+            }
+            i += 1;
+        }
+        if several {
+            let done = if did.is_empty() { String::new() } else { format!("{}; ", did.join(", ")) };
+            ran.steps.push_str(&format!("step {}: {done}{} run(s)\n", n + 1, step.repeat));
         }
     }
     Ok(ran)
@@ -198,13 +243,14 @@ fn run_graph(interp: &mut Interpreter, graph: &str, args: &InterpArgs) -> Result
 
 /// The summary's first lines: the graph, runs and order, and the memory that started zeroed.
 fn summary_head(module: &Module, graph: &str, args: &InterpArgs, ran: &Ran, inputs: &[(Binding, Layout)]) -> String {
+    let runs = args.steps.total_runs();
     let mut text = format!(
-        "graph @{graph}: {} run(s) in {}; per run: {} node(s) run, {} work-item(s)\n",
-        args.runs,
-        order_text(args.seed, args.runs),
+        "graph @{graph}: {runs} run(s) in {}; per run: {} node(s) run, {} work-item(s)\n",
+        order_text(args.seed, runs),
         ran.nodes,
         ran.work_items
     );
+    text.push_str(&ran.steps);
     let zeroed: Vec<String> = module
         .memories
         .iter()
@@ -409,10 +455,10 @@ fn note_no_ops(calls: &BTreeMap<String, u64>) {
     );
 }
 
-fn order_text(seed: Option<u64>, runs: u32) -> String {
+fn order_text(seed: Option<u64>, runs: u64) -> String {
     match seed {
         None => "creation order".to_string(),
         Some(s) if runs == 1 => format!("random order (seed {s})"),
-        Some(s) => format!("random order (seeds {s} to {})", s.wrapping_add(runs as u64 - 1)),
+        Some(s) => format!("random order (seeds {s} to {})", s.wrapping_add(runs - 1)),
     }
 }

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod source;
-mod steps;
+pub(crate) mod steps;
 pub use steps::Steps;
 
 const EXAMPLES: &str = "\
