@@ -1,7 +1,7 @@
 //! `cmdgraph_bundle`: a compiled bundle (`cmdgraph compile`'s `.cgb`), loaded and checked.
 
 use crate::error::{c_string, cmdgraph_status, Error, LastError, Result};
-use crate::{bytes, destroy, error, last_error_of, name, put, with, Handle};
+use crate::{bytes, destroy, error, last_error_of, name, names, put, with, Handle};
 use cmdgraph_executor::load::{load_bytes_with, LoadOptions};
 use cmdgraph_executor::{load_bytes, Loaded};
 use cmdgraph_ir::bundle::signature::PublicKey;
@@ -146,21 +146,13 @@ unsafe fn read_file(path: *const c_char, options: &LoadOptions) -> Result<Loaded
 /// # Safety
 /// `keys` is NULL or `count` readable pointers, each NULL or a NUL-terminated string.
 unsafe fn trusting(keys: *const *const c_char, count: usize) -> Result<LoadOptions> {
-    if keys.is_null() && count > 0 {
-        return Err(Error::invalid(format!("the key list is NULL ({count} keys)")));
-    }
-    let list: &[*const c_char] = if count == 0 {
-        &[]
-    } else {
-        // SAFETY: not NULL, and the caller's contract gives `count` readable pointers.
-        unsafe { std::slice::from_raw_parts(keys, count) }
-    };
-    let mut trusted = Vec::with_capacity(count);
-    for (i, &k) in list.iter().enumerate() {
-        // SAFETY: the caller's contract makes each pointer NULL or a string.
-        let text = unsafe { name(k, "public key") }?;
-        trusted.push(PublicKey::from_file_text(text).map_err(|m| Error::invalid(format!("key {i}: {m}")))?);
-    }
+    // SAFETY: the caller's contract for `keys`.
+    let texts = unsafe { names(keys, count, "public key") }?;
+    let trusted = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| PublicKey::from_file_text(text).map_err(|m| Error::invalid(format!("key {i}: {m}"))))
+        .collect::<Result<Vec<_>>>()?;
     Ok(LoadOptions { trusted_keys: Some(trusted) })
 }
 

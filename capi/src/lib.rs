@@ -77,6 +77,25 @@ pub(crate) unsafe fn name<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
     c.to_str().map_err(|_| Error::invalid(format!("the {what} is not UTF-8: {}", c.to_string_lossy())))
 }
 
+/// The `count` strings at `list` (a C array of `const char *`; NULL allowed when `count` is
+/// 0), each checked as [`name`] does; `what` names one entry in messages ("node name").
+///
+/// # Safety
+/// `list` is NULL or points to `count` readable pointers, each NULL or a NUL-terminated
+/// string valid for `'a`.
+pub(crate) unsafe fn names<'a>(list: *const *const c_char, count: usize, what: &str) -> Result<Vec<&'a str>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if list.is_null() {
+        return Err(Error::invalid(format!("the {what} list is NULL ({count} entries)")));
+    }
+    // SAFETY: not NULL, and the caller's contract gives `count` readable pointers.
+    let pointers = unsafe { std::slice::from_raw_parts(list, count) };
+    // SAFETY: the caller's contract makes each pointer NULL or a string.
+    pointers.iter().map(|&p| unsafe { name(p, what) }).collect()
+}
+
 /// `len` bytes at `data` (NULL allowed when `len` is 0).
 ///
 /// # Safety

@@ -5,7 +5,7 @@
 use crate::bundle::cmdgraph_bundle;
 use crate::error::{cmdgraph_status, Error, Result};
 use crate::exec::{cmdgraph_exec, on};
-use crate::name;
+use crate::{name, names};
 use cmdgraph_executor::{ExecId, Executor};
 use cmdgraph_ir::graph::Launch;
 use std::ffi::c_char;
@@ -115,17 +115,8 @@ pub unsafe extern "C" fn cmdgraph_exec_update_nodes(
         let (b, g) = unsafe { (source.as_ref(), name(graph, "graph name")?) };
         let b =
             b.ok_or_else(|| Error::new(cmdgraph_status::CMDGRAPH_ERROR_NULL_HANDLE, "the source bundle is NULL"))?;
-        if nodes.is_null() && count > 0 {
-            return Err(Error::invalid(format!("the node list is NULL ({count} nodes)")));
-        }
-        let list: &[*const c_char] = if count == 0 {
-            &[]
-        } else {
-            // SAFETY: not NULL, and the caller's contract gives `count` readable pointers.
-            unsafe { std::slice::from_raw_parts(nodes, count) }
-        };
-        // SAFETY: the caller's contract makes each pointer NULL or a string.
-        let names = list.iter().map(|&p| unsafe { name(p, "node name") }).collect::<Result<Vec<_>>>()?;
+        // SAFETY: the caller's contract for `nodes`.
+        let names = unsafe { names(nodes, count, "node name") }?;
         Ok(x.update_nodes(id, b.loaded.source()?, g, &names)?)
     };
     // SAFETY: the caller's contract.

@@ -208,17 +208,10 @@ fn run_graph(
     let several = plan.len() > 1 || plan.iter().any(|a| !a.is_empty());
     let mut i = 0u64;
     for (n, (step, actions)) in args.steps.0.iter().zip(plan).enumerate() {
-        let mut did = Vec::new();
         for action in actions {
             match action {
-                Resolved::Param { name, value, text } => {
-                    interp.update_param(exec, name, value.clone())?;
-                    did.push(format!("set %{name} = {text}"));
-                }
-                Resolved::Active { name, index } => {
-                    interp.set_active(exec, name, *index)?;
-                    did.push(format!("activate %{name} = {index}"));
-                }
+                Resolved::Param { name, value, .. } => interp.update_param(exec, name, value.clone())?,
+                Resolved::Active { name, index } => interp.set_active(exec, name, *index)?,
             }
         }
         for _ in 0..step.repeat {
@@ -234,8 +227,8 @@ fn run_graph(
             i += 1;
         }
         if several {
-            let done = if did.is_empty() { String::new() } else { format!("{}; ", did.join(", ")) };
-            ran.steps.push_str(&format!("step {}: {done}{} run(s)\n", n + 1, step.repeat));
+            let did: Vec<String> = actions.iter().map(Resolved::describe).collect();
+            ran.steps.push_str(&steps::step_line(n + 1, &did, step.repeat));
         }
     }
     Ok(ran)

@@ -209,6 +209,22 @@ pub enum Resolved {
     Active { name: String, index: u32 },
 }
 
+impl Resolved {
+    /// What the action does, as a step's summary line says it: `set %k = 3 : u32`.
+    pub fn describe(&self) -> String {
+        match self {
+            Resolved::Param { name, text, .. } => format!("set %{name} = {text}"),
+            Resolved::Active { name, index } => format!("activate %{name} = {index}"),
+        }
+    }
+}
+
+/// The summary line of step `n` (from 1): what it did (`did`), then how many runs.
+pub fn step_line(n: usize, did: &[String], repeat: u32) -> String {
+    let done = if did.is_empty() { String::new() } else { format!("{}; ", did.join(", ")) };
+    format!("step {n}: {done}{repeat} run(s)\n")
+}
+
 /// `unknown` with a suggestion and the list of what exists.
 fn unknown(what: &str, name: &str, graph: &str, known: &[&str], option: &str) -> Failure {
     let mut text = format!("error: {option}: @{graph} has no {what} %{name}");
@@ -342,22 +358,20 @@ pub fn run_steps(ex: &mut Executor, exec: ExecId, graph: &str, plan: &[Planned])
         }
         for action in &step.actions {
             match action {
-                Resolved::Param { name, value, text } => {
-                    ex.update_param(exec, name, value.clone()).map_err(at(format!("--set {name}")))?;
-                    did.push(format!("set %{name} = {text}"));
+                Resolved::Param { name, value, .. } => {
+                    ex.update_param(exec, name, value.clone()).map_err(at(format!("--set {name}")))?
                 }
                 Resolved::Active { name, index } => {
-                    ex.set_active(exec, name, *index).map_err(at(format!("--activate {name}={index}")))?;
-                    did.push(format!("activate %{name} = {index}"));
+                    ex.set_active(exec, name, *index).map_err(at(format!("--activate {name}={index}")))?
                 }
             }
+            did.push(action.describe());
         }
         for _ in 0..step.repeat {
             ex.run(exec).map_err(|e| Failure::Rejected(format!("error: @{graph}: step {n}: {e}")))?;
         }
         if several {
-            let done = if did.is_empty() { String::new() } else { format!("{}; ", did.join(", ")) };
-            let _ = writeln!(lines, "step {n}: {done}{} run(s)", step.repeat);
+            lines.push_str(&step_line(n, &did, step.repeat));
         }
     }
     Ok(lines)
