@@ -15,7 +15,7 @@ pub struct Row {
     pub example: String,
     /// The report of the fastest run (by total).
     pub report: CompileReport,
-    /// Bundle size in bytes (RON text).
+    /// Bundle size in bytes (the binary container, format 2).
     pub bytes: usize,
     /// The content hash.
     pub hash: String,

@@ -444,7 +444,7 @@ fn run_compile(runs: usize, opt_level: u8, write: bool) -> Result<(), String> {
          pipeline and LLVM at -O{opt_level}, best of {} runs by total. *passes* = the pass pipeline; \
          *packaging* = schedule, memory plan and launch tables; *codegen* = all kernel variants \
          (LLVM IR, optimization, SPIR-V emission, spirv-val); *total* includes verifying input and \
-         output and printing both modules; *bundle bytes* = the RON text; *hash* = the start of its \
+         output and printing both modules; *bundle bytes* = the size of the bundle file (binary, LZ4-compressed payload); *hash* = the start of its \
          content hash (tests/golden/bundle-hashes.txt has the full ones).\n\n{}",
         args.join(" "),
         report::today(),

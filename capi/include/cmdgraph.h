@@ -211,7 +211,7 @@ enum cmdgraph_status cmdgraph_bundle_from_memory(const void *data,
                                                  size_t len,
                                                  struct cmdgraph_bundle **out);
 
-// As `cmdgraph_bundle_open`, but the bundle must be signed (`cmdgraph sign`) by one of the
+// As `cmdgraph_bundle_open`, but the bundle must be signed (`cmdgraph compile --sign`) by one of the
 // `count` keys at `keys`, each the text of a public key file as `cmdgraph keygen` writes it
 // (`cmdgraph-ed25519-public:` and 64 hex digits). An unsigned bundle, or one signed by
 // another key, is `CMDGRAPH_ERROR_UNTRUSTED`, refused before its content is parsed; no keys

@@ -1,7 +1,8 @@
 //! The `cmdgraph` command-line tool: format, verify, draw, interpret, optimize, diff and compile command-graph IR (`.cgir`).
 //!
 //! Exit codes (docs/cli.md): 0 success, 1 input rejected (diagnostics, `fmt --check`
-//! mismatch, `diff` found differences), 2 usage error (from clap), 3 I/O error.
+//! mismatch, `diff` found differences), 2 usage error (from clap), 3 I/O error, 4 internal
+//! compiler error.
 
 mod cmd;
 mod exit;
@@ -29,7 +30,7 @@ Examples:
   cmdgraph keygen release.key && cmdgraph compile --sign release.key app.cgir
   cmdgraph run --trust release.key.pub app.cgb
 
-Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error.";
+Exit codes: 0 ok, 1 input rejected, 2 usage error, 3 I/O error, 4 internal compiler error (a cmdgraph bug: please report it with the input).";
 
 /// Format, verify, draw and run SYCL command graphs written in the cmdgraph IR (`.cgir`).
 #[derive(Parser)]
