@@ -8,12 +8,18 @@
 //! `CMDGRAPH_FUZZ_KERNELS=N` runs N kernels (default [`DEFAULT_KERNELS`]),
 //! `CMDGRAPH_FUZZ_SEED=S` moves the seeds, `CMDGRAPH_FUZZ_ONLY=I` runs kernel I alone (a
 //! failure prints its index, the -O level and the kernel's module text),
-//! `CMDGRAPH_FUZZ_BATCH=B` sets the kernels per module.
+//! `CMDGRAPH_FUZZ_BATCH=B` sets the kernels per module. `CMDGRAPH_FUZZ_ONLY` takes a list
+//! (`541,1027`). `CMDGRAPH_FUZZ_REDUCE=1` reduces every failing kernel (support/fuzz/reduce.rs)
+//! and prints it (and writes `DIR/kI-On.reduced.cgir` with `CMDGRAPH_FUZZ_DUMP=DIR`).
+//! `CMDGRAPH_FUZZ_EXPORT=DIR` compiles and writes every batch for another machine instead
+//! of running it, and `CMDGRAPH_FUZZ_IMPORT=DIR` compares what that machine wrote back
+//! (support/fuzz/remote.rs, scripts/gpu-fuzz.sh).
 
 mod support;
 
+use std::path::PathBuf;
 use std::time::Instant;
-use support::fuzz::{self, gen::GenOptions, Config, Stats};
+use support::fuzz::{self, gen::GenOptions, Config, Device, Stats};
 
 /// Kernels per CI run (4 compilations each).
 const DEFAULT_KERNELS: u64 = 300;
@@ -34,9 +40,12 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
             loop_atomics: std::env::var("CMDGRAPH_FUZZ_LOOP_ATOMICS").is_ok(),
         },
     };
-    let indices: Vec<u64> = match env("CMDGRAPH_FUZZ_ONLY") {
-        Some(i) => vec![i],
-        None => (0..env("CMDGRAPH_FUZZ_KERNELS").unwrap_or(DEFAULT_KERNELS)).collect(),
+    let indices: Vec<u64> = match std::env::var("CMDGRAPH_FUZZ_ONLY") {
+        Ok(list) => list
+            .split(',')
+            .map(|i| i.trim().parse().unwrap_or_else(|_| panic!("CMDGRAPH_FUZZ_ONLY: `{i}` is not a kernel index")))
+            .collect(),
+        Err(_) => (0..env("CMDGRAPH_FUZZ_KERNELS").unwrap_or(DEFAULT_KERNELS)).collect(),
     };
     let batch = env("CMDGRAPH_FUZZ_BATCH").map_or(DEFAULT_BATCH, |b| b as usize);
     if std::env::var("CMDGRAPH_FUZZ_PRINT").is_ok() {
@@ -47,9 +56,19 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
             println!("{}", e.module_text());
         }
     }
+    let export = std::env::var_os("CMDGRAPH_FUZZ_EXPORT").map(PathBuf::from);
+    let import = std::env::var_os("CMDGRAPH_FUZZ_IMPORT").map(PathBuf::from);
+    let device = match (&export, &import) {
+        (Some(dir), None) => Device::Export(dir),
+        (None, Some(dir)) => Device::Import(dir),
+        (None, None) => Device::Local,
+        (Some(_), Some(_)) => {
+            panic!("CMDGRAPH_FUZZ_EXPORT and CMDGRAPH_FUZZ_IMPORT are two halves of one run: set one")
+        }
+    };
     let start = Instant::now();
     let mut stats = Stats::default();
-    fuzz::run(&cfg, &indices, batch, &mut stats);
+    fuzz::run(&cfg, &indices, batch, device, &mut stats);
     let total = start.elapsed();
     eprintln!(
         "{} kernels in {} modules, seed {}: {} module compilations, {} kernel runs matched, {} failures, in {:.1?} \
@@ -82,6 +101,88 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
             let _ = std::fs::write(format!("{dir}/k{}{level}.cgir", f.index), format!("// {}\n{}", f.message, f.text));
         }
     }
+    if std::env::var("CMDGRAPH_FUZZ_REDUCE").is_ok() {
+        reduce_failures(&cfg, &stats);
+    }
     let shown: Vec<String> = stats.failures.iter().take(10).map(|f| f.to_string()).collect();
     assert!(stats.failures.is_empty(), "{} failures (first 10):\n{}", stats.failures.len(), shown.join("\n"));
+}
+
+/// Reduces each failing kernel at the lowest level it fails at, on this machine's device.
+fn reduce_failures(cfg: &Config, stats: &Stats) {
+    let mut seen = std::collections::BTreeSet::new();
+    for f in &stats.failures {
+        let Some(opt) = f.opt else { continue };
+        if !seen.insert(f.index) {
+            continue;
+        }
+        let failing: Vec<u8> = stats.failures.iter().filter(|g| g.index == f.index).filter_map(|g| g.opt).collect();
+        let passes: Vec<u8> = (0..4).filter(|o| !failing.contains(o)).collect();
+        let seed = fuzz::kernel_seed(cfg.base_seed, f.index);
+        let entry =
+            fuzz::Entry { index: f.index, seed, kernel: fuzz::gen::kernel(seed, &format!("k{}", f.index), cfg.gen) };
+        let t = Instant::now();
+        let (reduced, tried) = fuzz::reduce::reduce(&entry, opt, &f.message, &passes);
+        let text = reduced.module_text();
+        eprintln!(
+            "REDUCED kernel #{} at -O{opt} (passes at {passes:?}): {} -> {} lines, {tried} candidates in {:.1?}\n{text}",
+            f.index,
+            entry.kernel.text.lines().count(),
+            reduced.kernel.text.lines().count(),
+            t.elapsed()
+        );
+        if let Ok(dir) = std::env::var("CMDGRAPH_FUZZ_DUMP") {
+            let _ =
+                std::fs::write(format!("{dir}/k{}-O{opt}.reduced.cgir", f.index), format!("// {}\n{text}", f.message));
+        }
+    }
+}
+
+/// The reducer cuts a kernel down to what a property needs, and no further: here the
+/// property is the interpreter's, so the test needs no device ("the kernel changes its
+/// first output object"); the result keeps the property, is much smaller, and losing any
+/// one more line loses it (the reducer's fixed point is 1-minimal).
+#[test]
+fn the_reducer_keeps_the_property_and_is_one_minimal() {
+    let gen = GenOptions { fma_exact: true, implicit_zero: true, loop_atomics: false };
+    let mut reduced_some = 0;
+    for index in 0..6u64 {
+        let seed = fuzz::kernel_seed(7, index);
+        let entry = fuzz::Entry { index, seed, kernel: fuzz::gen::kernel(seed, &format!("k{index}"), gen) };
+        let Some(out) = entry.kernel.params.iter().find(|p| p.role == fuzz::gen::Role::Output) else { continue };
+        let object = entry.memory(out);
+        let mut stats = Stats::default();
+        let holds = |text: &str, stats: &mut Stats| {
+            let e = fuzz::Entry {
+                index,
+                seed,
+                kernel: fuzz::gen::Kernel { text: text.to_string(), ..entry.kernel.clone() },
+            };
+            fuzz::prepare(std::slice::from_ref(&e), stats)
+                .ok()
+                .and_then(|p| Some(p.expected(&object)? != p.bound(&object)?))
+                .unwrap_or(false)
+        };
+        if !holds(&entry.kernel.text, &mut stats) {
+            continue;
+        }
+        let (text, tried) = fuzz::reduce::reduce_text(&entry.kernel.text, |t| holds(t, &mut stats));
+        assert!(holds(&text, &mut stats), "kernel #{index}: the reduced kernel lost the property:\n{text}");
+        let (before, after) = (entry.kernel.text.lines().count(), text.lines().count());
+        assert!(after < before, "kernel #{index}: nothing removed ({before} lines, {tried} tried)");
+        // 1-minimal: no single body line (that is not a block's brace) can go.
+        let lines: Vec<&str> = text.lines().collect();
+        for i in 1..lines.len() - 1 {
+            let t = lines[i].trim();
+            if t.ends_with('{') || t.starts_with('}') {
+                continue;
+            }
+            let mut less = lines.clone();
+            less.remove(i);
+            assert!(!holds(&(less.join("\n") + "\n"), &mut stats), "kernel #{index}: line {i} could still go:\n{text}");
+        }
+        reduced_some += 1;
+        eprintln!("kernel #{index}: {before} -> {after} lines ({tried} candidates)");
+    }
+    assert!(reduced_some >= 3, "only {reduced_some} generated kernels had an output to reduce on");
 }

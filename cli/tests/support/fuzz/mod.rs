@@ -5,6 +5,8 @@
 //! every output compared per kernel.
 
 pub mod gen;
+pub mod reduce;
+pub mod remote;
 
 use super::{executor, same, Rng};
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
@@ -37,7 +39,7 @@ impl Entry {
         format!("k{}", self.index)
     }
     /// Memory object bound to a parameter.
-    fn memory(&self, p: &gen::Param) -> String {
+    pub fn memory(&self, p: &gen::Param) -> String {
         match p.role {
             Role::Input => format!("@in_{}", p.ty.mangle()),
             _ => format!("@{}_{}", self.name(), &p.name[1..]),
@@ -220,90 +222,129 @@ type Outcome = Result<(), Vec<(Option<usize>, String)>>;
 /// The interpreter's outputs under each `fma` rounding rule the batch needs.
 type Wants = Vec<(FmaRounding, BTreeMap<String, Vec<u8>>)>;
 
-/// Runs `batch` at -O`opt` against the interpreter's outputs `wants`: each kernel's outputs
-/// must all match those of one `fma` rule (a conforming device rounds `fma` once or twice).
-fn run_vulkan(module: &cmdgraph_ir::Module, mems: &[Mem], wants: &Wants, opt: u8, stats: &mut Stats) -> Outcome {
-    let one = |e: String| Err(vec![(None, e)]);
+/// Where the device's outputs of a batch come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Device<'a> {
+    /// Compile here and run on this machine's default Vulkan device, validation on.
+    Local,
+    /// Compile here and write the bundle and inputs under this folder for another machine
+    /// (the GPU machine) to run; compare nothing (`remote.rs`).
+    Export(&'a std::path::Path),
+    /// Read the outputs another machine wrote under this folder (`remote.rs`); compile nothing.
+    Import(&'a std::path::Path),
+}
+
+/// What a device gave for a batch at one level: every memory object's bytes after the run,
+/// and the validation layer's messages.
+pub struct DeviceRun {
+    pub outputs: BTreeMap<String, Vec<u8>>,
+    pub messages: Vec<String>,
+}
+
+/// Compiles `module` at -O`opt` to bundle bytes, as `cmdgraph compile -O` with no pass does.
+pub fn compile_at(module: &cmdgraph_ir::Module, opt: u8, stats: &mut Stats) -> Result<Vec<u8>, String> {
     let t = Instant::now();
     let compiled = compile_module(module, &[], &Options { opt_level: opt }, &Llvm);
     stats.compile_time += t.elapsed();
-    let bundle = match compiled.map_err(|e| e.to_string()).and_then(|(b, _)| b.to_bytes().map_err(|e| e.to_string())) {
-        Ok(b) => b,
-        Err(e) => return one(format!("compile: {e}")),
-    };
+    let bundle = compiled.map_err(|e| e.to_string()).and_then(|(b, _)| b.to_bytes().map_err(|e| e.to_string()));
+    let bundle = bundle.map_err(|e| format!("compile: {e}"))?;
     stats.compiled += 1;
+    Ok(bundle)
+}
+
+/// Runs the batch at -O`opt` on this machine's default Vulkan device.
+fn run_local(module: &cmdgraph_ir::Module, mems: &[Mem], opt: u8, stats: &mut Stats) -> Result<DeviceRun, String> {
+    let bundle = compile_at(module, opt, stats)?;
     let t = Instant::now();
-    let result = (|| -> Outcome {
-        let mut ex = match executor(&bundle) {
-            Ok(x) => x,
-            Err(e) => return one(format!("load: {e}")),
-        };
+    let result = (|| {
+        let mut ex = executor(&bundle).map_err(|e| format!("load: {e}"))?;
         for (name, b, ..) in mems {
-            if let Err(e) = ex.bind(name, b) {
-                return one(format!("bind {name}: {e}"));
-            }
+            ex.bind(name, b).map_err(|e| format!("bind {name}: {e}"))?;
         }
-        let run = ex.finalize("g").and_then(|id| ex.run(id)).and_then(|_| ex.wait_idle());
-        if let Err(e) = run {
-            return one(format!("vulkan run: {e}"));
+        ex.finalize("g")
+            .and_then(|id| ex.run(id))
+            .and_then(|_| ex.wait_idle())
+            .map_err(|e| format!("vulkan run: {e}"))?;
+        let mut outputs = BTreeMap::new();
+        for (name, ..) in mems {
+            outputs.insert(name.clone(), ex.read(name).map_err(|e| format!("read {name}: {e}"))?);
         }
-        // Per kernel position, per rule: the first mismatch.
-        let mut errs: BTreeMap<usize, Vec<Option<String>>> = BTreeMap::new();
-        for (name, _, ty, role, owner) in mems {
-            let Some(owner) = owner else { continue };
-            let got = match ex.read(name) {
-                Ok(g) => g,
-                Err(e) => return one(format!("read {name}: {e}")),
-            };
-            let slot = errs.entry(*owner).or_insert_with(|| vec![None; wants.len()]);
-            for (r, (_, want)) in wants.iter().enumerate() {
-                if let Err(e) = same(name, ir_type(*ty), &got, &want[name], *role == Role::Approx) {
-                    slot[r].get_or_insert(e);
-                }
-            }
-        }
-        let mut bad = Vec::new();
-        for (owner, per_rule) in errs {
-            let ok: Vec<FmaRounding> =
-                per_rule.iter().zip(wants).filter(|(e, _)| e.is_none()).map(|(_, w)| w.0).collect();
-            if ok.is_empty() {
-                let msgs: Vec<String> = per_rule
-                    .iter()
-                    .zip(wants)
-                    .filter_map(|(e, w)| e.as_ref().map(|e| format!("(fma {}) {e}", w.0.name())))
-                    .collect();
-                bad.push((Some(owner), msgs.join("; ")));
-            } else if wants.len() > 1 && ok.len() == 1 {
-                *stats.fma_rules.entry(ok[0].name()).or_default() += 1;
-            }
-        }
-        let msgs = ex.context().take_messages();
-        if !msgs.is_empty() {
-            bad.push((None, format!("{} validation messages, first: {}", msgs.len(), msgs[0])));
-        }
-        if bad.is_empty() {
-            Ok(())
-        } else {
-            Err(bad)
-        }
+        Ok(DeviceRun { outputs, messages: ex.context().take_messages() })
     })();
     stats.vulkan_time += t.elapsed();
     result
 }
 
-/// Runs one batch; failures are added to `stats`. A batch failure that names no kernel is
-/// retried kernel by kernel to find the culprit.
-pub fn run_batch(batch: &[Entry], stats: &mut Stats, levels: &[u8]) {
-    let text = module_text(batch);
-    let module = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| {
-        let r: Vec<String> = d.iter().map(|d| d.render("fuzz.cgir", &text)).collect();
-        panic!("generator bug: the batch does not parse:\n{}\n{text}", r.join("\n"))
-    });
-    if let Err(d) = cmdgraph_ir::verify::verify(&module) {
-        let r: Vec<String> = d.iter().map(|d| d.render("fuzz.cgir", &text)).collect();
-        panic!("generator bug: the batch does not verify:\n{}\n{text}", r.join("\n"));
+/// Compares what the device gave with the interpreter's outputs `wants`: each kernel's
+/// outputs must all match those of one `fma` rule (a conforming device rounds `fma` once or
+/// twice); any validation message fails the batch.
+fn compare(run: &DeviceRun, mems: &[Mem], wants: &Wants, stats: &mut Stats) -> Outcome {
+    // Per kernel position, per rule: the first mismatch.
+    let mut errs: BTreeMap<usize, Vec<Option<String>>> = BTreeMap::new();
+    for (name, _, ty, role, owner) in mems {
+        let Some(owner) = owner else { continue };
+        let Some(got) = run.outputs.get(name) else {
+            return Err(vec![(None, format!("the device gave no {name}"))]);
+        };
+        let slot = errs.entry(*owner).or_insert_with(|| vec![None; wants.len()]);
+        for (r, (_, want)) in wants.iter().enumerate() {
+            if let Err(e) = same(name, ir_type(*ty), got, &want[name], *role == Role::Approx) {
+                slot[r].get_or_insert(e);
+            }
+        }
     }
-    stats.modules += 1;
+    let mut bad = Vec::new();
+    for (owner, per_rule) in errs {
+        let ok: Vec<FmaRounding> = per_rule.iter().zip(wants).filter(|(e, _)| e.is_none()).map(|(_, w)| w.0).collect();
+        if ok.is_empty() {
+            let msgs: Vec<String> = per_rule
+                .iter()
+                .zip(wants)
+                .filter_map(|(e, w)| e.as_ref().map(|e| format!("(fma {}) {e}", w.0.name())))
+                .collect();
+            bad.push((Some(owner), msgs.join("; ")));
+        } else if wants.len() > 1 && ok.len() == 1 {
+            *stats.fma_rules.entry(ok[0].name()).or_default() += 1;
+        }
+    }
+    if let Some(first) = run.messages.first() {
+        bad.push((None, format!("{} validation messages, first: {first}", run.messages.len())));
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(bad)
+    }
+}
+
+/// A batch made ready to run: its module, memory and the interpreter's outputs.
+pub struct Prepared {
+    pub text: String,
+    pub module: cmdgraph_ir::Module,
+    mems: Vec<Mem>,
+    wants: Wants,
+}
+
+impl Prepared {
+    /// The interpreter's bytes of memory object `name` after the run (`fma` rounded once).
+    pub fn expected(&self, name: &str) -> Option<&[u8]> {
+        self.wants.first()?.1.get(name).map(Vec::as_slice)
+    }
+    /// The bytes bound to memory object `name` before the run.
+    pub fn bound(&self, name: &str) -> Option<&[u8]> {
+        self.mems.iter().find(|m| m.0 == name).map(|m| m.1.as_slice())
+    }
+}
+
+/// Parses, verifies and interprets `batch`. An error here is the generator's (or, for a
+/// reduced kernel, a reduction step that broke the kernel).
+pub fn prepare(batch: &[Entry], stats: &mut Stats) -> Result<Prepared, String> {
+    let text = module_text(batch);
+    let render = |d: Vec<cmdgraph_ir::diag::Diagnostic>| -> String {
+        d.iter().map(|d| d.render("fuzz.cgir", &text)).collect::<Vec<_>>().join("\n")
+    };
+    let module = cmdgraph_ir::text::parse(&text).map_err(|d| format!("the batch does not parse:\n{}", render(d)))?;
+    cmdgraph_ir::verify::verify(&module).map_err(|d| format!("the batch does not verify:\n{}", render(d)))?;
     let seed = batch.first().map(|e| e.seed).unwrap_or(0);
     let mems = memories(batch, seed);
     // The oracle, under each fma rule when the batch has an fma.
@@ -325,9 +366,34 @@ pub fn run_batch(batch: &[Entry], stats: &mut Stats, levels: &[u8]) {
         })
         .collect();
     stats.interp_time += t.elapsed();
-    let wants = wants.unwrap_or_else(|e| panic!("generator bug: the interpreter fails: {e}\n{text}"));
+    let wants = wants.map_err(|e| format!("the interpreter fails: {e}"))?;
+    Ok(Prepared { text, module, mems, wants })
+}
+
+/// Runs a prepared batch at -O`opt` on `device` and compares: `Ok` also when exported.
+pub fn trial(p: &Prepared, batch: &[Entry], opt: u8, device: Device, stats: &mut Stats) -> Outcome {
+    let run = match device {
+        Device::Local => run_local(&p.module, &p.mems, opt, stats),
+        Device::Export(dir) => {
+            let bundle = compile_at(&p.module, opt, stats).map_err(|e| vec![(None, e)])?;
+            let names: Vec<(&str, &[u8])> = p.mems.iter().map(|m| (m.0.as_str(), m.1.as_slice())).collect();
+            return remote::export(dir, batch[0].index, opt, &p.text, &bundle, &names).map_err(|e| vec![(None, e)]);
+        }
+        Device::Import(dir) => remote::import(dir, batch[0].index, opt),
+    };
+    match run {
+        Ok(run) => compare(&run, &p.mems, &p.wants, stats),
+        Err(e) => Err(vec![(None, e)]),
+    }
+}
+
+/// Runs one batch; failures are added to `stats`. A batch failure that names no kernel is
+/// retried kernel by kernel to find the culprit.
+pub fn run_batch(batch: &[Entry], stats: &mut Stats, levels: &[u8], device: Device) {
+    let p = prepare(batch, stats).unwrap_or_else(|e| panic!("generator bug: {e}\n{}", module_text(batch)));
+    stats.modules += 1;
     for &opt in levels {
-        let Err(bad) = run_vulkan(&module, &mems, &wants, opt, stats) else {
+        let Err(bad) = trial(&p, batch, opt, device, stats) else {
             continue;
         };
         let mut named: BTreeMap<usize, String> = BTreeMap::new();
@@ -340,24 +406,25 @@ pub fn run_batch(batch: &[Entry], stats: &mut Stats, levels: &[u8]) {
                 None => anonymous.push(e),
             }
         }
-        if !anonymous.is_empty() && batch.len() > 1 {
+        // Files from another machine name their batch by its first kernel: no retries there.
+        if !anonymous.is_empty() && batch.len() > 1 && matches!(device, Device::Local) {
             // Find the kernels that fail alone.
             let before = stats.failures.len();
             for e in batch {
-                run_batch(std::slice::from_ref(e), stats, &[opt]);
+                run_batch(std::slice::from_ref(e), stats, &[opt], device);
             }
             if stats.failures.len() == before {
                 stats.failures.push(Failure {
                     index: batch[0].index,
                     opt: Some(opt),
                     message: format!("the batch fails, no kernel alone: {}", anonymous.join("; ")),
-                    text: text.clone(),
+                    text: p.text.clone(),
                 });
             }
             continue;
         }
         for e in anonymous {
-            stats.failures.push(Failure { index: batch[0].index, opt: Some(opt), message: e, text: text.clone() });
+            stats.failures.push(Failure { index: batch[0].index, opt: Some(opt), message: e, text: p.text.clone() });
         }
         for (i, e) in named {
             let entry = &batch[i];
@@ -367,7 +434,7 @@ pub fn run_batch(batch: &[Entry], stats: &mut Stats, levels: &[u8]) {
 }
 
 /// Generates kernels `first..first + count` and runs them in batches of `per_module`.
-pub fn run(cfg: &Config, indices: &[u64], per_module: usize, stats: &mut Stats) {
+pub fn run(cfg: &Config, indices: &[u64], per_module: usize, device: Device, stats: &mut Stats) {
     for chunk in indices.chunks(per_module.max(1)) {
         let t = Instant::now();
         let batch: Vec<Entry> = chunk
@@ -388,7 +455,7 @@ pub fn run(cfg: &Config, indices: &[u64], per_module: usize, stats: &mut Stats) 
         }
         stats.kernels += batch.len() as u64;
         let failures = stats.failures.len();
-        run_batch(&batch, stats, &[0, 1, 2, 3]);
+        run_batch(&batch, stats, &[0, 1, 2, 3], device);
         stats.compared += (batch.len() as u64 * 4).saturating_sub((stats.failures.len() - failures) as u64);
     }
 }
