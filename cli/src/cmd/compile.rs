@@ -108,6 +108,12 @@ pub fn run(args: &CompileArgs) -> Outcome {
     let key = args.sign.as_deref().map(super::keygen::read_signing_key).transpose()?;
     let module = super::parse(&input)?;
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
+    // Accepted, but likely not meant (W0290: `updatable` with graph-owned allocations).
+    super::print_warnings(&cmdgraph_ir::diag::render_all(
+        &cmdgraph_ir::verify::warnings(&module),
+        &input.name,
+        &input.text,
+    ));
     let front = t.elapsed();
     let passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),

@@ -30,6 +30,12 @@ pub fn run(args: &VerifyArgs) -> Outcome {
     let input = io::read_input(&args.input)?;
     let module = super::parse(&input)?;
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
+    // Accepted, but likely not meant (W0290: `updatable` with graph-owned allocations).
+    super::print_warnings(&cmdgraph_ir::diag::render_all(
+        &cmdgraph_ir::verify::warnings(&module),
+        &input.name,
+        &input.text,
+    ));
     if args.verbose {
         let graphs = module.graphs.len();
         let nodes: usize = module.graphs.iter().map(|(_, g)| g.nodes.len()).sum();

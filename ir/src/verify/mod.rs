@@ -193,6 +193,10 @@
 //!   group (inside divergent control flow) is undefined behaviour, as in SYCL, and not
 //!   diagnosed.
 //!
+//! Warnings (modules accepted, but likely not meant) are [`warnings`]'s, not `verify`'s:
+//! W0290 an `updatable` graph with graph-owned allocations, which whole-graph update never
+//! accepts.
+//!
 //! Not checked here: properties of executable graphs (update, profiling), whole-graph
 //! update compatibility, and whether `all_leaves`
 //! edges and the edges of a barrier without a wait list come from exactly the leaves of the
@@ -229,8 +233,10 @@ mod subgraph;
 mod topo;
 mod types;
 mod uses;
+mod warnings;
 
 pub use error::VerifyError;
+pub use warnings::{warnings, UPDATABLE_WITH_ALLOCATIONS};
 
 use crate::diag::Diagnostic;
 use crate::module::Module;

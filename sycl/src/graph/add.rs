@@ -11,10 +11,13 @@
 //! 5. accessor data dependencies, sources in creation order (`via accessor`);
 //! 6. a barrier's wait list, or its queue's leaves: nodes recorded from the queue with no
 //!    successor at all (`via barrier`; decision A4);
-//! 7. the queue's last barrier (`via barrier`), even when the edges above already order
-//!    the node after it: construction keeps every edge the API makes, as DPC++ does, and
-//!    passes may drop redundant ones later. Only a barrier already listed as a source
-//!    (A5) gets no second edge.
+//! 7. out-of-order queue: the queue's last barrier (`via barrier`), even when the edges
+//!    above already order the node after it: construction keeps every edge the API makes,
+//!    as DPC++ does, and passes may drop redundant ones later. Only a barrier already
+//!    listed as a source (A5) gets no second edge. An in-order queue gets no such edge:
+//!    its barrier is one link of the chain (edge 1 orders the next submission after it),
+//!    so each barrier there has one successor, as in DPC++, whose in-order recording
+//!    never consults the queue's last barrier (decision A4).
 
 use super::checks::{check_banned, check_buffers, check_dynamic, event_node};
 use super::convert::{convert, Via};
@@ -100,8 +103,9 @@ impl GraphInner {
         };
         let adj = inner.index.adjacency();
         let mut deps = Deps::default();
-        if let (Some(q), Some(r)) = (&queue, rec) {
-            if let (true, Some(last)) = (q.props().in_order, inner.queues[r].last) {
+        let in_order = queue.as_ref().is_some_and(|q| q.props().in_order);
+        if let (true, Some(r)) = (in_order, rec) {
+            if let Some(last) = inner.queues[r].last {
                 deps.push(last, EdgeKind::InOrder);
             }
         }
@@ -116,6 +120,7 @@ impl GraphInner {
         for n in barrier_sources.into_iter().flatten() {
             deps.push(n, EdgeKind::Barrier);
         }
+        // Edge 7, out-of-order queues only (an in-order queue's barrier is never stored).
         if let Some(b) = rec.and_then(|r| inner.queues[r].barrier) {
             deps.push(b, EdgeKind::Barrier);
         }
@@ -129,7 +134,7 @@ impl GraphInner {
         inner.register_slots(SlotOwner::Node(handle), &converted.regs);
         if let Some(r) = rec {
             inner.queues[r].last = Some(handle);
-            if is_barrier {
+            if is_barrier && !in_order {
                 inner.queues[r].barrier = Some(handle);
             }
             for a in &converted.reqs {

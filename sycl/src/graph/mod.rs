@@ -34,6 +34,9 @@ pub(crate) struct QueueRec {
     pub(crate) queue: Weak<QueueInner>,
     pub(crate) ir: Handle<cmdgraph_ir::Queue>,
     pub(crate) last: Option<Handle<cmdgraph_ir::Node>>,
+    /// The last barrier recorded from an out-of-order queue, which every later submission
+    /// of that queue depends on; always `None` for an in-order queue, whose chain orders
+    /// the submissions after a barrier (decision A4).
     pub(crate) barrier: Option<Handle<cmdgraph_ir::Node>>,
 }
 
