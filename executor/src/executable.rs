@@ -940,9 +940,10 @@ impl Executor {
     /// Switches the active alternative of dynamic command group `dcg`. A node whose old and
     /// new alternatives are both kernels recorded at finalize re-records nothing: the old
     /// one's group counts become (0, 0, 0) and the new one's its launch's
-    /// ([`activate`](Self::activate)). Otherwise (a host-task alternative, or one finalize
-    /// could not prepare) the node gets the alternative's command and pipeline, and its
-    /// segment is re-recorded.
+    /// ([`activate`](Self::activate)). Otherwise (one finalize could not prepare) the node
+    /// gets the alternative's command and pipeline, and its segment is re-recorded. A group
+    /// of host tasks re-records nothing either: its nodes' run-plan steps name the new
+    /// alternative's callback ([`activate_hosts`](Self::activate_hosts)).
     pub fn set_active(&mut self, id: ExecId, dcg: &str, index: u32) -> Result<()> {
         let dcg = dcg.trim_start_matches('%').to_string();
         self.with_exec_update(id, |ex, exe| {
@@ -960,10 +961,16 @@ impl Executor {
                     index + 1
                 )));
             }
+            // A group's alternatives are all kernels or all host tasks (E0273).
+            let host = d.alternatives.iter().any(|a| matches!(a, Alternative::HostTask(_)));
             ex.wait_value(exe, exe.submitted)?;
             let old = exe.active[dh.index()];
             exe.active[dh.index()] = index;
             let nodes = exe.dcg_nodes.get(dh.index()).cloned().unwrap_or_default();
+            if host {
+                ex.activate_hosts(exe, &nodes);
+                return Ok(());
+            }
             for n in nodes {
                 let r = if exe.can_activate(n, index) {
                     ex.activate(exe, n, index)
