@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 mod alts;
 mod effects;
+mod lifetimes;
 mod plan;
 mod record;
 mod sets;
@@ -156,6 +157,8 @@ pub(crate) struct Executable {
     pub(crate) scratch: Option<Buffer>,
     /// Overlapping memcpy node index → its byte offset in `scratch`.
     pub(crate) scratch_offs: BTreeMap<usize, u64>,
+    /// Where graph allocations are live, for pointer updates (built by the first one).
+    pub(crate) lifetimes: lifetimes::Lifetimes,
 }
 
 impl Executable {
@@ -576,6 +579,7 @@ impl Executor {
             submit_ns: None,
             scratch,
             scratch_offs,
+            lifetimes: Default::default(),
         };
         let mut native = std::mem::take(&mut self.native);
         let built = (|| {
@@ -860,7 +864,9 @@ impl Executor {
 
     /// Sets a dynamic parameter of executable `id` (update + `exec.update`): rewrites the
     /// argument blocks and descriptors of the nodes using it; re-records nothing. Waits for
-    /// runs in flight, which keep the old value.
+    /// runs in flight, which keep the old value. A pointer to a graph allocation is refused
+    /// ([`ExecError::AllocNotLive`], nothing changes) unless the allocation is live at every
+    /// node that uses the parameter, inactive alternatives included.
     pub fn update_param(&mut self, id: ExecId, param: &str, value: ArgValue) -> Result<()> {
         let param = param.trim_start_matches('%').to_string();
         self.with_exec_update(id, |ex, exe| {
@@ -874,6 +880,12 @@ impl Executor {
             let old = exe.dyn_values.get(h.index()).ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))?;
             if std::mem::discriminant(old) != std::mem::discriminant(&value) {
                 return Err(ExecError::Invalid(format!("%{param}: the new value is of another kind")));
+            }
+            // A graph allocation must be live wherever the parameter is used (the window
+            // alone is checked when the argument blocks are encoded).
+            if let Some(alloc) = lifetimes::alloc_of(&value) {
+                let nodes = exe.param_nodes(graph, h);
+                ex.check_live(exe, &param, alloc, &nodes)?;
             }
             ex.wait_value(exe, exe.submitted)?;
             let previous = std::mem::replace(&mut exe.dyn_values[h.index()], value);
