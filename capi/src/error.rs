@@ -78,7 +78,8 @@ impl From<ExecError> for Error {
             ExecError::Vulkan(_) => CMDGRAPH_ERROR_VULKAN,
             ExecError::Unknown(_) => CMDGRAPH_ERROR_NOT_FOUND,
             ExecError::Untrusted(_) => CMDGRAPH_ERROR_UNTRUSTED,
-            ExecError::Invalid(_) => CMDGRAPH_ERROR_INVALID_ARGUMENT,
+            // A pointer update naming an allocation where it is not live: the value is invalid.
+            ExecError::Invalid(_) | ExecError::AllocNotLive { .. } => CMDGRAPH_ERROR_INVALID_ARGUMENT,
             ExecError::Host { .. } => CMDGRAPH_ERROR_HOST_TASK_FAILED,
             ExecError::Timeout { .. } => CMDGRAPH_ERROR_TIMEOUT,
         };

@@ -44,6 +44,20 @@ pub enum ExecError {
         /// What the callback reported.
         reason: String,
     },
+    /// An update would make a node use a graph allocation where it is not live: before its
+    /// `async_malloc` or after its `async_free`, on some order of the graph (the verifier's
+    /// rule, E0244–E0246, which the interpreter enforces when the node runs). The pool bytes
+    /// of a freed allocation belong to another one by then (`plan-memory`).
+    AllocNotLive {
+        /// The dynamic parameter being set (without `%`).
+        param: String,
+        /// The allocation: its `async_malloc` node (without `%`).
+        alloc: String,
+        /// The node that uses the parameter (without `%`).
+        node: String,
+        /// Where that node runs against the allocation's lifetime.
+        when: NotLive,
+    },
     /// A wait for the device passed [`crate::ContextOptions::timeout`]. The work goes on:
     /// waiting again (`wait`, `wait_idle`) returns once it is done, and the executor stays
     /// usable; dropped before that, it leaks its device objects instead of blocking.
@@ -52,6 +66,25 @@ pub enum ExecError {
         what: String,
         /// The deadline that passed.
         after: Duration,
+    },
+}
+
+/// Why a graph allocation is not live at a node ([`ExecError::AllocNotLive`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotLive {
+    /// The node runs before the `async_malloc` (it is ordered before it): not yet allocated.
+    BeforeMalloc,
+    /// The node is not ordered after the `async_malloc`: it may run before the allocation.
+    NotAfterMalloc,
+    /// The node runs after `async_free` node `free` (without `%`): freed.
+    AfterFree {
+        /// The `async_free` node.
+        free: String,
+    },
+    /// The node is not ordered before `async_free` node `free`: it may run after the free.
+    NotBeforeFree {
+        /// The `async_free` node.
+        free: String,
     },
 }
 
@@ -75,6 +108,24 @@ impl fmt::Display for ExecError {
             ExecError::Untrusted(m) => write!(f, "{m}"),
             ExecError::Invalid(m) => write!(f, "{m}"),
             ExecError::Host { node, reason } => write!(f, "host task %{node} failed: {reason}"),
+            ExecError::AllocNotLive { param, alloc, node, when } => {
+                let why = match when {
+                    NotLive::BeforeMalloc => format!("runs before %{alloc} is allocated (it is not yet allocated)"),
+                    NotLive::NotAfterMalloc => {
+                        format!("is not ordered after %{alloc}'s async_malloc (it may not be allocated yet)")
+                    }
+                    NotLive::AfterFree { free } => format!("runs after %{alloc} is freed by %{free}"),
+                    NotLive::NotBeforeFree { free } => {
+                        format!("is not ordered before %{free}, which frees %{alloc} (it may be freed)")
+                    }
+                };
+                write!(
+                    f,
+                    "%{param} cannot point at graph allocation %{alloc}: node %{node} uses %{param} and {why}; \
+                     point it at memory live at every node that uses it (an allocation made before and freed \
+                     after each of them)"
+                )
+            }
             ExecError::Timeout { what, after } => write!(
                 f,
                 "timed out after {after:?} waiting for {what}; the work is still running on the device (a \

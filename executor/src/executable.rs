@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 mod alts;
 mod effects;
+mod lifetimes;
 mod plan;
 mod record;
 mod sets;
@@ -156,6 +157,8 @@ pub(crate) struct Executable {
     pub(crate) scratch: Option<Buffer>,
     /// Overlapping memcpy node index → its byte offset in `scratch`.
     pub(crate) scratch_offs: BTreeMap<usize, u64>,
+    /// Where graph allocations are live, for pointer updates (built by the first one).
+    pub(crate) lifetimes: lifetimes::Lifetimes,
 }
 
 impl Executable {
@@ -576,6 +579,7 @@ impl Executor {
             submit_ns: None,
             scratch,
             scratch_offs,
+            lifetimes: Default::default(),
         };
         let mut native = std::mem::take(&mut self.native);
         let built = (|| {
@@ -860,7 +864,9 @@ impl Executor {
 
     /// Sets a dynamic parameter of executable `id` (update + `exec.update`): rewrites the
     /// argument blocks and descriptors of the nodes using it; re-records nothing. Waits for
-    /// runs in flight, which keep the old value.
+    /// runs in flight, which keep the old value. A pointer to a graph allocation is refused
+    /// ([`ExecError::AllocNotLive`], nothing changes) unless the allocation is live at every
+    /// node that uses the parameter, inactive alternatives included.
     pub fn update_param(&mut self, id: ExecId, param: &str, value: ArgValue) -> Result<()> {
         let param = param.trim_start_matches('%').to_string();
         self.with_exec_update(id, |ex, exe| {
@@ -874,6 +880,12 @@ impl Executor {
             let old = exe.dyn_values.get(h.index()).ok_or_else(|| ExecError::Ir("bad dynamic parameter".into()))?;
             if std::mem::discriminant(old) != std::mem::discriminant(&value) {
                 return Err(ExecError::Invalid(format!("%{param}: the new value is of another kind")));
+            }
+            // A graph allocation must be live wherever the parameter is used (the window
+            // alone is checked when the argument blocks are encoded).
+            if let Some(alloc) = lifetimes::alloc_of(&value) {
+                let nodes = exe.param_nodes(graph, h);
+                ex.check_live(exe, &param, alloc, &nodes)?;
             }
             ex.wait_value(exe, exe.submitted)?;
             let previous = std::mem::replace(&mut exe.dyn_values[h.index()], value);
@@ -940,9 +952,10 @@ impl Executor {
     /// Switches the active alternative of dynamic command group `dcg`. A node whose old and
     /// new alternatives are both kernels recorded at finalize re-records nothing: the old
     /// one's group counts become (0, 0, 0) and the new one's its launch's
-    /// ([`activate`](Self::activate)). Otherwise (a host-task alternative, or one finalize
-    /// could not prepare) the node gets the alternative's command and pipeline, and its
-    /// segment is re-recorded.
+    /// ([`activate`](Self::activate)). Otherwise (one finalize could not prepare) the node
+    /// gets the alternative's command and pipeline, and its segment is re-recorded. A group
+    /// of host tasks re-records nothing either: its nodes' run-plan steps name the new
+    /// alternative's callback ([`activate_hosts`](Self::activate_hosts)).
     pub fn set_active(&mut self, id: ExecId, dcg: &str, index: u32) -> Result<()> {
         let dcg = dcg.trim_start_matches('%').to_string();
         self.with_exec_update(id, |ex, exe| {
@@ -960,10 +973,16 @@ impl Executor {
                     index + 1
                 )));
             }
+            // A group's alternatives are all kernels or all host tasks (E0273).
+            let host = d.alternatives.iter().any(|a| matches!(a, Alternative::HostTask(_)));
             ex.wait_value(exe, exe.submitted)?;
             let old = exe.active[dh.index()];
             exe.active[dh.index()] = index;
             let nodes = exe.dcg_nodes.get(dh.index()).cloned().unwrap_or_default();
+            if host {
+                ex.activate_hosts(exe, &nodes);
+                return Ok(());
+            }
             for n in nodes {
                 let r = if exe.can_activate(n, index) {
                     ex.activate(exe, n, index)

@@ -11,7 +11,7 @@ pub mod spirv;
 pub mod spirv_val;
 pub mod vk;
 
-pub use error::{ExecError, Result};
+pub use error::{ExecError, NotLive, Result};
 pub mod args;
 mod barriers;
 mod eager;

@@ -7,6 +7,9 @@
 //! indirect commands while the executable is idle, as a range update does, and re-records
 //! nothing. The index from each dynamic parameter to the kernel resources whose command
 //! names it lets `update_param` touch only those.
+//!
+//! A host-task alternative is no recorded command but a step of the run plan (plan.rs):
+//! switching rebuilds the plan, whose host steps are resolved from the active alternative.
 
 use super::{Executable, KKey, KNode};
 use crate::error::{ExecError, Result};
@@ -168,5 +171,17 @@ impl Executor {
         }
         exe.reindex_key(key, &was_cmd);
         r
+    }
+
+    /// Makes the group's active alternative (already set in `exe.active`) the host task its
+    /// `dynamic` nodes `nodes` run: each forgets a command an individual update gave it (an
+    /// alternative becomes active with its own command, as a kernel alternative does), and
+    /// the run plan, which resolved the old alternative's callback and memory at finalize,
+    /// is rebuilt. The executable is idle (the caller waited for its runs).
+    pub(crate) fn activate_hosts(&self, exe: &mut Executable, nodes: &[usize]) {
+        for n in nodes {
+            exe.hosts.remove(n);
+        }
+        self.build_steps(exe);
     }
 }
