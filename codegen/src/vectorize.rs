@@ -144,7 +144,7 @@ mod tests {
         let bytes: Vec<u8> = marked[11..10 + count].iter().flat_map(|w| w.to_le_bytes()).collect();
         let text: String = bytes.iter().take_while(|&&b| b != 0).map(|&b| b as char).collect();
         assert_eq!(text, "cmdgraph items_per_invocation 4");
-        assert_eq!(marked_items_per_invocation(&[text.clone()]), Ok(Some(4)));
+        assert_eq!(marked_items_per_invocation(std::slice::from_ref(&text)), Ok(Some(4)));
         assert_eq!(marked_items_per_invocation(&["other".into()]), Ok(None));
         assert!(marked_items_per_invocation(&[text.clone(), text]).is_err());
         assert!(marked_items_per_invocation(&["cmdgraph items_per_invocation x".into()]).is_err());
