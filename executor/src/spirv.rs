@@ -16,8 +16,9 @@ pub(crate) mod sizes;
 /// query), and a driver allocates what the module declares, per invocation: llvmpipe puts
 /// `Function` arrays on a worker thread's stack, so a 2^30-float array (a 9 kB bundle that
 /// `spirv-val` accepts) crashed pipeline creation. The bound is Direct3D's, the one
-/// documented portable figure: 4096 indexable temporary registers of 16 bytes
-/// (`D3D12_COMMONSHADER_TEMP_REGISTER_COUNT`), which every desktop GPU's driver meets;
+/// documented portable figure: at most 4096 temporary and indexable-temporary registers of
+/// 16 bytes per thread (`D3D11_COMMONSHADER_TEMP_REGISTER_COUNT`, the same in Direct3D 12;
+/// Microsoft's `dcl_temps` reference), which every desktop GPU's driver meets;
 /// codegen's kernels declare none (their values live in registers, their arrays in
 /// work-group memory). Every `Function` variable of every function counts, with the
 /// module's `Private` variables: recursion is forbidden, so no call chain holds more.
