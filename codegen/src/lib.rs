@@ -105,12 +105,14 @@ fn compile(
         Failure::Invalid(message) => internal("spirv-val rejected the generated SPIR-V", message),
         Failure::Tool(e) => e,
     })?;
+    // One figure for the bundle and the module's marker, which the loader compares.
+    let items = if vectorize { ITEMS_PER_INVOCATION } else { 1 };
     let kernel = CompiledKernel {
         kernel: k.name.clone(),
         entry: k.name.clone(),
         workgroup_size: variant.workgroup_size,
-        items_per_invocation: if vectorize { ITEMS_PER_INVOCATION } else { 1 },
-        spirv: words,
+        items_per_invocation: items,
+        spirv: vectorize::mark_items_per_invocation(&words, items),
         layout: layout.abi,
     };
     Ok(Compiled { kernel, llvm_ir })

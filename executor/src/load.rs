@@ -301,12 +301,14 @@ fn check_kernel(module: &Module, variant: usize, k: &CompiledKernel) -> Result<(
         }
     }
     let bindings = u32::try_from(l.slots.len()).ok().and_then(|n| n.checked_add(1));
-    spirv::check_variant(&k.kernel, &k.spirv, &k.entry, k.workgroup_size, bindings).map_err(|e| match e {
-        ExecError::Spirv { kernel, reason } => {
-            ExecError::Spirv { kernel, reason: format!("{reason} (variant {variant})") }
-        }
-        e => e,
-    })?;
+    spirv::check_variant(&k.kernel, &k.spirv, &k.entry, k.workgroup_size, bindings, Some(items)).map_err(
+        |e| match e {
+            ExecError::Spirv { kernel, reason } => {
+                ExecError::Spirv { kernel, reason: format!("{reason} (variant {variant})") }
+            }
+            e => e,
+        },
+    )?;
     // After the structural walk, so that the words are sound; the device's own limit is
     // `Executor::new`'s.
     let shared = workgroup_bytes(&k.spirv).map_err(|m| bad(format!("SPIR-V: {m}")))?;

@@ -8,6 +8,27 @@
 
 use crate::error::{ExecError, Result};
 
+pub(crate) mod sizes;
+
+/// Most `Function` and `Private` memory one invocation may declare, in bytes: 64 KiB.
+///
+/// Vulkan has no limit on it (no core property, none in an extension this executor could
+/// query), and a driver allocates what the module declares, per invocation: llvmpipe puts
+/// `Function` arrays on a worker thread's stack, so a 2^30-float array (a 9 kB bundle that
+/// `spirv-val` accepts) crashed pipeline creation. The bound is Direct3D's, the one
+/// documented portable figure: at most 4096 temporary and indexable-temporary registers of
+/// 16 bytes per thread (`D3D11_COMMONSHADER_TEMP_REGISTER_COUNT`, the same in Direct3D 12;
+/// Microsoft's `dcl_temps` reference), which every desktop GPU's driver meets;
+/// codegen's kernels declare none (their values live in registers, their arrays in
+/// work-group memory). Every `Function` variable of every function counts, with the
+/// module's `Private` variables: recursion is forbidden, so no call chain holds more.
+pub const MAX_INVOCATION_MEMORY: u64 = 1 << 16;
+
+/// The debug string (`OpModuleProcessed`) by which codegen records how many work-items one
+/// invocation of a kernel handles: this prefix, then the number in decimal. A module without
+/// one handles one work-item per invocation (docs/abi.md, "Items per invocation").
+pub const ITEMS_PER_INVOCATION_MARKER: &str = "cmdgraph items_per_invocation ";
+
 const MAGIC: u32 = 0x0723_0203;
 const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
@@ -20,9 +41,9 @@ const MAX_ID_BOUND: u32 = 0x3F_FFFF;
 
 /// Checks `words` is a SPIR-V module with a `GLCompute` entry point named `entry` whose
 /// `LocalSize` is `local_size` (the structural checks of [`check_variant`], without the
-/// binding check).
+/// binding and items-per-invocation checks).
 pub fn check(kernel: &str, words: &[u32], entry: &str, local_size: [u32; 3]) -> Result<()> {
-    check_variant(kernel, words, entry, local_size, None)
+    check_variant(kernel, words, entry, local_size, None, None)
 }
 
 const OP_MEMBER_NAME: u32 = 6;
@@ -35,6 +56,16 @@ const OP_TYPE_RUNTIME_ARRAY: u32 = 29;
 const OP_TYPE_STRUCT: u32 = 30;
 const OP_CONSTANT: u32 = 43;
 const OP_VARIABLE: u32 = 59;
+const OP_LOAD: u32 = 61;
+const OP_STORE: u32 = 62;
+const OP_COPY_MEMORY: u32 = 63;
+const OP_COPY_MEMORY_SIZED: u32 = 64;
+const OP_MODULE_PROCESSED: u32 = 330;
+/// The `Aligned` bit of a memory-operand mask; its literal follows the mask.
+const MEMORY_ALIGNED: u32 = 0x2;
+/// The mask bits followed by one id each, in operand order: `MakePointerAvailable`,
+/// `MakePointerVisible`, `AliasScopeINTELMask`, `NoAliasINTELMask`.
+const MEMORY_ID_OPERANDS: [u32; 4] = [0x8, 0x10, 0x1_0000, 0x2_0000];
 const OP_ACCESS_CHAIN: u32 = 65;
 const OP_IN_BOUNDS_ACCESS_CHAIN: u32 = 66;
 const OP_PTR_ACCESS_CHAIN: u32 = 67;
@@ -76,7 +107,10 @@ fn result_operand(opcode: u32) -> Option<usize> {
 /// `local_size`; `DescriptorSet` decorations only of set 0; `Binding`s below `bindings`
 /// (1 + the layout's memory slots; `None`: not checked); no push constants (the pipeline
 /// layout has none); `OpMemberDecorate`/`OpMemberName` member indices inside their struct;
-/// constant access-chain indices into structs inside the struct; then SPIR-V validity
+/// constant access-chain indices into structs inside the struct; every `Aligned` memory
+/// operand a power of two; the module's [`ITEMS_PER_INVOCATION_MARKER`] (1 without one)
+/// equal to `items_per_invocation` (`None`: not checked); its `Function` and `Private`
+/// variables within [`MAX_INVOCATION_MEMORY`]; then SPIR-V validity
 /// ([`crate::spirv_val::validate`]).
 pub fn check_variant(
     kernel: &str,
@@ -84,6 +118,7 @@ pub fn check_variant(
     entry: &str,
     local_size: [u32; 3],
     bindings: Option<u32>,
+    items_per_invocation: Option<u32>,
 ) -> Result<()> {
     use std::collections::HashMap;
     let bad = |reason: String| ExecError::Spirv { kernel: kernel.to_string(), reason };
@@ -121,6 +156,8 @@ pub fn check_variant(
     let mut constants: HashMap<u32, u32> = HashMap::new();
     let mut member_refs: Vec<(usize, u32, u32)> = Vec::new();
     let mut chains: Vec<(usize, usize, usize)> = Vec::new();
+    // (word index, value) of each items-per-invocation marker.
+    let mut markers: Vec<(usize, std::result::Result<u32, String>)> = Vec::new();
     let mut at = 5;
     while at < words.len() {
         let word = words[at];
@@ -202,7 +239,16 @@ pub fn check_variant(
             }
             (OP_ACCESS_CHAIN | OP_IN_BOUNDS_ACCESS_CHAIN, [_, _, _, ..]) => chains.push((at, at + 4, end)),
             (OP_PTR_ACCESS_CHAIN, [_, _, _, _, ..]) => chains.push((at, at + 5, end)),
+            (OP_MODULE_PROCESSED, text) => {
+                let text = literal_string(text).unwrap_or_default();
+                if let Some(n) = text.strip_prefix(ITEMS_PER_INVOCATION_MARKER) {
+                    markers.push((at, n.parse::<u32>().map_err(|_| text.clone())));
+                }
+            }
             _ => {}
+        }
+        if let Some(first) = memory_operands(opcode) {
+            check_aligned(at, opcode, ops.get(first..).unwrap_or(&[])).map_err(bad)?;
         }
         at = end;
     }
@@ -254,8 +300,119 @@ pub fn check_variant(
         Some(l) => return Err(bad(format!("LocalSize {l:?}, the bundle says {local_size:?}"))),
         None => return Err(bad(format!("entry point `{entry}` has no LocalSize"))),
     }
+    if let Some(items) = items_per_invocation {
+        check_items_per_invocation(&markers, items).map_err(bad)?;
+    }
+    check_invocation_memory(words).map_err(bad)?;
     // Last: the walk's errors name the bundle's fields, the validator's name instructions.
     crate::spirv_val::validate(words).map_err(bad)
+}
+
+/// Checks the module's items-per-invocation markers (`(word, parsed value or the text)`)
+/// against the bundle's `items`: at most one, well-formed, equal; none means 1. The kernel's
+/// code handles as many work-items per invocation as it was compiled for, whatever the bundle
+/// says, and the executor dispatches by the bundle's figure: a larger one leaves work-items
+/// unprocessed (issue 28: wrong results, exit 0, validation quiet).
+fn check_items_per_invocation(
+    markers: &[(usize, std::result::Result<u32, String>)],
+    items: u32,
+) -> std::result::Result<(), String> {
+    let compiled = match markers {
+        [] => 1,
+        [(_, Ok(n))] => *n,
+        [(at, Err(text))] => {
+            return Err(format!(
+                "OpModuleProcessed at word {at} reads \"{text}\", not `{ITEMS_PER_INVOCATION_MARKER}N`"
+            ))
+        }
+        [(a, _), (b, _), ..] => {
+            return Err(format!("two items-per-invocation markers (OpModuleProcessed at words {a} and {b})"))
+        }
+    };
+    if compiled == items {
+        return Ok(());
+    }
+    let how = if markers.is_empty() {
+        "has no items-per-invocation marker, so each invocation handles 1 work-item".to_string()
+    } else {
+        format!("was compiled for {compiled} work-items per invocation (OpModuleProcessed \"{ITEMS_PER_INVOCATION_MARKER}{compiled}\")")
+    };
+    Err(format!(
+        "the module {how}, the bundle's items_per_invocation is {items}; dispatching by the bundle would \
+         compute wrong results (recompile the bundle)"
+    ))
+}
+
+/// Checks the module's `Function` and `Private` variables total at most
+/// [`MAX_INVOCATION_MEMORY`] bytes, naming the largest when they do not.
+fn check_invocation_memory(words: &[u32]) -> std::result::Result<(), String> {
+    use sizes::{STORAGE_FUNCTION, STORAGE_PRIVATE};
+    let vars = sizes::variables(words, &[STORAGE_FUNCTION, STORAGE_PRIVATE])?;
+    let total = vars.iter().try_fold(0u64, |t, v| t.checked_add(v.bytes));
+    if total.is_some_and(|t| t <= MAX_INVOCATION_MEMORY) {
+        return Ok(());
+    }
+    let total = total.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string());
+    let Some(v) = vars.iter().max_by_key(|v| v.bytes) else { return Ok(()) };
+    let place = match &v.function {
+        Some((id, name)) => format!(" of function {}", sizes::describe(*id, name.as_deref())),
+        None => String::new(),
+    };
+    Err(format!(
+        "{total} bytes of Function and Private memory per invocation, more than the {MAX_INVOCATION_MEMORY} a \
+         bundle may declare (docs/abi.md, \"Per-invocation memory\"); the largest is the {} variable {}{place}, \
+         {} bytes: put large arrays in a buffer or in work-group memory",
+        sizes::storage_name(v.storage),
+        v.describe(),
+        v.bytes
+    ))
+}
+
+/// Where the first memory-operand mask is among the operands of `opcode`, for the
+/// instructions that take memory operands: `OpLoad` (after the result type, result and
+/// pointer), `OpStore` (pointer, object), `OpCopyMemory` (target, source) and
+/// `OpCopyMemorySized` (target, source, size); the two copies may have a second mask.
+fn memory_operands(opcode: u32) -> Option<usize> {
+    match opcode {
+        OP_LOAD => Some(3),
+        OP_STORE | OP_COPY_MEMORY => Some(2),
+        OP_COPY_MEMORY_SIZED => Some(3),
+        _ => None,
+    }
+}
+
+/// Checks the `Aligned` literal of each memory-operand mask in `operands` (the words from
+/// the first mask on) is a power of two, as the SPIR-V specification requires (section
+/// 3.26, "Memory Operands"). The validator of Debian 12's SPIRV-Tools does not check it, and
+/// an alignment of 3 reached the driver, which only the validation layer refused (issue 28).
+/// The operands that follow a mask are in the order of its bits: `Aligned`'s literal, then
+/// the scope ids of `MakePointerAvailable` and `MakePointerVisible`, then the INTEL alias
+/// ids; a mask whose operands run out is left to the validator.
+fn check_aligned(at: usize, opcode: u32, mut operands: &[u32]) -> std::result::Result<(), String> {
+    let name = match opcode {
+        OP_LOAD => "OpLoad",
+        OP_STORE => "OpStore",
+        OP_COPY_MEMORY => "OpCopyMemory",
+        _ => "OpCopyMemorySized",
+    };
+    // At most two masks: the copies' target and source operands.
+    for _ in 0..2 {
+        let Some((&mask, rest)) = operands.split_first() else { return Ok(()) };
+        operands = rest;
+        if mask & MEMORY_ALIGNED != 0 {
+            let Some((&align, rest)) = operands.split_first() else { return Ok(()) };
+            if !align.is_power_of_two() {
+                return Err(format!(
+                    "{name} at word {at} has the memory operand Aligned {align}, not a power of two (SPIR-V \
+                     requires one; the loader refuses it before it reaches the driver)"
+                ));
+            }
+            operands = rest;
+        }
+        let ids = MEMORY_ID_OPERANDS.iter().filter(|&&bit| mask & bit != 0).count();
+        operands = operands.get(ids..).unwrap_or(&[]);
+    }
+    Ok(())
 }
 
 /// Decodes a nul-terminated SPIR-V literal string; `None` if unterminated or not UTF-8.

@@ -81,9 +81,11 @@ OpDecorate %b0 Binding 1
 }
 
 /// `ramp` vectorized by 4: invocation `g` writes items `4g .. 4g+3` (each bounds-checked)
-/// and counts itself in the device global `@count`.
+/// and counts itself in the device global `@count`. It says so as codegen's kernels do, with
+/// the marker the loader compares with `items_per_invocation` (docs/abi.md).
 fn ramp4(wg: u32) -> CompiledKernel {
-    let mut body = prelude(wg, true);
+    let marker = "OpModuleProcessed \"cmdgraph items_per_invocation 4\"\nOpDecorate %gid";
+    let mut body = prelude(wg, true).replacen("OpDecorate %gid", marker, 1);
     body += "%pc = OpAccessChain %ptr_u32 %cnt %c0 %c0\n%old = OpAtomicIAdd %uint %pc %uint_1 %c0 %uint_1\n";
     body += "%base = OpIMul %uint %gx %uint_4\n";
     let lanes = ["%c0", "%uint_1", "%uint_2", "%uint_3"];
@@ -151,6 +153,64 @@ fn launch_table_picks_the_vectorized_variant_which_dispatches_a_quarter() {
     // ceil(1000 / (64 · 4)) = 4 groups of 64 invocations.
     assert_eq!(u32::from_le_bytes([count[0], count[1], count[2], count[3]]), 256);
     no_messages(&ex);
+}
+
+/// Issue 28: the kernel's code handles as many work-items per invocation as it was compiled
+/// for, and the executor dispatches by the bundle's figure, so a bundle saying 64 for a
+/// variant compiled for 4 dispatched a sixteenth of the invocations and left most of `@x`
+/// unwritten (exit 0, validation quiet). The loader compares the figure with the module's
+/// marker and refuses a disagreement, in either direction.
+#[test]
+fn items_per_invocation_other_than_the_kernels_is_refused() {
+    let ir = format!(
+        "{KERNELS_IR}\nusm @x : f32[1000]\ndevice_global @count : u32[1]\ngraph @g {{\n  %k = kernel @ramp range(1000) args(@x)\n}}\n"
+    );
+    let refusal = |b: cmdgraph_ir::bundle::Bundle| match cmdgraph_executor::load::check(b) {
+        Ok(_) => panic!("a bundle disagreeing with its kernel's items per invocation loaded"),
+        Err(e) => e.to_string(),
+    };
+    // The variant compiled for 4, the bundle saying 64 (and 1, which would only waste
+    // invocations, but is no more what the kernel was compiled for).
+    for items in [64, 1] {
+        let mut k = ramp4(64);
+        k.items_per_invocation = items;
+        let e = refusal(bundle(&ir, vec![k], vec![]));
+        for p in [
+            "kernel @ramp: invalid SPIR-V: the module was compiled for 4 work-items per invocation",
+            &format!("the bundle's items_per_invocation is {items}"),
+            "(variant 3)",
+        ] {
+            assert!(e.contains(p), "`{p}` not in: {e}");
+        }
+    }
+    // A kernel without the marker handles one work-item per invocation.
+    let mut b = bundle(&ir, vec![], vec![]);
+    b.kernels[1].items_per_invocation = 4;
+    let e = refusal(b);
+    assert!(e.contains("has no items-per-invocation marker, so each invocation handles 1 work-item"), "{e}");
+    assert!(e.contains("the bundle's items_per_invocation is 4; dispatching by the bundle would compute wrong"), "{e}");
+    // Two markers, or one that is not a number, tell nothing.
+    let marker = |text: &str| {
+        let mut k = ramp4(64);
+        let w = &mut k.spirv;
+        let at = w.iter().position(|&x| x & 0xffff == 330).expect("ramp4 has its marker");
+        let mut bytes = text.as_bytes().to_vec();
+        bytes.resize(text.len() / 4 * 4 + 4, 0);
+        let mut inst = vec![((bytes.len() as u32 / 4 + 1) << 16) | 330];
+        inst.extend(bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        w.splice(at..at, inst);
+        bundle(&ir, vec![k], vec![])
+    };
+    let e = refusal(marker("cmdgraph items_per_invocation 4"));
+    assert!(e.contains("two items-per-invocation markers"), "{e}");
+    let mut b = marker("cmdgraph items_per_invocation four");
+    // The original marker after the new one: remove it so that only the bad one is left.
+    let w = &mut b.kernels[3].spirv;
+    let first = w.iter().position(|&x| x & 0xffff == 330).unwrap();
+    let second = first + (w[first] >> 16) as usize;
+    w.drain(second..second + (w[second] >> 16) as usize);
+    let e = refusal(b);
+    assert!(e.contains("reads \"cmdgraph items_per_invocation four\", not `cmdgraph items_per_invocation N`"), "{e}");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use super::reflect::{
     STORAGE_BUFFER,
 };
 use crate::layout::{value_size_align, HEADER_BYTES};
+use crate::vectorize::{marked_items_per_invocation, ITEMS_PER_INVOCATION_MARKER};
 use crate::MAX_WORKGROUP_INVOCATIONS;
 use cmdgraph_ir::bundle::{ArgField, ArgFieldKind, ArgLayout, MemorySlot};
 use cmdgraph_ir::{Kernel, ParamType, ScalarType, Type};
@@ -31,6 +32,9 @@ fn issue(message: impl Into<String>, help: impl Into<String>) -> Issue {
 pub struct Interface {
     /// Its `LocalSize`.
     pub workgroup_size: [u32; 3],
+    /// Consecutive work-items one invocation handles: the module's items-per-invocation
+    /// marker (codegen's own output, `compile --emit=spirv`, has one), 1 without one.
+    pub items_per_invocation: u32,
     /// The argument layout (parameters only: an external kernel has no device globals).
     pub layout: ArgLayout,
 }
@@ -132,9 +136,36 @@ pub fn check(kernel: &Kernel, entry: &str, r: &Reflection) -> Result<Interface, 
             ));
         }
     }
+    let items_per_invocation = items_per_invocation(r, &mut issues);
     match workgroup_size {
-        Some(workgroup_size) if issues.is_empty() => Ok(Interface { workgroup_size, layout }),
+        Some(workgroup_size) if issues.is_empty() => Ok(Interface { workgroup_size, items_per_invocation, layout }),
         _ => Err(issues),
+    }
+}
+
+/// Most work-items per invocation the executor's loader accepts
+/// (`executor::load::MAX_ITEMS_PER_INVOCATION`).
+const MAX_ITEMS_PER_INVOCATION: u32 = 64;
+
+/// The work-items one invocation of the module handles, from its marker (1 without one):
+/// the bundle must say the same, or the loader refuses it (docs/abi.md).
+fn items_per_invocation(r: &Reflection, issues: &mut Vec<Issue>) -> u32 {
+    let help = format!(
+        "`OpModuleProcessed \"{ITEMS_PER_INVOCATION_MARKER}N\"` says that one invocation handles N consecutive \
+         work-items of dimension 0 (codegen writes 1 or 4); N must be a power of two from 1 to \
+         {MAX_ITEMS_PER_INVOCATION}, and a module that handles one work-item per invocation may leave it out"
+    );
+    match marked_items_per_invocation(&r.processed) {
+        Ok(None) => 1,
+        Ok(Some(n)) if n.is_power_of_two() && n <= MAX_ITEMS_PER_INVOCATION => n,
+        Ok(Some(n)) => {
+            issues.push(issue(format!("the module's items-per-invocation marker says {n}"), help));
+            1
+        }
+        Err(message) => {
+            issues.push(issue(format!("the module's items-per-invocation marker: {message}"), help));
+            1
+        }
     }
 }
 

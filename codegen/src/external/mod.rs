@@ -116,7 +116,8 @@ fn load_one(k: &Kernel, path: &str, entry: &str, file: &Path, span: Span) -> Res
         kernel: k.name.clone(),
         entry: entry.to_string(),
         workgroup_size: interface.workgroup_size,
-        items_per_invocation: 1,
+        // The module's marker: what its code handles, which the loader holds the bundle to.
+        items_per_invocation: interface.items_per_invocation,
         spirv: words,
         layout: interface.layout,
     })

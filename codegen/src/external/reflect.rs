@@ -46,6 +46,7 @@ const OP_COPY_OBJECT: u32 = 83;
 const OP_SELECT: u32 = 169;
 const OP_PHI: u32 = 245;
 const OP_EXECUTION_MODE_ID: u32 = 331;
+const OP_MODULE_PROCESSED: u32 = 330;
 
 // Decorations, execution modes, builtins.
 const DEC_BLOCK: u32 = 2;
@@ -210,6 +211,9 @@ pub struct Reflection {
     /// The value of a constant decorated `BuiltIn WorkgroupSize`, when there is one (`None`
     /// inside when its components are not plain constants).
     pub workgroup_size_builtin: Option<Option<[u32; 3]>>,
+    /// Every `OpModuleProcessed` string, in order (codegen's items-per-invocation marker is
+    /// one: `crate::vectorize::ITEMS_PER_INVOCATION_MARKER`).
+    pub processed: Vec<String>,
 }
 
 /// Little-endian bytes of a `.spv` file to words (a byte-swapped magic number means a
@@ -279,6 +283,7 @@ enum TypeDef {
 #[derive(Default)]
 struct State {
     capabilities: Vec<u32>,
+    processed: Vec<String>,
     entries: Vec<EntryPoint>,
     local_size: BTreeMap<u32, [u32; 3]>,
     local_size_id: BTreeMap<u32, [u32; 3]>,
@@ -300,6 +305,7 @@ impl State {
     fn instruction(&mut self, opcode: u32, ops: &[u32]) {
         match opcode {
             OP_CAPABILITY => self.capabilities.push(op(ops, 0)),
+            OP_MODULE_PROCESSED => self.processed.push(string(ops)),
             OP_NAME => {
                 self.names.insert(op(ops, 0), string(ops.get(1..).unwrap_or(&[])));
             }
@@ -471,7 +477,14 @@ impl State {
                     <[u32; 3]>::try_from(v.as_slice()).ok()
                 },
             );
-        Reflection { version, capabilities: self.capabilities, entry_points, resources, workgroup_size_builtin }
+        Reflection {
+            version,
+            capabilities: self.capabilities,
+            entry_points,
+            resources,
+            workgroup_size_builtin,
+            processed: self.processed,
+        }
     }
 }
 
