@@ -38,6 +38,7 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
             fma_exact: true,
             implicit_zero: std::env::var("CMDGRAPH_FUZZ_EXPLICIT_ZERO").is_err(),
             loop_atomics: std::env::var("CMDGRAPH_FUZZ_LOOP_ATOMICS").is_ok(),
+            llvmpipe_safe: false,
         },
     };
     let indices: Vec<u64> = match std::env::var("CMDGRAPH_FUZZ_ONLY") {
@@ -66,6 +67,15 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
             panic!("CMDGRAPH_FUZZ_EXPORT and CMDGRAPH_FUZZ_IMPORT are two halves of one run: set one")
         }
     };
+    // Kernels run here on llvmpipe keep out the two folds it gets wrong (GenOptions::
+    // llvmpipe_safe); exported kernels run elsewhere and keep them. CMDGRAPH_FUZZ_LLVMPIPE_SAFE
+    // (0 or 1) overrides, for an import, which must generate what its export did.
+    let mut cfg = cfg;
+    cfg.gen.llvmpipe_safe = match env("CMDGRAPH_FUZZ_LLVMPIPE_SAFE") {
+        Some(v) => v != 0,
+        None => matches!(device, Device::Local) && default_device_is_llvmpipe(),
+    };
+    eprintln!("generator: {:?}", cfg.gen);
     let start = Instant::now();
     let mut stats = Stats::default();
     fuzz::run(&cfg, &indices, batch, device, &mut stats);
@@ -108,6 +118,13 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
     assert!(stats.failures.is_empty(), "{} failures (first 10):\n{}", stats.failures.len(), shown.join("\n"));
 }
 
+/// Whether the device the executor picks by default is Mesa's llvmpipe.
+fn default_device_is_llvmpipe() -> bool {
+    let devices = cmdgraph_executor::vulkan_devices().unwrap_or_default();
+    let default = devices.iter().min_by_key(|d| (d.kind, d.index));
+    default.is_some_and(|d| d.name.contains("llvmpipe"))
+}
+
 /// Reduces each failing kernel at the lowest level it fails at, on this machine's device.
 fn reduce_failures(cfg: &Config, stats: &Stats) {
     let mut seen = std::collections::BTreeSet::new();
@@ -144,7 +161,7 @@ fn reduce_failures(cfg: &Config, stats: &Stats) {
 /// one more line loses it (the reducer's fixed point is 1-minimal).
 #[test]
 fn the_reducer_keeps_the_property_and_is_one_minimal() {
-    let gen = GenOptions { fma_exact: true, implicit_zero: true, loop_atomics: false };
+    let gen = GenOptions { fma_exact: true, implicit_zero: true, loop_atomics: false, llvmpipe_safe: false };
     let mut reduced_some = 0;
     for index in 0..6u64 {
         let seed = fuzz::kernel_seed(7, index);

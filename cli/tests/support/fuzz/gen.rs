@@ -186,6 +186,14 @@ pub struct GenOptions {
     /// Whether atomics may sit inside `for` bodies: off by default, llvmpipe drops the
     /// atomics of a loop's last iteration (docs/reliability.md, kernel fuzzer, finding 3).
     pub loop_atomics: bool,
+    /// Whether to keep out what llvmpipe's constant folding gets wrong, each case shown
+    /// exact on an H200 (docs/reliability.md, kernel fuzzer, findings 6 to 8): a float `mul`
+    /// or `fma` factor computed from constants alone (llvmpipe folds `x * 0.0` to `+0` for a
+    /// zero it can fold, also when `x` is infinite or NaN), a math function of such a value,
+    /// and a float-to-integer cast of a float cast of a 64-bit integer (llvmpipe folds the
+    /// pair away, returning the integer unrounded). On by default only when the kernels run
+    /// on llvmpipe; kernels for other devices keep all three.
+    pub llvmpipe_safe: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -233,6 +241,10 @@ struct G<'r> {
     straight: bool,
     /// `for` bodies around the current point.
     loops: usize,
+    /// Values that are a float cast of a 64-bit integer (`llvmpipe_safe`).
+    from_wide_int: std::collections::BTreeSet<String>,
+    /// Values computed from constants alone, which a driver may fold (`llvmpipe_safe`).
+    from_constants: std::collections::BTreeSet<String>,
 }
 
 const SCALARS: [S; 6] = [S::I32, S::U32, S::I64, S::U64, S::F16, S::F32];
@@ -291,12 +303,39 @@ impl G<'_> {
         *self.feats.entry(f).or_default() += 1;
     }
     fn emit(&mut self, line: &str) {
+        self.track_constants(line);
         for _ in 0..self.ind {
             self.out.push_str("  ");
         }
         self.out.push_str(line);
         self.out.push('\n');
         self.budget -= 1;
+    }
+    /// Records whether the value `line` defines is computed from constants alone: a
+    /// `const`, or an op whose operands all are (a `select` or an `if` whose condition is:
+    /// a driver folds it to one side).
+    fn track_constants(&mut self, line: &str) {
+        let Some((def, rhs)) = line.split_once(" = ") else { return };
+        if !def.starts_with('%') || def.contains(' ') {
+            return;
+        }
+        let mut words = rhs.split([' ', ',', '[', ']']).filter(|w| !w.is_empty());
+        let op = words.next().unwrap_or("");
+        let operands: Vec<&str> = words.filter(|w| w.starts_with('%')).collect();
+        let known = |w: &&str| self.from_constants.contains(*w);
+        let folded = match op {
+            "const" => true,
+            "select" | "if" => operands.first().is_some_and(known),
+            "load" | "atomic" | "local" | "global_id" | "local_id" | "group_id" | "global_range" => false,
+            _ => !operands.is_empty() && operands.iter().all(known),
+        };
+        if folded {
+            self.from_constants.insert(def.to_string());
+        }
+    }
+    /// Whether llvmpipe-safe generation keeps `v` out of a float product or a math function.
+    fn foldable(&self, v: &str) -> bool {
+        self.opts.llvmpipe_safe && self.from_constants.contains(v)
     }
     fn fresh(&mut self, prefix: &str) -> String {
         self.n += 1;
@@ -514,9 +553,16 @@ impl G<'_> {
             return self.compute(ty);
         }
         let x = self.val(fty);
+        let to_int = !ty.s.float() && ty.s != S::Bool;
+        if self.opts.llvmpipe_safe && to_int && self.from_wide_int.contains(&x) {
+            return self.compute(ty);
+        }
         let r = self.fresh("v");
         self.emit(&format!("{r} = cast {x} to {}", ty.text()));
         self.push(&r, ty);
+        if matches!(from, S::I64 | S::U64) && ty.s.float() {
+            self.from_wide_int.insert(r.clone());
+        }
         self.feat(match (from.float(), ty.s.float(), from == S::Bool) {
             (_, _, true) => "cast from bool",
             (true, true, _) => "cast float to float",
@@ -633,7 +679,9 @@ impl G<'_> {
             let a = self.val(ty);
             let b = self.val(ty);
             let c = self.val(ty);
-            if ty.s == S::F16 {
+            if self.foldable(&a) || self.foldable(&b) {
+                self.emit(&format!("{r} = add {a}, {c}"));
+            } else if ty.s == S::F16 {
                 // f16 fma rounds through f32 on the device (docs/codegen.md): not exact.
                 self.emit(&format!("{r} = mul {a}, {b}"));
             } else {
@@ -657,6 +705,7 @@ impl G<'_> {
             let op = *self.pick(ops);
             let a = self.val(ty);
             let b = self.val(ty);
+            let op = if float && op == "mul" && (self.foldable(&a) || self.foldable(&b)) { "add" } else { op };
             self.emit(&format!("{r} = {op} {a}, {b}"));
             if !float {
                 match op {
@@ -718,6 +767,7 @@ impl G<'_> {
     /// An inexact float op on clamped operands, stored at once to the approx output.
     fn approx(&mut self) {
         let x = self.val(F32);
+        let x = if self.foldable(&x) { self.load_input(F32) } else { x };
         let clamp = |g: &mut Self, v: &str, lo: f64, hi: f64| -> String {
             let (a, b, c, d) = (g.fresh("m"), g.fresh("m"), g.fresh("m"), g.fresh("m"));
             g.emit(&format!("{a} = const {lo:?} : f32"));
@@ -1154,6 +1204,8 @@ pub fn kernel(seed: u64, name: &str, opts: GenOptions) -> Kernel {
         rec: 0,
         straight,
         loops: 0,
+        from_wide_int: std::collections::BTreeSet::new(),
+        from_constants: std::collections::BTreeSet::new(),
     };
     g.feat(if nd { "nd_range launch" } else { "range launch" });
     if straight {
