@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 example="${1:-examples/saxpy_chain.cgir}"
 out_dir="target/demo"
-cmdgraph="target/debug/cmdgraph"
+cmdgraph="${CARGO_TARGET_DIR:-target}/debug/cmdgraph"
 
 fail() {
   echo "demo.sh: error: $*" >&2
