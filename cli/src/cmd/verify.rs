@@ -1,4 +1,6 @@
-//! `cmdgraph verify`: parse and verify; silent on success unless `-v`.
+//! `cmdgraph verify`: parse and verify, then check external SPIR-V kernels as `compile`
+//! does (the file read beside the module, spirv-val, its interface against the signature,
+//! launch sizes: E0501–E0504); silent on success unless `-v`.
 
 use crate::exit::Outcome;
 use crate::io;
@@ -30,6 +32,9 @@ pub fn run(args: &VerifyArgs) -> Outcome {
     let input = io::read_input(&args.input)?;
     let module = super::parse(&input)?;
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
+    // A module whose `.spv` is missing or does not match its signature cannot compile:
+    // verify says so now rather than `compile` later (issue 28).
+    super::compile::externals(&args.input, &input, &module)?;
     if args.verbose {
         let graphs = module.graphs.len();
         let nodes: usize = module.graphs.iter().map(|(_, g)| g.nodes.len()).sum();
