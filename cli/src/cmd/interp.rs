@@ -143,8 +143,8 @@ pub fn run(args: &InterpArgs) -> Outcome {
     }
     let plan = steps::resolve(&module, &graph, &args.steps)?;
     let inputs = resolve_inputs(&module, &args.inputs, &input.name)?;
-    let outputs = resolve_outputs(&module, &graph, &args.outputs, &input.name)?;
-    let compares = resolve_outputs(&module, &graph, &args.compares, &input.name)?;
+    let outputs = resolve_outputs(&module, &graph, &args.outputs, &input.name, false)?;
+    let compares = resolve_outputs(&module, &graph, &args.compares, &input.name, false)?;
     let fail = |e: InterpError| Failure::Rejected(locate::render(&e, &module, &graph, &input));
 
     let mut bound = Vec::new();
@@ -475,12 +475,14 @@ impl Output {
 }
 
 /// Resolves `--output`s (and `--compare`s) of graph `graph`: memory objects by name, and
-/// `%NAME`, the allocation of node `async_malloc %NAME`.
+/// `%NAME`, the allocation of node `async_malloc %NAME`. `bundle`: the module is a bundle's
+/// optimized IR, whose allocations the passes may have renamed or removed.
 pub(crate) fn resolve_outputs(
     module: &Module,
     graph: &str,
     outputs: &[Binding],
     file: &str,
+    bundle: bool,
 ) -> Result<Vec<Output>, Failure> {
     let mut out = Vec::new();
     for b in outputs {
@@ -491,7 +493,14 @@ pub(crate) fn resolve_outputs(
             )));
         }
         if let Some(node) = b.name.strip_prefix('%') {
-            let layout = allocation(module, graph, node, file)?;
+            let layout = allocation(module, graph, node, file).map_err(|f| match f {
+                Failure::Rejected(text) if bundle && !text.contains("async_free") => Failure::Rejected(format!(
+                    "{text}\n  = note: a bundle runs its optimized IR (`cmdgraph inspect --ir optimized {file}` \
+                     lists its nodes), where passes may have fused, renamed or removed the allocation; \
+                     compile with --passes '' to keep the graph as written"
+                )),
+                other => other,
+            })?;
             out.push(Output { binding: b.clone(), layout, place: Place::Alloc });
             continue;
         }

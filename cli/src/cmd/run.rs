@@ -126,7 +126,7 @@ pub fn run(args: &RunArgs) -> Outcome {
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
     let plan = steps::plan(&args.steps, &loaded, &graph, &options)?;
     let inputs = resolve_inputs(&module, &args.inputs, &file)?;
-    let outputs = resolve_outputs(&module, &graph, &args.outputs, &file)?;
+    let outputs = resolve_outputs(&module, &graph, &args.outputs, &file, true)?;
     let mut bound = Vec::new();
     for (b, layout) in &inputs {
         bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
