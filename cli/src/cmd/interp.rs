@@ -149,7 +149,7 @@ pub fn run(args: &InterpArgs) -> Outcome {
 
     let mut bound = Vec::new();
     for (b, layout) in &inputs {
-        bound.push((b.name.as_str(), read_data(&b.path, &b.name, *layout)?));
+        bound.push((b.name.as_str(), read_data(&b.path, &format!("@{}", b.name), *layout)?));
     }
     let mut expected = Vec::new();
     for c in &compares {
@@ -555,12 +555,12 @@ pub(crate) fn is_npy(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
 }
 
-/// Reads a data file into the bytes of memory object `name`. Unreadable files are I/O
+/// Reads a data file into the bytes of memory object `name` (`@x`, or `%t`). Unreadable files are I/O
 /// errors (exit 3); files that do not fit the memory object reject the input (exit 1).
 pub(crate) fn read_data(path: &Path, name: &str, layout: Layout) -> Result<Vec<u8>, Failure> {
     let io_err = |e: std::io::Error| Failure::Io(format!("error: cannot read `{}`: {e}", path.display()));
     let reject = |why: String| {
-        Failure::Rejected(format!("error: cannot bind `{}` to @{name} ({}): {why}", path.display(), layout.describe()))
+        Failure::Rejected(format!("error: cannot bind `{}` to {name} ({}): {why}", path.display(), layout.describe()))
     };
     let npy = is_npy(path);
     // An .npy header is at most 1 MiB plus its 12-byte preamble (npy::MAX_HEADER).

@@ -129,7 +129,7 @@ pub fn run(args: &RunArgs) -> Outcome {
     let outputs = resolve_outputs(&module, &graph, &args.outputs, &file, true)?;
     let mut bound = Vec::new();
     for (b, layout) in &inputs {
-        bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
+        bound.push((b.name.clone(), read_data(&b.path, &format!("@{}", b.name), *layout)?));
     }
     let done = on_device(args, loaded, &module, &graph, (&bound, &outputs), &plan, &mut shown);
     shown.finish();
