@@ -487,9 +487,9 @@ pub(crate) fn resolve_outputs(
     let mut out = Vec::new();
     for b in outputs {
         if io::is_stdio(&b.path) {
+            let shown = if b.name.starts_with('%') { b.name.clone() } else { format!("@{}", b.name) };
             return Err(Failure::Rejected(format!(
-                "error: --output {}=-: outputs are binary and go to files, not stdout",
-                b.name
+                "error: --output {shown}=-: outputs are binary and go to files, not stdout"
             )));
         }
         if let Some(node) = b.name.strip_prefix('%') {

@@ -10,6 +10,7 @@ const EXAMPLES: &str = "\
 Examples:
   cmdgraph verify app.cgir              diagnostics on stderr, exit 1 if rejected
   cmdgraph verify -v app.cgir           also a one-line summary on success
+  cmdgraph verify --no-external x.cgir  the text alone, without reading external .spv files
   generate-graph | cmdgraph verify -";
 
 /// Arguments of `cmdgraph verify`.
@@ -25,6 +26,10 @@ pub struct VerifyArgs {
     /// Accept data races between unordered commands (E0280): report them as warnings.
     #[arg(long)]
     pub allow_races: bool,
+    /// Do not read external SPIR-V kernel files: check the module text alone (the file
+    /// checks, E0501–E0504, are then left to `compile`).
+    #[arg(long)]
+    pub no_external: bool,
 }
 
 /// Runs `cmdgraph verify`.
@@ -34,7 +39,9 @@ pub fn run(args: &VerifyArgs) -> Outcome {
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
     // A module whose `.spv` is missing or does not match its signature cannot compile:
     // verify says so now rather than `compile` later (issue 28).
-    super::compile::externals(&args.input, &input, &module)?;
+    if !args.no_external {
+        super::compile::externals(&args.input, &input, &module)?;
+    }
     if args.verbose {
         let graphs = module.graphs.len();
         let nodes: usize = module.graphs.iter().map(|(_, g)| g.nodes.len()).sum();
