@@ -227,11 +227,7 @@ type Calls = Arc<Mutex<BTreeMap<String, u64>>>;
 impl<'a> Execution<'a> {
     /// A fresh interpreter with the inputs bound (and, unless `--strict-host`, no-op host
     /// callbacks counting into `calls`), the graph finalized and its steps run.
-    fn execute(
-        &self,
-        fma: FmaRounding,
-        calls: Option<&Calls>,
-    ) -> Result<(Interpreter, ExecId, Ran), InterpError> {
+    fn execute(&self, fma: FmaRounding, calls: Option<&Calls>) -> Result<(Interpreter, ExecId, Ran), InterpError> {
         let mut interp = Interpreter::new(self.module)?;
         for (name, bytes) in self.bound {
             interp.bind(name, bytes)?;

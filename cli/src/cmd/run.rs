@@ -12,7 +12,9 @@
 //! first (the layer often explains the error).
 
 use super::interp::data;
-use super::interp::{is_npy, parse_binding, pick_graph, read_data, resolve_inputs, resolve_outputs, Binding, Output, Place};
+use super::interp::{
+    is_npy, parse_binding, pick_graph, read_data, resolve_inputs, resolve_outputs, Binding, Output, Place,
+};
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use cmdgraph_executor::vk::context::take_unreported_messages;

@@ -49,7 +49,8 @@ impl Rules {
         let mut rules = Rules::default();
         for (_, k) in module.kernels.iter() {
             let KernelBody::Ir(body) = &k.body else { continue };
-            let float = |v| matches!(body.values.try_get(v).map(|v| &v.ty), Some(ValueType::Data(t)) if t.scalar.is_float());
+            let float =
+                |v| matches!(body.values.try_get(v).map(|v| &v.ty), Some(ValueType::Data(t)) if t.scalar.is_float());
             for (_, op) in body.ops.iter() {
                 match op.kind {
                     OpKind::Fma(..) => rules.fma = true,
@@ -196,7 +197,10 @@ pub fn describe(rules: &Rules, m: &Matched) -> String {
     match m {
         Matched::Exact { loose: n } => format!("exact{}{atomics}", loose(*n)),
         Matched::FmaTwice { loose: n } => {
-            format!("exact with fma rounded twice (the product, then the sum; docs/ir.md \"Float precision\"){}{atomics}", loose(*n))
+            format!(
+                "exact with fma rounded twice (the product, then the sum; docs/ir.md \"Float precision\"){}{atomics}",
+                loose(*n)
+            )
         }
         Matched::Tolerance { differ, worst, twice } => {
             let ops: Vec<&str> = rules.math.iter().copied().collect();
