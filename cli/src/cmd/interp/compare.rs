@@ -190,7 +190,7 @@ pub fn describe(rules: &Rules, m: &Matched) -> String {
         }
     };
     let atomics = if rules.float_atomic_add {
-        " (the module's f32 `atomic add` sums are exact for these inputs, so every order of the additions gives these bits)"
+        " (the module adds f32 with `atomic add`, in the device's order: equal bits, as every order gives when each partial sum is exact)"
     } else {
         ""
     };
@@ -292,6 +292,6 @@ mod tests {
         let e = check(&rules, F32X3, &bytes(&[1.0, 2.0, 3.5]), &bytes(&[1.0, 2.0, 3.0]), None).expect_err("differs");
         assert!(e.contains("atomic add") && e.contains("multiples of 1/16"), "{e}");
         let m = check(&rules, F32X3, &bytes(&[1.0, 2.0, 3.0]), &bytes(&[1.0, 2.0, 3.0]), None).expect("same");
-        assert!(describe(&rules, &m).contains("every order of the additions"));
+        assert!(describe(&rules, &m).contains("in the device's order: equal bits"));
     }
 }
