@@ -75,8 +75,9 @@ impl Rules {
 /// How a file matched the interpreter's result.
 #[derive(Debug, PartialEq)]
 pub enum Matched {
-    /// Every element equal; `loose` of them only up to a zero's sign or a NaN's payload.
-    Exact { loose: u64 },
+    /// Every element equal; `loose` of them only up to a zero's sign or a NaN's payload;
+    /// `fma_once` when the `fma`-twice run differs (so the device rounded `fma` once).
+    Exact { loose: u64, fma_once: bool },
     /// Equal to the run with `fma` rounded twice (`loose` as for `Exact`).
     FmaTwice { loose: u64 },
     /// Within the math tolerance: `differ` elements are not equal, the largest relative
@@ -139,7 +140,10 @@ pub fn check(rules: &Rules, layout: Layout, got: &[u8], once: &[u8], twice: Opti
         return Err(format!("the file has {} bytes, the interpreter's memory {}", got.len(), once.len()));
     }
     let first = match same(layout, got, once, false) {
-        Ok((loose, ..)) => return Ok(Matched::Exact { loose }),
+        Ok((loose, ..)) => {
+            let fma_once = twice.is_some_and(|t| same(layout, got, t, false).is_err());
+            return Ok(Matched::Exact { loose, fma_once });
+        }
         Err(m) => m,
     };
     if let Some(twice) = twice {
@@ -195,7 +199,10 @@ pub fn describe(rules: &Rules, m: &Matched) -> String {
         ""
     };
     match m {
-        Matched::Exact { loose: n } => format!("exact{}{atomics}", loose(*n)),
+        Matched::Exact { loose: n, fma_once } => {
+            let fma = if *fma_once { " with fma rounded once (the twice-rounded result differs)" } else { "" };
+            format!("exact{fma}{}{atomics}", loose(*n))
+        }
         Matched::FmaTwice { loose: n } => {
             format!(
                 "exact with fma rounded twice (the product, then the sum; docs/ir.md \"Float precision\"){}{atomics}",
@@ -269,9 +276,14 @@ mod tests {
         let want = bytes(&[1.25, -0.0, 3.0]);
         let twice = bytes(&[1.25, 0.0, 3.000_000_2]);
         let none = Rules::default();
-        assert_eq!(check(&none, F32X3, &want, &want, None), Ok(Matched::Exact { loose: 0 }));
+        assert_eq!(check(&none, F32X3, &want, &want, None), Ok(Matched::Exact { loose: 0, fma_once: false }));
+        assert_eq!(check(&none, F32X3, &want, &want, Some(&twice)), Ok(Matched::Exact { loose: 0, fma_once: true }));
+        assert_eq!(check(&none, F32X3, &want, &want, Some(&want)), Ok(Matched::Exact { loose: 0, fma_once: false }));
         // +0 for -0 only.
-        assert_eq!(check(&none, F32X3, &bytes(&[1.25, 0.0, 3.0]), &want, None), Ok(Matched::Exact { loose: 1 }));
+        assert_eq!(
+            check(&none, F32X3, &bytes(&[1.25, 0.0, 3.0]), &want, None),
+            Ok(Matched::Exact { loose: 1, fma_once: false })
+        );
         assert_eq!(check(&none, F32X3, &twice, &want, Some(&twice)), Ok(Matched::FmaTwice { loose: 0 }));
         let near = bytes(&[1.2501, -0.0, 3.0]);
         let e = check(&none, F32X3, &near, &want, Some(&twice)).expect_err("no math rule");
