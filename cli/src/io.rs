@@ -41,15 +41,76 @@ pub fn is_stdio(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Reads `path` (or stdin for `-`) as UTF-8 text.
+/// Reads `path` (or stdin for `-`) as UTF-8 text. A bundle (`cmdgraph compile` output) is
+/// refused with what to run on it instead (it is binary, not text to re-encode).
 pub fn read_input(path: &Path) -> Result<Input, Failure> {
+    match read_text_or_bundle(path)? {
+        Source::Text(input) => Ok(input),
+        Source::Bundle(input) => Err(Failure::Rejected(bundle_given_for_text(&input.name))),
+    }
+}
+
+/// What a text input turned out to be: IR text, or a bundle (recognised by its magic).
+pub enum Source {
+    /// IR text, decoded as [`read_input`] does.
+    Text(Input),
+    /// The bytes of a bundle, undecoded.
+    Bundle(InputBytes),
+}
+
+/// Reads `path` (or stdin for `-`): a bundle when it starts with the bundle magic
+/// (docs/bundle.md), else UTF-8 text (checked as [`read_input`] does).
+pub fn read_text_or_bundle(path: &Path) -> Result<Source, Failure> {
     let (name, bytes) = if is_stdio(path) {
         (STDIN_NAME.to_string(), read_limited(io::stdin().lock()))
     } else {
         (path.display().to_string(), File::open(path).and_then(read_limited))
     };
     let bytes = bytes.map_err(|e| Failure::Io(format!("error: cannot read `{name}`: {e}")))?;
-    decode(name, bytes, MAX_INPUT_BYTES)
+    if bytes.starts_with(&cmdgraph_ir::bundle::MAGIC) {
+        return Ok(Source::Bundle(InputBytes { name, bytes }));
+    }
+    decode(name, bytes, MAX_INPUT_BYTES).map(Source::Text)
+}
+
+/// Which of the two modules a bundle carries (docs/bundle.md): `--ir` of `inspect`,
+/// `--bundle-ir` of `diff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BundleIr {
+    /// The module as compiled (what whole-graph update compares against).
+    Source,
+    /// The module after the bundle's pass pipeline (what the executor runs).
+    Optimized,
+}
+
+impl BundleIr {
+    /// That module's canonical text in `bundle`.
+    pub fn text(self, bundle: &cmdgraph_ir::bundle::Bundle) -> &str {
+        match self {
+            BundleIr::Source => &bundle.source,
+            BundleIr::Optimized => &bundle.optimized,
+        }
+    }
+
+    /// How messages name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BundleIr::Source => "source IR",
+            BundleIr::Optimized => "optimized IR",
+        }
+    }
+}
+
+/// The message for a bundle given where IR text is read (`verify`, `fmt`, `dot`, `interp`,
+/// `opt`, `compile`): it is binary by design, so say what reads it.
+pub fn bundle_given_for_text(name: &str) -> String {
+    let file = if name == STDIN_NAME { "BUNDLE".to_string() } else { name.to_string() };
+    format!(
+        "error: `{name}` is a cmdgraph bundle (the output of `cmdgraph compile`), not IR text\n  \
+         = help: `cmdgraph inspect {file}` checks and summarizes it, `cmdgraph inspect --ir source {file}` \
+         (or `--ir optimized`) prints the IR it carries, `cmdgraph run {file}` runs it, and \
+         `cmdgraph diff` compares it with IR text or another bundle\n"
+    )
 }
 
 /// A binary input (a bundle) and its name for messages.
@@ -502,6 +563,23 @@ mod tests {
         };
         assert!(text.contains("error[E0009]: file is more than the limit of 8 bytes"), "{text}");
         assert!(text.contains("big.cgir:1:1"), "{text}");
+    }
+
+    #[test]
+    fn a_bundle_is_recognised_by_its_magic_and_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("app.cgb");
+        let mut bytes = cmdgraph_ir::bundle::MAGIC.to_vec();
+        bytes.extend_from_slice(&[0xff, 0, 1, 2]);
+        fs::write(&path, &bytes).expect("write");
+        match read_input(&path) {
+            Err(Failure::Rejected(text)) => {
+                assert!(text.contains("is a cmdgraph bundle"), "{text}");
+                assert!(text.contains(&format!("cmdgraph inspect --ir source {}", path.display())), "{text}");
+            }
+            _ => panic!("a bundle read as text"),
+        }
+        assert!(matches!(read_text_or_bundle(&path), Ok(Source::Bundle(b)) if b.bytes == bytes));
     }
 
     #[test]

@@ -273,7 +273,11 @@ fn render_times(report: &CompileReport, outer: Outer) -> String {
 /// External SPIR-V kernels, read relative to the input's directory (the working directory
 /// for stdin), checked against their signatures and reported at their `spirv` clauses
 /// before any packaging.
-fn externals(path: &Path, input: &io::Input, module: &cmdgraph_ir::Module) -> Result<external::Externals, Failure> {
+pub(crate) fn externals(
+    path: &Path,
+    input: &io::Input,
+    module: &cmdgraph_ir::Module,
+) -> Result<external::Externals, Failure> {
     let base = match path.parent() {
         Some(dir) if !io::is_stdio(path) => dir.to_path_buf(),
         _ => PathBuf::from("."),

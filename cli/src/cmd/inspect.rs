@@ -19,6 +19,7 @@ Examples:
   cmdgraph inspect app.cgb              summary of every graph
   cmdgraph inspect --schedule app.cgb   also list every stage's nodes
   cmdgraph inspect --memory app.cgb     also print the memory plan reports
+  cmdgraph inspect --ir source app.cgb  print the IR the bundle was compiled from
   cmdgraph inspect --trust release.key.pub app.cgb
                                         refuse it, as `run --trust` would, unless signed by that key";
 
@@ -35,6 +36,10 @@ pub struct InspectArgs {
     /// Print the memory planner's report of every graph.
     #[arg(long)]
     pub memory: bool,
+    /// Print the IR the bundle carries instead of the summary, after the same checks:
+    /// `source` (the module as compiled) or `optimized` (after the pass pipeline).
+    #[arg(long, value_name = "WHICH")]
+    pub ir: Option<io::BundleIr>,
     /// Require the bundle to be signed by the key in PUBKEYFILE, as `cmdgraph run --trust`
     /// does (repeatable, any one of them will do), so that inspect answers whether `run` with
     /// the same keys would take the bundle. Without it a signature is optional (one that is
@@ -72,6 +77,10 @@ pub fn run(args: &InspectArgs) -> Outcome {
     };
     shown.update("checking the bundle (format, IR, layouts, SPIR-V, plans)", None);
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
+    if let Some(which) = args.ir {
+        shown.finish();
+        return io::write_output(None, which.text(&loaded.bundle));
+    }
     shown.update("parsing the source module", None);
     let source = loaded.source().map_err(|e| Failure::Rejected(format!("error: `{name}`: {e}")))?;
     let signature = loaded.signature.as_ref();

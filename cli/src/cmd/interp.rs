@@ -7,6 +7,7 @@
 //! (nodes, work-items, a checksum per output, races) goes to stdout. docs/cli.md describes
 //! the data formats and the summary.
 
+mod compare;
 pub(crate) mod data;
 mod locate;
 
@@ -14,7 +15,7 @@ use super::run::steps::{self, Resolved};
 use super::run::Steps;
 use crate::exit::{Failure, Outcome};
 use crate::io;
-use cmdgraph_interp::{FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
+use cmdgraph_interp::{ExecId, FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
 use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
@@ -29,6 +30,9 @@ Examples:
   cmdgraph interp app.cgir --input x=x.npy --input y=y.bin --output z=z.npy
   cmdgraph interp app.cgir --graph main --races --seed 7 --runs 20
   cmdgraph interp app.cgir --output sum=sum.bin --strict-host
+  cmdgraph interp app.cgir --output %tmp=tmp.npy    a graph allocation (async_malloc %tmp)
+  cmdgraph interp app.cgir --input x=x.bin --compare y=vulkan-y.bin
+                                 is vulkan-y.bin a result the IR allows? (names the rule)
 
 Data files: `.npy` (NumPy, little-endian dtype of the element type, C order; vecN<T> has a
 trailing dimension of N) or, with any other extension, the raw bytes of the memory object.";
@@ -67,9 +71,16 @@ pub struct InterpArgs {
     /// Bind memory object NAME (usm or buffer) from FILE (.npy or raw bytes); repeatable.
     #[arg(long = "input", value_name = "NAME=FILE", value_parser = parse_binding)]
     pub inputs: Vec<Binding>,
-    /// Write memory object NAME to FILE (.npy or raw bytes) after the runs; repeatable.
+    /// Write memory object NAME to FILE (.npy or raw bytes) after the runs; `%NAME` is the
+    /// graph allocation of node `async_malloc %NAME` (one the graph does not free); repeatable.
     #[arg(long = "output", value_name = "NAME=FILE", value_parser = parse_binding)]
     pub outputs: Vec<Binding>,
+    /// After the runs, compare FILE (.npy or raw bytes, e.g. what `cmdgraph run` wrote) with
+    /// memory object NAME (or allocation %NAME) under the float precision rules of docs/ir.md
+    /// (exact; `fma` rounded twice; a tolerance for math functions) and name the rule that
+    /// matched; exit 1 if any object matches none. Repeatable.
+    #[arg(long = "compare", value_name = "NAME=FILE", value_parser = parse_binding)]
+    pub compares: Vec<Binding>,
     /// Check for data races between unordered nodes; exit 1 if any is found.
     #[arg(long)]
     pub races: bool,
@@ -132,38 +143,43 @@ pub fn run(args: &InterpArgs) -> Outcome {
     }
     let plan = steps::resolve(&module, &graph, &args.steps)?;
     let inputs = resolve_inputs(&module, &args.inputs, &input.name)?;
-    let outputs = resolve_outputs(&module, &args.outputs, &input.name)?;
+    let outputs = resolve_outputs(&module, &graph, &args.outputs, &input.name, false)?;
+    let compares = resolve_outputs(&module, &graph, &args.compares, &input.name, false)?;
     let fail = |e: InterpError| Failure::Rejected(locate::render(&e, &module, &graph, &input));
 
-    let mut interp = Interpreter::new(&module).map_err(fail)?;
+    let mut bound = Vec::new();
     for (b, layout) in &inputs {
-        let bytes = read_data(&b.path, &b.name, *layout)?;
-        interp.bind(&b.name, &bytes).map_err(fail)?;
+        bound.push((b.name.as_str(), read_data(&b.path, &format!("@{}", b.name), *layout)?));
+    }
+    let mut expected = Vec::new();
+    for c in &compares {
+        expected.push(read_data(&c.binding.path, &c.shown(), c.layout)?);
     }
     let calls = Arc::new(Mutex::new(BTreeMap::new()));
-    if !args.strict_host {
-        register_no_ops(&mut interp, &module, &calls);
-    }
-    let ran = run_graph(&mut interp, &graph, args, &plan).map_err(fail)?;
+    let run = Execution { module: &module, graph: &graph, args, plan: &plan, bound: &bound };
+    let (mut interp, exec, ran) = run.execute(args.fma.rounding(), Some(&calls)).map_err(fail)?;
     note_no_ops(&calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
 
     let device = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
     let mut summary = summary_head(&module, &graph, args, &ran, &inputs);
     let mut files = Vec::new();
-    for (b, layout, global) in &outputs {
-        let bytes =
-            if *global { interp.read_device_global(&b.name, device) } else { interp.read(&b.name).map(<[u8]>::to_vec) };
-        let bytes = bytes.map_err(fail)?;
+    for out in &outputs {
+        let bytes = read_output(&mut interp, exec, out, device).map_err(fail)?;
         summary.push_str(&format!(
-            "output @{} -> {}: {}, {}\n",
-            b.name,
-            b.path.display(),
-            layout.describe(),
-            data::checksum(&bytes, *layout)
+            "output {} -> {}: {}, {}\n",
+            out.shown(),
+            out.binding.path.display(),
+            out.layout.describe(),
+            data::checksum(&bytes, out.layout)
         ));
-        let file = if is_npy(&b.path) { data::to_npy(&bytes, *layout) } else { bytes };
-        files.push((&b.path, file));
+        let file = if is_npy(&out.binding.path) { data::to_npy(&bytes, out.layout) } else { bytes };
+        files.push((&out.binding.path, file));
     }
+    let differ = if compares.is_empty() {
+        Vec::new()
+    } else {
+        compare_outputs(&run, (&mut interp, exec), &compares, &expected, &mut summary).map_err(fail)?
+    };
     if !args.races {
         summary.push_str("races: not checked (use --races)\n");
     } else if ran.races.is_empty() {
@@ -182,7 +198,99 @@ pub fn run(args: &InterpArgs) -> Outcome {
         io::write_atomic(path, &file)
             .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
     }
-    io::write_output(None, &summary)
+    io::write_output(None, &summary)?;
+    if differ.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Rejected(format!(
+            "error: {} of {} compared object(s) match no rule of docs/ir.md \"Float precision\": {}",
+            differ.len(),
+            compares.len(),
+            differ.join(", ")
+        )))
+    }
+}
+
+/// One way of running the graph: everything but the `fma` rounding, so that `--compare`
+/// can run it again with `fma` rounded twice.
+struct Execution<'a> {
+    module: &'a Module,
+    graph: &'a str,
+    args: &'a InterpArgs,
+    plan: &'a [Vec<Resolved>],
+    bound: &'a [(&'a str, Vec<u8>)],
+}
+
+/// Calls of each no-op host callback, for the note.
+type Calls = Arc<Mutex<BTreeMap<String, u64>>>;
+
+impl<'a> Execution<'a> {
+    /// A fresh interpreter with the inputs bound (and, unless `--strict-host`, no-op host
+    /// callbacks counting into `calls`), the graph finalized and its steps run.
+    fn execute(&self, fma: FmaRounding, calls: Option<&Calls>) -> Result<(Interpreter, ExecId, Ran), InterpError> {
+        let mut interp = Interpreter::new(self.module)?;
+        for (name, bytes) in self.bound {
+            interp.bind(name, bytes)?;
+        }
+        if !self.args.strict_host {
+            let fresh = Arc::new(Mutex::new(BTreeMap::new()));
+            register_no_ops(&mut interp, self.module, calls.unwrap_or(&fresh));
+        }
+        let (exec, ran) = run_graph(&mut interp, self.graph, self.args, self.plan, fma)?;
+        Ok((interp, exec, ran))
+    }
+}
+
+/// `--compare`: each file against the interpreter's memory under the rules of
+/// [`compare`], one summary line per object; returns the objects no rule matched. A module
+/// with `fma` (run with `fma` once) is run a second time, with `fma` rounded twice.
+fn compare_outputs(
+    run: &Execution,
+    (interp, exec): (&mut Interpreter, ExecId),
+    compares: &[Output],
+    expected: &[Vec<u8>],
+    summary: &mut String,
+) -> Result<Vec<String>, InterpError> {
+    let rules = compare::Rules::of(run.module);
+    let device = run.module.graph_by_name(run.graph).map_or(0, |h| run.module.graphs[h].device);
+    let mut twice: Option<(Interpreter, ExecId)> = None;
+    let mut differ = Vec::new();
+    for (c, got) in compares.iter().zip(expected) {
+        let once = read_output(interp, exec, c, device)?;
+        // Also when the file is exact: the line then says whether only a once-rounded `fma`
+        // gives these bytes.
+        let alt = if rules.fma && run.args.fma == FmaArg::Once {
+            if twice.is_none() {
+                let (t, e, _) = run.execute(FmaRounding::Twice, None)?;
+                twice = Some((t, e));
+            }
+            match &mut twice {
+                Some((t, e)) => Some(read_output(t, *e, c, device)?),
+                None => None,
+            }
+        } else {
+            None
+        };
+        let shown = format!("compare {} with {}", c.shown(), c.binding.path.display());
+        match compare::check(&rules, c.layout, got, &once, alt.as_deref()) {
+            Ok(m) => summary.push_str(&format!("{shown}: match: {}\n", compare::describe(&rules, &m))),
+            Err(why) => {
+                summary.push_str(&format!("{shown}: MISMATCH: {why}\n"));
+                differ.push(c.shown());
+            }
+        }
+    }
+    Ok(differ)
+}
+
+/// The bytes of one `--output`/`--compare` object after the runs.
+fn read_output(interp: &mut Interpreter, exec: ExecId, out: &Output, device: u32) -> Result<Vec<u8>, InterpError> {
+    let name = &out.binding.name;
+    match out.place {
+        Place::Memory => interp.read(name).map(<[u8]>::to_vec),
+        Place::DeviceGlobal => interp.read_device_global(name, device),
+        Place::Alloc => interp.read_alloc(exec, name),
+    }
 }
 
 /// What the runs did: nodes and work-items of the last run, races of all runs (each once),
@@ -202,7 +310,8 @@ fn run_graph(
     graph: &str,
     args: &InterpArgs,
     plan: &[Vec<Resolved>],
-) -> Result<Ran, InterpError> {
+    fma: FmaRounding,
+) -> Result<(ExecId, Ran), InterpError> {
     let exec = interp.finalize(graph)?;
     let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new(), steps: String::new() };
     let several = plan.len() > 1 || plan.iter().any(|a| !a.is_empty());
@@ -216,7 +325,7 @@ fn run_graph(
         }
         for _ in 0..step.repeat {
             let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i)));
-            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma: args.fma.rounding() };
+            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma };
             let stats = interp.run_with(exec, &opts)?;
             (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
             for race in stats.races {
@@ -231,7 +340,7 @@ fn run_graph(
             ran.steps.push_str(&steps::step_line(n + 1, &did, step.repeat));
         }
     }
-    Ok(ran)
+    Ok((exec, ran))
 }
 
 /// The summary's first lines: the graph, runs and order, and the memory that started zeroed.
@@ -306,6 +415,13 @@ pub(crate) fn resolve_inputs(
 ) -> Result<Vec<(Binding, Layout)>, Failure> {
     let mut out: Vec<(Binding, Layout)> = Vec::new();
     for b in inputs {
+        if b.name.starts_with('%') {
+            return Err(Failure::Rejected(format!(
+                "error: --input {}: a graph allocation cannot be bound (finalize makes it, zeroed or not; \
+                 --output reads it after the runs); bind a usm or buffer memory object",
+                b.name
+            )));
+        }
         let m = memory(module, &b.name, file)?;
         if matches!(m.kind, MemoryKind::DeviceGlobal(_)) {
             return Err(Failure::Rejected(format!(
@@ -322,36 +438,125 @@ pub(crate) fn resolve_inputs(
     Ok(out)
 }
 
+/// Where an `--output` (or `--compare`) object lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// A `usm` or `buffer` memory object.
+    Memory,
+    /// A `device_global` (its instance on the graph's device).
+    DeviceGlobal,
+    /// A graph allocation: the memory of an `async_malloc` node of the graph run.
+    Alloc,
+}
+
+/// An `--output` (or `--compare`) resolved against the module.
+#[derive(Clone, Debug)]
+pub(crate) struct Output {
+    /// As given.
+    pub binding: Binding,
+    /// The object's element type and count.
+    pub layout: Layout,
+    /// Where it lives.
+    pub place: Place,
+}
+
+impl Output {
+    /// `@y`, or `%t` for an allocation.
+    pub fn shown(&self) -> String {
+        match self.place {
+            Place::Alloc => self.binding.name.clone(),
+            _ => format!("@{}", self.binding.name),
+        }
+    }
+}
+
+/// Resolves `--output`s (and `--compare`s) of graph `graph`: memory objects by name, and
+/// `%NAME`, the allocation of node `async_malloc %NAME`. `bundle`: the module is a bundle's
+/// optimized IR, whose allocations the passes may have renamed or removed.
 pub(crate) fn resolve_outputs(
     module: &Module,
+    graph: &str,
     outputs: &[Binding],
     file: &str,
-) -> Result<Vec<(Binding, Layout, bool)>, Failure> {
+    bundle: bool,
+) -> Result<Vec<Output>, Failure> {
     let mut out = Vec::new();
     for b in outputs {
-        let m = memory(module, &b.name, file)?;
         if io::is_stdio(&b.path) {
+            let shown = if b.name.starts_with('%') { b.name.clone() } else { format!("@{}", b.name) };
             return Err(Failure::Rejected(format!(
-                "error: --output @{}=-: outputs are binary and go to files, not stdout",
-                b.name
+                "error: --output {shown}=-: outputs are binary and go to files, not stdout"
             )));
         }
-        let global = matches!(m.kind, MemoryKind::DeviceGlobal(_));
-        out.push((b.clone(), Layout { elem: m.elem, count: m.count }, global));
+        if let Some(node) = b.name.strip_prefix('%') {
+            let layout = allocation(module, graph, node, file).map_err(|f| match f {
+                Failure::Rejected(text) if bundle && !text.contains("async_free") => Failure::Rejected(format!(
+                    "{text}\n  = note: a bundle runs its optimized IR (`cmdgraph inspect --ir optimized {file}` \
+                     lists its nodes), where passes may have fused, renamed or removed the allocation; \
+                     compile with --passes '' to keep the graph as written"
+                )),
+                other => other,
+            })?;
+            out.push(Output { binding: b.clone(), layout, place: Place::Alloc });
+            continue;
+        }
+        let m = memory(module, &b.name, file)?;
+        let place = if matches!(m.kind, MemoryKind::DeviceGlobal(_)) { Place::DeviceGlobal } else { Place::Memory };
+        out.push(Output { binding: b.clone(), layout: Layout { elem: m.elem, count: m.count }, place });
     }
     Ok(out)
+}
+
+/// The layout of the allocation of node `async_malloc %node` of graph `graph`, or why it
+/// cannot be read after a run: no such node, not an `async_malloc`, or freed in the graph
+/// (an `async_free` ends its lifetime within every run, so nothing of it is live after).
+fn allocation(module: &Module, graph: &str, node: &str, file: &str) -> Result<Layout, Failure> {
+    let g = module
+        .graph_by_name(graph)
+        .and_then(|h| module.graphs.try_get(h))
+        .ok_or_else(|| Failure::Rejected(format!("error: `{file}` has no graph named `@{graph}`")))?;
+    let allocs: Vec<String> = g
+        .nodes
+        .iter()
+        .filter(|(_, n)| matches!(n.kind, NodeKind::AsyncMalloc { .. }))
+        .map(|(_, n)| format!("%{}", n.name))
+        .collect();
+    let listed = if allocs.is_empty() { "none".to_string() } else { allocs.join(", ") };
+    let Some(h) = g.node_by_name(node) else {
+        return Err(Failure::Rejected(format!(
+            "error: --output %{node}: graph @{graph} of `{file}` has no node named %{node} \
+             (its graph allocations: {listed})"
+        )));
+    };
+    let NodeKind::AsyncMalloc { elem, count, .. } = g.nodes[h].kind else {
+        return Err(Failure::Rejected(format!(
+            "error: --output %{node}: node %{node} of @{graph} is a {} node, not an async_malloc; \
+             `%NAME` names a graph allocation (its graph allocations: {listed})",
+            g.node_type(h).name()
+        )));
+    };
+    let free = g.nodes.iter().find(|(_, n)| matches!(n.kind, NodeKind::AsyncFree { alloc } if alloc == h));
+    if let Some((_, f)) = free {
+        return Err(Failure::Rejected(format!(
+            "error: --output %{node}: the allocation %{node} is freed by node %{} (async_free) of @{graph}, \
+             so it is not live when the run ends and its bytes may already hold other data; \
+             remove the async_free, or copy %{node} into a usm object before it (memcpy) and output that",
+            f.name
+        )));
+    }
+    Ok(Layout { elem, count })
 }
 
 pub(crate) fn is_npy(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
 }
 
-/// Reads a data file into the bytes of memory object `name`. Unreadable files are I/O
+/// Reads a data file into the bytes of memory object `name` (`@x`, or `%t`). Unreadable files are I/O
 /// errors (exit 3); files that do not fit the memory object reject the input (exit 1).
 pub(crate) fn read_data(path: &Path, name: &str, layout: Layout) -> Result<Vec<u8>, Failure> {
     let io_err = |e: std::io::Error| Failure::Io(format!("error: cannot read `{}`: {e}", path.display()));
     let reject = |why: String| {
-        Failure::Rejected(format!("error: cannot bind `{}` to @{name} ({}): {why}", path.display(), layout.describe()))
+        Failure::Rejected(format!("error: cannot bind `{}` to {name} ({}): {why}", path.display(), layout.describe()))
     };
     let npy = is_npy(path);
     // An .npy header is at most 1 MiB plus its 12-byte preamble (npy::MAX_HEADER).

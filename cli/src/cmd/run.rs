@@ -12,7 +12,9 @@
 //! first (the layer often explains the error).
 
 use super::interp::data;
-use super::interp::{is_npy, parse_binding, pick_graph, read_data, resolve_inputs, resolve_outputs, Binding};
+use super::interp::{
+    is_npy, parse_binding, pick_graph, read_data, resolve_inputs, resolve_outputs, Binding, Output, Place,
+};
 use crate::exit::{Failure, Outcome};
 use crate::io;
 use cmdgraph_executor::vk::context::take_unreported_messages;
@@ -126,10 +128,10 @@ pub fn run(args: &RunArgs) -> Outcome {
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
     let plan = steps::plan(&args.steps, &loaded, &graph, &options)?;
     let inputs = resolve_inputs(&module, &args.inputs, &file)?;
-    let outputs = resolve_outputs(&module, &args.outputs, &file)?;
+    let outputs = resolve_outputs(&module, &graph, &args.outputs, &file, true)?;
     let mut bound = Vec::new();
     for (b, layout) in &inputs {
-        bound.push((b.name.clone(), read_data(&b.path, &b.name, *layout)?));
+        bound.push((b.name.clone(), read_data(&b.path, &format!("@{}", b.name), *layout)?));
     }
     let done = on_device(args, loaded, &module, &graph, (&bound, &outputs), &plan, &mut shown);
     shown.finish();
@@ -143,9 +145,6 @@ pub fn run(args: &RunArgs) -> Outcome {
     }
     io::write_output(None, &summary)
 }
-
-/// An `--output`: the binding, its data layout, and whether it is a device global.
-type Output = (Binding, data::Layout, bool);
 
 /// The output files to write, each with its bytes.
 type Files = Vec<(PathBuf, Vec<u8>)>;
@@ -201,18 +200,24 @@ fn on_device(
     let mut summary = format!("graph @{graph}: {} run(s) on {}\n", args.steps.total_runs(), ex.context().device_name());
     summary.push_str(&step_lines);
     let mut files = Vec::new();
-    for (b, layout, global) in outputs {
+    for out in outputs {
+        let (b, layout) = (&out.binding, out.layout);
         let dev = module.graph_by_name(graph).map_or(0, |h| module.graphs[h].device);
-        let bytes = if *global { ex.read_device_global(&b.name, dev) } else { ex.read(&b.name) }.map_err(fail)?;
+        let bytes = match out.place {
+            Place::Memory => ex.read(&b.name),
+            Place::DeviceGlobal => ex.read_device_global(&b.name, dev),
+            Place::Alloc => ex.read_alloc(exec, &b.name),
+        }
+        .map_err(fail)?;
         let _ = writeln!(
             summary,
-            "output @{} -> {}: {}, {}",
-            b.name,
+            "output {} -> {}: {}, {}",
+            out.shown(),
             b.path.display(),
             layout.describe(),
-            data::checksum(&bytes, *layout)
+            data::checksum(&bytes, layout)
         );
-        let bytes = if is_npy(&b.path) { data::to_npy(&bytes, *layout) } else { bytes };
+        let bytes = if is_npy(&b.path) { data::to_npy(&bytes, layout) } else { bytes };
         files.push((b.path.clone(), bytes));
     }
     if let Some(p) = &profile {

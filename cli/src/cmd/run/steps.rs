@@ -429,6 +429,54 @@ fn parse_int(text: &str) -> Option<i128> {
     Some(if neg { -v } else { v })
 }
 
+/// Digits (decimal or 0x hex, with an optional `-`) too many for any integer type.
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(hex) => !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()),
+        None => !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()),
+    }
+}
+
+/// Why integer `text` cannot be a `ty`: its range.
+fn out_of_range(text: &str, ty: ScalarType) -> String {
+    let range = match ty {
+        ScalarType::I32 => format!("{} to {}", i32::MIN, i32::MAX),
+        ScalarType::U32 => format!("0 to {}", u32::MAX),
+        ScalarType::I64 => format!("{} to {}", i64::MIN, i64::MAX),
+        ScalarType::U64 => format!("0 to {}", u64::MAX),
+        // Integers written for a float parameter must be exact in f64.
+        _ => format!("integers up to 2^53 in magnitude; write larger {ty} values with an exponent"),
+    };
+    format!("`{text}` does not fit in {ty} ({range})")
+}
+
+/// Refuses a float `text` (parsed as `v`) that `ty` cannot hold: a finite value past the
+/// type's largest (it would become infinity) or a nonzero one below its smallest (it would
+/// become zero). `inf` and `nan` written as such are taken as meant.
+fn representable_float(text: &str, v: f64, ty: ScalarType) -> Result<(), String> {
+    let (rounded, max, min) = match ty {
+        ScalarType::F16 => {
+            let h = cmdgraph_ir::data::half::f16::from_f64(v).to_f64();
+            (h, "65504", "6e-8")
+        }
+        _ => (f64::from(v as f32), "3.4028235e38", "1e-45"),
+    };
+    let written_infinite = text.trim_start_matches(['-', '+']).to_ascii_lowercase().starts_with("inf");
+    if rounded.is_infinite() && !written_infinite {
+        return Err(format!(
+            "`{text}` is out of range for {ty}: it would become infinity (the largest finite {ty} is {max}); \
+             write `inf` if infinity is meant"
+        ));
+    }
+    if v != 0.0 && rounded == 0.0 {
+        return Err(format!(
+            "`{text}` is too small for {ty}: it would become 0 (the smallest nonzero {ty} is about {min})"
+        ));
+    }
+    Ok(())
+}
+
 /// `text` as a value of the kind `old` is, or why not.
 fn parse_value(module: &Module, g: &Graph, old: &ArgValue, text: &str) -> Result<ArgValue, String> {
     let _ = g;
@@ -455,11 +503,15 @@ fn parse_value(module: &Module, g: &Graph, old: &ArgValue, text: &str) -> Result
                 },
                 t => match parse_int(text) {
                     Some(i) => LitValue::Int(i),
+                    None if is_integer_text(text) => return Err(out_of_range(text, t)),
                     None => return Err(format!("`{text}` is not an integer (decimal or 0x hex) for {t}")),
                 },
             };
+            if let LitValue::Float(v) = value {
+                representable_float(text, v, ty)?;
+            }
             if !Literal::fits(value, ty) {
-                return Err(format!("`{text}` does not fit in {ty}"));
+                return Err(out_of_range(text, ty));
             }
             Ok(ArgValue::Scalar(Literal { value, ty: Some(ty) }))
         }
