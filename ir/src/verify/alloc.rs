@@ -237,6 +237,7 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
         // ones are reported: the edge that orders them orders the rest.
         let early = users.iter().zip(users_ok).filter(|(_, &ok)| !ok).map(|(u, _)| u.0.index());
         let follows_early = follow.after(&topo.succ, early);
+        let after_early = |n: usize| follows_early.as_ref().is_some_and(|r| r.binary_search(&n).is_ok());
         // Users ordered after the malloc but not before the free (E0246, not E0245).
         let late_here: Vec<(Handle<Node>, Use, bool)> = match (late_job[i], frees.first()) {
             (Some(job), Some(_)) => {
@@ -265,8 +266,7 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
                     first: gx.node_span(frees[0]),
                 });
             }
-            let cascaded = follows_early.as_ref().is_some_and(|r| r.binary_search(&f.index()).is_ok())
-                || (j == 0 && free_fixed_by_user);
+            let cascaded = after_early(f.index()) || (j == 0 && free_fixed_by_user);
             if !ok && !cascaded {
                 errors.push(VerifyError::FreeNotAfterMalloc {
                     alloc: alloc(),
@@ -276,7 +276,7 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
             }
         }
         for (&(user, u), &ok) in users.iter().zip(users_ok) {
-            if !ok && !follows_early.as_ref().is_some_and(|r| r.binary_search(&user.index()).is_ok()) {
+            if !ok && !after_early(user.index()) {
                 errors.push(VerifyError::UseBeforeMalloc {
                     alloc: alloc(),
                     user: gx.node_name(user),
