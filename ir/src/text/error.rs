@@ -156,6 +156,9 @@ pub enum ParseError {
         def: Span,
         /// The 1-based line of the definition.
         line: usize,
+        /// The node whose statement has the use (with its sigil), when it is a node
+        /// statement: the help then writes the edge out.
+        user: Option<String>,
     },
     /// `E0102`: a name defined twice in one namespace.
     Duplicate {
@@ -352,10 +355,13 @@ impl ParseError {
             ParseError::Unclosed { what, found, .. } => format!("add the `}}` that ends {what} before {found}"),
             ParseError::Undefined { help, suggestion: Some(s), .. } => format!("did you mean `{s}`? {help}"),
             ParseError::Undefined { help, .. } => (*help).to_string(),
-            ParseError::DefinedLater { kind: "node", name, .. } => format!(
+            ParseError::DefinedLater { kind: "node", name, user: Some(user), .. } => format!(
                 "a node must be defined before it is used: move the statement defining `{name}` above this one, \
-                 or drop it here and write `edge {name} -> %this_node` below both statements"
+                 or drop it here and write `edge {name} -> {user}` below both statements"
             ),
+            ParseError::DefinedLater { kind: "node", name, .. } => {
+                format!("a node must be defined before it is used: move this statement below the one defining `{name}`")
+            }
             ParseError::DefinedLater { kind: "value", name, .. } => format!(
                 "a value must be defined before it is used: move the op defining `{name}` above this one, \
                  or use a value defined earlier"

@@ -162,8 +162,17 @@ impl<'s> Parser<'s> {
         // Kinds of the "undefined" errors for names that this graph's statements define.
         const LOCAL_KINDS: &[&str] =
             &["node", "dynamic command group", "dynamic parameter or allocation", "allocation"];
-        self.defined_later(errors_before, '%', LOCAL_KINDS, |n| scope.locals.get(n).map(|&(_, def)| def));
-        self.defined_later(errors_before, '@', &["queue"], |n| scope.queues.get(n).map(|&(_, def)| def));
+        if self.errors.len() > errors_before {
+            // The node statement holding a use (errors are few: a scan each is cheap).
+            let user = |at: Span| {
+                let within = |s: Span| s.start <= at.start && at.end <= s.end;
+                graph.nodes.iter().find(|(h, _)| within(graph.nodes.span(*h))).map(|(_, n)| format!("%{}", n.name))
+            };
+            let local = |n: &str| scope.locals.get(n).map(|&(_, def)| def);
+            self.defined_later(errors_before, '%', LOCAL_KINDS, local, user);
+            let queue = |n: &str| scope.queues.get(n).map(|&(_, def)| def);
+            self.defined_later(errors_before, '@', &["queue"], queue, |_| None);
+        }
         graph.spans = std::mem::take(&mut scope.sites).into_table();
         graph.nodes.shrink_to_fit();
         graph.edges.shrink_to_fit();

@@ -162,7 +162,8 @@ impl<'s> Parser<'s> {
         }
         let errors_before = self.errors.len();
         body.entry = self.region(&mut body, &mut scope, "the body of kernel", name)?;
-        self.defined_later(errors_before, '%', &["value"], |n| scope.names.get(n).map(|&v| body.values.span(v)));
+        let value = |n: &str| scope.names.get(n).map(|&v| body.values.span(v));
+        self.defined_later(errors_before, '%', &["value"], value, |_| None);
         Ok(body)
     }
 

@@ -127,7 +127,14 @@ impl<'s> Parser<'s> {
     /// `sigil`) into "defined later" ones where `defined` now finds the name: graph-local
     /// names and kernel values must come before their uses, and a name the scope learns
     /// later is a misplaced definition, not a missing one (no "did you mean").
-    fn defined_later(&mut self, from: usize, sigil: char, kinds: &[&str], defined: impl Fn(&str) -> Option<Span>) {
+    fn defined_later(
+        &mut self,
+        from: usize,
+        sigil: char,
+        kinds: &[&str],
+        defined: impl Fn(&str) -> Option<Span>,
+        user: impl Fn(Span) -> Option<String>,
+    ) {
         let source = self.lex.source();
         for error in self.errors.iter_mut().skip(from) {
             let ParseError::Undefined { kind, name, span, .. } = error else { continue };
@@ -137,7 +144,8 @@ impl<'s> Parser<'s> {
             }
             let Some(def) = defined(bare) else { continue };
             let line = source.get(..def.start as usize).unwrap_or("").matches('\n').count() + 1;
-            *error = ParseError::DefinedLater { kind, name: std::mem::take(name), span: *span, def, line };
+            let user = user(*span);
+            *error = ParseError::DefinedLater { kind, name: std::mem::take(name), span: *span, def, line, user };
         }
     }
 
