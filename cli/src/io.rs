@@ -212,6 +212,23 @@ pub fn write_output_bytes(target: Option<&Path>, data: &[u8]) -> Result<(), Fail
 /// removed (dropping an unpersisted `NamedTempFile` deletes it). A target that exists and is
 /// not a regular file (a device such as `/dev/null`, a FIFO) is written through instead.
 pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
+    write_atomic_to(path, data).map_err(without_temp_path)
+}
+
+/// The error without the ` at path "DIR/.NAME.XXXXXX.tmp"` that tempfile appends: the user
+/// named the target, not our temp file, and the message names the target already.
+fn without_temp_path(e: io::Error) -> io::Error {
+    if e.get_ref().is_none() {
+        return e;
+    }
+    let text = e.to_string();
+    match text.split_once(" at path \"") {
+        Some((head, _)) => io::Error::new(e.kind(), head.to_string()),
+        None => e,
+    }
+}
+
+fn write_atomic_to(path: &Path, data: &[u8]) -> io::Result<()> {
     let path = resolve_symlink(path);
     let file_name =
         path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the output path names no file"))?;
@@ -431,6 +448,17 @@ mod tests {
     /// later read of `/dev/null` on the machine returned our output. A FIFO stands in for the
     /// device here: it must still be a FIFO afterwards, and its reader gets the bytes.
     #[cfg(unix)]
+    #[test]
+    fn a_failed_write_names_the_target_not_the_temp_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("missing").join("out.cgb");
+        let e = write_atomic(&target, b"data").expect_err("no such directory");
+        let text = e.to_string();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{text}");
+        assert!(!text.contains(".tmp") && !text.contains("at path"), "{text}");
+        assert!(text.contains("No such file or directory"), "{text}");
+    }
+
     #[test]
     fn atomic_write_to_a_fifo_writes_through_and_keeps_it() {
         use std::os::unix::fs::FileTypeExt;

@@ -221,7 +221,7 @@ impl Lexer<'_> {
                     word => return err(format!("unexpected `{}` in the .npy header", String::from_utf8_lossy(word))),
                 }
             }
-            _ => return err(format!("unexpected character {:?} in the .npy header", char::from(c))),
+            _ => return err(format!("unexpected character `{}` in the .npy header", char::from(c).escape_debug())),
         })
     }
 
@@ -431,7 +431,7 @@ mod tests {
             ("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,)}", "structured dtypes"),
             ("{'descr': '<f4', 'fortran_order': 0, 'shape': (4,)}", "True or False"),
             ("{'descr': '<f4', 'fortran_order': None, 'shape': (4,)}", "unexpected `None`"),
-            ("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,)}", "unexpected character '-'"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,)}", "unexpected character `-`"),
             ("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", "does not fit 64 bits"),
             ("{'descr': '<f4', 'fortran_order': False, 'shape': (4,,)}", "expected a dimension"),
             ("{'descr': '<f4', 'fortran_order': False, 'shape': (4 5)}", "expected `,` or `)`"),

@@ -366,19 +366,19 @@ impl Interpreter {
 
     /// Destroys an executable graph (its allocations go with it).
     pub fn drop_exec(&mut self, exec: ExecId) -> Result<(), InterpError> {
-        self.execs.remove(&exec).map(|_| ()).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))
+        self.execs.remove(&exec).map(|_| ()).ok_or_else(|| InterpError::api(format!("no executable graph {}", exec.0)))
     }
 
     /// A copy of the bytes of graph allocation `node` of an executable graph.
     pub fn read_alloc(&mut self, exec: ExecId, node: &str) -> Result<Vec<u8>, InterpError> {
-        let e = self.execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
+        let e = self.execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {}", exec.0)))?;
         let bare = node.trim_start_matches('%');
         let h = e.allocs.info.iter().find(|(_, a)| a.name == bare).map(|(h, _)| *h);
         h.and_then(|h| e.allocs.read(h)).ok_or_else(|| InterpError::api(format!("no allocation %{bare}")))
     }
 
     fn state_mut(&mut self, exec: ExecId, graph: Option<&str>) -> Result<(&Graph, &mut GraphState), InterpError> {
-        let e = self.execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
+        let e = self.execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {}", exec.0)))?;
         let g = match graph {
             None => e.root,
             Some(name) => {
@@ -427,7 +427,11 @@ impl Interpreter {
             _ => false,
         };
         if !same_kind {
-            return Err(InterpError::api(format!("%{bare} holds {:?}; {value:?} is not a value of that kind", slot)));
+            return Err(InterpError::api(format!(
+                "%{bare} holds {}; {} is not a value of that kind",
+                value_kind(slot),
+                value_kind(&value)
+            )));
         }
         *slot = match (&*slot, value) {
             (ArgValue::Scalar(a), ArgValue::Scalar(mut b)) => {
@@ -482,7 +486,7 @@ impl Interpreter {
     /// failing node; memory holds what the nodes before it wrote.
     pub fn run_with(&mut self, exec: ExecId, opts: &RunOptions) -> Result<RunStats, InterpError> {
         let Interpreter { module, user, dg, callbacks, execs, .. } = self;
-        let e = execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {exec:?}")))?;
+        let e = execs.get_mut(&exec).ok_or_else(|| InterpError::api(format!("no executable graph {}", exec.0)))?;
         let Executable { root, flat, states, allocs } = e;
         allocs.start_run();
         let order = schedule::schedule(flat, opts.order);
@@ -566,5 +570,36 @@ impl Interpreter {
             }
         }
         spans.into_values().collect()
+    }
+}
+
+/// What kind of value an argument is, in words for messages (not Rust's debug text).
+fn value_kind(v: &ArgValue) -> String {
+    match v {
+        ArgValue::Scalar(cmdgraph_ir::types::Literal { ty: Some(t), .. }) => format!("a scalar of type {t}"),
+        ArgValue::Scalar(_) => "a scalar".to_string(),
+        ArgValue::Pointer(_) => "a pointer".to_string(),
+        ArgValue::Accessor(_) => "an accessor".to_string(),
+        ArgValue::Bytes(b) => format!("{} raw bytes", b.len()),
+        ArgValue::Local { elem, count } => format!("work-group memory {elem}[{count}]"),
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::Interpreter;
+    use cmdgraph_ir::graph::{ArgValue, Pointer};
+    use cmdgraph_ir::MemRef;
+
+    #[test]
+    fn an_update_of_another_kind_names_both_kinds_in_words() {
+        let src = "usm @x : f32[4]\ngraph @g {\n  dyn %s = 2.0 : f32\n}\n";
+        let module = cmdgraph_ir::text::parse(src).expect("parses");
+        let mut interp = Interpreter::new(&module).expect("interpreter");
+        let exec = interp.finalize("g").expect("finalize");
+        let x = module.memory_by_name("x").expect("@x");
+        let pointer = ArgValue::Pointer(Pointer { base: MemRef::Memory(x), offset: 0 });
+        let e = interp.update_param(exec, "s", pointer).expect_err("a pointer for a scalar");
+        assert!(e.to_string().contains("%s holds a scalar of type f32; a pointer is not a value of that kind"), "{e}");
     }
 }

@@ -20,6 +20,7 @@ mod attrs;
 mod dot;
 mod fused;
 mod graph;
+mod lines;
 pub mod update;
 
 pub use dot::to_dot;
@@ -103,6 +104,18 @@ pub enum Entry {
         /// The fused node's command in B, as IR text.
         text: String,
     },
+    /// Both have the kernel and its body differs: a unified diff of the two bodies as
+    /// printed (every hunk, with 3 lines of context; line 1 is the signature line).
+    Body {
+        /// The kernel, a [`Subject::Kernel`].
+        subject: Subject,
+        /// Lines only A has.
+        removed: usize,
+        /// Lines only B has.
+        added: usize,
+        /// `@@ -a,n +b,m @@` headers, each followed by its lines marked ` `, `-` or `+`.
+        hunks: Vec<String>,
+    },
     /// Both have it and attribute `attr` differs.
     Changed {
         /// What changed.
@@ -123,6 +136,7 @@ impl Entry {
             Entry::Added { subject, .. }
             | Entry::Removed { subject, .. }
             | Entry::Changed { subject, .. }
+            | Entry::Body { subject, .. }
             | Entry::Fused { subject, .. } => subject,
         }
     }
@@ -145,6 +159,12 @@ impl fmt::Display for Entry {
             }
             Entry::Changed { subject, attr, old, new } => write!(f, "~ {subject}: {}", change_text(attr, old, new)),
             Entry::Fused { subject, from, text } => write!(f, "~ {subject}: {}: {text}", fused_from(from)),
+            Entry::Body { subject, removed, added, hunks } => {
+                write!(f, "~ {subject}: body: -{removed} +{added} line(s)")?;
+                // Indented, so that a hunk's `-`/`+` lines are not read as removed or added
+                // entities.
+                hunks.iter().try_for_each(|h| write!(f, "\n    {h}"))
+            }
         }
     }
 }
@@ -220,7 +240,7 @@ impl Counts {
                     self.removed += from.len().saturating_sub(1);
                 }
                 // Changes of one entity are consecutive in a diff.
-                Entry::Changed { subject, .. } => {
+                Entry::Changed { subject, .. } | Entry::Body { subject, .. } => {
                     if last_changed != Some(subject) {
                         self.changed += 1;
                     }
@@ -407,9 +427,15 @@ fn module_entries(a: &Module, b: &Module) -> Vec<Entry> {
             None => out.push(Entry::Removed { subject, text: first_line(&text_a), note: None }),
             Some(kb) => {
                 let text_b = attrs::kernel_text(b, kb);
-                if let Some((line, old, new)) = first_difference(&text_a, &text_b) {
-                    let attr = if line == 1 { "signature".to_string() } else { format!("body line {line}") };
-                    out.push(Entry::Changed { subject, attr, old, new });
+                let (la, lb): (Vec<&str>, Vec<&str>) = (text_a.lines().collect(), text_b.lines().collect());
+                let (sig_a, sig_b) = (la.first().copied().unwrap_or(""), lb.first().copied().unwrap_or(""));
+                if sig_a != sig_b {
+                    let (old, new) = (first_line(sig_a), first_line(sig_b));
+                    out.push(Entry::Changed { subject: subject.clone(), attr: "signature".into(), old, new });
+                }
+                let (hunks, removed, added) = lines::unified(la.get(1..).unwrap_or(&[]), lb.get(1..).unwrap_or(&[]), 2);
+                if !hunks.is_empty() {
+                    out.push(Entry::Body { subject, removed, added, hunks });
                 }
             }
         }
@@ -440,25 +466,4 @@ fn module_entries(a: &Module, b: &Module) -> Vec<Entry> {
 fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
     line.strip_suffix(" {").unwrap_or(line).to_string()
-}
-
-/// The first line (1-based) where two texts differ, with both lines trimmed (`(end)` past
-/// the end of one of them).
-fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
-    if a == b {
-        return None;
-    }
-    let (mut la, mut lb) = (a.lines(), b.lines());
-    let mut line = 0;
-    loop {
-        line += 1;
-        match (la.next(), lb.next()) {
-            (Some(x), Some(y)) if x == y => continue,
-            (None, None) => return None,
-            (x, y) => {
-                let show = |l: Option<&str>| l.map_or("(end)".to_string(), |l| l.trim().to_string());
-                return Some((line, show(x), show(y)));
-            }
-        }
-    }
 }

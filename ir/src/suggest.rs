@@ -28,6 +28,90 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     best.map(|(_, c)| c)
 }
 
+/// The kernel-language op for a spelling of it from another IR (LLVM, MLIR, SPIR-V, PTX,
+/// C): a type letter before or after the op (`addf`, `fadd`, `iadd`, `sdiv`, `fmin`) or a
+/// different word (`multiply`, `fptosi`, `muladd`). `None` for a word not recognised: the
+/// caller then falls back to [`closest`].
+pub fn op_alias(word: &str) -> Option<&'static str> {
+    const TYPED: &[&str] = &[
+        "add", "sub", "mul", "div", "rem", "neg", "abs", "min", "max", "pow", "sqrt", "rsqrt", "exp", "log", "sin",
+        "cos", "tanh", "floor", "ceil", "fma", "and", "or", "xor", "not", "shl", "shr", "eq", "ne", "lt", "le", "gt",
+        "ge",
+    ];
+    const WORDS: &[(&str, &str)] = &[
+        ("multiply", "mul"),
+        ("mult", "mul"),
+        ("times", "mul"),
+        ("subtract", "sub"),
+        ("minus", "sub"),
+        ("plus", "add"),
+        ("sum", "add"),
+        ("divide", "div"),
+        ("quot", "div"),
+        ("mod", "rem"),
+        ("modulo", "rem"),
+        ("negate", "neg"),
+        ("fabs", "abs"),
+        ("minimum", "min"),
+        ("maximum", "max"),
+        ("power", "pow"),
+        ("mad", "fma"),
+        ("muladd", "fma"),
+        ("fmuladd", "fma"),
+        ("lshr", "shr"),
+        ("ashr", "shr"),
+        ("sar", "shr"),
+        ("shift_left", "shl"),
+        ("shift_right", "shr"),
+        ("lsl", "shl"),
+        ("lsr", "shr"),
+        ("asr", "shr"),
+        ("icmp", "eq"),
+        ("fcmp", "eq"),
+        ("cmp", "eq"),
+        ("equal", "eq"),
+        ("neq", "ne"),
+        ("sel", "select"),
+        ("cond", "select"),
+        ("ternary", "select"),
+        ("convert", "cast"),
+        ("bitcast", "cast"),
+        ("trunc", "cast"),
+        ("zext", "cast"),
+        ("sext", "cast"),
+        ("fpext", "cast"),
+        ("fptrunc", "cast"),
+        ("fptosi", "cast"),
+        ("fptoui", "cast"),
+        ("sitofp", "cast"),
+        ("uitofp", "cast"),
+        ("broadcast", "splat"),
+        ("extractelement", "extract"),
+        ("insertelement", "insert"),
+        ("barrier", "group_barrier"),
+        ("syncthreads", "group_barrier"),
+        ("loop", "for"),
+        ("while", "for"),
+        ("return", "yield"),
+        ("constant", "const"),
+        ("thread_id", "global_id"),
+        ("tid", "global_id"),
+    ];
+    let word = word.to_ascii_lowercase();
+    if let Some(&(_, op)) = WORDS.iter().find(|(w, _)| *w == word) {
+        return Some(op);
+    }
+    // `add_f32`, `add.f32`, `addf`, `fadd`, `iadd`, `sdiv`, `umin`: the op with its type.
+    let base = word.split(['_', '.']).next().unwrap_or(&word);
+    let stripped = [Some(base), base.strip_suffix(['f', 'i', 'u', 's']), base.strip_prefix(['f', 'i', 'u', 's'])];
+    for w in stripped.into_iter().flatten() {
+        if let Some(op) = TYPED.iter().find(|op| **op == w) {
+            return Some(op);
+        }
+    }
+    None
+}
+
 /// Levenshtein distance over chars, or `limit + 1` once it must exceed `limit` (length
 /// difference), so most of a large graph's names are skipped at once.
 fn edit_distance(a: &str, b: &str, limit: usize) -> usize {
@@ -59,6 +143,35 @@ mod tests {
         assert_eq!(closest("Output", names), Some("output"));
         assert_eq!(closest("matmul", names), None);
         assert_eq!(closest("scale", names), None, "the name itself is never suggested");
+    }
+
+    #[test]
+    fn op_spellings_of_other_irs_map_to_the_op() {
+        use super::op_alias;
+        for (word, op) in [
+            ("addf", "add"),
+            ("fadd", "add"),
+            ("iadd", "add"),
+            ("mulf", "mul"),
+            ("FMul", "mul"),
+            ("subi", "sub"),
+            ("sdiv", "div"),
+            ("urem", "rem"),
+            ("fmin", "min"),
+            ("add_f32", "add"),
+            ("mul.f16", "mul"),
+            ("multiply", "mul"),
+            ("muladd", "fma"),
+            ("fptosi", "cast"),
+            ("barrier", "group_barrier"),
+            ("ashr", "shr"),
+        ] {
+            assert_eq!(op_alias(word), Some(op), "{word}");
+        }
+        // Not a spelling of any op: the caller falls back to the nearest keyword.
+        for word in ["graph", "frobnicate", "f", "addition_table", "fsub2"] {
+            assert_eq!(op_alias(word), None, "{word}");
+        }
     }
 
     #[test]

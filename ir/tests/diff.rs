@@ -97,7 +97,8 @@ fn node_attributes_are_named_one_by_one() {
         entries,
         &vec![
             changed(node("a"), "launch", "range(64)", "range(32)"),
-            changed(node("a"), "arg 0", "@x", "@y"),
+            // Named by the kernel's parameter, not by position.
+            changed(node("a"), "arg %x", "@x", "@y"),
             changed(node("a"), "queue", "@q", "(none)"),
             changed(node("b"), "dst", "@y", "@y + 16"),
             changed(node("b"), "bytes", "256", "128"),
@@ -105,7 +106,7 @@ fn node_attributes_are_named_one_by_one() {
     );
     let text = lines(&d);
     assert!(text.contains(&"~ %a: launch range(64) -> range(32)".to_string()), "{text:?}");
-    assert!(text.contains(&"~ %a: arg 0: @x -> @y".to_string()), "{text:?}");
+    assert!(text.contains(&"~ %a: arg %x: @x -> @y".to_string()), "{text:?}");
     assert_eq!(d.summary().nodes.changed, 2);
 }
 
@@ -160,7 +161,22 @@ fn graph_dynamic_kernel_and_memory_changes_are_named() {
     assert_eq!(
         d.module,
         vec![
-            changed(Subject::Kernel("k".into()), "body line 4", "%r = mul %v, %s", "%r = add %v, %s"),
+            Entry::Body {
+                subject: Subject::Kernel("k".into()),
+                removed: 1,
+                added: 1,
+                hunks: [
+                    "@@ -2,5 +2,5 @@",
+                    "   %i = global_id 0",
+                    "   %v = load %x[%i]",
+                    "-  %r = mul %v, %s",
+                    "+  %r = add %v, %s",
+                    "   store %x[%i], %r",
+                    " }",
+                ]
+                .map(String::from)
+                .to_vec(),
+            },
             changed(Subject::Memory("y".into()), "kind", "usm device", "usm host"),
         ]
     );
@@ -280,9 +296,108 @@ fn update_check_follows_topological_identity() {
     let report = check_update(&m, g, &s, g);
     assert_eq!(report.verdict, Ok(()));
     assert_eq!(report.changes.len(), 1);
-    assert_eq!((report.changes[0].attr.as_str(), report.changes[0].old.as_str()), ("arg 1", "2.0 : f32"));
+    assert_eq!((report.changes[0].attr.as_str(), report.changes[0].old.as_str()), ("arg %s", "2.0 : f32"));
+    // A possible update is a success: what it writes is listed under a note, not as warnings.
     let text = report.render((&m, g), (&s, g), None);
-    assert!(text.starts_with("ok: @g can be updated from @g\nwarning: %a: arg 1: 2.0 : f32 -> 3.0 : f32\n"), "{text}");
+    assert!(
+        text.starts_with(
+            "ok: @g can be updated from @g\nnote: the update would change 1 parameter(s) on 1 node(s):\n  \
+             %a: arg %s: 2.0 : f32 -> 3.0 : f32\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("warning"), "{text}");
+}
+
+#[test]
+fn kernel_bodies_differ_by_a_unified_diff_with_every_hunk() {
+    // Two changes far apart (two hunks) and a signature change.
+    let long = |first: &str, last: &str, ty: &str| {
+        let mut k = format!("kernel @k(%x: buf<f32, read_write>, %s: {ty}) {{\n  %i = global_id 0\n");
+        k.push_str(&format!("  %v0 = load %x[%i]\n  %a0 = {first} %v0, %v0\n"));
+        for i in 1..12 {
+            k.push_str(&format!("  %a{i} = add %a{}, %v0\n", i - 1));
+        }
+        k.push_str(&format!("  %z = {last} %a11, %v0\n  store %x[%i], %z\n}}\n"));
+        k
+    };
+    let d = diff(&long("mul", "sub", "f32"), &long("div", "max", "u32"));
+    assert_eq!(
+        d.module[0],
+        changed(
+            Subject::Kernel("k".into()),
+            "signature",
+            "kernel @k(%x: buf<f32, read_write>, %s: f32)",
+            "kernel @k(%x: buf<f32, read_write>, %s: u32)"
+        )
+    );
+    let Entry::Body { removed, added, hunks, .. } = &d.module[1] else { panic!("{:?}", d.module) };
+    assert_eq!((removed, added), (&2, &2));
+    let headers: Vec<&str> = hunks.iter().map(String::as_str).filter(|h| h.starts_with("@@")).collect();
+    assert_eq!(headers, ["@@ -2,6 +2,6 @@", "@@ -13,6 +13,6 @@"]);
+    assert!(hunks.contains(&"-  %z = sub %a11, %v0".to_string()), "{hunks:?}");
+    assert!(hunks.contains(&"+  %z = max %a11, %v0".to_string()), "{hunks:?}");
+    let text = d.to_string();
+    assert!(
+        text.contains("~ kernel @k: body: -2 +2 line(s)\n    @@ -2,6 +2,6 @@\n       %i = global_id 0\n"),
+        "{text}"
+    );
+    // One changed kernel in the summary, however many lines.
+    assert_eq!(d.summary().other.changed, 1);
+}
+
+#[test]
+fn a_fused_node_lists_only_edges_that_existed() {
+    let a = r#"
+kernel @k(%in: buf<f32, read>, %out: buf<f32, write>) {
+  %i = global_id 0
+  %v = load %in[%i]
+  store %out[%i], %v
+}
+kernel @fused.k0.k1(%in: buf<f32, read>, %out: buf<f32, write>) {
+  %i = global_id 0
+  %v = load %in[%i]
+  store %out[%i], %v
+}
+usm @x : f32[64]
+usm @y : f32[64]
+graph @g {
+  %a = empty
+  %t = async_malloc f32[64]
+  %k0 = kernel @k range(64) args(@x, %t) after(%a, %t)
+  %k1 = kernel @k range(64) args(%t, @y) after(%k0)
+  %f = async_free %t after(%k1)
+}
+"#;
+    let b = r#"
+kernel @fused.k0.k1(%in: buf<f32, read>, %out: buf<f32, write>) {
+  %i = global_id 0
+  %v = load %in[%i]
+  store %out[%i], %v
+}
+usm @x : f32[64]
+usm @y : f32[64]
+graph @g {
+  %a = empty
+  %k1 = kernel @fused.k0.k1 range(64) args(@x, @y) after(%a)
+}
+"#;
+    let d = diff(a, b);
+    let edges: Vec<String> = d.graphs[0]
+        .entries
+        .iter()
+        .filter(|e| matches!(e.subject(), Subject::Edge { .. }))
+        .map(|e| e.to_string())
+        .collect();
+    // The removed edges are listed as A had them: `%t -> %k1`, the fused node's view of A's
+    // `%t -> %k0`, never existed. `%k0 -> %k1` is inside the fusion and `%a -> %k0` is B's
+    // `%a -> %k1`: neither is listed.
+    assert_eq!(
+        edges,
+        ["- edge %t -> %k0 (via depends_on)  // %k0 was fused into %k1", "- edge %k1 -> %f (via depends_on)",]
+    );
+    let dot = to_dot(&parse_ok(a), &parse_ok(b), &d);
+    assert!(!dot.contains("%t -> %k1"), "{dot}");
 }
 
 /// Appends an empty node to the first graph that has a node, named so that no generated

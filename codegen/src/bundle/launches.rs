@@ -152,8 +152,10 @@ pub fn check(k: CompiledKernel, name: &str, variant: &Variant, span: Span) -> Re
         |what: String| CodegenError::Internal { kernel: name.to_string(), span, what, message: String::new() };
     if k.kernel != name || k.workgroup_size != variant.workgroup_size {
         return Err(internal(format!(
-            "the code generator returned @{} at {:?} for @{name} at {:?}",
-            k.kernel, k.workgroup_size, variant.workgroup_size
+            "the code generator returned @{} at work-group size {} for @{name} at {}",
+            k.kernel,
+            crate::external::dims(&k.workgroup_size),
+            crate::external::dims(&variant.workgroup_size)
         )));
     }
     if k.spirv.is_empty() {

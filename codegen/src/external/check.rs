@@ -128,10 +128,10 @@ pub fn check(kernel: &Kernel, entry: &str, r: &Reflection) -> Result<Interface, 
             issues.push(issue(
                 format!("the module has no binding {binding} for {}", param_text(kernel, param)),
                 format!(
-                    "the IR declares {} buffer parameters, bound at 1 to {}; the module declares bindings {:?}",
+                    "the IR declares {} buffer parameters, bound at 1 to {}; the module declares bindings {}",
                     buffers.len(),
                     buffers.len(),
-                    sorted(&seen)
+                    list(&sorted(&seen))
                 ),
             ));
         }
@@ -175,6 +175,24 @@ fn sorted(v: &[u32]) -> Vec<u32> {
     v
 }
 
+/// `1, 2, 4` (or `none`): a list for a message, not Rust's debug text.
+fn list(v: &[u32]) -> String {
+    if v.is_empty() {
+        return "none".to_string();
+    }
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// `(64, 1, 1)`, as `LocalSize` is written in SPIR-V assembly.
+pub(crate) fn dims<T: std::fmt::Display>(size: &[T; 3]) -> String {
+    format!("({}, {}, {})", size[0], size[1], size[2])
+}
+
+/// A decoration's value, or `none` when it is missing.
+fn or_none(v: Option<u32>) -> String {
+    v.map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
 /// The `LocalSize` of the GLCompute entry point named `entry`.
 fn entry_point(entry: &str, r: &Reflection, issues: &mut Vec<Issue>) -> Option<[u32; 3]> {
     let Some(e) = r.entry_points.iter().find(|e| e.model == MODEL_GLCOMPUTE && e.name == entry) else {
@@ -213,7 +231,11 @@ fn entry_point(entry: &str, r: &Reflection, issues: &mut Vec<Issue>) -> Option<[
     if let Some(builtin) = r.workgroup_size_builtin {
         if builtin != Some(size) {
             issues.push(issue(
-                format!("the module's WorkgroupSize builtin ({builtin:?}) overrides LocalSize {size:?}"),
+                format!(
+                    "the module's WorkgroupSize builtin ({}) overrides LocalSize {}",
+                    builtin.as_ref().map_or_else(|| "not made of plain constants".to_string(), dims),
+                    dims(&size)
+                ),
                 "the executor dispatches by LocalSize; remove the WorkgroupSize constant or make it equal",
             ));
         }
@@ -221,7 +243,7 @@ fn entry_point(entry: &str, r: &Reflection, issues: &mut Vec<Issue>) -> Option<[
     let total: u64 = size.iter().map(|&x| u64::from(x)).product();
     if size.contains(&0) || total > MAX_WORKGROUP_INVOCATIONS {
         issues.push(issue(
-            format!("LocalSize {size:?} is not a work-group size the executor runs"),
+            format!("LocalSize {} is not a work-group size the executor runs", dims(&size)),
             format!("each dimension must be at least 1 and the product at most {MAX_WORKGROUP_INVOCATIONS}"),
         ));
     }
@@ -310,7 +332,7 @@ fn buffer_view(elem: Type, declared: &str, binding: u32, res: &Resource, issues:
         Some((e, stride, Some(k))) => {
             if *stride != Some(k * elem.size() as u32) {
                 issues.push(issue(
-                    format!("binding {binding} (`{}`) has ArrayStride {stride:?}", res.label()),
+                    format!("binding {binding} (`{}`) has ArrayStride {}", res.label(), or_none(*stride)),
                     format!("the IR declares {declared}: elements of {e} are {} bytes apart", k * elem.size() as u32),
                 ));
             }
@@ -352,7 +374,7 @@ fn arg_block(kernel: &Kernel, layout: &ArgLayout, res: &Resource, issues: &mut V
     for (i, m) in members.iter().enumerate() {
         if let Err(why) = member_fits(kernel, layout, m.offset, &m.ty) {
             issues.push(issue(
-                format!("argument-block member {i} ({} at offset {:?}) {why}", m.ty, m.offset),
+                format!("argument-block member {i} ({} at offset {}) {why}", m.ty, or_none(m.offset)),
                 format!("the IR's argument block: {}", describe(kernel, layout)),
             ));
         }

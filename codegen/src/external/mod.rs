@@ -11,6 +11,7 @@
 mod check;
 pub mod reflect;
 
+pub(crate) use check::dims;
 pub use check::{check, Interface, Issue};
 
 use crate::bundle::KernelCompiler;
@@ -144,7 +145,10 @@ fn launch_mismatch(externals: &Externals, name: &str, launch: &Launch) -> Option
     if local.iter().zip(k.workgroup_size).any(|(&a, b)| a != u64::from(b)) {
         let [x, y, z] = k.workgroup_size;
         return Some((
-            format!("kernel @{name} runs with work-group size {local:?}, its module's LocalSize is ({x}, {y}, {z})"),
+            format!(
+                "kernel @{name} runs with work-group size {}, its module's LocalSize is ({x}, {y}, {z})",
+                dims(&local)
+            ),
             format!(
                 "an external kernel's work-group size is fixed by its SPIR-V: launch it with local({x}{}) \
                  or a `range`",

@@ -37,6 +37,17 @@ impl DeviceChoice {
     }
 }
 
+impl std::fmt::Display for DeviceChoice {
+    /// As the user asked for it: `the default device`, `index 2`, `name "nvidia"`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceChoice::Default => f.write_str("the default device"),
+            DeviceChoice::Index(i) => write!(f, "index {i}"),
+            DeviceChoice::Name(n) => write!(f, "name `{n}`"),
+        }
+    }
+}
+
 /// How to create a [`Context`].
 #[derive(Clone, Debug)]
 pub struct ContextOptions {
@@ -159,6 +170,19 @@ pub enum DeviceKind {
     Cpu,
     /// Anything else.
     Other,
+}
+
+impl std::fmt::Display for DeviceKind {
+    /// `discrete GPU`, `CPU`, ...: how `run --list-devices` and messages name the kind.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceKind::DiscreteGpu => "discrete GPU",
+            DeviceKind::IntegratedGpu => "integrated GPU",
+            DeviceKind::VirtualGpu => "virtual GPU",
+            DeviceKind::Cpu => "CPU",
+            DeviceKind::Other => "other",
+        })
+    }
 }
 
 impl DeviceKind {
@@ -575,7 +599,7 @@ fn choose(instance: &ash::Instance, choice: &DeviceChoice) -> Result<(vk::Physic
     };
     let names: Vec<String> = usable.iter().map(|(i, _, _, p)| format!("{i}: {}", device_name(p))).collect();
     pick.map(|(_, d, f, _)| (*d, *f)).ok_or_else(|| {
-        ExecError::Vulkan(format!("no Vulkan 1.3 compute device matches {choice:?} (usable: [{}])", names.join(", ")))
+        ExecError::Vulkan(format!("no Vulkan 1.3 compute device matches {choice} (usable: [{}])", names.join(", ")))
     })
 }
 
@@ -728,4 +752,18 @@ pub(super) fn enabled_features(
 /// llvmpipe before 23 lacks it, and then a pointer moving to another buffer re-records).
 pub(super) fn update_after_bind(f: &vk::PhysicalDeviceVulkan12Features<'_>) -> bool {
     f.descriptor_binding_storage_buffer_update_after_bind != 0 && f.descriptor_binding_update_unused_while_pending != 0
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::{DeviceChoice, DeviceKind};
+
+    #[test]
+    fn device_choices_and_kinds_read_as_words_not_rust_debug_text() {
+        assert_eq!(DeviceChoice::parse("nvidia").to_string(), "name `nvidia`");
+        assert_eq!(DeviceChoice::parse("2").to_string(), "index 2");
+        assert_eq!(DeviceChoice::parse("").to_string(), "the default device");
+        assert_eq!(DeviceKind::DiscreteGpu.to_string(), "discrete GPU");
+        assert_eq!(DeviceKind::Cpu.to_string(), "CPU");
+    }
 }

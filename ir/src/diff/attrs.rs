@@ -60,7 +60,17 @@ fn kernel_attrs(module: &Module, graph: &Graph, cmd: &KernelCommand, dyn_args: D
             },
             _ => label::arg(module, graph, a),
         };
-        out.push((format!("arg {i}"), text));
+        out.push((arg_name(module, cmd.kernel, i), text));
+    }
+}
+
+/// The attribute name of argument `i` of a launch of `kernel`: the kernel's parameter name
+/// (`arg %scale`), which says what the value is where a position (`arg 6`) does not;
+/// `arg 6` only for an argument the kernel has no parameter for (an unverified module).
+pub(crate) fn arg_name(module: &Module, kernel: Handle<Kernel>, i: usize) -> String {
+    match module.kernels.try_get(kernel).and_then(|k| k.params.get(i)) {
+        Some(p) => format!("arg %{}", p.name),
+        None => format!("arg {i}"),
     }
 }
 

@@ -85,7 +85,9 @@ pub fn to_dot(a: &Module, b: &Module, diff: &ModuleDiff) -> String {
     out.push_str("  node [fontname=\"monospace\", shape=box, style=rounded];\n  edge [fontname=\"monospace\"];\n");
     legend(&mut out);
     if !diff.module.is_empty() {
-        let lines: Vec<String> = diff.module.iter().map(|e| cut(&e.to_string())).collect();
+        // A kernel body's hunks would not fit a note: its headline says how much changed.
+        let headline = |e: &super::Entry| e.to_string().lines().next().unwrap_or_default().to_string();
+        let lines: Vec<String> = diff.module.iter().map(|e| cut(&headline(e))).collect();
         out.push_str(&format!("  \"module\" [shape=note, style=solid, label={}];\n", label(&lines)));
     }
     for (gi, g) in diff.graphs.iter().enumerate() {
@@ -226,6 +228,8 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
     let mut edge = |out: &mut String, graph: &Graph, e: &Edge, whole: Status, only_added: bool| {
         let name = |h| graph.nodes.try_get(h).map(|n| n.name.as_str());
         let (Some(from), Some(to)) = (name(e.from), name(e.to)) else { return };
+        // A removed edge of a member is listed under its own ends.
+        let own = edge_status.get(&(from, to)).copied();
         // Seen from the fused node: inside a fusion nothing is drawn, and edges of several
         // members that coincide are drawn once.
         let (from, to) = if only_added {
@@ -236,7 +240,7 @@ fn cluster(out: &mut String, gi: usize, g: &GraphDiff, (ma, ga): Side<'_>, (mb, 
         if from == to {
             return;
         }
-        let st = edge_status.get(&(from, to)).copied().unwrap_or(whole);
+        let st = edge_status.get(&(from, to)).copied().or(own.filter(|_| !only_added)).unwrap_or(whole);
         if only_added && st != Status::Added {
             return;
         }

@@ -207,13 +207,30 @@ impl<'m> Sides<'m> {
         }
         let mut matched = vec![false; ys.len()];
         let text = |from: &str, to: &str, e: &Edge| format!("edge %{from} -> %{to} (via {})", e.kind.keyword());
+        // Dependencies of a fused node (as seen from it) that B does not have.
+        let mut gone: BTreeSet<(String, String)> = BTreeSet::new();
+        // An edge of A that B lacks is listed as A had it: the fused node's name in its place
+        // would list an edge that never existed (`%t -> %k2` for A's `%t -> %k0`).
+        let removed = |original: &(String, String), ea: &Edge| {
+            let (from, to) = original.clone();
+            let members: Vec<String> = [&from, &to]
+                .into_iter()
+                .filter_map(|n| fusions.absorbed.get(n).map(|f| format!("%{n} was fused into %{f}")))
+                .collect();
+            let note = (!members.is_empty()).then(|| members.join(", "));
+            Entry::Removed { text: text(&from, &to, ea), subject: Subject::Edge { from, to }, note }
+        };
         for (_, ea) in self.x.edges.iter() {
             let original = name(self.x, ea);
             let (from, to) = as_fused(original.clone());
             // Edges inside a fusion disappear with it; edges that now coincide (%k0 and
-            // %k1 both after %a) are one dependency of the fused node.
+            // %k1 both after %a) are one dependency of the fused node: matched once, and if
+            // B lacks it, each is listed as removed.
             if (&from, &to) != (&original.0, &original.1) && (from == to || !seen_a.insert((from.clone(), to.clone())))
             {
+                if from != to && gone.contains(&(from.clone(), to.clone())) {
+                    out.push(removed(&original, ea));
+                }
                 continue;
             }
             let subject = Subject::Edge { from: from.clone(), to: to.clone() };
@@ -228,7 +245,10 @@ impl<'m> Sides<'m> {
                         out.push(Entry::Changed { subject, attr: "provenance".into(), old, new });
                     }
                 }
-                None => out.push(Entry::Removed { subject, text: text(&from, &to, ea), note: None }),
+                None => {
+                    gone.insert((from, to));
+                    out.push(removed(&original, ea));
+                }
             }
         }
         for (eb, done) in ys.iter().zip(matched) {

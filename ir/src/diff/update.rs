@@ -302,7 +302,8 @@ fn node_verdicts(exec: &Module, e: &Graph, source: &Module, s: &Graph) -> Vec<No
                 let (ka, kb) = (name(exec, ce), name(source, cs));
                 let kinds = ce.args.iter().zip(&cs.args).enumerate().find_map(|(i, (ae, as_))| {
                     let (x, y) = (arg_kind(e, ae), arg_kind(s, as_));
-                    (x != y).then(|| format!("argument {i} is {x} in the executable graph and {y} in the source"))
+                    let arg = super::attrs::arg_name(exec, ce.kernel, i);
+                    (x != y).then(|| format!("{arg} is {x} in the executable graph and {y} in the source"))
                 });
                 // A dynamic node's alternatives may launch differently; a kernel node's may not.
                 let plain = matches!((&ne.kind, &ns.kind), (NodeKind::Kernel(_), NodeKind::Kernel(_)));
@@ -424,7 +425,8 @@ fn refusal(exec: &Module, eg: Handle<Graph>, source: &Module, sg: Handle<Graph>)
         for (i, (ae, as_)) in ce.args.iter().zip(&cs.args).enumerate() {
             let (ke, ks) = (arg_kind(e, ae), arg_kind(s, as_));
             if ke != ks {
-                let why = format!("argument {i} is {ke} in the executable graph and {ks} in the source");
+                let arg = super::attrs::arg_name(exec, ce.kernel, i);
+                let why = format!("{arg} is {ke} in the executable graph and {ks} in the source");
                 return Err(fail(
                     ErrorParametersChanged,
                     Some(h),
@@ -541,7 +543,7 @@ pub struct Sources<'a> {
 }
 
 impl UpdateCheck {
-    /// The report `cmdgraph diff --update-check` prints: `ok: ...` and a warning per
+    /// The report `cmdgraph diff --update-check` prints: `ok: ...` and a note listing each
     /// parameter the update would change, or `error: ...` with the result code, the node in
     /// each graph (with `file:line:col` when `files` is given), the edges, why and help.
     pub fn render(
@@ -568,17 +570,20 @@ impl UpdateCheck {
         };
         match &self.verdict {
             Ok(()) => {
+                // A possible update is a success: what it would write is information, listed
+                // under the note, not warnings (nothing is wrong; the exit code is 0).
                 out.push_str(&format!("ok: {} can be updated from {}\n", gname(e), gname(s)));
-                for c in &self.changes {
-                    let n = e.and_then(|g| g.nodes.try_get(c.node)).map_or("?".to_string(), |n| n.name.clone());
-                    out.push_str(&format!("warning: %{n}: {}\n", super::change_text(&c.attr, &c.old, &c.new)));
-                }
                 let nodes: std::collections::BTreeSet<_> = self.changes.iter().map(|c| c.node).collect();
+                let colon = if self.changes.is_empty() { "" } else { ":" };
                 out.push_str(&format!(
-                    "note: the update would change {} parameter(s) on {} node(s)\n",
+                    "note: the update would change {} parameter(s) on {} node(s){colon}\n",
                     self.changes.len(),
                     nodes.len()
                 ));
+                for c in &self.changes {
+                    let n = e.and_then(|g| g.nodes.try_get(c.node)).map_or("?".to_string(), |n| n.name.clone());
+                    out.push_str(&format!("  %{n}: {}\n", super::change_text(&c.attr, &c.old, &c.new)));
+                }
             }
             Err(f) => {
                 out.push_str(&format!("error: {} cannot be updated from {}: {}\n", gname(e), gname(s), f.result));

@@ -84,6 +84,8 @@ pub enum ParseError {
         found: String,
         /// The words allowed here.
         allowed: &'static str,
+        /// The allowed word the user most likely meant ("did you mean").
+        suggestion: Option<String>,
         /// The word's span.
         span: Span,
     },
@@ -116,6 +118,18 @@ pub enum ParseError {
         /// The first occurrence.
         first: Span,
     },
+    /// `E0015`: a kernel body, graph body or region whose `{` is never closed: the next
+    /// item (a keyword at the start of a line) or the end of the file came first.
+    Unclosed {
+        /// What the brace opens ("the body of kernel `@k`", ...).
+        what: String,
+        /// What came instead of the `}`, described with its line ("`graph` on line 6").
+        found: String,
+        /// The opening `{`.
+        span: Span,
+        /// The token that came instead.
+        at: Span,
+    },
     /// `E0101`: a name that is not defined (or, for graph and kernel names, not yet).
     Undefined {
         /// What kind of entity was looked for ("kernel", "node", "value", ...).
@@ -128,6 +142,23 @@ pub enum ParseError {
         suggestion: Option<String>,
         /// The reference.
         span: Span,
+    },
+    /// `E0101` too: a graph-local name, queue or kernel value used above the statement or
+    /// op that defines it (those must be defined before use).
+    DefinedLater {
+        /// What kind of entity the use asks for ("node", "value", "queue", ...).
+        kind: &'static str,
+        /// The name with its sigil.
+        name: String,
+        /// The reference.
+        span: Span,
+        /// The later definition.
+        def: Span,
+        /// The 1-based line of the definition.
+        line: usize,
+        /// The node whose statement has the use (with its sigil), when it is a node
+        /// statement: the help then writes the edge out.
+        user: Option<String>,
     },
     /// `E0102`: a name defined twice in one namespace.
     Duplicate {
@@ -180,7 +211,8 @@ impl ParseError {
             ParseError::OutOfRange { .. } => "E0012",
             ParseError::ResultCount { .. } => "E0013",
             ParseError::DuplicateAttribute { .. } => "E0014",
-            ParseError::Undefined { .. } => "E0101",
+            ParseError::Unclosed { .. } => "E0015",
+            ParseError::Undefined { .. } | ParseError::DefinedLater { .. } => "E0101",
             ParseError::Duplicate { .. } => "E0102",
             ParseError::WrongKind { .. } => "E0103",
             ParseError::OutOfScope { .. } => "E0104",
@@ -204,7 +236,9 @@ impl ParseError {
             | ParseError::OutOfRange { span, .. }
             | ParseError::ResultCount { span, .. }
             | ParseError::DuplicateAttribute { span, .. }
+            | ParseError::Unclosed { span, .. }
             | ParseError::Undefined { span, .. }
+            | ParseError::DefinedLater { span, .. }
             | ParseError::Duplicate { span, .. }
             | ParseError::WrongKind { span, .. }
             | ParseError::OutOfScope { span, .. } => *span,
@@ -237,7 +271,11 @@ impl ParseError {
                 format!("`{op}` produces {expected}, but {found} result {names} written")
             }
             ParseError::DuplicateAttribute { name, .. } => format!("`{name}` is written twice"),
+            ParseError::Unclosed { what, found, .. } => {
+                format!("missing `}}`: {what} is still open at {found}")
+            }
             ParseError::Undefined { kind, name, .. } => format!("undefined {kind} `{name}`"),
+            ParseError::DefinedLater { name, line, .. } => format!("`{name}` is defined later, on line {line}"),
             ParseError::Duplicate { name, .. } => format!("`{name}` is defined twice"),
             ParseError::WrongKind { name, expected, found, .. } => {
                 format!("`{name}` is {found}, but {expected} is expected here")
@@ -266,7 +304,9 @@ impl ParseError {
             ParseError::OutOfRange { .. } => "out of range",
             ParseError::ResultCount { .. } => "wrong number of results",
             ParseError::DuplicateAttribute { .. } => "written again here",
+            ParseError::Unclosed { .. } => "this `{` is never closed",
             ParseError::Undefined { .. } => "not defined",
+            ParseError::DefinedLater { .. } => "used before its definition",
             ParseError::Duplicate { .. } => "defined again here",
             ParseError::WrongKind { .. } => "wrong kind of name",
             ParseError::OutOfScope { .. } => "used outside its region",
@@ -300,14 +340,39 @@ impl ParseError {
             }
             ParseError::FileTooLarge { .. } => "split the module into several files".to_string(),
             ParseError::Unexpected { help, .. } => (*help).to_string(),
+            ParseError::UnknownKeyword { allowed, suggestion: Some(s), .. } => {
+                format!("did you mean `{s}`? expected one of: {allowed}")
+            }
             ParseError::UnknownKeyword { allowed, .. } => format!("expected one of: {allowed}"),
             ParseError::OutOfRange { .. } => "write a value in the allowed range".to_string(),
             ParseError::ResultCount { op, .. } => {
                 format!("write as many result names before `=` as `{op}` produces")
             }
             ParseError::DuplicateAttribute { .. } => "remove the repetition".to_string(),
+            ParseError::Unclosed { what, found, .. } if found == "end of file" => {
+                format!("add the `}}` that ends {what} at the end of the file")
+            }
+            ParseError::Unclosed { what, found, .. } => format!("add the `}}` that ends {what} before {found}"),
             ParseError::Undefined { help, suggestion: Some(s), .. } => format!("did you mean `{s}`? {help}"),
             ParseError::Undefined { help, .. } => (*help).to_string(),
+            ParseError::DefinedLater { kind: "node", name, user: Some(user), .. } => format!(
+                "a node must be defined before it is used: move the statement defining `{name}` above this one, \
+                 or drop it here and write `edge {name} -> {user}` below both statements"
+            ),
+            ParseError::DefinedLater { kind: "node", name, .. } => {
+                format!("a node must be defined before it is used: move this statement below the one defining `{name}`")
+            }
+            ParseError::DefinedLater { kind: "value", name, .. } => format!(
+                "a value must be defined before it is used: move the op defining `{name}` above this one, \
+                 or use a value defined earlier"
+            ),
+            ParseError::DefinedLater { kind: "queue", name, .. } => {
+                format!("move `queue {name} ...` above the first statement that runs on it")
+            }
+            ParseError::DefinedLater { name, .. } => format!(
+                "graph-local names must be defined before they are used: move the statement defining `{name}` \
+                 above this one, or use a name defined earlier"
+            ),
             ParseError::Duplicate { .. } => "rename one of the two definitions".to_string(),
             ParseError::WrongKind { expected, .. } => format!("name {expected} here"),
             ParseError::OutOfScope { .. } => {
@@ -328,6 +393,13 @@ impl ParseError {
             }
             ParseError::WrongKind { def, .. } | ParseError::OutOfScope { def, .. } => {
                 d = d.with_secondary(*def, "defined here");
+            }
+            ParseError::Unclosed { at, found, .. } => {
+                let label = if found == "end of file" { "the file ends here" } else { "the next item starts here" };
+                d = d.with_secondary(*at, label);
+            }
+            ParseError::DefinedLater { def, .. } => {
+                d = d.with_secondary(*def, "defined here, later");
             }
             _ => {}
         }

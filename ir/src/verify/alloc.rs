@@ -222,6 +222,8 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
         }
     }
     let (after_free, _) = forward.reach(&late);
+    let mut pred: Option<super::topo::Csr> = None;
+    let mut follow = Follow::new(topo.succ.len(), 16 * (topo.succ.len() + topo.succ.all_targets().len()) + 4096);
 
     for (i, &malloc) in lives.mallocs.iter().enumerate() {
         let (users, frees) = (lives.users(i), lives.frees(i));
@@ -230,6 +232,32 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
         let malloc_span = gx.node_span(malloc);
         let reached = reached.get(jobs.range(i)).unwrap_or(&[]);
         let (users_ok, frees_ok) = reached.split_at(users.len().min(reached.len()));
+        // One missing edge shows up several times: a user not ordered after the malloc
+        // leaves every node after it unordered too (later users, the free). Only the first
+        // ones are reported: the edge that orders them orders the rest.
+        let early = users.iter().zip(users_ok).filter(|(_, &ok)| !ok).map(|(u, _)| u.0.index());
+        let follows_early = follow.after(&topo.succ, early);
+        let after_early = |n: usize| follows_early.as_ref().is_some_and(|r| r.binary_search(&n).is_ok());
+        // Users ordered after the malloc but not before the free (E0246, not E0245).
+        let late_here: Vec<(Handle<Node>, Use, bool)> = match (late_job[i], frees.first()) {
+            (Some(job), Some(_)) => {
+                let range = late.range(job);
+                let after = after_free.get(range.clone()).unwrap_or(&[]);
+                late_users.get(range).unwrap_or(&[]).iter().zip(after).map(|(&(n, u), &a)| (n, u, a)).collect()
+            }
+            _ => Vec::new(),
+        };
+        let unordered = late_here.iter().filter(|l| !l.2).map(|l| l.0.index());
+        let reaches_unordered = if late_here.iter().filter(|l| !l.2).nth(1).is_some() {
+            let pred = pred.get_or_insert_with(|| topo.succ.transpose());
+            follow.after(pred, unordered)
+        } else {
+            None
+        };
+        // An edge from an unordered user that the malloc reaches to the free also orders the
+        // free after the malloc.
+        let reached_ok = |n: Handle<Node>| users.iter().zip(users_ok).any(|(u, &ok)| ok && u.0 == n);
+        let free_fixed_by_user = late_here.iter().any(|l| !l.2 && reached_ok(l.0));
         for (j, (&f, &ok)) in frees.iter().zip(frees_ok).enumerate() {
             if j > 0 {
                 errors.push(VerifyError::DoubleFree {
@@ -238,7 +266,8 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
                     first: gx.node_span(frees[0]),
                 });
             }
-            if !ok {
+            let cascaded = after_early(f.index()) || (j == 0 && free_fixed_by_user);
+            if !ok && !cascaded {
                 errors.push(VerifyError::FreeNotAfterMalloc {
                     alloc: alloc(),
                     span: gx.node_span(f),
@@ -247,7 +276,7 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
             }
         }
         for (&(user, u), &ok) in users.iter().zip(users_ok) {
-            if !ok {
+            if !ok && !after_early(user.index()) {
                 errors.push(VerifyError::UseBeforeMalloc {
                     alloc: alloc(),
                     user: gx.node_name(user),
@@ -256,11 +285,13 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
                 });
             }
         }
-        let (Some(job), Some(&free)) = (late_job[i], frees.first()) else { continue };
+        let Some(&free) = frees.first() else { continue };
         let free_span = gx.node_span(free);
-        let range = late.range(job);
-        let after = after_free.get(range.clone()).unwrap_or(&[]);
-        for (&(user, u), &after) in late_users.get(range).unwrap_or(&[]).iter().zip(after) {
+        for &(user, u, after) in &late_here {
+            // A user that runs before another unordered one is ordered by that one's edge.
+            if !after && reaches_unordered.as_ref().is_some_and(|r| r.binary_search(&user.index()).is_ok()) {
+                continue;
+            }
             let (user, span) = (gx.node_name(user), u.span(gx));
             errors.push(if after {
                 VerifyError::UseAfterFree { alloc: alloc(), user, span, free: free_span }
@@ -268,5 +299,58 @@ pub(super) fn check(gx: &Gx<'_>, uses: Collector, topo: &Topo, errors: &mut Vec<
                 VerifyError::UseNotBeforeFree { alloc: alloc(), user, span, free: free_span }
             });
         }
+    }
+}
+
+/// Which nodes follow a set of nodes (by one edge or more), for telling a first missing
+/// edge from what it leaves unordered downstream. Each search costs the nodes and edges it
+/// visits, out of a budget for the whole graph (a constant number of sweeps): past it,
+/// nothing is called a consequence and every error is reported, so a graph with many broken
+/// allocations stays near-linear to verify.
+struct Follow {
+    /// `seen[v] == stamp`: reached in the current search.
+    seen: Vec<u32>,
+    stamp: u32,
+    budget: usize,
+}
+
+impl Follow {
+    fn new(nodes: usize, budget: usize) -> Follow {
+        Follow { seen: vec![0; nodes], stamp: 0, budget }
+    }
+
+    /// The nodes reached from `from` through one or more edges of `next` (successors, or
+    /// predecessors for "reaches"), or `None` when there is nothing to search or the budget
+    /// is spent. Only called when an allocation has errors.
+    fn after(&mut self, next: &super::topo::Csr, from: impl Iterator<Item = usize>) -> Option<Vec<usize>> {
+        let mut stack: Vec<usize> = Vec::new();
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.stamp = 1;
+        }
+        for v in from {
+            stack.extend(next.next(v).iter().map(|&w| w as usize));
+        }
+        if stack.is_empty() || self.budget == 0 {
+            return None;
+        }
+        let mut reached = Vec::new();
+        while let Some(v) = stack.pop() {
+            let Some(slot) = self.seen.get_mut(v) else { continue };
+            if *slot == self.stamp {
+                continue;
+            }
+            *slot = self.stamp;
+            reached.push(v);
+            let succ = next.next(v);
+            self.budget = self.budget.saturating_sub(1 + succ.len());
+            if self.budget == 0 {
+                return None;
+            }
+            stack.extend(succ.iter().map(|&w| w as usize));
+        }
+        reached.sort_unstable();
+        Some(reached)
     }
 }

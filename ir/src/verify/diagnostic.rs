@@ -71,7 +71,8 @@ impl VerifyError {
             .with_secondary(*first, "first defined here"),
             E::InvalidName { kind, name, span } => diag(
                 "E0202",
-                format!("{kind} name {name:?} cannot be written in the text format"),
+                // Escaped, since the name may hold what cannot be shown (a newline, `"`).
+                format!("{kind} name `{}` cannot be written in the text format", name.escape_debug()),
                 *span,
                 "invalid name",
                 "use 1 to 1024 characters from [A-Za-z0-9_.$-]",
@@ -799,5 +800,17 @@ impl VerifyError {
                 "allocate at least one element",
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::VerifyError;
+    use crate::span::Span;
+
+    #[test]
+    fn an_unwritable_name_is_shown_escaped_not_as_rust_debug_text() {
+        let e = VerifyError::InvalidName { kind: "node", name: "a\nb\"c".into(), span: Span::new(0, 1) };
+        assert_eq!(e.to_diagnostic().message, "node name `a\\nb\\\"c` cannot be written in the text format");
     }
 }

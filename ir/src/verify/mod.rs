@@ -89,6 +89,10 @@
 //! - E0246 every use reaches the `async_free`;
 //! - E0247 the `async_free` is reached from the `async_malloc`.
 //!
+//!   One missing edge is reported once: users and frees after a user that E0244 already
+//!   reports, users before one that E0246 reports, and a free before which such a user
+//!   sits get no error of their own (alloc.rs, within a linear work budget).
+//!
 //! Edges:
 //! - E0250 no edge joins a node to itself (§22 #19).
 //! - E0251 the edges form no cycle (§22 #20). Reported once, at the first edge in creation

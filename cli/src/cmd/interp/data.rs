@@ -91,8 +91,8 @@ pub fn from_npy(file: &[u8], layout: Layout) -> Result<Vec<u8>, String> {
     let expected = (layout.count as u128) * lane_bytes as u128;
     if data.len() as u128 != expected {
         return Err(format!(
-            "its header promises {expected} bytes of data for shape {:?} but {} follow",
-            header.shape,
+            "its header promises {expected} bytes of data for shape ({}) but {} follow",
+            header.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
             data.len()
         ));
     }

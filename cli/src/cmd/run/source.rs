@@ -15,7 +15,7 @@ pub(super) fn list_devices() -> Outcome {
     let mut out = String::new();
     for d in &devices {
         let mark = if Some(d.index) == default { "  (default)" } else { "" };
-        out.push_str(&format!("{}: {} ({:?}){mark}\n", d.index, d.name, d.kind));
+        out.push_str(&format!("{}: {} ({}){mark}\n", d.index, d.name, d.kind));
     }
     io::write_output(None, &out)
 }

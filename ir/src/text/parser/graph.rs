@@ -115,7 +115,7 @@ impl<'s> Parser<'s> {
         self.define_item(ItemKind::Graph, name, self.module.graphs.len(), name_span);
         let mut graph = Graph { name: name.to_string(), ..Graph::default() };
         self.graph_attributes(&mut graph)?;
-        self.expect(TokenKind::LBrace)?;
+        let open = self.expect(TokenKind::LBrace)?.span;
         // Room for a statement per line left (canonical text has no more), so that a large
         // graph is not copied as it grows; the room not used is given back at the end.
         let lines = self.lex.lines_left();
@@ -126,12 +126,16 @@ impl<'s> Parser<'s> {
         scope.sites.reserve(lines);
         scope.locals.reserve(lines);
         let mut bufs = StmtBuffers::default();
+        let errors_before = self.errors.len();
         loop {
             let t = self.peek()?;
             if t.kind == TokenKind::RBrace {
                 graph.closing_comments = self.closing_comments()?;
                 self.bump()?;
                 break;
+            }
+            if let Some(e) = self.unclosed(t, open, || format!("the body of graph `@{name}`")) {
+                return Err(e);
             }
             self.hint = STMT_HINT;
             // A blank line before the statement (not the graph's first) is kept by `fmt`;
@@ -154,6 +158,20 @@ impl<'s> Parser<'s> {
                 },
                 _ => return Err(self.unexpected(t, "a graph statement or `}`")),
             }
+        }
+        // Kinds of the "undefined" errors for names that this graph's statements define.
+        const LOCAL_KINDS: &[&str] =
+            &["node", "dynamic command group", "dynamic parameter or allocation", "allocation"];
+        if self.errors.len() > errors_before {
+            // The node statement holding a use (errors are few: a scan each is cheap).
+            let user = |at: Span| {
+                let within = |s: Span| s.start <= at.start && at.end <= s.end;
+                graph.nodes.iter().find(|(h, _)| within(graph.nodes.span(*h))).map(|(_, n)| format!("%{}", n.name))
+            };
+            let local = |n: &str| scope.locals.get(n).map(|&(_, def)| def);
+            self.defined_later(errors_before, '%', LOCAL_KINDS, local, user);
+            let queue = |n: &str| scope.queues.get(n).map(|&(_, def)| def);
+            self.defined_later(errors_before, '@', &["queue"], queue, |_| None);
         }
         graph.spans = std::mem::take(&mut scope.sites).into_table();
         graph.nodes.shrink_to_fit();
@@ -381,6 +399,14 @@ impl<'s> Parser<'s> {
         if self.eat_keyword(Kw::After)? {
             self.expect(TokenKind::LParen)?;
             loop {
+                // `%next = ...` on the next line: this list's `)` was forgotten, and the next
+                // statement is not one more dependency (that would add an "undefined node"
+                // error for its name before the syntax error).
+                let t = self.peek()?;
+                let rest = self.lex.source().get(t.span.end as usize..).unwrap_or("");
+                if t.kind == TokenKind::Local && rest.trim_start_matches([' ', '\t']).starts_with('=') {
+                    return Err(self.missing_at_line_end(t, "`)`"));
+                }
                 if let Some(dep) = self.dependency(graph, scope)? {
                     deps.push(dep);
                 }

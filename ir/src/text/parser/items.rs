@@ -172,5 +172,12 @@ impl<'s> Parser<'s> {
 
 /// A [`ParseError::UnknownKeyword`].
 pub(super) fn unknown(what: &'static str, found: &str, allowed: &'static str, span: Span) -> Box<ParseError> {
-    Box::new(ParseError::UnknownKeyword { what, found: found.to_string(), allowed, span })
+    // The allowed words as written in the help (`vec2<T>` suggests as `vec2`).
+    let words = allowed.split(", ").map(|w| w.split('<').next().unwrap_or(w));
+    let suggestion = match what {
+        "op" => crate::suggest::op_alias(found).or_else(|| crate::suggest::closest(found, words)),
+        _ => crate::suggest::closest(found, words),
+    };
+    let suggestion = suggestion.map(str::to_string);
+    Box::new(ParseError::UnknownKeyword { what, found: found.to_string(), allowed, suggestion, span })
 }

@@ -113,7 +113,7 @@ impl<'s> Parser<'s> {
         }
         let t = self.peek()?;
         let body = if t.kind == TokenKind::LBrace {
-            KernelBody::Ir(self.kernel_body(&params, &names)?)
+            KernelBody::Ir(self.kernel_body(name, &params, &names)?)
         } else if self.eat_keyword(Kw::Spirv)? {
             let path = self.expect_string("the SPIR-V file path (a string)")?;
             self.expect_keyword(Kw::Entry)?;
@@ -150,7 +150,7 @@ impl<'s> Parser<'s> {
     }
 
     /// `block := '{' op* '}'`, with the parameters as its first values.
-    fn kernel_body(&mut self, params: &[Param], names: &[(&'s str, Span)]) -> PResult<Body> {
+    fn kernel_body(&mut self, name: &str, params: &[Param], names: &[(&'s str, Span)]) -> PResult<Body> {
         let mut body = Body::default();
         let mut scope = KernelScope::default();
         for (i, (param, &(name, span))) in params.iter().zip(names).enumerate() {
@@ -160,17 +160,25 @@ impl<'s> Parser<'s> {
             let _ = scope.names.insert_with(name, || v);
             scope.enter(v);
         }
-        body.entry = self.region(&mut body, &mut scope)?;
+        let errors_before = self.errors.len();
+        body.entry = self.region(&mut body, &mut scope, "the body of kernel", name)?;
+        let value = |n: &str| scope.names.get(n).map(|&v| body.values.span(v));
+        self.defined_later(errors_before, '%', &["value"], value, |_| None);
         Ok(body)
     }
 
-    /// `'{' op* '}'`; values defined inside are hidden again at its end.
-    fn region(&mut self, body: &mut Body, scope: &mut KernelScope<'s>) -> PResult<Region> {
-        self.expect(TokenKind::LBrace)?;
+    /// `'{' op* '}'`; values defined inside are hidden again at its end. `what` and `kernel`
+    /// name the block in "missing `}`" errors.
+    fn region(&mut self, body: &mut Body, scope: &mut KernelScope<'s>, what: &str, kernel: &str) -> PResult<Region> {
+        let open = self.expect(TokenKind::LBrace)?.span;
         let mark = scope.stack.len();
         let mut ops = Vec::new();
         loop {
             let t = self.peek()?;
+            let describe = || if kernel.is_empty() { what.to_string() } else { format!("{what} `@{kernel}`") };
+            if let Some(e) = self.unclosed(t, open, describe) {
+                return Err(e);
+            }
             if t.kind == TokenKind::RBrace {
                 let closing_comments = self.closing_comments()?;
                 self.bump()?;
@@ -461,7 +469,7 @@ impl<'s> Parser<'s> {
             scope.enter(v);
             carried.push((v, init));
         }
-        let region = self.region(body, scope)?;
+        let region = self.region(body, scope, "the `for` region", "")?;
         scope.leave(mark);
         result_values.iter().for_each(|&v| scope.enter(v));
         body.ops.set_span(op, Span::new(start, self.prev_end as usize));
@@ -507,8 +515,9 @@ impl<'s> Parser<'s> {
             .enumerate()
             .map(|(i, r)| self.new_value(body, scope, r, ValueDef::Result(op, i as u32)))
             .collect();
-        let then_region = self.region(body, scope)?;
-        let else_region = if self.eat_keyword(Kw::Else)? { Some(self.region(body, scope)?) } else { None };
+        let then_region = self.region(body, scope, "the `if` region", "")?;
+        let else_region =
+            if self.eat_keyword(Kw::Else)? { Some(self.region(body, scope, "the `else` region", "")?) } else { None };
         result_values.iter().for_each(|&v| scope.enter(v));
         body.ops.set_span(op, Span::new(start, self.prev_end as usize));
         self.finish_comments(&mut comments)?;

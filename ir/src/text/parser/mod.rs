@@ -123,6 +123,54 @@ impl<'s> Parser<'s> {
         }
     }
 
+    /// Turns the "undefined" errors recorded since `from` for names of `kinds` (sigil
+    /// `sigil`) into "defined later" ones where `defined` now finds the name: graph-local
+    /// names and kernel values must come before their uses, and a name the scope learns
+    /// later is a misplaced definition, not a missing one (no "did you mean").
+    fn defined_later(
+        &mut self,
+        from: usize,
+        sigil: char,
+        kinds: &[&str],
+        defined: impl Fn(&str) -> Option<Span>,
+        user: impl Fn(Span) -> Option<String>,
+    ) {
+        let source = self.lex.source();
+        for error in self.errors.iter_mut().skip(from) {
+            let ParseError::Undefined { kind, name, span, .. } = error else { continue };
+            let Some(bare) = name.strip_prefix(sigil) else { continue };
+            if !kinds.contains(kind) {
+                continue;
+            }
+            let Some(def) = defined(bare) else { continue };
+            let line = source.get(..def.start as usize).unwrap_or("").matches('\n').count() + 1;
+            let user = user(*span);
+            *error = ParseError::DefinedLater { kind, name: std::mem::take(name), span: *span, def, line, user };
+        }
+    }
+
+    /// The error for a block opened by `open` (described by `what`) if `t`, the token where
+    /// its next statement or op should start, cannot be one: the end of the file, or an
+    /// item keyword at the very start of a line (items are not indented; statements and
+    /// ops are), which means the block's `}` was forgotten. The error points at the `{`,
+    /// where the fix goes, rather than calling the next item an unknown op or statement.
+    fn unclosed(&self, t: Token, open: Span, what: impl FnOnce() -> String) -> Option<Box<ParseError>> {
+        let src = self.lex.source();
+        let at_line_start = t.span.start == 0 || src.as_bytes().get(t.span.start as usize - 1) == Some(&b'\n');
+        let item = t.kind == TokenKind::Ident
+            && at_line_start
+            && matches!(t.kw, Kw::Kernel | Kw::Graph | Kw::Usm | Kw::Buffer | Kw::DeviceGlobal);
+        let found = match t.kind {
+            TokenKind::Eof => "end of file".to_string(),
+            _ if item => {
+                let line = src.get(..t.span.start as usize).unwrap_or("").matches('\n').count() + 1;
+                format!("`{}` on line {line}", self.text(t))
+            }
+            _ => return None,
+        };
+        Some(Box::new(ParseError::Unclosed { what: what(), found, span: open, at: t.span }))
+    }
+
     /// The next token, without consuming it.
     fn peek(&mut self) -> PResult<Token> {
         match self.peeked {

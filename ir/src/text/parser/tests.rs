@@ -47,10 +47,6 @@ fn unexpected_token_says_what_was_expected_and_how_to_write_it() {
     assert_eq!(error(src), e("E0010", "expected `:`, found `f32`", 1, 8));
     let d = parse_module(src).unwrap_err()[0].to_diagnostic();
     assert!(d.help.as_deref().unwrap_or("").starts_with("memory is declared as `usm @x : f32[N]"), "{d:?}");
-    assert_eq!(
-        error("graph @g {\n  %a = empty\n"),
-        e("E0010", "expected a graph statement or `}`, found end of file", 3, 1)
-    );
     assert_eq!(error("graph @g {\n  kernel @k\n}"), e("E0010", "expected a graph statement, found `kernel`", 2, 3));
     assert_eq!(
         error("42"),
@@ -79,14 +75,49 @@ fn unknown_keywords_list_the_allowed_ones() {
 }
 
 #[test]
+fn an_unclosed_body_is_reported_at_its_brace() {
+    // The next item at the start of a line, or the end of the file, ends the body.
+    let kernel = "kernel @k() {\n  %i = global_id 0\n\ngraph @g {\n}\n";
+    assert_eq!(
+        error(kernel),
+        e("E0015", "missing `}`: the body of kernel `@k` is still open at `graph` on line 4", 1, 13)
+    );
+    assert_eq!(
+        error("graph @g {\n  %a = empty\n"),
+        e("E0015", "missing `}`: the body of graph `@g` is still open at end of file", 1, 10)
+    );
+    assert_eq!(
+        error("graph @g {\n  %a = empty\nusm @x : f32[4]\n"),
+        e("E0015", "missing `}`: the body of graph `@g` is still open at `usm` on line 3", 1, 10)
+    );
+    let d = parse_module(kernel).unwrap_err()[0].to_diagnostic();
+    assert_eq!(d.secondary.first().map(|s| s.0), Some(Span::new(34, 39)), "{d:?}");
+    // Indented, the same word is a misplaced statement or op.
+    assert_eq!(error("kernel @k() {\n  graph\n}"), e("E0011", "unknown op `graph`", 2, 3));
+}
+
+#[test]
 fn undefined_graph_names() {
     assert_eq!(error("graph @g {\n  %a = empty after(%b)\n}"), e("E0101", "undefined node `%b`", 2, 20));
     assert_eq!(error("graph @g {\n  %a = empty on @q\n}"), e("E0101", "undefined queue `@q`", 2, 17));
     assert_eq!(error("graph @g {\n  %a = dynamic %d\n}"), e("E0101", "undefined dynamic command group `%d`", 2, 16));
     assert_eq!(error("graph @g {\n  %a = memset %t, 0, 4\n}"), e("E0101", "undefined allocation `%t`", 2, 15));
-    // Defined later is not defined: graph-local names must come first.
+    // Defined later is not defined: graph-local names must come first, and the error says
+    // where the definition is.
     let later = errors("graph @g {\n  edge %a -> %b\n  %a = empty\n  %b = empty\n}");
-    assert_eq!(later, [e("E0101", "undefined node `%a`", 2, 8), e("E0101", "undefined node `%b`", 2, 14)]);
+    assert_eq!(
+        later,
+        [e("E0101", "`%a` is defined later, on line 3", 2, 8), e("E0101", "`%b` is defined later, on line 4", 2, 14)]
+    );
+    let src = "graph @g {\n  %x = empty\n  %a = empty on @q after(%ab)\n  queue @q\n  %ab = empty\n}";
+    let found = parse_module(src).unwrap_err();
+    assert_eq!(
+        found.iter().map(|e| e.message()).collect::<Vec<_>>(),
+        ["`@q` is defined later, on line 4", "`%ab` is defined later, on line 5"]
+    );
+    let d = found[1].to_diagnostic();
+    assert!(!d.help.as_deref().unwrap_or("").contains("did you mean"), "{d:?}");
+    assert_eq!(d.secondary.first().map(|s| s.0), Some(Span::new(67, 70)), "{d:?}");
     assert_eq!(
         error(&format!("{SAXPY}graph @g {{\n  %k = kernel @k single_task args(%p)\n}}")),
         e("E0101", "undefined dynamic parameter or allocation `%p`", 4, 35)
@@ -180,7 +211,7 @@ fn values_out_of_their_region_are_not_visible() {
     );
     // A value cannot be used before its definition, nor a result inside its own op.
     let src = "kernel @k(%n: u32) {\n  %a = add %b, %n\n  %b = add %n, %n\n}";
-    assert_eq!(errors(src)[0], e("E0101", "undefined value `%b`", 2, 12));
+    assert_eq!(errors(src)[0], e("E0101", "`%b` is defined later, on line 3", 2, 12));
     let src = "kernel @k(%n: u32) {\n  %r = for %i = %n to %n step %n carry(%c = %n) {\n    yield %r\n  }\n}";
     assert_eq!(error(src), e("E0104", "value `%r` is not visible here", 3, 11));
 }
@@ -256,8 +287,9 @@ fn several_errors_are_collected_until_the_first_syntax_error() {
         [
             e("E0101", "undefined node `%x`", 2, 20),
             e("E0101", "undefined node `%y`", 3, 20),
-            e("E0101", "undefined node `%d`", 5, 3),
-            e("E0010", "expected `)`, found `=`", 5, 6),
+            // The `)` missing at the end of line 4 is one error: the next statement is not
+            // read as one more dependency.
+            e("E0010", "expected `)`, found name `%d` on line 5", 4, 20),
         ]
     );
 }
