@@ -87,7 +87,7 @@ impl<'a> Lowerer<'a> {
             let end = self.ir.block.clone();
             let left = self.ir.emit(&ty, format!("sub {ty} {}, {iv}", hi.v));
             let more = self.ir.emit("i1", format!("icmp ugt {ty} {}, {}", left.v, step.v));
-            if copies > 1 && k + 1 < copies {
+            if k + 1 < copies {
                 copy_l = self.ir.label("loop_copy");
                 self.ir.inst(format!("br i1 {}, label %{copy_l}, label %{latch_l}", more.v));
             }
