@@ -229,3 +229,37 @@ fn edge_trip_counts_and_bounds_at_the_type_limits_match_the_interpreter() {
         }
     }
 }
+
+/// A step that is not positive runs no iteration on the device (docs/codegen.md,
+/// "Deviations": the interpreter faults instead, so there is nothing to compare with), in
+/// the unrolled loop too: the count stays 0, the sum 0 and the last value the initial 0.
+#[test]
+fn a_non_positive_step_runs_no_iteration_on_the_device() {
+    for (ty, steps) in [("i32", [0i128, -1, -7, i32::MIN.into()]), ("i64", [0, -1, -3, i64::MIN.into()])] {
+        let module = cmdgraph_ir::text::parse(&edge_module(ty)).unwrap_or_else(|d| panic!("{d:?}"));
+        let cases: Vec<(i128, i128, i128)> =
+            (0..EDGE_ITEMS).map(|w| (-(w as i128) * 5, 1000 + w as i128, steps[w % steps.len()])).collect();
+        let column = |f: fn(&(i128, i128, i128)) -> i128| encode(ty, &cases.iter().map(f).collect::<Vec<_>>());
+        for opt_level in [0, 2] {
+            let mut ex = support::executor(&bundle(&module, opt_level)).unwrap_or_else(|e| panic!("{e}"));
+            for (name, bytes) in [("lo", column(|c| c.0)), ("hi", column(|c| c.1)), ("st", column(|c| c.2))] {
+                ex.bind(name, &bytes).unwrap_or_else(|e| panic!("{e}"));
+            }
+            // Outputs start non-zero, so a store of zeros shows.
+            for name in ["n", "s", "l"] {
+                let len = if name == "n" { 4 } else { 8 } * EDGE_ITEMS;
+                let len = if ty == "i32" && name != "n" { len / 2 } else { len };
+                ex.bind(name, &vec![0xA5; len]).unwrap_or_else(|e| panic!("{e}"));
+            }
+            let e = ex.finalize("g").unwrap_or_else(|e| panic!("{e}"));
+            ex.run(e).unwrap_or_else(|e| panic!("{e}"));
+            ex.wait_idle().unwrap_or_else(|e| panic!("{e}"));
+            for name in ["n", "s", "l"] {
+                let got = ex.read(name).unwrap_or_else(|e| panic!("{e}"));
+                assert!(got.iter().all(|&b| b == 0), "{ty} -O{opt_level} @{name}: {got:?}");
+            }
+            let msgs = ex.context().take_messages();
+            assert!(msgs.is_empty(), "validation: {msgs:?}");
+        }
+    }
+}
