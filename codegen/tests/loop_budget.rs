@@ -37,13 +37,14 @@ graph @g {{
     )
 }
 
-/// An outer loop of `outer` iterations around an inner one of `inner` (constants).
-fn nested(outer: u32, inner: u32) -> String {
+/// An outer loop of `outer` iterations around an inner one of `inner` (constants, or `%n`
+/// for a parameter).
+fn nested(outer: &str, inner: u32) -> String {
     format!(
-        "kernel @k(%x: buf<f32, read>, %o: buf<f32, write>) {{
+        "kernel @k(%x: buf<f32, read>, %o: buf<f32, write>, %n: u32) {{
   %g = global_id 0
   %zero = const 0 : u32
-  %no = const {outer} : u32
+  %no = {outer}
   %ni = const {inner} : u32
   %one = const 1 : u32
   %f0 = const 0.0 : f32
@@ -62,7 +63,7 @@ fn nested(outer: u32, inner: u32) -> String {
 usm @x : f32[1024]
 usm @o : f32[64]
 graph @g {{
-  %k = kernel @k range(64) args(@x, @o)
+  %k = kernel @k range(64) args(@x, @o, 100000 : u32)
 }}
 "
     )
@@ -110,11 +111,20 @@ fn a_constant_loop_past_the_budget_is_unrolled() {
 fn nested_loops_count_against_one_budget() {
     // 2 * (30000 + 1) = 60002 back-edges fit; 3 * (30000 + 1) = 90003 do not: the inner loop
     // is unrolled, the outer one keeps one copy of its body.
-    for (opt, (muls, loops)) in counts(&nested(2, 30000)).into_iter().enumerate() {
+    for (opt, (muls, loops)) in counts(&nested("const 2 : u32", 30000)).into_iter().enumerate() {
         assert_eq!((muls, loops), (1, 2), "-O{opt}");
     }
-    for (opt, (muls, loops)) in counts(&nested(3, 30000)).into_iter().enumerate() {
+    for (opt, (muls, loops)) in counts(&nested("const 3 : u32", 30000)).into_iter().enumerate() {
         assert!(muls >= UNROLL, "-O{opt}: {muls} OpFMul");
         assert_eq!(loops, 2, "-O{opt}");
+    }
+}
+
+#[test]
+fn a_short_constant_loop_in_a_long_loop_is_straight_line_and_the_long_one_unrolled() {
+    // 3 iterations in a row per copy, 8 copies of the outer body, one loop left.
+    for (opt, (muls, loops)) in counts(&nested("add %n, %g", 3)).into_iter().enumerate() {
+        assert!(muls >= 3 * UNROLL, "-O{opt}: {muls} OpFMul, want at least {}", 3 * UNROLL);
+        assert_eq!(loops, 1, "-O{opt}");
     }
 }

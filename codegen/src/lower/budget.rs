@@ -8,11 +8,12 @@
 //! loops does not help (the inner loop's iterations are still counted, and the outer's
 //! too). What helps is fewer back-edges: an innermost `for` is emitted with [`UNROLL`]
 //! copies of its body per back-edge (control.rs), which lets one loop run up to
-//! `65535 * UNROLL` iterations. Kernels whose loops provably stay within the budget are
+//! `65535 * UNROLL` iterations, and a small constant loop inside another loop becomes
+//! straight-line code ([`Shape`]). Kernels whose loops provably stay within the budget are
 //! emitted as before.
 
 use cmdgraph_ir::kernel::{AtomicOp, Body, OpKind, Region, ValueDef, V};
-use cmdgraph_ir::types::LitValue;
+use cmdgraph_ir::types::{LitValue, Literal};
 use cmdgraph_ir::{ScalarType, ValueType};
 
 /// Loop iterations llvmpipe runs per shader invocation, all loops together.
@@ -31,15 +32,49 @@ pub(crate) fn needs_unrolling(body: &Body) -> bool {
     back_edges(body, &body.entry, 0).is_none_or(|n| n > LLVMPIPE_LOOP_BUDGET)
 }
 
-/// The copies of its body a `for` with these bounds and body gets per back-edge.
-pub(crate) fn copies(body: &Body, kernel_unrolls: bool, (lo, hi, step): (V, V, V), region: &Region) -> u32 {
-    if !kernel_unrolls || contains_for(body, region, 0) {
-        return 1;
+/// How a `for` is emitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// A loop with this many copies of its body per back-edge.
+    Loop(u32),
+    /// No loop: its constant number of iterations (at most [`UNROLL`]) in a row.
+    Straight(u32),
+}
+
+/// How a `for` with these bounds and body is emitted. In a kernel that unrolls, a `for`
+/// with no `for` inside and a constant trip count of at most [`UNROLL`] becomes straight-line
+/// code (no back-edge at all), and a loop whose body emits no loop gets [`UNROLL`] copies
+/// per back-edge unless it runs at most once; so an outer loop around such small loops is
+/// unrolled too (at most `UNROLL * UNROLL` copies of the innermost body).
+pub(crate) fn shape(body: &Body, kernel_unrolls: bool, (lo, hi, step): (V, V, V), region: &Region) -> Shape {
+    if !kernel_unrolls {
+        return Shape::Loop(1);
     }
-    match trip_count(body, lo, hi, step) {
-        Some(n) if n <= 1 => 1,
-        _ => UNROLL,
+    let trips = trip_count(body, lo, hi, step);
+    match trips {
+        Some(n) if n <= u128::from(UNROLL) && !contains_for(body, region, 0) => Shape::Straight(n as u32),
+        _ if emits_loop(body, region, 0) => Shape::Loop(1),
+        Some(n) if n <= 1 => Shape::Loop(1),
+        _ => Shape::Loop(UNROLL),
     }
+}
+
+/// Whether `region` holds a `for` that is emitted as a loop in a kernel that unrolls.
+fn emits_loop(body: &Body, region: &Region, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return true;
+    }
+    region.ops.iter().any(|&h| match body.ops.try_get(h).map(|op| &op.kind) {
+        Some(OpKind::For { lo, hi, step, body: inner, .. }) => {
+            !matches!(trip_count(body, *lo, *hi, *step), Some(n) if n <= u128::from(UNROLL))
+                || contains_for(body, inner, depth + 1)
+        }
+        Some(OpKind::If { then_region, else_region, .. }) => {
+            emits_loop(body, then_region, depth + 1)
+                || else_region.as_ref().is_some_and(|r| emits_loop(body, r, depth + 1))
+        }
+        _ => false,
+    })
 }
 
 /// An upper bound on the loop iterations (back-edges, counted as llvmpipe counts them: one
@@ -108,8 +143,9 @@ fn trip_count(body: &Body, lo: V, hi: V, step: V) -> Option<u128> {
 fn constant(body: &Body, v: V) -> Option<i128> {
     let ValueDef::Result(h, 0) = body.values.try_get(v)?.def else { return None };
     match body.ops.try_get(h)?.kind {
-        OpKind::Const(lit, _) => match lit.value {
-            LitValue::Int(n) => Some(n),
+        OpKind::Const(lit, t) => match lit.value {
+            // A literal its type cannot hold (the verifier rejects it) is not trusted.
+            LitValue::Int(n) if t.lanes == 1 && Literal::fits(lit.value, t.scalar) => Some(n),
             _ => None,
         },
         _ => None,

@@ -8,7 +8,9 @@
 //! In a kernel whose loops may exceed llvmpipe's loop budget (budget.rs), an innermost
 //! `for` holds [`budget::UNROLL`] copies of its body per back-edge: copy `k` runs iteration
 //! `i + k * step` when the previous copy's test said there is one, and each copy's test is
-//! the same `step < hi - i`, so every trip count runs exactly as in the one-copy loop.
+//! the same `step < hi - i`, so every trip count runs exactly as in the one-copy loop. There,
+//! a `for` with no `for` inside and a constant trip count of at most `UNROLL` is no loop at
+//! all: its iterations in a row (`straight_for`), so the loop around it is innermost.
 
 use super::{budget, Lowerer, Val};
 use crate::error::CodegenError;
@@ -42,7 +44,12 @@ impl<'a> Lowerer<'a> {
         if t.lanes != 1 || !t.scalar.is_integer() || self.width > 1 {
             return Err(self.err(h, format!("loop bounds of type {t}")));
         }
-        let copies = budget::copies(self.plan.body, self.unroll, (lo, hi, step), body);
+        let copies = match budget::shape(self.plan.body, self.unroll, (lo, hi, step), body) {
+            budget::Shape::Loop(copies) => copies,
+            budget::Shape::Straight(trips) => {
+                return self.straight_for(h, op, (var, lo, step), carried, body, depth, trips)
+            }
+        };
         let (lo, hi, step) = (self.val(h, lo)?, self.val(h, hi)?, self.val(h, step)?);
         let ty = lo.ty.clone();
         let signed = t.scalar.is_signed_integer();
@@ -109,6 +116,46 @@ impl<'a> Lowerer<'a> {
         self.ir.start(&exit);
         for (i, (init, y)) in inits.iter().zip(&yielded).enumerate() {
             let r = self.ir.emit(&init.ty, format!("phi {} [ {}, %{pre} ], [ {}, %{latch} ]", init.ty, init.v, y.v));
+            self.set(h, op, i, r)?;
+        }
+        Ok(())
+    }
+
+    /// A `for` with a constant trip count `trips` as straight-line code: its iterations
+    /// `lo, lo + step, ...` in a row (exact: the count says none passes `hi`), carried values
+    /// passed from one to the next; `trips == 0` gives the initial values.
+    #[allow(clippy::too_many_arguments)]
+    fn straight_for(
+        &mut self,
+        h: Handle<Op>,
+        op: &Op,
+        (var, lo, step): (V, V, V),
+        carried: &'a [(V, V)],
+        body: &'a Region,
+        depth: usize,
+        trips: u32,
+    ) -> Result<(), CodegenError> {
+        let (lo, step) = (self.val(h, lo)?, self.val(h, step)?);
+        let ty = lo.ty.clone();
+        let mut current = Vec::with_capacity(carried.len());
+        for &(_, init) in carried {
+            current.push(self.val(h, init)?);
+        }
+        let mut iv = lo.v;
+        for k in 0..trips {
+            if k > 0 {
+                iv = self.ir.emit(&ty, format!("add {ty} {iv}, {}", step.v)).v;
+            }
+            self.bind(var, Val::new(ty.clone(), iv.clone()));
+            for ((inner, _), val) in carried.iter().zip(&current) {
+                self.bind(*inner, val.clone());
+            }
+            current = self.region(body, depth + 1)?.unwrap_or_default();
+            if current.len() != carried.len() {
+                return Err(self.err(h, format!("the loop body must yield {} values", carried.len())));
+            }
+        }
+        for (i, r) in current.into_iter().enumerate() {
             self.set(h, op, i, r)?;
         }
         Ok(())
