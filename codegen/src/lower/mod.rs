@@ -6,6 +6,7 @@
 //! through `llvm.spv.resource.*` handles on the bindings of docs/abi.md.
 
 mod atomic;
+mod budget;
 mod builtins;
 mod control;
 mod ir;
@@ -74,6 +75,8 @@ pub(crate) struct Lowerer<'a> {
     /// argument block after a store to a slot is not merged with one before it, since LLVM
     /// cannot tell the two bindings apart.
     pub counts: Vec<Val>,
+    /// Whether innermost `for` loops get several body copies per back-edge (budget.rs).
+    pub unroll: bool,
 }
 
 impl<'a> Lowerer<'a> {
@@ -328,6 +331,7 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
         int_locals: Default::default(),
         local_zero: "0".into(),
         counts: Vec::new(),
+        unroll: budget::needs_unrolling(plan.body),
     };
     l.ir.start("entry");
     l.prologue()?;
