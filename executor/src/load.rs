@@ -95,9 +95,13 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Loaded> {
 
 /// [`load_bytes`] with `options`: with trusted keys, the signature is required and its key
 /// must be one of them (docs/bundle.md, "Signature"). Refusals are [`ExecError::Untrusted`]
-/// naming the key that signed (fingerprint) and the trusted ones.
+/// naming the key that signed (fingerprint) and the trusted ones. The signature is checked
+/// on the raw file ([`Bundle::read_framing`]: header, trailer, signature over the stated
+/// content digest) before the body is decompressed or any field decoded, so an untrusted
+/// file costs no more than its own bytes, whatever its payload claims.
 pub fn load_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Loaded> {
-    let (bundle, signature) = parse(bytes)?;
+    let framed = Bundle::read_framing(bytes).map_err(from_bundle_error)?;
+    let signature = framed.signature.clone();
     if let Some(trusted) = &options.trusted_keys {
         let list = || {
             let names: Vec<String> = trusted.iter().map(PublicKey::fingerprint).collect();
@@ -124,6 +128,7 @@ pub fn load_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Loaded> {
             Some(_) => {}
         }
     }
+    let bundle = framed.decode().map_err(from_bundle_error)?;
     let mut loaded = check(bundle)?;
     loaded.signature = signature;
     Ok(loaded)
@@ -168,11 +173,12 @@ fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {
     d.first().map(|d| d.message.clone()).unwrap_or_else(|| "no diagnostic".into())
 }
 
-/// Reads the file with [`Bundle::from_bytes_with_signature`]: the format version first (a different
-/// version, format 1's RON text included, is reported as such), then the lengths and the
-/// body, then the SHA-256 content hash, then the payload.
-fn parse(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>)> {
-    Bundle::from_bytes_with_signature(bytes).map_err(|e| match e {
+/// The loader's error for a failure of [`Bundle::read_framing`] or [`Framed::decode`]
+/// (`cmdgraph_ir::bundle::Framed`): the format version first (a different version, format
+/// 1's RON text included, is reported as such), then the lengths, the trailer and signature,
+/// the body, the SHA-256 content hash, the payload.
+fn from_bundle_error(e: BundleError) -> ExecError {
+    match e {
         BundleError::Version { found, expected } => ExecError::Version { found, expected },
         BundleError::HashMismatch { found, computed } => {
             ExecError::Hash(format!("the file says {found}, its content hashes to {computed}"))
@@ -181,7 +187,7 @@ fn parse(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>)> {
         e @ BundleError::Signature { .. } => ExecError::Untrusted(e.to_string()),
         BundleError::NotABundle { message } => ExecError::Malformed(format!("not a cmdgraph bundle: {message}")),
         BundleError::Malformed { message } | BundleError::Serialize { message } => ExecError::Malformed(message),
-    })
+    }
 }
 
 /// Checks one compiled kernel (entry `variant` of the bundle's list) against its IR

@@ -63,13 +63,9 @@ pub fn run(args: &InspectArgs) -> Outcome {
     // The same call `cmdgraph run` makes, with the same trust requirement, so a bundle `run`
     // refuses is refused here too, with the same message (inspect exited 0 on inconsistent
     // bundles, and on bundles `run --trust` refuses, issue 18).
-    let reject = |e| match Bundle::from_bytes(&input.bytes) {
-        // The file itself is unreadable (not a bundle, other version, hash, truncated): the
-        // reader's own message is the more precise one (it names byte ranges and both
-        // versions), and it is the same condition the loader failed on.
-        Err(read) => Failure::Rejected(format!("error: `{name}`: {read}")),
-        Ok(_) => Failure::Rejected(format!("error: `{name}`: {e}")),
-    };
+    // The loader's own error, as `run` prints it. (Reading the file a second time for the
+    // reader's message decoded an untrusted payload after `--trust` had refused it.)
+    let reject = |e| Failure::Rejected(format!("error: `{name}`: {e}"));
     shown.update("checking the bundle (format, IR, layouts, SPIR-V, plans)", None);
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
     shown.update("parsing the source module", None);
