@@ -10,6 +10,7 @@ use cmdgraph_ir::Module;
 use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
+mod finalizable;
 mod plan;
 mod workgroup;
 
@@ -86,6 +87,58 @@ impl Loaded {
     }
 }
 
+impl Loaded {
+    /// The compiled variant a launch of node `node` (alternative `alt` of a dynamic node)
+    /// of graph `graph` runs: the bundle's launch table when it names one whose work-group
+    /// size fits the launch (a range launch's size is codegen's choice), else
+    /// [`variant_for`](Self::variant_for). Finalize, updates and the loader's check of every
+    /// launch ([`check`]) all ask this one function.
+    pub fn variant_of(
+        &self,
+        graph: &str,
+        node: &str,
+        alt: Option<u32>,
+        kernel: &str,
+        launch: &cmdgraph_ir::Launch,
+    ) -> Result<usize> {
+        let plan = self.bundle.graphs.iter().position(|p| p.name == graph);
+        let entry = plan
+            .and_then(|i| self.launches.get(i))
+            .and_then(|table| table.get(node))
+            .and_then(|entries| entries.iter().find(|(a, _)| *a == alt).map(|&(_, index)| index));
+        if let Some(index) = entry {
+            let k = self.bundle.kernels.get(index as usize).filter(|k| k.kernel == kernel).ok_or_else(|| {
+                ExecError::Bundle(format!(
+                    "@{graph}: the launch table gives %{node} variant {index}, not one of @{kernel}"
+                ))
+            })?;
+            let (_, _, local) = crate::args::geometry(launch)?;
+            if local.is_none_or(|l| l == k.workgroup_size) {
+                return Ok(index as usize);
+            }
+        }
+        self.variant_for(kernel, launch)
+    }
+
+    /// The variant of `kernel` for a launch: the one of its work-group size for `nd_range`,
+    /// the first for a range launch.
+    pub fn variant_for(&self, kernel: &str, launch: &cmdgraph_ir::Launch) -> Result<usize> {
+        let (_, _, local) = crate::args::geometry(launch)?;
+        let mut candidates = self.bundle.kernels.iter().enumerate().filter(|(_, k)| k.kernel == kernel);
+        match local {
+            Some(l) => candidates.find(|(_, k)| k.workgroup_size == l).map(|(i, _)| i).ok_or_else(|| {
+                ExecError::Invalid(format!("@{kernel} has no compiled variant for work-group size {l:?}"))
+            }),
+            // A range launch leaves the work-group size to the implementation: the first
+            // variant (the bundle sorts them by size).
+            None => candidates
+                .next()
+                .map(|(i, _)| i)
+                .ok_or_else(|| ExecError::Bundle(format!("no compiled variant of @{kernel}"))),
+        }
+    }
+}
+
 /// Reads a bundle file (as `Bundle::to_bytes` writes it, content hash included) and checks
 /// it: format version, lengths, hash, payload, then everything [`check`] checks. Linear in
 /// the file; the source module is parsed only when an update needs it ([`Loaded::source`]).
@@ -156,7 +209,9 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
             table
         })
         .collect();
-    Ok(Loaded { bundle, module, source: OnceLock::new(), launches, signature: None })
+    let loaded = Loaded { bundle, module, source: OnceLock::new(), launches, signature: None };
+    finalizable::check_graphs(&loaded)?;
+    Ok(loaded)
 }
 
 /// The verifier's first error. Data races (E0280) are allowed: the compiler's front end
