@@ -1,5 +1,5 @@
 //! Links SPIRV-Tools' validator (src/spirv_val.rs) statically, with the C++ runtime it
-//! needs. The library comes from Debian's `spirv-tools` package (scripts/setup.sh installs
+//! needs, and compiles the C++ shim around it (src/spirv_val.cpp: exceptions stop there). The library comes from Debian's `spirv-tools` package (scripts/setup.sh installs
 //! it); `SPIRV_TOOLS_LIB_DIR` names another directory holding `libSPIRV-Tools.a`.
 
 use std::path::{Path, PathBuf};
@@ -14,6 +14,10 @@ fn main() {
         )
     });
     println!("cargo:rerun-if-changed={}", dir.join("libSPIRV-Tools.a").display());
+    println!("cargo:rerun-if-changed=src/spirv_val.cpp");
+    // The shim first: it calls into SPIRV-Tools, so the static linker must see it before the
+    // library (cc emits its own link line for it here).
+    cc::Build::new().cpp(true).file("src/spirv_val.cpp").flag_if_supported("-std=c++17").compile("cmdgraph_spirv_val");
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=static=SPIRV-Tools");
     println!("cargo:rustc-link-lib=dylib=stdc++");

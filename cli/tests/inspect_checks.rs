@@ -138,3 +138,54 @@ fn the_stored_planner_report_is_labelled_and_the_offsets_are_the_plans() {
     assert!(out.contains("    planned layout: offsets the executor binds"), "{out}");
     assert!(out.contains("      %t             512   256\n      %u               0   400\n"), "{out}");
 }
+
+/// `run` and `inspect` give one answer on each tampered bundle (issue 28): the checks finalize
+/// makes without a device (schedule, pool plan coverage, launch variants) are the loader's,
+/// for every graph, so a bundle `run` refused at finalize is refused by `inspect` too, with the
+/// same message; and a bundle whose source module is damaged (only updates read it) is
+/// accepted by both, where inspect used to refuse it.
+#[test]
+fn run_and_inspect_agree_on_bundles_run_refused_at_finalize() {
+    let dir = tempfile::tempdir().unwrap();
+    let compiled = dir.path().join("chain.cgb");
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/saxpy_chain.cgir");
+    // No fusion: three kernels in three stages and two planned allocations.
+    let o = cmdgraph(&["compile", "--passes=plan-memory", example, "-o", compiled.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let good = Bundle::from_bytes(&std::fs::read(&compiled).unwrap()).unwrap();
+    let plan = &good.graphs[0];
+    assert!(!plan.segments.is_empty() && plan.memory.offsets.len() >= 2, "{:?} {:?}", plan.segments, plan.memory);
+
+    // The schedule names a node the graph does not have.
+    let mut b = good.clone();
+    if let Some(cmdgraph_ir::bundle::Segment::Device { stages }) = b.graphs[0].segments.first_mut() {
+        stages[0][0] = "ghost".into();
+    }
+    let e = both_refuse(&write(dir.path(), "ghost.cgb", &b));
+    assert!(e.contains("inconsistent bundle: schedule names unknown node %ghost"), "{e}");
+
+    // The pool plan leaves one allocation out.
+    let mut b = good.clone();
+    let dropped = b.graphs[0].memory.offsets.pop().unwrap().0;
+    let e = both_refuse(&write(dir.path(), "pool.cgb", &b));
+    assert!(e.contains(&format!("inconsistent bundle: pool plan misses %{}", dropped.trim_start_matches('%'))), "{e}");
+
+    // A node moved to a second stage of the same segment before its predecessor.
+    let mut b = good.clone();
+    if let Some(cmdgraph_ir::bundle::Segment::Device { stages }) = b.graphs[0].segments.first_mut() {
+        stages.reverse();
+    }
+    both_refuse(&write(dir.path(), "order.cgb", &b));
+
+    // A damaged source module: run never reads it without an update, and inspect now says
+    // so instead of refusing the bundle.
+    let mut b = good.clone();
+    b.source = "graph @main {\n  %x = nonsense\n}\n".into();
+    let path = write(dir.path(), "source.cgb", &b);
+    let run = cmdgraph(&["run", &path]);
+    let inspect = cmdgraph(&["inspect", &path]);
+    assert!(run.status.success(), "run: {}", String::from_utf8_lossy(&run.stderr));
+    assert!(inspect.status.success(), "inspect: {}", String::from_utf8_lossy(&inspect.stderr));
+    let shown = String::from_utf8_lossy(&inspect.stdout);
+    assert!(shown.contains("source module: not readable"), "{shown}");
+}

@@ -245,7 +245,7 @@ fn kernel_cmd(graph: &Graph, node: Handle<Node>, active: &[u32]) -> Result<Optio
     }
 }
 
-fn check_cmd_supported(graph: &Graph, node: Handle<Node>) -> Result<()> {
+pub(crate) fn check_cmd_supported(graph: &Graph, node: Handle<Node>) -> Result<()> {
     let n = &graph.nodes[node];
     match &n.kind {
         NodeKind::Subgraph { .. } => Err(ExecError::Invalid(format!(
@@ -297,9 +297,8 @@ impl Executor {
     }
 
     /// The compiled variant a launch of node `node` (alternative `alt` of a dynamic node)
-    /// of graph `graph` runs: the bundle's launch table when it names one whose work-group
-    /// size fits the launch (a range launch's size is codegen's choice), else
-    /// [`variant_for`](Self::variant_for).
+    /// of graph `graph` runs ([`Loaded::variant_of`](crate::Loaded::variant_of), which the
+    /// loader also checks every launch with).
     pub(crate) fn variant_of(
         &self,
         graph: &str,
@@ -308,41 +307,7 @@ impl Executor {
         kernel: &str,
         launch: &Launch,
     ) -> Result<usize> {
-        let plan = self.loaded.bundle.graphs.iter().position(|p| p.name == graph);
-        let entry = plan
-            .and_then(|i| self.loaded.launches.get(i))
-            .and_then(|table| table.get(node))
-            .and_then(|entries| entries.iter().find(|(a, _)| *a == alt).map(|&(_, index)| index));
-        if let Some(index) = entry {
-            let k = self.loaded.bundle.kernels.get(index as usize).filter(|k| k.kernel == kernel).ok_or_else(|| {
-                ExecError::Bundle(format!(
-                    "@{graph}: the launch table gives %{node} variant {index}, not one of @{kernel}"
-                ))
-            })?;
-            let (_, _, local) = crate::args::geometry(launch)?;
-            if local.is_none_or(|l| l == k.workgroup_size) {
-                return Ok(index as usize);
-            }
-        }
-        self.variant_for(kernel, launch)
-    }
-
-    /// The variant of `kernel` for a launch: the one of its work-group size for `nd_range`,
-    /// the first for a range launch.
-    pub(crate) fn variant_for(&self, kernel: &str, launch: &Launch) -> Result<usize> {
-        let (_, _, local) = crate::args::geometry(launch)?;
-        let mut candidates = self.loaded.bundle.kernels.iter().enumerate().filter(|(_, k)| k.kernel == kernel);
-        match local {
-            Some(l) => candidates.find(|(_, k)| k.workgroup_size == l).map(|(i, _)| i).ok_or_else(|| {
-                ExecError::Invalid(format!("@{kernel} has no compiled variant for work-group size {l:?}"))
-            }),
-            // A range launch leaves the work-group size to the implementation: the first
-            // variant (the bundle sorts them by size).
-            None => candidates
-                .next()
-                .map(|(i, _)| i)
-                .ok_or_else(|| ExecError::Bundle(format!("no compiled variant of @{kernel}"))),
-        }
+        self.loaded.variant_of(graph, node, alt, kernel, launch)
     }
 
     /// Makes an executable of graph `name`: graph memory (pool at the planned offsets,

@@ -10,6 +10,7 @@ use cmdgraph_ir::Module;
 use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
+mod finalizable;
 mod plan;
 mod workgroup;
 
@@ -86,6 +87,58 @@ impl Loaded {
     }
 }
 
+impl Loaded {
+    /// The compiled variant a launch of node `node` (alternative `alt` of a dynamic node)
+    /// of graph `graph` runs: the bundle's launch table when it names one whose work-group
+    /// size fits the launch (a range launch's size is codegen's choice), else
+    /// [`variant_for`](Self::variant_for). Finalize, updates and the loader's check of every
+    /// launch ([`check`]) all ask this one function.
+    pub fn variant_of(
+        &self,
+        graph: &str,
+        node: &str,
+        alt: Option<u32>,
+        kernel: &str,
+        launch: &cmdgraph_ir::Launch,
+    ) -> Result<usize> {
+        let plan = self.bundle.graphs.iter().position(|p| p.name == graph);
+        let entry = plan
+            .and_then(|i| self.launches.get(i))
+            .and_then(|table| table.get(node))
+            .and_then(|entries| entries.iter().find(|(a, _)| *a == alt).map(|&(_, index)| index));
+        if let Some(index) = entry {
+            let k = self.bundle.kernels.get(index as usize).filter(|k| k.kernel == kernel).ok_or_else(|| {
+                ExecError::Bundle(format!(
+                    "@{graph}: the launch table gives %{node} variant {index}, not one of @{kernel}"
+                ))
+            })?;
+            let (_, _, local) = crate::args::geometry(launch)?;
+            if local.is_none_or(|l| l == k.workgroup_size) {
+                return Ok(index as usize);
+            }
+        }
+        self.variant_for(kernel, launch)
+    }
+
+    /// The variant of `kernel` for a launch: the one of its work-group size for `nd_range`,
+    /// the first for a range launch.
+    pub fn variant_for(&self, kernel: &str, launch: &cmdgraph_ir::Launch) -> Result<usize> {
+        let (_, _, local) = crate::args::geometry(launch)?;
+        let mut candidates = self.bundle.kernels.iter().enumerate().filter(|(_, k)| k.kernel == kernel);
+        match local {
+            Some(l) => candidates.find(|(_, k)| k.workgroup_size == l).map(|(i, _)| i).ok_or_else(|| {
+                ExecError::Invalid(format!("@{kernel} has no compiled variant for work-group size {l:?}"))
+            }),
+            // A range launch leaves the work-group size to the implementation: the first
+            // variant (the bundle sorts them by size).
+            None => candidates
+                .next()
+                .map(|(i, _)| i)
+                .ok_or_else(|| ExecError::Bundle(format!("no compiled variant of @{kernel}"))),
+        }
+    }
+}
+
 /// Reads a bundle file (as `Bundle::to_bytes` writes it, content hash included) and checks
 /// it: format version, lengths, hash, payload, then everything [`check`] checks. Linear in
 /// the file; the source module is parsed only when an update needs it ([`Loaded::source`]).
@@ -95,9 +148,13 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Loaded> {
 
 /// [`load_bytes`] with `options`: with trusted keys, the signature is required and its key
 /// must be one of them (docs/bundle.md, "Signature"). Refusals are [`ExecError::Untrusted`]
-/// naming the key that signed (fingerprint) and the trusted ones.
+/// naming the key that signed (fingerprint) and the trusted ones. The signature is checked
+/// on the raw file ([`Bundle::read_framing`]: header, trailer, signature over the stated
+/// content digest) before the body is decompressed or any field decoded, so an untrusted
+/// file costs no more than its own bytes, whatever its payload claims.
 pub fn load_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Loaded> {
-    let (bundle, signature) = parse(bytes)?;
+    let framed = Bundle::read_framing(bytes).map_err(from_bundle_error)?;
+    let signature = framed.signature.clone();
     if let Some(trusted) = &options.trusted_keys {
         let list = || {
             let names: Vec<String> = trusted.iter().map(PublicKey::fingerprint).collect();
@@ -124,6 +181,7 @@ pub fn load_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Loaded> {
             Some(_) => {}
         }
     }
+    let bundle = framed.decode().map_err(from_bundle_error)?;
     let mut loaded = check(bundle)?;
     loaded.signature = signature;
     Ok(loaded)
@@ -151,7 +209,9 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
             table
         })
         .collect();
-    Ok(Loaded { bundle, module, source: OnceLock::new(), launches, signature: None })
+    let loaded = Loaded { bundle, module, source: OnceLock::new(), launches, signature: None };
+    finalizable::check_graphs(&loaded)?;
+    Ok(loaded)
 }
 
 /// The verifier's first error. Data races (E0280) are allowed: the compiler's front end
@@ -168,11 +228,12 @@ fn first(d: &[cmdgraph_ir::diag::Diagnostic]) -> String {
     d.first().map(|d| d.message.clone()).unwrap_or_else(|| "no diagnostic".into())
 }
 
-/// Reads the file with [`Bundle::from_bytes_with_signature`]: the format version first (a different
-/// version, format 1's RON text included, is reported as such), then the lengths and the
-/// body, then the SHA-256 content hash, then the payload.
-fn parse(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>)> {
-    Bundle::from_bytes_with_signature(bytes).map_err(|e| match e {
+/// The loader's error for a failure of [`Bundle::read_framing`] or [`Framed::decode`]
+/// (`cmdgraph_ir::bundle::Framed`): the format version first (a different version, format
+/// 1's RON text included, is reported as such), then the lengths, the trailer and signature,
+/// the body, the SHA-256 content hash, the payload.
+fn from_bundle_error(e: BundleError) -> ExecError {
+    match e {
         BundleError::Version { found, expected } => ExecError::Version { found, expected },
         BundleError::HashMismatch { found, computed } => {
             ExecError::Hash(format!("the file says {found}, its content hashes to {computed}"))
@@ -181,7 +242,7 @@ fn parse(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>)> {
         e @ BundleError::Signature { .. } => ExecError::Untrusted(e.to_string()),
         BundleError::NotABundle { message } => ExecError::Malformed(format!("not a cmdgraph bundle: {message}")),
         BundleError::Malformed { message } | BundleError::Serialize { message } => ExecError::Malformed(message),
-    })
+    }
 }
 
 /// Checks one compiled kernel (entry `variant` of the bundle's list) against its IR

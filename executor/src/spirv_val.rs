@@ -24,6 +24,14 @@ const ENV_VULKAN_1_3: c_int = 25;
 /// `SPV_SUCCESS` of `spv_result_t`.
 const SUCCESS: c_int = 0;
 
+/// Largest module validated, in words (16 Mi words, 64 MiB): a kernel of this project is a
+/// few KiB, and the validator preallocates per word (10^8 `OpNop`s, valid SPIR-V, made it
+/// throw in its allocation), so a larger module is refused before it reaches the library.
+pub const MAX_MODULE_WORDS: usize = 1 << 24;
+
+/// Bytes of the message buffer the shim fills when the validator throws.
+const MESSAGE_BYTES: usize = 256;
+
 /// `spv_position_t`.
 #[repr(C)]
 struct Position {
@@ -44,11 +52,16 @@ struct Diagnostic {
 unsafe extern "C" {
     fn spvContextCreate(env: c_int) -> *mut c_void;
     fn spvContextDestroy(context: *mut c_void);
-    fn spvValidateBinary(
+    /// `spvValidateBinary` inside a C++ `try` (src/spirv_val.cpp): an exception becomes a
+    /// result code, `*threw` = 1 and its `what()` in `message`, instead of unwinding into Rust.
+    fn cmdgraph_spv_validate_binary(
         context: *const c_void,
         words: *const u32,
         num_words: usize,
         diagnostic: *mut *mut Diagnostic,
+        threw: *mut c_int,
+        message: *mut c_char,
+        message_cap: usize,
     ) -> c_int;
     fn spvDiagnosticDestroy(diagnostic: *mut Diagnostic);
     fn spvTargetEnvDescription(env: c_int) -> *const c_char;
@@ -56,17 +69,44 @@ unsafe extern "C" {
 
 /// Validates `words` as a SPIR-V module for Vulkan 1.3 (what `spirv-val --target-env
 /// vulkan1.3` checks). `Err` holds the validator's message, with the word index of the
-/// offending instruction where it gives one.
+/// offending instruction where it gives one. A module over [`MAX_MODULE_WORDS`] is refused
+/// without being validated; an exception inside the validator is an `Err` too.
 pub fn validate(words: &[u32]) -> Result<(), String> {
+    if words.len() > MAX_MODULE_WORDS {
+        return Err(format!(
+            "the module has {} words, more than the {MAX_MODULE_WORDS} (64 MiB) a kernel variant may have",
+            words.len()
+        ));
+    }
+    validate_unbounded(words)
+}
+
+/// [`validate`] without the size bound (the tests give the shim a module the validator
+/// throws on).
+fn validate_unbounded(words: &[u32]) -> Result<(), String> {
     // SAFETY: spvContextCreate takes an enum value and returns an owned context or null.
     let context = unsafe { spvContextCreate(ENV_VULKAN_1_3) };
     if context.is_null() {
         return Err("SPIRV-Tools could not create a Vulkan 1.3 context".into());
     }
     let mut diagnostic: *mut Diagnostic = std::ptr::null_mut();
+    let mut threw: c_int = 0;
+    let mut thrown = [0 as c_char; MESSAGE_BYTES];
     // SAFETY: `context` is live; `words` is a valid slice for `len` words that the validator
-    // only reads; `diagnostic` is a valid out-pointer it may set to an owned diagnostic.
-    let result = unsafe { spvValidateBinary(context, words.as_ptr(), words.len(), &mut diagnostic) };
+    // only reads; `diagnostic` is a valid out-pointer it may set to an owned diagnostic;
+    // `threw` and `thrown` (with its length) are valid for writes, and the shim catches
+    // every exception, so none unwinds through this frame.
+    let result = unsafe {
+        cmdgraph_spv_validate_binary(
+            context,
+            words.as_ptr(),
+            words.len(),
+            &mut diagnostic,
+            &mut threw,
+            thrown.as_mut_ptr(),
+            thrown.len(),
+        )
+    };
     let message = if diagnostic.is_null() {
         None
     } else {
@@ -84,6 +124,14 @@ pub fn validate(words: &[u32]) -> Result<(), String> {
     };
     // SAFETY: the context came from spvContextCreate and is destroyed once, here.
     unsafe { spvContextDestroy(context) };
+    if threw != 0 {
+        // SAFETY: the shim wrote a nul-terminated string within the buffer's length.
+        let what = unsafe { CStr::from_ptr(thrown.as_ptr()) }.to_string_lossy().into_owned();
+        return Err(format!(
+            "SPIR-V validation (Vulkan 1.3) could not complete: the validator threw ({what}) on a module of {} words",
+            words.len()
+        ));
+    }
     if result == SUCCESS {
         return Ok(());
     }
@@ -122,5 +170,50 @@ mod tests {
         assert!(e.contains("SPIR-V validation"), "{e}");
         assert!(validate(&[]).is_err());
         assert!(validate(&[0xdead_beef; 7]).is_err());
+    }
+
+    /// A valid module (header, `OpCapability Shader`, `OpMemoryModel`) followed by `nops`
+    /// `OpNop`s.
+    fn nops(nops: usize) -> Vec<u32> {
+        let mut w = vec![0x0723_0203, 0x0001_0300, 0, 8, 0, (2 << 16) | 17, 1, (3 << 16) | 14, 0, 1];
+        w.resize(w.len() + nops, 1 << 16);
+        w
+    }
+
+    /// 10^8 `OpNop`s made the validator throw while preallocating (where memory is short),
+    /// and the exception aborted the process ("Rust cannot catch foreign exceptions"). Here
+    /// this test runs itself again in a child limited to 1 GiB of address space
+    /// (`ulimit -v`), where the validator's allocation fails: the child must end normally,
+    /// having got an error, not abort.
+    #[test]
+    fn an_exception_in_the_validator_is_an_error_not_an_abort() {
+        const CHILD: &str = "CMDGRAPH_SPIRV_VAL_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let e = validate_unbounded(&nops(100_000_000)).unwrap_err();
+            assert!(e.contains("could not complete: the validator threw"), "{e}");
+            return;
+        }
+        let exe = std::env::current_exe().expect("test binary");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1048576 && exec \"$0\" \"$@\"")
+            .arg(exe)
+            .args(["--exact", "spirv_val::tests::an_exception_in_the_validator_is_an_error_not_an_abort"])
+            .env(CHILD, "1")
+            .output()
+            .expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "the child failed ({:?}):\n{text}", out.status);
+        assert!(text.contains("1 passed"), "{text}");
+    }
+
+    /// The size bound refuses such a module before the library sees it; under it, the same
+    /// kind of module is judged by the validator itself.
+    #[test]
+    fn a_module_over_the_size_bound_is_refused_before_validation() {
+        let e = validate(&nops(MAX_MODULE_WORDS)).unwrap_err();
+        assert!(e.contains("more than the 16777216 (64 MiB)"), "{e}");
+        let e = validate(&nops(1000)).unwrap_err();
+        assert!(e.contains("SPIR-V validation (Vulkan 1.3):"), "{e}");
     }
 }

@@ -72,8 +72,8 @@ fn pool_fills_and_copies_match_interpreter() {
 fn a_schedule_against_an_edge_is_rejected() {
     let ir = ir();
     let p = plan(vec![vec!["t", "u", "odd", "k"], vec!["fill"], vec!["copy", "f1"], vec!["f2"]]);
-    let mut ex = executor(bundle(&ir, vec![], vec![p]));
-    let err = ex.finalize("g").unwrap_err().to_string();
+    // Refused at load, before a device (the loader checks the schedule as finalize does).
+    let err = cmdgraph_executor::load::check(bundle(&ir, vec![], vec![p])).unwrap_err().to_string();
     assert!(err.contains("%fill") && err.contains("%k"), "{err}");
 }
 
@@ -88,15 +88,17 @@ fn schedules_may_omit_nodes_that_record_nothing() {
     ex.run(e).unwrap();
     assert_eq!(ex.read_as::<f32>("out").unwrap()[299], 6.0);
     no_messages(&ex);
-    // A recorded node left out is an error; so is an order broken through an omitted node.
+    // A recorded node left out is an error; so is an order broken through an omitted node
+    // (both at load, as finalize would).
+    let load = |ir: &str, p| cmdgraph_executor::load::check(bundle(ir, vec![], vec![p])).unwrap_err().to_string();
     let p = plan(vec![vec!["odd"], vec!["fill"], vec!["k"]]);
-    let err = executor(bundle(&ir, vec![], vec![p])).finalize("g").unwrap_err().to_string();
+    let err = load(&ir, p);
     assert!(err.contains("misses %copy"), "{err}");
     let through = ir.replace(
         "%copy = memcpy @out, %t, 1200 after(%k)",
         "%e = empty after(%k)\n  %copy = memcpy @out, %t, 1200 after(%e)",
     );
     let p = plan(vec![vec!["odd"], vec!["fill"], vec!["k", "copy"]]);
-    let err = executor(bundle(&through, vec![], vec![p])).finalize("g").unwrap_err().to_string();
+    let err = load(&through, p);
     assert!(err.contains("%copy"), "{err}");
 }

@@ -16,7 +16,7 @@ mod io;
 pub mod key;
 pub mod signature;
 
-pub use io::{BundleError, HEADER_BYTES, MAGIC};
+pub use io::{BundleError, Framed, DECODE_BUDGET_FACTOR, HEADER_BYTES, MAGIC, MAX_EXPANSION};
 
 /// Bumped whenever the bundle or the kernel ABI changes. 1: RON text (SPIR-V words as
 /// decimal numbers); 2: binary header and LZ4-compressed payload.

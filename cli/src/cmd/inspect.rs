@@ -68,13 +68,7 @@ pub fn run(args: &InspectArgs) -> Outcome {
     // The same call `cmdgraph run` makes, with the same trust requirement, so a bundle `run`
     // refuses is refused here too, with the same message (inspect exited 0 on inconsistent
     // bundles, and on bundles `run --trust` refuses, issue 18).
-    let reject = |e| match Bundle::from_bytes(&input.bytes) {
-        // The file itself is unreadable (not a bundle, other version, hash, truncated): the
-        // reader's own message is the more precise one (it names byte ranges and both
-        // versions), and it is the same condition the loader failed on.
-        Err(read) => Failure::Rejected(format!("error: `{name}`: {read}")),
-        Ok(_) => Failure::Rejected(format!("error: `{name}`: {e}")),
-    };
+    let reject = |e| load_error(name, &input.bytes, &e);
     shown.update("checking the bundle (format, IR, layouts, SPIR-V, plans)", None);
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
     if let Some(which) = args.ir {
@@ -82,19 +76,43 @@ pub fn run(args: &InspectArgs) -> Outcome {
         return io::write_output(None, which.text(&loaded.bundle));
     }
     shown.update("parsing the source module", None);
-    let source = loaded.source().map_err(|e| Failure::Rejected(format!("error: `{name}`: {e}")))?;
+    // `run` reads the source only for updates, so a damaged one is reported, not refused:
+    // both commands give one answer (issue 28).
+    let source = loaded.source();
     let signature = loaded.signature.as_ref();
     shown.update("summarizing", None);
-    let text = summary(name, &loaded.bundle, signature, source, &loaded.module, args);
+    let mut text = summary(name, &loaded.bundle, signature, source.as_ref().ok().copied(), &loaded.module, args);
+    if let Err(e) = source {
+        let _ = writeln!(text, "source module: not readable ({e}); graph updates, which need it, will be refused");
+    }
     shown.finish();
     io::write_output(None, &text)
+}
+
+/// The message of a refused load, the same for `run` and `inspect`. When the file itself is
+/// unreadable (not a bundle, another version, framing, hash, payload) the reader's own
+/// message, which names byte ranges and both versions: the loader failed on that same
+/// condition, and got there only past the trust requirement, so reading again never decodes
+/// a payload `--trust` refused. Otherwise the loader's.
+pub(crate) fn load_error(name: &str, bytes: &[u8], e: &cmdgraph_executor::ExecError) -> Failure {
+    use cmdgraph_executor::ExecError;
+    let read = match e {
+        ExecError::Malformed(_) | ExecError::Version { .. } | ExecError::Hash(_) => {
+            Bundle::read_framing(bytes).and_then(|f| f.decode()).err()
+        }
+        _ => None,
+    };
+    match read {
+        Some(read) => Failure::Rejected(format!("error: `{name}`: {read}")),
+        None => Failure::Rejected(format!("error: `{name}`: {e}")),
+    }
 }
 
 fn summary(
     name: &str,
     b: &Bundle,
     signature: Option<&BundleSignature>,
-    source: &Module,
+    source: Option<&Module>,
     optimized: &Module,
     args: &InspectArgs,
 ) -> String {
@@ -143,12 +161,12 @@ fn graph_summary(
     out: &mut String,
     b: &Bundle,
     plan: &GraphPlan,
-    source: &Module,
+    source: Option<&Module>,
     optimized: &Module,
     args: &InspectArgs,
 ) {
     let count = |m: &Module| m.graph_by_name(&plan.name).map(|h| m.graphs[h].nodes.len());
-    let before = count(source).map_or("-".to_string(), |n| n.to_string());
+    let before = source.and_then(count).map_or("-".to_string(), |n| n.to_string());
     let after = count(optimized).map_or("-".to_string(), |n| n.to_string());
     let _ = writeln!(out, "graph @{}: {before} node(s) in the source, {after} after the pipeline", plan.name);
     let device = plan.segments.iter().filter(|s| matches!(s, Segment::Device { .. })).count();

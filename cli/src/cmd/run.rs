@@ -115,7 +115,6 @@ pub fn run(args: &RunArgs) -> Outcome {
             input.bytes = bytes;
         }
     }
-    let reject = |e: ExecError| Failure::Rejected(format!("error: `{file}`: {e}"));
     let trusted_keys = if args.trust.is_empty() {
         None
     } else {
@@ -123,7 +122,8 @@ pub fn run(args: &RunArgs) -> Outcome {
     };
     let options = cmdgraph_executor::load::LoadOptions { trusted_keys };
     shown.update("checking the bundle", None);
-    let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options).map_err(reject)?;
+    let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options)
+        .map_err(|e| super::inspect::load_error(&file, &input.bytes, &e))?;
     let module = loaded.module.clone();
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
     let plan = steps::plan(&args.steps, &loaded, &graph, &options)?;

@@ -2,7 +2,10 @@
 //! declaration order, as LEB128 integers, length-prefixed UTF-8 strings and raw bytes
 //! (docs/bundle.md, "Format"). Decoding never panics and never allocates more than the
 //! input can hold: every count is checked against the bytes left before anything is
-//! reserved, and an error names the byte offset and the field being read.
+//! reserved, and against a budget of memory for the decoded values (a string costs 24 bytes
+//! for its one encoded byte of length, so "the bytes left" alone would let a payload of
+//! empty names take 24 times its size); an error names the byte offset and the field being
+//! read.
 
 use super::{
     ArgField, ArgFieldKind, ArgLayout, Bundle, CompiledKernel, GraphPlan, LaunchVariant, MemorySlot, NodeOrigin,
@@ -116,16 +119,18 @@ pub(super) fn encode(b: &Bundle) -> Vec<u8> {
 }
 
 /// Reads a payload written by [`encode`]; `format_version` and `content_hash` are left for
-/// the caller. `Err` is (byte offset, what was being read, what is wrong).
-pub(super) fn decode(bytes: &[u8]) -> Result<Bundle, (usize, &'static str, String)> {
-    let mut r = Reader { bytes, at: 0, what: "source" };
+/// the caller. The decoded values may take at most `budget` bytes of memory (each list
+/// counts `size_of` of its items, each string 24 bytes plus its text, before it is made).
+/// `Err` is (byte offset, what was being read, what is wrong).
+pub(super) fn decode(bytes: &[u8], budget: u64) -> Result<Bundle, (usize, &'static str, String)> {
+    let mut r = Reader { bytes, at: 0, what: "source", budget };
     let source = r.str()?;
     r.what = "optimized";
     let optimized = r.str()?;
     r.what = "pipeline";
     let pipeline = r.str()?;
     r.what = "kernels";
-    let n = r.count(8)?;
+    let n = r.count::<CompiledKernel>(8)?;
     let mut kernels = Vec::with_capacity(n);
     for _ in 0..n {
         r.what = "kernel name";
@@ -137,13 +142,13 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Bundle, (usize, &'static str, Strin
         r.what = "kernel items per invocation";
         let items_per_invocation = r.u32()?;
         r.what = "kernel SPIR-V";
-        let words = r.count(4)?;
+        let words = r.count::<u32>(4)?;
         let raw = r.take(words * 4)?;
         let spirv = raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         r.what = "argument block size";
         let block_size = r.u32()?;
         r.what = "argument fields";
-        let nf = r.count(3)?;
+        let nf = r.count::<ArgField>(3)?;
         let mut fields = Vec::with_capacity(nf);
         for _ in 0..nf {
             let offset = r.u32()?;
@@ -156,7 +161,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Bundle, (usize, &'static str, Strin
             fields.push(ArgField { offset, kind });
         }
         r.what = "memory slots";
-        let ns = r.count(3)?;
+        let ns = r.count::<MemorySlot>(3)?;
         let mut slots = Vec::with_capacity(ns);
         for _ in 0..ns {
             let slot = match r.u32()? {
@@ -170,21 +175,21 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Bundle, (usize, &'static str, Strin
         kernels.push(CompiledKernel { kernel, entry, workgroup_size, items_per_invocation, spirv, layout });
     }
     r.what = "graphs";
-    let ng = r.count(7)?;
+    let ng = r.count::<GraphPlan>(7)?;
     let mut graphs = Vec::with_capacity(ng);
     for _ in 0..ng {
         r.what = "graph name";
         let name = r.str()?;
         r.what = "segments";
-        let nseg = r.count(2)?;
+        let nseg = r.count::<Segment>(2)?;
         let mut segments = Vec::with_capacity(nseg);
         for _ in 0..nseg {
             let seg = match r.u32()? {
                 0 => {
-                    let nst = r.count(1)?;
+                    let nst = r.count::<Vec<String>>(1)?;
                     let mut stages = Vec::with_capacity(nst);
                     for _ in 0..nst {
-                        let nn = r.count(1)?;
+                        let nn = r.count::<String>(1)?;
                         let mut stage = Vec::with_capacity(nn);
                         for _ in 0..nn {
                             stage.push(r.str()?);
@@ -201,7 +206,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Bundle, (usize, &'static str, Strin
         r.what = "pool plan";
         let size = r.uint()?;
         let alignment = r.uint()?;
-        let no = r.count(2)?;
+        let no = r.count::<(String, u64)>(2)?;
         let mut offsets = Vec::with_capacity(no);
         for _ in 0..no {
             offsets.push((r.str()?, r.uint()?));
@@ -209,11 +214,11 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Bundle, (usize, &'static str, Strin
         r.what = "pool report";
         let report = r.str()?;
         r.what = "origins";
-        let nor = r.count(2)?;
+        let nor = r.count::<NodeOrigin>(2)?;
         let mut origins = Vec::with_capacity(nor);
         for _ in 0..nor {
             let node = r.str()?;
-            let nsrc = r.count(2)?;
+            let nsrc = r.count::<(String, String)>(2)?;
             let mut sources = Vec::with_capacity(nsrc);
             for _ in 0..nsrc {
                 sources.push((r.str()?, r.str()?));
@@ -221,7 +226,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Bundle, (usize, &'static str, Strin
             origins.push(NodeOrigin { node, sources });
         }
         r.what = "launch table";
-        let nl = r.count(3)?;
+        let nl = r.count::<LaunchVariant>(3)?;
         let mut launches = Vec::with_capacity(nl);
         for _ in 0..nl {
             let node = r.str()?;
@@ -273,6 +278,8 @@ struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
     what: &'static str,
+    /// Bytes of memory the decoded values may still take.
+    budget: u64,
 }
 
 impl<'a> Reader<'a> {
@@ -320,9 +327,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A count of items each at least `min_bytes` long: larger than the bytes left could
-    /// hold is an error before anything is allocated for it.
-    fn count(&mut self, min_bytes: usize) -> Result<usize, (usize, &'static str, String)> {
+    /// A count of items of type `T` each at least `min_bytes` long: more than the bytes
+    /// left could hold, or more memory than the budget has left, is an error before
+    /// anything is allocated for them.
+    fn count<T>(&mut self, min_bytes: usize) -> Result<usize, (usize, &'static str, String)> {
         let start = self.at;
         let n = self.uint()?;
         let left = (self.bytes.len() - self.at) as u64;
@@ -330,7 +338,24 @@ impl<'a> Reader<'a> {
             self.at = start;
             return Err(self.fail(format!("{n} items but only {left} bytes left")));
         }
+        self.charge(n.saturating_mul(std::mem::size_of::<T>() as u64)).inspect_err(|_| self.at = start)?;
         Ok(n as usize)
+    }
+
+    /// Takes `bytes` from the budget, or fails naming it (a payload that decodes to far
+    /// more memory than it takes is crafted: real bundles stay well under the budget).
+    fn charge(&mut self, bytes: u64) -> Result<(), (usize, &'static str, String)> {
+        match self.budget.checked_sub(bytes) {
+            Some(left) => {
+                self.budget = left;
+                Ok(())
+            }
+            None => Err(self.fail(format!(
+                "the decoded values would take more than {} times the payload's size in memory \
+                 (docs/bundle.md, \"Reading a bundle\")",
+                super::DECODE_BUDGET_FACTOR
+            ))),
+        }
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], (usize, &'static str, String)> {
@@ -343,8 +368,10 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// A string: its text counts against the budget (its 24-byte `String` is counted by
+    /// the list or value holding it).
     fn str(&mut self) -> Result<String, (usize, &'static str, String)> {
-        let n = self.count(1)?;
+        let n = self.count::<u8>(1)?;
         let start = self.at;
         let raw = self.take(n)?;
         match std::str::from_utf8(raw) {

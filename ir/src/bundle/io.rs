@@ -33,6 +33,20 @@ const LZ4: u8 = 1;
 /// Largest payload accepted (the IR's own file limit is 1 GiB; two modules and the rest).
 const MAX_PAYLOAD: u64 = 4 << 30;
 
+/// Most an LZ4 body may expand: the payload may be at most this many times the body (plus
+/// 256 bytes). LZ4 itself reaches 255x on runs of one byte; real bundles compress 2-6x
+/// (docs/bundle.md, "Reading a bundle"), and [`Bundle::to_bytes`] stores a payload that would
+/// compress better than this uncompressed, so every bundle it writes is within the bound.
+/// Bounds the memory a small file can make a reader take.
+pub const MAX_EXPANSION: u64 = 32;
+
+/// Most memory the decoded values may take, as a multiple of the payload's length (plus
+/// 1 MiB): each string and list element counts its in-memory size (a `String` is 24 bytes
+/// plus its text) before it is made. Real bundles take 1.05-1.6x (the IR texts are copied
+/// once; names take 24 bytes plus their text for their 2-8 encoded bytes); a payload of
+/// empty names, 24x, is refused before it is decoded.
+pub const DECODE_BUDGET_FACTOR: u64 = 4;
+
 /// Why a bundle could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BundleError {
@@ -122,12 +136,19 @@ impl Bundle {
     pub fn to_bytes(&self) -> Result<Vec<u8>, BundleError> {
         let payload = codec::encode(self);
         let hash = content_digest(self.format_version, &payload);
-        let body = lz4_flex::block::compress(&payload);
+        let compressed = lz4_flex::block::compress(&payload);
+        // A payload that compresses past what readers accept is stored as it is (real
+        // bundles compress 2-6x; a source of long repeated comments could exceed it).
+        let (compression, body) = if (payload.len() as u64) <= max_lz4_payload(compressed.len() as u64) {
+            (LZ4, compressed)
+        } else {
+            (STORED, payload.clone())
+        };
         let mut out = Vec::with_capacity(HEADER_BYTES + body.len());
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&self.format_version.to_le_bytes());
         out.extend_from_slice(&hash);
-        out.push(LZ4);
+        out.push(compression);
         out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&body);
@@ -152,19 +173,30 @@ impl Bundle {
     }
 
     /// Reads a bundle file: the magic and format version first (a bundle of format 1, RON
-    /// text, is recognised and reported by its version), then the lengths, the body, the
-    /// hash, the payload, and the cross references (kernel indices). A signature trailer, if
-    /// there is one, must be well-formed and verify; [`Bundle::from_bytes_with_signature`]
-    /// also says who signed. Never panics.
+    /// text, is recognised and reported by its version), then the lengths, the signature
+    /// trailer, the body, the hash, the payload, and the cross references (kernel indices).
+    /// A signature trailer, if there is one, must be well-formed and verify;
+    /// [`Bundle::from_bytes_with_signature`] also says who signed. Never panics.
     pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
         Bundle::from_bytes_with_signature(bytes).map(|(bundle, _)| bundle)
     }
 
     /// [`Bundle::from_bytes`], and the verified signature when the file has a trailer
-    /// (`None` for an unsigned bundle). The trailer's structure is checked before the body
-    /// is decompressed, the signature right after the content hash and before the payload is
-    /// decoded, so a bundle with a bad signature is refused before any field is read.
+    /// (`None` for an unsigned bundle): [`Bundle::read_framing`] then [`Framed::decode`].
     pub fn from_bytes_with_signature(bytes: &[u8]) -> Result<(Bundle, Option<BundleSignature>), BundleError> {
+        let framed = Bundle::read_framing(bytes)?;
+        let signature = framed.signature.clone();
+        Ok((framed.decode()?, signature))
+    }
+
+    /// The first half of reading, over the raw bytes only: magic, version, header lengths
+    /// against the file and against [`MAX_EXPANSION`], and the signature trailer, verified
+    /// against the content digest the header states. Nothing is decompressed or decoded,
+    /// so a caller that requires a trusted signer (the executor's trusted loads) refuses an
+    /// untrusted file here, before any of its payload is expanded. A signature verified over
+    /// the stated digest signs the content once [`Framed::decode`] has checked that the
+    /// content hashes to that digest.
+    pub fn read_framing(bytes: &[u8]) -> Result<Framed<'_>, BundleError> {
         let malformed = |message: String| BundleError::Malformed { message };
         if !bytes.starts_with(&MAGIC) {
             return Err(not_a_bundle(bytes));
@@ -181,8 +213,8 @@ impl Bundle {
                 bytes.len()
             )));
         }
-        let mut found = [0u8; 32];
-        found.copy_from_slice(&bytes[12..44]);
+        let mut digest = [0u8; 32];
+        digest.copy_from_slice(&bytes[12..44]);
         let compression = bytes[44];
         let payload_len = read_u64(bytes, 45).unwrap_or(0);
         let body_len = read_u64(bytes, 53).unwrap_or(0);
@@ -203,50 +235,27 @@ impl Bundle {
                 "the header (bytes 45..53) gives a payload of {payload_len} bytes, over the limit of {MAX_PAYLOAD}"
             )));
         }
-        let payload: std::borrow::Cow<'_, [u8]> = match compression {
-            STORED if body_len == payload_len => body.into(),
-            STORED => {
+        match compression {
+            STORED if body_len != payload_len => {
                 return Err(malformed(format!(
                     "a stored body of {body_len} bytes for a payload of {payload_len} (header bytes 45..61)"
                 )))
             }
-            LZ4 => {
-                // An LZ4 block expands at most 255 times; a larger claim is damage, and
-                // refusing it bounds what a damaged header makes us allocate.
-                if payload_len > body_len.saturating_mul(255).saturating_add(16) {
-                    return Err(malformed(format!(
-                        "the header (bytes 45..53) gives a payload of {payload_len} bytes, more than an LZ4 body \
-                         of {body_len} bytes can hold"
-                    )));
-                }
-                let mut out = vec![0u8; payload_len as usize];
-                match lz4_flex::block::decompress_into(body, &mut out) {
-                    Ok(n) if n as u64 == payload_len => out.into(),
-                    Ok(n) => {
-                        return Err(malformed(format!(
-                            "the LZ4 body (from byte {HEADER_BYTES}) decompresses to {n} bytes, the header says \
-                             {payload_len}"
-                        )))
-                    }
-                    Err(e) => {
-                        return Err(malformed(format!("the LZ4 body (from byte {HEADER_BYTES}) is damaged: {e}")))
-                    }
-                }
+            STORED => {}
+            // Writers keep within the bound (`to_bytes` stores a payload that compresses
+            // better), so a larger claim is damage or a decompression bomb: refused before
+            // anything is allocated for it.
+            LZ4 if payload_len > max_lz4_payload(body_len) => {
+                return Err(malformed(format!(
+                    "the header (bytes 45..53) gives a payload of {payload_len} bytes for an LZ4 body of \
+                     {body_len} bytes, more than the {MAX_EXPANSION}x expansion a bundle may have"
+                )))
             }
+            LZ4 => {}
             c => return Err(malformed(format!("unknown compression {c} (byte 44)"))),
-        };
-        let computed = content_digest(version, &payload);
-        if computed != found {
-            return Err(BundleError::HashMismatch { found: hex(&found), computed: hex(&computed) });
         }
-        let signed = trailer.map(|t| t.verify(&computed)).transpose()?;
-        let mut bundle = codec::decode(&payload).map_err(|(at, what, message)| {
-            malformed(format!("payload byte {at} (decompressed), reading the {what}: {message}"))
-        })?;
-        bundle.format_version = version;
-        bundle.content_hash = hex(&found);
-        bundle.check_references()?;
-        Ok((bundle, signed))
+        let signature = trailer.map(|t| t.verify(&digest)).transpose()?;
+        Ok(Framed { version, digest, compression, payload_len, body, signature })
     }
 
     /// Every launch names an existing kernel variant of its own kernel.
@@ -268,6 +277,70 @@ impl Bundle {
         }
         Ok(())
     }
+}
+
+/// A bundle file whose framing [`Bundle::read_framing`] has checked: header, lengths and
+/// signature trailer, nothing decompressed yet.
+#[derive(Debug)]
+pub struct Framed<'a> {
+    version: u32,
+    /// The content digest the header states (bytes 12..44), not yet checked.
+    digest: [u8; 32],
+    compression: u8,
+    payload_len: u64,
+    body: &'a [u8],
+    /// The trailer's signature, verified against `digest`.
+    pub signature: Option<BundleSignature>,
+}
+
+impl Framed<'_> {
+    /// The second half of reading: decompresses the body to the stated length, checks the
+    /// content hash against the header (so a verified signature now covers the content),
+    /// decodes the payload within [`DECODE_BUDGET_FACTOR`] and checks the cross references.
+    pub fn decode(self) -> Result<Bundle, BundleError> {
+        let malformed = |message: String| BundleError::Malformed { message };
+        let payload_len = self.payload_len;
+        let payload: std::borrow::Cow<'_, [u8]> = if self.compression == STORED {
+            self.body.into()
+        } else {
+            let mut out = vec![0u8; payload_len as usize];
+            match lz4_flex::block::decompress_into(self.body, &mut out) {
+                Ok(n) if n as u64 == payload_len => out.into(),
+                Ok(n) => {
+                    return Err(malformed(format!(
+                        "the LZ4 body (from byte {HEADER_BYTES}) decompresses to {n} bytes, the header says \
+                         {payload_len}"
+                    )))
+                }
+                Err(e) => return Err(malformed(format!("the LZ4 body (from byte {HEADER_BYTES}) is damaged: {e}"))),
+            }
+        };
+        let computed = content_digest(self.version, &payload);
+        if computed != self.digest {
+            return Err(BundleError::HashMismatch { found: hex(&self.digest), computed: hex(&computed) });
+        }
+        let budget = decode_budget(payload.len());
+        let mut bundle = codec::decode(&payload, budget).map_err(|(at, what, message)| {
+            malformed(format!("payload byte {at} (decompressed), reading the {what}: {message}"))
+        })?;
+        drop(payload);
+        bundle.format_version = self.version;
+        bundle.content_hash = hex(&self.digest);
+        bundle.check_references()?;
+        Ok(bundle)
+    }
+}
+
+/// The most payload bytes an LZ4 body of `body_len` bytes may stand for:
+/// [`MAX_EXPANSION`] times the body, plus a little for tiny payloads.
+fn max_lz4_payload(body_len: u64) -> u64 {
+    body_len.saturating_mul(MAX_EXPANSION).saturating_add(256)
+}
+
+/// Bytes of memory decoding a payload of `len` bytes may take for the decoded values:
+/// [`DECODE_BUDGET_FACTOR`] times the payload, plus 1 MiB.
+fn decode_budget(len: usize) -> u64 {
+    (len as u64).saturating_mul(DECODE_BUDGET_FACTOR).saturating_add(1 << 20)
 }
 
 /// Input without the magic: a format-1 bundle (RON text) by its version, else what it is not.
