@@ -49,7 +49,11 @@ fn a_million_iteration_loop_is_named_on_llvmpipe() {
         return;
     }
     assert_eq!(w.len(), 1, "{w:?}");
-    assert!(w[0].starts_with("kernel @k may take more than 65,535 loop iterations in one work-item (up to 125000 "), "{}", w[0]);
+    assert!(
+        w[0].starts_with("kernel @k may take more than 65,535 loop iterations in one work-item (up to 125000 "),
+        "{}",
+        w[0]
+    );
     assert!(w[0].contains("llvmpipe stops every loop"), "{}", w[0]);
 }
 
