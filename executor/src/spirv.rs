@@ -598,3 +598,46 @@ pub fn requirements(words: &[u32]) -> Requirements {
     }
     req
 }
+
+#[cfg(test)]
+mod loop_marker_tests {
+    use super::*;
+
+    /// A header, then one `OpModuleProcessed` per text.
+    fn module(texts: &[&str]) -> Vec<u32> {
+        let mut words = vec![MAGIC, 0x0001_0600, 0, 10, 0];
+        for t in texts {
+            let mut bytes = t.as_bytes().to_vec();
+            bytes.resize(bytes.len() / 4 * 4 + 4, 0);
+            words.push(((1 + bytes.len() as u32 / 4) << 16) | OP_MODULE_PROCESSED);
+            words.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        }
+        words
+    }
+
+    #[test]
+    fn the_marker_reads_as_a_count_unbounded_or_absent() {
+        assert_eq!(loop_back_edges(&module(&["cmdgraph loop_back_edges 125000"])), Some(Some(125000)));
+        assert_eq!(loop_back_edges(&module(&["cmdgraph loop_back_edges unbounded"])), Some(None));
+        assert_eq!(loop_back_edges(&module(&["cmdgraph loop_back_edges 1e9"])), Some(None));
+        assert_eq!(loop_back_edges(&module(&["cmdgraph items_per_invocation 4"])), None);
+        let two = module(&["cmdgraph loop_back_edges 7", "cmdgraph loop_back_edges 70000"]);
+        assert_eq!(loop_back_edges(&two), Some(Some(70000)));
+    }
+
+    #[test]
+    fn malformed_words_end_the_walk_without_a_panic() {
+        let mut words = module(&["cmdgraph loop_back_edges 9"]);
+        let whole = words.clone();
+        words.truncate(words.len() - 1);
+        assert_eq!(loop_back_edges(&words), None);
+        assert_eq!(loop_back_edges(&whole[..3]), None);
+        let mut zero = module(&[]);
+        zero.push(OP_MODULE_PROCESSED);
+        zero.extend_from_slice(&whole[5..]);
+        assert_eq!(loop_back_edges(&zero), None);
+        let mut long = whole.clone();
+        long[5] |= 0xffff << 16;
+        assert_eq!(loop_back_edges(&long), None);
+    }
+}
