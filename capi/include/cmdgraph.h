@@ -483,6 +483,22 @@ const char *cmdgraph_executor_last_error(struct cmdgraph_executor *ex);
 // `ex` is NULL or a live executor.
 const char *cmdgraph_executor_device_name(struct cmdgraph_executor *ex);
 
+// How many warnings the executor found at creation (0 for NULL): on llvmpipe, one per kernel
+// whose loops may take more than 65,535 iterations in one work-item, which llvmpipe stops
+// without an error (docs/executor.md). Worth showing the user: the results may be wrong.
+//
+// # Safety
+// `ex` is NULL or a live executor.
+size_t cmdgraph_executor_warning_count(struct cmdgraph_executor *ex);
+
+// Warning `index` (one line, no `warning:` prefix), valid as long as the executor; NULL
+// past the end or for NULL.
+//
+// # Safety
+// `ex` is NULL or a live executor.
+const char *cmdgraph_executor_warning(struct cmdgraph_executor *ex,
+                                      size_t index);
+
 // The byte size of user memory object `memory` (`"x"` or `"@x"`) in `*size`.
 //
 // # Safety

@@ -44,6 +44,8 @@ pub extern "C" fn cmdgraph_executor_options_default() -> cmdgraph_executor_optio
 pub struct cmdgraph_executor {
     pub(crate) inner: Arc<Mutex<Executor>>,
     device_name: CString,
+    /// `Executor::warnings`, found at creation.
+    warnings: Vec<CString>,
     /// Validation messages taken by the last `cmdgraph_executor_take_messages`.
     messages: Vec<CString>,
     error: LastError,
@@ -53,9 +55,11 @@ impl cmdgraph_executor {
     /// The handle of a new executor.
     pub(crate) fn from_executor(ex: Executor) -> cmdgraph_executor {
         let device_name = c_string(ex.context().device_name());
+        let warnings = ex.warnings().iter().map(|w| c_string(w)).collect();
         cmdgraph_executor {
             inner: Arc::new(Mutex::new(ex)),
             device_name,
+            warnings,
             messages: Vec::new(),
             error: LastError::default(),
         }
@@ -181,6 +185,32 @@ pub unsafe extern "C" fn cmdgraph_executor_device_name(ex: *mut cmdgraph_executo
     // SAFETY: the caller's contract.
     match unsafe { ex.as_ref() } {
         Some(e) => e.device_name.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
+/// How many warnings the executor found at creation (0 for NULL): on llvmpipe, one per kernel
+/// whose loops may take more than 65,535 iterations in one work-item, which llvmpipe stops
+/// without an error (docs/executor.md). Worth showing the user: the results may be wrong.
+///
+/// # Safety
+/// `ex` is NULL or a live executor.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_executor_warning_count(ex: *mut cmdgraph_executor) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { ex.as_ref() }.map_or(0, |e| e.warnings.len())
+}
+
+/// Warning `index` (one line, no `warning:` prefix), valid as long as the executor; NULL
+/// past the end or for NULL.
+///
+/// # Safety
+/// `ex` is NULL or a live executor.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_executor_warning(ex: *mut cmdgraph_executor, index: usize) -> *const c_char {
+    // SAFETY: the caller's contract.
+    match unsafe { ex.as_ref() } {
+        Some(e) => e.warnings.get(index).map_or(std::ptr::null(), |w| w.as_ptr()),
         None => std::ptr::null(),
     }
 }

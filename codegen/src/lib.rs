@@ -11,6 +11,7 @@ pub mod external;
 mod float_controls;
 mod layout;
 mod legalize;
+mod loop_marker;
 mod lower;
 pub mod schedule;
 mod spirv_walk;
@@ -21,6 +22,7 @@ mod variant;
 mod vectorize;
 
 pub use error::CodegenError;
+pub use loop_marker::{marked_loop_back_edges, LOOP_BACK_EDGES_MARKER};
 pub use variant::{choose_variant, choose_workgroup_size, module_variants, resolve_args, MAX_WORKGROUP_INVOCATIONS};
 pub use vectorize::ITEMS_PER_INVOCATION;
 
@@ -112,7 +114,10 @@ fn compile(
         entry: k.name.clone(),
         workgroup_size: variant.workgroup_size,
         items_per_invocation: items,
-        spirv: vectorize::mark_items_per_invocation(&words, items),
+        spirv: loop_marker::mark_loop_back_edges(
+            &vectorize::mark_items_per_invocation(&words, items),
+            lower::emitted_back_edges(body),
+        ),
         layout: layout.abi,
     };
     Ok(Compiled { kernel, llvm_ir })

@@ -31,6 +31,13 @@ fn before_annotations(opcode: u32) -> bool {
 /// at the end of the debug section (SPIR-V 1.1 and later; codegen emits 1.6). Words that
 /// are not a module come back unchanged (the loader then refuses them for what they are).
 pub fn mark_items_per_invocation(words: &[u32], items: u32) -> Vec<u32> {
+    mark_processed(words, &format!("{ITEMS_PER_INVOCATION_MARKER}{items}"))
+}
+
+/// `words` with an `OpModuleProcessed "text"` after the module's last debug instruction
+/// (after the markers added before it, so their order is the calls' order); words that are
+/// not a module come back unchanged.
+pub(crate) fn mark_processed(words: &[u32], text: &str) -> Vec<u32> {
     let mut at = 5;
     while let Some(&w) = words.get(at) {
         let count = (w >> 16) as usize;
@@ -42,7 +49,7 @@ pub fn mark_items_per_invocation(words: &[u32], items: u32) -> Vec<u32> {
     if at > words.len() {
         return words.to_vec();
     }
-    let mut text = format!("{ITEMS_PER_INVOCATION_MARKER}{items}").into_bytes();
+    let mut text = text.as_bytes().to_vec();
     // A literal string is nul-terminated and padded to whole words.
     text.resize(text.len() / 4 * 4 + 4, 0);
     let mut out = Vec::with_capacity(words.len() + 1 + text.len() / 4);

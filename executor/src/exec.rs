@@ -106,6 +106,8 @@ pub struct Executor {
     pub(crate) epoch: std::time::Instant,
     /// How later finalizes record command buffers (barriers, copies, per-node timestamps).
     pub(crate) recording: RecordOptions,
+    /// What the user should know about running this bundle on this device ([`Executor::warnings`]).
+    pub(crate) warnings: Vec<String>,
     // Declared last: dropped after everything above has been destroyed by `Drop`.
     pub(crate) ctx: Arc<Context>,
 }
@@ -135,8 +137,12 @@ impl Executor {
             execs: Vec::new(),
             epoch: std::time::Instant::now(),
             recording: RecordOptions::default(),
+            warnings: Vec::new(),
             ctx,
         };
+        if ex.ctx.is_llvmpipe() {
+            ex.warnings = llvmpipe_loop_warnings(&ex.loaded.bundle.kernels);
+        }
         // The loader checked the portable limits; this device's own come first here, since a
         // pipeline beyond them is undefined behaviour in the driver (issue 18).
         let limits = &ex.ctx.props.limits;
@@ -189,6 +195,15 @@ impl Executor {
             r?;
         }
         Ok(ex)
+    }
+
+    /// Warnings found at [`Executor::new`], one line each (no `warning:` prefix), in the
+    /// bundle's kernel order: on llvmpipe, each kernel whose loops may take more than its
+    /// budget of 65535 iterations per work-item, all loops together (the module's
+    /// [`crate::spirv::LOOP_BACK_EDGES_MARKER`]), since llvmpipe then stops them silently
+    /// and the results may be wrong (docs/executor.md). Empty on other devices.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The module the bundle runs (its optimized IR).
@@ -503,4 +518,31 @@ pub(crate) fn declared(
         }
     }
     Ok(out)
+}
+
+/// One warning per kernel (in bundle order; the largest count of its variants) whose modules
+/// say they may take more loop back-edges per invocation than llvmpipe runs, or an unknown
+/// number; kernels without the marker (external SPIR-V) are not judged.
+fn llvmpipe_loop_warnings(kernels: &[cmdgraph_ir::bundle::CompiledKernel]) -> Vec<String> {
+    use crate::spirv::{loop_back_edges, LLVMPIPE_LOOP_BUDGET};
+    let mut worst: Vec<(&str, Option<u128>)> = Vec::new();
+    for k in kernels {
+        let Some(n) = loop_back_edges(&k.spirv) else { continue };
+        match worst.iter_mut().find(|(name, _)| *name == k.kernel) {
+            Some((_, m)) => *m = m.zip(n).map(|(a, b)| a.max(b)),
+            None => worst.push((&k.kernel, n)),
+        }
+    }
+    worst
+        .into_iter()
+        .filter(|&(_, n)| n.is_none_or(|n| n > LLVMPIPE_LOOP_BUDGET))
+        .map(|(name, n)| {
+            let how = n.map_or_else(|| "an unknown number".to_string(), |n| format!("up to {n} after unrolling"));
+            format!(
+                "kernel @{name} may take more than 65,535 loop iterations in one work-item ({how}); llvmpipe \
+                 stops every loop of a work-item after 65,535 in all, without an error, so its results may be \
+                 wrong there; run it on a GPU, or keep loops shorter (docs/executor.md)"
+            )
+        })
+        .collect()
 }

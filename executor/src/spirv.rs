@@ -29,6 +29,42 @@ pub const MAX_INVOCATION_MEMORY: u64 = 1 << 16;
 /// one handles one work-item per invocation (docs/abi.md, "Items per invocation").
 pub const ITEMS_PER_INVOCATION_MARKER: &str = "cmdgraph items_per_invocation ";
 
+/// The debug string (`OpModuleProcessed`) by which codegen records the most loop back-edges
+/// one invocation of a kernel takes: this prefix, then the number in decimal or `unbounded`
+/// (docs/abi.md, "Loop back-edges"). Read by [`loop_back_edges`] for the llvmpipe warning.
+pub const LOOP_BACK_EDGES_MARKER: &str = "cmdgraph loop_back_edges ";
+
+/// Loop back-edges past which llvmpipe stops an invocation's loops (all of them together).
+pub const LLVMPIPE_LOOP_BUDGET: u128 = 65535;
+
+/// What a module's [`LOOP_BACK_EDGES_MARKER`] says: `None` without one (not judged),
+/// `Some(None)` for `unbounded` (or a number that does not parse: not known either),
+/// `Some(Some(n))` for at most `n`; of two markers the larger. Malformed words end the walk
+/// (the loader's checks report them).
+pub fn loop_back_edges(words: &[u32]) -> Option<Option<u128>> {
+    let mut found: Option<Option<u128>> = None;
+    let mut at = 5;
+    while let Some(&word) = words.get(at) {
+        let count = (word >> 16) as usize;
+        let Some(operands) = words.get(at + 1..at + count.max(1)) else { break };
+        if count == 0 {
+            break;
+        }
+        if word & 0xffff == OP_MODULE_PROCESSED {
+            let text = literal_string(operands).unwrap_or_default();
+            if let Some(n) = text.strip_prefix(LOOP_BACK_EDGES_MARKER) {
+                let n = n.parse::<u128>().ok();
+                found = Some(match found {
+                    None => n,
+                    Some(m) => m.zip(n).map(|(a, b)| a.max(b)),
+                });
+            }
+        }
+        at += count;
+    }
+    found
+}
+
 const MAGIC: u32 = 0x0723_0203;
 const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
@@ -561,4 +597,47 @@ pub fn requirements(words: &[u32]) -> Requirements {
         }
     }
     req
+}
+
+#[cfg(test)]
+mod loop_marker_tests {
+    use super::*;
+
+    /// A header, then one `OpModuleProcessed` per text.
+    fn module(texts: &[&str]) -> Vec<u32> {
+        let mut words = vec![MAGIC, 0x0001_0600, 0, 10, 0];
+        for t in texts {
+            let mut bytes = t.as_bytes().to_vec();
+            bytes.resize(bytes.len() / 4 * 4 + 4, 0);
+            words.push(((1 + bytes.len() as u32 / 4) << 16) | OP_MODULE_PROCESSED);
+            words.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        }
+        words
+    }
+
+    #[test]
+    fn the_marker_reads_as_a_count_unbounded_or_absent() {
+        assert_eq!(loop_back_edges(&module(&["cmdgraph loop_back_edges 125000"])), Some(Some(125000)));
+        assert_eq!(loop_back_edges(&module(&["cmdgraph loop_back_edges unbounded"])), Some(None));
+        assert_eq!(loop_back_edges(&module(&["cmdgraph loop_back_edges 1e9"])), Some(None));
+        assert_eq!(loop_back_edges(&module(&["cmdgraph items_per_invocation 4"])), None);
+        let two = module(&["cmdgraph loop_back_edges 7", "cmdgraph loop_back_edges 70000"]);
+        assert_eq!(loop_back_edges(&two), Some(Some(70000)));
+    }
+
+    #[test]
+    fn malformed_words_end_the_walk_without_a_panic() {
+        let mut words = module(&["cmdgraph loop_back_edges 9"]);
+        let whole = words.clone();
+        words.truncate(words.len() - 1);
+        assert_eq!(loop_back_edges(&words), None);
+        assert_eq!(loop_back_edges(&whole[..3]), None);
+        let mut zero = module(&[]);
+        zero.push(OP_MODULE_PROCESSED);
+        zero.extend_from_slice(&whole[5..]);
+        assert_eq!(loop_back_edges(&zero), None);
+        let mut long = whole.clone();
+        long[5] |= 0xffff << 16;
+        assert_eq!(loop_back_edges(&long), None);
+    }
 }

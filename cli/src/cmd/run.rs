@@ -171,6 +171,13 @@ fn on_device(
     let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
     shown.update("creating the device and pipelines", None);
     let mut ex = Executor::new(loaded, &opts).map_err(fail)?;
+    if !ex.warnings().is_empty() {
+        // The results may be wrong with exit 0 (llvmpipe's loop budget): said before running.
+        shown.finish();
+        for w in ex.warnings() {
+            eprintln!("warning: {w}");
+        }
+    }
     shown.update("binding inputs", None);
     for (name, bytes) in bound {
         ex.bind(name, bytes).map_err(fail)?;

@@ -59,6 +59,52 @@ pub(crate) fn shape(body: &Body, kernel_unrolls: bool, (lo, hi, step): (V, V, V)
     }
 }
 
+/// The most loop back-edges one invocation of the kernel takes as codegen emits it (the
+/// figure llvmpipe's budget is spent by): [`Shape::Loop`]`(c)` takes one back-edge per `c`
+/// iterations, [`Shape::Straight`] none; `None` when unknown (a bound that is not a
+/// constant, a compare-and-swap retry loop). Recorded in the module for the executor's
+/// llvmpipe warning (docs/abi.md, "Loop back-edges").
+pub(crate) fn emitted_back_edges(body: &Body) -> Option<u128> {
+    emitted(body, needs_unrolling(body), &body.entry, 0)
+}
+
+/// [`emitted_back_edges`] of one run of `region`.
+fn emitted(body: &Body, unrolls: bool, region: &Region, depth: usize) -> Option<u128> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let mut total: u128 = 0;
+    for &h in &region.ops {
+        let op = body.ops.try_get(h)?;
+        let cost = match &op.kind {
+            OpKind::For { lo, hi, step, body: inner, .. } => {
+                let each = emitted(body, unrolls, inner, depth + 1)?;
+                match shape(body, unrolls, (*lo, *hi, *step), inner) {
+                    Shape::Straight(n) => u128::from(n).checked_mul(each)?,
+                    Shape::Loop(copies) => {
+                        // Every iteration runs one copy of the body; the emitted loop takes a
+                        // back-edge per `copies` of them (the last, partial, included).
+                        let trips = trip_count(body, *lo, *hi, *step)?;
+                        trips.div_ceil(u128::from(copies)).checked_add(trips.checked_mul(each)?)?
+                    }
+                }
+            }
+            // One of the two runs.
+            OpKind::If { then_region, else_region, .. } => {
+                let e = match else_region {
+                    Some(r) => emitted(body, unrolls, r, depth + 1)?,
+                    None => 0,
+                };
+                emitted(body, unrolls, then_region, depth + 1)?.max(e)
+            }
+            kind if retry_loop(body, kind) => return None,
+            _ => 0,
+        };
+        total = total.checked_add(cost)?;
+    }
+    Some(total)
+}
+
 /// Whether `region` holds a `for` that is emitted as a loop in a kernel that unrolls.
 fn emits_loop(body: &Body, region: &Region, depth: usize) -> bool {
     if depth > MAX_DEPTH {
@@ -98,19 +144,21 @@ fn back_edges(body: &Body, region: &Region, depth: usize) -> Option<u128> {
                 };
                 back_edges(body, then_region, depth + 1)?.checked_add(e)?
             }
-            // `f32` `min`/`max` (and work-group `f32` `add`) are compare-and-swap loops whose
-            // retries depend on the other work-items (atomic.rs).
-            OpKind::Atomic { op: AtomicOp::Min | AtomicOp::Max | AtomicOp::Add, value, .. }
-                if matches!(body.values.try_get(*value).map(|v| v.ty),
-                    Some(ValueType::Data(t)) if t.scalar == ScalarType::F32) =>
-            {
-                return None
-            }
+            kind if retry_loop(body, kind) => return None,
             _ => 0,
         };
         total = total.checked_add(cost)?;
     }
     Some(total)
+}
+
+/// Whether `kind` is emitted as a loop of unknown length: `f32` `min`/`max` (and work-group
+/// `f32` `add`) are compare-and-swap loops whose retries depend on the other work-items
+/// (atomic.rs).
+fn retry_loop(body: &Body, kind: &OpKind) -> bool {
+    matches!(kind, OpKind::Atomic { op: AtomicOp::Min | AtomicOp::Max | AtomicOp::Add, value, .. }
+        if matches!(body.values.try_get(*value).map(|v| v.ty),
+            Some(ValueType::Data(t)) if t.scalar == ScalarType::F32))
 }
 
 /// Whether `region` holds a `for` (at any depth).

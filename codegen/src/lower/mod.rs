@@ -313,6 +313,8 @@ impl<'a> Lowerer<'a> {
     }
 }
 
+pub(crate) use budget::emitted_back_edges;
+
 /// Lowers `plan` to a textual LLVM module with one entry function named `entry`.
 pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError> {
     let mut l = Lowerer {

@@ -378,6 +378,13 @@ impl Context {
         &self.name
     }
 
+    /// Whether the device is Mesa's llvmpipe (lavapipe), by its name (`llvmpipe (LLVM ...)`),
+    /// whose shaders stop every loop of an invocation after 65535 iterations in all, without
+    /// an error (docs/executor.md).
+    pub fn is_llvmpipe(&self) -> bool {
+        self.name.to_ascii_lowercase().starts_with("llvmpipe")
+    }
+
     /// Whether descriptors can be rewritten without re-recording (UPDATE_AFTER_BIND).
     pub fn update_after_bind(&self) -> bool {
         self.update_after_bind
