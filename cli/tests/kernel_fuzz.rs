@@ -98,6 +98,7 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
         stats.vulkan_time
     );
     eprintln!("kernel runs with fma matching only one rounding rule: {:?}", stats.fma_rules);
+    eprintln!("kernel runs matching only with f32 subnormals flushed: {}", stats.flushed);
     eprintln!("feature: kernels with it, occurrences");
     for (f, (k, n)) in &stats.features {
         eprintln!("  {f}: {k}, {n}");

@@ -325,7 +325,7 @@ fn run_graph(
         }
         for _ in 0..step.repeat {
             let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i)));
-            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma };
+            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma, ..RunOptions::default() };
             let stats = interp.run_with(exec, &opts)?;
             (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
             for race in stats.races {
