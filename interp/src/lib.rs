@@ -116,12 +116,12 @@ pub enum Denormals {
     /// Subnormals are ordinary values (IEEE 754): the kernel language's meaning.
     #[default]
     Preserve,
-    /// Every `f32` operand and result of a float op that may flush (arithmetic, `fma`, math
-    /// functions, comparisons, `min`/`max`, casts from or to `f32`) that is subnormal is
-    /// replaced by a zero of the same sign, as the Vulkan specification lets a device do
-    /// without `DenormPreserve` ("Any denormalized value ... may be flushed to 0"). `f16`
-    /// subnormals are kept (the H200 keeps them), and so are memory, `select`, vector
-    /// moves, `neg` and `abs`, which are bit operations on the device too.
+    /// Every subnormal `f32` operand and result of a float op (arithmetic including `neg`
+    /// and `abs`, `fma`, math functions, comparisons, `min`/`max`, casts from or to `f32`)
+    /// is replaced by a zero of the same sign, as the Vulkan specification lets a device do
+    /// without `DenormPreserve` ("Any denormalized value ... may be flushed to 0"), and as
+    /// the NVIDIA H200 does for every one of these ops. Loads, stores, `select` and vector
+    /// moves keep the bits, and `f16` subnormals are kept (the H200 keeps them).
     Flush,
 }
 

@@ -6,9 +6,8 @@ use cmdgraph_interp::{Denormals, Interpreter, RunOptions};
 
 const N: usize = 512;
 
-/// `p = a * b` (subnormal for most lanes), `s = p + c`, `q = sub(tiny, 0)` kept by `neg`,
-/// `lt(tiny, 0)` as a `u32`, `x16 * y16` in `f16` (subnormal `f16` products stay), and a cast
-/// of the product to `f16` and back.
+/// `p = a * b` (subnormal for most lanes), `s = p + c`, `neg` of a subnormal input,
+/// `lt(tiny, 0)` as a `u32`, and `x16 * x16` in `f16` (subnormal `f16` products stay).
 const MODULE: &str = r#"
 kernel @k(%a: buf<f32, read>, %b: buf<f32, read>, %c: buf<f32, read>, %t: buf<f32, read>,
           %h: buf<f16, read>, %p: buf<f32, write>, %s: buf<f32, write>, %n: buf<f32, write>,
@@ -151,8 +150,10 @@ fn flush_zeroes_f32_subnormal_operands_and_results_keeping_the_sign() {
         let s = flushed(p + flushed(inp.c[i]));
         assert_eq!(out.s[i].to_bits(), s.to_bits(), "lane {i}");
         differ += (out.p[i].to_bits() != keep.p[i].to_bits()) as usize;
-        // `neg` is a sign flip (no flush); `lt` sees the flushed operand: `-0 < 0` is false.
-        assert_eq!(out.n[i].to_bits(), (-inp.t[i]).to_bits(), "lane {i}");
+        // `neg` flushes its operand (a zero of the opposite sign); `lt` sees the flushed
+        // operand: `-0 < 0` is false.
+        assert_eq!(out.n[i].to_bits(), (-flushed(inp.t[i])).to_bits(), "lane {i}");
+        assert_eq!(out.n[i], 0.0, "lane {i}");
         assert_eq!(out.l[i], 0, "lane {i}: {} < 0 with the operand flushed", inp.t[i]);
         // `f16` subnormals are kept.
         assert_eq!(out.ph[i].to_bits(), keep.ph[i].to_bits(), "lane {i}");
