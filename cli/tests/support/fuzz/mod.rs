@@ -350,6 +350,15 @@ impl Prepared {
     pub fn expected(&self, name: &str) -> Option<&[u8]> {
         self.wants.first()?.1.get(name).map(Vec::as_slice)
     }
+    /// The interpreter's bytes of memory object `name` after the run under one rule
+    /// combination (`None` when the batch was not run under it: `fma` twice without `fma`).
+    pub fn expected_under(&self, fma: FmaRounding, denormals: Denormals, name: &str) -> Option<&[u8]> {
+        self.wants.iter().find(|w| w.0 == (fma, denormals))?.1.get(name).map(Vec::as_slice)
+    }
+    /// Every memory object's name (`@in_f32`, `@k7_o_u32`, ...).
+    pub fn objects(&self) -> impl Iterator<Item = &str> {
+        self.mems.iter().map(|m| m.0.as_str())
+    }
     /// The bytes bound to memory object `name` before the run.
     pub fn bound(&self, name: &str) -> Option<&[u8]> {
         self.mems.iter().find(|m| m.0 == name).map(|m| m.1.as_slice())
