@@ -98,6 +98,7 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
         stats.vulkan_time
     );
     eprintln!("kernel runs with fma matching only one rounding rule: {:?}", stats.fma_rules);
+    eprintln!("kernel runs matching only with f32 subnormals flushed: {}", stats.flushed);
     eprintln!("feature: kernels with it, occurrences");
     for (f, (k, n)) in &stats.features {
         eprintln!("  {f}: {k}, {n}");
@@ -203,4 +204,63 @@ fn the_reducer_keeps_the_property_and_is_one_minimal() {
         eprintln!("kernel #{index}: {before} -> {after} lines ({tried} candidates)");
     }
     assert!(reduced_some >= 3, "only {reduced_some} generated kernels had an output to reduce on");
+}
+
+/// A device that flushes `f32` subnormals (the H200: docs/reliability.md, "On the H200")
+/// gives outputs the comparison must accept, as it accepts either `fma` rounding: batches of
+/// seed 3 (as the H200 run made them) whose outputs differ between `Denormals::Preserve` and
+/// `Denormals::Flush` are "run" by writing the flushed outputs where an import reads them,
+/// and the import matches; a flipped bit in them still fails.
+#[test]
+fn outputs_with_f32_subnormals_flushed_are_accepted() {
+    use cmdgraph_interp::{Denormals, FmaRounding};
+    let cfg = Config {
+        base_seed: 3,
+        gen: GenOptions { fma_exact: true, implicit_zero: true, loop_atomics: false, llvmpipe_safe: false },
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut found = 0;
+    for first in (0..2000u64).step_by(DEFAULT_BATCH) {
+        let batch: Vec<fuzz::Entry> = (first..first + DEFAULT_BATCH as u64)
+            .map(|index| {
+                let seed = fuzz::kernel_seed(cfg.base_seed, index);
+                fuzz::Entry { index, seed, kernel: fuzz::gen::kernel(seed, &format!("k{index}"), cfg.gen) }
+            })
+            .collect();
+        let mut stats = Stats::default();
+        let p = fuzz::prepare(&batch, &mut stats).unwrap();
+        let objects: Vec<String> = p.objects().map(str::to_string).collect();
+        let flushed = |name: &str| p.expected_under(FmaRounding::Once, Denormals::Flush, name).unwrap().to_vec();
+        let Some(differs) = objects.iter().find(|o| flushed(o) != p.expected(o).unwrap()).cloned() else {
+            continue;
+        };
+        // The import layout of support/fuzz/remote.rs, with the flushed outputs as the device's.
+        let m = dir.path().join(format!("m{first}"));
+        std::fs::create_dir_all(m.join("out-O0")).unwrap();
+        std::fs::write(m.join("objects"), objects.join("\n")).unwrap();
+        let write = |f: &dyn Fn(&str) -> Vec<u8>| {
+            for o in &objects {
+                std::fs::write(m.join("out-O0").join(format!("{}.bin", &o[1..])), f(o)).unwrap();
+            }
+        };
+        write(&flushed);
+        let got = fuzz::trial(&p, &batch, 0, Device::Import(dir.path()), &mut stats);
+        assert!(got.is_ok(), "batch m{first}: flushed outputs rejected: {got:?}");
+        assert!(stats.flushed >= 1, "batch m{first}: no kernel counted as matching only when flushed");
+        // Not vacuous: one wrong bit where the flushed output differs from the IEEE one fails.
+        write(&|o: &str| {
+            let mut b = flushed(o);
+            if o == differs {
+                let i = b.iter().zip(p.expected(o).unwrap()).position(|(x, y)| x != y).unwrap();
+                b[i] ^= 0x10;
+            }
+            b
+        });
+        assert!(fuzz::trial(&p, &batch, 0, Device::Import(dir.path()), &mut stats).is_err(), "batch m{first}");
+        found += 1;
+        if found == 3 {
+            break;
+        }
+    }
+    assert_eq!(found, 3, "fewer than 3 batches of seed 3 have an output that a subnormal flush changes");
 }

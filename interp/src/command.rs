@@ -57,6 +57,8 @@ pub(crate) struct NodeCtx<'r, 'a> {
     pub fuel: &'r mut u64,
     /// How `fma` rounds (`RunOptions::fma`).
     pub fma: super::FmaRounding,
+    /// What float ops do with `f32` subnormals (`RunOptions::denormals`).
+    pub denormals: super::Denormals,
 }
 
 impl NodeCtx<'_, '_> {
@@ -222,6 +224,7 @@ impl NodeCtx<'_, '_> {
             self.root,
             self.fuel,
             self.fma,
+            self.denormals,
         )
     }
 

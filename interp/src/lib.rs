@@ -78,6 +78,11 @@ pub struct RunOptions {
     /// may round the product first (docs/ir.md, "Float precision"), and running with
     /// [`FmaRounding::Twice`] gives what such a device computes.
     pub fma: FmaRounding,
+    /// What float arithmetic does with `f32` subnormals. The kernel language keeps them; a
+    /// Vulkan device may flush them to zero when the module declares no `DenormPreserve`
+    /// (docs/ir.md, "Float precision"), and running with [`Denormals::Flush`] gives what a
+    /// device that always flushes (an NVIDIA H200) computes.
+    pub denormals: Denormals,
 }
 
 /// How the interpreter rounds `fma %a, %b, %c` ([`RunOptions::fma`]), per lane, in the
@@ -101,6 +106,34 @@ impl FmaRounding {
         match self {
             FmaRounding::Once => "once",
             FmaRounding::Twice => "twice",
+        }
+    }
+}
+
+/// What the interpreter's float ops do with `f32` subnormals ([`RunOptions::denormals`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Denormals {
+    /// Subnormals are ordinary values (IEEE 754): the kernel language's meaning.
+    #[default]
+    Preserve,
+    /// Every subnormal `f32` operand and result of a float op (arithmetic including `neg`
+    /// and `abs`, `fma`, math functions, comparisons, `min`/`max`, casts from or to `f32`)
+    /// is replaced by a zero of the same sign, as the Vulkan specification lets a device do
+    /// without `DenormPreserve` ("Any denormalized value ... may be flushed to 0"), and as
+    /// the NVIDIA H200 does for every one of these ops. Loads, stores, `select` and vector
+    /// moves keep the bits, and `f16` subnormals are kept (the H200 keeps them).
+    Flush,
+}
+
+impl Denormals {
+    /// Both rules, `Preserve` first.
+    pub const ALL: [Denormals; 2] = [Denormals::Preserve, Denormals::Flush];
+
+    /// `preserve` or `flush` (the CLI's `--denormals` values).
+    pub fn name(self) -> &'static str {
+        match self {
+            Denormals::Preserve => "preserve",
+            Denormals::Flush => "flush",
         }
     }
 }
@@ -517,6 +550,7 @@ impl Interpreter {
                 callbacks,
                 fuel: &mut fuel,
                 fma: opts.fma,
+                denormals: opts.denormals,
             };
             stats.work_items += ctx.execute(f.node, node)?;
             stats.order.push(f.name.clone());

@@ -258,6 +258,17 @@ fn add_round_to_odd(x: f64, y: f64) -> f64 {
     f64::from_bits(if toward_bigger_magnitude { bits + 1 } else { bits - 1 })
 }
 
+/// `f32` bits with a subnormal replaced by the zero of its sign when `on`
+/// (`Denormals::Flush`); other values, and everything when `!on`, unchanged.
+#[inline]
+pub(crate) fn ftz(on: bool, bits: u64) -> u64 {
+    if on && bits & 0x7f80_0000 == 0 {
+        bits & 0x8000_0000
+    } else {
+        bits
+    }
+}
+
 /// Converts `bits` of type `from` to `to` (Rust `as` semantics, see the module doc).
 pub(crate) fn cast(bits: u64, from: ScalarType, to: ScalarType) -> u64 {
     if let Some(v) = int_of(bits, from) {

@@ -15,7 +15,7 @@ use super::run::steps::{self, Resolved};
 use super::run::Steps;
 use crate::exit::{Failure, Outcome};
 use crate::io;
-use cmdgraph_interp::{ExecId, FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
+use cmdgraph_interp::{Denormals, ExecId, FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
 use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
@@ -228,6 +228,16 @@ impl<'a> Execution<'a> {
     /// A fresh interpreter with the inputs bound (and, unless `--strict-host`, no-op host
     /// callbacks counting into `calls`), the graph finalized and its steps run.
     fn execute(&self, fma: FmaRounding, calls: Option<&Calls>) -> Result<(Interpreter, ExecId, Ran), InterpError> {
+        self.execute_with(fma, Denormals::Preserve, calls)
+    }
+
+    /// [`Execution::execute`] with subnormals kept or flushed (`--compare`'s subnormal rule).
+    fn execute_with(
+        &self,
+        fma: FmaRounding,
+        denormals: Denormals,
+        calls: Option<&Calls>,
+    ) -> Result<(Interpreter, ExecId, Ran), InterpError> {
         let mut interp = Interpreter::new(self.module)?;
         for (name, bytes) in self.bound {
             interp.bind(name, bytes)?;
@@ -236,7 +246,7 @@ impl<'a> Execution<'a> {
             let fresh = Arc::new(Mutex::new(BTreeMap::new()));
             register_no_ops(&mut interp, self.module, calls.unwrap_or(&fresh));
         }
-        let (exec, ran) = run_graph(&mut interp, self.graph, self.args, self.plan, fma)?;
+        let (exec, ran) = run_graph(&mut interp, self.graph, self.args, self.plan, (fma, denormals))?;
         Ok((interp, exec, ran))
     }
 }
@@ -254,6 +264,7 @@ fn compare_outputs(
     let rules = compare::Rules::of(run.module);
     let device = run.module.graph_by_name(run.graph).map_or(0, |h| run.module.graphs[h].device);
     let mut twice: Option<(Interpreter, ExecId)> = None;
+    let mut flush: Option<(Interpreter, ExecId)> = None;
     let mut differ = Vec::new();
     for (c, got) in compares.iter().zip(expected) {
         let once = read_output(interp, exec, c, device)?;
@@ -271,8 +282,21 @@ fn compare_outputs(
         } else {
             None
         };
+        // Subnormals flushed (fma as the first run): offered only where it changes the bytes.
+        let flushed = if rules.f32_float {
+            if flush.is_none() {
+                let (t, e, _) = run.execute_with(run.args.fma.rounding(), Denormals::Flush, None)?;
+                flush = Some((t, e));
+            }
+            match &mut flush {
+                Some((t, e)) => Some(read_output(t, *e, c, device)?).filter(|f| *f != once),
+                None => None,
+            }
+        } else {
+            None
+        };
         let shown = format!("compare {} with {}", c.shown(), c.binding.path.display());
-        match compare::check(&rules, c.layout, got, &once, alt.as_deref()) {
+        match compare::check_all(&rules, c.layout, got, &once, alt.as_deref(), flushed.as_deref()) {
             Ok(m) => summary.push_str(&format!("{shown}: match: {}\n", compare::describe(&rules, &m))),
             Err(why) => {
                 summary.push_str(&format!("{shown}: MISMATCH: {why}\n"));
@@ -310,7 +334,7 @@ fn run_graph(
     graph: &str,
     args: &InterpArgs,
     plan: &[Vec<Resolved>],
-    fma: FmaRounding,
+    (fma, denormals): (FmaRounding, Denormals),
 ) -> Result<(ExecId, Ran), InterpError> {
     let exec = interp.finalize(graph)?;
     let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new(), steps: String::new() };
@@ -325,7 +349,7 @@ fn run_graph(
         }
         for _ in 0..step.repeat {
             let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i)));
-            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma };
+            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma, denormals };
             let stats = interp.run_with(exec, &opts)?;
             (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
             for race in stats.races {

@@ -3,14 +3,15 @@
 //! and the same host callbacks, and compares every user memory object and device global
 //! under docs/ir.md's "Float precision" rules: bit-exact where a conforming device must be
 //! exact, `fma` rounded once or twice (a second interpreter runs with
-//! `FmaRounding::Twice`), and within [`same`]'s stated tolerance for kernels using
-//! operations a device need not round correctly.
+//! `FmaRounding::Twice`), `f32` subnormals kept or flushed (a third runs with
+//! `Denormals::Flush`, what the H200 computes), and within [`same`]'s stated tolerance for
+//! kernels using operations a device need not round correctly.
 #![allow(dead_code)]
 
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
 use cmdgraph_executor::{BarrierPolicy, ContextOptions, DeviceChoice, Executor, RecordOptions};
-use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
+use cmdgraph_interp::{Denormals, FmaRounding, Interpreter, RunOptions};
 use cmdgraph_ir::edit;
 use cmdgraph_ir::{KernelBody, MemRef, MemoryKind, Module, NodeKind, OpKind, ScalarType, Type};
 use cmdgraph_passes::{lookup, PassInfo, DEFAULT_PIPELINE};
@@ -136,6 +137,22 @@ pub fn summable_memories(module: &Module) -> BTreeSet<String> {
 pub fn uses_fma(module: &Module) -> bool {
     module.kernels.iter().any(|(_, k)| match &k.body {
         KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| matches!(op.kind, OpKind::Fma(..))),
+        KernelBody::Spirv { .. } => false,
+    })
+}
+
+/// Whether any kernel of `module` has a float op (arithmetic, `fma`, comparison, cast) on
+/// `f32` values: the ops whose subnormals a device may flush (docs/ir.md, "Float precision").
+pub fn uses_f32_float_ops(module: &Module) -> bool {
+    let f32_value = |body: &cmdgraph_ir::kernel::Body, v| matches!(body.values.try_get(v).map(|x| &x.ty), Some(cmdgraph_ir::kernel::ValueType::Data(t)) if t.scalar == ScalarType::F32);
+    module.kernels.iter().any(|(_, k)| match &k.body {
+        KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| match op.kind {
+            OpKind::Unary(_, a) | OpKind::Binary(_, a, _) | OpKind::Fma(a, ..) | OpKind::Cmp(_, a, _) => {
+                f32_value(body, a)
+            }
+            OpKind::Cast(a, t) => f32_value(body, a) || t.scalar == ScalarType::F32,
+            _ => false,
+        }),
         KernelBody::Spirv { .. } => false,
     })
 }
@@ -363,6 +380,12 @@ pub struct Both {
     /// `[once only, twice only, both]` (equal results). A device that rounds `fma` one way
     /// never shows the other.
     pub fma_matched: [usize; 3],
+    /// With `f32` subnormals flushed (`fma` rounded once), when the module has `f32` float
+    /// ops (docs/ir.md, "Float precision": a device may flush them; the H200 does). Its user
+    /// memory is reset to `interp`'s after every comparison.
+    pub flush: Option<Interpreter>,
+    /// Memory objects that matched only the `flush` interpreter.
+    pub flush_matched: usize,
     pub module: Module,
     /// Whether floats are compared with [`same`]'s tolerance (kernels using operations a
     /// conforming device need not round correctly).
@@ -382,6 +405,8 @@ impl Both {
         let mut interp = Interpreter::new(source).map_err(|e| e.to_string())?;
         let mut twice =
             if uses_fma(source) { Some(Interpreter::new(source).map_err(|e| e.to_string())?) } else { None };
+        let mut flush =
+            if uses_f32_float_ops(source) { Some(Interpreter::new(source).map_err(|e| e.to_string())?) } else { None };
         let summable = summable_memories(source);
         let mut rng = Rng(seed);
         for (_, m) in source.memories.iter() {
@@ -394,13 +419,13 @@ impl Both {
                 random_bytes(m.elem, m.count, &mut rng)
             };
             interp.bind(&m.name, &bytes).map_err(|e| format!("interp bind @{}: {e}", m.name))?;
-            if let Some(t) = &mut twice {
+            for t in twice.iter_mut().chain(flush.iter_mut()) {
                 t.bind(&m.name, &bytes).map_err(|e| format!("interp bind @{}: {e}", m.name))?;
             }
             ex.bind(&m.name, &bytes).map_err(|e| format!("vulkan bind @{}: {e}", m.name))?;
         }
         register_interp_callbacks(&mut interp, source);
-        if let Some(t) = &mut twice {
+        for t in twice.iter_mut().chain(flush.iter_mut()) {
             register_interp_callbacks(t, source);
         }
         for (name, access) in callbacks(source) {
@@ -426,6 +451,8 @@ impl Both {
             interp,
             twice,
             fma_matched: [0; 3],
+            flush,
+            flush_matched: 0,
             module: source.clone(),
             float_tol: uses_inexact_math(source),
             barriers: (0, 0),
@@ -459,6 +486,10 @@ impl Both {
             Some(t) => Some(t.finalize(graph).map_err(|e| format!("interp (fma twice) finalize @{graph}: {e}"))?),
             None => None,
         };
+        let fe = match &mut self.flush {
+            Some(t) => Some(t.finalize(graph).map_err(|e| format!("interp (flush) finalize @{graph}: {e}"))?),
+            None => None,
+        };
         let mut compared = 0;
         for r in 0..runs {
             if r > 0 {
@@ -469,12 +500,20 @@ impl Both {
                         u.apply_interp(t, te)
                             .map_err(|e| format!("update {u:?} (fma twice) before run {r} of @{graph}: {e}"))?;
                     }
+                    if let (Some(t), Some(fe)) = (&mut self.flush, fe) {
+                        u.apply_interp(t, fe)
+                            .map_err(|e| format!("update {u:?} (flush) before run {r} of @{graph}: {e}"))?;
+                    }
                 }
             }
             self.interp.run(ie).map_err(|e| format!("interp run {r} of @{graph}: {e}"))?;
             if let (Some(t), Some(te)) = (&mut self.twice, te) {
                 let opts = RunOptions { fma: FmaRounding::Twice, ..RunOptions::default() };
                 t.run_with(te, &opts).map_err(|e| format!("interp (fma twice) run {r} of @{graph}: {e}"))?;
+            }
+            if let (Some(t), Some(fe)) = (&mut self.flush, fe) {
+                let opts = RunOptions { denormals: Denormals::Flush, ..RunOptions::default() };
+                t.run_with(fe, &opts).map_err(|e| format!("interp (flush) run {r} of @{graph}: {e}"))?;
             }
             self.ex.run(ee).map_err(|e| format!("vulkan run {r} of @{graph}: {e}"))?;
             compared += self.compare().map_err(|e| format!("after run {r} of @{graph}: {e}"))?;
@@ -483,6 +522,9 @@ impl Both {
         self.interp.drop_exec(ie).map_err(|e| e.to_string())?;
         if let (Some(t), Some(te)) = (&mut self.twice, te) {
             t.drop_exec(te).map_err(|e| e.to_string())?;
+        }
+        if let (Some(t), Some(fe)) = (&mut self.flush, fe) {
+            t.drop_exec(fe).map_err(|e| e.to_string())?;
         }
         Ok(compared)
     }
@@ -521,7 +563,8 @@ impl Both {
 
     /// Compares every user memory object and every device global (on the devices of the
     /// module's graphs) with the interpreter's, accepting either `fma` rule (see
-    /// [`Both::twice`]); fails on any validation message.
+    /// [`Both::twice`]) or `f32` subnormals flushed ([`Both::flush`]); fails on any
+    /// validation message.
     pub fn compare(&mut self) -> Result<usize, String> {
         self.ex.wait_idle().map_err(|e| e.to_string())?;
         let mut devices: Vec<u32> = self.module.graphs.iter().map(|(_, g)| g.device).collect();
@@ -530,7 +573,7 @@ impl Both {
         let mut n = 0;
         for (_, m) in self.module.memories.iter() {
             let user = !matches!(m.kind, MemoryKind::DeviceGlobal(_));
-            // (what, Vulkan, fma once, fma twice)
+            // (what, Vulkan, fma once, fma twice, subnormals flushed)
             let mut sets = Vec::new();
             if user {
                 let got = self.ex.read(&m.name).map_err(|e| e.to_string())?;
@@ -539,7 +582,11 @@ impl Both {
                     Some(t) => Some(t.read(&m.name).map_err(|e| e.to_string())?.to_vec()),
                     None => None,
                 };
-                sets.push((format!("@{}", m.name), got, want, alt));
+                let flushed = match &self.flush {
+                    Some(t) => Some(t.read(&m.name).map_err(|e| e.to_string())?.to_vec()),
+                    None => None,
+                };
+                sets.push((format!("@{}", m.name), got, want, alt, flushed));
             } else {
                 for &d in &devices {
                     let got = self.ex.read_device_global(&m.name, d).map_err(|e| e.to_string())?;
@@ -548,21 +595,36 @@ impl Both {
                         Some(t) => Some(t.read_device_global(&m.name, d).map_err(|e| e.to_string())?),
                         None => None,
                     };
-                    sets.push((format!("device_global @{} on device {d}", m.name), got, want, alt));
+                    let flushed = match &self.flush {
+                        Some(t) => Some(t.read_device_global(&m.name, d).map_err(|e| e.to_string())?),
+                        None => None,
+                    };
+                    sets.push((format!("device_global @{} on device {d}", m.name), got, want, alt, flushed));
                 }
             }
-            for (what, got, want, alt) in sets {
+            for (what, got, want, alt, flushed) in sets {
                 let once = same(&what, m.elem, &got, &want, self.float_tol);
                 let twice = alt.as_ref().map(|alt| same(&what, m.elem, &got, alt, self.float_tol));
+                let flush = || flushed.as_ref().map(|f| same(&what, m.elem, &got, f, self.float_tol));
                 match (once, twice) {
                     (Ok(()), None) => {}
                     (Ok(()), Some(Ok(()))) => self.fma_matched[2] += 1,
                     (Ok(()), Some(Err(_))) => self.fma_matched[0] += 1,
                     (Err(_), Some(Ok(()))) => self.fma_matched[1] += 1,
-                    (Err(e), None) => return Err(e),
-                    (Err(e), Some(Err(e2))) => {
-                        return Err(format!("{e} (fma rounded once); with fma rounded twice: {e2}"))
-                    }
+                    (Err(e), None) if flushed.is_none() => return Err(e),
+                    (Err(e), twice) => match flush() {
+                        Some(Ok(())) => self.flush_matched += 1,
+                        flushed => {
+                            let mut why = format!("{e} (fma rounded once)");
+                            if let Some(Err(e2)) = twice {
+                                why.push_str(&format!("; with fma rounded twice: {e2}"));
+                            }
+                            if let Some(Err(e3)) = flushed {
+                                why.push_str(&format!("; with f32 subnormals flushed: {e3}"));
+                            }
+                            return Err(why);
+                        }
+                    },
                 }
                 if user {
                     if got != want {
@@ -573,6 +635,11 @@ impl Both {
                     }
                     if let (Some(t), Some(alt)) = (&mut self.twice, &alt) {
                         if *alt != want {
+                            t.bind(&m.name, &want).map_err(|e| e.to_string())?;
+                        }
+                    }
+                    if let (Some(t), Some(f)) = (&mut self.flush, &flushed) {
+                        if *f != want {
                             t.bind(&m.name, &want).map_err(|e| e.to_string())?;
                         }
                     }

@@ -30,6 +30,7 @@ pub(crate) fn run(
     root: bool,
     fuel: &mut u64,
     fma: super::FmaRounding,
+    denormals: super::Denormals,
 ) -> Result<u64, InterpError> {
     let invalid = |message: String| InterpError::invalid(graph, Some(node), message);
     let body = match &kernel.body {
@@ -55,6 +56,7 @@ pub(crate) fn run(
         log,
         fuel,
         fma,
+        flush: denormals == super::Denormals::Flush,
     };
     exec.run()?;
     Ok(total)

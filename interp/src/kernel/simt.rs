@@ -13,6 +13,7 @@ use super::super::access::NodeLog;
 use super::super::error::{Fault, FaultKind, InterpError, KernelSite};
 use super::super::memory::MemCtx;
 use super::super::scalar;
+use super::super::scalar::ftz;
 use super::super::value::{int_bits, int_of, literal_bits, Lanes};
 use super::bind::{MemSlot, ParamBind, Prepared};
 use super::launch::GroupIds;
@@ -49,6 +50,8 @@ pub(crate) struct Exec<'k, 'r, 'a> {
     pub fuel: &'r mut u64,
     /// How `fma` rounds.
     pub fma: super::super::FmaRounding,
+    /// Whether float ops flush `f32` subnormals (`Denormals::Flush`).
+    pub flush: bool,
 }
 
 impl<'k> Exec<'k, '_, '_> {
@@ -195,14 +198,18 @@ impl<'k> Exec<'k, '_, '_> {
                 let a = self.data(h, mask, *a)?;
                 let f = scalar::unary(*u, a.ty.scalar)
                     .ok_or_else(|| self.fault_at(h, mask, format!("`{}` does not apply to {}", u.keyword(), a.ty)))?;
-                Lanes { ty: a.ty, data: a.data.iter().map(|&x| f(x)).collect() }
+                // `neg` and `abs` flush too (the H200 does: docs/ir.md, "Float precision").
+                let z = self.ftz(a.ty.scalar);
+                Lanes { ty: a.ty, data: a.data.iter().map(|&x| ftz(z, f(ftz(z, x)))).collect() }
             }
             OpKind::Binary(b, x, y) => {
                 let (x, y) = (self.data(h, mask, *x)?, self.data(h, mask, *y)?);
                 self.same(h, mask, x.ty, y.ty)?;
                 let f = scalar::binary(*b, x.ty.scalar)
                     .ok_or_else(|| self.fault_at(h, mask, format!("`{}` does not apply to {}", b.keyword(), x.ty)))?;
-                Lanes { ty: x.ty, data: x.data.iter().zip(&y.data).map(|(&p, &q)| f(p, q)).collect() }
+                let z = self.ftz(x.ty.scalar);
+                let data = x.data.iter().zip(&y.data).map(|(&p, &q)| ftz(z, f(ftz(z, p), ftz(z, q)))).collect();
+                Lanes { ty: x.ty, data }
             }
             OpKind::Fma(a, b, c) => {
                 let (a, b, c) = (self.data(h, mask, *a)?, self.data(h, mask, *b)?, self.data(h, mask, *c)?);
@@ -210,14 +217,17 @@ impl<'k> Exec<'k, '_, '_> {
                 self.same(h, mask, a.ty, c.ty)?;
                 let f = scalar::fma(a.ty.scalar, self.fma)
                     .ok_or_else(|| self.fault_at(h, mask, format!("`fma` does not apply to {}", a.ty)))?;
-                let data = a.data.iter().zip(&b.data).zip(&c.data).map(|((&p, &q), &r)| f(p, q, r)).collect();
+                let z = self.ftz(a.ty.scalar);
+                let data = a.data.iter().zip(&b.data).zip(&c.data);
+                let data = data.map(|((&p, &q), &r)| ftz(z, f(ftz(z, p), ftz(z, q), ftz(z, r)))).collect();
                 Lanes { ty: a.ty, data }
             }
             OpKind::Cmp(c, x, y) => {
                 let (x, y) = (self.data(h, mask, *x)?, self.data(h, mask, *y)?);
                 self.same(h, mask, x.ty, y.ty)?;
                 let f = scalar::compare(*c, x.ty.scalar);
-                let data = x.data.iter().zip(&y.data).map(|(&p, &q)| f(p, q)).collect();
+                let z = self.ftz(x.ty.scalar);
+                let data = x.data.iter().zip(&y.data).map(|(&p, &q)| f(ftz(z, p), ftz(z, q))).collect();
                 Lanes { ty: x.ty.with_scalar(ScalarType::Bool), data }
             }
             OpKind::Select(c, x, y) => self.select(h, mask, *c, *x, *y)?,
@@ -227,7 +237,8 @@ impl<'k> Exec<'k, '_, '_> {
                     return Err(self.fault_at(h, mask, format!("cast from {} to {ty} changes the lane count", x.ty)));
                 }
                 let (from, to) = (x.ty.scalar, ty.scalar);
-                Lanes { ty: *ty, data: x.data.iter().map(|&b| scalar::cast(b, from, to)).collect() }
+                let (zi, zo) = (self.ftz(from), self.ftz(to));
+                Lanes { ty: *ty, data: x.data.iter().map(|&b| ftz(zo, scalar::cast(ftz(zi, b), from, to))).collect() }
             }
             OpKind::Splat(x, ty) => {
                 let x = self.data(h, mask, *x)?;
@@ -292,6 +303,11 @@ impl<'k> Exec<'k, '_, '_> {
             OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) => return Ok(()),
         };
         self.set(h, op, mask, 0, out)
+    }
+
+    /// Whether float ops on `ty` flush subnormals in this run (`f32` under `Denormals::Flush`).
+    fn ftz(&self, ty: ScalarType) -> bool {
+        self.flush && ty == ScalarType::F32
     }
 
     /// Fails unless two operand types are equal.

@@ -9,7 +9,11 @@
 //! 2. **fma rounded twice**: a module with `fma` is run a second time with `fma` rounded
 //!    twice (`--fma twice`), and the file equals that run (a conforming device may round
 //!    either way; llvmpipe rounds twice);
-//! 3. **math tolerance**: a module using an op a device need not round correctly (`sqrt`,
+//! 3. **f32 subnormals flushed**: a module with `f32` float ops is run again with
+//!    `Denormals::Flush` (every subnormal `f32` operand and result of a float op replaced by
+//!    the zero of its sign, as a device without `DenormPreserve` may do and the H200 does),
+//!    and the file equals that run; tried only where that run's bytes differ;
+//! 4. **math tolerance**: a module using an op a device need not round correctly (`sqrt`,
 //!    `rsqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `pow`, float `div`/`rem`) is compared
 //!    within |a - b| <= 2^-12 · max(1, |b|) (or 2 `f16` ulp), against either `fma` run.
 //!
@@ -40,6 +44,9 @@ pub struct Rules {
     pub math: BTreeSet<&'static str>,
     /// Some kernel adds floats with `atomic add`.
     pub float_atomic_add: bool,
+    /// Some kernel has a float op on `f32` values (arithmetic, `fma`, comparison, cast):
+    /// the ops whose subnormals a device may flush.
+    pub f32_float: bool,
 }
 
 impl Rules {
@@ -51,7 +58,15 @@ impl Rules {
             let KernelBody::Ir(body) = &k.body else { continue };
             let float =
                 |v| matches!(body.values.try_get(v).map(|v| &v.ty), Some(ValueType::Data(t)) if t.scalar.is_float());
+            let f32_value = |v| matches!(body.values.try_get(v).map(|v| &v.ty), Some(ValueType::Data(t)) if t.scalar == ScalarType::F32);
             for (_, op) in body.ops.iter() {
+                rules.f32_float |= match op.kind {
+                    OpKind::Unary(_, a) | OpKind::Binary(_, a, _) | OpKind::Fma(a, ..) | OpKind::Cmp(_, a, _) => {
+                        f32_value(a)
+                    }
+                    OpKind::Cast(a, t) => f32_value(a) || t.scalar == ScalarType::F32,
+                    _ => false,
+                };
                 match op.kind {
                     OpKind::Fma(..) => rules.fma = true,
                     OpKind::Unary(u, _) if u.float_only() && !matches!(u, UnaryOp::Floor | UnaryOp::Ceil) => {
@@ -80,6 +95,8 @@ pub enum Matched {
     Exact { loose: u64, fma_once: bool },
     /// Equal to the run with `fma` rounded twice (`loose` as for `Exact`).
     FmaTwice { loose: u64 },
+    /// Equal to the run with `f32` subnormals flushed (`loose` as for `Exact`).
+    Flushed { loose: u64 },
     /// Within the math tolerance: `differ` elements are not equal, the largest relative
     /// difference is `worst`; `twice` when against the `fma`-twice run.
     Tolerance { differ: u64, worst: f64, twice: bool },
@@ -134,8 +151,22 @@ pub struct Mismatch {
 }
 
 /// Tries the rules in order on one object: `once` is the interpreter's result, `twice` the
-/// `fma`-twice run's (when the module has `fma`).
+/// `fma`-twice run's (when the module has `fma`); the subnormal rule is left out.
+#[cfg(test)]
 pub fn check(rules: &Rules, layout: Layout, got: &[u8], once: &[u8], twice: Option<&[u8]>) -> Result<Matched, String> {
+    check_all(rules, layout, got, once, twice, None)
+}
+
+/// [`check`], also trying `flushed`, the run with `f32` subnormals flushed (when the module
+/// has `f32` float ops and that run's bytes differ from `once`).
+pub fn check_all(
+    rules: &Rules,
+    layout: Layout,
+    got: &[u8],
+    once: &[u8],
+    twice: Option<&[u8]>,
+    flushed: Option<&[u8]>,
+) -> Result<Matched, String> {
     if got.len() != once.len() {
         return Err(format!("the file has {} bytes, the interpreter's memory {}", got.len(), once.len()));
     }
@@ -151,6 +182,11 @@ pub fn check(rules: &Rules, layout: Layout, got: &[u8], once: &[u8], twice: Opti
             return Ok(Matched::FmaTwice { loose });
         }
     }
+    if let Some(flushed) = flushed {
+        if let Ok((loose, ..)) = same(layout, got, flushed, false) {
+            return Ok(Matched::Flushed { loose });
+        }
+    }
     if !rules.math.is_empty() {
         if let Ok((_, worst, differ)) = same(layout, got, once, true) {
             return Ok(Matched::Tolerance { differ, worst, twice: false });
@@ -162,6 +198,9 @@ pub fn check(rules: &Rules, layout: Layout, got: &[u8], once: &[u8], twice: Opti
     let mut tried = vec!["exact"];
     if twice.is_some() {
         tried.push("fma rounded twice");
+    }
+    if flushed.is_some() {
+        tried.push("f32 subnormals flushed");
     }
     if !rules.math.is_empty() {
         tried.push("math tolerance 2^-12");
@@ -206,6 +245,12 @@ pub fn describe(rules: &Rules, m: &Matched) -> String {
         Matched::FmaTwice { loose: n } => {
             format!(
                 "exact with fma rounded twice (the product, then the sum; docs/ir.md \"Float precision\"){}{atomics}",
+                loose(*n)
+            )
+        }
+        Matched::Flushed { loose: n } => {
+            format!(
+                "exact with f32 subnormals flushed to zero (a device may flush them without DenormPreserve; docs/ir.md \"Float precision\"){}{atomics}",
                 loose(*n)
             )
         }
@@ -296,6 +341,22 @@ mod tests {
         // Past 2^-12 relative: refused even with the math rule.
         let far = bytes(&[1.26, -0.0, 3.0]);
         assert!(check(&math, F32X3, &far, &want, None).is_err());
+    }
+
+    #[test]
+    fn subnormals_flushed_are_a_rule_after_the_fma_ones() {
+        let rules = Rules { f32_float: true, ..Rules::default() };
+        let once = bytes(&[1.5e-39, -2.0e-40, 0.75]);
+        let flushed = bytes(&[0.0, -0.0, 0.75]);
+        assert_eq!(check_all(&rules, F32X3, &flushed, &once, None, Some(&flushed)), Ok(Matched::Flushed { loose: 0 }));
+        assert!(describe(&rules, &Matched::Flushed { loose: 0 }).contains("subnormals flushed"));
+        // Without the flushed run the file is a mismatch.
+        let e = check(&rules, F32X3, &flushed, &once, None).expect_err("subnormals differ");
+        assert!(e.contains("2 scalar(s) differ") && !e.contains("flushed"), "{e}");
+        // A wrong value is still one, naming the rule tried.
+        let wrong = bytes(&[0.0, -0.0, 0.5]);
+        let e = check_all(&rules, F32X3, &wrong, &once, None, Some(&flushed)).expect_err("wrong");
+        assert!(e.contains("rules tried: exact, f32 subnormals flushed"), "{e}");
     }
 
     #[test]

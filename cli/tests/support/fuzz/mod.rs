@@ -11,7 +11,7 @@ pub mod remote;
 use super::{executor, same, Rng};
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
-use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
+use cmdgraph_interp::{Denormals, FmaRounding, Interpreter, RunOptions};
 use cmdgraph_ir::data::half::f16;
 use cmdgraph_ir::{ScalarType, Type};
 use gen::{GenOptions, Kernel, Role, Ty, S};
@@ -207,6 +207,9 @@ pub struct Stats {
     pub vulkan_time: Duration,
     /// Kernel runs with `fma` whose outputs matched only one rounding rule, by rule.
     pub fma_rules: BTreeMap<&'static str, u64>,
+    /// Kernel runs whose outputs matched only with `f32` subnormals flushed
+    /// (`Denormals::Flush`, docs/ir.md "Float precision").
+    pub flushed: u64,
 }
 
 /// The fuzzer's configuration.
@@ -219,8 +222,16 @@ pub struct Config {
 /// What one batch run gave: per kernel position (`None`: the whole batch), the failures.
 type Outcome = Result<(), Vec<(Option<usize>, String)>>;
 
-/// The interpreter's outputs under each `fma` rounding rule the batch needs.
-type Wants = Vec<(FmaRounding, BTreeMap<String, Vec<u8>>)>;
+/// One combination of the float rules a conforming device may follow.
+type Rule = (FmaRounding, Denormals);
+
+/// The interpreter's outputs under each rule combination the batch needs.
+type Wants = Vec<(Rule, BTreeMap<String, Vec<u8>>)>;
+
+/// `(fma once, denormals flush)`.
+fn rule_name((fma, denormals): Rule) -> String {
+    format!("(fma {}, denormals {})", fma.name(), denormals.name())
+}
 
 /// Where the device's outputs of a batch come from.
 #[derive(Clone, Copy, Debug)]
@@ -276,8 +287,9 @@ fn run_local(module: &cmdgraph_ir::Module, mems: &[Mem], opt: u8, stats: &mut St
 }
 
 /// Compares what the device gave with the interpreter's outputs `wants`: each kernel's
-/// outputs must all match those of one `fma` rule (a conforming device rounds `fma` once or
-/// twice); any validation message fails the batch.
+/// outputs must all match those of one rule combination (a conforming device rounds `fma`
+/// once or twice, and keeps or flushes `f32` subnormals); any validation message fails the
+/// batch.
 fn compare(run: &DeviceRun, mems: &[Mem], wants: &Wants, stats: &mut Stats) -> Outcome {
     // Per kernel position, per rule: the first mismatch.
     let mut errs: BTreeMap<usize, Vec<Option<String>>> = BTreeMap::new();
@@ -293,18 +305,25 @@ fn compare(run: &DeviceRun, mems: &[Mem], wants: &Wants, stats: &mut Stats) -> O
             }
         }
     }
+    let fma_rules = wants.iter().filter(|w| w.0 .1 == Denormals::Preserve).count();
     let mut bad = Vec::new();
     for (owner, per_rule) in errs {
-        let ok: Vec<FmaRounding> = per_rule.iter().zip(wants).filter(|(e, _)| e.is_none()).map(|(_, w)| w.0).collect();
+        let ok: Vec<Rule> = per_rule.iter().zip(wants).filter(|(e, _)| e.is_none()).map(|(_, w)| w.0).collect();
         if ok.is_empty() {
             let msgs: Vec<String> = per_rule
                 .iter()
                 .zip(wants)
-                .filter_map(|(e, w)| e.as_ref().map(|e| format!("(fma {}) {e}", w.0.name())))
+                .filter_map(|(e, w)| e.as_ref().map(|e| format!("{} {e}", rule_name(w.0))))
                 .collect();
             bad.push((Some(owner), msgs.join("; ")));
-        } else if wants.len() > 1 && ok.len() == 1 {
-            *stats.fma_rules.entry(ok[0].name()).or_default() += 1;
+            continue;
+        }
+        let fmas: std::collections::BTreeSet<&str> = ok.iter().map(|r| r.0.name()).collect();
+        if fma_rules > 1 && fmas.len() == 1 {
+            *stats.fma_rules.entry(ok[0].0.name()).or_default() += 1;
+        }
+        if ok.iter().all(|r| r.1 == Denormals::Flush) {
+            stats.flushed += 1;
         }
     }
     if let Some(first) = run.messages.first() {
@@ -326,9 +345,19 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// The interpreter's bytes of memory object `name` after the run (`fma` rounded once).
+    /// The interpreter's bytes of memory object `name` after the run (`fma` rounded once,
+    /// subnormals kept).
     pub fn expected(&self, name: &str) -> Option<&[u8]> {
         self.wants.first()?.1.get(name).map(Vec::as_slice)
+    }
+    /// The interpreter's bytes of memory object `name` after the run under one rule
+    /// combination (`None` when the batch was not run under it: `fma` twice without `fma`).
+    pub fn expected_under(&self, fma: FmaRounding, denormals: Denormals, name: &str) -> Option<&[u8]> {
+        self.wants.iter().find(|w| w.0 == (fma, denormals))?.1.get(name).map(Vec::as_slice)
+    }
+    /// Every memory object's name (`@in_f32`, `@k7_o_u32`, ...).
+    pub fn objects(&self) -> impl Iterator<Item = &str> {
+        self.mems.iter().map(|m| m.0.as_str())
     }
     /// The bytes bound to memory object `name` before the run.
     pub fn bound(&self, name: &str) -> Option<&[u8]> {
@@ -347,22 +376,23 @@ pub fn prepare(batch: &[Entry], stats: &mut Stats) -> Result<Prepared, String> {
     cmdgraph_ir::verify::verify(&module).map_err(|d| format!("the batch does not verify:\n{}", render(d)))?;
     let seed = batch.first().map(|e| e.seed).unwrap_or(0);
     let mems = memories(batch, seed);
-    // The oracle, under each fma rule when the batch has an fma.
-    let rules: &[FmaRounding] = if text.contains(" fma ") { &FmaRounding::ALL } else { &[FmaRounding::Once] };
+    // The oracle, under each fma rule when the batch has an fma, with subnormals kept and
+    // flushed.
+    let fmas: &[FmaRounding] = if text.contains(" fma ") { &FmaRounding::ALL } else { &[FmaRounding::Once] };
+    let rules = Denormals::ALL.iter().flat_map(|&d| fmas.iter().map(move |&f| (f, d)));
     let t = Instant::now();
     let wants: Result<Wants, String> = rules
-        .iter()
-        .map(|&fma| {
+        .map(|(fma, denormals)| {
             let mut it = Interpreter::new(&module).map_err(|e| e.to_string())?;
             for (name, b, ..) in &mems {
                 it.bind(name, b).map_err(|e| format!("bind {name}: {e}"))?;
             }
             let id = it.finalize("g").map_err(|e| e.to_string())?;
-            it.run_with(id, &RunOptions { fuel: Some(FUEL), fma, ..RunOptions::default() })
+            it.run_with(id, &RunOptions { fuel: Some(FUEL), fma, denormals, ..RunOptions::default() })
                 .map_err(|e| e.to_string())?;
             let out: Result<BTreeMap<_, _>, String> =
                 mems.iter().map(|m| Ok((m.0.clone(), it.read(&m.0).map_err(|e| e.to_string())?.to_vec()))).collect();
-            Ok((fma, out?))
+            Ok(((fma, denormals), out?))
         })
         .collect();
     stats.interp_time += t.elapsed();
