@@ -310,13 +310,37 @@ impl Lowerer<'_> {
         let is_m1 = self.ir.emit(&bt, format!("icmp eq {}, {}", y.typed(), minus_one.v));
         let special = self.ir.emit(&bt, format!("or {}, {}", is_zero.typed(), is_m1.v));
         let safe = self.ir.emit(&ty, format!("select {}, {}, {}", special.typed(), one.typed(), y.typed()));
-        let op = if b == BinaryOp::Div { "sdiv" } else { "srem" };
-        let q = self.ir.emit(&ty, format!("{op} {}, {}", x.typed(), safe.v));
+        let q = if b == BinaryOp::Div {
+            self.ir.emit(&ty, format!("sdiv {}, {}", x.typed(), safe.v))
+        } else {
+            self.signed_rem(t, x, &safe)
+        };
         // x / -1 is the wrapping negation; x % -1 is 0.
         let by_m1 =
             if b == BinaryOp::Div { self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), x.v)) } else { zero.clone() };
         let q = self.ir.emit(&ty, format!("select {}, {}, {}", is_m1.typed(), by_m1.typed(), q.typed()));
         self.ir.emit(&ty, format!("select {}, {}, {}", is_zero.typed(), zero.typed(), q.typed()))
+    }
+
+    /// Signed remainder (`safe` is neither 0 nor -1) without `OpSRem`: the remainder of the
+    /// magnitudes, with the dividend's sign. NVIDIA's driver (H200, 580.159.04) computes
+    /// `OpSRem` on the unsigned-typed operands LLVM's SPIR-V backend gives every integer as
+    /// the unsigned remainder (`-1 rem 6` gave 3; docs/codegen.md, docs/reliability.md "On the
+    /// H200"). `|MIN|` wraps to `MIN`, which as unsigned is the right magnitude.
+    fn signed_rem(&mut self, t: Type, x: &Val, safe: &Val) -> Val {
+        let ty = x.ty.clone();
+        let bt = self.bool_ty(t);
+        let zero = self.like(x, t, "0");
+        let magnitude = |g: &mut Self, v: &Val| -> (Val, Val) {
+            let neg = g.ir.emit(&bt, format!("icmp slt {}, {}", v.typed(), zero.v));
+            let minus = g.ir.emit(&ty, format!("sub {}, {}", zero.typed(), v.v));
+            (neg.clone(), g.ir.emit(&ty, format!("select {}, {}, {}", neg.typed(), minus.typed(), v.typed())))
+        };
+        let (x_neg, ax) = magnitude(self, x);
+        let (_, ay) = magnitude(self, safe);
+        let r = self.ir.emit(&ty, format!("urem {}, {}", ax.typed(), ay.v));
+        let minus_r = self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), r.v));
+        self.ir.emit(&ty, format!("select {}, {}, {}", x_neg.typed(), minus_r.typed(), r.typed()))
     }
 
     /// A comparison; floats are ordered except `ne` (true when either is NaN).
