@@ -91,6 +91,14 @@ fn a_glsl_kernel_compiled_for_vulkan_1_3_matches_its_twin_bit_for_bit() {
     assert_eq!(ext.get("gather").expect("packed").workgroup_size, [64, 1, 1]);
     let twin_kernel = std::fs::read_to_string(kernels().join("gather.twin.cgir")).expect("twin");
     let twin = cmdgraph_ir::text::parse(&format!("{twin_kernel}\n{}", graphs())).unwrap_or_else(|d| panic!("{d:?}"));
+    // The layout the declarations follow is the one codegen gives the twin (field offsets and
+    // block size), so the GLSL reads what the executor writes for either kernel.
+    let twin_bundle = support::compile(&twin, Some("")).unwrap_or_else(|e| panic!("twin: {e}"));
+    let twin_bundle = cmdgraph_ir::bundle::Bundle::from_bytes(&twin_bundle).expect("twin bundle");
+    let twin_layout = &twin_bundle.kernels.iter().find(|k| k.kernel == "gather").expect("twin kernel").layout;
+    let ext_layout = &ext.get("gather").expect("packed").layout;
+    assert_eq!(ext_layout.fields, twin_layout.fields);
+    assert_eq!(ext_layout.block_size, twin_layout.block_size);
     for pipeline in [None, Some("")] {
         let compiler = WithExternal { inner: &Llvm, external: &ext };
         let (bundle, _) = compile_module(&module, &passes(pipeline), &Options::default(), &compiler)
