@@ -9,6 +9,8 @@
 #                                                         and lit/FileCheck/not for lit-tests/
 #   graphviz                                              `dot`, to check every DOT we write
 #   spirv-tools                                           spirv-val / spirv-dis
+#   glslang-tools                                         glslangValidator: GLSL external kernels
+#                                                         (examples/kernels/gather.comp, cli/tests/vulkan_glsl.rs)
 #   mesa-vulkan-drivers libvulkan1                        llvmpipe, a Vulkan 1.3 device on the CPU
 #   vulkan-validationlayers vulkan-tools                  validation in tests, vulkaninfo
 #   python3                                               lit is a Python program
@@ -20,7 +22,7 @@ set -euo pipefail
 
 PACKAGES=(
   llvm-22-tools llvm-22-dev libpolly-22-dev libzstd-dev
-  graphviz spirv-tools
+  graphviz spirv-tools glslang-tools
   mesa-vulkan-drivers libvulkan1 vulkan-validationlayers vulkan-tools
   python3 gcc g++ libvulkan-dev
 )

@@ -79,6 +79,9 @@ enum Command {
     /// Make an ed25519 signing key (seed file and OUT.pub) for `compile --sign` and
     /// `run --trust`.
     Keygen(cmd::keygen::KeygenArgs),
+    /// Print the GLSL declarations matching a kernel's signature (argument block, buffers),
+    /// for writing it as an external SPIR-V kernel.
+    Abi(cmd::abi::AbiArgs),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => cmd::inspect::run(&args),
         Command::Run(args) => cmd::run::run(&args),
         Command::Keygen(args) => cmd::keygen::run(&args),
+        Command::Abi(args) => cmd::abi::run(&args),
     };
     exit::finish(outcome)
 }

@@ -263,3 +263,46 @@ fn an_nd_range_with_another_local_size_is_an_error_at_the_launch() {
     );
     assert!(r.contains("m.cgir:8:3"), "{r}");
 }
+
+/// scale.spvasm with its work-group size as `OpExecutionModeId LocalSizeId` of constants
+/// (what glslang emits for `--target-env vulkan1.3`), the x size defined by `x_def`.
+fn local_size_id_source(x_def: &str) -> String {
+    asm_source()
+        .replace(
+            "OpExecutionMode %main LocalSize 64 1 1",
+            "OpExecutionModeId %main LocalSizeId %uint_64 %uint_1 %uint_1",
+        )
+        .replace("     %uint_0 = OpConstant %uint 0", &format!("%uint_64 = {x_def}\n%uint_0 = OpConstant %uint 0"))
+}
+
+#[test]
+fn local_size_id_of_constants_is_the_work_group_size() {
+    let dir = scratch(line!());
+    assemble(dir.path(), &local_size_id_source("OpConstant %uint 64"));
+    let words = reflect::words_of(&std::fs::read(dir.path().join("k.spv")).expect("spv")).expect("words");
+    let r = reflect::reflect(&words).expect("reflects");
+    let e = &r.entry_points[0];
+    assert_eq!(e.local_size, None);
+    assert_eq!(e.local_size_id, Some([64, 1, 1].map(reflect::SizeOperand::Constant)));
+    let ext = run(dir.path(), &module_text(SIGNATURE, "main", "nd_range(global(1024), local(64))")).expect("accepted");
+    assert_eq!(ext.get("scale").expect("packed").workgroup_size, [64, 1, 1]);
+    // And a launch at another size is refused against it, as for LocalSize.
+    rejected(
+        dir.path(),
+        &module_text(SIGNATURE, "main", "nd_range(global(1024), local(32))"),
+        "E0504",
+        &["its module's LocalSize is (64, 1, 1)"],
+    );
+}
+
+#[test]
+fn local_size_id_of_a_specialization_constant_is_refused_naming_it() {
+    let dir = scratch(line!());
+    assemble(dir.path(), &local_size_id_source("OpSpecConstant %uint 64"));
+    rejected(
+        dir.path(),
+        &module_text(SIGNATURE, "main", "range(1000)"),
+        "E0503",
+        &["LocalSizeId operand 0 is %", "a specialization constant (default 64)", "not `local_size_x_id`"],
+    );
+}

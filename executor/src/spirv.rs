@@ -72,6 +72,9 @@ const OP_CAPABILITY: u32 = 17;
 const OP_FUNCTION_END: u32 = 56;
 const EXEC_MODEL_GLCOMPUTE: u32 = 5;
 const MODE_LOCAL_SIZE: u32 = 17;
+/// `OpExecutionModeId` and its `LocalSizeId` mode (glslang's form for Vulkan 1.3).
+const OP_EXECUTION_MODE_ID: u32 = 331;
+const MODE_LOCAL_SIZE_ID: u32 = 38;
 /// SPIR-V's universal limit on the id bound (the specification's section 2.17).
 const MAX_ID_BOUND: u32 = 0x3F_FFFF;
 
@@ -139,8 +142,8 @@ fn result_operand(opcode: u32) -> Option<usize> {
 
 /// Checks `words` before it reaches the driver (docs/abi.md, "What the loader checks"):
 /// the header and every instruction's length; result ids below the header's bound;
-/// exactly one entry point named `entry`, `GLCompute`, with one `LocalSize` equal to
-/// `local_size`; `DescriptorSet` decorations only of set 0; `Binding`s below `bindings`
+/// exactly one entry point named `entry`, `GLCompute`, with one `LocalSize` (or one
+/// `LocalSizeId` whose operands are `OpConstant`s) equal to `local_size`; `DescriptorSet` decorations only of set 0; `Binding`s below `bindings`
 /// (1 + the layout's memory slots; `None`: not checked); no push constants (the pipeline
 /// layout has none); `OpMemberDecorate`/`OpMemberName` member indices inside their struct;
 /// constant access-chain indices into structs inside the struct; every `Aligned` memory
@@ -180,6 +183,8 @@ pub fn check_variant(
     }
     let mut entry_id = None;
     let mut local = None;
+    // The operand ids of `LocalSizeId`, resolved once the constants are known.
+    let mut local_ids: Option<[u32; 3]> = None;
     let mut capabilities = 0usize;
     let mut last = 0;
     // What the member and access-chain checks need, collected in one walk and checked after
@@ -240,10 +245,19 @@ pub fn check_variant(
                 let [x, y, z] = rest else {
                     return Err(bad(format!("LocalSize at word {at} has {} operands, not 3", rest.len())));
                 };
-                if local.is_some() {
+                if local.is_some() || local_ids.is_some() {
                     return Err(bad(format!("entry point `{entry}` has two LocalSize modes")));
                 }
                 local = Some([*x, *y, *z]);
+            }
+            (OP_EXECUTION_MODE_ID, [id, mode, rest @ ..]) if *mode == MODE_LOCAL_SIZE_ID && Some(*id) == entry_id => {
+                let [x, y, z] = rest else {
+                    return Err(bad(format!("LocalSizeId at word {at} has {} operands, not 3", rest.len())));
+                };
+                if local.is_some() || local_ids.is_some() {
+                    return Err(bad(format!("entry point `{entry}` has two LocalSize modes")));
+                }
+                local_ids = Some([*x, *y, *z]);
             }
             (OP_DECORATE, [id, deco, value, ..]) if *deco == DECORATION_DESCRIPTOR_SET && *value != 0 => {
                 return Err(bad(format!("decorates %{id} with DescriptorSet {value}; only set 0 is bound")));
@@ -330,6 +344,14 @@ pub fn check_variant(
                 None => composite.get(&t).copied(),
             };
         }
+    }
+    if let Some(ids) = local_ids {
+        let mut l = [0; 3];
+        for (out, id) in l.iter_mut().zip(ids) {
+            // Only `OpConstant`: a specialization constant's size is not the bundle's to promise.
+            *out = *constants.get(&id).ok_or_else(|| bad(format!("LocalSizeId operand %{id} is not an OpConstant")))?;
+        }
+        local = Some(l);
     }
     match local {
         Some(l) if l == local_size => {}

@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the parse and verify steps they share.
 
+pub mod abi;
 pub mod compile;
 pub mod compile_emit;
 pub mod diff;

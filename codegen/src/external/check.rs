@@ -4,8 +4,8 @@
 //! checks that, and lays out its argument block the way `layout.rs` does.
 
 use super::reflect::{
-    ElemType, Numeric, Pointee, Reflection, Resource, CAP_VARIABLE_POINTERS, MODEL_GLCOMPUTE, PUSH_CONSTANT,
-    STORAGE_BUFFER,
+    ElemType, Numeric, Pointee, Reflection, Resource, SizeOperand, CAP_VARIABLE_POINTERS, MODEL_GLCOMPUTE,
+    PUSH_CONSTANT, STORAGE_BUFFER,
 };
 use crate::layout::{value_size_align, HEADER_BYTES};
 use crate::vectorize::{marked_items_per_invocation, ITEMS_PER_INVOCATION_MARKER};
@@ -212,18 +212,12 @@ fn entry_point(entry: &str, r: &Reflection, issues: &mut Vec<Issue>) -> Option<[
     };
     let size = match (e.local_size, e.local_size_id) {
         (Some(size), _) => size,
-        (None, Some(ids)) => {
-            let shown: Vec<String> = ids.iter().map(|c| c.map_or("?".into(), |v| v.to_string())).collect();
-            issues.push(issue(
-                format!("entry point `{entry}` sets its work-group size with LocalSizeId ({})", shown.join(", ")),
-                "the executor reads the work-group size from OpExecutionMode LocalSize; declare it there",
-            ));
-            return None;
-        }
+        (None, Some(ids)) => local_size_id(entry, ids, issues)?,
         (None, None) => {
             issues.push(issue(
                 format!("entry point `{entry}` has no LocalSize"),
-                "declare OpExecutionMode %main LocalSize x y z: it is the kernel's work-group size",
+                "declare OpExecutionMode %main LocalSize x y z (or OpExecutionModeId LocalSizeId of constants): \
+                 it is the kernel's work-group size",
             ));
             return None;
         }
@@ -248,6 +242,39 @@ fn entry_point(entry: &str, r: &Reflection, issues: &mut Vec<Issue>) -> Option<[
         ));
     }
     Some(size)
+}
+
+/// The work-group size of `LocalSizeId`: each operand must be an `OpConstant` (glslang's
+/// output for `--target-env vulkan1.3`). A specialization constant is refused: the
+/// executor passes no specialization info, and a size the pipeline could be specialized
+/// away from is not one the bundle can promise.
+fn local_size_id(entry: &str, ids: [SizeOperand; 3], issues: &mut Vec<Issue>) -> Option<[u32; 3]> {
+    let mut size = [0; 3];
+    let mut ok = true;
+    for (axis, (operand, out)) in ids.iter().zip(&mut size).enumerate() {
+        match *operand {
+            SizeOperand::Constant(v) => *out = v,
+            SizeOperand::SpecConstant { id, default } => {
+                ok = false;
+                issues.push(issue(
+                    format!(
+                        "entry point `{entry}`'s LocalSizeId operand {axis} is %{id}, a specialization constant \
+                         (default {default})"
+                    ),
+                    "the executor specializes nothing, so the work-group size must be a plain constant: \
+                     in GLSL write `layout(local_size_x = N)`, not `local_size_x_id`",
+                ));
+            }
+            SizeOperand::Other(id) => {
+                ok = false;
+                issues.push(issue(
+                    format!("entry point `{entry}`'s LocalSizeId operand {axis} is %{id}, not an OpConstant"),
+                    "each LocalSizeId operand must be an OpConstant of an integer type",
+                ));
+            }
+        }
+    }
+    ok.then_some(size)
 }
 
 /// The binding of a resource that may be bound at all: set 0, a storage buffer, no push
@@ -424,6 +451,18 @@ fn describe(kernel: &Kernel, layout: &ArgLayout) -> String {
         parts.push(format!("{} at byte {}: {what}", param_text(kernel, i), field.offset));
     }
     parts.join("; ")
+}
+
+/// The argument layout of an external kernel's signature, or why it has none (`local<T>`
+/// parameters): what [`check`] holds a module to, and what `decls` prints.
+pub(crate) fn signature_layout(kernel: &Kernel) -> Result<ArgLayout, Vec<Issue>> {
+    let mut issues = Vec::new();
+    let layout = layout(kernel, &mut issues);
+    if issues.is_empty() {
+        Ok(layout)
+    } else {
+        Err(issues)
+    }
 }
 
 /// The argument layout of an external kernel: codegen's rules (layout.rs) with every

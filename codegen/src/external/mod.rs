@@ -9,6 +9,7 @@
 //! compiler. The SPIR-V words go into the bundle exactly as the file holds them.
 
 mod check;
+pub mod decls;
 pub mod reflect;
 
 pub(crate) use check::dims;

@@ -85,8 +85,25 @@ pub struct EntryPoint {
     pub id: u32,
     /// `OpExecutionMode LocalSize`.
     pub local_size: Option<[u32; 3]>,
-    /// `OpExecutionModeId LocalSizeId`, with each id resolved to its constant when it is one.
-    pub local_size_id: Option<[Option<u32>; 3]>,
+    /// `OpExecutionModeId LocalSizeId` (glslang's form for `--target-env vulkan1.3`), each
+    /// id resolved.
+    pub local_size_id: Option<[SizeOperand; 3]>,
+}
+
+/// An operand of `LocalSizeId`, resolved to what defines it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeOperand {
+    /// `OpConstant` with this value.
+    Constant(u32),
+    /// `OpSpecConstant` `id` with its `default` value (GLSL `local_size_x_id`).
+    SpecConstant {
+        /// The result id.
+        id: u32,
+        /// The value it has when not specialized.
+        default: u32,
+    },
+    /// Anything else (a spec-constant operation, an undefined id).
+    Other(u32),
 }
 
 /// A scalar or vector type.
@@ -294,6 +311,8 @@ struct State {
     member_non_writable: BTreeSet<(u32, u32)>,
     types: BTreeMap<u32, TypeDef>,
     constants: BTreeMap<u32, u32>,
+    /// Ids of `OpSpecConstant`s (also in `constants`, with their defaults).
+    spec_constants: BTreeSet<u32>,
     composites: BTreeMap<u32, Vec<u32>>,
     variables: Vec<(u32, u32, u32)>,
     /// Pointer id → the variable it points into.
@@ -349,6 +368,9 @@ impl State {
             OP_TYPE_POINTER => self.ty(ops, TypeDef::Pointer(op(ops, 2))),
             OP_CONSTANT | OP_SPEC_CONSTANT if ops.len() >= 3 => {
                 self.constants.insert(op(ops, 1), op(ops, 2));
+                if opcode == OP_SPEC_CONSTANT {
+                    self.spec_constants.insert(op(ops, 1));
+                }
             }
             OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE => {
                 self.composites.insert(op(ops, 1), ops.get(2..).unwrap_or(&[]).to_vec());
@@ -439,11 +461,19 @@ impl State {
         }
     }
 
+    fn size_operand(&self, id: u32) -> SizeOperand {
+        match self.constants.get(&id) {
+            Some(&default) if self.spec_constants.contains(&id) => SizeOperand::SpecConstant { id, default },
+            Some(&v) => SizeOperand::Constant(v),
+            None => SizeOperand::Other(id),
+        }
+    }
+
     fn finish(self, version: u32) -> Reflection {
         let mut entry_points = self.entries.clone();
         for e in &mut entry_points {
             e.local_size = self.local_size.get(&e.id).copied();
-            e.local_size_id = self.local_size_id.get(&e.id).map(|ids| ids.map(|id| self.constants.get(&id).copied()));
+            e.local_size_id = self.local_size_id.get(&e.id).map(|ids| ids.map(|id| self.size_operand(id)));
         }
         let mut resources = Vec::new();
         for &(ptr_ty, id, class) in &self.variables {
