@@ -7,7 +7,8 @@
 //!
 //! The long kernel is a loop of `n` dependent float operations per work-item (`acc = acc *
 //! 0.5 + 1`, which reaches 2.0 exactly and stays there), every item storing to `x[i % 64]`.
-//! llvmpipe ends any loop after 65535 iterations, so the length comes from the number of
+//! llvmpipe stops a work-item's loops after 65535 iterations in all (one counter per
+//! invocation, docs/executor.md), so the length comes from the number of
 //! work-items: each test first times a short launch and picks the launch size for about
 //! [`LONG`] on this machine.
 
@@ -114,7 +115,7 @@ OpFunctionEnd
 "#;
 
 /// `@spin(%x, %n)`: the loop above, `%n` iterations per work-item (at most 65535 on
-/// llvmpipe), 64 items per group, storing to `%x[i % 64]`.
+/// llvmpipe, all loops of the work-item together), 64 items per group, storing to `%x[i % 64]`.
 fn spin() -> CompiledKernel {
     CompiledKernel {
         kernel: "spin".into(),

@@ -37,8 +37,9 @@ kernel @spin(%x: buf<u32, read_write>, %n: u32, %add: u32) {
 "#;
 
 const ITEMS: u64 = 8192;
-/// llvmpipe ends every loop after 65535 iterations (Mesa's `LP_MAX_TGSI_LOOP_ITERATIONS`;
-/// docs/executor.md, "Devices"), so the work is spread over work-items instead.
+/// llvmpipe stops a work-item's loops after 65535 iterations in all (Mesa's
+/// `LP_MAX_TGSI_LOOP_ITERATIONS`, one counter per invocation; docs/executor.md, "Devices"), so
+/// the work is spread over work-items instead.
 const ITERATIONS: u32 = 65535;
 
 /// What one run does to one element.

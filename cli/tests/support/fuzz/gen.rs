@@ -187,12 +187,14 @@ pub struct GenOptions {
     /// atomics of a loop's last iteration (docs/reliability.md, kernel fuzzer, finding 3).
     pub loop_atomics: bool,
     /// Whether to keep out what llvmpipe's constant folding gets wrong, each case shown
-    /// exact on an H200 (docs/reliability.md, kernel fuzzer, findings 6 to 8): a float `mul`
-    /// or `fma` factor computed from constants alone (llvmpipe folds `x * 0.0` to `+0` for a
-    /// zero it can fold, also when `x` is infinite or NaN), a math function of such a value,
-    /// and a float-to-integer cast of a float cast of a 64-bit integer (llvmpipe folds the
-    /// pair away, returning the integer unrounded). On by default only when the kernels run
-    /// on llvmpipe; kernels for other devices keep all three.
+    /// exact on an H200 (docs/reliability.md, kernel fuzzer, finding 5): a float `mul` or
+    /// `fma` factor computed from constants alone, loop results started from them included
+    /// (llvmpipe folds `x * 0.0` to `+0` for a zero it can fold, also when `x` is infinite
+    /// or NaN), a math function of such a value, a float-to-integer cast of a float cast of
+    /// a 64-bit integer, through `abs`/`neg`/`floor`/`ceil` too (llvmpipe folds the pair away,
+    /// returning the integer unrounded), and a 64-bit integer `abs` of such a value (wrong at
+    /// -O0). On by default only when the kernels run on llvmpipe; kernels for other devices
+    /// keep them all.
     pub llvmpipe_safe: bool,
 }
 
@@ -315,6 +317,7 @@ impl G<'_> {
     /// `const`, or an op whose operands all are (a `select` or an `if` whose condition is:
     /// a driver folds it to one side).
     fn track_constants(&mut self, line: &str) {
+        self.track_loop_constants(line);
         let Some((def, rhs)) = line.split_once(" = ") else { return };
         if !def.starts_with('%') || def.contains(' ') {
             return;
@@ -331,6 +334,37 @@ impl G<'_> {
         };
         if folded {
             self.from_constants.insert(def.to_string());
+        }
+        // A float of a 64-bit integer stays one through these (the fold sees through them).
+        if matches!(op, "abs" | "neg" | "floor" | "ceil") && operands.iter().any(|w| self.from_wide_int.contains(*w)) {
+            self.from_wide_int.insert(def.to_string());
+        }
+    }
+    /// A `for` whose carried value starts from constants: the carried value and the loop's
+    /// result count as computed from constants (a driver folds a loop it can count).
+    fn track_loop_constants(&mut self, line: &str) {
+        let Some((defs, rhs)) = line.split_once(" = for ").or_else(|| Some(("", line.strip_prefix("for ")?))) else {
+            return;
+        };
+        // `%i = LO to HI step S`: with constant bounds the induction variable is one too.
+        let bounds: Vec<&str> = rhs.split(" carry(").next().unwrap_or("").split(' ').collect();
+        if let [var, "=", lo, "to", hi, "step", step, ..] = bounds[..] {
+            if [lo, hi, step].iter().all(|w| self.from_constants.contains(*w)) {
+                self.from_constants.insert(var.to_string());
+            }
+        }
+        let Some(carry) = rhs.split_once("carry(").map(|(_, c)| c.trim_end_matches(" {").trim_end_matches(')')) else {
+            return;
+        };
+        let results: Vec<&str> = defs.split(", ").map(str::trim).filter(|d| !d.is_empty()).collect();
+        for (i, pair) in carry.split(", ").enumerate() {
+            let Some((carried, init)) = pair.split_once(" = ") else { continue };
+            if self.from_constants.contains(init.trim()) {
+                self.from_constants.insert(carried.trim().to_string());
+                if let Some(r) = results.get(i) {
+                    self.from_constants.insert(r.to_string());
+                }
+            }
         }
     }
     /// Whether llvmpipe-safe generation keeps `v` out of a float product or a math function.
@@ -695,6 +729,9 @@ impl G<'_> {
             let ops: &[&str] = if float { &["neg", "abs", "floor", "ceil"] } else { &["neg", "not", "abs"] };
             let op = *self.pick(ops);
             let a = self.val(ty);
+            // llvmpipe gets a 64-bit `abs` of a folded constant wrong at -O0 (finding 5, D).
+            let wide = matches!(ty.s, S::I64 | S::U64);
+            let op = if op == "abs" && wide && self.foldable(&a) { "not" } else { op };
             self.emit(&format!("{r} = {op} {a}"));
         } else {
             let ops: &[&str] = if float {
