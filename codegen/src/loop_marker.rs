@@ -5,10 +5,8 @@
 use crate::vectorize::mark_processed;
 
 /// The `OpModuleProcessed` string by which a module records the most loop back-edges one
-/// invocation of it takes: this prefix, then the number in decimal or `unbounded` (not
-/// known at compile time). The executor (`executor/src/spirv.rs`, the same string) reads
-/// it; a module without one is not judged.
-pub const LOOP_BACK_EDGES_MARKER: &str = "cmdgraph loop_back_edges ";
+/// invocation takes; one definition for codegen and the executor, in the bundle's ABI.
+pub use cmdgraph_ir::bundle::LOOP_BACK_EDGES_MARKER;
 
 /// `words` with the marker saying at most `back_edges` loop back-edges per invocation
 /// (`None`: unbounded), after the module's other debug instructions.

@@ -12,11 +12,8 @@ use cmdgraph_ir::{ScalarType, ValueDef, ValueType};
 pub const ITEMS_PER_INVOCATION: u32 = 4;
 
 /// The `OpModuleProcessed` string by which a module records how many work-items one
-/// invocation handles: this prefix, then the number in decimal. The executor's loader
-/// (`executor/src/spirv.rs`, the same string) refuses a bundle whose `items_per_invocation`
-/// differs from it, since the code handles what it was compiled for whatever the bundle
-/// says; a module without one handles one work-item per invocation.
-pub const ITEMS_PER_INVOCATION_MARKER: &str = "cmdgraph items_per_invocation ";
+/// invocation handles; one definition for codegen and the loader, in the bundle's ABI.
+pub use cmdgraph_ir::bundle::ITEMS_PER_INVOCATION_MARKER;
 
 const OP_MODULE_PROCESSED: u32 = 330;
 

@@ -24,18 +24,8 @@ pub(crate) mod sizes;
 /// module's `Private` variables: recursion is forbidden, so no call chain holds more.
 pub const MAX_INVOCATION_MEMORY: u64 = 1 << 16;
 
-/// The debug string (`OpModuleProcessed`) by which codegen records how many work-items one
-/// invocation of a kernel handles: this prefix, then the number in decimal. A module without
-/// one handles one work-item per invocation (docs/abi.md, "Items per invocation").
-pub const ITEMS_PER_INVOCATION_MARKER: &str = "cmdgraph items_per_invocation ";
-
-/// The debug string (`OpModuleProcessed`) by which codegen records the most loop back-edges
-/// one invocation of a kernel takes: this prefix, then the number in decimal or `unbounded`
-/// (docs/abi.md, "Loop back-edges"). Read by [`loop_back_edges`] for the llvmpipe warning.
-pub const LOOP_BACK_EDGES_MARKER: &str = "cmdgraph loop_back_edges ";
-
-/// Loop back-edges past which llvmpipe stops an invocation's loops (all of them together).
-pub const LLVMPIPE_LOOP_BUDGET: u128 = 65535;
+// The markers codegen writes and the llvmpipe budget: one definition, in the bundle's ABI.
+pub use cmdgraph_ir::bundle::{ITEMS_PER_INVOCATION_MARKER, LLVMPIPE_LOOP_BUDGET, LOOP_BACK_EDGES_MARKER};
 
 /// What a module's [`LOOP_BACK_EDGES_MARKER`] says: `None` without one (not judged),
 /// `Some(None)` for `unbounded` (or a number that does not parse: not known either),

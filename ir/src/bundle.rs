@@ -22,6 +22,24 @@ pub use io::{BundleError, Framed, DECODE_BUDGET_FACTOR, HEADER_BYTES, MAGIC, MAX
 /// decimal numbers); 2: binary header and LZ4-compressed payload.
 pub const FORMAT_VERSION: u32 = 2;
 
+/// The debug string (`OpModuleProcessed`) by which a kernel variant's SPIR-V records how many
+/// work-items one invocation handles: this prefix, then the number in decimal. Codegen writes
+/// it; the loader refuses a variant whose marker differs from its `items_per_invocation`
+/// (the code handles what it was compiled for, whatever the bundle says). A module without
+/// one handles one work-item per invocation (docs/abi.md, "Items per invocation").
+pub const ITEMS_PER_INVOCATION_MARKER: &str = "cmdgraph items_per_invocation ";
+
+/// The debug string (`OpModuleProcessed`) by which a kernel variant's SPIR-V records the most
+/// loop back-edges one invocation takes: this prefix, then the number in decimal or
+/// `unbounded` (docs/abi.md, "Loop back-edges"). Codegen writes it; the executor reads it for
+/// the llvmpipe warning. A module without one is not judged.
+pub const LOOP_BACK_EDGES_MARKER: &str = "cmdgraph loop_back_edges ";
+
+/// Loop back-edges past which Mesa's llvmpipe stops a shader invocation's loops, all of them
+/// together (`LP_MAX_TGSI_LOOP_ITERATIONS`; docs/executor.md). Codegen unrolls to stay
+/// within it; the executor warns about kernels that may not.
+pub const LLVMPIPE_LOOP_BUDGET: u128 = 65535;
+
 /// A compiled module.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bundle {

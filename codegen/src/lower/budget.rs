@@ -16,8 +16,7 @@ use cmdgraph_ir::kernel::{AtomicOp, Body, OpKind, Region, ValueDef, V};
 use cmdgraph_ir::types::{LitValue, Literal};
 use cmdgraph_ir::{ScalarType, ValueType};
 
-/// Loop iterations llvmpipe runs per shader invocation, all loops together.
-pub(crate) const LLVMPIPE_LOOP_BUDGET: u128 = 65535;
+use cmdgraph_ir::bundle::LLVMPIPE_LOOP_BUDGET;
 
 /// Body copies per back-edge of an unrolled `for`.
 pub(crate) const UNROLL: u32 = 8;
