@@ -33,14 +33,8 @@ pub use cmdgraph_ir::bundle::{ITEMS_PER_INVOCATION_MARKER, LLVMPIPE_LOOP_BUDGET,
 /// (the loader's checks report them).
 pub fn loop_back_edges(words: &[u32]) -> Option<Option<u128>> {
     let mut found: Option<Option<u128>> = None;
-    let mut at = 5;
-    while let Some(&word) = words.get(at) {
-        let count = (word >> 16) as usize;
-        let Some(operands) = words.get(at + 1..at + count.max(1)) else { break };
-        if count == 0 {
-            break;
-        }
-        if word & 0xffff == OP_MODULE_PROCESSED {
+    for (_, opcode, operands) in instructions(words) {
+        if opcode == OP_MODULE_PROCESSED {
             let text = literal_string(operands).unwrap_or_default();
             if let Some(n) = text.strip_prefix(LOOP_BACK_EDGES_MARKER) {
                 let n = n.parse::<u128>().ok();
@@ -50,9 +44,23 @@ pub fn loop_back_edges(words: &[u32]) -> Option<Option<u128>> {
                 });
             }
         }
-        at += count;
     }
     found
+}
+
+/// The instructions of a module after its 5-word header, as (word index, opcode, operands);
+/// an instruction whose length is 0 or runs past the end ends the walk (the loader's checks
+/// report it; walks that only read never fail).
+fn instructions(words: &[u32]) -> impl Iterator<Item = (usize, u32, &[u32])> {
+    let mut at = 5;
+    std::iter::from_fn(move || {
+        let word = *words.get(at)?;
+        let count = (word >> 16) as usize;
+        let operands = words.get(at + 1..at.checked_add(count).filter(|_| count > 0)?)?;
+        let item = (at, word & 0xffff, operands);
+        at += count;
+        Some(item)
+    })
 }
 
 const MAGIC: u32 = 0x0723_0203;
@@ -564,14 +572,7 @@ pub fn requirements(words: &[u32]) -> Requirements {
     let mut scalars = BTreeMap::new();
     let mut types = BTreeMap::new();
     let mut atomics = Vec::new();
-    let mut at = 5;
-    while let Some(&word) = words.get(at) {
-        let count = (word >> 16) as usize;
-        let Some(ops) = words.get(at + 1..at + count.max(1)) else { break };
-        if count == 0 {
-            break;
-        }
-        let opcode = word & 0xffff;
+    for (_, opcode, ops) in instructions(words) {
         match (opcode, ops) {
             (OP_CAPABILITY, [cap, ..]) => req.capabilities.push(*cap),
             (OP_EXTENSION, _) => req.extensions.push(literal_string(ops).unwrap_or_default()),
@@ -594,7 +595,6 @@ pub fn requirements(words: &[u32]) -> Requirements {
                 atomics.push((op, *ptr));
             }
         }
-        at += count;
     }
     for (op, ptr) in atomics {
         let pointer = types.get(&ptr).and_then(|ty| pointers.get(ty));
