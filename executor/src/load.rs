@@ -19,10 +19,7 @@ pub use workgroup::workgroup_bytes;
 /// Largest argument block accepted (a sanity bound far above any real kernel's).
 const MAX_BLOCK_BYTES: u32 = 1 << 16;
 
-/// Largest `items_per_invocation` accepted: codegen emits 1 or 4
-/// (`cmdgraph_codegen::ITEMS_PER_INVOCATION`); a power of two up to this bound leaves room
-/// for wider vectorization without letting a group's span overflow.
-pub const MAX_ITEMS_PER_INVOCATION: u32 = 64;
+pub use cmdgraph_ir::bundle::MAX_ITEMS_PER_INVOCATION;
 
 /// Portable work-group limits (Vulkan's required minimums for
 /// `maxComputeWorkGroupSize`/`maxComputeWorkGroupInvocations`); the device's own limits

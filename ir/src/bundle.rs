@@ -29,6 +29,11 @@ pub const FORMAT_VERSION: u32 = 2;
 /// one handles one work-item per invocation (docs/abi.md, "Items per invocation").
 pub const ITEMS_PER_INVOCATION_MARKER: &str = "cmdgraph items_per_invocation ";
 
+/// Largest `items_per_invocation` a bundle may give (the loader refuses more; the external
+/// kernel check holds a module's marker to it): codegen emits 1 or 4; a power of two up to
+/// this bound leaves room for wider vectorization without letting a group's span overflow.
+pub const MAX_ITEMS_PER_INVOCATION: u32 = 64;
+
 /// The debug string (`OpModuleProcessed`) by which a kernel variant's SPIR-V records the most
 /// loop back-edges one invocation takes: this prefix, then the number in decimal or
 /// `unbounded` (docs/abi.md, "Loop back-edges"). Codegen writes it; the executor reads it for

@@ -10,7 +10,7 @@ use super::reflect::{
 use crate::layout::{value_size_align, HEADER_BYTES};
 use crate::vectorize::{marked_items_per_invocation, ITEMS_PER_INVOCATION_MARKER};
 use crate::MAX_WORKGROUP_INVOCATIONS;
-use cmdgraph_ir::bundle::{ArgField, ArgFieldKind, ArgLayout, MemorySlot};
+use cmdgraph_ir::bundle::{ArgField, ArgFieldKind, ArgLayout, MemorySlot, MAX_ITEMS_PER_INVOCATION};
 use cmdgraph_ir::{Kernel, ParamType, ScalarType, Type};
 
 /// One broken rule: what is wrong, and a help line saying what the module has and what the
@@ -142,10 +142,6 @@ pub fn check(kernel: &Kernel, entry: &str, r: &Reflection) -> Result<Interface, 
         _ => Err(issues),
     }
 }
-
-/// Most work-items per invocation the executor's loader accepts
-/// (`executor::load::MAX_ITEMS_PER_INVOCATION`).
-const MAX_ITEMS_PER_INVOCATION: u32 = 64;
 
 /// The work-items one invocation of the module handles, from its marker (1 without one):
 /// the bundle must say the same, or the loader refuses it (docs/abi.md).
