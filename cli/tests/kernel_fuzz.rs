@@ -114,7 +114,7 @@ fn random_kernels_match_the_interpreter_on_vulkan_at_every_opt_level() {
         }
     }
     if std::env::var("CMDGRAPH_FUZZ_REDUCE").is_ok() {
-        reduce_failures(&cfg, &stats);
+        reduce_failures(&cfg, &indices, batch, &stats);
     }
     let shown: Vec<String> = stats.failures.iter().take(10).map(|f| f.to_string()).collect();
     assert!(stats.failures.is_empty(), "{} failures (first 10):\n{}", stats.failures.len(), shown.join("\n"));
@@ -128,7 +128,11 @@ fn default_device_is_llvmpipe() -> bool {
 }
 
 /// Reduces each failing kernel at the lowest level it fails at, on this machine's device.
-fn reduce_failures(cfg: &Config, stats: &Stats) {
+fn reduce_failures(cfg: &Config, indices: &[u64], per_module: usize, stats: &Stats) {
+    let make = |index: u64| {
+        let seed = fuzz::kernel_seed(cfg.base_seed, index);
+        fuzz::Entry { index, seed, kernel: fuzz::gen::kernel(seed, &format!("k{index}"), cfg.gen) }
+    };
     let mut seen = std::collections::BTreeSet::new();
     for f in &stats.failures {
         let Some(opt) = f.opt else { continue };
@@ -137,11 +141,13 @@ fn reduce_failures(cfg: &Config, stats: &Stats) {
         }
         let failing: Vec<u8> = stats.failures.iter().filter(|g| g.index == f.index).filter_map(|g| g.opt).collect();
         let passes: Vec<u8> = (0..4).filter(|o| !failing.contains(o)).collect();
-        let seed = fuzz::kernel_seed(cfg.base_seed, f.index);
-        let entry =
-            fuzz::Entry { index: f.index, seed, kernel: fuzz::gen::kernel(seed, &format!("k{}", f.index), cfg.gen) };
+        // The batch it ran in, as `fuzz::run` cut the indices, for its memory's bytes.
+        let chunk = indices.chunks(per_module.max(1)).find(|c| c.contains(&f.index)).unwrap_or(&[]);
+        let batch: Vec<fuzz::Entry> = chunk.iter().map(|&i| make(i)).collect();
+        let memory = fuzz::batch_memory(&batch);
+        let entry = make(f.index);
         let t = Instant::now();
-        let (reduced, tried) = fuzz::reduce::reduce(&entry, opt, &f.message, &passes);
+        let (reduced, tried) = fuzz::reduce::reduce(&entry, &memory, opt, &f.message, &passes);
         let text = reduced.module_text();
         eprintln!(
             "REDUCED kernel #{} at -O{opt} (passes at {passes:?}): {} -> {} lines, {tried} candidates in {:.1?}\n{text}",
@@ -263,4 +269,34 @@ fn outputs_with_f32_subnormals_flushed_are_accepted() {
         }
     }
     assert_eq!(found, 3, "fewer than 3 batches of seed 3 have an output that a subnormal flush changes");
+}
+
+/// A kernel cut out of its batch (the reducer runs it alone) starts with the bytes its batch
+/// gave its memory objects, not with inputs drawn for it alone, which are other values: a
+/// failure that needs the batch's inputs (seed 7 #677) then survives reduction.
+#[test]
+fn a_kernel_alone_runs_with_its_batch_memory() {
+    let gen = GenOptions { fma_exact: true, implicit_zero: true, loop_atomics: false, llvmpipe_safe: false };
+    let batch: Vec<fuzz::Entry> = (650..675u64)
+        .map(|index| {
+            let seed = fuzz::kernel_seed(7, index);
+            fuzz::Entry { index, seed, kernel: fuzz::gen::kernel(seed, &format!("k{index}"), gen) }
+        })
+        .collect();
+    let mut stats = Stats::default();
+    let whole = fuzz::prepare(&batch, &mut stats).unwrap();
+    let memory = fuzz::batch_memory(&batch);
+    let mut differ_alone = 0;
+    for e in &batch[1..] {
+        let one = std::slice::from_ref(e);
+        let with = fuzz::prepare_with(one, Some(&memory), &mut stats).unwrap();
+        let alone = fuzz::prepare(one, &mut stats).unwrap();
+        let objects: Vec<String> = with.objects().map(str::to_string).collect();
+        assert!(!objects.is_empty(), "kernel #{}", e.index);
+        for o in &objects {
+            assert_eq!(with.bound(o), whole.bound(o), "kernel #{} {o}: not the batch's bytes", e.index);
+            differ_alone += usize::from(alone.bound(o) != whole.bound(o));
+        }
+    }
+    assert!(differ_alone > 0, "inputs drawn for a kernel alone equal its batch's: the test shows nothing");
 }

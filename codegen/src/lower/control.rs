@@ -53,8 +53,9 @@ impl<'a> Lowerer<'a> {
         let (lo, hi, step) = (self.val(h, lo)?, self.val(h, hi)?, self.val(h, step)?);
         let ty = lo.ty.clone();
         let signed = t.scalar.is_signed_integer();
-        let positive = self.ir.emit("i1", format!("icmp {} {ty} {}, 0", if signed { "sgt" } else { "ne" }, step.v));
-        let below = self.ir.emit("i1", format!("icmp {} {ty} {}, {}", if signed { "slt" } else { "ult" }, lo.v, hi.v));
+        let zero = Val::new(ty.clone(), "0");
+        let positive = self.int_cmp(if signed { "sgt" } else { "ne" }, t, &step, &zero);
+        let below = self.int_cmp(if signed { "slt" } else { "ult" }, t, &lo, &hi);
         let enter = self.ir.emit("i1", format!("and i1 {}, {}", positive.v, below.v));
         let mut inits = Vec::with_capacity(carried.len());
         for &(_, init) in carried {

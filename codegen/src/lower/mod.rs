@@ -9,6 +9,7 @@ mod atomic;
 mod budget;
 mod builtins;
 mod control;
+mod half;
 mod ir;
 mod memory;
 mod ops;

@@ -108,8 +108,7 @@ impl Lowerer<'_> {
         let wide: Vec<Val> =
             args.iter().map(|a| self.ir.emit(&wide_ty, format!("fpext {} to {wide_ty}", a.typed()))).collect();
         let r = f(self, &wide);
-        let narrow = r.ty.replace("float", "half");
-        self.ir.emit(&narrow.clone(), format!("fptrunc {} to {narrow}", r.typed()))
+        self.truncate_to_f16(&r)
     }
 
     /// A constant of `x`'s type with every lane `text`.
@@ -167,6 +166,15 @@ impl Lowerer<'_> {
                     let sign = l.ir.emit(&it, format!("and {}, {}", ai.typed(), min.v));
                     let bits = l.ir.emit(&it, format!("or {}, {}", ri.typed(), sign.v));
                     l.ir.emit(&wt, format!("bitcast {} to {wt}", bits.typed()))
+                } else if u == UnaryOp::Abs {
+                    // A NaN passes unchanged rather than through `FAbs`: NVIDIA's driver
+                    // (H200, 580.159.04) folds `FAbs(x) > c` to true for a negative constant
+                    // `c`, NaN `x` included (docs/reliability.md, "On the H200"); through
+                    // the select its value range is no longer "not negative".
+                    let a = &w[0];
+                    let bt = wt.replace("float", "i1");
+                    let nan = l.ir.emit(&bt, format!("fcmp une {}, {}", a.typed(), a.v));
+                    l.ir.emit(&wt, format!("select {}, {}, {}", nan.typed(), a.typed(), r.typed()))
                 } else {
                     r
                 }
@@ -182,10 +190,13 @@ impl Lowerer<'_> {
                 self.ir.emit(&ty, format!("xor {}, {}", a.typed(), ones.v))
             }
             UnaryOp::Abs if signed(s) => {
-                let zero = self.like(&a, t, "0");
-                let neg = self.ir.emit(&ty, format!("sub {}, {}", zero.typed(), a.v));
-                let lt = self.ir.emit(&self.bool_ty(t), format!("icmp slt {}, {}", a.typed(), zero.v));
-                self.ir.emit(&ty, format!("select {}, {}, {}", lt.typed(), neg.typed(), a.typed()))
+                // `(x ^ s) - s` with `s` all sign bits, not a compare and select: that
+                // compare is the one llvmpipe gets wrong on a sign-extended value
+                // (`signed_icmp`), and this form has none (`MIN` stays `MIN`, wrapping).
+                let top = self.like(&a, t, &(bits(s) - 1).to_string());
+                let sign = self.ir.emit(&ty, format!("ashr {}, {}", a.typed(), top.v));
+                let flipped = self.ir.emit(&ty, format!("xor {}, {}", a.typed(), sign.v));
+                self.ir.emit(&ty, format!("sub {}, {}", flipped.typed(), sign.v))
             }
             UnaryOp::Abs if s.is_integer() => a,
             _ => return Err(self.err(h, format!("`{}` does not apply to {t}", u.keyword()))),
@@ -258,7 +269,6 @@ impl Lowerer<'_> {
             });
         }
         let simple = |op: &str| format!("{op} {}, {}", x.typed(), y.v);
-        let bool_ty = self.bool_ty(t);
         Ok(match b {
             BinaryOp::And => self.ir.emit(&ty, simple("and")),
             BinaryOp::Or => self.ir.emit(&ty, simple("or")),
@@ -275,7 +285,7 @@ impl Lowerer<'_> {
                     (_, true) => "sgt",
                     (_, false) => "ugt",
                 };
-                let c = self.ir.emit(&bool_ty, format!("icmp {pred} {}, {}", x.typed(), y.v));
+                let c = self.int_cmp(pred, t, &x, &y);
                 self.ir.emit(&ty, format!("select {}, {}, {}", c.typed(), x.typed(), y.typed()))
             }
             BinaryOp::Shl | BinaryOp::Shr => {
@@ -329,10 +339,9 @@ impl Lowerer<'_> {
     /// H200"). `|MIN|` wraps to `MIN`, which as unsigned is the right magnitude.
     fn signed_rem(&mut self, t: Type, x: &Val, safe: &Val) -> Val {
         let ty = x.ty.clone();
-        let bt = self.bool_ty(t);
         let zero = self.like(x, t, "0");
         let magnitude = |g: &mut Self, v: &Val| -> (Val, Val) {
-            let neg = g.ir.emit(&bt, format!("icmp slt {}, {}", v.typed(), zero.v));
+            let neg = g.int_cmp("slt", t, v, &zero);
             let minus = g.ir.emit(&ty, format!("sub {}, {}", zero.typed(), v.v));
             (neg.clone(), g.ir.emit(&ty, format!("select {}, {}, {}", neg.typed(), minus.typed(), v.typed())))
         };
@@ -370,7 +379,31 @@ impl Lowerer<'_> {
             CmpOp::Gt => "ugt",
             CmpOp::Ge => "uge",
         };
-        self.ir.emit(&bt, format!("icmp {pred} {}, {}", x.typed(), y.v))
+        self.int_cmp(pred, t, x, y)
+    }
+
+    /// `icmp pred x, y` on integers of type `t`. A signed ordering on 64-bit operands is
+    /// emitted as the unsigned one of the operands with their sign bits flipped: llvmpipe
+    /// (Mesa 22.3.6) answers `OpSLessThan` and the other signed orderings wrongly for a
+    /// sign-extended 32-bit value against a constant (`sext(-10) < 0` is false, on every
+    /// negative lane at every -O level; docs/reliability.md, class E). LLVM's pipeline here
+    /// has no InstCombine (target.rs), so the flip reaches the SPIR-V.
+    pub(super) fn int_cmp(&mut self, pred: &str, t: Type, x: &Val, y: &Val) -> Val {
+        let bt = self.bool_ty(t);
+        let unsigned = match pred {
+            "slt" => "ult",
+            "sle" => "ule",
+            "sgt" => "ugt",
+            "sge" => "uge",
+            _ => return self.ir.emit(&bt, format!("icmp {pred} {}, {}", x.typed(), y.v)),
+        };
+        if bits(t.scalar) != 64 {
+            return self.ir.emit(&bt, format!("icmp {pred} {}, {}", x.typed(), y.v));
+        }
+        let min = self.like(x, t, &i64::MIN.to_string());
+        let xf = self.ir.emit(&x.ty, format!("xor {}, {}", x.typed(), min.v));
+        let yf = self.ir.emit(&y.ty, format!("xor {}, {}", y.typed(), min.v));
+        self.ir.emit(&bt, format!("icmp {unsigned} {}, {}", xf.typed(), yf.v))
     }
 
     /// Numeric conversion with Rust `as` semantics (float to integer saturates, NaN is 0).
@@ -399,8 +432,10 @@ impl Lowerer<'_> {
             return self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
         }
         if ts.is_float() {
-            let op = if bits(ts) > bits(fs) { "fpext" } else { "fptrunc" };
-            return self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
+            if bits(ts) < bits(fs) {
+                return self.truncate_to_f16(&x);
+            }
+            return self.ir.emit(&tt, format!("fpext {} to {tt}", x.typed()));
         }
         if fs == ScalarType::F16 {
             // Every f16 is exact in f32, so convert from there (one set of bounds).

@@ -18,7 +18,7 @@ use super::super::value::{int_bits, int_of, literal_bits, Lanes};
 use super::bind::{MemSlot, ParamBind, Prepared};
 use super::launch::GroupIds;
 use cmdgraph_ir::arena::Handle;
-use cmdgraph_ir::kernel::{Body, Builtin, Kernel, Op, OpKind, Region, ValueType, V};
+use cmdgraph_ir::kernel::{Body, Builtin, Kernel, Op, OpKind, Region, UnaryOp, ValueType, V};
 use cmdgraph_ir::types::{ScalarType, Type};
 
 /// Deepest region nesting executed (docs/ir.md's limit).
@@ -198,8 +198,10 @@ impl<'k> Exec<'k, '_, '_> {
                 let a = self.data(h, mask, *a)?;
                 let f = scalar::unary(*u, a.ty.scalar)
                     .ok_or_else(|| self.fault_at(h, mask, format!("`{}` does not apply to {}", u.keyword(), a.ty)))?;
-                // `neg` and `abs` flush too (the H200 does: docs/ir.md, "Float precision").
-                let z = self.ftz(a.ty.scalar);
+                // `neg` flushes too, `abs` does not: what the H200 computes for our SPIR-V
+                // (`abs` is a select around `FAbs`, docs/codegen.md; docs/ir.md, "Float
+                // precision").
+                let z = self.ftz(a.ty.scalar) && *u != UnaryOp::Abs;
                 Lanes { ty: a.ty, data: a.data.iter().map(|&x| ftz(z, f(ftz(z, x)))).collect() }
             }
             OpKind::Binary(b, x, y) => {

@@ -192,9 +192,10 @@ pub struct GenOptions {
     /// (llvmpipe folds `x * 0.0` to `+0` for a zero it can fold, also when `x` is infinite
     /// or NaN), a math function of such a value, a float-to-integer cast of a float cast of
     /// a 64-bit integer, through `abs`/`neg`/`floor`/`ceil` too (llvmpipe folds the pair away,
-    /// returning the integer unrounded), and a 64-bit integer `abs` of such a value (wrong at
-    /// -O0). On by default only when the kernels run on llvmpipe; kernels for other devices
-    /// keep them all.
+    /// returning the integer unrounded). (A 64-bit `abs` of a sign-extended constant, once
+    /// kept out too, is now right: codegen works around llvmpipe's signed 64-bit orderings.)
+    /// On by default only when the kernels run on llvmpipe; kernels for other devices keep
+    /// them all.
     pub llvmpipe_safe: bool,
 }
 
@@ -729,9 +730,6 @@ impl G<'_> {
             let ops: &[&str] = if float { &["neg", "abs", "floor", "ceil"] } else { &["neg", "not", "abs"] };
             let op = *self.pick(ops);
             let a = self.val(ty);
-            // llvmpipe gets a 64-bit `abs` of a folded constant wrong at -O0 (finding 5, D).
-            let wide = matches!(ty.s, S::I64 | S::U64);
-            let op = if op == "abs" && wide && self.foldable(&a) { "not" } else { op };
             self.emit(&format!("{r} = {op} {a}"));
         } else {
             let ops: &[&str] = if float {

@@ -365,9 +365,25 @@ impl Prepared {
     }
 }
 
+/// The bytes every memory object of `batch` starts with, as the run gave them: a kernel
+/// cut out of its batch (the reducer) runs with these rather than inputs drawn for it alone,
+/// since a failure can need its batch's values (seed 7 #677).
+pub struct BatchMemory(Vec<Mem>);
+
+/// The memory `batch` runs with (`run` draws it the same way).
+pub fn batch_memory(batch: &[Entry]) -> BatchMemory {
+    BatchMemory(memories(batch, batch.first().map(|e| e.seed).unwrap_or(0)))
+}
+
 /// Parses, verifies and interprets `batch`. An error here is the generator's (or, for a
 /// reduced kernel, a reduction step that broke the kernel).
 pub fn prepare(batch: &[Entry], stats: &mut Stats) -> Result<Prepared, String> {
+    prepare_with(batch, None, stats)
+}
+
+/// `prepare`, with each memory object that `from` has (same name and size) starting with
+/// `from`'s bytes.
+pub fn prepare_with(batch: &[Entry], from: Option<&BatchMemory>, stats: &mut Stats) -> Result<Prepared, String> {
     let text = module_text(batch);
     let render = |d: Vec<cmdgraph_ir::diag::Diagnostic>| -> String {
         d.iter().map(|d| d.render("fuzz.cgir", &text)).collect::<Vec<_>>().join("\n")
@@ -375,7 +391,12 @@ pub fn prepare(batch: &[Entry], stats: &mut Stats) -> Result<Prepared, String> {
     let module = cmdgraph_ir::text::parse(&text).map_err(|d| format!("the batch does not parse:\n{}", render(d)))?;
     cmdgraph_ir::verify::verify(&module).map_err(|d| format!("the batch does not verify:\n{}", render(d)))?;
     let seed = batch.first().map(|e| e.seed).unwrap_or(0);
-    let mems = memories(batch, seed);
+    let mut mems = memories(batch, seed);
+    for m in &mut mems {
+        if let Some(f) = from.and_then(|f| f.0.iter().find(|f| f.0 == m.0 && f.1.len() == m.1.len())) {
+            m.1.clone_from(&f.1);
+        }
+    }
     // The oracle, under each fma rule when the batch has an fma, with subnormals kept and
     // flushed.
     let fmas: &[FmaRounding] = if text.contains(" fma ") { &FmaRounding::ALL } else { &[FmaRounding::Once] };

@@ -2,11 +2,12 @@
 //! `if`/`else`) and single lines of its body, keeping each deletion only while the kernel
 //! still parses, verifies, runs on the interpreter and fails the same way (the same output
 //! object, or the same kind of error) at the same `-O` level, and still passes the levels it
-//! passed. Its parameters, launch and inputs stay as generated, so the reduced kernel runs
-//! with the original's data. `CMDGRAPH_FUZZ_REDUCE=1` reduces every failure of a run
+//! passed. Its parameters, launch and inputs stay as generated, and it runs alone with the
+//! bytes its batch gave its memory objects, so the reduced kernel runs with the original's
+//! data (a kernel that failed only with its batch's inputs reduces too). `CMDGRAPH_FUZZ_REDUCE=1` reduces every failure of a run
 //! (cli/tests/kernel_fuzz.rs; docs/reliability.md, "Kernel fuzzer").
 
-use super::{prepare, trial, Device, Entry, Stats};
+use super::{prepare_with, trial, BatchMemory, Device, Entry, Stats};
 
 /// The lines of a kernel's text that may go: every line but the header and the last `}`.
 fn body(lines: &[String]) -> std::ops::Range<usize> {
@@ -93,8 +94,9 @@ pub fn failure_kind(message: &str) -> String {
 }
 
 /// Reduces the kernel of `entry`, which fails at -O`opt` with `message` and passes at each
-/// of `passes`, on this machine's device. Returns the reduced entry and the candidates tried.
-pub fn reduce(entry: &Entry, opt: u8, message: &str, passes: &[u8]) -> (Entry, usize) {
+/// of `passes`, on this machine's device, running it alone with the memory its batch gave it
+/// (`memory`). Returns the reduced entry and the candidates tried.
+pub fn reduce(entry: &Entry, memory: &BatchMemory, opt: u8, message: &str, passes: &[u8]) -> (Entry, usize) {
     let kind = failure_kind(message);
     let mut stats = Stats::default();
     let with_text = |text: &str| Entry {
@@ -105,7 +107,7 @@ pub fn reduce(entry: &Entry, opt: u8, message: &str, passes: &[u8]) -> (Entry, u
     let (text, tried) = reduce_text(&entry.kernel.text, |candidate| {
         let e = with_text(candidate);
         let batch = std::slice::from_ref(&e);
-        let Ok(p) = prepare(batch, &mut stats) else { return false };
+        let Ok(p) = prepare_with(batch, Some(memory), &mut stats) else { return false };
         let fails_alike = match trial(&p, batch, opt, Device::Local, &mut stats) {
             Ok(()) => false,
             Err(bad) => bad.iter().any(|(_, m)| failure_kind(m) == kind),
