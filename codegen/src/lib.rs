@@ -84,6 +84,12 @@ fn compile(
                 "the kernel is external SPIR-V: codegen does not compile it, external::load packs it",
             ))
         }
+        KernelBody::Shader { lang, .. } => {
+            return Err(CodegenError::unsupported(
+                &k.name,
+                &format!("the kernel is {} source that was not translated (cmdgraph_shader::resolve)", lang.keyword()),
+            ))
+        }
     };
     if variant.dims > 3 || variant.workgroup_size.contains(&0) {
         return Err(CodegenError::launch(&k.name, "invalid variant"));

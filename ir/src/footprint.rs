@@ -110,7 +110,8 @@ pub fn kernel_footprint(kernel: &Kernel, launch: &Launch) -> Footprint {
     }
     let body = match &kernel.body {
         KernelBody::Ir(body) => body,
-        KernelBody::Spirv { .. } => return external(kernel),
+        // An untranslated shader is opaque too (verification refuses it anyway).
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => return external(kernel),
     };
     let mut a =
         Analysis { body, launch, values: vec![None; body.values.len()], places: BTreeMap::new(), broken: false };

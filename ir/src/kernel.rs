@@ -55,6 +55,17 @@ pub enum ParamType {
     },
 }
 
+/// As written in the text form: `f32`, `buf<f32, read>`, `local<u32>`.
+impl std::fmt::Display for ParamType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamType::Value(t) => write!(f, "{t}"),
+            ParamType::Buffer { elem, access } => write!(f, "buf<{elem}, {}>", access.keyword()),
+            ParamType::Local { elem } => write!(f, "local<{elem}>"),
+        }
+    }
+}
+
 /// The body of a kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum KernelBody {
@@ -67,6 +78,46 @@ pub enum KernelBody {
         /// Entry point name.
         entry: String,
     },
+    /// A compute shader in another language, translated into a kernel-language body where
+    /// modules are loaded (the `cmdgraph-shader` crate, before verification):
+    /// `wgsl "saxpy.wgsl" entry "main"` or, inline, `wgsl entry "main" """...source..."""`.
+    /// The verifier refuses a module that still holds one (E0333).
+    Shader {
+        /// The source language.
+        lang: ShaderLang,
+        /// The file (relative to the `.cgir` file) or the text itself.
+        source: ShaderSource,
+        /// Entry point name.
+        entry: String,
+    },
+}
+
+/// The language of a [`KernelBody::Shader`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ShaderLang {
+    /// WGSL (WebGPU Shading Language).
+    Wgsl,
+    /// GLSL (Vulkan GLSL, `#version 450`).
+    Glsl,
+}
+
+impl ShaderLang {
+    /// The keyword in the text form: `wgsl`, `glsl`.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ShaderLang::Wgsl => "wgsl",
+            ShaderLang::Glsl => "glsl",
+        }
+    }
+}
+
+/// Where a [`KernelBody::Shader`]'s source is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShaderSource {
+    /// A file, relative to the `.cgir` file: `wgsl "k.wgsl" entry "main"`.
+    File(String),
+    /// The source itself, between `"""` (raw: no escapes; it cannot contain `"""`).
+    Inline(String),
 }
 
 /// A kernel-language body.

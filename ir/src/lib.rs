@@ -31,7 +31,10 @@ pub mod verify;
 
 pub use arena::{Arena, Handle};
 pub use graph::*;
-pub use kernel::{Body, Kernel, KernelBody, Op, OpKind, Param, ParamType, Region, Value, ValueDef, ValueType};
+pub use kernel::{
+    Body, Kernel, KernelBody, Op, OpKind, Param, ParamType, Region, ShaderLang, ShaderSource, Value, ValueDef,
+    ValueType,
+};
 pub use module::*;
 pub use span::Span;
 pub use types::*;

@@ -567,3 +567,36 @@ fn the_generator_covers_the_language() {
         assert!(seen.contains(s), "{s}: {seen:?}");
     }
 }
+
+/// `wgsl`/`glsl` kernels, from a file or inline between `"""`, print as written (the inline
+/// text raw, over lines, with braces and quotes kept), and an unterminated inline text is a
+/// located error.
+#[test]
+fn shader_kernels_print_as_written() {
+    let text = r#"kernel @a(%x: buf<f32, read_write>) wgsl "k/a.wgsl" entry "main"
+
+kernel @b(%x: buf<f32, read_write>, %n: u32) glsl entry "main" """
+#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer X { float x[]; };
+void main() { x[gl_GlobalInvocationID.x] *= 2.0; } // "quoted" {braces}
+"""
+"#;
+    let m = cmdgraph_ir::text::parse(text).unwrap_or_else(|d| panic!("{d:?}"));
+    let bodies: Vec<&KernelBody> = m.kernels.iter().map(|(_, k)| &k.body).collect();
+    assert!(
+        matches!(bodies[0], KernelBody::Shader { lang: cmdgraph_ir::ShaderLang::Wgsl, source: cmdgraph_ir::ShaderSource::File(p), entry } if p == "k/a.wgsl" && entry == "main")
+    );
+    let KernelBody::Shader {
+        lang: cmdgraph_ir::ShaderLang::Glsl, source: cmdgraph_ir::ShaderSource::Inline(src), ..
+    } = bodies[1]
+    else {
+        panic!("{:?}", bodies[1])
+    };
+    assert!(src.starts_with("\n#version 450\n") && src.contains("\"quoted\" {braces}\n"), "{src:?}");
+    assert_eq!(cmdgraph_ir::text::print(&m), text);
+    let err =
+        cmdgraph_ir::text::parse("kernel @a(%x: buf<f32, read>) wgsl entry \"main\" \"\"\"fn main() {}\n").unwrap_err();
+    assert_eq!(err[0].code, "E0002", "{err:?}");
+    assert_eq!(err[0].line_col("kernel @a(%x: buf<f32, read>) wgsl entry \"main\" \"\"\"fn main() {}\n"), (1, 49));
+}

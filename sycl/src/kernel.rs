@@ -144,7 +144,7 @@ pub(crate) fn uses_f16(kernel: &Kernel) -> bool {
         KernelBody::Ir(body) => body.values.iter().any(|(_, v)| match v.ty {
             ValueType::Data(t) | ValueType::Buffer { elem: t, .. } | ValueType::Local { elem: t } => is_f16(t),
         }),
-        KernelBody::Spirv { .. } => false,
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => false,
     };
     param || body
 }

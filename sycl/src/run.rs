@@ -168,7 +168,7 @@ fn kernel_uses_global(ctx: &Context, global: &DeviceGlobal) -> bool {
             }
             _ => false,
         }),
-        KernelBody::Spirv { .. } => false,
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => false,
     });
     used
 }

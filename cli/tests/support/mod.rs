@@ -107,7 +107,7 @@ pub fn summable_memories(module: &Module) -> BTreeSet<String> {
             }
             _ => false,
         }),
-        KernelBody::Spirv { .. } => false,
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => false,
     };
     let mut out = BTreeSet::new();
     for (_, graph) in module.graphs.iter() {
@@ -137,7 +137,7 @@ pub fn summable_memories(module: &Module) -> BTreeSet<String> {
 pub fn uses_fma(module: &Module) -> bool {
     module.kernels.iter().any(|(_, k)| match &k.body {
         KernelBody::Ir(body) => body.ops.iter().any(|(_, op)| matches!(op.kind, OpKind::Fma(..))),
-        KernelBody::Spirv { .. } => false,
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => false,
     })
 }
 
@@ -153,7 +153,7 @@ pub fn uses_f32_float_ops(module: &Module) -> bool {
             OpKind::Cast(a, t) => f32_value(body, a) || t.scalar == ScalarType::F32,
             _ => false,
         }),
-        KernelBody::Spirv { .. } => false,
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => false,
     })
 }
 
@@ -167,7 +167,7 @@ pub fn uses_inexact_math(module: &Module) -> bool {
             OpKind::Binary(b, ..) => b == BinaryOp::Pow,
             _ => false,
         }),
-        KernelBody::Spirv { .. } => true,
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => true,
     })
 }
 

@@ -41,6 +41,13 @@ pub(crate) fn run(
                 kernel.name
             )))
         }
+        KernelBody::Shader { lang, .. } => {
+            return Err(invalid(format!(
+                "kernel @{} is {} source that was not translated (cmdgraph_shader::resolve translates it)",
+                kernel.name,
+                lang.keyword()
+            )))
+        }
     };
     let geo = Geometry::new(launch).map_err(invalid)?;
     let total = geo.total().unwrap_or(0);

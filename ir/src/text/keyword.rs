@@ -92,6 +92,8 @@ keywords! {
     // Kernels.
     Buf = b"buf",
     Spirv = b"spirv",
+    Wgsl = b"wgsl",
+    Glsl = b"glsl",
     Entry = b"entry",
     For = b"for",
     If = b"if",

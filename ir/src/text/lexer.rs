@@ -646,6 +646,9 @@ impl<'s> Lexer<'s> {
     #[inline(never)]
     fn string(&mut self, start: usize) -> LexResult<Token> {
         let bytes = self.src.as_bytes();
+        if bytes.get(start + 1..start + 3) == Some(b"\"\"") {
+            return self.raw_string(start);
+        }
         let mut out = String::new();
         let mut i = start + 1;
         let mut chunk = i;
@@ -673,6 +676,21 @@ impl<'s> Lexer<'s> {
         self.pos = i;
         let index = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
         self.strings.push(out);
+        Ok(Token { kind: TokenKind::Str, kw: Kw::None, index, span: self.span(start) })
+    }
+
+    /// `"""...."""`: raw text over any number of lines, no escapes (an inline shader's
+    /// source); it ends at the first `"""`.
+    fn raw_string(&mut self, start: usize) -> LexResult<Token> {
+        let from = start + 3;
+        let Some(len) = self.src.get(from..).and_then(|rest| rest.find("\"\"\"")) else {
+            self.pos = self.src.len();
+            return fail(ParseError::UnterminatedString { span: self.span(start) });
+        };
+        let text = self.src[from..from + len].to_string();
+        self.pos = from + len + 3;
+        let index = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
+        self.strings.push(text);
         Ok(Token { kind: TokenKind::Str, kw: Kw::None, index, span: self.span(start) })
     }
 

@@ -799,6 +799,13 @@ impl VerifyError {
                 "bad size",
                 "allocate at least one element",
             ),
+            E::UntranslatedShader { kernel, lang, span } => diag(
+                "E0333",
+                format!("kernel @{kernel} is {lang} source that was not translated into the kernel language"),
+                *span,
+                "not translated",
+                "load the module through the `cmdgraph` CLI or `cmdgraph_shader::resolve`, which translate shaders before verifying",
+            ),
         }
     }
 }

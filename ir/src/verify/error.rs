@@ -980,4 +980,13 @@ pub enum VerifyError {
         /// The op.
         span: Span,
     },
+    /// E0333: a kernel still in WGSL or GLSL (not translated where the module was loaded).
+    UntranslatedShader {
+        /// The kernel.
+        kernel: String,
+        /// `wgsl` or `glsl`.
+        lang: &'static str,
+        /// The kernel.
+        span: Span,
+    },
 }

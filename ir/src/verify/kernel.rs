@@ -37,6 +37,10 @@ pub(super) fn check_kernel(m: &Module, kh: Handle<Kernel>, k: &Kernel, errors: &
         check_type(t, span, errors);
         note_name(&mut names, &p.name, "parameter", span, errors);
     }
+    if let KernelBody::Shader { lang, .. } = &k.body {
+        errors.push(VerifyError::UntranslatedShader { kernel: k.name.clone(), lang: lang.keyword(), span: kspan });
+        return;
+    }
     let KernelBody::Ir(body) = &k.body else { return };
     let mut w = Walker {
         m,

@@ -193,6 +193,7 @@
 //! - E0330 `local` ops are at the kernel's top level.
 //! - E0331 regions nest at most 256 deep.
 //! - E0332 a `local` op allocates at least one element.
+//! - E0333 no kernel is still WGSL or GLSL source (front ends translate it first).
 //! - `group_barrier` is accepted anywhere: a barrier not reached by every work-item of the
 //!   group (inside divergent control flow) is undefined behaviour, as in SYCL, and not
 //!   diagnosed.

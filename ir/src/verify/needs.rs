@@ -38,8 +38,8 @@ fn kernel_needs(m: &Module, kh: Handle<Kernel>, k: &Kernel) -> KernelNeeds {
         KernelBody::Ir(body) => first_group_op(&body.entry, &body.ops).and_then(|op| {
             body.ops.try_get(op).and_then(group_op_keyword).map(|kw| (kw, or_kernel(body.ops.span(op))))
         }),
-        // An external SPIR-V body cannot be inspected.
-        KernelBody::Spirv { .. } => None,
+        // An external SPIR-V body cannot be inspected (an untranslated shader is E0333).
+        KernelBody::Spirv { .. } | KernelBody::Shader { .. } => None,
     };
     KernelNeeds { local_param, group_op }
 }

@@ -18,7 +18,7 @@ use cmdgraph_ir::graph::{
 };
 use cmdgraph_ir::kernel::{
     AtomicOp, BinaryOp, Body, Builtin, CmpOp, Kernel, KernelBody, MemBase, Op, OpKind, Param, ParamType, Region,
-    UnaryOp, Value, ValueDef, ValueType, V,
+    ShaderLang, ShaderSource, UnaryOp, Value, ValueDef, ValueType, V,
 };
 use cmdgraph_ir::module::{
     Comments, DeviceGlobal, HostAccess, InitMode, Item, MemoryKind, MemoryObject, Module, UsmKind,
@@ -238,6 +238,16 @@ impl Gen<'_> {
             .collect();
         let body = if self.chance(20) {
             KernelBody::Spirv { path: self.text(10, false), entry: self.text(6, false) }
+        } else if self.chance(20) {
+            let lang = if self.chance(50) { ShaderLang::Wgsl } else { ShaderLang::Glsl };
+            let source = if self.chance(50) {
+                ShaderSource::File(self.text(10, false))
+            } else {
+                // Raw text: anything but `"` (it could end the `"""` early), over lines.
+                let text: String = self.text(40, false).chars().map(|c| if c == '"' { '\n' } else { c }).collect();
+                ShaderSource::Inline(text)
+            };
+            KernelBody::Shader { lang, source, entry: self.text(6, false) }
         } else {
             let mut kg = KernelGen { body: Body::default(), visible: Vec::new(), memories };
             for (i, p) in params.iter().enumerate() {

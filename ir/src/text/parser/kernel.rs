@@ -13,7 +13,7 @@ use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
 use crate::kernel::{
     AtomicOp, BinaryOp, Body, Builtin, CmpOp, Kernel, KernelBody, MemBase, Op, OpKind, Param, ParamType, Region,
-    UnaryOp, Value, ValueDef, ValueType, V,
+    ShaderLang, ShaderSource, UnaryOp, Value, ValueDef, ValueType, V,
 };
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
@@ -119,8 +119,20 @@ impl<'s> Parser<'s> {
             self.expect_keyword(Kw::Entry)?;
             let entry = self.expect_string("the entry point name (a string)")?;
             KernelBody::Spirv { path, entry }
+        } else if let Some(lang) = self.shader_lang()? {
+            // `wgsl "file" entry "main"`, or inline: `wgsl entry "main" """source"""`.
+            if self.eat_keyword(Kw::Entry)? {
+                let entry = self.expect_string("the entry point name (a string)")?;
+                let source = self.expect_string("the shader source (between `\"\"\"`)")?;
+                KernelBody::Shader { lang, source: ShaderSource::Inline(source), entry }
+            } else {
+                let path = self.expect_string("the shader file path (a string), or `entry` for an inline shader")?;
+                self.expect_keyword(Kw::Entry)?;
+                let entry = self.expect_string("the entry point name (a string)")?;
+                KernelBody::Shader { lang, source: ShaderSource::File(path), entry }
+            }
         } else {
-            return Err(self.unexpected(t, "`{` or `spirv`"));
+            return Err(self.unexpected(t, "`{`, `spirv`, `wgsl` or `glsl`"));
         };
         let span = Span::new(first.span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
@@ -128,6 +140,17 @@ impl<'s> Parser<'s> {
         let h = self.module.kernels.append(kernel, span);
         self.module.items.push(Item::Kernel(h));
         Ok(())
+    }
+
+    /// `wgsl` or `glsl`, consumed; `None` (nothing consumed) for anything else.
+    fn shader_lang(&mut self) -> PResult<Option<ShaderLang>> {
+        Ok(if self.eat_keyword(Kw::Wgsl)? {
+            Some(ShaderLang::Wgsl)
+        } else if self.eat_keyword(Kw::Glsl)? {
+            Some(ShaderLang::Glsl)
+        } else {
+            None
+        })
     }
 
     /// `ptype := type | 'buf' '<' type ',' access '>' | 'local' '<' type '>'`

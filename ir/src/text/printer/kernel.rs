@@ -1,7 +1,7 @@
 //! Printing kernels: the header and the ops of the body.
 
 use super::{name_in, Printer, INVALID};
-use crate::kernel::{Body, Kernel, KernelBody, MemBase, Op, OpKind, ParamType, Region, V};
+use crate::kernel::{Body, Kernel, KernelBody, MemBase, Op, OpKind, ParamType, Region, ShaderSource, V};
 
 /// Regions nested deeper than this are not printed. The parser never builds more than
 /// [`crate::text::MAX_NESTING`] levels; this bound only keeps a module built through the
@@ -48,6 +48,24 @@ impl Printer<'_> {
                 self.string(path);
                 self.out.push_str(" entry ");
                 self.string(entry);
+            }
+            KernelBody::Shader { lang, source: ShaderSource::File(path), entry } => {
+                self.out.push(' ');
+                self.out.push_str(lang.keyword());
+                self.out.push(' ');
+                self.string(path);
+                self.out.push_str(" entry ");
+                self.string(entry);
+            }
+            KernelBody::Shader { lang, source: ShaderSource::Inline(text), entry } => {
+                self.out.push(' ');
+                self.out.push_str(lang.keyword());
+                self.out.push_str(" entry ");
+                self.string(entry);
+                // Raw, as written (the lexer's `"""` strings have no escapes).
+                self.out.push_str(" \"\"\"");
+                self.out.push_str(text);
+                self.out.push_str("\"\"\"");
             }
         }
         self.end_line(&k.comments);
