@@ -87,7 +87,7 @@ fn compile(
         KernelBody::Shader { lang, .. } => {
             return Err(CodegenError::unsupported(
                 &k.name,
-                &format!("the kernel is {} source that was not translated (cmdgraph_shader::resolve)", lang.keyword()),
+                format!("the kernel is {} source that was not translated (cmdgraph_shader::resolve)", lang.keyword()),
             ))
         }
     };
