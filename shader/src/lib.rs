@@ -1,1 +1,146 @@
-//! Skeleton.
+//! Translates a WGSL or GLSL compute shader into a kernel of cmdgraph's IR, as IR text.
+//!
+//! The shader is parsed by [naga](https://docs.rs/naga)'s `wgsl-in` / `glsl-in` front ends
+//! and validated by naga's validator; the entry point's naga IR is then lowered to the IR's
+//! structured SSA form (docs/ir.md, "Kernels"). naga 28 is used: it is the newest release
+//! whose `rust-version` (1.82) fits the workspace's 1.85 (naga 29 and 30 need Rust 1.87).
+//!
+//! # Parameters
+//!
+//! The kernel's parameters come in this order (see [`ParamOrigin`]):
+//! 1. storage buffers the entry point uses, by (group, binding), as `buf<T, access>`;
+//! 2. the scalar members of the uniform blocks the entry point uses, by (group, binding) and
+//!    then member order;
+//! 3. the scalar members of the push-constant block, in member order.
+//!
+//! # What is translated
+//!
+//! Runtime-sized arrays of scalars or vectors in storage buffers (bare or as the one member
+//! of a struct), scalar uniforms, work-group arrays and scalars (`local T[n]`), the
+//! `global_invocation_id`, `local_invocation_id`, `local_invocation_index`, `workgroup_id`
+//! and `num_workgroups` builtins, arithmetic, comparisons, `select`, numeric casts, vector
+//! construction / lanes / swizzles, the math functions the IR has, local variables (turned
+//! into SSA values, merged at `if`s and carried through loops), counted `for` loops, calls of
+//! user functions (inlined), atomics and work-group barriers. Anything else is a
+//! [`ShaderError`] pointing at the construct; no input makes [`translate`] panic.
+
+mod error;
+mod lower;
+mod types;
+
+pub use error::ShaderError;
+
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+
+/// The language of the shader source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    /// WGSL.
+    Wgsl,
+    /// GLSL (a `#version 450` compute shader; naga calls its entry point `main`).
+    Glsl,
+}
+
+/// A translated compute entry point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Translated {
+    /// The kernel: `kernel @NAME(params) {\n ...\n}\n`.
+    pub text: String,
+    /// Where each kernel parameter comes from, in parameter order.
+    pub params: Vec<ParamOrigin>,
+    /// The shader's work-group size (`@workgroup_size` / `local_size_*`); the launch of the
+    /// kernel should use it as its local range, since the IR kernel cannot state it.
+    pub workgroup_size: [u32; 3],
+}
+
+/// What a kernel parameter stands for in the shader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamOrigin {
+    /// A storage buffer at (`group`, `binding`); `name` is the shader's name for it.
+    Storage {
+        /// The bind group (GLSL `set`).
+        group: u32,
+        /// The binding within the group.
+        binding: u32,
+        /// The variable's name, or the array member's for a nameless GLSL block.
+        name: String,
+    },
+    /// Scalar member `member` of a uniform block at (`group`, `binding`).
+    Uniform {
+        /// The bind group (GLSL `set`).
+        group: u32,
+        /// The binding within the group.
+        binding: u32,
+        /// The member's name (the variable's, for a bare `var<uniform> a: f32`).
+        member: String,
+    },
+    /// Scalar member `member` of the push-constant block.
+    PushConstant {
+        /// The member's name.
+        member: String,
+    },
+}
+
+/// Translates the compute entry point `entry` of `source` into an IR kernel named
+/// `kernel_name` (without the `@`).
+///
+/// The output depends only on the arguments (same input, same text).
+pub fn translate(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Result<Translated, ShaderError> {
+    translate_inner(lang, source, entry, kernel_name).map_err(|e| e.clamped(source))
+}
+
+fn translate_inner(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Result<Translated, ShaderError> {
+    let module = parse(lang, source)?;
+    let mut validator = Validator::new(ValidationFlags::all(), Capabilities::default());
+    let info = validator.validate(&module).map_err(|e| {
+        let span = e.spans().next().map(|(s, _)| *s).unwrap_or_default();
+        ShaderError::at(span, format!("invalid shader: {}", e.as_inner()), "")
+    })?;
+    let Some(index) = module.entry_points.iter().position(|ep| ep.name == entry) else {
+        let present: Vec<String> = module
+            .entry_points
+            .iter()
+            .map(|ep| format!("`{}` ({:?})", ep.name, ep.stage).to_lowercase())
+            .collect();
+        let listed = if present.is_empty() { "none".to_string() } else { present.join(", ") };
+        return Err(ShaderError::at(
+            naga::Span::default(),
+            format!("no entry point `{entry}`; the shader has: {listed}"),
+            "name one of the compute entry points",
+        ));
+    };
+    let ep = &module.entry_points[index];
+    if ep.stage != naga::ShaderStage::Compute {
+        return Err(ShaderError::at(
+            naga::Span::default(),
+            format!("entry point `{entry}` is a {:?} shader, not a compute shader", ep.stage).to_lowercase(),
+            "only compute entry points become kernels",
+        ));
+    }
+    if !kernel_name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        || !kernel_name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+    {
+        return Err(ShaderError::at(
+            naga::Span::default(),
+            format!("`{kernel_name}` is not a valid kernel name"),
+            "use letters, digits and `_`, not starting with a digit",
+        ));
+    }
+    lower::lower(&module, info.get_entry_point(index), ep, lang, kernel_name)
+}
+
+fn parse(lang: Lang, source: &str) -> Result<naga::Module, ShaderError> {
+    match lang {
+        Lang::Wgsl => naga::front::wgsl::parse_str(source).map_err(|e| {
+            let span = e.labels().next().map(|(s, _)| s).unwrap_or_default();
+            ShaderError::at(span, format!("WGSL: {}", e.message()), "")
+        }),
+        Lang::Glsl => {
+            let options = naga::front::glsl::Options::from(naga::ShaderStage::Compute);
+            naga::front::glsl::Frontend::default().parse(&options, source).map_err(|e| match e.errors.first() {
+                Some(first) => ShaderError::at(first.meta, format!("GLSL: {}", first.kind), ""),
+                None => ShaderError::at(naga::Span::default(), "GLSL: the shader did not parse", ""),
+            })
+        }
+    }
+}
