@@ -91,10 +91,19 @@ pub fn translate(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Re
 
 fn translate_inner(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Result<Translated, ShaderError> {
     let module = parse(lang, source)?;
-    let mut validator = Validator::new(ValidationFlags::all(), Capabilities::default());
+    // All capabilities: what naga would refuse for a missing capability (f64, push
+    // constants, ...) is either translated or refused below with a message of our own.
+    let mut validator = Validator::new(ValidationFlags::all(), Capabilities::all());
     let info = validator.validate(&module).map_err(|e| {
         let span = e.spans().next().map(|(s, _)| *s).unwrap_or_default();
-        ShaderError::at(span, format!("invalid shader: {}", e.as_inner()), "")
+        // naga's top-level message names only the function; the causes say what is wrong.
+        let mut message = format!("invalid shader: {}", e.as_inner());
+        let mut cause = std::error::Error::source(e.as_inner());
+        while let Some(c) = cause {
+            message.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        ShaderError::at(span, message, "")
     })?;
     let Some(index) = module.entry_points.iter().position(|ep| ep.name == entry) else {
         let present: Vec<String> = module

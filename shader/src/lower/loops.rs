@@ -145,7 +145,6 @@ impl Lowerer<'_> {
                             id: function.index() as u32,
                             args: Vec::new(),
                             scopes: Vec::new(),
-                            ret: None,
                             site: f.site,
                         };
                         let mut inner = BTreeSet::new();

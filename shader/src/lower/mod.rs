@@ -30,6 +30,9 @@ pub(crate) struct Builtin(&'static str);
 pub(crate) enum VarKey {
     Local(u32, u32),
     Private(u32),
+    /// The value a function returns, tracked like a variable so that returns at the ends of
+    /// `if` branches merge like stores.
+    Ret(u32),
 }
 
 /// Where a pointer expression points.
@@ -73,8 +76,6 @@ pub(crate) struct FnCtx<'m> {
     pub(crate) id: u32,
     pub(crate) args: Vec<Val>,
     pub(crate) scopes: Vec<HashMap<Handle<naga::Expression>, Val>>,
-    /// The value of the final `return`, if any.
-    pub(crate) ret: Option<Val>,
     /// The span of the call being inlined (or of nothing, for the entry point): where an
     /// error in generated code without a span of its own is reported.
     pub(crate) site: naga::Span,
@@ -154,7 +155,6 @@ pub(crate) fn lower(
         id: u32::MAX,
         args,
         scopes: vec![HashMap::new()],
-        ret: None,
         site: naga::Span::default(),
     };
     l.init_locals(&mut f)?;

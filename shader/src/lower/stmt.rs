@@ -12,15 +12,14 @@ const LOOP_HELP: &str = "only counted `for` loops are supported: `for (var i = l
     constant positive step, a loop-invariant bound and no `break`, `continue` or `return` in the body";
 
 impl Lowerer<'_> {
-    /// Lowers `block` into the current region. `top`: the block is a function's body, whose
-    /// last statement may be a `return`.
-    pub(crate) fn block(&mut self, f: &mut FnCtx<'_>, block: &Block, top: bool) -> Result<()> {
-        let stmts: Vec<(&St, naga::Span)> = block.span_iter().map(|(s, sp)| (s, *sp)).collect();
-        self.statements(f, &stmts, top)
+    /// Lowers `block` into the current region. `tail`: nothing of the function follows the
+    /// block, so a `return` at its end just ends the function.
+    pub(crate) fn block(&mut self, f: &mut FnCtx<'_>, block: &Block, tail: bool) -> Result<()> {
+        self.statements(f, &items(block), tail)
     }
 
     /// Lowers statements with their spans (see [`Lowerer::block`]).
-    pub(crate) fn statements(&mut self, f: &mut FnCtx<'_>, stmts: &[(&St, naga::Span)], top: bool) -> Result<()> {
+    pub(crate) fn statements<'b>(&mut self, f: &mut FnCtx<'_>, stmts: &[(&'b St, naga::Span)], tail: bool) -> Result<()> {
         for (i, &(s, span)) in stmts.iter().enumerate() {
             let span = if span.to_range().is_some_and(|r| !r.is_empty()) { span } else { f.site };
             let last = i + 1 == stmts.len();
@@ -32,11 +31,33 @@ impl Lowerer<'_> {
                         }
                     }
                 }
-                St::Block(b) => self.block(f, b, top && last)?,
-                St::If { condition, accept, reject } => self.if_(f, *condition, accept, reject, span)?,
+                St::Block(b) if tail && ends_in_return(b) => {
+                    // What follows a returning block is unreachable.
+                    return self.block(f, b, true);
+                }
+                St::Block(b) => self.block(f, b, tail && last)?,
+                St::If { condition, accept, reject } => {
+                    let (mut a, mut r) = (items(accept), items(reject));
+                    if tail && !last {
+                        // `if c { ...; return; } rest`: the rest runs only when the other
+                        // branch does, so it becomes part of that branch.
+                        let rest = &stmts[i + 1..];
+                        match (ends_in_return(accept), ends_in_return(reject)) {
+                            (true, true) => {}
+                            (true, false) => r.extend_from_slice(rest),
+                            (false, true) => a.extend_from_slice(rest),
+                            (false, false) => {
+                                self.if_(f, *condition, &a, &r, false, span)?;
+                                continue;
+                            }
+                        }
+                        return self.if_(f, *condition, &a, &r, true, span);
+                    }
+                    self.if_(f, *condition, &a, &r, tail && last, span)?
+                }
                 St::Loop { body, continuing, break_if } => self.counted_loop(f, body, continuing, *break_if, span)?,
                 St::Return { value } => {
-                    if !(top && last) {
+                    if !(tail && last) {
                         return Err(ShaderError::at(
                             span,
                             "`return` before the end of the function",
@@ -44,7 +65,8 @@ impl Lowerer<'_> {
                         ));
                     }
                     if let Some(v) = value {
-                        f.ret = Some(self.expr(f, *v)?);
+                        let v = self.expr(f, *v)?;
+                        self.vars.insert(VarKey::Ret(f.id), v);
                     }
                 }
                 St::Break => return Err(ShaderError::at(span, "`break` in the middle of a loop", LOOP_HELP)),
@@ -174,12 +196,20 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    fn if_(&mut self, f: &mut FnCtx<'_>, condition: naga::Handle<naga::Expression>, accept: &Block, reject: &Block, span: naga::Span) -> Result<()> {
+    fn if_(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        condition: naga::Handle<naga::Expression>,
+        accept: &[(&St, naga::Span)],
+        reject: &[(&St, naga::Span)],
+        tail: bool,
+        span: naga::Span,
+    ) -> Result<()> {
         let (c, _) = self.value(f, condition)?;
         let before = self.vars.clone();
-        let (vars_a, mut lines_a) = self.branch(f, accept)?;
+        let (vars_a, mut lines_a) = self.branch(f, accept, tail)?;
         self.vars = before.clone();
-        let (vars_b, mut lines_b) = self.branch(f, reject)?;
+        let (vars_b, mut lines_b) = self.branch(f, reject, tail)?;
         // The variables either branch changed become the `if`'s results (in variable order,
         // so the text is deterministic). A counter poisoned in a branch stays poisoned.
         let mut results = Vec::new();
@@ -254,9 +284,14 @@ impl Lowerer<'_> {
     }
 
     /// Lowers `block` as a region of its own: returns the variables at its end and its lines.
-    pub(crate) fn branch(&mut self, f: &mut FnCtx<'_>, block: &Block) -> Result<(std::collections::BTreeMap<VarKey, Val>, Vec<String>)> {
+    fn branch(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        stmts: &[(&St, naga::Span)],
+        tail: bool,
+    ) -> Result<(std::collections::BTreeMap<VarKey, Val>, Vec<String>)> {
         f.scopes.push(HashMap::new());
-        let r = self.region(|l| l.block(f, block, false));
+        let r = self.region(|l| l.statements(f, stmts, tail));
         f.scopes.pop();
         let ((), lines) = r?;
         Ok((self.vars.clone(), lines))
@@ -269,11 +304,27 @@ impl Lowerer<'_> {
             return Err(ShaderError::at(span, "internal: unknown function", ""));
         };
         let id = function.index() as u32;
-        let mut callee = FnCtx { func, id, args, scopes: vec![HashMap::new()], ret: None, site: span };
+        let mut callee = FnCtx { func, id, args, scopes: vec![HashMap::new()], site: span };
         self.init_locals(&mut callee)?;
+        self.vars.insert(VarKey::Ret(id), Val::Poisoned(span));
         self.block(&mut callee, &func.body, true)?;
+        let ret = self.vars.remove(&VarKey::Ret(id)).filter(|v| !matches!(v, Val::Poisoned(_)));
         // The callee's locals die with the call.
         self.vars.retain(|k, _| !matches!(k, VarKey::Local(fid, _) if *fid == id));
-        Ok(callee.ret)
+        Ok(ret)
+    }
+}
+
+fn items(block: &Block) -> Vec<(&St, naga::Span)> {
+    block.span_iter().map(|(s, sp)| (s, *sp)).collect()
+}
+
+/// Whether control never falls out of the end of `block`: it ends in a `return`.
+fn ends_in_return(block: &Block) -> bool {
+    match block.last() {
+        Some(St::Return { .. }) => true,
+        Some(St::Block(b)) => ends_in_return(b),
+        Some(St::If { accept, reject, .. }) => ends_in_return(accept) && ends_in_return(reject),
+        _ => false,
     }
 }
