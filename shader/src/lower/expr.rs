@@ -279,6 +279,19 @@ impl Lowerer<'_> {
         if t.lanes > 1 && bt.lanes > 1 && t.lanes != bt.lanes {
             return Err(ShaderError::at(span, "operands of different vector sizes", ""));
         }
+        if op == B::Modulo && t.s == S::F32 && self.lang == Lang::Wgsl {
+            // WGSL defines float `%` as e1 - e2 * trunc(e1 / e2), rounding each step; the
+            // IR's `rem` is the exact fmod. trunc(q) = q < 0 ? ceil(q) : floor(q).
+            let bool_t = Ty { s: S::Bool, lanes: t.lanes };
+            let (q, _) = self.op(format!("div {a}, {b}"), t);
+            let (zero, _) = self.constant("0.0", t);
+            let (neg, _) = self.op(format!("lt {q}, {zero}"), bool_t);
+            let (up, _) = self.op(format!("ceil {q}"), t);
+            let (down, _) = self.op(format!("floor {q}"), t);
+            let (tq, _) = self.op(format!("select {neg}, {up}, {down}"), t);
+            let (m, _) = self.op(format!("mul {b}, {tq}"), t);
+            return Ok(self.op(format!("sub {a}, {m}"), t));
+        }
         let result = self.op(format!("{name} {a}, {b}"), rt);
         if op == B::Divide && t.s.is_int() && self.lang == Lang::Wgsl {
             // WGSL: an integer divided by zero is the dividend; the IR gives 0.

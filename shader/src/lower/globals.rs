@@ -168,6 +168,8 @@ impl Lowerer<'_> {
             member = members[0].name.clone();
             wrapped = true;
         }
+        // A nameless GLSL block is known by its member's name.
+        let name = if name.is_empty() { member.clone().unwrap_or_default() } else { name.to_string() };
         match &module.types[ty].inner {
             TypeInner::Array { base, size: ArraySize::Dynamic, .. } => {
                 value_type(&module.types[*base].inner).map(|t| (t, wrapped, member)).map_err(|what| {

@@ -41,6 +41,8 @@ struct Counted<'a> {
     rest: &'a [St],
     /// The index in the body of the first statement after the exit test.
     rest_at: usize,
+    /// The expressions of the exit test.
+    test: Vec<H>,
 }
 
 impl Lowerer<'_> {
@@ -83,7 +85,22 @@ impl Lowerer<'_> {
             self.vars.insert(*k, Val::Ssa(n.clone(), *t));
         }
         f.scopes.push(HashMap::new());
-        let items: Vec<(&St, naga::Span)> = body.span_iter().skip(shape.rest_at).map(|(s, sp)| (s, *sp)).collect();
+        // The emits before the exit test: all but the test itself (the counter's load, the
+        // comparison and its negation) are lowered at the top of the body, where naga
+        // evaluates them; the bound is already lowered before the loop.
+        let mut items: Vec<(&St, naga::Span)> = Vec::new();
+        let lead: Vec<St> = body[..shape.rest_at - 1]
+            .iter()
+            .filter_map(|s| match s {
+                St::Emit(r) => Some(r.clone()),
+                _ => None,
+            })
+            .flat_map(|r| r.clone())
+            .filter(|h| !shape.test.contains(h))
+            .map(|h| St::Emit(naga::Range::new_from_bounds(h, h)))
+            .collect();
+        items.extend(lead.iter().map(|s| (s, span)));
+        items.extend(body.span_iter().skip(shape.rest_at).map(|(s, sp)| (s, *sp)));
         let r = self.region(|l| l.statements(f, &items, false));
         f.scopes.pop();
         let ((), mut lines) = r?;
@@ -234,7 +251,11 @@ fn recognise<'a>(
     let Some(step) = step else {
         return Err(refuse(span, "the loop has no update `i += step` (a `while` loop)"));
     };
-    Ok(Counted { counter, hi: *right, step, rest: &stmts[test + 1..], rest_at: test + 1 })
+    let mut test_exprs = vec![cond, *left];
+    if let St::If { condition, .. } = &stmts[test] {
+        test_exprs.push(*condition);
+    }
+    Ok(Counted { counter, hi: *right, step, rest: &stmts[test + 1..], rest_at: test + 1, test: test_exprs })
 }
 
 /// The local variable `h` loads, if it is `Load(LocalVariable)`.
