@@ -86,7 +86,19 @@ pub enum ParamOrigin {
 ///
 /// The output depends only on the arguments (same input, same text).
 pub fn translate(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Result<Translated, ShaderError> {
-    translate_inner(lang, source, entry, kernel_name).map_err(|e| e.clamped(source))
+    // naga's front ends have panicked on malformed input in past releases; a panic there
+    // (or a bug here) must reach the caller as an error, not take down a compiler driver.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        translate_inner(lang, source, entry, kernel_name)
+    }))
+    .unwrap_or_else(|_| {
+        Err(ShaderError {
+            span: 0..0,
+            message: "internal error: the shader front end or translator panicked on this input".into(),
+            help: "please report the shader".into(),
+        })
+    });
+    result.map_err(|e| e.clamped(source))
 }
 
 fn translate_inner(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Result<Translated, ShaderError> {
@@ -106,11 +118,8 @@ fn translate_inner(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> 
         ShaderError::at(span, message, "")
     })?;
     let Some(index) = module.entry_points.iter().position(|ep| ep.name == entry) else {
-        let present: Vec<String> = module
-            .entry_points
-            .iter()
-            .map(|ep| format!("`{}` ({:?})", ep.name, ep.stage).to_lowercase())
-            .collect();
+        let present: Vec<String> =
+            module.entry_points.iter().map(|ep| format!("`{}` ({:?})", ep.name, ep.stage).to_lowercase()).collect();
         let listed = if present.is_empty() { "none".to_string() } else { present.join(", ") };
         return Err(ShaderError::at(
             naga::Span::default(),

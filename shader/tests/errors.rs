@@ -15,7 +15,11 @@ fn refused(file: &str, construct: &str, message: &str) -> ShaderError {
     };
     assert!(!e.span.is_empty(), "{file}: empty span: {e}");
     let spanned = &src[e.span.clone()];
-    assert!(spanned.contains(construct), "{file}: span {:?} is `{spanned}`, expected it to contain `{construct}`: {e}", e.span);
+    assert!(
+        spanned.contains(construct),
+        "{file}: span {:?} is `{spanned}`, expected it to contain `{construct}`: {e}",
+        e.span
+    );
     assert!(e.message.contains(message), "{file}: message `{}` lacks `{message}`", e.message);
     e
 }

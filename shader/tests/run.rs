@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::{assert_same, f32s, ir_max, ir_min, run, translated, u32s, Arg, Rng};
+use support::{assert_same, bytes_of, f32s, ir_max, ir_min, run, translated, u32s, Arg, Rng};
 
 fn saxpy(file: &str) {
     let t = translated(file);
@@ -115,7 +115,7 @@ fn branch(file: &str, tag_of: impl Fn(u32) -> u32) {
 #[test]
 fn if_else_wgsl_matches_reference() {
     // WGSL: an integer divided by zero is the dividend.
-    branch("branch.wgsl", |i| if i % 4 == 0 { i * 3 } else { i * 3 / (i % 4) });
+    branch("branch.wgsl", |i| (i * 3).checked_div(i % 4).unwrap_or(i * 3));
 }
 
 #[test]
@@ -162,14 +162,8 @@ fn matmul(file: &str) {
     let mut rng = Rng::new(6);
     let a = rng.f32s(m * k, -4.0, 4.0);
     let b = rng.f32s(k * n, -4.0, 4.0);
-    let args = [
-        Arg::F32s(&a),
-        Arg::F32s(&b),
-        Arg::OutF32(m * n),
-        Arg::U32(m as u32),
-        Arg::U32(n as u32),
-        Arg::U32(k as u32),
-    ];
+    let args =
+        [Arg::F32s(&a), Arg::F32s(&b), Arg::OutF32(m * n), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
     // The launch covers more than the matrix: the guard must keep the extra items out.
     let out = run(file, &t, "nd_range(global(8, 8), local(4, 4))", &args);
     let mut want = vec![0.0f32; m * n];
@@ -177,7 +171,7 @@ fn matmul(file: &str) {
         for c in 0..n {
             let mut acc = 0.0f32;
             for j in 0..k {
-                acc = acc + a[r * k + j] * b[j * n + c];
+                acc += a[r * k + j] * b[j * n + c];
             }
             want[r * n + c] = acc;
         }
@@ -193,4 +187,53 @@ fn matmul_wgsl_matches_reference() {
 #[test]
 fn matmul_glsl_matches_reference() {
     matmul("matmul.comp");
+}
+
+/// WGSL `%` on floats: e1 - e2 * trunc(e1 / e2), each step rounded.
+fn wgsl_frem(a: f32, b: f32) -> f32 {
+    a - b * (a / b).trunc()
+}
+
+#[test]
+fn vectors_shifts_division_atomics_and_calls_wgsl_match_reference() {
+    let file = "misc.wgsl";
+    let t = translated(file);
+    let n = 32usize;
+    let mut rng = Rng::new(8);
+    let v = rng.f32s(4 * n, -8.0, 8.0);
+    let mut s: Vec<i32> = (0..2 * n).map(|_| rng.next() as i32 >> (rng.next() % 31)).collect();
+    // Edge cases: division by zero, MIN / -1, negative shift amounts.
+    s[0..6].copy_from_slice(&[17, 0, i32::MIN, -1, -9, -3]);
+    let args = [
+        Arg::Bytes("vec4<f32>", n, bytes_of(&v, f32::to_le_bytes)),
+        Arg::Bytes("i32", 2 * n, bytes_of(&s, i32::to_le_bytes)),
+        Arg::Bytes("vec4<f32>", n, vec![0; 16 * n]),
+        Arg::Bytes("i32", 3 * n, vec![0; 12 * n]),
+        Arg::OutF32(n),
+        Arg::OutU32(5),
+    ];
+    let out = run(file, &t, &format!("nd_range(global({n}), local(8))"), &args);
+    let mut want_v = Vec::new();
+    let mut want_i = Vec::new();
+    let mut want_f = Vec::new();
+    for i in 0..n {
+        let mut w = [v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]];
+        w[1] = if w[0] > w[2] { w[0] - w[2] } else { w[2] * 0.5 };
+        for src in [3, 2, 1, 0] {
+            want_v.push(w[src] * 2.0 + w[0]);
+        }
+        let (a, b) = (s[2 * i], s[2 * i + 1]);
+        // WGSL: x / 0 = x, MIN / -1 = MIN, x % 0 = 0, MIN % -1 = 0.
+        want_i.push(if b == 0 { a } else { a.wrapping_div(b) } as u32);
+        want_i.push(if b == 0 { 0 } else { a.wrapping_rem(b) } as u32);
+        want_i.push((a.wrapping_shl(b as u32) ^ (a >> 3)) as u32);
+        want_f.push(wgsl_frem(v[4 * i], v[4 * i + 1]));
+    }
+    assert_same(file, &f32s(&out[2]), &want_v);
+    assert_eq!(u32s(&out[3]), want_i, "{file}: integers");
+    assert_same(file, &f32s(&out[4]), &want_f);
+    // Each work-group of 8 adds 2 to each of hits[0..4]; hits[4] is the max old value seen.
+    let hits = u32s(&out[5]);
+    assert_eq!(&hits[..4], &[(n / 4) as u32; 4], "{file}: atomic adds");
+    assert_eq!(hits[4], (n / 4) as u32 - 1, "{file}: atomic max");
 }

@@ -62,8 +62,10 @@ impl Lowerer<'_> {
             E::Swizzle { size, vector, pattern } => {
                 let (n, t) = self.value(f, vector)?;
                 let count = crate::types::lanes(size) as usize;
-                let lanes: Vec<String> =
-                    pattern[..count].iter().map(|&c| self.op(format!("extract {n}, {}", c as u32), t.with_lanes1()).0).collect();
+                let lanes: Vec<String> = pattern[..count]
+                    .iter()
+                    .map(|&c| self.op(format!("extract {n}, {}", c as u32), t.with_lanes1()).0)
+                    .collect();
                 ssa(self.op(format!("vec {}", lanes.join(", ")), Ty { s: t.s, lanes: count as u8 }))
             }
             E::FunctionArgument(i) => match f.args.get(i as usize) {
@@ -115,7 +117,11 @@ impl Lowerer<'_> {
             E::As { expr, kind, convert } => {
                 let (n, t) = self.value(f, expr)?;
                 let Some(width) = convert else {
-                    return Err(ShaderError::at(span, "bitcast", "only numeric conversions (`f32(x)`, `u32(x)`) are supported"));
+                    return Err(ShaderError::at(
+                        span,
+                        "bitcast",
+                        "only numeric conversions (`f32(x)`, `u32(x)`) are supported",
+                    ));
                 };
                 let s = scalar(naga::Scalar { kind, width }).map_err(|what| unsupported_type(span, &what))?;
                 if s == t.s {
@@ -137,7 +143,11 @@ impl Lowerer<'_> {
             }
             E::Derivative { .. } => return Err(ShaderError::at(span, "derivatives are not supported", "")),
             E::Relational { fun, .. } => {
-                return Err(ShaderError::at(span, format!("relational function `{fun:?}`", ).to_lowercase() + " is not supported", ""))
+                return Err(ShaderError::at(
+                    span,
+                    format!("relational function `{fun:?}`",).to_lowercase() + " is not supported",
+                    "",
+                ))
             }
             _ => return Err(ShaderError::at(span, "this expression is not supported", "")),
         })
@@ -161,7 +171,9 @@ impl Lowerer<'_> {
                 let (i, _) = self.constant(&index.to_string(), Ty::U32);
                 Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None })
             }
-            Val::Ptr(Ptr::MemStruct { mem, elem }) if index == 0 => Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }),
+            Val::Ptr(Ptr::MemStruct { mem, elem }) if index == 0 => {
+                Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None })
+            }
             Val::Ptr(Ptr::Block(g)) => match self.blocks.get(&g).and_then(|m| m.get(index as usize)) {
                 Some(p) => Val::Ptr(p.clone()),
                 None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
@@ -302,7 +314,15 @@ impl Lowerer<'_> {
         Ok(result)
     }
 
-    fn math(&mut self, f: &mut FnCtx<'_>, fun: M, arg: H, arg1: Option<H>, arg2: Option<H>, span: naga::Span) -> Result<(String, Ty)> {
+    fn math(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        fun: M,
+        arg: H,
+        arg1: Option<H>,
+        arg2: Option<H>,
+        span: naga::Span,
+    ) -> Result<(String, Ty)> {
         let unary = match fun {
             M::Abs => Some("abs"),
             M::Sqrt => Some("sqrt"),
@@ -416,5 +436,9 @@ fn float_text(v: f32) -> String {
 }
 
 pub(crate) fn unsupported_type(span: naga::Span, what: &str) -> ShaderError {
-    ShaderError::at(span, format!("type {what} is not supported"), "use bool, i32, u32, i64, u64, f32 or vectors of them")
+    ShaderError::at(
+        span,
+        format!("type {what} is not supported"),
+        "use bool, i32, u32, i64, u64, f32 or vectors of them",
+    )
 }

@@ -106,7 +106,10 @@ impl Lowerer<'_> {
                 Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }
             };
             self.globals.insert(index, Val::Ptr(base));
-            params.push((format!("{mem}: buf<{}, {mode}>", elem.text()), ParamOrigin::Storage { group, binding, name: shown }));
+            params.push((
+                format!("{mem}: buf<{}, {mode}>", elem.text()),
+                ParamOrigin::Storage { group, binding, name: shown },
+            ));
         }
         for (is_push, list) in [(false, uniforms), (true, pushes)] {
             for ((group, binding), index, members, span, is_struct) in list {
@@ -189,14 +192,15 @@ impl Lowerer<'_> {
         let help = "work-group variables must be fixed-size arrays of scalars or vectors, or scalars";
         let (elem, count, scalar) = match inner {
             TypeInner::Array { base, size: ArraySize::Constant(n), .. } => {
-                let t = value_type(&self.module.types[*base].inner).map_err(|what| {
-                    ShaderError::at(span, format!("work-group array `{name}` of {what}"), help)
-                })?;
+                let t = value_type(&self.module.types[*base].inner)
+                    .map_err(|what| ShaderError::at(span, format!("work-group array `{name}` of {what}"), help))?;
                 (t, n.get(), false)
             }
             other => match value_type(other) {
                 Ok(t) => (t, 1, true),
-                Err(what) => return Err(ShaderError::at(span, format!("work-group variable `{name}` of {what}"), help)),
+                Err(what) => {
+                    return Err(ShaderError::at(span, format!("work-group variable `{name}` of {what}"), help))
+                }
             },
         };
         let mem = self.claim(if name.is_empty() { "wg" } else { name });

@@ -62,7 +62,10 @@ impl Lowerer<'_> {
             return Err(refuse(span, "the loop body assigns the counter"));
         }
         if !invariant(self, f, shape.hi, &stored) {
-            return Err(refuse(span, "the bound may change in the loop (it must depend only on values fixed before it)"));
+            return Err(refuse(
+                span,
+                "the bound may change in the loop (it must depend only on values fixed before it)",
+            ));
         }
         let lo_val = self.vars.get(&counter).cloned().unwrap_or(Val::Poisoned(span));
         let (lo, lt) = self.ssa(&lo_val, span)?;
@@ -234,7 +237,9 @@ fn recognise<'a>(
             St::Store { pointer, value } if step.is_none() => {
                 let target = matches!(f.func.expressions.try_get(*pointer), Ok(E::LocalVariable(v)) if *v == counter);
                 let add = match f.func.expressions.try_get(*value) {
-                    Ok(E::Binary { op: BinaryOperator::Add, left, right }) if loaded_local(f, *left) == Some(counter) => {
+                    Ok(E::Binary { op: BinaryOperator::Add, left, right })
+                        if loaded_local(f, *left) == Some(counter) =>
+                    {
                         Some(*right)
                     }
                     _ => None,

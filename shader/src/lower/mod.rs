@@ -150,13 +150,8 @@ pub(crate) fn lower(
     if ep.function.result.is_some() {
         return Err(ShaderError::at(naga::Span::default(), "a compute entry point with a result", ""));
     }
-    let mut f = FnCtx {
-        func: &ep.function,
-        id: u32::MAX,
-        args,
-        scopes: vec![HashMap::new()],
-        site: naga::Span::default(),
-    };
+    let mut f =
+        FnCtx { func: &ep.function, id: u32::MAX, args, scopes: vec![HashMap::new()], site: naga::Span::default() };
     l.init_locals(&mut f)?;
     l.block(&mut f, &ep.function.body, true)?;
 
@@ -257,8 +252,7 @@ impl<'m> Lowerer<'m> {
             Val::Ssa(n, t) => Ok((n.clone(), *t)),
             Val::Zero(t) => Ok(self.constant(t.s.zero(), *t)),
             Val::Builtin(b) => {
-                let lanes: Vec<String> =
-                    (0..3).map(|d| self.builtin_lane(*b, d).0).collect::<Vec<_>>();
+                let lanes: Vec<String> = (0..3).map(|d| self.builtin_lane(*b, d).0).collect::<Vec<_>>();
                 let ty = Ty { s: crate::types::S::U32, lanes: 3 };
                 Ok(self.interned(format!("vec {}", lanes.join(", ")), ty))
             }

@@ -19,7 +19,12 @@ impl Lowerer<'_> {
     }
 
     /// Lowers statements with their spans (see [`Lowerer::block`]).
-    pub(crate) fn statements<'b>(&mut self, f: &mut FnCtx<'_>, stmts: &[(&'b St, naga::Span)], tail: bool) -> Result<()> {
+    pub(crate) fn statements(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        stmts: &[(&St, naga::Span)],
+        tail: bool,
+    ) -> Result<()> {
         for (i, &(s, span)) in stmts.iter().enumerate() {
             let span = if span.to_range().is_some_and(|r| !r.is_empty()) { span } else { f.site };
             let last = i + 1 == stmts.len();
@@ -124,7 +129,13 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    fn store(&mut self, f: &mut FnCtx<'_>, pointer: naga::Handle<naga::Expression>, value: naga::Handle<naga::Expression>, span: naga::Span) -> Result<()> {
+    fn store(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        pointer: naga::Handle<naga::Expression>,
+        value: naga::Handle<naga::Expression>,
+        span: naga::Span,
+    ) -> Result<()> {
         let p = self.expr(f, pointer)?;
         let v = self.expr(f, value)?;
         match p {
@@ -173,7 +184,11 @@ impl Lowerer<'_> {
     ) -> Result<()> {
         let p = self.expr(f, pointer)?;
         let Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None }) = p else {
-            return Err(ShaderError::at(span, "an atomic on this pointer", "atomics work on buffer or work-group array elements"));
+            return Err(ShaderError::at(
+                span,
+                "an atomic on this pointer",
+                "atomics work on buffer or work-group array elements",
+            ));
         };
         let (x, _) = self.value(f, value)?;
         let name = match fun {
@@ -298,7 +313,12 @@ impl Lowerer<'_> {
     }
 
     /// Inlines a call of user function `function`; returns its result.
-    fn call(&mut self, function: naga::Handle<naga::Function>, args: Vec<Val>, span: naga::Span) -> Result<Option<Val>> {
+    fn call(
+        &mut self,
+        function: naga::Handle<naga::Function>,
+        args: Vec<Val>,
+        span: naga::Span,
+    ) -> Result<Option<Val>> {
         let module = self.module;
         let Ok(func) = module.functions.try_get(function) else {
             return Err(ShaderError::at(span, "internal: unknown function", ""));

@@ -36,6 +36,8 @@ pub enum Arg<'a> {
     OutU32(usize),
     F32(f32),
     U32(u32),
+    /// Memory of element type `ty` (IR text) holding `count` elements, from raw bytes.
+    Bytes(&'static str, usize, Vec<u8>),
 }
 
 /// Runs kernel `t` with `launch` (e.g. `range(64)`) on `args` (one per parameter, in order);
@@ -63,6 +65,10 @@ pub fn run(file: &str, t: &Translated, launch: &str, args: &[Arg]) -> Vec<Vec<u8
                 let _ = writeln!(text, "usm @m{i} : u32[{n}]");
                 names.push(format!("@m{i}"));
             }
+            Arg::Bytes(ty, count, _) => {
+                let _ = writeln!(text, "usm @m{i} : {ty}[{count}]");
+                names.push(format!("@m{i}"));
+            }
             Arg::F32(v) => names.push(format!("{:?} : f32", f64::from(*v))),
             Arg::U32(v) => names.push(format!("{v} : u32")),
         }
@@ -76,6 +82,7 @@ pub fn run(file: &str, t: &Translated, launch: &str, args: &[Arg]) -> Vec<Vec<u8
         match a {
             Arg::F32s(v) => interp.bind_as::<f32>(&name, v).unwrap_or_else(|e| panic!("{e}")),
             Arg::U32s(v) => interp.bind_as::<u32>(&name, v).unwrap_or_else(|e| panic!("{e}")),
+            Arg::Bytes(_, _, b) => interp.bind(&name, b).unwrap_or_else(|e| panic!("{e}")),
             _ => {}
         }
     }
@@ -88,6 +95,11 @@ pub fn run(file: &str, t: &Translated, launch: &str, args: &[Arg]) -> Vec<Vec<u8
             _ => interp.read(&format!("m{i}")).unwrap_or_else(|e| panic!("{e}")).to_vec(),
         })
         .collect()
+}
+
+/// Little-endian bytes of 32-bit values.
+pub fn bytes_of<T: Copy>(values: &[T], to: impl Fn(T) -> [u8; 4]) -> Vec<u8> {
+    values.iter().flat_map(|&v| to(v)).collect()
 }
 
 pub fn f32s(bytes: &[u8]) -> Vec<f32> {
