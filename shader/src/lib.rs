@@ -88,16 +88,15 @@ pub enum ParamOrigin {
 pub fn translate(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Result<Translated, ShaderError> {
     // naga's front ends have panicked on malformed input in past releases; a panic there
     // (or a bug here) must reach the caller as an error, not take down a compiler driver.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        translate_inner(lang, source, entry, kernel_name)
-    }))
-    .unwrap_or_else(|_| {
-        Err(ShaderError {
-            span: 0..0,
-            message: "internal error: the shader front end or translator panicked on this input".into(),
-            help: "please report the shader".into(),
-        })
-    });
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| translate_inner(lang, source, entry, kernel_name)))
+            .unwrap_or_else(|_| {
+                Err(ShaderError {
+                    span: 0..0,
+                    message: "internal error: the shader front end or translator panicked on this input".into(),
+                    help: "please report the shader".into(),
+                })
+            });
     result.map_err(|e| e.clamped(source))
 }
 

@@ -134,3 +134,18 @@ fn truncated_and_garbled_shaders_do_not_panic() {
         }
     }
 }
+
+#[test]
+fn loop_counter_read_after_its_loop_is_refused() {
+    refused("err_counter.comp", "k", "read after the loop");
+}
+
+#[test]
+fn continue_is_refused() {
+    refused("err_continue.wgsl", "continue", "`continue`");
+}
+
+#[test]
+fn switch_is_refused() {
+    refused("err_switch.wgsl", "switch", "`switch`");
+}

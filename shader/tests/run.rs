@@ -237,3 +237,39 @@ fn vectors_shifts_division_atomics_and_calls_wgsl_match_reference() {
     assert_eq!(&hits[..4], &[(n / 4) as u32; 4], "{file}: atomic adds");
     assert_eq!(hits[4], (n / 4) as u32 - 1, "{file}: atomic max");
 }
+
+#[test]
+fn nested_loops_vectors_and_a_workgroup_scalar_glsl_match_reference() {
+    let file = "misc.comp";
+    let t = translated(file);
+    let (n, rows, cols, bias) = (16usize, 3usize, 7usize, 5i32);
+    let mut rng = Rng::new(9);
+    let x = rng.f32s(n * rows * cols, -8.0, 8.0);
+    let args = [
+        Arg::F32s(&x),
+        Arg::Bytes("vec2<f32>", n, vec![0; 8 * n]),
+        Arg::OutU32(n),
+        Arg::U32(rows as u32),
+        Arg::U32(cols as u32),
+        Arg::I32(bias),
+    ];
+    let out = run(file, &t, &format!("nd_range(global({n}), local(8))"), &args);
+    let mut want_o = Vec::new();
+    let q_of = |i: usize| ((i as i32 - bias) / 3 + (i as i32 * 7) % 5) & 3;
+    let mut want_c = Vec::new();
+    for i in 0..n {
+        let (mut sx, mut my) = (0.0f32, -1e30f32);
+        for r in 0..rows {
+            for c in (1..cols).step_by(2) {
+                let v = x[(i * rows + r) * cols + c];
+                sx += v;
+                my = ir_max(my, v);
+            }
+        }
+        want_o.extend([sx, my]);
+        let leader = i / 8 * 8;
+        want_c.push(q_of(leader) as u32 + 100 * (i / 8) as u32 + q_of(i) as u32);
+    }
+    assert_same(file, &f32s(&out[1]), &want_o);
+    assert_eq!(u32s(&out[2]), want_c, "{file}: counts");
+}

@@ -75,23 +75,9 @@ impl Lowerer<'_> {
         if lt != ht || lt != st || !lt.s.is_int() || lt.lanes != 1 {
             return Err(refuse(span, "the counter, bound and step must be one integer scalar type"));
         }
-        let carried: Vec<VarKey> = stored.iter().copied().filter(|k| self.vars.contains_key(k)).collect();
-        let mut inits = Vec::new();
-        for k in &carried {
-            let v = self.vars.get(k).cloned().unwrap_or(Val::Poisoned(span));
-            inits.push(self.ssa(&v, span)?);
-        }
-        let var = self.fresh();
-        let carry_names: Vec<String> = carried.iter().map(|_| self.fresh()).collect();
-        self.vars.insert(counter, Val::Ssa(var.clone(), lt));
-        for ((k, n), (_, t)) in carried.iter().zip(&carry_names).zip(&inits) {
-            self.vars.insert(*k, Val::Ssa(n.clone(), *t));
-        }
-        f.scopes.push(HashMap::new());
         // The emits before the exit test: all but the test itself (the counter's load, the
         // comparison and its negation) are lowered at the top of the body, where naga
         // evaluates them; the bound is already lowered before the loop.
-        let mut items: Vec<(&St, naga::Span)> = Vec::new();
         let lead: Vec<St> = body[..shape.rest_at - 1]
             .iter()
             .filter_map(|s| match s {
@@ -102,11 +88,44 @@ impl Lowerer<'_> {
             .filter(|h| !shape.test.contains(h))
             .map(|h| St::Emit(naga::Range::new_from_bounds(h, h)))
             .collect();
-        items.extend(lead.iter().map(|s| (s, span)));
+        let mut items: Vec<(&St, naga::Span)> = lead.iter().map(|s| (s, span)).collect();
         items.extend(body.span_iter().skip(shape.rest_at).map(|(s, sp)| (s, *sp)));
-        let r = self.region(|l| l.statements(f, &items, false));
-        f.scopes.pop();
-        let ((), mut lines) = r?;
+
+        // The variables the body stores to are carried, except the counters of inner loops
+        // (poisoned at the end of the body): those are found by a first lowering, and the
+        // body is lowered again with them poisoned from the start, so that a read of one
+        // before its loop sets it is refused rather than reading a value from before.
+        let before = self.vars.clone();
+        let mut excluded = BTreeSet::new();
+        let (var, carried, carry_names, inits, mut lines) = loop {
+            self.vars = before.clone();
+            let carried: Vec<VarKey> =
+                stored.iter().copied().filter(|k| self.vars.contains_key(k) && !excluded.contains(k)).collect();
+            let mut inits = Vec::new();
+            for k in &carried {
+                let v = self.vars.get(k).cloned().unwrap_or(Val::Poisoned(span));
+                inits.push(self.ssa(&v, span)?);
+            }
+            let var = self.fresh();
+            let carry_names: Vec<String> = carried.iter().map(|_| self.fresh()).collect();
+            self.vars.insert(counter, Val::Ssa(var.clone(), lt));
+            for ((k, n), (_, t)) in carried.iter().zip(&carry_names).zip(&inits) {
+                self.vars.insert(*k, Val::Ssa(n.clone(), *t));
+            }
+            for k in &excluded {
+                self.vars.insert(*k, Val::Poisoned(span));
+            }
+            f.scopes.push(HashMap::new());
+            let r = self.region(|l| l.statements(f, &items, false));
+            f.scopes.pop();
+            let ((), lines) = r?;
+            let poisoned: Vec<VarKey> =
+                carried.iter().copied().filter(|k| matches!(self.vars.get(k), Some(Val::Poisoned(_)))).collect();
+            if poisoned.is_empty() {
+                break (var, carried, carry_names, inits, lines);
+            }
+            excluded.extend(poisoned);
+        };
         let mut header = format!("for {var} = {lo} to {hi} step {step}");
         if carried.is_empty() {
             self.stmt_line(format!("{header} {{"));
@@ -129,6 +148,9 @@ impl Lowerer<'_> {
         self.nest(lines);
         self.stmt_line("}".into());
         self.vars.insert(counter, Val::Poisoned(span));
+        for k in excluded {
+            self.vars.insert(k, Val::Poisoned(span));
+        }
         Ok(())
     }
 

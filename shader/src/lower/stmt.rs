@@ -19,12 +19,7 @@ impl Lowerer<'_> {
     }
 
     /// Lowers statements with their spans (see [`Lowerer::block`]).
-    pub(crate) fn statements(
-        &mut self,
-        f: &mut FnCtx<'_>,
-        stmts: &[(&St, naga::Span)],
-        tail: bool,
-    ) -> Result<()> {
+    pub(crate) fn statements(&mut self, f: &mut FnCtx<'_>, stmts: &[(&St, naga::Span)], tail: bool) -> Result<()> {
         for (i, &(s, span)) in stmts.iter().enumerate() {
             let span = if span.to_range().is_some_and(|r| !r.is_empty()) { span } else { f.site };
             let last = i + 1 == stmts.len();

@@ -36,6 +36,7 @@ pub enum Arg<'a> {
     OutU32(usize),
     F32(f32),
     U32(u32),
+    I32(i32),
     /// Memory of element type `ty` (IR text) holding `count` elements, from raw bytes.
     Bytes(&'static str, usize, Vec<u8>),
 }
@@ -71,6 +72,7 @@ pub fn run(file: &str, t: &Translated, launch: &str, args: &[Arg]) -> Vec<Vec<u8
             }
             Arg::F32(v) => names.push(format!("{:?} : f32", f64::from(*v))),
             Arg::U32(v) => names.push(format!("{v} : u32")),
+            Arg::I32(v) => names.push(format!("{v} : i32")),
         }
     }
     let _ = writeln!(text, "\ngraph @g {{\n  %n = kernel @k {launch} args({})\n}}", names.join(", "));
@@ -91,7 +93,7 @@ pub fn run(file: &str, t: &Translated, launch: &str, args: &[Arg]) -> Vec<Vec<u8
     args.iter()
         .enumerate()
         .map(|(i, a)| match a {
-            Arg::F32(_) | Arg::U32(_) => Vec::new(),
+            Arg::F32(_) | Arg::U32(_) | Arg::I32(_) => Vec::new(),
             _ => interp.read(&format!("m{i}")).unwrap_or_else(|e| panic!("{e}")).to_vec(),
         })
         .collect()
