@@ -23,6 +23,31 @@
 //! into SSA values, merged at `if`s and carried through loops), counted `for` loops, calls of
 //! user functions (inlined), atomics and work-group barriers. Anything else is a
 //! [`ShaderError`] pointing at the construct; no input makes [`translate`] panic.
+//!
+//! # Semantics kept
+//!
+//! - WGSL integer `/` by zero gives the dividend (the IR's `div` gives 0): a `select` fixes
+//!   it up. WGSL float `%` is `e1 - e2 * trunc(e1 / e2)` (the IR's `rem` is the exact
+//!   fmod), written out with IR ops. GLSL leaves both undefined and gets the plain ops.
+//! - Shift amounts: WGSL takes them modulo the bit width, as the IR does; a `u32` amount
+//!   of an `i32` shift is cast to `i32` (same bits, same result).
+//! - `clamp(e, lo, hi)` is `min(max(e, lo), hi)`, WGSL's definition.
+//! - A `return` must end the function: at its end, at the end of both branches of a final
+//!   `if`, or in a guard `if c { return; } rest` (the rest becomes the other branch).
+//! - Loops: only `for (var i = lo; i < hi; i += step)` with a positive literal step, a
+//!   bound that reads no memory and no variable the loop changes, and no `break`,
+//!   `continue` or `return` inside; its counter may not be read after the loop. (The IR's
+//!   loop stops at `hi` where the shader's would wrap past it only when `hi` is within
+//!   `step` of the type's maximum.)
+//!
+//! # Refused, with a [`ShaderError`] at the construct
+//!
+//! `while` / `loop` / other loop shapes, `break`, `continue`, early `return`, `switch`,
+//! textures and samplers, buffers of structs / fixed-size arrays / several members,
+//! non-scalar uniform members, f16 and f64, matrices, arrays and structs as values,
+//! bitcasts, dynamic indexing of vectors, stores to one lane of a vector in memory,
+//! `arrayLength`, `atomicCompareExchangeWeak`, math functions the IR lacks, derivatives,
+//! subgroup operations, pipeline overrides and a memory barrier without a control barrier.
 
 mod error;
 mod lower;

@@ -149,3 +149,9 @@ fn continue_is_refused() {
 fn switch_is_refused() {
     refused("err_switch.wgsl", "switch", "`switch`");
 }
+
+#[test]
+fn loop_bound_changed_in_the_body_is_refused() {
+    let e = refused("err_bound.wgsl", "for (var k = 0u; k < n; k++)", "only counted `for` loops");
+    assert!(e.message.contains("the bound may change"), "{e}");
+}

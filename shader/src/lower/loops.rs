@@ -61,7 +61,10 @@ impl Lowerer<'_> {
         if stored.contains(&counter) {
             return Err(refuse(span, "the loop body assigns the counter"));
         }
-        if !invariant(self, f, shape.hi, &stored) {
+        // The counter changes in the continuing block: a bound reading it is not invariant.
+        let mut changing = stored.clone();
+        changing.insert(counter);
+        if !invariant(self, f, shape.hi, &changing) {
             return Err(refuse(
                 span,
                 "the bound may change in the loop (it must depend only on values fixed before it)",

@@ -70,7 +70,7 @@ impl Lowerer<'_> {
                     }
                 }
                 St::Break => return Err(ShaderError::at(span, "`break` in the middle of a loop", LOOP_HELP)),
-                St::Continue => return Err(ShaderError::at(span, "`continue`", LOOP_HELP)),
+                St::Continue => return Err(ShaderError::at(span, "`continue` is not supported", LOOP_HELP)),
                 St::Kill => return Err(ShaderError::at(span, "`discard` in a compute shader", "")),
                 St::ControlBarrier(_) => self.stmt_line("group_barrier".into()),
                 St::MemoryBarrier(_) => {
