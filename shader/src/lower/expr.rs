@@ -1,0 +1,444 @@
+//! Expressions: each naga expression becomes IR ops (or a pointer, or a builtin vector).
+
+use naga::{BinaryOperator as B, Expression as E, Handle, Literal, MathFunction as M, UnaryOperator as U};
+
+use super::{FnCtx, Lowerer, Ptr, Val};
+use crate::error::{Result, ShaderError};
+use crate::types::{scalar, value_type, Ty, S};
+use crate::Lang;
+
+type H = Handle<naga::Expression>;
+
+impl Lowerer<'_> {
+    /// The IR meaning of expression `h`, lowering it (and the operands it needs) on first use
+    /// in the current region.
+    pub(crate) fn expr(&mut self, f: &mut FnCtx<'_>, h: H) -> Result<Val> {
+        if let Some(v) = f.lookup(h) {
+            return Ok(v.clone());
+        }
+        let v = self.expr_uncached(f, h)?;
+        f.bind(h, v.clone());
+        Ok(v)
+    }
+
+    /// Expression `h` as an IR value.
+    pub(crate) fn value(&mut self, f: &mut FnCtx<'_>, h: H) -> Result<(String, Ty)> {
+        let v = self.expr(f, h)?;
+        self.ssa(&v, f.span(h))
+    }
+
+    fn expr_uncached(&mut self, f: &mut FnCtx<'_>, h: H) -> Result<Val> {
+        let span = f.span(h);
+        let Some(e) = f.func.expressions.try_get(h).ok() else {
+            return Err(ShaderError::at(span, "internal: unknown expression", ""));
+        };
+        let ssa = |(n, t): (String, Ty)| Val::Ssa(n, t);
+        Ok(match *e {
+            E::Literal(lit) => ssa(self.literal(lit, span)?),
+            E::Constant(c) => {
+                let init = self.module.constants[c].init;
+                ssa(self.global_const(init, span)?)
+            }
+            E::ZeroValue(ty) => {
+                let t = value_type(&self.module.types[ty].inner).map_err(|what| unsupported_type(span, &what))?;
+                Val::Zero(t)
+            }
+            E::Compose { ty, ref components } => {
+                let t = value_type(&self.module.types[ty].inner).map_err(|what| {
+                    ShaderError::at(span, format!("construction of a {what}"), "only vectors can be constructed")
+                })?;
+                let mut lanes = Vec::new();
+                for &c in components {
+                    let (n, ct) = self.value(f, c)?;
+                    lanes.extend(self.lanes_of(&n, ct));
+                }
+                ssa(self.op(format!("vec {}", lanes.join(", ")), t))
+            }
+            E::Splat { size, value } => {
+                let (n, t) = self.value(f, value)?;
+                let vt = Ty { s: t.s, lanes: crate::types::lanes(size) };
+                ssa(self.op(format!("splat {n} : {}", vt.text()), vt))
+            }
+            E::Swizzle { size, vector, pattern } => {
+                let (n, t) = self.value(f, vector)?;
+                let count = crate::types::lanes(size) as usize;
+                let lanes: Vec<String> = pattern[..count]
+                    .iter()
+                    .map(|&c| self.op(format!("extract {n}, {}", c as u32), t.with_lanes1()).0)
+                    .collect();
+                ssa(self.op(format!("vec {}", lanes.join(", ")), Ty { s: t.s, lanes: count as u8 }))
+            }
+            E::FunctionArgument(i) => match f.args.get(i as usize) {
+                Some(v) => v.clone(),
+                None => return Err(ShaderError::at(span, "internal: unknown argument", "")),
+            },
+            E::GlobalVariable(g) => match self.globals.get(&(g.index() as u32)) {
+                Some(v) => v.clone(),
+                None => return Err(ShaderError::at(span, "a global variable that is not supported here", "")),
+            },
+            E::LocalVariable(l) => Val::Ptr(Ptr::Var(super::VarKey::Local(f.id, l.index() as u32))),
+            E::Access { base, index } => {
+                let b = self.expr(f, base)?;
+                let (i, it) = self.value(f, index)?;
+                if !it.s.is_int() || it.lanes != 1 {
+                    return Err(ShaderError::at(span, "an index that is not an integer scalar", ""));
+                }
+                match b {
+                    Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }) => {
+                        Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None })
+                    }
+                    _ => {
+                        return Err(ShaderError::at(
+                            span,
+                            "indexing with a computed index into a vector or a value",
+                            "index only storage buffers and work-group arrays with computed indices; use `.x`-style lanes for vectors",
+                        ))
+                    }
+                }
+            }
+            E::AccessIndex { base, index } => self.access_index(f, base, index, span)?,
+            E::Load { pointer } => self.load(f, pointer, span)?,
+            E::Unary { op, expr } => {
+                let (n, t) = self.value(f, expr)?;
+                let name = match op {
+                    U::Negate => "neg",
+                    U::LogicalNot | U::BitwiseNot => "not",
+                };
+                ssa(self.op(format!("{name} {n}"), t))
+            }
+            E::Binary { op, left, right } => ssa(self.binary(f, op, left, right, span)?),
+            E::Select { condition, accept, reject } => {
+                let (c, _) = self.value(f, condition)?;
+                let (a, t) = self.value(f, accept)?;
+                let (r, _) = self.value(f, reject)?;
+                ssa(self.op(format!("select {c}, {a}, {r}"), t))
+            }
+            E::Math { fun, arg, arg1, arg2, .. } => ssa(self.math(f, fun, arg, arg1, arg2, span)?),
+            E::As { expr, kind, convert } => {
+                let (n, t) = self.value(f, expr)?;
+                let Some(width) = convert else {
+                    return Err(ShaderError::at(
+                        span,
+                        "bitcast",
+                        "only numeric conversions (`f32(x)`, `u32(x)`) are supported",
+                    ));
+                };
+                let s = scalar(naga::Scalar { kind, width }).map_err(|what| unsupported_type(span, &what))?;
+                if s == t.s {
+                    Val::Ssa(n, t)
+                } else {
+                    let to = t.with_scalar(s);
+                    ssa(self.op(format!("cast {n} to {}", to.text()), to))
+                }
+            }
+            E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => {
+                return Err(ShaderError::at(span, "internal: a result used before its statement", ""))
+            }
+            E::ArrayLength(_) => {
+                return Err(ShaderError::at(span, "arrayLength", "pass the element count as a uniform scalar"))
+            }
+            E::Override(_) => return Err(ShaderError::at(span, "pipeline-overridable constants", "")),
+            E::ImageSample { .. } | E::ImageLoad { .. } | E::ImageQuery { .. } => {
+                return Err(ShaderError::at(span, "texture operations are not supported", ""))
+            }
+            E::Derivative { .. } => return Err(ShaderError::at(span, "derivatives are not supported", "")),
+            E::Relational { fun, .. } => {
+                return Err(ShaderError::at(
+                    span,
+                    format!("relational function `{fun:?}`",).to_lowercase() + " is not supported",
+                    "",
+                ))
+            }
+            _ => return Err(ShaderError::at(span, "this expression is not supported", "")),
+        })
+    }
+
+    /// The lanes of an IR value as scalar values (itself, for a scalar).
+    pub(crate) fn lanes_of(&mut self, n: &str, t: Ty) -> Vec<String> {
+        if t.lanes == 1 {
+            return vec![n.to_string()];
+        }
+        (0..t.lanes).map(|i| self.op(format!("extract {n}, {i}"), t.with_lanes1()).0).collect()
+    }
+
+    fn access_index(&mut self, f: &mut FnCtx<'_>, base: H, index: u32, span: naga::Span) -> Result<Val> {
+        let b = self.expr(f, base)?;
+        Ok(match b {
+            Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None }) if elem.lanes > 1 => {
+                Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: Some(index) })
+            }
+            Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }) => {
+                let (i, _) = self.constant(&index.to_string(), Ty::U32);
+                Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None })
+            }
+            Val::Ptr(Ptr::MemStruct { mem, elem }) if index == 0 => {
+                Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None })
+            }
+            Val::Ptr(Ptr::Block(g)) => match self.blocks.get(&g).and_then(|m| m.get(index as usize)) {
+                Some(p) => Val::Ptr(p.clone()),
+                None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
+            },
+            Val::Ptr(Ptr::Var(k)) => Val::Ptr(Ptr::VarLane(k, index)),
+            Val::Builtin(b) => {
+                let (n, t) = self.builtin_lane(b, index);
+                Val::Ssa(n, t)
+            }
+            v @ (Val::Ssa(..) | Val::Zero(_)) => {
+                let (n, t) = self.ssa(&v, span)?;
+                if t.lanes == 1 {
+                    return Err(ShaderError::at(span, "member access on a scalar", ""));
+                }
+                let (n, t) = self.op(format!("extract {n}, {index}"), t.with_lanes1());
+                Val::Ssa(n, t)
+            }
+            _ => return Err(ShaderError::at(span, "this member or element access is not supported", "")),
+        })
+    }
+
+    fn load(&mut self, f: &mut FnCtx<'_>, pointer: H, span: naga::Span) -> Result<Val> {
+        let p = self.expr(f, pointer)?;
+        Ok(match p {
+            Val::Ptr(Ptr::Var(k)) => match self.vars.get(&k) {
+                Some(Val::Poisoned(at)) => {
+                    let at = *at;
+                    self.ssa(&Val::Poisoned(at), span)?;
+                    return Err(ShaderError::at(span, "internal: poisoned", ""));
+                }
+                Some(v) => v.clone(),
+                None => return Err(ShaderError::at(span, "a variable of an unsupported type", "")),
+            },
+            Val::Ptr(Ptr::VarLane(k, lane)) => {
+                let v = self.vars.get(&k).cloned().unwrap_or(Val::Zero(Ty::U32));
+                if let Val::Builtin(b) = v {
+                    let (n, t) = self.builtin_lane(b, lane);
+                    return Ok(Val::Ssa(n, t));
+                }
+                let (n, t) = self.ssa(&v, span)?;
+                let (n, t) = self.op(format!("extract {n}, {lane}"), t.with_lanes1());
+                Val::Ssa(n, t)
+            }
+            Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane }) => {
+                let (n, t) = self.op(format!("load {mem}[{i}]"), elem);
+                match lane {
+                    None => Val::Ssa(n, t),
+                    Some(l) => {
+                        let (n, t) = self.op(format!("extract {n}, {l}"), t.with_lanes1());
+                        Val::Ssa(n, t)
+                    }
+                }
+            }
+            Val::Ptr(Ptr::Scalar(n, t)) => Val::Ssa(n, t),
+            _ => {
+                return Err(ShaderError::at(
+                    span,
+                    "a load of a whole array or struct",
+                    "load single elements (`x[i]`) or scalar members",
+                ))
+            }
+        })
+    }
+
+    /// Two operands with one shape: a scalar next to a vector is splatted.
+    fn unify(&mut self, a: (String, Ty), b: (String, Ty)) -> ((String, Ty), (String, Ty)) {
+        let splat = |l: &mut Self, (n, t): (String, Ty), lanes: u8| {
+            let vt = Ty { s: t.s, lanes };
+            l.op(format!("splat {n} : {}", vt.text()), vt)
+        };
+        if a.1.lanes == 1 && b.1.lanes > 1 {
+            let l = b.1.lanes;
+            (splat(self, a, l), b)
+        } else if b.1.lanes == 1 && a.1.lanes > 1 {
+            let l = a.1.lanes;
+            (a, splat(self, b, l))
+        } else {
+            (a, b)
+        }
+    }
+
+    fn binary(&mut self, f: &mut FnCtx<'_>, op: B, left: H, right: H, span: naga::Span) -> Result<(String, Ty)> {
+        let l = self.value(f, left)?;
+        let r = self.value(f, right)?;
+        let ((a, t), (mut b, bt)) = self.unify(l, r);
+        if matches!(op, B::ShiftLeft | B::ShiftRight) && bt.s != t.s {
+            // WGSL shift amounts are u32 whatever the shifted type; the IR wants one type.
+            // Both take the amount modulo the bit width, so reinterpreting it keeps the result.
+            b = self.op(format!("cast {b} to {}", t.text()), t).0;
+        }
+        let name = match op {
+            B::Add => "add",
+            B::Subtract => "sub",
+            B::Multiply => "mul",
+            B::Divide => "div",
+            B::Modulo => "rem",
+            B::Equal => "eq",
+            B::NotEqual => "ne",
+            B::Less => "lt",
+            B::LessEqual => "le",
+            B::Greater => "gt",
+            B::GreaterEqual => "ge",
+            B::And | B::LogicalAnd => "and",
+            B::ExclusiveOr => "xor",
+            B::InclusiveOr | B::LogicalOr => "or",
+            B::ShiftLeft => "shl",
+            B::ShiftRight => "shr",
+        };
+        let rt = match op {
+            B::Equal | B::NotEqual | B::Less | B::LessEqual | B::Greater | B::GreaterEqual => {
+                Ty { s: S::Bool, lanes: t.lanes }
+            }
+            _ => t,
+        };
+        if t.lanes > 1 && bt.lanes > 1 && t.lanes != bt.lanes {
+            return Err(ShaderError::at(span, "operands of different vector sizes", ""));
+        }
+        if op == B::Modulo && t.s == S::F32 && self.lang == Lang::Wgsl {
+            // WGSL defines float `%` as e1 - e2 * trunc(e1 / e2), rounding each step; the
+            // IR's `rem` is the exact fmod. trunc(q) = q < 0 ? ceil(q) : floor(q).
+            let bool_t = Ty { s: S::Bool, lanes: t.lanes };
+            let (q, _) = self.op(format!("div {a}, {b}"), t);
+            let (zero, _) = self.constant("0.0", t);
+            let (neg, _) = self.op(format!("lt {q}, {zero}"), bool_t);
+            let (up, _) = self.op(format!("ceil {q}"), t);
+            let (down, _) = self.op(format!("floor {q}"), t);
+            let (tq, _) = self.op(format!("select {neg}, {up}, {down}"), t);
+            let (m, _) = self.op(format!("mul {b}, {tq}"), t);
+            return Ok(self.op(format!("sub {a}, {m}"), t));
+        }
+        let result = self.op(format!("{name} {a}, {b}"), rt);
+        if op == B::Divide && t.s.is_int() && self.lang == Lang::Wgsl {
+            // WGSL: an integer divided by zero is the dividend; the IR gives 0.
+            let (zero, _) = self.constant("0", t);
+            let (is_zero, _) = self.op(format!("eq {b}, {zero}"), Ty { s: S::Bool, lanes: t.lanes });
+            return Ok(self.op(format!("select {is_zero}, {a}, {}", result.0), t));
+        }
+        Ok(result)
+    }
+
+    fn math(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        fun: M,
+        arg: H,
+        arg1: Option<H>,
+        arg2: Option<H>,
+        span: naga::Span,
+    ) -> Result<(String, Ty)> {
+        let unary = match fun {
+            M::Abs => Some("abs"),
+            M::Sqrt => Some("sqrt"),
+            M::InverseSqrt => Some("rsqrt"),
+            M::Exp => Some("exp"),
+            M::Log => Some("log"),
+            M::Sin => Some("sin"),
+            M::Cos => Some("cos"),
+            M::Tanh => Some("tanh"),
+            M::Floor => Some("floor"),
+            M::Ceil => Some("ceil"),
+            _ => None,
+        };
+        let (x, t) = self.value(f, arg)?;
+        if let Some(name) = unary {
+            return Ok(self.op(format!("{name} {x}"), t));
+        }
+        let mut operand = |l: &mut Self, h: Option<H>| -> Result<(String, Ty)> {
+            let Some(h) = h else { return Err(ShaderError::at(span, "internal: missing operand", "")) };
+            let v = l.value(f, h)?;
+            Ok(l.unify((x.clone(), t), v).1)
+        };
+        match fun {
+            M::Min | M::Max | M::Pow => {
+                let (y, _) = operand(self, arg1)?;
+                let name = match fun {
+                    M::Min => "min",
+                    M::Max => "max",
+                    _ => "pow",
+                };
+                Ok(self.op(format!("{name} {x}, {y}"), t))
+            }
+            M::Clamp => {
+                // clamp(e, lo, hi) = min(max(e, lo), hi): WGSL's definition for floats, and
+                // the same for integers when lo <= hi.
+                let (lo, _) = operand(self, arg1)?;
+                let (hi, _) = operand(self, arg2)?;
+                let (m, _) = self.op(format!("max {x}, {lo}"), t);
+                Ok(self.op(format!("min {m}, {hi}"), t))
+            }
+            M::Fma => {
+                let (b, _) = operand(self, arg1)?;
+                let (c, _) = operand(self, arg2)?;
+                Ok(self.op(format!("fma {x}, {b}, {c}"), t))
+            }
+            other => Err(ShaderError::at(
+                span,
+                format!("math function `{other:?}` is not supported").to_lowercase(),
+                "supported: abs sqrt inverseSqrt exp log sin cos tanh floor ceil min max clamp pow fma",
+            )),
+        }
+    }
+
+    fn literal(&mut self, lit: Literal, span: naga::Span) -> Result<(String, Ty)> {
+        let (text, s) = match lit {
+            Literal::F32(v) => (float_text(v), S::F32),
+            Literal::U32(v) => (v.to_string(), S::U32),
+            Literal::I32(v) => (v.to_string(), S::I32),
+            Literal::U64(v) => (v.to_string(), S::U64),
+            Literal::I64(v) => (v.to_string(), S::I64),
+            Literal::Bool(v) => (v.to_string(), S::Bool),
+            Literal::F64(_) => return Err(unsupported_type(span, "f64")),
+            Literal::F16(_) => return Err(unsupported_type(span, "f16")),
+            _ => return Err(ShaderError::at(span, "an abstract literal", "")),
+        };
+        Ok(self.constant(&text, Ty::scalar(s)))
+    }
+
+    /// A module-level constant expression (the initializer of a `const`).
+    fn global_const(&mut self, h: H, span: naga::Span) -> Result<(String, Ty)> {
+        let Ok(e) = self.module.global_expressions.try_get(h) else {
+            return Err(ShaderError::at(span, "internal: unknown constant", ""));
+        };
+        match *e {
+            E::Literal(lit) => self.literal(lit, span),
+            E::Constant(c) => self.global_const(self.module.constants[c].init, span),
+            E::ZeroValue(ty) => {
+                let t = value_type(&self.module.types[ty].inner).map_err(|what| unsupported_type(span, &what))?;
+                Ok(self.constant(t.s.zero(), t))
+            }
+            E::Compose { ty, ref components } => {
+                let t = value_type(&self.module.types[ty].inner).map_err(|what| unsupported_type(span, &what))?;
+                let mut lanes = Vec::new();
+                for &c in components {
+                    let (n, ct) = self.global_const(c, span)?;
+                    if ct.lanes != 1 {
+                        return Err(ShaderError::at(span, "a constant vector built from vectors", ""));
+                    }
+                    lanes.push(n);
+                }
+                Ok(self.interned(format!("vec {}", lanes.join(", ")), t))
+            }
+            E::Splat { size, value } => {
+                let (n, t) = self.global_const(value, span)?;
+                let vt = Ty { s: t.s, lanes: crate::types::lanes(size) };
+                Ok(self.interned(format!("splat {n} : {}", vt.text()), vt))
+            }
+            _ => Err(ShaderError::at(span, "this constant expression is not supported", "")),
+        }
+    }
+}
+
+/// An `f32` as IR text that reads back to the same bits (the IR reads floats as `f64` and
+/// rounds to `f32`; an `f32` widened to `f64` is exact, so its shortest `f64` text is too).
+fn float_text(v: f32) -> String {
+    if v.is_nan() {
+        "nan".to_string()
+    } else {
+        format!("{:?}", f64::from(v))
+    }
+}
+
+pub(crate) fn unsupported_type(span: naga::Span, what: &str) -> ShaderError {
+    ShaderError::at(
+        span,
+        format!("type {what} is not supported"),
+        "use bool, i32, u32, i64, u64, f32 or vectors of them",
+    )
+}

@@ -1,0 +1,289 @@
+//! Global variables, entry-point arguments and local variables: what each stands for at the
+//! start of the kernel.
+
+use naga::{AddressSpace, ArraySize, BuiltIn, StorageAccess, TypeInner};
+
+use super::{Builtin, FnCtx, Lowerer, Ptr, Val, VarKey};
+use crate::error::{Result, ShaderError};
+use crate::types::{value_type, Ty};
+use crate::ParamOrigin;
+
+const BUFFER_HELP: &str = "a storage buffer must be a runtime-sized array of scalars or vectors \
+    (`array<T>`), or a struct whose one member is such an array";
+
+impl Lowerer<'_> {
+    /// Declares the parameters and `local` arrays for the globals the entry point uses;
+    /// returns each parameter's declaration and origin, in parameter order.
+    pub(crate) fn globals(&mut self, info: &naga::valid::FunctionInfo) -> Result<Vec<(String, ParamOrigin)>> {
+        let module = self.module;
+        let mut buffers = Vec::new();
+        let mut uniforms = Vec::new();
+        let mut pushes = Vec::new();
+        for (h, g) in module.global_variables.iter() {
+            let span = module.global_variables.get_span(h);
+            let index = h.index() as u32;
+            let name = g.name.clone().unwrap_or_default();
+            let used = !info[h].is_empty();
+            let inner = &module.types[g.ty].inner;
+            match g.space {
+                AddressSpace::Private => {
+                    // Tracked like a local; GLSL's builtins live in private globals.
+                    let v = match &g.init {
+                        Some(_) => None,
+                        None => value_type(inner).ok().map(Val::Zero),
+                    };
+                    if let Some(v) = v {
+                        self.vars.insert(VarKey::Private(index), v);
+                    } else if used {
+                        return Err(ShaderError::at(
+                            span,
+                            format!("private variable `{name}` of this type (or with an initializer)"),
+                            "private variables must be scalars or vectors without an initializer",
+                        ));
+                    }
+                    self.globals.insert(index, Val::Ptr(Ptr::Var(VarKey::Private(index))));
+                }
+                _ if !used => {}
+                AddressSpace::Storage { access } => {
+                    let binding = g.binding.as_ref().map(|b| (b.group, b.binding)).unwrap_or_default();
+                    buffers.push((binding, index, name, access, span));
+                }
+                AddressSpace::Uniform | AddressSpace::Immediate => {
+                    let binding = g.binding.as_ref().map(|b| (b.group, b.binding)).unwrap_or_default();
+                    let members: Vec<(String, naga::Handle<naga::Type>)> = match inner {
+                        TypeInner::Struct { members, .. } => members
+                            .iter()
+                            .enumerate()
+                            .map(|(i, m)| (m.name.clone().unwrap_or_else(|| format!("{name}_{i}")), m.ty))
+                            .collect(),
+                        _ => vec![(name.clone(), g.ty)],
+                    };
+                    let list = if g.space == AddressSpace::Uniform { &mut uniforms } else { &mut pushes };
+                    list.push((binding, index, members, span, matches!(inner, TypeInner::Struct { .. })));
+                }
+                AddressSpace::WorkGroup => self.workgroup(index, &name, inner, span)?,
+                AddressSpace::Handle => {
+                    let what = match inner {
+                        TypeInner::Image { class: naga::ImageClass::Storage { .. }, .. } => "storage texture",
+                        TypeInner::Image { .. } => "texture",
+                        TypeInner::Sampler { .. } => "sampler",
+                        _ => "resource",
+                    };
+                    return Err(ShaderError::at(
+                        span,
+                        format!("{what} `{name}` is not supported"),
+                        "kernels reach memory only through storage buffers",
+                    ));
+                }
+                _ => {
+                    return Err(ShaderError::at(
+                        span,
+                        format!("global `{name}` in address space {:?} is not supported", g.space),
+                        "",
+                    ))
+                }
+            }
+        }
+        buffers.sort_by_key(|b| b.0);
+        uniforms.sort_by_key(|u| u.0);
+        let mut params = Vec::new();
+        for ((group, binding), index, name, access, span) in buffers {
+            let (elem, wrapped, member) = self.buffer_shape(&name, index, span)?;
+            let shown = if name.is_empty() { member.unwrap_or_else(|| format!("b{group}_{binding}")) } else { name };
+            let mem = self.claim(&shown);
+            let mode = if access.contains(StorageAccess::STORE) {
+                if access.contains(StorageAccess::LOAD) {
+                    "read_write"
+                } else {
+                    "write"
+                }
+            } else {
+                "read"
+            };
+            let base = if wrapped {
+                Ptr::MemStruct { mem: mem.clone(), elem }
+            } else {
+                Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }
+            };
+            self.globals.insert(index, Val::Ptr(base));
+            params.push((
+                format!("{mem}: buf<{}, {mode}>", elem.text()),
+                ParamOrigin::Storage { group, binding, name: shown },
+            ));
+        }
+        for (is_push, list) in [(false, uniforms), (true, pushes)] {
+            for ((group, binding), index, members, span, is_struct) in list {
+                let mut names = Vec::new();
+                for (member, ty) in &members {
+                    let t = match &self.module.types[*ty].inner {
+                        TypeInner::Scalar(_) => value_type(&self.module.types[*ty].inner).ok(),
+                        _ => None,
+                    };
+                    let Some(t) = t else {
+                        return Err(ShaderError::at(
+                            span,
+                            format!("uniform member `{member}` is not a scalar"),
+                            "uniform and push-constant blocks may hold only scalar members (u32, i32, f32)",
+                        ));
+                    };
+                    let p = self.claim(member);
+                    params.push((
+                        format!("{p}: {}", t.text()),
+                        if is_push {
+                            ParamOrigin::PushConstant { member: member.clone() }
+                        } else {
+                            ParamOrigin::Uniform { group, binding, member: member.clone() }
+                        },
+                    ));
+                    names.push(Ptr::Scalar(p, t));
+                }
+                let v = if is_struct {
+                    self.blocks.insert(index, names);
+                    Val::Ptr(Ptr::Block(index))
+                } else {
+                    names.pop().map(Val::Ptr).unwrap_or(Val::Zero(Ty::U32))
+                };
+                self.globals.insert(index, v);
+            }
+        }
+        Ok(params)
+    }
+
+    /// The element type of storage buffer `index`, whether it is wrapped in a struct, and the
+    /// wrapped array's member name.
+    fn buffer_shape(&self, name: &str, index: u32, span: naga::Span) -> Result<(Ty, bool, Option<String>)> {
+        let module = self.module;
+        let Some((_, g)) = module.global_variables.iter().nth(index as usize) else {
+            return Err(ShaderError::at(span, "internal: unknown global", ""));
+        };
+        let mut ty = g.ty;
+        let mut wrapped = false;
+        let mut member = None;
+        if let TypeInner::Struct { members, .. } = &module.types[ty].inner {
+            if members.len() != 1 {
+                return Err(ShaderError::at(
+                    span,
+                    format!("storage buffer `{name}` is a struct of {} members", members.len()),
+                    BUFFER_HELP,
+                ));
+            }
+            ty = members[0].ty;
+            member = members[0].name.clone();
+            wrapped = true;
+        }
+        // A nameless GLSL block is known by its member's name.
+        let name = if name.is_empty() { member.clone().unwrap_or_default() } else { name.to_string() };
+        match &module.types[ty].inner {
+            TypeInner::Array { base, size: ArraySize::Dynamic, .. } => {
+                value_type(&module.types[*base].inner).map(|t| (t, wrapped, member)).map_err(|what| {
+                    ShaderError::at(span, format!("storage buffer `{name}` has elements of type {what}"), BUFFER_HELP)
+                })
+            }
+            other => Err(ShaderError::at(
+                span,
+                format!("storage buffer `{name}` is not a runtime-sized array ({})", kind(other)),
+                BUFFER_HELP,
+            )),
+        }
+    }
+
+    /// `var<workgroup>`: an array becomes `local T[n]`, a scalar `local T[1]` read at 0.
+    fn workgroup(&mut self, index: u32, name: &str, inner: &TypeInner, span: naga::Span) -> Result<()> {
+        let help = "work-group variables must be fixed-size arrays of scalars or vectors, or scalars";
+        let (elem, count, scalar) = match inner {
+            TypeInner::Array { base, size: ArraySize::Constant(n), .. } => {
+                let t = value_type(&self.module.types[*base].inner)
+                    .map_err(|what| ShaderError::at(span, format!("work-group array `{name}` of {what}"), help))?;
+                (t, n.get(), false)
+            }
+            other => match value_type(other) {
+                Ok(t) => (t, 1, true),
+                Err(what) => {
+                    return Err(ShaderError::at(span, format!("work-group variable `{name}` of {what}"), help))
+                }
+            },
+        };
+        let mem = self.claim(if name.is_empty() { "wg" } else { name });
+        self.prologue_line(format!("{mem} = local {}[{count}]", elem.text()));
+        let index_val = if scalar { Some(self.constant("0", Ty::U32).0) } else { None };
+        self.globals.insert(index, Val::Ptr(Ptr::Mem { mem, elem, index: index_val, lane: None }));
+        Ok(())
+    }
+
+    /// An entry-point argument: a builtin.
+    pub(crate) fn entry_argument(&mut self, arg: &naga::FunctionArgument, ep: &naga::EntryPoint) -> Result<Val> {
+        let name = arg.name.clone().unwrap_or_default();
+        let span = ep.function.expressions.iter().find_map(|(h, e)| match e {
+            naga::Expression::FunctionArgument(_) => Some(ep.function.expressions.get_span(h)),
+            _ => None,
+        });
+        let unsupported = |what: String| {
+            ShaderError::at(
+                span.unwrap_or_default(),
+                format!("entry-point argument `{name}`: {what} is not supported"),
+                "use global_invocation_id, local_invocation_id, local_invocation_index, workgroup_id or num_workgroups",
+            )
+        };
+        let Some(naga::Binding::BuiltIn(b)) = arg.binding else {
+            return Err(unsupported("an argument without a builtin binding".into()));
+        };
+        let op = match b {
+            BuiltIn::GlobalInvocationId => "global_id",
+            BuiltIn::LocalInvocationId => "local_id",
+            BuiltIn::WorkGroupId => "group_id",
+            BuiltIn::NumWorkGroups => "group_range",
+            BuiltIn::WorkGroupSize => "local_range",
+            BuiltIn::LocalInvocationIndex => {
+                // x + y * sx + z * sx * sy, as in the shading languages.
+                let l = Builtin("local_id");
+                let r = Builtin("local_range");
+                let (x, _) = self.builtin_lane(l, 0);
+                let (y, _) = self.builtin_lane(l, 1);
+                let (z, _) = self.builtin_lane(l, 2);
+                let (sx, _) = self.builtin_lane(r, 0);
+                let (sy, _) = self.builtin_lane(r, 1);
+                let (ysx, _) = self.interned(format!("mul {y}, {sx}"), Ty::U32);
+                let (sxy, _) = self.interned(format!("mul {sx}, {sy}"), Ty::U32);
+                let (zsxy, _) = self.interned(format!("mul {z}, {sxy}"), Ty::U32);
+                let (a, _) = self.interned(format!("add {x}, {ysx}"), Ty::U32);
+                let (n, t) = self.interned(format!("add {a}, {zsxy}"), Ty::U32);
+                return Ok(Val::Ssa(n, t));
+            }
+            other => return Err(unsupported(format!("builtin {other:?}"))),
+        };
+        Ok(Val::Builtin(Builtin(op)))
+    }
+
+    /// Gives every local variable of `f` its initial value.
+    pub(crate) fn init_locals(&mut self, f: &mut FnCtx<'_>) -> Result<()> {
+        for (h, local) in f.func.local_variables.iter() {
+            let span = f.func.local_variables.get_span(h);
+            let key = VarKey::Local(f.id, h.index() as u32);
+            let t = value_type(&self.module.types[local.ty].inner).map_err(|what| {
+                ShaderError::at_or(
+                    span,
+                    f.site,
+                    format!("local variable `{}` of type {what}", local.name.as_deref().unwrap_or("")),
+                    "local variables must be scalars or vectors",
+                )
+            })?;
+            let v = match local.init {
+                Some(init) => self.expr(f, init)?,
+                None => Val::Zero(t),
+            };
+            self.vars.insert(key, v);
+        }
+        Ok(())
+    }
+}
+
+fn kind(inner: &TypeInner) -> &'static str {
+    match inner {
+        TypeInner::Array { .. } => "a fixed-size array",
+        TypeInner::Struct { .. } => "a struct",
+        TypeInner::Scalar(_) => "a scalar",
+        TypeInner::Vector { .. } => "a vector",
+        TypeInner::Matrix { .. } => "a matrix",
+        _ => "another type",
+    }
+}

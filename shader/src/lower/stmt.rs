@@ -1,0 +1,345 @@
+//! Statements: stores update the variable map or write memory, `if`s merge the variables
+//! their branches change, calls are inlined.
+
+use std::collections::HashMap;
+
+use naga::{AtomicFunction as A, Block, Statement as St};
+
+use super::{FnCtx, Lowerer, Ptr, Val, VarKey};
+use crate::error::{Result, ShaderError};
+
+const LOOP_HELP: &str = "only counted `for` loops are supported: `for (var i = lo; i < hi; i += step)` with a \
+    constant positive step, a loop-invariant bound and no `break`, `continue` or `return` in the body";
+
+impl Lowerer<'_> {
+    /// Lowers `block` into the current region. `tail`: nothing of the function follows the
+    /// block, so a `return` at its end just ends the function.
+    pub(crate) fn block(&mut self, f: &mut FnCtx<'_>, block: &Block, tail: bool) -> Result<()> {
+        self.statements(f, &items(block), tail)
+    }
+
+    /// Lowers statements with their spans (see [`Lowerer::block`]).
+    pub(crate) fn statements(&mut self, f: &mut FnCtx<'_>, stmts: &[(&St, naga::Span)], tail: bool) -> Result<()> {
+        for (i, &(s, span)) in stmts.iter().enumerate() {
+            let span = if span.to_range().is_some_and(|r| !r.is_empty()) { span } else { f.site };
+            let last = i + 1 == stmts.len();
+            match s {
+                St::Emit(range) => {
+                    for h in range.clone() {
+                        if f.lookup(h).is_none() {
+                            self.expr(f, h)?;
+                        }
+                    }
+                }
+                St::Block(b) if tail && ends_in_return(b) => {
+                    // What follows a returning block is unreachable.
+                    return self.block(f, b, true);
+                }
+                St::Block(b) => self.block(f, b, tail && last)?,
+                St::If { condition, accept, reject } => {
+                    let (mut a, mut r) = (items(accept), items(reject));
+                    if tail && !last {
+                        // `if c { ...; return; } rest`: the rest runs only when the other
+                        // branch does, so it becomes part of that branch.
+                        let rest = &stmts[i + 1..];
+                        match (ends_in_return(accept), ends_in_return(reject)) {
+                            (true, true) => {}
+                            (true, false) => r.extend_from_slice(rest),
+                            (false, true) => a.extend_from_slice(rest),
+                            (false, false) => {
+                                self.if_(f, *condition, &a, &r, false, span)?;
+                                continue;
+                            }
+                        }
+                        return self.if_(f, *condition, &a, &r, true, span);
+                    }
+                    self.if_(f, *condition, &a, &r, tail && last, span)?
+                }
+                St::Loop { body, continuing, break_if } => self.counted_loop(f, body, continuing, *break_if, span)?,
+                St::Return { value } => {
+                    if !(tail && last) {
+                        return Err(ShaderError::at(
+                            span,
+                            "`return` before the end of the function",
+                            "restructure the code so that it returns only at its end (use an `if` around the rest)",
+                        ));
+                    }
+                    if let Some(v) = value {
+                        let v = self.expr(f, *v)?;
+                        self.vars.insert(VarKey::Ret(f.id), v);
+                    }
+                }
+                St::Break => return Err(ShaderError::at(span, "`break` in the middle of a loop", LOOP_HELP)),
+                St::Continue => return Err(ShaderError::at(span, "`continue` is not supported", LOOP_HELP)),
+                St::Kill => return Err(ShaderError::at(span, "`discard` in a compute shader", "")),
+                St::ControlBarrier(_) => self.stmt_line("group_barrier".into()),
+                St::MemoryBarrier(_) => {
+                    // The IR's only fence comes with its barrier: accept a memory barrier only
+                    // right next to a control barrier (GLSL `memoryBarrierShared(); barrier();`).
+                    let next_to = |j: Option<usize>| {
+                        j.and_then(|j| stmts.get(j)).is_some_and(|(s, _)| matches!(s, St::ControlBarrier(_)))
+                    };
+                    if !(next_to(i.checked_sub(1)) || next_to(Some(i + 1))) {
+                        return Err(ShaderError::at(
+                            span,
+                            "a memory barrier without a control barrier",
+                            "use `workgroupBarrier()` / `barrier()`",
+                        ));
+                    }
+                }
+                St::Store { pointer, value } => self.store(f, *pointer, *value, span)?,
+                St::Atomic { pointer, fun, value, result } => self.atomic(f, *pointer, fun, *value, *result, span)?,
+                St::Call { function, arguments, result } => {
+                    let mut args = Vec::new();
+                    for &a in arguments {
+                        args.push(self.expr(f, a)?);
+                    }
+                    let ret = self.call(*function, args, span)?;
+                    if let (Some(r), Some(v)) = (result, ret) {
+                        f.bind(*r, v);
+                    }
+                }
+                St::WorkGroupUniformLoad { pointer, result } => {
+                    self.stmt_line("group_barrier".into());
+                    let p = self.expr(f, *pointer)?;
+                    let v = match p {
+                        Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None }) => {
+                            let (n, t) = self.op(format!("load {mem}[{i}]"), elem);
+                            Val::Ssa(n, t)
+                        }
+                        _ => return Err(ShaderError::at(span, "workgroupUniformLoad of this pointer", "")),
+                    };
+                    self.stmt_line("group_barrier".into());
+                    f.bind(*result, v);
+                }
+                St::Switch { .. } => {
+                    return Err(ShaderError::at(span, "`switch` is not supported", "use `if`/`else` chains"))
+                }
+                St::ImageStore { .. } | St::ImageAtomic { .. } => {
+                    return Err(ShaderError::at(span, "texture stores are not supported", ""))
+                }
+                _ => return Err(ShaderError::at(span, "this statement is not supported", "")),
+            }
+        }
+        Ok(())
+    }
+
+    fn store(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        pointer: naga::Handle<naga::Expression>,
+        value: naga::Handle<naga::Expression>,
+        span: naga::Span,
+    ) -> Result<()> {
+        let p = self.expr(f, pointer)?;
+        let v = self.expr(f, value)?;
+        match p {
+            Val::Ptr(Ptr::Var(k)) => {
+                // Builtin vectors and zeros stay symbolic: they cost nothing until used.
+                let v = match v {
+                    Val::Ssa(..) | Val::Builtin(_) | Val::Zero(_) => v,
+                    other => {
+                        let (n, t) = self.ssa(&other, f.span(value))?;
+                        Val::Ssa(n, t)
+                    }
+                };
+                self.vars.insert(k, v);
+            }
+            Val::Ptr(Ptr::VarLane(k, lane)) => {
+                let cur = self.vars.get(&k).cloned().unwrap_or(Val::Poisoned(span));
+                let (cur, t) = self.ssa(&cur, span)?;
+                let (x, _) = self.ssa(&v, f.span(value))?;
+                let (n, t) = self.op(format!("insert {cur}, {lane}, {x}"), t);
+                self.vars.insert(k, Val::Ssa(n, t));
+            }
+            Val::Ptr(Ptr::Mem { mem, index: Some(i), lane: None, .. }) => {
+                let (x, _) = self.ssa(&v, f.span(value))?;
+                self.stmt_line(format!("store {mem}[{i}], {x}"));
+            }
+            Val::Ptr(Ptr::Mem { lane: Some(_), .. }) => {
+                return Err(ShaderError::at(
+                    span,
+                    "a store to one lane of a vector in memory",
+                    "store the whole vector: other work-items may write the other lanes",
+                ))
+            }
+            _ => return Err(ShaderError::at(span, "a store through this pointer is not supported", "")),
+        }
+        Ok(())
+    }
+
+    fn atomic(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        pointer: naga::Handle<naga::Expression>,
+        fun: &A,
+        value: naga::Handle<naga::Expression>,
+        result: Option<naga::Handle<naga::Expression>>,
+        span: naga::Span,
+    ) -> Result<()> {
+        let p = self.expr(f, pointer)?;
+        let Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None }) = p else {
+            return Err(ShaderError::at(
+                span,
+                "an atomic on this pointer",
+                "atomics work on buffer or work-group array elements",
+            ));
+        };
+        let (x, _) = self.value(f, value)?;
+        let name = match fun {
+            A::Add => "add",
+            A::Subtract => "sub",
+            A::And => "and",
+            A::ExclusiveOr => "xor",
+            A::InclusiveOr => "or",
+            A::Min => "min",
+            A::Max => "max",
+            A::Exchange { compare: None } => "xchg",
+            A::Exchange { compare: Some(_) } => {
+                return Err(ShaderError::at(span, "atomicCompareExchangeWeak is not supported", ""))
+            }
+        };
+        let (n, t) = self.op(format!("atomic {name} {mem}[{i}], {x}"), elem);
+        if let Some(r) = result {
+            f.bind(r, Val::Ssa(n, t));
+        }
+        Ok(())
+    }
+
+    fn if_(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        condition: naga::Handle<naga::Expression>,
+        accept: &[(&St, naga::Span)],
+        reject: &[(&St, naga::Span)],
+        tail: bool,
+        span: naga::Span,
+    ) -> Result<()> {
+        let (c, _) = self.value(f, condition)?;
+        let before = self.vars.clone();
+        let (vars_a, mut lines_a) = self.branch(f, accept, tail)?;
+        self.vars = before.clone();
+        let (vars_b, mut lines_b) = self.branch(f, reject, tail)?;
+        // The variables either branch changed become the `if`'s results (in variable order,
+        // so the text is deterministic). A counter poisoned in a branch stays poisoned.
+        let mut results = Vec::new();
+        let mut after = before.clone();
+        for (k, old) in &before {
+            let (a, b) = (vars_a.get(k).unwrap_or(old), vars_b.get(k).unwrap_or(old));
+            if a == old && b == old {
+                continue;
+            }
+            if let Val::Poisoned(_) = a {
+                after.insert(*k, a.clone());
+                continue;
+            }
+            if let Val::Poisoned(_) = b {
+                after.insert(*k, b.clone());
+                continue;
+            }
+            results.push((*k, a.clone(), b.clone()));
+        }
+        if results.is_empty() {
+            if lines_a.is_empty() && lines_b.is_empty() {
+                self.vars = after;
+                return Ok(());
+            }
+            if lines_a.is_empty() {
+                // `if !c { b }`: the IR's `if` needs a then-region, not an else-only one.
+                let (n, _) = self.op(format!("not {c}"), crate::types::Ty::BOOL);
+                self.stmt_line(format!("if {n} {{"));
+                self.nest(lines_b);
+            } else {
+                self.stmt_line(format!("if {c} {{"));
+                self.nest(lines_a);
+                if !lines_b.is_empty() {
+                    self.stmt_line("} else {".into());
+                    self.nest(lines_b);
+                }
+            }
+            self.stmt_line("}".into());
+            self.vars = after;
+            return Ok(());
+        }
+        let mut yields_a = Vec::new();
+        let mut yields_b = Vec::new();
+        let mut types = Vec::new();
+        let mut names = Vec::new();
+        for (_, a, b) in &results {
+            // Values a branch must materialise (zeros, builtin vectors) are prologue ops, so
+            // they are visible in both regions.
+            let (na, ta) = self.ssa(a, span)?;
+            let (nb, tb) = self.ssa(b, span)?;
+            if ta != tb {
+                return Err(ShaderError::at(span, "internal: a variable changes type", ""));
+            }
+            yields_a.push(na);
+            yields_b.push(nb);
+            types.push(ta);
+            names.push(self.fresh());
+        }
+        lines_a.push(format!("yield {}", yields_a.join(", ")));
+        lines_b.push(format!("yield {}", yields_b.join(", ")));
+        let tys: Vec<String> = types.iter().map(|t| t.text()).collect();
+        self.stmt_line(format!("{} = if {c} -> {} {{", names.join(", "), tys.join(", ")));
+        self.nest(lines_a);
+        self.stmt_line("} else {".into());
+        self.nest(lines_b);
+        self.stmt_line("}".into());
+        for (((k, _, _), n), t) in results.iter().zip(names).zip(types) {
+            after.insert(*k, Val::Ssa(n, t));
+        }
+        self.vars = after;
+        Ok(())
+    }
+
+    /// Lowers `block` as a region of its own: returns the variables at its end and its lines.
+    fn branch(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        stmts: &[(&St, naga::Span)],
+        tail: bool,
+    ) -> Result<(std::collections::BTreeMap<VarKey, Val>, Vec<String>)> {
+        f.scopes.push(HashMap::new());
+        let r = self.region(|l| l.statements(f, stmts, tail));
+        f.scopes.pop();
+        let ((), lines) = r?;
+        Ok((self.vars.clone(), lines))
+    }
+
+    /// Inlines a call of user function `function`; returns its result.
+    fn call(
+        &mut self,
+        function: naga::Handle<naga::Function>,
+        args: Vec<Val>,
+        span: naga::Span,
+    ) -> Result<Option<Val>> {
+        let module = self.module;
+        let Ok(func) = module.functions.try_get(function) else {
+            return Err(ShaderError::at(span, "internal: unknown function", ""));
+        };
+        let id = function.index() as u32;
+        let mut callee = FnCtx { func, id, args, scopes: vec![HashMap::new()], site: span };
+        self.init_locals(&mut callee)?;
+        self.vars.insert(VarKey::Ret(id), Val::Poisoned(span));
+        self.block(&mut callee, &func.body, true)?;
+        let ret = self.vars.remove(&VarKey::Ret(id)).filter(|v| !matches!(v, Val::Poisoned(_)));
+        // The callee's locals die with the call.
+        self.vars.retain(|k, _| !matches!(k, VarKey::Local(fid, _) if *fid == id));
+        Ok(ret)
+    }
+}
+
+fn items(block: &Block) -> Vec<(&St, naga::Span)> {
+    block.span_iter().map(|(s, sp)| (s, *sp)).collect()
+}
+
+/// Whether control never falls out of the end of `block`: it ends in a `return`.
+fn ends_in_return(block: &Block) -> bool {
+    match block.last() {
+        Some(St::Return { .. }) => true,
+        Some(St::Block(b)) => ends_in_return(b),
+        Some(St::If { accept, reject, .. }) => ends_in_return(accept) && ends_in_return(reject),
+        _ => false,
+    }
+}

@@ -1,0 +1,157 @@
+//! Shaders the translator refuses: each error points at the construct and nothing panics.
+
+mod support;
+
+use cmdgraph_shader::{translate, Lang, ShaderError};
+use support::shader;
+
+/// Translates `file` expecting an error whose span covers text containing `construct` and
+/// whose message contains `message`.
+fn refused(file: &str, construct: &str, message: &str) -> ShaderError {
+    let (lang, src) = shader(file);
+    let e = match translate(lang, &src, "main", "k") {
+        Ok(t) => panic!("{file}: translated, expected an error:\n{}", t.text),
+        Err(e) => e,
+    };
+    assert!(!e.span.is_empty(), "{file}: empty span: {e}");
+    let spanned = &src[e.span.clone()];
+    assert!(
+        spanned.contains(construct),
+        "{file}: span {:?} is `{spanned}`, expected it to contain `{construct}`: {e}",
+        e.span
+    );
+    assert!(e.message.contains(message), "{file}: message `{}` lacks `{message}`", e.message);
+    e
+}
+
+/// The line of `src` that `span` starts on.
+fn line_of(src: &str, span: &std::ops::Range<usize>) -> usize {
+    src[..span.start].matches('\n').count() + 1
+}
+
+#[test]
+fn syntax_error_points_into_its_line_wgsl() {
+    let e = refused("err_syntax.wgsl", "*", "WGSL");
+    let (_, src) = shader("err_syntax.wgsl");
+    assert_eq!(line_of(&src, &e.span), 5, "{e}");
+}
+
+#[test]
+fn syntax_error_points_into_its_line_glsl() {
+    let e = refused("err_syntax.comp", "*", "GLSL");
+    let (_, src) = shader("err_syntax.comp");
+    assert_eq!(line_of(&src, &e.span), 6, "{e}");
+}
+
+#[test]
+fn missing_entry_point_lists_the_present_ones() {
+    let (lang, src) = shader("saxpy.wgsl");
+    let e = translate(lang, &src, "nope", "k").expect_err("no entry point `nope`");
+    assert!(e.message.contains("`nope`") && e.message.contains("`main` (compute)"), "{e}");
+}
+
+#[test]
+fn while_loop_is_refused_at_the_loop_wgsl() {
+    let e = refused("err_while.wgsl", "while (v != 1u)", "only counted `for` loops");
+    assert!(e.message.contains("exit test is not `i < hi`"), "{e}");
+}
+
+#[test]
+fn while_loop_is_refused_at_the_loop_glsl() {
+    refused("err_while.comp", "while (v != 1u)", "only counted `for` loops");
+}
+
+#[test]
+fn break_in_the_middle_is_refused_wgsl() {
+    refused("err_break.wgsl", "break", "`break` in the middle of a loop");
+}
+
+#[test]
+fn break_in_the_middle_is_refused_glsl() {
+    refused("err_break.comp", "break", "`break` in the middle of a loop");
+}
+
+#[test]
+fn return_inside_a_loop_is_refused() {
+    refused("err_return.wgsl", "return", "`return` before the end of the function");
+}
+
+#[test]
+fn struct_array_element_is_refused() {
+    refused("err_struct_elem.wgsl", "ps", "storage buffer `ps` has elements of type struct");
+}
+
+#[test]
+fn f64_is_refused() {
+    // naga keeps no span for a block member: the error points at the block.
+    refused("err_f64.comp", "Y", "storage buffer `y` has elements of type f64");
+}
+
+#[test]
+fn storage_texture_is_refused_wgsl() {
+    refused("err_texture.wgsl", "img", "storage texture `img`");
+}
+
+#[test]
+fn storage_texture_is_refused_glsl() {
+    refused("err_texture.comp", "img", "storage texture `img`");
+}
+
+#[test]
+fn bad_kernel_name_is_refused() {
+    let (lang, src) = shader("saxpy.wgsl");
+    let e = translate(lang, &src, "main", "9 lives").expect_err("bad name");
+    assert!(e.message.contains("not a valid kernel name"), "{e}");
+}
+
+/// Every prefix of every test shader, and copies with bytes garbled, translate or fail
+/// without a panic, with a span inside the source.
+#[test]
+fn truncated_and_garbled_shaders_do_not_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("shaders").flatten().map(|e| e.path()).collect();
+    files.sort();
+    let mut rng = support::Rng::new(7);
+    for path in files {
+        let src = std::fs::read_to_string(&path).expect("read");
+        let lang = if path.extension().is_some_and(|e| e == "wgsl") { Lang::Wgsl } else { Lang::Glsl };
+        let check = |text: &str| {
+            if let Err(e) = translate(lang, text, "main", "k") {
+                assert!(e.span.end <= text.len() && text.is_char_boundary(e.span.start), "{}: {e}", path.display());
+            }
+        };
+        for cut in (0..src.len()).step_by(7) {
+            check(&src[..cut]);
+        }
+        let bytes = src.as_bytes();
+        for _ in 0..60 {
+            let mut b = bytes.to_vec();
+            for _ in 0..1 + rng.next() % 3 {
+                let at = (rng.next() % b.len() as u64) as usize;
+                b[at] = b"{}()[];<>+-*/%=!&|^.,:@0123456789 \nxyzuvf"[(rng.next() % 41) as usize];
+            }
+            check(&String::from_utf8_lossy(&b));
+        }
+    }
+}
+
+#[test]
+fn loop_counter_read_after_its_loop_is_refused() {
+    refused("err_counter.comp", "k", "read after the loop");
+}
+
+#[test]
+fn continue_is_refused() {
+    refused("err_continue.wgsl", "continue", "`continue`");
+}
+
+#[test]
+fn switch_is_refused() {
+    refused("err_switch.wgsl", "switch", "`switch`");
+}
+
+#[test]
+fn loop_bound_changed_in_the_body_is_refused() {
+    let e = refused("err_bound.wgsl", "for (var k = 0u; k < n; k++)", "only counted `for` loops");
+    assert!(e.message.contains("the bound may change"), "{e}");
+}

@@ -1,0 +1,275 @@
+//! Translated shaders run on the reference interpreter and match a plain-Rust computation
+//! of the same shader, element for element (bit-exact: the IR's float ops are IEEE 754 in
+//! f32 and the math functions are Rust's, like the references below).
+
+mod support;
+
+use support::{assert_same, bytes_of, f32s, ir_max, ir_min, run, translated, u32s, Arg, Rng};
+
+fn saxpy(file: &str) {
+    let t = translated(file);
+    assert!(t.text.contains("%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32, %n: u32"), "{}", t.text);
+    let mut rng = Rng::new(1);
+    let x = rng.f32s(256, -8.0, 8.0);
+    let y = rng.f32s(256, -8.0, 8.0);
+    let a = rng.f32_in(-3.0, 3.0);
+    let n = 200;
+    let out = run(file, &t, "range(256)", &[Arg::F32s(&x), Arg::F32s(&y), Arg::F32(a), Arg::U32(n)]);
+    let want: Vec<f32> = (0..256).map(|i| if i < n as usize { a * x[i] + y[i] } else { y[i] }).collect();
+    assert_same(file, &f32s(&out[1]), &want);
+}
+
+#[test]
+fn saxpy_wgsl_matches_reference() {
+    saxpy("saxpy.wgsl");
+}
+
+#[test]
+fn saxpy_glsl_matches_reference() {
+    saxpy("saxpy.comp");
+}
+
+fn chain_reference(v: f32) -> f32 {
+    let a = v.abs().sqrt() + (-v * 0.25).exp();
+    let b = v.sin() * v.cos() - (v.abs() + 1.0).ln();
+    let c = ir_min(ir_max((v * 3.0).floor() + v.ceil(), -4.0), 6.0);
+    let d = ir_min(a, b) + ir_max(b, c) + v.abs().powf(1.5) + 1.0 / (v.abs() + 2.0).sqrt();
+    let e = a.mul_add(b, c) + d.tanh() * 0.5;
+    let sel = if v < 0.0 { d - 1.0 } else { e };
+    sel + (((v.abs() * 10.0) as u32) % 7) as f32
+}
+
+fn chain(file: &str) {
+    let t = translated(file);
+    let mut rng = Rng::new(2);
+    let x = rng.f32s(128, -8.0, 8.0);
+    let out = run(file, &t, "range(128)", &[Arg::F32s(&x), Arg::OutF32(128)]);
+    let want: Vec<f32> = x.iter().map(|&v| chain_reference(v)).collect();
+    assert_same(file, &f32s(&out[1]), &want);
+}
+
+#[test]
+fn math_chain_wgsl_matches_reference() {
+    chain("chain.wgsl");
+}
+
+#[test]
+fn math_chain_glsl_matches_reference() {
+    chain("chain.comp");
+}
+
+fn sum_loop(file: &str) {
+    let t = translated(file);
+    assert!(t.text.contains(" = for %"), "{}", t.text);
+    let mut rng = Rng::new(3);
+    let n = 13u32;
+    let x = rng.f32s(64 * n as usize, -8.0, 8.0);
+    let out = run(file, &t, "range(64)", &[Arg::F32s(&x), Arg::OutF32(64), Arg::U32(n)]);
+    let want: Vec<f32> = (0..64)
+        .map(|i| {
+            let (mut acc, mut count) = (0.0f32, 0u32);
+            for k in 0..n as usize {
+                acc += x[i * n as usize + k];
+                count += u32::from(x[i * n as usize + k] > 0.0);
+            }
+            acc + count as f32
+        })
+        .collect();
+    assert_same(file, &f32s(&out[1]), &want);
+}
+
+#[test]
+fn sum_loop_wgsl_matches_reference() {
+    sum_loop("sum_loop.wgsl");
+}
+
+#[test]
+fn sum_loop_glsl_matches_reference() {
+    sum_loop("sum_loop.comp");
+}
+
+fn branch(file: &str, tag_of: impl Fn(u32) -> u32) {
+    let t = translated(file);
+    assert!(t.text.contains(" = if %"), "{}", t.text);
+    let mut rng = Rng::new(4);
+    let x = rng.f32s(64, -1.5, 1.5);
+    let out = run(file, &t, "range(64)", &[Arg::F32s(&x), Arg::OutF32(64), Arg::OutU32(64)]);
+    let mut want_r = Vec::new();
+    let mut want_t = Vec::new();
+    for (i, &v) in x.iter().enumerate() {
+        let i = i as u32;
+        let (r, t) = if v > 0.5 {
+            (v * 2.0, i)
+        } else if v < -0.5 {
+            (1.0 - v, 7)
+        } else {
+            (v / 3.0, tag_of(i))
+        };
+        want_r.push(r);
+        want_t.push(t);
+    }
+    assert_same(file, &f32s(&out[1]), &want_r);
+    assert_eq!(u32s(&out[2]), want_t, "{file}: tags");
+}
+
+#[test]
+fn if_else_wgsl_matches_reference() {
+    // WGSL: an integer divided by zero is the dividend.
+    branch("branch.wgsl", |i| (i * 3).checked_div(i % 4).unwrap_or(i * 3));
+}
+
+#[test]
+fn if_else_glsl_matches_reference() {
+    branch("branch.comp", |i| i * 3 + i % 4);
+}
+
+fn reduce(file: &str) {
+    let t = translated(file);
+    assert!(t.text.contains("local f32[64]") && t.text.contains("group_barrier"), "{}", t.text);
+    let mut rng = Rng::new(5);
+    let x = rng.f32s(512, -8.0, 8.0);
+    let out = run(file, &t, "nd_range(global(512), local(64))", &[Arg::F32s(&x), Arg::OutF32(8)]);
+    let want: Vec<f32> = x
+        .chunks(64)
+        .map(|g| {
+            let mut tile = g.to_vec();
+            for level in 0..6 {
+                let stride = 32 >> level;
+                for l in 0..stride {
+                    tile[l] += tile[l + stride];
+                }
+            }
+            tile[0]
+        })
+        .collect();
+    assert_same(file, &f32s(&out[1]), &want);
+}
+
+#[test]
+fn workgroup_reduction_wgsl_matches_reference() {
+    reduce("reduce.wgsl");
+}
+
+#[test]
+fn workgroup_reduction_glsl_matches_reference() {
+    reduce("reduce.comp");
+}
+
+fn matmul(file: &str) {
+    let t = translated(file);
+    assert_eq!(t.workgroup_size, [4, 4, 1]);
+    let (m, n, k) = (6usize, 7usize, 9usize);
+    let mut rng = Rng::new(6);
+    let a = rng.f32s(m * k, -4.0, 4.0);
+    let b = rng.f32s(k * n, -4.0, 4.0);
+    let args =
+        [Arg::F32s(&a), Arg::F32s(&b), Arg::OutF32(m * n), Arg::U32(m as u32), Arg::U32(n as u32), Arg::U32(k as u32)];
+    // The launch covers more than the matrix: the guard must keep the extra items out.
+    let out = run(file, &t, "nd_range(global(8, 8), local(4, 4))", &args);
+    let mut want = vec![0.0f32; m * n];
+    for r in 0..m {
+        for c in 0..n {
+            let mut acc = 0.0f32;
+            for j in 0..k {
+                acc += a[r * k + j] * b[j * n + c];
+            }
+            want[r * n + c] = acc;
+        }
+    }
+    assert_same(file, &f32s(&out[2]), &want);
+}
+
+#[test]
+fn matmul_wgsl_matches_reference() {
+    matmul("matmul.wgsl");
+}
+
+#[test]
+fn matmul_glsl_matches_reference() {
+    matmul("matmul.comp");
+}
+
+/// WGSL `%` on floats: e1 - e2 * trunc(e1 / e2), each step rounded.
+fn wgsl_frem(a: f32, b: f32) -> f32 {
+    a - b * (a / b).trunc()
+}
+
+#[test]
+fn vectors_shifts_division_atomics_and_calls_wgsl_match_reference() {
+    let file = "misc.wgsl";
+    let t = translated(file);
+    let n = 32usize;
+    let mut rng = Rng::new(8);
+    let v = rng.f32s(4 * n, -8.0, 8.0);
+    let mut s: Vec<i32> = (0..2 * n).map(|_| rng.next() as i32 >> (rng.next() % 31)).collect();
+    // Edge cases: division by zero, MIN / -1, negative shift amounts.
+    s[0..6].copy_from_slice(&[17, 0, i32::MIN, -1, -9, -3]);
+    let args = [
+        Arg::Bytes("vec4<f32>", n, bytes_of(&v, f32::to_le_bytes)),
+        Arg::Bytes("i32", 2 * n, bytes_of(&s, i32::to_le_bytes)),
+        Arg::Bytes("vec4<f32>", n, vec![0; 16 * n]),
+        Arg::Bytes("i32", 3 * n, vec![0; 12 * n]),
+        Arg::OutF32(n),
+        Arg::OutU32(5),
+    ];
+    let out = run(file, &t, &format!("nd_range(global({n}), local(8))"), &args);
+    let mut want_v = Vec::new();
+    let mut want_i = Vec::new();
+    let mut want_f = Vec::new();
+    for i in 0..n {
+        let mut w = [v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]];
+        w[1] = if w[0] > w[2] { w[0] - w[2] } else { w[2] * 0.5 };
+        for src in [3, 2, 1, 0] {
+            want_v.push(w[src] * 2.0 + w[0]);
+        }
+        let (a, b) = (s[2 * i], s[2 * i + 1]);
+        // WGSL: x / 0 = x, MIN / -1 = MIN, x % 0 = 0, MIN % -1 = 0.
+        want_i.push(if b == 0 { a } else { a.wrapping_div(b) } as u32);
+        want_i.push(if b == 0 { 0 } else { a.wrapping_rem(b) } as u32);
+        want_i.push((a.wrapping_shl(b as u32) ^ (a >> 3)) as u32);
+        want_f.push(wgsl_frem(v[4 * i], v[4 * i + 1]));
+    }
+    assert_same(file, &f32s(&out[2]), &want_v);
+    assert_eq!(u32s(&out[3]), want_i, "{file}: integers");
+    assert_same(file, &f32s(&out[4]), &want_f);
+    // Each work-group of 8 adds 2 to each of hits[0..4]; hits[4] is the max old value seen.
+    let hits = u32s(&out[5]);
+    assert_eq!(&hits[..4], &[(n / 4) as u32; 4], "{file}: atomic adds");
+    assert_eq!(hits[4], (n / 4) as u32 - 1, "{file}: atomic max");
+}
+
+#[test]
+fn nested_loops_vectors_and_a_workgroup_scalar_glsl_match_reference() {
+    let file = "misc.comp";
+    let t = translated(file);
+    let (n, rows, cols, bias) = (16usize, 3usize, 7usize, 5i32);
+    let mut rng = Rng::new(9);
+    let x = rng.f32s(n * rows * cols, -8.0, 8.0);
+    let args = [
+        Arg::F32s(&x),
+        Arg::Bytes("vec2<f32>", n, vec![0; 8 * n]),
+        Arg::OutU32(n),
+        Arg::U32(rows as u32),
+        Arg::U32(cols as u32),
+        Arg::I32(bias),
+    ];
+    let out = run(file, &t, &format!("nd_range(global({n}), local(8))"), &args);
+    let mut want_o = Vec::new();
+    let q_of = |i: usize| ((i as i32 - bias) / 3 + (i as i32 * 7) % 5) & 3;
+    let mut want_c = Vec::new();
+    for i in 0..n {
+        let (mut sx, mut my) = (0.0f32, -1e30f32);
+        for r in 0..rows {
+            for c in (1..cols).step_by(2) {
+                let v = x[(i * rows + r) * cols + c];
+                sx += v;
+                my = ir_max(my, v);
+            }
+        }
+        want_o.extend([sx, my]);
+        let leader = i / 8 * 8;
+        want_c.push(q_of(leader) as u32 + 100 * (i / 8) as u32 + q_of(i) as u32);
+    }
+    assert_same(file, &f32s(&out[1]), &want_o);
+    assert_eq!(u32s(&out[2]), want_c, "{file}: counts");
+}
