@@ -51,9 +51,11 @@
 
 mod error;
 mod lower;
+mod resolve;
 mod types;
 
 pub use error::ShaderError;
+pub use resolve::{resolve, ResolveError};
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 

@@ -29,7 +29,7 @@ pub struct FmtArgs {
 /// Runs `cmdgraph fmt`.
 pub fn run(args: &FmtArgs) -> Outcome {
     let input = io::read_input(&args.input)?;
-    let module = super::parse(&input)?;
+    let module = super::parse_as_written(&input)?;
     let canonical = cmdgraph_ir::text::print(&module);
     if !args.check {
         return io::write_output(args.output.as_deref(), &canonical);

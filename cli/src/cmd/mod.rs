@@ -18,8 +18,22 @@ use crate::io::Input;
 use cmdgraph_ir::diag::{render_all, Diagnostic, Severity};
 use cmdgraph_ir::Module;
 
-/// Parses the input; parse diagnostics reject it.
+/// Parses the input and translates its `wgsl`/`glsl` kernels (docs/kernels.md); parse and
+/// translation diagnostics reject it.
 pub fn parse(input: &Input) -> Result<Module, Failure> {
+    let mut module = parse_as_written(input)?;
+    // Shader paths are relative to the module's file (the working directory for stdin).
+    let dir = match std::path::Path::new(&input.name).parent() {
+        Some(d) if input.name != crate::io::STDIN_NAME => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    cmdgraph_shader::resolve(&mut module, &input.text, &dir)
+        .map_err(|errors| Failure::Rejected(errors.iter().map(|e| e.render(&input.name, &input.text)).collect()))?;
+    Ok(module)
+}
+
+/// Parses the input as written: shader kernels stay shader kernels (`fmt`).
+pub fn parse_as_written(input: &Input) -> Result<Module, Failure> {
     cmdgraph_ir::text::parse(&input.text).map_err(|diagnostics| reject(input, &diagnostics))
 }
 
