@@ -42,7 +42,10 @@ pub fn resolve(module: &mut Module, text: &str, dir: &Path) -> Result<(), Vec<Re
         let Some(kernel) = module.kernels.try_get(h) else { continue };
         let KernelBody::Shader { lang, source, entry } = &kernel.body else { continue };
         match translate_kernel(kernel, *lang, source, entry, span, text, dir) {
-            Ok(translated) => {
+            Ok((translated, workgroup_size)) => {
+                if uses_work_groups(&translated) {
+                    errors.extend(check_launches(module, h, &translated.name, workgroup_size));
+                }
                 if let Some(k) = module.kernels.try_get_mut(h) {
                     *k = translated;
                 }
@@ -66,7 +69,7 @@ fn translate_kernel(
     kspan: Span,
     text: &str,
     dir: &Path,
-) -> Result<Kernel, Box<ResolveError>> {
+) -> Result<(Kernel, [u32; 3]), Box<ResolveError>> {
     let in_module = |d: Diagnostic| Box::new(ResolveError { file: None, diagnostic: d });
     // The source, the file its errors are shown in, and where it starts in that file.
     let (src, file, at) = match source {
@@ -146,13 +149,14 @@ fn translate_kernel(
         ShaderSource::Inline(_) => format!(" translated from inline {} entry \"{entry}\"", lang.keyword()),
     };
     comments.leading.push(origin);
-    Ok(Kernel {
+    let translated_kernel = Kernel {
         name: kernel.name.clone(),
         params: kernel.params.clone(),
         body: KernelBody::Ir(body),
         comments,
         param_spans: kernel.param_spans.clone(),
-    })
+    };
+    Ok((translated_kernel, translated.workgroup_size))
 }
 
 fn read_source(path: &Path) -> Result<String, String> {
@@ -178,36 +182,40 @@ fn check_signature(
     let shader_sig: Vec<String> = shader.params.iter().map(|p| p.ty.to_string()).collect();
     let help = format!("the {} entry point `{entry}` takes ({})", lang.keyword(), shader_sig.join(", "));
     if declared.params.len() != shader.params.len() {
-        return Err(Box::new(Diagnostic::error(
-            "E0602",
-            format!(
-                "kernel @{} declares {} parameters; the shader has {}",
-                declared.name,
-                declared.params.len(),
-                shader.params.len()
-            ),
-            kspan,
-        )
-        .with_label("this signature")
-        .with_help(help)));
+        return Err(Box::new(
+            Diagnostic::error(
+                "E0602",
+                format!(
+                    "kernel @{} declares {} parameters; the shader has {}",
+                    declared.name,
+                    declared.params.len(),
+                    shader.params.len()
+                ),
+                kspan,
+            )
+            .with_label("this signature")
+            .with_help(help),
+        ));
     }
     for (i, (d, s)) in declared.params.iter().zip(&shader.params).enumerate() {
         if d.ty != s.ty {
             let span = declared.param_spans.get(&(i as u32));
-            return Err(Box::new(Diagnostic::error(
-                "E0602",
-                format!(
-                    "parameter %{} is `{}`, but the shader's parameter {} (`{}`) is `{}`",
-                    d.name,
-                    d.ty,
-                    i + 1,
-                    s.name,
-                    s.ty
-                ),
-                if span.is_defined() { span } else { kspan },
-            )
-            .with_label("does not match the shader")
-            .with_help(help)));
+            return Err(Box::new(
+                Diagnostic::error(
+                    "E0602",
+                    format!(
+                        "parameter %{} is `{}`, but the shader's parameter {} (`{}`) is `{}`",
+                        d.name,
+                        d.ty,
+                        i + 1,
+                        s.name,
+                        s.ty
+                    ),
+                    if span.is_defined() { span } else { kspan },
+                )
+                .with_label("does not match the shader")
+                .with_help(help),
+            ));
         }
     }
     Ok(())
@@ -232,4 +240,66 @@ fn rename_params(body: &mut cmdgraph_ir::kernel::Body, kernel: &Kernel) {
             taken.insert(v.name.clone());
         }
     }
+}
+
+/// Whether the kernel can observe its work-group: local memory, barriers, or the builtins
+/// of the group (`local_id`, `group_id`, `local_range`, `group_range`).
+fn uses_work_groups(kernel: &Kernel) -> bool {
+    use cmdgraph_ir::kernel::{Builtin, OpKind};
+    let KernelBody::Ir(body) = &kernel.body else { return false };
+    body.ops.iter().any(|(_, op)| match &op.kind {
+        OpKind::GroupBarrier | OpKind::LocalAlloc { .. } => true,
+        OpKind::Builtin(b, _) => !matches!(b, Builtin::GlobalId | Builtin::GlobalRange),
+        _ => false,
+    })
+}
+
+/// A kernel that sees its work-group must be launched with the shader's work-group size:
+/// `nd_range` with that local size (its work-group arrays and barriers were written for it).
+fn check_launches(
+    module: &Module,
+    kernel: cmdgraph_ir::Handle<Kernel>,
+    name: &str,
+    size: [u32; 3],
+) -> Vec<ResolveError> {
+    use cmdgraph_ir::graph::{Alternative, Launch, NodeKind};
+    let mut out = Vec::new();
+    let wanted = |local: &[u64]| (0..3).all(|d| local.get(d).copied().unwrap_or(1) == u64::from(size[d]));
+    let shown = if size[2] > 1 {
+        format!("{}, {}, {}", size[0], size[1], size[2])
+    } else if size[1] > 1 {
+        format!("{}, {}", size[0], size[1])
+    } else {
+        size[0].to_string()
+    };
+    for (_, graph) in module.graphs.iter() {
+        for (node, n) in graph.nodes.iter() {
+            let mut cmds = Vec::new();
+            match &n.kind {
+                NodeKind::Kernel(cmd) => cmds.push(cmd),
+                NodeKind::Dynamic { dcg } => {
+                    if let Some(d) = graph.dcgs.try_get(*dcg) {
+                        cmds.extend(d.alternatives.iter().filter_map(|a| match a {
+                            Alternative::Kernel(cmd) => Some(cmd),
+                            _ => None,
+                        }));
+                    }
+                }
+                _ => {}
+            }
+            for cmd in cmds.into_iter().filter(|c| c.kernel == kernel) {
+                if !matches!(&cmd.launch, Launch::NdRange { local, .. } if wanted(local)) {
+                    let d = Diagnostic::error(
+                        "E0604",
+                        format!("kernel @{name} uses its work-group, and its shader's work-group size is ({shown})"),
+                        graph.nodes.span(node),
+                    )
+                    .with_label("not launched with that work-group size")
+                    .with_help(format!("launch it with `nd_range(global(...), local({shown}))`"));
+                    out.push(ResolveError { file: None, diagnostic: d });
+                }
+            }
+        }
+    }
+    out
 }
