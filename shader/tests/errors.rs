@@ -63,12 +63,12 @@ fn while_loop_is_refused_at_the_loop_glsl() {
 
 #[test]
 fn break_in_the_middle_is_refused_wgsl() {
-    refused("err_break.wgsl", "break", "`break` in the middle of a loop");
+    refused("err_break.wgsl", "break", "`break` before the end of a loop");
 }
 
 #[test]
 fn break_in_the_middle_is_refused_glsl() {
-    refused("err_break.comp", "break", "`break` in the middle of a loop");
+    refused("err_break.comp", "break", "`break` before the end of a loop");
 }
 
 #[test]
@@ -146,8 +146,8 @@ fn continue_is_refused() {
 }
 
 #[test]
-fn switch_is_refused() {
-    refused("err_switch.wgsl", "switch", "`switch`");
+fn switch_case_falling_through_is_refused_glsl() {
+    refused("err_switch.comp", "switch", "falls through");
 }
 
 #[test]

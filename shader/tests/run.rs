@@ -273,3 +273,57 @@ fn nested_loops_vectors_and_a_workgroup_scalar_glsl_match_reference() {
     assert_same(file, &f32s(&out[1]), &want_o);
     assert_eq!(u32s(&out[2]), want_c, "{file}: counts");
 }
+
+fn switch(file: &str) {
+    let t = translated(file);
+    assert!(t.text.contains(" = if %"), "{}", t.text);
+    let mut rng = Rng::new(10);
+    let n = 256usize;
+    let mut x: Vec<i32> = (0..n).map(|_| rng.next() as i32).collect();
+    // Every case, with both signs, and the values `classify` picks out.
+    for (k, v) in (-8..8).enumerate() {
+        x[k] = v;
+    }
+    let args =
+        [Arg::Bytes("i32", n, bytes_of(&x, i32::to_le_bytes)), Arg::Bytes("i32", n, vec![0; 4 * n]), Arg::OutU32(n)];
+    let out = run(file, &t, &format!("range({n})"), &args);
+    let classify = |v: i32| match v {
+        0 => 10,
+        -1 | -2 => 20,
+        _ => v >> 28,
+    };
+    let mut want_r = Vec::new();
+    let mut want_t = Vec::new();
+    for (i, &v) in x.iter().enumerate() {
+        let (mut r, mut t) = (v, 0u32);
+        match v & 7 {
+            0 => r = v.wrapping_mul(2),
+            1 | 2 => {
+                r = v.wrapping_sub(5);
+                t = 1;
+            }
+            3 => r = v.wrapping_neg(),
+            4 => {
+                if v > 0 {
+                    t = 4;
+                }
+                r = r.wrapping_add(3);
+            }
+            _ => t = 9,
+        }
+        want_t.push(if i % 3 == 0 { t } else { t + 100 });
+        want_r.push(r.wrapping_add(classify(v >> 30)) as u32);
+    }
+    assert_eq!(u32s(&out[1]), want_r, "{file}: results");
+    assert_eq!(u32s(&out[2]), want_t, "{file}: tags");
+}
+
+#[test]
+fn switch_wgsl_matches_reference() {
+    switch("switch.wgsl");
+}
+
+#[test]
+fn switch_glsl_matches_reference() {
+    switch("switch.comp");
+}

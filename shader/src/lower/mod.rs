@@ -11,6 +11,7 @@ mod expr;
 mod globals;
 mod loops;
 mod stmt;
+mod switch;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
