@@ -10,6 +10,7 @@
 mod expr;
 mod globals;
 mod loops;
+mod math;
 mod stmt;
 mod switch;
 
