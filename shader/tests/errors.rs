@@ -155,3 +155,10 @@ fn loop_bound_changed_in_the_body_is_refused() {
     let e = refused("err_bound.wgsl", "for (var k = 0u; k < n; k++)", "only counted `for` loops");
     assert!(e.message.contains("the bound may change"), "{e}");
 }
+
+#[test]
+fn used_whole_array_load_is_refused_at_the_load() {
+    let e = refused("err_whole_load.wgsl", "a", "a load of a whole array or struct");
+    let (_, src) = shader("err_whole_load.wgsl");
+    assert_eq!(line_of(&src, &e.span), 6, "{e}");
+}

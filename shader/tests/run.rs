@@ -433,3 +433,28 @@ fn math_functions_written_out_wgsl_match_reference() {
     let got_i: Vec<i32> = u32s(&out[4]).into_iter().map(|v| v as i32).collect();
     assert_eq!(got_i, want_i, "{file}: integers");
 }
+
+#[test]
+fn compare_exchange_fixed_size_and_scalar_storage_buffers_wgsl_match_reference() {
+    let file = "cmpxchg.wgsl";
+    let t = translated(file);
+    assert!(t.text.contains("atomic cmpxchg"), "{}", t.text);
+    let n = 64usize;
+    let mut rng = Rng::new(12);
+    let cells: Vec<u32> = (0..n).map(|_| (rng.next() % 4) as u32).collect();
+    let want: Vec<u32> = (0..n).map(|_| (rng.next() % 4) as u32).collect();
+    let args = [Arg::U32s(&want), Arg::U32s(&cells), Arg::OutU32(2 * n), Arg::OutU32(1)];
+    let out = run(file, &t, &format!("nd_range(global({n}), local({n}))"), &args);
+    let mut want_cells = cells.clone();
+    let mut want_out = Vec::new();
+    for i in 0..n {
+        let hit = cells[i] == want[i];
+        if hit {
+            want_cells[i] = i as u32 + 1000;
+        }
+        want_out.extend([cells[i], u32::from(hit)]);
+    }
+    assert_eq!(u32s(&out[1]), want_cells, "{file}: cells");
+    assert_eq!(u32s(&out[2]), want_out, "{file}: results");
+    assert_eq!(u32s(&out[3]), vec![want_out.iter().skip(1).step_by(2).sum::<u32>()], "{file}: count");
+}

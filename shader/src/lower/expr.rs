@@ -179,6 +179,18 @@ impl Lowerer<'_> {
                 None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
             },
             Val::Ptr(Ptr::Var(k)) => Val::Ptr(Ptr::VarLane(k, index)),
+            Val::WholeLoad(at) => {
+                return Err(ShaderError::at_or(
+                    at,
+                    span,
+                    "a load of a whole array or struct",
+                    "load single elements (`x[i]`) or scalar members",
+                ))
+            }
+            Val::Struct(members) => match members.get(index as usize) {
+                Some(v) => v.clone(),
+                None => return Err(ShaderError::at(span, "internal: unknown struct member", "")),
+            },
             Val::Builtin(b) => {
                 let (n, t) = self.builtin_lane(b, index);
                 Val::Ssa(n, t)
@@ -228,6 +240,7 @@ impl Lowerer<'_> {
                 }
             }
             Val::Ptr(Ptr::Scalar(n, t)) => Val::Ssa(n, t),
+            Val::Ptr(Ptr::Mem { index: None, .. } | Ptr::MemStruct { .. }) => Val::WholeLoad(span),
             _ => {
                 return Err(ShaderError::at(
                     span,

@@ -186,6 +186,17 @@ impl Lowerer<'_> {
             ));
         };
         let (x, _) = self.value(f, value)?;
+        if let A::Exchange { compare: Some(cmp) } = fun {
+            // The IR's `cmpxchg` is strong and returns the old value; it exchanged exactly
+            // when the old value is the one expected.
+            let (c, _) = self.value(f, *cmp)?;
+            let (old, t) = self.op(format!("atomic cmpxchg {mem}[{i}], {c}, {x}"), elem);
+            let (ok, b) = self.op(format!("eq {old}, {c}"), crate::types::Ty::BOOL);
+            if let Some(r) = result {
+                f.bind(r, Val::Struct(vec![Val::Ssa(old, t), Val::Ssa(ok, b)]));
+            }
+            return Ok(());
+        }
         let name = match fun {
             A::Add => "add",
             A::Subtract => "sub",
@@ -195,9 +206,7 @@ impl Lowerer<'_> {
             A::Min => "min",
             A::Max => "max",
             A::Exchange { compare: None } => "xchg",
-            A::Exchange { compare: Some(_) } => {
-                return Err(ShaderError::at(span, "atomicCompareExchangeWeak is not supported", ""))
-            }
+            A::Exchange { compare: Some(_) } => return Err(ShaderError::at(span, "internal: compare-exchange", "")),
         };
         let (n, t) = self.op(format!("atomic {name} {mem}[{i}], {x}"), elem);
         if let Some(r) = result {
