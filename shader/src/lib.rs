@@ -15,13 +15,16 @@
 //!
 //! # What is translated
 //!
-//! Runtime-sized arrays of scalars or vectors in storage buffers (bare or as the one member
-//! of a struct), scalar uniforms, work-group arrays and scalars (`local T[n]`), the
+//! Storage buffers holding a runtime-sized or fixed-size array of scalars or vectors, or one
+//! scalar or vector (bare or as the one member of a struct), scalar uniforms, work-group arrays and scalars (`local T[n]`), the
 //! `global_invocation_id`, `local_invocation_id`, `local_invocation_index`, `workgroup_id`
 //! and `num_workgroups` builtins, arithmetic, comparisons, `select`, numeric casts, vector
-//! construction / lanes / swizzles, the math functions the IR has, local variables (turned
-//! into SSA values, merged at `if`s and carried through loops), counted `for` loops, calls of
-//! user functions (inlined), atomics and work-group barriers. Anything else is a
+//! construction / lanes / swizzles, the math functions the IR has and those WGSL defines in
+//! terms of them (`dot mix length distance normalize cross sign step smoothstep fract trunc
+//! round saturate`, integer `abs`, `countOneBits`), local variables (turned into SSA values,
+//! merged at `if`s and carried through loops), `switch` (a chain of `if`s), counted `for`
+//! loops, calls of user functions (inlined), atomics (`atomicCompareExchangeWeak` as the IR's
+//! strong `cmpxchg`) and work-group barriers. Anything else is a
 //! [`ShaderError`] pointing at the construct; no input makes [`translate`] panic.
 //!
 //! # Semantics kept
@@ -31,7 +34,12 @@
 //!   fmod), written out with IR ops. GLSL leaves both undefined and gets the plain ops.
 //! - Shift amounts: WGSL takes them modulo the bit width, as the IR does; a `u32` amount
 //!   of an `i32` shift is cast to `i32` (same bits, same result).
-//! - `clamp(e, lo, hi)` is `min(max(e, lo), hi)`, WGSL's definition.
+//! - `clamp(e, lo, hi)` is `min(max(e, lo), hi)`, WGSL's definition; the other written-out
+//!   functions follow the WGSL specification's formulas (`mix` = `e1 * (1 - e3) + e2 * e3`,
+//!   `dot` adds the lane products in lane order, `round` is exactly round-half-to-even,
+//!   `sign` of a float zero or NaN is its argument).
+//! - `switch`: case groups tested in order, `default` last; a `break` ending a case leaves
+//!   the switch; a case body that falls through into the next (GLSL) is refused.
 //! - A `return` must end the function: at its end, at the end of both branches of a final
 //!   `if`, or in a guard `if c { return; } rest` (the rest becomes the other branch).
 //! - Loops: only `for (var i = lo; i < hi; i += step)` with a positive literal step, a
@@ -42,11 +50,12 @@
 //!
 //! # Refused, with a [`ShaderError`] at the construct
 //!
-//! `while` / `loop` / other loop shapes, `break`, `continue`, early `return`, `switch`,
-//! textures and samplers, buffers of structs / fixed-size arrays / several members,
+//! `while` / `loop` / other loop shapes, `break`, `continue`, early `return`, `switch` cases
+//! that fall through, textures and samplers, buffers of structs / several members,
 //! non-scalar uniform members, f16 and f64, matrices, arrays and structs as values,
 //! bitcasts, dynamic indexing of vectors, stores to one lane of a vector in memory,
-//! `arrayLength`, `atomicCompareExchangeWeak`, math functions the IR lacks, derivatives,
+//! `arrayLength`, uses of a whole array or struct loaded from memory, math functions the IR
+//! cannot express exactly, derivatives,
 //! subgroup operations, pipeline overrides and a memory barrier without a control barrier.
 
 mod error;

@@ -63,12 +63,12 @@ fn while_loop_is_refused_at_the_loop_glsl() {
 
 #[test]
 fn break_in_the_middle_is_refused_wgsl() {
-    refused("err_break.wgsl", "break", "`break` in the middle of a loop");
+    refused("err_break.wgsl", "break", "`break` before the end of a loop");
 }
 
 #[test]
 fn break_in_the_middle_is_refused_glsl() {
-    refused("err_break.comp", "break", "`break` in the middle of a loop");
+    refused("err_break.comp", "break", "`break` before the end of a loop");
 }
 
 #[test]
@@ -146,12 +146,19 @@ fn continue_is_refused() {
 }
 
 #[test]
-fn switch_is_refused() {
-    refused("err_switch.wgsl", "switch", "`switch`");
+fn switch_case_falling_through_is_refused_glsl() {
+    refused("err_switch.comp", "switch", "falls through");
 }
 
 #[test]
 fn loop_bound_changed_in_the_body_is_refused() {
     let e = refused("err_bound.wgsl", "for (var k = 0u; k < n; k++)", "only counted `for` loops");
     assert!(e.message.contains("the bound may change"), "{e}");
+}
+
+#[test]
+fn used_whole_array_load_is_refused_at_the_load() {
+    let e = refused("err_whole_load.wgsl", "a", "a load of a whole array or struct");
+    let (_, src) = shader("err_whole_load.wgsl");
+    assert_eq!(line_of(&src, &e.span), 6, "{e}");
 }

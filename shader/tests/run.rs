@@ -273,3 +273,188 @@ fn nested_loops_vectors_and_a_workgroup_scalar_glsl_match_reference() {
     assert_same(file, &f32s(&out[1]), &want_o);
     assert_eq!(u32s(&out[2]), want_c, "{file}: counts");
 }
+
+fn switch(file: &str) {
+    let t = translated(file);
+    assert!(t.text.contains(" = if %"), "{}", t.text);
+    let mut rng = Rng::new(10);
+    let n = 256usize;
+    let mut x: Vec<i32> = (0..n).map(|_| rng.next() as i32).collect();
+    // Every case, with both signs, and the values `classify` picks out.
+    for (k, v) in (-8..8).enumerate() {
+        x[k] = v;
+    }
+    let args =
+        [Arg::Bytes("i32", n, bytes_of(&x, i32::to_le_bytes)), Arg::Bytes("i32", n, vec![0; 4 * n]), Arg::OutU32(n)];
+    let out = run(file, &t, &format!("range({n})"), &args);
+    let classify = |v: i32| match v {
+        0 => 10,
+        -1 | -2 => 20,
+        _ => v >> 28,
+    };
+    let mut want_r = Vec::new();
+    let mut want_t = Vec::new();
+    for (i, &v) in x.iter().enumerate() {
+        let (mut r, mut t) = (v, 0u32);
+        match v & 7 {
+            0 => r = v.wrapping_mul(2),
+            1 | 2 => {
+                r = v.wrapping_sub(5);
+                t = 1;
+            }
+            3 => r = v.wrapping_neg(),
+            4 => {
+                if v > 0 {
+                    t = 4;
+                }
+                r = r.wrapping_add(3);
+            }
+            _ => t = 9,
+        }
+        want_t.push(if i % 3 == 0 { t } else { t + 100 });
+        want_r.push(r.wrapping_add(classify(v >> 30)) as u32);
+    }
+    assert_eq!(u32s(&out[1]), want_r, "{file}: results");
+    assert_eq!(u32s(&out[2]), want_t, "{file}: tags");
+}
+
+#[test]
+fn switch_wgsl_matches_reference() {
+    switch("switch.wgsl");
+}
+
+#[test]
+fn switch_glsl_matches_reference() {
+    switch("switch.comp");
+}
+
+fn lanes4(v: &[f32], i: usize) -> [f32; 4] {
+    [v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]]
+}
+
+fn dot_ref(x: &[f32], y: &[f32]) -> f32 {
+    let mut acc = x[0] * y[0];
+    for j in 1..x.len() {
+        acc += x[j] * y[j];
+    }
+    acc
+}
+
+#[test]
+fn math_functions_written_out_wgsl_match_reference() {
+    let file = "math.wgsl";
+    let t = translated(file);
+    let n = 128usize;
+    let mut rng = Rng::new(11);
+    let mut a = rng.f32s(4 * n, -4.0, 4.0);
+    let b = rng.f32s(4 * n, -4.0, 4.0);
+    // Ties of round (to even), signed zeros, values past 2^23, infinities and NaN.
+    let special = [
+        0.5,
+        1.5,
+        2.5,
+        -0.5,
+        -1.5,
+        -2.5,
+        -0.3,
+        0.3,
+        -0.0,
+        0.0,
+        8388607.5,
+        -8388609.0,
+        1e30,
+        -1e30,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        0.49999997,
+        -0.49999997,
+        4.5,
+        1.0,
+        0.99999994,
+        -7.5,
+        3.5,
+    ];
+    a[..special.len()].copy_from_slice(&special);
+    let mut s: Vec<i32> = (0..4 * n).map(|_| rng.next() as i32).collect();
+    s[..8].copy_from_slice(&[i32::MIN, -1, 0, 1, i32::MAX, -7, 7, i32::MIN + 1]);
+    let args = [
+        Arg::Bytes("vec4<f32>", n, bytes_of(&a, f32::to_le_bytes)),
+        Arg::Bytes("vec4<f32>", n, bytes_of(&b, f32::to_le_bytes)),
+        Arg::Bytes("vec4<i32>", n, bytes_of(&s, i32::to_le_bytes)),
+        Arg::Bytes("vec4<f32>", 12 * n, vec![0; 16 * 12 * n]),
+        Arg::Bytes("vec4<i32>", 4 * n, vec![0; 16 * 4 * n]),
+    ];
+    let out = run(file, &t, &format!("range({n})"), &args);
+    let mut want = Vec::new();
+    let mut want_i = Vec::new();
+    for i in 0..n {
+        let x = lanes4(&a, i);
+        let y = lanes4(&b, i);
+        let per = |g: &dyn Fn(usize) -> f32| [g(0), g(1), g(2), g(3)];
+        let mix = |l: usize, e3: f32| x[l] * (1.0 - e3) + y[l] * e3;
+        want.extend(per(&|l| mix(l, y[3])));
+        let e3 = [0.25, 0.5, y[2], -y[0]];
+        want.extend(per(&|l| mix(l, e3[l])));
+        let d: Vec<f32> = (0..4).map(|l| x[l] - y[l]).collect();
+        let len = dot_ref(&x, &x).sqrt();
+        want.extend([dot_ref(&x, &y), len, dot_ref(&d, &d).sqrt(), x[0].abs()]);
+        want.extend(per(&|l| x[l] / len));
+        let cross = |p: usize, q: usize| x[p] * y[q] - x[q] * y[p];
+        want.extend([cross(1, 2), cross(2, 0), cross(0, 1), dot_ref(&x[..2], &y[2..])]);
+        want.extend(per(&|l| {
+            if x[l] > 0.0 {
+                1.0
+            } else if x[l] < 0.0 {
+                -1.0
+            } else {
+                x[l]
+            }
+        }));
+        want.extend(per(&|l| if y[l] <= x[l] { 1.0 } else { 0.0 }));
+        want.extend(per(&|l| {
+            let c = ir_min(ir_max((0.1 - y[l]) / (x[l] - y[l]), 0.0), 1.0);
+            c * c * (3.0 - 2.0 * c)
+        }));
+        want.extend(per(&|l| x[l] - x[l].floor()));
+        want.extend(per(&|l| x[l].trunc()));
+        want.extend(per(&|l| x[l].round_ties_even()));
+        want.extend(per(&|l| ir_min(ir_max(x[l], 0.0), 1.0)));
+        let k = [s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]];
+        want_i.extend(k.map(i32::wrapping_abs));
+        want_i.extend(k.map(i32::signum));
+        want_i.extend(k.map(|v| v.count_ones() as i32));
+        let idot =
+            |p: &[i32], q: &[i32]| p.iter().zip(q).fold(0i32, |acc, (u, v)| acc.wrapping_add(u.wrapping_mul(*v)));
+        let rev = [k[3], k[2], k[1], k[0]];
+        want_i.extend([idot(&k, &rev), k[0].count_ones() as i32, idot(&k[..2], &k[2..]), 0]);
+    }
+    assert_same(file, &f32s(&out[3]), &want);
+    let got_i: Vec<i32> = u32s(&out[4]).into_iter().map(|v| v as i32).collect();
+    assert_eq!(got_i, want_i, "{file}: integers");
+}
+
+#[test]
+fn compare_exchange_fixed_size_and_scalar_storage_buffers_wgsl_match_reference() {
+    let file = "cmpxchg.wgsl";
+    let t = translated(file);
+    assert!(t.text.contains("atomic cmpxchg"), "{}", t.text);
+    let n = 64usize;
+    let mut rng = Rng::new(12);
+    let cells: Vec<u32> = (0..n).map(|_| (rng.next() % 4) as u32).collect();
+    let want: Vec<u32> = (0..n).map(|_| (rng.next() % 4) as u32).collect();
+    let args = [Arg::U32s(&want), Arg::U32s(&cells), Arg::OutU32(2 * n), Arg::OutU32(1)];
+    let out = run(file, &t, &format!("nd_range(global({n}), local({n}))"), &args);
+    let mut want_cells = cells.clone();
+    let mut want_out = Vec::new();
+    for i in 0..n {
+        let hit = cells[i] == want[i];
+        if hit {
+            want_cells[i] = i as u32 + 1000;
+        }
+        want_out.extend([cells[i], u32::from(hit)]);
+    }
+    assert_eq!(u32s(&out[1]), want_cells, "{file}: cells");
+    assert_eq!(u32s(&out[2]), want_out, "{file}: results");
+    assert_eq!(u32s(&out[3]), vec![want_out.iter().skip(1).step_by(2).sum::<u32>()], "{file}: count");
+}

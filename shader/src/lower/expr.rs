@@ -1,6 +1,6 @@
 //! Expressions: each naga expression becomes IR ops (or a pointer, or a builtin vector).
 
-use naga::{BinaryOperator as B, Expression as E, Handle, Literal, MathFunction as M, UnaryOperator as U};
+use naga::{BinaryOperator as B, Expression as E, Handle, Literal, UnaryOperator as U};
 
 use super::{FnCtx, Lowerer, Ptr, Val};
 use crate::error::{Result, ShaderError};
@@ -179,6 +179,18 @@ impl Lowerer<'_> {
                 None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
             },
             Val::Ptr(Ptr::Var(k)) => Val::Ptr(Ptr::VarLane(k, index)),
+            Val::WholeLoad(at) => {
+                return Err(ShaderError::at_or(
+                    at,
+                    span,
+                    "a load of a whole array or struct",
+                    "load single elements (`x[i]`) or scalar members",
+                ))
+            }
+            Val::Struct(members) => match members.get(index as usize) {
+                Some(v) => v.clone(),
+                None => return Err(ShaderError::at(span, "internal: unknown struct member", "")),
+            },
             Val::Builtin(b) => {
                 let (n, t) = self.builtin_lane(b, index);
                 Val::Ssa(n, t)
@@ -228,6 +240,7 @@ impl Lowerer<'_> {
                 }
             }
             Val::Ptr(Ptr::Scalar(n, t)) => Val::Ssa(n, t),
+            Val::Ptr(Ptr::Mem { index: None, .. } | Ptr::MemStruct { .. }) => Val::WholeLoad(span),
             _ => {
                 return Err(ShaderError::at(
                     span,
@@ -239,7 +252,7 @@ impl Lowerer<'_> {
     }
 
     /// Two operands with one shape: a scalar next to a vector is splatted.
-    fn unify(&mut self, a: (String, Ty), b: (String, Ty)) -> ((String, Ty), (String, Ty)) {
+    pub(crate) fn unify(&mut self, a: (String, Ty), b: (String, Ty)) -> ((String, Ty), (String, Ty)) {
         let splat = |l: &mut Self, (n, t): (String, Ty), lanes: u8| {
             let vt = Ty { s: t.s, lanes };
             l.op(format!("splat {n} : {}", vt.text()), vt)
@@ -293,14 +306,9 @@ impl Lowerer<'_> {
         }
         if op == B::Modulo && t.s == S::F32 && self.lang == Lang::Wgsl {
             // WGSL defines float `%` as e1 - e2 * trunc(e1 / e2), rounding each step; the
-            // IR's `rem` is the exact fmod. trunc(q) = q < 0 ? ceil(q) : floor(q).
-            let bool_t = Ty { s: S::Bool, lanes: t.lanes };
+            // IR's `rem` is the exact fmod.
             let (q, _) = self.op(format!("div {a}, {b}"), t);
-            let (zero, _) = self.constant("0.0", t);
-            let (neg, _) = self.op(format!("lt {q}, {zero}"), bool_t);
-            let (up, _) = self.op(format!("ceil {q}"), t);
-            let (down, _) = self.op(format!("floor {q}"), t);
-            let (tq, _) = self.op(format!("select {neg}, {up}, {down}"), t);
+            let tq = self.trunc(&q, t);
             let (m, _) = self.op(format!("mul {b}, {tq}"), t);
             return Ok(self.op(format!("sub {a}, {m}"), t));
         }
@@ -312,68 +320,6 @@ impl Lowerer<'_> {
             return Ok(self.op(format!("select {is_zero}, {a}, {}", result.0), t));
         }
         Ok(result)
-    }
-
-    fn math(
-        &mut self,
-        f: &mut FnCtx<'_>,
-        fun: M,
-        arg: H,
-        arg1: Option<H>,
-        arg2: Option<H>,
-        span: naga::Span,
-    ) -> Result<(String, Ty)> {
-        let unary = match fun {
-            M::Abs => Some("abs"),
-            M::Sqrt => Some("sqrt"),
-            M::InverseSqrt => Some("rsqrt"),
-            M::Exp => Some("exp"),
-            M::Log => Some("log"),
-            M::Sin => Some("sin"),
-            M::Cos => Some("cos"),
-            M::Tanh => Some("tanh"),
-            M::Floor => Some("floor"),
-            M::Ceil => Some("ceil"),
-            _ => None,
-        };
-        let (x, t) = self.value(f, arg)?;
-        if let Some(name) = unary {
-            return Ok(self.op(format!("{name} {x}"), t));
-        }
-        let mut operand = |l: &mut Self, h: Option<H>| -> Result<(String, Ty)> {
-            let Some(h) = h else { return Err(ShaderError::at(span, "internal: missing operand", "")) };
-            let v = l.value(f, h)?;
-            Ok(l.unify((x.clone(), t), v).1)
-        };
-        match fun {
-            M::Min | M::Max | M::Pow => {
-                let (y, _) = operand(self, arg1)?;
-                let name = match fun {
-                    M::Min => "min",
-                    M::Max => "max",
-                    _ => "pow",
-                };
-                Ok(self.op(format!("{name} {x}, {y}"), t))
-            }
-            M::Clamp => {
-                // clamp(e, lo, hi) = min(max(e, lo), hi): WGSL's definition for floats, and
-                // the same for integers when lo <= hi.
-                let (lo, _) = operand(self, arg1)?;
-                let (hi, _) = operand(self, arg2)?;
-                let (m, _) = self.op(format!("max {x}, {lo}"), t);
-                Ok(self.op(format!("min {m}, {hi}"), t))
-            }
-            M::Fma => {
-                let (b, _) = operand(self, arg1)?;
-                let (c, _) = operand(self, arg2)?;
-                Ok(self.op(format!("fma {x}, {b}, {c}"), t))
-            }
-            other => Err(ShaderError::at(
-                span,
-                format!("math function `{other:?}` is not supported").to_lowercase(),
-                "supported: abs sqrt inverseSqrt exp log sin cos tanh floor ceil min max clamp pow fma",
-            )),
-        }
     }
 
     fn literal(&mut self, lit: Literal, span: naga::Span) -> Result<(String, Ty)> {

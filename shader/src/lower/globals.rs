@@ -5,11 +5,12 @@ use naga::{AddressSpace, ArraySize, BuiltIn, StorageAccess, TypeInner};
 
 use super::{Builtin, FnCtx, Lowerer, Ptr, Val, VarKey};
 use crate::error::{Result, ShaderError};
+use crate::lower::expr::unsupported_type as unsupported;
 use crate::types::{value_type, Ty};
 use crate::ParamOrigin;
 
-const BUFFER_HELP: &str = "a storage buffer must be a runtime-sized array of scalars or vectors \
-    (`array<T>`), or a struct whose one member is such an array";
+const BUFFER_HELP: &str = "a storage buffer must be an array (runtime-sized or fixed) of scalars or \
+    vectors, a scalar or vector, or a struct whose one member is one of these";
 
 impl Lowerer<'_> {
     /// Declares the parameters and `local` arrays for the globals the entry point uses;
@@ -88,7 +89,7 @@ impl Lowerer<'_> {
         uniforms.sort_by_key(|u| u.0);
         let mut params = Vec::new();
         for ((group, binding), index, name, access, span) in buffers {
-            let (elem, wrapped, member) = self.buffer_shape(&name, index, span)?;
+            let (elem, wrapped, single, member) = self.buffer_shape(&name, index, span)?;
             let shown = if name.is_empty() { member.unwrap_or_else(|| format!("b{group}_{binding}")) } else { name };
             let mem = self.claim(&shown);
             let mode = if access.contains(StorageAccess::STORE) {
@@ -100,7 +101,11 @@ impl Lowerer<'_> {
             } else {
                 "read"
             };
-            let base = if wrapped {
+            let base = if single {
+                // A scalar or vector: element 0 of a buffer.
+                let (zero, _) = self.constant("0", Ty::U32);
+                Ptr::Mem { mem: mem.clone(), elem, index: Some(zero), lane: None }
+            } else if wrapped {
                 Ptr::MemStruct { mem: mem.clone(), elem }
             } else {
                 Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }
@@ -149,9 +154,9 @@ impl Lowerer<'_> {
         Ok(params)
     }
 
-    /// The element type of storage buffer `index`, whether it is wrapped in a struct, and the
-    /// wrapped array's member name.
-    fn buffer_shape(&self, name: &str, index: u32, span: naga::Span) -> Result<(Ty, bool, Option<String>)> {
+    /// The element type of storage buffer `index`, whether it is wrapped in a struct, whether
+    /// it is a single scalar or vector (element 0 of the buffer), and the wrapped member's name.
+    fn buffer_shape(&self, name: &str, index: u32, span: naga::Span) -> Result<(Ty, bool, bool, Option<String>)> {
         let module = self.module;
         let Some((_, g)) = module.global_variables.iter().nth(index as usize) else {
             return Err(ShaderError::at(span, "internal: unknown global", ""));
@@ -174,10 +179,14 @@ impl Lowerer<'_> {
         // A nameless GLSL block is known by its member's name.
         let name = if name.is_empty() { member.clone().unwrap_or_default() } else { name.to_string() };
         match &module.types[ty].inner {
-            TypeInner::Array { base, size: ArraySize::Dynamic, .. } => {
-                value_type(&module.types[*base].inner).map(|t| (t, wrapped, member)).map_err(|what| {
+            // A fixed-size array is a buffer of at least that many elements.
+            TypeInner::Array { base, size: ArraySize::Dynamic | ArraySize::Constant(_), .. } => {
+                value_type(&module.types[*base].inner).map(|t| (t, wrapped, false, member)).map_err(|what| {
                     ShaderError::at(span, format!("storage buffer `{name}` has elements of type {what}"), BUFFER_HELP)
                 })
+            }
+            other @ (TypeInner::Scalar(_) | TypeInner::Atomic(_) | TypeInner::Vector { .. }) => {
+                value_type(other).map(|t| (t, wrapped, true, member)).map_err(|what| unsupported(span, &what))
             }
             other => Err(ShaderError::at(
                 span,

@@ -10,7 +10,9 @@
 mod expr;
 mod globals;
 mod loops;
+mod math;
 mod stmt;
+mod switch;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -66,6 +68,12 @@ pub(crate) enum Val {
     Ptr(Ptr),
     /// A counted loop's counter after its loop: reading it is refused.
     Poisoned(naga::Span),
+    /// A struct value whose members are known (an `atomicCompareExchangeWeak` result): only
+    /// its members can be used.
+    Struct(Vec<Val>),
+    /// A load of a whole array or struct in memory (`let a = buf;`): refused where it is used,
+    /// so that an unused one costs nothing.
+    WholeLoad(naga::Span),
 }
 
 /// Per-function state: which function's expressions are being lowered, what its arguments
@@ -261,6 +269,15 @@ impl<'m> Lowerer<'m> {
                 "a pointer used as a value",
                 "only loads and stores through pointers are supported",
             )),
+            Val::WholeLoad(at) => Err(ShaderError::at_or(
+                *at,
+                span,
+                "a load of a whole array or struct",
+                "load single elements (`x[i]`) or scalar members",
+            )),
+            Val::Struct(_) => {
+                Err(ShaderError::at(span, "a struct used as a value", "use its members (`.old_value`, `.exchanged`)"))
+            }
             Val::Poisoned(at) => Err(ShaderError::at_or(
                 span,
                 *at,

@@ -69,7 +69,9 @@ impl Lowerer<'_> {
                         self.vars.insert(VarKey::Ret(f.id), v);
                     }
                 }
-                St::Break => return Err(ShaderError::at(span, "`break` in the middle of a loop", LOOP_HELP)),
+                St::Break => {
+                    return Err(ShaderError::at(span, "`break` before the end of a loop or `switch` case", LOOP_HELP))
+                }
                 St::Continue => return Err(ShaderError::at(span, "`continue` is not supported", LOOP_HELP)),
                 St::Kill => return Err(ShaderError::at(span, "`discard` in a compute shader", "")),
                 St::ControlBarrier(_) => self.stmt_line("group_barrier".into()),
@@ -112,9 +114,7 @@ impl Lowerer<'_> {
                     self.stmt_line("group_barrier".into());
                     f.bind(*result, v);
                 }
-                St::Switch { .. } => {
-                    return Err(ShaderError::at(span, "`switch` is not supported", "use `if`/`else` chains"))
-                }
+                St::Switch { selector, cases } => self.switch(f, *selector, cases, tail && last, span)?,
                 St::ImageStore { .. } | St::ImageAtomic { .. } => {
                     return Err(ShaderError::at(span, "texture stores are not supported", ""))
                 }
@@ -186,6 +186,17 @@ impl Lowerer<'_> {
             ));
         };
         let (x, _) = self.value(f, value)?;
+        if let A::Exchange { compare: Some(cmp) } = fun {
+            // The IR's `cmpxchg` is strong and returns the old value; it exchanged exactly
+            // when the old value is the one expected.
+            let (c, _) = self.value(f, *cmp)?;
+            let (old, t) = self.op(format!("atomic cmpxchg {mem}[{i}], {c}, {x}"), elem);
+            let (ok, b) = self.op(format!("eq {old}, {c}"), crate::types::Ty::BOOL);
+            if let Some(r) = result {
+                f.bind(r, Val::Struct(vec![Val::Ssa(old, t), Val::Ssa(ok, b)]));
+            }
+            return Ok(());
+        }
         let name = match fun {
             A::Add => "add",
             A::Subtract => "sub",
@@ -195,9 +206,7 @@ impl Lowerer<'_> {
             A::Min => "min",
             A::Max => "max",
             A::Exchange { compare: None } => "xchg",
-            A::Exchange { compare: Some(_) } => {
-                return Err(ShaderError::at(span, "atomicCompareExchangeWeak is not supported", ""))
-            }
+            A::Exchange { compare: Some(_) } => return Err(ShaderError::at(span, "internal: compare-exchange", "")),
         };
         let (n, t) = self.op(format!("atomic {name} {mem}[{i}], {x}"), elem);
         if let Some(r) = result {
@@ -216,10 +225,23 @@ impl Lowerer<'_> {
         span: naga::Span,
     ) -> Result<()> {
         let (c, _) = self.value(f, condition)?;
+        self.if_value(f, c, |l, f| l.statements(f, accept, tail), |l, f| l.statements(f, reject, tail), span)
+    }
+
+    /// An `if` on the IR value `c` whose branches are lowered by `accept` and `reject`: the
+    /// variables either branch changes become its results.
+    pub(crate) fn if_value<'f>(
+        &mut self,
+        f: &mut FnCtx<'f>,
+        c: String,
+        accept: impl FnOnce(&mut Self, &mut FnCtx<'f>) -> Result<()>,
+        reject: impl FnOnce(&mut Self, &mut FnCtx<'f>) -> Result<()>,
+        span: naga::Span,
+    ) -> Result<()> {
         let before = self.vars.clone();
-        let (vars_a, mut lines_a) = self.branch(f, accept, tail)?;
+        let (vars_a, mut lines_a) = self.branch(f, accept)?;
         self.vars = before.clone();
-        let (vars_b, mut lines_b) = self.branch(f, reject, tail)?;
+        let (vars_b, mut lines_b) = self.branch(f, reject)?;
         // The variables either branch changed become the `if`'s results (in variable order,
         // so the text is deterministic). A counter poisoned in a branch stays poisoned.
         let mut results = Vec::new();
@@ -293,15 +315,14 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// Lowers `block` as a region of its own: returns the variables at its end and its lines.
-    fn branch(
+    /// Lowers a branch as a region of its own: returns the variables at its end and its lines.
+    fn branch<'f>(
         &mut self,
-        f: &mut FnCtx<'_>,
-        stmts: &[(&St, naga::Span)],
-        tail: bool,
+        f: &mut FnCtx<'f>,
+        body: impl FnOnce(&mut Self, &mut FnCtx<'f>) -> Result<()>,
     ) -> Result<(std::collections::BTreeMap<VarKey, Val>, Vec<String>)> {
         f.scopes.push(HashMap::new());
-        let r = self.region(|l| l.statements(f, stmts, tail));
+        let r = self.region(|l| body(l, f));
         f.scopes.pop();
         let ((), lines) = r?;
         Ok((self.vars.clone(), lines))
@@ -330,12 +351,12 @@ impl Lowerer<'_> {
     }
 }
 
-fn items(block: &Block) -> Vec<(&St, naga::Span)> {
+pub(crate) fn items(block: &Block) -> Vec<(&St, naga::Span)> {
     block.span_iter().map(|(s, sp)| (s, *sp)).collect()
 }
 
 /// Whether control never falls out of the end of `block`: it ends in a `return`.
-fn ends_in_return(block: &Block) -> bool {
+pub(crate) fn ends_in_return(block: &Block) -> bool {
     match block.last() {
         Some(St::Return { .. }) => true,
         Some(St::Block(b)) => ends_in_return(b),

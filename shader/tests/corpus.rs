@@ -1,0 +1,271 @@
+//! Differential coverage over naga's own test shaders (tests/corpus/naga, README.md there).
+//!
+//! Every compute entry point of every shader (found by parsing with naga itself) is
+//! translated. A translation must parse and verify as IR and run on the interpreter; a
+//! refusal must be a located `ShaderError` (a non-empty span inside the source), never a
+//! caught panic or an internal error. Each outcome is checked against [`EXPECTED`], so a
+//! change (a newly translated shader, a new refusal) fails until the table is updated:
+//! `cargo test -p cmdgraph-shader --test corpus -- --nocapture` prints the counts, and with
+//! `CORPUS_TABLE=1` the table of what happens now.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use cmdgraph_interp::Interpreter;
+use cmdgraph_shader::{translate, Lang, ShaderError, Translated};
+
+/// What happens to one compute entry point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Translated into a kernel that parses, verifies and runs.
+    Translated,
+    /// Refused, and uses something outside the issue's scope (textures, samplers, ray
+    /// queries, f16/f64, subgroup operations, pipeline overrides, ...).
+    OutOfScope(&'static str),
+    /// Refused although it uses only storage / uniform buffers, work-group memory and push
+    /// constants: a gap in the translator, or something the kernel language cannot express.
+    InScopeRefused(&'static str),
+}
+
+use Outcome::{InScopeRefused as InScope, OutOfScope as Out, Translated as Ok_};
+
+const WHILE: &str = "while loop: the kernel language has only counted loops";
+const CAS_LOOP: &str = "a compare-exchange retry `while` loop: the kernel language has only counted loops";
+
+/// `file:entry` -> the expected outcome, for every compute entry point of the corpus.
+const EXPECTED: &[(&str, Outcome)] = &[
+    ("246-collatz.comp:main", InScope(WHILE)),
+    ("access.wgsl:assign_through_ptr", InScope("arrays as local variables, changed through pointers")),
+    ("access.wgsl:assign_to_ptr_components", InScope("structs as local variables, changed through pointers")),
+    ("array-in-ctor.wgsl:cs_main", Ok_),
+    ("atomicCompareExchange-int64.wgsl:test_atomic_compare_exchange_i64", InScope(CAS_LOOP)),
+    ("atomicCompareExchange-int64.wgsl:test_atomic_compare_exchange_u64", InScope(CAS_LOOP)),
+    ("atomicCompareExchange.wgsl:test_atomic_compare_exchange_i32", InScope(CAS_LOOP)),
+    ("atomicCompareExchange.wgsl:test_atomic_compare_exchange_u32", InScope(CAS_LOOP)),
+    ("atomicOps-int64-min-max.wgsl:cs_main", InScope("a storage struct of an atomic and an atomic array")),
+    ("atomicOps-int64.wgsl:cs_main", InScope("structs of atomics in storage and work-group memory")),
+    ("atomicOps.wgsl:cs_main", InScope("structs of atomics in storage and work-group memory")),
+    ("bitcast.wgsl:main", InScope("bitcast")),
+    ("bits.wgsl:main", InScope("pack/unpack and bit-field functions")),
+    ("boids.wgsl:main", InScope("storage buffers of structs, a uniform struct of floats")),
+    ("break-if.wgsl:main", Ok_),
+    ("collatz.wgsl:main", InScope(WHILE)),
+    ("const-exprs.wgsl:main", Ok_),
+    ("constructors.wgsl:main", InScope("matrices, arrays and structs as values")),
+    ("control-flow.wgsl:main", Ok_),
+    ("cross.wgsl:main", Ok_),
+    ("debug-symbol-terrain.wgsl:gen_terrain_compute", InScope("storage buffers of structs, matrices")),
+    ("empty.wgsl:main", Ok_),
+    ("f64.wgsl:main", Out("f64")),
+    ("functions.wgsl:main", Ok_),
+    ("globals.wgsl:main", InScope("matrices, uniform arrays of matrices, storage structs of several members")),
+    ("image.wgsl:main", Out("textures")),
+    ("image.wgsl:depth_load", Out("textures")),
+    ("int64.wgsl:main", InScope("storage and uniform structs of many i64/u64 scalar and vector members")),
+    ("interface.wgsl:compute", Ok_),
+    ("local-var-init-in-loop.comp:main", Ok_),
+    ("operators.wgsl:main", InScope("matrices, bitcast (the IR has none), a dynamic index into a vector variable")),
+    ("overrides-atomicCompareExchangeWeak.wgsl:f", Out("pipeline overrides")),
+    (
+        "overrides-ray-query.wgsl:main",
+        Out("ray queries and pipeline overrides (naga 28 also wants `enable wgpu_ray_query`)"),
+    ),
+    ("overrides.wgsl:main", Out("pipeline overrides")),
+    ("phony_assignment.wgsl:main", Ok_),
+    ("ray-query.wgsl:main", Out("ray queries (naga 28 also wants `enable wgpu_ray_query`)")),
+    ("separate-entry-points.wgsl:compute", Ok_),
+    ("struct-layout.wgsl:no_padding_comp", InScope("storage structs of several members")),
+    ("struct-layout.wgsl:needs_padding_comp", InScope("storage structs of several members")),
+    ("subgroup-operations.wgsl:main", Out("subgroup operations")),
+    ("workgroup-uniform-load.wgsl:test_workgroupUniformLoad", Ok_),
+    ("workgroup-var-init.wgsl:main", InScope("a work-group struct of arrays, copied whole")),
+];
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/naga")
+}
+
+/// The shaders of the corpus, sorted by name, with their language.
+fn shaders() -> Vec<(String, Lang, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(corpus_dir()).expect("tests/corpus/naga") {
+        let path = entry.expect("corpus entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let lang = match path.extension().and_then(|e| e.to_str()) {
+            Some("wgsl") => Lang::Wgsl,
+            Some("comp") => Lang::Glsl,
+            _ => continue,
+        };
+        let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        out.push((name, lang, src));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The compute entry points of a shader, by naga's own parse; the parse error if naga 28
+/// does not parse it (the corpus is from an older naga, whose WGSL differed a little).
+fn compute_entries(lang: Lang, src: &str) -> Result<Vec<String>, String> {
+    let module = match lang {
+        Lang::Wgsl => naga::front::wgsl::parse_str(src).map_err(|e| e.message().to_string())?,
+        Lang::Glsl => {
+            let options = naga::front::glsl::Options::from(naga::ShaderStage::Compute);
+            naga::front::glsl::Frontend::default().parse(&options, src).map_err(|e| e.to_string())?
+        }
+    };
+    Ok(module
+        .entry_points
+        .iter()
+        .filter(|ep| ep.stage == naga::ShaderStage::Compute)
+        .map(|ep| ep.name.clone())
+        .collect())
+}
+
+/// The names of the functions marked `@compute` in WGSL text (for a shader naga cannot parse).
+fn compute_entries_by_text(src: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in src.match_indices("@compute") {
+        let rest = &src[at..];
+        if let Some(f) = rest.find("fn ") {
+            let name: String =
+                rest[f + 3..].trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Checks a refusal is located and not a bug; returns what is wrong otherwise.
+fn check_error(src: &str, e: &ShaderError) -> Option<String> {
+    if e.message.contains("panicked") {
+        return Some(format!("a caught panic: {e}"));
+    }
+    if e.message.starts_with("internal") {
+        return Some(format!("an internal error: {e}"));
+    }
+    if e.span.is_empty() || e.span.end > src.len() || src.get(e.span.clone()).is_none() {
+        return Some(format!("span {:?} is empty or outside the source ({} bytes): {e}", e.span, src.len()));
+    }
+    None
+}
+
+/// Parses, verifies and runs a translated kernel once on one work-group, every buffer 1024
+/// zero elements and every scalar zero.
+fn check_translated(t: &Translated) -> std::result::Result<(), String> {
+    let header = t.text.lines().next().unwrap_or_default();
+    let params = header.split_once('(').and_then(|(_, rest)| rest.rsplit_once(')')).map_or("", |p| p.0);
+    let mut text = t.text.clone();
+    text.push('\n');
+    let mut args = Vec::new();
+    for (i, p) in params.split(", %").filter(|p| !p.is_empty()).enumerate() {
+        let ty = p.split_once(": ").map_or("", |x| x.1);
+        if let Some(inner) = ty.strip_prefix("buf<") {
+            let elem = inner.rsplit_once(", ").map_or(inner, |x| x.0);
+            let _ = writeln!(text, "usm @m{i} : {elem}[1024]");
+            args.push(format!("@m{i}"));
+        } else {
+            let zero = match ty {
+                "bool" => "false",
+                "f32" => "0.0",
+                _ => "0",
+            };
+            args.push(format!("{zero} : {ty}"));
+        }
+    }
+    let [x, y, z] = t.workgroup_size;
+    let _ = writeln!(
+        text,
+        "\ngraph @g {{\n  %n = kernel @k nd_range(global({x}, {y}, {z}), local({x}, {y}, {z})) args({})\n}}",
+        args.join(", ")
+    );
+    let module = cmdgraph_ir::text::parse(&text).map_err(|e| format!("parse: {e:?}\n{text}"))?;
+    cmdgraph_ir::verify::verify(&module).map_err(|e| format!("verify: {e:?}\n{text}"))?;
+    let mut interp = Interpreter::new(&module).map_err(|e| format!("interpreter: {e}"))?;
+    let exec = interp.finalize("g").map_err(|e| format!("finalize: {e}"))?;
+    interp.run(exec).map_err(|e| format!("run: {e}\n{text}"))?;
+    Ok(())
+}
+
+fn kind(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Translated => "Translated",
+        Outcome::OutOfScope(_) => "OutOfScope",
+        Outcome::InScopeRefused(_) => "InScopeRefused",
+    }
+}
+
+#[test]
+fn naga_corpus_outcomes_match_the_table() {
+    let mut failures = Vec::new();
+    let mut seen = Vec::new();
+    let mut unparsed = Vec::new();
+    let mut table = String::new();
+    let (mut translated, mut in_scope, mut out_of_scope) = (0, 0, 0);
+    for (name, lang, src) in shaders() {
+        let entries = match compute_entries(lang, &src) {
+            Ok(e) => e,
+            Err(why) => {
+                let by_text = compute_entries_by_text(&src);
+                println!("{name}: naga 28 does not parse it ({why}); compute entry points by text: {by_text:?}");
+                unparsed.push(name.clone());
+                by_text
+            }
+        };
+        for entry in entries {
+            let key = format!("{name}:{entry}");
+            let expected = EXPECTED.iter().find(|(k, _)| *k == key).map(|(_, o)| *o);
+            let got = translate(lang, &src, &entry, "k");
+            let shown = match &got {
+                Ok(_) => "translated".to_string(),
+                Err(e) => format!("{e}"),
+            };
+            match &got {
+                Ok(t) => {
+                    if let Err(why) = check_translated(t) {
+                        failures.push(format!("{key}: translated, but {why}"));
+                    }
+                    let _ = writeln!(table, "    (\"{key}\", Ok_),");
+                }
+                Err(e) => {
+                    if let Some(why) = check_error(&src, e) {
+                        failures.push(format!("{key}: {why}"));
+                    }
+                    let _ = writeln!(table, "    (\"{key}\", InScope(\"{}\")),", e.message.replace('"', "'"));
+                }
+            }
+            match expected {
+                None => failures.push(format!("{key}: not in EXPECTED ({shown})")),
+                Some(o) => {
+                    let same = matches!((&got, o), (Ok(_), Outcome::Translated) | (Err(_), Outcome::OutOfScope(_)))
+                        || matches!((&got, o), (Err(_), Outcome::InScopeRefused(_)));
+                    if !same {
+                        failures.push(format!("{key}: expected {}, got {shown}", kind(&o)));
+                    }
+                    match o {
+                        Outcome::Translated => translated += 1,
+                        Outcome::InScopeRefused(_) => in_scope += 1,
+                        Outcome::OutOfScope(_) => out_of_scope += 1,
+                    }
+                }
+            }
+            println!("{key}: {shown}");
+            seen.push(key);
+        }
+    }
+    for (k, _) in EXPECTED {
+        if !seen.iter().any(|s| s == k) {
+            failures.push(format!("{k}: in EXPECTED but not a compute entry point of the corpus"));
+        }
+    }
+    if std::env::var_os("CORPUS_TABLE").is_some() {
+        println!("{table}");
+    }
+    println!(
+        "naga corpus: {} compute entry points: {translated} translated, {in_scope} in-scope refused, \
+         {out_of_scope} out of scope; naga 28 does not parse {} file(s): {}",
+        seen.len(),
+        unparsed.len(),
+        unparsed.join(", ")
+    );
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
