@@ -56,6 +56,13 @@ fn every_listed_module_compiles_to_identical_bytes_with_the_committed_hash() {
                 std::fs::copy(&from, dir.path().join("kernels").join(from.file_name().expect("name"))).expect("copy");
             }
         }
+        // Shader kernels' files likewise (beside the module).
+        for entry in std::fs::read_dir(source.parent().expect("a directory")).expect("module dir") {
+            let from = entry.expect("entry").path();
+            if from.extension().is_some_and(|e| e == "wgsl" || e == "comp") {
+                std::fs::copy(&from, dir.path().join(from.file_name().expect("name"))).expect("copy");
+            }
+        }
         let a = compile(&source, &dir.path().join("a.cgb"), &root());
         let b = compile(Path::new("copy.cgir"), Path::new("b.cgb"), dir.path());
         assert!(a == b, "{path}: two compiles gave different bytes");

@@ -74,6 +74,15 @@ impl Lowerer<'_> {
                 }
                 St::Continue => return Err(ShaderError::at(span, "`continue` is not supported", LOOP_HELP)),
                 St::Kill => return Err(ShaderError::at(span, "`discard` in a compute shader", "")),
+                St::ControlBarrier(flags) if !flags.difference(naga::Barrier::WORK_GROUP).is_empty() => {
+                    // The IR's `group_barrier` fences work-group memory only: a barrier that
+                    // orders storage buffers (WGSL `storageBarrier()`) or more is not it.
+                    return Err(ShaderError::at(
+                        span,
+                        format!("a barrier over {flags:?} (only work-group memory barriers are supported)"),
+                        "the kernel language's `group_barrier` orders work-group memory; order buffer accesses across work-items with separate kernels",
+                    ));
+                }
                 St::ControlBarrier(_) => self.stmt_line("group_barrier".into()),
                 St::MemoryBarrier(_) => {
                     // The IR's only fence comes with its barrier: accept a memory barrier only
