@@ -74,9 +74,11 @@ impl Lowerer<'_> {
                 }
                 St::Continue => return Err(ShaderError::at(span, "`continue` is not supported", LOOP_HELP)),
                 St::Kill => return Err(ShaderError::at(span, "`discard` in a compute shader", "")),
-                St::ControlBarrier(flags) if !flags.difference(naga::Barrier::WORK_GROUP).is_empty() => {
+                St::ControlBarrier(flags) if !flags.contains(naga::Barrier::WORK_GROUP) => {
                     // The IR's `group_barrier` fences work-group memory only: a barrier that
-                    // orders storage buffers (WGSL `storageBarrier()`) or more is not it.
+                    // orders storage buffers and not work-group memory (WGSL `storageBarrier()`)
+                    // is not it. naga gives GLSL's `barrier()` every flag; GLSL promises
+                    // ordering of shared variables only there, which `group_barrier` is.
                     return Err(ShaderError::at(
                         span,
                         format!("a barrier over {flags:?} (only work-group memory barriers are supported)"),
