@@ -608,28 +608,32 @@ impl Graph {
     /// Every (node, alternative, argument) slot registered with `param`.
     pub fn registrations(&self, param: Handle<DynParam>) -> Vec<Registration> {
         let mut out = Vec::new();
-        for (node, n) in self.nodes.iter() {
-            let mut scan = |cmd: &KernelCommand, alternative: Option<u32>| {
+        for (node, _) in self.nodes.iter() {
+            for (alternative, cmd) in self.kernel_commands(node) {
                 for (i, arg) in cmd.args.iter().enumerate() {
                     if *arg == Arg::Dyn(param) {
                         out.push(Registration { node, alternative, arg: i as u32 });
                     }
                 }
-            };
-            match &n.kind {
-                NodeKind::Kernel(cmd) => scan(cmd, None),
-                NodeKind::Dynamic { dcg } => {
-                    if let Some(d) = self.dcgs.try_get(*dcg) {
-                        for (i, alt) in d.alternatives.iter().enumerate() {
-                            if let Alternative::Kernel(cmd) = alt {
-                                scan(cmd, Some(i as u32));
-                            }
-                        }
-                    }
-                }
-                _ => {}
             }
         }
         out
+    }
+
+    /// The kernel commands node `node` may launch: its command (alternative `None`), or each
+    /// kernel alternative of its dynamic command group (`Some(index)`); none for other nodes.
+    pub fn kernel_commands(&self, node: Handle<Node>) -> impl Iterator<Item = (Option<u32>, &KernelCommand)> {
+        let (single, alternatives) = match self.nodes.try_get(node).map(|n| &n.kind) {
+            Some(NodeKind::Kernel(cmd)) => (Some(cmd), &[][..]),
+            Some(NodeKind::Dynamic { dcg }) => {
+                (None, self.dcgs.try_get(*dcg).map(|d| d.alternatives.as_slice()).unwrap_or_default())
+            }
+            _ => (None, &[][..]),
+        };
+        let alternatives = alternatives.iter().enumerate().filter_map(|(i, a)| match a {
+            Alternative::Kernel(cmd) => Some((Some(i as u32), cmd)),
+            _ => None,
+        });
+        single.map(|cmd| (None, cmd)).into_iter().chain(alternatives)
     }
 }

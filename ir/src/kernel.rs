@@ -572,6 +572,22 @@ pub enum OpKind {
     Yield(Vec<V>),
 }
 
+impl OpKind {
+    /// The keyword of a work-group op (`group_barrier`, `local`, `local_id`, `group_id`,
+    /// `local_range`, `group_range`): what only an `nd_range` launch gives a kernel.
+    pub fn work_group_keyword(&self) -> Option<&'static str> {
+        match self {
+            OpKind::GroupBarrier => Some("group_barrier"),
+            OpKind::LocalAlloc { .. } => Some("local"),
+            OpKind::Builtin(
+                b @ (Builtin::LocalId | Builtin::GroupId | Builtin::LocalRange | Builtin::GroupRange),
+                _,
+            ) => Some(b.keyword()),
+            _ => None,
+        }
+    }
+}
+
 impl Body {
     /// The type of a value.
     pub fn ty(&self, v: V) -> ValueType {

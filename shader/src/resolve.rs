@@ -245,13 +245,8 @@ fn rename_params(body: &mut cmdgraph_ir::kernel::Body, kernel: &Kernel) {
 /// Whether the kernel can observe its work-group: local memory, barriers, or the builtins
 /// of the group (`local_id`, `group_id`, `local_range`, `group_range`).
 fn uses_work_groups(kernel: &Kernel) -> bool {
-    use cmdgraph_ir::kernel::{Builtin, OpKind};
     let KernelBody::Ir(body) = &kernel.body else { return false };
-    body.ops.iter().any(|(_, op)| match &op.kind {
-        OpKind::GroupBarrier | OpKind::LocalAlloc { .. } => true,
-        OpKind::Builtin(b, _) => !matches!(b, Builtin::GlobalId | Builtin::GlobalRange),
-        _ => false,
-    })
+    body.ops.iter().any(|(_, op)| op.kind.work_group_keyword().is_some())
 }
 
 /// A kernel that sees its work-group must be launched with the shader's work-group size:
@@ -262,7 +257,7 @@ fn check_launches(
     name: &str,
     size: [u32; 3],
 ) -> Vec<ResolveError> {
-    use cmdgraph_ir::graph::{Alternative, Launch, NodeKind};
+    use cmdgraph_ir::graph::Launch;
     let mut out = Vec::new();
     let wanted = |local: &[u64]| (0..3).all(|d| local.get(d).copied().unwrap_or(1) == u64::from(size[d]));
     let shown = if size[2] > 1 {
@@ -273,21 +268,8 @@ fn check_launches(
         size[0].to_string()
     };
     for (_, graph) in module.graphs.iter() {
-        for (node, n) in graph.nodes.iter() {
-            let mut cmds = Vec::new();
-            match &n.kind {
-                NodeKind::Kernel(cmd) => cmds.push(cmd),
-                NodeKind::Dynamic { dcg } => {
-                    if let Some(d) = graph.dcgs.try_get(*dcg) {
-                        cmds.extend(d.alternatives.iter().filter_map(|a| match a {
-                            Alternative::Kernel(cmd) => Some(cmd),
-                            _ => None,
-                        }));
-                    }
-                }
-                _ => {}
-            }
-            for cmd in cmds.into_iter().filter(|c| c.kernel == kernel) {
+        for (node, _) in graph.nodes.iter() {
+            for (_, cmd) in graph.kernel_commands(node).filter(|(_, c)| c.kernel == kernel) {
                 if !matches!(&cmd.launch, Launch::NdRange { local, .. } if wanted(local)) {
                     let d = Diagnostic::error(
                         "E0604",

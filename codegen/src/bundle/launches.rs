@@ -4,7 +4,7 @@
 use super::{CompileError, KernelCompiler};
 use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Variant};
 use cmdgraph_ir::bundle::LaunchVariant;
-use cmdgraph_ir::{Alternative, Arg, Graph, KernelCommand, NodeKind, Span};
+use cmdgraph_ir::{Arg, Graph, Span};
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -57,26 +57,7 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
     for (_, graph) in module.graphs.iter() {
         let mut table = Vec::new();
         for (node_handle, node) in graph.nodes.iter() {
-            let one;
-            let commands: &mut dyn Iterator<Item = (Option<u32>, &KernelCommand)> = match &node.kind {
-                NodeKind::Kernel(cmd) => {
-                    one = Some((None, cmd));
-                    &mut one.into_iter()
-                }
-                NodeKind::Dynamic { dcg } => &mut graph
-                    .dcgs
-                    .try_get(*dcg)
-                    .map(|d| d.alternatives.as_slice())
-                    .unwrap_or_default()
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, a)| match a {
-                        Alternative::Kernel(cmd) => Some((Some(i as u32), cmd)),
-                        _ => None,
-                    }),
-                _ => continue,
-            };
-            for (alternative, cmd) in commands {
+            for (alternative, cmd) in graph.kernel_commands(node_handle) {
                 let at = || format!("@{} %{}", graph.name, node.name);
                 let at_span = graph.nodes.span(node_handle);
                 let args = resolve(graph, &cmd.args);

@@ -19,7 +19,7 @@ use crate::bundle::KernelCompiler;
 use crate::{validate, CodegenError, Options, Variant};
 use cmdgraph_ir::bundle::CompiledKernel;
 use cmdgraph_ir::diag::Diagnostic;
-use cmdgraph_ir::{Alternative, Arg, Handle, Kernel, KernelBody, Launch, Module, NodeKind, Span};
+use cmdgraph_ir::{Arg, Handle, Kernel, KernelBody, Launch, Module, Span};
 use std::path::Path;
 
 /// Diagnostic code: the `.spv` file cannot be read.
@@ -169,24 +169,7 @@ fn launch_mismatch(externals: &Externals, name: &str, launch: &Launch) -> Option
 fn check_launches(module: &Module, externals: &Externals, diagnostics: &mut Vec<Diagnostic>) {
     for (_, graph) in module.graphs.iter() {
         for (h, node) in graph.nodes.iter() {
-            let commands: Vec<&cmdgraph_ir::KernelCommand> = match &node.kind {
-                NodeKind::Kernel(cmd) => vec![cmd],
-                NodeKind::Dynamic { dcg } => graph
-                    .dcgs
-                    .try_get(*dcg)
-                    .map(|d| {
-                        d.alternatives
-                            .iter()
-                            .filter_map(|a| match a {
-                                Alternative::Kernel(cmd) => Some(cmd),
-                                _ => None,
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                _ => continue,
-            };
-            for cmd in commands {
+            for (_, cmd) in graph.kernel_commands(h) {
                 let Some(k) = module.kernels.try_get(cmd.kernel) else { continue };
                 if let Some((message, help)) = launch_mismatch(externals, &k.name, &cmd.launch) {
                     diagnostics.push(

@@ -7,7 +7,7 @@
 //! interpreter refuses such launches too (docs/interpreter.md, Kernels).
 
 use crate::arena::Handle;
-use crate::kernel::{Builtin, Kernel, KernelBody, Op, OpKind, ParamType, Region};
+use crate::kernel::{Kernel, KernelBody, Op, OpKind, ParamType, Region};
 use crate::module::Module;
 use crate::span::Span;
 
@@ -36,24 +36,15 @@ fn kernel_needs(m: &Module, kh: Handle<Kernel>, k: &Kernel) -> KernelNeeds {
         .map(|i| or_kernel(k.param_spans.get(&(i as u32))));
     let group_op = match &k.body {
         KernelBody::Ir(body) => first_group_op(&body.entry, &body.ops).and_then(|op| {
-            body.ops.try_get(op).and_then(group_op_keyword).map(|kw| (kw, or_kernel(body.ops.span(op))))
+            body.ops
+                .try_get(op)
+                .and_then(|op| op.kind.work_group_keyword())
+                .map(|kw| (kw, or_kernel(body.ops.span(op))))
         }),
         // An external SPIR-V body cannot be inspected (an untranslated shader is E0333).
         KernelBody::Spirv { .. } | KernelBody::Shader { .. } => None,
     };
     KernelNeeds { local_param, group_op }
-}
-
-/// The keyword of a work-group op, `None` for any other op.
-fn group_op_keyword(op: &Op) -> Option<&'static str> {
-    match op.kind {
-        OpKind::GroupBarrier => Some("group_barrier"),
-        OpKind::LocalAlloc { .. } => Some("local"),
-        OpKind::Builtin(b @ (Builtin::LocalId | Builtin::GroupId | Builtin::LocalRange | Builtin::GroupRange), _) => {
-            Some(b.keyword())
-        }
-        _ => None,
-    }
 }
 
 /// The first work-group op of the region tree under `entry`, in preorder (source order).
@@ -70,7 +61,7 @@ fn first_group_op(entry: &Region, ops: &crate::arena::Arena<Op>) -> Option<Handl
         if std::mem::replace(&mut seen[h.index()], true) {
             continue;
         }
-        if group_op_keyword(op).is_some() {
+        if op.kind.work_group_keyword().is_some() {
             return Some(h);
         }
         // Pushed in reverse so that the first region is walked first.
