@@ -71,12 +71,15 @@ impl std::fmt::Display for ParamType {
 pub enum KernelBody {
     /// Written in the kernel language.
     Ir(Body),
-    /// An externally supplied SPIR-V module: `spirv "path.spv" entry "main"`.
+    /// An externally supplied SPIR-V module: `spirv "path.spv" entry "main"`, or with
+    /// ordinary bindings `spirv "path.spv" entry "main" bindings` (docs/abi.md).
     Spirv {
         /// Path of the `.spv` file, relative to the `.cgir` file.
         path: String,
         /// Entry point name.
         entry: String,
+        /// How the module takes its arguments.
+        interface: SpirvInterface,
     },
     /// A compute shader in another language, translated into a kernel-language body where
     /// modules are loaded (the `cmdgraph-shader` crate, before verification):
@@ -90,6 +93,18 @@ pub enum KernelBody {
         /// Entry point name.
         entry: String,
     },
+}
+
+/// How an external SPIR-V module ([`KernelBody::Spirv`]) takes its arguments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SpirvInterface {
+    /// cmdgraph's own: the argument block at binding 0, buffer `i` at binding `1 + i`.
+    #[default]
+    ArgumentBlock,
+    /// What Vulkan programs write (`bindings` in the text): one storage buffer per buffer
+    /// parameter in (set, binding) order, scalars in a push-constant or uniform block in
+    /// member order. Codegen rewrites the module to the argument block before packing it.
+    Bindings,
 }
 
 /// The language of a [`KernelBody::Shader`].

@@ -32,8 +32,8 @@ pub mod verify;
 pub use arena::{Arena, Handle};
 pub use graph::*;
 pub use kernel::{
-    Body, Kernel, KernelBody, Op, OpKind, Param, ParamType, Region, ShaderLang, ShaderSource, Value, ValueDef,
-    ValueType,
+    Body, Kernel, KernelBody, Op, OpKind, Param, ParamType, Region, ShaderLang, ShaderSource, SpirvInterface, Value,
+    ValueDef, ValueType,
 };
 pub use module::*;
 pub use span::Span;

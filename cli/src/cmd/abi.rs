@@ -1,17 +1,21 @@
 //! `cmdgraph abi`: print the shader declarations that match a kernel's signature (the
 //! argument block at binding 0 with each field at its offset, one storage buffer per `buf`
-//! parameter), for writing an external kernel in GLSL without computing the layout by hand.
+//! parameter; or ordinary bindings), for writing an external kernel in GLSL or HLSL without
+//! computing the layout by hand.
 
 use crate::exit::{Failure, Outcome};
 use crate::io;
-use cmdgraph_codegen::external::{decls, E_INTERFACE};
+use cmdgraph_codegen::external::{decls, decls_hlsl, E_INTERFACE};
 use cmdgraph_ir::diag::Diagnostic;
+use cmdgraph_ir::{KernelBody, SpirvInterface};
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
 Examples:
   cmdgraph abi app.cgir --kernel scale            GLSL declarations for @scale's signature
   cmdgraph abi app.cgir --kernel @scale -o scale.glsl
+  cmdgraph abi app.cgir --kernel scale --bindings   ordinary bindings (`spirv ... bindings`)
+  cmdgraph abi app.cgir --kernel scale --lang hlsl  HLSL (glslangValidator -D -V, dxc -spirv)
   glslangValidator -V --target-env vulkan1.3 scale.comp -o scale.spv   (after pasting them)";
 
 /// The shading language to print.
@@ -19,6 +23,8 @@ Examples:
 pub enum Lang {
     /// GLSL 4.50 for glslang (`glslangValidator -V`, `glslc`).
     Glsl,
+    /// HLSL for glslang's HLSL front end (`glslangValidator -D -V`) or `dxc -spirv`.
+    Hlsl,
 }
 
 /// Arguments of `cmdgraph abi`.
@@ -34,6 +40,11 @@ pub struct AbiArgs {
     /// The language of the declarations.
     #[arg(long, value_enum, default_value_t = Lang::Glsl, value_name = "LANG")]
     pub lang: Lang,
+    /// Print ordinary bindings (a storage buffer per buffer parameter, the values in a
+    /// push-constant block: what `spirv "f.spv" entry "main" bindings` takes) even where the
+    /// kernel declares the argument block; a kernel declared with `bindings` gets them anyway.
+    #[arg(long)]
+    pub bindings: bool,
     /// Write to OUT instead of stdout; OUT is replaced only once the output is complete.
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -54,8 +65,13 @@ pub fn run(args: &AbiArgs) -> Outcome {
         )));
     };
     let kernel = &module.kernels[h];
-    let text = match args.lang {
-        Lang::Glsl => decls::glsl(kernel),
+    let bindings =
+        args.bindings || matches!(kernel.body, KernelBody::Spirv { interface: SpirvInterface::Bindings, .. });
+    let text = match (args.lang, bindings) {
+        (Lang::Glsl, false) => decls::glsl(kernel),
+        (Lang::Glsl, true) => decls::glsl_bindings(kernel),
+        (Lang::Hlsl, false) => decls_hlsl::hlsl(kernel),
+        (Lang::Hlsl, true) => decls_hlsl::hlsl_bindings(kernel),
     };
     let text = text.map_err(|issues| {
         let span = module.kernels.span(h);

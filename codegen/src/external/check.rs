@@ -23,7 +23,7 @@ pub struct Issue {
     pub help: String,
 }
 
-fn issue(message: impl Into<String>, help: impl Into<String>) -> Issue {
+pub(super) fn issue(message: impl Into<String>, help: impl Into<String>) -> Issue {
     Issue { message: message.into(), help: help.into() }
 }
 
@@ -52,14 +52,14 @@ fn memory_numeric(t: Type) -> Numeric {
 }
 
 /// The SPIR-V type an argument-block value of IR type `t` has (`bool` is a `u32`).
-fn block_numeric(t: Type) -> Numeric {
+pub(super) fn block_numeric(t: Type) -> Numeric {
     match t.scalar {
         ScalarType::Bool => Numeric { float: false, width: 32, lanes: u32::from(t.lanes) },
         _ => memory_numeric(t),
     }
 }
 
-fn param_text(kernel: &Kernel, i: usize) -> String {
+pub(super) fn param_text(kernel: &Kernel, i: usize) -> String {
     match kernel.params.get(i) {
         Some(p) => match p.ty {
             ParamType::Value(t) => format!("%{}: {t}", p.name),
@@ -110,7 +110,7 @@ pub fn check(kernel: &Kernel, entry: &str, r: &Reflection) -> Result<Interface, 
                     arg_block(kernel, &layout, res, &mut issues);
                 }
             }
-            Some(&param) => buffer(kernel, param, binding, aliases, &mut issues),
+            Some(&param) => buffer(kernel, param, &format!("binding {binding}"), aliases, &mut issues),
             None => issues.push(issue(
                 format!("binding {binding} (`{}`) has no parameter", res.label()),
                 format!(
@@ -310,8 +310,9 @@ fn bound(res: &Resource, buffers: usize, issues: &mut Vec<Issue>) -> Option<u32>
     Some(binding)
 }
 
-/// A buffer parameter's binding: a `Block` struct holding one runtime array of the element.
-fn buffer(kernel: &Kernel, param: usize, binding: u32, aliases: &[&Resource], issues: &mut Vec<Issue>) {
+/// A buffer parameter's binding (`binding`, as messages name it): a `Block` struct holding one
+/// runtime array of the element.
+pub(super) fn buffer(kernel: &Kernel, param: usize, binding: &str, aliases: &[&Resource], issues: &mut Vec<Issue>) {
     let Some(ParamType::Buffer { elem, access }) = kernel.params.get(param).map(|p| p.ty) else { return };
     let declared = param_text(kernel, param);
     for res in aliases {
@@ -321,13 +322,13 @@ fn buffer(kernel: &Kernel, param: usize, binding: u32, aliases: &[&Resource], is
     let written = aliases.iter().find(|r| r.written);
     if let (false, Some(res)) = (access.writes(), written) {
         issues.push(issue(
-            format!("the module writes binding {binding} (`{}`), a read-only parameter", res.label()),
+            format!("the module writes {binding} (`{}`), a read-only parameter", res.label()),
             format!("the module stores to it (or passes it to a function); the IR declares {declared}"),
         ));
     }
     if access.writes() && aliases.iter().all(|r| r.non_writable) {
         issues.push(issue(
-            format!("binding {binding} (`{}`) is NonWritable but the IR says the kernel writes it", aliases[0].label()),
+            format!("{binding} (`{}`) is NonWritable but the IR says the kernel writes it", aliases[0].label()),
             format!("the module declares it readonly; the IR declares {declared}"),
         ));
     }
@@ -335,7 +336,7 @@ fn buffer(kernel: &Kernel, param: usize, binding: u32, aliases: &[&Resource], is
 
 /// One variable of a buffer binding: a Block struct of one runtime array of the element
 /// type, or of a vector of it (a wider view of the same bytes, as codegen's vec4 loads use).
-fn buffer_view(elem: Type, declared: &str, binding: u32, res: &Resource, issues: &mut Vec<Issue>) {
+fn buffer_view(elem: Type, declared: &str, binding: &str, res: &Resource, issues: &mut Vec<Issue>) {
     let want = memory_numeric(elem);
     let have = match &res.pointee {
         Pointee::Struct { block: true, members } if members.len() == 1 => members.first().map(|m| &m.ty),
@@ -355,13 +356,13 @@ fn buffer_view(elem: Type, declared: &str, binding: u32, res: &Resource, issues:
         Some((e, stride, Some(k))) => {
             if *stride != Some(k * elem.size() as u32) {
                 issues.push(issue(
-                    format!("binding {binding} (`{}`) has ArrayStride {}", res.label(), or_none(*stride)),
+                    format!("{binding} (`{}`) has ArrayStride {}", res.label(), or_none(*stride)),
                     format!("the IR declares {declared}: elements of {e} are {} bytes apart", k * elem.size() as u32),
                 ));
             }
         }
         Some((e, _, None)) => issues.push(issue(
-            format!("binding {binding} (`{}`) holds {e}, the IR declares {elem}", res.label()),
+            format!("{binding} (`{}`) holds {e}, the IR declares {elem}", res.label()),
             format!("the module has a runtime array of {e}; the IR declares {declared} (elements of {want})"),
         )),
         None => {
@@ -372,7 +373,7 @@ fn buffer_view(elem: Type, declared: &str, binding: u32, res: &Resource, issues:
                 Pointee::Other(s) => s.clone(),
             };
             issues.push(issue(
-                format!("binding {binding} (`{}`) is not a Block struct of one runtime array", res.label()),
+                format!("{binding} (`{}`) is not a Block struct of one runtime array", res.label()),
                 format!("the module has {shown}; the IR declares {declared}"),
             ));
         }

@@ -96,7 +96,7 @@ const RESERVED: &[&str] = &[
 /// A GLSL identifier for IR name `name`: other characters become `_`, and a name GLSL
 /// reserves (a keyword, `gl_...`, one with `__` in it, which glslang refuses) or one
 /// starting with a digit gets a `p_` prefix (`%out` is `p_out`).
-fn ident(name: &str) -> String {
+pub(super) fn ident(name: &str) -> String {
     let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     let reserved = s.is_empty()
         || s.starts_with(|c: char| c.is_ascii_digit() || c == '_')
@@ -229,10 +229,80 @@ pub fn glsl(kernel: &Kernel) -> Result<String, Vec<Issue>> {
     Ok(out)
 }
 
-fn param_type(t: ParamType) -> String {
+pub(super) fn param_type(t: ParamType) -> String {
     match t {
         ParamType::Value(t) => t.to_string(),
         ParamType::Buffer { elem, access } => format!("buf<{elem}, {access}>"),
         ParamType::Local { elem } => format!("local<{elem}>"),
     }
+}
+
+/// The GLSL declarations of `kernel`'s signature with ordinary bindings (what
+/// `spirv "f.spv" entry "main" bindings` takes, docs/abi.md "Ordinary bindings"): one storage
+/// buffer per `buf` parameter at set 0, bindings 0, 1, ... in parameter order, and the value
+/// parameters in one push-constant block in parameter order.
+pub fn glsl_bindings(kernel: &Kernel) -> Result<String, Vec<Issue>> {
+    // The layout is not what the shader sees (the rewrite places the block), but a signature
+    // without one (a `local<T>` parameter) has no ordinary bindings either.
+    signature_layout(kernel)?;
+    let mut ext = BTreeSet::new();
+    let mut push = String::new();
+    let mut buffers = String::new();
+    let mut first_buffer = None;
+    let mut binding = 0;
+    for p in &kernel.params {
+        let name = ident(&p.name);
+        match p.ty {
+            ParamType::Value(t) => {
+                let ty = glsl_type(t, true, &mut ext);
+                let note = if t.scalar == ScalarType::Bool { ", bool as 0 or 1" } else { "" };
+                let _ = writeln!(push, "    {ty} {name}; // %{}: {t}{note}", p.name);
+            }
+            ParamType::Buffer { elem, access } => {
+                let ty = glsl_type(elem, false, &mut ext);
+                let qualifier = match access {
+                    Access::Read => "readonly ",
+                    Access::Write | Access::NoInit => "writeonly ",
+                    Access::ReadWrite => "",
+                };
+                let _ = writeln!(
+                    buffers,
+                    "layout(std430, set = 0, binding = {binding}) {qualifier}buffer Buf_{name} {{ {ty} {name}[]; }}; \
+                     // %{}: buf<{elem}, {access}>",
+                    p.name
+                );
+                first_buffer.get_or_insert(name);
+                binding += 1;
+            }
+            ParamType::Local { .. } => {}
+        }
+    }
+    let mut out = String::new();
+    let params: Vec<String> = kernel.params.iter().map(|p| format!("%{}: {}", p.name, param_type(p.ty))).collect();
+    let _ = writeln!(out, "// cmdgraph kernel @{}({}) with ordinary bindings", kernel.name, params.join(", "));
+    out.push_str("// (`spirv \"FILE\" entry \"main\" bindings`; docs/abi.md, \"Ordinary bindings\").\n#version 450\n");
+    for e in &ext {
+        let _ = writeln!(out, "#extension {e} : require");
+    }
+    out.push_str(
+        "// The work-group size is the shader's: every launch uses it (an nd_range launch must ask for it).\n\
+         layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;\n",
+    );
+    if !buffers.is_empty() {
+        out.push('\n');
+        out.push_str(&buffers);
+    }
+    if !push.is_empty() {
+        out.push_str("\nlayout(push_constant) uniform Push {\n");
+        out.push_str(&push);
+        out.push_str("} push;\n");
+    }
+    out.push_str("\n// A range launch is rounded up to whole work-groups: guard with a count of your own\n");
+    match first_buffer {
+        Some(b) => {
+            let _ = writeln!(out, "// or the buffer's length: `if (i >= uint({b}.length())) return;`.");
+        }
+        None => out.push_str("// (a push-constant value).\n"),
+    }
+    Ok(out)
 }

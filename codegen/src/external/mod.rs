@@ -10,6 +10,8 @@
 
 mod check;
 pub mod decls;
+pub mod decls_hlsl;
+mod rebind;
 pub mod reflect;
 
 pub(crate) use check::dims;
@@ -19,7 +21,7 @@ use crate::bundle::KernelCompiler;
 use crate::{validate, CodegenError, Options, Variant};
 use cmdgraph_ir::bundle::CompiledKernel;
 use cmdgraph_ir::diag::Diagnostic;
-use cmdgraph_ir::{Arg, Handle, Kernel, KernelBody, Launch, Module, Span};
+use cmdgraph_ir::{Arg, Handle, Kernel, KernelBody, Launch, Module, Span, SpirvInterface};
 use std::path::Path;
 
 /// Diagnostic code: the `.spv` file cannot be read.
@@ -56,9 +58,9 @@ pub fn load(module: &Module, base: &Path) -> Result<Externals, Vec<Diagnostic>> 
     let mut kernels = Vec::new();
     let mut diagnostics = Vec::new();
     for (h, k) in module.kernels.iter() {
-        let KernelBody::Spirv { path, entry } = &k.body else { continue };
+        let KernelBody::Spirv { path, entry, interface } = &k.body else { continue };
         let span = module.kernels.span(h);
-        match load_one(k, path, entry, &base.join(path), span) {
+        match load_one(k, path, entry, *interface, &base.join(path), span) {
             Ok(c) => kernels.push(c),
             Err(mut d) => diagnostics.append(&mut d),
         }
@@ -73,7 +75,14 @@ pub fn load(module: &Module, base: &Path) -> Result<Externals, Vec<Diagnostic>> 
     }
 }
 
-fn load_one(k: &Kernel, path: &str, entry: &str, file: &Path, span: Span) -> Result<CompiledKernel, Vec<Diagnostic>> {
+fn load_one(
+    k: &Kernel,
+    path: &str,
+    entry: &str,
+    interface: SpirvInterface,
+    file: &Path,
+    span: Span,
+) -> Result<CompiledKernel, Vec<Diagnostic>> {
     let at = |code: &'static str, message: String, help: String| {
         vec![Diagnostic::error(code, message, span).with_label(format!("kernel @{}", k.name)).with_help(help)]
     };
@@ -93,18 +102,17 @@ fn load_one(k: &Kernel, path: &str, entry: &str, file: &Path, span: Span) -> Res
     };
     let words = reflect::words_of(&bytes).map_err(|e| not_spirv(e.0))?;
     let reflection = reflect::reflect(&words).map_err(|e| not_spirv(e.0))?;
-    match validate::validate(&words) {
-        Ok(Ok(())) => {}
-        Ok(Err(message)) => {
-            return Err(at(
-                E_INVALID,
-                format!("\"{path}\" does not pass spirv-val --target-env vulkan1.3"),
-                message.lines().take(4).collect::<Vec<_>>().join(" | "),
-            ))
-        }
-        Err(other) => return Err(at(E_INVALID, format!("\"{path}\" could not be validated"), other.to_string())),
-    }
-    let interface = check(k, entry, &reflection).map_err(|issues| {
+    let validated = |words: &[u32], what: &str| match validate::validate(words) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(message)) => Err(at(
+            E_INVALID,
+            format!("{what} does not pass spirv-val --target-env vulkan1.3"),
+            message.lines().take(4).collect::<Vec<_>>().join(" | "),
+        )),
+        Err(other) => Err(at(E_INVALID, format!("{what} could not be validated"), other.to_string())),
+    };
+    validated(&words, &format!("\"{path}\""))?;
+    let interface_issues = |issues: Vec<Issue>| {
         issues
             .into_iter()
             .map(|i| {
@@ -113,7 +121,25 @@ fn load_one(k: &Kernel, path: &str, entry: &str, file: &Path, span: Span) -> Res
                     .with_help(i.help)
             })
             .collect::<Vec<_>>()
-    })?;
+    };
+    let (words, reflection) = match interface {
+        SpirvInterface::ArgumentBlock => match rebind::modernize(&words).map_err(|i| interface_issues(vec![i]))? {
+            None => (words, reflection),
+            Some(modern) => {
+                validated(&modern, &format!("\"{path}\" with its storage buffers modernized (a cmdgraph bug)"))?;
+                let reflection = reflect::reflect(&modern).map_err(|e| not_spirv(e.0))?;
+                (modern, reflection)
+            }
+        },
+        SpirvInterface::Bindings => {
+            let rebound = rebind::rebind(k, &words, &reflection).map_err(interface_issues)?;
+            // What reaches the bundle is the rewritten module: validated and checked again.
+            validated(&rebound, &format!("\"{path}\" rebound to the argument block (a cmdgraph bug)"))?;
+            let reflection = reflect::reflect(&rebound).map_err(|e| not_spirv(e.0))?;
+            (rebound, reflection)
+        }
+    };
+    let interface = check(k, entry, &reflection).map_err(interface_issues)?;
     Ok(CompiledKernel {
         kernel: k.name.clone(),
         entry: entry.to_string(),
@@ -166,12 +192,29 @@ fn launch_mismatch(externals: &Externals, name: &str, launch: &Launch) -> Option
     None
 }
 
+/// A launch with a global offset of a kernel with ordinary bindings, which has no way to read
+/// it (Vulkan's `GlobalInvocationId` starts at 0).
+fn offset_unseen(k: &Kernel, launch: &Launch) -> Option<(String, String)> {
+    let KernelBody::Spirv { interface: SpirvInterface::Bindings, .. } = k.body else { return None };
+    let Launch::NdRange { offset, .. } = launch else { return None };
+    offset.iter().any(|&o| o != 0).then(|| {
+        (
+            format!("kernel @{} has ordinary bindings and runs with a global offset", k.name),
+            "a shader with ordinary bindings cannot read the offset (its GlobalInvocationId starts at 0): \
+             launch it without `offset(...)`, or pass the offset as a scalar parameter"
+                .to_string(),
+        )
+    })
+}
+
 fn check_launches(module: &Module, externals: &Externals, diagnostics: &mut Vec<Diagnostic>) {
     for (_, graph) in module.graphs.iter() {
         for (h, node) in graph.nodes.iter() {
             for (_, cmd) in graph.kernel_commands(h) {
                 let Some(k) = module.kernels.try_get(cmd.kernel) else { continue };
-                if let Some((message, help)) = launch_mismatch(externals, &k.name, &cmd.launch) {
+                if let Some((message, help)) =
+                    launch_mismatch(externals, &k.name, &cmd.launch).or_else(|| offset_unseen(k, &cmd.launch))
+                {
                     diagnostics.push(
                         Diagnostic::error(E_LAUNCH, message, graph.nodes.span(h))
                             .with_label(format!("node %{}", node.name))

@@ -67,7 +67,7 @@ fn kernel(module: &mut Module, name: &str, params: usize) -> Handle<Kernel> {
     let params = (0..params)
         .map(|i| Param { name: format!("p{i}"), ty: ParamType::Buffer { elem: Type::F32, access: Access::ReadWrite } })
         .collect();
-    let body = KernelBody::Spirv { path: "k.spv".into(), entry: "main".into() };
+    let body = KernelBody::Spirv { path: "k.spv".into(), entry: "main".into(), interface: Default::default() };
     let k =
         Kernel { name: name.into(), params, body, comments: Comments::default(), param_spans: SpanTable::default() };
     module.kernels.append(k, Span::UNDEFINED)

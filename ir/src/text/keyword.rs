@@ -95,6 +95,7 @@ keywords! {
     Wgsl = b"wgsl",
     Glsl = b"glsl",
     Entry = b"entry",
+    Bindings = b"bindings",
     For = b"for",
     If = b"if",
     Else = b"else",

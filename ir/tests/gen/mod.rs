@@ -18,7 +18,7 @@ use cmdgraph_ir::graph::{
 };
 use cmdgraph_ir::kernel::{
     AtomicOp, BinaryOp, Body, Builtin, CmpOp, Kernel, KernelBody, MemBase, Op, OpKind, Param, ParamType, Region,
-    ShaderLang, ShaderSource, UnaryOp, Value, ValueDef, ValueType, V,
+    ShaderLang, ShaderSource, SpirvInterface, UnaryOp, Value, ValueDef, ValueType, V,
 };
 use cmdgraph_ir::module::{
     Comments, DeviceGlobal, HostAccess, InitMode, Item, MemoryKind, MemoryObject, Module, UsmKind,
@@ -237,7 +237,11 @@ impl Gen<'_> {
             })
             .collect();
         let body = if self.chance(20) {
-            KernelBody::Spirv { path: self.text(10, false), entry: self.text(6, false) }
+            KernelBody::Spirv {
+                path: self.text(10, false),
+                entry: self.text(6, false),
+                interface: if self.chance(50) { SpirvInterface::Bindings } else { SpirvInterface::ArgumentBlock },
+            }
         } else if self.chance(20) {
             let lang = if self.chance(50) { ShaderLang::Wgsl } else { ShaderLang::Glsl };
             let source = if self.chance(50) {

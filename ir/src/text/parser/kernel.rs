@@ -13,7 +13,7 @@ use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
 use crate::kernel::{
     AtomicOp, BinaryOp, Body, Builtin, CmpOp, Kernel, KernelBody, MemBase, Op, OpKind, Param, ParamType, Region,
-    ShaderLang, ShaderSource, UnaryOp, Value, ValueDef, ValueType, V,
+    ShaderLang, ShaderSource, SpirvInterface, UnaryOp, Value, ValueDef, ValueType, V,
 };
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
@@ -118,7 +118,9 @@ impl<'s> Parser<'s> {
             let path = self.expect_string("the SPIR-V file path (a string)")?;
             self.expect_keyword(Kw::Entry)?;
             let entry = self.expect_string("the entry point name (a string)")?;
-            KernelBody::Spirv { path, entry }
+            let interface =
+                if self.eat_keyword(Kw::Bindings)? { SpirvInterface::Bindings } else { SpirvInterface::ArgumentBlock };
+            KernelBody::Spirv { path, entry, interface }
         } else if let Some(lang) = self.shader_lang()? {
             // `wgsl "file" entry "main"`, or inline: `wgsl entry "main" """source"""`.
             if self.eat_keyword(Kw::Entry)? {

@@ -1,7 +1,9 @@
 //! Printing kernels: the header and the ops of the body.
 
 use super::{name_in, Printer, INVALID};
-use crate::kernel::{Body, Kernel, KernelBody, MemBase, Op, OpKind, ParamType, Region, ShaderSource, V};
+use crate::kernel::{
+    Body, Kernel, KernelBody, MemBase, Op, OpKind, ParamType, Region, ShaderSource, SpirvInterface, V,
+};
 
 /// Regions nested deeper than this are not printed. The parser never builds more than
 /// [`crate::text::MAX_NESTING`] levels; this bound only keeps a module built through the
@@ -43,11 +45,14 @@ impl Printer<'_> {
                 self.region(body, &body.entry, 1);
                 self.out.push('}');
             }
-            KernelBody::Spirv { path, entry } => {
+            KernelBody::Spirv { path, entry, interface } => {
                 self.out.push_str(" spirv ");
                 self.string(path);
                 self.out.push_str(" entry ");
                 self.string(entry);
+                if *interface == SpirvInterface::Bindings {
+                    self.out.push_str(" bindings");
+                }
             }
             KernelBody::Shader { lang, source: ShaderSource::File(path), entry } => {
                 self.out.push(' ');

@@ -34,7 +34,7 @@ fn graph_module(nodes: Vec<Node>, edges: Vec<Edge>) -> Module {
         Kernel {
             name: "k".into(),
             params: vec![],
-            body: KernelBody::Spirv { path: "k.spv".into(), entry: "main".into() },
+            body: KernelBody::Spirv { path: "k.spv".into(), entry: "main".into(), interface: Default::default() },
             comments: Comments::default(),
             param_spans: Default::default(),
         },

@@ -1,0 +1,222 @@
+//! External kernels with ordinary bindings (`spirv "f.spv" entry "main" bindings`): a module
+//! written the way Vulkan programs write compute shaders (one storage buffer per buffer
+//! parameter, scalars in a push-constant or uniform block) is rewritten into cmdgraph's
+//! interface (docs/abi.md, "Ordinary bindings"), so that the executor binds, dispatches and
+//! updates it like any other kernel and the loader checks it like any other module.
+//!
+//! Why a rewrite rather than a second binding model in the executor: pointer, scalar and range
+//! updates keep working without re-recording (push constants are recorded into the command
+//! buffer; the argument block is not), the bundle format and the loader's checks stay one, and
+//! the rewritten module is what `compile --emit=spirv` shows.
+//!
+//! The rewrite ([`rebind`]):
+//! - storage buffer `i` in (set, binding) order moves to set 0, binding `1 + i`;
+//! - every push-constant and uniform block becomes a read-only storage buffer at binding 0
+//!   (the argument block) with its members at the offsets of the scalar parameters they stand
+//!   for: push-constant members first, then uniform blocks in (set, binding) order, each in
+//!   offset order, match the value parameters in signature order;
+//! - every index into a buffer's runtime array gets the pointer's element offset added, read
+//!   from the argument block, and `OpArrayLength` becomes the parameter's element count, so a
+//!   pointer into the middle of an allocation (and a pointer update) works as for compiled
+//!   kernels.
+//!
+//! The module must already have passed `spirv-val`; the result is validated again and checked
+//! against the signature by [`super::check`] before it is packed.
+
+mod edit;
+
+use super::check::{block_numeric, buffer as check_buffer, issue, param_text, signature_layout, Issue};
+use super::reflect::{ElemType, Pointee, Reflection, Resource, PUSH_CONSTANT, STORAGE_BUFFER};
+use cmdgraph_ir::{Kernel, ParamType};
+use edit::Flat;
+use rspirv::dr::Operand;
+use rspirv::spirv::{Decoration, Word};
+use std::collections::BTreeMap;
+
+/// `Uniform` storage class.
+const UNIFORM: u32 = 2;
+
+/// Which variables of the module stand for which parameters.
+#[derive(Debug)]
+struct Plan {
+    /// Per buffer parameter in slot order: the variables (aliases) of its binding.
+    buffers: Vec<Vec<Word>>,
+    /// Push-constant and uniform block variables, each becoming a view of the argument block.
+    blocks: Vec<Word>,
+    /// Per value parameter: (struct type of its block, member index, parameter index).
+    members: Vec<(Word, u32, usize)>,
+}
+
+/// `set S, binding B`, where a resource is bound.
+fn place(res: &Resource) -> String {
+    let set = res.set.map_or_else(|| "no set".to_string(), |s| format!("set {s}"));
+    let binding = res.binding.map_or_else(|| "no binding".to_string(), |b| format!("binding {b}"));
+    format!("{set}, {binding}")
+}
+
+/// `set S, binding B (`name`)`, how a resource is named in messages.
+fn where_is(res: &Resource) -> String {
+    format!("{} (`{}`)", place(res), res.label())
+}
+
+/// Rewrites `words` (a module that `spirv-val` accepted, reflected as `r`) from ordinary
+/// bindings to cmdgraph's interface for `kernel`, or says which rule it breaks.
+pub fn rebind(kernel: &Kernel, words: &[u32], r: &Reflection) -> Result<Vec<u32>, Vec<Issue>> {
+    let layout = signature_layout(kernel)?;
+    let mut module = Flat::load(words)
+        .map_err(|e| vec![issue(format!("the module cannot be read for rebinding: {e}"), "report this module")])?;
+    let plan = plan(kernel, r, &module)?;
+    edit::rewrite(&mut module, &plan, &layout)
+        .map_err(|message| vec![issue(message, "ordinary bindings: docs/abi.md, \"Ordinary bindings\"")])?;
+    Ok(module.assemble())
+}
+
+/// `words` with storage buffers declared the old way (`Uniform` variables of `BufferBlock`
+/// structs: SPIR-V before 1.3, glslang's HLSL front end) moved to the StorageBuffer class, or
+/// `None` when the module has none to move (docs/abi.md, "External SPIR-V kernels").
+pub fn modernize(words: &[u32]) -> Result<Option<Vec<u32>>, Issue> {
+    let mut module = Flat::load(words)
+        .map_err(|e| issue(format!("the module cannot be read for rebinding: {e}"), "report this module"))?;
+    Ok(edit::modernize_storage_buffers(&mut module).then(|| module.assemble()))
+}
+
+/// The pointee struct type of variable `var`.
+fn pointee_struct(module: &Flat, var: Word) -> Option<Word> {
+    let ptr = module.def(var)?.result_type?;
+    match module.def(ptr)?.operands.get(1) {
+        Some(Operand::IdRef(t)) => Some(*t),
+        _ => None,
+    }
+}
+
+fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issue>> {
+    let mut issues = Vec::new();
+    let mut buffers: BTreeMap<(u32, u32), Vec<&Resource>> = BTreeMap::new();
+    let mut push = Vec::new();
+    let mut uniform: BTreeMap<(u32, u32), &Resource> = BTreeMap::new();
+    for res in &r.resources {
+        let struct_ty = pointee_struct(module, res.id);
+        let block = matches!(res.pointee, Pointee::Struct { block: true, .. });
+        match res.storage_class {
+            STORAGE_BUFFER => match (res.set, res.binding) {
+                (Some(s), Some(b)) => buffers.entry((s, b)).or_default().push(res),
+                _ => issues.push(issue(
+                    format!("storage buffer {} has no DescriptorSet or Binding", where_is(res)),
+                    "declare both (GLSL `layout(set = S, binding = B)`)",
+                )),
+            },
+            PUSH_CONSTANT if block => push.push(res),
+            // How SPIR-V before 1.3 (and glslang's HLSL front end) declares a storage buffer;
+            // the rewrite makes it a StorageBuffer `Block`.
+            UNIFORM if struct_ty.is_some_and(|t| module.decorated(t, Decoration::BufferBlock)) => {
+                match (res.set, res.binding) {
+                    (Some(s), Some(b)) => buffers.entry((s, b)).or_default().push(res),
+                    _ => issues.push(issue(
+                        format!("storage buffer {} has no DescriptorSet or Binding", where_is(res)),
+                        "declare both (GLSL `layout(set = S, binding = B)`)",
+                    )),
+                }
+            }
+            UNIFORM if block => match (res.set, res.binding) {
+                (Some(s), Some(b)) => {
+                    uniform.insert((s, b), res);
+                }
+                _ => issues.push(issue(
+                    format!("uniform block {} has no DescriptorSet or Binding", where_is(res)),
+                    "declare both (GLSL `layout(set = S, binding = B)`)",
+                )),
+            },
+            class => issues.push(issue(
+                format!("resource {} (storage class {class}) cannot be bound", where_is(res)),
+                "a kernel with ordinary bindings takes storage buffers (its buffer parameters) and \
+                 scalars in push-constant or uniform blocks; no images, samplers or other resources",
+            )),
+        }
+    }
+    let buffer_params: Vec<usize> =
+        (0..kernel.params.len()).filter(|&i| matches!(kernel.params[i].ty, ParamType::Buffer { .. })).collect();
+    let value_params: Vec<usize> =
+        (0..kernel.params.len()).filter(|&i| matches!(kernel.params[i].ty, ParamType::Value(_))).collect();
+    if buffers.len() != buffer_params.len() {
+        let have: Vec<String> =
+            buffers.values().map(|aliases| aliases.first().map(|r| where_is(r)).unwrap_or_default()).collect();
+        let want: Vec<String> = buffer_params.iter().map(|&p| param_text(kernel, p)).collect();
+        issues.push(issue(
+            format!(
+                "the module binds {} storage buffers, the IR declares {} buffer parameters",
+                buffers.len(),
+                buffer_params.len()
+            ),
+            format!(
+                "buffer parameters match storage buffers in (set, binding) order; the module has: {}; the IR: {}",
+                or_none(&have),
+                or_none(&want)
+            ),
+        ));
+    } else {
+        for (aliases, &param) in buffers.values().zip(&buffer_params) {
+            check_buffer(kernel, param, &place(aliases[0]), aliases, &mut issues);
+        }
+    }
+    let blocks: Vec<&Resource> = push.iter().copied().chain(uniform.values().copied()).collect();
+    let mut members = Vec::new();
+    for res in &blocks {
+        let (Pointee::Struct { members: ms, .. }, Some(ty)) = (&res.pointee, pointee_struct(module, res.id)) else {
+            continue;
+        };
+        let mut order: Vec<(u32, u32, &ElemType)> =
+            ms.iter().enumerate().map(|(i, m)| (m.offset.unwrap_or(0), i as u32, &m.ty)).collect();
+        order.sort_by_key(|&(offset, i, _)| (offset, i));
+        members.extend(order.into_iter().map(|(_, i, t)| (ty, i, t, *res)));
+    }
+    let mut matched = Vec::new();
+    if members.len() != value_params.len() {
+        let have: Vec<String> =
+            members.iter().map(|(_, i, t, res)| format!("member {i} of {} ({t})", res.label())).collect();
+        let want: Vec<String> = value_params.iter().map(|&p| param_text(kernel, p)).collect();
+        issues.push(issue(
+            format!(
+                "the module's push-constant and uniform blocks have {} members, the IR declares {} value parameters",
+                members.len(),
+                value_params.len()
+            ),
+            format!(
+                "value parameters match the members of the push-constant block, then of the uniform blocks \
+                 in (set, binding) order, each in offset order; the module has: {}; the IR: {}",
+                or_none(&have),
+                or_none(&want)
+            ),
+        ));
+    } else {
+        for (&(ty, i, t, res), &param) in members.iter().zip(&value_params) {
+            let ParamType::Value(want) = kernel.params[param].ty else { continue };
+            match t {
+                ElemType::Numeric(n) if *n == block_numeric(want) => matched.push((ty, i, param)),
+                _ => issues.push(issue(
+                    format!("member {i} of `{}` is {t}, the IR declares {}", res.label(), param_text(kernel, param)),
+                    format!(
+                        "value parameters match block members in order; {} is read as {}",
+                        param_text(kernel, param),
+                        block_numeric(want)
+                    ),
+                )),
+            }
+        }
+    }
+    if !issues.is_empty() {
+        return Err(issues);
+    }
+    Ok(Plan {
+        buffers: buffers.values().map(|aliases| aliases.iter().map(|r| r.id).collect()).collect(),
+        blocks: blocks.iter().map(|r| r.id).collect(),
+        members: matched,
+    })
+}
+
+fn or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
