@@ -9,8 +9,9 @@
 #                                                         and lit/FileCheck/not for lit-tests/
 #   graphviz                                              `dot`, to check every DOT we write
 #   spirv-tools                                           spirv-val / spirv-dis
-#   glslang-tools                                         glslangValidator: GLSL external kernels
-#                                                         (examples/kernels/gather.comp, cli/tests/vulkan_glsl.rs)
+#   glslang-tools glslc                                   glslangValidator and glslc (shaderc): GLSL and HLSL
+#                                                         external kernels (examples/kernels/*.comp, *.hlsl;
+#                                                         cli/tests/vulkan_glsl.rs)
 #   mesa-vulkan-drivers libvulkan1                        llvmpipe, a Vulkan 1.3 device on the CPU
 #   vulkan-validationlayers vulkan-tools                  validation in tests, vulkaninfo
 #   python3                                               lit is a Python program
@@ -22,7 +23,7 @@ set -euo pipefail
 
 PACKAGES=(
   llvm-22-tools llvm-22-dev libpolly-22-dev libzstd-dev
-  graphviz spirv-tools glslang-tools
+  graphviz spirv-tools glslang-tools glslc
   mesa-vulkan-drivers libvulkan1 vulkan-validationlayers vulkan-tools
   python3 gcc g++ libvulkan-dev
 )

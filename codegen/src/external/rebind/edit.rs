@@ -53,7 +53,9 @@ impl Flat {
     pub(super) fn load(words: &[u32]) -> Result<Flat, String> {
         let mut c = Collect::default();
         parse_words(words, &mut c).map_err(|e| e.to_string())?;
-        let header = c.header.ok_or("no header")?;
+        let mut header = c.header.ok_or("no header")?;
+        // rspirv's parser puts its own generator in the header; the module keeps its maker's.
+        header.generator = words.get(2).copied().unwrap_or(0);
         Ok(Flat { header, insts: c.insts })
     }
 
