@@ -21,7 +21,7 @@ use cmdgraph_codegen::bundle::compile_module;
 use cmdgraph_codegen::bundle::Llvm;
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_codegen::Options;
-use cmdgraph_ir::{ArgValue, Literal, LitValue, Pointer, ScalarType};
+use cmdgraph_ir::{ArgValue, LitValue, Literal, Pointer, ScalarType};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::{passes, Both, Update};
@@ -167,8 +167,9 @@ fn against_twin(text: &str, twin: &str, dir: &Path, seed: u64) -> usize {
     let mut updates = Vec::new();
     for (_, p) in g.dyn_params.iter() {
         match &p.value {
-            ArgValue::Pointer(ptr) => updates
-                .push(Update::Param(p.name.clone(), ArgValue::Pointer(Pointer { base: ptr.base, offset: 64 }))),
+            ArgValue::Pointer(ptr) => {
+                updates.push(Update::Param(p.name.clone(), ArgValue::Pointer(Pointer { base: ptr.base, offset: 64 })))
+            }
             ArgValue::Scalar(_) => updates.push(Update::Param(
                 p.name.clone(),
                 ArgValue::Scalar(Literal { value: LitValue::Float(-2.718_281_8), ty: Some(ScalarType::F32) }),
@@ -304,7 +305,8 @@ fn interface_mismatches_are_located_errors() {
     .expect("write");
     let image = dir.join("image.spv").to_string_lossy().into_owned();
     tool("glslc", &["--target-env=vulkan1.3", &dir.join("image.comp").to_string_lossy(), "-o", &image]);
-    let graph = "usm @x : XTY[64]\nusm @y : f32[64]\nusm @z : f32[64]\ngraph @g {\n  %k = kernel @k range(64) args(ARGS)\n}\n";
+    let graph =
+        "usm @x : XTY[64]\nusm @y : f32[64]\nusm @z : f32[64]\ngraph @g {\n  %k = kernel @k range(64) args(ARGS)\n}\n";
     let cases = [
         (
             "%x: buf<f32, read>, %y: buf<f32, read_write>, %z: buf<f32, read>, %a: f32, %n: u32",
@@ -351,4 +353,80 @@ fn interface_mismatches_are_located_errors() {
     let (code, stderr) = rejected(&dir, &text);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("E0504") && stderr.contains("global offset") && stderr.contains("bad.cgir:5:"), "{stderr}");
+}
+
+/// What `cmdgraph abi --bindings` and `--lang hlsl` print compiles (with a `main` that uses
+/// every declaration) and passes the interface check of `compile`, in both interfaces.
+#[test]
+fn printed_glsl_and_hlsl_declarations_compile_and_pass_the_check() {
+    let dir = scratch(line!());
+    let sig =
+        "%x: buf<f32, read>, %idx: buf<u32, read>, %y: buf<vec4<f32>, read_write>, %a: f32, %s: u32, %b: bool, %h: f16";
+    let glsl_main = "void main() { uint i = gl_GlobalInvocationID.x; if (i >= uint(x.length())) return;\n\
+                     y[i] = vec4(x[i] * push.a + float(idx[i] + push.s + push.b) + float(push.h)); }\n";
+    let hlsl_main = "[numthreads(64, 1, 1)] void main(uint3 id : SV_DispatchThreadID) { uint i = id.x;\n\
+                     if (i >= global_size_x()) return;\n\
+                     y[y_offset() + i] = float4(x[x_offset() + i] * a() + float(idx[idx_offset() + i] + s() + (b() ? 1u : 0u)) + h(), 0, 0, 0); }\n";
+    let hlsl_bindings_main = "[numthreads(64, 1, 1)] void main(uint3 id : SV_DispatchThreadID) { uint i = id.x;\n\
+                              y[i] = float4(x[i] * push.a + float(idx[i] + push.s + push.b) + push.h, 0, 0, 0); }\n";
+    let cases: [(&str, &[&str], &str, &str, &[&str]); 3] = [
+        ("glsl", &["--bindings"], glsl_main, "k.comp", &["glslc", "--target-env=vulkan1.3"]),
+        (
+            "hlsl",
+            &[],
+            hlsl_main,
+            "k.hlsl",
+            &["glslangValidator", "-D", "-V", "-e", "main", "-S", "comp", "--target-env", "vulkan1.1"],
+        ),
+        (
+            "hlsl",
+            &["--bindings"],
+            hlsl_bindings_main,
+            "k.hlsl",
+            &[
+                "glslangValidator",
+                "-D",
+                "-V",
+                "-e",
+                "main",
+                "-S",
+                "comp",
+                "--target-env",
+                "vulkan1.1",
+                "--hlsl-enable-16bit-types",
+            ],
+        ),
+    ];
+    for (lang, flags, main, file, compiler) in cases {
+        let bindings = if flags.contains(&"--bindings") { " bindings" } else { "" };
+        let module = format!(
+            "kernel @k({sig}) spirv \"k.spv\" entry \"main\"{bindings}\n\
+             usm @x : f32[100]\nusm @i : u32[100]\nusm @y : vec4<f32>[100]\n\
+             graph @g {{\n  %k = kernel @k range(100) args(@x, @i, @y, 1.5, 2, true, 0.5)\n}}\n"
+        );
+        std::fs::write(dir.join("m.cgir"), &module).expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_cmdgraph"))
+            .current_dir(&dir)
+            .args(["abi", "m.cgir", "--kernel", "k", "--lang", lang])
+            .args(flags)
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "abi {lang} {flags:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let decls = String::from_utf8(out.stdout).expect("utf-8");
+        std::fs::write(dir.join(file), format!("{decls}\n{main}")).expect("write");
+        let (tool_name, args) = compiler.split_first().expect("a compiler");
+        let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        args.extend([
+            dir.join(file).to_string_lossy().into_owned(),
+            "-o".into(),
+            dir.join("k.spv").to_string_lossy().into_owned(),
+        ]);
+        tool(tool_name, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        let out = Command::new(env!("CARGO_BIN_EXE_cmdgraph"))
+            .current_dir(&dir)
+            .args(["compile", "m.cgir", "-o", "m.cgb"])
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{lang} {flags:?}:\n{decls}\n{}", String::from_utf8_lossy(&out.stderr));
+    }
 }
