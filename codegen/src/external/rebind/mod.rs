@@ -13,8 +13,8 @@
 //! - storage buffer `i` in (set, binding) order moves to set 0, binding `1 + i`;
 //! - every push-constant and uniform block becomes a read-only storage buffer at binding 0
 //!   (the argument block) with its members at the offsets of the scalar parameters they stand
-//!   for: push-constant members first, then uniform blocks in (set, binding) order, each in
-//!   offset order, match the value parameters in signature order;
+//!   for: uniform blocks in (set, binding) order, then the push-constant block, each in offset
+//!   order, match the value parameters in signature order;
 //! - every index into a buffer's runtime array gets the pointer's element offset added, read
 //!   from the argument block, and `OpArrayLength` becomes the parameter's element count, so a
 //!   pointer into the middle of an allocation (and a pointer update) works as for compiled
@@ -158,7 +158,10 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
             check_buffer(kernel, param, &place(aliases[0]), aliases, &mut issues);
         }
     }
-    let blocks: Vec<&Resource> = push.iter().copied().chain(uniform.values().copied()).collect();
+    // Uniform blocks first, then the push-constant block: the order in which the shader
+    // translator (cmdgraph-shader) makes their members parameters, so a WGSL or GLSL shader
+    // translated and the same shader compiled to SPIR-V take one signature.
+    let blocks: Vec<&Resource> = uniform.values().copied().chain(push.iter().copied()).collect();
     let mut members = Vec::new();
     for res in &blocks {
         let (Pointee::Struct { members: ms, .. }, Some(ty)) = (&res.pointee, pointee_struct(module, res.id)) else {
@@ -181,8 +184,8 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
                 value_params.len()
             ),
             format!(
-                "value parameters match the members of the push-constant block, then of the uniform blocks \
-                 in (set, binding) order, each in offset order; the module has: {}; the IR: {}",
+                "value parameters match the members of the uniform blocks in (set, binding) order, then of \
+                 the push-constant block, each in offset order; the module has: {}; the IR: {}",
                 or_none(&have),
                 or_none(&want)
             ),
