@@ -19,9 +19,14 @@ struct Form {
     init: &'static str,
     /// The row is `global_id 0` (and the column `global_id 1`).
     swapped: bool,
+    /// The loop and the store inside `if row < rows and col < n`, as WGSL and GLSL matmuls
+    /// guard the tail of their launch (the shader translator's form).
+    guard: bool,
+    /// Launched as `nd_range` with a local size (how a translated shader is launched).
+    nd: bool,
 }
 
-const PLAIN: Form = Form { a_transposed: false, mul_add: false, init: "0.0", swapped: false };
+const PLAIN: Form = Form { a_transposed: false, mul_add: false, init: "0.0", swapped: false, guard: false, nd: false };
 
 fn text(rows: u64, cols: u64, steps: u64, f: Form, properties: &str) -> String {
     let (col_dim, row_dim) = if f.swapped { (1, 0) } else { (0, 1) };
@@ -32,14 +37,9 @@ fn text(rows: u64, cols: u64, steps: u64, f: Form, properties: &str) -> String {
     };
     let step = if f.mul_add { "%p = mul %av, %bv\n    %s2 = add %s, %p" } else { "%s2 = fma %av, %bv, %s" };
     let range = if f.swapped { format!("{rows}, {cols}") } else { format!("{cols}, {rows}") };
-    format!(
-        "kernel @mm(%a: buf<f32, read>, %b: buf<f32, read>, %c: buf<f32, write>, %n: u32, %k: u32, %rows: u32) {{
-  %col = global_id {col_dim}
-  %row = global_id {row_dim}
-  %zero = const 0 : u32
-  %one = const 1 : u32
-  %init = const {init} : f32
-  %acc = for %j = %zero to %k step %one carry(%s = %init) {{
+    let launch = if f.nd { format!("nd_range(global({range}), local(1, 1))") } else { format!("range({range})") };
+    let contraction = format!(
+        "%acc = for %j = %zero to %k step %one carry(%s = %init) {{
     {a_index}
     %av = load %a[%ai]
     %br = mul %j, %n
@@ -50,7 +50,28 @@ fn text(rows: u64, cols: u64, steps: u64, f: Form, properties: &str) -> String {
   }}
   %cr = mul %row, %n
   %ci = add %cr, %col
-  store %c[%ci], %acc
+  store %c[%ci], %acc"
+    );
+    let body = if f.guard {
+        format!(
+            "%rowok = lt %row, %rows
+  %colok = lt %col, %n
+  %ok = and %rowok, %colok
+  if %ok {{
+  {contraction}
+  }}"
+        )
+    } else {
+        contraction
+    };
+    format!(
+        "kernel @mm(%a: buf<f32, read>, %b: buf<f32, read>, %c: buf<f32, write>, %n: u32, %k: u32, %rows: u32) {{
+  %col = global_id {col_dim}
+  %row = global_id {row_dim}
+  %zero = const 0 : u32
+  %one = const 1 : u32
+  %init = const {init} : f32
+  {body}
 }}
 
 usm @a : f32[{asz}]
@@ -58,7 +79,7 @@ usm @b : f32[{bsz}]
 usm @c : f32[{csz}]
 
 graph @g{properties} {{
-  %mm = kernel @mm range({range}) args(@a, @b, @c, {cols}, {steps}, {rows})
+  %mm = kernel @mm {launch} args(@a, @b, @c, {cols}, {steps}, {rows})
 }}
 ",
         init = f.init,
@@ -144,6 +165,9 @@ fn every_written_form_is_tiled_and_keeps_its_rounding() {
     check(24, 40, 37, Form { a_transposed: true, ..PLAIN });
     check(24, 40, 37, Form { init: "0.25", ..PLAIN });
     check(40, 24, 37, Form { swapped: true, ..PLAIN });
+    check(33, 70, 17, Form { guard: true, ..PLAIN });
+    check(33, 70, 17, Form { guard: true, nd: true, ..PLAIN });
+    check(40, 24, 37, Form { guard: true, swapped: true, mul_add: true, ..PLAIN });
 }
 
 #[test]
@@ -160,6 +184,11 @@ fn what_is_not_a_contraction_stays() {
         text(32, 32, 32, PLAIN, " properties(updatable)"),
         // Too few steps to gain.
         text(32, 32, 8, PLAIN, ""),
+        // A guard that cuts the launch (rows 30 of a 32-row range) is not dead code.
+        text(32, 32, 32, Form { guard: true, ..PLAIN }, "")
+            .replace("args(@a, @b, @c, 32, 32, 32)", "args(@a, @b, @c, 32, 32, 30)"),
+        // An nd_range with a global offset.
+        text(32, 32, 32, Form { nd: true, ..PLAIN }, "").replace("local(1, 1))", "local(1, 1), offset(0, 1))"),
     ];
     for (i, source) in cases.iter().enumerate() {
         let m = support::module(source);

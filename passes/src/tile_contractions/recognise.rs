@@ -1,17 +1,23 @@
-//! Recognising a contraction: a kernel node whose work-item `(i, j)` of a 2-D `range`
-//! computes `c[i, j] = init ⊕ a[i, 0]·b[0, j] ⊕ ... ⊕ a[i, T-1]·b[T-1, j]` with one `for`.
+//! Recognising a contraction: a kernel node whose work-item `(i, j)` of a 2-D `range` (or
+//! `nd_range` without offset) computes `c[i, j] = init ⊕ a[i, 0]·b[0, j] ⊕ ... ⊕ a[i, T-1]·b[T-1, j]`
+//! with one `for`.
 //!
 //! The kernel is evaluated symbolically with the node's constant arguments: every integer
 //! value must be an affine form in the two global ids and the loop's trip counter, the loop
 //! body must be exactly two `f32` loads and one `fma` (or `mul` then `add`) into the one
 //! carried value, and after the loop the result is stored once. Anything else (another
-//! store, a cast, a non-affine index, a comparison, a second loop) means "not a
-//! contraction" and the node is left alone, so the match is exact rather than heuristic.
+//! store, a cast, a non-affine index, a second loop) means "not a contraction" and the node is
+//! left alone, so the match is exact rather than heuristic. A comparison is allowed outside
+//! the loop only where it has one value over the whole launch (a bounds guard such as
+//! `row < m` with `m` the launch's row count, how WGSL and GLSL matmuls are written): an `if`
+//! on it is then walked into its taken branch alone.
 //! Indices are checked to stay in `[0, 2^32)` over the whole launch, so the kernel's
 //! wrapping `u32` arithmetic equals the affine form everywhere.
 
 use cmdgraph_ir::graph::{Arg, ArgValue, KernelCommand, Launch};
-use cmdgraph_ir::kernel::{BinaryOp, Body, Builtin, MemBase, OpKind, Param, ParamType, Region, ValueDef, ValueType};
+use cmdgraph_ir::kernel::{
+    BinaryOp, Body, Builtin, CmpOp, MemBase, OpKind, Param, ParamType, Region, UnaryOp, ValueDef, ValueType,
+};
 use cmdgraph_ir::types::LitValue;
 use cmdgraph_ir::{Handle, Kernel, KernelBody, ScalarType, Type};
 use std::collections::HashMap;
@@ -99,6 +105,8 @@ pub struct Contraction {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Sym {
     Int(Affine),
+    /// A `bool` with one value over the whole launch.
+    Bool(bool),
     F32(f32),
     Load(Access),
     Running,
@@ -110,7 +118,11 @@ enum Sym {
 /// The contraction `cmd` computes, if it is one.
 pub fn recognise(kernel: &Kernel, cmd: &KernelCommand) -> Option<Contraction> {
     let KernelBody::Ir(body) = &kernel.body else { return None };
-    let Launch::Range(dims) = &cmd.launch else { return None };
+    let dims = match &cmd.launch {
+        Launch::Range(dims) => dims,
+        Launch::NdRange { global, offset, .. } if offset.iter().all(|&o| o == 0) => global,
+        _ => return None,
+    };
     let [n0, n1] = dims[..] else { return None };
     let mut m = Matcher {
         body,
@@ -214,10 +226,73 @@ impl Matcher<'_> {
         self.set(op, s)
     }
 
-    fn top(&mut self, region: &Region) -> Option<()> {
+    /// A `bool` op outside the loop whose value is the same for every work-item of the
+    /// launch, or `None`.
+    fn boolean(&self, kind: &OpKind) -> Option<Sym> {
+        let known = |v: &V| match self.syms.get(v) {
+            Some(Sym::Bool(b)) => Some(*b),
+            _ => None,
+        };
+        let b = match kind {
+            OpKind::Const(lit, ty) if *ty == Type::BOOL => match lit.value {
+                LitValue::Bool(b) => b,
+                _ => return None,
+            },
+            OpKind::Cmp(cmp, x, y) if self.is_u32(*x) => {
+                // x - y over the launch: one sign everywhere, or no single answer.
+                let d = self.int(*x)?.add(self.int(*y)?.scale(-1));
+                if d.t != 0 {
+                    return None;
+                }
+                let (lo, hi) = d.range(self.n.0, self.n.1, 1);
+                // Each predicate is monotone in d: its ends decide it.
+                let always = |f: fn(i128) -> bool| (f(lo) == f(hi)).then(|| f(lo));
+                match cmp {
+                    CmpOp::Lt => always(|v| v < 0)?,
+                    CmpOp::Le => always(|v| v <= 0)?,
+                    CmpOp::Gt => always(|v| v > 0)?,
+                    CmpOp::Ge => always(|v| v >= 0)?,
+                    CmpOp::Eq if lo == 0 && hi == 0 => true,
+                    CmpOp::Ne if lo == 0 && hi == 0 => false,
+                    CmpOp::Eq if lo > 0 || hi < 0 => false,
+                    CmpOp::Ne if lo > 0 || hi < 0 => true,
+                    _ => return None,
+                }
+            }
+            OpKind::Unary(UnaryOp::Not, x) => !known(x)?,
+            OpKind::Binary(BinaryOp::And, x, y) => known(x)? && known(y)?,
+            OpKind::Binary(BinaryOp::Or, x, y) => known(x)? || known(y)?,
+            _ => return None,
+        };
+        Some(Sym::Bool(b))
+    }
+
+    /// Walks the ops of a region outside the loop; returns what its `yield` gives (nothing
+    /// for the kernel's entry region).
+    fn top(&mut self, region: &Region) -> Option<Vec<Sym>> {
         for &h in &region.ops {
             let op = self.body.ops.try_get(h)?;
+            if let Some(b) = self.boolean(&op.kind) {
+                self.set(op, b)?;
+                continue;
+            }
             match &op.kind {
+                OpKind::If { cond, then_region, else_region, .. } => {
+                    let Some(Sym::Bool(taken)) = self.syms.get(cond).copied() else { return None };
+                    // Every work-item takes the same branch: the other one is dead code.
+                    let yielded = match (taken, else_region) {
+                        (true, _) => self.top(then_region)?,
+                        (false, Some(r)) => self.top(r)?,
+                        (false, None) => Vec::new(),
+                    };
+                    if yielded.len() != op.results.len() {
+                        return None;
+                    }
+                    for (&r, s) in op.results.iter().zip(yielded) {
+                        self.syms.insert(r, s);
+                    }
+                }
+                OpKind::Yield(vs) => return vs.iter().map(|v| self.syms.get(v).copied()).collect(),
                 OpKind::For { var, lo, hi, step, carried, body } if !self.loop_seen => {
                     self.loop_seen = true;
                     let (lo, hi, step) =
@@ -246,7 +321,7 @@ impl Matcher<'_> {
                 _ => self.integer(op)?,
             }
         }
-        Some(())
+        Some(Vec::new())
     }
 
     /// The parameter index of buffer `p` with element `f32` (access modes are the
