@@ -17,9 +17,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-SUITES=(replay update barrier-run load fusion-run mlp copy)
+SUITES=(replay update barrier-run load fusion-run mlp copy shader-run)
 FUSION_SIZES=16777216,67108864
 MLP_SHAPES=8x512x4,256x1024x4
+SHADER_SAXPY=16777216,67108864
+SHADER_MATMUL=1024,2048
 
 prepare() {
   . scripts/env.sh
@@ -36,6 +38,7 @@ prepare() {
   $bench fusion-run --prepare .bin/perf/fusion-run --sizes "$FUSION_SIZES"
   $bench mlp --prepare .bin/perf/mlp --shapes "$MLP_SHAPES"
   $bench copy --prepare .bin/perf/copy
+  $bench shader-run --prepare .bin/perf/shader-run --saxpy "$SHADER_SAXPY" --matmul "$SHADER_MATMUL"
   du -sh .bin
 }
 

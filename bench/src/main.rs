@@ -10,6 +10,7 @@
 //! cargo run --release -p cmdgraph-bench -- fusion-run [--sizes 1048576,4194304] [--prepare DIR | --from DIR]
 //! cargo run --release -p cmdgraph-bench -- mlp [--shapes 8x512x4,64x1024x2] [--prepare DIR | --from DIR]
 //! cargo run --release -p cmdgraph-bench -- copy [--sizes 20,24,26] [--prepare DIR | --from DIR]
+//! cargo run --release -p cmdgraph-bench -- shader-run [--saxpy N,...] [--matmul N,...] [--prepare DIR | --from DIR]
 //! ```
 
 mod barriers;
@@ -146,6 +147,8 @@ enum Command {
     Load(runtime::load::Args),
     /// memcpy, memset and memfill on the executor against hand-recorded transfer commands (runtime).
     Copy(runtime::copy::Args),
+    /// WGSL and GLSL shaders translated against the same shaders compiled directly (runtime).
+    ShaderRun(runtime::shader_run::Args),
     /// Compile time of every example: passes, packaging and code generation per kernel.
     Compile {
         /// Runs per example; the fastest counts.
@@ -534,6 +537,7 @@ fn main() -> ExitCode {
         Command::BarrierRun(args) => runtime::barrier_run::main(&args),
         Command::Load(args) => runtime::load::main(&args),
         Command::Copy(args) => runtime::copy::main(&args),
+        Command::ShaderRun(args) => runtime::shader_run::run(&args),
         Command::FusionRun { common, chains, sizes } => runtime::fusion_run::main(&common, &chains, &sizes),
         Command::Mlp { common, shapes } => runtime::mlp::main(&common, &shapes),
     };

@@ -10,4 +10,5 @@ pub mod harness;
 pub mod load;
 pub mod mlp;
 pub mod replay;
+pub mod shader_run;
 pub mod update;

@@ -413,6 +413,11 @@ fn member_fits(kernel: &Kernel, layout: &ArgLayout, offset: Option<u32>, ty: &El
     let Some(offset) = offset else { return Err("has no Offset decoration".into()) };
     let n = match ty {
         ElemType::RuntimeArray(e, stride) if word(e) && *stride == Some(4) => return Ok(()),
+        // A struct at offset 0 (the rewrite of a naga-style uniform block of one struct):
+        // each of its members reads a field.
+        ElemType::Struct(_, members) if offset == 0 => {
+            return members.iter().try_for_each(|m| member_fits(kernel, layout, m.offset, &m.ty));
+        }
         ElemType::Numeric(n) => *n,
         _ => return Err("is neither a number, a vector nor a runtime array of 32-bit words".into()),
     };

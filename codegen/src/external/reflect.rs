@@ -142,6 +142,9 @@ pub enum ElemType {
     Numeric(Numeric),
     /// `OpTypeRuntimeArray` of an element, with its `ArrayStride`.
     RuntimeArray(Box<ElemType>, Option<u32>),
+    /// A struct (`id` its type), with its members (naga wraps a uniform struct in a `Block`
+    /// struct of one member).
+    Struct(u32, Vec<Member>),
     /// Anything else (bool, arrays, structs, images, ...), described in words.
     Other(String),
 }
@@ -151,6 +154,7 @@ impl std::fmt::Display for ElemType {
         match self {
             ElemType::Numeric(n) => write!(f, "{n}"),
             ElemType::RuntimeArray(e, _) => write!(f, "runtime array of {e}"),
+            ElemType::Struct(..) => f.write_str("a struct"),
             ElemType::Other(s) => f.write_str(s),
         }
     }
@@ -437,25 +441,29 @@ impl State {
             ),
             Some(TypeDef::Bool) => ElemType::Other("bool".into()),
             Some(TypeDef::Array(e)) => ElemType::Other(format!("a fixed-size array of {}", self.elem(*e, depth + 1))),
-            Some(TypeDef::Struct(_)) => ElemType::Other("a struct".into()),
+            Some(TypeDef::Struct(members)) => ElemType::Struct(id, self.members(id, members, depth + 1)),
             Some(TypeDef::Pointer(..)) => ElemType::Other("a pointer".into()),
             None => ElemType::Other("an opaque type (image, sampler, ...)".into()),
         }
+    }
+
+    fn members(&self, id: u32, members: &[u32], depth: u32) -> Vec<Member> {
+        members
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| Member {
+                offset: self.member_offset.get(&(id, i as u32)).copied(),
+                ty: self.elem(m, depth),
+                non_writable: self.member_non_writable.contains(&(id, i as u32)),
+            })
+            .collect()
     }
 
     fn pointee(&self, id: u32) -> Pointee {
         match self.types.get(&id) {
             Some(TypeDef::Struct(members)) => Pointee::Struct {
                 block: self.flags.contains(&(id, DEC_BLOCK)) || self.flags.contains(&(id, DEC_BUFFER_BLOCK)),
-                members: members
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &m)| Member {
-                        offset: self.member_offset.get(&(id, i as u32)).copied(),
-                        ty: self.elem(m, 0),
-                        non_writable: self.member_non_writable.contains(&(id, i as u32)),
-                    })
-                    .collect(),
+                members: self.members(id, members, 0),
             },
             _ => Pointee::Other(self.elem(id, 0).to_string()),
         }

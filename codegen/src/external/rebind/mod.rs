@@ -26,7 +26,7 @@
 mod edit;
 
 use super::check::{block_numeric, buffer as check_buffer, issue, param_text, signature_layout, Issue};
-use super::reflect::{ElemType, Pointee, Reflection, Resource, PUSH_CONSTANT, STORAGE_BUFFER};
+use super::reflect::{ElemType, Member, Pointee, Reflection, Resource, PUSH_CONSTANT, STORAGE_BUFFER};
 use cmdgraph_ir::{Kernel, ParamType};
 use edit::Flat;
 use rspirv::dr::Operand;
@@ -166,6 +166,12 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
     for res in &blocks {
         let (Pointee::Struct { members: ms, .. }, Some(ty)) = (&res.pointee, pointee_struct(module, res.id)) else {
             continue;
+        };
+        // A block of one struct member at offset 0 (how naga declares `var<uniform> p: Params`)
+        // stands for that struct's members.
+        let (ty, ms) = match &ms[..] {
+            [Member { offset: Some(0) | None, ty: ElemType::Struct(inner, inner_ms), .. }] => (*inner, inner_ms),
+            _ => (ty, ms),
         };
         let mut order: Vec<(u32, u32, &ElemType)> =
             ms.iter().enumerate().map(|(i, m)| (m.offset.unwrap_or(0), i as u32, &m.ty)).collect();
