@@ -142,6 +142,8 @@ pub enum ElemType {
     Numeric(Numeric),
     /// `OpTypeRuntimeArray` of an element, with its `ArrayStride`.
     RuntimeArray(Box<ElemType>, Option<u32>),
+    /// `OpTypeArray` of an element, with its `ArrayStride`.
+    FixedArray(Box<ElemType>, Option<u32>),
     /// A struct (`id` its type), with its members (naga wraps a uniform struct in a `Block`
     /// struct of one member).
     Struct(u32, Vec<Member>),
@@ -154,6 +156,7 @@ impl std::fmt::Display for ElemType {
         match self {
             ElemType::Numeric(n) => write!(f, "{n}"),
             ElemType::RuntimeArray(e, _) => write!(f, "runtime array of {e}"),
+            ElemType::FixedArray(e, _) => write!(f, "a fixed-size array of {e}"),
             ElemType::Struct(..) => f.write_str("a struct"),
             ElemType::Other(s) => f.write_str(s),
         }
@@ -440,7 +443,10 @@ impl State {
                 self.decorations.get(&(id, DEC_ARRAY_STRIDE)).copied(),
             ),
             Some(TypeDef::Bool) => ElemType::Other("bool".into()),
-            Some(TypeDef::Array(e)) => ElemType::Other(format!("a fixed-size array of {}", self.elem(*e, depth + 1))),
+            Some(TypeDef::Array(e)) => ElemType::FixedArray(
+                Box::new(self.elem(*e, depth + 1)),
+                self.decorations.get(&(id, DEC_ARRAY_STRIDE)).copied(),
+            ),
             Some(TypeDef::Struct(members)) => ElemType::Struct(id, self.members(id, members, depth + 1)),
             Some(TypeDef::Pointer(..)) => ElemType::Other("a pointer".into()),
             None => ElemType::Other("an opaque type (image, sampler, ...)".into()),

@@ -154,11 +154,26 @@ fn decorate(target: Word, decoration: Decoration, value: Option<u32>) -> Instruc
     Instruction::new(Op::Decorate, None, None, operands)
 }
 
+/// What a buffer variable's member is in the rewritten module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A runtime array, as declared.
+    Runtime,
+    /// A runtime array standing for a scalar or vector `depth` member indexes down: its
+    /// accesses take element `offset`.
+    Single(usize),
+    /// A runtime array standing for a fixed-size array `depth` member indexes down; a pointer
+    /// to the whole array has the given pointer type now.
+    Fixed(Word, usize),
+}
+
 /// What an id points into, for following pointers into the buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Points {
-    /// Buffer slot `s`'s block struct (the variable itself).
-    Block(usize),
+    /// Buffer slot `s`'s block struct: the variable itself (`taken` 0), or for a reshaped
+    /// buffer a pointer `taken` member indexes into the structs around its value (such an
+    /// access chain is dropped: chains from it are rewritten from the variable).
+    Block(usize, Kind, Word, usize),
     /// Slot `s`'s runtime array.
     Array(usize),
 }
@@ -188,7 +203,11 @@ pub(super) fn rewrite(m: &mut Flat, plan: &Plan, layout: &ArgLayout) -> Result<(
     for (slot, vars) in plan.buffers.iter().enumerate() {
         for &var in vars {
             binding_of.insert(var, 1 + slot as u32);
-            slot_of.insert(var, Points::Block(slot));
+            let kind = match plan.shapes.get(&var) {
+                Some(&shape) => reshape(m, var, shape)?,
+                None => Kind::Runtime,
+            };
+            slot_of.insert(var, Points::Block(slot, kind, var, 0));
         }
     }
     let blocks: BTreeSet<Word> = plan.blocks.iter().copied().collect();
@@ -386,6 +405,16 @@ fn functions(
 ) -> Result<Vec<Instruction>, String> {
     let mut out = Vec::with_capacity(body.len());
     let mut points = slot_of.clone();
+    // Ids some instruction reads: a whole-buffer load nothing reads (naga leaves some) is
+    // dropped rather than refused.
+    let used: BTreeSet<Word> = body
+        .iter()
+        .flat_map(|i| i.operands.iter())
+        .filter_map(|o| match o {
+            Operand::IdRef(id) => Some(*id),
+            _ => None,
+        })
+        .collect();
     // Per function: where its prologue goes in `out`, and the words it loads: (slot, count?) → id.
     let mut prologue_at: Option<usize> = None;
     let mut in_first_block = false;
@@ -415,12 +444,59 @@ fn functions(
         };
         let mut load = |m: &mut Flat, slot: usize, count: bool| *loaded.entry((slot, count)).or_insert_with(|| m.id());
         match (op, base) {
+            (
+                Op::AccessChain | Op::InBoundsAccessChain,
+                Some(Points::Block(slot, kind @ (Kind::Single(depth) | Kind::Fixed(_, depth)), var, taken)),
+            ) if depth > 1 || matches!(kind, Kind::Single(_)) => {
+                // The `depth` member indexes (all 0: structs of one member) down to the value
+                // or array are member 0 of the new block now, taken from the variable.
+                let indexes = inst.operands.len() - 1;
+                if taken + indexes < depth {
+                    // Still inside the structs around the value: no such pointer any more.
+                    if let Some(id) = inst.result_id {
+                        points.insert(id, Points::Block(slot, kind, var, taken + indexes));
+                    }
+                    continue;
+                }
+                let rest = inst.operands.split_off(1 + depth - taken);
+                inst.operands = vec![Operand::IdRef(var), Operand::IdRef(ids.zero)];
+                match kind {
+                    Kind::Single(_) => {
+                        // The value is element `offset` of the array now.
+                        let offset = load(m, slot, false);
+                        inst.operands.push(Operand::IdRef(offset));
+                        inst.operands.extend(rest);
+                    }
+                    Kind::Fixed(ptr, _) => match rest.split_first() {
+                        None => {
+                            inst.result_type = Some(ptr);
+                            if let Some(id) = inst.result_id {
+                                points.insert(id, Points::Array(slot));
+                            }
+                        }
+                        Some((Operand::IdRef(index), more)) => {
+                            let offset = load(m, slot, false);
+                            let sum = add_offset(m, *index, offset, ids, &mut out)?;
+                            inst.operands.push(Operand::IdRef(sum));
+                            inst.operands.extend(more.iter().cloned());
+                        }
+                        Some(_) => return Err("an access chain index that is not an id".into()),
+                    },
+                    Kind::Runtime => {}
+                }
+                out.push(inst);
+            }
             (Op::AccessChain | Op::InBoundsAccessChain, Some(kind)) => {
                 // Operands: base, then the indexes.
                 let (at, slot, result) = match (kind, inst.operands.len()) {
-                    (Points::Block(s), 1) => (None, s, Some(Points::Block(s))),
-                    (Points::Block(s), 2) => (None, s, Some(Points::Array(s))),
-                    (Points::Block(s), _) => (Some(2), s, None),
+                    (Points::Block(s, k, v, t), 1) => (None, s, Some(Points::Block(s, k, v, t))),
+                    (Points::Block(s, k, _, _), 2) => {
+                        if let Kind::Fixed(ptr, _) = k {
+                            inst.result_type = Some(ptr);
+                        }
+                        (None, s, Some(Points::Array(s)))
+                    }
+                    (Points::Block(s, ..), _) => (Some(2), s, None),
                     (Points::Array(s), 1) => (None, s, Some(Points::Array(s))),
                     (Points::Array(s), _) => (Some(1), s, None),
                 };
@@ -443,13 +519,14 @@ fn functions(
                 }
                 out.push(inst);
             }
-            (Op::ArrayLength, Some(Points::Block(slot))) => {
+            (Op::ArrayLength, Some(Points::Block(slot, ..))) => {
                 let count = load(m, slot, true);
                 let (Some(ty), Some(id)) = (inst.result_type, inst.result_id) else {
                     return Err("OpArrayLength without a result".into());
                 };
                 out.push(Instruction::new(Op::CopyObject, Some(ty), Some(id), vec![Operand::IdRef(count)]));
             }
+            (Op::Load, Some(_)) if inst.result_id.is_some_and(|id| !used.contains(&id)) => {}
             _ => {
                 if inst.operands.iter().any(|o| matches!(o, Operand::IdRef(id) if points.contains_key(id))) {
                     return Err(format!(
@@ -462,6 +539,52 @@ fn functions(
         }
     }
     Ok(out)
+}
+
+/// Makes buffer variable `var`, whose struct's one member is a scalar, vector or fixed-size
+/// array, a `Block` of a runtime array of the element: new types declared just before the
+/// variable (they use only types declared before its own), the variable retyped. The old
+/// struct is left as it is for whatever else uses it.
+fn reshape(m: &mut Flat, var: Word, shape: super::Shape) -> Result<Kind, String> {
+    let at = m.insts.iter().position(|i| i.result_id == Some(var)).ok_or("a buffer variable not found")?;
+    let old_struct = match m.def(m.insts[at].result_type.ok_or("an untyped variable")?).and_then(|p| p.operands.get(1))
+    {
+        Some(Operand::IdRef(t)) => *t,
+        _ => return Err("a buffer variable that is not a pointer".into()),
+    };
+    let (super::Shape::Single { elem, stride, .. } | super::Shape::Fixed { elem, stride, .. }) = shape;
+    let sb = || Operand::StorageClass(StorageClass::StorageBuffer);
+    let (array, block, ptr) = (m.id(), m.id(), m.id());
+    let mut types = vec![
+        Instruction::new(Op::TypeRuntimeArray, None, Some(array), vec![Operand::IdRef(elem)]),
+        Instruction::new(Op::TypeStruct, None, Some(block), vec![Operand::IdRef(array)]),
+        Instruction::new(Op::TypePointer, None, Some(ptr), vec![sb(), Operand::IdRef(block)]),
+    ];
+    let kind = match shape {
+        super::Shape::Single { depth, .. } => Kind::Single(depth),
+        super::Shape::Fixed { depth, .. } => {
+            let whole = m.id();
+            types.push(Instruction::new(Op::TypePointer, None, Some(whole), vec![sb(), Operand::IdRef(array)]));
+            Kind::Fixed(whole, depth)
+        }
+    };
+    m.insts[at].result_type = Some(ptr);
+    m.insts.splice(at..at, types);
+    // The member's decorations (Offset, NonWritable, ...) carry over to the new struct.
+    let mut decorations =
+        vec![decorate(array, Decoration::ArrayStride, Some(stride)), decorate(block, Decoration::Block, None)];
+    for d in &m.insts {
+        if d.class.opcode == Op::MemberDecorate
+            && d.operands.first() == Some(&Operand::IdRef(old_struct))
+            && d.operands.get(1) == Some(&Operand::LiteralBit32(0))
+        {
+            let mut copy = d.clone();
+            copy.operands[0] = Operand::IdRef(block);
+            decorations.push(copy);
+        }
+    }
+    m.annotate(decorations);
+    Ok(kind)
 }
 
 /// The loads of a function's offset and count words.

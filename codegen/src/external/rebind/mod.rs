@@ -36,9 +36,36 @@ use std::collections::BTreeMap;
 /// `Uniform` storage class.
 const UNIFORM: u32 = 2;
 
+/// How a storage buffer's one member that is not a runtime array becomes the runtime array
+/// cmdgraph binds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// A scalar or vector (`var<storage> n: atomic<u32>`): element 0 of an array of them.
+    Single {
+        /// The member's type: the new array's element.
+        elem: Word,
+        /// Its size, the new array's stride.
+        stride: u32,
+        /// Member indexes from the variable to it (naga wraps a storage struct of one member
+        /// in a `Block` of one member: 2).
+        depth: usize,
+    },
+    /// A fixed-size array (`array<f32, 64>`): the same elements, sized by the binding.
+    Fixed {
+        /// The array's element type.
+        elem: Word,
+        /// Its `ArrayStride`.
+        stride: u32,
+        /// Member indexes from the variable to it.
+        depth: usize,
+    },
+}
+
 /// Which variables of the module stand for which parameters.
 #[derive(Debug)]
 struct Plan {
+    /// Per variable of `buffers` whose member is not a runtime array: its shape.
+    shapes: BTreeMap<Word, Shape>,
     /// Per buffer parameter in slot order: the variables (aliases) of its binding.
     buffers: Vec<Vec<Word>>,
     /// Push-constant and uniform block variables, each becoming a view of the argument block.
@@ -78,6 +105,47 @@ pub fn modernize(words: &[u32]) -> Result<Option<Vec<u32>>, Issue> {
     let mut module = Flat::load(words)
         .map_err(|e| issue(format!("the module cannot be read for rebinding: {e}"), "report this module"))?;
     Ok(edit::modernize_storage_buffers(&mut module).then(|| module.assemble()))
+}
+
+/// The shape of a storage buffer whose one member is a scalar, a vector or a fixed-size
+/// array, with the resource as it is after reshaping (a runtime array of the element); `None`
+/// for any other buffer (a runtime array already, or what the check refuses).
+fn shape_of(module: &Flat, res: &Resource) -> Option<(Shape, Resource)> {
+    let Pointee::Struct { block: true, members } = &res.pointee else { return None };
+    let [member] = &members[..] else { return None };
+    let first_member = |ty: Word| match module.def(ty)?.operands.first()? {
+        Operand::IdRef(t) => Some(*t),
+        _ => None,
+    };
+    // Down through structs of one member at offset 0 to what they hold.
+    let (mut leaf, mut leaf_ty, mut depth) = (&member.ty, first_member(pointee_struct(module, res.id)?)?, 1);
+    while let ElemType::Struct(_, inner) = leaf {
+        let [Member { offset: Some(0) | None, ty, .. }] = &inner[..] else { return None };
+        leaf = ty;
+        leaf_ty = first_member(leaf_ty)?;
+        depth += 1;
+        if depth > 8 {
+            return None;
+        }
+    }
+    let (shape, elem) = match leaf {
+        ElemType::Numeric(n) => {
+            // std430: a 3-vector's array stride is that of a 4-vector.
+            let stride = n.width / 8 * if n.lanes == 3 { 4 } else { n.lanes };
+            (Shape::Single { elem: leaf_ty, stride, depth }, leaf.clone())
+        }
+        ElemType::FixedArray(e, Some(stride)) => {
+            (Shape::Fixed { elem: first_member(leaf_ty)?, stride: *stride, depth }, (**e).clone())
+        }
+        _ => return None,
+    };
+    let (Shape::Single { stride, .. } | Shape::Fixed { stride, .. }) = shape;
+    let mut view = res.clone();
+    view.pointee = Pointee::Struct {
+        block: true,
+        members: vec![Member { ty: ElemType::RuntimeArray(Box::new(elem), Some(stride)), ..member.clone() }],
+    };
+    Some((shape, view))
 }
 
 /// The pointee struct type of variable `var`.
@@ -153,9 +221,21 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
                 or_none(&want)
             ),
         ));
-    } else {
+    }
+    // Storage buffers of one scalar, vector or fixed-size array are reshaped into a runtime
+    // array of their element: checked as such.
+    let mut shapes = BTreeMap::new();
+    let mut reshaped: BTreeMap<Word, Resource> = BTreeMap::new();
+    for res in buffers.values().flatten() {
+        if let Some((shape, view)) = shape_of(module, res) {
+            shapes.insert(res.id, shape);
+            reshaped.insert(res.id, view);
+        }
+    }
+    if buffers.len() == buffer_params.len() {
         for (aliases, &param) in buffers.values().zip(&buffer_params) {
-            check_buffer(kernel, param, &place(aliases[0]), aliases, &mut issues);
+            let views: Vec<&Resource> = aliases.iter().map(|r| reshaped.get(&r.id).unwrap_or(r)).collect();
+            check_buffer(kernel, param, &place(aliases[0]), &views, &mut issues);
         }
     }
     // Uniform blocks first, then the push-constant block: the order in which the shader
@@ -216,6 +296,7 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
         return Err(issues);
     }
     Ok(Plan {
+        shapes,
         buffers: buffers.values().map(|aliases| aliases.iter().map(|r| r.id).collect()).collect(),
         blocks: blocks.iter().map(|r| r.id).collect(),
         members: matched,
