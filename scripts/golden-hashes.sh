@@ -5,14 +5,16 @@
 #
 #   bash scripts/golden-hashes.sh            # rehash the modules the file lists
 #   bash scripts/golden-hashes.sh FILE...    # also add FILE... (paths from the repo root)
+#   PROFILE=release bash scripts/golden-hashes.sh   # with a release build (same bytes)
 #
 # Run it when a change is meant to change bundles (codegen, passes, the format) and commit
 # the file with that change.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 manifest=tests/golden/bundle-hashes.txt
-cargo build -q -p cmdgraph-cli
-bin="${CARGO_TARGET_DIR:-target}/debug/cmdgraph"
+profile=${PROFILE:-debug}
+if [[ $profile == release ]]; then cargo build -q --release -p cmdgraph-cli; else cargo build -q -p cmdgraph-cli; fi
+bin="${CARGO_TARGET_DIR:-target}/$profile/cmdgraph"
 modules=()
 if [[ -f "$manifest" ]]; then
   while read -r path _; do

@@ -127,11 +127,8 @@ impl Lowerer<'_> {
     ) -> Result<Val, CodegenError> {
         match place {
             Place::Slot(slot) => {
-                let idx = match self.plan.layout.slots.get(*slot as usize).and_then(|s| s.offset_field) {
-                    Some(f) => {
-                        let off = self.word(f);
-                        self.ir.emit("i32", format!("add i32 {}, {}", idx.v, off.v))
-                    }
+                let idx = match self.offsets.get(*slot as usize).cloned().flatten() {
+                    Some(off) => self.ir.emit("i32", format!("add i32 {}, {}", idx.v, off.v)),
                     None => idx,
                 };
                 let w = u8::from(writable);
@@ -162,11 +159,8 @@ impl Lowerer<'_> {
             let base = self.vec_base.clone().ok_or_else(|| self.err(h, "vector base"))?;
             let handle =
                 self.vec_handles.get(slot as usize).cloned().flatten().ok_or_else(|| self.err(h, "vector view"))?;
-            let start = match self.plan.layout.slots.get(slot as usize).and_then(|s| s.offset_field) {
-                Some(f) => {
-                    let off = self.word(f);
-                    self.ir.emit("i32", format!("add i32 {}, {}", base.v, off.v))
-                }
+            let start = match self.offsets.get(slot as usize).cloned().flatten() {
+                Some(off) => self.ir.emit("i32", format!("add i32 {}, {}", base.v, off.v)),
                 None => base,
             };
             let quad = self.ir.emit("i32", format!("lshr i32 {}, 2", start.v));

@@ -76,6 +76,10 @@ pub(crate) struct Lowerer<'a> {
     /// argument block after a store to a slot is not merged with one before it, since LLVM
     /// cannot tell the two bindings apart.
     pub counts: Vec<Val>,
+    /// Per memory slot: its pointer's element offset (`i32`), read in the entry block beside
+    /// the count, so that an access's address does not wait on a load of the argument block
+    /// inside the access's bounds-check branch (one load per slot, not one per access).
+    pub offsets: Vec<Option<Val>>,
     /// Whether innermost `for` loops get several body copies per back-edge (budget.rs).
     pub unroll: bool,
 }
@@ -219,6 +223,8 @@ impl<'a> Lowerer<'a> {
                 None
             };
             self.int_views.push(iv);
+            let offset = slot.offset_field.map(|f| self.word(f));
+            self.offsets.push(offset);
             let count = match (slot.offset_field, slot.count) {
                 (Some(f), _) => self.word(f + 4),
                 (None, Some(n)) => Val::new("i32", n.min(u64::from(u32::MAX)).to_string()),
@@ -334,6 +340,7 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
         int_locals: Default::default(),
         local_zero: "0".into(),
         counts: Vec::new(),
+        offsets: Vec::new(),
         unroll: budget::needs_unrolling(plan.body),
     };
     l.ir.start("entry");
@@ -385,12 +392,9 @@ impl Lowerer<'_> {
         let full = self.ir.emit("i1", format!("icmp ugt i32 {}, 3", rem.v));
         let mut aligned = full.clone();
         let slots = self.plan.layout.slots.clone();
-        for (i, slot) in slots.iter().enumerate() {
-            let start = match slot.offset_field {
-                Some(f) => {
-                    let w = self.word(f);
-                    self.ir.emit("i32", format!("add i32 {}, {}", w.v, gbase.v))
-                }
+        for (i, _) in slots.iter().enumerate() {
+            let start = match self.offsets.get(i).cloned().flatten() {
+                Some(w) => self.ir.emit("i32", format!("add i32 {}, {}", w.v, gbase.v)),
                 None => gbase.clone(),
             };
             let low = self.ir.emit("i32", format!("and i32 {}, 3", start.v));
