@@ -133,6 +133,8 @@ pub struct Context {
     /// The optional features and extensions the device was created with: every kernel's
     /// SPIR-V is checked against them before it reaches the driver (features.rs).
     pub(crate) features: EnabledFeatures,
+    /// The device's subgroup size and operations (subgroup.rs).
+    subgroups: super::subgroup::SubgroupInfo,
     name: String,
     /// [`ContextOptions::timeout`].
     timeout: Option<Duration>,
@@ -348,6 +350,8 @@ impl Context {
             )
         };
         let timestamp_bits = families.get(h.family as usize).map(|f| f.timestamp_valid_bits).unwrap_or(0);
+        let subgroups = super::subgroup::query(&h.instance, h.physical);
+        let features = super::subgroup::with_operations(features, &subgroups);
         Context {
             _entry: h.entry,
             instance: h.instance,
@@ -361,6 +365,7 @@ impl Context {
             update_after_bind,
             timestamp_bits,
             features,
+            subgroups,
             timeout: opts.timeout,
             overdue: AtomicBool::new(false),
             idle_fences: Mutex::new(Vec::new()),
@@ -383,6 +388,12 @@ impl Context {
     /// an error (docs/executor.md).
     pub fn is_llvmpipe(&self) -> bool {
         self.name.to_ascii_lowercase().starts_with("llvmpipe")
+    }
+
+    /// The device's subgroup size (`VkPhysicalDeviceSubgroupProperties::subgroupSize`): the
+    /// size the interpreter must model to compare subgroup-size-dependent results.
+    pub fn subgroup_size(&self) -> u32 {
+        self.subgroups.size
     }
 
     /// Whether descriptors can be rewritten without re-recording (UPDATE_AFTER_BIND).
