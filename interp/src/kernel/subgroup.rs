@@ -7,7 +7,10 @@
 //! is a list of interpreter lanes by subgroup lane. An op acts over the lanes of each
 //! subgroup that are in the mask (the active lanes: those that reach it on the same
 //! control-flow path, as SPIR-V's non-uniform operations define); a partial last subgroup's
-//! missing lanes are never active. What SPIR-V leaves undefined (a broadcast from an
+//! missing lanes are never active. A work-group of more than one dimension must have a
+//! dimension-0 size that is a multiple of the subgroup size, so that every subgroup lies in
+//! one row (llvmpipe cuts rows into subgroups, other devices the linear order; both agree
+//! then). What SPIR-V leaves undefined (a broadcast from an
 //! inactive lane or a lane index that is not uniform, a shuffle from an inactive lane) is
 //! an error here, so a program the interpreter runs has one meaning.
 
@@ -61,6 +64,22 @@ impl Exec<'_, '_, '_> {
     pub(crate) fn subgroup(&mut self, h: Handle<Op>, mask: &[bool], sg: &SubgroupOp) -> Result<Lanes, InterpError> {
         let n = self.ids.n;
         let size = self.subgroup_size;
+        let local = self.prep.geo.local;
+        if local[1] * local[2] > 1 && local[0] % size as u64 != 0 {
+            // llvmpipe runs each row of dimension 0 as its own SIMD batch there (a 4x6 group
+            // is six half-empty subgroups that report subgroup ids 0, 0, 1, 1, 2, 2), NVIDIA
+            // cuts the linear order: no one answer to give.
+            let msg = format!(
+                "{} in a {}x{}x{} work-group: a work-group of more than one dimension needs a size in \
+                 dimension 0 that is a multiple of the subgroup size {size} (devices form subgroups \
+                 differently otherwise; docs/ir.md, \"Subgroups\")",
+                sg.keyword(),
+                local[0],
+                local[1],
+                local[2]
+            );
+            return Err(self.fault_at(h, mask, msg));
+        }
         if self.subgroups.iter().map(Vec::len).sum::<usize>() != n {
             self.subgroups = partition(&self.ids.lid, self.prep.geo.local, n, size);
         }
