@@ -27,13 +27,20 @@ impl Lowerer<'_> {
         let scope = Val::new("i32", SCOPE_SUBGROUP.to_string());
         let (opcode, group_op, args, ty) = match sg {
             SubgroupOp::Builtin(b) => {
-                let name = match b {
-                    SubgroupBuiltin::Size => "llvm.spv.subgroup.size",
-                    SubgroupBuiltin::Id => "llvm.spv.subgroup.id",
-                    SubgroupBuiltin::LocalId => "llvm.spv.subgroup.local.invocation.id",
-                    SubgroupBuiltin::Count => "llvm.spv.num.subgroups",
+                let x = match b {
+                    SubgroupBuiltin::Size => self.ir.call("i32", "llvm.spv.subgroup.size", &[]),
+                    SubgroupBuiltin::Id => self.ir.call("i32", "llvm.spv.subgroup.id", &[]),
+                    SubgroupBuiltin::LocalId => self.ir.call("i32", "llvm.spv.subgroup.local.invocation.id", &[]),
+                    SubgroupBuiltin::Count => {
+                        // ceil(work-group size / subgroup size), computed here: llvmpipe's
+                        // `NumSubgroups` rounds down (1 for a work-group of 12 in subgroups
+                        // of 8).
+                        let wg: u32 = self.plan.variant.workgroup_size.iter().map(|&d| d.max(1)).product();
+                        let size = self.ir.call("i32", "llvm.spv.subgroup.size", &[]);
+                        let up = self.ir.emit("i32", format!("add i32 {}, {}", size.v, wg.saturating_sub(1)));
+                        self.ir.emit("i32", format!("udiv i32 {}, {}", up.v, size.v))
+                    }
                 };
-                let x = self.ir.call("i32", name, &[]);
                 return Ok(self.widen(Type::U32, x));
             }
             SubgroupOp::Arith { collective, op, value } => {
