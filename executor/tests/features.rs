@@ -96,8 +96,7 @@ fn a_subgroup_operation_the_device_lacks_is_refused_naming_it() {
     add_capability(&mut b, "ramp", 63);
     add_capability(&mut b, "ramp", 61);
     let k = b.kernels.iter().find(|k| k.kernel == "ramp").expect("kernel");
-    let subgroups =
-        [Feature::SubgroupBasic, Feature::SubgroupVote, Feature::SubgroupBallot, Feature::SubgroupShuffle];
+    let subgroups = [Feature::SubgroupBasic, Feature::SubgroupVote, Feature::SubgroupBallot, Feature::SubgroupShuffle];
     let m = check_kernel(k, &EnabledFeatures::new(subgroups)).expect_err("refused").to_string();
     for part in ["@ramp", "GroupNonUniformArithmetic", "VK_SUBGROUP_FEATURE_ARITHMETIC_BIT", "compute stage"] {
         assert!(m.contains(part), "{m} lacks {part}");

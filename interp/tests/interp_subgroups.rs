@@ -193,8 +193,11 @@ fn check<T: Elem>(size: u32, local: usize, seed: u64) {
                 assert_eq!(at(i, j + 1), x[lanes[0]], "{}", ctx(i, "broadcast_first"));
                 assert_eq!(at(i, j + 2), x[lanes[k ^ 1]], "{}", ctx(i, "shuffle from lane ^ 1"));
                 let active: Vec<usize> = lanes.iter().copied().filter(|&l| x[l].positive()).collect();
-                let under_if =
-                    if x[i].positive() { active.iter().fold(T::identity("add"), |a, &l| T::op("add", a, x[l])) } else { T::zero() };
+                let under_if = if x[i].positive() {
+                    active.iter().fold(T::identity("add"), |a, &l| T::op("add", a, x[l]))
+                } else {
+                    T::zero()
+                };
                 assert_eq!(at(i, j + 3), under_if, "{}", ctx(i, "reduce add of the lanes taking the if"));
                 let b = &bits[i * BITS..(i + 1) * BITS];
                 let mut ballot = [0u32; 4];
@@ -231,7 +234,8 @@ fn subgroup_sizes_that_no_device_has_are_refused() {
     let mut it = Interpreter::new(&m).unwrap();
     let id = it.finalize("g").unwrap();
     for bad in [0, 3, 12, 256] {
-        let err = it.run_with(id, &RunOptions { subgroup_size: SubgroupSize(bad), ..RunOptions::default() }).unwrap_err();
+        let err =
+            it.run_with(id, &RunOptions { subgroup_size: SubgroupSize(bad), ..RunOptions::default() }).unwrap_err();
         assert!(err.to_string().contains(&format!("subgroup size {bad} is not a power of two")), "{err}");
     }
 }

@@ -15,7 +15,9 @@ use super::run::steps::{self, Resolved};
 use super::run::Steps;
 use crate::exit::{Failure, Outcome};
 use crate::io;
-use cmdgraph_interp::{Denormals, ExecId, FmaRounding, InterpError, Interpreter, Order, Race, RunOptions, SubgroupSize};
+use cmdgraph_interp::{
+    Denormals, ExecId, FmaRounding, InterpError, Interpreter, Order, Race, RunOptions, SubgroupSize,
+};
 use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
@@ -116,13 +118,14 @@ pub struct InterpArgs {
 /// `--subgroup-size`: a number, or the default Vulkan device's size.
 fn subgroup_size(arg: &str) -> Result<SubgroupSize, Failure> {
     let size = if arg == "device" {
-        let ctx = cmdgraph_executor::vk::context::Context::new(&cmdgraph_executor::ContextOptions::default()).map_err(|e| {
-            Failure::Rejected(format!("error: --subgroup-size device: no Vulkan device to ask: {e}"))
-        })?;
+        let ctx = cmdgraph_executor::vk::context::Context::new(&cmdgraph_executor::ContextOptions::default())
+            .map_err(|e| Failure::Rejected(format!("error: --subgroup-size device: no Vulkan device to ask: {e}")))?;
         SubgroupSize(ctx.subgroup_size())
     } else {
         let n = arg.parse::<u32>().map_err(|_| {
-            Failure::Rejected(format!("error: --subgroup-size `{arg}`: expected a power of two from 1 to 128, or `device`"))
+            Failure::Rejected(format!(
+                "error: --subgroup-size `{arg}`: expected a power of two from 1 to 128, or `device`"
+            ))
         })?;
         SubgroupSize(n)
     };

@@ -59,7 +59,9 @@ impl Lowerer<'_> {
                 let opcode = if matches!(sg, SubgroupOp::Broadcast(..)) { Opcode::Broadcast } else { Opcode::Shuffle };
                 (opcode, None, vec![self.val(h, *x)?, self.val(h, *l)?], t)
             }
-            SubgroupOp::BroadcastFirst(x) => (Opcode::BroadcastFirst, None, vec![self.val(h, *x)?], self.data_ty(h, *x)?),
+            SubgroupOp::BroadcastFirst(x) => {
+                (Opcode::BroadcastFirst, None, vec![self.val(h, *x)?], self.data_ty(h, *x)?)
+            }
             SubgroupOp::Ballot(c) => (Opcode::Ballot, None, vec![self.val(h, *c)?], cmdgraph_ir::subgroup::BALLOT_TYPE),
             SubgroupOp::All(c) => (Opcode::All, None, vec![self.val(h, *c)?], Type::BOOL),
             SubgroupOp::Any(c) => (Opcode::Any, None, vec![self.val(h, *c)?], Type::BOOL),

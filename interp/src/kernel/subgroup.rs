@@ -65,7 +65,7 @@ impl Exec<'_, '_, '_> {
         let n = self.ids.n;
         let size = self.subgroup_size;
         let local = self.prep.geo.local;
-        if local[1] * local[2] > 1 && local[0] % size as u64 != 0 {
+        if local[1] * local[2] > 1 && !local[0].is_multiple_of(size as u64) {
             // llvmpipe runs each row of dimension 0 as its own SIMD batch there (a 4x6 group
             // is six half-empty subgroups that report subgroup ids 0, 0, 1, 1, 2, 2), NVIDIA
             // cuts the linear order: no one answer to give.
@@ -99,7 +99,11 @@ impl Exec<'_, '_, '_> {
         let n = self.ids.n;
         let size = self.subgroup_size;
         let active = |g: &[usize]| -> Vec<(usize, usize)> {
-            g.iter().enumerate().filter(|(_, &lane)| mask.get(lane).copied().unwrap_or(false)).map(|(s, &l)| (s, l)).collect()
+            g.iter()
+                .enumerate()
+                .filter(|(_, &lane)| mask.get(lane).copied().unwrap_or(false))
+                .map(|(s, &l)| (s, l))
+                .collect()
         };
         let per_lane = |f: &dyn Fn(usize, usize) -> u64| {
             let mut data = vec![0; n];
