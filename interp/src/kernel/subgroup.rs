@@ -83,6 +83,14 @@ impl Exec<'_, '_, '_> {
         if self.subgroups.iter().map(Vec::len).sum::<usize>() != n {
             self.subgroups = partition(&self.ids.lid, self.prep.geo.local, n, size);
         }
+        // The verifier's rule (E0334), checked again: the folds below assume 32-bit lanes.
+        let mut types = Vec::new();
+        for v in sg.operands() {
+            types.push(self.data(h, mask, v)?.ty);
+        }
+        if let Some(problem) = sg.operand_problem(&types) {
+            return Err(self.fault_at(h, mask, format!("{}: {problem}", sg.keyword())));
+        }
         let groups = std::mem::take(&mut self.subgroups);
         let out = self.subgroup_in(h, mask, sg, &groups);
         self.subgroups = groups;
