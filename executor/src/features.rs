@@ -65,6 +65,9 @@ pub enum Feature {
     SubgroupBallot,
     /// `VK_SUBGROUP_FEATURE_SHUFFLE_BIT` (compute stage).
     SubgroupShuffle,
+    /// `subgroupSizeControl` (Vulkan 1.3): pipelines may require a subgroup size, which
+    /// the executor does for kernels with subgroup ops (vk/subgroup.rs).
+    SubgroupSizeControl,
 }
 
 impl fmt::Display for Feature {
@@ -93,6 +96,7 @@ impl fmt::Display for Feature {
             }
             Feature::SubgroupBallot => "subgroup operation VK_SUBGROUP_FEATURE_BALLOT_BIT (in the compute stage)",
             Feature::SubgroupShuffle => "subgroup operation VK_SUBGROUP_FEATURE_SHUFFLE_BIT (in the compute stage)",
+            Feature::SubgroupSizeControl => "subgroupSizeControl",
             Feature::FloatAtomics { shared, width, op } => {
                 let memory = if *shared { "Shared" } else { "Buffer" };
                 let (what, ext) = match (op, width) {

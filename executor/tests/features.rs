@@ -105,13 +105,26 @@ fn a_subgroup_operation_the_device_lacks_is_refused_naming_it() {
     assert_eq!(check_kernel(k, &all).map_err(|e| e.to_string()), Ok(()));
     // llvmpipe has every subgroup operation in compute, in subgroups of 8: the same module
     // is created there (validation silent).
+    let k = k.clone();
     let ex = new_executor(b).expect("llvmpipe supports subgroup arithmetic");
+    // Its pipeline requires the device's subgroup size (the size the interpreter is given),
+    // which validation accepts (no message below).
+    if ex.context().enabled_features().has(Feature::SubgroupSizeControl) {
+        assert_eq!(ex.context().required_subgroup_size(&k), Some(ex.context().subgroup_size()));
+    }
+    let ramp = ramp_bundle();
+    let plain = ramp.kernels.iter().find(|k| k.kernel == "ramp").expect("kernel");
+    assert_eq!(ex.context().required_subgroup_size(plain), None, "a module without subgroup ops");
     let f = ex.context().enabled_features();
     for feature in all.iter() {
         assert!(f.has(feature), "{feature} missing from {f:?}");
     }
     if ex.context().is_llvmpipe() {
         assert_eq!(ex.context().subgroup_size(), 8);
+        assert!(ex.context().enabled_features().has(Feature::SubgroupSizeControl));
     }
+    let mut ex = ex;
+    let e = ex.finalize("g").expect("finalize");
+    ex.run(e).expect("run");
     no_messages(&ex);
 }

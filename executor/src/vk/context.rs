@@ -396,6 +396,18 @@ impl Context {
         self.subgroups.size
     }
 
+    /// The subgroup size a pipeline of `k` requires (`None`: the driver's choice): the
+    /// device's `subgroupSize` for a module with subgroup operations, where the device
+    /// allows requiring it (vk/subgroup.rs).
+    pub fn required_subgroup_size(&self, k: &cmdgraph_ir::bundle::CompiledKernel) -> Option<u32> {
+        // `GroupNonUniform`, which every subgroup instruction needs.
+        if !crate::spirv::requirements(&k.spirv).capabilities.contains(&61) {
+            return None;
+        }
+        let workgroup = k.workgroup_size.iter().map(|&d| u64::from(d.max(1))).product();
+        self.subgroups.required_size(self.features.has(Feature::SubgroupSizeControl), workgroup)
+    }
+
     /// Whether descriptors can be rewritten without re-recording (UPDATE_AFTER_BIND).
     pub fn update_after_bind(&self) -> bool {
         self.update_after_bind
@@ -708,8 +720,12 @@ fn create_device(
         .maintenance4(h13.maintenance4 != 0)
         // `local` ops' memory starts at zero (a null initializer in the SPIR-V): required
         // of every Vulkan 1.3 device.
-        .shader_zero_initialize_workgroup_memory(h13.shader_zero_initialize_workgroup_memory != 0);
-    let enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
+        .shader_zero_initialize_workgroup_memory(h13.shader_zero_initialize_workgroup_memory != 0)
+        // Kernels with subgroup ops require the subgroup size the interpreter models
+        // (vk/subgroup.rs).
+        .subgroup_size_control(h13.subgroup_size_control != 0);
+    let mut enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
+    enabled.set(Feature::SubgroupSizeControl, h13.subgroup_size_control != 0);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut info = vk::DeviceCreateInfo::default()
