@@ -30,7 +30,9 @@ prepare() {
   fuzz_env "$@"
   rm -rf "${work:?}/$name" && mkdir -p "$work/$name" .bin
   cargo build -q --release -p cmdgraph-cli
-  CMDGRAPH_FUZZ_EXPORT="$PWD/$work/$name" \
+  # Subgroup ops are compared at the GPU's subgroup size (32 on NVIDIA; the float add/mul
+  # collectives, whose order is the device's, are then not generated).
+  CMDGRAPH_FUZZ_SUBGROUP_SIZE=${CMDGRAPH_FUZZ_SUBGROUP_SIZE:-32} CMDGRAPH_FUZZ_EXPORT="$PWD/$work/$name" \
     cargo test -q --release -p cmdgraph-cli --test kernel_fuzz -- random_kernels --nocapture 2>&1 | grep -E 'kernels in|FAIL' || true
   strip -o .bin/cmdgraph target/release/cmdgraph && xz -f -T2 -6 .bin/cmdgraph
   tar -C "$work/$name" -cf - . | xz -T2 -6 > ".bin/fuzz-$name.tar.xz"
@@ -79,7 +81,7 @@ compare() {
   fuzz_env "${@:1:$#-1}"
   [ -d "$work/$name" ] || { echo "gpu-fuzz.sh compare: run prepare first ($work/$name is missing)" >&2; exit 1; }
   xz -dc "$outputs" | tar -C "$work/$name" -xf -
-  CMDGRAPH_FUZZ_IMPORT="$PWD/$work/$name" \
+  CMDGRAPH_FUZZ_SUBGROUP_SIZE=${CMDGRAPH_FUZZ_SUBGROUP_SIZE:-32} CMDGRAPH_FUZZ_IMPORT="$PWD/$work/$name" \
     cargo test -q --release -p cmdgraph-cli --test kernel_fuzz -- random_kernels --nocapture
 }
 

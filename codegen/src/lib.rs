@@ -15,6 +15,7 @@ mod loop_marker;
 mod lower;
 pub mod schedule;
 mod spirv_walk;
+mod subgroup;
 pub mod support;
 mod target;
 mod validate;
@@ -148,7 +149,8 @@ pub(crate) fn to_spirv(text: &str, opt: u8) -> Result<(Vec<u32>, String), Failur
         target::Error::Tool(message) => Failure::Tool(CodegenError::Tool { message }),
         target::Error::Failed(message) => Failure::Llvm(message),
     })?;
-    let words = cmpxchg::unpack_compare_exchange(&validate::strip_dead_names(&validate::words(&out.spirv)));
+    let words = subgroup::lower_calls(&validate::words(&out.spirv));
+    let words = cmpxchg::unpack_compare_exchange(&validate::strip_dead_names(&words));
     let words = float_controls::preserve_signed_zero_inf_nan(&barrier::fix_barrier_semantics(&words));
     let words = float_controls::no_contraction(&words);
     validate::validate(&words).map_err(Failure::Tool)?.map_err(Failure::Invalid)?;

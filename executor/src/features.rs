@@ -55,6 +55,19 @@ pub enum Feature {
     ExtShaderAtomicFloat,
     /// The device extension `VK_EXT_shader_atomic_float2`.
     ExtShaderAtomicFloat2,
+    /// `VK_SUBGROUP_FEATURE_BASIC_BIT` in `subgroupSupportedOperations` (compute stage).
+    SubgroupBasic,
+    /// `VK_SUBGROUP_FEATURE_VOTE_BIT` (compute stage).
+    SubgroupVote,
+    /// `VK_SUBGROUP_FEATURE_ARITHMETIC_BIT` (compute stage).
+    SubgroupArithmetic,
+    /// `VK_SUBGROUP_FEATURE_BALLOT_BIT` (compute stage).
+    SubgroupBallot,
+    /// `VK_SUBGROUP_FEATURE_SHUFFLE_BIT` (compute stage).
+    SubgroupShuffle,
+    /// `subgroupSizeControl` (Vulkan 1.3): pipelines may require a subgroup size, which
+    /// the executor does for kernels with subgroup ops (vk/subgroup.rs).
+    SubgroupSizeControl,
 }
 
 impl fmt::Display for Feature {
@@ -76,6 +89,14 @@ impl fmt::Display for Feature {
             Feature::SharedInt64Atomics => "shaderSharedInt64Atomics",
             Feature::ExtShaderAtomicFloat => "VK_EXT_shader_atomic_float",
             Feature::ExtShaderAtomicFloat2 => "VK_EXT_shader_atomic_float2",
+            Feature::SubgroupBasic => "subgroup operation VK_SUBGROUP_FEATURE_BASIC_BIT (in the compute stage)",
+            Feature::SubgroupVote => "subgroup operation VK_SUBGROUP_FEATURE_VOTE_BIT (in the compute stage)",
+            Feature::SubgroupArithmetic => {
+                "subgroup operation VK_SUBGROUP_FEATURE_ARITHMETIC_BIT (in the compute stage)"
+            }
+            Feature::SubgroupBallot => "subgroup operation VK_SUBGROUP_FEATURE_BALLOT_BIT (in the compute stage)",
+            Feature::SubgroupShuffle => "subgroup operation VK_SUBGROUP_FEATURE_SHUFFLE_BIT (in the compute stage)",
+            Feature::SubgroupSizeControl => "subgroupSizeControl",
             Feature::FloatAtomics { shared, width, op } => {
                 let memory = if *shared { "Shared" } else { "Buffer" };
                 let (what, ext) = match (op, width) {
@@ -165,6 +186,12 @@ const CAPABILITIES: &[(u32, &str, Need)] = &[
     (5612, "AtomicFloat32MinMaxEXT", Need::AnyOf(&MINMAX32)),
     (5613, "AtomicFloat64MinMaxEXT", Need::AnyOf(&MINMAX64)),
     (5616, "AtomicFloat16MinMaxEXT", Need::AnyOf(&MINMAX16)),
+    // Subgroup operations: `subgroupSupportedOperations` of the compute stage.
+    (61, "GroupNonUniform", Need::AnyOf(&[Feature::SubgroupBasic])),
+    (62, "GroupNonUniformVote", Need::AnyOf(&[Feature::SubgroupVote])),
+    (63, "GroupNonUniformArithmetic", Need::AnyOf(&[Feature::SubgroupArithmetic])),
+    (64, "GroupNonUniformBallot", Need::AnyOf(&[Feature::SubgroupBallot])),
+    (65, "GroupNonUniformShuffle", Need::AnyOf(&[Feature::SubgroupShuffle])),
 ];
 
 /// SPIR-V extensions this executor knows: those promoted to SPIR-V 1.6 / Vulkan 1.3 core

@@ -85,3 +85,46 @@ fn a_capability_the_device_enabled_is_accepted_and_the_bundle_runs() {
     assert_eq!(x, (0..16).map(|i| i as f32).collect::<Vec<_>>());
     no_messages(&ex);
 }
+
+#[test]
+fn a_subgroup_operation_the_device_lacks_is_refused_naming_it() {
+    use cmdgraph_executor::features::{check_kernel, EnabledFeatures, Feature};
+    // GroupNonUniform (61) and GroupNonUniformArithmetic (63), as a kernel with a subgroup
+    // reduction declares them, checked against a device whose compute stage supports every
+    // subgroup operation but arithmetic.
+    let mut b = ramp_bundle();
+    add_capability(&mut b, "ramp", 63);
+    add_capability(&mut b, "ramp", 61);
+    let k = b.kernels.iter().find(|k| k.kernel == "ramp").expect("kernel");
+    let subgroups = [Feature::SubgroupBasic, Feature::SubgroupVote, Feature::SubgroupBallot, Feature::SubgroupShuffle];
+    let m = check_kernel(k, &EnabledFeatures::new(subgroups)).expect_err("refused").to_string();
+    for part in ["@ramp", "GroupNonUniformArithmetic", "VK_SUBGROUP_FEATURE_ARITHMETIC_BIT", "compute stage"] {
+        assert!(m.contains(part), "{m} lacks {part}");
+    }
+    let all = EnabledFeatures::new(subgroups.into_iter().chain([Feature::SubgroupArithmetic]));
+    assert_eq!(check_kernel(k, &all).map_err(|e| e.to_string()), Ok(()));
+    // llvmpipe has every subgroup operation in compute, in subgroups of 8: the same module
+    // is created there (validation silent).
+    let k = k.clone();
+    let ex = new_executor(b).expect("llvmpipe supports subgroup arithmetic");
+    // Its pipeline requires the device's subgroup size (the size the interpreter is given),
+    // which validation accepts (no message below).
+    if ex.context().enabled_features().has(Feature::SubgroupSizeControl) {
+        assert_eq!(ex.context().required_subgroup_size(&k), Some(ex.context().subgroup_size()));
+    }
+    let ramp = ramp_bundle();
+    let plain = ramp.kernels.iter().find(|k| k.kernel == "ramp").expect("kernel");
+    assert_eq!(ex.context().required_subgroup_size(plain), None, "a module without subgroup ops");
+    let f = ex.context().enabled_features();
+    for feature in all.iter() {
+        assert!(f.has(feature), "{feature} missing from {f:?}");
+    }
+    if ex.context().is_llvmpipe() {
+        assert_eq!(ex.context().subgroup_size(), 8);
+        assert!(ex.context().enabled_features().has(Feature::SubgroupSizeControl));
+    }
+    let mut ex = ex;
+    let e = ex.finalize("g").expect("finalize");
+    ex.run(e).expect("run");
+    no_messages(&ex);
+}

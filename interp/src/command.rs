@@ -59,6 +59,8 @@ pub(crate) struct NodeCtx<'r, 'a> {
     pub fma: super::FmaRounding,
     /// What float ops do with `f32` subnormals (`RunOptions::denormals`).
     pub denormals: super::Denormals,
+    /// Lanes per subgroup (`RunOptions::subgroup_size`).
+    pub subgroup_size: super::SubgroupSize,
 }
 
 impl NodeCtx<'_, '_> {
@@ -225,6 +227,7 @@ impl NodeCtx<'_, '_> {
             self.fuel,
             self.fma,
             self.denormals,
+            self.subgroup_size,
         )
     }
 

@@ -83,6 +83,34 @@ pub struct RunOptions {
     /// (docs/ir.md, "Float precision"), and running with [`Denormals::Flush`] gives what a
     /// device that always flushes (an NVIDIA H200) computes.
     pub denormals: Denormals,
+    /// Lanes per subgroup, which devices differ in (llvmpipe 8, NVIDIA 32): subgroup ops
+    /// compute what a device of this subgroup size does (docs/ir.md, "Subgroups").
+    pub subgroup_size: SubgroupSize,
+}
+
+/// Lanes per subgroup ([`RunOptions::subgroup_size`]): a power of two from 1 to 128, as
+/// Vulkan's `subgroupSize` is. The default, 8, is llvmpipe's, which the tests run against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SubgroupSize(pub u32);
+
+impl Default for SubgroupSize {
+    fn default() -> SubgroupSize {
+        SubgroupSize(SubgroupSize::LLVMPIPE)
+    }
+}
+
+impl SubgroupSize {
+    /// llvmpipe's subgroup size (its `VkPhysicalDeviceSubgroupProperties::subgroupSize`).
+    pub const LLVMPIPE: u32 = 8;
+
+    /// The size as a lane count, or why it is not one.
+    pub fn checked(self) -> Result<usize, String> {
+        if self.0.is_power_of_two() && self.0 <= 128 {
+            Ok(self.0 as usize)
+        } else {
+            Err(format!("subgroup size {} is not a power of two from 1 to 128", self.0))
+        }
+    }
 }
 
 /// How the interpreter rounds `fma %a, %b, %c` ([`RunOptions::fma`]), per lane, in the
@@ -551,6 +579,7 @@ impl Interpreter {
                 fuel: &mut fuel,
                 fma: opts.fma,
                 denormals: opts.denormals,
+                subgroup_size: opts.subgroup_size,
             };
             stats.work_items += ctx.execute(f.node, node)?;
             stats.order.push(f.name.clone());

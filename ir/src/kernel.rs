@@ -585,11 +585,14 @@ pub enum OpKind {
     },
     /// `yield %a, %b`: ends a `for` or `if` region with its values.
     Yield(Vec<V>),
+    /// A subgroup builtin or collective (`subgroup_reduce add %x`, ...; crate::subgroup).
+    Subgroup(crate::subgroup::SubgroupOp),
 }
 
 impl OpKind {
     /// The keyword of a work-group op (`group_barrier`, `local`, `local_id`, `group_id`,
-    /// `local_range`, `group_range`): what only an `nd_range` launch gives a kernel.
+    /// `local_range`, `group_range`, and every subgroup op): what only an `nd_range` launch
+    /// gives a kernel.
     pub fn work_group_keyword(&self) -> Option<&'static str> {
         match self {
             OpKind::GroupBarrier => Some("group_barrier"),
@@ -598,6 +601,8 @@ impl OpKind {
                 b @ (Builtin::LocalId | Builtin::GroupId | Builtin::LocalRange | Builtin::GroupRange),
                 _,
             ) => Some(b.keyword()),
+            // Subgroups partition work-groups, so subgroup ops need an `nd_range` too.
+            OpKind::Subgroup(s) => Some(s.keyword()),
             _ => None,
         }
     }

@@ -24,6 +24,7 @@ pub mod module;
 pub mod pool;
 pub mod runtime;
 pub mod span;
+pub mod subgroup;
 pub mod suggest;
 pub mod text;
 pub mod types;

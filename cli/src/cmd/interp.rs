@@ -15,7 +15,9 @@ use super::run::steps::{self, Resolved};
 use super::run::Steps;
 use crate::exit::{Failure, Outcome};
 use crate::io;
-use cmdgraph_interp::{Denormals, ExecId, FmaRounding, InterpError, Interpreter, Order, Race, RunOptions};
+use cmdgraph_interp::{
+    Denormals, ExecId, FmaRounding, InterpError, Interpreter, Order, Race, RunOptions, SubgroupSize,
+};
 use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
@@ -106,6 +108,29 @@ pub struct InterpArgs {
     /// then the sum, as a conforming Vulkan device may compute it, e.g. llvmpipe).
     #[arg(long, value_name = "RULE", default_value = "once")]
     pub fma: FmaArg,
+    /// Lanes per subgroup the interpreter models (subgroup ops depend on it; docs/ir.md,
+    /// "Subgroups"): a power of two from 1 to 128, or `device` for the subgroup size of the
+    /// Vulkan device `cmdgraph run` picks by default. 8 is llvmpipe's.
+    #[arg(long, value_name = "N|device", default_value = "8")]
+    pub subgroup_size: String,
+}
+
+/// `--subgroup-size`: a number, or the default Vulkan device's size.
+fn subgroup_size(arg: &str) -> Result<SubgroupSize, Failure> {
+    let size = if arg == "device" {
+        let ctx = cmdgraph_executor::vk::context::Context::new(&cmdgraph_executor::ContextOptions::default())
+            .map_err(|e| Failure::Rejected(format!("error: --subgroup-size device: no Vulkan device to ask: {e}")))?;
+        SubgroupSize(ctx.subgroup_size())
+    } else {
+        let n = arg.parse::<u32>().map_err(|_| {
+            Failure::Rejected(format!(
+                "error: --subgroup-size `{arg}`: expected a power of two from 1 to 128, or `device`"
+            ))
+        })?;
+        SubgroupSize(n)
+    };
+    size.checked().map_err(|e| Failure::Rejected(format!("error: --subgroup-size: {e}")))?;
+    Ok(size)
 }
 
 /// `--fma`: the interpreter's `FmaRounding`.
@@ -156,7 +181,8 @@ pub fn run(args: &InterpArgs) -> Outcome {
         expected.push(read_data(&c.binding.path, &c.shown(), c.layout)?);
     }
     let calls = Arc::new(Mutex::new(BTreeMap::new()));
-    let run = Execution { module: &module, graph: &graph, args, plan: &plan, bound: &bound };
+    let subgroup = subgroup_size(&args.subgroup_size)?;
+    let run = Execution { module: &module, graph: &graph, args, plan: &plan, bound: &bound, subgroup };
     let (mut interp, exec, ran) = run.execute(args.fma.rounding(), Some(&calls)).map_err(fail)?;
     note_no_ops(&calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
 
@@ -219,6 +245,8 @@ struct Execution<'a> {
     args: &'a InterpArgs,
     plan: &'a [Vec<Resolved>],
     bound: &'a [(&'a str, Vec<u8>)],
+    /// `--subgroup-size`.
+    subgroup: SubgroupSize,
 }
 
 /// Calls of each no-op host callback, for the note.
@@ -246,7 +274,7 @@ impl<'a> Execution<'a> {
             let fresh = Arc::new(Mutex::new(BTreeMap::new()));
             register_no_ops(&mut interp, self.module, calls.unwrap_or(&fresh));
         }
-        let (exec, ran) = run_graph(&mut interp, self.graph, self.args, self.plan, (fma, denormals))?;
+        let (exec, ran) = run_graph(&mut interp, self.graph, self.args, self.plan, (fma, denormals, self.subgroup))?;
         Ok((interp, exec, ran))
     }
 }
@@ -334,7 +362,7 @@ fn run_graph(
     graph: &str,
     args: &InterpArgs,
     plan: &[Vec<Resolved>],
-    (fma, denormals): (FmaRounding, Denormals),
+    (fma, denormals, subgroup_size): (FmaRounding, Denormals, SubgroupSize),
 ) -> Result<(ExecId, Ran), InterpError> {
     let exec = interp.finalize(graph)?;
     let mut ran = Ran { nodes: 0, work_items: 0, races: Vec::new(), steps: String::new() };
@@ -349,7 +377,7 @@ fn run_graph(
         }
         for _ in 0..step.repeat {
             let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i)));
-            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma, denormals };
+            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma, denormals, subgroup_size };
             let stats = interp.run_with(exec, &opts)?;
             (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
             for race in stats.races {

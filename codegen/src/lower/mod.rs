@@ -13,6 +13,7 @@ mod half;
 mod ir;
 mod memory;
 mod ops;
+mod subgroup;
 pub(crate) mod types;
 
 use crate::error::CodegenError;

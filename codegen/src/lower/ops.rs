@@ -91,6 +91,7 @@ impl Lowerer<'_> {
                 return Ok(());
             }
             OpKind::LocalAlloc { .. } => return Ok(()),
+            OpKind::Subgroup(sg) => self.subgroup(h, sg)?,
             OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) => {
                 return Err(self.err(h, "structured op outside region lowering"))
             }

@@ -28,6 +28,11 @@ fn mapped() -> Vec<(u32, &'static str, Vec<Feature>)> {
         (5612, "AtomicFloat32MinMaxEXT", fa(32, AtomicOp::FloatMinMax)),
         (5613, "AtomicFloat64MinMaxEXT", fa(64, AtomicOp::FloatMinMax)),
         (5616, "AtomicFloat16MinMaxEXT", fa(16, AtomicOp::FloatMinMax)),
+        (61, "GroupNonUniform", vec![Feature::SubgroupBasic]),
+        (62, "GroupNonUniformVote", vec![Feature::SubgroupVote]),
+        (63, "GroupNonUniformArithmetic", vec![Feature::SubgroupArithmetic]),
+        (64, "GroupNonUniformBallot", vec![Feature::SubgroupBallot]),
+        (65, "GroupNonUniformShuffle", vec![Feature::SubgroupShuffle]),
     ]
 }
 

@@ -133,6 +133,8 @@ pub struct Context {
     /// The optional features and extensions the device was created with: every kernel's
     /// SPIR-V is checked against them before it reaches the driver (features.rs).
     pub(crate) features: EnabledFeatures,
+    /// The device's subgroup size and operations (subgroup.rs).
+    subgroups: super::subgroup::SubgroupInfo,
     name: String,
     /// [`ContextOptions::timeout`].
     timeout: Option<Duration>,
@@ -348,6 +350,8 @@ impl Context {
             )
         };
         let timestamp_bits = families.get(h.family as usize).map(|f| f.timestamp_valid_bits).unwrap_or(0);
+        let subgroups = super::subgroup::query(&h.instance, h.physical);
+        let features = super::subgroup::with_operations(features, &subgroups);
         Context {
             _entry: h.entry,
             instance: h.instance,
@@ -361,6 +365,7 @@ impl Context {
             update_after_bind,
             timestamp_bits,
             features,
+            subgroups,
             timeout: opts.timeout,
             overdue: AtomicBool::new(false),
             idle_fences: Mutex::new(Vec::new()),
@@ -383,6 +388,24 @@ impl Context {
     /// an error (docs/executor.md).
     pub fn is_llvmpipe(&self) -> bool {
         self.name.to_ascii_lowercase().starts_with("llvmpipe")
+    }
+
+    /// The device's subgroup size (`VkPhysicalDeviceSubgroupProperties::subgroupSize`): the
+    /// size the interpreter must model to compare subgroup-size-dependent results.
+    pub fn subgroup_size(&self) -> u32 {
+        self.subgroups.size
+    }
+
+    /// The subgroup size a pipeline of `k` requires (`None`: the driver's choice): the
+    /// device's `subgroupSize` for a module with subgroup operations, where the device
+    /// allows requiring it (vk/subgroup.rs).
+    pub fn required_subgroup_size(&self, k: &cmdgraph_ir::bundle::CompiledKernel) -> Option<u32> {
+        // `GroupNonUniform`, which every subgroup instruction needs.
+        if !crate::spirv::requirements(&k.spirv).capabilities.contains(&61) {
+            return None;
+        }
+        let workgroup = k.workgroup_size.iter().map(|&d| u64::from(d.max(1))).product();
+        self.subgroups.required_size(self.features.has(Feature::SubgroupSizeControl), workgroup)
     }
 
     /// Whether descriptors can be rewritten without re-recording (UPDATE_AFTER_BIND).
@@ -697,8 +720,12 @@ fn create_device(
         .maintenance4(h13.maintenance4 != 0)
         // `local` ops' memory starts at zero (a null initializer in the SPIR-V): required
         // of every Vulkan 1.3 device.
-        .shader_zero_initialize_workgroup_memory(h13.shader_zero_initialize_workgroup_memory != 0);
-    let enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
+        .shader_zero_initialize_workgroup_memory(h13.shader_zero_initialize_workgroup_memory != 0)
+        // Kernels with subgroup ops require the subgroup size the interpreter models
+        // (vk/subgroup.rs).
+        .subgroup_size_control(h13.subgroup_size_control != 0);
+    let mut enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
+    enabled.set(Feature::SubgroupSizeControl, h13.subgroup_size_control != 0);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut info = vk::DeviceCreateInfo::default()

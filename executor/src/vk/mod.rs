@@ -4,6 +4,7 @@ pub mod buffer;
 pub mod context;
 pub mod external;
 pub mod pipeline;
+pub mod subgroup;
 
 pub use buffer::{BufRef, Buffer, Place, Transfers};
 pub use context::{

@@ -68,6 +68,9 @@ impl KernelPipeline {
             pipeline: vk::Pipeline::null(),
             bindings,
         };
+        let mut required_size = ctx
+            .required_subgroup_size(k)
+            .map(|n| vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default().required_subgroup_size(n));
         // SAFETY: every create info points at live locals; on error, `destroy` frees what
         // was made (null handles are ignored).
         let made = unsafe {
@@ -80,10 +83,13 @@ impl KernelPipeline {
                 let module =
                     ctx.device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&k.spirv), None)?;
                 let entry = std::ffi::CString::new(k.entry.as_bytes()).unwrap_or_default();
-                let stage = vk::PipelineShaderStageCreateInfo::default()
+                let mut stage = vk::PipelineShaderStageCreateInfo::default()
                     .stage(vk::ShaderStageFlags::COMPUTE)
                     .module(module)
                     .name(&entry);
+                if let Some(size) = required_size.as_mut() {
+                    stage = stage.push_next(size);
+                }
                 let infos = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(out.layout)];
                 let r = ctx.device.create_compute_pipelines(cache, &infos, None);
                 ctx.device.destroy_shader_module(module, None);

@@ -6,6 +6,7 @@ pub mod launch;
 mod bind;
 mod memop;
 mod simt;
+mod subgroup;
 
 use super::access::NodeLog;
 use super::error::InterpError;
@@ -31,6 +32,7 @@ pub(crate) fn run(
     fuel: &mut u64,
     fma: super::FmaRounding,
     denormals: super::Denormals,
+    subgroup_size: super::SubgroupSize,
 ) -> Result<u64, InterpError> {
     let invalid = |message: String| InterpError::invalid(graph, Some(node), message);
     let body = match &kernel.body {
@@ -50,6 +52,7 @@ pub(crate) fn run(
         }
     };
     let geo = Geometry::new(launch).map_err(invalid)?;
+    let subgroup_size = subgroup_size.checked().map_err(invalid)?;
     let total = geo.total().unwrap_or(0);
     let prep = bind::prepare(kernel, body, geo, args, mem, root).map_err(invalid)?;
     let mut exec = simt::Exec {
@@ -64,6 +67,8 @@ pub(crate) fn run(
         fuel,
         fma,
         flush: denormals == super::Denormals::Flush,
+        subgroup_size,
+        subgroups: Vec::new(),
     };
     exec.run()?;
     Ok(total)

@@ -52,6 +52,11 @@ pub(crate) struct Exec<'k, 'r, 'a> {
     pub fma: super::super::FmaRounding,
     /// Whether float ops flush `f32` subnormals (`Denormals::Flush`).
     pub flush: bool,
+    /// Lanes per subgroup (`RunOptions::subgroup_size`).
+    pub subgroup_size: usize,
+    /// The work-group's subgroups as lists of lanes (subgroup.rs), computed at the first
+    /// subgroup op: every group of a launch has the same local ids.
+    pub subgroups: Vec<Vec<usize>>,
 }
 
 impl<'k> Exec<'k, '_, '_> {
@@ -302,6 +307,7 @@ impl<'k> Exec<'k, '_, '_> {
                 }
                 return Ok(());
             }
+            OpKind::Subgroup(sg) => self.subgroup(h, mask, sg)?,
             OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) => return Ok(()),
         };
         self.set(h, op, mask, 0, out)
@@ -545,5 +551,6 @@ pub(crate) fn op_keyword(kind: &OpKind) -> String {
         OpKind::For { .. } => "for".into(),
         OpKind::If { .. } => "if".into(),
         OpKind::Yield(..) => "yield".into(),
+        OpKind::Subgroup(sg) => sg.keyword().into(),
     }
 }

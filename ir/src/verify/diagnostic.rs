@@ -799,6 +799,13 @@ impl VerifyError {
                 "bad size",
                 "allocate at least one element",
             ),
+            E::SubgroupOperand { op, problem, span } => diag(
+                "E0334",
+                format!("`{op}`: {problem}"),
+                *span,
+                "operand type",
+                "subgroup ops take 32-bit scalars and vectors (docs/ir.md, \"Subgroups\")",
+            ),
             E::UntranslatedShader { kernel, lang, span } => diag(
                 "E0333",
                 format!("kernel @{kernel} is {lang} source that was not translated into the kernel language"),

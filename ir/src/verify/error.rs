@@ -980,6 +980,15 @@ pub enum VerifyError {
         /// The op.
         span: Span,
     },
+    /// E0334: a subgroup op's operand of a type it does not take.
+    SubgroupOperand {
+        /// The op's keyword.
+        op: &'static str,
+        /// What is wrong.
+        problem: String,
+        /// The op.
+        span: Span,
+    },
     /// E0333: a kernel still in WGSL or GLSL (not translated where the module was loaded).
     UntranslatedShader {
         /// The kernel.

@@ -333,6 +333,7 @@ pub(super) fn op_keyword(kind: &OpKind) -> &'static str {
         OpKind::For { .. } => "for",
         OpKind::If { .. } => "if",
         OpKind::Yield(_) => "yield",
+        OpKind::Subgroup(sg) => sg.keyword(),
     }
 }
 

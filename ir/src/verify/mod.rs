@@ -194,6 +194,8 @@
 //! - E0331 regions nest at most 256 deep.
 //! - E0332 a `local` op allocates at least one element.
 //! - E0333 no kernel is still WGSL or GLSL source (front ends translate it first).
+//! - E0334 subgroup ops take 32-bit scalars and vectors (`and`/`or`/`xor` integers, moves
+//!   also `bool`), `bool` conditions and `u32` lane indices (crate::subgroup).
 //! - `group_barrier` is accepted anywhere: a barrier not reached by every work-item of the
 //!   group (inside divergent control flow) is undefined behaviour, as in SYCL, and not
 //!   diagnosed.

@@ -204,6 +204,14 @@ impl Walker<'_> {
                 data(m.map(|m| m.elem))
             }
             OpKind::GroupBarrier => Vec::new(),
+            OpKind::Subgroup(sg) => {
+                let types: Vec<Option<Type>> = sg.operands().iter().map(|v| self.data(*v, span)).collect();
+                let known: Option<Vec<Type>> = types.iter().copied().collect();
+                if let Some(problem) = known.as_deref().and_then(|t| sg.operand_problem(t)) {
+                    self.errors.push(VerifyError::SubgroupOperand { op: sg.keyword(), problem, span });
+                }
+                data(Some(sg.result_type(types.first().copied().flatten())))
+            }
             OpKind::LocalAlloc { elem, count } => {
                 if !ctx.top {
                     self.errors.push(VerifyError::LocalNotTopLevel { span });

@@ -3,7 +3,7 @@
 # times on Vulkan (validation on) and on the interpreter, and check each named memory object
 # against the interpreter's result with `cmdgraph interp --compare` (the comparison
 # scripts/demo.sh makes): the same bytes, or `fma` rounded twice (docs/ir.md, "Float
-# precision"); the sign of a float zero and NaN payloads are not compared, and a module using
+# precision"), at the device's subgroup size; the sign of a float zero and NaN payloads are not compared, and a module using
 # math functions would get their tolerance (none of the executable tests uses one).
 set -euo pipefail
 cmdgraph=$1 file=$2 runs=$3
@@ -23,7 +23,8 @@ for name in "$@"; do
 done
 "$cmdgraph" run "$tmp/b.cgb" "${graph[@]}" --validation --runs "$runs" "${vk[@]}" > "$tmp/run.out"
 status=0
-"$cmdgraph" interp "$file" "${graph[@]}" --runs "$runs" "${compare[@]}" > "$tmp/interp.out" || status=1
+# Subgroup ops depend on the subgroup size: the interpreter models the device's.
+"$cmdgraph" interp "$file" "${graph[@]}" --subgroup-size device --runs "$runs" "${compare[@]}" > "$tmp/interp.out" || status=1
 # The interpreter's summary, then the device's, then one line per object naming the rule.
 grep -v '^compare @' "$tmp/interp.out" || true
 cat "$tmp/run.out"

@@ -16,6 +16,9 @@
 //! 4. **math tolerance**: a module using an op a device need not round correctly (`sqrt`,
 //!    `rsqrt`, `exp`, `log`, `sin`, `cos`, `tanh`, `pow`, float `div`/`rem`) is compared
 //!    within |a - b| <= 2^-12 · max(1, |b|) (or 2 `f16` ulp), against either `fma` run.
+//!    `f32` subgroup `add`/`mul` reductions and scans count as such ops: a device combines
+//!    the lanes in its own order (docs/ir.md, "Subgroups"); the tolerance stands in for the
+//!    bound docs/ir.md gives, which needs the inputs (scripts/gpu-subgroups/check.py).
 //!
 //! `f32` `atomic add` has no tolerance: the device adds in its own order, so its sums equal
 //! the interpreter's only when every partial sum is exact (inputs that are multiples of
@@ -25,6 +28,7 @@
 use super::data::Layout;
 use cmdgraph_ir::data::half::f16;
 use cmdgraph_ir::kernel::{AtomicOp, BinaryOp, OpKind, UnaryOp, ValueType};
+use cmdgraph_ir::subgroup::{GroupArith, SubgroupOp};
 use cmdgraph_ir::types::ScalarType;
 use cmdgraph_ir::{KernelBody, Module};
 use std::collections::BTreeSet;
@@ -65,6 +69,7 @@ impl Rules {
                         f32_value(a)
                     }
                     OpKind::Cast(a, t) => f32_value(a) || t.scalar == ScalarType::F32,
+                    OpKind::Subgroup(SubgroupOp::Arith { value, .. }) => f32_value(value),
                     _ => false,
                 };
                 match op.kind {
@@ -79,6 +84,15 @@ impl Rules {
                         rules.math.insert(b.keyword());
                     }
                     OpKind::Atomic { op: AtomicOp::Add, value, .. } if float(value) => rules.float_atomic_add = true,
+                    // Combined in the device's order (docs/ir.md, "Subgroups"): llvmpipe's is
+                    // the interpreter's, another device's is within a bound that needs the
+                    // inputs (scripts/gpu-subgroups/check.py applies it); here the math
+                    // tolerance stands in for it.
+                    OpKind::Subgroup(SubgroupOp::Arith { op: GroupArith::Add | GroupArith::Mul, value, .. })
+                        if float(value) =>
+                    {
+                        rules.math.insert("f32 subgroup add/mul (in the device's order)");
+                    }
                     _ => {}
                 }
             }

@@ -27,6 +27,8 @@
 //!   rounding is modelled) never reach control flow, an index, a cast or an exact output:
 //!   they are computed from clamped operands and stored at once.
 
+mod subgroup;
+
 use super::super::Rng;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -1056,6 +1058,7 @@ impl G<'_> {
             14..=15 if self.nd => self.local_access(),
             16 if self.barrier_ok => self.barrier(),
             17 => self.approx(),
+            18 if self.nd => self.subgroup(),
             _ => {
                 let ty = self.random_ty();
                 self.compute(ty);

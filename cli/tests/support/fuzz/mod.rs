@@ -11,7 +11,7 @@ pub mod remote;
 use super::{executor, same, Rng};
 use cmdgraph_codegen::bundle::{compile_module, Llvm};
 use cmdgraph_codegen::Options;
-use cmdgraph_interp::{Denormals, FmaRounding, Interpreter, RunOptions};
+use cmdgraph_interp::{Denormals, FmaRounding, Interpreter, RunOptions, SubgroupSize};
 use cmdgraph_ir::data::half::f16;
 use cmdgraph_ir::{ScalarType, Type};
 use gen::{GenOptions, Kernel, Role, Ty, S};
@@ -263,6 +263,25 @@ pub fn compile_at(module: &cmdgraph_ir::Module, opt: u8, stats: &mut Stats) -> R
     Ok(bundle)
 }
 
+/// The subgroup size of the device the batches are compared on, and whether that device's
+/// float subgroup collectives combine lanes in the interpreter's order (llvmpipe's, lane by
+/// lane): `CMDGRAPH_FUZZ_SUBGROUP_SIZE` for batches another machine runs (scripts/gpu-fuzz.sh
+/// sets 32, NVIDIA's; their order is not modelled), else this machine's default device
+/// (8 and in order when there is none: llvmpipe, the CI device).
+pub fn subgroup_target() -> (u32, bool) {
+    static TARGET: std::sync::OnceLock<(u32, bool)> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| {
+        if let Some(n) = std::env::var("CMDGRAPH_FUZZ_SUBGROUP_SIZE").ok().and_then(|v| v.parse().ok()) {
+            return (n, false);
+        }
+        let opts = cmdgraph_executor::ContextOptions::default();
+        match cmdgraph_executor::vk::context::Context::new(&opts) {
+            Ok(ctx) => (ctx.subgroup_size(), ctx.is_llvmpipe()),
+            Err(_) => (SubgroupSize::default().0, true),
+        }
+    })
+}
+
 /// Runs the batch at -O`opt` on this machine's default Vulkan device.
 fn run_local(module: &cmdgraph_ir::Module, mems: &[Mem], opt: u8, stats: &mut Stats) -> Result<DeviceRun, String> {
     let bundle = compile_at(module, opt, stats)?;
@@ -409,7 +428,8 @@ pub fn prepare_with(batch: &[Entry], from: Option<&BatchMemory>, stats: &mut Sta
                 it.bind(name, b).map_err(|e| format!("bind {name}: {e}"))?;
             }
             let id = it.finalize("g").map_err(|e| e.to_string())?;
-            it.run_with(id, &RunOptions { fuel: Some(FUEL), fma, denormals, ..RunOptions::default() })
+            let subgroup_size = SubgroupSize(subgroup_target().0);
+            it.run_with(id, &RunOptions { fuel: Some(FUEL), fma, denormals, subgroup_size, ..RunOptions::default() })
                 .map_err(|e| e.to_string())?;
             let out: Result<BTreeMap<_, _>, String> =
                 mems.iter().map(|m| Ok((m.0.clone(), it.read(&m.0).map_err(|e| e.to_string())?.to_vec()))).collect();

@@ -95,6 +95,13 @@ fn infer_body(body: &mut Body, memories: &Arena<MemoryObject>) {
                 }
                 continue;
             }
+            OpKind::Subgroup(sg) => {
+                let first = sg.operands().first().and_then(|&v| match ty(values, v) {
+                    ValueType::Data(t) => Some(t),
+                    _ => None,
+                });
+                ValueType::Data(sg.result_type(first))
+            }
             OpKind::Store { .. } | OpKind::GroupBarrier | OpKind::Yield(_) => continue,
         };
         if let Some(r) = first {

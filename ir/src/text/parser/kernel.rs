@@ -6,6 +6,8 @@
 //! carried values, then the ops and values of its regions. Value types are placeholders
 //! here; [`super::infer`] computes them once module-level names are resolved.
 
+mod subgroup;
+
 use super::items::unknown;
 use super::names::NameMap;
 use super::resolve::{handle, ItemKind};
@@ -27,7 +29,10 @@ const OP_HINT: &str = "an op is `[%r, ... =] <op> <operands>`, e.g. `%r = add %a
 const OPS: &str = "const, global_id, local_id, group_id, global_range, local_range, group_range, neg, not, abs, \
                    sqrt, rsqrt, exp, log, sin, cos, tanh, floor, ceil, add, sub, mul, div, rem, min, max, pow, \
                    and, or, xor, shl, shr, fma, eq, ne, lt, le, gt, ge, select, cast, splat, extract, insert, vec, \
-                   load, store, atomic, group_barrier, local, yield, for, if";
+                   load, store, atomic, group_barrier, local, yield, for, if, subgroup_size, subgroup_id, \
+                   subgroup_local_id, num_subgroups, subgroup_reduce, subgroup_inclusive_scan, \
+                   subgroup_exclusive_scan, subgroup_broadcast, subgroup_broadcast_first, subgroup_shuffle, \
+                   subgroup_ballot, subgroup_elect, subgroup_all, subgroup_any";
 
 /// The type every value gets until [`super::infer`] runs.
 const PLACEHOLDER: ValueType = ValueType::Data(Type::BOOL);
@@ -338,6 +343,9 @@ impl<'s> Parser<'s> {
         if let Some(c) = CmpOp::ALL.into_iter().find(|c| c.keyword() == word) {
             let (x, y) = self.two(body, scope)?;
             return Ok((OpKind::Cmp(c, x, y), One));
+        }
+        if crate::subgroup::SubgroupOp::KEYWORDS.contains(&word) {
+            return Ok((OpKind::Subgroup(self.subgroup_op(word, body, scope)?), One));
         }
         let kind = match word {
             "const" => {

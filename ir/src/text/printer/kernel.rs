@@ -199,6 +199,15 @@ impl Printer<'_> {
                 self.value(body, *value);
             }
             OpKind::GroupBarrier => self.out.push_str("group_barrier"),
+            OpKind::Subgroup(sg) => {
+                let keyword = match sg {
+                    crate::subgroup::SubgroupOp::Arith { collective, op, .. } => {
+                        format!("{} {}", collective.keyword(), op.keyword())
+                    }
+                    other => other.keyword().to_string(),
+                };
+                self.keyword_operands(body, &keyword, &sg.operands());
+            }
             OpKind::LocalAlloc { elem, count } => {
                 self.out.push_str("local ");
                 self.array(*elem, *count);
