@@ -40,7 +40,8 @@ enum Outcome {
     Match(String),
     /// Not translated (the refusal, located).
     Refused(String),
-    /// The interpreter stopped the run (an out-of-range index with these inputs).
+    /// The interpreter stopped the run (an out-of-range index with these inputs, or a subgroup
+    /// read the language leaves undefined).
     Stopped(String),
     /// The direct compile failed (naga's back end or glslang).
     NoDirect(String),
@@ -206,7 +207,13 @@ fn one(bin: &Path, lang: Lang, src: &str, entry: &str, work: &Path) -> Outcome {
     // The interpreter first: a run it stops is not a comparison.
     if let Err(e) = cmdgraph(bin, work, &[s(&["interp", "translated.cgir"]), inputs.clone()].concat()) {
         let line = e.lines().find(|l| l.contains("error")).unwrap_or("stopped").to_string();
-        return if e.contains("E0401") { Outcome::Stopped(line) } else { Outcome::Failed(format!("interp: {e}")) };
+        // E0401: an index out of range with these inputs; E0408: a subgroup read the shading
+        // language leaves undefined (from a lane this launch does not have).
+        return if e.contains("E0401") || e.contains("E0408") {
+            Outcome::Stopped(line)
+        } else {
+            Outcome::Failed(format!("interp: {e}"))
+        };
     }
     let direct_made = direct(lang, src, entry, work, &work.join("direct.spv"));
     let mut ways = vec![("translated", "translated.cgir")];

@@ -131,7 +131,11 @@ impl Lowerer<'_> {
                     ssa(self.op(format!("cast {n} to {}", to.text()), to))
                 }
             }
-            E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => {
+            E::CallResult(_)
+            | E::AtomicResult { .. }
+            | E::WorkGroupUniformLoadResult { .. }
+            | E::SubgroupBallotResult
+            | E::SubgroupOperationResult { .. } => {
                 return Err(ShaderError::at(span, "internal: a result used before its statement", ""))
             }
             E::ArrayLength(_) => {

@@ -230,12 +230,30 @@ impl Lowerer<'_> {
             ShaderError::at(
                 span.unwrap_or_default(),
                 format!("entry-point argument `{name}`: {what} is not supported"),
-                "use global_invocation_id, local_invocation_id, local_invocation_index, workgroup_id or num_workgroups",
+                "use global_invocation_id, local_invocation_id, local_invocation_index, workgroup_id, num_workgroups \
+                 or the subgroup builtins",
             )
         };
-        let Some(naga::Binding::BuiltIn(b)) = arg.binding else {
-            return Err(unsupported("an argument without a builtin binding".into()));
+        let b = match (&arg.binding, &self.module.types[arg.ty].inner) {
+            (Some(naga::Binding::BuiltIn(b)), _) => *b,
+            // A struct of builtins (WGSL `sizes: Sizes` with `@builtin` members): its members.
+            (None, TypeInner::Struct { members, .. }) => {
+                let mut vals = Vec::new();
+                for m in members {
+                    let Some(naga::Binding::BuiltIn(b)) = m.binding else {
+                        return Err(unsupported("a struct member without a builtin binding".into()));
+                    };
+                    vals.push(self.builtin_value(b).map_err(|b| unsupported(format!("builtin {b:?}")))?);
+                }
+                return Ok(Val::Struct(vals));
+            }
+            _ => return Err(unsupported("an argument without a builtin binding".into())),
         };
+        self.builtin_value(b).map_err(|b| unsupported(format!("builtin {b:?}")))
+    }
+
+    /// What builtin `b` stands for, or `b` back when it is not supported.
+    fn builtin_value(&mut self, b: BuiltIn) -> std::result::Result<Val, BuiltIn> {
         let op = match b {
             BuiltIn::GlobalInvocationId => "global_id",
             BuiltIn::LocalInvocationId => "local_id",
@@ -258,9 +276,19 @@ impl Lowerer<'_> {
                 let (n, t) = self.interned(format!("add {a}, {zsxy}"), Ty::U32);
                 return Ok(Val::Ssa(n, t));
             }
-            other => return Err(unsupported(format!("builtin {other:?}"))),
+            BuiltIn::SubgroupSize => return Ok(self.scalar_builtin("subgroup_size")),
+            BuiltIn::SubgroupInvocationId => return Ok(self.scalar_builtin("subgroup_local_id")),
+            BuiltIn::SubgroupId => return Ok(self.scalar_builtin("subgroup_id")),
+            BuiltIn::NumSubgroups => return Ok(self.scalar_builtin("num_subgroups")),
+            other => return Err(other),
         };
         Ok(Val::Builtin(Builtin(op)))
+    }
+
+    /// A `u32` builtin without a dimension (the subgroup builtins), written once.
+    fn scalar_builtin(&mut self, op: &str) -> Val {
+        let (n, t) = self.interned(op.to_string(), Ty::U32);
+        Val::Ssa(n, t)
     }
 
     /// Gives every local variable of `f` its initial value.

@@ -7,6 +7,7 @@ use naga::{AtomicFunction as A, Block, Statement as St};
 
 use super::{FnCtx, Lowerer, Ptr, Val, VarKey};
 use crate::error::{Result, ShaderError};
+use crate::types::{Ty, S};
 
 const LOOP_HELP: &str = "only counted `for` loops are supported: `for (var i = lo; i < hi; i += step)` with a \
     constant positive step, a loop-invariant bound and no `break`, `continue` or `return` in the body";
@@ -74,6 +75,12 @@ impl Lowerer<'_> {
                 }
                 St::Continue => return Err(ShaderError::at(span, "`continue` is not supported", LOOP_HELP)),
                 St::Kill => return Err(ShaderError::at(span, "`discard` in a compute shader", "")),
+                // A subgroup barrier (WGSL `subgroupBarrier()`) is met by a work-group one,
+                // which orders more; where only part of a work-group reaches it, the
+                // interpreter refuses the run (a divergent `group_barrier`).
+                St::ControlBarrier(flags) if *flags == naga::Barrier::SUB_GROUP => {
+                    self.stmt_line("group_barrier".into())
+                }
                 St::ControlBarrier(flags) if !flags.contains(naga::Barrier::WORK_GROUP) => {
                     // The IR's `group_barrier` fences work-group memory only: a barrier that
                     // orders storage buffers and not work-group memory (WGSL `storageBarrier()`)
@@ -126,6 +133,37 @@ impl Lowerer<'_> {
                     f.bind(*result, v);
                 }
                 St::Switch { selector, cases } => self.switch(f, *selector, cases, tail && last, span)?,
+                St::SubgroupBallot { result, predicate } => {
+                    let c = match predicate {
+                        Some(p) => {
+                            let v = self.expr(f, *p)?;
+                            self.ssa(&v, f.span(*p))?.0
+                        }
+                        None => self.constant("true", Ty::BOOL).0,
+                    };
+                    let (n, t) = self.op(format!("subgroup_ballot {c}"), Ty { s: S::U32, lanes: 4 });
+                    f.bind(*result, Val::Ssa(n, t));
+                }
+                St::SubgroupCollectiveOperation { op, collective_op, argument, result } => {
+                    let v = self.expr(f, *argument)?;
+                    let (x, t) = self.ssa(&v, f.span(*argument))?;
+                    let text = subgroup_collective(*op, *collective_op, &x)
+                        .ok_or_else(|| ShaderError::at(span, format!("subgroup {op:?} as a {collective_op:?}"), ""))?;
+                    let ty = if matches!(op, naga::SubgroupOperation::All | naga::SubgroupOperation::Any) {
+                        Ty::BOOL
+                    } else {
+                        t
+                    };
+                    let (n, t) = self.op(text, ty);
+                    f.bind(*result, Val::Ssa(n, t));
+                }
+                St::SubgroupGather { mode, argument, result } => {
+                    let v = self.expr(f, *argument)?;
+                    let (x, t) = self.ssa(&v, f.span(*argument))?;
+                    let text = self.subgroup_gather(f, mode, &x, span)?;
+                    let (n, t) = self.op(text, t);
+                    f.bind(*result, Val::Ssa(n, t));
+                }
                 St::ImageStore { .. } | St::ImageAtomic { .. } => {
                     return Err(ShaderError::at(span, "texture stores are not supported", ""))
                 }
@@ -373,5 +411,66 @@ pub(crate) fn ends_in_return(block: &Block) -> bool {
         Some(St::Block(b)) => ends_in_return(b),
         Some(St::If { accept, reject, .. }) => ends_in_return(accept) && ends_in_return(reject),
         _ => false,
+    }
+}
+
+/// The IR op of a subgroup collective on `x`: `subgroup_reduce add %x`, `subgroup_all %c`, ...
+fn subgroup_collective(op: naga::SubgroupOperation, collective: naga::CollectiveOperation, x: &str) -> Option<String> {
+    use naga::{CollectiveOperation as C, SubgroupOperation as O};
+    let name = match op {
+        O::All | O::Any => {
+            let vote = if op == O::All { "subgroup_all" } else { "subgroup_any" };
+            return (collective == C::Reduce).then(|| format!("{vote} {x}"));
+        }
+        O::Add => "add",
+        O::Mul => "mul",
+        O::Min => "min",
+        O::Max => "max",
+        O::And => "and",
+        O::Or => "or",
+        O::Xor => "xor",
+    };
+    let kind = match collective {
+        C::Reduce => "subgroup_reduce",
+        C::InclusiveScan => "subgroup_inclusive_scan",
+        C::ExclusiveScan => "subgroup_exclusive_scan",
+    };
+    Some(format!("{kind} {name} {x}"))
+}
+
+impl Lowerer<'_> {
+    /// The IR op of a subgroup gather of `x`: broadcasts and shuffles, the relative shuffles
+    /// (`subgroupShuffleDown/Up/Xor`) as a shuffle from the lane they compute.
+    fn subgroup_gather(
+        &mut self,
+        f: &mut FnCtx<'_>,
+        mode: &naga::GatherMode,
+        x: &str,
+        span: naga::Span,
+    ) -> Result<String> {
+        use naga::GatherMode as G;
+        let mut lane = |this: &mut Self, h: naga::Handle<naga::Expression>| -> Result<String> {
+            let v = this.expr(f, h)?;
+            Ok(this.ssa(&v, f.span(h))?.0)
+        };
+        Ok(match *mode {
+            G::BroadcastFirst => format!("subgroup_broadcast_first {x}"),
+            G::Broadcast(l) => format!("subgroup_broadcast {x}, {}", lane(self, l)?),
+            G::Shuffle(l) => format!("subgroup_shuffle {x}, {}", lane(self, l)?),
+            G::ShuffleDown(d) | G::ShuffleUp(d) | G::ShuffleXor(d) => {
+                let d = lane(self, d)?;
+                let (me, _) = self.interned("subgroup_local_id".into(), Ty::U32);
+                let how = match *mode {
+                    G::ShuffleDown(_) => "add",
+                    G::ShuffleUp(_) => "sub",
+                    _ => "xor",
+                };
+                let (from, _) = self.op(format!("{how} {me}, {d}"), Ty::U32);
+                format!("subgroup_shuffle {x}, {from}")
+            }
+            G::QuadBroadcast(_) | G::QuadSwap(_) => {
+                return Err(ShaderError::at(span, "quad operations", "use subgroup broadcasts and shuffles"))
+            }
+        })
     }
 }
