@@ -305,17 +305,28 @@ impl<'a> Lowerer<'a> {
             S::Bool => self.ir.emit("i1", format!("icmp ne i32 {}, 0", w.v)),
             S::I32 | S::U32 => w,
             S::F32 => w,
-            S::F16 => {
+            // 8- and 16-bit fields sit inside a word at their std430 offset (docs/abi.md).
+            S::F16 | S::I8 | S::U8 | S::I16 | S::U16 => {
                 let sh = self.ir.emit("i32", format!("lshr i32 {}, {}", w.v, (at & 3) * 8));
-                let t = self.ir.emit("i16", format!("trunc i32 {} to i16", sh.v));
-                self.ir.emit("half", format!("bitcast i16 {} to half", t.v))
+                let it = if s.size() == 1 { "i8" } else { "i16" };
+                let t = self.ir.emit(it, format!("trunc i32 {} to {it}", sh.v));
+                if s == S::F16 {
+                    self.ir.emit("half", format!("bitcast i16 {} to half", t.v))
+                } else {
+                    t
+                }
             }
-            S::I64 | S::U64 => {
+            S::I64 | S::U64 | S::F64 => {
                 let hi = self.word_raw(at + 4);
                 let lo64 = self.ir.emit("i64", format!("zext i32 {} to i64", w.v));
                 let hi64 = self.ir.emit("i64", format!("zext i32 {} to i64", hi.v));
                 let sh = self.ir.emit("i64", format!("shl i64 {}, 32", hi64.v));
-                self.ir.emit("i64", format!("or i64 {}, {}", sh.v, lo64.v))
+                let bits = self.ir.emit("i64", format!("or i64 {}, {}", sh.v, lo64.v));
+                if s == S::F64 {
+                    self.ir.emit("double", format!("bitcast i64 {} to double", bits.v))
+                } else {
+                    bits
+                }
             }
         }
     }
