@@ -177,17 +177,7 @@ pub(crate) const MAX_OBJECT_BYTES: u64 = 16 << 30;
 /// memory nothing wrote shows up as an implausible value (0xCDCDCDCD as `f32` is -4.3e8).
 pub const POISON: u8 = 0xCD;
 
-/// `x` rounded once to the nearest `f16` (ties to even). `half`'s own `f16::from_f64` goes
-/// through `f32` (or drops the low 32 significand bits), rounding twice; here `x` is rounded
-/// to odd in `f32` (24 >= 11 + 2 bits), so the final rounding to `f16` is the only one.
+/// `x` rounded once to the nearest `f16` (ties to even; [`cmdgraph_ir::data::f16_from_f64`]).
 pub(crate) fn f16_from_f64(x: f64) -> f16 {
-    let r = x as f32;
-    let r = if !r.is_finite() || f64::from(r) == x || r.to_bits() & 1 == 1 {
-        r
-    } else if (f64::from(r) < x) == (r > 0.0) {
-        f32::from_bits(r.to_bits() + 1)
-    } else {
-        f32::from_bits(r.to_bits() - 1)
-    };
-    f16::from_f32(r)
+    cmdgraph_ir::data::f16_from_f64(x)
 }

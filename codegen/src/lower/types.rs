@@ -130,11 +130,11 @@ pub(crate) fn literal(value: LitValue, s: ScalarType) -> Option<String> {
     Some(match (value, s) {
         (LitValue::Bool(b), _) => if b { "true" } else { "false" }.into(),
         (LitValue::Int(v), ScalarType::F32) => f32_text(v as f64 as f32),
-        (LitValue::Int(v), ScalarType::F16) => f16_text(half::f16::from_f64(v as f64).to_bits()),
+        (LitValue::Int(v), ScalarType::F16) => f16_text(cmdgraph_ir::data::f16_from_f64(v as f64).to_bits()),
         (LitValue::Int(v), ScalarType::F64) => f64_text(v as f64),
         (LitValue::Int(v), _) => int_text(v, s),
         (LitValue::Float(x), ScalarType::F32) => f32_text(x as f32),
-        (LitValue::Float(x), ScalarType::F16) => f16_text(half::f16::from_f64(x).to_bits()),
+        (LitValue::Float(x), ScalarType::F16) => f16_text(cmdgraph_ir::data::f16_from_f64(x).to_bits()),
         (LitValue::Float(x), ScalarType::F64) => f64_text(x),
         (LitValue::Float(_), _) => return None,
     })

@@ -454,7 +454,7 @@ fn out_of_range(text: &str, ty: ScalarType) -> String {
 fn representable_float(text: &str, v: f64, ty: ScalarType) -> Result<(), String> {
     let (rounded, max, min) = match ty {
         ScalarType::F16 => {
-            let h = cmdgraph_ir::data::half::f16::from_f64(v).to_f64();
+            let h = cmdgraph_ir::data::f16_from_f64(v).to_f64();
             (h, "65504", "6e-8")
         }
         ScalarType::F64 => (v, "1.7976931348623157e308", "5e-324"),
