@@ -1,3 +1,6 @@
+//! What the SPIR-V backend cannot take as the `-O` pipeline leaves it: merged pointers
+//! ([`legalize`]) and narrowing `zext (trunc x)` pairs ([`narrow_extensions`]).
+//!
 //! Logical addressing: no `phi` or `select` of pointers reaches the SPIR-V backend.
 //!
 //! Vulkan SPIR-V addresses memory logically: a pointer may be the result of `OpPhi` or
@@ -288,10 +291,48 @@ fn rewrite(module: &Module<'_>, web: &[Value]) -> Result<(), String> {
     Ok(())
 }
 
-/// The few LLVM C API calls the rewrite needs, as safe wrappers.
+/// Rewrites every `zext (trunc x)` whose result is narrower than `x` as `and (trunc x), mask`.
+/// LLVM 22's SPIR-V backend combines that pair into one `OpBitwiseAnd` of the result's type
+/// with `x` itself as an operand, two widths that spirv-val rejects ("Expected operands to
+/// have the same bit width as Result Type"); 8- and 16-bit integers make the pair
+/// (`trunc i32 to i8` then `zext i8 to i16`, or `-O` passes removing what stood between).
+/// Written as a truncation to the result type and a mask, it is lowered as written. Returns
+/// how many extensions were rewritten; a module without such a pair is left untouched.
+pub(crate) fn narrow_extensions(module: &Module<'_>) -> usize {
+    let mut rewritten = 0;
+    for function in ffi::functions(module) {
+        for block in ffi::blocks(function) {
+            for zext in ffi::instructions(block) {
+                if !zext.is_zext() {
+                    continue;
+                }
+                let trunc = zext.operand(0);
+                if !trunc.is_trunc() {
+                    continue;
+                }
+                let x = trunc.operand(0);
+                let (to, mid) = (zext.ty(), trunc.ty());
+                if to.int_width() >= x.ty().int_width() {
+                    continue;
+                }
+                let b = Builder::new(module);
+                b.position_before(zext);
+                let narrowed = b.trunc(x, to, "narrow.trunc");
+                let mask = b.zext(mid.all_ones(), to, "narrow.mask");
+                let masked = b.and(narrowed, mask, "narrow.and");
+                zext.replace_all_uses_with(masked);
+                zext.erase();
+                rewritten += 1;
+            }
+        }
+    }
+    rewritten
+}
+
+/// The few LLVM C API calls the rewrites need, as safe wrappers.
 ///
 /// Every [`Value`], [`Block`] and [`Type`] is obtained from the module passed to
-/// [`legalize`], which the caller keeps alive (and holds under target.rs's lock) for the
+/// [`legalize`] or [`narrow_extensions`], which the caller keeps alive (and holds under target.rs's lock) for the
 /// whole rewrite; no value is used after [`Value::erase`].
 #[allow(unsafe_code)]
 mod ffi {
@@ -397,6 +438,29 @@ mod ffi {
             Type(unsafe { LLVMStructGetTypeAtIndex(self.0, i) })
         }
 
+        /// The bit width of an integer type, or of a vector type's integer elements.
+        pub(super) fn int_width(self) -> u32 {
+            // SAFETY: a type of the live context; the width is asked of integer types only.
+            unsafe {
+                let t = if LLVMGetTypeKind(self.0) == LLVMTypeKind::LLVMVectorTypeKind {
+                    LLVMGetElementType(self.0)
+                } else {
+                    self.0
+                };
+                if LLVMGetTypeKind(t) == LLVMTypeKind::LLVMIntegerTypeKind {
+                    LLVMGetIntTypeWidth(t)
+                } else {
+                    0
+                }
+            }
+        }
+
+        /// The all-ones constant of an integer (or integer vector) type.
+        pub(super) fn all_ones(self) -> Value {
+            // SAFETY: an integer or integer-vector type of the live context.
+            Value(unsafe { LLVMConstAllOnes(self.0) })
+        }
+
         /// The poison value of this type.
         pub(super) fn poison(self) -> Value {
             // SAFETY: a first-class type of the live context.
@@ -426,6 +490,14 @@ mod ffi {
 
         pub(super) fn is_select(self) -> bool {
             self.opcode() == Some(LLVMOpcode::LLVMSelect)
+        }
+
+        pub(super) fn is_zext(self) -> bool {
+            self.opcode() == Some(LLVMOpcode::LLVMZExt)
+        }
+
+        pub(super) fn is_trunc(self) -> bool {
+            self.opcode() == Some(LLVMOpcode::LLVMTrunc)
         }
 
         /// A `getelementptr` instruction or constant expression.
@@ -604,6 +676,24 @@ mod ffi {
             Value(unsafe { LLVMBuildSelect(self.0, cond.0, a.0, b.0, n.as_ptr()) })
         }
 
+        pub(super) fn trunc(&self, v: Value, to: Type, label: &str) -> Value {
+            let n = name(label);
+            // SAFETY: `v` is an integer (vector) wider than `to`, of its shape; positioned.
+            Value(unsafe { LLVMBuildTrunc(self.0, v.0, to.0, n.as_ptr()) })
+        }
+
+        pub(super) fn zext(&self, v: Value, to: Type, label: &str) -> Value {
+            let n = name(label);
+            // SAFETY: `v` is an integer (vector) narrower than `to`, of its shape; positioned.
+            Value(unsafe { LLVMBuildZExt(self.0, v.0, to.0, n.as_ptr()) })
+        }
+
+        pub(super) fn and(&self, a: Value, b: Value, label: &str) -> Value {
+            let n = name(label);
+            // SAFETY: `a` and `b` have one integer (vector) type; positioned.
+            Value(unsafe { LLVMBuildAnd(self.0, a.0, b.0, n.as_ptr()) })
+        }
+
         pub(super) fn call(&self, fn_ty: Type, callee: Value, args: &[Value], label: &str) -> Value {
             let mut raw: Vec<LLVMValueRef> = args.iter().map(|a| a.0).collect();
             let n = name(label);
@@ -704,6 +794,18 @@ mod tests {
             Err(Failure::Llvm(m) | Failure::Invalid(m)) => panic!("{m}\n{text}"),
             Err(Failure::Tool(e)) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn a_narrowing_zext_of_a_trunc_becomes_a_trunc_and_a_mask() {
+        // Without the rewrite spirv-val rejects both: an `OpBitwiseAnd` of `ushort` on a
+        // `uint` operand.
+        let body = format!(
+            "  %t = trunc i32 %id to i8\n  %z = zext i8 %t to i16\n  %v = insertelement <2 x i32> poison, i32 %id, i32 0\n  %vt = trunc <2 x i32> %v to <2 x i8>\n  %vz = zext <2 x i8> %vt to <2 x i16>\n  %l = extractelement <2 x i16> %vz, i32 0\n  %s = add i16 %z, %l\n  %f = uitofp i16 %s to float\n{}",
+            store_and_return("%f")
+        );
+        let ir = legal(&body);
+        assert!(!ir.contains("zext i8 %t to i16") && ir.contains("and i16"), "{ir}");
     }
 
     #[test]

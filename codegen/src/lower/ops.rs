@@ -450,14 +450,6 @@ impl Lowerer<'_> {
                 (false, false, true, _) => "zext",
                 (false, _, false, _) => "trunc",
             };
-            if op == "zext" {
-                // LLVM 22's SPIR-V backend folds `zext(trunc x)` to a narrower type than
-                // `x`'s into one `OpBitwiseAnd` of operands of two widths, which spirv-val
-                // rejects (`trunc i32 to i8` then `zext to i16`, from an 8-bit argument or
-                // two casts); a `freeze` between them is a barrier its combiner keeps.
-                let frozen = self.ir.emit(&x.ty, format!("freeze {}", x.typed()));
-                return self.ir.emit(&tt, format!("zext {} to {tt}", frozen.typed()));
-            }
             return self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
         }
         if ts.is_float() {
