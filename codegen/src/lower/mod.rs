@@ -316,17 +316,20 @@ impl<'a> Lowerer<'a> {
                     t
                 }
             }
-            S::I64 | S::U64 | S::F64 => {
+            S::I64 | S::U64 => {
                 let hi = self.word_raw(at + 4);
                 let lo64 = self.ir.emit("i64", format!("zext i32 {} to i64", w.v));
                 let hi64 = self.ir.emit("i64", format!("zext i32 {} to i64", hi.v));
                 let sh = self.ir.emit("i64", format!("shl i64 {}, 32", hi64.v));
-                let bits = self.ir.emit("i64", format!("or i64 {}, {}", sh.v, lo64.v));
-                if s == S::F64 {
-                    self.ir.emit("double", format!("bitcast i64 {} to double", bits.v))
-                } else {
-                    bits
-                }
+                self.ir.emit("i64", format!("or i64 {}, {}", sh.v, lo64.v))
+            }
+            // The two words as a `<2 x i32>` bitcast to `double` (low word first): no 64-bit
+            // integer, so an `f64` parameter needs `shaderFloat64` alone.
+            S::F64 => {
+                let hi = self.word_raw(at + 4);
+                let v = self.ir.emit("<2 x i32>", format!("insertelement <2 x i32> poison, i32 {}, i32 0", w.v));
+                let v = self.ir.emit("<2 x i32>", format!("insertelement <2 x i32> {}, i32 {}, i32 1", v.v, hi.v));
+                self.ir.emit("double", format!("bitcast <2 x i32> {} to double", v.v))
             }
         }
     }

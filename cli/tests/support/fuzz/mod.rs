@@ -142,8 +142,10 @@ fn random_f64(rng: &mut Rng) -> f64 {
 fn random_int(rng: &mut Rng) -> u64 {
     match rng.below(10) {
         0..=3 => rng.below(33),
-        4 => [0, 1, u64::MAX, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 63, (1 << 63) - 1, 0x7f, 0x80, 0x7fff, 0x8000]
-            [rng.below(12) as usize],
+        4 => {
+            [0, 1, u64::MAX, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 63, (1 << 63) - 1, 0x7f, 0x80, 0x7fff, 0x8000]
+                [rng.below(12) as usize]
+        }
         _ => rng.next(),
     }
 }
