@@ -1,5 +1,5 @@
 //! What the SPIR-V backend cannot take as the `-O` pipeline leaves it: merged pointers
-//! ([`legalize`]) and narrowing `zext (trunc x)` pairs ([`narrow_extensions`]).
+//! ([`legalize`]) and the `zext` of a `trunc` or `sext` it miscombines ([`narrow_extensions`]).
 //!
 //! Logical addressing: no `phi` or `select` of pointers reaches the SPIR-V backend.
 //!
@@ -291,13 +291,18 @@ fn rewrite(module: &Module<'_>, web: &[Value]) -> Result<(), String> {
     Ok(())
 }
 
-/// Rewrites every `zext (trunc x)` whose result is narrower than `x` as `and (trunc x), mask`.
-/// LLVM 22's SPIR-V backend combines that pair into one `OpBitwiseAnd` of the result's type
-/// with `x` itself as an operand, two widths that spirv-val rejects ("Expected operands to
-/// have the same bit width as Result Type"); 8- and 16-bit integers make the pair
-/// (`trunc i32 to i8` then `zext i8 to i16`, or `-O` passes removing what stood between).
-/// Written as a truncation to the result type and a mask, it is lowered as written. Returns
-/// how many extensions were rewritten; a module without such a pair is left untouched.
+/// Rewrites the `zext` of a `trunc` or `sext` that LLVM 22's SPIR-V backend cannot lower as
+/// `and (sext y), mask`, with `y` the `trunc` or `sext` and `mask` the all-ones value of
+/// `y`'s width: the same bits. Its combiner folds such a `zext` into one `G_AND` with the
+/// first cast's operand and gets the types wrong: for a scalar `zext (trunc x)` narrower
+/// than `x`, an `OpBitwiseAnd` of the result type on `x` itself, which spirv-val rejects
+/// ("Expected operands to have the same bit width as Result Type"); for vectors, from a
+/// `trunc` or a `sext` of any widths, an `and` of a scalar and a vector that instruction
+/// selection aborts on ("cannot select: G_AND"). 8- and 16-bit integers make these pairs (an
+/// 8-bit argument widened to 16 bits, two casts, or what `-O` passes leave of them); a sweep
+/// of every pair of casts over 8 to 64 bits and 1 to 4 lanes through `llc` and spirv-val found
+/// exactly these, and the rewritten form passes in all of them. Returns how many were
+/// rewritten; a module without such a pair is left untouched.
 pub(crate) fn narrow_extensions(module: &Module<'_>) -> usize {
     let mut rewritten = 0;
     for function in ffi::functions(module) {
@@ -306,20 +311,21 @@ pub(crate) fn narrow_extensions(module: &Module<'_>) -> usize {
                 if !zext.is_zext() {
                     continue;
                 }
-                let trunc = zext.operand(0);
-                if !trunc.is_trunc() {
-                    continue;
-                }
-                let x = trunc.operand(0);
-                let (to, mid) = (zext.ty(), trunc.ty());
-                if to.int_width() >= x.ty().int_width() {
+                let inner = zext.operand(0);
+                let (to, mid) = (zext.ty(), inner.ty());
+                let miscombined = if to.is_vector() {
+                    inner.is_trunc() || inner.is_sext()
+                } else {
+                    inner.is_trunc() && to.int_width() < inner.operand(0).ty().int_width()
+                };
+                if !miscombined {
                     continue;
                 }
                 let b = Builder::new(module);
                 b.position_before(zext);
-                let narrowed = b.trunc(x, to, "narrow.trunc");
+                let widened = b.sext(inner, to, "narrow.sext");
                 let mask = b.zext(mid.all_ones(), to, "narrow.mask");
-                let masked = b.and(narrowed, mask, "narrow.and");
+                let masked = b.and(widened, mask, "narrow.and");
                 zext.replace_all_uses_with(masked);
                 zext.erase();
                 rewritten += 1;
@@ -455,6 +461,11 @@ mod ffi {
             }
         }
 
+        pub(super) fn is_vector(self) -> bool {
+            // SAFETY: a type of the live context.
+            unsafe { LLVMGetTypeKind(self.0) == LLVMTypeKind::LLVMVectorTypeKind }
+        }
+
         /// The all-ones constant of an integer (or integer vector) type.
         pub(super) fn all_ones(self) -> Value {
             // SAFETY: an integer or integer-vector type of the live context.
@@ -498,6 +509,10 @@ mod ffi {
 
         pub(super) fn is_trunc(self) -> bool {
             self.opcode() == Some(LLVMOpcode::LLVMTrunc)
+        }
+
+        pub(super) fn is_sext(self) -> bool {
+            self.opcode() == Some(LLVMOpcode::LLVMSExt)
         }
 
         /// A `getelementptr` instruction or constant expression.
@@ -676,10 +691,10 @@ mod ffi {
             Value(unsafe { LLVMBuildSelect(self.0, cond.0, a.0, b.0, n.as_ptr()) })
         }
 
-        pub(super) fn trunc(&self, v: Value, to: Type, label: &str) -> Value {
+        pub(super) fn sext(&self, v: Value, to: Type, label: &str) -> Value {
             let n = name(label);
-            // SAFETY: `v` is an integer (vector) wider than `to`, of its shape; positioned.
-            Value(unsafe { LLVMBuildTrunc(self.0, v.0, to.0, n.as_ptr()) })
+            // SAFETY: `v` is an integer (vector) narrower than `to`, of its shape; positioned.
+            Value(unsafe { LLVMBuildSExt(self.0, v.0, to.0, n.as_ptr()) })
         }
 
         pub(super) fn zext(&self, v: Value, to: Type, label: &str) -> Value {
@@ -797,15 +812,16 @@ mod tests {
     }
 
     #[test]
-    fn a_narrowing_zext_of_a_trunc_becomes_a_trunc_and_a_mask() {
-        // Without the rewrite spirv-val rejects both: an `OpBitwiseAnd` of `ushort` on a
-        // `uint` operand.
+    fn a_zext_of_a_trunc_or_sext_becomes_a_sext_and_a_mask() {
+        // Without the rewrite spirv-val rejects the scalar pair (an `OpBitwiseAnd` of
+        // `ushort` on a `uint` operand) and `llc` aborts on the vector ones.
         let body = format!(
-            "  %t = trunc i32 %id to i8\n  %z = zext i8 %t to i16\n  %v = insertelement <2 x i32> poison, i32 %id, i32 0\n  %vt = trunc <2 x i32> %v to <2 x i8>\n  %vz = zext <2 x i8> %vt to <2 x i16>\n  %l = extractelement <2 x i16> %vz, i32 0\n  %s = add i16 %z, %l\n  %f = uitofp i16 %s to float\n{}",
+            "  %t = trunc i32 %id to i8\n  %z = zext i8 %t to i16\n  %v = insertelement <2 x i32> poison, i32 %id, i32 0\n  %vt = trunc <2 x i32> %v to <2 x i8>\n  %vz = zext <2 x i8> %vt to <2 x i16>\n  %vs = sext <2 x i8> %vt to <2 x i16>\n  %vw = zext <2 x i16> %vs to <2 x i32>\n  %l = extractelement <2 x i16> %vz, i32 0\n  %m = extractelement <2 x i32> %vw, i32 1\n  %mt = trunc i32 %m to i16\n  %s = add i16 %z, %l\n  %s2 = add i16 %s, %mt\n  %f = uitofp i16 %s2 to float\n{}",
             store_and_return("%f")
         );
         let ir = legal(&body);
-        assert!(!ir.contains("zext i8 %t to i16") && ir.contains("and i16"), "{ir}");
+        assert!(!ir.contains("zext i8 %t to i16") && !ir.contains("zext <2 x i16> %vs"), "{ir}");
+        assert!(ir.contains("and i16") && ir.contains("and <2 x i32>"), "{ir}");
     }
 
     #[test]

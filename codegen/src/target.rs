@@ -130,7 +130,7 @@ pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, Error> {
     if crate::legalize::legalize(&module).map_err(Error::Failed)? > 0 {
         module.verify().map_err(|e| failed("verify after merging pointer indices", e))?;
     }
-    // `zext (trunc x)` narrower than `x`, which the backend miscombines (legalize.rs).
+    // A `zext` of a `trunc` or `sext` the backend miscombines (legalize.rs).
     if crate::legalize::narrow_extensions(&module) > 0 {
         module.verify().map_err(|e| failed("verify after rewriting narrow extensions", e))?;
     }
