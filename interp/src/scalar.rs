@@ -385,6 +385,75 @@ mod tests {
         assert_eq!(f32_of(cast(16_777_217, ScalarType::I64, ScalarType::F32)), 16_777_216.0);
     }
 
+    #[test]
+    fn narrow_integers_wrap_at_their_width() {
+        use ScalarType::*;
+        let bits8 = |v: i8| v as u8 as u64;
+        let bits16 = |v: i16| v as u16 as u64;
+        assert_eq!(binary(BinaryOp::Add, I8).unwrap()(bits8(127), 1), bits8(-128));
+        assert_eq!(binary(BinaryOp::Mul, U8).unwrap()(200, 2), 144);
+        assert_eq!(binary(BinaryOp::Sub, U16).unwrap()(0, 1), 0xffff);
+        let div = binary(BinaryOp::Div, I8).unwrap();
+        assert_eq!(div(bits8(-128), bits8(-1)), bits8(-128));
+        assert_eq!(div(bits8(7), 0), 0);
+        assert_eq!(binary(BinaryOp::Rem, I16).unwrap()(bits16(i16::MIN), bits16(-1)), 0);
+        assert_eq!(binary(BinaryOp::Rem, I8).unwrap()(bits8(-7), bits8(3)), bits8(-1));
+        // Shift amounts modulo 8 and 16; `shr` arithmetic on signed types.
+        assert_eq!(binary(BinaryOp::Shl, U8).unwrap()(1, 9), 2);
+        assert_eq!(binary(BinaryOp::Shr, I8).unwrap()(bits8(-128), 7), bits8(-1));
+        assert_eq!(binary(BinaryOp::Shr, U16).unwrap()(0x8000, 31), 1);
+        assert_eq!(unary(UnaryOp::Abs, I8).unwrap()(bits8(-128)), bits8(-128));
+        assert_eq!(unary(UnaryOp::Neg, U8).unwrap()(1), 0xff);
+        assert_eq!(unary(UnaryOp::Not, I16).unwrap()(0), 0xffff);
+        assert_eq!(compare(CmpOp::Lt, I8)(bits8(-1), 1), 1);
+        assert_eq!(compare(CmpOp::Lt, U8)(bits8(-1), 1), 0);
+        assert_eq!(binary(BinaryOp::Max, I16).unwrap()(bits16(-5), 3), 3);
+    }
+
+    #[test]
+    fn casts_to_and_from_narrow_types_and_f64() {
+        use ScalarType::*;
+        let f64b = |x: f64| x.to_bits();
+        assert_eq!(cast(f64b(300.5), F64, U8), 255);
+        assert_eq!(cast(f64b(-300.5), F64, I8), (-128i8) as u8 as u64);
+        assert_eq!(cast(f64b(-0.9), F64, U16), 0);
+        assert_eq!(cast(f64b(f64::NAN), F64, I16), 0);
+        assert_eq!(cast(f64b(1e300), F64, I64), i64::MAX as u64);
+        assert_eq!(cast(f32_bits(-40000.0), F32, I16), (i16::MIN) as u16 as u64);
+        // Integers wrap and sign-extend.
+        assert_eq!(cast(0x1ff, U32, I8), 0xff);
+        assert_eq!(cast(0xff, I8, I32), u32::MAX as u64);
+        assert_eq!(cast(0xff, U8, I32), 0xff);
+        assert_eq!(cast(0x8000, I16, U64), 0xffff_ffff_ffff_8000);
+        // Float conversions round once: f64 -> f16 directly, not through f32.
+        let x = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(cast(f64b(x), F64, F16), 0x3c01);
+        assert_eq!(cast(cast(f64b(x), F64, F32), F32, F16), 0x3c00);
+        assert_eq!(f32_of(cast(f64b(1.0 + 2f64.powi(-24)), F64, F32)), 1.0);
+        assert_eq!(cast(f64b(5e-324), F64, F16), 0);
+        assert_eq!(f64_of(cast(u64::MAX, U64, F64)), 18446744073709551616.0);
+        assert_eq!(f64_of(cast(0x3c00, F16, F64)), 1.0);
+        assert_eq!(cast((-1i8) as u8 as u64, I8, Bool), 1);
+    }
+
+    #[test]
+    fn f64_arithmetic_is_binary64() {
+        use ScalarType::*;
+        let f64b = |x: f64| x.to_bits();
+        assert_eq!(f64_of(binary(BinaryOp::Add, F64).unwrap()(f64b(0.1), f64b(0.2))), 0.1 + 0.2);
+        assert_ne!(0.1f64 + 0.2, f64::from(0.1f32 + 0.2f32));
+        assert_eq!(f64_of(binary(BinaryOp::Min, F64).unwrap()(f64b(f64::NAN), f64b(2.0))), 2.0);
+        assert_eq!(binary(BinaryOp::Min, F64).unwrap()(f64b(0.0), f64b(-0.0)), f64b(-0.0));
+        assert_eq!(binary(BinaryOp::Max, F64).unwrap()(f64b(-0.0), f64b(0.0)), f64b(0.0));
+        // Subnormals stay (no flush rule for f64).
+        assert_eq!(f64_of(binary(BinaryOp::Mul, F64).unwrap()(f64b(5e-324), f64b(1.0))), 5e-324);
+        let a = 1.0 + f64::EPSILON;
+        let c = -(1.0 + 2.0 * f64::EPSILON);
+        assert_eq!(f64_of(fma(F64, FmaRounding::Once).unwrap()(f64b(a), f64b(a), f64b(c))), 2f64.powi(-104));
+        assert_eq!(f64_of(fma(F64, FmaRounding::Twice).unwrap()(f64b(a), f64b(a), f64b(c))), 0.0);
+        assert!(atomic(AtomicOp::Add, F64).is_none() && atomic(AtomicOp::Add, I8).is_none());
+    }
+
     /// SplitMix64, for the random operands below.
     fn next(state: &mut u64) -> u64 {
         *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);

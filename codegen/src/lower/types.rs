@@ -192,5 +192,7 @@ mod tests {
         assert_eq!(literal(LitValue::Int(256), ScalarType::U8), None);
         assert_eq!(literal(LitValue::Int(-32768), ScalarType::I16).as_deref(), Some("-32768"));
         assert_eq!(literal(LitValue::Float(0.1), ScalarType::F64).as_deref(), Some("0x3FB999999999999A"));
+        // One rounding to f16 (half's own from_f64 would round through f32 to 0xH3C00).
+        assert_eq!(literal(LitValue::Float(1.0004882812500002), ScalarType::F16).as_deref(), Some("0xH3C01"));
     }
 }
