@@ -16,10 +16,11 @@ fn hlsl_type(t: Type, what: &str) -> Result<String, Issue> {
         ScalarType::F32 => "float",
         ScalarType::I32 => "int",
         ScalarType::U32 => "uint",
-        // glslang needs --hlsl-enable-16bit-types for these, dxc -enable-16bit-types.
+        // glslang needs --hlsl-enable-16bit-types for these, dxc -enable-16bit-types (with
+        // which both make the min16 types 16 bits wide; glslang has no `int16_t`).
         ScalarType::F16 => "half",
-        ScalarType::I16 => "int16_t",
-        ScalarType::U16 => "uint16_t",
+        ScalarType::I16 => "min16int",
+        ScalarType::U16 => "min16uint",
         ScalarType::F64 => "double",
         ScalarType::I8 | ScalarType::U8 => {
             return Err(issue(
