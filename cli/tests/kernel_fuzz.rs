@@ -226,7 +226,9 @@ fn outputs_with_f32_subnormals_flushed_are_accepted() {
     };
     let dir = tempfile::tempdir().unwrap();
     let mut found = 0;
-    for first in (0..2000u64).step_by(DEFAULT_BATCH) {
+    // Kernels up to 8000: since the eleven scalar types of issue 30, fewer batches have an
+    // exact `f32` output a flush changes (1 in the first 2000 of seed 3).
+    for first in (0..8000u64).step_by(DEFAULT_BATCH) {
         let batch: Vec<fuzz::Entry> = (first..first + DEFAULT_BATCH as u64)
             .map(|index| {
                 let seed = fuzz::kernel_seed(cfg.base_seed, index);
