@@ -370,6 +370,46 @@ enum cmdgraph_status cmdgraph_exec_update_u64(struct cmdgraph_exec *exec,
                                               const char *param,
                                               uint64_t value);
 
+// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to an `f64`.
+//
+// # Safety
+// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+enum cmdgraph_status cmdgraph_exec_update_f64(struct cmdgraph_exec *exec,
+                                              const char *param,
+                                              double value);
+
+// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to an `i8`.
+//
+// # Safety
+// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+enum cmdgraph_status cmdgraph_exec_update_i8(struct cmdgraph_exec *exec,
+                                             const char *param,
+                                             int8_t value);
+
+// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to a `u8`.
+//
+// # Safety
+// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+enum cmdgraph_status cmdgraph_exec_update_u8(struct cmdgraph_exec *exec,
+                                             const char *param,
+                                             uint8_t value);
+
+// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to an `i16`.
+//
+// # Safety
+// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+enum cmdgraph_status cmdgraph_exec_update_i16(struct cmdgraph_exec *exec,
+                                              const char *param,
+                                              int16_t value);
+
+// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to a `u16`.
+//
+// # Safety
+// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+enum cmdgraph_status cmdgraph_exec_update_u16(struct cmdgraph_exec *exec,
+                                              const char *param,
+                                              uint16_t value);
+
 // Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to a `bool`.
 //
 // # Safety

@@ -246,6 +246,76 @@ pub unsafe extern "C" fn cmdgraph_exec_update_u64(
     unsafe { update(exec, param, || scalar(LitValue::Int(i128::from(value)), ScalarType::U64)) }
 }
 
+/// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to an `f64`.
+///
+/// # Safety
+/// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_exec_update_f64(
+    exec: *mut cmdgraph_exec,
+    param: *const c_char,
+    value: f64,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract.
+    unsafe { update(exec, param, || scalar(LitValue::Float(value), ScalarType::F64)) }
+}
+
+/// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to an `i8`.
+///
+/// # Safety
+/// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_exec_update_i8(
+    exec: *mut cmdgraph_exec,
+    param: *const c_char,
+    value: i8,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract.
+    unsafe { update(exec, param, || scalar(LitValue::Int(i128::from(value)), ScalarType::I8)) }
+}
+
+/// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to a `u8`.
+///
+/// # Safety
+/// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_exec_update_u8(
+    exec: *mut cmdgraph_exec,
+    param: *const c_char,
+    value: u8,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract.
+    unsafe { update(exec, param, || scalar(LitValue::Int(i128::from(value)), ScalarType::U8)) }
+}
+
+/// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to an `i16`.
+///
+/// # Safety
+/// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_exec_update_i16(
+    exec: *mut cmdgraph_exec,
+    param: *const c_char,
+    value: i16,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract.
+    unsafe { update(exec, param, || scalar(LitValue::Int(i128::from(value)), ScalarType::I16)) }
+}
+
+/// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to a `u16`.
+///
+/// # Safety
+/// `exec` is NULL or a live executable; `param` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_exec_update_u16(
+    exec: *mut cmdgraph_exec,
+    param: *const c_char,
+    value: u16,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract.
+    unsafe { update(exec, param, || scalar(LitValue::Int(i128::from(value)), ScalarType::U16)) }
+}
+
 /// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) to a `bool`.
 ///
 /// # Safety

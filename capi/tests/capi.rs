@@ -358,6 +358,16 @@ kernel @put_u64(%o: buf<u64, write>, %v: u64) { %i = global_id 0
   store %o[%i], %v }
 kernel @put_f16(%o: buf<f16, write>, %v: f16) { %i = global_id 0
   store %o[%i], %v }
+kernel @put_f64(%o: buf<f64, write>, %v: f64) { %i = global_id 0
+  store %o[%i], %v }
+kernel @put_i8(%o: buf<i8, write>, %v: i8) { %i = global_id 0
+  store %o[%i], %v }
+kernel @put_u8(%o: buf<u8, write>, %v: u8) { %i = global_id 0
+  store %o[%i], %v }
+kernel @put_i16(%o: buf<i16, write>, %v: i16) { %i = global_id 0
+  store %o[%i], %v }
+kernel @put_u16(%o: buf<u16, write>, %v: u16) { %i = global_id 0
+  store %o[%i], %v }
 kernel @put_bool(%o: buf<u32, write>, %v: bool) { %i = global_id 0
   %one = const 1 : u32
   %zero = const 0 : u32
@@ -372,6 +382,11 @@ usm @ou32 : u32[4]
 usm @oi64 : i64[4]
 usm @ou64 : u64[4]
 usm @of16 : f16[4]
+usm @of64 : f64[4]
+usm @oi8 : i8[4]
+usm @ou8 : u8[4]
+usm @oi16 : i16[4]
+usm @ou16 : u16[4]
 usm @obool : u32[4]
 usm @x : f32[4]
 usm @y : f32[4]
@@ -381,6 +396,11 @@ graph @g properties(updatable) {
   dyn %vi64 = 1 : i64
   dyn %vu64 = 1 : u64
   dyn %vf16 = 1.0 : f16
+  dyn %vf64 = 1.0 : f64
+  dyn %vi8 = 1 : i8
+  dyn %vu8 = 1 : u8
+  dyn %vi16 = 1 : i16
+  dyn %vu16 = 1 : u16
   dyn %vbool = false : bool
   %a = kernel @put_i32 range(4) args(@oi32, %vi32)
   %b = kernel @put_u32 range(4) args(@ou32, %vu32)
@@ -388,6 +408,11 @@ graph @g properties(updatable) {
   %d = kernel @put_u64 range(4) args(@ou64, %vu64)
   %e = kernel @put_f16 range(4) args(@of16, %vf16)
   %f = kernel @put_bool range(4) args(@obool, %vbool)
+  %f64 = kernel @put_f64 range(4) args(@of64, %vf64)
+  %i8 = kernel @put_i8 range(4) args(@oi8, %vi8)
+  %u8 = kernel @put_u8 range(4) args(@ou8, %vu8)
+  %i16 = kernel @put_i16 range(4) args(@oi16, %vi16)
+  %u16 = kernel @put_u16 range(4) args(@ou16, %vu16)
   %s = kernel @scale range(4) args(@x, @y, SCALE)
 }
 "#;
@@ -412,6 +437,13 @@ fn every_scalar_type_updates_and_a_whole_graph_update_takes_new_arguments() {
         ok_exec(e, cmdgraph_exec_update_u64(e, c"vu64".as_ptr(), u64::MAX - 7));
         ok_exec(e, cmdgraph_exec_update_f16(e, c"vf16".as_ptr(), 0x3555)); // 0.33325195
         ok_exec(e, cmdgraph_exec_update_bool(e, c"vbool".as_ptr(), true));
+        ok_exec(e, cmdgraph_exec_update_f64(e, c"vf64".as_ptr(), 0.1));
+        ok_exec(e, cmdgraph_exec_update_i8(e, c"vi8".as_ptr(), -128));
+        ok_exec(e, cmdgraph_exec_update_u8(e, c"vu8".as_ptr(), 0xfe));
+        ok_exec(e, cmdgraph_exec_update_i16(e, c"vi16".as_ptr(), -12_345));
+        ok_exec(e, cmdgraph_exec_update_u16(e, c"vu16".as_ptr(), 0xbeef));
+        // Each type is its own: an i8 value for a u8 parameter is refused.
+        assert_eq!(cmdgraph_exec_update_i8(e, c"vu8".as_ptr(), -1), CMDGRAPH_ERROR_INVALID_ARGUMENT);
         // A value that does not fit the parameter's type is refused.
         assert_eq!(cmdgraph_exec_update_f32(e, c"vi32".as_ptr(), 0.5), CMDGRAPH_ERROR_INVALID_ARGUMENT);
         ok_exec(e, cmdgraph_exec_run(e));
@@ -422,6 +454,11 @@ fn every_scalar_type_updates_and_a_whole_graph_update_takes_new_arguments() {
         assert_eq!(read(ex, "ou64"), repeat(&(u64::MAX - 7).to_le_bytes()));
         assert_eq!(read(ex, "of16"), repeat(&0x3555u16.to_le_bytes()));
         assert_eq!(read(ex, "obool"), repeat(&1u32.to_le_bytes()));
+        assert_eq!(read(ex, "of64"), repeat(&0.1f64.to_le_bytes()));
+        assert_eq!(read(ex, "oi8"), repeat(&(-128i8).to_le_bytes()));
+        assert_eq!(read(ex, "ou8"), repeat(&[0xfe]));
+        assert_eq!(read(ex, "oi16"), repeat(&(-12_345i16).to_le_bytes()));
+        assert_eq!(read(ex, "ou16"), repeat(&0xbeefu16.to_le_bytes()));
         assert_eq!(read(ex, "y"), support::f32_bytes(&[3.0, -4.5, 0.2, 14.0]));
         // Whole-graph update from the other bundle's source: @y = 3 x.
         ok_exec(e, cmdgraph_exec_update_graph(e, second, c"@g".as_ptr()));

@@ -226,7 +226,9 @@ fn outputs_with_f32_subnormals_flushed_are_accepted() {
     };
     let dir = tempfile::tempdir().unwrap();
     let mut found = 0;
-    for first in (0..2000u64).step_by(DEFAULT_BATCH) {
+    // Kernels up to 8000: since the eleven scalar types of issue 30, fewer batches have an
+    // exact `f32` output a flush changes (1 in the first 2000 of seed 3).
+    for first in (0..8000u64).step_by(DEFAULT_BATCH) {
         let batch: Vec<fuzz::Entry> = (first..first + DEFAULT_BATCH as u64)
             .map(|index| {
                 let seed = fuzz::kernel_seed(cfg.base_seed, index);
@@ -237,7 +239,10 @@ fn outputs_with_f32_subnormals_flushed_are_accepted() {
         let p = fuzz::prepare(&batch, &mut stats).unwrap();
         let objects: Vec<String> = p.objects().map(str::to_string).collect();
         let flushed = |name: &str| p.expected_under(FmaRounding::Once, Denormals::Flush, name).unwrap().to_vec();
-        let Some(differs) = objects.iter().find(|o| flushed(o) != p.expected(o).unwrap()).cloned() else {
+        // An exact output: an approximate one (`_ax_`, math functions) is compared with a
+        // tolerance that accepts either rule, so it shows no flush.
+        let exact_differs = |o: &&String| !o.contains("_ax_") && flushed(o) != p.expected(o).unwrap();
+        let Some(differs) = objects.iter().find(exact_differs).cloned() else {
             continue;
         };
         // The import layout of support/fuzz/remote.rs, with the flushed outputs as the device's.

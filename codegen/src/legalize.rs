@@ -1,3 +1,6 @@
+//! What the SPIR-V backend cannot take as the `-O` pipeline leaves it: merged pointers
+//! ([`legalize`]) and the `zext` of a `trunc` or `sext` it miscombines ([`narrow_extensions`]).
+//!
 //! Logical addressing: no `phi` or `select` of pointers reaches the SPIR-V backend.
 //!
 //! Vulkan SPIR-V addresses memory logically: a pointer may be the result of `OpPhi` or
@@ -288,10 +291,54 @@ fn rewrite(module: &Module<'_>, web: &[Value]) -> Result<(), String> {
     Ok(())
 }
 
-/// The few LLVM C API calls the rewrite needs, as safe wrappers.
+/// Rewrites the `zext` of a `trunc` or `sext` that LLVM 22's SPIR-V backend cannot lower as
+/// `and (sext y), mask`, with `y` the `trunc` or `sext` and `mask` the all-ones value of
+/// `y`'s width: the same bits. Its combiner folds such a `zext` into one `G_AND` with the
+/// first cast's operand and gets the types wrong: for a scalar `zext (trunc x)` narrower
+/// than `x`, an `OpBitwiseAnd` of the result type on `x` itself, which spirv-val rejects
+/// ("Expected operands to have the same bit width as Result Type"); for vectors, from a
+/// `trunc` or a `sext` of any widths, an `and` of a scalar and a vector that instruction
+/// selection aborts on ("cannot select: G_AND"). 8- and 16-bit integers make these pairs (an
+/// 8-bit argument widened to 16 bits, two casts, or what `-O` passes leave of them); a sweep
+/// of every pair of casts over 8 to 64 bits and 1 to 4 lanes through `llc` and spirv-val found
+/// exactly these, and the rewritten form passes in all of them. Returns how many were
+/// rewritten; a module without such a pair is left untouched.
+pub(crate) fn narrow_extensions(module: &Module<'_>) -> usize {
+    let mut rewritten = 0;
+    for function in ffi::functions(module) {
+        for block in ffi::blocks(function) {
+            for zext in ffi::instructions(block) {
+                if !zext.is_zext() {
+                    continue;
+                }
+                let inner = zext.operand(0);
+                let (to, mid) = (zext.ty(), inner.ty());
+                let miscombined = if to.is_vector() {
+                    inner.is_trunc() || inner.is_sext()
+                } else {
+                    inner.is_trunc() && to.int_width() < inner.operand(0).ty().int_width()
+                };
+                if !miscombined {
+                    continue;
+                }
+                let b = Builder::new(module);
+                b.position_before(zext);
+                let widened = b.sext(inner, to, "narrow.sext");
+                let mask = b.zext(mid.all_ones(), to, "narrow.mask");
+                let masked = b.and(widened, mask, "narrow.and");
+                zext.replace_all_uses_with(masked);
+                zext.erase();
+                rewritten += 1;
+            }
+        }
+    }
+    rewritten
+}
+
+/// The few LLVM C API calls the rewrites need, as safe wrappers.
 ///
 /// Every [`Value`], [`Block`] and [`Type`] is obtained from the module passed to
-/// [`legalize`], which the caller keeps alive (and holds under target.rs's lock) for the
+/// [`legalize`] or [`narrow_extensions`], which the caller keeps alive (and holds under target.rs's lock) for the
 /// whole rewrite; no value is used after [`Value::erase`].
 #[allow(unsafe_code)]
 mod ffi {
@@ -397,6 +444,34 @@ mod ffi {
             Type(unsafe { LLVMStructGetTypeAtIndex(self.0, i) })
         }
 
+        /// The bit width of an integer type, or of a vector type's integer elements.
+        pub(super) fn int_width(self) -> u32 {
+            // SAFETY: a type of the live context; the width is asked of integer types only.
+            unsafe {
+                let t = if LLVMGetTypeKind(self.0) == LLVMTypeKind::LLVMVectorTypeKind {
+                    LLVMGetElementType(self.0)
+                } else {
+                    self.0
+                };
+                if LLVMGetTypeKind(t) == LLVMTypeKind::LLVMIntegerTypeKind {
+                    LLVMGetIntTypeWidth(t)
+                } else {
+                    0
+                }
+            }
+        }
+
+        pub(super) fn is_vector(self) -> bool {
+            // SAFETY: a type of the live context.
+            unsafe { LLVMGetTypeKind(self.0) == LLVMTypeKind::LLVMVectorTypeKind }
+        }
+
+        /// The all-ones constant of an integer (or integer vector) type.
+        pub(super) fn all_ones(self) -> Value {
+            // SAFETY: an integer or integer-vector type of the live context.
+            Value(unsafe { LLVMConstAllOnes(self.0) })
+        }
+
         /// The poison value of this type.
         pub(super) fn poison(self) -> Value {
             // SAFETY: a first-class type of the live context.
@@ -426,6 +501,18 @@ mod ffi {
 
         pub(super) fn is_select(self) -> bool {
             self.opcode() == Some(LLVMOpcode::LLVMSelect)
+        }
+
+        pub(super) fn is_zext(self) -> bool {
+            self.opcode() == Some(LLVMOpcode::LLVMZExt)
+        }
+
+        pub(super) fn is_trunc(self) -> bool {
+            self.opcode() == Some(LLVMOpcode::LLVMTrunc)
+        }
+
+        pub(super) fn is_sext(self) -> bool {
+            self.opcode() == Some(LLVMOpcode::LLVMSExt)
         }
 
         /// A `getelementptr` instruction or constant expression.
@@ -604,6 +691,24 @@ mod ffi {
             Value(unsafe { LLVMBuildSelect(self.0, cond.0, a.0, b.0, n.as_ptr()) })
         }
 
+        pub(super) fn sext(&self, v: Value, to: Type, label: &str) -> Value {
+            let n = name(label);
+            // SAFETY: `v` is an integer (vector) narrower than `to`, of its shape; positioned.
+            Value(unsafe { LLVMBuildSExt(self.0, v.0, to.0, n.as_ptr()) })
+        }
+
+        pub(super) fn zext(&self, v: Value, to: Type, label: &str) -> Value {
+            let n = name(label);
+            // SAFETY: `v` is an integer (vector) narrower than `to`, of its shape; positioned.
+            Value(unsafe { LLVMBuildZExt(self.0, v.0, to.0, n.as_ptr()) })
+        }
+
+        pub(super) fn and(&self, a: Value, b: Value, label: &str) -> Value {
+            let n = name(label);
+            // SAFETY: `a` and `b` have one integer (vector) type; positioned.
+            Value(unsafe { LLVMBuildAnd(self.0, a.0, b.0, n.as_ptr()) })
+        }
+
         pub(super) fn call(&self, fn_ty: Type, callee: Value, args: &[Value], label: &str) -> Value {
             let mut raw: Vec<LLVMValueRef> = args.iter().map(|a| a.0).collect();
             let n = name(label);
@@ -704,6 +809,19 @@ mod tests {
             Err(Failure::Llvm(m) | Failure::Invalid(m)) => panic!("{m}\n{text}"),
             Err(Failure::Tool(e)) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn a_zext_of_a_trunc_or_sext_becomes_a_sext_and_a_mask() {
+        // Without the rewrite spirv-val rejects the scalar pair (an `OpBitwiseAnd` of
+        // `ushort` on a `uint` operand) and `llc` aborts on the vector ones.
+        let body = format!(
+            "  %t = trunc i32 %id to i8\n  %z = zext i8 %t to i16\n  %v = insertelement <2 x i32> poison, i32 %id, i32 0\n  %vt = trunc <2 x i32> %v to <2 x i8>\n  %vz = zext <2 x i8> %vt to <2 x i16>\n  %vs = sext <2 x i8> %vt to <2 x i16>\n  %vw = zext <2 x i16> %vs to <2 x i32>\n  %l = extractelement <2 x i16> %vz, i32 0\n  %m = extractelement <2 x i32> %vw, i32 1\n  %mt = trunc i32 %m to i16\n  %s = add i16 %z, %l\n  %s2 = add i16 %s, %mt\n  %f = uitofp i16 %s2 to float\n{}",
+            store_and_return("%f")
+        );
+        let ir = legal(&body);
+        assert!(!ir.contains("zext i8 %t to i16") && !ir.contains("zext <2 x i16> %vs"), "{ir}");
+        assert!(ir.contains("and i16") && ir.contains("and <2 x i32>"), "{ir}");
     }
 
     #[test]

@@ -130,6 +130,10 @@ pub(crate) fn compile(ir: &str, opt: u8) -> Result<Output, Error> {
     if crate::legalize::legalize(&module).map_err(Error::Failed)? > 0 {
         module.verify().map_err(|e| failed("verify after merging pointer indices", e))?;
     }
+    // A `zext` of a `trunc` or `sext` the backend miscombines (legalize.rs).
+    if crate::legalize::narrow_extensions(&module) > 0 {
+        module.verify().map_err(|e| failed("verify after rewriting narrow extensions", e))?;
+    }
     let ir_text = module.print_to_string().to_string();
     let spirv = emit_with_llc(&ir_text)?;
     Ok(Output { ir: ir_text, spirv })

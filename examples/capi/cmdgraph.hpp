@@ -102,6 +102,11 @@ class exec {
     void update(const char *param, uint32_t v) { check(cmdgraph_exec_update_u32(get(), param, v), err()); }
     void update(const char *param, int64_t v) { check(cmdgraph_exec_update_i64(get(), param, v), err()); }
     void update(const char *param, uint64_t v) { check(cmdgraph_exec_update_u64(get(), param, v), err()); }
+    void update(const char *param, double v) { check(cmdgraph_exec_update_f64(get(), param, v), err()); }
+    void update(const char *param, int8_t v) { check(cmdgraph_exec_update_i8(get(), param, v), err()); }
+    void update(const char *param, uint8_t v) { check(cmdgraph_exec_update_u8(get(), param, v), err()); }
+    void update(const char *param, int16_t v) { check(cmdgraph_exec_update_i16(get(), param, v), err()); }
+    void update(const char *param, uint16_t v) { check(cmdgraph_exec_update_u16(get(), param, v), err()); }
     void update(const char *param, bool v) { check(cmdgraph_exec_update_bool(get(), param, v), err()); }
     void update_pointer(const char *param, const char *memory, uint64_t offset = 0) {
         check(cmdgraph_exec_update_pointer(get(), param, memory, offset), err());

@@ -297,12 +297,17 @@ pub fn scalar_bytes(v: LitValue, t: ScalarType) -> Option<Vec<u8>> {
     };
     Some(match t {
         ScalarType::Bool => vec![u8::from(matches!(v, LitValue::Bool(true)))],
+        ScalarType::I8 => (i as i8).to_le_bytes().to_vec(),
+        ScalarType::U8 => (i as u8).to_le_bytes().to_vec(),
+        ScalarType::I16 => (i as i16).to_le_bytes().to_vec(),
+        ScalarType::U16 => (i as u16).to_le_bytes().to_vec(),
         ScalarType::I32 => (i as i32).to_le_bytes().to_vec(),
         ScalarType::U32 => (i as u32).to_le_bytes().to_vec(),
         ScalarType::I64 => (i as i64).to_le_bytes().to_vec(),
         ScalarType::U64 => (i as u64).to_le_bytes().to_vec(),
-        ScalarType::F16 => cmdgraph_ir::data::half::f16::from_f64(f).to_bits().to_le_bytes().to_vec(),
+        ScalarType::F16 => cmdgraph_ir::data::f16_from_f64(f).to_bits().to_le_bytes().to_vec(),
         ScalarType::F32 => (f as f32).to_le_bytes().to_vec(),
+        ScalarType::F64 => f.to_le_bytes().to_vec(),
     })
 }
 

@@ -233,7 +233,8 @@ fn any_of(features: &[Feature]) -> String {
 }
 
 /// Checks the requirements `req` of `kernel`'s entry point `entry` against `enabled`; the
-/// first unmet one (in module order: capabilities, extensions, atomics) is the error.
+/// first unmet one (in module order: capabilities, extensions, 8/16-bit buffer memory,
+/// atomics) is the error.
 pub fn check(kernel: &str, entry: &str, req: &Requirements, enabled: &EnabledFeatures) -> Result<()> {
     let refuse = |what: String, need: String| {
         Err(ExecError::Invalid(format!(
@@ -270,6 +271,19 @@ pub fn check(kernel: &str, entry: &str, req: &Requirements, enabled: &EnabledFea
                     "a device extension this executor does not know (unknown extensions are refused)".into(),
                 )
             }
+        }
+    }
+    for &width in &req.narrow_storage {
+        let features: &[Feature] = match width {
+            8 => &[Feature::StorageBuffer8BitAccess, Feature::UniformAndStorageBuffer8BitAccess],
+            16 => &[Feature::StorageBuffer16BitAccess, Feature::UniformAndStorageBuffer16BitAccess],
+            _ => continue,
+        };
+        if unmet(features) {
+            return refuse(
+                format!("{width}-bit values in buffer memory"),
+                format!("the Vulkan feature {}", any_of(features)),
+            );
         }
     }
     for a in &req.atomics {

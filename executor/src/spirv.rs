@@ -504,6 +504,11 @@ pub struct Requirements {
     pub extensions: Vec<String>,
     /// Atomic instructions whose pointer type could be resolved.
     pub atomics: Vec<AtomicUse>,
+    /// The widths below 32 bits (8, 16) of scalars in buffer memory (`StorageBuffer`,
+    /// `PhysicalStorageBuffer` or `Uniform` pointees, through vectors, arrays and structs),
+    /// ascending: Vulkan needs `storageBuffer8BitAccess` / `storageBuffer16BitAccess` for
+    /// them whatever capabilities the module declares (`Int8` alone allows the type).
+    pub narrow_storage: Vec<u32>,
 }
 
 /// The kind of an atomic instruction, as far as Vulkan's features tell them apart.
@@ -572,8 +577,16 @@ pub fn requirements(words: &[u32]) -> Requirements {
     let mut scalars = BTreeMap::new();
     let mut types = BTreeMap::new();
     let mut atomics = Vec::new();
+    // id -> member or element types of composite types.
+    let mut composites: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for (_, opcode, ops) in instructions(words) {
         match (opcode, ops) {
+            (OP_TYPE_VECTOR | OP_TYPE_MATRIX | OP_TYPE_ARRAY | OP_TYPE_RUNTIME_ARRAY, [id, elem, ..]) => {
+                composites.insert(*id, vec![*elem]);
+            }
+            (OP_TYPE_STRUCT, [id, members @ ..]) => {
+                composites.insert(*id, members.to_vec());
+            }
             (OP_CAPABILITY, [cap, ..]) => req.capabilities.push(*cap),
             (OP_EXTENSION, _) => req.extensions.push(literal_string(ops).unwrap_or_default()),
             (OP_TYPE_INT, [id, width, ..]) => {
@@ -596,6 +609,30 @@ pub fn requirements(words: &[u32]) -> Requirements {
             }
         }
     }
+    let mut narrow = std::collections::BTreeSet::new();
+    for &(storage, pointee) in pointers.values() {
+        if !matches!(storage, STORAGE_STORAGE_BUFFER | STORAGE_PHYSICAL_STORAGE_BUFFER | STORAGE_UNIFORM) {
+            continue;
+        }
+        // Every type reachable from the pointee; the set bounds the walk (types cannot
+        // be recursive without pointers, which are not followed).
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![pointee];
+        while let Some(t) = stack.pop() {
+            if !seen.insert(t) {
+                continue;
+            }
+            if let Some(&(_, width)) = scalars.get(&t) {
+                if width < 32 {
+                    narrow.insert(width);
+                }
+            }
+            if let Some(parts) = composites.get(&t) {
+                stack.extend(parts.iter().copied());
+            }
+        }
+    }
+    req.narrow_storage = narrow.into_iter().collect();
     for (op, ptr) in atomics {
         let pointer = types.get(&ptr).and_then(|ty| pointers.get(ty));
         let Some(&(storage, pointee)) = pointer else { continue };

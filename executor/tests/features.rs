@@ -2,6 +2,8 @@
 //! kernel, the capability and the feature, before any Vulkan call on the module; the same
 //! bundle without it runs (llvmpipe, validation on).
 
+#![allow(unsafe_code)]
+
 mod common;
 
 use cmdgraph_executor::{load, ExecError, Executor};
@@ -127,4 +129,38 @@ fn a_subgroup_operation_the_device_lacks_is_refused_naming_it() {
     let e = ex.finalize("g").expect("finalize");
     ex.run(e).expect("run");
     no_messages(&ex);
+}
+
+/// The features of issue 30's types: on an application's device created without
+/// `shaderFloat64`, `shaderInt8` and `shaderInt16` (as `common::app_vulkan` creates it), a
+/// kernel declaring `Float64`, `Int8` or `Int16` is refused when the executor is created,
+/// naming the kernel, the capability and the feature; the unedited bundle runs there.
+#[test]
+fn the_types_of_issue_30_are_refused_on_a_device_without_their_features() {
+    use common::app_vulkan::AppVulkan;
+    let app = AppVulkan::new();
+    let info = app.create_info();
+    let opts = cmdgraph_executor::ContextOptions::default();
+    for (cap, name, feature) in
+        [(10, "Float64", "shaderFloat64"), (39, "Int8", "shaderInt8"), (22, "Int16", "shaderInt16")]
+    {
+        let mut b = ramp_bundle();
+        add_capability(&mut b, "ramp", cap);
+        let loaded = load::check(b).expect("the edited module is still well-formed");
+        // SAFETY: the test's live instance, device and queue, kept until after the executor.
+        let err = unsafe { Executor::with_vulkan(loaded, &app.external(&info), &opts) }.err().expect("refused");
+        let m = err.to_string();
+        assert!(matches!(err, ExecError::Invalid(_)), "{err:?}");
+        for part in ["@ramp", &format!("capability {name},"), feature] {
+            assert!(m.contains(part), "{m} lacks {part}");
+        }
+    }
+    let loaded = load::check(ramp_bundle()).expect("load");
+    // SAFETY: as above.
+    let mut ex = unsafe { Executor::with_vulkan(loaded, &app.external(&info), &opts) }.expect("the plain bundle");
+    let e = ex.finalize("g").expect("finalize");
+    ex.run(e).expect("run");
+    ex.wait(e).expect("wait");
+    let x: Vec<f32> = ex.read_as("x").expect("read");
+    assert_eq!(x, (0..16).map(|i| i as f32).collect::<Vec<_>>());
 }

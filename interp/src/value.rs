@@ -2,9 +2,10 @@
 //!
 //! One uniform representation keeps the SIMT executor simple: a [`Lanes`] value holds one
 //! component per vector lane per work-item, and the op tables in `scalar` decode the bits by
-//! type. Canonical bits per scalar type: `bool` 0 or 1; `i32`/`u32` the 32 bits
-//! zero-extended; `i64`/`u64` the 64 bits; `f16` the binary16 bits zero-extended; `f32` the
-//! binary32 bits zero-extended. Every op produces canonical bits.
+//! type. Canonical bits per scalar type: `bool` 0 or 1; `i8`/`u8`, `i16`/`u16` and
+//! `i32`/`u32` their 8, 16 or 32 bits zero-extended; `i64`/`u64` the 64 bits; `f16` the
+//! binary16 bits zero-extended; `f32` the binary32 bits zero-extended; `f64` the binary64
+//! bits. Every op produces canonical bits.
 
 use cmdgraph_ir::types::{LitValue, Literal, ScalarType, Type};
 use half::f16;
@@ -60,26 +61,40 @@ pub(crate) fn f16_bits(x: f16) -> u64 {
     x.to_bits() as u64
 }
 
+/// Decodes `f64` bits.
+pub(crate) fn f64_of(bits: u64) -> f64 {
+    f64::from_bits(bits)
+}
+
 /// The mathematical value of integer or bool bits (`None` for floats).
 pub(crate) fn int_of(bits: u64, ty: ScalarType) -> Option<i128> {
     Some(match ty {
         ScalarType::Bool => (bits & 1) as i128,
+        ScalarType::I8 => bits as u8 as i8 as i128,
+        ScalarType::U8 => bits as u8 as i128,
+        ScalarType::I16 => bits as u16 as i16 as i128,
+        ScalarType::U16 => bits as u16 as i128,
         ScalarType::I32 => bits as u32 as i32 as i128,
         ScalarType::U32 => bits as u32 as i128,
         ScalarType::I64 => bits as i64 as i128,
         ScalarType::U64 => bits as i128,
-        ScalarType::F16 | ScalarType::F32 => return None,
+        ScalarType::F16 | ScalarType::F32 | ScalarType::F64 => return None,
     })
 }
 
-/// Canonical bits of an integer value wrapped to `ty` (two's complement truncation).
+/// Canonical bits of an integer value wrapped to `ty` (two's complement truncation), or
+/// rounded to nearest even for a float `ty`.
 pub(crate) fn int_bits(value: i128, ty: ScalarType) -> u64 {
     match ty {
         ScalarType::Bool => (value != 0) as u64,
+        ScalarType::I8 | ScalarType::U8 => value as u8 as u64,
+        ScalarType::I16 | ScalarType::U16 => value as u16 as u64,
         ScalarType::I32 | ScalarType::U32 => value as u32 as u64,
         ScalarType::I64 | ScalarType::U64 => value as u64,
+        // Exact in `f64` up to 2^53; anything larger is infinite in `f16` either way.
         ScalarType::F16 => f16_bits(f16_from_f64(value as f64)),
         ScalarType::F32 => f32_bits(value as f32),
+        ScalarType::F64 => (value as f64).to_bits(),
     }
 }
 
@@ -94,6 +109,7 @@ pub(crate) fn literal_bits(value: LitValue, ty: ScalarType) -> Option<u64> {
         LitValue::Float(x) => match ty {
             ScalarType::F32 => f32_bits(x as f32),
             ScalarType::F16 => f16_bits(f16_from_f64(x)),
+            ScalarType::F64 => x.to_bits(),
             _ => return None,
         },
     })
@@ -161,17 +177,7 @@ pub(crate) const MAX_OBJECT_BYTES: u64 = 16 << 30;
 /// memory nothing wrote shows up as an implausible value (0xCDCDCDCD as `f32` is -4.3e8).
 pub const POISON: u8 = 0xCD;
 
-/// `x` rounded once to the nearest `f16` (ties to even). `half`'s own `f16::from_f64` goes
-/// through `f32` (or drops the low 32 significand bits), rounding twice; here `x` is rounded
-/// to odd in `f32` (24 >= 11 + 2 bits), so the final rounding to `f16` is the only one.
+/// `x` rounded once to the nearest `f16` (ties to even; [`cmdgraph_ir::data::f16_from_f64`]).
 pub(crate) fn f16_from_f64(x: f64) -> f16 {
-    let r = x as f32;
-    let r = if !r.is_finite() || f64::from(r) == x || r.to_bits() & 1 == 1 {
-        r
-    } else if (f64::from(r) < x) == (r > 0.0) {
-        f32::from_bits(r.to_bits() + 1)
-    } else {
-        f32::from_bits(r.to_bits() - 1)
-    };
-    f16::from_f32(r)
+    cmdgraph_ir::data::f16_from_f64(x)
 }

@@ -35,6 +35,24 @@ macro_rules! element {
 }
 element!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64, f16);
 
+/// `x` rounded once to the nearest `f16` (ties to even): what every engine makes of an
+/// `f16` literal or value given as an `f64`. `half`'s own `f16::from_f64` goes through `f32`
+/// (or drops the low 32 significand bits), rounding twice; here `x` is rounded to odd in
+/// `f32` (24 >= 11 + 2 bits), so the final rounding to `f16` is the only one.
+pub fn f16_from_f64(x: f64) -> f16 {
+    let r = x as f32;
+    let r = if !r.is_finite() || f64::from(r) == x || r.to_bits() & 1 == 1 {
+        r
+    } else if (f64::from(r) < x) == (x > 0.0) {
+        // `r` is below `x` in magnitude: one step away from zero (from a zero too, so the
+        // test is on `x`'s sign, not `r`'s).
+        f32::from_bits(r.to_bits() + 1)
+    } else {
+        f32::from_bits(r.to_bits() - 1)
+    };
+    f16::from_f32(r)
+}
+
 /// The little-endian bytes of `values`.
 pub fn to_bytes<T: Element>(values: &[T]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * T::SIZE);

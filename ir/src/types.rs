@@ -8,6 +8,14 @@ use std::fmt;
 pub enum ScalarType {
     /// `bool` (one byte in memory, 0 or 1).
     Bool,
+    /// `i8`
+    I8,
+    /// `u8`
+    U8,
+    /// `i16`
+    I16,
+    /// `u16`
+    U16,
     /// `i32`
     I32,
     /// `u32`
@@ -20,27 +28,34 @@ pub enum ScalarType {
     F16,
     /// `f32`
     F32,
+    /// `f64` (IEEE binary64; on Vulkan it needs `shaderFloat64`)
+    F64,
 }
 
 impl ScalarType {
     /// Every scalar type, in keyword order.
-    pub const ALL: [ScalarType; 7] = [
+    pub const ALL: [ScalarType; 12] = [
         ScalarType::Bool,
+        ScalarType::I8,
+        ScalarType::U8,
+        ScalarType::I16,
+        ScalarType::U16,
         ScalarType::I32,
         ScalarType::U32,
         ScalarType::I64,
         ScalarType::U64,
         ScalarType::F16,
         ScalarType::F32,
+        ScalarType::F64,
     ];
 
     /// Size in bytes when stored in memory.
     pub fn size(self) -> u64 {
         match self {
-            ScalarType::Bool => 1,
-            ScalarType::F16 => 2,
+            ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
+            ScalarType::I16 | ScalarType::U16 | ScalarType::F16 => 2,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
-            ScalarType::I64 | ScalarType::U64 => 8,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
         }
     }
 
@@ -48,12 +63,17 @@ impl ScalarType {
     pub fn keyword(self) -> &'static str {
         match self {
             ScalarType::Bool => "bool",
+            ScalarType::I8 => "i8",
+            ScalarType::U8 => "u8",
+            ScalarType::I16 => "i16",
+            ScalarType::U16 => "u16",
             ScalarType::I32 => "i32",
             ScalarType::U32 => "u32",
             ScalarType::I64 => "i64",
             ScalarType::U64 => "u64",
             ScalarType::F16 => "f16",
             ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
         }
     }
 
@@ -62,19 +82,43 @@ impl ScalarType {
         ScalarType::ALL.into_iter().find(|t| t.keyword() == word)
     }
 
-    /// Whether this is `f16` or `f32`.
+    /// Whether this is `f16`, `f32` or `f64`.
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarType::F16 | ScalarType::F32)
+        matches!(self, ScalarType::F16 | ScalarType::F32 | ScalarType::F64)
     }
 
     /// Whether this is a signed or unsigned integer type (not `bool`).
     pub fn is_integer(self) -> bool {
-        matches!(self, ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64)
+        self.int_range().is_some()
     }
 
     /// Whether this is a signed integer type.
     pub fn is_signed_integer(self) -> bool {
-        matches!(self, ScalarType::I32 | ScalarType::I64)
+        matches!(self, ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64)
+    }
+
+    /// The smallest and largest value of an integer type (`None` for `bool` and floats).
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        Some(match self {
+            ScalarType::I8 => (i8::MIN.into(), i8::MAX.into()),
+            ScalarType::U8 => (0, u8::MAX.into()),
+            ScalarType::I16 => (i16::MIN.into(), i16::MAX.into()),
+            ScalarType::U16 => (0, u16::MAX.into()),
+            ScalarType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            ScalarType::U32 => (0, u32::MAX.into()),
+            ScalarType::I64 => (i64::MIN.into(), i64::MAX.into()),
+            ScalarType::U64 => (0, u64::MAX.into()),
+            ScalarType::Bool | ScalarType::F16 | ScalarType::F32 | ScalarType::F64 => return None,
+        })
+    }
+
+    /// Bits of the type: 1 for `bool`, else eight times its size.
+    pub fn bits(self) -> u32 {
+        if self == ScalarType::Bool {
+            1
+        } else {
+            self.size() as u32 * 8
+        }
     }
 }
 
@@ -238,10 +282,7 @@ impl Literal {
     pub fn fits(value: LitValue, ty: ScalarType) -> bool {
         match (value, ty) {
             (LitValue::Bool(_), ScalarType::Bool) => true,
-            (LitValue::Int(v), ScalarType::I32) => i32::try_from(v).is_ok(),
-            (LitValue::Int(v), ScalarType::U32) => u32::try_from(v).is_ok(),
-            (LitValue::Int(v), ScalarType::I64) => i64::try_from(v).is_ok(),
-            (LitValue::Int(v), ScalarType::U64) => u64::try_from(v).is_ok(),
+            (LitValue::Int(v), t) if t.is_integer() => t.int_range().is_some_and(|(lo, hi)| (lo..=hi).contains(&v)),
             (LitValue::Int(v), t) if t.is_float() => v.unsigned_abs() <= (1u128 << 53),
             (LitValue::Float(_), t) => t.is_float(),
             _ => false,

@@ -51,6 +51,11 @@ macro_rules! scalar_arg {
     };
 }
 scalar_arg!(f32, ScalarType::F32, |v: f32| LitValue::Float(v as f64));
+scalar_arg!(f64, ScalarType::F64, LitValue::Float);
+scalar_arg!(i8, ScalarType::I8, |v: i8| LitValue::Int(v as i128));
+scalar_arg!(u8, ScalarType::U8, |v: u8| LitValue::Int(v as i128));
+scalar_arg!(i16, ScalarType::I16, |v: i16| LitValue::Int(v as i128));
+scalar_arg!(u16, ScalarType::U16, |v: u16| LitValue::Int(v as i128));
 scalar_arg!(i32, ScalarType::I32, |v: i32| LitValue::Int(v as i128));
 scalar_arg!(u32, ScalarType::U32, |v: u32| LitValue::Int(v as i128));
 scalar_arg!(i64, ScalarType::I64, |v: i64| LitValue::Int(v as i128));

@@ -11,7 +11,7 @@
 
 use crate::error::{ensure, Result, SyclError};
 use crate::graph::{Adjacency, GraphInner, ModifiableGraph};
-use crate::kernel::uses_f16;
+use crate::kernel::{uses_f16, uses_f64};
 use crate::node::Node;
 use crate::platform::{Context, Device, GraphSupport};
 use crate::props::FinalizeProps;
@@ -128,19 +128,40 @@ fn check_device_support(inner: &GraphInner, props: FinalizeProps) -> Result<()> 
         ));
     }
     let ctx = inner.ctx.0.borrow();
-    let kernel_ok = |k: Handle<cmdgraph_ir::Kernel>| info.fp16 || !ctx.kernels.try_get(k).is_some_and(uses_f16);
+    // The aspect a kernel needs that the device lacks, if any.
+    let missing = |k: Handle<cmdgraph_ir::Kernel>| {
+        let kernel = ctx.kernels.try_get(k)?;
+        if !info.fp16 && uses_f16(kernel) {
+            Some(("f16", "fp16"))
+        } else if !info.fp64 && uses_f64(kernel) {
+            Some(("f64", "fp64"))
+        } else {
+            None
+        }
+    };
     for (_, n) in inner.ir.nodes.iter() {
         let (bad, what) = match &n.kind {
-            NodeKind::Kernel(cmd) => (!kernel_ok(cmd.kernel), "uses f16 but the device lacks aspect::fp16"),
+            NodeKind::Kernel(cmd) => match missing(cmd.kernel) {
+                Some((ty, aspect)) => (true, format!("uses {ty} but the device lacks aspect::{aspect}")),
+                None => (false, String::new()),
+            },
             NodeKind::Dynamic { dcg } => {
                 let alts = inner.ir.dcgs.try_get(*dcg).map(|d| d.alternatives.as_slice()).unwrap_or(&[]);
-                let bad = alts.iter().any(|a| matches!(a, Alternative::Kernel(cmd) if !kernel_ok(cmd.kernel)));
-                (bad, "has a kernel alternative that uses f16 but the device lacks aspect::fp16")
+                let first = alts.iter().find_map(|a| match a {
+                    Alternative::Kernel(cmd) => missing(cmd.kernel),
+                    _ => None,
+                });
+                match first {
+                    Some((ty, aspect)) => {
+                        (true, format!("has a kernel alternative that uses {ty} but the device lacks aspect::{aspect}"))
+                    }
+                    None => (false, String::new()),
+                }
             }
             NodeKind::Native(_) => {
-                (!info.native_graph, "is a native command but the device cannot add native work to a graph")
+                (!info.native_graph, "is a native command but the device cannot add native work to a graph".to_string())
             }
-            _ => (false, ""),
+            _ => (false, String::new()),
         };
         if bad {
             return Err(SyclError::unsupported(21, format!("finalize: node `%{}` {what}", n.name)));

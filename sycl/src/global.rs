@@ -85,11 +85,14 @@ pub(crate) fn put_literal(value: LitValue, ty: ScalarType, out: &mut Vec<u8>) {
     };
     match ty {
         ScalarType::Bool => out.push((int(value) != 0) as u8),
+        ScalarType::I8 | ScalarType::U8 => out.push(int(value) as u8),
+        ScalarType::I16 | ScalarType::U16 => out.extend_from_slice(&(int(value) as u16).to_le_bytes()),
         ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(int(value) as u32).to_le_bytes()),
         ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&(int(value) as u64).to_le_bytes()),
         ScalarType::F16 => {
-            out.extend_from_slice(&cmdgraph_ir::data::half::f16::from_f64(float(value)).to_bits().to_le_bytes())
+            out.extend_from_slice(&cmdgraph_ir::data::f16_from_f64(float(value)).to_bits().to_le_bytes())
         }
         ScalarType::F32 => out.extend_from_slice(&(float(value) as f32).to_le_bytes()),
+        ScalarType::F64 => out.extend_from_slice(&float(value).to_le_bytes()),
     }
 }

@@ -136,13 +136,23 @@ impl Context {
 
 /// Whether `kernel` uses `f16` anywhere (parameters or values): it needs `aspect::fp16`.
 pub(crate) fn uses_f16(kernel: &Kernel) -> bool {
-    let is_f16 = |t: Type| t.scalar == ScalarType::F16;
+    uses_scalar(kernel, ScalarType::F16)
+}
+
+/// Whether `kernel` uses `f64` anywhere (parameters or values): it needs `aspect::fp64`.
+pub(crate) fn uses_f64(kernel: &Kernel) -> bool {
+    uses_scalar(kernel, ScalarType::F64)
+}
+
+/// Whether `kernel` has a parameter or value of scalar type `s` (or vectors of it).
+fn uses_scalar(kernel: &Kernel, s: ScalarType) -> bool {
+    let is_s = |t: Type| t.scalar == s;
     let param = kernel.params.iter().any(|p| match p.ty {
-        ParamType::Value(t) | ParamType::Buffer { elem: t, .. } | ParamType::Local { elem: t } => is_f16(t),
+        ParamType::Value(t) | ParamType::Buffer { elem: t, .. } | ParamType::Local { elem: t } => is_s(t),
     });
     let body = match &kernel.body {
         KernelBody::Ir(body) => body.values.iter().any(|(_, v)| match v.ty {
-            ValueType::Data(t) | ValueType::Buffer { elem: t, .. } | ValueType::Local { elem: t } => is_f16(t),
+            ValueType::Data(t) | ValueType::Buffer { elem: t, .. } | ValueType::Local { elem: t } => is_s(t),
         }),
         KernelBody::Spirv { .. } | KernelBody::Shader { .. } => false,
     };

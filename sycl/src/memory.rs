@@ -74,9 +74,17 @@ element!(f32, ScalarType::F32, |v: f32| LitValue::Float(v as f64), |v: &LitValue
     _ => None,
 });
 element!(f16, ScalarType::F16, |v: f16| LitValue::Float(v.to_f64()), |v: &LitValue| match v {
-    LitValue::Float(x) => Some(f16::from_f64(*x)),
+    LitValue::Float(x) => Some(cmdgraph_ir::data::f16_from_f64(*x)),
     _ => None,
 });
+element!(f64, ScalarType::F64, |v: f64| LitValue::Float(v), |v: &LitValue| match v {
+    LitValue::Float(x) => Some(*x),
+    _ => None,
+});
+element!(i8, ScalarType::I8, int);
+element!(u8, ScalarType::U8, int);
+element!(i16, ScalarType::I16, int);
+element!(u16, ScalarType::U16, int);
 element!(i32, ScalarType::I32, int);
 element!(u32, ScalarType::U32, int);
 element!(i64, ScalarType::I64, int);

@@ -31,13 +31,15 @@ pub struct DeviceInfo {
     pub graph_support: GraphSupport,
     /// `aspect::fp16`: kernels that use `f16` can run.
     pub fp16: bool,
+    /// `aspect::fp64`: kernels that use `f64` can run (a Vulkan device with `shaderFloat64`).
+    pub fp64: bool,
     /// Native commands can add work to the device's native graph (004).
     pub native_graph: bool,
 }
 
 impl Default for DeviceInfo {
     fn default() -> Self {
-        DeviceInfo { graph_support: GraphSupport::Full, fp16: true, native_graph: true }
+        DeviceInfo { graph_support: GraphSupport::Full, fp16: true, fp64: true, native_graph: true }
     }
 }
 

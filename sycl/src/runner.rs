@@ -291,12 +291,17 @@ fn literals(elem: Type, bytes: &[u8]) -> Option<Vec<Literal>> {
         let bits = u64::from_le_bytes(raw);
         let value = match elem.scalar {
             ScalarType::Bool => LitValue::Bool(bits != 0),
+            ScalarType::I8 => LitValue::Int(bits as u8 as i8 as i128),
+            ScalarType::U8 => LitValue::Int(bits as u8 as i128),
+            ScalarType::I16 => LitValue::Int(bits as u16 as i16 as i128),
+            ScalarType::U16 => LitValue::Int(bits as u16 as i128),
             ScalarType::I32 => LitValue::Int(bits as u32 as i32 as i128),
             ScalarType::U32 => LitValue::Int(bits as u32 as i128),
             ScalarType::I64 => LitValue::Int(bits as i64 as i128),
             ScalarType::U64 => LitValue::Int(bits as i128),
             ScalarType::F16 => LitValue::Float(cmdgraph_ir::data::half::f16::from_bits(bits as u16).to_f64()),
             ScalarType::F32 => LitValue::Float(f32::from_bits(bits as u32) as f64),
+            ScalarType::F64 => LitValue::Float(f64::from_bits(bits)),
         };
         Literal { value, ty: Some(elem.scalar) }
     };

@@ -300,6 +300,26 @@ fn row_21_finalize_with_unsupported_command() {
     let msg = expect_err(g.finalize(FinalizeProps::none()), Errc::FeatureNotSupported, 21);
     assert!(msg.contains("fp16"), "{msg}");
 
+    // f64 needs aspect::fp64 (issue 30): a device without it refuses; with it, finalizes.
+    for fp64 in [false, true] {
+        let dev = Device::new(0, DeviceInfo { fp64, ..DeviceInfo::default() });
+        let ctx = Context::new(0, std::slice::from_ref(&dev));
+        let kernels = ctx
+            .register_kernels_from_text(
+                "kernel @double_inc(%x: buf<f64, read_write>) {\n  %i = global_id 0\n  %v = load %x[%i]\n  %one = const 1.0 : f64\n  %r = add %v, %one\n  store %x[%i], %r\n}\n",
+            )
+            .unwrap();
+        let x = Usm::new(&ctx, None, Type::scalar(ScalarType::F64), 4, UsmKind::Device).unwrap();
+        let g = ModifiableGraph::new(&ctx, &dev, GraphProps::none()).unwrap();
+        g.add(|h| h.parallel_for(&kernels[0], 4, args![&x]), NodeProps::none()).unwrap();
+        if fp64 {
+            assert!(g.finalize(FinalizeProps::none()).is_ok());
+        } else {
+            let msg = expect_err(g.finalize(FinalizeProps::none()), Errc::FeatureNotSupported, 21);
+            assert!(msg.contains("uses f64") && msg.contains("aspect::fp64"), "{msg}");
+        }
+    }
+
     let g = ModifiableGraph::new(&ctx, &dev, GraphProps::none()).unwrap();
     ctx.register_native_command("nat", |_| Ok(()));
     g.add(|h| h.ext_codeplay_enqueue_native_command("nat", &[]), NodeProps::none()).unwrap();

@@ -85,11 +85,15 @@ fn element_bytes(ty: Type, count: u64, rng: &mut Rng, float: impl Fn(&mut Rng) -
     for _ in 0..count * lanes {
         match ty.scalar {
             ScalarType::Bool => out.push((rng.below(1024) & 1) as u8),
+            // Narrow integers take the low bits: every value of the type.
+            ScalarType::I8 | ScalarType::U8 => out.push(rng.below(1024) as u8),
+            ScalarType::I16 | ScalarType::U16 => out.extend_from_slice(&(rng.below(1024) as u16).to_le_bytes()),
             ScalarType::I32 | ScalarType::U32 => out.extend_from_slice(&(rng.below(1024) as u32).to_le_bytes()),
             ScalarType::I64 | ScalarType::U64 => out.extend_from_slice(&rng.below(1024).to_le_bytes()),
             ScalarType::F16 => out
                 .extend_from_slice(&cmdgraph_ir::data::half::f16::from_f32(float(rng) as f32).to_bits().to_le_bytes()),
             ScalarType::F32 => out.extend_from_slice(&(float(rng) as f32).to_le_bytes()),
+            ScalarType::F64 => out.extend_from_slice(&float(rng).to_le_bytes()),
         }
     }
     out
@@ -235,6 +239,19 @@ fn canonical(ty: Type, mut bytes: Vec<u8>) -> Vec<u8> {
                 let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 let v = if v.is_nan() {
                     f32::NAN
+                } else if v == 0.0 {
+                    0.0
+                } else {
+                    v
+                };
+                c.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        ScalarType::F64 => {
+            for c in bytes.chunks_exact_mut(8) {
+                let v = f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+                let v = if v.is_nan() {
+                    f64::NAN
                 } else if v == 0.0 {
                     0.0
                 } else {
@@ -688,6 +705,10 @@ pub fn same(what: &str, ty: Type, got: &[u8], want: &[u8], tol: bool) -> Result<
                     f64::from(f32::from_le_bytes(g.try_into().unwrap_or([0; 4]))),
                     f64::from(f32::from_le_bytes(w.try_into().unwrap_or([0; 4]))),
                 ),
+                ScalarType::F64 => close(
+                    f64::from_le_bytes(g.try_into().unwrap_or([0; 8])),
+                    f64::from_le_bytes(w.try_into().unwrap_or([0; 8])),
+                ),
                 ScalarType::F16 => {
                     let h = |b: &[u8]| cmdgraph_ir::data::half::f16::from_le_bytes(b.try_into().unwrap_or([0; 2]));
                     let (g, w) = (h(g), h(w));
@@ -720,7 +741,9 @@ pub fn same(what: &str, ty: Type, got: &[u8], want: &[u8], tol: bool) -> Result<
 /// is not compared.
 fn zeros(s: ScalarType, g: &[u8], w: &[u8]) -> bool {
     let magnitude = |b: &[u8]| match s {
-        ScalarType::F32 => b.iter().rev().enumerate().all(|(i, &x)| if i == 0 { x & 0x7f == 0 } else { x == 0 }),
+        ScalarType::F32 | ScalarType::F64 => {
+            b.iter().rev().enumerate().all(|(i, &x)| if i == 0 { x & 0x7f == 0 } else { x == 0 })
+        }
         ScalarType::F16 => b.len() == 2 && b[0] == 0 && b[1] & 0x7f == 0,
         _ => false,
     };
@@ -732,6 +755,7 @@ fn nans(s: ScalarType, g: &[u8], w: &[u8]) -> bool {
     let nan = |b: &[u8]| match (s, b.len()) {
         (ScalarType::F32, 4) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_nan(),
         (ScalarType::F16, 2) => cmdgraph_ir::data::half::f16::from_le_bytes([b[0], b[1]]).is_nan(),
+        (ScalarType::F64, 8) => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).is_nan(),
         _ => false,
     };
     nan(g) && nan(w)
@@ -753,6 +777,10 @@ fn show(s: ScalarType, b: &[u8]) -> String {
             cmdgraph_ir::data::half::f16::from_le_bytes([b[0], b[1]]),
             u16::from_le_bytes([b[0], b[1]])
         ),
+        (ScalarType::F64, 8) => {
+            let x = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            format!("{:?} ({x:#018x})", f64::from_bits(x))
+        }
         _ => format!("{b:02x?}"),
     }
 }

@@ -42,11 +42,13 @@ pub struct Interface {
 /// The SPIR-V type a memory element of IR type `t` has (`bool` is a byte).
 fn memory_numeric(t: Type) -> Numeric {
     let (float, width) = match t.scalar {
-        ScalarType::Bool => (false, 8),
+        ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => (false, 8),
+        ScalarType::I16 | ScalarType::U16 => (false, 16),
         ScalarType::I32 | ScalarType::U32 => (false, 32),
         ScalarType::I64 | ScalarType::U64 => (false, 64),
         ScalarType::F16 => (true, 16),
         ScalarType::F32 => (true, 32),
+        ScalarType::F64 => (true, 64),
     };
     Numeric { float, width, lanes: u32::from(t.lanes) }
 }

@@ -130,6 +130,26 @@ fn glsl_type(t: Type, in_block: bool, ext: &mut BTreeSet<&'static str>) -> Strin
             ext.insert("GL_EXT_shader_16bit_storage");
             ("float16_t", "f16vec")
         }
+        ScalarType::I8 | ScalarType::U8 => {
+            ext.insert("GL_EXT_shader_explicit_arithmetic_types_int8");
+            ext.insert("GL_EXT_shader_8bit_storage");
+            if t.scalar == ScalarType::I8 {
+                ("int8_t", "i8vec")
+            } else {
+                ("uint8_t", "u8vec")
+            }
+        }
+        ScalarType::I16 | ScalarType::U16 => {
+            ext.insert("GL_EXT_shader_explicit_arithmetic_types_int16");
+            ext.insert("GL_EXT_shader_16bit_storage");
+            if t.scalar == ScalarType::I16 {
+                ("int16_t", "i16vec")
+            } else {
+                ("uint16_t", "u16vec")
+            }
+        }
+        // Core GLSL (4.00); the device needs `shaderFloat64`.
+        ScalarType::F64 => ("double", "dvec"),
         ScalarType::I64 => {
             ext.insert("GL_EXT_shader_explicit_arithmetic_types_int64");
             ("int64_t", "i64vec")

@@ -16,8 +16,18 @@ fn hlsl_type(t: Type, what: &str) -> Result<String, Issue> {
         ScalarType::F32 => "float",
         ScalarType::I32 => "int",
         ScalarType::U32 => "uint",
-        // glslang needs --hlsl-enable-16bit-types for it, dxc -enable-16bit-types.
+        // glslang needs --hlsl-enable-16bit-types for these, dxc -enable-16bit-types (with
+        // which both make the min16 types 16 bits wide; glslang has no `int16_t`).
         ScalarType::F16 => "half",
+        ScalarType::I16 => "min16int",
+        ScalarType::U16 => "min16uint",
+        ScalarType::F64 => "double",
+        ScalarType::I8 | ScalarType::U8 => {
+            return Err(issue(
+                format!("{what} is {t}: HLSL has no 8-bit integer type"),
+                "write the kernel in GLSL (int8_t/uint8_t), or declare a ByteAddressBuffer and unpack the bytes",
+            ))
+        }
         ScalarType::I64 | ScalarType::U64 => {
             return Err(issue(
                 format!("{what} is {t}: glslang's HLSL front end has no 64-bit integers"),
@@ -51,6 +61,18 @@ fn load(t: Type, at: u32, what: &str) -> Result<(String, String), Issue> {
         ScalarType::U32 => (hlsl_type(t, what)?, raw),
         ScalarType::Bool if n == 1 => ("bool".into(), format!("{raw} != 0")),
         ScalarType::F16 if n == 1 => ("float".into(), format!("f16tof32({raw} & 0xffff)")),
+        // 8- and 16-bit fields share a word (docs/abi.md): read the word, shift the field
+        // out (sign-extending signed ones), widened to a 32-bit HLSL value.
+        ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 if n == 1 => {
+            let (word, shift, bits) = (at & !3, (at & 3) * 8, t.scalar.bits());
+            let w = format!("args.Load({word})");
+            if t.scalar.is_signed_integer() {
+                ("int".into(), format!("asint({w} << {}) >> {}", 32 - bits - shift, 32 - bits))
+            } else {
+                ("uint".into(), format!("({w} >> {shift}) & {:#x}", (1u32 << bits) - 1))
+            }
+        }
+        ScalarType::F64 if n == 1 => ("double".into(), format!("asdouble({raw}, args.Load({}))", at + 4)),
         _ => {
             return Err(issue(
                 format!("{what} is {t}: no HLSL read of that field is printed"),

@@ -305,10 +305,16 @@ impl<'a> Lowerer<'a> {
             S::Bool => self.ir.emit("i1", format!("icmp ne i32 {}, 0", w.v)),
             S::I32 | S::U32 => w,
             S::F32 => w,
-            S::F16 => {
+            // 8- and 16-bit fields sit inside a word at their std430 offset (docs/abi.md).
+            S::F16 | S::I8 | S::U8 | S::I16 | S::U16 => {
                 let sh = self.ir.emit("i32", format!("lshr i32 {}, {}", w.v, (at & 3) * 8));
-                let t = self.ir.emit("i16", format!("trunc i32 {} to i16", sh.v));
-                self.ir.emit("half", format!("bitcast i16 {} to half", t.v))
+                let it = if s.size() == 1 { "i8" } else { "i16" };
+                let t = self.ir.emit(it, format!("trunc i32 {} to {it}", sh.v));
+                if s == S::F16 {
+                    self.ir.emit("half", format!("bitcast i16 {} to half", t.v))
+                } else {
+                    t
+                }
             }
             S::I64 | S::U64 => {
                 let hi = self.word_raw(at + 4);
@@ -316,6 +322,14 @@ impl<'a> Lowerer<'a> {
                 let hi64 = self.ir.emit("i64", format!("zext i32 {} to i64", hi.v));
                 let sh = self.ir.emit("i64", format!("shl i64 {}, 32", hi64.v));
                 self.ir.emit("i64", format!("or i64 {}, {}", sh.v, lo64.v))
+            }
+            // The two words as a `<2 x i32>` bitcast to `double` (low word first): no 64-bit
+            // integer, so an `f64` parameter needs `shaderFloat64` alone.
+            S::F64 => {
+                let hi = self.word_raw(at + 4);
+                let v = self.ir.emit("<2 x i32>", format!("insertelement <2 x i32> poison, i32 {}, i32 0", w.v));
+                let v = self.ir.emit("<2 x i32>", format!("insertelement <2 x i32> {}, i32 {}, i32 1", v.v, hi.v));
+                self.ir.emit("double", format!("bitcast <2 x i32> {} to double", v.v))
             }
         }
     }

@@ -151,19 +151,21 @@ impl Lowerer<'_> {
                 let wt = w[0].ty.clone();
                 let r = l.ir.call(&wt, &format!("llvm.{name}.{}", types::mangle(&wt)), w);
                 if u == UnaryOp::Rsqrt {
+                    // The computing type: `f32` for `f16` (widened), else the operand's.
+                    let wide = if t.scalar == ScalarType::F16 { ScalarType::F32 } else { t.scalar };
                     let one = Val::new(
                         wt.clone(),
-                        types::splat_const(t.with_scalar(ScalarType::F32), l.lanes_of(t), &types::f32_text(1.0)),
+                        types::splat_const(t.with_scalar(wide), l.lanes_of(t), &types::f32_text(1.0)),
                     );
                     l.ir.emit(&wt, format!("fdiv {}, {}", one.typed(), r.v))
                 } else if matches!(u, UnaryOp::Floor | UnaryOp::Ceil) {
                     // IEEE: the result has the operand's sign (`ceil(-0.5)` is `-0`);
                     // llvmpipe's GLSL Ceil returned `+0`. Zero results take the sign bit.
                     let a = &w[0];
-                    let it = wt.replace("float", "i32");
+                    let (it, sign_bit) = types::float_bits_ty(&wt);
                     let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
                     let ri = l.ir.emit(&it, format!("bitcast {} to {it}", r.typed()));
-                    let min = Val::new(it.clone(), types::splat_int(&it, "-2147483648"));
+                    let min = Val::new(it.clone(), types::splat_of(&it, sign_bit));
                     let sign = l.ir.emit(&it, format!("and {}, {}", ai.typed(), min.v));
                     let bits = l.ir.emit(&it, format!("or {}, {}", ri.typed(), sign.v));
                     l.ir.emit(&wt, format!("bitcast {} to {wt}", bits.typed()))
@@ -173,7 +175,7 @@ impl Lowerer<'_> {
                     // `c`, NaN `x` included (docs/reliability.md, "On the H200"); through
                     // the select its value range is no longer "not negative".
                     let a = &w[0];
-                    let bt = wt.replace("float", "i1");
+                    let bt = wt.replace("float", "i1").replace("double", "i1");
                     let nan = l.ir.emit(&bt, format!("fcmp une {}, {}", a.typed(), a.v));
                     l.ir.emit(&wt, format!("select {}, {}, {}", nan.typed(), a.typed(), r.typed()))
                 } else {
@@ -223,18 +225,9 @@ impl Lowerer<'_> {
                         // the sign of a zero result open (llvmpipe gives +0 for fmod(-x, x)),
                         // so zero results take the dividend's sign bit explicitly.
                         let r = l.ir.emit(&wt, simple("frem"));
-                        let it = wt.replace("float", "i32");
-                        let splat = |v: &str| {
-                            if it == "i32" {
-                                v.to_string()
-                            } else {
-                                let n = it.trim_start_matches('<').split(' ').next().unwrap_or("1");
-                                let n: usize = n.parse().unwrap_or(1);
-                                format!("<{}>", vec![format!("i32 {v}"); n].join(", "))
-                            }
-                        };
+                        let (it, sign_bit) = types::float_bits_ty(&wt);
                         let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
-                        let sign = l.ir.emit(&it, format!("and {it} {}, {}", ai.v, splat("-2147483648")));
+                        let sign = l.ir.emit(&it, format!("and {it} {}, {}", ai.v, types::splat_of(&it, sign_bit)));
                         let signed_zero = l.ir.emit(&wt, format!("bitcast {it} {} to {wt}", sign.v));
                         let zero = l.ir.emit(&bool_ty, format!("fcmp oeq {}, zeroinitializer", r.typed()));
                         l.ir.emit(&wt, format!("select {}, {}, {}", zero.typed(), signed_zero.typed(), r.typed()))
@@ -248,7 +241,7 @@ impl Lowerer<'_> {
                         let pick = l.ir.emit(&bool_ty, format!("or {}, {}", better.typed(), nan.v));
                         // Equal operands (only zeros can differ): -0 is below +0, so the
                         // sign bits are or-ed for min and and-ed for max (docs/ir.md).
-                        let it = wt.replace("float", "i32");
+                        let (it, _) = types::float_bits_ty(&wt);
                         let eq = l.ir.emit(&bool_ty, format!("fcmp oeq {}, {}", a.typed(), c.v));
                         let ai = l.ir.emit(&it, format!("bitcast {} to {it}", a.typed()));
                         let ci = l.ir.emit(&it, format!("bitcast {} to {it}", c.typed()));
@@ -407,6 +400,33 @@ impl Lowerer<'_> {
         self.ir.emit(&bt, format!("icmp {unsigned} {}, {}", xf.typed(), yf.v))
     }
 
+    /// `x` (`double` or a vector of them) rounded to odd in `f32`: the nearest `f32` when
+    /// exact, else the neighbour of `x` whose last significand bit is 1. `fptrunc` may give
+    /// either neighbour (Vulkan does not require round to nearest without `RoundingModeRTE`);
+    /// where it was inexact and even, the other neighbour is one step away from it toward `x`.
+    fn f64_to_f32_odd(&mut self, x: &Val) -> Val {
+        let ft = x.ty.replace("double", "float");
+        let it = x.ty.replace("double", "i32");
+        let bt = x.ty.replace("double", "i1");
+        let k = |v: i64| Val::new(it.clone(), types::splat_int(&it, &v.to_string()));
+        let r = self.ir.emit(&ft, format!("fptrunc {} to {ft}", x.typed()));
+        let back = self.ir.emit(&x.ty, format!("fpext {} to {}", r.typed(), x.ty));
+        // `one`: ordered and unequal, so a NaN is never "inexact".
+        let inexact = self.ir.emit(&bt, format!("fcmp one {}, {}", back.typed(), x.v));
+        let fabs = format!("llvm.fabs.{}", types::mangle(&x.ty));
+        let mag_back = self.ir.call(&x.ty, &fabs, std::slice::from_ref(&back));
+        let mag_x = self.ir.call(&x.ty, &fabs, std::slice::from_ref(x));
+        let above = self.ir.emit(&bt, format!("fcmp ogt {}, {}", mag_back.typed(), mag_x.v));
+        let bits = self.ir.emit(&it, format!("bitcast {} to {it}", r.typed()));
+        let low = self.ir.emit(&it, format!("and {}, {}", bits.typed(), k(1).v));
+        let even = self.ir.emit(&bt, format!("icmp eq {}, {}", low.typed(), k(0).v));
+        let step = self.ir.emit(&bt, format!("and {}, {}", inexact.typed(), even.v));
+        let delta = self.ir.emit(&it, format!("select {}, {}, {}", above.typed(), k(-1).typed(), k(1).typed()));
+        let moved = self.ir.emit(&it, format!("add {}, {}", bits.typed(), delta.v));
+        let odd = self.ir.emit(&it, format!("select {}, {}, {}", step.typed(), moved.typed(), bits.typed()));
+        self.ir.emit(&ft, format!("bitcast {} to {ft}", odd.typed()))
+    }
+
     /// Numeric conversion with Rust `as` semantics (float to integer saturates, NaN is 0).
     pub fn cast(&mut self, from: Type, to: Type, x: Val) -> Val {
         let (fs, ts) = (from.scalar, to.scalar);
@@ -433,10 +453,16 @@ impl Lowerer<'_> {
             return self.ir.emit(&tt, format!("{op} {} to {tt}", x.typed()));
         }
         if ts.is_float() {
-            if bits(ts) < bits(fs) {
-                return self.truncate_to_f16(&x);
+            if bits(ts) > bits(fs) {
+                return self.ir.emit(&tt, format!("fpext {} to {tt}", x.typed()));
             }
-            return self.ir.emit(&tt, format!("fpext {} to {tt}", x.typed()));
+            if fs == ScalarType::F64 && ts == ScalarType::F32 {
+                return self.ir.emit(&tt, format!("fptrunc {} to {tt}", x.typed()));
+            }
+            // To `f16`: from `f64` through `f32` rounded to odd, so that the one rounding to
+            // `f16` after it is the correct one (`f32` has more than 11 + 2 bits).
+            let x = if fs == ScalarType::F64 { self.f64_to_f32_odd(&x) } else { x };
+            return self.truncate_to_f16(&x);
         }
         if fs == ScalarType::F16 {
             // Every f16 is exact in f32, so convert from there (one set of bounds).
@@ -452,9 +478,8 @@ impl Lowerer<'_> {
             if signed(ts) { (-(2f64.powi(n as i32 - 1)), 2f64.powi(n as i32 - 1)) } else { (0.0, 2f64.powi(n as i32)) };
         let fconst = |v: f64| types::f32_text(v as f32);
         let ints = |v: &str| Val::new(tt.clone(), types::splat_const(to, lanes, v));
-        let (min_i, max_i) = match (ts, signed(ts)) {
-            (ScalarType::I32, _) => (i32::MIN.to_string(), i32::MAX.to_string()),
-            (ScalarType::I64, _) => (i64::MIN.to_string(), i64::MAX.to_string()),
+        let (min_i, max_i) = match ts.int_range() {
+            Some((lo, hi)) if signed(ts) => (lo.to_string(), hi.to_string()),
             _ => ("0".to_string(), "-1".to_string()),
         };
         let hi = Val::new(x.ty.clone(), types::splat_const(from, lanes, &fconst(hi_f)));

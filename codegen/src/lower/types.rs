@@ -6,10 +6,13 @@ use cmdgraph_ir::{LitValue, ScalarType, Type};
 pub(crate) fn scalar(s: ScalarType) -> &'static str {
     match s {
         ScalarType::Bool => "i1",
+        ScalarType::I8 | ScalarType::U8 => "i8",
+        ScalarType::I16 | ScalarType::U16 => "i16",
         ScalarType::I32 | ScalarType::U32 => "i32",
         ScalarType::I64 | ScalarType::U64 => "i64",
         ScalarType::F16 => "half",
         ScalarType::F32 => "float",
+        ScalarType::F64 => "double",
     }
 }
 
@@ -75,19 +78,30 @@ pub(crate) fn signed(s: ScalarType) -> bool {
     s.is_signed_integer()
 }
 
-/// Bit width of an integer or bool scalar.
+/// Bit width of a scalar (`bool` is 1).
 pub(crate) fn bits(s: ScalarType) -> u32 {
-    match s {
-        ScalarType::Bool => 1,
-        ScalarType::F16 => 16,
-        ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 32,
-        ScalarType::I64 | ScalarType::U64 => 64,
-    }
+    s.bits()
 }
 
 /// LLVM constant text of an `f32` value.
 pub(crate) fn f32_text(x: f32) -> String {
-    format!("0x{:016X}", (x as f64).to_bits())
+    f64_text(x as f64)
+}
+
+/// LLVM constant text of an `f64` value (LLVM writes `float` and `double` constants alike,
+/// as the bits of the `f64`).
+pub(crate) fn f64_text(x: f64) -> String {
+    format!("0x{:016X}", x.to_bits())
+}
+
+/// The integer register type of the same width as float register type `ft` (`float`,
+/// `double`, or vectors of them), and the text of its sign bit.
+pub(crate) fn float_bits_ty(ft: &str) -> (String, &'static str) {
+    if ft.contains("double") {
+        (ft.replace("double", "i64"), "-9223372036854775808")
+    } else {
+        (ft.replace("float", "i32"), "-2147483648")
+    }
 }
 
 /// LLVM constant text of a half from its bits.
@@ -100,6 +114,8 @@ pub(crate) fn f16_text(bits: u16) -> String {
 pub(crate) fn int_text(v: i128, s: ScalarType) -> String {
     match s {
         ScalarType::Bool => if v != 0 { "true" } else { "false" }.into(),
+        ScalarType::I8 | ScalarType::U8 => (v as u8 as i8).to_string(),
+        ScalarType::I16 | ScalarType::U16 => (v as u16 as i16).to_string(),
         ScalarType::I32 | ScalarType::U32 => (v as u32 as i32).to_string(),
         _ => (v as u64 as i64).to_string(),
     }
@@ -114,10 +130,12 @@ pub(crate) fn literal(value: LitValue, s: ScalarType) -> Option<String> {
     Some(match (value, s) {
         (LitValue::Bool(b), _) => if b { "true" } else { "false" }.into(),
         (LitValue::Int(v), ScalarType::F32) => f32_text(v as f64 as f32),
-        (LitValue::Int(v), ScalarType::F16) => f16_text(half::f16::from_f64(v as f64).to_bits()),
+        (LitValue::Int(v), ScalarType::F16) => f16_text(cmdgraph_ir::data::f16_from_f64(v as f64).to_bits()),
+        (LitValue::Int(v), ScalarType::F64) => f64_text(v as f64),
         (LitValue::Int(v), _) => int_text(v, s),
         (LitValue::Float(x), ScalarType::F32) => f32_text(x as f32),
-        (LitValue::Float(x), ScalarType::F16) => f16_text(half::f16::from_f64(x).to_bits()),
+        (LitValue::Float(x), ScalarType::F16) => f16_text(cmdgraph_ir::data::f16_from_f64(x).to_bits()),
+        (LitValue::Float(x), ScalarType::F64) => f64_text(x),
         (LitValue::Float(_), _) => return None,
     })
 }
@@ -131,6 +149,17 @@ pub(crate) fn splat_const(t: Type, width: u8, scalar_text: &str) -> String {
     let s = scalar(t.scalar);
     let parts: Vec<String> = (0..lanes).map(|_| format!("{s} {scalar_text}")).collect();
     format!("<{}>", parts.join(", "))
+}
+
+/// A constant `v` of integer type `it` (`iN` or `<N x iN>`, splatted).
+pub(crate) fn splat_of(it: &str, v: &str) -> String {
+    match it.strip_prefix('<').and_then(|r| r.strip_suffix('>')).and_then(|r| r.split_once(" x ")) {
+        Some((n, elem)) => {
+            let n: usize = n.trim().parse().unwrap_or(1);
+            format!("<{}>", vec![format!("{} {v}", elem.trim()); n].join(", "))
+        }
+        None => v.to_string(),
+    }
 }
 
 /// An `i32` constant `v` of LLVM type `it` (`i32` or `<N x i32>`, splatted).
@@ -159,5 +188,11 @@ mod tests {
         assert_eq!(literal(LitValue::Int(4294967295), ScalarType::U32).as_deref(), Some("-1"));
         assert_eq!(literal(LitValue::Float(1.0), ScalarType::F16).as_deref(), Some("0xH3C00"));
         assert_eq!(splat_const(Type::F32, 2, "0x0"), "<float 0x0, float 0x0>");
+        assert_eq!(literal(LitValue::Int(255), ScalarType::U8).as_deref(), Some("-1"));
+        assert_eq!(literal(LitValue::Int(256), ScalarType::U8), None);
+        assert_eq!(literal(LitValue::Int(-32768), ScalarType::I16).as_deref(), Some("-32768"));
+        assert_eq!(literal(LitValue::Float(0.1), ScalarType::F64).as_deref(), Some("0x3FB999999999999A"));
+        // One rounding to f16 (half's own from_f64 would round through f32 to 0xH3C00).
+        assert_eq!(literal(LitValue::Float(1.0004882812500002), ScalarType::F16).as_deref(), Some("0xH3C01"));
     }
 }

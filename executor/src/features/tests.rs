@@ -189,3 +189,35 @@ fn requirements_are_collected_in_order_and_never_panic_on_truncation() {
     zero_length[7] = 0;
     assert_eq!(requirements(&zero_length).capabilities, vec![1]);
 }
+
+/// A module whose buffer memory holds `scalar` (an `OpTypeInt`/`OpTypeFloat` of `width`)
+/// inside a vector in a runtime array in a struct, in `storage`: ids 1 scalar, 2 vector,
+/// 3 runtime array, 4 struct, 5 pointer type.
+fn memory_module(float: bool, width: u32, storage: u32) -> Vec<u32> {
+    let scalar = if float { (22, vec![1, width]) } else { (21, vec![1, width, 0]) };
+    module(&[(17, vec![1]), scalar, (23, vec![2, 1, 2]), (29, vec![3, 2]), (30, vec![4, 3]), (32, vec![5, storage, 4])])
+}
+
+#[test]
+fn eight_and_sixteen_bit_buffer_memory_needs_its_storage_feature() {
+    for (float, width, feature, other) in [
+        (false, 8, Feature::StorageBuffer8BitAccess, Feature::UniformAndStorageBuffer8BitAccess),
+        (false, 16, Feature::StorageBuffer16BitAccess, Feature::UniformAndStorageBuffer16BitAccess),
+        (true, 16, Feature::StorageBuffer16BitAccess, Feature::UniformAndStorageBuffer16BitAccess),
+    ] {
+        let req = requirements(&memory_module(float, width, STORAGE_BUFFER));
+        assert_eq!(req.narrow_storage, vec![width]);
+        let m = message(check("k", "main", &req, &EnabledFeatures::default()));
+        assert!(m.contains(&format!("{width}-bit values in buffer memory")) && m.contains(&feature.to_string()), "{m}");
+        let without = EnabledFeatures::new(everything().iter().filter(|f| *f != feature && *f != other));
+        assert!(check("k", "main", &req, &without).is_err(), "{width}-bit accepted without {feature}");
+        assert_eq!(check("k", "main", &req, &EnabledFeatures::new([feature])), Ok(()));
+        assert_eq!(check("k", "main", &req, &EnabledFeatures::new([other])), Ok(()));
+        // In work-group memory the type needs only its capability's feature.
+        assert_eq!(requirements(&memory_module(float, width, WORKGROUP)).narrow_storage, Vec::<u32>::new());
+    }
+    // 32- and 64-bit buffer memory needs no storage feature.
+    for width in [32, 64] {
+        assert_eq!(requirements(&memory_module(true, width, STORAGE_BUFFER)).narrow_storage, Vec::<u32>::new());
+    }
+}

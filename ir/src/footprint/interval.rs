@@ -19,13 +19,7 @@ pub(crate) struct Interval {
 
 /// The values of an integer type, or `None` for the other types.
 pub(crate) fn type_range(ty: ScalarType) -> Option<Interval> {
-    let (lo, hi) = match ty {
-        ScalarType::I32 => (i32::MIN as i128, i32::MAX as i128),
-        ScalarType::U32 => (0, u32::MAX as i128),
-        ScalarType::I64 => (i64::MIN as i128, i64::MAX as i128),
-        ScalarType::U64 => (0, u64::MAX as i128),
-        ScalarType::Bool | ScalarType::F16 | ScalarType::F32 => return None,
-    };
+    let (lo, hi) = ty.int_range()?;
     Some(Interval { lo, hi })
 }
 

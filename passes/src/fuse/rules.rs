@@ -137,8 +137,19 @@ const ROWS: &[Row] = &[
     ),
 ];
 
-const NUMERIC: [ScalarType; 6] =
-    [ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16, ScalarType::F32];
+const NUMERIC: [ScalarType; 11] = [
+    ScalarType::I8,
+    ScalarType::U8,
+    ScalarType::I16,
+    ScalarType::U16,
+    ScalarType::I32,
+    ScalarType::U32,
+    ScalarType::I64,
+    ScalarType::U64,
+    ScalarType::F16,
+    ScalarType::F32,
+    ScalarType::F64,
+];
 
 /// One instantiated rule with its theme.
 pub struct Rule {
@@ -229,9 +240,9 @@ mod tests {
             .iter()
             .map(|r| match r.types {
                 Types::Untyped => 1,
-                Types::Numeric => 6,
-                Types::Integer => 4,
-                Types::Float => 2,
+                Types::Numeric => 11,
+                Types::Integer => 8,
+                Types::Float => 3,
             })
             .sum();
         assert_eq!(rules(true).len(), expected);

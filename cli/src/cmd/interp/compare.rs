@@ -284,6 +284,7 @@ fn value(s: ScalarType, b: &[u8]) -> Option<f64> {
     match (s, b.len()) {
         (ScalarType::F32, 4) => Some(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
         (ScalarType::F16, 2) => Some(f16::from_le_bytes([b[0], b[1]]).to_f64()),
+        (ScalarType::F64, 8) => Some(f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
         _ => None,
     }
 }
@@ -306,11 +307,16 @@ fn show(s: ScalarType, b: &[u8]) -> String {
     match (value(s, b), b.len()) {
         (Some(v), 4) => format!("{v:?} ({:#010x})", u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         (Some(v), 2) => format!("{v:?} ({:#06x})", u16::from_le_bytes([b[0], b[1]])),
+        (Some(v), 8) => {
+            format!("{v:?} ({:#018x})", u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+        }
         _ => {
             let mut raw = [0u8; 8];
             raw[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
             let bits = u64::from_le_bytes(raw);
             match s {
+                ScalarType::I8 => (bits as u8 as i8).to_string(),
+                ScalarType::I16 => (bits as u16 as i16).to_string(),
                 ScalarType::I32 => (bits as u32 as i32).to_string(),
                 ScalarType::I64 => (bits as i64).to_string(),
                 _ => bits.to_string(),

@@ -51,12 +51,17 @@ impl Layout {
 pub fn dtype(scalar: ScalarType) -> &'static str {
     match scalar {
         ScalarType::Bool => "|b1",
+        ScalarType::I8 => "|i1",
+        ScalarType::U8 => "|u1",
+        ScalarType::I16 => "<i2",
+        ScalarType::U16 => "<u2",
         ScalarType::I32 => "<i4",
         ScalarType::U32 => "<u4",
         ScalarType::I64 => "<i8",
         ScalarType::U64 => "<u8",
         ScalarType::F16 => "<f2",
         ScalarType::F32 => "<f4",
+        ScalarType::F64 => "<f8",
     }
 }
 
@@ -220,6 +225,14 @@ fn scalar(b: &[u8], ty: ScalarType) -> (String, Num) {
             let t = bits != 0;
             (t.to_string(), Num::Int(t as i128))
         }
+        ScalarType::F64 => {
+            let x = f64::from_bits(bits);
+            (x.to_string(), Num::Float(x))
+        }
+        ScalarType::I8 => int((bits as u8 as i8).into()),
+        ScalarType::U8 => int((bits as u8).into()),
+        ScalarType::I16 => int((bits as u16 as i16).into()),
+        ScalarType::U16 => int((bits as u16).into()),
         ScalarType::I32 => int((bits as u32 as i32).into()),
         ScalarType::U32 => int((bits as u32).into()),
         ScalarType::I64 => int((bits as i64).into()),

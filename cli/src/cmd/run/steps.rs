@@ -440,13 +440,10 @@ fn is_integer_text(text: &str) -> bool {
 
 /// Why integer `text` cannot be a `ty`: its range.
 fn out_of_range(text: &str, ty: ScalarType) -> String {
-    let range = match ty {
-        ScalarType::I32 => format!("{} to {}", i32::MIN, i32::MAX),
-        ScalarType::U32 => format!("0 to {}", u32::MAX),
-        ScalarType::I64 => format!("{} to {}", i64::MIN, i64::MAX),
-        ScalarType::U64 => format!("0 to {}", u64::MAX),
+    let range = match ty.int_range() {
+        Some((lo, hi)) => format!("{lo} to {hi}"),
         // Integers written for a float parameter must be exact in f64.
-        _ => format!("integers up to 2^53 in magnitude; write larger {ty} values with an exponent"),
+        None => format!("integers up to 2^53 in magnitude; write larger {ty} values with an exponent"),
     };
     format!("`{text}` does not fit in {ty} ({range})")
 }
@@ -457,9 +454,10 @@ fn out_of_range(text: &str, ty: ScalarType) -> String {
 fn representable_float(text: &str, v: f64, ty: ScalarType) -> Result<(), String> {
     let (rounded, max, min) = match ty {
         ScalarType::F16 => {
-            let h = cmdgraph_ir::data::half::f16::from_f64(v).to_f64();
+            let h = cmdgraph_ir::data::f16_from_f64(v).to_f64();
             (h, "65504", "6e-8")
         }
+        ScalarType::F64 => (v, "1.7976931348623157e308", "5e-324"),
         _ => (f64::from(v as f32), "3.4028235e38", "1e-45"),
     };
     let written_infinite = text.trim_start_matches(['-', '+']).to_ascii_lowercase().starts_with("inf");

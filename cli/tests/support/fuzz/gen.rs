@@ -37,42 +37,56 @@ use std::fmt::Write as _;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum S {
     Bool,
+    I8,
+    U8,
+    I16,
+    U16,
     I32,
     U32,
     I64,
     U64,
     F16,
     F32,
+    F64,
 }
 
 impl S {
     pub fn name(self) -> &'static str {
         match self {
             S::Bool => "bool",
+            S::I8 => "i8",
+            S::U8 => "u8",
+            S::I16 => "i16",
+            S::U16 => "u16",
             S::I32 => "i32",
             S::U32 => "u32",
             S::I64 => "i64",
             S::U64 => "u64",
             S::F16 => "f16",
             S::F32 => "f32",
+            S::F64 => "f64",
         }
     }
     pub fn float(self) -> bool {
-        matches!(self, S::F16 | S::F32)
+        matches!(self, S::F16 | S::F32 | S::F64)
     }
     pub fn int(self) -> bool {
-        matches!(self, S::I32 | S::U32 | S::I64 | S::U64)
+        matches!(self, S::I8 | S::U8 | S::I16 | S::U16 | S::I32 | S::U32 | S::I64 | S::U64)
     }
     pub fn signed(self) -> bool {
-        matches!(self, S::I32 | S::I64)
+        matches!(self, S::I8 | S::I16 | S::I32 | S::I64)
+    }
+    /// Whether this is an 8- or 16-bit integer.
+    pub fn narrow(self) -> bool {
+        matches!(self, S::I8 | S::U8 | S::I16 | S::U16)
     }
     /// Bytes in memory.
     pub fn size(self) -> usize {
         match self {
-            S::Bool => 1,
-            S::F16 => 2,
+            S::Bool | S::I8 | S::U8 => 1,
+            S::I16 | S::U16 | S::F16 => 2,
             S::I32 | S::U32 | S::F32 => 4,
-            S::I64 | S::U64 => 8,
+            S::I64 | S::U64 | S::F64 => 8,
         }
     }
 }
@@ -252,8 +266,8 @@ struct G<'r> {
     from_constants: std::collections::BTreeSet<String>,
 }
 
-const SCALARS: [S; 6] = [S::I32, S::U32, S::I64, S::U64, S::F16, S::F32];
-const LANES: [S; 3] = [S::F32, S::I32, S::U32];
+const SCALARS: [S; 11] = [S::I8, S::U8, S::I16, S::U16, S::I32, S::U32, S::I64, S::U64, S::F16, S::F32, S::F64];
+const LANES: [S; 6] = [S::F32, S::I32, S::U32, S::I8, S::U16, S::F64];
 
 fn float_lit(rng: &mut Rng, s: S) -> String {
     let v: f64 = match rng.below(12) {
@@ -283,6 +297,16 @@ fn float_lit(rng: &mut Rng, s: S) -> String {
 fn int_lit(rng: &mut Rng, s: S) -> String {
     let small = (rng.below(34) as i64) - 2;
     match (rng.below(8), s) {
+        (0, S::I8) => i8::MIN.to_string(),
+        (0, S::U8) => u8::MAX.to_string(),
+        (0, S::I16) => i16::MIN.to_string(),
+        (0, S::U16) => u16::MAX.to_string(),
+        (1, S::I8) => i8::MAX.to_string(),
+        (1, S::U8) => 0x80.to_string(),
+        (1, S::I16) => i16::MAX.to_string(),
+        (1, S::U16) => 0x8000.to_string(),
+        (2, S::I8 | S::U8) => rng.below(1 << 7).to_string(),
+        (2, S::I16 | S::U16) => rng.below(1 << 15).to_string(),
         (0, S::I32) => i32::MIN.to_string(),
         (0, S::U32) => u32::MAX.to_string(),
         (0, S::I64) => i64::MIN.to_string(),
@@ -292,7 +316,7 @@ fn int_lit(rng: &mut Rng, s: S) -> String {
         (1, S::I64) => i64::MAX.to_string(),
         (1, S::U64) => (1u64 << 63).to_string(),
         (2, _) => (rng.below(1 << 20)).to_string(),
-        (_, S::U32 | S::U64) => small.unsigned_abs().to_string(),
+        (_, S::U8 | S::U16 | S::U32 | S::U64) => small.unsigned_abs().to_string(),
         (_, _) => small.to_string(),
     }
 }
@@ -755,6 +779,12 @@ impl G<'_> {
         self.feat(if float { "float arith" } else { "int arith" });
         if ty.s == S::F16 {
             self.feat("f16");
+        }
+        if ty.s == S::F64 {
+            self.feat("f64");
+        }
+        if ty.s.narrow() {
+            self.feat("8/16-bit int");
         }
         if matches!(ty.s, S::I64 | S::U64) {
             self.feat("64-bit int");

@@ -84,12 +84,17 @@ pub fn module_text(batch: &[Entry]) -> String {
 fn scalar(s: S) -> ScalarType {
     match s {
         S::Bool => ScalarType::Bool,
+        S::I8 => ScalarType::I8,
+        S::U8 => ScalarType::U8,
+        S::I16 => ScalarType::I16,
+        S::U16 => ScalarType::U16,
         S::I32 => ScalarType::I32,
         S::U32 => ScalarType::U32,
         S::I64 => ScalarType::I64,
         S::U64 => ScalarType::U64,
         S::F16 => ScalarType::F16,
         S::F32 => ScalarType::F32,
+        S::F64 => ScalarType::F64,
     }
 }
 
@@ -120,10 +125,27 @@ fn random_f32(rng: &mut Rng) -> f32 {
     }
 }
 
+/// A full-precision `f64`, drawn as [`random_f32`] draws (every significand bit random),
+/// with `f64`'s own special values and bit patterns, subnormals included: the interpreter
+/// keeps `f64` subnormals in both denormal rules (docs/ir.md), as llvmpipe does.
+fn random_f64(rng: &mut Rng) -> f64 {
+    match rng.below(20) {
+        0..=9 => (rng.next() >> 11) as f64 / (1u64 << 53) as f64 * 16.0 - 8.0,
+        10..=12 => rng.below(17) as f64 - 8.0,
+        13 => (rng.below(257) as f64 - 128.0) / 16.0,
+        14..=15 => [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e300, -1e300, f64::MAX, 0.5, 3e-310]
+            [rng.below(10) as usize],
+        _ => f64::from_bits(rng.next()),
+    }
+}
+
 fn random_int(rng: &mut Rng) -> u64 {
     match rng.below(10) {
         0..=3 => rng.below(33),
-        4 => [0, 1, u64::MAX, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 63, (1 << 63) - 1][rng.below(8) as usize],
+        4 => {
+            [0, 1, u64::MAX, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 63, (1 << 63) - 1, 0x7f, 0x80, 0x7fff, 0x8000]
+                [rng.below(12) as usize]
+        }
         _ => rng.next(),
     }
 }
@@ -135,6 +157,8 @@ fn bytes(ty: Ty, count: u64, role: Role, rng: &mut Rng) -> Vec<u8> {
     for _ in 0..count * lanes {
         match ty.s {
             S::Bool => out.push(rng.below(2) as u8),
+            S::I8 | S::U8 => out.push(random_int(rng) as u8),
+            S::I16 | S::U16 => out.extend_from_slice(&(random_int(rng) as u16).to_le_bytes()),
             S::I32 | S::U32 => out.extend_from_slice(&(random_int(rng) as u32).to_le_bytes()),
             S::I64 | S::U64 => out.extend_from_slice(&random_int(rng).to_le_bytes()),
             S::F16 => {
@@ -144,6 +168,7 @@ fn bytes(ty: Ty, count: u64, role: Role, rng: &mut Rng) -> Vec<u8> {
             }
             S::F32 if role == Role::FloatAtomic => out.extend_from_slice(&(rng.below(33) as f32 - 16.0).to_le_bytes()),
             S::F32 => out.extend_from_slice(&random_f32(rng).to_le_bytes()),
+            S::F64 => out.extend_from_slice(&random_f64(rng).to_le_bytes()),
         }
     }
     out

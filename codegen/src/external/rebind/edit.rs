@@ -339,12 +339,19 @@ pub(super) fn rewrite(m: &mut Flat, plan: &Plan, layout: &ArgLayout) -> Result<(
         }
     }
     m.storage_buffer_extension();
-    // A push-constant block's 8- and 16-bit members are now in a storage buffer.
+    // A push-constant block's 8- and 16-bit members are now in a storage buffer, and no
+    // push constant is left: the push-constant capability goes (the executor refuses what it
+    // does not enable) and the storage one comes.
     for (push, storage) in [
         (Capability::StoragePushConstant16, Capability::StorageBuffer16BitAccess),
         (Capability::StoragePushConstant8, Capability::StorageBuffer8BitAccess),
     ] {
-        if m.has_capability(push) && !m.has_capability(storage) {
+        if !m.has_capability(push) {
+            continue;
+        }
+        m.insts
+            .retain(|i| !(i.class.opcode == Op::Capability && i.operands.first() == Some(&Operand::Capability(push))));
+        if !m.has_capability(storage) {
             let at = m.after_last(|i| i.class.opcode == Op::Capability, 0);
             m.insts.insert(at, Instruction::new(Op::Capability, None, None, vec![Operand::Capability(storage)]));
         }
