@@ -47,7 +47,7 @@ prepare() {
     name="run-$(basename "${src%.cgir}")"
     line="$(grep -o 'run-check %s .* |' "$src" | head -n 1 | sed 's/run-check %s //; s/ |$//')"
     read -r runs rest <<< "$line"
-    graph="main"
+    graph="$(graph_of "$src")"
     if [[ "$rest" == --graph* ]]; then
       graph="$(awk '{print $2}' <<< "$rest")"
       rest="$(cut -d' ' -f3- <<< "$rest")"
