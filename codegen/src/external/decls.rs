@@ -166,6 +166,27 @@ fn glsl_type(t: Type, in_block: bool, ext: &mut BTreeSet<&'static str>) -> Strin
     }
 }
 
+/// The std430 storage buffer of a `buf<elem, access>` parameter at set 0, `binding`.
+fn buffer_decl(
+    name: &str,
+    ir_name: &str,
+    elem: Type,
+    access: Access,
+    binding: u32,
+    ext: &mut BTreeSet<&'static str>,
+) -> String {
+    let ty = glsl_type(elem, false, ext);
+    let qualifier = match access {
+        Access::Read => "readonly ",
+        Access::Write | Access::NoInit => "writeonly ",
+        Access::ReadWrite => "",
+    };
+    format!(
+        "layout(std430, set = 0, binding = {binding}) {qualifier}buffer Buf_{name} {{ {ty} {name}[]; }}; \
+         // %{ir_name}: buf<{elem}, {access}>\n"
+    )
+}
+
 /// The GLSL declarations for `kernel`'s signature, or why there are none (a `local<T>`
 /// parameter, which an external kernel cannot have).
 pub fn glsl(kernel: &Kernel) -> Result<String, Vec<Issue>> {
@@ -195,18 +216,7 @@ pub fn glsl(kernel: &Kernel) -> Result<String, Vec<Issue>> {
                     "    layout(offset = {}) uint {name}_count; // elements from the pointer on",
                     at + 4
                 );
-                let ty = glsl_type(elem, false, &mut ext);
-                let qualifier = match access {
-                    Access::Read => "readonly ",
-                    Access::Write | Access::NoInit => "writeonly ",
-                    Access::ReadWrite => "",
-                };
-                let _ = writeln!(
-                    buffers,
-                    "layout(std430, set = 0, binding = {binding}) {qualifier}buffer Buf_{name} {{ {ty} {name}[]; }}; \
-                     // %{}: buf<{elem}, {access}>",
-                    p.name
-                );
+                buffers.push_str(&buffer_decl(&name, &p.name, elem, access, binding, &mut ext));
                 uses.push(name);
                 binding += 1;
             }
@@ -279,18 +289,7 @@ pub fn glsl_bindings(kernel: &Kernel) -> Result<String, Vec<Issue>> {
                 let _ = writeln!(push, "    {ty} {name}; // %{}: {t}{note}", p.name);
             }
             ParamType::Buffer { elem, access } => {
-                let ty = glsl_type(elem, false, &mut ext);
-                let qualifier = match access {
-                    Access::Read => "readonly ",
-                    Access::Write | Access::NoInit => "writeonly ",
-                    Access::ReadWrite => "",
-                };
-                let _ = writeln!(
-                    buffers,
-                    "layout(std430, set = 0, binding = {binding}) {qualifier}buffer Buf_{name} {{ {ty} {name}[]; }}; \
-                     // %{}: buf<{elem}, {access}>",
-                    p.name
-                );
+                buffers.push_str(&buffer_decl(&name, &p.name, elem, access, binding, &mut ext));
                 first_buffer.get_or_insert(name);
                 binding += 1;
             }
