@@ -95,6 +95,16 @@ fn compile(
     if variant.dims > 3 || variant.workgroup_size.contains(&0) {
         return Err(CodegenError::launch(&k.name, "invalid variant"));
     }
+    // Calls are inlined (cmdgraph_ir::inline says why); the `inline` pass has usually done
+    // it already.
+    let inlined;
+    let body = if cmdgraph_ir::inline::has_calls(body) {
+        inlined = cmdgraph_ir::inline::inline_body(&module.functions, k, body)
+            .map_err(|e| CodegenError::unsupported(&k.name, e.to_string()))?;
+        &inlined
+    } else {
+        body
+    };
     let layout = layout::layout(module, k, body, &variant.local_capacity)?;
     let vectorize = vectorize::element_wise(body, &layout, variant);
     let plan = lower::Plan { kernel: k, body, variant, layout: &layout, vectorize };

@@ -219,6 +219,7 @@ impl NodeCtx<'_, '_> {
             &self.graph.name,
             self.name,
             kernel,
+            &self.module.functions,
             &cmd.launch,
             &args,
             self.mem,

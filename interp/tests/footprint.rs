@@ -33,7 +33,7 @@ fn command(m: &Module) -> &KernelCommand {
 /// The footprint of node `%k` of graph `@main`.
 fn footprint_of(m: &Module) -> Footprint {
     let c = command(m);
-    kernel_footprint(&m.kernels[c.kernel], &c.launch)
+    kernel_footprint(&m.functions, &m.kernels[c.kernel], &c.launch)
 }
 
 /// `kernel @f(params) { body }` launched as `launch` with `args` on `usm @x, @y : f32[4096]`.
@@ -284,7 +284,7 @@ fn every_example_kernel_launch_has_a_footprint() {
         for (_, g) in m.graphs.iter() {
             for (_, n) in g.nodes.iter() {
                 if let NodeKind::Kernel(c) = &n.kind {
-                    let f = kernel_footprint(&m.kernels[c.kernel], &c.launch);
+                    let f = kernel_footprint(&m.functions, &m.kernels[c.kernel], &c.launch);
                     assert!(f.accesses.windows(2).all(|w| w[0].0 < w[1].0), "{}: unsorted {f:?}", path.display());
                     launches += 1;
                 }

@@ -12,9 +12,11 @@
 mod interval;
 mod launch;
 
-use crate::arena::Handle;
+use crate::arena::{Arena, Handle};
 use crate::graph::Launch;
-use crate::kernel::{BinaryOp, Body, Kernel, KernelBody, MemBase, OpKind, Region, UnaryOp, ValueDef, ValueType, V};
+use crate::kernel::{
+    BinaryOp, Body, Function, Kernel, KernelBody, MemBase, OpKind, Region, UnaryOp, ValueDef, ValueType, V,
+};
 use crate::module::MemoryObject;
 use crate::types::{LitValue, ScalarType, Type};
 use interval::{type_range, Interval};
@@ -100,13 +102,20 @@ impl Footprint {
 /// the analysis gives up (every buffer whole, read and written).
 const MAX_DEPTH: usize = 256;
 
-/// The footprint of `kernel` launched as `launch`. Holds for this launch only: a changed
-/// range (or nd_range) needs a new footprint. Scalar arguments are never used, since
-/// they can be updated after the footprint is taken.
-pub fn kernel_footprint(kernel: &Kernel, launch: &Launch) -> Footprint {
+/// The footprint of `kernel` launched as `launch`, with the calls it makes to `functions`
+/// (the module's) inlined first. Holds for this launch only: a changed range (or nd_range)
+/// needs a new footprint. Scalar arguments are never used, since they can be updated
+/// after the footprint is taken.
+pub fn kernel_footprint(functions: &Arena<Function>, kernel: &Kernel, launch: &Launch) -> Footprint {
     if launch_is_empty(launch) {
         // No work-item runs, so nothing is touched.
         return Footprint::default();
+    }
+    match crate::inline::inlined_kernel(functions, kernel) {
+        Ok(Some(inlined)) => return kernel_footprint(functions, &inlined, launch),
+        Ok(None) => {}
+        // Only a module that does not verify has calls that cannot be inlined.
+        Err(_) => return external(kernel),
     }
     let body = match &kernel.body {
         KernelBody::Ir(body) => body,
@@ -376,10 +385,10 @@ mod tests {
         };
         let whole = |write| MemAccess { read: true, write, extent: Extent::Whole };
         assert_eq!(
-            kernel_footprint(&kernel, &Launch::Range(vec![4])).accesses,
+            kernel_footprint(&Arena::new(), &kernel, &Launch::Range(vec![4])).accesses,
             vec![(Place::Param(0), whole(false)), (Place::Param(1), whole(true))]
         );
         // No work-item, no access.
-        assert_eq!(kernel_footprint(&kernel, &Launch::Range(vec![0])), Footprint::default());
+        assert_eq!(kernel_footprint(&Arena::new(), &kernel, &Launch::Range(vec![0])), Footprint::default());
     }
 }

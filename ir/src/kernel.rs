@@ -1,4 +1,5 @@
-//! Kernels and the kernel language: SSA values, ops in structured regions (`for`, `if`).
+//! Kernels, functions and the kernel language: SSA values, ops in structured regions
+//! (`for`, `if`), and calls.
 //!
 //! A kernel body owns two arenas: [`Value`]s (parameters, op results, loop variables and
 //! loop-carried block arguments) and [`Op`]s. A [`Region`] is an ordered list of ops. A
@@ -25,6 +26,31 @@ pub struct Kernel {
     /// Spans of the parameters, by index (for diagnostics).
     #[serde(skip)]
     pub param_spans: SpanTable<u32>,
+}
+
+/// `func @name(params) -> T, ... { body }`: a function that kernels and other functions
+/// call (`%r = call @name(%a, ...)`). Its body ends with `return` of its results.
+///
+/// The name, parameters, body and comments are held as a kernel holds them (the body is
+/// always [`KernelBody::Ir`]), so that one verifier walk, one interpreter and one printer
+/// serve both, as naga's entry points hold a function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Function {
+    /// Name, parameters, body (in the kernel language) and comments.
+    pub def: Kernel,
+    /// Result types, in order; empty when it returns nothing.
+    pub results: Vec<Type>,
+}
+
+impl Function {
+    /// The body (a function's is always in the kernel language; `None` only for a
+    /// malformed module built through the API).
+    pub fn body(&self) -> Option<&Body> {
+        match &self.def.body {
+            KernelBody::Ir(body) => Some(body),
+            _ => None,
+        }
+    }
 }
 
 /// A kernel parameter.
@@ -587,6 +613,17 @@ pub enum OpKind {
     Yield(Vec<V>),
     /// A subgroup builtin or collective (`subgroup_reduce add %x`, ...; crate::subgroup).
     Subgroup(crate::subgroup::SubgroupOp),
+    /// `[%r, ... =] call @f(%a, ...)`: runs function `f` with these arguments; the results
+    /// are its `return` values.
+    Call {
+        /// The function.
+        func: Handle<Function>,
+        /// One argument per parameter.
+        args: Vec<V>,
+    },
+    /// `return %a, ...`: ends a function's body with its results (the last op of its top
+    /// region, only in a function with results).
+    Return(Vec<V>),
 }
 
 impl OpKind {

@@ -19,6 +19,7 @@ pub mod footprint;
 pub mod graph;
 pub mod host;
 pub mod identity;
+pub mod inline;
 pub mod kernel;
 pub mod module;
 pub mod pool;

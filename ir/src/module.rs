@@ -2,7 +2,7 @@
 
 use crate::arena::{Arena, Handle};
 use crate::graph::Graph;
-use crate::kernel::Kernel;
+use crate::kernel::{Function, Kernel};
 use crate::types::{Literal, Type};
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +45,9 @@ impl Comments {
 pub struct Module {
     /// Kernel definitions (with bodies or external SPIR-V).
     pub kernels: Arena<Kernel>,
+    /// Functions that kernels call.
+    #[serde(default)]
+    pub functions: Arena<Function>,
     /// User memory (USM allocations, SYCL buffers) and `device_global` variables.
     pub memories: Arena<MemoryObject>,
     /// Command graphs.
@@ -60,6 +63,8 @@ pub struct Module {
 pub enum Item {
     /// A `kernel` definition.
     Kernel(Handle<Kernel>),
+    /// A `func` definition.
+    Function(Handle<Function>),
     /// A `usm`, `buffer` or `device_global` declaration.
     Memory(Handle<MemoryObject>),
     /// A `graph` definition.
@@ -70,6 +75,11 @@ impl Module {
     /// Finds a kernel by name (without the `@`).
     pub fn kernel_by_name(&self, name: &str) -> Option<Handle<Kernel>> {
         self.kernels.iter().find(|(_, k)| k.name == name).map(|(h, _)| h)
+    }
+
+    /// Finds a function by name (without the `@`).
+    pub fn function_by_name(&self, name: &str) -> Option<Handle<Function>> {
+        self.functions.iter().find(|(_, f)| f.def.name == name).map(|(h, _)| h)
     }
 
     /// Finds a memory object by name (without the `@`).

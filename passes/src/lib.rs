@@ -17,6 +17,7 @@ pub mod dead_nodes;
 pub mod eliminate_barriers;
 pub mod eliminate_empty;
 pub mod fuse;
+pub mod inline_calls;
 pub mod inline_subgraphs;
 pub mod memory;
 pub mod pipeline;
@@ -49,6 +50,7 @@ pub struct PassInfo {
 
 /// Every pass, in the order `--list-passes` shows them.
 pub static REGISTRY: &[PassInfo] = &[
+    inline_calls::INFO,
     inline_subgraphs::INFO,
     eliminate_empty::INFO,
     eliminate_barriers::INFO,
@@ -62,6 +64,7 @@ pub static REGISTRY: &[PassInfo] = &[
 
 /// The pipeline `compile` runs when no `--passes` is given.
 pub const DEFAULT_PIPELINE: &[&str] = &[
+    "inline-calls",
     "inline-subgraphs",
     "eliminate-empty-nodes",
     "eliminate-barriers",

@@ -72,7 +72,8 @@ impl Context {
     }
 
     /// Registers every kernel of `.cgir` text (other items are ignored, except that a
-    /// `device_global` a kernel addresses is declared in this context unless it exists).
+    /// `device_global` a kernel addresses is declared in this context unless it exists, and
+    /// the `func`s the kernels call are inlined into them).
     /// Parse errors come back rendered, with file `<kernels>`.
     pub fn register_kernels_from_text(&self, source: &str) -> Result<Vec<KernelRef>> {
         let module = cmdgraph_ir::text::parse(source).map_err(|diags| {
@@ -104,7 +105,9 @@ impl Context {
         }
         let mut out = Vec::new();
         for (_, k) in module.kernels.iter() {
-            let mut k = k.clone();
+            let inlined = cmdgraph_ir::inline::inlined_kernel(&module.functions, k)
+                .map_err(|e| SyclError::invalid(0, e.to_string()))?;
+            let mut k = inlined.unwrap_or_else(|| k.clone());
             if let KernelBody::Ir(body) = &mut k.body {
                 for (_, op) in body.ops.iter_mut() {
                     if let OpKind::Load { mem, .. } | OpKind::Store { mem, .. } | OpKind::Atomic { mem, .. } =

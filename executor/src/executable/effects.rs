@@ -89,7 +89,7 @@ impl Executor {
         let fp = match cached {
             Some(fp) => fp,
             None => {
-                let fp = std::sync::Arc::new(kernel_footprint(kernel, &k.cmd.launch));
+                let fp = std::sync::Arc::new(kernel_footprint(&self.loaded.module.functions, kernel, &k.cmd.launch));
                 exe.footprints.borrow_mut().insert(key, fp.clone());
                 fp
             }

@@ -9,9 +9,9 @@
 use super::super::memory::{Loc, MemCtx, Space};
 use super::super::value::{literal_bits, read_elem, POISON};
 use super::launch::Geometry;
-use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::arena::{Arena, Handle};
 use cmdgraph_ir::graph::{ArgValue, MemRef};
-use cmdgraph_ir::kernel::{Body, Builtin, Kernel, MemBase, Op, OpKind, ParamType, ValueDef, V};
+use cmdgraph_ir::kernel::{Body, Builtin, Function, Kernel, MemBase, Op, OpKind, ParamType, ValueDef, V};
 use cmdgraph_ir::module::{MemoryKind, MemoryObject};
 use cmdgraph_ir::types::{Access, Type};
 use std::collections::BTreeMap;
@@ -92,6 +92,7 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(
     kernel: &Kernel,
     body: &Body,
+    functions: &Arena<Function>,
     geo: Geometry,
     args: &[ArgValue],
     mem: &MemCtx<'_>,
@@ -204,9 +205,13 @@ pub(crate) fn prepare(
         };
         prep.params.push((v, bind));
     }
-    for (h, op) in body.ops.iter() {
+    // The functions' bodies too: a function may name a device global its callers do not.
+    let called = functions.iter().filter_map(|(_, f)| f.body()).flat_map(|b| b.ops.iter());
+    for (h, op) in body.ops.iter().map(|(h, op)| (Some(h), op)).chain(called.map(|(_, op)| (None, op))) {
         match &op.kind {
             OpKind::LocalAlloc { elem, count } => {
+                // Only kernels allocate work-group memory (E0343).
+                let Some(h) = h else { continue };
                 let bytes = elem.size().checked_mul(*count).ok_or("local memory size overflows")?;
                 let name = op
                     .results

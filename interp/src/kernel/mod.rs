@@ -11,8 +11,9 @@ mod subgroup;
 use super::access::NodeLog;
 use super::error::InterpError;
 use super::memory::MemCtx;
+use cmdgraph_ir::arena::Arena;
 use cmdgraph_ir::graph::{ArgValue, Launch};
-use cmdgraph_ir::kernel::{Kernel, KernelBody};
+use cmdgraph_ir::kernel::{Function, Kernel, KernelBody};
 use launch::{Geometry, GroupIds};
 
 /// Runs `kernel` over `launch` with resolved `args`; returns the number of work-items.
@@ -24,6 +25,7 @@ pub(crate) fn run(
     graph: &str,
     node: &str,
     kernel: &Kernel,
+    functions: &Arena<Function>,
     launch: &Launch,
     args: &[ArgValue],
     mem: &mut MemCtx<'_>,
@@ -54,10 +56,11 @@ pub(crate) fn run(
     let geo = Geometry::new(launch).map_err(invalid)?;
     let subgroup_size = subgroup_size.checked().map_err(invalid)?;
     let total = geo.total().unwrap_or(0);
-    let prep = bind::prepare(kernel, body, geo, args, mem, root).map_err(invalid)?;
+    let prep = bind::prepare(kernel, body, functions, geo, args, mem, root).map_err(invalid)?;
     let mut exec = simt::Exec {
         kernel,
         body,
+        functions,
         node,
         prep,
         ids: GroupIds::default(),

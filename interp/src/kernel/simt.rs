@@ -17,8 +17,8 @@ use super::super::scalar::ftz;
 use super::super::value::{int_bits, int_of, literal_bits, Lanes};
 use super::bind::{MemSlot, ParamBind, Prepared};
 use super::launch::GroupIds;
-use cmdgraph_ir::arena::Handle;
-use cmdgraph_ir::kernel::{Body, Builtin, Kernel, Op, OpKind, Region, UnaryOp, ValueType, V};
+use cmdgraph_ir::arena::{Arena, Handle};
+use cmdgraph_ir::kernel::{Body, Builtin, Function, Kernel, Op, OpKind, Region, UnaryOp, ValueType, V};
 use cmdgraph_ir::types::{ScalarType, Type};
 
 /// Deepest region nesting executed (docs/ir.md's limit).
@@ -38,8 +38,12 @@ pub(crate) enum Slot {
 
 /// The state of one kernel launch.
 pub(crate) struct Exec<'k, 'r, 'a> {
+    /// The kernel, or the function being run (a call switches to it).
     pub kernel: &'k Kernel,
+    /// Its body.
     pub body: &'k Body,
+    /// The module's functions, which `call` runs.
+    pub functions: &'k Arena<Function>,
     pub node: &'r str,
     pub prep: Prepared,
     pub ids: GroupIds,
@@ -158,7 +162,7 @@ impl<'k> Exec<'k, '_, '_> {
             let Some(op) = self.body.ops.try_get(h) else {
                 return Err(self.fault_at(h, mask, "op handle out of range".to_string()));
             };
-            if let OpKind::Yield(values) = &op.kind {
+            if let OpKind::Yield(values) | OpKind::Return(values) = &op.kind {
                 return Ok(Some(values));
             }
             if depth > MAX_NESTING {
@@ -184,6 +188,7 @@ impl<'k> Exec<'k, '_, '_> {
             OpKind::If { cond, result_types, then_region, else_region } => {
                 self.if_op(h, op, mask, depth, *cond, result_types, then_region, else_region.as_ref())
             }
+            OpKind::Call { func, args } => self.call(h, op, mask, depth, *func, args),
             _ => self.simple_op(h, op, mask),
         }
     }
@@ -308,9 +313,68 @@ impl<'k> Exec<'k, '_, '_> {
                 return Ok(());
             }
             OpKind::Subgroup(sg) => self.subgroup(h, mask, sg)?,
-            OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) => return Ok(()),
+            OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) | OpKind::Return(_) | OpKind::Call { .. } => {
+                return Ok(())
+            }
         };
         self.set(h, op, mask, 0, out)
+    }
+
+    /// `call @f(args)`: runs `f`'s body under the same lanes, in a frame of its own (its
+    /// values in fresh slots, its parameters holding the arguments), and defines the call's
+    /// results from its `return`. The interpreter runs calls as calls rather than inlining
+    /// them, so that it checks the inliner codegen uses (cmdgraph_ir::inline).
+    #[inline(never)]
+    fn call(
+        &mut self,
+        h: Handle<Op>,
+        op: &'k Op,
+        mask: &[bool],
+        depth: usize,
+        func: Handle<Function>,
+        args: &'k [V],
+    ) -> Result<(), InterpError> {
+        let functions = self.functions;
+        let Some(f) = functions.try_get(func) else {
+            return Err(self.fault_at(h, mask, "call of a missing function".to_string()));
+        };
+        let Some(body) = f.body() else {
+            return Err(self.fault_at(h, mask, format!("function @{} has no body", f.def.name)));
+        };
+        if depth > MAX_NESTING {
+            return Err(self.fault_at(h, mask, format!("calls and regions nest deeper than {MAX_NESTING}")));
+        }
+        if args.len() != f.def.params.len() {
+            return Err(self.fault_at(h, mask, format!("@{} takes {} arguments", f.def.name, f.def.params.len())));
+        }
+        let mut frame = vec![Slot::Empty; body.values.len()];
+        for (i, &a) in args.iter().enumerate() {
+            let arg = match self.slots.get(a.index()) {
+                Some(Slot::Empty) | None => {
+                    return Err(self.fault_at(h, mask, format!("argument {} is not defined here", self.vname(a))))
+                }
+                Some(slot) => slot.clone(),
+            };
+            if let Some(slot) = frame.get_mut(i) {
+                *slot = arg;
+            }
+        }
+        let caller = (self.kernel, self.body, std::mem::replace(&mut self.slots, frame));
+        self.kernel = &f.def;
+        self.body = body;
+        let returned = match self.region(&body.entry, mask, depth + 1) {
+            Ok(values) => values
+                .unwrap_or(&[])
+                .iter()
+                .map(|&v| self.data(h, mask, v).cloned())
+                .collect::<Result<Vec<Lanes>, InterpError>>(),
+            Err(e) => Err(e),
+        };
+        (self.kernel, self.body, self.slots) = caller;
+        for (i, lanes) in returned?.into_iter().enumerate() {
+            self.set(h, op, mask, i, lanes)?;
+        }
+        Ok(())
     }
 
     /// Whether float ops on `ty` flush subnormals in this run (`f32` under `Denormals::Flush`).
@@ -551,6 +615,8 @@ pub(crate) fn op_keyword(kind: &OpKind) -> String {
         OpKind::For { .. } => "for".into(),
         OpKind::If { .. } => "if".into(),
         OpKind::Yield(..) => "yield".into(),
+        OpKind::Return(..) => "return".into(),
+        OpKind::Call { .. } => "call".into(),
         OpKind::Subgroup(sg) => sg.keyword().into(),
     }
 }

@@ -43,6 +43,7 @@ macro_rules! keywords {
 keywords! {
     // Items.
     Kernel = b"kernel",
+    Func = b"func",
     Usm = b"usm",
     Buffer = b"buffer",
     DeviceGlobal = b"device_global",
@@ -102,6 +103,7 @@ keywords! {
     To = b"to",
     Step = b"step",
     Carry = b"carry",
+    Call = b"call",
 }
 
 #[cfg(test)]

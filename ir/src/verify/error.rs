@@ -989,6 +989,32 @@ pub enum VerifyError {
         /// The op.
         span: Span,
     },
+    /// E0340: a `call` whose arguments do not match the function's parameters.
+    CallArgs {
+        /// What is wrong.
+        problem: String,
+        /// The call.
+        span: Span,
+    },
+    /// E0341: a function that calls itself, directly or through others.
+    Recursion {
+        /// The cycle, `@f -> @g -> @f`.
+        chain: String,
+        /// The call that closes it.
+        span: Span,
+    },
+    /// E0342: a misplaced `return`, a missing one, or one of the wrong values.
+    ReturnPlacement {
+        /// What is wrong.
+        problem: String,
+        /// The `return` (or the function, when it has none).
+        span: Span,
+    },
+    /// E0343: a `local` op in a function.
+    LocalInFunction {
+        /// The op.
+        span: Span,
+    },
     /// E0333: a kernel still in WGSL or GLSL (not translated where the module was loaded).
     UntranslatedShader {
         /// The kernel.

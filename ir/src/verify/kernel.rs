@@ -21,7 +21,17 @@ const MAX_DEPTH: usize = 256;
 
 /// Checks one kernel.
 pub(super) fn check_kernel(m: &Module, kh: Handle<Kernel>, k: &Kernel, errors: &mut Vec<VerifyError>) {
-    let kspan = m.kernels.span(kh);
+    check_definition(m, k, m.kernels.span(kh), None, errors);
+}
+
+/// Checks a kernel (`results` `None`) or a function's definition (`Some`: its result types).
+pub(super) fn check_definition(
+    m: &Module,
+    k: &Kernel,
+    kspan: Span,
+    results: Option<&[Type]>,
+    errors: &mut Vec<VerifyError>,
+) {
     let param_span = |i: usize| {
         let s = k.param_spans.get(&(i as u32));
         if s.is_defined() {
@@ -51,6 +61,7 @@ pub(super) fn check_kernel(m: &Module, kh: Handle<Kernel>, k: &Kernel, errors: &
         defined: vec![false; body.values.len()],
         op_seen: vec![false; body.ops.len()],
         names,
+        function: results.is_some(),
     };
     let mut top = Vec::new();
     for (i, p) in k.params.iter().enumerate() {
@@ -73,7 +84,17 @@ pub(super) fn check_kernel(m: &Module, kh: Handle<Kernel>, k: &Kernel, errors: &
             top.push(i);
         }
     }
-    let ctx = RegionCtx { top: true, owner: "kernel", region: "body", expects: None, owner_span: kspan };
+    let ctx = match results {
+        None => RegionCtx { top: true, owner: "kernel", region: "body", expects: None, owner_span: kspan },
+        // A function with results ends with `return` (E0342); without, it takes none.
+        Some(results) => RegionCtx {
+            top: true,
+            owner: "function",
+            region: "body",
+            expects: (!results.is_empty()).then(|| results.iter().map(|t| Some(*t)).collect()),
+            owner_span: kspan,
+        },
+    };
     w.region(&body.entry, &ctx, 0, top);
 }
 
@@ -123,6 +144,8 @@ pub(super) struct Walker<'a> {
     pub op_seen: Vec<bool>,
     /// Value names defined so far.
     pub names: BTreeMap<String, Span>,
+    /// Whether the body is a function's (which ends with `return` and allocates no `local`).
+    pub function: bool,
 }
 
 impl Walker<'_> {
@@ -177,13 +200,20 @@ impl Walker<'_> {
             self.op(op, ctx, i + 1 == count, depth, &mut scope);
         }
         if ctx.expects.is_some() {
-            // A misplaced `yield` is reported where it is; only a region with none is missing one.
-            let has_yield = region
-                .ops
-                .iter()
-                .filter_map(|&op| self.body.ops.try_get(op))
-                .any(|o| matches!(o.kind, OpKind::Yield(_)));
-            if !has_yield {
+            // A misplaced `yield` (`return`) is reported where it is; only a region with none
+            // is missing one.
+            let returns = ctx.top && self.function;
+            let has_end = region.ops.iter().filter_map(|&op| self.body.ops.try_get(op)).any(|o| {
+                if returns {
+                    matches!(o.kind, OpKind::Return(_))
+                } else {
+                    matches!(o.kind, OpKind::Yield(_))
+                }
+            });
+            if !has_end && returns {
+                let problem = "a function with results ends with `return` of them".to_string();
+                self.errors.push(VerifyError::ReturnPlacement { problem, span: ctx.owner_span });
+            } else if !has_end {
                 self.errors.push(VerifyError::MissingYield { op: ctx.owner, region: ctx.region, span: ctx.owner_span });
             }
         }
@@ -208,7 +238,7 @@ impl Walker<'_> {
             }
             kind => self.check_kind(kind, ctx, last, span),
         };
-        let expected = result_count(&o.kind);
+        let expected = result_count(self.m, &o.kind);
         if o.results.len() != expected {
             self.errors.push(VerifyError::ResultCount {
                 op: op_keyword(&o.kind),
@@ -301,9 +331,10 @@ impl Walker<'_> {
 }
 
 /// How many results an op defines.
-fn result_count(kind: &OpKind) -> usize {
+fn result_count(m: &Module, kind: &OpKind) -> usize {
     match kind {
-        OpKind::Store { .. } | OpKind::GroupBarrier | OpKind::Yield(_) => 0,
+        OpKind::Store { .. } | OpKind::GroupBarrier | OpKind::Yield(_) | OpKind::Return(_) => 0,
+        OpKind::Call { func, .. } => m.functions.try_get(*func).map_or(0, |f| f.results.len()),
         OpKind::For { carried, .. } => carried.len(),
         OpKind::If { result_types, .. } => result_types.len(),
         _ => 1,
@@ -334,6 +365,8 @@ pub(super) fn op_keyword(kind: &OpKind) -> &'static str {
         OpKind::If { .. } => "if",
         OpKind::Yield(_) => "yield",
         OpKind::Subgroup(sg) => sg.keyword(),
+        OpKind::Call { .. } => "call",
+        OpKind::Return(_) => "return",
     }
 }
 

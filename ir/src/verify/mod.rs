@@ -227,6 +227,7 @@ mod dcg;
 mod diagnostic;
 mod edges;
 mod error;
+mod function;
 mod graph;
 mod kernel;
 mod memory;
@@ -312,6 +313,7 @@ fn check_all(module: &Module) -> Vec<VerifyError> {
     for (h, k) in module.kernels.iter() {
         kernel::check_kernel(module, h, k, &mut errors);
     }
+    function::check_functions(module, &mut errors);
     // Once per kernel, not per launch: a kernel may be launched by 10^5 nodes.
     let needs = needs::summarize(module);
     for (h, g) in module.graphs.iter() {

@@ -22,12 +22,13 @@ pub(super) fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b'-'))
 }
 
-/// Module-level names (kernels, memory objects and graphs share one namespace) and the
+/// Module-level names (kernels, functions, memory objects and graphs share one namespace) and the
 /// module item list.
 pub(super) fn check_module(m: &Module, errors: &mut Vec<VerifyError>) {
     namespace::check(
         &[
             Segment::of("kernel", '@', &m.kernels, |k| &k.name),
+            Segment::of("function", '@', &m.functions, |f| &f.def.name),
             Segment::of("memory object", '@', &m.memories, |mem| &mem.name),
             Segment::of("graph", '@', &m.graphs, |g| &g.name),
         ],
@@ -35,11 +36,13 @@ pub(super) fn check_module(m: &Module, errors: &mut Vec<VerifyError>) {
     );
 
     let mut kernels = vec![0usize; m.kernels.len()];
+    let mut functions = vec![0usize; m.functions.len()];
     let mut memories = vec![0usize; m.memories.len()];
     let mut graphs = vec![0usize; m.graphs.len()];
     for item in &m.items {
         let (slot, what, index) = match *item {
             Item::Kernel(h) => (kernels.get_mut(h.index()), "kernel", h.index()),
+            Item::Function(h) => (functions.get_mut(h.index()), "function", h.index()),
             Item::Memory(h) => (memories.get_mut(h.index()), "memory object", h.index()),
             Item::Graph(h) => (graphs.get_mut(h.index()), "graph", h.index()),
         };
@@ -49,6 +52,7 @@ pub(super) fn check_module(m: &Module, errors: &mut Vec<VerifyError>) {
         }
     }
     listed_once("module items", &kernels, &m.kernels, |k| format!("@{}", k.name), errors);
+    listed_once("module items", &functions, &m.functions, |f| format!("@{}", f.def.name), errors);
     listed_once("module items", &memories, &m.memories, |mem| format!("@{}", mem.name), errors);
     listed_once("module items", &graphs, &m.graphs, |g| format!("@{}", g.name), errors);
 }

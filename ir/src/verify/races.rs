@@ -143,7 +143,7 @@ impl<'a> Touches<'a> {
         let at = match known.iter().position(|(l, _)| *l == cmd.launch) {
             Some(at) => at,
             None => {
-                known.push((cmd.launch.clone(), kernel_footprint(kernel, &cmd.launch)));
+                known.push((cmd.launch.clone(), kernel_footprint(&self.m.functions, kernel, &cmd.launch)));
                 known.len() - 1
             }
         };

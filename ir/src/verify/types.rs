@@ -213,7 +213,9 @@ impl Walker<'_> {
                 data(Some(sg.result_type(types.first().copied().flatten())))
             }
             OpKind::LocalAlloc { elem, count } => {
-                if !ctx.top {
+                if self.function {
+                    self.errors.push(VerifyError::LocalInFunction { span });
+                } else if !ctx.top {
                     self.errors.push(VerifyError::LocalNotTopLevel { span });
                 }
                 if check_type(*elem, span, self.errors) && (*count == 0 || elem.size().checked_mul(*count).is_none()) {
@@ -223,6 +225,11 @@ impl Walker<'_> {
             }
             // `op` routes these to control.rs, keeping this large frame off the recursion.
             OpKind::For { .. } | OpKind::If { .. } => Vec::new(),
+            OpKind::Call { func, args } => self.call(*func, args, span),
+            OpKind::Return(values) => {
+                self.return_op(values, ctx, last, span);
+                Vec::new()
+            }
             OpKind::Yield(values) => {
                 let types: Vec<Option<Type>> = values.iter().map(|v| self.data(*v, span)).collect();
                 let problem = if ctx.top {

@@ -50,6 +50,8 @@ fn fresh_name(base: &str, taken: &mut BTreeSet<String>) -> String {
 pub(crate) fn assemble(ctx: &ContextInner, children: &[Child], graph: &Graph) -> (Module, Handle<Graph>) {
     let mut module = Module {
         kernels: ctx.kernels.clone(),
+        // Kernels from text are registered with their calls inlined (kernel.rs).
+        functions: Default::default(),
         memories: ctx.memories.clone(),
         graphs: Default::default(),
         items: ctx.items.clone(),

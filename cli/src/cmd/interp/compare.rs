@@ -54,11 +54,12 @@ pub struct Rules {
 }
 
 impl Rules {
-    /// The rules for the kernels of `module` (kernel-language bodies; external SPIR-V is
-    /// not run by the interpreter).
+    /// The rules for the kernels of `module` and the functions they call (kernel-language
+    /// bodies; external SPIR-V is not run by the interpreter).
     pub fn of(module: &Module) -> Rules {
         let mut rules = Rules::default();
-        for (_, k) in module.kernels.iter() {
+        let functions = module.functions.iter().map(|(_, f)| &f.def);
+        for k in module.kernels.iter().map(|(_, k)| k).chain(functions) {
             let KernelBody::Ir(body) = &k.body else { continue };
             let float =
                 |v| matches!(body.values.try_get(v).map(|v| &v.ty), Some(ValueType::Data(t)) if t.scalar.is_float());

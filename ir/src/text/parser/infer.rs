@@ -8,7 +8,8 @@
 //! The rules compute a type from the operands without checking them: `add` has its first
 //! operand's type, `lt` is `bool` with the operands' lane count, `load` the element type
 //! of its memory, builtins `u32`, `for` results and carried values the types of their
-//! initial values, the loop variable the type of `lo`. Where an operand's type makes the
+//! initial values, the loop variable the type of `lo`, `call` results the function's result
+//! types. Where an operand's type makes the
 //! rule meaningless (e.g. `extract` from a buffer), the result takes the operand's type as
 //! it is and the verifier reports the op; the parser reports no type errors.
 
@@ -17,12 +18,15 @@ use crate::kernel::{Body, KernelBody, MemBase, OpKind, Value, ValueType, V};
 use crate::module::{MemoryObject, Module};
 use crate::types::{ScalarType, Type};
 
-/// Computes the type of every op result, loop variable and carried value in every kernel.
+/// Computes the type of every op result, loop variable and carried value in every kernel
+/// and function.
 pub(super) fn infer_module(module: &mut Module) {
-    let Module { kernels, memories, .. } = module;
-    for (_, kernel) in kernels.iter_mut() {
+    let Module { kernels, functions, memories, .. } = module;
+    let results: Vec<Vec<Type>> = functions.iter().map(|(_, f)| f.results.clone()).collect();
+    let defs = kernels.iter_mut().map(|(_, k)| k).chain(functions.iter_mut().map(|(_, f)| &mut f.def));
+    for kernel in defs {
         if let KernelBody::Ir(body) = &mut kernel.body {
-            infer_body(body, memories);
+            infer_body(body, memories, &results);
         }
     }
 }
@@ -48,7 +52,7 @@ fn element(values: &Arena<Value>, memories: &Arena<MemoryObject>, mem: MemBase) 
     }
 }
 
-fn infer_body(body: &mut Body, memories: &Arena<MemoryObject>) {
+fn infer_body(body: &mut Body, memories: &Arena<MemoryObject>, functions: &[Vec<Type>]) {
     let Body { values, ops, .. } = body;
     for (_, op) in ops.iter() {
         let first = op.results.first().copied();
@@ -102,7 +106,15 @@ fn infer_body(body: &mut Body, memories: &Arena<MemoryObject>) {
                 });
                 ValueType::Data(sg.result_type(first))
             }
-            OpKind::Store { .. } | OpKind::GroupBarrier | OpKind::Yield(_) => continue,
+            OpKind::Call { func, .. } => {
+                // A call of an undefined function has no types to give (the parser reports it).
+                let types = functions.get(func.index()).map_or(&[][..], |r| &r[..]);
+                for (&r, t) in op.results.iter().zip(types) {
+                    set(values, r, ValueType::Data(*t));
+                }
+                continue;
+            }
+            OpKind::Store { .. } | OpKind::GroupBarrier | OpKind::Yield(_) | OpKind::Return(_) => continue,
         };
         if let Some(r) = first {
             set(values, r, result);

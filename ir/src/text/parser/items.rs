@@ -12,7 +12,7 @@ use crate::types::Literal;
 const MEMORY_HINT: &str = "memory is declared as `usm @x : f32[N] [shared|host]`, `buffer @b : f32[N]` \
                            or `device_global @g : T[N] [= [lit, ...]] [properties(...)]`";
 
-const ITEMS: &str = "kernel, usm, buffer, device_global, graph";
+const ITEMS: &str = "kernel, func, usm, buffer, device_global, graph";
 
 impl<'s> Parser<'s> {
     /// `module := item*`
@@ -39,15 +39,20 @@ impl<'s> Parser<'s> {
             let mut comments = self.leading_comments();
             comments.blank_before = blank_before;
             comments.blank_after_leading = blank_after_leading && !comments.leading.is_empty();
-            self.hint = "a module is a sequence of items: `kernel`, `usm`, `buffer`, `device_global`, `graph`";
+            self.hint = "a module is a sequence of items: `kernel`, `func`, `usm`, `buffer`, `device_global`, `graph`";
             match t.kind {
                 TokenKind::Ident => match t.kw {
                     Kw::Kernel => self.kernel_item(comments)?,
+                    Kw::Func => self.func_item(comments)?,
                     Kw::Usm | Kw::Buffer | Kw::DeviceGlobal => self.memory_item(comments)?,
                     Kw::Graph => self.graph_item(comments)?,
                     _ => return Err(unknown("item", self.text(t), ITEMS, t.span)),
                 },
-                _ => return Err(self.unexpected(t, "an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`)")),
+                _ => {
+                    return Err(
+                        self.unexpected(t, "an item (`kernel`, `func`, `usm`, `buffer`, `device_global` or `graph`)")
+                    )
+                }
             }
         }
     }

@@ -14,8 +14,8 @@ use super::resolve::{handle, ItemKind};
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
 use crate::kernel::{
-    AtomicOp, BinaryOp, Body, Builtin, CmpOp, Kernel, KernelBody, MemBase, Op, OpKind, Param, ParamType, Region,
-    ShaderLang, ShaderSource, SpirvInterface, UnaryOp, Value, ValueDef, ValueType, V,
+    AtomicOp, BinaryOp, Body, Builtin, CmpOp, Function, Kernel, KernelBody, MemBase, Op, OpKind, Param, ParamType,
+    Region, ShaderLang, ShaderSource, SpirvInterface, UnaryOp, Value, ValueDef, ValueType, V,
 };
 use crate::module::{Comments, Item};
 use crate::span::{Span, SpanTable};
@@ -25,14 +25,26 @@ use crate::types::{Literal, Type};
 
 const KERNEL_HINT: &str = "a kernel is `kernel @name(%p: T, ...) { ops }` or \
                            `kernel @name(%p: T, ...) spirv \"file.spv\" entry \"main\"`";
+const FUNC_HINT: &str = "a function is `func @name(%p: T, ...) -> T, ... { ops; return %r, ... }` \
+                         (without `-> T`, it returns nothing and takes no `return`)";
 const OP_HINT: &str = "an op is `[%r, ... =] <op> <operands>`, e.g. `%r = add %a, %b`, `store %buf[%i], %v`";
 const OPS: &str = "const, global_id, local_id, group_id, global_range, local_range, group_range, neg, not, abs, \
                    sqrt, rsqrt, exp, log, sin, cos, tanh, floor, ceil, add, sub, mul, div, rem, min, max, pow, \
                    and, or, xor, shl, shr, fma, eq, ne, lt, le, gt, ge, select, cast, splat, extract, insert, vec, \
-                   load, store, atomic, group_barrier, local, yield, for, if, subgroup_size, subgroup_id, \
+                   load, store, atomic, group_barrier, local, yield, for, if, call, return, subgroup_size, subgroup_id, \
                    subgroup_local_id, num_subgroups, subgroup_reduce, subgroup_inclusive_scan, \
                    subgroup_exclusive_scan, subgroup_broadcast, subgroup_broadcast_first, subgroup_shuffle, \
                    subgroup_ballot, subgroup_elect, subgroup_all, subgroup_any";
+
+/// A parsed parameter list.
+#[derive(Default)]
+struct Signature<'s> {
+    params: Vec<Param>,
+    /// Span of each parameter, by index.
+    spans: SpanTable<u32>,
+    /// Each parameter's name as written, and its span.
+    names: Vec<(&'s str, Span)>,
+}
 
 /// The type every value gets until [`super::infer`] runs.
 const PLACEHOLDER: ValueType = ValueType::Data(Type::BOOL);
@@ -81,44 +93,75 @@ impl KernelScope<'_> {
 }
 
 impl<'s> Parser<'s> {
-    /// `kernel := 'kernel' GLOBAL '(' (param (',' param)*)? ')' (block | spirv)`
+    /// `'(' (param (',' param)*)? ')'`: a kernel's or function's parameters.
+    fn params(&mut self) -> PResult<Signature<'s>> {
+        let mut sig = Signature::default();
+        let mut seen: NameMap<'s, Span> = NameMap::default();
+        self.expect(TokenKind::LParen)?;
+        if self.eat(TokenKind::RParen)? {
+            return Ok(sig);
+        }
+        loop {
+            let (pname, pspan) = self.expect_local("a parameter name (`%name`)")?;
+            self.expect(TokenKind::Colon)?;
+            let ty = self.param_type()?;
+            let index = u32::try_from(sig.params.len()).unwrap_or(u32::MAX);
+            sig.spans.insert(index, Span::new(pspan.start as usize, self.prev_end as usize));
+            if let Err(e) = seen.insert_with(pname, || pspan) {
+                let first = seen.entry(e).copied().unwrap_or(pspan);
+                self.error(ParseError::Duplicate { name: format!("%{pname}"), span: pspan, first });
+            }
+            sig.params.push(Param { name: pname.to_string(), ty });
+            sig.names.push((pname, pspan));
+            if self.eat(TokenKind::Comma)? {
+                continue;
+            }
+            let t = self.peek()?;
+            if t.kind != TokenKind::RParen {
+                return Err(self.unexpected(t, "`,` or `)`"));
+            }
+            self.bump()?;
+            return Ok(sig);
+        }
+    }
+
+    /// `func := 'func' GLOBAL '(' (param (',' param)*)? ')' ('->' type (',' type)*)? block`
+    pub(super) fn func_item(&mut self, mut comments: Comments) -> PResult<()> {
+        let first = self.bump()?;
+        self.hint = FUNC_HINT;
+        let (name, name_span) = self.expect_global("a function name (`@name`)")?;
+        self.define_item(ItemKind::Function, name, self.module.functions.len(), name_span);
+        let sig = self.params()?;
+        let mut results = Vec::new();
+        if self.eat(TokenKind::Arrow)? {
+            results.push(self.ty()?);
+            while self.eat(TokenKind::Comma)? {
+                results.push(self.ty()?);
+            }
+        }
+        let t = self.peek()?;
+        if t.kind != TokenKind::LBrace {
+            return Err(self.unexpected(t, "`{` (a function's body is in the kernel language)"));
+        }
+        let body = KernelBody::Ir(self.kernel_body(name, &sig.params, &sig.names, "the body of function")?);
+        let span = Span::new(first.span.start as usize, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let def = Kernel { name: name.to_string(), params: sig.params, body, comments, param_spans: sig.spans };
+        let h = self.module.functions.append(Function { def, results }, span);
+        self.module.items.push(Item::Function(h));
+        Ok(())
+    }
+
+    /// `kernel := 'kernel' GLOBAL '(' (param (',' param)*)? ')' (block | spirv | shader)`
     pub(super) fn kernel_item(&mut self, mut comments: Comments) -> PResult<()> {
         let first = self.bump()?;
         self.hint = KERNEL_HINT;
         let (name, name_span) = self.expect_global("a kernel name (`@name`)")?;
         self.define_item(ItemKind::Kernel, name, self.module.kernels.len(), name_span);
-        let mut params = Vec::new();
-        let mut param_spans = SpanTable::default();
-        let mut names: Vec<(&'s str, Span)> = Vec::new();
-        let mut seen: NameMap<'s, Span> = NameMap::default();
-        self.expect(TokenKind::LParen)?;
-        if !self.eat(TokenKind::RParen)? {
-            loop {
-                let (pname, pspan) = self.expect_local("a parameter name (`%name`)")?;
-                self.expect(TokenKind::Colon)?;
-                let ty = self.param_type()?;
-                let index = u32::try_from(params.len()).unwrap_or(u32::MAX);
-                param_spans.insert(index, Span::new(pspan.start as usize, self.prev_end as usize));
-                if let Err(e) = seen.insert_with(pname, || pspan) {
-                    let first = seen.entry(e).copied().unwrap_or(pspan);
-                    self.error(ParseError::Duplicate { name: format!("%{pname}"), span: pspan, first });
-                }
-                params.push(Param { name: pname.to_string(), ty });
-                names.push((pname, pspan));
-                if self.eat(TokenKind::Comma)? {
-                    continue;
-                }
-                let t = self.peek()?;
-                if t.kind != TokenKind::RParen {
-                    return Err(self.unexpected(t, "`,` or `)`"));
-                }
-                self.bump()?;
-                break;
-            }
-        }
+        let Signature { params, spans: param_spans, names } = self.params()?;
         let t = self.peek()?;
         let body = if t.kind == TokenKind::LBrace {
-            KernelBody::Ir(self.kernel_body(name, &params, &names)?)
+            KernelBody::Ir(self.kernel_body(name, &params, &names, "the body of kernel")?)
         } else if self.eat_keyword(Kw::Spirv)? {
             let path = self.expect_string("the SPIR-V file path (a string)")?;
             self.expect_keyword(Kw::Entry)?;
@@ -180,7 +223,7 @@ impl<'s> Parser<'s> {
     }
 
     /// `block := '{' op* '}'`, with the parameters as its first values.
-    fn kernel_body(&mut self, name: &str, params: &[Param], names: &[(&'s str, Span)]) -> PResult<Body> {
+    fn kernel_body(&mut self, name: &str, params: &[Param], names: &[(&'s str, Span)], what: &str) -> PResult<Body> {
         let mut body = Body::default();
         let mut scope = KernelScope::default();
         for (i, (param, &(name, span))) in params.iter().zip(names).enumerate() {
@@ -191,7 +234,7 @@ impl<'s> Parser<'s> {
             scope.enter(v);
         }
         let errors_before = self.errors.len();
-        body.entry = self.region(&mut body, &mut scope, "the body of kernel", name)?;
+        body.entry = self.region(&mut body, &mut scope, what, name)?;
         let value = |n: &str| scope.names.get(n).map(|&v| body.values.span(v));
         self.defined_later(errors_before, '%', &["value"], value, |_| None);
         Ok(body)
@@ -294,6 +337,7 @@ impl<'s> Parser<'s> {
         match t.kw {
             Kw::For => return self.for_op(body, scope, results, results_span, comments, start),
             Kw::If => return self.if_op(body, scope, results, results_span, comments, start),
+            Kw::Call => return self.call_op(body, scope, results, comments, start),
             _ => {}
         }
         let (kind, arity) = self.simple_op(word, t.span, body, scope)?;
@@ -421,6 +465,7 @@ impl<'s> Parser<'s> {
                 (OpKind::LocalAlloc { elem, count }, One)
             }
             "yield" => (OpKind::Yield(self.operands(body, scope)?), Zero),
+            "return" => (OpKind::Return(self.operands(body, scope)?), Zero),
             _ => return Err(unknown("op", word, OPS, at)),
         };
         Ok(kind)
@@ -509,6 +554,40 @@ impl<'s> Parser<'s> {
         self.finish_comments(&mut comments)?;
         body.ops[op] =
             Op { kind: OpKind::For { var, lo, hi, step, carried, body: region }, results: result_values, comments };
+        Ok(op)
+    }
+
+    /// `call @f(%a, ...)` after `call`; the results are as many as written (the verifier
+    /// checks them against the function's).
+    fn call_op(
+        &mut self,
+        body: &mut Body,
+        scope: &mut KernelScope<'s>,
+        results: Vec<(&'s str, Span)>,
+        mut comments: Comments,
+        start: usize,
+    ) -> PResult<Handle<Op>> {
+        self.hint = "a call is `[%r, ... =] call @function(%a, ...)`";
+        let (name, span) = self.expect_global("a function name (`@name`)")?;
+        let func = self.syms.reference(ItemKind::Function, name, span);
+        self.expect(TokenKind::LParen)?;
+        let args = if self.eat(TokenKind::RParen)? {
+            Vec::new()
+        } else {
+            let args = self.operands(body, scope)?;
+            self.expect(TokenKind::RParen)?;
+            args
+        };
+        let span = Span::new(start, self.prev_end as usize);
+        self.finish_comments(&mut comments)?;
+        let op = body.ops.append(Op { kind: OpKind::Call { func, args }, results: Vec::new(), comments }, span);
+        let mut values = Vec::with_capacity(results.len());
+        for (i, result) in results.into_iter().enumerate() {
+            let v = self.new_value(body, scope, result, ValueDef::Result(op, i as u32));
+            scope.enter(v);
+            values.push(v);
+        }
+        body.ops[op].results = values;
         Ok(op)
     }
 

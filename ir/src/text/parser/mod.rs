@@ -159,7 +159,7 @@ impl<'s> Parser<'s> {
         let at_line_start = t.span.start == 0 || src.as_bytes().get(t.span.start as usize - 1) == Some(&b'\n');
         let item = t.kind == TokenKind::Ident
             && at_line_start
-            && matches!(t.kw, Kw::Kernel | Kw::Graph | Kw::Usm | Kw::Buffer | Kw::DeviceGlobal);
+            && matches!(t.kw, Kw::Kernel | Kw::Func | Kw::Graph | Kw::Usm | Kw::Buffer | Kw::DeviceGlobal);
         let found = match t.kind {
             TokenKind::Eof => "end of file".to_string(),
             _ if item => {

@@ -1,5 +1,5 @@
-//! Module-level names: kernels, memory objects and graphs may be used before their
-//! definition.
+//! Module-level names: kernels, functions, memory objects and graphs may be used before
+//! their definition.
 //!
 //! Each distinct `@name` referenced or defined at module level gets a symbol number; a
 //! reference is stored as a provisional handle holding that number. A graph node whose
@@ -13,16 +13,17 @@ use super::names::NameMap;
 use super::ParseError;
 use crate::arena::Handle;
 use crate::graph::{Accessor, Alternative, Arg, ArgValue, Graph, KernelCommand, MemRef, Node, NodeKind};
-use crate::kernel::{Kernel, KernelBody, MemBase, OpKind};
+use crate::kernel::{Function, Kernel, KernelBody, MemBase, OpKind};
 use crate::module::{MemoryObject, Module};
 use crate::span::Span;
 
-/// The three kinds of module items, which share one namespace.
+/// The four kinds of module items, which share one namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ItemKind {
     Kernel,
     Memory,
     Graph,
+    Function,
 }
 
 impl ItemKind {
@@ -35,6 +36,7 @@ impl ItemKind {
             ItemKind::Kernel => "kernel",
             ItemKind::Memory => "memory object",
             ItemKind::Graph => "graph",
+            ItemKind::Function => "function",
         }
     }
 
@@ -43,6 +45,7 @@ impl ItemKind {
             ItemKind::Kernel => "a kernel",
             ItemKind::Memory => "a memory object",
             ItemKind::Graph => "a graph",
+            ItemKind::Function => "a function",
         }
     }
 
@@ -53,11 +56,12 @@ impl ItemKind {
                 "declare it at module level: `usm @x : f32[N]`, `buffer @b : f32[N]` or `device_global @g : T[N]`"
             }
             ItemKind::Graph => "define it at module level: `graph @name { ... }`",
+            ItemKind::Function => "define it at module level: `func @name(%p: T, ...) -> T { ... return %r }`",
         }
     }
 }
 
-const KINDS: [ItemKind; 3] = [ItemKind::Kernel, ItemKind::Memory, ItemKind::Graph];
+const KINDS: [ItemKind; 4] = [ItemKind::Kernel, ItemKind::Memory, ItemKind::Graph, ItemKind::Function];
 
 /// A handle for `index`. Indices here count items or names of an input of at most 1 GiB,
 /// far below the `u32::MAX - 1` a handle holds, so clamping never changes them.
@@ -69,7 +73,7 @@ struct Sym {
     /// Kind, arena index and name span of the first definition.
     def: Option<(ItemKind, usize, Span)>,
     /// The first reference of each kind, for "undefined" errors.
-    first_use: [Option<Span>; 3],
+    first_use: [Option<Span>; 4],
 }
 
 /// The module-level symbol table; a name's entry number is its symbol number.
@@ -84,7 +88,7 @@ impl<'s> Symbols<'s> {
     /// The symbol number of `name`. Interning a name has no effect of its own: a symbol
     /// neither referenced nor defined is never reported.
     pub fn intern(&mut self, name: &'s str) -> usize {
-        self.map.insert_with(name, || Sym { def: None, first_use: [None; 3] }).unwrap_or_else(|e| e)
+        self.map.insert_with(name, || Sym { def: None, first_use: [None; 4] }).unwrap_or_else(|e| e)
     }
 
     /// Records a reference to symbol `index` as a `kind` at `span` (the first one of each
@@ -145,13 +149,15 @@ impl<'s> Symbols<'s> {
     /// rewrites every provisional handle left in `module`.
     pub fn resolve(&self, module: &mut Module, errors: &mut Vec<ParseError>) {
         let n = self.map.len();
-        let mut maps = Maps { kernels: vec![None; n], memories: vec![None; n], graphs: vec![None; n] };
+        let mut maps =
+            Maps { kernels: vec![None; n], memories: vec![None; n], graphs: vec![None; n], functions: vec![None; n] };
         for (i, (name, sym)) in self.map.iter().enumerate() {
             if let Some((kind, index, _)) = sym.def {
                 match kind {
                     ItemKind::Kernel => maps.kernels[i] = Some(handle(index)),
                     ItemKind::Memory => maps.memories[i] = Some(handle(index)),
                     ItemKind::Graph => maps.graphs[i] = Some(handle(index)),
+                    ItemKind::Function => maps.functions[i] = Some(handle(index)),
                 }
             }
             for kind in KINDS {
@@ -191,6 +197,7 @@ struct Maps {
     kernels: Vec<Option<Handle<Kernel>>>,
     memories: Vec<Option<Handle<MemoryObject>>>,
     graphs: Vec<Option<Handle<Graph>>>,
+    functions: Vec<Option<Handle<Function>>>,
 }
 
 fn lookup<T>(map: &[Option<Handle<T>>], h: Handle<T>) -> Handle<T> {
@@ -277,7 +284,9 @@ impl Maps {
                 }
             }
         }
-        for (_, kernel) in module.kernels.iter_mut() {
+        let Module { kernels, functions, .. } = module;
+        let bodies = kernels.iter_mut().map(|(_, k)| k).chain(functions.iter_mut().map(|(_, f)| &mut f.def));
+        for kernel in bodies {
             let KernelBody::Ir(body) = &mut kernel.body else { continue };
             for (_, op) in body.ops.iter_mut() {
                 match &mut op.kind {
@@ -286,6 +295,7 @@ impl Maps {
                             self.memory(g);
                         }
                     }
+                    OpKind::Call { func, .. } => *func = lookup(&self.functions, *func),
                     _ => {}
                 }
             }

@@ -2,7 +2,7 @@
 
 use super::{name_in, Printer, INVALID};
 use crate::kernel::{
-    Body, Kernel, KernelBody, MemBase, Op, OpKind, ParamType, Region, ShaderSource, SpirvInterface, V,
+    Body, Function, Kernel, KernelBody, MemBase, Op, OpKind, ParamType, Region, ShaderSource, SpirvInterface, V,
 };
 
 /// Regions nested deeper than this are not printed. The parser never builds more than
@@ -14,6 +14,27 @@ impl Printer<'_> {
     pub(super) fn kernel(&mut self, k: &Kernel) {
         self.item_comment_lines(&k.comments);
         self.out.push_str("kernel ");
+        self.header(k);
+        self.definition(k);
+    }
+
+    /// `func @name(params) -> T, ... { body }`
+    pub(super) fn function(&mut self, f: &Function) {
+        self.item_comment_lines(&f.def.comments);
+        self.out.push_str("func ");
+        self.header(&f.def);
+        if !f.results.is_empty() {
+            self.out.push_str(" ->");
+            for (i, t) in f.results.iter().enumerate() {
+                self.out.push_str(if i > 0 { ", " } else { " " });
+                self.ty(*t);
+            }
+        }
+        self.definition(&f.def);
+    }
+
+    /// `@name(params)`
+    fn header(&mut self, k: &Kernel) {
         self.global(&k.name);
         self.out.push('(');
         for (i, p) in k.params.iter().enumerate() {
@@ -39,6 +60,10 @@ impl Printer<'_> {
             }
         }
         self.out.push(')');
+    }
+
+    /// The body (or external source) and the comments at the end of the line.
+    fn definition(&mut self, k: &Kernel) {
         match &k.body {
             KernelBody::Ir(body) => {
                 self.out.push_str(" {\n");
@@ -213,6 +238,14 @@ impl Printer<'_> {
                 self.array(*elem, *count);
             }
             OpKind::Yield(vs) => self.keyword_operands(body, "yield", vs),
+            OpKind::Return(vs) => self.keyword_operands(body, "return", vs),
+            OpKind::Call { func, args } => {
+                self.out.push_str("call ");
+                self.global(name_in(&self.module.functions, *func, |f| &f.def.name));
+                self.out.push('(');
+                self.values(body, args);
+                self.out.push(')');
+            }
             OpKind::For { var, lo, hi, step, carried, body: region } => {
                 self.out.push_str("for ");
                 self.value(body, *var);

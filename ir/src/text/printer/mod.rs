@@ -34,6 +34,11 @@ pub(super) fn print_module(module: &Module) -> String {
                     p.kernel(k);
                 }
             }
+            Item::Function(h) => {
+                if let Some(f) = module.functions.try_get(h) {
+                    p.function(f);
+                }
+            }
             Item::Memory(h) => {
                 if let Some(m) = module.memories.try_get(h) {
                     p.memory(m);
@@ -57,6 +62,7 @@ pub(super) fn print_module(module: &Module) -> String {
 fn item_comments(module: &Module, item: Item) -> Option<&Comments> {
     match item {
         Item::Kernel(h) => module.kernels.try_get(h).map(|k| &k.comments),
+        Item::Function(h) => module.functions.try_get(h).map(|f| &f.def.comments),
         Item::Memory(h) => module.memories.try_get(h).map(|m| &m.comments),
         Item::Graph(h) => module.graphs.try_get(h).map(|g| &g.comments),
     }

@@ -1,0 +1,342 @@
+//! Inlining: every `call` replaced by the body of the function it calls.
+//!
+//! Codegen, the footprint analysis and the passes see kernels without calls: a GPU has no
+//! call stack worth using for kernels this size, LLVM's SPIR-V backend would inline the
+//! functions anyway, and the analyses stay intraprocedural. The interpreter runs calls as
+//! calls, so it checks this file rather than sharing it.
+//!
+//! A body is rebuilt in pre-order (docs/ir.md, "Numbering"), so printing and parsing the
+//! result gives it back. Where a call stood, the callee's ops follow one another with its
+//! parameters replaced by the arguments; the call's results become the values the callee
+//! returns, which take the call's result names where the callee defined them. The callee's
+//! other values are renamed `%<call result or function>.<n>.<name>`, with `n` counting the
+//! calls inlined into the kernel, so that names stay unique and say where they came from.
+
+use std::collections::HashSet;
+
+use crate::arena::{Arena, Handle};
+use crate::kernel::{Body, Function, Kernel, KernelBody, MemBase, Op, OpKind, Region, Value, ValueDef, V};
+use crate::module::Module;
+
+/// Calls nested deeper than this are refused: the verifier refuses recursion (E0341), so
+/// only a module built through the API and not verified gets here.
+const MAX_CALL_DEPTH: usize = 64;
+
+/// Why a body could not be inlined (only for a module that does not verify).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineError {
+    /// The kernel.
+    pub kernel: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl std::fmt::Display for InlineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot inline the calls of @{}: {}", self.kernel, self.problem)
+    }
+}
+
+impl std::error::Error for InlineError {}
+
+/// Whether `body` calls a function.
+pub fn has_calls(body: &Body) -> bool {
+    body.ops.iter().any(|(_, op)| matches!(op.kind, OpKind::Call { .. }))
+}
+
+/// Inlines every call in every kernel of `module` and removes its functions (every one is
+/// unused then). Returns the number of calls inlined, counting nested ones.
+pub fn inline_module(module: &mut Module) -> Result<usize, InlineError> {
+    let mut total = 0;
+    let mut bodies = Vec::new();
+    for (h, k) in module.kernels.iter() {
+        if let KernelBody::Ir(body) = &k.body {
+            if has_calls(body) {
+                let (body, n) = inline_body_counted(&module.functions, k, body)?;
+                bodies.push((h, body));
+                total += n;
+            }
+        }
+    }
+    for (h, body) in bodies {
+        module.kernels[h].body = KernelBody::Ir(body);
+    }
+    if !module.functions.is_empty() {
+        module.functions = Arena::new();
+        module.items.retain(|i| !matches!(i, crate::module::Item::Function(_)));
+    }
+    Ok(total)
+}
+
+/// `kernel`'s body (`body`) with every call inlined.
+pub fn inline_body(functions: &Arena<Function>, kernel: &Kernel, body: &Body) -> Result<Body, InlineError> {
+    inline_body_counted(functions, kernel, body).map(|(b, _)| b)
+}
+
+/// `kernel` with every call inlined (a copy); `None` when it has no calls or no body.
+pub fn inlined_kernel(functions: &Arena<Function>, kernel: &Kernel) -> Result<Option<Kernel>, InlineError> {
+    let KernelBody::Ir(body) = &kernel.body else { return Ok(None) };
+    if !has_calls(body) {
+        return Ok(None);
+    }
+    let body = inline_body(functions, kernel, body)?;
+    Ok(Some(Kernel { body: KernelBody::Ir(body), ..kernel.clone() }))
+}
+
+fn inline_body_counted(
+    functions: &Arena<Function>,
+    kernel: &Kernel,
+    body: &Body,
+) -> Result<(Body, usize), InlineError> {
+    let names: HashSet<String> = body.values.iter().map(|(_, v)| v.name.clone()).collect();
+    let mut b = Builder { functions, kernel: &kernel.name, out: Body::default(), names, calls: 0 };
+    let mut map = vec![None; body.values.len()];
+    for (i, p) in kernel.params.iter().enumerate() {
+        let v = Handle::from_usize(i).ok_or_else(|| b.error("too many parameters"))?;
+        let span = body.values.span(v);
+        let value = Value { name: p.name.clone(), ty: p.ty.into(), def: ValueDef::Param(i as u32) };
+        map[i] = Some(b.out.values.append(value, span));
+    }
+    let mut frame = Frame { body, map, prefix: None, depth: 0 };
+    b.out.entry = b.region(&mut frame, &body.entry)?;
+    Ok((b.out, b.calls))
+}
+
+/// The values of one body being copied: its value handles to the new body's.
+struct Frame<'a> {
+    body: &'a Body,
+    map: Vec<Option<V>>,
+    /// `Some(prefix)` in an inlined function: its values are renamed `prefix.name`.
+    prefix: Option<String>,
+    depth: usize,
+}
+
+struct Builder<'a> {
+    functions: &'a Arena<Function>,
+    kernel: &'a str,
+    out: Body,
+    /// Every value name in the new body, and the old one's (so new names avoid both).
+    names: HashSet<String>,
+    calls: usize,
+}
+
+impl Builder<'_> {
+    fn error(&self, problem: &str) -> InlineError {
+        InlineError { kernel: self.kernel.to_string(), problem: problem.to_string() }
+    }
+
+    fn unique(&mut self, wanted: String) -> String {
+        let mut name = wanted.clone();
+        let mut n = 1;
+        while !self.names.insert(name.clone()) {
+            name = format!("{wanted}.{n}");
+            n += 1;
+        }
+        name
+    }
+
+    /// Defines the copy of `old` (of `f.body`) in the new body.
+    fn value(&mut self, f: &mut Frame<'_>, old: V, def: ValueDef) -> Result<V, InlineError> {
+        let value = f.body.values.try_get(old).ok_or_else(|| self.error("a dangling value"))?;
+        let name = match &f.prefix {
+            Some(prefix) => self.unique(format!("{prefix}.{}", value.name)),
+            // The kernel's own names are kept as they are (they are unique already).
+            None => value.name.clone(),
+        };
+        let v = self.out.values.append(Value { name, ty: value.ty, def }, f.body.values.span(old));
+        if let Some(slot) = f.map.get_mut(old.index()) {
+            *slot = Some(v);
+        }
+        Ok(v)
+    }
+
+    fn region(&mut self, f: &mut Frame<'_>, region: &Region) -> Result<Region, InlineError> {
+        let mut ops = Vec::with_capacity(region.ops.len());
+        for &h in &region.ops {
+            let op = f.body.ops.try_get(h).ok_or_else(|| self.error("a dangling op"))?;
+            if let OpKind::Call { func, args } = &op.kind {
+                self.call(f, op, *func, args, &mut ops)?;
+            } else {
+                ops.push(self.op(f, h, op)?);
+            }
+        }
+        Ok(Region { ops, closing_comments: region.closing_comments.clone() })
+    }
+
+    /// Copies one op (not a call) and, in pre-order, its values and regions.
+    fn op(&mut self, f: &mut Frame<'_>, h: Handle<Op>, op: &Op) -> Result<Handle<Op>, InlineError> {
+        let span = f.body.ops.span(h);
+        let new = self
+            .out
+            .ops
+            .append(Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: op.comments.clone() }, span);
+        let mut results = Vec::with_capacity(op.results.len());
+        for (i, &r) in op.results.iter().enumerate() {
+            results.push(self.value(f, r, ValueDef::Result(new, i as u32))?);
+        }
+        let kernel = self.kernel;
+        let m = |f: &Frame<'_>, v: V| -> Result<V, InlineError> {
+            f.map.get(v.index()).copied().flatten().ok_or_else(|| InlineError {
+                kernel: kernel.to_string(),
+                problem: "a value used before its definition".to_string(),
+            })
+        };
+        let mem = |f: &Frame<'_>, mem: MemBase| -> Result<MemBase, InlineError> {
+            Ok(match mem {
+                MemBase::Value(v) => MemBase::Value(m(f, v)?),
+                global => global,
+            })
+        };
+        let kind = match &op.kind {
+            OpKind::For { var, lo, hi, step, carried, body } => {
+                let (lo, hi, step) = (m(f, *lo)?, m(f, *hi)?, m(f, *step)?);
+                let var = self.value(f, *var, ValueDef::LoopVar(new))?;
+                let mut cs = Vec::with_capacity(carried.len());
+                for (i, &(inner, init)) in carried.iter().enumerate() {
+                    let init = m(f, init)?;
+                    cs.push((self.value(f, inner, ValueDef::Carried(new, i as u32))?, init));
+                }
+                let body = self.region(f, body)?;
+                OpKind::For { var, lo, hi, step, carried: cs, body }
+            }
+            OpKind::If { cond, result_types, then_region, else_region } => {
+                let cond = m(f, *cond)?;
+                let then_region = self.region(f, then_region)?;
+                let else_region = match else_region {
+                    Some(r) => Some(self.region(f, r)?),
+                    None => None,
+                };
+                OpKind::If { cond, result_types: result_types.clone(), then_region, else_region }
+            }
+            OpKind::Call { .. } => return Err(self.error("a call where an op was expected")),
+            other => {
+                let mut kind = other.clone();
+                for v in simple_operands_mut(&mut kind) {
+                    *v = m(f, *v)?;
+                }
+                match &mut kind {
+                    OpKind::Load { mem: x, .. } | OpKind::Store { mem: x, .. } | OpKind::Atomic { mem: x, .. } => {
+                        *x = mem(f, *x)?
+                    }
+                    _ => {}
+                }
+                kind
+            }
+        };
+        self.out.ops[new] = Op { kind, results, comments: op.comments.clone() };
+        Ok(new)
+    }
+
+    /// Splices the body of `func` into `ops`, in place of `call`.
+    fn call(
+        &mut self,
+        f: &mut Frame<'_>,
+        call: &Op,
+        func: Handle<Function>,
+        args: &[V],
+        ops: &mut Vec<Handle<Op>>,
+    ) -> Result<(), InlineError> {
+        if f.depth >= MAX_CALL_DEPTH {
+            return Err(self.error("calls nest too deep (is a function recursive?)"));
+        }
+        let callee = self.functions.try_get(func).ok_or_else(|| self.error("a call of a missing function"))?;
+        let body = callee.body().ok_or_else(|| self.error("a function without a body"))?;
+        if args.len() != callee.def.params.len() {
+            return Err(self.error("a call with the wrong number of arguments"));
+        }
+        let n = self.calls;
+        self.calls += 1;
+        let stem = call
+            .results
+            .first()
+            .and_then(|&r| f.body.values.try_get(r))
+            .map_or_else(|| callee.def.name.clone(), |v| v.name.clone());
+        let mut map = vec![None; body.values.len()];
+        for (i, &a) in args.iter().enumerate() {
+            let arg = f.map.get(a.index()).copied().flatten().ok_or_else(|| self.error("an undefined argument"))?;
+            if let Some(slot) = map.get_mut(i) {
+                *slot = Some(arg);
+            }
+        }
+        // The values the callee returns take the call's result names (each one once).
+        let returned: Vec<V> = body
+            .entry
+            .ops
+            .last()
+            .and_then(|&h| body.ops.try_get(h))
+            .and_then(|op| match &op.kind {
+                OpKind::Return(vs) => Some(vs.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let prefix = match &f.prefix {
+            Some(outer) => format!("{outer}.{stem}.{n}"),
+            None => format!("{stem}.{n}"),
+        };
+        let mut inner = Frame { body, map, prefix: Some(prefix), depth: f.depth + 1 };
+        let mut renames = Vec::new();
+        for (&ret, &res) in returned.iter().zip(&call.results) {
+            let param = body.values.try_get(ret).is_some_and(|v| matches!(v.def, ValueDef::Param(_)));
+            if !param && !renames.iter().any(|(r, _)| *r == ret) {
+                renames.push((ret, res));
+            }
+        }
+        for &h in &body.entry.ops {
+            let op = body.ops.try_get(h).ok_or_else(|| self.error("a dangling op"))?;
+            match &op.kind {
+                OpKind::Return(_) => {}
+                OpKind::Call { func, args } => self.call(&mut inner, op, *func, args, ops)?,
+                _ => {
+                    let before = self.out.values.len();
+                    ops.push(self.op(&mut inner, h, op)?);
+                    // A returned value defined by this op takes the call result's name.
+                    for (ret, res) in &renames {
+                        if let Some(new) = inner.map.get(ret.index()).copied().flatten() {
+                            if new.index() >= before {
+                                let Some(wanted) = f.body.values.try_get(*res).map(|v| v.name.clone()) else {
+                                    continue;
+                                };
+                                let old = std::mem::take(&mut self.out.values[new].name);
+                                self.names.remove(&old);
+                                // The kernel's own result name is free (the call's results are
+                                // not copied); a callee's takes its frame's prefix.
+                                self.out.values[new].name = match &f.prefix {
+                                    Some(prefix) => self.unique(format!("{prefix}.{wanted}")),
+                                    None => wanted,
+                                };
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (&ret, &res) in returned.iter().zip(&call.results) {
+            let v = inner.map.get(ret.index()).copied().flatten().ok_or_else(|| self.error("an undefined result"))?;
+            if let Some(slot) = f.map.get_mut(res.index()) {
+                *slot = Some(v);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The value operands of an op without regions, memory bases aside.
+fn simple_operands_mut(kind: &mut OpKind) -> Vec<&mut V> {
+    match kind {
+        OpKind::Const(..) | OpKind::Builtin(..) | OpKind::GroupBarrier | OpKind::LocalAlloc { .. } => Vec::new(),
+        OpKind::Unary(_, a) | OpKind::Cast(a, _) | OpKind::Splat(a, _) | OpKind::Extract(a, _) => vec![a],
+        OpKind::Binary(_, a, b) | OpKind::Cmp(_, a, b) | OpKind::Insert(a, _, b) => vec![a, b],
+        OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) => vec![a, b, c],
+        OpKind::Construct(vs) | OpKind::Yield(vs) | OpKind::Return(vs) => vs.iter_mut().collect(),
+        OpKind::Call { args, .. } => args.iter_mut().collect(),
+        OpKind::Load { index, .. } => vec![index],
+        OpKind::Store { index, value, .. } => vec![index, value],
+        OpKind::Atomic { index, value, expected, .. } => {
+            let mut out = vec![index, value];
+            out.extend(expected.as_mut());
+            out
+        }
+        OpKind::Subgroup(sg) => sg.operands_mut(),
+        OpKind::For { .. } | OpKind::If { .. } => Vec::new(),
+    }
+}
