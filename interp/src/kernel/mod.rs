@@ -61,6 +61,7 @@ pub(crate) fn run(
         kernel,
         body,
         functions,
+        launched: &kernel.name,
         node,
         prep,
         ids: GroupIds::default(),

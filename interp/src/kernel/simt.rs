@@ -44,6 +44,8 @@ pub(crate) struct Exec<'k, 'r, 'a> {
     pub body: &'k Body,
     /// The module's functions, which `call` runs.
     pub functions: &'k Arena<Function>,
+    /// The launched kernel's name (`kernel` is a function's while a call runs).
+    pub launched: &'k str,
     pub node: &'r str,
     pub prep: Prepared,
     pub ids: GroupIds,
@@ -103,7 +105,11 @@ impl<'k> Exec<'k, '_, '_> {
         InterpError::Fault(Box::new(Fault {
             node: self.node.to_string(),
             site: Some(KernelSite {
-                kernel: self.kernel.name.clone(),
+                kernel: if self.kernel.name == self.launched {
+                    self.kernel.name.clone()
+                } else {
+                    format!("{} (in function @{})", self.launched, self.kernel.name)
+                },
                 op: keyword,
                 op_index: op.index(),
                 span: self.body.ops.span(op),

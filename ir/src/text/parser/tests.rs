@@ -52,7 +52,7 @@ fn unexpected_token_says_what_was_expected_and_how_to_write_it() {
         error("42"),
         e(
             "E0010",
-            "expected an item (`kernel`, `usm`, `buffer`, `device_global` or `graph`), found integer `42`",
+            "expected an item (`kernel`, `func`, `usm`, `buffer`, `device_global` or `graph`), found integer `42`",
             1,
             1
         )
