@@ -36,6 +36,8 @@ use std::fmt;
 pub enum Subject {
     /// A kernel definition (`@name`).
     Kernel(String),
+    /// A function definition (`@name`).
+    Function(String),
     /// A memory object (`@name`).
     Memory(String),
     /// A graph's own attributes (properties, device, context).
@@ -61,6 +63,7 @@ impl fmt::Display for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Subject::Kernel(n) => write!(f, "kernel @{n}"),
+            Subject::Function(n) => write!(f, "func @{n}"),
             Subject::Memory(n) => write!(f, "@{n}"),
             Subject::Graph(n) => write!(f, "graph @{n}"),
             Subject::Queue(n) => write!(f, "queue @{n}"),
@@ -417,35 +420,17 @@ fn compare_attrs(subject: &Subject, a: &[Attr], b: &[Attr], out: &mut Vec<Entry>
     }
 }
 
-/// Kernels and memory objects: A's order, then B's additions.
+/// Kernels, functions and memory objects: A's order, then B's additions.
 fn module_entries(a: &Module, b: &Module) -> Vec<Entry> {
     let mut out = Vec::new();
-    for (_, ka) in a.kernels.iter() {
-        let subject = Subject::Kernel(ka.name.clone());
-        let text_a = attrs::kernel_text(a, ka);
-        match b.kernel_by_name(&ka.name).and_then(|h| b.kernels.try_get(h)) {
-            None => out.push(Entry::Removed { subject, text: first_line(&text_a), note: None }),
-            Some(kb) => {
-                let text_b = attrs::kernel_text(b, kb);
-                let (la, lb): (Vec<&str>, Vec<&str>) = (text_a.lines().collect(), text_b.lines().collect());
-                let (sig_a, sig_b) = (la.first().copied().unwrap_or(""), lb.first().copied().unwrap_or(""));
-                if sig_a != sig_b {
-                    let (old, new) = (first_line(sig_a), first_line(sig_b));
-                    out.push(Entry::Changed { subject: subject.clone(), attr: "signature".into(), old, new });
-                }
-                let (hunks, removed, added) = lines::unified(la.get(1..).unwrap_or(&[]), lb.get(1..).unwrap_or(&[]), 2);
-                if !hunks.is_empty() {
-                    out.push(Entry::Body { subject, removed, added, hunks });
-                }
-            }
-        }
-    }
-    for (_, kb) in b.kernels.iter() {
-        if a.kernel_by_name(&kb.name).is_none() {
-            let text = first_line(&attrs::kernel_text(b, kb));
-            out.push(Entry::Added { subject: Subject::Kernel(kb.name.clone()), text, note: None });
-        }
-    }
+    let kernels = |m: &Module| -> Vec<(String, String)> {
+        m.kernels.iter().map(|(_, k)| (k.name.clone(), attrs::kernel_text(m, k))).collect()
+    };
+    let functions = |m: &Module| -> Vec<(String, String)> {
+        m.functions.iter().map(|(h, f)| (f.def.name.clone(), attrs::function_text(m, h))).collect()
+    };
+    definitions(&kernels(a), &kernels(b), Subject::Kernel, &mut out);
+    definitions(&functions(a), &functions(b), Subject::Function, &mut out);
     for (_, ma) in a.memories.iter() {
         let subject = Subject::Memory(ma.name.clone());
         match b.memory_by_name(&ma.name).and_then(|h| b.memories.try_get(h)) {
@@ -460,6 +445,40 @@ fn module_entries(a: &Module, b: &Module) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// Definitions (kernels or functions) as (name, text), paired by name: A's order, then B's
+/// additions; a changed first line is a signature change, other lines a body hunk.
+fn definitions(
+    a: &[(String, String)],
+    b: &[(String, String)],
+    subject: fn(String) -> Subject,
+    out: &mut Vec<Entry>,
+) {
+    let find = |list: &'_ [(String, String)], name: &str| list.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
+    for (name, text_a) in a {
+        let subject = subject(name.clone());
+        match find(b, name) {
+            None => out.push(Entry::Removed { subject, text: first_line(text_a), note: None }),
+            Some(text_b) => {
+                let (la, lb): (Vec<&str>, Vec<&str>) = (text_a.lines().collect(), text_b.lines().collect());
+                let (sig_a, sig_b) = (la.first().copied().unwrap_or(""), lb.first().copied().unwrap_or(""));
+                if sig_a != sig_b {
+                    let (old, new) = (first_line(sig_a), first_line(sig_b));
+                    out.push(Entry::Changed { subject: subject.clone(), attr: "signature".into(), old, new });
+                }
+                let (hunks, removed, added) = lines::unified(la.get(1..).unwrap_or(&[]), lb.get(1..).unwrap_or(&[]), 2);
+                if !hunks.is_empty() {
+                    out.push(Entry::Body { subject, removed, added, hunks });
+                }
+            }
+        }
+    }
+    for (name, text_b) in b {
+        if find(a, name).is_none() {
+            out.push(Entry::Added { subject: subject(name.clone()), text: first_line(text_b), note: None });
+        }
+    }
 }
 
 /// The first line of a printed kernel, without its opening brace: `kernel @k(%x: f32)`.

@@ -277,6 +277,25 @@ pub(crate) fn memory_text(m: &MemoryObject) -> String {
 /// compared by. Other kernels are left out; memory objects are kept so that `@global`
 /// operands print by name.
 pub(crate) fn kernel_text(module: &Module, kernel: &Kernel) -> String {
+    let mut alone = Module { memories: module.memories.clone(), functions: module.functions.clone(), ..Module::default() };
+    let h: Handle<Kernel> = alone.kernels.append(uncommented(kernel), Span::UNDEFINED);
+    alone.items.push(Item::Kernel(h));
+    // Closing comments of regions are whole lines; nothing else starts with `//`.
+    crate::text::print(&alone).lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// A function printed alone, as [`kernel_text`] prints a kernel.
+pub(crate) fn function_text(module: &Module, f: Handle<crate::kernel::Function>) -> String {
+    let mut alone = Module { memories: module.memories.clone(), functions: module.functions.clone(), ..Module::default() };
+    if let Some(func) = alone.functions.try_get_mut(f) {
+        func.def = uncommented(&func.def);
+    }
+    alone.items.push(Item::Function(f));
+    crate::text::print(&alone).lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// `kernel` without its comments.
+fn uncommented(kernel: &Kernel) -> Kernel {
     let mut k = kernel.clone();
     k.comments = Default::default();
     if let crate::kernel::KernelBody::Ir(body) = &mut k.body {
@@ -284,9 +303,6 @@ pub(crate) fn kernel_text(module: &Module, kernel: &Kernel) -> String {
             op.comments = Default::default();
         }
     }
-    let mut alone = Module { memories: module.memories.clone(), ..Module::default() };
-    let h: Handle<Kernel> = alone.kernels.append(k, Span::UNDEFINED);
-    alone.items.push(Item::Kernel(h));
-    // Closing comments of regions are whole lines; nothing else starts with `//`.
-    crate::text::print(&alone).lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+    k
 }
+
