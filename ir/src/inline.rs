@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 
 use crate::arena::{Arena, Handle};
-use crate::kernel::{Body, Function, Kernel, KernelBody, MemBase, Op, OpKind, Region, Value, ValueDef, V};
+use crate::kernel::{Body, Function, Kernel, KernelBody, Op, OpKind, Region, Value, ValueDef, V};
 use crate::module::Module;
 
 /// Calls nested deeper than this are refused: the verifier refuses recursion (E0341), so
@@ -181,12 +181,6 @@ impl Builder<'_> {
                 problem: "a value used before its definition".to_string(),
             })
         };
-        let mem = |f: &Frame<'_>, mem: MemBase| -> Result<MemBase, InlineError> {
-            Ok(match mem {
-                MemBase::Value(v) => MemBase::Value(m(f, v)?),
-                global => global,
-            })
-        };
         let kind = match &op.kind {
             OpKind::For { var, lo, hi, step, carried, body } => {
                 let (lo, hi, step) = (m(f, *lo)?, m(f, *hi)?, m(f, *step)?);
@@ -211,14 +205,8 @@ impl Builder<'_> {
             OpKind::Call { .. } => return Err(self.error("a call where an op was expected")),
             other => {
                 let mut kind = other.clone();
-                for v in simple_operands_mut(&mut kind) {
+                for v in kind.operands_mut() {
                     *v = m(f, *v)?;
-                }
-                match &mut kind {
-                    OpKind::Load { mem: x, .. } | OpKind::Store { mem: x, .. } | OpKind::Atomic { mem: x, .. } => {
-                        *x = mem(f, *x)?
-                    }
-                    _ => {}
                 }
                 kind
             }
@@ -317,26 +305,5 @@ impl Builder<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// The value operands of an op without regions, memory bases aside.
-fn simple_operands_mut(kind: &mut OpKind) -> Vec<&mut V> {
-    match kind {
-        OpKind::Const(..) | OpKind::Builtin(..) | OpKind::GroupBarrier | OpKind::LocalAlloc { .. } => Vec::new(),
-        OpKind::Unary(_, a) | OpKind::Cast(a, _) | OpKind::Splat(a, _) | OpKind::Extract(a, _) => vec![a],
-        OpKind::Binary(_, a, b) | OpKind::Cmp(_, a, b) | OpKind::Insert(a, _, b) => vec![a, b],
-        OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) => vec![a, b, c],
-        OpKind::Construct(vs) | OpKind::Yield(vs) | OpKind::Return(vs) => vs.iter_mut().collect(),
-        OpKind::Call { args, .. } => args.iter_mut().collect(),
-        OpKind::Load { index, .. } => vec![index],
-        OpKind::Store { index, value, .. } => vec![index, value],
-        OpKind::Atomic { index, value, expected, .. } => {
-            let mut out = vec![index, value];
-            out.extend(expected.as_mut());
-            out
-        }
-        OpKind::Subgroup(sg) => sg.operands_mut(),
-        OpKind::For { .. } | OpKind::If { .. } => Vec::new(),
     }
 }

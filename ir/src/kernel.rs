@@ -627,6 +627,50 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// The values the op reads itself (not those the ops of its regions read): operands,
+    /// memory that is a value (`%buf`), call arguments, `yield`/`return` values, a `for`'s
+    /// bounds, step and initial carried values, an `if`'s condition.
+    pub fn operands_mut(&mut self) -> Vec<&mut V> {
+        fn mem(m: &mut MemBase) -> Option<&mut V> {
+            match m {
+                MemBase::Value(v) => Some(v),
+                MemBase::Global(_) => None,
+            }
+        }
+        match self {
+            OpKind::Const(..) | OpKind::Builtin(..) | OpKind::GroupBarrier | OpKind::LocalAlloc { .. } => Vec::new(),
+            OpKind::Unary(_, a) | OpKind::Cast(a, _) | OpKind::Splat(a, _) | OpKind::Extract(a, _) => vec![a],
+            OpKind::Binary(_, a, b) | OpKind::Cmp(_, a, b) | OpKind::Insert(a, _, b) => vec![a, b],
+            OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) => vec![a, b, c],
+            OpKind::Construct(vs) | OpKind::Yield(vs) | OpKind::Return(vs) => vs.iter_mut().collect(),
+            OpKind::Call { args, .. } => args.iter_mut().collect(),
+            OpKind::Load { mem: m, index } => mem(m).into_iter().chain([index]).collect(),
+            OpKind::Store { mem: m, index, value } => mem(m).into_iter().chain([index, value]).collect(),
+            OpKind::Atomic { mem: m, index, value, expected, .. } => {
+                mem(m).into_iter().chain([index]).chain(expected.as_mut()).chain([value]).collect()
+            }
+            OpKind::Subgroup(sg) => sg.operands_mut(),
+            OpKind::For { lo, hi, step, carried, .. } => {
+                [lo, hi, step].into_iter().chain(carried.iter_mut().map(|(_, init)| init)).collect()
+            }
+            OpKind::If { cond, .. } => vec![cond],
+        }
+    }
+
+    /// The values the op reads itself, as [`OpKind::operands_mut`] lists them.
+    pub fn operands(&self) -> Vec<V> {
+        self.clone().operands_mut().into_iter().map(|v| *v).collect()
+    }
+
+    /// The op's regions, in order.
+    pub fn regions(&self) -> Vec<&Region> {
+        match self {
+            OpKind::For { body, .. } => vec![body],
+            OpKind::If { then_region, else_region, .. } => std::iter::once(then_region).chain(else_region).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The keyword of a work-group op (`group_barrier`, `local`, `local_id`, `group_id`,
     /// `local_range`, `group_range`, and every subgroup op): what only an `nd_range` launch
     /// gives a kernel.

@@ -5,6 +5,7 @@
 //! every output compared per kernel.
 
 pub mod gen;
+pub mod outline;
 pub mod reduce;
 pub mod remote;
 
@@ -18,6 +19,9 @@ use gen::{GenOptions, Kernel, Role, Ty, S};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
+
+/// The chance, in percent, that a kernel gets a run of its ops outlined into a function.
+const OUTLINE_PERCENT: u64 = 35;
 
 /// Most kernel op executions per interpreter run (a generator bug, not a hang, if exceeded).
 const FUEL: u64 = 1 << 28;
@@ -429,12 +433,29 @@ pub fn prepare(batch: &[Entry], stats: &mut Stats) -> Result<Prepared, String> {
 /// `from`'s bytes.
 pub fn prepare_with(batch: &[Entry], from: Option<&BatchMemory>, stats: &mut Stats) -> Result<Prepared, String> {
     let text = module_text(batch);
-    let render = |d: Vec<cmdgraph_ir::diag::Diagnostic>| -> String {
-        d.iter().map(|d| d.render("fuzz.cgir", &text)).collect::<Vec<_>>().join("\n")
+    let render = |d: Vec<cmdgraph_ir::diag::Diagnostic>, text: &str| -> String {
+        d.iter().map(|d| d.render("fuzz.cgir", text)).collect::<Vec<_>>().join("\n")
     };
-    let module = cmdgraph_ir::text::parse(&text).map_err(|d| format!("the batch does not parse:\n{}", render(d)))?;
-    cmdgraph_ir::verify::verify(&module).map_err(|d| format!("the batch does not verify:\n{}", render(d)))?;
+    let mut module =
+        cmdgraph_ir::text::parse(&text).map_err(|d| format!("the batch does not parse:\n{}", render(d, &text)))?;
+    cmdgraph_ir::verify::verify(&module).map_err(|d| format!("the batch does not verify:\n{}", render(d, &text)))?;
     let seed = batch.first().map(|e| e.seed).unwrap_or(0);
+    // Some kernels call a function holding a run of their ops (outline.rs); the module is
+    // then what its text reads back as.
+    let outlined = outline::outline(&mut module, &mut Rng(seed ^ 0x0071_1e5e), OUTLINE_PERCENT);
+    let text = if outlined > 0 {
+        let printed = cmdgraph_ir::text::print(&module);
+        module = cmdgraph_ir::text::parse(&printed)
+            .map_err(|d| format!("the outlined batch does not parse:\n{}", render(d, &printed)))?;
+        cmdgraph_ir::verify::verify(&module)
+            .map_err(|d| format!("the outlined batch does not verify:\n{}", render(d, &printed)))?;
+        let c = stats.features.entry("call (a run of ops outlined into a function)").or_default();
+        c.0 += outlined;
+        c.1 += outlined;
+        printed
+    } else {
+        text
+    };
     let mut mems = memories(batch, seed);
     for m in &mut mems {
         if let Some(f) = from.and_then(|f| f.0.iter().find(|f| f.0 == m.0 && f.1.len() == m.1.len())) {
