@@ -26,6 +26,27 @@ kernel @saxpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
   store %y[%i], %r
 } // trailing comment on a kernel
 
+// a function with two results, and one without
+func @minmax(%a: f32, %b: f32) -> f32, f32 {
+  %lo = min %a, %b
+  %hi = max %a, %b
+  return %lo, %hi
+}
+
+func @put(%out: buf<f32, write>, %tile: local<f32>, %i: u32, %v: f32) {
+  store %tile[%i], %v
+  group_barrier
+  %w = load %tile[%i]
+  store %out[%i], %w
+}
+
+kernel @calls(%x: buf<f32, read_write>, %tile: local<f32>) {
+  %i = local_id 0
+  %a = load %x[%i]
+  %lo, %hi = call @minmax(%a, %a)
+  call @put(%x, %tile, %i, %hi)
+}
+
 kernel @ops(%in: buf<f32, read>, %out: buf<f32, write>, %cnt: buf<u32, read_write>, %big: buf<i64, read_write>, %fa: buf<f32, read_write>, %tile: local<f32>, %n: u32, %v4: vec4<f32>, %h: f16, %z: buf<f32, no_init>) {
   // builtins
   %gi = global_id 0
@@ -357,13 +378,13 @@ fn the_canonical_module_uses_every_construct() {
     assert!(m.memories.iter().any(|(_, mem)| matches!(mem.kind, MemoryKind::Usm(UsmKind::Host))));
     // Ops, and every operator of each family.
     let mut ops = Vec::new();
-    for (_, k) in m.kernels.iter() {
+    for k in m.kernels.iter().map(|(_, k)| k).chain(m.functions.iter().map(|(_, f)| &f.def)) {
         if let KernelBody::Ir(body) = &k.body {
             ops_in(body, &body.entry, &mut ops);
         }
     }
     let op_names: BTreeSet<String> = ops.iter().map(|k| variant(format!("{k:?}"))).collect();
-    assert_eq!(op_names.len(), 20, "{op_names:?}");
+    assert_eq!(op_names.len(), 22, "{op_names:?}");
     let operators: BTreeSet<String> = ops
         .iter()
         .filter_map(|k| match k {
@@ -377,7 +398,7 @@ fn the_canonical_module_uses_every_construct() {
         .collect();
     assert_eq!(operators.len(), 6 + 12 + 13 + 6 + 9, "{operators:?}");
     assert!(ops.iter().any(|k| matches!(k, OpKind::Atomic { mem: cmdgraph_ir::kernel::MemBase::Global(_), .. })));
-    assert!(matches!(m.kernels.iter().nth(2).map(|(_, k)| &k.body), Some(KernelBody::Spirv { .. })));
+    assert!(matches!(m.kernels.iter().nth(3).map(|(_, k)| &k.body), Some(KernelBody::Spirv { .. })));
     assert!(m.trailing_comments.len() == 2);
 }
 
