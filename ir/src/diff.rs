@@ -449,12 +449,7 @@ fn module_entries(a: &Module, b: &Module) -> Vec<Entry> {
 
 /// Definitions (kernels or functions) as (name, text), paired by name: A's order, then B's
 /// additions; a changed first line is a signature change, other lines a body hunk.
-fn definitions(
-    a: &[(String, String)],
-    b: &[(String, String)],
-    subject: fn(String) -> Subject,
-    out: &mut Vec<Entry>,
-) {
+fn definitions(a: &[(String, String)], b: &[(String, String)], subject: fn(String) -> Subject, out: &mut Vec<Entry>) {
     let find = |list: &'_ [(String, String)], name: &str| list.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
     for (name, text_a) in a {
         let subject = subject(name.clone());

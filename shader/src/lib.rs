@@ -56,9 +56,7 @@
 //! bitcasts, dynamic indexing of vectors, stores to one lane of a vector in memory,
 //! `arrayLength`, uses of a whole array or struct loaded from memory, math functions the IR
 //! cannot express exactly, derivatives,
-//! subgroup operations, pipeline overrides, a memory barrier without a control barrier, and a
-//! barrier over storage buffers (`storageBarrier()`: the IR's `group_barrier` fences work-group
-//! memory only).
+//! subgroup operations, pipeline overrides, and a memory barrier without a control barrier.
 
 mod error;
 mod lower;

@@ -162,12 +162,3 @@ fn used_whole_array_load_is_refused_at_the_load() {
     let (_, src) = shader("err_whole_load.wgsl");
     assert_eq!(line_of(&src, &e.span), 6, "{e}");
 }
-
-/// WGSL's `storageBarrier()` orders storage-buffer accesses within a work-group; the IR's
-/// `group_barrier` fences work-group memory only, so it is refused rather than translated into
-/// a barrier that does not promise what the shader relies on. (GLSL's `barrier()`, which naga
-/// gives every flag, promises shared variables only and stays translated: run.rs's reductions.)
-#[test]
-fn storage_barrier_is_refused_wgsl() {
-    refused("err_storage_barrier.wgsl", "storageBarrier", "only work-group memory barriers");
-}

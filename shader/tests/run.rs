@@ -458,3 +458,19 @@ fn compare_exchange_fixed_size_and_scalar_storage_buffers_wgsl_match_reference()
     assert_eq!(u32s(&out[2]), want_out, "{file}: results");
     assert_eq!(u32s(&out[3]), vec![want_out.iter().skip(1).step_by(2).sum::<u32>()], "{file}: count");
 }
+
+/// WGSL's `storageBarrier()` is the IR's `group_barrier` (a work-group barrier with a fence
+/// over all memory): after it, each work-item reads what its neighbour in the work-group
+/// wrote before it.
+#[test]
+fn storage_barrier_orders_buffer_accesses_within_the_work_group_wgsl() {
+    let file = "storage_barrier.wgsl";
+    let t = translated(file);
+    assert!(t.text.contains("group_barrier"), "{}", t.text);
+    let mut rng = Rng::new(5);
+    let a = rng.f32s(256, -8.0, 8.0);
+    let x = vec![0.0f32; 256];
+    let out = run(file, &t, "nd_range(global(256), local(64))", &[Arg::F32s(&a), Arg::F32s(&x)]);
+    let want: Vec<f32> = (0..256).map(|i| a[i ^ 1] * 3.0 + a[i]).collect();
+    assert_same(file, &f32s(&out[1]), &want);
+}

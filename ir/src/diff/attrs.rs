@@ -277,7 +277,8 @@ pub(crate) fn memory_text(m: &MemoryObject) -> String {
 /// compared by. Other kernels are left out; memory objects are kept so that `@global`
 /// operands print by name.
 pub(crate) fn kernel_text(module: &Module, kernel: &Kernel) -> String {
-    let mut alone = Module { memories: module.memories.clone(), functions: module.functions.clone(), ..Module::default() };
+    let mut alone =
+        Module { memories: module.memories.clone(), functions: module.functions.clone(), ..Module::default() };
     let h: Handle<Kernel> = alone.kernels.append(uncommented(kernel), Span::UNDEFINED);
     alone.items.push(Item::Kernel(h));
     // Closing comments of regions are whole lines; nothing else starts with `//`.
@@ -286,7 +287,8 @@ pub(crate) fn kernel_text(module: &Module, kernel: &Kernel) -> String {
 
 /// A function printed alone, as [`kernel_text`] prints a kernel.
 pub(crate) fn function_text(module: &Module, f: Handle<crate::kernel::Function>) -> String {
-    let mut alone = Module { memories: module.memories.clone(), functions: module.functions.clone(), ..Module::default() };
+    let mut alone =
+        Module { memories: module.memories.clone(), functions: module.functions.clone(), ..Module::default() };
     if let Some(func) = alone.functions.try_get_mut(f) {
         func.def = uncommented(&func.def);
     }
@@ -305,4 +307,3 @@ fn uncommented(kernel: &Kernel) -> Kernel {
     }
     k
 }
-

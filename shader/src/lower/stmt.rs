@@ -81,17 +81,10 @@ impl Lowerer<'_> {
                 St::ControlBarrier(flags) if *flags == naga::Barrier::SUB_GROUP => {
                     self.stmt_line("group_barrier".into())
                 }
-                St::ControlBarrier(flags) if !flags.contains(naga::Barrier::WORK_GROUP) => {
-                    // The IR's `group_barrier` fences work-group memory only: a barrier that
-                    // orders storage buffers and not work-group memory (WGSL `storageBarrier()`)
-                    // is not it. naga gives GLSL's `barrier()` every flag; GLSL promises
-                    // ordering of shared variables only there, which `group_barrier` is.
-                    return Err(ShaderError::at(
-                        span,
-                        format!("a barrier over {flags:?} (only work-group memory barriers are supported)"),
-                        "the kernel language's `group_barrier` orders work-group memory; order buffer accesses across work-items with separate kernels",
-                    ));
-                }
+                // The IR's `group_barrier` is SYCL's: a work-group barrier with a work-group
+                // fence over all memory (codegen gives it `UniformMemory | WorkgroupMemory`),
+                // so it is every WGSL/GLSL barrier: `workgroupBarrier()`, `storageBarrier()`
+                // (ordering more than it asks: work-group memory too) and GLSL's `barrier()`.
                 St::ControlBarrier(_) => self.stmt_line("group_barrier".into()),
                 St::MemoryBarrier(_) => {
                     // The IR's only fence comes with its barrier: accept a memory barrier only

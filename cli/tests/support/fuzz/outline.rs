@@ -95,10 +95,8 @@ fn outline_one(body: &mut Body, name: &str, rng: &mut Rng) -> Option<(Function, 
     let path = paths[rng.below(paths.len() as u64) as usize].clone();
     let region_ops = region_at(body, &path).ops.clone();
     // Runs end before a region's `yield`; `local` ops stay in the kernel.
-    let usable = region_ops
-        .iter()
-        .position(|&h| matches!(body.ops[h].kind, OpKind::Yield(_)))
-        .unwrap_or(region_ops.len());
+    let usable =
+        region_ops.iter().position(|&h| matches!(body.ops[h].kind, OpKind::Yield(_))).unwrap_or(region_ops.len());
     if usable == 0 {
         return None;
     }
@@ -132,7 +130,8 @@ fn outline_one(body: &mut Body, name: &str, rng: &mut Rng) -> Option<(Function, 
         }
     }
     let read_after: BTreeSet<V> = after.iter().flat_map(|&h| body.ops[h].kind.operands()).collect();
-    let results: Vec<V> = run.iter().flat_map(|&h| body.ops[h].results.clone()).filter(|v| read_after.contains(v)).collect();
+    let results: Vec<V> =
+        run.iter().flat_map(|&h| body.ops[h].results.clone()).filter(|v| read_after.contains(v)).collect();
     let mut f = Body::default();
     let mut map: HashMap<V, V> = HashMap::new();
     let mut fparams = Vec::new();
@@ -143,7 +142,9 @@ fn outline_one(body: &mut Body, name: &str, rng: &mut Rng) -> Option<(Function, 
             ValueType::Buffer { elem, access } => ParamType::Buffer { elem, access },
             ValueType::Local { elem } => ParamType::Local { elem },
         };
-        let nv = f.values.append(Value { name: value.name.clone(), ty: value.ty, def: ValueDef::Param(i as u32) }, Span::UNDEFINED);
+        let nv = f
+            .values
+            .append(Value { name: value.name.clone(), ty: value.ty, def: ValueDef::Param(i as u32) }, Span::UNDEFINED);
         map.insert(p, nv);
         fparams.push(Param { name: value.name.clone(), ty });
     }
@@ -155,7 +156,10 @@ fn outline_one(body: &mut Body, name: &str, rng: &mut Rng) -> Option<(Function, 
     f.entry.ops = run.iter().map(|&h| copy(body, &mut f, &mut map, h)).collect();
     if !results.is_empty() {
         let rets = results.iter().map(|r| map[r]).collect();
-        let ret = f.ops.append(Op { kind: OpKind::Return(rets), results: Vec::new(), comments: Default::default() }, Span::UNDEFINED);
+        let ret = f.ops.append(
+            Op { kind: OpKind::Return(rets), results: Vec::new(), comments: Default::default() },
+            Span::UNDEFINED,
+        );
         f.entry.ops.push(ret);
     }
     let call = body.ops.append(
@@ -184,7 +188,9 @@ fn outline_one(body: &mut Body, name: &str, rng: &mut Rng) -> Option<(Function, 
 /// Copies op `h` of `from` (and its regions) into `to`, mapping values through `map`.
 fn copy(from: &Body, to: &mut Body, map: &mut HashMap<V, V>, h: Handle<Op>) -> Handle<Op> {
     let op = &from.ops[h];
-    let new = to.ops.append(Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() }, Span::UNDEFINED);
+    let new = to
+        .ops
+        .append(Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() }, Span::UNDEFINED);
     let def_value = |to: &mut Body, map: &mut HashMap<V, V>, v: V, def: ValueDef| {
         let value = &from.values[v];
         let nv = to.values.append(Value { name: value.name.clone(), ty: value.ty, def }, Span::UNDEFINED);
