@@ -117,7 +117,8 @@ pub fn element_wise(body: &Body, layout: &Layout, variant: &Variant) -> bool {
             | OpKind::Fma(..)
             | OpKind::Cmp(..)
             | OpKind::Select(..)
-            | OpKind::Cast(..) => true,
+            | OpKind::Cast(..)
+            | OpKind::Bitcast(..) => true,
             OpKind::Builtin(Builtin::GlobalId, 0) | OpKind::Builtin(Builtin::GlobalRange, _) => true,
             OpKind::Load { mem, index } | OpKind::Store { mem, index, .. } => {
                 touches_memory = true;

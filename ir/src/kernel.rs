@@ -537,6 +537,9 @@ pub enum OpKind {
     Select(V, V, V),
     /// `%r = cast %x to f32` (numeric conversion; lanes must match)
     Cast(V, Type),
+    /// `%r = bitcast %x to u32` (the same bits read as another type of the same lane count
+    /// and scalar width)
+    Bitcast(V, Type),
     /// `%r = splat %x : vec4<f32>`
     Splat(V, Type),
     /// `%r = extract %v, 2`
@@ -639,7 +642,11 @@ impl OpKind {
         }
         match self {
             OpKind::Const(..) | OpKind::Builtin(..) | OpKind::GroupBarrier | OpKind::LocalAlloc { .. } => Vec::new(),
-            OpKind::Unary(_, a) | OpKind::Cast(a, _) | OpKind::Splat(a, _) | OpKind::Extract(a, _) => vec![a],
+            OpKind::Unary(_, a)
+            | OpKind::Cast(a, _)
+            | OpKind::Bitcast(a, _)
+            | OpKind::Splat(a, _)
+            | OpKind::Extract(a, _) => vec![a],
             OpKind::Binary(_, a, b) | OpKind::Cmp(_, a, b) | OpKind::Insert(a, _, b) => vec![a, b],
             OpKind::Fma(a, b, c) | OpKind::Select(a, b, c) => vec![a, b, c],
             OpKind::Construct(vs) | OpKind::Yield(vs) | OpKind::Return(vs) => vs.iter_mut().collect(),

@@ -54,7 +54,7 @@ fn unknown_pass_names_the_closest_one() {
     );
     assert!(err.to_string().contains("did you mean `dead-node-elimination`?"), "{err}");
     let err = parse_pipeline("inline", REGISTRY).unwrap_err();
-    assert!(matches!(err, PassError::UnknownPass { suggestion: Some("inline-subgraphs"), .. }), "{err:?}");
+    assert!(matches!(err, PassError::UnknownPass { suggestion: Some("inline-calls"), .. }), "{err:?}");
     let err = parse_pipeline("zzzzzz", REGISTRY).unwrap_err();
     assert!(matches!(err, PassError::UnknownPass { suggestion: None, .. }), "{err:?}");
     let err = parse_pipeline("inline-subgraphs,,dead-node-elimination", REGISTRY).unwrap_err();

@@ -52,6 +52,17 @@ impl Lowerer<'_> {
                 let x = self.val(h, *x)?;
                 self.cast(from, *to, x)
             }
+            OpKind::Bitcast(x, to) => {
+                let from = self.data_ty(h, *x)?;
+                let x = self.val(h, *x)?;
+                let (fr, tr) = (reg(from, self.width), reg(*to, self.width));
+                if fr == tr {
+                    // Integers of one width share an LLVM type: the same register.
+                    Val::new(tr, x.v)
+                } else {
+                    self.ir.emit(&tr, format!("bitcast {} to {tr}", x.typed()))
+                }
+            }
             OpKind::Splat(x, t) => {
                 let x = self.val(h, *x)?;
                 let vt = reg(*t, 1);

@@ -258,6 +258,15 @@ impl<'k> Exec<'k, '_, '_> {
                 let (zi, zo) = (self.ftz(from), self.ftz(to));
                 Lanes { ty: *ty, data: x.data.iter().map(|&b| ftz(zo, scalar::cast(ftz(zi, b), from, to))).collect() }
             }
+            OpKind::Bitcast(x, ty) => {
+                let x = self.data(h, mask, *x)?;
+                if x.ty.lanes != ty.lanes || x.ty.scalar.size() != ty.scalar.size() {
+                    return Err(self.fault_at(h, mask, format!("bitcast from {} to {ty} changes the bits", x.ty)));
+                }
+                // The same bits (lanes hold their bit patterns, zero-extended to 64 bits); no
+                // float op runs, so nothing is flushed or quieted.
+                Lanes { ty: *ty, data: x.data.clone() }
+            }
             OpKind::Splat(x, ty) => {
                 let x = self.data(h, mask, *x)?;
                 if x.ty != Type::scalar(ty.scalar) {
@@ -609,6 +618,7 @@ pub(crate) fn op_keyword(kind: &OpKind) -> String {
         OpKind::Cmp(c, ..) => c.keyword().into(),
         OpKind::Select(..) => "select".into(),
         OpKind::Cast(..) => "cast".into(),
+        OpKind::Bitcast(..) => "bitcast".into(),
         OpKind::Splat(..) => "splat".into(),
         OpKind::Extract(..) => "extract".into(),
         OpKind::Insert(..) => "insert".into(),

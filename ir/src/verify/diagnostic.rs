@@ -806,6 +806,13 @@ impl VerifyError {
                 "operand type",
                 "subgroup ops take 32-bit scalars and vectors (docs/ir.md, \"Subgroups\")",
             ),
+            E::Bitcast { from, to, problem, span } => diag(
+                "E0344",
+                format!("`bitcast` from {from} to {to} {problem}"),
+                *span,
+                "bad bitcast",
+                "a bitcast reads the same bits as another type: same lane count and scalar width (`u32` <-> `f32` <-> `i32`, `u64` <-> `f64`, `u16` <-> `f16`); use `cast` to convert values",
+            ),
             E::CallArgs { problem, span } => diag(
                 "E0340",
                 format!("call: {problem}"),

@@ -989,6 +989,18 @@ pub enum VerifyError {
         /// The op.
         span: Span,
     },
+    /// E0344: a `bitcast` between types of different lane counts or scalar widths, or of
+    /// `bool`.
+    Bitcast {
+        /// The operand's type.
+        from: String,
+        /// The result type.
+        to: String,
+        /// What is wrong.
+        problem: &'static str,
+        /// The op.
+        span: Span,
+    },
     /// E0340: a `call` whose arguments do not match the function's parameters.
     CallArgs {
         /// What is wrong.

@@ -352,6 +352,7 @@ pub(super) fn op_keyword(kind: &OpKind) -> &'static str {
         OpKind::Cmp(c, ..) => c.keyword(),
         OpKind::Select(..) => "select",
         OpKind::Cast(..) => "cast",
+        OpKind::Bitcast(..) => "bitcast",
         OpKind::Splat(..) => "splat",
         OpKind::Extract(..) => "extract",
         OpKind::Insert(..) => "insert",

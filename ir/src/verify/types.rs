@@ -126,6 +126,31 @@ impl Walker<'_> {
                 }
                 data(Some(*to))
             }
+            OpKind::Bitcast(a, to) => {
+                let from = self.data(*a, span);
+                if check_type(*to, span, self.errors) {
+                    if let Some(from) = from {
+                        let problem = if from.lanes != to.lanes {
+                            Some("changes the lane count")
+                        } else if from.scalar == ScalarType::Bool || to.scalar == ScalarType::Bool {
+                            Some("has no bits to reinterpret in `bool`")
+                        } else if from.scalar.size() != to.scalar.size() {
+                            Some("changes the scalar width")
+                        } else {
+                            None
+                        };
+                        if let Some(problem) = problem {
+                            self.errors.push(VerifyError::Bitcast {
+                                from: from.to_string(),
+                                to: to.to_string(),
+                                problem,
+                                span,
+                            });
+                        }
+                    }
+                }
+                data(Some(*to))
+            }
             OpKind::Splat(a, to) => {
                 let from = self.data(*a, span);
                 if check_type(*to, span, self.errors) {

@@ -341,6 +341,10 @@ fn translate(
             let t = b.ty(*to);
             (Some(b.node(format!("cast.{t}"), vec![get(*x)?])), state)
         }
+        OpKind::Bitcast(x, to) => {
+            let t = b.ty(*to);
+            (Some(b.node(format!("bitcast.{t}"), vec![get(*x)?])), state)
+        }
         OpKind::Splat(x, to) => {
             let t = b.ty(*to);
             (Some(b.node(format!("splat.{t}"), vec![get(*x)?])), state)
@@ -526,6 +530,7 @@ fn operation(kw: &str, suffix: &str, ty: Option<Type>, val: &ValFn<'_>) -> Resul
         "fma" => (OpKind::Fma(val(0)?.0, val(1)?.0, val(2)?.0), need(ty)?),
         "select" => (OpKind::Select(val(0)?.0, val(1)?.0, val(2)?.0), need(ty)?),
         "cast" => (OpKind::Cast(val(0)?.0, need(ty)?), need(ty)?),
+        "bitcast" => (OpKind::Bitcast(val(0)?.0, need(ty)?), need(ty)?),
         "splat" => (OpKind::Splat(val(0)?.0, need(ty)?), need(ty)?),
         "extract" => {
             let lane: u8 = suffix.parse().map_err(|_| "bad lane")?;

@@ -193,6 +193,7 @@ pub fn candidate_or_why(module: &Module, graph: &Graph, node: Handle<Node>) -> R
             | OpKind::Cmp(..)
             | OpKind::Select(..)
             | OpKind::Cast(..)
+            | OpKind::Bitcast(..)
             | OpKind::Splat(..)
             | OpKind::Extract(..)
             | OpKind::Insert(..)

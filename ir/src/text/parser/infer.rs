@@ -57,7 +57,9 @@ fn infer_body(body: &mut Body, memories: &Arena<MemoryObject>, functions: &[Vec<
     for (_, op) in ops.iter() {
         let first = op.results.first().copied();
         let result = match &op.kind {
-            OpKind::Const(_, t) | OpKind::Cast(_, t) | OpKind::Splat(_, t) => ValueType::Data(*t),
+            OpKind::Const(_, t) | OpKind::Cast(_, t) | OpKind::Bitcast(_, t) | OpKind::Splat(_, t) => {
+                ValueType::Data(*t)
+            }
             OpKind::Builtin(..) => ValueType::Data(Type::U32),
             OpKind::Unary(_, a)
             | OpKind::Binary(_, a, _)

@@ -30,7 +30,7 @@ const FUNC_HINT: &str = "a function is `func @name(%p: T, ...) -> T, ... { ops; 
 const OP_HINT: &str = "an op is `[%r, ... =] <op> <operands>`, e.g. `%r = add %a, %b`, `store %buf[%i], %v`";
 const OPS: &str = "const, global_id, local_id, group_id, global_range, local_range, group_range, neg, not, abs, \
                    sqrt, rsqrt, exp, log, sin, cos, tanh, floor, ceil, add, sub, mul, div, rem, min, max, pow, \
-                   and, or, xor, shl, shr, fma, eq, ne, lt, le, gt, ge, select, cast, splat, extract, insert, vec, \
+                   and, or, xor, shl, shr, fma, eq, ne, lt, le, gt, ge, select, cast, bitcast, splat, extract, insert, vec, \
                    load, store, atomic, group_barrier, local, yield, for, if, call, return, subgroup_size, subgroup_id, \
                    subgroup_local_id, num_subgroups, subgroup_reduce, subgroup_inclusive_scan, \
                    subgroup_exclusive_scan, subgroup_broadcast, subgroup_broadcast_first, subgroup_shuffle, \
@@ -403,10 +403,11 @@ impl<'s> Parser<'s> {
                 let c = self.operand(body, scope)?;
                 (if word == "fma" { OpKind::Fma(a, b, c) } else { OpKind::Select(a, b, c) }, One)
             }
-            "cast" => {
+            "cast" | "bitcast" => {
                 let a = self.operand(body, scope)?;
                 self.expect_keyword(Kw::To)?;
-                (OpKind::Cast(a, self.ty()?), One)
+                let t = self.ty()?;
+                (if word == "cast" { OpKind::Cast(a, t) } else { OpKind::Bitcast(a, t) }, One)
             }
             "splat" => {
                 let a = self.operand(body, scope)?;

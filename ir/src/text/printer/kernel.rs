@@ -174,6 +174,12 @@ impl Printer<'_> {
             OpKind::Cmp(c, x, y) => self.keyword_operands(body, c.keyword(), &[*x, *y]),
             OpKind::Fma(a, b, c) => self.keyword_operands(body, "fma", &[*a, *b, *c]),
             OpKind::Select(c, a, b) => self.keyword_operands(body, "select", &[*c, *a, *b]),
+            OpKind::Bitcast(a, t) => {
+                self.out.push_str("bitcast ");
+                self.value(body, *a);
+                self.out.push_str(" to ");
+                self.ty(*t);
+            }
             OpKind::Cast(a, t) => {
                 self.out.push_str("cast ");
                 self.value(body, *a);
