@@ -53,7 +53,7 @@
 //! `while` / `loop` / other loop shapes, `break`, `continue`, early `return`, `switch` cases
 //! that fall through, textures and samplers, buffers of structs / several members,
 //! non-scalar uniform members, f16 and f64, matrices, arrays and structs as values,
-//! bitcasts, dynamic indexing of vectors, stores to one lane of a vector in memory,
+//! dynamic indexing of vectors, stores to one lane of a vector in memory,
 //! `arrayLength`, uses of a whole array or struct loaded from memory, math functions the IR
 //! cannot express exactly, derivatives,
 //! subgroup operations, pipeline overrides, and a memory barrier without a control barrier.

@@ -474,3 +474,31 @@ fn storage_barrier_orders_buffer_accesses_within_the_work_group_wgsl() {
     let want: Vec<f32> = (0..256).map(|i| a[i ^ 1] * 3.0 + a[i]).collect();
     assert_same(file, &f32s(&out[1]), &want);
 }
+
+fn bitcast(file: &str) {
+    let t = translated(file);
+    assert!(t.text.contains("bitcast"), "{}", t.text);
+    let mut rng = Rng::new(9);
+    let x = rng.f32s(256, -1.0e30, 1.0e30);
+    let out = run(
+        file,
+        &t,
+        "nd_range(global(256), local(64))",
+        &[Arg::F32s(&x), Arg::Bytes("u32", 256, vec![0; 4 * 256]), Arg::Bytes("vec2<f32>", 256, vec![0; 8 * 256])],
+    );
+    let b: Vec<u32> = x.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(u32s(&out[1]), b.iter().map(|b| (b >> 23) & 0xff).collect::<Vec<_>>(), "{file}: exponents");
+    let got: Vec<u32> = u32s(&out[2]);
+    let want: Vec<u32> = b.iter().flat_map(|b| [b & 0x7fff_ffff, (b & 0x7fff_ffff) ^ 0x4000_0000]).collect();
+    assert_eq!(got, want, "{file}: bits read back as floats");
+}
+
+#[test]
+fn bitcast_wgsl_matches_reference() {
+    bitcast("bitcast.wgsl");
+}
+
+#[test]
+fn bitcast_glsl_matches_reference() {
+    bitcast("bitcast.comp");
+}

@@ -116,19 +116,18 @@ impl Lowerer<'_> {
             E::Math { fun, arg, arg1, arg2, .. } => ssa(self.math(f, fun, arg, arg1, arg2, span)?),
             E::As { expr, kind, convert } => {
                 let (n, t) = self.value(f, expr)?;
-                let Some(width) = convert else {
-                    return Err(ShaderError::at(
-                        span,
-                        "bitcast",
-                        "only numeric conversions (`f32(x)`, `u32(x)`) are supported",
-                    ));
+                // `convert: None` is a bitcast (WGSL `bitcast<T>`, GLSL `floatBitsToUint`...):
+                // the same width, read as `kind`.
+                let (width, op) = match convert {
+                    Some(width) => (width, "cast"),
+                    None => (if matches!(t.s, S::I64 | S::U64) { 8 } else { 4 }, "bitcast"),
                 };
                 let s = scalar(naga::Scalar { kind, width }).map_err(|what| unsupported_type(span, &what))?;
                 if s == t.s {
                     Val::Ssa(n, t)
                 } else {
                     let to = t.with_scalar(s);
-                    ssa(self.op(format!("cast {n} to {}", to.text()), to))
+                    ssa(self.op(format!("{op} {n} to {}", to.text()), to))
                 }
             }
             E::CallResult(_)

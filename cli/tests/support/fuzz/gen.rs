@@ -598,6 +598,9 @@ impl G<'_> {
 
     /// A cast to `ty` from a value of another type with the same lanes.
     fn cast_to(&mut self, ty: Ty) -> String {
+        if ty.s != S::Bool && self.chance(25) {
+            return self.bitcast_to(ty);
+        }
         let from = if ty.n == 1 {
             match self.rng.below(8) {
                 0 => S::Bool,
@@ -636,6 +639,35 @@ impl G<'_> {
         }
         if ty.n > 1 {
             self.feat("vector cast");
+        }
+        r
+    }
+
+    /// A bitcast to `ty` from another type of its width. A float source is a fresh load:
+    /// a NaN a float op made has the device's payload (docs/ir.md), which a bitcast to an
+    /// integer would expose; loaded bits are the input's.
+    fn bitcast_to(&mut self, ty: Ty) -> String {
+        let same_width: Vec<S> = SCALARS
+            .iter()
+            .copied()
+            .filter(|s| *s != ty.s && s.size() == ty.s.size() && (ty.n == 1 || LANES.contains(s) || *s == S::U32))
+            .collect();
+        if same_width.is_empty() {
+            return self.compute(ty);
+        }
+        let from = *self.pick(&same_width);
+        let fty = Ty { s: from, n: ty.n };
+        let x = if from.float() && !(from == S::F16 && ty.n > 1) { self.load_input(fty) } else { self.val(fty) };
+        let r = self.fresh("v");
+        self.emit(&format!("{r} = bitcast {x} to {}", ty.text()));
+        self.push(&r, ty);
+        self.feat(match (from.float(), ty.s.float()) {
+            (true, false) => "bitcast float to int",
+            (false, true) => "bitcast int to float",
+            _ => "bitcast int to int",
+        });
+        if ty.n > 1 {
+            self.feat("vector bitcast");
         }
         r
     }
