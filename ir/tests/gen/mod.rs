@@ -308,6 +308,7 @@ impl Gen<'_> {
             4 => (OpKind::Fma(self.val(kg), self.val(kg), self.val(kg)), 1),
             5 => (OpKind::Cmp(self.pick(&CmpOp::ALL), self.val(kg), self.val(kg)), 1),
             6 => (OpKind::Select(self.val(kg), self.val(kg), self.val(kg)), 1),
+            7 if self.chance(25) => (OpKind::Bitcast(self.val(kg), self.ty()), 1),
             7 => (OpKind::Cast(self.val(kg), self.ty()), 1),
             8 => (OpKind::Splat(self.val(kg), self.ty()), 1),
             9 => (OpKind::Extract(self.val(kg), self.byte()), 1),
@@ -677,7 +678,9 @@ impl KernelGen<'_> {
     /// The result type of a single-result op, by the rules documented in docs/ir.md.
     fn result_type(&self, kind: &OpKind) -> ValueType {
         match kind {
-            OpKind::Const(_, t) | OpKind::Cast(_, t) | OpKind::Splat(_, t) => ValueType::Data(*t),
+            OpKind::Const(_, t) | OpKind::Cast(_, t) | OpKind::Bitcast(_, t) | OpKind::Splat(_, t) => {
+                ValueType::Data(*t)
+            }
             OpKind::Builtin(..) => ValueType::Data(Type::U32),
             OpKind::Unary(_, a)
             | OpKind::Binary(_, a, _)
