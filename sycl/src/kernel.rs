@@ -287,6 +287,11 @@ impl KernelBuilder {
         self.push_value(OpKind::Cast(a, ty), ty)
     }
 
+    /// `%r = bitcast %a to ty` (`sycl::bit_cast`: the same bits, same lane count and width).
+    pub fn bitcast(&mut self, a: KValue, ty: Type) -> KValue {
+        self.push_value(OpKind::Bitcast(a, ty), ty)
+    }
+
     /// `%r = load %buf[%index]`
     pub fn load(&mut self, buf: KValue, index: KValue) -> KValue {
         let ty = self.data_type(buf);

@@ -277,6 +277,40 @@ fn kernel_builder_kernels_round_trip_and_run() {
     assert!(env.ctx.register_kernel(KernelBuilder::new("axpb").finish()).is_err());
 }
 
+/// Kernels from text that call `func`s are registered with the calls inlined (the context
+/// holds kernels only), and run; a builder kernel with a `bitcast` runs too.
+#[test]
+fn kernels_calling_functions_and_bitcasts_run() {
+    let env = Env::new();
+    let text = "func @twice_plus(%v: f32, %b: f32) -> f32 {\n  %t = add %v, %v\n  %r = add %t, %b\n  return %r\n}\n\n\
+                kernel @tp(%x: buf<f32, read_write>, %b: f32) {\n  %i = global_id 0\n  %v = load %x[%i]\n  \
+                %r = call @twice_plus(%v, %b)\n  store %x[%i], %r\n}\n";
+    let ks = env.ctx.register_kernels_from_text(text).unwrap();
+    assert_eq!(ks.len(), 1);
+    let data = env.usm_f32(&[1.0, 2.5]);
+    let g = env.graph(GraphProps::none());
+    g.add(|h| h.parallel_for(&ks[0], 2, args![&data, 0.25f32]), NodeProps::none()).unwrap();
+    roundtrip(&g);
+    env.queue(QueueProps::none()).ext_oneapi_graph(&g.finalize(FinalizeProps::none()).unwrap(), &[]).unwrap();
+    assert_eq!(data.read::<f32>().unwrap(), vec![2.25, 5.25]);
+
+    let mut kb = KernelBuilder::new("bits");
+    let x = kb.buffer_param("x", Type::F32, Access::ReadWrite);
+    let i = kb.global_id(0);
+    let v = kb.load(x, i);
+    let b = kb.bitcast(v, Type::U32);
+    let mask = kb.const_u32(0x7fff_ffff);
+    let m = kb.binary(BinaryOp::And, b, mask);
+    let r = kb.bitcast(m, Type::F32);
+    kb.store(x, i, r);
+    let k = env.ctx.register_kernel(kb.finish()).unwrap();
+    let data = env.usm_f32(&[-1.5, 3.0]);
+    let g = env.graph(GraphProps::none());
+    g.add(|h| h.parallel_for(&k, 2, args![&data]), NodeProps::none()).unwrap();
+    env.queue(QueueProps::none()).ext_oneapi_graph(&g.finalize(FinalizeProps::none()).unwrap(), &[]).unwrap();
+    assert_eq!(data.read::<f32>().unwrap(), vec![1.5, 3.0], "the sign bit cleared");
+}
+
 /// Executing queues run submissions (asynchronously on a device: complete after `wait`); a
 /// kernel through `set_arg`.
 #[test]
