@@ -1,4 +1,5 @@
-//! Kernels and the kernel language: SSA values, ops in structured regions (`for`, `if`).
+//! Kernels and the kernel language: SSA values, ops in structured regions (`for`, `if`,
+//! `loop`).
 //!
 //! A kernel body owns two arenas: [`Value`]s (parameters, op results, loop variables and
 //! loop-carried block arguments) and [`Op`]s. A [`Region`] is an ordered list of ops. A
@@ -204,7 +205,7 @@ pub enum ValueDef {
     Result(Handle<Op>, u32),
     /// The induction variable of a `for` op.
     LoopVar(Handle<Op>),
-    /// Loop-carried value `i` of a `for` op, inside its body.
+    /// Loop-carried value `i` of a `for` or `loop` op, inside its body.
     Carried(Handle<Op>, u32),
 }
 
@@ -583,10 +584,21 @@ pub enum OpKind {
         /// Taken otherwise; required when there are results.
         else_region: Option<Region>,
     },
-    /// `yield %a, %b`: ends a `for` or `if` region with its values.
+    /// `yield %a, %b`: ends a `for`, `if` or `loop` region with its values (a `loop`'s
+    /// first is the condition to run the body again).
     Yield(Vec<V>),
     /// A subgroup builtin or collective (`subgroup_reduce add %x`, ...; crate::subgroup).
     Subgroup(crate::subgroup::SubgroupOp),
+    /// `[%r...] = loop [carry(%a = %init, ...)] { ... yield %again, %next... }`: a do-while
+    /// loop. The body runs once, then again while the `bool` `%again` of its final `yield`
+    /// is true; the other yielded values become the carried values of the next round, and
+    /// after the last round the loop's results.
+    Loop {
+        /// Loop-carried values: (value inside the body, initial value).
+        carried: Vec<(V, V)>,
+        /// The body; ends with `yield` of the condition and one value per carried value.
+        body: Region,
+    },
 }
 
 impl OpKind {

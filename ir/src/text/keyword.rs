@@ -102,6 +102,7 @@ keywords! {
     To = b"to",
     Step = b"step",
     Carry = b"carry",
+    Loop = b"loop",
 }
 
 #[cfg(test)]

@@ -806,6 +806,13 @@ impl VerifyError {
                 "operand type",
                 "subgroup ops take 32-bit scalars and vectors (docs/ir.md, \"Subgroups\")",
             ),
+            E::LoopCondition { found, span } => diag(
+                "E0340",
+                format!("`loop` condition (the first value of its `yield`) is {found}, not bool"),
+                *span,
+                "bad condition",
+                "end the body with `yield %again, ...` where %again is a bool: true runs the body again",
+            ),
             E::UntranslatedShader { kernel, lang, span } => diag(
                 "E0333",
                 format!("kernel @{kernel} is {lang} source that was not translated into the kernel language"),

@@ -16,7 +16,7 @@ use crate::span::Span;
 use crate::types::Type;
 use std::collections::BTreeMap;
 
-/// Deepest nesting of `for`/`if` regions (docs/ir.md, Limits).
+/// Deepest nesting of `for`/`loop`/`if` regions (docs/ir.md, Limits).
 const MAX_DEPTH: usize = 256;
 
 /// Checks one kernel.
@@ -99,7 +99,7 @@ fn note_name(
 pub(super) struct RegionCtx {
     /// Whether this is the kernel's entry region.
     pub top: bool,
-    /// `for`, `if` or `kernel`.
+    /// `for`, `loop`, `if` or `kernel`.
     pub owner: &'static str,
     /// `body`, `then` or `else`.
     pub region: &'static str,
@@ -139,6 +139,7 @@ impl Walker<'_> {
             OpKind::For { var, carried, .. } => {
                 std::iter::once(*var).chain(carried.iter().map(|(v, _)| *v)).chain(o.results.iter().copied()).collect()
             }
+            OpKind::Loop { carried, .. } => carried.iter().map(|(v, _)| *v).chain(o.results.iter().copied()).collect(),
             OpKind::If { .. } => o.results.clone(),
             _ => return s,
         };
@@ -203,6 +204,7 @@ impl Walker<'_> {
             OpKind::For { var, lo, hi, step, carried, body } => {
                 self.for_op(op, (*var, *lo, *hi, *step), carried, body, depth, span)
             }
+            OpKind::Loop { carried, body } => self.loop_op(op, carried, body, depth, span),
             OpKind::If { cond, result_types, then_region, else_region } => {
                 self.if_op(*cond, result_types, then_region, else_region.as_ref(), depth, span)
             }
@@ -304,7 +306,7 @@ impl Walker<'_> {
 fn result_count(kind: &OpKind) -> usize {
     match kind {
         OpKind::Store { .. } | OpKind::GroupBarrier | OpKind::Yield(_) => 0,
-        OpKind::For { carried, .. } => carried.len(),
+        OpKind::For { carried, .. } | OpKind::Loop { carried, .. } => carried.len(),
         OpKind::If { result_types, .. } => result_types.len(),
         _ => 1,
     }
@@ -334,6 +336,7 @@ pub(super) fn op_keyword(kind: &OpKind) -> &'static str {
         OpKind::If { .. } => "if",
         OpKind::Yield(_) => "yield",
         OpKind::Subgroup(sg) => sg.keyword(),
+        OpKind::Loop { .. } => "loop",
     }
 }
 

@@ -196,6 +196,9 @@
 //! - E0333 no kernel is still WGSL or GLSL source (front ends translate it first).
 //! - E0334 subgroup ops take 32-bit scalars and vectors (`and`/`or`/`xor` integers, moves
 //!   also `bool`), `bool` conditions and `u32` lane indices (crate::subgroup).
+//! - E0340 a `loop` body ends with `yield` of a `bool` scalar condition, then (E0326) one
+//!   value per carried value of its type (E0324: carried values have their initial
+//!   values' types).
 //! - `group_barrier` is accepted anywhere: a barrier not reached by every work-item of the
 //!   group (inside divergent control flow) is undefined behaviour, as in SYCL, and not
 //!   diagnosed.
