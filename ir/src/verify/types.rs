@@ -385,7 +385,15 @@ impl Walker<'_> {
             self.errors.push(VerifyError::YieldMismatch { problem, span });
             return;
         }
-        self.yield_matches(expects, next, span);
+        for (i, (e, f)) in expects.iter().zip(next).enumerate() {
+            if let (Some(e), Some(f)) = (e, f) {
+                if e != f {
+                    let problem =
+                        format!("value {} (for carried value {i}) is {f} but the carried value is {e}", i + 1);
+                    self.errors.push(VerifyError::YieldMismatch { problem, span });
+                }
+            }
+        }
     }
 
     /// A `yield`'s values against the region's result types.

@@ -63,9 +63,7 @@ impl Lowerer<'_> {
                     }
                     self.if_(f, *condition, &a, &r, tail && last, span)?
                 }
-                St::Loop { body, continuing, break_if } => {
-                    self.loop_statement(f, body, continuing, *break_if, span)?
-                }
+                St::Loop { body, continuing, break_if } => self.loop_statement(f, body, continuing, *break_if, span)?,
                 St::Return { value } => {
                     if !(tail && last) {
                         return Err(ShaderError::at(
@@ -85,13 +83,7 @@ impl Lowerer<'_> {
                         self.set_flag(k);
                         return Ok(());
                     }
-                    None => {
-                        return Err(ShaderError::at(
-                            span,
-                            "`break` before the end of a `switch` case",
-                            EXIT_HELP,
-                        ))
-                    }
+                    None => return Err(ShaderError::at(span, "`break` before the end of a `switch` case", EXIT_HELP)),
                 },
                 St::Continue => match self.flow.continued {
                     Some(k) => {
