@@ -50,8 +50,9 @@ fn missing_entry_point_lists_the_present_ones() {
     assert!(e.message.contains("`nope`") && e.message.contains("`main` (compute)"), "{e}");
 }
 
+/// A `return` nested in `if`s before more code (not in a loop, where a flag handles it).
 #[test]
-fn return_inside_a_loop_is_refused() {
+fn return_before_the_end_is_refused() {
     refused("err_return.wgsl", "return", "`return` before the end of the function");
 }
 

@@ -121,3 +121,42 @@ fn counted_for_loops_stay_for_loops() {
     let t = translated("sum_loop.wgsl");
     assert!(t.text.contains(" = for %") && !t.text.contains("loop"), "{}", t.text);
 }
+
+fn collatz_limited(v: u32) -> u32 {
+    let (mut n, mut i) = (v, 0u32);
+    while n > 1 {
+        if n % 2 == 0 {
+            n /= 2;
+        } else {
+            if n >= 1000 {
+                return u32::MAX;
+            }
+            n = 3 * n + 1;
+        }
+        i += 1;
+    }
+    i
+}
+
+fn factor(t: u32) -> u32 {
+    for a in 1..10 {
+        for b in 1..10 {
+            if a * b == t {
+                return a * 100 + b;
+            }
+        }
+    }
+    0
+}
+
+#[test]
+fn returns_from_inside_loops_match_reference() {
+    let file = "return_in_loop.wgsl";
+    let t = translated(file);
+    assert!(t.text.contains(" = loop carry("), "{}", t.text);
+    let mut rng = Rng::new(14);
+    let x: Vec<u32> = (0..128).map(|_| (rng.next() % 3000) as u32).collect();
+    let out = run(file, &t, "nd_range(global(128), local(64))", &[Arg::U32s(&x), Arg::OutU32(384)]);
+    let want: Vec<u32> = x.iter().flat_map(|&v| [collatz_limited(v), factor(v % 90), v % 7 + 100]).collect();
+    assert_eq!(u32s(&out[1]), want, "{}", t.text);
+}

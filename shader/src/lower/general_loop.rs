@@ -24,6 +24,11 @@
 //! The flags are [`VarKey::Broke`] and [`VarKey::Continued`], tracked like variables: an `if`
 //! whose branch breaks makes the flag one of its results, so nesting needs nothing more. The
 //! variables the loop stores to are its carried values, as in a counted `for`.
+//!
+//! A function that returns from inside a loop has a third flag, [`VarKey::Returned`], for
+//! the whole function: `return` sets it (and the return value), every loop around ends its
+//! round as if broken and stops, and what follows in the function is guarded like the rest
+//! of a round; the flag and the return value are carried through the loops.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -31,8 +36,8 @@ use naga::{Block, Statement as St};
 
 use super::stmt::items;
 use super::{FnCtx, Lowerer, Val, VarKey};
-use crate::error::Result;
-use crate::types::Ty;
+use crate::error::{Result, ShaderError};
+use crate::types::{value_type, Ty};
 
 type H = naga::Handle<naga::Expression>;
 
@@ -43,6 +48,8 @@ pub(crate) struct Flow {
     pub(crate) broke: Option<VarKey>,
     /// Set by `continue`.
     pub(crate) continued: Option<VarKey>,
+    /// Set by `return`, in a function that returns from inside a loop.
+    pub(crate) returned: Option<VarKey>,
     /// The IR `const false` the flags start each round with.
     pub(crate) clear: String,
 }
@@ -50,7 +57,7 @@ pub(crate) struct Flow {
 impl Flow {
     /// The flags this context has.
     fn keys(&self) -> impl Iterator<Item = VarKey> + '_ {
-        self.broke.iter().chain(self.continued.iter()).copied()
+        self.broke.iter().chain(self.continued.iter()).chain(self.returned.iter()).copied()
     }
 }
 
@@ -103,6 +110,34 @@ impl Lowerer<'_> {
         self.if_value(f, go, |l, f| l.statements(f, rest, tail), |_, _| Ok(()), span)
     }
 
+    /// Starts lowering function `f`: a flow of its own (the caller's loops are out of its
+    /// reach), with the `return` flag if it returns from inside a loop. Returns the caller's
+    /// flow, for [`Lowerer::leave_function`].
+    pub(crate) fn enter_function(&mut self, f: &FnCtx<'_>) -> Result<Flow> {
+        let outer = std::mem::take(&mut self.flow);
+        if returns_in_loop(&f.func.body, false) {
+            let (clear, _) = self.constant("false", Ty::BOOL);
+            let k = VarKey::Returned(f.id);
+            self.vars.insert(k, Val::Ssa(clear.clone(), Ty::BOOL));
+            if let Some(result) = &f.func.result {
+                // A value to carry through the loops until a `return` sets it.
+                let t = value_type(&self.module.types[result.ty].inner).map_err(|what| {
+                    ShaderError::at(f.site, format!("a function returning {what}"), "return scalars or vectors")
+                })?;
+                self.vars.insert(VarKey::Ret(f.id), Val::Zero(t));
+            }
+            self.flow.returned = Some(k);
+            self.flow.clear = clear;
+        }
+        Ok(outer)
+    }
+
+    /// Ends lowering function `f`, back to the caller's flow.
+    pub(crate) fn leave_function(&mut self, f: &FnCtx<'_>, outer: Flow) {
+        self.vars.remove(&VarKey::Returned(f.id));
+        self.flow = outer;
+    }
+
     /// Sets flag `key` (a `break` or `continue` that runs): the statements after it in its
     /// block are dead.
     pub(crate) fn set_flag(&mut self, key: VarKey) {
@@ -124,10 +159,16 @@ impl Lowerer<'_> {
         let mut stored = BTreeSet::new();
         self.stores_in(f, body, &mut stored);
         self.stores_in(f, continuing, &mut stored);
+        let returned = self.flow.returned;
+        if let Some(k) = returned.filter(|_| returns_in_loop(body, true)) {
+            // A `return` in the loop sets these; they are read after it.
+            stored.insert(k);
+            stored.insert(VarKey::Ret(f.id));
+        }
         let (clear, _) = self.constant("false", Ty::BOOL);
         let outer = std::mem::replace(
             &mut self.flow,
-            Flow { broke: Some(broke), continued: Some(continued), clear: clear.clone() },
+            Flow { broke: Some(broke), continued: Some(continued), returned, clear: clear.clone() },
         );
         let r = self.general_loop_rounds(f, body, continuing, break_if, &stored, span);
         self.flow = outer;
@@ -195,7 +236,8 @@ impl Lowerer<'_> {
             for k in &excluded {
                 self.vars.insert(*k, Val::Poisoned(span));
             }
-            for k in self.flow.keys().collect::<Vec<_>>() {
+            // Each round starts with no `break` or `continue` run (a `return` ends the loop).
+            for k in self.flow.broke.iter().chain(self.flow.continued.iter()).copied().collect::<Vec<_>>() {
                 self.vars.insert(k, Val::Ssa(self.flow.clear.clone(), Ty::BOOL));
             }
             f.scopes.push(HashMap::new());
@@ -236,32 +278,61 @@ impl Lowerer<'_> {
             }
             Ok(())
         };
-        let b = self.vars.get(&broke).cloned().unwrap_or(Val::Poisoned(span));
-        let broke_now = self.ssa(&b, span)?.0;
-        if broke_now == self.flow.clear {
-            run_continuing(self, f)?;
-        } else if !(continuing.is_empty() && break_if.is_none()) {
-            let (go, _) = self.op(format!("not {broke_now}"), Ty::BOOL);
-            self.if_value(f, go, run_continuing, |_, _| Ok(()), span)?;
+        match self.stopped(span)? {
+            None => run_continuing(self, f)?,
+            Some(stop) if !(continuing.is_empty() && break_if.is_none()) => {
+                let (go, _) = self.op(format!("not {stop}"), Ty::BOOL);
+                self.if_value(f, go, run_continuing, |_, _| Ok(()), span)?;
+            }
+            Some(_) => {}
         }
-        let b = self.vars.get(&broke).cloned().unwrap_or(Val::Poisoned(span));
-        let broke_end = self.ssa(&b, span)?.0;
-        if broke_end == self.flow.clear {
-            return Ok(self.constant("true", Ty::BOOL).0);
+        match self.stopped(span)? {
+            None => Ok(self.constant("true", Ty::BOOL).0),
+            Some(stop) => Ok(self.op(format!("not {stop}"), Ty::BOOL).0),
         }
-        Ok(self.op(format!("not {broke_end}"), Ty::BOOL).0)
+    }
+
+    /// Whether this round has run a `break` or a `return`: `None` when neither can have
+    /// run, else the IR `bool`.
+    fn stopped(&mut self, span: naga::Span) -> Result<Option<String>> {
+        let mut stop: Option<String> = None;
+        for k in self.flow.broke.iter().chain(self.flow.returned.iter()).copied().collect::<Vec<_>>() {
+            let v = self.vars.get(&k).cloned().unwrap_or(Val::Poisoned(span));
+            let (x, _) = self.ssa(&v, span)?;
+            if x == self.flow.clear {
+                continue;
+            }
+            stop = Some(match stop {
+                None => x,
+                Some(s) => self.op(format!("or {s}, {x}"), Ty::BOOL).0,
+            });
+        }
+        Ok(stop)
     }
 }
 
 /// Whether `stmts` may leave or restart the loop they are in: a `break` or `continue` not
-/// inside a nested loop (a `break` in a `switch` leaves the `switch`).
+/// inside a nested loop (a `break` in a `switch` leaves the `switch`), or a `return`.
 pub(crate) fn exits(stmts: &[St], in_switch: bool) -> bool {
     stmts.iter().any(|s| match s {
         St::Break => !in_switch,
-        St::Continue => true,
+        St::Continue | St::Return { .. } => true,
         St::Block(b) => exits(b, in_switch),
         St::If { accept, reject, .. } => exits(accept, in_switch) || exits(reject, in_switch),
         St::Switch { cases, .. } => cases.iter().any(|c| exits(&c.body, true)),
+        St::Loop { body, continuing, .. } => returns_in_loop(body, true) || returns_in_loop(continuing, true),
+        _ => false,
+    })
+}
+
+/// Whether `stmts` hold a `return` inside a loop (`in_loop`: they are in one already).
+fn returns_in_loop(stmts: &[St], in_loop: bool) -> bool {
+    stmts.iter().any(|s| match s {
+        St::Return { .. } => in_loop,
+        St::Block(b) => returns_in_loop(b, in_loop),
+        St::If { accept, reject, .. } => returns_in_loop(accept, in_loop) || returns_in_loop(reject, in_loop),
+        St::Switch { cases, .. } => cases.iter().any(|c| returns_in_loop(&c.body, in_loop)),
+        St::Loop { body, continuing, .. } => returns_in_loop(body, true) || returns_in_loop(continuing, true),
         _ => false,
     })
 }

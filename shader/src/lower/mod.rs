@@ -43,6 +43,9 @@ pub(crate) enum VarKey {
     Broke(u32),
     /// Whether general loop `n` has run a `continue` in this round.
     Continued(u32),
+    /// Whether function `n` has run a `return` (kept only in functions that return from
+    /// inside a loop, general_loop.rs).
+    Returned(u32),
 }
 
 /// Where a pointer expression points.
@@ -175,7 +178,10 @@ pub(crate) fn lower(
     let mut f =
         FnCtx { func: &ep.function, id: u32::MAX, args, scopes: vec![HashMap::new()], site: naga::Span::default() };
     l.init_locals(&mut f)?;
-    l.block(&mut f, &ep.function.body, true)?;
+    let outer = l.enter_function(&f)?;
+    let r = l.block(&mut f, &ep.function.body, true);
+    l.leave_function(&f, outer);
+    r?;
 
     let mut text = format!("kernel @{kernel_name}(");
     let decls: Vec<String> = params.iter().map(|(decl, _)| decl.clone()).collect();

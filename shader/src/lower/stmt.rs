@@ -64,6 +64,18 @@ impl Lowerer<'_> {
                     self.if_(f, *condition, &a, &r, tail && last, span)?
                 }
                 St::Loop { body, continuing, break_if } => self.loop_statement(f, body, continuing, *break_if, span)?,
+                St::Return { value } if !(tail && last) && self.flow.returned.is_some() => {
+                    // In a function that returns from inside a loop: the flag ends the loops
+                    // around and guards what follows (general_loop.rs).
+                    if let Some(v) = value {
+                        let v = self.expr(f, *v)?;
+                        self.vars.insert(VarKey::Ret(f.id), v);
+                    }
+                    if let Some(k) = self.flow.returned {
+                        self.set_flag(k);
+                    }
+                    return Ok(());
+                }
                 St::Return { value } => {
                     if !(tail && last) {
                         return Err(ShaderError::at(
@@ -411,9 +423,9 @@ impl Lowerer<'_> {
         self.init_locals(&mut callee)?;
         self.vars.insert(VarKey::Ret(id), Val::Poisoned(span));
         // The caller's loop is out of the callee's reach.
-        let outer = std::mem::take(&mut self.flow);
+        let outer = self.enter_function(&callee)?;
         let r = self.block(&mut callee, &func.body, true);
-        self.flow = outer;
+        self.leave_function(&callee, outer);
         r?;
         let ret = self.vars.remove(&VarKey::Ret(id)).filter(|v| !matches!(v, Val::Poisoned(_)));
         // The callee's locals die with the call.
