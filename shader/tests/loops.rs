@@ -160,3 +160,28 @@ fn returns_from_inside_loops_match_reference() {
     let want: Vec<u32> = x.iter().flat_map(|&v| [collatz_limited(v), factor(v % 90), v % 7 + 100]).collect();
     assert_eq!(u32s(&out[1]), want, "{}", t.text);
 }
+
+#[test]
+fn continue_in_a_switch_restarts_the_loop() {
+    let file = "switch_continue.wgsl";
+    let t = translated(file);
+    assert!(t.text.contains(" = loop carry("), "{}", t.text);
+    let mut rng = Rng::new(15);
+    let x: Vec<u32> = (0..64 * 8).map(|_| (rng.next() % 1000) as u32).collect();
+    let out = run(file, &t, "range(64)", &[Arg::U32s(&x), Arg::OutU32(64)]);
+    let want: Vec<u32> = (0..64)
+        .map(|i| {
+            let mut acc = 0u32;
+            for k in 0..8 {
+                match x[i * 8 + k] % 3 {
+                    0 => continue,
+                    1 => acc += 1,
+                    _ => acc += 10,
+                }
+                acc += 100;
+            }
+            acc
+        })
+        .collect();
+    assert_eq!(u32s(&out[1]), want, "{}", t.text);
+}
