@@ -340,6 +340,30 @@ impl Lowerer<'_> {
             }
             results.push((*k, a.clone(), b.clone()));
         }
+        // A `bool` that is one constant in each branch (the loop flags, mostly) is the
+        // condition itself, its negation or a constant: no `if` result.
+        let truth = |l: &Self, v: &Val| match v {
+            Val::Ssa(n, _) if l.interned.get("const true : bool") == Some(n) => Some(true),
+            Val::Ssa(n, _) if l.interned.get("const false : bool") == Some(n) => Some(false),
+            _ => None,
+        };
+        let mut kept = Vec::with_capacity(results.len());
+        for (k, a, b) in results {
+            let v = match (truth(self, &a), truth(self, &b)) {
+                (Some(true), Some(false)) => Val::Ssa(c.clone(), crate::types::Ty::BOOL),
+                (Some(false), Some(true)) => {
+                    let (n, t) = self.op(format!("not {c}"), crate::types::Ty::BOOL);
+                    Val::Ssa(n, t)
+                }
+                (Some(x), Some(y)) if x == y => a.clone(),
+                _ => {
+                    kept.push((k, a, b));
+                    continue;
+                }
+            };
+            after.insert(k, v);
+        }
+        let results = kept;
         if results.is_empty() {
             if lines_a.is_empty() && lines_b.is_empty() {
                 self.vars = after;
