@@ -1,5 +1,5 @@
 //! The differential kernel fuzzer (issue 16 item 2; docs/reliability.md, "Kernel fuzzer"):
-//! random well-typed kernels (support/fuzz/gen.rs: nested `if`/`for` with carried values,
+//! random well-typed kernels (support/fuzz/gen.rs: nested `if`/`for`/`loop` with carried values,
 //! guarded and computed indices, work-group memory and barriers, atomics, integer and float
 //! arithmetic, vectors, casts), batched into modules, each compiled at -O0 to -O3 (every
 //! SPIR-V module passes spirv-val in codegen), run on Vulkan with validation on and on the

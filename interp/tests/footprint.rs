@@ -216,6 +216,22 @@ fn loop_variable_indexing() {
 }
 
 #[test]
+fn general_loops_keep_loop_invariant_indices_and_lose_carried_ones() {
+    // An index computed in a `loop` body from values defined before it is known.
+    let body = "  %one = const 1 : u32\n  %two = const 2 : u32\n  %zero = const 0 : u32\n  \
+                %r = loop carry(%c = %zero) {\n    %j = mul %i, %two\n    %v = load %x[%j]\n    \
+                %n = add %c, %one\n    %more = lt %n, %two\n    yield %more, %n\n  }\n  %idx = add %i, %zero";
+    let f = fp("%x: buf<f32, read>", &format!("  %i = global_id 0\n{body}"), "range(8)", "@x");
+    assert_eq!(f.accesses, vec![(Place::Param(0), read(elems(0, 15)))]);
+    // A carried index, and a result, are unknown.
+    let body = "  %i = global_id 0\n  %one = const 1 : u32\n  %eight = const 8 : u32\n  \
+                %r = loop carry(%c = %i) {\n    store %y[%c], %f\n    %n = add %c, %one\n    \
+                %more = lt %n, %eight\n    yield %more, %n\n  }\n  store %y[%r], %f";
+    let f = fp("%y: buf<f32, write>, %f: f32", body, "range(4)", "@y, 1.0");
+    assert_eq!(f.accesses, vec![(Place::Param(0), write(Extent::Whole))]);
+}
+
+#[test]
 fn select_and_if_take_the_hull() {
     let sel = "  %h = const 100 : u32\n  %j = add %i, %h\n  %c = lt %i, %h\n  %idx = select %c, %i, %j";
     assert_eq!(load_x(sel, "range(64)"), elems(0, 164));
@@ -394,6 +410,11 @@ fn handwritten_kernels_are_sound_on_the_interpreter() {
         ("kernel @f(%y: buf<f32, write>) {\n  %i = global_id 0\n  %s = cast %i to i32\n  %five = const 5 : i32\n  \
           %d = sub %s, %five\n  %a = abs %d\n  %m = const 3 : i32\n  %q = div %a, %m\n  %f = const 1.0 : f32\n  \
           store %y[%q], %f\n  %w = cast %a to u64\n  store %y[%w], %f\n}", "range(30)", "@y"),
+        // A general loop: a data-dependent number of rounds, a carried index and one from outside.
+        ("kernel @f(%x: buf<f32, read>, %n: buf<u32, read_write>) {\n  %i = global_id 0\n  %one = const 1 : u32\n  \
+          %seven = const 7 : u32\n  %lim = and %i, %seven\n  %r = loop carry(%c = %i) {\n    %v = load %x[%c]\n    \
+          store %n[%i], %c\n    %d = add %c, %one\n    %end = add %i, %lim\n    %more = lt %c, %end\n    \
+          yield %more, %d\n  }\n}", "range(40)", "@x, @n"),
         // A single task walking a loop with a step of 3.
         ("kernel @f(%n: buf<u32, write>) {\n  %lo = const 5 : u32\n  %hi = const 60 : u32\n  %s = const 3 : u32\n  \
           for %j = %lo to %hi step %s {\n    store %n[%j], %j\n  }\n}", "single_task", "@n"),

@@ -141,6 +141,26 @@ fn api_corruptions_are_errors() {
                 }
             }
         }),
+        ("general loop whose yield has no condition", |m| {
+            if let cmdgraph_ir::KernelBody::Ir(b) = &mut m.kernels[bad(0)].body {
+                let for_op = b.entry.ops[5];
+                if let OpKind::For { carried, body, .. } = b.ops[for_op].kind.clone() {
+                    b.ops[for_op].kind = OpKind::Loop { carried, body };
+                }
+            }
+        }),
+        ("general loop whose condition is a float", |m| {
+            if let cmdgraph_ir::KernelBody::Ir(b) = &mut m.kernels[bad(0)].body {
+                let for_op = b.entry.ops[5];
+                if let OpKind::For { carried, body, .. } = b.ops[for_op].kind.clone() {
+                    let y = *body.ops.last().unwrap();
+                    if let OpKind::Yield(vs) = &mut b.ops[y].kind {
+                        vs.insert(0, vs[0]);
+                    }
+                    b.ops[for_op].kind = OpKind::Loop { carried, body };
+                }
+            }
+        }),
         ("ill-typed add", |m| {
             if let cmdgraph_ir::KernelBody::Ir(b) = &mut m.kernels[bad(0)].body {
                 let for_op = b.entry.ops[5];

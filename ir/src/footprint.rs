@@ -226,6 +226,13 @@ impl Analysis<'_> {
                     // `for` results are the final carried values: unknown.
                     continue;
                 }
+                OpKind::Loop { body, .. } => {
+                    // Carried values and results stay unknown (their type's range), as
+                    // for `for`; the body runs at least once, and counting it as executed
+                    // is what the footprint needs (a superset is sound).
+                    self.region(body, depth + 1);
+                    continue;
+                }
                 OpKind::If { then_region, else_region, .. } => {
                     self.region(then_region, depth + 1);
                     let then_yield = self.yields(then_region);

@@ -193,6 +193,15 @@ impl Builder<'_> {
                 let body = self.region(f, body)?;
                 OpKind::For { var, lo, hi, step, carried: cs, body }
             }
+            OpKind::Loop { carried, body } => {
+                let mut cs = Vec::with_capacity(carried.len());
+                for (i, &(inner, init)) in carried.iter().enumerate() {
+                    let init = m(f, init)?;
+                    cs.push((self.value(f, inner, ValueDef::Carried(new, i as u32))?, init));
+                }
+                let body = self.region(f, body)?;
+                OpKind::Loop { carried: cs, body }
+            }
             OpKind::If { cond, result_types, then_region, else_region } => {
                 let cond = m(f, *cond)?;
                 let then_region = self.region(f, then_region)?;

@@ -1,5 +1,5 @@
 //! Kernels, functions and the kernel language: SSA values, ops in structured regions
-//! (`for`, `if`), and calls.
+//! (`for`, `if`, `loop`), and calls.
 //!
 //! A kernel body owns two arenas: [`Value`]s (parameters, op results, loop variables and
 //! loop-carried block arguments) and [`Op`]s. A [`Region`] is an ordered list of ops. A
@@ -230,7 +230,7 @@ pub enum ValueDef {
     Result(Handle<Op>, u32),
     /// The induction variable of a `for` op.
     LoopVar(Handle<Op>),
-    /// Loop-carried value `i` of a `for` op, inside its body.
+    /// Loop-carried value `i` of a `for` or `loop` op, inside its body.
     Carried(Handle<Op>, u32),
 }
 
@@ -612,7 +612,8 @@ pub enum OpKind {
         /// Taken otherwise; required when there are results.
         else_region: Option<Region>,
     },
-    /// `yield %a, %b`: ends a `for` or `if` region with its values.
+    /// `yield %a, %b`: ends a `for`, `if` or `loop` region with its values (a `loop`'s
+    /// first is the condition to run the body again).
     Yield(Vec<V>),
     /// A subgroup builtin or collective (`subgroup_reduce add %x`, ...; crate::subgroup).
     Subgroup(crate::subgroup::SubgroupOp),
@@ -627,6 +628,16 @@ pub enum OpKind {
     /// `return %a, ...`: ends a function's body with its results (the last op of its top
     /// region, only in a function with results).
     Return(Vec<V>),
+    /// `[%r...] = loop [carry(%a = %init, ...)] { ... yield %again, %next... }`: a do-while
+    /// loop. The body runs once, then again while the `bool` `%again` of its final `yield`
+    /// is true; the other yielded values become the carried values of the next round, and
+    /// after the last round the loop's results.
+    Loop {
+        /// Loop-carried values: (value inside the body, initial value).
+        carried: Vec<(V, V)>,
+        /// The body; ends with `yield` of the condition and one value per carried value.
+        body: Region,
+    },
 }
 
 impl OpKind {
@@ -661,6 +672,7 @@ impl OpKind {
                 [lo, hi, step].into_iter().chain(carried.iter_mut().map(|(_, init)| init)).collect()
             }
             OpKind::If { cond, .. } => vec![cond],
+            OpKind::Loop { carried, .. } => carried.iter_mut().map(|(_, init)| init).collect(),
         }
     }
 
@@ -672,7 +684,7 @@ impl OpKind {
     /// The op's regions, in order.
     pub fn regions(&self) -> Vec<&Region> {
         match self {
-            OpKind::For { body, .. } => vec![body],
+            OpKind::For { body, .. } | OpKind::Loop { body, .. } => vec![body],
             OpKind::If { then_region, else_region, .. } => std::iter::once(then_region).chain(else_region).collect(),
             _ => Vec::new(),
         }

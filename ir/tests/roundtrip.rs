@@ -176,6 +176,17 @@ kernel @ops(%in: buf<f32, read>, %out: buf<f32, write>, %cnt: buf<u32, read_writ
   } else {
     yield %u2, %c1
   }
+  %left, %steps = loop carry(%lv = %n, %ls2 = %c0) {
+    %lhalf = shr %lv, %c1
+    %ls3 = add %ls2, %c1
+    %lmore = gt %lhalf, %c0
+    yield %lmore, %lhalf, %ls3 // trailing comment on a loop yield
+  } // trailing comment on a loop
+  loop {
+    store %out[%steps], %f
+    yield %bf
+    // closing comment of a loop region
+  }
   // closing comment of a kernel body
 }
 
@@ -302,7 +313,7 @@ fn ops_in<'a>(body: &'a cmdgraph_ir::kernel::Body, region: &Region, out: &mut Ve
         let kind = &body.ops[op].kind;
         out.push(kind);
         match kind {
-            OpKind::For { body: r, .. } => ops_in(body, r, out),
+            OpKind::For { body: r, .. } | OpKind::Loop { body: r, .. } => ops_in(body, r, out),
             OpKind::If { then_region, else_region, .. } => {
                 ops_in(body, then_region, out);
                 if let Some(e) = else_region {
@@ -385,7 +396,7 @@ fn the_canonical_module_uses_every_construct() {
         }
     }
     let op_names: BTreeSet<String> = ops.iter().map(|k| variant(format!("{k:?}"))).collect();
-    assert_eq!(op_names.len(), 23, "{op_names:?}");
+    assert_eq!(op_names.len(), 24, "{op_names:?}");
     let operators: BTreeSet<String> = ops
         .iter()
         .filter_map(|k| match k {
@@ -454,7 +465,7 @@ fn deleting_any_line_of_the_canonical_module_parses_or_fails_cleanly() {
 }
 
 /// Tokens and fragments of the language, to build plausible garbage from.
-const VOCABULARY: [&str; 48] = [
+const VOCABULARY: [&str; 49] = [
     "kernel",
     "graph",
     "usm",
@@ -496,6 +507,7 @@ const VOCABULARY: [&str; 48] = [
     "after",
     "via",
     "for",
+    "loop",
     "if",
     "yield",
     "dcg",

@@ -82,7 +82,7 @@ fn body(ops: &[(u8, u8, u8)]) -> Body {
     let mut region = Region::default();
     for (i, &(kind, a, b)) in ops.iter().enumerate() {
         let v = |x: u8| h::<Value>(x % (ops.len() as u8 + 2));
-        let kind = match kind % 8 {
+        let kind = match kind % 9 {
             0 => OpKind::Builtin(Builtin::GlobalId, a % 4),
             1 => OpKind::Unary(UnaryOp::Sqrt, v(a)),
             2 => OpKind::Binary(kernel::BinaryOp::Add, v(a), v(b)),
@@ -95,6 +95,10 @@ fn body(ops: &[(u8, u8, u8)]) -> Body {
                 else_region: None,
             },
             6 => OpKind::Yield(vec![v(a)]),
+            7 => OpKind::Loop {
+                carried: vec![(v(a), v(b))],
+                body: Region { ops: vec![h(b % 8)], closing_comments: vec![] },
+            },
             _ => OpKind::For {
                 var: v(a),
                 lo: v(b),

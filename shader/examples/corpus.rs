@@ -32,12 +32,11 @@ enum Outcome {
 
 use Outcome::{InScopeRefused as InScope, OutOfScope as Out, Translated as Ok_};
 
-const WHILE: &str = "while loop: the kernel language has only counted loops";
-const CAS_LOOP: &str = "a compare-exchange retry `while` loop: the kernel language has only counted loops";
+const CAS_LOOP: &str = "`bitcast` (the kernel language has none); its compare-exchange retry loop translates";
 
 /// `file:entry` -> the expected outcome, for every compute entry point of the corpus.
 const EXPECTED: &[(&str, Outcome)] = &[
-    ("246-collatz.comp:main", InScope(WHILE)),
+    ("246-collatz.comp:main", Ok_),
     ("access.wgsl:assign_through_ptr", InScope("arrays as local variables, changed through pointers")),
     ("access.wgsl:assign_to_ptr_components", InScope("structs as local variables, changed through pointers")),
     ("array-in-ctor.wgsl:cs_main", Ok_),
@@ -52,7 +51,7 @@ const EXPECTED: &[(&str, Outcome)] = &[
     ("bits.wgsl:main", InScope("pack/unpack and bit-field functions")),
     ("boids.wgsl:main", InScope("storage buffers of structs, a uniform struct of floats")),
     ("break-if.wgsl:main", Ok_),
-    ("collatz.wgsl:main", InScope(WHILE)),
+    ("collatz.wgsl:main", Ok_),
     ("const-exprs.wgsl:main", Ok_),
     ("constructors.wgsl:main", InScope("matrices, arrays and structs as values")),
     ("control-flow.wgsl:main", Ok_),
@@ -159,6 +158,9 @@ fn check_error(src: &str, e: &ShaderError) -> Option<String> {
     None
 }
 
+/// Kernel op executions (per work-item) a corpus run may take.
+const FUEL: u64 = 20_000_000;
+
 /// Parses, verifies and runs a translated kernel once on one work-group, every buffer 1024
 /// zero elements and every scalar zero.
 fn check_translated(t: &Translated) -> std::result::Result<(), String> {
@@ -192,7 +194,10 @@ fn check_translated(t: &Translated) -> std::result::Result<(), String> {
     cmdgraph_ir::verify::verify(&module).map_err(|e| format!("verify: {e:?}\n{text}"))?;
     let mut interp = Interpreter::new(&module).map_err(|e| format!("interpreter: {e}"))?;
     let exec = interp.finalize("g").map_err(|e| format!("finalize: {e}"))?;
-    interp.run(exec).map_err(|e| format!("run: {e}\n{text}"))?;
+    // A loop may never end on zero inputs (Collatz from 0): fuel ends it, as it would hang a
+    // device.
+    let opts = cmdgraph_interp::RunOptions { fuel: Some(FUEL), ..Default::default() };
+    interp.run_with(exec, &opts).map_err(|e| format!("run: {e}\n{text}"))?;
     Ok(())
 }
 
@@ -242,6 +247,11 @@ fn main() {
                                 "{key}: translated; its run on one work-group is undefined: {}",
                                 why.lines().next().unwrap_or("")
                             );
+                        }
+                        // Zero inputs are not every shader's domain: a loop that never ends
+                        // on them (Collatz from 0) is what the shader says, not a bug.
+                        Err(why) if why.contains("out of fuel") => {
+                            println!("{key}: translated; its run on zero inputs does not end (out of fuel)");
                         }
                         Err(why) => failures.push(format!("{key}: translated, but {why}")),
                         Ok(()) => {}

@@ -16,7 +16,8 @@
 //! Inputs: every buffer 4096 elements of full-precision random floats in [-1, 1) or integers
 //! in [0, 64) (so that values used as indices mostly stay in range), scalars 3 (integers),
 //! 0.75 (floats) or true; four work-groups in x. A run the interpreter stops (an index out of
-//! range with these inputs, E0401) is reported as such, not as a mismatch. Exit 1 when any
+//! range with these inputs, E0401; a loop that does not end, E0407) is reported as such, not
+//! as a mismatch. Exit 1 when any
 //! Vulkan result matches no rule or a tool fails.
 
 use std::fmt::Write as _;
@@ -33,6 +34,8 @@ const ELEMENTS: usize = 4096;
 /// have added to it yet). The interpreter runs a work-group in lockstep and reads 16.
 const RACY_BY_DESIGN: &[&str] = &["hello_synchronization_shaders.wgsl:hasty_main"];
 const GROUPS: u32 = 4;
+/// Kernel op executions (per work-item, in all) an interpreter run may take.
+const FUEL: &str = "500000000";
 
 /// What happened to one entry point.
 enum Outcome {
@@ -205,11 +208,13 @@ fn one(bin: &Path, lang: Lang, src: &str, entry: &str, work: &Path) -> Outcome {
     }
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     // The interpreter first: a run it stops is not a comparison.
-    if let Err(e) = cmdgraph(bin, work, &[s(&["interp", "translated.cgir"]), inputs.clone()].concat()) {
+    if let Err(e) = cmdgraph(bin, work, &[s(&["interp", "translated.cgir", "--fuel", FUEL]), inputs.clone()].concat()) {
         let line = e.lines().find(|l| l.contains("error")).unwrap_or("stopped").to_string();
         // E0401: an index out of range with these inputs; E0408: a subgroup read the shading
-        // language leaves undefined (from a lane this launch does not have).
-        return if e.contains("E0401") || e.contains("E0408") {
+        // language leaves undefined (from a lane this launch does not have); E0407: a loop
+        // that does not end with these inputs (Collatz from 0; llvmpipe would cut it short
+        // after 65535 iterations, docs/executor.md, and a GPU would hang).
+        return if e.contains("E0401") || e.contains("E0408") || e.contains("E0407") {
             Outcome::Stopped(line)
         } else {
             Outcome::Failed(format!("interp: {e}"))

@@ -61,7 +61,7 @@ pub(crate) fn shape(body: &Body, kernel_unrolls: bool, (lo, hi, step): (V, V, V)
 /// The most loop back-edges one invocation of the kernel takes as codegen emits it (the
 /// figure llvmpipe's budget is spent by): [`Shape::Loop`]`(c)` takes one back-edge per `c`
 /// iterations, [`Shape::Straight`] none; `None` when unknown (a bound that is not a
-/// constant, a compare-and-swap retry loop). Recorded in the module for the executor's
+/// constant, a compare-and-swap retry loop, a general `loop`). Recorded in the module for the executor's
 /// llvmpipe warning (docs/abi.md, "Loop back-edges").
 pub(crate) fn emitted_back_edges(body: &Body) -> Option<u128> {
     emitted(body, needs_unrolling(body), &body.entry, 0)
@@ -96,6 +96,8 @@ fn emitted(body: &Body, unrolls: bool, region: &Region, depth: usize) -> Option<
                 };
                 emitted(body, unrolls, then_region, depth + 1)?.max(e)
             }
+            // A general loop's trip count is data-dependent: unknown.
+            OpKind::Loop { .. } => return None,
             kind if retry_loop(body, kind) => return None,
             _ => 0,
         };
@@ -114,6 +116,8 @@ fn emits_loop(body: &Body, region: &Region, depth: usize) -> bool {
             !matches!(trip_count(body, *lo, *hi, *step), Some(n) if n <= u128::from(UNROLL))
                 || contains_for(body, inner, depth + 1)
         }
+        // Always a loop (general_loop.rs).
+        Some(OpKind::Loop { .. }) => true,
         Some(OpKind::If { then_region, else_region, .. }) => {
             emits_loop(body, then_region, depth + 1)
                 || else_region.as_ref().is_some_and(|r| emits_loop(body, r, depth + 1))
@@ -143,6 +147,7 @@ fn back_edges(body: &Body, region: &Region, depth: usize) -> Option<u128> {
                 };
                 back_edges(body, then_region, depth + 1)?.checked_add(e)?
             }
+            OpKind::Loop { .. } => return None,
             kind if retry_loop(body, kind) => return None,
             _ => 0,
         };
@@ -160,13 +165,14 @@ fn retry_loop(body: &Body, kind: &OpKind) -> bool {
             Some(ValueType::Data(t)) if t.scalar == ScalarType::F32))
 }
 
-/// Whether `region` holds a `for` (at any depth).
+/// Whether `region` holds a `for` or a general `loop` (at any depth): a `for` around one is
+/// not straight-line code.
 fn contains_for(body: &Body, region: &Region, depth: usize) -> bool {
     if depth > MAX_DEPTH {
         return true;
     }
     region.ops.iter().any(|&h| match body.ops.try_get(h).map(|op| &op.kind) {
-        Some(OpKind::For { .. }) => true,
+        Some(OpKind::For { .. } | OpKind::Loop { .. }) => true,
         Some(OpKind::If { then_region, else_region, .. }) => {
             contains_for(body, then_region, depth + 1)
                 || else_region.as_ref().is_some_and(|r| contains_for(body, r, depth + 1))

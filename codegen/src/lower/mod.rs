@@ -9,6 +9,7 @@ mod atomic;
 mod budget;
 mod builtins;
 mod control;
+mod general_loop;
 mod half;
 mod ir;
 mod memory;
@@ -157,6 +158,7 @@ impl<'a> Lowerer<'a> {
                 OpKind::If { cond, result_types, then_region, else_region } => {
                     self.if_op(h, op, *cond, result_types, then_region, else_region.as_ref(), depth)?
                 }
+                OpKind::Loop { carried, body } => self.general_loop(h, op, carried, body, depth)?,
                 _ => self.simple(h, op)?,
             }
         }

@@ -103,7 +103,7 @@ impl Lowerer<'_> {
             }
             OpKind::LocalAlloc { .. } => return Ok(()),
             OpKind::Subgroup(sg) => self.subgroup(h, sg)?,
-            OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) => {
+            OpKind::For { .. } | OpKind::If { .. } | OpKind::Loop { .. } | OpKind::Yield(_) => {
                 return Err(self.err(h, "structured op outside region lowering"))
             }
             // lib.rs inlines every call before lowering.

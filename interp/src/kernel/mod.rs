@@ -4,6 +4,7 @@
 pub mod launch;
 
 mod bind;
+mod general_loop;
 mod memop;
 mod simt;
 mod subgroup;

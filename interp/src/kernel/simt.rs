@@ -2,8 +2,8 @@
 //!
 //! Every SSA value holds one entry per work-item of the group ([`Lanes`]); ops run for the
 //! whole group in lockstep under a lane mask. `if` runs each region under the lanes that
-//! take it (skipping a region no lane takes), `for` iterates while any lane is still in the
-//! loop, and `group_barrier` is a synchronisation point by construction: every work-item
+//! take it (skipping a region no lane takes), `for` and `loop` (general_loop.rs) iterate while
+//! any lane is still in the loop, and `group_barrier` is a synchronisation point by construction: every work-item
 //! has finished everything before it. A barrier reached by only part of the group is a
 //! divergent barrier and an error. Pure ops compute every lane (inactive lanes compute
 //! harmless garbage that is never observed); memory ops touch memory only for active lanes,
@@ -195,6 +195,7 @@ impl<'k> Exec<'k, '_, '_> {
                 self.if_op(h, op, mask, depth, *cond, result_types, then_region, else_region.as_ref())
             }
             OpKind::Call { func, args } => self.call(h, op, mask, depth, *func, args),
+            OpKind::Loop { carried, body } => self.general_loop(h, op, mask, depth, carried, body),
             _ => self.simple_op(h, op, mask),
         }
     }
@@ -328,9 +329,12 @@ impl<'k> Exec<'k, '_, '_> {
                 return Ok(());
             }
             OpKind::Subgroup(sg) => self.subgroup(h, mask, sg)?,
-            OpKind::For { .. } | OpKind::If { .. } | OpKind::Yield(_) | OpKind::Return(_) | OpKind::Call { .. } => {
-                return Ok(())
-            }
+            OpKind::For { .. }
+            | OpKind::If { .. }
+            | OpKind::Loop { .. }
+            | OpKind::Yield(_)
+            | OpKind::Return(_)
+            | OpKind::Call { .. } => return Ok(()),
         };
         self.set(h, op, mask, 0, out)
     }
@@ -595,7 +599,7 @@ impl<'k> Exec<'k, '_, '_> {
         Ok(())
     }
 
-    fn put(&mut self, v: V, slot: Slot) {
+    pub(super) fn put(&mut self, v: V, slot: Slot) {
         if let Some(s) = self.slots.get_mut(v.index()) {
             *s = slot;
         }
@@ -634,5 +638,6 @@ pub(crate) fn op_keyword(kind: &OpKind) -> String {
         OpKind::Return(..) => "return".into(),
         OpKind::Call { .. } => "call".into(),
         OpKind::Subgroup(sg) => sg.keyword().into(),
+        OpKind::Loop { .. } => "loop".into(),
     }
 }

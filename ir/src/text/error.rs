@@ -376,7 +376,7 @@ impl ParseError {
             ParseError::Duplicate { .. } => "rename one of the two definitions".to_string(),
             ParseError::WrongKind { expected, .. } => format!("name {expected} here"),
             ParseError::OutOfScope { .. } => {
-                "a value defined inside a `for` or `if` region is visible only in that region; \
+                "a value defined inside a `for`, `loop` or `if` region is visible only in that region; \
                  pass it out with `yield`"
                     .to_string()
             }

@@ -104,6 +104,7 @@ keywords! {
     Step = b"step",
     Carry = b"carry",
     Call = b"call",
+    Loop = b"loop",
 }
 
 #[cfg(test)]

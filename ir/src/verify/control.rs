@@ -1,4 +1,4 @@
-//! Structured control flow: `for` and `if` ops, which open nested regions. Kept apart
+//! Structured control flow: `for`, `loop` and `if` ops, which open nested regions. Kept apart
 //! from op typing so that the frames on the recursion path (region, op, these) stay small:
 //! regions nest up to 256 deep and the walk must fit a default thread stack.
 
@@ -38,9 +38,30 @@ impl Walker<'_> {
                 });
             }
         }
+        let expects = self.carried(op, carried, &inits, span, &mut scope);
+        let region_ctx = RegionCtx {
+            top: false,
+            owner: "for",
+            region: "body",
+            expects: if carried.is_empty() { None } else { Some(expects) },
+            owner_span: span,
+        };
+        self.region(body, &region_ctx, depth + 1, scope);
+        inits.into_iter().map(|t| t.map(ValueType::Data)).collect()
+    }
+    /// Defines the carried values of loop `op` in `scope`, checking each against its
+    /// initial value's type; returns the types the body must yield for them.
+    fn carried(
+        &mut self,
+        op: Handle<Op>,
+        carried: &[(V, V)],
+        inits: &[Option<Type>],
+        span: Span,
+        scope: &mut Vec<usize>,
+    ) -> Vec<Option<Type>> {
         let mut expects = Vec::new();
-        for (i, ((inner, _), init)) in carried.iter().zip(&inits).enumerate() {
-            if !self.define(*inner, ValueDef::Carried(op, i as u32), span, &mut scope) {
+        for (i, ((inner, _), init)) in carried.iter().zip(inits).enumerate() {
+            if !self.define(*inner, ValueDef::Carried(op, i as u32), span, scope) {
                 expects.push(*init);
                 continue;
             }
@@ -65,16 +86,33 @@ impl Walker<'_> {
                 }
             }
         }
-        let region_ctx = RegionCtx {
-            top: false,
-            owner: "for",
-            region: "body",
-            expects: if carried.is_empty() { None } else { Some(expects) },
-            owner_span: span,
-        };
+        expects
+    }
+
+    /// `[%r...] = loop [carry(...)] { ... yield %again, ... }`: the body's `yield` is checked
+    /// in types.rs (its first value is the condition, E0345; the rest the carried types).
+    pub(super) fn loop_op(
+        &mut self,
+        op: Handle<Op>,
+        carried: &[(V, V)],
+        body: &Region,
+        depth: usize,
+        span: Span,
+    ) -> Vec<Option<ValueType>> {
+        let inits: Vec<Option<Type>> = carried.iter().map(|(_, init)| self.data(*init, span)).collect();
+        if depth + 1 > max_depth() {
+            self.errors.push(VerifyError::NestingTooDeep { span });
+            return inits.into_iter().map(|t| t.map(ValueType::Data)).collect();
+        }
+        let mut scope = Vec::new();
+        let expects = self.carried(op, carried, &inits, span, &mut scope);
+        // Unlike `for`, the body always yields: at least the condition.
+        let region_ctx =
+            RegionCtx { top: false, owner: "loop", region: "body", expects: Some(expects), owner_span: span };
         self.region(body, &region_ctx, depth + 1, scope);
         inits.into_iter().map(|t| t.map(ValueType::Data)).collect()
     }
+
     /// `[%r...] = if %c [-> T, ...] { ... } [else { ... }]`
     pub(super) fn if_op(
         &mut self,

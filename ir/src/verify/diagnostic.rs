@@ -841,6 +841,13 @@ impl VerifyError {
                 "work-group memory in a function",
                 "allocate work-group memory in the kernel and pass it to the function as a `local<T>` parameter",
             ),
+            E::LoopCondition { found, span } => diag(
+                "E0345",
+                format!("`loop` condition (the first value of its `yield`) is {found}, not bool"),
+                *span,
+                "bad condition",
+                "end the body with `yield %again, ...` where %again is a bool: true runs the body again",
+            ),
             E::UntranslatedShader { kernel, lang, span } => diag(
                 "E0333",
                 format!("kernel @{kernel} is {lang} source that was not translated into the kernel language"),

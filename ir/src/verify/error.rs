@@ -1027,6 +1027,13 @@ pub enum VerifyError {
         /// The op.
         span: Span,
     },
+    /// E0345: a `loop` body whose `yield` does not start with a `bool` scalar condition.
+    LoopCondition {
+        /// The condition's type, or `missing`.
+        found: String,
+        /// The `yield`.
+        span: Span,
+    },
     /// E0333: a kernel still in WGSL or GLSL (not translated where the module was loaded).
     UntranslatedShader {
         /// The kernel.

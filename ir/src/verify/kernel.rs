@@ -16,7 +16,7 @@ use crate::span::Span;
 use crate::types::Type;
 use std::collections::BTreeMap;
 
-/// Deepest nesting of `for`/`if` regions (docs/ir.md, Limits).
+/// Deepest nesting of `for`/`loop`/`if` regions (docs/ir.md, Limits).
 const MAX_DEPTH: usize = 256;
 
 /// Checks one kernel.
@@ -120,7 +120,7 @@ fn note_name(
 pub(super) struct RegionCtx {
     /// Whether this is the kernel's entry region.
     pub top: bool,
-    /// `for`, `if` or `kernel`.
+    /// `for`, `loop`, `if` or `kernel`.
     pub owner: &'static str,
     /// `body`, `then` or `else`.
     pub region: &'static str,
@@ -162,6 +162,7 @@ impl Walker<'_> {
             OpKind::For { var, carried, .. } => {
                 std::iter::once(*var).chain(carried.iter().map(|(v, _)| *v)).chain(o.results.iter().copied()).collect()
             }
+            OpKind::Loop { carried, .. } => carried.iter().map(|(v, _)| *v).chain(o.results.iter().copied()).collect(),
             OpKind::If { .. } => o.results.clone(),
             _ => return s,
         };
@@ -233,6 +234,7 @@ impl Walker<'_> {
             OpKind::For { var, lo, hi, step, carried, body } => {
                 self.for_op(op, (*var, *lo, *hi, *step), carried, body, depth, span)
             }
+            OpKind::Loop { carried, body } => self.loop_op(op, carried, body, depth, span),
             OpKind::If { cond, result_types, then_region, else_region } => {
                 self.if_op(*cond, result_types, then_region, else_region.as_ref(), depth, span)
             }
@@ -335,7 +337,7 @@ fn result_count(m: &Module, kind: &OpKind) -> usize {
     match kind {
         OpKind::Store { .. } | OpKind::GroupBarrier | OpKind::Yield(_) | OpKind::Return(_) => 0,
         OpKind::Call { func, .. } => m.functions.try_get(*func).map_or(0, |f| f.results.len()),
-        OpKind::For { carried, .. } => carried.len(),
+        OpKind::For { carried, .. } | OpKind::Loop { carried, .. } => carried.len(),
         OpKind::If { result_types, .. } => result_types.len(),
         _ => 1,
     }
@@ -368,6 +370,7 @@ pub(super) fn op_keyword(kind: &OpKind) -> &'static str {
         OpKind::Subgroup(sg) => sg.keyword(),
         OpKind::Call { .. } => "call",
         OpKind::Return(_) => "return",
+        OpKind::Loop { .. } => "loop",
     }
 }
 

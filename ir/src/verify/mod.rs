@@ -196,6 +196,14 @@
 //! - E0333 no kernel is still WGSL or GLSL source (front ends translate it first).
 //! - E0334 subgroup ops take 32-bit scalars and vectors (`and`/`or`/`xor` integers, moves
 //!   also `bool`), `bool` conditions and `u32` lane indices (crate::subgroup).
+//! - E0340 a `call` passes one argument per parameter, of its type (a buffer with at
+//!   least the parameter's access); E0341 no function calls itself, directly or not;
+//!   E0342 a function with results ends with `return` of them, and `return` stands nowhere
+//!   else; E0343 functions allocate no `local` memory (function.rs).
+//! - E0344 `bitcast` keeps the lane count and the scalar width, and takes no `bool`.
+//! - E0345 a `loop` body ends with `yield` of a `bool` scalar condition, then (E0326) one
+//!   value per carried value of its type (E0324: carried values have their initial
+//!   values' types).
 //! - `group_barrier` is accepted anywhere: a barrier not reached by every work-item of the
 //!   group (inside divergent control flow) is undefined behaviour, as in SYCL, and not
 //!   diagnosed.

@@ -72,7 +72,7 @@ fn first_group_op(
         }
         // Pushed in reverse so that the first region is walked first.
         match &op.kind {
-            OpKind::For { body, .. } => stack.push(&body.ops),
+            OpKind::For { body, .. } | OpKind::Loop { body, .. } => stack.push(&body.ops),
             OpKind::If { then_region, else_region, .. } => {
                 if let Some(e) = else_region {
                     stack.push(&e.ops);

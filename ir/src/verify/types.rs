@@ -249,7 +249,7 @@ impl Walker<'_> {
                 vec![Some(ValueType::Local { elem: *elem })]
             }
             // `op` routes these to control.rs, keeping this large frame off the recursion.
-            OpKind::For { .. } | OpKind::If { .. } => Vec::new(),
+            OpKind::For { .. } | OpKind::If { .. } | OpKind::Loop { .. } => Vec::new(),
             OpKind::Call { func, args } => self.call(*func, args, span),
             OpKind::Return(values) => {
                 self.return_op(values, ctx, last, span);
@@ -258,7 +258,7 @@ impl Walker<'_> {
             OpKind::Yield(values) => {
                 let types: Vec<Option<Type>> = values.iter().map(|v| self.data(*v, span)).collect();
                 let problem = if ctx.top {
-                    Some("`yield` outside a `for` or `if` region")
+                    Some("`yield` outside a `for`, `loop` or `if` region")
                 } else if !last {
                     Some("`yield` must be the last op of its region")
                 } else if ctx.expects.is_none() {
@@ -268,6 +268,8 @@ impl Walker<'_> {
                 };
                 if let Some(problem) = problem {
                     self.errors.push(VerifyError::YieldPlacement { problem, span });
+                } else if let (Some(expects), "loop") = (&ctx.expects, ctx.owner) {
+                    self.loop_yield(expects, &types, span);
                 } else if let Some(expects) = &ctx.expects {
                     self.yield_matches(expects, &types, span);
                 }
@@ -396,6 +398,33 @@ impl Walker<'_> {
                 found: t.to_string(),
                 span,
             });
+        }
+    }
+
+    /// A `loop` body's `yield`: the condition (a `bool` scalar, E0345), then one value per
+    /// carried value, of its type.
+    fn loop_yield(&mut self, expects: &[Option<Type>], found: &[Option<Type>], span: Span) {
+        let Some((cond, next)) = found.split_first() else {
+            self.errors.push(VerifyError::LoopCondition { found: "missing".to_string(), span });
+            return;
+        };
+        if let Some(t) = cond.filter(|t| *t != Type::BOOL) {
+            self.errors.push(VerifyError::LoopCondition { found: t.to_string(), span });
+        }
+        if expects.len() != next.len() {
+            let problem =
+                format!("yields {} values after the condition but the `loop` carries {}", next.len(), expects.len());
+            self.errors.push(VerifyError::YieldMismatch { problem, span });
+            return;
+        }
+        for (i, (e, f)) in expects.iter().zip(next).enumerate() {
+            if let (Some(e), Some(f)) = (e, f) {
+                if e != f {
+                    let problem =
+                        format!("value {} (for carried value {i}) is {f} but the carried value is {e}", i + 1);
+                    self.errors.push(VerifyError::YieldMismatch { problem, span });
+                }
+            }
         }
     }
 

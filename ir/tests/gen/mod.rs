@@ -290,12 +290,15 @@ impl Gen<'_> {
     }
 
     fn op(&mut self, kg: &mut KernelGen<'_>, depth: usize) -> Handle<Op> {
-        let choice = self.below(22);
+        let choice = self.below(23);
         // Ops that need operands fall back to a constant when nothing is visible.
         let choice = if kg.visible.is_empty() && !matches!(choice, 0 | 1 | 15 | 16) { 0 } else { choice };
-        let choice = if depth >= 3 && matches!(choice, 19 | 20) { 1 } else { choice };
+        let choice = if depth >= 3 && matches!(choice, 19 | 20 | 22) { 1 } else { choice };
         if choice == 19 {
             return self.for_op(kg, depth);
+        }
+        if choice == 22 {
+            return self.loop_op(kg, depth);
         }
         if choice == 20 {
             return self.if_op(kg, depth);
@@ -392,6 +395,47 @@ impl Gen<'_> {
         kg.visible.extend(&results);
         let comments = self.comments();
         kg.body.ops[op] = Op { kind: OpKind::For { var, lo, hi, step, carried, body }, results, comments };
+        op
+    }
+
+    /// A general `loop`: results, carried values, then the body, which yields the condition
+    /// and one value per carried value (numbered as the parser numbers them).
+    fn loop_op(&mut self, kg: &mut KernelGen<'_>, depth: usize) -> Handle<Op> {
+        let k = self.below(3);
+        let inits: Vec<V> = (0..k).map(|_| kg.any(self).unwrap()).collect();
+        let op = kg
+            .body
+            .ops
+            .append(Op { kind: OpKind::GroupBarrier, results: vec![], comments: Comments::default() }, Span::UNDEFINED);
+        let results: Vec<V> = inits
+            .iter()
+            .enumerate()
+            .map(|(i, &init)| {
+                let ty = kg.body.values[init].ty;
+                kg.body
+                    .values
+                    .append(Value { name: self.name("r"), ty, def: ValueDef::Result(op, i as u32) }, Span::UNDEFINED)
+            })
+            .collect();
+        let mark = kg.visible.len();
+        let carried: Vec<(V, V)> = inits
+            .iter()
+            .enumerate()
+            .map(|(i, &init)| {
+                let ty = kg.body.values[init].ty;
+                let c = kg
+                    .body
+                    .values
+                    .append(Value { name: self.name("c"), ty, def: ValueDef::Carried(op, i as u32) }, Span::UNDEFINED);
+                kg.visible.push(c);
+                (c, init)
+            })
+            .collect();
+        let body = self.region(kg, depth + 1, k + 1);
+        kg.visible.truncate(mark);
+        kg.visible.extend(&results);
+        let comments = self.comments();
+        kg.body.ops[op] = Op { kind: OpKind::Loop { carried, body }, results, comments };
         op
     }
 

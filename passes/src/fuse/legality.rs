@@ -218,6 +218,7 @@ fn op_word(kind: &OpKind) -> &'static str {
         OpKind::LocalAlloc { .. } => "local",
         OpKind::For { .. } => "for",
         OpKind::If { .. } => "if",
+        OpKind::Loop { .. } => "loop",
         _ => "an op",
     }
 }

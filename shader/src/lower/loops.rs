@@ -1,4 +1,4 @@
-//! Counted loops: the one loop shape the IR has.
+//! Counted loops: the loop shape the IR's `for` has (tile-contractions recognises it).
 //!
 //! naga lowers `for (var i = lo; i < hi; i += step) { body }` (WGSL and GLSL alike) to
 //!
@@ -11,26 +11,18 @@
 //! ```
 //!
 //! which is `for %i = lo to hi step step` when `step` is a positive constant, `hi` does not
-//! change in the loop and the body neither assigns `i` nor leaves early. Everything else is
-//! refused: the IR has no other loop.
+//! change in the loop and the body neither assigns `i` nor leaves early (`break`,
+//! `continue`). Every other loop is a general `loop` (general_loop.rs).
 
 use std::collections::{BTreeSet, HashMap};
 
 use naga::{BinaryOperator, Block, Expression as E, Handle, Literal, Statement as St, UnaryOperator};
 
+use super::general_loop::exits;
 use super::{FnCtx, Lowerer, Val, VarKey};
-use crate::error::{Result, ShaderError};
+use crate::error::Result;
 
 type H = Handle<naga::Expression>;
-
-fn refuse(span: naga::Span, why: &str) -> ShaderError {
-    ShaderError::at(
-        span,
-        format!("only counted `for` loops (`for (var i = lo; i < hi; i += step)`) are supported: {why}"),
-        "the IR's only loop is a counted loop with a constant positive step and a bound fixed before the loop; \
-         rewrite `while` loops and early exits as such a loop with `if`s in its body",
-    )
-}
 
 /// The shape of a recognised counted loop.
 struct Counted<'a> {
@@ -46,29 +38,30 @@ struct Counted<'a> {
 }
 
 impl Lowerer<'_> {
+    /// Lowers a loop of the counted shape as a `for`; returns `false`, having emitted
+    /// nothing that matters, when it does not have that shape.
     pub(crate) fn counted_loop(
         &mut self,
         f: &mut FnCtx<'_>,
         body: &Block,
         continuing: &Block,
-        break_if: Option<H>,
         span: naga::Span,
-    ) -> Result<()> {
-        let shape = recognise(f, body, continuing, break_if, span)?;
+    ) -> Result<bool> {
+        let Some(shape) = recognise(f, body, continuing) else { return Ok(false) };
+        if exits(shape.rest, false) {
+            return Ok(false);
+        }
         let counter = VarKey::Local(f.id, shape.counter.index() as u32);
         let mut stored = BTreeSet::new();
         self.stores_in(f, shape.rest, &mut stored);
         if stored.contains(&counter) {
-            return Err(refuse(span, "the loop body assigns the counter"));
+            return Ok(false);
         }
         // The counter changes in the continuing block: a bound reading it is not invariant.
         let mut changing = stored.clone();
         changing.insert(counter);
         if !invariant(self, f, shape.hi, &changing) {
-            return Err(refuse(
-                span,
-                "the bound may change in the loop (it must depend only on values fixed before it)",
-            ));
+            return Ok(false);
         }
         let lo_val = self.vars.get(&counter).cloned().unwrap_or(Val::Poisoned(span));
         let (lo, lt) = self.ssa(&lo_val, span)?;
@@ -76,7 +69,8 @@ impl Lowerer<'_> {
         let (hi, ht) = self.value(f, shape.hi)?;
         let (step, st) = self.value(f, shape.step)?;
         if lt != ht || lt != st || !lt.s.is_int() || lt.lanes != 1 {
-            return Err(refuse(span, "the counter, bound and step must be one integer scalar type"));
+            // The bound and step were lowered before the loop, where they are valid.
+            return Ok(false);
         }
         // The emits before the exit test: all but the test itself (the counter's load, the
         // comparison and its negation) are lowered at the top of the body, where naga
@@ -119,7 +113,11 @@ impl Lowerer<'_> {
                 self.vars.insert(*k, Val::Poisoned(span));
             }
             f.scopes.push(HashMap::new());
+            // A `break` or `continue` in the body would be this loop's (there is none): the
+            // flags of an enclosing general loop are out of reach.
+            let outer = std::mem::take(&mut self.flow);
             let r = self.region(|l| l.statements(f, &items, false));
+            self.flow = outer;
             f.scopes.pop();
             let ((), lines) = r?;
             let poisoned: Vec<VarKey> =
@@ -154,12 +152,12 @@ impl Lowerer<'_> {
         for k in excluded {
             self.vars.insert(k, Val::Poisoned(span));
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The tracked variables `stmts` may store to (locals of `f` and private globals, also
     /// through inlined calls).
-    fn stores_in(&self, f: &FnCtx<'_>, stmts: &[St], out: &mut BTreeSet<VarKey>) {
+    pub(crate) fn stores_in(&self, f: &FnCtx<'_>, stmts: &[St], out: &mut BTreeSet<VarKey>) {
         for s in stmts {
             match s {
                 St::Store { pointer, .. } => {
@@ -223,37 +221,25 @@ fn root_var(f: &FnCtx<'_>, mut h: H, l: &Lowerer<'_>) -> Option<VarKey> {
     }
 }
 
-fn recognise<'a>(
-    f: &FnCtx<'_>,
-    body: &'a Block,
-    continuing: &Block,
-    break_if: Option<H>,
-    span: naga::Span,
-) -> Result<Counted<'a>> {
-    if break_if.is_some() {
-        return Err(refuse(span, "a `break if` in the continuing block"));
-    }
+/// The counted shape of a loop, if it has it.
+fn recognise<'a>(f: &FnCtx<'_>, body: &'a Block, continuing: &Block) -> Option<Counted<'a>> {
     let stmts: &[St] = body;
-    let Some(test) = stmts.iter().position(|s| !matches!(s, St::Emit(_))) else {
-        return Err(refuse(span, "the loop has no exit test"));
-    };
+    let test = stmts.iter().position(|s| !matches!(s, St::Emit(_)))?;
     let exits = |b: &Block| b.len() == 1 && matches!(b.first(), Some(St::Break));
     let cond = match &stmts[test] {
         St::If { condition, accept, reject } if accept.is_empty() && exits(reject) => *condition,
         St::If { condition, accept, reject } if exits(accept) && reject.is_empty() => {
             match f.func.expressions.try_get(*condition) {
                 Ok(E::Unary { op: UnaryOperator::LogicalNot, expr }) => *expr,
-                _ => return Err(refuse(span, "the exit test is not `i < hi`")),
+                _ => return None,
             }
         }
-        _ => return Err(refuse(span, "the loop does not start with an exit test (a `while (true)` or `loop`)")),
+        _ => return None,
     };
     let Ok(E::Binary { op: BinaryOperator::Less, left, right }) = f.func.expressions.try_get(cond) else {
-        return Err(refuse(span, "the exit test is not `i < hi`"));
+        return None;
     };
-    let Some(counter) = loaded_local(f, *left) else {
-        return Err(refuse(span, "the exit test does not compare a local variable (`i < hi`)"));
-    };
+    let counter = loaded_local(f, *left)?;
     // The continuing block: emits, then `i = i + step`.
     let mut step = None;
     for s in continuing.iter() {
@@ -271,21 +257,18 @@ fn recognise<'a>(
                 };
                 match (target, add) {
                     (true, Some(s)) if positive_constant(f, s) => step = Some(s),
-                    (true, Some(_)) => return Err(refuse(span, "the step is not a positive constant")),
-                    _ => return Err(refuse(span, "the update is not `i += step`")),
+                    _ => return None,
                 }
             }
-            _ => return Err(refuse(span, "the update is not `i += step`")),
+            _ => return None,
         }
     }
-    let Some(step) = step else {
-        return Err(refuse(span, "the loop has no update `i += step` (a `while` loop)"));
-    };
+    let step = step?;
     let mut test_exprs = vec![cond, *left];
     if let St::If { condition, .. } = &stmts[test] {
         test_exprs.push(*condition);
     }
-    Ok(Counted { counter, hi: *right, step, rest: &stmts[test + 1..], rest_at: test + 1, test: test_exprs })
+    Some(Counted { counter, hi: *right, step, rest: &stmts[test + 1..], rest_at: test + 1, test: test_exprs })
 }
 
 /// The local variable `h` loads, if it is `Load(LocalVariable)`.

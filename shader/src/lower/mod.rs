@@ -5,9 +5,12 @@
 //! unstructured exits. The lowering walks the statements in order and keeps, for every
 //! variable, the IR value it holds at that point (`Lowerer::vars`): a `Store` replaces it, a
 //! `Load` reads it, an `if` turns the variables either branch changes into its results and a
-//! counted loop turns those its body changes into carried values.
+//! loop (a counted `for`, or else the general `loop`) turns those its body changes into
+//! carried values. `break` and `continue` set flags tracked like variables
+//! (general_loop.rs).
 
 mod expr;
+mod general_loop;
 mod globals;
 mod loops;
 mod math;
@@ -35,6 +38,14 @@ pub(crate) enum VarKey {
     /// The value a function returns, tracked like a variable so that returns at the ends of
     /// `if` branches merge like stores.
     Ret(u32),
+    /// Whether general loop `n` (general_loop.rs) has run a `break` in this round: a `bool`
+    /// tracked like a variable, so that `if`s merge it like a store.
+    Broke(u32),
+    /// Whether general loop `n` has run a `continue` in this round.
+    Continued(u32),
+    /// Whether function `n` has run a `return` (kept only in functions that return from
+    /// inside a loop, general_loop.rs).
+    Returned(u32),
 }
 
 /// Where a pointer expression points.
@@ -129,6 +140,10 @@ pub(crate) struct Lowerer<'m> {
     /// Names taken by parameters and values.
     used: BTreeSet<String>,
     next: u32,
+    /// The exit flags of the innermost general loop being lowered, if any.
+    pub(crate) flow: general_loop::Flow,
+    /// General loops lowered so far (their [`VarKey::Broke`] numbers).
+    pub(crate) loops: u32,
 }
 
 pub(crate) fn lower(
@@ -149,6 +164,8 @@ pub(crate) fn lower(
         blocks: HashMap::new(),
         used: BTreeSet::new(),
         next: 0,
+        flow: general_loop::Flow::default(),
+        loops: 0,
     };
     let params = l.globals(info)?;
     let mut args = Vec::new();
@@ -161,7 +178,10 @@ pub(crate) fn lower(
     let mut f =
         FnCtx { func: &ep.function, id: u32::MAX, args, scopes: vec![HashMap::new()], site: naga::Span::default() };
     l.init_locals(&mut f)?;
-    l.block(&mut f, &ep.function.body, true)?;
+    let outer = l.enter_function(&f)?;
+    let r = l.block(&mut f, &ep.function.body, true);
+    l.leave_function(&f, outer);
+    r?;
 
     let mut text = format!("kernel @{kernel_name}(");
     let decls: Vec<String> = params.iter().map(|(decl, _)| decl.clone()).collect();

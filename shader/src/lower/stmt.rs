@@ -9,8 +9,7 @@ use super::{FnCtx, Lowerer, Ptr, Val, VarKey};
 use crate::error::{Result, ShaderError};
 use crate::types::{Ty, S};
 
-const LOOP_HELP: &str = "only counted `for` loops are supported: `for (var i = lo; i < hi; i += step)` with a \
-    constant positive step, a loop-invariant bound and no `break`, `continue` or `return` in the body";
+const EXIT_HELP: &str = "`break` and `continue` are supported in loops, and `break` at the end of a `switch` case";
 
 impl Lowerer<'_> {
     /// Lowers `block` into the current region. `tail`: nothing of the function follows the
@@ -21,8 +20,16 @@ impl Lowerer<'_> {
 
     /// Lowers statements with their spans (see [`Lowerer::block`]).
     pub(crate) fn statements(&mut self, f: &mut FnCtx<'_>, stmts: &[(&St, naga::Span)], tail: bool) -> Result<()> {
+        let mut flags = self.flags();
         for (i, &(s, span)) in stmts.iter().enumerate() {
             let span = if span.to_range().is_some_and(|r| !r.is_empty()) { span } else { f.site };
+            // The statement before may have run `break` or `continue` (in an `if`): the rest
+            // runs only where it did not.
+            let now = self.flags();
+            if now != flags {
+                return self.guard_rest(f, &stmts[i..], tail, span);
+            }
+            flags = now;
             let last = i + 1 == stmts.len();
             match s {
                 St::Emit(range) => {
@@ -56,7 +63,19 @@ impl Lowerer<'_> {
                     }
                     self.if_(f, *condition, &a, &r, tail && last, span)?
                 }
-                St::Loop { body, continuing, break_if } => self.counted_loop(f, body, continuing, *break_if, span)?,
+                St::Loop { body, continuing, break_if } => self.loop_statement(f, body, continuing, *break_if, span)?,
+                St::Return { value } if !(tail && last) && self.flow.returned.is_some() => {
+                    // In a function that returns from inside a loop: the flag ends the loops
+                    // around and guards what follows (general_loop.rs).
+                    if let Some(v) = value {
+                        let v = self.expr(f, *v)?;
+                        self.vars.insert(VarKey::Ret(f.id), v);
+                    }
+                    if let Some(k) = self.flow.returned {
+                        self.set_flag(k);
+                    }
+                    return Ok(());
+                }
                 St::Return { value } => {
                     if !(tail && last) {
                         return Err(ShaderError::at(
@@ -70,10 +89,21 @@ impl Lowerer<'_> {
                         self.vars.insert(VarKey::Ret(f.id), v);
                     }
                 }
-                St::Break => {
-                    return Err(ShaderError::at(span, "`break` before the end of a loop or `switch` case", LOOP_HELP))
-                }
-                St::Continue => return Err(ShaderError::at(span, "`continue` is not supported", LOOP_HELP)),
+                // What follows a `break` or `continue` in its block is dead code.
+                St::Break => match self.flow.broke {
+                    Some(k) => {
+                        self.set_flag(k);
+                        return Ok(());
+                    }
+                    None => return Err(ShaderError::at(span, "`break` before the end of a `switch` case", EXIT_HELP)),
+                },
+                St::Continue => match self.flow.continued {
+                    Some(k) => {
+                        self.set_flag(k);
+                        return Ok(());
+                    }
+                    None => return Err(ShaderError::at(span, "`continue` outside a loop", EXIT_HELP)),
+                },
                 St::Kill => return Err(ShaderError::at(span, "`discard` in a compute shader", "")),
                 // A subgroup barrier (WGSL `subgroupBarrier()`) is met by a work-group one,
                 // which orders more; where only part of a work-group reaches it, the
@@ -303,6 +333,30 @@ impl Lowerer<'_> {
             }
             results.push((*k, a.clone(), b.clone()));
         }
+        // A `bool` that is one constant in each branch (the loop flags, mostly) is the
+        // condition itself, its negation or a constant: no `if` result.
+        let truth = |l: &Self, v: &Val| match v {
+            Val::Ssa(n, _) if l.interned.get("const true : bool") == Some(n) => Some(true),
+            Val::Ssa(n, _) if l.interned.get("const false : bool") == Some(n) => Some(false),
+            _ => None,
+        };
+        let mut kept = Vec::with_capacity(results.len());
+        for (k, a, b) in results {
+            let v = match (truth(self, &a), truth(self, &b)) {
+                (Some(true), Some(false)) => Val::Ssa(c.clone(), crate::types::Ty::BOOL),
+                (Some(false), Some(true)) => {
+                    let (n, t) = self.op(format!("not {c}"), crate::types::Ty::BOOL);
+                    Val::Ssa(n, t)
+                }
+                (Some(x), Some(y)) if x == y => a.clone(),
+                _ => {
+                    kept.push((k, a, b));
+                    continue;
+                }
+            };
+            after.insert(k, v);
+        }
+        let results = kept;
         if results.is_empty() {
             if lines_a.is_empty() && lines_b.is_empty() {
                 self.vars = after;
@@ -385,7 +439,11 @@ impl Lowerer<'_> {
         let mut callee = FnCtx { func, id, args, scopes: vec![HashMap::new()], site: span };
         self.init_locals(&mut callee)?;
         self.vars.insert(VarKey::Ret(id), Val::Poisoned(span));
-        self.block(&mut callee, &func.body, true)?;
+        // The caller's loop is out of the callee's reach.
+        let outer = self.enter_function(&callee)?;
+        let r = self.block(&mut callee, &func.body, true);
+        self.leave_function(&callee, outer);
+        r?;
         let ret = self.vars.remove(&VarKey::Ret(id)).filter(|v| !matches!(v, Val::Poisoned(_)));
         // The callee's locals die with the call.
         self.vars.retain(|k, _| !matches!(k, VarKey::Local(fid, _) if *fid == id));

@@ -4,7 +4,7 @@
 //! that falls through into case 4. Such empty falling cases join the next case's group; a
 //! case with a body that falls through (GLSL without `break`) is refused. A `break` ending a
 //! case body leaves the switch, so it is dropped; one elsewhere in a case is refused like any
-//! early exit. The selector values of a switch are distinct, so testing the groups in order
+//! early exit (`continue` restarts an enclosing loop). The selector values of a switch are distinct, so testing the groups in order
 //! and taking `default`'s group (whatever other values it has) when none matches is exact.
 
 use naga::{Statement as St, SwitchCase, SwitchValue};
@@ -66,7 +66,12 @@ impl Lowerer<'_> {
         if !values.is_empty() || is_default {
             return Err(ShaderError::at(span, "a `switch` whose last case is empty and falls through", ""));
         }
-        self.switch_chain(f, &sel, t, &groups, &default, tail, span)
+        // A `break` in a case leaves the `switch`, not an enclosing loop (only one ending a
+        // case is supported, and dropped above); `continue` still restarts the loop.
+        let broke = self.flow.broke.take();
+        let r = self.switch_chain(f, &sel, t, &groups, &default, tail, span);
+        self.flow.broke = broke;
+        r
     }
 
     #[allow(clippy::too_many_arguments)]

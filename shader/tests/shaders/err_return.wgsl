@@ -2,10 +2,11 @@
 
 @compute @workgroup_size(1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    for (var k = 0u; k < 4u; k++) {
-        if (y[k] > 1.0) {
+    if (y[0] > 0.0) {
+        if (y[1] > 1.0) {
             return;
         }
-        y[k] = 2.0;
+        y[2] = 2.0;
     }
+    y[3] = 3.0;
 }

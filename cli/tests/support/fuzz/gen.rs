@@ -1,7 +1,8 @@
 //! Random well-typed kernels for the differential kernel fuzzer (cli/tests/kernel_fuzz.rs).
 //!
 //! One kernel per call of [`kernel`], written as IR text: nested `if` (with and without
-//! results) and `for` (constant and data-dependent bounds, with and without carried values),
+//! results), `for` (constant and data-dependent bounds, with and without carried values) and
+//! general `loop`s (data-dependent trip counts of 1 to 8, carried data; gen/general_loop.rs),
 //! loads at guarded (`if %x < %n`) and computed (`rem`/`and`/`min` of arithmetic on ids and
 //! data) indices, stores to the work-item's own output slots, work-group memory and
 //! `group_barrier` under `nd_range` launches, integer atomics (shared slots with an
@@ -27,6 +28,7 @@
 //!   rounding is modelled) never reach control flow, an index, a cast or an exact output:
 //!   they are computed from clamped operands and stored at once.
 
+mod general_loop;
 mod subgroup;
 
 use super::super::Rng;
@@ -342,7 +344,7 @@ impl G<'_> {
     }
     /// Records whether the value `line` defines is computed from constants alone: a
     /// `const`, or an op whose operands all are (a `select` or an `if` whose condition is:
-    /// a driver folds it to one side).
+    /// a driver folds it to one side), or a comparison of a value with itself.
     fn track_constants(&mut self, line: &str) {
         self.track_loop_constants(line);
         let Some((def, rhs)) = line.split_once(" = ") else { return };
@@ -357,6 +359,12 @@ impl G<'_> {
             "const" => true,
             "select" | "if" => operands.first().is_some_and(known),
             "load" | "atomic" | "local" | "global_id" | "local_id" | "group_id" | "global_range" => false,
+            // `lt %x, %x` folds to `false` (and `sub`/`xor` of integers to 0) whatever `%x`.
+            "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "sub" | "xor"
+                if operands.len() == 2 && operands[0] == operands[1] =>
+            {
+                true
+            }
             _ => !operands.is_empty() && operands.iter().all(known),
         };
         if folded {
@@ -1104,7 +1112,7 @@ impl G<'_> {
 
     fn stmt(&mut self) {
         let nested = self.depth < 3 && self.budget > 20 && !self.straight;
-        match self.rng.below(20) {
+        match self.rng.below(21) {
             0..=5 => {
                 let ty = self.random_ty();
                 self.compute(ty);
@@ -1121,6 +1129,7 @@ impl G<'_> {
             16 if self.barrier_ok => self.barrier(),
             17 => self.approx(),
             18 if self.nd => self.subgroup(),
+            19 if nested => self.general_loop(),
             _ => {
                 let ty = self.random_ty();
                 self.compute(ty);

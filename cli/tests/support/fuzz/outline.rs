@@ -63,7 +63,7 @@ fn regions(body: &Body) -> Vec<Vec<(Handle<Op>, usize)>> {
 fn region_at<'a>(body: &'a mut Body, path: &[(Handle<Op>, usize)]) -> &'a mut Region {
     let Some(&(h, i)) = path.last() else { return &mut body.entry };
     match (&mut body.ops[h].kind, i) {
-        (OpKind::For { body, .. }, _) => body,
+        (OpKind::For { body, .. } | OpKind::Loop { body, .. }, _) => body,
         (OpKind::If { then_region, .. }, 0) => then_region,
         (OpKind::If { else_region: Some(e), .. }, _) => e,
         _ => unreachable!("a path built by `regions`"),
@@ -83,9 +83,13 @@ fn deep(body: &Body, ops: &[Handle<Op>], out: &mut Vec<Handle<Op>>) {
 /// The values an op defines: results, and a `for`'s variable and carried values.
 fn defined(op: &Op) -> Vec<V> {
     let mut out = op.results.clone();
-    if let OpKind::For { var, carried, .. } = &op.kind {
-        out.push(*var);
-        out.extend(carried.iter().map(|(v, _)| *v));
+    match &op.kind {
+        OpKind::For { var, carried, .. } => {
+            out.push(*var);
+            out.extend(carried.iter().map(|(v, _)| *v));
+        }
+        OpKind::Loop { carried, .. } => out.extend(carried.iter().map(|(v, _)| *v)),
+        _ => {}
     }
     out
 }
@@ -206,6 +210,12 @@ fn copy(from: &Body, to: &mut Body, map: &mut HashMap<V, V>, h: Handle<Op>) -> H
     match &mut kind {
         OpKind::For { var, carried, body, .. } => {
             *var = def_value(to, map, *var, ValueDef::LoopVar(new));
+            for (i, (inner, _)) in carried.iter_mut().enumerate() {
+                *inner = def_value(to, map, *inner, ValueDef::Carried(new, i as u32));
+            }
+            body.ops = body.ops.clone().into_iter().map(|o| copy(from, to, map, o)).collect();
+        }
+        OpKind::Loop { carried, body } => {
             for (i, (inner, _)) in carried.iter_mut().enumerate() {
                 *inner = def_value(to, map, *inner, ValueDef::Carried(new, i as u32));
             }

@@ -7,7 +7,7 @@
 //!
 //! The rules compute a type from the operands without checking them: `add` has its first
 //! operand's type, `lt` is `bool` with the operands' lane count, `load` the element type
-//! of its memory, builtins `u32`, `for` results and carried values the types of their
+//! of its memory, builtins `u32`, `for` and `loop` results and carried values the types of their
 //! initial values, the loop variable the type of `lo`, `call` results the function's result
 //! types. Where an operand's type makes the
 //! rule meaningless (e.g. `extract` from a buffer), the result takes the operand's type as
@@ -86,6 +86,16 @@ fn infer_body(body: &mut Body, memories: &Arena<MemoryObject>, functions: &[Vec<
             OpKind::For { var, lo, carried, .. } => {
                 let lo_ty = ty(values, *lo);
                 set(values, *var, lo_ty);
+                for (i, &(inner, init)) in carried.iter().enumerate() {
+                    let init_ty = ty(values, init);
+                    set(values, inner, init_ty);
+                    if let Some(&r) = op.results.get(i) {
+                        set(values, r, init_ty);
+                    }
+                }
+                continue;
+            }
+            OpKind::Loop { carried, .. } => {
                 for (i, &(inner, init)) in carried.iter().enumerate() {
                     let init_ty = ty(values, init);
                     set(values, inner, init_ty);

@@ -6,6 +6,7 @@
 //! carried values, then the ops and values of its regions. Value types are placeholders
 //! here; [`super::infer`] computes them once module-level names are resolved.
 
+mod loops;
 mod subgroup;
 
 use super::items::unknown;
@@ -31,7 +32,7 @@ const OP_HINT: &str = "an op is `[%r, ... =] <op> <operands>`, e.g. `%r = add %a
 const OPS: &str = "const, global_id, local_id, group_id, global_range, local_range, group_range, neg, not, abs, \
                    sqrt, rsqrt, exp, log, sin, cos, tanh, floor, ceil, add, sub, mul, div, rem, min, max, pow, \
                    and, or, xor, shl, shr, fma, eq, ne, lt, le, gt, ge, select, cast, bitcast, splat, extract, insert, vec, \
-                   load, store, atomic, group_barrier, local, yield, for, if, call, return, subgroup_size, subgroup_id, \
+                   load, store, atomic, group_barrier, local, yield, for, loop, if, call, return, subgroup_size, subgroup_id, \
                    subgroup_local_id, num_subgroups, subgroup_reduce, subgroup_inclusive_scan, \
                    subgroup_exclusive_scan, subgroup_broadcast, subgroup_broadcast_first, subgroup_shuffle, \
                    subgroup_ballot, subgroup_elect, subgroup_all, subgroup_any";
@@ -336,6 +337,7 @@ impl<'s> Parser<'s> {
         };
         match t.kw {
             Kw::For => return self.for_op(body, scope, results, results_span, comments, start),
+            Kw::Loop => return self.loop_op(body, scope, results, results_span, comments, start),
             Kw::If => return self.if_op(body, scope, results, results_span, comments, start),
             Kw::Call => return self.call_op(body, scope, results, comments, start),
             _ => {}
@@ -494,68 +496,6 @@ impl<'s> Parser<'s> {
         let index = self.operand(body, scope)?;
         self.expect(TokenKind::RBracket)?;
         Ok((mem, index))
-    }
-
-    /// `for %k = %lo to %hi step %s [carry(%a = %init, ...)] { ... }` after `for`.
-    fn for_op(
-        &mut self,
-        body: &mut Body,
-        scope: &mut KernelScope<'s>,
-        results: Vec<(&'s str, Span)>,
-        results_span: Span,
-        mut comments: Comments,
-        start: usize,
-    ) -> PResult<Handle<Op>> {
-        self.hint = "a loop is `[%r, ... =] for %k = %lo to %hi step %s [carry(%a = %init, ...)] { ... }`";
-        let var = self.expect_local("the loop variable (`%name`)")?;
-        self.expect(TokenKind::Eq)?;
-        let lo = self.operand(body, scope)?;
-        self.expect_keyword(Kw::To)?;
-        let hi = self.operand(body, scope)?;
-        self.expect_keyword(Kw::Step)?;
-        let step = self.operand(body, scope)?;
-        let mut carry = Vec::new();
-        if self.eat_keyword(Kw::Carry)? {
-            carry = self.paren_list(|p| {
-                let name = p.expect_local("a carried value name (`%name`)")?;
-                p.expect(TokenKind::Eq)?;
-                Ok((name, p.operand(body, scope)?))
-            })?;
-        }
-        if results.len() != carry.len() {
-            let expected = match carry.len() {
-                0 => "no result (it has no `carry`)".to_string(),
-                1 => "1 result (one per carried value)".to_string(),
-                n => format!("{n} results (one per carried value)"),
-            };
-            self.error(result_count("for", expected, results.len(), results_span));
-        }
-        let op = body.ops.append(
-            Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Comments::default() },
-            Span::UNDEFINED,
-        );
-        let result_values: Vec<V> = results
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| self.new_value(body, scope, r, ValueDef::Result(op, i as u32)))
-            .collect();
-        let mark = scope.stack.len();
-        let var = self.new_value(body, scope, var, ValueDef::LoopVar(op));
-        scope.enter(var);
-        let mut carried = Vec::with_capacity(carry.len());
-        for (i, (name, init)) in carry.into_iter().enumerate() {
-            let v = self.new_value(body, scope, name, ValueDef::Carried(op, i as u32));
-            scope.enter(v);
-            carried.push((v, init));
-        }
-        let region = self.region(body, scope, "the `for` region", "")?;
-        scope.leave(mark);
-        result_values.iter().for_each(|&v| scope.enter(v));
-        body.ops.set_span(op, Span::new(start, self.prev_end as usize));
-        self.finish_comments(&mut comments)?;
-        body.ops[op] =
-            Op { kind: OpKind::For { var, lo, hi, step, carried, body: region }, results: result_values, comments };
-        Ok(op)
     }
 
     /// `call @f(%a, ...)` after `call`; the results are as many as written (the verifier

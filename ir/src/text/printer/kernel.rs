@@ -261,18 +261,12 @@ impl Printer<'_> {
                 self.value(body, *hi);
                 self.out.push_str(" step ");
                 self.value(body, *step);
-                if !carried.is_empty() {
-                    self.out.push_str(" carry(");
-                    for (i, (inner, init)) in carried.iter().enumerate() {
-                        if i > 0 {
-                            self.out.push_str(", ");
-                        }
-                        self.value(body, *inner);
-                        self.out.push_str(" = ");
-                        self.value(body, *init);
-                    }
-                    self.out.push(')');
-                }
+                self.carry(body, carried);
+                self.block(body, region, level);
+            }
+            OpKind::Loop { carried, body: region } => {
+                self.out.push_str("loop");
+                self.carry(body, carried);
                 self.block(body, region, level);
             }
             OpKind::If { cond, result_types, then_region, else_region } => {
@@ -295,6 +289,23 @@ impl Printer<'_> {
             }
         }
         self.end_line(&op.comments);
+    }
+
+    /// ` carry(%a = %init, ...)`, or nothing without carried values.
+    fn carry(&mut self, body: &Body, carried: &[(V, V)]) {
+        if carried.is_empty() {
+            return;
+        }
+        self.out.push_str(" carry(");
+        for (i, (inner, init)) in carried.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.value(body, *inner);
+            self.out.push_str(" = ");
+            self.value(body, *init);
+        }
+        self.out.push(')');
     }
 
     /// ` {` region `}` with the closing brace at `level`.
