@@ -77,8 +77,15 @@ fn return_inside_a_loop_is_refused() {
 }
 
 #[test]
-fn struct_array_element_is_refused() {
-    refused("err_struct_elem.wgsl", "ps", "storage buffer `ps` has elements of type struct");
+fn struct_of_mixed_scalar_types_is_refused() {
+    refused("err_struct_mixed.wgsl", "ps", "storage buffer `ps` mixes scalar types: f32 and u32");
+}
+
+#[test]
+fn whole_struct_load_as_a_value_is_refused() {
+    let e = refused("err_struct_whole.wgsl", "ps[gid.x]", "a load of a whole array or struct");
+    let (_, src) = shader("err_struct_whole.wgsl");
+    assert_eq!(line_of(&src, &e.span), 11, "{e}");
 }
 
 #[test]

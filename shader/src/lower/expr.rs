@@ -87,6 +87,11 @@ impl Lowerer<'_> {
                     Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }) => {
                         Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None })
                     }
+                    Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access(p, i, it, span)?,
+                    Val::FlatLoad(p, _) => {
+                        let member = self.flat_access(p, i, it, span)?;
+                        self.load_ptr(member, span)?
+                    }
                     _ => {
                         return Err(ShaderError::at(
                             span,
@@ -178,6 +183,11 @@ impl Lowerer<'_> {
             Val::Ptr(Ptr::MemStruct { mem, elem }) if index == 0 => {
                 Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None })
             }
+            Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access_index(p, index, span)?,
+            Val::FlatLoad(p, _) => {
+                let member = self.flat_access_index(p, index, span)?;
+                self.load_ptr(member, span)?
+            }
             Val::Ptr(Ptr::Block(g)) => match self.blocks.get(&g).and_then(|m| m.get(index as usize)) {
                 Some(p) => Val::Ptr(p.clone()),
                 None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
@@ -213,6 +223,11 @@ impl Lowerer<'_> {
 
     fn load(&mut self, f: &mut FnCtx<'_>, pointer: H, span: naga::Span) -> Result<Val> {
         let p = self.expr(f, pointer)?;
+        self.load_ptr(p, span)
+    }
+
+    /// A load through pointer `p`.
+    fn load_ptr(&mut self, p: Val, span: naga::Span) -> Result<Val> {
         Ok(match p {
             Val::Ptr(Ptr::Var(k)) => match self.vars.get(&k) {
                 Some(Val::Poisoned(at)) => {
@@ -244,6 +259,7 @@ impl Lowerer<'_> {
                 }
             }
             Val::Ptr(Ptr::Scalar(n, t)) => Val::Ssa(n, t),
+            Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_load(&p, span)?,
             Val::Ptr(Ptr::Mem { index: None, .. } | Ptr::MemStruct { .. }) => Val::WholeLoad(span),
             _ => {
                 return Err(ShaderError::at(

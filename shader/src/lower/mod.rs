@@ -8,6 +8,7 @@
 //! counted loop turns those its body changes into carried values.
 
 mod expr;
+mod flat;
 mod globals;
 mod loops;
 mod math;
@@ -49,6 +50,9 @@ pub(crate) enum Ptr {
     Mem { mem: String, elem: Ty, index: Option<String>, lane: Option<u32> },
     /// A struct wrapping a runtime-sized array (member 0): a GLSL buffer block.
     MemStruct { mem: String, elem: Ty },
+    /// A value of naga type `ty` (a struct, array or vector) in a buffer of its one scalar
+    /// type, at word `dynamic + constant` (see `flat.rs`).
+    Flat { mem: String, scalar: crate::types::S, ty: Handle<naga::Type>, dynamic: Option<String>, constant: u32 },
     /// A uniform or push-constant struct, by global variable index.
     Block(u32),
     /// A scalar parameter.
@@ -74,6 +78,9 @@ pub(crate) enum Val {
     /// A load of a whole array or struct in memory (`let a = buf;`): refused where it is used,
     /// so that an unused one costs nothing.
     WholeLoad(naga::Span),
+    /// A load of a whole struct or array in a flat buffer (`flat.rs`): only its members and
+    /// elements can be used (GLSL front ends load `a[i]` before taking `.m`).
+    FlatLoad(Ptr, naga::Span),
 }
 
 /// Per-function state: which function's expressions are being lowered, what its arguments
@@ -269,7 +276,7 @@ impl<'m> Lowerer<'m> {
                 "a pointer used as a value",
                 "only loads and stores through pointers are supported",
             )),
-            Val::WholeLoad(at) => Err(ShaderError::at_or(
+            Val::WholeLoad(at) | Val::FlatLoad(_, at) => Err(ShaderError::at_or(
                 *at,
                 span,
                 "a load of a whole array or struct",
