@@ -137,7 +137,8 @@ fn shape_of(module: &Flat, res: &Resource) -> Option<(Shape, Resource)> {
             let stride = n.width / 8 * if n.lanes == 3 { 4 } else { n.lanes };
             (Shape::Single { elem: leaf_ty, stride, depth }, leaf.clone())
         }
-        ElemType::FixedArray(e, Some(stride)) => {
+        // An array of structs or arrays is a flat buffer (`flat_of`).
+        ElemType::FixedArray(e, Some(stride)) if matches!(**e, ElemType::Numeric(_)) => {
             (Shape::Fixed { elem: first_member(leaf_ty)?, stride: *stride, depth }, (**e).clone())
         }
         _ => return None,
