@@ -4,7 +4,9 @@
 //! glslc and by glslangValidator, rebound (each struct buffer becomes a runtime array of its
 //! one scalar type, its access chains word indices) and run on the default Vulkan device with
 //! validation on, against the same shader translated into the kernel language
-//! (cmdgraph-shader) on the reference interpreter: one signature, the same bytes. Pointers into
+//! (cmdgraph-shader) on the reference interpreter: one signature, the same bytes. A WGSL
+//! shader (boids-like vec2 members, webgpu-samples' padded `LightData`, atomics on u32 struct
+//! members) takes the same way compiled by naga's SPIR-V back end. Pointers into
 //! the middle of allocations and a pointer update check that the element offset is added to
 //! the word index. glslang-tools and glslc are installed by scripts/setup.sh.
 
@@ -81,17 +83,18 @@ fn tool(tool: &str, args: &[&str]) {
     );
 }
 
-/// Compiles the `bindings` module as `cmdgraph compile` does and runs it on Vulkan against
-/// the translated twin on the interpreter, three runs each (the dynamic pointer moved 64 bytes
-/// on between runs), with and without the default passes; returns the objects compared.
-fn against_twin(dir: &Path, seed: u64) -> usize {
-    let text = format!("kernel @particles({SIGNATURE}) spirv \"p.spv\" entry \"main\" bindings\n\n{GRAPHS}");
+/// Compiles the `bindings` module (kernel `name` of `lang` source `src`, `p.spv` in `dir`) as
+/// `cmdgraph compile` does and runs it on Vulkan against the translated twin on the
+/// interpreter, three runs each (the dynamic pointer moved 64 bytes on between runs), with and
+/// without the default passes; returns the objects compared.
+fn against_twin(name: &str, lang: Lang, src: &str, sig: &str, graphs: &str, dir: &Path, seed: u64) -> usize {
+    let text = format!("kernel @{name}({sig}) spirv \"p.spv\" entry \"main\" bindings\n\n{graphs}");
     let module = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
     let ext = external::load(&module, dir)
         .unwrap_or_else(|d| panic!("{}", cmdgraph_ir::diag::render_all(&d, "m.cgir", &text)));
-    let translated = translate(Lang::Glsl, SHADER, "main", "particles").unwrap_or_else(|e| panic!("{e}"));
-    assert!(translated.text.starts_with(&format!("kernel @particles({SIGNATURE})")), "{}", translated.text);
-    let twin_text = format!("{}\n{GRAPHS}", translated.text);
+    let translated = translate(lang, src, "main", name).unwrap_or_else(|e| panic!("{e}"));
+    assert!(translated.text.starts_with(&format!("kernel @{name}({sig})")), "{}", translated.text);
+    let twin_text = format!("{}\n{graphs}", translated.text);
     let twin = cmdgraph_ir::text::parse(&twin_text).unwrap_or_else(|d| panic!("twin: {d:?}\n{twin_text}"));
     let g = twin.graphs.iter().next().expect("a graph").1;
     let updates: Vec<Update> = g
@@ -132,6 +135,70 @@ fn struct_buffers_from_glslc_and_glslang_match_the_translated_twin() {
     for (i, (compiler, args)) in compilers.iter().enumerate() {
         tool(compiler, args);
         // @p, @e and @b after each of 3 runs, with two pipelines.
-        assert_eq!(against_twin(&dir, 50 + i as u64), 18, "{compiler} {args:?}");
+        let compared = against_twin("particles", Lang::Glsl, SHADER, SIGNATURE, GRAPHS, &dir, 50 + i as u64);
+        assert_eq!(compared, 18, "{compiler} {args:?}");
     }
+}
+
+/// `Particle { pos, vel: vec2<f32> }` (4 words), `LightData { position: vec4, color: vec3,
+/// radius: f32, dir: vec3 }` (12 words, word 11 padding), `Bin { count, top: atomic<u32>,
+/// tag: u32 }` (3 words).
+const WGSL: &str = r#"
+struct Particle { pos: vec2<f32>, vel: vec2<f32> }
+struct LightData { position: vec4<f32>, color: vec3<f32>, radius: f32, dir: vec3<f32> }
+struct Bin { count: atomic<u32>, top: atomic<u32>, tag: u32 }
+struct Params { dt: f32, n: u32 }
+
+@group(0) @binding(0) var<storage, read_write> particles: array<Particle>;
+@group(0) @binding(1) var<storage, read_write> lights: array<LightData>;
+@group(0) @binding(2) var<storage, read_write> bins: array<Bin, 8>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if i < params.n {
+        let v = particles[i].vel + particles[i].pos.yx * 0.125;
+        particles[i].vel = v;
+        particles[i].pos += v * params.dt;
+        let l = lights[i].position;
+        lights[i].color = lights[i].color.zxy * lights[i].radius + vec3<f32>(l.y);
+        lights[i].position.y = lights[i].color[i % 3u];
+        lights[i].dir = lights[i].dir * l.z;
+        atomicAdd(&bins[i % 8u].count, 1u);
+        atomicMax(&bins[i % 8u].top, i);
+        if i < 8u {
+            bins[i].tag = i * 3u + 1u;
+        }
+    }
+}
+"#;
+
+const WGSL_SIGNATURE: &str =
+    "%particles: buf<f32, read_write>, %lights: buf<f32, read_write>, %bins: buf<u32, read_write>, %dt: f32, %n: u32";
+
+/// 150 particles (not a multiple of the work-group size), then 60 through pointers into the
+/// middle of the allocations, with the lights as a dynamic pointer.
+const WGSL_GRAPHS: &str = "usm @p : f32[2048]\nusm @l : f32[4096]\nusm @b : u32[64]\n\n\
+     graph @g properties(updatable) {\n  \
+     dyn %lights = @l\n  \
+     %k0 = kernel @boids range(150) args(@p, %lights, @b, 0.015625, 150)\n  \
+     %k1 = kernel @boids nd_range(global(64), local(64)) args(@p + 1024, @l + 2400, @b + 24, 0.03125, 60) after(%k0)\n\
+     }\n";
+
+#[test]
+fn wgsl_struct_buffers_from_naga_spirv_match_the_translated_twin() {
+    let dir = scratch(line!());
+    let module = naga::front::wgsl::parse_str(WGSL).unwrap_or_else(|e| panic!("{e}"));
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let options = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
+    let pipeline =
+        naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
+    let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline)).unwrap_or_else(|e| panic!("{e}"));
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(dir.join("p.spv"), bytes).expect("write p.spv");
+    // @p, @l and @b after each of 3 runs, with two pipelines.
+    assert_eq!(against_twin("boids", Lang::Wgsl, WGSL, WGSL_SIGNATURE, WGSL_GRAPHS, &dir, 60), 18);
 }
