@@ -85,8 +85,8 @@ fn padded_struct_keeps_the_shader_layout() {
         e[4..7].copy_from_slice(&c);
         e[7] = r * 2.0;
         e[1] = c[i % 3];
-        for w in 8..11 {
-            e[w] *= l[2];
+        for d in &mut e[8..11] {
+            *d *= l[2];
         }
     }
     assert_same(file, &f32s(&out[1]), &sums);
