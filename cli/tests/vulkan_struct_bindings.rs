@@ -202,3 +202,53 @@ fn wgsl_struct_buffers_from_naga_spirv_match_the_translated_twin() {
     // @p, @l and @b after each of 3 runs, with two pipelines.
     assert_eq!(against_twin("boids", Lang::Wgsl, WGSL, WGSL_SIGNATURE, WGSL_GRAPHS, &dir, 60), 18);
 }
+
+/// `cmdgraph compile` of `text` in `dir`: its exit status and stderr.
+fn rejected(dir: &Path, text: &str) -> (Option<i32>, String) {
+    std::fs::write(dir.join("bad.cgir"), text).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_cmdgraph"))
+        .current_dir(dir)
+        .args(["compile", "bad.cgir", "-o", "bad.cgb"])
+        .output()
+        .expect("runs");
+    assert!(!dir.join("bad.cgb").exists(), "nothing written for a rejected module");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn struct_buffers_the_rewrite_cannot_take_are_located_errors() {
+    let dir = scratch(line!());
+    let cases = [
+        // Two scalar types in one struct: no one runtime array stands for it.
+        (
+            "struct P { vec2 pos; uint id; };\n\
+             layout(set = 0, binding = 0) buffer B { P p[]; };\n\
+             void main() { p[gl_GlobalInvocationID.x].pos += vec2(1.0); }\n",
+            "set 0, binding 0 (`",
+            "holds a struct",
+        ),
+        // The length of a runtime array of structs: the rewrite does not follow it.
+        (
+            "struct P { vec2 pos; vec2 vel; };\n\
+             layout(set = 0, binding = 0) buffer B { P p[]; };\n\
+             void main() { p[gl_GlobalInvocationID.x].pos = vec2(float(p.length())); }\n",
+            "OpArrayLength",
+            "rebinding cannot follow",
+        ),
+    ];
+    for (i, (body, what, why)) in cases.iter().enumerate() {
+        let src = dir.join(format!("bad{i}.comp"));
+        std::fs::write(&src, format!("#version 450\nlayout(local_size_x = 64) in;\n{body}")).expect("write");
+        let spv = format!("bad{i}.spv");
+        tool("glslc", &["--target-env=vulkan1.3", &src.to_string_lossy(), "-o", &dir.join(&spv).to_string_lossy()]);
+        let text = format!(
+            "kernel @k(%p: buf<f32, read_write>) spirv \"{spv}\" entry \"main\" bindings\n\n\
+             usm @p : f32[256]\ngraph @g {{\n  %k = kernel @k range(64) args(@p)\n}}\n"
+        );
+        let (code, err) = rejected(&dir, &text);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("E0503") && err.contains(what) && err.contains(why), "case {i}: {err}");
+        // Located at the kernel.
+        assert!(err.contains("bad.cgir:1:"), "case {i}: {err}");
+    }
+}
