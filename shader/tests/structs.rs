@@ -114,3 +114,26 @@ fn atomics_on_struct_members_match_reference() {
     assert_eq!(u32s(&out[1]), want);
     assert_eq!(bytes_of(&keys, u32::to_le_bytes), out[0]);
 }
+
+#[test]
+fn whole_structs_are_stored_scalar_by_scalar() {
+    // `Particle { pos, vel: vec2<f32>, w: array<f32, 2> }`: 6 words.
+    let file = "struct_copy.wgsl";
+    let t = translated(file);
+    let mut rng = Rng::new(45);
+    let count = 96;
+    let src = rng.f32s((count + 1) * 6, -3.0, 3.0);
+    let dst = rng.f32s(count * 6, -3.0, 3.0);
+    let out = run(file, &t, "range(96)", &[Arg::F32s(&src), Arg::F32s(&dst)]);
+    let mut want = dst.clone();
+    for i in 0..count {
+        let s = &src[i * 6..i * 6 + 12];
+        let e = &mut want[i * 6..i * 6 + 6];
+        match i % 3 {
+            0 => e.copy_from_slice(&s[6..12]),
+            1 => e.copy_from_slice(&[s[2], s[3], s[0] * 2.0, s[1] * 2.0, s[5], 1.5]),
+            _ => e.fill(0.0),
+        }
+    }
+    assert_same(file, &f32s(&out[1]), &want);
+}

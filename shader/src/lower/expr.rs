@@ -39,6 +39,9 @@ impl Lowerer<'_> {
                 let init = self.module.constants[c].init;
                 ssa(self.global_const(init, span)?)
             }
+            E::ZeroValue(ty) | E::Compose { ty, .. } if is_aggregate(&self.module.types[ty].inner) => {
+                Val::Aggregate(span)
+            }
             E::ZeroValue(ty) => {
                 let t = value_type(&self.module.types[ty].inner).map_err(|what| unsupported_type(span, &what))?;
                 Val::Zero(t)
@@ -399,6 +402,11 @@ fn float_text(v: f32) -> String {
     } else {
         format!("{:?}", f64::from(v))
     }
+}
+
+/// A struct or array type, whose values exist only as constructors stored whole.
+fn is_aggregate(inner: &naga::TypeInner) -> bool {
+    matches!(inner, naga::TypeInner::Struct { .. } | naga::TypeInner::Array { .. })
 }
 
 pub(crate) fn unsupported_type(span: naga::Span, what: &str) -> ShaderError {

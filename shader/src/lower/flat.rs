@@ -15,6 +15,9 @@ use super::{FnCtx, Lowerer, Ptr, Val};
 use crate::error::{Result, ShaderError};
 use crate::types::{scalar, Ty, S};
 
+/// The most scalars a store of a whole struct or array copies.
+const MAX_COPY: usize = 4096;
+
 /// Why a type cannot be a flat buffer.
 pub(crate) enum NotFlat {
     /// Scalar leaves of two types: the first seen and the offending one, with its path.
@@ -118,14 +121,14 @@ impl Lowerer<'_> {
                 Some(m) => (m.ty, m.offset / 4),
                 None => return Err(ShaderError::at(span, "internal: unknown struct member", "")),
             },
-            TypeInner::Array { base, stride, .. } => (base, index * (stride / 4)),
+            TypeInner::Array { base, stride, .. } => (base, index.wrapping_mul(stride / 4)),
             TypeInner::Vector { .. } => {
-                let word = self.flat_word(&dynamic, constant + index);
+                let word = self.flat_word(&dynamic, constant.wrapping_add(index));
                 return Ok(Val::Ptr(Ptr::Mem { mem, elem: Ty::scalar(s), index: Some(word), lane: None }));
             }
             _ => return Err(ShaderError::at(span, "this member or element access is not supported", "")),
         };
-        Ok(self.flat_ptr(mem, s, ty, dynamic, constant + words))
+        Ok(self.flat_ptr(mem, s, ty, dynamic, constant.wrapping_add(words)))
     }
 
     /// `base[i]` (an array element or a vector lane) of a flat pointer, `i` an IR integer.
@@ -281,17 +284,26 @@ impl Lowerer<'_> {
 
     /// The word offsets of the scalar leaves of `ty` (fixed size) from `at`.
     fn leaf_words(&self, ty: Handle<naga::Type>, at: u32, out: &mut Vec<u32>, span: naga::Span) -> Result<()> {
+        if out.len() > MAX_COPY {
+            return Err(ShaderError::at(
+                span,
+                format!("a copy of more than {MAX_COPY} scalars"),
+                "copy smaller structs or arrays, or element by element in a loop",
+            ));
+        }
         match self.module.types[ty].inner {
             TypeInner::Scalar(_) | TypeInner::Atomic(_) => out.push(at),
-            TypeInner::Vector { size, .. } => out.extend((0..u32::from(crate::types::lanes(size))).map(|l| at + l)),
+            TypeInner::Vector { size, .. } => {
+                out.extend((0..u32::from(crate::types::lanes(size))).map(|l| at.wrapping_add(l)))
+            }
             TypeInner::Array { base, size: naga::ArraySize::Constant(n), stride } => {
                 for i in 0..n.get() {
-                    self.leaf_words(base, at + i * (stride / 4), out, span)?;
+                    self.leaf_words(base, at.wrapping_add(i.wrapping_mul(stride / 4)), out, span)?;
                 }
             }
             TypeInner::Struct { ref members, .. } => {
                 for m in members {
-                    self.leaf_words(m.ty, at + m.offset / 4, out, span)?;
+                    self.leaf_words(m.ty, at.wrapping_add(m.offset / 4), out, span)?;
                 }
             }
             _ => return Err(ShaderError::at(span, "a copy of a runtime-sized array", "copy its elements")),

@@ -81,6 +81,9 @@ pub(crate) enum Val {
     /// A load of a whole struct or array in a flat buffer (`flat.rs`): only its members and
     /// elements can be used (GLSL front ends load `a[i]` before taking `.m`).
     FlatLoad(Ptr, naga::Span),
+    /// A struct or array constructor or zero value: only stored whole into a buffer of
+    /// structs (`flat.rs`), which reads its components itself.
+    Aggregate(naga::Span),
 }
 
 /// Per-function state: which function's expressions are being lowered, what its arguments
@@ -281,6 +284,12 @@ impl<'m> Lowerer<'m> {
                 span,
                 "a load of a whole array or struct",
                 "load single elements (`x[i]`) or scalar members",
+            )),
+            Val::Aggregate(at) => Err(ShaderError::at_or(
+                *at,
+                span,
+                "a struct or array value",
+                "store constructors whole into a buffer of structs, or use their members",
             )),
             Val::Struct(_) => {
                 Err(ShaderError::at(span, "a struct used as a value", "use its members (`.old_value`, `.exchanged`)"))

@@ -12,6 +12,12 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
 use std::collections::BTreeMap;
 
+/// A constant word index past `u32`.
+const TOO_FAR: &str = "a constant index into a buffer of structs past 2^32 words";
+
+/// The most scalars a whole load or store of a struct or array in a flat buffer moves.
+const MAX_LEAVES: usize = 4096;
+
 /// What the rewrite needs to know of a type.
 #[derive(Clone, Debug)]
 pub(super) enum TypeInfo {
@@ -302,17 +308,23 @@ impl Ids {
     /// The scalars of type `ty` at word offsets from its start, with the composite path to
     /// each (for `OpCompositeExtract`), in member order.
     fn leaves(&self, ty: Word, at: u32, path: Vec<u32>, out: &mut Vec<(u32, Vec<u32>)>) -> Result<(), String> {
+        if out.len() > MAX_LEAVES {
+            return Err(format!("a load or store of more than {MAX_LEAVES} scalars in a buffer of structs"));
+        }
         match self.flat.info.get(&ty) {
             Some(TypeInfo::Scalar) => out.push((at, path)),
-            Some(TypeInfo::Vector(_, n)) => out.extend((0..*n).map(|l| (at + l, [path.clone(), vec![l]].concat()))),
+            Some(TypeInfo::Vector(_, n)) => {
+                out.extend((0..*n).map(|l| (at.wrapping_add(l), [path.clone(), vec![l]].concat())))
+            }
             Some(TypeInfo::Array(e, Some(len), stride)) => {
                 for i in 0..*len {
-                    self.leaves(*e, at + i * (stride / 4), [path.clone(), vec![i]].concat(), out)?;
+                    let word = at.wrapping_add(i.wrapping_mul(stride / 4));
+                    self.leaves(*e, word, [path.clone(), vec![i]].concat(), out)?;
                 }
             }
             Some(TypeInfo::Struct(members)) => {
                 for (k, &(t, offset)) in members.iter().enumerate() {
-                    self.leaves(t, at + offset / 4, [path.clone(), vec![k as u32]].concat(), out)?;
+                    self.leaves(t, at.wrapping_add(offset / 4), [path.clone(), vec![k as u32]].concat(), out)?;
                 }
             }
             _ => return Err("a load or store of a whole runtime-sized array in a buffer of structs".into()),
@@ -322,7 +334,7 @@ impl Ids {
 }
 
 /// Rewrites instruction `inst`, whose first operand is the flat pointer `p`: an access chain
-/// (to a word), a load or a store (scalar by scalar). `false` when `inst` is none of these.
+/// (to a word), a load or a store (scalar by scalar); `inst` back when it is none of these.
 pub(super) fn follow(
     m: &mut Flat,
     mut inst: Instruction,
@@ -341,38 +353,36 @@ pub(super) fn follow(
             for o in inst.operands.split_off(1) {
                 let Operand::IdRef(index) = o else { return Err("an access chain index that is not an id".into()) };
                 let info = ids.flat.info.get(&ty).cloned().ok_or("an access chain into an unknown type")?;
-                match info {
+                let (e, words) = match info {
                     TypeInfo::Struct(members) => {
                         let k = *ids.flat.consts.get(&index).ok_or("a struct member index that is not a constant")?;
                         let &(t, offset) = members.get(k as usize).ok_or("a struct member out of range")?;
-                        w.constant += offset / 4;
+                        w.constant = w.constant.checked_add(offset / 4).ok_or(TOO_FAR)?;
                         ty = t;
+                        continue;
                     }
-                    TypeInfo::Array(..) | TypeInfo::Vector(..) => {
-                        let (e, words) = match info {
-                            TypeInfo::Array(e, _, stride) => (e, stride / 4),
-                            TypeInfo::Vector(c, _) => (c, 1),
-                            _ => unreachable!(),
-                        };
-                        match ids.flat.consts.get(&index) {
-                            Some(&k) => w.constant += k * words,
-                            None => {
-                                if ids.int_widths.get(ids.types.get(&index).unwrap_or(&0)) != Some(&32) {
-                                    return Err("an index into a buffer of structs that is not 32-bit".into());
-                                }
-                                let scaled = if words == 1 {
-                                    index
-                                } else {
-                                    let c = ids.u32_const(m, words);
-                                    ids.binop(m, Op::IMul, index, c, out)
-                                };
-                                w.id = ids.binop(m, Op::IAdd, w.id, scaled, out);
-                            }
-                        }
-                        ty = e;
-                    }
+                    TypeInfo::Array(e, _, stride) => (e, stride / 4),
+                    TypeInfo::Vector(c, _) => (c, 1),
                     TypeInfo::Scalar => return Err("an access chain into a scalar".into()),
+                };
+                match ids.flat.consts.get(&index) {
+                    Some(&k) => {
+                        w.constant = k.checked_mul(words).and_then(|x| x.checked_add(w.constant)).ok_or(TOO_FAR)?;
+                    }
+                    None => {
+                        if ids.int_widths.get(ids.types.get(&index).unwrap_or(&0)) != Some(&32) {
+                            return Err("an index into a buffer of structs that is not 32-bit".into());
+                        }
+                        let scaled = if words == 1 {
+                            index
+                        } else {
+                            let c = ids.u32_const(m, words);
+                            ids.binop(m, Op::IMul, index, c, out)
+                        };
+                        w.id = ids.binop(m, Op::IAdd, w.id, scaled, out);
+                    }
                 }
+                ty = e;
             }
             let (Some(result_ty), Some(id)) = (inst.result_type, inst.result_id) else {
                 return Err("an access chain without a result".into());
@@ -393,7 +403,7 @@ pub(super) fn follow(
             ids.leaves(ty, 0, Vec::new(), &mut leaves)?;
             let mut values = Vec::new();
             for (at, _) in &leaves {
-                let ptr = ids.scalar_ptr(m, var, scalar, Word2 { constant: start.constant + at, ..start }, None, out);
+                let ptr = ids.scalar_ptr(m, var, scalar, Word2 { id: start.id, constant: *at }, None, out);
                 let v = m.id();
                 out.push(Instruction::new(Op::Load, Some(scalar), Some(v), vec![Operand::IdRef(ptr)]));
                 values.push(v);
@@ -418,7 +428,7 @@ pub(super) fn follow(
                     out.push(Instruction::new(Op::CompositeExtract, Some(scalar), Some(x), operands));
                     x
                 };
-                let ptr = ids.scalar_ptr(m, var, scalar, Word2 { constant: start.constant + at, ..start }, None, out);
+                let ptr = ids.scalar_ptr(m, var, scalar, Word2 { id: start.id, constant: at }, None, out);
                 out.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(ptr), Operand::IdRef(x)]));
             }
             Ok(None)
