@@ -89,6 +89,14 @@ fn whole_struct_load_as_a_value_is_refused() {
 }
 
 #[test]
+fn member_of_a_struct_loaded_before_a_store_is_refused() {
+    // Read where it is used, `p.pos` would see the store: refused at the use.
+    let e = refused("err_struct_stale.wgsl", "p.pos", "used after a store");
+    let (_, src) = shader("err_struct_stale.wgsl");
+    assert_eq!(line_of(&src, &e.span), 8, "{e}");
+}
+
+#[test]
 fn f64_is_refused() {
     // naga keeps no span for a block member: the error points at the block.
     refused("err_f64.comp", "Y", "storage buffer `y` has elements of type f64");

@@ -91,7 +91,8 @@ impl Lowerer<'_> {
                         Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None })
                     }
                     Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access(p, i, it, span)?,
-                    Val::FlatLoad(p, _) => {
+                    Val::FlatLoad(p, at, epoch) => {
+                        let p = self.member_of_load(p, at, epoch, span)?;
                         let member = self.flat_access(p, i, it, span)?;
                         self.load_ptr(member, span)?
                     }
@@ -187,7 +188,8 @@ impl Lowerer<'_> {
                 Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None })
             }
             Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access_index(p, index, span)?,
-            Val::FlatLoad(p, _) => {
+            Val::FlatLoad(p, at, epoch) => {
+                let p = self.member_of_load(p, at, epoch, span)?;
                 let member = self.flat_access_index(p, index, span)?;
                 self.load_ptr(member, span)?
             }

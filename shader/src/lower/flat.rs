@@ -170,6 +170,21 @@ impl Lowerer<'_> {
         Ok(self.flat_ptr(mem, s, ty, Some(d), constant))
     }
 
+    /// The pointer a member of a whole load reads: refused when a store, atomic or barrier
+    /// came between, or in another region (a loop body may run after a later store), where
+    /// the member read now would not be what the load read.
+    pub(crate) fn member_of_load(&self, p: Ptr, at: naga::Span, epoch: (u32, u32), span: naga::Span) -> Result<Ptr> {
+        if epoch != self.epoch() {
+            return Err(ShaderError::at_or(
+                span,
+                at,
+                "a member of a struct loaded whole, used after a store or in another block",
+                "load the members you need (`let pos = a[i].pos;`) before storing",
+            ));
+        }
+        Ok(p)
+    }
+
     /// An index as a `u32` (WGSL indexes with `i32` too; a negative index is out of bounds
     /// either way).
     fn index_u32(&mut self, i: String, it: Ty) -> String {
@@ -188,8 +203,9 @@ impl Lowerer<'_> {
         };
         let TypeInner::Vector { size, .. } = self.module.types[*ty].inner else {
             // Read member by member where the members are used: naga's front ends use a
-            // loaded struct in the same emit range as its load, before any store.
-            return Ok(Val::FlatLoad(p.clone(), span));
+            // loaded struct in the same emit range as its load; a use after a memory write
+            // or in another region is refused (`member_of_load`).
+            return Ok(Val::FlatLoad(p.clone(), span, self.epoch()));
         };
         let n = crate::types::lanes(size);
         let mut lanes = Vec::new();

@@ -79,8 +79,9 @@ pub(crate) enum Val {
     /// so that an unused one costs nothing.
     WholeLoad(naga::Span),
     /// A load of a whole struct or array in a flat buffer (`flat.rs`): only its members and
-    /// elements can be used (GLSL front ends load `a[i]` before taking `.m`).
-    FlatLoad(Ptr, naga::Span),
+    /// elements can be used (GLSL front ends load `a[i]` before taking `.m`), read when they
+    /// are, so only where no memory write can have come between (`Lowerer::epoch`).
+    FlatLoad(Ptr, naga::Span, (u32, u32)),
     /// A struct or array constructor or zero value: only stored whole into a buffer of
     /// structs (`flat.rs`), which reads its components itself.
     Aggregate(naga::Span),
@@ -139,6 +140,11 @@ pub(crate) struct Lowerer<'m> {
     /// Names taken by parameters and values.
     used: BTreeSet<String>,
     next: u32,
+    /// Stores, atomics and barriers written so far, and the region being built (a number
+    /// per region): a struct loaded whole is read member by member only under the same pair.
+    writes: u32,
+    region_id: u32,
+    regions: u32,
 }
 
 pub(crate) fn lower(
@@ -159,6 +165,9 @@ pub(crate) fn lower(
         blocks: HashMap::new(),
         used: BTreeSet::new(),
         next: 0,
+        writes: 0,
+        region_id: 0,
+        regions: 0,
     };
     let params = l.globals(info)?;
     let mut args = Vec::new();
@@ -220,6 +229,9 @@ impl<'m> Lowerer<'m> {
 
     /// Emits `%new = <op>` in the current region.
     pub(crate) fn op(&mut self, op: String, ty: Ty) -> (String, Ty) {
+        if op.starts_with("atomic ") {
+            self.writes += 1;
+        }
         let name = self.fresh();
         self.body.push(format!("{name} = {op}"));
         (name, ty)
@@ -227,6 +239,8 @@ impl<'m> Lowerer<'m> {
 
     /// Emits an op without results in the current region.
     pub(crate) fn stmt_line(&mut self, line: String) {
+        // Every op without a result that touches memory: a store or a barrier.
+        self.writes += 1;
         self.body.push(line);
     }
 
@@ -253,7 +267,11 @@ impl<'m> Lowerer<'m> {
     /// Runs `f` with an empty current region; returns its result and the region's lines.
     pub(crate) fn region<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R>) -> Result<(R, Vec<String>)> {
         let saved = std::mem::take(&mut self.body);
+        let outer = self.region_id;
+        self.regions += 1;
+        self.region_id = self.regions;
         let r = f(self);
+        self.region_id = outer;
         let lines = std::mem::replace(&mut self.body, saved);
         Ok((r?, lines))
     }
@@ -279,7 +297,7 @@ impl<'m> Lowerer<'m> {
                 "a pointer used as a value",
                 "only loads and stores through pointers are supported",
             )),
-            Val::WholeLoad(at) | Val::FlatLoad(_, at) => Err(ShaderError::at_or(
+            Val::WholeLoad(at) | Val::FlatLoad(_, at, _) => Err(ShaderError::at_or(
                 *at,
                 span,
                 "a load of a whole array or struct",
@@ -301,6 +319,11 @@ impl<'m> Lowerer<'m> {
                 "declare the counter in the loop header and use it only inside the loop",
             )),
         }
+    }
+
+    /// Where a whole load is read: the writes so far and the region.
+    pub(crate) fn epoch(&self) -> (u32, u32) {
+        (self.writes, self.region_id)
     }
 
     /// Lane `d` of a builtin vector: the IR builtin op, written once.

@@ -108,7 +108,7 @@ impl Lowerer<'_> {
                         // A struct loaded from a flat buffer is read where its members are
                         // used: refuse it as a value that outlives its statement.
                         args.push(match self.expr(f, a)? {
-                            Val::FlatLoad(_, at) => Val::WholeLoad(at),
+                            Val::FlatLoad(_, at, _) => Val::WholeLoad(at),
                             v => v,
                         });
                     }
