@@ -433,6 +433,13 @@ pub(super) fn follow(
             }
             Ok(None)
         }
+        Op::CopyObject => {
+            // The copy stands for the same place.
+            if let Some(id) = inst.result_id {
+                points.insert(id, p);
+            }
+            Ok(None)
+        }
         _ => Ok(Some(inst)),
     }
 }
