@@ -137,3 +137,50 @@ fn whole_structs_are_stored_scalar_by_scalar() {
     }
     assert_same(file, &f32s(&out[1]), &want);
 }
+
+#[test]
+fn buffer_block_of_several_members_matches_reference() {
+    // `{ float scale; vec3 axis; vec4 data[]; }`: scale word 0, axis 4..7, data from word 8.
+    let file = "struct_members.comp";
+    let t = translated(file);
+    let mut rng = Rng::new(46);
+    let count = 64;
+    let b = rng.f32s(8 + count * 4, -2.0, 2.0);
+    let out = run(file, &t, "range(64)", &[Arg::F32s(&b), Arg::OutF32(count)]);
+    let (scale, axis) = (b[0], [b[4], b[5], b[6]]);
+    let mut want = b.clone();
+    let mut outv = vec![0.0f32; count];
+    for i in 0..count {
+        let d = &b[8 + i * 4..12 + i * 4];
+        outv[i] = (d[0] * axis[0] + d[1] * axis[1] + d[2] * axis[2]) * scale + d[3];
+        want[8 + i * 4 + 1] = axis[i % 3];
+    }
+    assert_same(file, &f32s(&out[1]), &outv);
+    assert_same(file, &f32s(&out[0]), &want);
+}
+
+#[test]
+fn nested_structs_with_vector_arrays_match_reference() {
+    // `Outer { a, inner: Inner { dir: vec3, k: array<vec3, 2> }, b: vec2 }`: 20 words, a at 0,
+    // dir at 4, k at 8 and 12, b at 16.
+    let file = "struct_nested.wgsl";
+    let t = translated(file);
+    let mut rng = Rng::new(47);
+    let count = 64;
+    let os = rng.f32s(count * 20, -2.0, 2.0);
+    let idx: Vec<u32> = (0..count).map(|_| rng.next() as u32).collect();
+    let out = run(file, &t, "range(64)", &[Arg::F32s(&os), Arg::U32s(&idx)]);
+    let mut want = os.clone();
+    for i in 0..count {
+        let e = &mut want[i * 20..i * 20 + 20];
+        let j = (idx[i] % 2) as usize;
+        let (kj, kn) = (8 + 4 * j, 8 + 4 * (1 - j));
+        for l in 0..3 {
+            e[kj + l] = e[4 + l] * e[0] + e[kn + l];
+        }
+        e[16] = e[kj + 2];
+        e[17] = e[kj];
+        e[4 + j] = e[17];
+    }
+    assert_same(file, &f32s(&out[0]), &want);
+}
