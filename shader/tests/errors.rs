@@ -57,8 +57,23 @@ fn return_before_the_end_is_refused() {
 }
 
 #[test]
-fn struct_array_element_is_refused() {
-    refused("err_struct_elem.wgsl", "ps", "storage buffer `ps` has elements of type struct");
+fn struct_of_mixed_scalar_types_is_refused() {
+    refused("err_struct_mixed.wgsl", "ps", "storage buffer `ps` mixes scalar types: f32 and u32");
+}
+
+#[test]
+fn whole_struct_load_as_a_value_is_refused() {
+    let e = refused("err_struct_whole.wgsl", "ps[gid.x]", "a load of a whole array or struct");
+    let (_, src) = shader("err_struct_whole.wgsl");
+    assert_eq!(line_of(&src, &e.span), 11, "{e}");
+}
+
+#[test]
+fn member_of_a_struct_loaded_before_a_store_is_refused() {
+    // Read where it is used, `p.pos` would see the store: refused at the use.
+    let e = refused("err_struct_stale.wgsl", "p.pos", "used after a store");
+    let (_, src) = shader("err_struct_stale.wgsl");
+    assert_eq!(line_of(&src, &e.span), 8, "{e}");
 }
 
 #[test]

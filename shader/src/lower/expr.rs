@@ -39,6 +39,9 @@ impl Lowerer<'_> {
                 let init = self.module.constants[c].init;
                 ssa(self.global_const(init, span)?)
             }
+            E::ZeroValue(ty) | E::Compose { ty, .. } if is_aggregate(&self.module.types[ty].inner) => {
+                Val::Aggregate(span)
+            }
             E::ZeroValue(ty) => {
                 let t = value_type(&self.module.types[ty].inner).map_err(|what| unsupported_type(span, &what))?;
                 Val::Zero(t)
@@ -86,6 +89,12 @@ impl Lowerer<'_> {
                 match b {
                     Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }) => {
                         Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None })
+                    }
+                    Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access(p, i, it, span)?,
+                    Val::FlatLoad(p, at, epoch) => {
+                        let p = self.member_of_load(p, at, epoch, span)?;
+                        let member = self.flat_access(p, i, it, span)?;
+                        self.load_ptr(member, span)?
                     }
                     _ => {
                         return Err(ShaderError::at(
@@ -177,6 +186,12 @@ impl Lowerer<'_> {
             Val::Ptr(Ptr::MemStruct { mem, elem }) if index == 0 => {
                 Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None })
             }
+            Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access_index(p, index, span)?,
+            Val::FlatLoad(p, at, epoch) => {
+                let p = self.member_of_load(p, at, epoch, span)?;
+                let member = self.flat_access_index(p, index, span)?;
+                self.load_ptr(member, span)?
+            }
             Val::Ptr(Ptr::Block(g)) => match self.blocks.get(&g).and_then(|m| m.get(index as usize)) {
                 Some(p) => Val::Ptr(p.clone()),
                 None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
@@ -212,6 +227,11 @@ impl Lowerer<'_> {
 
     fn load(&mut self, f: &mut FnCtx<'_>, pointer: H, span: naga::Span) -> Result<Val> {
         let p = self.expr(f, pointer)?;
+        self.load_ptr(p, span)
+    }
+
+    /// A load through pointer `p`.
+    fn load_ptr(&mut self, p: Val, span: naga::Span) -> Result<Val> {
         Ok(match p {
             Val::Ptr(Ptr::Var(k)) => match self.vars.get(&k) {
                 Some(Val::Poisoned(at)) => {
@@ -243,6 +263,7 @@ impl Lowerer<'_> {
                 }
             }
             Val::Ptr(Ptr::Scalar(n, t)) => Val::Ssa(n, t),
+            Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_load(&p, span)?,
             Val::Ptr(Ptr::Mem { index: None, .. } | Ptr::MemStruct { .. }) => Val::WholeLoad(span),
             _ => {
                 return Err(ShaderError::at(
@@ -382,6 +403,11 @@ fn float_text(v: f32) -> String {
     } else {
         format!("{:?}", f64::from(v))
     }
+}
+
+/// A struct or array type, whose values exist only as constructors stored whole.
+fn is_aggregate(inner: &naga::TypeInner) -> bool {
+    matches!(inner, naga::TypeInner::Struct { .. } | naga::TypeInner::Array { .. })
 }
 
 pub(crate) fn unsupported_type(span: naga::Span, what: &str) -> ShaderError {

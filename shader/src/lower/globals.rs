@@ -3,14 +3,28 @@
 
 use naga::{AddressSpace, ArraySize, BuiltIn, StorageAccess, TypeInner};
 
+use super::flat::{flat_scalar, mixed_error, NotFlat};
 use super::{Builtin, FnCtx, Lowerer, Ptr, Val, VarKey};
 use crate::error::{Result, ShaderError};
 use crate::lower::expr::unsupported_type as unsupported;
-use crate::types::{value_type, Ty};
+use crate::types::{value_type, Ty, S};
 use crate::ParamOrigin;
 
 const BUFFER_HELP: &str = "a storage buffer must be an array (runtime-sized or fixed) of scalars or \
-    vectors, a scalar or vector, or a struct whose one member is one of these";
+    vectors, a scalar or vector, a struct whose one member is one of these, or structs (and arrays) \
+    whose scalars are all f32, all u32 or all i32";
+
+/// How a storage buffer becomes a `buf` parameter.
+enum Shape {
+    /// A scalar or vector: element 0.
+    Single(Ty),
+    /// A struct whose one member is an array of this element type (a GLSL buffer block).
+    Wrapped(Ty),
+    /// An array of this element type.
+    Array(Ty),
+    /// Structs and arrays of this one scalar type, laid out as the shader lays them out.
+    Flat(S, naga::Handle<naga::Type>),
+}
 
 impl Lowerer<'_> {
     /// Declares the parameters and `local` arrays for the globals the entry point uses;
@@ -89,7 +103,7 @@ impl Lowerer<'_> {
         uniforms.sort_by_key(|u| u.0);
         let mut params = Vec::new();
         for ((group, binding), index, name, access, span) in buffers {
-            let (elem, wrapped, single, member) = self.buffer_shape(&name, index, span)?;
+            let (shape, member) = self.buffer_shape(&name, index, span)?;
             let shown = if name.is_empty() { member.unwrap_or_else(|| format!("b{group}_{binding}")) } else { name };
             let mem = self.claim(&shown);
             let mode = if access.contains(StorageAccess::STORE) {
@@ -101,14 +115,17 @@ impl Lowerer<'_> {
             } else {
                 "read"
             };
-            let base = if single {
+            let (elem, base) = match shape {
                 // A scalar or vector: element 0 of a buffer.
-                let (zero, _) = self.constant("0", Ty::U32);
-                Ptr::Mem { mem: mem.clone(), elem, index: Some(zero), lane: None }
-            } else if wrapped {
-                Ptr::MemStruct { mem: mem.clone(), elem }
-            } else {
-                Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }
+                Shape::Single(elem) => {
+                    let (zero, _) = self.constant("0", Ty::U32);
+                    (elem, Ptr::Mem { mem: mem.clone(), elem, index: Some(zero), lane: None })
+                }
+                Shape::Wrapped(elem) => (elem, Ptr::MemStruct { mem: mem.clone(), elem }),
+                Shape::Array(elem) => (elem, Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }),
+                Shape::Flat(s, ty) => {
+                    (Ty::scalar(s), Ptr::Flat { mem: mem.clone(), scalar: s, ty, dynamic: None, constant: 0 })
+                }
             };
             self.globals.insert(index, Val::Ptr(base));
             params.push((
@@ -154,46 +171,60 @@ impl Lowerer<'_> {
         Ok(params)
     }
 
-    /// The element type of storage buffer `index`, whether it is wrapped in a struct, whether
-    /// it is a single scalar or vector (element 0 of the buffer), and the wrapped member's name.
-    fn buffer_shape(&self, name: &str, index: u32, span: naga::Span) -> Result<(Ty, bool, bool, Option<String>)> {
+    /// The shape of storage buffer `index` and, for a struct of one member, that member's name.
+    fn buffer_shape(&self, name: &str, index: u32, span: naga::Span) -> Result<(Shape, Option<String>)> {
         let module = self.module;
         let Some((_, g)) = module.global_variables.iter().nth(index as usize) else {
             return Err(ShaderError::at(span, "internal: unknown global", ""));
         };
         let mut ty = g.ty;
-        let mut wrapped = false;
         let mut member = None;
+        let mut wrapped = false;
         if let TypeInner::Struct { members, .. } = &module.types[ty].inner {
-            if members.len() != 1 {
-                return Err(ShaderError::at(
-                    span,
-                    format!("storage buffer `{name}` is a struct of {} members", members.len()),
-                    BUFFER_HELP,
-                ));
+            if let [only] = members.as_slice() {
+                ty = only.ty;
+                member = only.name.clone();
+                wrapped = true;
             }
-            ty = members[0].ty;
-            member = members[0].name.clone();
-            wrapped = true;
         }
         // A nameless GLSL block is known by its member's name.
-        let name = if name.is_empty() { member.clone().unwrap_or_default() } else { name.to_string() };
-        match &module.types[ty].inner {
+        let shown = if name.is_empty() { member.clone().unwrap_or_default() } else { name.to_string() };
+        let simple = match &module.types[ty].inner {
             // A fixed-size array is a buffer of at least that many elements.
             TypeInner::Array { base, size: ArraySize::Dynamic | ArraySize::Constant(_), .. } => {
-                value_type(&module.types[*base].inner).map(|t| (t, wrapped, false, member)).map_err(|what| {
-                    ShaderError::at(span, format!("storage buffer `{name}` has elements of type {what}"), BUFFER_HELP)
-                })
+                value_type(&module.types[*base].inner)
+                    .map(|t| if wrapped { Shape::Wrapped(t) } else { Shape::Array(t) })
             }
+            TypeInner::Struct { .. } => Err("struct".to_string()),
             other @ (TypeInner::Scalar(_) | TypeInner::Atomic(_) | TypeInner::Vector { .. }) => {
-                value_type(other).map(|t| (t, wrapped, true, member)).map_err(|what| unsupported(span, &what))
+                return value_type(other).map(|t| (Shape::Single(t), member)).map_err(|what| unsupported(span, &what))
             }
-            other => Err(ShaderError::at(
+            other => {
+                return Err(ShaderError::at(
+                    span,
+                    format!("storage buffer `{shown}` is not a runtime-sized array ({})", kind(other)),
+                    BUFFER_HELP,
+                ))
+            }
+        };
+        let what = match simple {
+            Ok(shape) => return Ok((shape, member)),
+            Err(what) => what,
+        };
+        // Structs (or arrays of them, or of arrays): a flat buffer of their one scalar type.
+        let flat = |what: &str| match flat_scalar(&module.types, g.ty) {
+            Ok(s) => Ok((Shape::Flat(s, g.ty), member.clone())),
+            Err(NotFlat::Mixed(a, b, path)) => Err(mixed_error(&shown, a, b, &path, span)),
+            Err(NotFlat::Leaf(leaf)) if matches!(what, "struct" | "array") => Err(ShaderError::at(
                 span,
-                format!("storage buffer `{name}` is not a runtime-sized array ({})", kind(other)),
+                format!("storage buffer `{shown}` has elements of type {what} holding {leaf}"),
                 BUFFER_HELP,
             )),
-        }
+            Err(NotFlat::Leaf(_)) => {
+                Err(ShaderError::at(span, format!("storage buffer `{shown}` has elements of type {what}"), BUFFER_HELP))
+            }
+        };
+        flat(&what)
     }
 
     /// `var<workgroup>`: an array becomes `local T[n]`, a scalar `local T[1]` read at 0.

@@ -11,6 +11,7 @@
 
 mod expr;
 mod general_loop;
+mod flat;
 mod globals;
 mod loops;
 mod math;
@@ -60,6 +61,9 @@ pub(crate) enum Ptr {
     Mem { mem: String, elem: Ty, index: Option<String>, lane: Option<u32> },
     /// A struct wrapping a runtime-sized array (member 0): a GLSL buffer block.
     MemStruct { mem: String, elem: Ty },
+    /// A value of naga type `ty` (a struct, array or vector) in a buffer of its one scalar
+    /// type, at word `dynamic + constant` (see `flat.rs`).
+    Flat { mem: String, scalar: crate::types::S, ty: Handle<naga::Type>, dynamic: Option<String>, constant: u32 },
     /// A uniform or push-constant struct, by global variable index.
     Block(u32),
     /// A scalar parameter.
@@ -85,6 +89,13 @@ pub(crate) enum Val {
     /// A load of a whole array or struct in memory (`let a = buf;`): refused where it is used,
     /// so that an unused one costs nothing.
     WholeLoad(naga::Span),
+    /// A load of a whole struct or array in a flat buffer (`flat.rs`): only its members and
+    /// elements can be used (GLSL front ends load `a[i]` before taking `.m`), read when they
+    /// are, so only where no memory write can have come between (`Lowerer::epoch`).
+    FlatLoad(Ptr, naga::Span, (u32, u32)),
+    /// A struct or array constructor or zero value: only stored whole into a buffer of
+    /// structs (`flat.rs`), which reads its components itself.
+    Aggregate(naga::Span),
 }
 
 /// Per-function state: which function's expressions are being lowered, what its arguments
@@ -144,6 +155,11 @@ pub(crate) struct Lowerer<'m> {
     pub(crate) flow: general_loop::Flow,
     /// General loops lowered so far (their [`VarKey::Broke`] numbers).
     pub(crate) loops: u32,
+    /// Stores, atomics and barriers written so far, and the region being built (a number
+    /// per region): a struct loaded whole is read member by member only under the same pair.
+    writes: u32,
+    region_id: u32,
+    regions: u32,
 }
 
 pub(crate) fn lower(
@@ -166,6 +182,9 @@ pub(crate) fn lower(
         next: 0,
         flow: general_loop::Flow::default(),
         loops: 0,
+        writes: 0,
+        region_id: 0,
+        regions: 0,
     };
     let params = l.globals(info)?;
     let mut args = Vec::new();
@@ -230,6 +249,9 @@ impl<'m> Lowerer<'m> {
 
     /// Emits `%new = <op>` in the current region.
     pub(crate) fn op(&mut self, op: String, ty: Ty) -> (String, Ty) {
+        if op.starts_with("atomic ") {
+            self.writes += 1;
+        }
         let name = self.fresh();
         self.body.push(format!("{name} = {op}"));
         (name, ty)
@@ -237,6 +259,8 @@ impl<'m> Lowerer<'m> {
 
     /// Emits an op without results in the current region.
     pub(crate) fn stmt_line(&mut self, line: String) {
+        // Every op without a result that touches memory: a store or a barrier.
+        self.writes += 1;
         self.body.push(line);
     }
 
@@ -263,7 +287,11 @@ impl<'m> Lowerer<'m> {
     /// Runs `f` with an empty current region; returns its result and the region's lines.
     pub(crate) fn region<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R>) -> Result<(R, Vec<String>)> {
         let saved = std::mem::take(&mut self.body);
+        let outer = self.region_id;
+        self.regions += 1;
+        self.region_id = self.regions;
         let r = f(self);
+        self.region_id = outer;
         let lines = std::mem::replace(&mut self.body, saved);
         Ok((r?, lines))
     }
@@ -289,11 +317,17 @@ impl<'m> Lowerer<'m> {
                 "a pointer used as a value",
                 "only loads and stores through pointers are supported",
             )),
-            Val::WholeLoad(at) => Err(ShaderError::at_or(
+            Val::WholeLoad(at) | Val::FlatLoad(_, at, _) => Err(ShaderError::at_or(
                 *at,
                 span,
                 "a load of a whole array or struct",
                 "load single elements (`x[i]`) or scalar members",
+            )),
+            Val::Aggregate(at) => Err(ShaderError::at_or(
+                *at,
+                span,
+                "a struct or array value",
+                "store constructors whole into a buffer of structs, or use their members",
             )),
             Val::Struct(_) => {
                 Err(ShaderError::at(span, "a struct used as a value", "use its members (`.old_value`, `.exchanged`)"))
@@ -305,6 +339,11 @@ impl<'m> Lowerer<'m> {
                 "declare the counter in the loop header and use it only inside the loop",
             )),
         }
+    }
+
+    /// Where a whole load is read: the writes so far and the region.
+    pub(crate) fn epoch(&self) -> (u32, u32) {
+        (self.writes, self.region_id)
     }
 
     /// Lane `d` of a builtin vector: the IR builtin op, written once.

@@ -135,7 +135,12 @@ impl Lowerer<'_> {
                 St::Call { function, arguments, result } => {
                     let mut args = Vec::new();
                     for &a in arguments {
-                        args.push(self.expr(f, a)?);
+                        // A struct loaded from a flat buffer is read where its members are
+                        // used: refuse it as a value that outlives its statement.
+                        args.push(match self.expr(f, a)? {
+                            Val::FlatLoad(_, at, _) => Val::WholeLoad(at),
+                            v => v,
+                        });
                     }
                     let ret = self.call(*function, args, span)?;
                     if let (Some(r), Some(v)) = (result, ret) {
@@ -204,6 +209,9 @@ impl Lowerer<'_> {
         span: naga::Span,
     ) -> Result<()> {
         let p = self.expr(f, pointer)?;
+        if let Val::Ptr(p @ Ptr::Flat { .. }) = &p {
+            return self.flat_store(f, p, value, span);
+        }
         let v = self.expr(f, value)?;
         match p {
             Val::Ptr(Ptr::Var(k)) => {

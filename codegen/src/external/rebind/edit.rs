@@ -5,6 +5,8 @@
 //! keeps every instruction where the file had it, so the words change only where the rewrite
 //! changes them. rspirv's parser and grammar tables still decode and encode every instruction.
 
+mod flat;
+
 use super::Plan;
 use cmdgraph_ir::bundle::{ArgFieldKind, ArgLayout};
 use rspirv::binary::{parse_words, Assemble, Consumer, ParseAction};
@@ -176,6 +178,9 @@ enum Points {
     Block(usize, Kind, Word, usize),
     /// Slot `s`'s runtime array.
     Array(usize),
+    /// A value of type `ty` in slot `slot`'s flat buffer (`flat.rs`), variable `var`, at word
+    /// `word` (an id; `None`: the pointer's element offset, the variable itself).
+    Flat { slot: usize, var: Word, ty: Word, word: Option<Word> },
 }
 
 /// The ids the rewrite of the functions uses.
@@ -190,6 +195,19 @@ struct Ids {
     u64_ty: Option<Word>,
     types: BTreeMap<Word, Word>,
     int_widths: BTreeMap<Word, u32>,
+    /// The types of flat buffers' chains.
+    flat: flat::Types,
+    /// Per flat buffer slot: its scalar type.
+    flat_elems: BTreeMap<usize, Word>,
+    /// Globals the rewrite of the functions declares (constants, pointer types).
+    extra: Vec<Instruction>,
+}
+
+/// The one 32-bit scalar type of every scalar in struct `ty` (a buffer's block), when it has
+/// one: such a buffer is rebound as a runtime array of it.
+pub(super) fn flat_scalar(m: &Flat, ty: Word) -> Option<(Word, bool)> {
+    let s = flat::scalar_of(&flat::types(m, 0), ty)?;
+    Some((s, m.def(s)?.class.opcode == Op::TypeFloat))
 }
 
 /// Rewrites `m` as [`Plan`] says (the module docs of `rebind` list the steps).
@@ -200,9 +218,16 @@ pub(super) fn rewrite(m: &mut Flat, plan: &Plan, layout: &ArgLayout) -> Result<(
     // Retarget: buffers to set 0, binding 1 + slot; value blocks to binding 0, read-only.
     let mut binding_of: BTreeMap<Word, u32> = BTreeMap::new();
     let mut slot_of: BTreeMap<Word, Points> = BTreeMap::new();
+    let mut flat_elems = BTreeMap::new();
     for (slot, vars) in plan.buffers.iter().enumerate() {
         for &var in vars {
             binding_of.insert(var, 1 + slot as u32);
+            if let Some(&elem) = plan.flats.get(&var) {
+                let ty = flat::reshape_flat(m, var, elem)?;
+                flat_elems.insert(slot, elem);
+                slot_of.insert(var, Points::Flat { slot, var, ty, word: None });
+                continue;
+            }
             let kind = match plan.shapes.get(&var) {
                 Some(&shape) => reshape(m, var, shape)?,
                 None => Kind::Runtime,
@@ -319,9 +344,24 @@ pub(super) fn rewrite(m: &mut Flat, plan: &Plan, layout: &ArgLayout) -> Result<(
             int_widths.insert(id, *w);
         }
     }
-    let mut ids = Ids { args, word_ptr, u32_ty, zero, words, u64_ty: None, types, int_widths };
+    let mut flat_types = flat::types(m, u32_ty);
+    flat_types.u32_consts.insert(0, zero);
+    let mut ids = Ids {
+        args,
+        word_ptr,
+        u32_ty,
+        zero,
+        words,
+        u64_ty: None,
+        types,
+        int_widths,
+        flat: flat_types,
+        flat_elems,
+        extra: Vec::new(),
+    };
     let body = m.insts.split_off(m.functions_start());
     let body = functions(m, body, &mut ids, &slot_of)?;
+    globals.append(&mut ids.extra);
     m.insts.extend(globals);
     m.insts.extend(body);
     m.annotate(decorations);
@@ -450,6 +490,15 @@ fn functions(
             _ => None,
         };
         let mut load = |m: &mut Flat, slot: usize, count: bool| *loaded.entry((slot, count)).or_insert_with(|| m.id());
+        if let Some(p @ Points::Flat { slot, .. }) = base {
+            if !(op == Op::Load && inst.result_id.is_some_and(|id| !used.contains(&id))) {
+                let offset = load(m, slot, false);
+                if let Some(inst) = flat::follow(m, inst, p, offset, ids, &mut points, &mut out)? {
+                    refuse_or_keep(inst, &points, &mut out)?;
+                }
+            }
+            continue;
+        }
         match (op, base) {
             (
                 Op::AccessChain | Op::InBoundsAccessChain,
@@ -506,6 +555,7 @@ fn functions(
                     (Points::Block(s, ..), _) => (Some(2), s, None),
                     (Points::Array(s), 1) => (None, s, Some(Points::Array(s))),
                     (Points::Array(s), _) => (Some(1), s, None),
+                    (Points::Flat { .. }, _) => return Err("internal: a flat buffer's chain".into()),
                 };
                 if let (Some(r), Some(id)) = (result, inst.result_id) {
                     points.insert(id, r);
@@ -534,18 +584,27 @@ fn functions(
                 out.push(Instruction::new(Op::CopyObject, Some(ty), Some(id), vec![Operand::IdRef(count)]));
             }
             (Op::Load, Some(_)) if inst.result_id.is_some_and(|id| !used.contains(&id)) => {}
-            _ => {
-                if inst.operands.iter().any(|o| matches!(o, Operand::IdRef(id) if points.contains_key(id))) {
-                    return Err(format!(
-                        "a buffer's pointer is used by Op{op:?}, which rebinding cannot follow (it adds the \
-                         pointer's element offset to every index into the buffer's array)"
-                    ));
-                }
-                out.push(inst);
-            }
+            _ => refuse_or_keep(inst, &points, &mut out)?,
         }
     }
     Ok(out)
+}
+
+/// Keeps `inst`, unless it uses a buffer's pointer in a way the rewrite cannot follow.
+fn refuse_or_keep(
+    inst: Instruction,
+    points: &BTreeMap<Word, Points>,
+    out: &mut Vec<Instruction>,
+) -> Result<(), String> {
+    if inst.operands.iter().any(|o| matches!(o, Operand::IdRef(id) if points.contains_key(id))) {
+        return Err(format!(
+            "a buffer's pointer is used by Op{:?}, which rebinding cannot follow (it adds the pointer's \
+             element offset to every index into the buffer's array)",
+            inst.class.opcode
+        ));
+    }
+    out.push(inst);
+    Ok(())
 }
 
 /// Makes buffer variable `var`, whose struct's one member is a scalar, vector or fixed-size

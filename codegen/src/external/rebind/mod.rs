@@ -26,7 +26,7 @@
 mod edit;
 
 use super::check::{block_numeric, buffer as check_buffer, issue, param_text, signature_layout, Issue};
-use super::reflect::{ElemType, Member, Pointee, Reflection, Resource, PUSH_CONSTANT, STORAGE_BUFFER};
+use super::reflect::{ElemType, Member, Numeric, Pointee, Reflection, Resource, PUSH_CONSTANT, STORAGE_BUFFER};
 use cmdgraph_ir::{Kernel, ParamType};
 use edit::Flat;
 use rspirv::dr::Operand;
@@ -66,6 +66,9 @@ enum Shape {
 struct Plan {
     /// Per variable of `buffers` whose member is not a runtime array: its shape.
     shapes: BTreeMap<Word, Shape>,
+    /// Per variable of `buffers` holding structs of one 32-bit scalar type: that type (the
+    /// element of the runtime array it becomes).
+    flats: BTreeMap<Word, Word>,
     /// Per buffer parameter in slot order: the variables (aliases) of its binding.
     buffers: Vec<Vec<Word>>,
     /// Push-constant and uniform block variables, each becoming a view of the argument block.
@@ -134,7 +137,8 @@ fn shape_of(module: &Flat, res: &Resource) -> Option<(Shape, Resource)> {
             let stride = n.width / 8 * if n.lanes == 3 { 4 } else { n.lanes };
             (Shape::Single { elem: leaf_ty, stride, depth }, leaf.clone())
         }
-        ElemType::FixedArray(e, Some(stride)) => {
+        // An array of structs or arrays is a flat buffer (`flat_of`).
+        ElemType::FixedArray(e, Some(stride)) if matches!(**e, ElemType::Numeric(_)) => {
             (Shape::Fixed { elem: first_member(leaf_ty)?, stride: *stride, depth }, (**e).clone())
         }
         _ => return None,
@@ -146,6 +150,27 @@ fn shape_of(module: &Flat, res: &Resource) -> Option<(Shape, Resource)> {
         members: vec![Member { ty: ElemType::RuntimeArray(Box::new(elem), Some(stride)), ..member.clone() }],
     };
     Some((shape, view))
+}
+
+/// For a storage buffer that is not a runtime array of numbers but whose scalars are all of
+/// one 32-bit type (structs, arrays of structs, nested arrays): that type and the resource as
+/// it is after reshaping (a runtime array of it, stride 4).
+fn flat_of(module: &Flat, res: &Resource) -> Option<(Word, Resource)> {
+    let Pointee::Struct { block: true, members } = &res.pointee else { return None };
+    if let [Member { ty: ElemType::RuntimeArray(e, _), .. }] = &members[..] {
+        if let ElemType::Numeric(_) = **e {
+            return None;
+        }
+    }
+    let (elem, float) = edit::flat_scalar(module, pointee_struct(module, res.id)?)?;
+    let mut view = res.clone();
+    let member = Member {
+        offset: Some(0),
+        ty: ElemType::RuntimeArray(Box::new(ElemType::Numeric(Numeric { float, width: 32, lanes: 1 })), Some(4)),
+        non_writable: res.non_writable,
+    };
+    view.pointee = Pointee::Struct { block: true, members: vec![member] };
+    Some((elem, view))
 }
 
 /// The pointee struct type of variable `var`.
@@ -225,10 +250,15 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
     // Storage buffers of one scalar, vector or fixed-size array are reshaped into a runtime
     // array of their element: checked as such.
     let mut shapes = BTreeMap::new();
+    let mut flats = BTreeMap::new();
     let mut reshaped: BTreeMap<Word, Resource> = BTreeMap::new();
     for res in buffers.values().flatten() {
         if let Some((shape, view)) = shape_of(module, res) {
             shapes.insert(res.id, shape);
+            reshaped.insert(res.id, view);
+        } else if let Some((elem, view)) = flat_of(module, res) {
+            // Structs of one scalar type: a runtime array of that scalar.
+            flats.insert(res.id, elem);
             reshaped.insert(res.id, view);
         }
     }
@@ -297,6 +327,7 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
     }
     Ok(Plan {
         shapes,
+        flats,
         buffers: buffers.values().map(|aliases| aliases.iter().map(|r| r.id).collect()).collect(),
         blocks: blocks.iter().map(|r| r.id).collect(),
         members: matched,

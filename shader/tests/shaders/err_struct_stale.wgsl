@@ -3,5 +3,7 @@ struct Particle { pos: vec2<f32>, vel: vec2<f32> }
 
 @compute @workgroup_size(1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    ps[gid.x].pos += ps[gid.x].vel;
+    let p = ps[gid.x];
+    ps[gid.x].pos = vec2<f32>(0.0);
+    ps[gid.x].vel = p.pos;
 }
