@@ -13,7 +13,7 @@
 //! results are compared with the interpreter's by `cmdgraph interp --compare` (docs/cli.md:
 //! the same bytes, `fma` rounded twice, or a math function's documented tolerance).
 //!
-//! Inputs: every buffer 4096 elements of full-precision random floats in [-1, 1) or integers
+//! Inputs: every buffer 8192 elements of full-precision random floats in [-1, 1) or integers
 //! in [0, 64) (so that values used as indices mostly stay in range), scalars 3 (integers),
 //! 0.75 (floats) or true; four work-groups in x. A run the interpreter stops (an index out of
 //! range with these inputs, E0401; a loop that does not end, E0407) is reported as such, not
@@ -26,7 +26,7 @@ use std::process::Command;
 
 use cmdgraph_shader::{translate, Lang};
 
-const ELEMENTS: usize = 4096;
+const ELEMENTS: usize = 8192;
 
 /// Entry points whose result depends on timing by design, run but not compared: wgpu's
 /// `hello_synchronization` example shows with `hasty_main` what a missing `workgroupBarrier()`

@@ -10,8 +10,8 @@
 //! (general_loop.rs).
 
 mod expr;
-mod general_loop;
 mod flat;
+mod general_loop;
 mod globals;
 mod loops;
 mod math;
