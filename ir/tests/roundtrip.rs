@@ -591,7 +591,7 @@ fn the_generator_covers_the_language() {
         seen.extend(constructs(&gen::module(&bytes)));
     }
     let count = |prefix: &str| seen.iter().filter(|s| s.starts_with(prefix)).count();
-    assert_eq!(count("op:"), 21, "{seen:?}");
+    assert_eq!(count("op:"), 22, "{seen:?}");
     assert_eq!(count("node:"), 14, "{seen:?}");
     assert_eq!(count("edge:"), 8, "{seen:?}");
     assert_eq!(count("alt:"), 3, "{seen:?}");
