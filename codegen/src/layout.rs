@@ -53,7 +53,7 @@ fn used_globals(module: &Module, body: &Body) -> Vec<(Handle<MemoryObject>, bool
     let mut used: Vec<(Handle<MemoryObject>, bool)> = Vec::new();
     for (_, op) in body.ops.iter() {
         let (g, writes) = match &op.kind {
-            OpKind::Load { mem: MemBase::Global(g), .. } => (*g, false),
+            OpKind::Load { mem: MemBase::Global(g), .. } | OpKind::Len(MemBase::Global(g)) => (*g, false),
             OpKind::Store { mem: MemBase::Global(g), .. } | OpKind::Atomic { mem: MemBase::Global(g), .. } => {
                 (*g, true)
             }

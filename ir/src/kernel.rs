@@ -555,6 +555,10 @@ pub enum OpKind {
         /// Element index (integer).
         index: V,
     },
+    /// `%n = len %buf` / `len @g`: the element count of the memory (`u32`): from a buffer
+    /// pointer to the end of its allocation or accessor range, a work-group array's size, a
+    /// device global's count (WGSL `arrayLength`).
+    Len(MemBase),
     /// `store %buf[%i], %v`
     Store {
         /// The memory.
@@ -663,6 +667,7 @@ impl OpKind {
             OpKind::Construct(vs) | OpKind::Yield(vs) | OpKind::Return(vs) => vs.iter_mut().collect(),
             OpKind::Call { args, .. } => args.iter_mut().collect(),
             OpKind::Load { mem: m, index } => mem(m).into_iter().chain([index]).collect(),
+            OpKind::Len(m) => mem(m).into_iter().collect(),
             OpKind::Store { mem: m, index, value } => mem(m).into_iter().chain([index, value]).collect(),
             OpKind::Atomic { mem: m, index, value, expected, .. } => {
                 mem(m).into_iter().chain([index]).chain(expected.as_mut()).chain([value]).collect()

@@ -45,6 +45,7 @@ kernel @calls(%x: buf<f32, read_write>, %tile: local<f32>) {
   %a = load %x[%i]
   %lo, %hi = call @minmax(%a, %a)
   %bits = bitcast %hi to u32
+  %count = len %x
   call @put(%x, %tile, %i, %hi)
 }
 
@@ -396,7 +397,7 @@ fn the_canonical_module_uses_every_construct() {
         }
     }
     let op_names: BTreeSet<String> = ops.iter().map(|k| variant(format!("{k:?}"))).collect();
-    assert_eq!(op_names.len(), 24, "{op_names:?}");
+    assert_eq!(op_names.len(), 25, "{op_names:?}");
     let operators: BTreeSet<String> = ops
         .iter()
         .filter_map(|k| match k {

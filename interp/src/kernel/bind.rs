@@ -223,7 +223,8 @@ pub(crate) fn prepare(
             }
             OpKind::Load { mem: MemBase::Global(g), .. }
             | OpKind::Store { mem: MemBase::Global(g), .. }
-            | OpKind::Atomic { mem: MemBase::Global(g), .. } => {
+            | OpKind::Atomic { mem: MemBase::Global(g), .. }
+            | OpKind::Len(MemBase::Global(g)) => {
                 if prep.dg_views.contains_key(g) {
                     continue;
                 }

@@ -157,6 +157,35 @@ impl Exec<'_, '_, '_> {
     }
 
     /// `load mem[index]`.
+    /// `len`: the element count of `base` (the window a buffer argument sees, a work-group
+    /// array's size, a device global's count), the same for every work-item.
+    pub fn len(&self, h: Handle<Op>, mask: &[bool], base: MemBase) -> Result<Lanes, InterpError> {
+        let slot = match base {
+            MemBase::Value(v) => match self.slots.get(v.index()) {
+                Some(Slot::Mem(m)) => *m,
+                _ => return Err(self.fault_at(h, mask, format!("{} is not memory", self.vname(v)))),
+            },
+            MemBase::Global(g) => match self.prep.dg_views.get(&g) {
+                Some(&i) => MemSlot::Global(i),
+                None => return Err(self.fault_at(h, mask, "device_global was not prepared".to_string())),
+            },
+        };
+        let (bytes, elem) = match slot {
+            MemSlot::Global(i) => match self.prep.views.get(i) {
+                Some(v) => (v.end.saturating_sub(v.start), v.elem),
+                None => return Err(InterpError::api("memory view out of range")),
+            },
+            MemSlot::Local(i) => match self.prep.locals.get(i) {
+                Some(l) => (l.bytes.len() as u64, l.elem),
+                None => return Err(InterpError::api("local memory out of range")),
+            },
+        };
+        let count = bytes / elem.size().max(1);
+        // Launch checks keep every buffer a kernel sees below 2^32 elements (docs/abi.md).
+        let count = u32::try_from(count).map_err(|_| self.fault_at(h, mask, format!("{count} elements")))?;
+        Ok(Lanes::splat(Type::U32, &[u64::from(count)], self.ids.n))
+    }
+
     pub fn load(&mut self, h: Handle<Op>, mask: &[bool], base: MemBase, index: V) -> Result<Lanes, InterpError> {
         let n = self.ids.n;
         self.with_target(h, mask, base, index, AccessKind::Read, "read", |t, idx, _| {

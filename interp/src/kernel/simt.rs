@@ -259,6 +259,7 @@ impl<'k> Exec<'k, '_, '_> {
                 let (zi, zo) = (self.ftz(from), self.ftz(to));
                 Lanes { ty: *ty, data: x.data.iter().map(|&b| ftz(zo, scalar::cast(ftz(zi, b), from, to))).collect() }
             }
+            OpKind::Len(base) => self.len(h, mask, *base)?,
             OpKind::Bitcast(x, ty) => {
                 let x = self.data(h, mask, *x)?;
                 if x.ty.lanes != ty.lanes || x.ty.scalar.size() != ty.scalar.size() {
@@ -622,6 +623,7 @@ pub(crate) fn op_keyword(kind: &OpKind) -> String {
         OpKind::Cmp(c, ..) => c.keyword().into(),
         OpKind::Select(..) => "select".into(),
         OpKind::Cast(..) => "cast".into(),
+        OpKind::Len(_) => "len".into(),
         OpKind::Bitcast(..) => "bitcast".into(),
         OpKind::Splat(..) => "splat".into(),
         OpKind::Extract(..) => "extract".into(),

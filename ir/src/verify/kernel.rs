@@ -360,6 +360,7 @@ pub(super) fn op_keyword(kind: &OpKind) -> &'static str {
         OpKind::Insert(..) => "insert",
         OpKind::Construct(..) => "vec",
         OpKind::Load { .. } => "load",
+        OpKind::Len(_) => "len",
         OpKind::Store { .. } => "store",
         OpKind::Atomic { .. } => "atomic",
         OpKind::GroupBarrier => "group_barrier",

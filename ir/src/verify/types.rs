@@ -190,6 +190,11 @@ impl Walker<'_> {
                 data(t)
             }
             OpKind::Construct(parts) => data(self.construct(keyword, parts, span)),
+            OpKind::Len(mem) => {
+                // Any memory has a count, whatever it may do with its elements.
+                self.memory(*mem, span);
+                data(Some(Type::U32))
+            }
             OpKind::Load { mem, index } => {
                 let m = self.memory(*mem, span);
                 self.index(*index, span);

@@ -146,9 +146,7 @@ impl Lowerer<'_> {
             | E::SubgroupOperationResult { .. } => {
                 return Err(ShaderError::at(span, "internal: a result used before its statement", ""))
             }
-            E::ArrayLength(_) => {
-                return Err(ShaderError::at(span, "arrayLength", "pass the element count as a uniform scalar"))
-            }
+            E::ArrayLength(array) => ssa(self.array_length(f, array, span)?),
             E::Override(_) => return Err(ShaderError::at(span, "pipeline-overridable constants", "")),
             E::ImageSample { .. } | E::ImageLoad { .. } | E::ImageQuery { .. } => {
                 return Err(ShaderError::at(span, "texture operations are not supported", ""))
@@ -223,6 +221,30 @@ impl Lowerer<'_> {
             }
             _ => return Err(ShaderError::at(span, "this member or element access is not supported", "")),
         })
+    }
+
+    /// `arrayLength(&buf)`: the IR's `len` of the buffer; in a buffer of structs (flat.rs),
+    /// the words past the array's offset divided by its stride in words.
+    fn array_length(&mut self, f: &mut FnCtx<'_>, array: H, span: naga::Span) -> Result<(String, Ty)> {
+        let refuse =
+            || ShaderError::at(span, "arrayLength of this array", "pass the element count as a uniform scalar");
+        match self.expr(f, array)? {
+            Val::Ptr(Ptr::Mem { mem, index: None, lane: None, .. } | Ptr::MemStruct { mem, .. }) => {
+                Ok(self.op(format!("len {mem}"), Ty::U32))
+            }
+            Val::Ptr(Ptr::Flat { mem, ty, dynamic: None, constant, .. }) => {
+                let naga::TypeInner::Array { stride, size: naga::ArraySize::Dynamic, .. } = self.module.types[ty].inner
+                else {
+                    return Err(refuse());
+                };
+                let (n, _) = self.op(format!("len {mem}"), Ty::U32);
+                let (c, _) = self.constant(&constant.to_string(), Ty::U32);
+                let (s, _) = self.constant(&(stride / 4).max(1).to_string(), Ty::U32);
+                let (words, _) = self.op(format!("sub {n}, {c}"), Ty::U32);
+                Ok(self.op(format!("div {words}, {s}"), Ty::U32))
+            }
+            _ => Err(refuse()),
+        }
     }
 
     fn load(&mut self, f: &mut FnCtx<'_>, pointer: H, span: naga::Span) -> Result<Val> {

@@ -493,7 +493,9 @@ fn functions(
         if let Some(p @ Points::Flat { slot, .. }) = base {
             if !(op == Op::Load && inst.result_id.is_some_and(|id| !used.contains(&id))) {
                 let offset = load(m, slot, false);
-                if let Some(inst) = flat::follow(m, inst, p, offset, ids, &mut points, &mut out)? {
+                // The count only for `OpArrayLength` (an id asked for is loaded at entry).
+                let count = if op == Op::ArrayLength { Some(load(m, slot, true)) } else { None };
+                if let Some(inst) = flat::follow(m, inst, p, (offset, count), ids, &mut points, &mut out)? {
                     refuse_or_keep(inst, &points, &mut out)?;
                 }
             }

@@ -60,7 +60,7 @@ fn infer_body(body: &mut Body, memories: &Arena<MemoryObject>, functions: &[Vec<
             OpKind::Const(_, t) | OpKind::Cast(_, t) | OpKind::Bitcast(_, t) | OpKind::Splat(_, t) => {
                 ValueType::Data(*t)
             }
-            OpKind::Builtin(..) => ValueType::Data(Type::U32),
+            OpKind::Builtin(..) | OpKind::Len(_) => ValueType::Data(Type::U32),
             OpKind::Unary(_, a)
             | OpKind::Binary(_, a, _)
             | OpKind::Fma(a, _, _)

@@ -32,7 +32,7 @@ const OP_HINT: &str = "an op is `[%r, ... =] <op> <operands>`, e.g. `%r = add %a
 const OPS: &str = "const, global_id, local_id, group_id, global_range, local_range, group_range, neg, not, abs, \
                    sqrt, rsqrt, exp, log, sin, cos, tanh, floor, ceil, add, sub, mul, div, rem, min, max, pow, \
                    and, or, xor, shl, shr, fma, eq, ne, lt, le, gt, ge, select, cast, bitcast, splat, extract, insert, vec, \
-                   load, store, atomic, group_barrier, local, yield, for, loop, if, call, return, subgroup_size, subgroup_id, \
+                   load, len, store, atomic, group_barrier, local, yield, for, loop, if, call, return, subgroup_size, subgroup_id, \
                    subgroup_local_id, num_subgroups, subgroup_reduce, subgroup_inclusive_scan, \
                    subgroup_exclusive_scan, subgroup_broadcast, subgroup_broadcast_first, subgroup_shuffle, \
                    subgroup_ballot, subgroup_elect, subgroup_all, subgroup_any";
@@ -429,6 +429,22 @@ impl<'s> Parser<'s> {
                 (OpKind::Insert(v, lane, self.operand(body, scope)?), One)
             }
             "vec" => (OpKind::Construct(self.operands(body, scope)?), One),
+            "len" => {
+                let t = self.peek()?;
+                let mem = match t.kind {
+                    TokenKind::Local => MemBase::Value(self.operand(body, scope)?),
+                    TokenKind::Global => {
+                        self.bump()?;
+                        MemBase::Global(self.syms.reference(ItemKind::Memory, self.name_of(t), t.span))
+                    }
+                    _ => {
+                        return Err(
+                            self.unexpected(t, "memory (a buffer or local value `%name`, or a device_global `@name`)")
+                        )
+                    }
+                };
+                (OpKind::Len(mem), One)
+            }
             "load" => {
                 let (mem, index) = self.element(body, scope)?;
                 (OpKind::Load { mem, index }, One)

@@ -290,7 +290,10 @@ impl Maps {
             let KernelBody::Ir(body) = &mut kernel.body else { continue };
             for (_, op) in body.ops.iter_mut() {
                 match &mut op.kind {
-                    OpKind::Load { mem, .. } | OpKind::Store { mem, .. } | OpKind::Atomic { mem, .. } => {
+                    OpKind::Load { mem, .. }
+                    | OpKind::Store { mem, .. }
+                    | OpKind::Atomic { mem, .. }
+                    | OpKind::Len(mem) => {
                         if let MemBase::Global(g) = mem {
                             self.memory(g);
                         }

@@ -207,6 +207,13 @@ impl Printer<'_> {
                 self.value(body, *s);
             }
             OpKind::Construct(parts) => self.keyword_operands(body, "vec", parts),
+            OpKind::Len(mem) => {
+                self.out.push_str("len ");
+                match *mem {
+                    MemBase::Value(v) => self.value(body, v),
+                    MemBase::Global(g) => self.global(name_in(&self.module.memories, g, |m| &m.name)),
+                }
+            }
             OpKind::Load { mem, index } => {
                 self.out.push_str("load ");
                 self.element(body, *mem, *index);

@@ -334,12 +334,14 @@ impl Ids {
 }
 
 /// Rewrites instruction `inst`, whose first operand is the flat pointer `p`: an access chain
-/// (to a word), a load or a store (scalar by scalar); `inst` back when it is none of these.
+/// (to a word), a load or a store (scalar by scalar), an `OpArrayLength` (the words from the
+/// array to the end of the argument's window, over the stride: `count` is the slot's element
+/// count, asked for only then); `inst` back when it is none of these.
 pub(super) fn follow(
     m: &mut Flat,
     mut inst: Instruction,
     p: Points,
-    offset: Word,
+    (offset, count): (Word, Option<Word>),
     ids: &mut Ids,
     points: &mut BTreeMap<Word, Points>,
     out: &mut Vec<Instruction>,
@@ -431,6 +433,29 @@ pub(super) fn follow(
                 let ptr = ids.scalar_ptr(m, var, scalar, Word2 { id: start.id, constant: at }, None, out);
                 out.push(Instruction::new(Op::Store, None, None, vec![Operand::IdRef(ptr), Operand::IdRef(x)]));
             }
+            Ok(None)
+        }
+        Op::ArrayLength => {
+            let (Some(result_ty), Some(id), Some(count)) = (inst.result_type, inst.result_id, count) else {
+                return Err("OpArrayLength without a result".into());
+            };
+            let Some(&Operand::LiteralBit32(k)) = inst.operands.get(1) else {
+                return Err("OpArrayLength without a member".into());
+            };
+            let Some(TypeInfo::Struct(members)) = ids.flat.info.get(&ty).cloned() else {
+                return Err("OpArrayLength of something other than a struct".into());
+            };
+            let &(t, member) = members.get(k as usize).ok_or("OpArrayLength of a member out of range")?;
+            let Some(TypeInfo::Array(_, None, stride)) = ids.flat.info.get(&t).cloned() else {
+                return Err("OpArrayLength of a member that is not a runtime array".into());
+            };
+            // Word indices run from the binding's start: the window ends at offset + count.
+            let end = ids.binop(m, Op::IAdd, offset, count, out);
+            let first = ids.word(m, Word2 { id: start.id, constant: start.constant + member / 4 }, out);
+            let words = ids.binop(m, Op::ISub, end, first, out);
+            let s = ids.u32_const(m, (stride / 4).max(1));
+            let n = ids.binop(m, Op::UDiv, words, s, out);
+            out.push(Instruction::new(Op::CopyObject, Some(result_ty), Some(id), vec![Operand::IdRef(n)]));
             Ok(None)
         }
         Op::CopyObject => {
