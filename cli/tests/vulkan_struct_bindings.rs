@@ -261,3 +261,68 @@ fn struct_buffers_the_rewrite_cannot_take_are_located_errors() {
         .expect("runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A uniform block with vector members (std140: `lo` at 0, `hi` at 16, `n` at 28 inside
+/// `hi`'s 16-byte slot, `scale` at 32): each member is a value parameter of its own type, in
+/// the translator and in the rebound module alike.
+const WGSL_UNIFORM_VECTORS: &str = r#"
+struct Extent { lo: vec4<f32>, hi: vec3<f32>, n: u32, scale: vec2<f32> }
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;
+@group(0) @binding(2) var<uniform> ext: Extent;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if i < ext.n {
+        let v = vec4<f32>(x[i]) * ext.lo.wzyx + vec4<f32>(ext.hi, ext.scale.y);
+        y[i] = clamp(v, vec4<f32>(ext.lo.x), vec4<f32>(ext.hi.z)) * ext.scale.x + y[i];
+    }
+}
+"#;
+
+/// Little-endian bytes of `lanes` full-precision floats in [-2, 2), as IR raw bytes.
+fn raw_f32s(seed: u64, lanes: usize) -> String {
+    let mut s = seed;
+    let mut hex = String::new();
+    for _ in 0..lanes {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let v = (s >> 40) as f32 / (1u64 << 22) as f32 - 2.0;
+        hex.extend(v.to_le_bytes().iter().map(|b| format!("{b:02x}")));
+    }
+    format!("x\"{hex}\"")
+}
+
+#[test]
+fn a_uniform_block_of_vectors_from_naga_spirv_matches_the_translated_twin() {
+    let dir = scratch(line!());
+    let module = naga::front::wgsl::parse_str(WGSL_UNIFORM_VECTORS).unwrap_or_else(|e| panic!("{e}"));
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let options = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
+    let pipeline =
+        naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
+    let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline)).unwrap_or_else(|e| panic!("{e}"));
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(dir.join("p.spv"), bytes).expect("write p.spv");
+    let sig = "%x: buf<f32, read>, %y: buf<vec4<f32>, read_write>, %lo: vec4<f32>, %hi: vec3<f32>, %n: u32, \
+               %scale: vec2<f32>";
+    let graphs = format!(
+        "usm @x : f32[512]\nusm @y : vec4<f32>[512]\n\n\
+         graph @g properties(updatable) {{\n  \
+         dyn %y = @y\n  \
+         %k0 = kernel @ext range(150) args(@x, %y, {}, {}, 150, {})\n  \
+         %k1 = kernel @ext range(64) args(@x + 400, @y + 1600, {}, {}, 40, {}) after(%k0)\n\
+         }}\n",
+        raw_f32s(1, 4),
+        raw_f32s(2, 4),
+        raw_f32s(3, 2),
+        raw_f32s(4, 4),
+        raw_f32s(5, 4),
+        raw_f32s(6, 2),
+    );
+    // @x and @y after each of 3 runs, with two pipelines.
+    assert_eq!(against_twin("ext", Lang::Wgsl, WGSL_UNIFORM_VECTORS, sig, &graphs, &dir, 61), 12);
+}

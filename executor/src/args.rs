@@ -120,10 +120,17 @@ pub fn encode(
                     ArgValue::Bytes(b) => b.clone(),
                     _ => return Err(bad("expected a value")),
                 };
+                // A 3-vector's raw bytes hold four lanes (the IR's rule, E0218); its field is
+                // three lanes long (std430: a scalar may follow in the fourth lane's place), so
+                // the padding lane is not written.
+                let raw = match raw.len() as u64 == ty.size() && raw.len() as u32 > *bytes {
+                    true => &raw[..*bytes as usize],
+                    false => &raw[..],
+                };
                 if raw.len() as u32 > *bytes {
                     return Err(bad("value larger than its field"));
                 }
-                put(&mut block, field.offset, &raw)?;
+                put(&mut block, field.offset, raw)?;
             }
             (ArgFieldKind::Buffer { slot, elem_bytes }, ParamType::Buffer { .. }, value) => {
                 // `mem_start`: where the memory the pointer is in starts (the allocation or

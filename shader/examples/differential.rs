@@ -189,6 +189,11 @@ fn one(bin: &Path, lang: Lang, src: &str, entry: &str, work: &Path) -> Outcome {
             args.push(match ty {
                 "bool" => "true".to_string(),
                 "f32" => "0.75".to_string(),
+                // A vector (a uniform `vec4<f32>` member): raw bytes of random lanes.
+                _ if ty.starts_with("vec") => {
+                    let bytes = input(ty, 1, i as u64 + 101);
+                    format!("x\"{}\"", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+                }
                 _ => format!("3 : {ty}"),
             });
         }

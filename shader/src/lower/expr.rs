@@ -195,6 +195,11 @@ impl Lowerer<'_> {
                 None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
             },
             Val::Ptr(Ptr::Var(k)) => Val::Ptr(Ptr::VarLane(k, index)),
+            // A lane of a uniform vector: the value never changes, so it is read here.
+            Val::Ptr(Ptr::Scalar(n, t)) if t.lanes > 1 && u32::from(t.lanes) > index => {
+                let (n, t) = self.op(format!("extract {n}, {index}"), t.with_lanes1());
+                Val::Ptr(Ptr::Scalar(n, t))
+            }
             Val::WholeLoad(at) => {
                 return Err(ShaderError::at_or(
                     at,

@@ -138,14 +138,14 @@ impl Lowerer<'_> {
                 let mut names = Vec::new();
                 for (member, ty) in &members {
                     let t = match &self.module.types[*ty].inner {
-                        TypeInner::Scalar(_) => value_type(&self.module.types[*ty].inner).ok(),
+                        inner @ (TypeInner::Scalar(_) | TypeInner::Vector { .. }) => value_type(inner).ok(),
                         _ => None,
                     };
                     let Some(t) = t else {
                         return Err(ShaderError::at(
                             span,
-                            format!("uniform member `{member}` is not a scalar"),
-                            "uniform and push-constant blocks may hold only scalar members (u32, i32, f32)",
+                            format!("uniform member `{member}` is not a scalar or vector"),
+                            "uniform and push-constant blocks may hold only scalar and vector members (of u32, i32, f32)",
                         ));
                     };
                     let p = self.claim(member);
