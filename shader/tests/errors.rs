@@ -146,3 +146,17 @@ fn used_whole_array_load_is_refused_at_the_load() {
     let (_, src) = shader("err_whole_load.wgsl");
     assert_eq!(line_of(&src, &e.span), 6, "{e}");
 }
+
+#[test]
+fn a_local_array_past_the_leaf_limit_is_refused_at_its_declaration() {
+    let e = refused("err_local_big.wgsl", "big", "more than 256 scalars and vectors");
+    let (_, src) = shader("err_local_big.wgsl");
+    assert_eq!(line_of(&src, &e.span), 5, "{e}");
+}
+
+#[test]
+fn a_matrix_function_is_refused_where_it_is_called() {
+    let e = refused("err_matrix_op.wgsl", "transpose", "matrix");
+    let (_, src) = shader("err_matrix_op.wgsl");
+    assert_eq!(line_of(&src, &e.span), 6, "{e}");
+}

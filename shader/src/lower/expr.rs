@@ -2,6 +2,7 @@
 
 use naga::{BinaryOperator as B, Expression as E, Handle, Literal, UnaryOperator as U};
 
+use super::aggregate::{is_aggregate, Root};
 use super::{FnCtx, Lowerer, Ptr, Val};
 use crate::error::{Result, ShaderError};
 use crate::types::{scalar, value_type, Ty, S};
@@ -37,10 +38,19 @@ impl Lowerer<'_> {
             E::Literal(lit) => ssa(self.literal(lit, span)?),
             E::Constant(c) => {
                 let init = self.module.constants[c].init;
-                ssa(self.global_const(init, span)?)
+                if is_aggregate(&self.module.types[self.module.constants[c].ty].inner) {
+                    self.global_tree(init, span)?
+                } else {
+                    ssa(self.global_const(init, span)?)
+                }
             }
-            E::ZeroValue(ty) | E::Compose { ty, .. } if is_aggregate(&self.module.types[ty].inner) => {
-                Val::Aggregate(span)
+            E::ZeroValue(ty) if is_aggregate(&self.module.types[ty].inner) => self.zero_tree(ty, span)?,
+            E::Compose { ty, ref components } if is_aggregate(&self.module.types[ty].inner) => {
+                let mut parts = Vec::new();
+                for &c in components {
+                    parts.push(self.expr(f, c)?);
+                }
+                self.compose_tree(ty, parts, span)?
             }
             E::ZeroValue(ty) => {
                 let t = value_type(&self.module.types[ty].inner).map_err(|what| unsupported_type(span, &what))?;
@@ -79,7 +89,18 @@ impl Lowerer<'_> {
                 Some(v) => v.clone(),
                 None => return Err(ShaderError::at(span, "a global variable that is not supported here", "")),
             },
-            E::LocalVariable(l) => Val::Ptr(Ptr::Var(super::VarKey::Local(f.id, l.index() as u32))),
+            E::LocalVariable(l) => {
+                let ty = f.func.local_variables[l].ty;
+                if is_aggregate(&self.module.types[ty].inner) {
+                    self.part_root(Root::Local(f.id, l.index() as u32), ty)
+                } else {
+                    Val::Ptr(Ptr::Var(super::VarKey::Local(f.id, l.index() as u32)))
+                }
+            }
+            E::Access { base, index } if const_index(f.func, index).is_some() => {
+                let i = const_index(f.func, index).unwrap_or_default();
+                self.access_index(f, base, i, span)?
+            }
             E::Access { base, index } => {
                 let b = self.expr(f, base)?;
                 let (i, it) = self.value(f, index)?;
@@ -91,6 +112,11 @@ impl Lowerer<'_> {
                         Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None })
                     }
                     Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access(p, i, it, span)?,
+                    Val::Ptr(p @ Ptr::Part { .. }) => self.part_dynamic(p, i, it, span)?,
+                    v @ (Val::Struct(_) | Val::Ssa(..) | Val::Zero(_)) if it.s.is_int() => {
+                        let i = self.index_as_u32(i, it);
+                        self.pick(&v, &i, span)?
+                    }
                     Val::FlatLoad(p, at, epoch) => {
                         let p = self.member_of_load(p, at, epoch, span)?;
                         let member = self.flat_access(p, i, it, span)?;
@@ -115,12 +141,25 @@ impl Lowerer<'_> {
                 };
                 ssa(self.op(format!("{name} {n}"), t))
             }
+            E::Binary { op, left, right }
+                if matches!(self.expr(f, left)?, Val::Struct(_)) || matches!(self.expr(f, right)?, Val::Struct(_)) =>
+            {
+                let (l, r) = (self.expr(f, left)?, self.expr(f, right)?);
+                self.matrix_binary(op, l, r, span)?
+            }
             E::Binary { op, left, right } => ssa(self.binary(f, op, left, right, span)?),
             E::Select { condition, accept, reject } => {
                 let (c, _) = self.value(f, condition)?;
                 let (a, t) = self.value(f, accept)?;
                 let (r, _) = self.value(f, reject)?;
                 ssa(self.op(format!("select {c}, {a}, {r}"), t))
+            }
+            E::Math { fun, arg, .. } if matches!(self.expr(f, arg)?, Val::Struct(_)) => {
+                return Err(ShaderError::at(
+                    span,
+                    format!("`{}` of a matrix, struct or array", format!("{fun:?}").to_lowercase()),
+                    "matrices support `+`, `-` and `*`; apply functions to their columns",
+                ))
             }
             E::Math { fun, arg, arg1, arg2, .. } => ssa(self.math(f, fun, arg, arg1, arg2, span)?),
             E::As { expr, kind, convert } => {
@@ -195,6 +234,10 @@ impl Lowerer<'_> {
                 None => return Err(ShaderError::at(span, "internal: unknown uniform member", "")),
             },
             Val::Ptr(Ptr::Var(k)) => Val::Ptr(Ptr::VarLane(k, index)),
+            Val::Ptr(p @ Ptr::Part { .. }) => self.part_index(p, index, span)?,
+            Val::Ptr(Ptr::PartLeaf { root, leaf, dynamic, lane: None }) => {
+                Val::Ptr(Ptr::PartLeaf { root, leaf, dynamic, lane: Some(index) })
+            }
             // A lane of a uniform vector: the value never changes, so it is read here.
             Val::Ptr(Ptr::Scalar(n, t)) if t.lanes > 1 && u32::from(t.lanes) > index => {
                 let (n, t) = self.op(format!("extract {n}, {index}"), t.with_lanes1());
@@ -291,6 +334,11 @@ impl Lowerer<'_> {
             }
             Val::Ptr(Ptr::Scalar(n, t)) => Val::Ssa(n, t),
             Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_load(&p, span)?,
+            Val::Ptr(p @ (Ptr::Part { .. } | Ptr::PartLeaf { .. })) => self.part_load(p, span)?,
+            Val::Ptr(Ptr::Block(g)) => {
+                let members = self.blocks.get(&g).cloned().unwrap_or_default();
+                Val::Struct(members.into_iter().map(|m| self.load_ptr(Val::Ptr(m), span)).collect::<Result<_>>()?)
+            }
             Val::Ptr(Ptr::Mem { index: None, .. } | Ptr::MemStruct { .. }) => Val::WholeLoad(span),
             _ => {
                 return Err(ShaderError::at(
@@ -389,7 +437,7 @@ impl Lowerer<'_> {
     }
 
     /// A module-level constant expression (the initializer of a `const`).
-    fn global_const(&mut self, h: H, span: naga::Span) -> Result<(String, Ty)> {
+    pub(crate) fn global_const(&mut self, h: H, span: naga::Span) -> Result<(String, Ty)> {
         let Ok(e) = self.module.global_expressions.try_get(h) else {
             return Err(ShaderError::at(span, "internal: unknown constant", ""));
         };
@@ -432,9 +480,14 @@ fn float_text(v: f32) -> String {
     }
 }
 
-/// A struct or array type, whose values exist only as constructors stored whole.
-fn is_aggregate(inner: &naga::TypeInner) -> bool {
-    matches!(inner, naga::TypeInner::Struct { .. } | naga::TypeInner::Array { .. })
+/// The value of an index expression that is a constant (naga keeps `a[1]` as an `Access`
+/// with a literal index), so that it is followed like a member access.
+fn const_index(func: &naga::Function, h: H) -> Option<u32> {
+    match func.expressions.try_get(h).ok()? {
+        E::Literal(Literal::U32(v)) => Some(*v),
+        E::Literal(Literal::I32(v)) => u32::try_from(*v).ok(),
+        _ => None,
+    }
 }
 
 pub(crate) fn unsupported_type(span: naga::Span, what: &str) -> ShaderError {

@@ -253,13 +253,37 @@ impl Lowerer<'_> {
                 Ok(())
             }
             E::ZeroValue(_) => self.flat_fill(p, None, span),
-            E::Load { pointer } => match self.expr(f, pointer)? {
-                Val::Ptr(src @ Ptr::Flat { ty: t, scalar: ss, .. }) if t == *ty && ss == *s => {
-                    self.flat_fill(p, Some(&src), span)
+            E::Load { pointer } if matches!(self.expr(f, pointer)?, Val::Ptr(Ptr::Flat { .. })) => {
+                match self.expr(f, pointer)? {
+                    Val::Ptr(src @ Ptr::Flat { ty: t, scalar: ss, .. }) if t == *ty && ss == *s => {
+                        self.flat_fill(p, Some(&src), span)
+                    }
+                    _ => Err(whole()),
+                }
+            }
+            // Any other aggregate value (a local struct, a uniform block): leaf by leaf.
+            _ => match self.expr(f, value)? {
+                v @ Val::Struct(_) => {
+                    let mut words = Vec::new();
+                    self.leaf_words(*ty, 0, &mut words, span)?;
+                    let mut leaves = Vec::new();
+                    Self::leaves_of(&v, &mut leaves);
+                    let mut scalars = Vec::new();
+                    for leaf in &leaves {
+                        let (n, t) = self.ssa(leaf, span)?;
+                        scalars.extend(self.lanes_of(&n, t));
+                    }
+                    if scalars.len() != words.len() {
+                        return Err(whole());
+                    }
+                    for (w, x) in words.into_iter().zip(scalars) {
+                        let word = self.flat_word(dynamic, constant + w);
+                        self.stmt_line(format!("store {mem}[{word}], {x}"));
+                    }
+                    Ok(())
                 }
                 _ => Err(whole()),
             },
-            _ => Err(whole()),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use naga::{AddressSpace, ArraySize, BuiltIn, StorageAccess, TypeInner};
 
+use super::aggregate::{is_aggregate, Root};
 use super::flat::{flat_scalar, mixed_error, NotFlat};
 use super::{Builtin, FnCtx, Lowerer, Ptr, Val, VarKey};
 use crate::error::{Result, ShaderError};
@@ -41,6 +42,22 @@ impl Lowerer<'_> {
             let used = !info[h].is_empty();
             let inner = &module.types[g.ty].inner;
             match g.space {
+                AddressSpace::Private if used && (is_aggregate(inner) || g.init.is_some()) => {
+                    // An aggregate, or a variable with an initializer: its leaves (or itself)
+                    // start at the initializer's constant value.
+                    let init = match g.init {
+                        Some(h) => Some(self.global_tree(h, span)?),
+                        None => None,
+                    };
+                    if is_aggregate(inner) {
+                        self.init_part(Root::Private(index), g.ty, init, span)?;
+                        self.globals.insert(index, self.part_root(Root::Private(index), g.ty));
+                    } else {
+                        let v = init.unwrap_or(Val::Zero(Ty::U32));
+                        self.vars.insert(VarKey::Private(index), v);
+                        self.globals.insert(index, Val::Ptr(Ptr::Var(VarKey::Private(index))));
+                    }
+                }
                 AddressSpace::Private => {
                     // Tracked like a local; GLSL's builtins live in private globals.
                     let v = match &g.init {
@@ -327,6 +344,15 @@ impl Lowerer<'_> {
         for (h, local) in f.func.local_variables.iter() {
             let span = f.func.local_variables.get_span(h);
             let key = VarKey::Local(f.id, h.index() as u32);
+            if super::aggregate::is_aggregate(&self.module.types[local.ty].inner) {
+                let span = if span.to_range().is_some_and(|r| !r.is_empty()) { span } else { f.site };
+                let init = match local.init {
+                    Some(init) => Some(self.expr(f, init)?),
+                    None => None,
+                };
+                self.init_part(Root::Local(f.id, h.index() as u32), local.ty, init, span)?;
+                continue;
+            }
             let t = value_type(&self.module.types[local.ty].inner).map_err(|what| {
                 ShaderError::at_or(
                     span,

@@ -18,6 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use naga::{BinaryOperator, Block, Expression as E, Handle, Literal, Statement as St, UnaryOperator};
 
+use super::aggregate::PRIVATE;
 use super::general_loop::exits;
 use super::{FnCtx, Lowerer, Val, VarKey};
 use crate::error::Result;
@@ -162,7 +163,7 @@ impl Lowerer<'_> {
             match s {
                 St::Store { pointer, .. } => {
                     if let Some(k) = root_var(f, *pointer, self) {
-                        out.insert(k);
+                        self.insert_stored(k, out);
                     }
                 }
                 St::Block(b) => self.stores_in(f, b, out),
@@ -192,10 +193,12 @@ impl Lowerer<'_> {
                         };
                         let mut inner = BTreeSet::new();
                         self.stores_in(&ctx, &callee.body, &mut inner);
-                        out.extend(inner.into_iter().filter(|k| matches!(k, VarKey::Private(_))));
+                        out.extend(inner.into_iter().filter(|k| {
+                            matches!(k, VarKey::Private(_)) || matches!(k, VarKey::Part(id, ..) if *id == PRIVATE)
+                        }));
                         for &a in arguments {
                             if let Some(k) = root_var(f, a, self) {
-                                out.insert(k);
+                                self.insert_stored(k, out);
                             }
                         }
                     }
@@ -206,6 +209,20 @@ impl Lowerer<'_> {
     }
 }
 
+impl Lowerer<'_> {
+    /// Records a store to variable `k`; for an aggregate variable, to every one of its leaves
+    /// (aggregate.rs), since a computed index may reach any.
+    fn insert_stored(&self, k: VarKey, out: &mut BTreeSet<VarKey>) {
+        out.insert(k);
+        let (id, index) = match k {
+            VarKey::Local(f, l) => (f, l),
+            VarKey::Private(g) => (PRIVATE, g),
+            _ => return,
+        };
+        out.extend(self.vars.range(VarKey::Part(id, index, 0)..=VarKey::Part(id, index, u32::MAX)).map(|(k, _)| *k));
+    }
+}
+
 /// The tracked variable a pointer expression points into, if any.
 fn root_var(f: &FnCtx<'_>, mut h: H, l: &Lowerer<'_>) -> Option<VarKey> {
     loop {
@@ -213,7 +230,8 @@ fn root_var(f: &FnCtx<'_>, mut h: H, l: &Lowerer<'_>) -> Option<VarKey> {
             E::LocalVariable(v) => return Some(VarKey::Local(f.id, v.index() as u32)),
             E::GlobalVariable(g) => {
                 let k = VarKey::Private(g.index() as u32);
-                return l.vars.contains_key(&k).then_some(k);
+                let part = VarKey::Part(PRIVATE, g.index() as u32, 0);
+                return (l.vars.contains_key(&k) || l.vars.contains_key(&part)).then_some(k);
             }
             E::Access { base, .. } | E::AccessIndex { base, .. } => h = *base,
             _ => return None,

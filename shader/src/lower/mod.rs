@@ -9,12 +9,14 @@
 //! carried values. `break` and `continue` set flags tracked like variables
 //! (general_loop.rs).
 
+mod aggregate;
 mod expr;
 mod flat;
 mod general_loop;
 mod globals;
 mod loops;
 mod math;
+mod matrix;
 mod stmt;
 mod switch;
 
@@ -47,6 +49,9 @@ pub(crate) enum VarKey {
     /// Whether function `n` has run a `return` (kept only in functions that return from
     /// inside a loop, general_loop.rs).
     Returned(u32),
+    /// Leaf `n` of an aggregate variable (aggregate.rs): a local (function id, local index)
+    /// or a private global (`u32::MAX - 1`, global index).
+    Part(u32, u32, u32),
 }
 
 /// Where a pointer expression points.
@@ -68,6 +73,11 @@ pub(crate) enum Ptr {
     Block(u32),
     /// A scalar parameter.
     Scalar(String, Ty),
+    /// A struct, fixed-size array or matrix inside an aggregate variable (aggregate.rs): its
+    /// type, its first leaf and the computed indices on the way to it.
+    Part { root: aggregate::Root, ty: Handle<naga::Type>, leaf: u32, dynamic: Vec<aggregate::Dynamic> },
+    /// A scalar or vector leaf (or one lane of it) reached through computed indices.
+    PartLeaf { root: aggregate::Root, leaf: u32, dynamic: Vec<aggregate::Dynamic>, lane: Option<u32> },
 }
 
 /// What a naga expression (or a variable) stands for in the IR being built.
@@ -83,8 +93,8 @@ pub(crate) enum Val {
     Ptr(Ptr),
     /// A counted loop's counter after its loop: reading it is refused.
     Poisoned(naga::Span),
-    /// A struct value whose members are known (an `atomicCompareExchangeWeak` result): only
-    /// its members can be used.
+    /// A struct, fixed-size array or matrix value: its members, elements or columns
+    /// (aggregate.rs), or the members of an `atomicCompareExchangeWeak` result.
     Struct(Vec<Val>),
     /// A load of a whole array or struct in memory (`let a = buf;`): refused where it is used,
     /// so that an unused one costs nothing.
@@ -93,9 +103,6 @@ pub(crate) enum Val {
     /// elements can be used (GLSL front ends load `a[i]` before taking `.m`), read when they
     /// are, so only where no memory write can have come between (`Lowerer::epoch`).
     FlatLoad(Ptr, naga::Span, (u32, u32)),
-    /// A struct or array constructor or zero value: only stored whole into a buffer of
-    /// structs (`flat.rs`), which reads its components itself.
-    Aggregate(naga::Span),
 }
 
 /// Per-function state: which function's expressions are being lowered, what its arguments
@@ -323,15 +330,11 @@ impl<'m> Lowerer<'m> {
                 "a load of a whole array or struct",
                 "load single elements (`x[i]`) or scalar members",
             )),
-            Val::Aggregate(at) => Err(ShaderError::at_or(
-                *at,
+            Val::Struct(_) => Err(ShaderError::at(
                 span,
-                "a struct or array value",
-                "store constructors whole into a buffer of structs, or use their members",
+                "a struct, array or matrix used where a scalar or vector is needed",
+                "use its members or elements",
             )),
-            Val::Struct(_) => {
-                Err(ShaderError::at(span, "a struct used as a value", "use its members (`.old_value`, `.exchanged`)"))
-            }
             Val::Poisoned(at) => Err(ShaderError::at_or(
                 span,
                 *at,

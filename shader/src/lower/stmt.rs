@@ -236,6 +236,22 @@ impl Lowerer<'_> {
                 let (x, _) = self.ssa(&v, f.span(value))?;
                 self.stmt_line(format!("store {mem}[{i}], {x}"));
             }
+            Val::Ptr(p @ (Ptr::Part { .. } | Ptr::PartLeaf { .. })) => self.part_store(p, v, span)?,
+            // A whole fixed-size array (`out = local_array;`): element by element.
+            Val::Ptr(Ptr::Mem { mem, index: None, lane: None, .. }) => {
+                let Val::Struct(elems) = v else {
+                    return Err(ShaderError::at(
+                        span,
+                        "a store of a whole array of this value",
+                        "store an array value (a constructor or a loaded fixed-size array), or element by element",
+                    ));
+                };
+                for (i, e) in elems.iter().enumerate() {
+                    let (x, _) = self.ssa(e, f.span(value))?;
+                    let (at, _) = self.constant(&i.to_string(), Ty::U32);
+                    self.stmt_line(format!("store {mem}[{at}], {x}"));
+                }
+            }
             Val::Ptr(Ptr::Mem { lane: Some(_), .. }) => {
                 return Err(ShaderError::at(
                     span,
