@@ -137,7 +137,19 @@ pub fn translate(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Re
 }
 
 fn translate_inner(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> Result<Translated, ShaderError> {
-    let module = parse(lang, source)?;
+    let mut module = parse(lang, source)?;
+    // GLSL's `writeonly buffer` comes out of naga's front end as a store-only storage
+    // variable, which its validator refuses (WGSL has no such thing): it is validated as
+    // read-write and becomes a `write` buffer parameter.
+    let mut write_only = std::collections::BTreeSet::new();
+    for (h, g) in module.global_variables.iter_mut() {
+        if let naga::AddressSpace::Storage { access } = &mut g.space {
+            if !access.contains(naga::StorageAccess::LOAD) {
+                *access |= naga::StorageAccess::LOAD;
+                write_only.insert(h.index() as u32);
+            }
+        }
+    }
     // All capabilities: what naga would refuse for a missing capability (f64, push
     // constants, ...) is either translated or refused below with a message of our own.
     let mut validator = Validator::new(ValidationFlags::all(), Capabilities::all());
@@ -179,7 +191,7 @@ fn translate_inner(lang: Lang, source: &str, entry: &str, kernel_name: &str) -> 
             "use letters, digits and `_`, not starting with a digit",
         ));
     }
-    lower::lower(&module, info.get_entry_point(index), ep, lang, kernel_name)
+    lower::lower(&module, info.get_entry_point(index), ep, lang, kernel_name, &write_only)
 }
 
 fn parse(lang: Lang, source: &str) -> Result<naga::Module, ShaderError> {

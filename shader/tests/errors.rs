@@ -160,3 +160,10 @@ fn a_matrix_function_is_refused_where_it_is_called() {
     let (_, src) = shader("err_matrix_op.wgsl");
     assert_eq!(line_of(&src, &e.span), 6, "{e}");
 }
+
+#[test]
+fn a_read_of_a_writeonly_buffer_is_refused_at_the_read() {
+    let e = refused("err_writeonly_read.comp", "[i + 1u]", "a read of `writeonly` buffer `y`");
+    let (_, src) = shader("err_writeonly_read.comp");
+    assert_eq!(line_of(&src, &e.span), 6, "{e}");
+}

@@ -502,3 +502,15 @@ fn bitcast_wgsl_matches_reference() {
 fn bitcast_glsl_matches_reference() {
     bitcast("bitcast.comp");
 }
+
+#[test]
+fn a_glsl_writeonly_buffer_is_a_write_parameter() {
+    let file = "writeonly.comp";
+    let t = translated(file);
+    assert!(t.text.starts_with("kernel @k(%x: buf<f32, read>, %y: buf<f32, write>)"), "{}", t.text);
+    let mut rng = Rng::new(31);
+    let x = rng.f32s(128, -8.0, 8.0);
+    let out = run(file, &t, "range(128)", &[Arg::F32s(&x), Arg::OutF32(128)]);
+    let want: Vec<f32> = x.iter().enumerate().map(|(i, &v)| v * 3.0 - i as f32).collect();
+    assert_same(file, &f32s(&out[1]), &want);
+}

@@ -323,6 +323,7 @@ impl Lowerer<'_> {
                 Val::Ssa(n, t)
             }
             Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane }) => {
+                self.readable(&mem, span)?;
                 let (n, t) = self.op(format!("load {mem}[{i}]"), elem);
                 match lane {
                     None => Val::Ssa(n, t),

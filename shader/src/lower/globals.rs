@@ -30,7 +30,12 @@ enum Shape {
 impl Lowerer<'_> {
     /// Declares the parameters and `local` arrays for the globals the entry point uses;
     /// returns each parameter's declaration and origin, in parameter order.
-    pub(crate) fn globals(&mut self, info: &naga::valid::FunctionInfo) -> Result<Vec<(String, ParamOrigin)>> {
+    /// `write_only`: the storage buffers GLSL declared `writeonly` (validated as read-write).
+    pub(crate) fn globals(
+        &mut self,
+        info: &naga::valid::FunctionInfo,
+        write_only: &std::collections::BTreeSet<u32>,
+    ) -> Result<Vec<(String, ParamOrigin)>> {
         let module = self.module;
         let mut buffers = Vec::new();
         let mut uniforms = Vec::new();
@@ -124,7 +129,7 @@ impl Lowerer<'_> {
             let shown = if name.is_empty() { member.unwrap_or_else(|| format!("b{group}_{binding}")) } else { name };
             let mem = self.claim(&shown);
             let mode = if access.contains(StorageAccess::STORE) {
-                if access.contains(StorageAccess::LOAD) {
+                if access.contains(StorageAccess::LOAD) && !write_only.contains(&index) {
                     "read_write"
                 } else {
                     "write"
@@ -132,6 +137,9 @@ impl Lowerer<'_> {
             } else {
                 "read"
             };
+            if mode == "write" {
+                self.write_only_mems.insert(mem.clone());
+            }
             let (elem, base) = match shape {
                 // A scalar or vector: element 0 of a buffer.
                 Shape::Single(elem) => {

@@ -167,6 +167,9 @@ pub(crate) struct Lowerer<'m> {
     writes: u32,
     region_id: u32,
     regions: u32,
+    /// The `buf` parameters of GLSL `writeonly` buffers: a read of one is refused here, at
+    /// the shader's line.
+    pub(crate) write_only_mems: BTreeSet<String>,
 }
 
 pub(crate) fn lower(
@@ -175,6 +178,7 @@ pub(crate) fn lower(
     ep: &naga::EntryPoint,
     lang: Lang,
     kernel_name: &str,
+    write_only: &BTreeSet<u32>,
 ) -> Result<Translated> {
     let mut l = Lowerer {
         module,
@@ -192,8 +196,9 @@ pub(crate) fn lower(
         writes: 0,
         region_id: 0,
         regions: 0,
+        write_only_mems: BTreeSet::new(),
     };
-    let params = l.globals(info)?;
+    let params = l.globals(info, write_only)?;
     let mut args = Vec::new();
     for arg in &ep.function.arguments {
         args.push(l.entry_argument(arg, ep)?);
@@ -342,6 +347,18 @@ impl<'m> Lowerer<'m> {
                 "declare the counter in the loop header and use it only inside the loop",
             )),
         }
+    }
+
+    /// Refuses a read of a GLSL `writeonly` buffer at `span`.
+    pub(crate) fn readable(&self, mem: &str, span: naga::Span) -> Result<()> {
+        if self.write_only_mems.contains(mem) {
+            return Err(ShaderError::at(
+                span,
+                format!("a read of `writeonly` buffer `{}`", mem.trim_start_matches('%')),
+                "drop `writeonly` from the buffer's declaration",
+            ));
+        }
+        Ok(())
     }
 
     /// Where a whole load is read: the writes so far and the region.

@@ -281,6 +281,7 @@ impl Lowerer<'_> {
                 "atomics work on buffer or work-group array elements",
             ));
         };
+        self.readable(&mem, span)?;
         let (x, _) = self.value(f, value)?;
         if let A::Exchange { compare: Some(cmp) } = fun {
             // The IR's `cmpxchg` is strong and returns the old value; it exchanged exactly
