@@ -326,3 +326,30 @@ fn a_uniform_block_of_vectors_from_naga_spirv_matches_the_translated_twin() {
     // @x and @y after each of 3 runs, with two pipelines.
     assert_eq!(against_twin("ext", Lang::Wgsl, WGSL_UNIFORM_VECTORS, sig, &graphs, &dir, 61), 12);
 }
+
+#[test]
+fn a_whole_array_stored_to_a_fixed_size_buffer_from_naga_spirv_matches_the_translated_twin() {
+    // naga writes `lens = sh.lens;` as one `OpStore` of the whole array: the rebind takes a
+    // buffer of a fixed-size array of 32-bit numbers the flat way, which stores it word by word.
+    let src = include_str!("../../shader/tests/shaders/workgroup_struct.wgsl");
+    let dir = scratch(line!());
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{e}"));
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let options = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
+    let pipeline =
+        naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
+    let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline)).unwrap_or_else(|e| panic!("{e}"));
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(dir.join("p.spv"), bytes).expect("write p.spv");
+    let sig = "%x: buf<f32, read>, %y: buf<f32, read_write>, %lens: buf<u32, read_write>";
+    let graphs = "usm @x : f32[512]\nusm @y : f32[512]\nusm @lens : u32[16]\n\n\
+         graph @g properties(updatable) {\n  \
+         dyn %y = @y\n  \
+         %k0 = kernel @shared nd_range(global(192), local(64)) args(@x, %y, @lens)\n  \
+         %k1 = kernel @shared nd_range(global(128), local(64)) args(@x + 256, @y + 1024, @lens + 32) after(%k0)\n\
+         }\n";
+    // @x, @y and @lens after each of 3 runs, with two pipelines.
+    assert_eq!(against_twin("shared", Lang::Wgsl, src, sig, graphs, &dir, 62), 18);
+}

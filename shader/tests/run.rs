@@ -514,3 +514,36 @@ fn a_glsl_writeonly_buffer_is_a_write_parameter() {
     let want: Vec<f32> = x.iter().enumerate().map(|(i, &v)| v * 3.0 - i as f32).collect();
     assert_same(file, &f32s(&out[1]), &want);
 }
+
+#[test]
+fn a_work_group_struct_and_a_whole_array_copy_match_reference() {
+    let file = "workgroup_struct.wgsl";
+    let t = translated(file);
+    // One `local` per member, the array of arrays as one of 32 elements.
+    for decl in ["local f32[64]", "local u32[32]", "local u32[1]", "local u32[4]"] {
+        assert!(t.text.contains(decl), "{decl}\n{}", t.text);
+    }
+    assert!(t.text.contains(" = for ") || t.text.contains("  for "), "the copy is a loop\n{}", t.text);
+    let mut rng = Rng::new(33);
+    let groups = 3;
+    let x = rng.f32s(64 * groups, -8.0, 8.0);
+    let lens = [7u32, 7, 7, 7];
+    let out = run(
+        file,
+        &t,
+        &format!("nd_range(global({}), local(64))", 64 * groups),
+        &[Arg::F32s(&x), Arg::OutF32(64 * groups), Arg::U32s(&lens)],
+    );
+    let mut want = vec![0.0f32; 64 * groups];
+    for g in 0..groups {
+        for li in 0..64usize {
+            let r = (li / 4) % 8;
+            let c = li % 4;
+            // grid[r][c] was written by the work-item r * 4 + c (< 32).
+            let grid = (r * 4 + c) as u32 * 3 + g as u32;
+            want[g * 64 + li] = x[g * 64 + 63 - li] * 2.0 + grid as f32 + 32.0;
+        }
+    }
+    assert_same(file, &f32s(&out[1]), &want);
+    assert_eq!(u32s(&out[2]), vec![10, 11, 12, 13], "group 1's lens");
+}

@@ -199,6 +199,17 @@ impl Lowerer<'_> {
                 let p = self.member_of_load(p, at, epoch, span)?;
                 self.flat_tree(p, ty, span)
             }
+            Val::MemArray(mem, elem, _) => match self.module.types[ty].inner {
+                TypeInner::Array { size: ArraySize::Constant(n), .. } if n.get() as usize <= MAX_LEAVES => {
+                    self.readable(&mem, span)?;
+                    Ok(self.memory_tree(&mem, elem, n.get()))
+                }
+                _ => Err(ShaderError::at(
+                    span,
+                    "a load of a whole array of more than 256 elements as a value",
+                    "copy it element by element",
+                )),
+            },
             Val::Ptr(Ptr::Block(g)) => {
                 let members = self.blocks.get(&g).cloned().unwrap_or_default();
                 Ok(Val::Struct(members.into_iter().map(|m| self.block_member(m)).collect()))

@@ -113,6 +113,10 @@ impl Lowerer<'_> {
                     }
                     Val::Ptr(p @ Ptr::Flat { .. }) => self.flat_access(p, i, it, span)?,
                     Val::Ptr(p @ Ptr::Part { .. }) => self.part_dynamic(p, i, it, span)?,
+                    Val::Ptr(p @ Ptr::MemNd { .. }) => {
+                        let i = self.index_as_u32(i, it);
+                        self.nd_element(p, &i, span)?
+                    }
                     v @ (Val::Struct(_) | Val::Ssa(..) | Val::Zero(_)) if it.s.is_int() => {
                         let i = self.index_as_u32(i, it);
                         self.pick(&v, &i, span)?
@@ -235,6 +239,14 @@ impl Lowerer<'_> {
             },
             Val::Ptr(Ptr::Var(k)) => Val::Ptr(Ptr::VarLane(k, index)),
             Val::Ptr(p @ Ptr::Part { .. }) => self.part_index(p, index, span)?,
+            Val::Ptr(p @ Ptr::MemNd { .. }) => {
+                let (i, _) = self.constant(&index.to_string(), Ty::U32);
+                self.nd_element(p, &i, span)?
+            }
+            Val::Ptr(Ptr::Members(ms)) => match ms.get(index as usize) {
+                Some(p) => Val::Ptr(p.clone()),
+                None => return Err(ShaderError::at(span, "internal: unknown work-group struct member", "")),
+            },
             Val::Ptr(Ptr::PartLeaf { root, leaf, dynamic, lane: None }) => {
                 Val::Ptr(Ptr::PartLeaf { root, leaf, dynamic, lane: Some(index) })
             }
@@ -340,6 +352,7 @@ impl Lowerer<'_> {
                 let members = self.blocks.get(&g).cloned().unwrap_or_default();
                 Val::Struct(members.into_iter().map(|m| self.load_ptr(Val::Ptr(m), span)).collect::<Result<_>>()?)
             }
+            Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }) => Val::MemArray(mem, elem, span),
             Val::Ptr(Ptr::Mem { index: None, .. } | Ptr::MemStruct { .. }) => Val::WholeLoad(span),
             _ => {
                 return Err(ShaderError::at(

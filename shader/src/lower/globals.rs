@@ -98,7 +98,10 @@ impl Lowerer<'_> {
                     let list = if g.space == AddressSpace::Uniform { &mut uniforms } else { &mut pushes };
                     list.push((binding, index, members, span, matches!(inner, TypeInner::Struct { .. })));
                 }
-                AddressSpace::WorkGroup => self.workgroup(index, &name, inner, span)?,
+                AddressSpace::WorkGroup => {
+                    let p = self.workgroup(&name, g.ty, span)?;
+                    self.globals.insert(index, Val::Ptr(p));
+                }
                 AddressSpace::Handle => {
                     let what = match inner {
                         TypeInner::Image { class: naga::ImageClass::Storage { .. }, .. } => "storage texture",
@@ -250,29 +253,6 @@ impl Lowerer<'_> {
             }
         };
         flat(&what)
-    }
-
-    /// `var<workgroup>`: an array becomes `local T[n]`, a scalar `local T[1]` read at 0.
-    fn workgroup(&mut self, index: u32, name: &str, inner: &TypeInner, span: naga::Span) -> Result<()> {
-        let help = "work-group variables must be fixed-size arrays of scalars or vectors, or scalars";
-        let (elem, count, scalar) = match inner {
-            TypeInner::Array { base, size: ArraySize::Constant(n), .. } => {
-                let t = value_type(&self.module.types[*base].inner)
-                    .map_err(|what| ShaderError::at(span, format!("work-group array `{name}` of {what}"), help))?;
-                (t, n.get(), false)
-            }
-            other => match value_type(other) {
-                Ok(t) => (t, 1, true),
-                Err(what) => {
-                    return Err(ShaderError::at(span, format!("work-group variable `{name}` of {what}"), help))
-                }
-            },
-        };
-        let mem = self.claim(if name.is_empty() { "wg" } else { name });
-        self.prologue_line(format!("{mem} = local {}[{count}]", elem.text()));
-        let index_val = if scalar { Some(self.constant("0", Ty::U32).0) } else { None };
-        self.globals.insert(index, Val::Ptr(Ptr::Mem { mem, elem, index: index_val, lane: None }));
-        Ok(())
     }
 
     /// An entry-point argument: a builtin.

@@ -19,6 +19,7 @@ mod math;
 mod matrix;
 mod stmt;
 mod switch;
+mod workgroup;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -76,6 +77,11 @@ pub(crate) enum Ptr {
     /// A struct, fixed-size array or matrix inside an aggregate variable (aggregate.rs): its
     /// type, its first leaf and the computed indices on the way to it.
     Part { root: aggregate::Root, ty: Handle<naga::Type>, leaf: u32, dynamic: Vec<aggregate::Dynamic> },
+    /// A struct in work-group memory, one pointer per member (workgroup.rs).
+    Members(Vec<Ptr>),
+    /// An array of arrays in work-group memory, row by row in one `local`: the flat index of
+    /// its first element and its dimensions, outermost first (workgroup.rs).
+    MemNd { mem: String, elem: Ty, index: String, dims: Vec<u32> },
     /// A scalar or vector leaf (or one lane of it) reached through computed indices.
     PartLeaf { root: aggregate::Root, leaf: u32, dynamic: Vec<aggregate::Dynamic>, lane: Option<u32> },
 }
@@ -99,6 +105,9 @@ pub(crate) enum Val {
     /// A load of a whole array or struct in memory (`let a = buf;`): refused where it is used,
     /// so that an unused one costs nothing.
     WholeLoad(naga::Span),
+    /// A load of a whole one-dimensional array in memory (a buffer or `local` array and its
+    /// element type): copied element by element where it is stored or taken apart.
+    MemArray(String, Ty, naga::Span),
     /// A load of a whole struct or array in a flat buffer (`flat.rs`): only its members and
     /// elements can be used (GLSL front ends load `a[i]` before taking `.m`), read when they
     /// are, so only where no memory write can have come between (`Lowerer::epoch`).
@@ -329,7 +338,7 @@ impl<'m> Lowerer<'m> {
                 "a pointer used as a value",
                 "only loads and stores through pointers are supported",
             )),
-            Val::WholeLoad(at) | Val::FlatLoad(_, at, _) => Err(ShaderError::at_or(
+            Val::WholeLoad(at) | Val::FlatLoad(_, at, _) | Val::MemArray(_, _, at) => Err(ShaderError::at_or(
                 *at,
                 span,
                 "a load of a whole array or struct",

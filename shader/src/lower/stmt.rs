@@ -237,21 +237,39 @@ impl Lowerer<'_> {
                 self.stmt_line(format!("store {mem}[{i}], {x}"));
             }
             Val::Ptr(p @ (Ptr::Part { .. } | Ptr::PartLeaf { .. })) => self.part_store(p, v, span)?,
-            // A whole fixed-size array (`out = local_array;`): element by element.
-            Val::Ptr(Ptr::Mem { mem, index: None, lane: None, .. }) => {
-                let Val::Struct(elems) = v else {
+            // A whole fixed-size array: copied from memory in a counted loop (`out = w.arr;`),
+            // or stored element by element from a value (`out = local_array;`).
+            Val::Ptr(Ptr::Mem { mem, index: None, lane: None, .. }) => match v {
+                Val::MemArray(src, elem, _) => {
+                    let count = self.pointee_type(f, pointer).and_then(|t| match self.module.types[t].inner {
+                        naga::TypeInner::Array { size: naga::ArraySize::Constant(n), .. } => Some(n.get()),
+                        _ => None,
+                    });
+                    let Some(count) = count else {
+                        return Err(ShaderError::at(
+                            span,
+                            "a store of a whole array of unknown size",
+                            "copy element by element",
+                        ));
+                    };
+                    self.readable(&src, span)?;
+                    self.copy_array(&mem, &src, elem, count)?;
+                }
+                Val::Struct(elems) => {
+                    for (i, e) in elems.iter().enumerate() {
+                        let (x, _) = self.ssa(e, f.span(value))?;
+                        let (at, _) = self.constant(&i.to_string(), Ty::U32);
+                        self.stmt_line(format!("store {mem}[{at}], {x}"));
+                    }
+                }
+                _ => {
                     return Err(ShaderError::at(
                         span,
                         "a store of a whole array of this value",
                         "store an array value (a constructor or a loaded fixed-size array), or element by element",
-                    ));
-                };
-                for (i, e) in elems.iter().enumerate() {
-                    let (x, _) = self.ssa(e, f.span(value))?;
-                    let (at, _) = self.constant(&i.to_string(), Ty::U32);
-                    self.stmt_line(format!("store {mem}[{at}], {x}"));
+                    ))
                 }
-            }
+            },
             Val::Ptr(Ptr::Mem { lane: Some(_), .. }) => {
                 return Err(ShaderError::at(
                     span,

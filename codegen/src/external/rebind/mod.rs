@@ -253,12 +253,18 @@ fn plan(kernel: &Kernel, r: &Reflection, module: &Flat) -> Result<Plan, Vec<Issu
     let mut flats = BTreeMap::new();
     let mut reshaped: BTreeMap<Word, Resource> = BTreeMap::new();
     for res in buffers.values().flatten() {
-        if let Some((shape, view)) = shape_of(module, res) {
-            shapes.insert(res.id, shape);
-            reshaped.insert(res.id, view);
-        } else if let Some((elem, view)) = flat_of(module, res) {
-            // Structs of one scalar type: a runtime array of that scalar.
+        let shape = shape_of(module, res);
+        // A fixed-size array of 32-bit numbers goes the flat way when it can: that way also
+        // follows whole-array loads and stores (naga writes `out = w.arr;` as one `OpStore`).
+        let flat = match &shape {
+            Some((Shape::Fixed { .. }, _)) | None => flat_of(module, res),
+            Some(_) => None,
+        };
+        if let Some((elem, view)) = flat {
             flats.insert(res.id, elem);
+            reshaped.insert(res.id, view);
+        } else if let Some((shape, view)) = shape {
+            shapes.insert(res.id, shape);
             reshaped.insert(res.id, view);
         }
     }
