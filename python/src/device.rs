@@ -125,11 +125,13 @@ impl Device {
         let layouts = arrays::layouts(ex.module());
         let graphs = ex.module().graphs.iter().map(|(_, g)| g.name.clone()).collect();
         let warnings = ex.warnings().to_vec();
+        let validation = ex.context().validation();
         Ok(Executable {
             inner: Mutex::new(Inner { ex, execs: BTreeMap::new() }),
             layouts,
             graphs,
             warnings,
+            validation,
             device: self.desc.name.clone(),
         })
     }
@@ -178,6 +180,7 @@ pub struct Executable {
     layouts: Vec<Layout>,
     graphs: Vec<String>,
     warnings: Vec<String>,
+    validation: bool,
     device: String,
 }
 
@@ -301,6 +304,12 @@ impl Executable {
     #[getter]
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    /// Whether the validation layer is on (`validation=True` or `CMDGRAPH_VK_VALIDATION=1`).
+    #[getter]
+    fn validation(&self) -> bool {
+        self.validation
     }
 
     fn __repr__(&self) -> String {

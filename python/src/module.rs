@@ -281,7 +281,9 @@ impl Module {
                 &mut |_| {},
             );
             let (bundle, _) = compiled.map_err(|e| match e {
-                CompileError::Invalid(d) => Error::diagnostics(Kind::Verify, &d, &self.name, &self.source),
+                // The module verified above: these are refusals of the compiler (E05xx, a
+                // construct Vulkan cannot express), rendered against the source as the CLI does.
+                CompileError::Invalid(d) => Error::diagnostics(Kind::Compile, &d, &self.name, &self.source),
                 e => self.located(&e),
             })?;
             bundle.to_bytes().map_err(|e| Error::new(Kind::Compile, format!("error: {e}\n")))

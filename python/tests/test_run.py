@@ -1,0 +1,156 @@
+"""Running on Vulkan (llvmpipe on CI, validation on) with NumPy arrays: every output of
+every example's every graph equals the reference interpreter's bit for bit (`fma` may round
+once or twice, docs/ir.md "Float precision"), and bad arrays are refused before anything
+is bound."""
+
+import numpy as np
+import pytest
+
+import cmdgraph
+from conftest import EXAMPLES, random_inputs, relative
+
+# The interpreter runs no SPIR-V: modules with external kernels are compared in cli/tests.
+RUNNABLE = [p for p in EXAMPLES if 'spirv "' not in p.read_text()]
+
+
+@pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: p.name)
+def test_every_example_matches_the_interpreter(path, device):
+    text = path.read_text()
+    m = cmdgraph.parse_file(relative(path))
+    bundle = m.compile()
+    for seed, graph in enumerate(m.graphs):
+        inputs = random_inputs(m, seed, summable="atomic" in text)
+        exe = device.load(bundle)
+        assert exe.validation
+        got = exe.run(inputs, graph=graph, runs=2)
+        want = m.interpret(inputs, graph=graph, runs=2)
+        twice = m.interpret(inputs, graph=graph, runs=2, fma="twice") if "fma" in text else want
+        assert set(got) == set(want) == {n for n, _, k in m.memories if k != "device_global"}
+        for name, array in got.items():
+            assert array.dtype == want[name].dtype and array.shape == want[name].shape, name
+            exact = array.tobytes() == want[name].tobytes() or array.tobytes() == twice[name].tobytes()
+            assert exact, f"{path.name} @{graph} @{name}: Vulkan differs from the interpreter"
+        # Something ran: an output differs from its input.
+        assert any(not np.array_equal(got[n], inputs[n]) for n in inputs), f"{path.name} @{graph}: nothing changed"
+
+
+def saxpy(device):
+    m = cmdgraph.parse_file("examples/saxpy_chain.cgir")
+    return m, device.load(m.compile())
+
+
+def test_outputs_can_be_chosen_and_memory_persists(device):
+    m, exe = saxpy(device)
+    inputs = random_inputs(m, 1)
+    first = exe.run(inputs, outputs=["@z"])
+    assert list(first) == ["z"]
+    assert first["z"].flags.writeable and first["z"].flags.c_contiguous
+    # No inputs: the memory keeps what the last run left; `runs=0` reads it back.
+    again = exe.run(runs=0)
+    assert np.array_equal(again["z"], first["z"])
+    assert np.array_equal(again["x"], inputs["x"])
+    with pytest.raises(ValueError, match=r"no memory object named `@nope` \(its memory objects: @x, @y, @z\)"):
+        exe.run(outputs=["nope"])
+    with pytest.raises(ValueError, match="no graph named `@other`"):
+        exe.run(graph="other")
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (lambda x: x.astype(np.float64), TypeError, r"@y \(f32\[65536\]\): the array's dtype is '<f8' \(float64\) but @y needs '<f4'"),
+        (lambda x: x.astype(">f4"), TypeError, r"@y .*big-endian"),
+        (lambda x: np.repeat(x, 2)[::2], ValueError, r"@y \(f32\[65536\]\): the array is not C-contiguous"),
+        (lambda x: x[:-1].copy(), ValueError, r"@y \(f32\[65536\]\): the array's shape \(65535,\) has 65535 elements but @y has 65536"),
+        (lambda x: np.concatenate([x, x]), ValueError, r"@y .* has 131072 elements"),
+        (lambda x: x.tolist(), TypeError, r"@y \(f32\[65536\]\): expected a numpy.ndarray, got list"),
+    ],
+    ids=["dtype", "byte order", "non-contiguous", "too small", "too large", "not an array"],
+)
+def test_a_bad_array_raises_naming_it_and_nothing_is_bound(device, bad, error, message):
+    m, exe = saxpy(device)
+    before = random_inputs(m, 2)
+    exe.run(before)
+    after = random_inputs(m, 3)
+    # @x comes first and is fine; @y is bad: neither may be bound, nothing may run.
+    with pytest.raises(error, match=message):
+        exe.run({"x": after["x"], "y": bad(after["y"]), "z": after["z"]})
+    with pytest.raises(error, match=message):
+        m.interpret({"x": after["x"], "y": bad(after["y"])})
+    now = exe.run(runs=0)
+    for name in ("x", "y"):
+        assert np.array_equal(now[name], before[name]), name
+
+
+def test_a_reshaped_array_with_the_right_count_binds(device):
+    m, exe = saxpy(device)
+    inputs = random_inputs(m, 4)
+    square = {k: v.reshape(256, 256) for k, v in inputs.items()}
+    assert all(np.array_equal(exe.run(square)[k], exe.run(inputs)[k]) for k in inputs)
+
+
+def test_names_and_values_are_checked():
+    m = cmdgraph.parse_file("examples/saxpy_chain.cgir")
+    with pytest.raises(ValueError, match="no memory object named `@w`"):
+        m.interpret({"w": np.zeros(4, np.float32)})
+    with pytest.raises(TypeError, match="input names must be str"):
+        m.interpret({1: np.zeros(4, np.float32)})
+    with pytest.raises(ValueError, match="fma"):
+        m.interpret(fma="thrice")
+
+
+def test_vec3_memory_is_three_lanes_in_numpy(device):
+    text = """
+kernel @scale(%v: buf<vec3<f32>, read_write>) {
+  %i = global_id 0
+  %a = load %v[%i]
+  %b = add %a, %a
+  store %v[%i], %b
+}
+usm @v : vec3<f32>[64]
+graph @g {
+  %k = kernel @scale range(64) args(@v)
+}
+"""
+    m = cmdgraph.parse(text, filename="vec3.cgir")
+    v = np.random.default_rng(5).random((64, 3)).astype(np.float32)
+    got = device.load(m.compile()).run({"v": v})["v"]
+    assert got.shape == (64, 3)
+    assert np.array_equal(got, v + v)
+    assert np.array_equal(m.interpret({"v": v})["v"], v + v)
+    with pytest.raises(ValueError, match=r"does not end in 3"):
+        m.interpret({"v": np.zeros((64, 4), np.float32)})
+
+
+def test_profile_names_every_node(device):
+    m = cmdgraph.parse_file("examples/mlp_layer.cgir")
+    exe = device.load(m.compile(), profile=True)
+    with pytest.raises(cmdgraph.DeviceError, match="has not run"):
+        exe.profile()
+    exe.run(random_inputs(m, 6))
+    p = exe.profile()
+    assert p["end_ns"] >= p["start_ns"]
+    assert p["nodes"], p
+    for name, node in p["nodes"].items():
+        assert node["end_ns"] >= node["start_ns"], name
+        assert node["duration_ns"] == node["end_ns"] - node["start_ns"]
+
+
+def test_profile_without_enable_profiling_is_a_device_error(device):
+    _, exe = saxpy(device)
+    exe.run()
+    with pytest.raises(cmdgraph.DeviceError, match="enable_profiling"):
+        exe.profile()
+
+
+def test_devices():
+    all_devices = cmdgraph.devices()
+    assert all_devices
+    default = cmdgraph.Device()
+    assert default.name in [d.name for d in all_devices]
+    assert cmdgraph.Device(default.index).name == default.name
+    assert cmdgraph.Device(default.name[:5]).name.startswith(default.name[:5])
+    with pytest.raises(cmdgraph.DeviceError, match="no Vulkan 1.3 device"):
+        cmdgraph.Device("no such device anywhere")
+    with pytest.raises(TypeError):
+        cmdgraph.Device(2.5)
