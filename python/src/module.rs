@@ -206,7 +206,7 @@ impl Module {
     fn memories(&self) -> Vec<(String, String, String)> {
         let kinds = self.module.memories.iter().map(|(_, m)| match m.kind {
             cmdgraph_ir::MemoryKind::DeviceGlobal(_) => "device_global",
-            cmdgraph_ir::MemoryKind::Buffer { .. } => "buffer",
+            cmdgraph_ir::MemoryKind::Buffer => "buffer",
             _ => "usm",
         });
         arrays::layouts(&self.module).into_iter().zip(kinds).map(|(l, k)| (l.name, l.describe, k.to_string())).collect()
