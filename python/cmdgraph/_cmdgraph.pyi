@@ -10,6 +10,9 @@ __version__: str
 _Path = Union[str, "os.PathLike[str]"]
 _Passes = Union[None, str, Sequence[str]]
 _Arrays = Mapping[str, np.ndarray]
+# A dynamic parameter's value: a scalar of its type, a usm pointer ("@x" or ("@x", byte
+# offset)) or a buffer for an accessor ("@b").
+_Value = Union[bool, int, float, str, Tuple[str, int]]
 
 class Module:
     """A module of cmdgraph IR, parsed from text (`parse`, `parse_file`)."""
@@ -41,6 +44,8 @@ class Module:
         runs: int = 1,
         outputs: Optional[Sequence[str]] = None,
         fma: str = "once",
+        params: Optional[Mapping[str, _Value]] = None,
+        active: Optional[Mapping[str, int]] = None,
     ) -> Dict[str, np.ndarray]:
         """Runs a graph on the reference interpreter; returns the memory objects."""
 
@@ -94,6 +99,8 @@ class Executable:
         graph: Optional[str] = None,
         runs: int = 1,
         outputs: Optional[Sequence[str]] = None,
+        params: Optional[Mapping[str, _Value]] = None,
+        active: Optional[Mapping[str, int]] = None,
     ) -> Dict[str, np.ndarray]:
         """Binds the arrays, runs the graph, returns the memory objects as new arrays."""
     def profile(self, graph: Optional[str] = None) -> Dict[str, object]:

@@ -5,6 +5,7 @@
 use crate::arrays::{self, Layout};
 use crate::bundle::Bundle;
 use crate::errors::{exec, Error, Kind, Result};
+use crate::params::Update;
 use cmdgraph_executor::{ContextOptions, DeviceChoice, DeviceDescription, ExecId, Executor, RecordOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -123,11 +124,13 @@ impl Device {
             Ok(ex)
         })?;
         let layouts = arrays::layouts(ex.module());
+        let module = ex.module().clone();
         let graphs = ex.module().graphs.iter().map(|(_, g)| g.name.clone()).collect();
         let warnings = ex.warnings().to_vec();
         let validation = ex.context().validation();
         Ok(Executable {
             inner: Mutex::new(Inner { ex, execs: BTreeMap::new() }),
+            module,
             layouts,
             graphs,
             warnings,
@@ -177,6 +180,8 @@ impl Inner {
 #[pyclass(frozen, module = "cmdgraph._cmdgraph")]
 pub struct Executable {
     inner: Mutex<Inner>,
+    /// The module it runs (the bundle's optimized IR), for checking names and values.
+    module: cmdgraph_ir::Module,
     layouts: Vec<Layout>,
     graphs: Vec<String>,
     warnings: Vec<String>,
@@ -219,10 +224,16 @@ impl Executable {
     /// wrong size ValueError, each naming the memory object), runs `graph` (needed when the
     /// bundle has several) `runs` times, and returns every `usm` and `buffer` memory object
     /// (or those named in `outputs`) as new arrays. Memory not given keeps its contents from
-    /// the previous run. The GIL is released while the device works.
+    /// the previous run. `params` maps dynamic parameters to new values (a bool, int or
+    /// float of the parameter's type; `"@x"` or `("@x", byte_offset)` for a pointer; `"@b"`
+    /// for an accessor) and `active` dynamic command groups to the alternative to run, both
+    /// applied before the runs and kept for later ones. The GIL is released while the
+    /// device works.
     ///
     /// >>> out = exe.run({"x": np.arange(1024, dtype=np.float32)}, outputs=["y"])
-    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None))]
+    /// >>> out = exe.run(params={"alpha": 0.5}, active={"act": 1})
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of one Python method
+    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, params = None, active = None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
@@ -230,8 +241,11 @@ impl Executable {
         graph: Option<&str>,
         runs: u32,
         outputs: Option<Vec<String>>,
+        params: Option<&Bound<'py, PyDict>>,
+        active: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let graph = self.graph(graph)?;
+        let updates = crate::params::resolve(&self.module, &graph, params, active)?;
         let bound = arrays::inputs(py, &self.layouts, inputs)?;
         let wanted = arrays::outputs(&self.layouts, outputs)?;
         let slices: Vec<(&str, &[u8])> = bound.iter().map(|(n, b)| (n.as_str(), b.as_bytes())).collect();
@@ -242,6 +256,13 @@ impl Executable {
                 inner.ex.bind(name, bytes).map_err(|e| exec(&at, &e))?;
             }
             let id = inner.exec(&graph)?;
+            for update in &updates {
+                match update {
+                    Update::Param { name, value } => inner.ex.update_param(id, name, value.clone()),
+                    Update::Active { name, index } => inner.ex.set_active(id, name, *index),
+                }
+                .map_err(|e| exec(&at, &e))?;
+            }
             for _ in 0..runs {
                 inner.ex.run(id).map_err(|e| exec(&at, &e))?;
             }

@@ -15,6 +15,7 @@ pub mod bundle;
 pub mod device;
 pub mod errors;
 pub mod module;
+pub mod params;
 
 /// The extension module: its classes and functions, re-exported by `cmdgraph/__init__.py`.
 #[pymodule]

@@ -4,6 +4,7 @@
 use crate::arrays;
 use crate::bundle::Bundle;
 use crate::errors::{Error, Kind, Result};
+use crate::params::{self, Update};
 use cmdgraph_codegen::bundle::{compile_module_configured, CompileError, Llvm, PipelineOptions};
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
@@ -296,11 +297,14 @@ impl Module {
     /// rest start zeroed), the graph runs `runs` times, and the result maps every `usm` and
     /// `buffer` memory object (or those named in `outputs`) to a new array. `fma`: `"once"`
     /// (the kernel language's) or `"twice"` (as a Vulkan device may round it). Host tasks
-    /// run as no-ops. The GIL is released while it runs.
+    /// run as no-ops. `params` (dynamic parameter to value) and `active` (dynamic command
+    /// group to alternative) update the graph before the runs, as for `Executable.run`.
+    /// The GIL is released while it runs.
     ///
     /// >>> x = np.random.rand(1024).astype(np.float32)
     /// >>> out = m.interpret({"x": x})
-    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, fma = "once"))]
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of one Python method
+    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, fma = "once", params = None, active = None))]
     fn interpret<'py>(
         &self,
         py: Python<'py>,
@@ -309,6 +313,8 @@ impl Module {
         runs: u32,
         outputs: Option<Vec<String>>,
         fma: &str,
+        params: Option<&Bound<'py, PyDict>>,
+        active: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let fma = match fma {
             "once" => FmaRounding::Once,
@@ -317,26 +323,31 @@ impl Module {
         };
         self.check(false)?;
         let graph = self.pick_graph(graph)?;
+        let updates = params::resolve(&self.module, &graph, params, active)?;
         let layouts = arrays::layouts(&self.module);
         let bound = arrays::inputs(py, &layouts, inputs)?;
         let wanted = arrays::outputs(&layouts, outputs)?;
         let slices: Vec<(&str, &[u8])> = bound.iter().map(|(n, b)| (n.as_str(), b.as_bytes())).collect();
-        let read = py.detach(|| self.run_interpreter(&graph, &slices, runs, fma, wanted))?;
+        let run = Run { graph: &graph, bound: &slices, updates: &updates, runs, fma };
+        let read = py.detach(|| self.run_interpreter(&run, wanted))?;
         arrays::to_dict(py, read)
     }
 }
 
+/// What one `interpret` call runs.
+struct Run<'a> {
+    graph: &'a str,
+    bound: &'a [(&'a str, &'a [u8])],
+    updates: &'a [Update],
+    runs: u32,
+    fma: FmaRounding,
+}
+
 impl Module {
-    /// A fresh interpreter with `bound` bound and no-op host callbacks, graph `graph`
-    /// finalized and run `runs` times, then the `wanted` memory objects read.
-    fn run_interpreter(
-        &self,
-        graph: &str,
-        bound: &[(&str, &[u8])],
-        runs: u32,
-        fma: FmaRounding,
-        wanted: Vec<arrays::Layout>,
-    ) -> Result<Vec<(arrays::Layout, Vec<u8>)>> {
+    /// A fresh interpreter with the inputs bound and no-op host callbacks, the graph
+    /// finalized, updated and run, then the `wanted` memory objects read.
+    fn run_interpreter(&self, run: &Run<'_>, wanted: Vec<arrays::Layout>) -> Result<Vec<(arrays::Layout, Vec<u8>)>> {
+        let Run { graph, bound, updates, runs, fma } = *run;
         let fail = |e: cmdgraph_interp::InterpError| Error::new(Kind::Device, format!("error: @{graph}: {e}"));
         let mut interp = Interpreter::new(&self.module).map_err(fail)?;
         for (name, bytes) in bound {
@@ -346,6 +357,12 @@ impl Module {
             interp.register_callback(&name, |_| Ok(()));
         }
         let exec = interp.finalize(graph).map_err(fail)?;
+        for update in updates {
+            match update {
+                Update::Param { name, value } => interp.update_param(exec, name, value.clone()).map_err(fail)?,
+                Update::Active { name, index } => interp.set_active(exec, name, *index).map_err(fail)?,
+            }
+        }
         let opts = RunOptions { fma, ..RunOptions::default() };
         for _ in 0..runs {
             interp.run_with(exec, &opts).map_err(fail)?;

@@ -154,3 +154,47 @@ def test_devices():
         cmdgraph.Device("no such device anywhere")
     with pytest.raises(TypeError):
         cmdgraph.Device(2.5)
+
+
+def test_updates_match_the_interpreter(device):
+    """Dynamic parameters (scalar, pointer) and a dynamic command group switched before the
+    runs, on Vulkan and on the interpreter alike."""
+    m = cmdgraph.parse_file("examples/dynamic_update.cgir")
+    exe = device.load(m.compile())
+    inputs = random_inputs(m, 7)
+    plain = exe.run(inputs)
+    updates = {"params": {"%alpha": 0.375, "src": "@in_alt", "slope": 0.2}, "active": {"act": 1}}
+    got = exe.run(inputs, **updates)
+    once = m.interpret(inputs, **updates)
+    twice = m.interpret(inputs, fma="twice", **updates)
+    for name, array in got.items():
+        assert array.tobytes() in (once[name].tobytes(), twice[name].tobytes()), name
+    assert not np.array_equal(got["act_out"], plain["act_out"])
+    # The updates stay: the next run without any gives the same memory again.
+    assert all(np.array_equal(v, got[k]) for k, v in exe.run(inputs).items())
+
+
+@pytest.mark.parametrize(
+    "params, active, error, message",
+    [
+        ({"beta": 1.0}, None, ValueError, r"@infer has no dynamic parameter %beta \(its dynamic parameters: %alpha, "),
+        ({"alpha": "x"}, None, TypeError, r"%alpha: a f32 parameter takes an int or a float"),
+        ({"alpha": 1e39}, None, ValueError, r"%alpha: .* out of range for f32"),
+        ({"src": "@frame"}, None, ValueError, r"%src: `@frame` is not usm memory of the module"),
+        ({"src": ("@in", 1 << 40)}, None, ValueError, r"%src: offset .* is past the end of @in"),
+        ({"frame_in": "@in"}, None, ValueError, r"%frame_in: `@in` is not buffer of the module"),
+        ({"gain": 1.0}, None, ValueError, r"%gain: only scalar, pointer and accessor parameters"),
+        (None, {"act": 3}, ValueError, r"%act has 3 alternative\(s\), numbered 0 to 2"),
+        (None, {"nope": 0}, ValueError, r"no dynamic command group %nope"),
+        (None, {"act": "1"}, TypeError, r"%act: the active alternative must be an int"),
+    ],
+)
+def test_bad_updates_raise_before_anything_runs(device, params, active, error, message):
+    m = cmdgraph.parse_file("examples/dynamic_update.cgir")
+    exe = device.load(m.compile())
+    before = exe.run(random_inputs(m, 8))
+    with pytest.raises(error, match=message):
+        exe.run(random_inputs(m, 9), params=params, active=active)
+    with pytest.raises(error, match=message):
+        m.interpret(params=params, active=active)
+    assert all(np.array_equal(v, before[k]) for k, v in exe.run(runs=0).items())
