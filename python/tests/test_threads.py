@@ -59,3 +59,13 @@ def test_a_device_run_releases_the_gil(device):
     exe = device.load(m.compile())
     inputs = random_inputs(m, 2)
     check(lambda runs: exe.run(inputs, runs=runs))
+
+
+def test_compiling_releases_the_gil():
+    m = cmdgraph.parse_file("examples/mlp_layer.cgir")
+
+    def compile_times(n):
+        for _ in range(n):
+            m.compile()
+
+    check(compile_times)
