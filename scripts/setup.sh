@@ -92,6 +92,12 @@ done
 # overrides it) with maturin, numpy and pytest (pip installs only what is missing), and the
 # `cmdgraph` wheel (abi3, CPython 3.9+) built in release mode into TARGET/wheels and
 # installed into it. cargo rebuilds only what changed, so a second run takes seconds.
+# CMDGRAPH_SETUP_PYTHON=0 skips it (no venv, no pip, no release build): demo.sh and bench.sh run
+# this script too and need none of it.
+if [ "${CMDGRAPH_SETUP_PYTHON:-1}" = "0" ]; then
+  echo "setup.sh: the Python package skipped (CMDGRAPH_SETUP_PYTHON=0)"
+  exit 0
+fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${CMDGRAPH_VENV:-${repo}/.venv}"
 if [ ! -x "${venv}/bin/python" ]; then
