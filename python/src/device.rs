@@ -60,17 +60,11 @@ impl Device {
             DeviceChoice::Name(n) => all.iter().find(|d| d.name.to_lowercase().contains(&n.to_lowercase())),
         };
         let listed: Vec<String> = all.iter().map(|d| format!("{}: {}", d.index, d.name)).collect();
+        let listed = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
         let desc = found.cloned().ok_or_else(|| {
-            Error::new(
-                Kind::Device,
-                format!("error: no Vulkan 1.3 device with a compute queue matches {choice} (devices: {})", {
-                    if listed.is_empty() {
-                        "none".to_string()
-                    } else {
-                        listed.join(", ")
-                    }
-                }),
-            )
+            let message =
+                format!("error: no Vulkan 1.3 device with a compute queue matches {choice} (devices: {listed})");
+            Error::new(Kind::Device, message)
         })?;
         Ok(Device { desc, validation })
     }
