@@ -3,7 +3,7 @@
 import pytest
 
 import cmdgraph
-from conftest import EXAMPLES, relative, run_cli
+from conftest import EXAMPLES, REPO, relative, run_cli
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -86,3 +86,13 @@ def test_corrupt_bundles_are_bundle_errors(tmp_path):
         cmdgraph.load_bundle(tmp_path / "missing.cgb")
     with pytest.raises(TypeError):
         cmdgraph.load_bundle(3.5)
+
+
+def test_bundles_have_the_committed_content_hashes():
+    """The modules of tests/golden/bundle-hashes.txt (the hashes CI's `cargo test` checks the
+    CLI's bundles against) compile in process to bundles with the same content hash."""
+    manifest = (REPO / "tests" / "golden" / "bundle-hashes.txt").read_text().splitlines()
+    entries = [line.split() for line in manifest if line.strip() and not line.startswith("#")]
+    assert len(entries) >= 10
+    for path, want in entries:
+        assert cmdgraph.parse_file(path).compile().content_hash == want, path
