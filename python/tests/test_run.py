@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cmdgraph
-from conftest import EXAMPLES, random_inputs, relative
+from conftest import DTYPES, EXAMPLES, random_inputs, relative
 
 # The interpreter runs no SPIR-V: modules with external kernels are compared in cli/tests.
 RUNNABLE = [p for p in EXAMPLES if 'spirv "' not in p.read_text()]
@@ -198,3 +198,33 @@ def test_bad_updates_raise_before_anything_runs(device, params, active, error, m
     with pytest.raises(error, match=message):
         m.interpret(params=params, active=active)
     assert all(np.array_equal(v, before[k]) for k, v in exe.run(runs=0).items())
+
+
+@pytest.mark.parametrize("ty", ["u8", "i8", "u16", "i16", "f16", "u32", "i64", "u64", "f64"])
+def test_every_element_type_round_trips_with_its_dtype(device, ty):
+    """A copy kernel per element type: the array comes back with the dtype of docs/python.md
+    and its bits, from Vulkan and from the interpreter; the dtype of another width is refused."""
+    text = f"""
+kernel @copy(%x: buf<{ty}, read>, %y: buf<{ty}, write>) {{
+  %i = global_id 0
+  %v = load %x[%i]
+  store %y[%i], %v
+}}
+usm @x : {ty}[64]
+usm @y : {ty}[64]
+graph @g {{
+  %k = kernel @copy range(64) args(@x, @y)
+}}
+"""
+    m = cmdgraph.parse(text, filename=f"{ty}.cgir")
+    dtype = np.dtype(DTYPES[ty])
+    rng = np.random.default_rng(11)
+    if dtype.kind == "f":
+        x = (rng.random(64) * 8 - 4).astype(dtype)
+    else:
+        x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, size=64, dtype=dtype, endpoint=True)
+    for out in (device.load(m.compile()).run({"x": x})["y"], m.interpret({"x": x})["y"]):
+        assert out.dtype == dtype and out.tobytes() == x.tobytes()
+    other = np.dtype(f"{dtype.kind}{8 if dtype.itemsize != 8 else 4}")
+    with pytest.raises(TypeError, match=rf"@x \({ty}\[64\]\): the array's dtype is"):
+        m.interpret({"x": x.astype(other)})
