@@ -18,6 +18,8 @@
 #   gcc g++                                               the C API's examples and header checks
 #   libvulkan-dev                                         Vulkan headers for examples/capi/interop.c
 #                                                         (capi/tests/c_example.rs, test.sh)
+#   python3-venv                                          the virtual environment of the Python package
+#                                                         (python/, docs/python.md)
 # clang is not needed: libFuzzer (fuzz/) and every -sys crate build with the machine's gcc.
 set -euo pipefail
 
@@ -25,7 +27,7 @@ PACKAGES=(
   llvm-22-tools llvm-22-dev libpolly-22-dev libzstd-dev
   graphviz spirv-tools glslang-tools glslc
   mesa-vulkan-drivers libvulkan1 vulkan-validationlayers vulkan-tools
-  python3 gcc g++ libvulkan-dev
+  python3 gcc g++ libvulkan-dev python3-venv
 )
 
 die() {
@@ -85,3 +87,39 @@ cargo clippy --version >/dev/null 2>&1 || die "clippy missing: rustup component 
 for tool in lit FileCheck not llvm-config dot spirv-val; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not on PATH after setup (PATH=$PATH)"
 done
+
+# The Python package (python/, docs/python.md): a virtual environment `.venv` (CMDGRAPH_VENV
+# overrides it) with maturin, numpy and pytest (pip installs only what is missing), and the
+# `cmdgraph` wheel (abi3, CPython 3.9+) built in release mode into TARGET/wheels and
+# installed into it. cargo rebuilds only what changed, so a second run takes seconds.
+# CMDGRAPH_SETUP_PYTHON=0 skips it (no venv, no pip, no release build): demo.sh and bench.sh run
+# this script too and need none of it.
+if [ "${CMDGRAPH_SETUP_PYTHON:-1}" = "0" ]; then
+  echo "setup.sh: the Python package skipped (CMDGRAPH_SETUP_PYTHON=0)"
+  exit 0
+fi
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${CMDGRAPH_VENV:-${repo}/.venv}"
+if [ ! -x "${venv}/bin/python" ]; then
+  echo "setup.sh: creating the virtual environment ${venv}"
+  python3 -m venv "$venv" || die "python3 -m venv ${venv} failed (Debian: apt-get install python3-venv)"
+fi
+py_missing=()
+for p in maturin numpy pytest; do
+  "${venv}/bin/python" -m pip show -q "$p" >/dev/null 2>&1 || py_missing+=("$p")
+done
+if [ "${#py_missing[@]}" -gt 0 ]; then
+  echo "setup.sh: pip install ${py_missing[*]} into ${venv}"
+  "${venv}/bin/python" -m pip install -q "${py_missing[@]}" || die "pip install ${py_missing[*]} failed"
+fi
+wheel_dir="$(cd "$repo" && mkdir -p "${CARGO_TARGET_DIR:-target}/wheels" && cd "${CARGO_TARGET_DIR:-target}/wheels" && pwd)"
+rm -f "${wheel_dir}"/cmdgraph-*.whl
+wheel_start=$SECONDS
+# --compatibility linux: the wheel is for this machine (it links the system's libzstd and
+# libffi through LLVM); --strip: without debug info it is a fifth of the size.
+(cd "$repo" && "${venv}/bin/maturin" build --release --strip --compatibility linux -q \
+  -m python/Cargo.toml -o "$wheel_dir") || die "maturin build of the Python package failed"
+wheels=("${wheel_dir}"/cmdgraph-*.whl)
+[ -e "${wheels[0]}" ] || die "maturin wrote no wheel into ${wheel_dir}"
+"${venv}/bin/python" -m pip install -q --force-reinstall --no-deps "${wheels[0]}" || die "pip install ${wheels[0]} failed"
+echo "setup.sh: built and installed $(basename "${wheels[0]}") into ${venv} in $((SECONDS - wheel_start)) s"

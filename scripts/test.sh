@@ -128,6 +128,17 @@ for ex in "${examples[@]}"; do
   echo "  ok  ${ex}"
 done
 
+# The Python package (docs/python.md), built and installed into .venv by setup.sh: parse,
+# print, diagnostics, DOT and bundle bytes against this CLI; every example on Vulkan against
+# the interpreter with the validation layer on (any message raises, failing the test); the
+# array checks; the wheel in a fresh virtual environment, outside the checkout.
+step "python: pytest (python/tests, validation on)"
+python_start=$SECONDS
+python_wheels=("$(cd "${target_dir}/wheels" && pwd)"/cmdgraph-*.whl)
+CMDGRAPH_VK_VALIDATION=1 CMDGRAPH_CLI="${lib_dir}/cmdgraph" CMDGRAPH_WHEEL="${python_wheels[0]}" \
+  "${CMDGRAPH_VENV:-.venv}/bin/python" -m pytest -q python/tests
+echo "  python: pytest took $((SECONDS - python_start)) s"
+
 trap - ERR
 echo
 echo "test.sh: all steps passed"

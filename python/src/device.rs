@@ -1,0 +1,333 @@
+//! `cmdgraph.Device` and `cmdgraph.Executable`: bundles run on Vulkan with NumPy arrays, as
+//! `cmdgraph run` runs them (cli/src/cmd/run.rs), with the GIL released while the device
+//! works.
+
+use crate::arrays::{self, Layout};
+use crate::bundle::Bundle;
+use crate::errors::{exec, Error, Kind, Result};
+use crate::params::Update;
+use cmdgraph_executor::{ContextOptions, DeviceChoice, DeviceDescription, ExecId, Executor, RecordOptions};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// A Vulkan 1.3 device with a compute queue. `Device()` is the default one (a discrete GPU,
+/// else integrated, virtual, then a CPU device such as llvmpipe); `Device("nvidia")` the
+/// first whose name contains that, `Device(1)` the one at that index of `cmdgraph.devices()`.
+/// `validation=True` (or `CMDGRAPH_VK_VALIDATION=1`) turns on the Khronos validation layer:
+/// any message it reports makes a load or run raise DeviceError.
+///
+/// >>> dev = cmdgraph.Device()
+/// >>> dev.name
+/// 'llvmpipe (LLVM 19.1.7, 256 bits)'
+#[pyclass(frozen, module = "cmdgraph._cmdgraph")]
+pub struct Device {
+    desc: DeviceDescription,
+    validation: bool,
+}
+
+/// Every Vulkan device the executor can use, in enumeration order.
+///
+/// >>> [d.name for d in cmdgraph.devices()]
+#[pyfunction]
+pub fn devices() -> Result<Vec<Device>> {
+    let all = cmdgraph_executor::vulkan_devices().map_err(|e| exec("Vulkan", &e))?;
+    Ok(all.into_iter().map(|desc| Device { desc, validation: false }).collect())
+}
+
+/// `device=` as a choice: None, an index, or a name substring.
+fn choice(device: Option<&Bound<'_, PyAny>>) -> PyResult<DeviceChoice> {
+    let Some(d) = device.filter(|d| !d.is_none()) else { return Ok(DeviceChoice::Default) };
+    if let Ok(i) = d.extract::<usize>() {
+        return Ok(DeviceChoice::Index(i));
+    }
+    let name: String = d.extract().map_err(|_| Error::type_error("device must be None, an index or a name (str)"))?;
+    Ok(DeviceChoice::parse(&name))
+}
+
+#[pymethods]
+impl Device {
+    #[new]
+    #[pyo3(signature = (device = None, *, validation = false))]
+    fn new(py: Python<'_>, device: Option<&Bound<'_, PyAny>>, validation: bool) -> PyResult<Device> {
+        let choice = choice(device)?;
+        let all = py.detach(cmdgraph_executor::vulkan_devices).map_err(|e| exec("Vulkan", &e))?;
+        let found = match &choice {
+            // What `DeviceChoice::Default` picks: the best kind, then the first.
+            DeviceChoice::Default => all.iter().min_by_key(|d| (d.kind, d.index)),
+            DeviceChoice::Index(i) => all.iter().find(|d| d.index == *i),
+            DeviceChoice::Name(n) => all.iter().find(|d| d.name.to_lowercase().contains(&n.to_lowercase())),
+        };
+        let listed: Vec<String> = all.iter().map(|d| format!("{}: {}", d.index, d.name)).collect();
+        let listed = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
+        let desc = found.cloned().ok_or_else(|| {
+            let message =
+                format!("error: no Vulkan 1.3 device with a compute queue matches {choice} (devices: {listed})");
+            Error::new(Kind::Device, message)
+        })?;
+        Ok(Device { desc, validation })
+    }
+
+    /// `deviceName`.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.desc.name
+    }
+
+    /// `discrete GPU`, `integrated GPU`, `CPU`, ...
+    #[getter]
+    fn kind(&self) -> String {
+        self.desc.kind.to_string()
+    }
+
+    /// Its index in `cmdgraph.devices()`.
+    #[getter]
+    fn index(&self) -> usize {
+        self.desc.index
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<cmdgraph.Device {}: {} ({})>", self.desc.index, self.desc.name, self.desc.kind)
+    }
+
+    /// Creates the pipelines of `bundle` on this device (memory starts zeroed) and returns
+    /// the Executable. `profile=True` records per-node timestamps (for graphs with
+    /// `enable_profiling`; `Executable.profile()` reads them). The GIL is released meanwhile.
+    ///
+    /// >>> exe = cmdgraph.Device().load(module.compile())
+    #[pyo3(signature = (bundle, *, profile = false))]
+    fn load(&self, py: Python<'_>, bundle: &Bundle, profile: bool) -> PyResult<Executable> {
+        let opts = ContextOptions {
+            validation: self.validation,
+            device: DeviceChoice::Index(self.desc.index),
+            ..ContextOptions::default()
+        };
+        let loaded = bundle.loaded.clone();
+        let ex = py.detach(move || -> Result<Executor> {
+            let mut ex = Executor::new(loaded, &opts).map_err(|e| exec("load", &e))?;
+            // Host tasks run as no-ops, as in `cmdgraph run` (piece 1 has no Python host tasks).
+            for name in crate::module::host_callbacks(ex.module()) {
+                ex.register_callback(&name, |_| Ok(()));
+            }
+            if profile {
+                let options = RecordOptions { node_profiling: true, ..ex.record_options() };
+                ex.set_record_options(options);
+            }
+            layer_messages(&ex)?;
+            Ok(ex)
+        })?;
+        let layouts = arrays::layouts(ex.module());
+        let module = ex.module().clone();
+        let graphs = ex.module().graphs.iter().map(|(_, g)| g.name.clone()).collect();
+        let warnings = ex.warnings().to_vec();
+        let validation = ex.context().validation();
+        Ok(Executable {
+            inner: Mutex::new(Inner { ex, execs: BTreeMap::new() }),
+            module,
+            layouts,
+            graphs,
+            warnings,
+            validation,
+            device: self.desc.name.clone(),
+        })
+    }
+}
+
+/// Fails when the validation layer said anything (every message is a failure, as for
+/// `cmdgraph run --validation`).
+fn layer_messages(ex: &Executor) -> Result<()> {
+    let messages = ex.context().take_messages();
+    if messages.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Kind::Device,
+        format!("error: the validation layer reported {} message(s):\n{}", messages.len(), messages.join("\n")),
+    ))
+}
+
+/// The executor and the graphs finalized so far.
+struct Inner {
+    ex: Executor,
+    execs: BTreeMap<String, ExecId>,
+}
+
+impl Inner {
+    /// The executable graph of `graph`, finalized on first use.
+    fn exec(&mut self, graph: &str) -> Result<ExecId> {
+        if let Some(id) = self.execs.get(graph) {
+            return Ok(*id);
+        }
+        let id = self.ex.finalize(graph).map_err(|e| exec(&format!("@{graph}"), &e))?;
+        self.execs.insert(graph.to_string(), id);
+        Ok(id)
+    }
+}
+
+/// A bundle loaded on a device: its memory objects keep their contents between runs
+/// (zero at load), and each graph is finalized on its first run.
+///
+/// >>> exe = cmdgraph.Device().load(bundle)
+/// >>> out = exe.run({"x": x, "y": y})
+/// >>> out["y"]
+#[pyclass(frozen, module = "cmdgraph._cmdgraph")]
+pub struct Executable {
+    inner: Mutex<Inner>,
+    /// The module it runs (the bundle's optimized IR), for checking names and values.
+    module: cmdgraph_ir::Module,
+    layouts: Vec<Layout>,
+    graphs: Vec<String>,
+    warnings: Vec<String>,
+    validation: bool,
+    device: String,
+}
+
+impl Executable {
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>> {
+        self.inner.lock().map_err(|_| Error::new(Kind::Device, "error: an earlier run panicked; load the bundle again"))
+    }
+
+    fn graph(&self, wanted: Option<&str>) -> Result<String> {
+        match wanted {
+            Some(g) => {
+                let bare = g.strip_prefix('@').unwrap_or(g);
+                if self.graphs.iter().any(|n| n == bare) {
+                    Ok(bare.to_string())
+                } else {
+                    Err(Error::value(format!(
+                        "the bundle has no graph named `@{bare}` (its graphs: @{})",
+                        self.graphs.join(", @")
+                    )))
+                }
+            }
+            None if self.graphs.len() == 1 => Ok(self.graphs[0].clone()),
+            None => Err(Error::value(format!(
+                "the bundle has {} graphs; choose one with graph= (its graphs: @{})",
+                self.graphs.len(),
+                self.graphs.join(", @")
+            ))),
+        }
+    }
+}
+
+#[pymethods]
+impl Executable {
+    /// Binds `inputs` (memory object name to NumPy array; every array is checked before any
+    /// is bound: a wrong dtype or a non-array raises TypeError, a non-contiguous array or a
+    /// wrong size ValueError, each naming the memory object), runs `graph` (needed when the
+    /// bundle has several) `runs` times, and returns every `usm` and `buffer` memory object
+    /// (or those named in `outputs`) as new arrays. Memory not given keeps its contents from
+    /// the previous run. `params` maps dynamic parameters to new values (a bool, int or
+    /// float of the parameter's type; `"@x"` or `("@x", byte_offset)` for a pointer; `"@b"`
+    /// for an accessor) and `active` dynamic command groups to the alternative to run, both
+    /// applied before the runs and kept for later ones. The GIL is released while the
+    /// device works.
+    ///
+    /// >>> out = exe.run({"x": np.arange(1024, dtype=np.float32)}, outputs=["y"])
+    /// >>> out = exe.run(params={"alpha": 0.5}, active={"act": 1})
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of one Python method
+    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, params = None, active = None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: Option<&Bound<'py, PyDict>>,
+        graph: Option<&str>,
+        runs: u32,
+        outputs: Option<Vec<String>>,
+        params: Option<&Bound<'py, PyDict>>,
+        active: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let graph = self.graph(graph)?;
+        let updates = crate::params::resolve(&self.module, &graph, params, active)?;
+        let bound = arrays::inputs(py, &self.layouts, inputs)?;
+        let wanted = arrays::outputs(&self.layouts, outputs)?;
+        let slices: Vec<(&str, &[u8])> = bound.iter().map(|(n, b)| (n.as_str(), b.as_bytes())).collect();
+        let read = py.detach(|| -> Result<Vec<(Layout, Vec<u8>)>> {
+            let mut inner = self.lock()?;
+            let at = format!("@{graph}");
+            for (name, bytes) in &slices {
+                inner.ex.bind(name, bytes).map_err(|e| exec(&at, &e))?;
+            }
+            let id = inner.exec(&graph)?;
+            for update in &updates {
+                match update {
+                    Update::Param { name, value } => inner.ex.update_param(id, name, value.clone()),
+                    Update::Active { name, index } => inner.ex.set_active(id, name, *index),
+                }
+                .map_err(|e| exec(&at, &e))?;
+            }
+            for _ in 0..runs {
+                inner.ex.run(id).map_err(|e| exec(&at, &e))?;
+            }
+            inner.ex.wait(id).map_err(|e| exec(&at, &e))?;
+            let mut read = Vec::with_capacity(wanted.len());
+            for l in wanted {
+                let bytes = inner.ex.read(&l.name).map_err(|e| exec(&at, &e))?;
+                read.push((l, bytes));
+            }
+            layer_messages(&inner.ex)?;
+            Ok(read)
+        })?;
+        arrays::to_dict(py, read)
+    }
+
+    /// The last run of `graph` per node, in device nanoseconds: `{"start_ns", "end_ns",
+    /// "submit_host_ns", "nodes": {name: {"start_ns", "end_ns", "duration_ns"}}}` (nodes in
+    /// schedule order). Needs `Device.load(..., profile=True)` and a graph with
+    /// `enable_profiling`; raises DeviceError otherwise.
+    #[pyo3(signature = (graph = None))]
+    fn profile<'py>(&self, py: Python<'py>, graph: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
+        let graph = self.graph(graph)?;
+        let p = py.detach(|| -> Result<cmdgraph_executor::Profile> {
+            let inner = self.lock()?;
+            let id = inner.execs.get(&graph).copied().ok_or_else(|| {
+                Error::new(Kind::Device, format!("error: @{graph} has not run: profile() reads the last run"))
+            })?;
+            inner.ex.profile(id).map_err(|e| exec(&format!("@{graph}"), &e))
+        })?;
+        let out = PyDict::new(py);
+        out.set_item("submit_host_ns", p.submit_host_ns)?;
+        out.set_item("start_ns", p.start_ns)?;
+        out.set_item("end_ns", p.end_ns)?;
+        let nodes = PyDict::new(py);
+        for n in &p.nodes {
+            let node = PyDict::new(py);
+            node.set_item("start_ns", n.start_ns)?;
+            node.set_item("end_ns", n.end_ns)?;
+            node.set_item("duration_ns", n.duration_ns())?;
+            nodes.set_item(&n.node, node)?;
+        }
+        out.set_item("nodes", nodes)?;
+        Ok(out)
+    }
+
+    /// The graphs it can run (names without `@`).
+    #[getter]
+    fn graphs(&self) -> Vec<String> {
+        self.graphs.clone()
+    }
+
+    /// The device's name.
+    #[getter]
+    fn device_name(&self) -> &str {
+        &self.device
+    }
+
+    /// What to know about running this bundle on this device (llvmpipe's loop budget), one
+    /// line each.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// Whether the validation layer is on (`validation=True` or `CMDGRAPH_VK_VALIDATION=1`).
+    #[getter]
+    fn validation(&self) -> bool {
+        self.validation
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<cmdgraph.Executable on {}: graphs @{}>", self.device, self.graphs.join(", @"))
+    }
+}
