@@ -7,7 +7,7 @@
 # Suites run one after the other on one core (taskset, where present), in release mode.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash scripts/setup.sh
+CMDGRAPH_SETUP_PYTHON=0 bash scripts/setup.sh
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
 

@@ -129,7 +129,7 @@ PY
 [ -f "$example" ] || fail "no such example: $example"
 
 if [ -z "${CMDGRAPH_BIN:-}" ]; then
-  bash scripts/setup.sh
+  CMDGRAPH_SETUP_PYTHON=0 bash scripts/setup.sh
   # shellcheck source=scripts/env.sh
   . scripts/env.sh
   echo "==> build: cargo build -p cmdgraph-cli"
