@@ -105,6 +105,15 @@ class Executable:
         """Binds the arrays, runs the graph, returns the memory objects as new arrays."""
     def profile(self, graph: Optional[str] = None) -> Dict[str, object]:
         """Per-node device times of the last run (needs `profile=True` and `enable_profiling`)."""
+    def _native_seconds(
+        self,
+        runs: int,
+        inputs: Optional[_Arrays] = None,
+        *,
+        graph: Optional[str] = None,
+        outputs: Optional[Sequence[str]] = None,
+    ) -> float:
+        """Host seconds of `runs` bind/run/wait/read iterations through the Rust API alone."""
 
 def parse(text: str, filename: str = "<string>") -> Module:
     """Parses IR text; raises ParseError."""

@@ -272,6 +272,46 @@ impl Executable {
         arrays::to_dict(py, read)
     }
 
+    /// For the overhead benchmark (bench/python/overhead.py): the host seconds that `runs`
+    /// iterations of what one `run(inputs, outputs=...)` does (bind each input, run, wait,
+    /// read each output) take through the Rust API alone, in this process, with the GIL
+    /// released: the floor a Python `run` is measured against. The inputs are checked and
+    /// converted once, before the clock starts.
+    #[pyo3(signature = (runs, inputs = None, *, graph = None, outputs = None))]
+    fn _native_seconds<'py>(
+        &self,
+        py: Python<'py>,
+        runs: u32,
+        inputs: Option<&Bound<'py, PyDict>>,
+        graph: Option<&str>,
+        outputs: Option<Vec<String>>,
+    ) -> PyResult<f64> {
+        let graph = self.graph(graph)?;
+        let bound = arrays::inputs(py, &self.layouts, inputs)?;
+        let wanted = arrays::outputs(&self.layouts, outputs)?;
+        let slices: Vec<(&str, &[u8])> = bound.iter().map(|(n, b)| (n.as_str(), b.as_bytes())).collect();
+        let seconds = py.detach(|| -> Result<f64> {
+            let mut inner = self.lock()?;
+            let at = format!("@{graph}");
+            let id = inner.exec(&graph)?;
+            let start = std::time::Instant::now();
+            for _ in 0..runs {
+                for (name, bytes) in &slices {
+                    inner.ex.bind(name, bytes).map_err(|e| exec(&at, &e))?;
+                }
+                inner.ex.run(id).map_err(|e| exec(&at, &e))?;
+                inner.ex.wait(id).map_err(|e| exec(&at, &e))?;
+                for l in &wanted {
+                    std::hint::black_box(inner.ex.read(&l.name).map_err(|e| exec(&at, &e))?);
+                }
+            }
+            let seconds = start.elapsed().as_secs_f64();
+            layer_messages(&inner.ex)?;
+            Ok(seconds)
+        })?;
+        Ok(seconds)
+    }
+
     /// The last run of `graph` per node, in device nanoseconds: `{"start_ns", "end_ns",
     /// "submit_host_ns", "nodes": {name: {"start_ns", "end_ns", "duration_ns"}}}` (nodes in
     /// schedule order). Needs `Device.load(..., profile=True)` and a graph with

@@ -1,0 +1,148 @@
+"""What a `run` from Python costs beyond the Rust API's (issue 31): the same executable graph
+run from Python (`Executable.run`) and through the Rust API alone (`Executable._native_seconds`:
+bind, run, wait, read in a Rust loop with the GIL released), side by side in one process, for
+a one-node graph and a ten-node chain, with no arrays crossing, with a 64-float input and
+output, and with a 2^20-float input and output. Writes the table into docs/performance.md as
+the section `python-overhead[-SUFFIX]` (between `<!-- bench:NAME:begin/end -->` markers).
+
+    python bench/python/overhead.py [--device NAME] [--runs N] [--write-to FILE] [--suffix gpu]
+"""
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+import cmdgraph
+
+GRAPHS = """
+kernel @inc(%x: buf<f32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %one = const 1.0 : f32
+  %r = add %v, %one
+  store %x[%i], %r
+}
+
+usm @small : f32[64]
+usm @big : f32[1048576]
+
+graph @one {
+  %a = kernel @inc range(64) args(@small)
+}
+
+graph @chain10 {
+  %k0 = kernel @inc range(64) args(@small)
+  %k1 = kernel @inc range(64) args(@small) after(%k0)
+  %k2 = kernel @inc range(64) args(@small) after(%k1)
+  %k3 = kernel @inc range(64) args(@small) after(%k2)
+  %k4 = kernel @inc range(64) args(@small) after(%k3)
+  %k5 = kernel @inc range(64) args(@small) after(%k4)
+  %k6 = kernel @inc range(64) args(@small) after(%k5)
+  %k7 = kernel @inc range(64) args(@small) after(%k6)
+  %k8 = kernel @inc range(64) args(@small) after(%k7)
+  %k9 = kernel @inc range(64) args(@small) after(%k8)
+}
+
+graph @big {
+  %a = kernel @inc range(1048576) args(@big)
+}
+"""
+
+TARGET_US = 10.0
+
+
+def python_seconds(exe, runs, inputs, graph, outputs):
+    start = time.perf_counter()
+    for _ in range(runs):
+        exe.run(inputs, graph=graph, outputs=outputs)
+    return time.perf_counter() - start
+
+
+def measure(exe, graph, inputs, outputs, runs, rounds=7):
+    """Median over `rounds` of (python µs/run, native µs/run), interleaved."""
+    py, native = [], []
+    for _ in range(rounds):
+        py.append(python_seconds(exe, runs, inputs, graph, outputs) / runs * 1e6)
+        native.append(exe._native_seconds(runs, inputs, graph=graph, outputs=outputs) / runs * 1e6)
+    return statistics.median(py), statistics.median(native)
+
+
+def write_section(path, name, body):
+    text = Path(path).read_text()
+    begin, end = f"<!-- bench:{name}:begin -->", f"<!-- bench:{name}:end -->"
+    section = f"{begin}\n{body.rstrip()}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    Path(path).write_text(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--write-to", default=None)
+    ap.add_argument("--suffix", default="")
+    args = ap.parse_args()
+
+    module = cmdgraph.parse(GRAPHS, filename="overhead.cgir")
+    module.verify()
+    device = cmdgraph.Device(args.device)
+    exe = device.load(module.compile())
+    rng = np.random.default_rng(31)
+    small = rng.random(64, dtype=np.float32)
+    big = rng.random(1 << 20, dtype=np.float32)
+    cases = [
+        ("one", "no arrays", None, [], args.runs),
+        ("chain10", "no arrays", None, [], args.runs),
+        ("one", "64 floats in and out", {"small": small}, ["small"], args.runs),
+        ("chain10", "64 floats in and out", {"small": small}, ["small"], args.runs),
+        ("big", "2^20 floats in and out", {"big": big}, ["big"], max(args.runs // 20, 20)),
+    ]
+    rows, worst = [], 0.0
+    for graph, arrays, inputs, outputs, runs in cases:
+        exe.run(inputs, graph=graph, outputs=outputs)  # finalize and warm up
+        py, native = measure(exe, graph, inputs, outputs, runs)
+        over = py - native
+        worst = max(worst, over)
+        rows.append(f"| @{graph} | {arrays} | {runs} | {py:.1f} | {native:.1f} | {over:.1f} |")
+        print(rows[-1], flush=True)
+    # The result is checked: every run added one per kernel to @small.
+    out = exe.run(graph="one", outputs=["small"])["small"]
+    assert np.all(np.isfinite(out)), "the runs produced non-finite values"
+
+    verdict = "met" if worst <= TARGET_US else "**missed**"
+    body = "\n".join(
+        [
+            f"## Python `run` overhead{' (' + args.suffix + ')' if args.suffix else ''}",
+            "",
+            f"Command: `python bench/python/overhead.py{' --suffix ' + args.suffix if args.suffix else ''}` "
+            f"(the wheel of python/, docs/python.md). Device: {device.name}. Each row: the median of 7 "
+            "interleaved rounds of N runs; *Python* = `Executable.run(inputs, graph=..., outputs=...)` in a "
+            "Python loop; *Rust API* = `Executable._native_seconds` (the same bind, `Executor::run`, `wait` "
+            "and `read` in a Rust loop, GIL released), both in this process on one executable.",
+            "",
+            "| graph | arrays | N | Python µs/run | Rust API µs/run | overhead µs/run |",
+            "|---|---|---:|---:|---:|---:|",
+            *rows,
+            "",
+            f"Target (≤ {TARGET_US:.0f} µs of host time per `run` beyond the Rust API's): {verdict} "
+            f"(largest overhead {worst:.1f} µs).",
+        ]
+    )
+    if args.write_to:
+        name = "python-overhead" + (f"-{args.suffix}" if args.suffix else "")
+        write_section(args.write_to, name, body)
+        print(f"wrote section {name} to {args.write_to}")
+    else:
+        print(body)
+
+
+if __name__ == "__main__":
+    main()
