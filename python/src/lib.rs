@@ -3,10 +3,11 @@
 //! Everything here calls the same library functions as the `cmdgraph` command line, so that
 //! a module parsed, verified, drawn or compiled from Python gives the CLI's bytes and its
 //! diagnostic text: [`module`] (parse, print, verify, DOT, compile, the interpreter),
-//! [`bundle`] (compiled bundles), [`device`] (Vulkan devices and executables). Arrays cross
-//! the boundary as bytes; `cmdgraph/_arrays.py` checks and converts NumPy arrays
-//! ([`arrays`] calls it), and `cmdgraph/_errors.py` defines the exception classes
-//! ([`errors`] raises them). The crate has no `unsafe`: PyO3's macros need none of ours.
+//! [`bundle`] (compiled bundles), [`device`] (Vulkan devices and executables).
+//! `cmdgraph/_arrays.py` checks NumPy arrays against memory objects ([`arrays`] calls it);
+//! their memory crosses by address ([`raw`], the crate's only `unsafe`: the abi3 limited API
+//! of CPython 3.9 has no buffer protocol), straight into and out of the executor's staging
+//! buffers. `cmdgraph/_errors.py` defines the exception classes ([`errors`] raises them).
 
 use pyo3::prelude::*;
 
@@ -16,6 +17,7 @@ pub mod device;
 pub mod errors;
 pub mod module;
 pub mod params;
+pub mod raw;
 
 /// The extension module: its classes and functions, re-exported by `cmdgraph/__init__.py`.
 #[pymodule]

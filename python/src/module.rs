@@ -327,7 +327,8 @@ impl Module {
         let layouts = arrays::layouts(&self.module);
         let bound = arrays::inputs(py, &layouts, inputs)?;
         let wanted = arrays::outputs(&layouts, outputs)?;
-        let slices: Vec<(&str, &[u8])> = bound.iter().map(|(n, b)| (n.as_str(), b.as_bytes())).collect();
+        let owned = arrays::owned(&bound)?;
+        let slices: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
         let run = Run { graph: &graph, bound: &slices, updates: &updates, runs, fma };
         let read = py.detach(|| self.run_interpreter(&run, wanted))?;
         arrays::to_dict(py, read)
