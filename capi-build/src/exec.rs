@@ -139,6 +139,17 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_compile_to_file(exec: *mut cmdgraph_
     }
 }
 
+/// Which runtime ran the graph (`"reference interpreter"` or the Vulkan device's
+/// description; "" before its first run), with the read protocol of `cmdgraph_sycl_exec_ir`.
+///
+/// # Safety
+/// As `cmdgraph_sycl_exec_ir`.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_sycl_exec_runtime(exec: *mut cmdgraph_sycl_exec, dst: *mut c_char, capacity: usize, size: *mut usize) -> cmdgraph_sycl_status {
+    // SAFETY: the caller's contract.
+    unsafe { with(exec, |e| copy_out(e.exec.runtime().unwrap_or_default().as_bytes(), dst.cast(), capacity, size)) }
+}
+
 /// The message of the last call on `exec`; the thread's for NULL.
 ///
 /// # Safety
