@@ -79,8 +79,8 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_update_graph(exec: *mut cmdgraph_syc
 }
 
 /// The module's IR text (`cmdgraph compile` input) with the read protocol: `*size` gets its
-/// byte length (no NUL); `dst` NULL with `capacity` 0 asks for the size; a short `capacity`
-/// is `CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL` with nothing copied.
+/// byte length (no NUL); `dst` NULL with `capacity` 0 asks for the size (a success); a short
+/// `capacity` is `CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL` with nothing copied.
 ///
 /// # Safety
 /// `exec` is NULL or a live executable graph; `dst` NULL or writable for `capacity` bytes;

@@ -205,8 +205,8 @@ pub(crate) unsafe fn destroy<H>(h: *mut H) {
 }
 
 /// Copies `data` out with the read protocol: `*size` = its length; `dst` NULL with
-/// `capacity` 0 asks for the size; a short `capacity` is `CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL`
-/// with nothing copied.
+/// `capacity` 0 asks for the size (a success); a short `capacity` is
+/// `CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL` with nothing copied.
 ///
 /// # Safety
 /// `dst` is NULL or writable for `capacity` bytes; `size` NULL or writable.
@@ -214,6 +214,9 @@ pub(crate) unsafe fn copy_out(data: &[u8], dst: *mut u8, capacity: usize, size: 
     if !size.is_null() {
         // SAFETY: not NULL, writable by the caller's contract.
         unsafe { size.write(data.len()) };
+    }
+    if dst.is_null() && capacity == 0 {
+        return Ok(());
     }
     if capacity < data.len() {
         return Err(Error::new(
