@@ -12,7 +12,9 @@ use crate::host::{cmdgraph_sycl_access, cmdgraph_sycl_host_fn};
 use crate::queue::cmdgraph_sycl_event;
 use crate::usm::{device_ptr, scalar_type, usm_kind, Target};
 use crate::{arg, clear_out, destroy, handles, last_error_of, name, put, put_handle, slice, with, Handle};
-use cmdgraph_sycl::{f16, Access, Event, ExecutableGraph, Handler, KArg, KernelRef, NdRange, Ptr, Range, ScalarType, Type, UsmKind};
+use cmdgraph_sycl::{
+    f16, Access, Event, ExecutableGraph, Handler, KArg, KernelRef, NdRange, Ptr, Range, ScalarType, Type, UsmKind,
+};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
 use std::rc::Rc;
@@ -236,12 +238,20 @@ fn fill(h: &mut Handler, dst: Ptr, pattern: KArg, count: u64) {
 /// # Safety
 /// `ctx` is NULL or a live context; `out` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_create(ctx: *mut cmdgraph_sycl_context, out: *mut *mut cmdgraph_sycl_cg) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_create(
+    ctx: *mut cmdgraph_sycl_context,
+    out: *mut *mut cmdgraph_sycl_cg,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(ctx, |c| {
             clear_out(out, "command group")?;
-            let cg = cmdgraph_sycl_cg { shared: c.shared.clone(), deps: Vec::new(), command: None, error: LastError::default() };
+            let cg = cmdgraph_sycl_cg {
+                shared: c.shared.clone(),
+                deps: Vec::new(),
+                command: None,
+                error: LastError::default(),
+            };
             put_handle(out, cg, "command group")
         })
     }
@@ -253,7 +263,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_create(ctx: *mut cmdgraph_sycl_context
 /// # Safety
 /// `cg` is NULL or a live command group; `event` NULL or a live event.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_depends_on(cg: *mut cmdgraph_sycl_cg, event: *const cmdgraph_sycl_event) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_depends_on(
+    cg: *mut cmdgraph_sycl_cg,
+    event: *const cmdgraph_sycl_event,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(cg, |cg| {
@@ -282,7 +295,10 @@ unsafe fn kernel_command(
     let kname = unsafe { name(kernel, "kernel name") }?;
     let kname = kname.strip_prefix('@').unwrap_or(kname);
     let kernel = cg.shared.ctx.kernel(kname).ok_or_else(|| {
-        Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_NOT_FOUND, format!("no kernel `@{kname}` is registered with the context"))
+        Error::new(
+            cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_NOT_FOUND,
+            format!("no kernel `@{kname}` is registered with the context"),
+        )
     })?;
     // SAFETY: the caller's contract.
     let global = unsafe { slice(global, dims, "global range") }?.to_vec();
@@ -290,7 +306,11 @@ unsafe fn kernel_command(
     let local = local.map(|l| unsafe { slice(l, dims, "local range") }.map(<[u64]>::to_vec)).transpose()?;
     // SAFETY: the caller's contract.
     let args = unsafe { slice(args, nargs, "argument") }?;
-    let args = args.iter().enumerate().map(|(i, a)| karg(&cg.shared, a, &format!("argument {i} of `@{kname}`"))).collect::<Result<Vec<_>>>()?;
+    let args = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| karg(&cg.shared, a, &format!("argument {i} of `@{kname}`")))
+        .collect::<Result<Vec<_>>>()?;
     let nd = local.map(|l| NdRange::new(Range(global.clone()), Range(l)));
     cg.set(Command::Kernel { kernel, nd, range: Range(global), args })
 }
@@ -339,11 +359,17 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_parallel_for_nd(
 /// # Safety
 /// `cg` is NULL or a live command group.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_memcpy(cg: *mut cmdgraph_sycl_cg, dst: *mut c_void, src: *const c_void, bytes: u64) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_memcpy(
+    cg: *mut cmdgraph_sycl_cg,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: u64,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(cg, |cg| {
-            let (dst, src) = (device_ptr(&cg.shared, dst, "memcpy destination")?, device_ptr(&cg.shared, src, "memcpy source")?);
+            let (dst, src) =
+                (device_ptr(&cg.shared, dst, "memcpy destination")?, device_ptr(&cg.shared, src, "memcpy source")?);
             cg.set(Command::Memcpy { dst, src, bytes })
         })
     }
@@ -354,7 +380,12 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_memcpy(cg: *mut cmdgraph_sycl_cg, dst:
 /// # Safety
 /// `cg` is NULL or a live command group.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_memset(cg: *mut cmdgraph_sycl_cg, dst: *mut c_void, value: u8, bytes: u64) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_memset(
+    cg: *mut cmdgraph_sycl_cg,
+    dst: *mut c_void,
+    value: u8,
+    bytes: u64,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(cg, |cg| {
@@ -369,7 +400,12 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_memset(cg: *mut cmdgraph_sycl_cg, dst:
 /// # Safety
 /// `cg` is NULL or a live command group; `pattern` NULL or readable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_fill(cg: *mut cmdgraph_sycl_cg, dst: *mut c_void, pattern: *const cmdgraph_sycl_arg, count: u64) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_fill(
+    cg: *mut cmdgraph_sycl_cg,
+    dst: *mut c_void,
+    pattern: *const cmdgraph_sycl_arg,
+    count: u64,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(cg, |cg| {
@@ -416,7 +452,11 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_host_task(
 /// # Safety
 /// `cg` is NULL or a live command group; `events` NULL or `count` live events.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_barrier(cg: *mut cmdgraph_sycl_cg, events: *const *const cmdgraph_sycl_event, count: usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_barrier(
+    cg: *mut cmdgraph_sycl_cg,
+    events: *const *const cmdgraph_sycl_event,
+    count: usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(cg, |cg| {
@@ -432,7 +472,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_barrier(cg: *mut cmdgraph_sycl_cg, eve
 /// # Safety
 /// `cg` is NULL or a live command group; `exec` NULL or a live executable graph.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_graph(cg: *mut cmdgraph_sycl_cg, exec: *const cmdgraph_sycl_exec) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_graph(
+    cg: *mut cmdgraph_sycl_cg,
+    exec: *const cmdgraph_sycl_exec,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(cg, |cg| {
@@ -461,7 +504,8 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_async_malloc(
         with(cg, |cg| {
             clear_out(out, "pointer")?;
             let (kind, elem) = (usm_kind(kind)?, Type::scalar(scalar_type(type_)?));
-            let bytes = elem.size().checked_mul(count).ok_or_else(|| Error::invalid("the allocation's byte size overflows"))?;
+            let bytes =
+                elem.size().checked_mul(count).ok_or_else(|| Error::invalid("the allocation's byte size overflows"))?;
             let slot = Rc::new(RefCell::new(None));
             cg.set(Command::AsyncMalloc { kind, elem, count, slot: slot.clone() })?;
             let ptr = cg.shared.registry.borrow_mut().insert(bytes, Target::Alloc(slot))?;
@@ -475,7 +519,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_async_malloc(
 /// # Safety
 /// `cg` is NULL or a live command group.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_cg_async_free(cg: *mut cmdgraph_sycl_cg, ptr: *mut c_void) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_cg_async_free(
+    cg: *mut cmdgraph_sycl_cg,
+    ptr: *mut c_void,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(cg, |cg| {

@@ -84,10 +84,12 @@ fn create(options: &cmdgraph_sycl_context_options) -> Result<cmdgraph_sycl_conte
     match options.backend {
         0 => {
             let dir = if options.bundle_dir.is_null() {
-                let tmp = tempfile::Builder::new()
-                    .prefix("cmdgraph-sycl-bundles-")
-                    .tempdir()
-                    .map_err(|e| Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_IO, format!("cannot create a bundle directory: {e}")))?;
+                let tmp = tempfile::Builder::new().prefix("cmdgraph-sycl-bundles-").tempdir().map_err(|e| {
+                    Error::new(
+                        cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_IO,
+                        format!("cannot create a bundle directory: {e}"),
+                    )
+                })?;
                 let path = tmp.path().to_path_buf();
                 private = Some(tmp);
                 path
@@ -104,7 +106,8 @@ fn create(options: &cmdgraph_sycl_context_options) -> Result<cmdgraph_sycl_conte
         0 => cmdgraph_executor_name(),
         _ => device.name(),
     };
-    let shared = Rc::new(Shared { ctx, device, registry: RefCell::default(), host_tasks: Cell::new(0), _bundles: private });
+    let shared =
+        Rc::new(Shared { ctx, device, registry: RefCell::default(), host_tasks: Cell::new(0), _bundles: private });
     Ok(cmdgraph_sycl_context { shared, device_name: c_string(&device_name), error: LastError::default() })
 }
 
@@ -223,11 +226,16 @@ pub unsafe extern "C" fn cmdgraph_sycl_context_register_shader(
                 1 => cmdgraph_shader::Lang::Glsl,
                 v => return Err(Error::invalid(format!("{v} is not a cmdgraph_sycl_shader_lang (0 or 1)"))),
             };
-            let (source, entry, kernel) = (name(source, "shader source")?, name(entry, "entry point")?, name(kernel_name, "kernel name")?);
+            let (source, entry, kernel) =
+                (name(source, "shader source")?, name(entry, "entry point")?, name(kernel_name, "kernel name")?);
             let kernel = kernel.strip_prefix('@').unwrap_or(kernel);
             let translated = cmdgraph_shader::translate(lang, source, entry, kernel).map_err(|e| {
                 let line = source.get(..e.span.start).map_or(1, |s| s.lines().count().max(1));
-                Error::compile(format!("shader `{entry}` (line {line}): {}{}", e.message, if e.help.is_empty() { String::new() } else { format!("; help: {}", e.help) }))
+                Error::compile(format!(
+                    "shader `{entry}` (line {line}): {}{}",
+                    e.message,
+                    if e.help.is_empty() { String::new() } else { format!("; help: {}", e.help) }
+                ))
             })?;
             register_text(&c.shared, &translated.text)
         })

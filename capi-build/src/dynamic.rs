@@ -58,7 +58,11 @@ pub unsafe extern "C" fn cmdgraph_sycl_dynparam_create(
             let initial = initial.as_ref().ok_or_else(|| Error::invalid("the initial value is NULL"))?;
             let value = karg(&g.shared, initial, "dynamic parameter value")?;
             let param = DynamicParameter::new(&g.graph, value)?;
-            put_handle(out, cmdgraph_sycl_dynparam { shared: g.shared.clone(), param, error: LastError::default() }, "dynamic parameter")
+            put_handle(
+                out,
+                cmdgraph_sycl_dynparam { shared: g.shared.clone(), param, error: LastError::default() },
+                "dynamic parameter",
+            )
         })
     }
 }
@@ -70,7 +74,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_dynparam_create(
 /// # Safety
 /// `param` is NULL or a live dynamic parameter; `value` NULL or readable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_dynparam_update(param: *mut cmdgraph_sycl_dynparam, value: *const cmdgraph_sycl_arg) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_dynparam_update(
+    param: *mut cmdgraph_sycl_dynparam,
+    value: *const cmdgraph_sycl_arg,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(param, |p| {
@@ -118,7 +125,8 @@ pub unsafe extern "C" fn cmdgraph_sycl_dcg_create(
     unsafe {
         with(graph, |g| {
             clear_out(out, "dynamic command group")?;
-            let cgs: Vec<CommandGroup> = handles(cgs, count, "command group")?.into_iter().map(|cg| CommandGroup::new(cg.function())).collect();
+            let cgs: Vec<CommandGroup> =
+                handles(cgs, count, "command group")?.into_iter().map(|cg| CommandGroup::new(cg.function())).collect();
             let dcg = DynamicCommandGroup::new(&g.graph, cgs)?;
             put_handle(out, cmdgraph_sycl_dcg { dcg, error: LastError::default() }, "dynamic command group")
         })
@@ -130,7 +138,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_dcg_create(
 /// # Safety
 /// `dcg` is NULL or a live dynamic command group.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_dcg_set_active(dcg: *mut cmdgraph_sycl_dcg, index: usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_dcg_set_active(
+    dcg: *mut cmdgraph_sycl_dcg,
+    index: usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(dcg, |d| Ok(d.dcg.set_active_index(index)?)) }
 }
@@ -140,7 +151,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_dcg_set_active(dcg: *mut cmdgraph_sycl_dc
 /// # Safety
 /// `dcg` is NULL or a live dynamic command group; `index` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_dcg_get_active(dcg: *mut cmdgraph_sycl_dcg, index: *mut usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_dcg_get_active(
+    dcg: *mut cmdgraph_sycl_dcg,
+    index: *mut usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(dcg, |d| put(index, d.dcg.get_active_index(), "index")) }
 }

@@ -230,7 +230,10 @@ mod tests {
         assert_eq!(e.status, CMDGRAPH_SYCL_ERROR_INVALID);
         assert_eq!(e.message, "invalid (§22 row 24): update: not updatable");
         let e = Error::from(SyclError::unsupported(0, "no"));
-        assert_eq!((e.status, e.message.as_str()), (CMDGRAPH_SYCL_ERROR_FEATURE_NOT_SUPPORTED, "feature_not_supported: no"));
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (CMDGRAPH_SYCL_ERROR_FEATURE_NOT_SUPPORTED, "feature_not_supported: no")
+        );
         let e = Error::from(SyclError::kernel_not_supported(0, "fp64"));
         assert_eq!(e.status, CMDGRAPH_SYCL_ERROR_KERNEL_NOT_SUPPORTED);
         assert_eq!(c_string("a\0b").as_bytes(), b"a\\0b");

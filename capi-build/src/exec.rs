@@ -39,12 +39,22 @@ pub(crate) fn ir_text(exec: &ExecutableGraph) -> String {
 /// parsed back first, so the bytes are the CLI's.
 pub(crate) fn compile_text(text: &str) -> Result<Vec<u8>> {
     use cmdgraph_codegen::bundle::{compile_module_configured, Llvm, PipelineOptions};
-    let module = cmdgraph_ir::text::parse(text)
-        .map_err(|d| Error::compile(format!("the exported module does not parse:\n{}", cmdgraph_ir::diag::render_all(&d, "<graph>", text))))?;
+    let module = cmdgraph_ir::text::parse(text).map_err(|d| {
+        Error::compile(format!(
+            "the exported module does not parse:\n{}",
+            cmdgraph_ir::diag::render_all(&d, "<graph>", text)
+        ))
+    })?;
     let passes = cmdgraph_passes::default_pipeline();
-    let (bundle, _) =
-        compile_module_configured(&module, &passes, &PipelineOptions::default(), &cmdgraph_codegen::Options::default(), &Llvm, &mut |_| {})
-            .map_err(|e| Error::compile(format!("compile: {e}")))?;
+    let (bundle, _) = compile_module_configured(
+        &module,
+        &passes,
+        &PipelineOptions::default(),
+        &cmdgraph_codegen::Options::default(),
+        &Llvm,
+        &mut |_| {},
+    )
+    .map_err(|e| Error::compile(format!("compile: {e}")))?;
     bundle.to_bytes().map_err(|e| Error::compile(format!("compile: {e}")))
 }
 
@@ -73,7 +83,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_update_nodes(
 /// # Safety
 /// `exec` is NULL or a live executable graph; `graph` NULL or a live graph.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_exec_update_graph(exec: *mut cmdgraph_sycl_exec, graph: *const cmdgraph_sycl_graph) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_exec_update_graph(
+    exec: *mut cmdgraph_sycl_exec,
+    graph: *const cmdgraph_sycl_graph,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(exec, |e| Ok(e.exec.update_graph(&arg(graph, "graph")?.graph)?)) }
 }
@@ -86,7 +99,12 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_update_graph(exec: *mut cmdgraph_syc
 /// `exec` is NULL or a live executable graph; `dst` NULL or writable for `capacity` bytes;
 /// `size` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_exec_ir(exec: *mut cmdgraph_sycl_exec, dst: *mut c_char, capacity: usize, size: *mut usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_exec_ir(
+    exec: *mut cmdgraph_sycl_exec,
+    dst: *mut c_char,
+    capacity: usize,
+    size: *mut usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(exec, |e| copy_out(ir_text(&e.exec).as_bytes(), dst.cast(), capacity, size)) }
 }
@@ -96,7 +114,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_ir(exec: *mut cmdgraph_sycl_exec, ds
 /// # Safety
 /// `exec` is NULL or a live executable graph; `path` NULL or a string.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_exec_export_ir(exec: *mut cmdgraph_sycl_exec, path: *const c_char) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_exec_export_ir(
+    exec: *mut cmdgraph_sycl_exec,
+    path: *const c_char,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(exec, |e| {
@@ -107,7 +128,8 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_export_ir(exec: *mut cmdgraph_sycl_e
 }
 
 fn write_file(path: &str, data: &[u8]) -> Result<()> {
-    std::fs::write(path, data).map_err(|e| Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_IO, format!("cannot write `{path}`: {e}")))
+    std::fs::write(path, data)
+        .map_err(|e| Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_IO, format!("cannot write `{path}`: {e}")))
 }
 
 /// Compiles the module in process into bundle bytes, the bytes `cmdgraph compile` writes for
@@ -118,7 +140,12 @@ fn write_file(path: &str, data: &[u8]) -> Result<()> {
 /// # Safety
 /// As `cmdgraph_sycl_exec_ir`.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_exec_compile(exec: *mut cmdgraph_sycl_exec, dst: *mut u8, capacity: usize, size: *mut usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_exec_compile(
+    exec: *mut cmdgraph_sycl_exec,
+    dst: *mut u8,
+    capacity: usize,
+    size: *mut usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(exec, |e| copy_out(&compile_text(&ir_text(&e.exec))?, dst, capacity, size)) }
 }
@@ -129,7 +156,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_compile(exec: *mut cmdgraph_sycl_exe
 /// # Safety
 /// `exec` is NULL or a live executable graph; `path` NULL or a string.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_exec_compile_to_file(exec: *mut cmdgraph_sycl_exec, path: *const c_char) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_exec_compile_to_file(
+    exec: *mut cmdgraph_sycl_exec,
+    path: *const c_char,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(exec, |e| {
@@ -145,7 +175,12 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_compile_to_file(exec: *mut cmdgraph_
 /// # Safety
 /// As `cmdgraph_sycl_exec_ir`.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_exec_runtime(exec: *mut cmdgraph_sycl_exec, dst: *mut c_char, capacity: usize, size: *mut usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_exec_runtime(
+    exec: *mut cmdgraph_sycl_exec,
+    dst: *mut c_char,
+    capacity: usize,
+    size: *mut usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(exec, |e| copy_out(e.exec.runtime().unwrap_or_default().as_bytes(), dst.cast(), capacity, size)) }
 }

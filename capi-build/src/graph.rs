@@ -4,12 +4,14 @@
 use crate::cg::cmdgraph_sycl_cg;
 use crate::context::{cmdgraph_sycl_context, Shared};
 use crate::dynamic::cmdgraph_sycl_dcg;
+use crate::error::cmdgraph_sycl_status;
 use crate::error::{c_string, Error, LastError, Result};
 use crate::exec::cmdgraph_sycl_exec;
 use crate::queue::{cmdgraph_sycl_event, cmdgraph_sycl_queue};
 use crate::{arg, clear_out, destroy, handles, last_error_of, put, put_handle, slice, with, Handle};
-use crate::error::cmdgraph_sycl_status;
-use cmdgraph_sycl::{FinalizeProps, GraphProps, ModifiableGraph, NdRange, Node, NodeProps, NodeType, Range, RecordingProps};
+use cmdgraph_sycl::{
+    FinalizeProps, GraphProps, ModifiableGraph, NdRange, Node, NodeProps, NodeType, Range, RecordingProps,
+};
 use std::ffi::{c_char, CStr, CString};
 use std::rc::Rc;
 
@@ -73,7 +75,11 @@ fn check_flags(flags: u32, defined: u32, what: &str) -> Result<()> {
 /// # Safety
 /// `ctx` is NULL or a live context; `out` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_graph_create(ctx: *mut cmdgraph_sycl_context, flags: u32, out: *mut *mut cmdgraph_sycl_graph) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_graph_create(
+    ctx: *mut cmdgraph_sycl_context,
+    flags: u32,
+    out: *mut *mut cmdgraph_sycl_graph,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(ctx, |c| {
@@ -84,7 +90,11 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_create(ctx: *mut cmdgraph_sycl_cont
                 assume_buffer_outlives_graph: flags & CMDGRAPH_SYCL_GRAPH_ASSUME_BUFFER_OUTLIVES_GRAPH != 0,
             };
             let graph = ModifiableGraph::new(&c.shared.ctx, &c.shared.device, props)?;
-            put_handle(out, cmdgraph_sycl_graph { shared: c.shared.clone(), graph, error: LastError::default() }, "graph")
+            put_handle(
+                out,
+                cmdgraph_sycl_graph { shared: c.shared.clone(), graph, error: LastError::default() },
+                "graph",
+            )
         })
     }
 }
@@ -176,7 +186,9 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_make_edge(
     dest: *const cmdgraph_sycl_node,
 ) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
-    unsafe { with(graph, |g| Ok(g.graph.make_edge(&arg(src, "source node")?.node, &arg(dest, "destination node")?.node)?)) }
+    unsafe {
+        with(graph, |g| Ok(g.graph.make_edge(&arg(src, "source node")?.node, &arg(dest, "destination node")?.node)?))
+    }
 }
 
 /// `command_graph::begin_recording(queue)`: the queue's submissions become nodes.
@@ -184,7 +196,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_make_edge(
 /// # Safety
 /// `graph` is NULL or a live graph; `queue` NULL or a live queue.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_graph_begin_recording(graph: *mut cmdgraph_sycl_graph, queue: *const cmdgraph_sycl_queue) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_graph_begin_recording(
+    graph: *mut cmdgraph_sycl_graph,
+    queue: *const cmdgraph_sycl_queue,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(graph, |g| Ok(g.graph.begin_recording(&arg(queue, "queue")?.queue, RecordingProps::default())?)) }
 }
@@ -194,7 +209,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_begin_recording(graph: *mut cmdgrap
 /// # Safety
 /// `graph` is NULL or a live graph; `queue` NULL or a live queue.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_graph_end_recording(graph: *mut cmdgraph_sycl_graph, queue: *const cmdgraph_sycl_queue) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_graph_end_recording(
+    graph: *mut cmdgraph_sycl_graph,
+    queue: *const cmdgraph_sycl_queue,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(graph, |g| match queue.as_ref() {
@@ -212,7 +230,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_end_recording(graph: *mut cmdgraph_
 /// # Safety
 /// `graph` is NULL or a live graph; `count` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_graph_node_count(graph: *mut cmdgraph_sycl_graph, count: *mut usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_graph_node_count(
+    graph: *mut cmdgraph_sycl_graph,
+    count: *mut usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(graph, |g| put(count, g.graph.get_nodes().len(), "count")) }
 }
@@ -224,7 +245,11 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_node_count(graph: *mut cmdgraph_syc
 /// # Safety
 /// `graph` is NULL or a live graph; `out` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_graph_finalize(graph: *mut cmdgraph_sycl_graph, flags: u32, out: *mut *mut cmdgraph_sycl_exec) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_graph_finalize(
+    graph: *mut cmdgraph_sycl_graph,
+    flags: u32,
+    out: *mut *mut cmdgraph_sycl_exec,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(graph, |g| {
@@ -265,12 +290,16 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_destroy(graph: *mut cmdgraph_sycl_g
 /// # Safety
 /// `event` is NULL or a live event; `out` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_node_from_event(event: *mut cmdgraph_sycl_event, out: *mut *mut cmdgraph_sycl_node) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_node_from_event(
+    event: *mut cmdgraph_sycl_event,
+    out: *mut *mut cmdgraph_sycl_node,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(event, |e| {
             clear_out(out, "node")?;
-            let ev = e.event.as_ref().ok_or_else(|| Error::invalid("the event is a host copy's, not a recorded one"))?;
+            let ev =
+                e.event.as_ref().ok_or_else(|| Error::invalid("the event is a host copy's, not a recorded one"))?;
             put_handle(out, node_handle(Node::get_node_from_event(ev)?), "node")
         })
     }
@@ -326,7 +355,11 @@ fn type_name(t: NodeType) -> &'static CStr {
 /// # Safety
 /// `node` is NULL or a live node; `preds` and `succs` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_node_degree(node: *mut cmdgraph_sycl_node, preds: *mut usize, succs: *mut usize) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_node_degree(
+    node: *mut cmdgraph_sycl_node,
+    preds: *mut usize,
+    succs: *mut usize,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(node, |n| {
@@ -348,7 +381,12 @@ pub unsafe extern "C" fn cmdgraph_sycl_node_degree(node: *mut cmdgraph_sycl_node
 /// `node` is NULL or a live node; `global` NULL or `dims` readable sizes; `local` NULL or
 /// `dims` readable sizes.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_node_update_range(node: *mut cmdgraph_sycl_node, dims: usize, global: *const u64, local: *const u64) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_node_update_range(
+    node: *mut cmdgraph_sycl_node,
+    dims: usize,
+    global: *const u64,
+    local: *const u64,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(node, |n| {

@@ -3,7 +3,7 @@
 
 use crate::context::Shared;
 use crate::error::{cmdgraph_sycl_status, Error, LastError, Result};
-use crate::usm::{usm_at, device_ptr};
+use crate::usm::{device_ptr, usm_at};
 use crate::{last_error_of, name, with, Handle};
 use cmdgraph_sycl::{Access, HostError, HostMemory, Ptr};
 use std::ffi::{c_char, c_void};
@@ -136,12 +136,19 @@ impl cmdgraph_sycl_host_memory<'_> {
     /// The memory object and offset of `len` bytes at `addr`.
     fn locate(&self, addr: *const c_void, len: usize) -> Result<(String, u64)> {
         let a = addr as usize;
-        let r = self.table.iter().find(|r| a >= r.start && ((a - r.start) as u64) < r.bytes.max(1)).ok_or_else(|| {
-            Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_NOT_FOUND, format!("{addr:p} is not in the USM this host task declared"))
-        })?;
+        let r =
+            self.table.iter().find(|r| a >= r.start && ((a - r.start) as u64) < r.bytes.max(1)).ok_or_else(|| {
+                Error::new(
+                    cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_NOT_FOUND,
+                    format!("{addr:p} is not in the USM this host task declared"),
+                )
+            })?;
         let offset = (a - r.start) as u64;
         if offset + len as u64 > r.bytes {
-            return Err(Error::invalid(format!("{len} bytes at {addr:p} run past the end of its allocation ({} bytes)", r.bytes)));
+            return Err(Error::invalid(format!(
+                "{len} bytes at {addr:p} run past the end of its allocation ({} bytes)",
+                r.bytes
+            )));
         }
         Ok((r.memory.clone(), offset))
     }
@@ -216,7 +223,9 @@ pub unsafe extern "C" fn cmdgraph_sycl_host_memory_set_error(
 /// # Safety
 /// `memory` is NULL or the callback's live host memory.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_host_memory_last_error(memory: *mut cmdgraph_sycl_host_memory<'_>) -> *const c_char {
+pub unsafe extern "C" fn cmdgraph_sycl_host_memory_last_error(
+    memory: *mut cmdgraph_sycl_host_memory<'_>,
+) -> *const c_char {
     // SAFETY: the caller's contract.
     unsafe { last_error_of(memory) }
 }

@@ -37,7 +37,9 @@ use error::{Error, Result};
 use std::ffi::{c_char, CStr};
 
 pub use cg::{cmdgraph_sycl_arg, cmdgraph_sycl_arg_kind, cmdgraph_sycl_cg};
-pub use context::{cmdgraph_sycl_backend, cmdgraph_sycl_context, cmdgraph_sycl_context_options, cmdgraph_sycl_shader_lang};
+pub use context::{
+    cmdgraph_sycl_backend, cmdgraph_sycl_context, cmdgraph_sycl_context_options, cmdgraph_sycl_shader_lang,
+};
 pub use dynamic::{cmdgraph_sycl_dcg, cmdgraph_sycl_dynparam};
 pub use error::cmdgraph_sycl_status;
 pub use exec::cmdgraph_sycl_exec;
@@ -160,8 +162,9 @@ pub(crate) unsafe fn with<H: Handle>(h: *mut H, f: impl FnOnce(&mut H) -> Result
 /// `h` is NULL or a live handle of type `H` made by this library, not written during `'a`.
 pub(crate) unsafe fn arg<'a, H>(h: *const H, what: &str) -> Result<&'a H> {
     // SAFETY: the caller's contract.
-    unsafe { h.as_ref() }
-        .ok_or_else(|| Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_NULL_HANDLE, format!("the {what} handle is NULL")))
+    unsafe { h.as_ref() }.ok_or_else(|| {
+        Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_NULL_HANDLE, format!("the {what} handle is NULL"))
+    })
 }
 
 /// The handles at `list` (`count` of them; NULL allowed when `count` is 0), each not NULL.

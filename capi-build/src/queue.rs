@@ -65,13 +65,19 @@ unsafe fn put_event(out: *mut *mut cmdgraph_sycl_event, event: Option<Event>) ->
 /// # Safety
 /// `ctx` is NULL or a live context; `out` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_queue_create(ctx: *mut cmdgraph_sycl_context, flags: u32, out: *mut *mut cmdgraph_sycl_queue) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_queue_create(
+    ctx: *mut cmdgraph_sycl_context,
+    flags: u32,
+    out: *mut *mut cmdgraph_sycl_queue,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(ctx, |c| {
             clear_out(out, "queue")?;
             if flags & !7 != 0 {
-                return Err(Error::invalid(format!("queue flags {flags:#x}: only CMDGRAPH_SYCL_QUEUE_* bits (0x7) are defined")));
+                return Err(Error::invalid(format!(
+                    "queue flags {flags:#x}: only CMDGRAPH_SYCL_QUEUE_* bits (0x7) are defined"
+                )));
             }
             let props = QueueProps {
                 in_order: flags & CMDGRAPH_SYCL_QUEUE_IN_ORDER != 0,
@@ -79,7 +85,11 @@ pub unsafe extern "C" fn cmdgraph_sycl_queue_create(ctx: *mut cmdgraph_sycl_cont
                 discard_events: flags & CMDGRAPH_SYCL_QUEUE_DISCARD_EVENTS != 0,
             };
             let queue = Queue::new(&c.shared.ctx, &c.shared.device, props)?;
-            put_handle(out, cmdgraph_sycl_queue { shared: c.shared.clone(), queue, error: LastError::default() }, "queue")
+            put_handle(
+                out,
+                cmdgraph_sycl_queue { shared: c.shared.clone(), queue, error: LastError::default() },
+                "queue",
+            )
         })
     }
 }
@@ -162,7 +172,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_queue_memcpy(
             }
             let device = |p: *const c_void| usm_at(&q.shared, p).map(|u| u.is_some());
             if device(dst)? && device(src)? {
-                let (d, s) = (crate::usm::device_ptr(&q.shared, dst, "memcpy")?, crate::usm::device_ptr(&q.shared, src, "memcpy")?);
+                let (d, s) = (
+                    crate::usm::device_ptr(&q.shared, dst, "memcpy")?,
+                    crate::usm::device_ptr(&q.shared, src, "memcpy")?,
+                );
                 let e = q.queue.memcpy(d, s, bytes, &[])?;
                 return put_event(event, Some(e));
             }
@@ -193,7 +206,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_queue_wait(queue: *mut cmdgraph_sycl_queu
 /// # Safety
 /// `queue` is NULL or a live queue; `recording` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_queue_is_recording(queue: *mut cmdgraph_sycl_queue, recording: *mut bool) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_queue_is_recording(
+    queue: *mut cmdgraph_sycl_queue,
+    recording: *mut bool,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe { with(queue, |q| put(recording, q.queue.ext_oneapi_get_state() == QueueState::Recording, "recording")) }
 }
@@ -239,7 +255,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_event_wait(event: *mut cmdgraph_sycl_even
 /// # Safety
 /// `event` is NULL or a live event; `complete` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn cmdgraph_sycl_event_is_complete(event: *mut cmdgraph_sycl_event, complete: *mut bool) -> cmdgraph_sycl_status {
+pub unsafe extern "C" fn cmdgraph_sycl_event_is_complete(
+    event: *mut cmdgraph_sycl_event,
+    complete: *mut bool,
+) -> cmdgraph_sycl_status {
     // SAFETY: the caller's contract.
     unsafe {
         with(event, |e| {

@@ -102,8 +102,10 @@ struct Reservation {
 
 impl Reservation {
     fn new(bytes: u64) -> Result<Reservation> {
-        let size = usize::try_from(bytes.max(1)).map_err(|_| Error::invalid(format!("{bytes} bytes do not fit the address space")))?;
-        let layout = Layout::from_size_align(size, 256).map_err(|_| Error::invalid(format!("{bytes} bytes do not fit the address space")))?;
+        let size = usize::try_from(bytes.max(1))
+            .map_err(|_| Error::invalid(format!("{bytes} bytes do not fit the address space")))?;
+        let layout = Layout::from_size_align(size, 256)
+            .map_err(|_| Error::invalid(format!("{bytes} bytes do not fit the address space")))?;
         // SAFETY: `layout` has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
@@ -260,7 +262,8 @@ pub unsafe extern "C" fn cmdgraph_sycl_malloc(
             clear_out(out, "pointer")?;
             let (kind, scalar) = (usm_kind(kind)?, scalar_type(type_)?);
             let elem = Type::scalar(scalar);
-            let bytes = elem.size().checked_mul(count).ok_or_else(|| Error::invalid("the allocation's byte size overflows"))?;
+            let bytes =
+                elem.size().checked_mul(count).ok_or_else(|| Error::invalid("the allocation's byte size overflows"))?;
             let usm = Usm::new(&c.shared.ctx, None, elem, count, kind)?;
             let ptr = c.shared.registry.borrow_mut().insert(bytes, Target::Usm(usm))?;
             put(out, ptr, "pointer")

@@ -4,6 +4,8 @@
 //! `errc::invalid` rows (with the errc name and the §22 row), failed host tasks, short
 //! buffers; destroying NULL does nothing.
 #![allow(unsafe_code)]
+// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
+#![allow(clippy::macro_metavars_in_unsafe)]
 
 mod support;
 
@@ -43,20 +45,48 @@ fn null_handles_and_pointers_are_errors_and_destroying_null_does_nothing() {
     fails(c!(cmdgraph_sycl_queue_wait(null_mut())), CMDGRAPH_SYCL_ERROR_NULL_HANDLE, "the queue handle is NULL");
     fails(c!(cmdgraph_sycl_graph_make_edge(null_mut(), null(), null())), CMDGRAPH_SYCL_ERROR_NULL_HANDLE, "graph");
     fails(c!(cmdgraph_sycl_event_wait(null_mut())), CMDGRAPH_SYCL_ERROR_NULL_HANDLE, "event");
-    fails(c!(cmdgraph_sycl_exec_update_nodes(null_mut(), null(), 0)), CMDGRAPH_SYCL_ERROR_NULL_HANDLE, "executable graph");
+    fails(
+        c!(cmdgraph_sycl_exec_update_nodes(null_mut(), null(), 0)),
+        CMDGRAPH_SYCL_ERROR_NULL_HANDLE,
+        "executable graph",
+    );
     // The NULL handle's message is the thread's.
     assert_eq!(message(c!(cmdgraph_sycl_exec_last_error(null_mut()))), last_error());
-    fails(c!(cmdgraph_sycl_context_create(null(), null_mut())), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "out-pointer is NULL");
+    fails(
+        c!(cmdgraph_sycl_context_create(null(), null_mut())),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "out-pointer is NULL",
+    );
     let ctx = interpreter();
     let mut g = null_mut();
     ok(c!(cmdgraph_sycl_graph_create(ctx, 0, &mut g)));
-    fails(c!(cmdgraph_sycl_graph_make_edge(g, null(), null())), CMDGRAPH_SYCL_ERROR_NULL_HANDLE, "the source node handle is NULL");
-    fails(c!(cmdgraph_sycl_graph_finalize(g, 0, null_mut())), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "out-pointer is NULL");
+    fails(
+        c!(cmdgraph_sycl_graph_make_edge(g, null(), null())),
+        CMDGRAPH_SYCL_ERROR_NULL_HANDLE,
+        "the source node handle is NULL",
+    );
+    fails(
+        c!(cmdgraph_sycl_graph_finalize(g, 0, null_mut())),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "out-pointer is NULL",
+    );
     let mut cg = null_mut();
     ok(c!(cmdgraph_sycl_cg_create(ctx, &mut cg)));
-    fails(c!(cmdgraph_sycl_cg_fill(cg, malloc(ctx, 4), null(), 4)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "pattern is NULL");
-    fails(c!(cmdgraph_sycl_cg_parallel_for(cg, null(), 1, null(), null(), 0)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "kernel name is NULL");
-    fails(c!(cmdgraph_sycl_cg_host_task(cg, None, null_mut(), null(), 0)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "host-task function is NULL");
+    fails(
+        c!(cmdgraph_sycl_cg_fill(cg, malloc(ctx, 4), null(), 4)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "pattern is NULL",
+    );
+    fails(
+        c!(cmdgraph_sycl_cg_parallel_for(cg, null(), 1, null(), null(), 0)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "kernel name is NULL",
+    );
+    fails(
+        c!(cmdgraph_sycl_cg_host_task(cg, None, null_mut(), null(), 0)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "host-task function is NULL",
+    );
     fails(c!(cmdgraph_sycl_cg_memcpy(cg, null_mut(), null(), 4)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "NULL");
     // Every destroy takes NULL.
     c!(cmdgraph_sycl_context_destroy(null_mut()));
@@ -80,17 +110,33 @@ fn null_handles_and_pointers_are_errors_and_destroying_null_does_nothing() {
 fn bad_strings_values_names_and_pointers() {
     let ctx = interpreter();
     let bad = [0x66u8, 0xff, 0xfe, 0];
-    fails(c!(cmdgraph_sycl_context_register_kernels(ctx, bad.as_ptr().cast())), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "kernel text is not UTF-8");
+    fails(
+        c!(cmdgraph_sycl_context_register_kernels(ctx, bad.as_ptr().cast())),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "kernel text is not UTF-8",
+    );
     let mut p = null_mut();
-    fails(c!(cmdgraph_sycl_malloc(ctx, 0, 99, 4, &mut p)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "99 is not a cmdgraph_sycl_type");
+    fails(
+        c!(cmdgraph_sycl_malloc(ctx, 0, 99, 4, &mut p)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "99 is not a cmdgraph_sycl_type",
+    );
     assert!(p.is_null(), "out-pointers are NULL on error");
-    fails(c!(cmdgraph_sycl_malloc(ctx, 5, 10, 4, &mut p)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "5 is not a cmdgraph_sycl_usm_kind");
+    fails(
+        c!(cmdgraph_sycl_malloc(ctx, 5, 10, 4, &mut p)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "5 is not a cmdgraph_sycl_usm_kind",
+    );
     let mut q = null_mut();
     fails(c!(cmdgraph_sycl_queue_create(ctx, 0x80, &mut q)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "queue flags 0x80");
     let mut options = cmdgraph_sycl_context_options_default();
     options.backend = 7;
     let mut other = null_mut();
-    fails(c!(cmdgraph_sycl_context_create(&options, &mut other)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "7 is not a cmdgraph_sycl_backend");
+    fails(
+        c!(cmdgraph_sycl_context_create(&options, &mut other)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "7 is not a cmdgraph_sycl_backend",
+    );
 
     let (x, y) = (malloc(ctx, 16), malloc(ctx, 16));
     let mut cg = null_mut();
@@ -102,7 +148,11 @@ fn bad_strings_values_names_and_pointers() {
         CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
         "kernel name is not UTF-8",
     );
-    fails(c!(cmdgraph_sycl_cg_parallel_for(cg, cs("nope").as_ptr(), 1, global.as_ptr(), args.as_ptr(), 2)), CMDGRAPH_SYCL_ERROR_NOT_FOUND, "no kernel `@nope`");
+    fails(
+        c!(cmdgraph_sycl_cg_parallel_for(cg, cs("nope").as_ptr(), 1, global.as_ptr(), args.as_ptr(), 2)),
+        CMDGRAPH_SYCL_ERROR_NOT_FOUND,
+        "no kernel `@nope`",
+    );
     let host = [0f32; 16];
     let host_args = [cmdgraph_sycl_arg_pointer(host.as_ptr().cast()), cmdgraph_sycl_arg_pointer(y)];
     fails(
@@ -111,14 +161,22 @@ fn bad_strings_values_names_and_pointers() {
         "argument 0 of `@copy`",
     );
     let bad_kind = [cmdgraph_sycl_arg { kind: 9, ..cmdgraph_sycl_arg_pointer(x) }, cmdgraph_sycl_arg_pointer(y)];
-    fails(c!(cmdgraph_sycl_cg_parallel_for(cg, cs("copy").as_ptr(), 1, global.as_ptr(), bad_kind.as_ptr(), 2)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "9 is not a cmdgraph_sycl_arg_kind");
+    fails(
+        c!(cmdgraph_sycl_cg_parallel_for(cg, cs("copy").as_ptr(), 1, global.as_ptr(), bad_kind.as_ptr(), 2)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "9 is not a cmdgraph_sycl_arg_kind",
+    );
     ok(c!(cmdgraph_sycl_cg_parallel_for(cg, cs("@copy").as_ptr(), 1, global.as_ptr(), args.as_ptr(), 2)));
     fails(c!(cmdgraph_sycl_cg_memset(cg, y, 0, 64)), CMDGRAPH_SYCL_ERROR_INVALID, "a command group holds one command");
     // The command group keeps its message while another handle's call clears the thread's.
     ok(c!(cmdgraph_sycl_free(ctx, null_mut())));
     assert_eq!(last_error(), "");
     assert!(message(c!(cmdgraph_sycl_cg_last_error(cg))).contains("one command"));
-    fails(c!(cmdgraph_sycl_free(ctx, host.as_ptr() as *mut c_void)), CMDGRAPH_SYCL_ERROR_NOT_FOUND, "not the start of an allocation");
+    fails(
+        c!(cmdgraph_sycl_free(ctx, host.as_ptr() as *mut c_void)),
+        CMDGRAPH_SYCL_ERROR_NOT_FOUND,
+        "not the start of an allocation",
+    );
     // Host copies: into USM past its end.
     fails(c!(cmdgraph_sycl_memcpy(ctx, x, host.as_ptr().cast(), 64 * 4)), CMDGRAPH_SYCL_ERROR_INVALID, "invalid");
     c!(cmdgraph_sycl_cg_destroy(cg));
@@ -129,13 +187,20 @@ fn bad_strings_values_names_and_pointers() {
 fn kernel_text_and_shaders_that_do_not_compile_are_compile_errors() {
     let ctx = interpreter();
     let m = fails(
-        c!(cmdgraph_sycl_context_register_kernels(ctx, cs("kernel @k(%x: buf<f32, read>) {\n  %i = bogus 0\n}\n").as_ptr())),
+        c!(cmdgraph_sycl_context_register_kernels(
+            ctx,
+            cs("kernel @k(%x: buf<f32, read>) {\n  %i = bogus 0\n}\n").as_ptr()
+        )),
         CMDGRAPH_SYCL_ERROR_COMPILE,
         "kernel text does not parse",
     );
     assert!(m.contains("<kernels>:2"), "the diagnostic names the line: {m}");
     // A name already used is SYCL's errc::invalid.
-    fails(c!(cmdgraph_sycl_context_register_kernels(ctx, cs(KERNEL).as_ptr())), CMDGRAPH_SYCL_ERROR_INVALID, "invalid: the name `@copy` is already used");
+    fails(
+        c!(cmdgraph_sycl_context_register_kernels(ctx, cs(KERNEL).as_ptr())),
+        CMDGRAPH_SYCL_ERROR_INVALID,
+        "invalid: the name `@copy` is already used",
+    );
     let wgsl = "@compute @workgroup_size(1) fn main() { let x = undefined_thing; }";
     fails(
         c!(cmdgraph_sycl_context_register_shader(ctx, 0, cs(wgsl).as_ptr(), cs("main").as_ptr(), cs("w").as_ptr())),
@@ -148,7 +213,11 @@ fn kernel_text_and_shaders_that_do_not_compile_are_compile_errors() {
         CMDGRAPH_SYCL_ERROR_COMPILE,
         "no entry point `other`",
     );
-    fails(c!(cmdgraph_sycl_context_register_shader(ctx, 4, cs(ok_wgsl).as_ptr(), cs("main").as_ptr(), cs("w").as_ptr())), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "4 is not a cmdgraph_sycl_shader_lang");
+    fails(
+        c!(cmdgraph_sycl_context_register_shader(ctx, 4, cs(ok_wgsl).as_ptr(), cs("main").as_ptr(), cs("w").as_ptr())),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "4 is not a cmdgraph_sycl_shader_lang",
+    );
     ok(c!(cmdgraph_sycl_context_register_shader(ctx, 0, cs(ok_wgsl).as_ptr(), cs("main").as_ptr(), cs("w").as_ptr())));
     c!(cmdgraph_sycl_context_destroy(ctx));
 }
@@ -171,7 +240,11 @@ fn sycl_errors_carry_the_errc_name_and_row_and_failed_host_tasks_fail_the_wait()
     let m = fails(c!(cmdgraph_sycl_graph_make_edge(g, b, a)), CMDGRAPH_SYCL_ERROR_INVALID, "invalid (§22 row");
     assert!(m.contains("cycle"), "{m}");
     assert_eq!(message(c!(cmdgraph_sycl_graph_last_error(g))), m, "on the graph too");
-    fails(c!(cmdgraph_sycl_graph_add(g, null(), null(), 0, 8, null_mut())), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "node flags 0x8");
+    fails(
+        c!(cmdgraph_sycl_graph_add(g, null(), null(), 0, 8, null_mut())),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "node flags 0x8",
+    );
 
     let mut p = null_mut();
     ok(c!(cmdgraph_sycl_dynparam_create(g, &cmdgraph_sycl_arg_f32(1.0), &mut p)));
@@ -185,12 +258,20 @@ fn sycl_errors_carry_the_errc_name_and_row_and_failed_host_tasks_fail_the_wait()
     let mut exec = null_mut();
     ok(c!(cmdgraph_sycl_graph_finalize(g, 0, &mut exec)));
     let updated = [a.cast_const()];
-    fails(c!(cmdgraph_sycl_exec_update_nodes(exec, updated.as_ptr(), 1)), CMDGRAPH_SYCL_ERROR_INVALID, "invalid (§22 row 24)");
+    fails(
+        c!(cmdgraph_sycl_exec_update_nodes(exec, updated.as_ptr(), 1)),
+        CMDGRAPH_SYCL_ERROR_INVALID,
+        "invalid (§22 row 24)",
+    );
     let mut q = null_mut();
     ok(c!(cmdgraph_sycl_queue_create(ctx, 0, &mut q)));
     // The interpreter runs at submission, so the submission reports it (a device: the wait).
     let mut ev = null_mut();
-    let m = fails(c!(cmdgraph_sycl_queue_graph(q, exec, null(), 0, &mut ev)), CMDGRAPH_SYCL_ERROR_INVALID, "the sensor is unplugged");
+    let m = fails(
+        c!(cmdgraph_sycl_queue_graph(q, exec, null(), 0, &mut ev)),
+        CMDGRAPH_SYCL_ERROR_INVALID,
+        "the sensor is unplugged",
+    );
     assert!(ev.is_null());
     assert!(m.contains("execution failed") && m.contains("callback \"host_task_0\""), "{m}");
     assert!(m.contains("CMDGRAPH_SYCL_ERROR_INVALID"), "the callback's status is named: {m}");
@@ -207,7 +288,11 @@ fn sycl_errors_carry_the_errc_name_and_row_and_failed_host_tasks_fail_the_wait()
     ok(c!(cmdgraph_sycl_exec_ir(exec, null_mut(), 0, &mut size)));
     assert!(size > 0);
     let mut buf = vec![0u8; size - 1];
-    fails(c!(cmdgraph_sycl_exec_ir(exec, buf.as_mut_ptr().cast(), buf.len(), &mut size)), CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL, "are needed");
+    fails(
+        c!(cmdgraph_sycl_exec_ir(exec, buf.as_mut_ptr().cast(), buf.len(), &mut size)),
+        CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL,
+        "are needed",
+    );
     assert!(buf.iter().all(|&b| b == 0));
 
     for n in [a, b] {

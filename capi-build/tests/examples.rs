@@ -6,6 +6,8 @@
 //! the IR the program exported; the bundle the program compiled in process must be the bytes
 //! `cmdgraph compile` writes for that IR. A missing compiler fails the test.
 #![allow(unsafe_code)]
+// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
+#![allow(clippy::macro_metavars_in_unsafe)]
 
 mod support;
 
@@ -87,7 +89,10 @@ fn the_cpp_dotp_port_matches_rust_and_the_interpreter_and_its_bundle_is_the_clis
     let cli_bundle = dir.path().join("cli.cgb");
     run(Command::new(cli()).arg("compile").arg(dir.path().join("graph.cgir")).arg("-o").arg(&cli_bundle));
     let ours = std::fs::read(dir.path().join("graph.cgb")).expect("graph.cgb");
-    assert!(ours == std::fs::read(&cli_bundle).expect("cli.cgb"), "the in-process bundle differs from `cmdgraph compile`'s");
+    assert!(
+        ours == std::fs::read(&cli_bundle).expect("cli.cgb"),
+        "the in-process bundle differs from `cmdgraph compile`'s"
+    );
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! reference interpreter and on the default Vulkan device with validation on; both must give
 //! the values computed here in Rust, bit for bit (the kernels are exact: one rounding each).
 #![allow(unsafe_code)]
+// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
+#![allow(clippy::macro_metavars_in_unsafe)]
 
 mod support;
 
@@ -87,7 +89,11 @@ impl Drop for Ctx {
 }
 
 /// Adds `cg` (destroyed afterwards) after `deps`; returns the node.
-fn add(g: *mut cmdgraph_sycl_graph, cg: *mut cmdgraph_sycl_cg, deps: &[*mut cmdgraph_sycl_node]) -> *mut cmdgraph_sycl_node {
+fn add(
+    g: *mut cmdgraph_sycl_graph,
+    cg: *mut cmdgraph_sycl_cg,
+    deps: &[*mut cmdgraph_sycl_node],
+) -> *mut cmdgraph_sycl_node {
     let deps: Vec<*const cmdgraph_sycl_node> = deps.iter().map(|&d| d.cast_const()).collect();
     let mut node = null_mut();
     let st = c!(cmdgraph_sycl_graph_add(g, cg, deps.as_ptr(), deps.len(), 0, &mut node));
@@ -99,7 +105,14 @@ fn add(g: *mut cmdgraph_sycl_graph, cg: *mut cmdgraph_sycl_cg, deps: &[*mut cmdg
 fn kernel(cg: *mut cmdgraph_sycl_cg, name: &str, global: &[u64], local: Option<&[u64]>, args: &[cmdgraph_sycl_arg]) {
     let k = cs(name);
     match local {
-        None => ok(c!(cmdgraph_sycl_cg_parallel_for(cg, k.as_ptr(), global.len(), global.as_ptr(), args.as_ptr(), args.len()))),
+        None => ok(c!(cmdgraph_sycl_cg_parallel_for(
+            cg,
+            k.as_ptr(),
+            global.len(),
+            global.as_ptr(),
+            args.as_ptr(),
+            args.len()
+        ))),
         Some(l) => ok(c!(cmdgraph_sycl_cg_parallel_for_nd(
             cg,
             k.as_ptr(),
@@ -163,10 +176,22 @@ fn program(backend: cmdgraph_sycl_backend, x: &[f32], s1: f32, s2: f32) -> Outpu
     ok(c!(cmdgraph_sycl_cg_memcpy(cg, a, xin, (N * 4) as u64)));
     let n_copy = add(g, cg, &[]);
     let cg = c.cg();
-    kernel(cg, "scale", &[N as u64], None, &[cmdgraph_sycl_arg_pointer(a), cmdgraph_sycl_arg_pointer(b), cmdgraph_sycl_arg_dynamic(s)]);
+    kernel(
+        cg,
+        "scale",
+        &[N as u64],
+        None,
+        &[cmdgraph_sycl_arg_pointer(a), cmdgraph_sycl_arg_pointer(b), cmdgraph_sycl_arg_dynamic(s)],
+    );
     let n_scale = add(g, cg, &[n_copy]);
     let cg = c.cg();
-    kernel(cg, "scale", &[N as u64], Some(&[64]), &[cmdgraph_sycl_arg_pointer(b), cmdgraph_sycl_arg_pointer(cc), cmdgraph_sycl_arg_f32(-3.0)]);
+    kernel(
+        cg,
+        "scale",
+        &[N as u64],
+        Some(&[64]),
+        &[cmdgraph_sycl_arg_pointer(b), cmdgraph_sycl_arg_pointer(cc), cmdgraph_sycl_arg_f32(-3.0)],
+    );
     let n_nd = add(g, cg, &[]);
     ok(c!(cmdgraph_sycl_graph_make_edge(g, n_scale, n_nd)));
     let cg = c.cg();
@@ -190,7 +215,13 @@ fn program(backend: cmdgraph_sycl_backend, x: &[f32], s1: f32, s2: f32) -> Outpu
     ok(c!(cmdgraph_sycl_cg_async_malloc(cg, 0, cmdgraph_sycl_type::CMDGRAPH_SYCL_F32 as i32, N as u64, &mut t)));
     let n_alloc = add(g, cg, &[n_host]);
     let cg = c.cg();
-    kernel(cg, "scale", &[N as u64], None, &[cmdgraph_sycl_arg_pointer(f), cmdgraph_sycl_arg_pointer(t), cmdgraph_sycl_arg_f32(2.0)]);
+    kernel(
+        cg,
+        "scale",
+        &[N as u64],
+        None,
+        &[cmdgraph_sycl_arg_pointer(f), cmdgraph_sycl_arg_pointer(t), cmdgraph_sycl_arg_f32(2.0)],
+    );
     let n_t = add(g, cg, &[n_alloc]);
     let cg = c.cg();
     ok(c!(cmdgraph_sycl_cg_memcpy(cg, gout, t, (N * 4) as u64)));
@@ -203,7 +234,13 @@ fn program(backend: cmdgraph_sycl_backend, x: &[f32], s1: f32, s2: f32) -> Outpu
     let n_sub = add(g, cg, &[]);
     // A dynamic command group: k = 0.5 * xin, or k = square(xin).
     let (alt0, alt1) = (c.cg(), c.cg());
-    kernel(alt0, "scale", &[N as u64], None, &[cmdgraph_sycl_arg_pointer(xin), cmdgraph_sycl_arg_pointer(k), cmdgraph_sycl_arg_f32(0.5)]);
+    kernel(
+        alt0,
+        "scale",
+        &[N as u64],
+        None,
+        &[cmdgraph_sycl_arg_pointer(xin), cmdgraph_sycl_arg_pointer(k), cmdgraph_sycl_arg_f32(0.5)],
+    );
     kernel(alt1, "square", &[N as u64], None, &[cmdgraph_sycl_arg_pointer(xin), cmdgraph_sycl_arg_pointer(k)]);
     let alts = [alt0.cast_const(), alt1.cast_const()];
     let mut dcg = null_mut();
@@ -285,8 +322,19 @@ fn expected(x: &[f32], s1: f32, s2: f32) -> Vec<Vec<Vec<f32>>> {
 }
 
 const TYPES: [&str; 13] = [
-    "memcpy", "kernel", "kernel", "memset", "memfill", "empty", "host_task", "async_malloc", "kernel", "memcpy",
-    "async_free", "subgraph", "kernel",
+    "memcpy",
+    "kernel",
+    "kernel",
+    "memset",
+    "memfill",
+    "empty",
+    "host_task",
+    "async_malloc",
+    "kernel",
+    "memcpy",
+    "async_free",
+    "subgraph",
+    "kernel",
 ];
 
 #[test]
@@ -333,7 +381,13 @@ fn recording_an_in_order_queue_with_a_barrier_makes_a_chain() {
     ok(c!(cmdgraph_sycl_queue_is_recording(q, &mut recording)));
     assert!(recording);
     let cg = c.cg();
-    kernel(cg, "scale", &[N as u64], None, &[cmdgraph_sycl_arg_pointer(xin), cmdgraph_sycl_arg_pointer(y), cmdgraph_sycl_arg_f32(1.5)]);
+    kernel(
+        cg,
+        "scale",
+        &[N as u64],
+        None,
+        &[cmdgraph_sycl_arg_pointer(xin), cmdgraph_sycl_arg_pointer(y), cmdgraph_sycl_arg_f32(1.5)],
+    );
     let mut e1 = null_mut();
     ok(c!(cmdgraph_sycl_queue_submit(q, cg, &mut e1)));
     c!(cmdgraph_sycl_cg_destroy(cg));

@@ -3,6 +3,8 @@
 //! writes for that text, as bytes and as a file; for a graph with a WGSL kernel, a
 //! graph-owned allocation, a dynamic parameter and a dynamic command group.
 #![allow(unsafe_code)]
+// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
+#![allow(clippy::macro_metavars_in_unsafe)]
 
 mod support;
 
@@ -17,7 +19,12 @@ const WGSL: &str = "@group(0) @binding(0) var<storage, read> x: array<f32>;\n\
 @group(0) @binding(2) var<uniform> a: f32;\n\
 @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3<u32>) { y[id.x] = a * x[id.x] + y[id.x]; }\n";
 
-fn add_kernel(ctx: *mut cmdgraph_sycl_context, g: *mut cmdgraph_sycl_graph, args: &[cmdgraph_sycl_arg], deps: &[*const cmdgraph_sycl_node]) -> *mut cmdgraph_sycl_node {
+fn add_kernel(
+    ctx: *mut cmdgraph_sycl_context,
+    g: *mut cmdgraph_sycl_graph,
+    args: &[cmdgraph_sycl_arg],
+    deps: &[*const cmdgraph_sycl_node],
+) -> *mut cmdgraph_sycl_node {
     let mut cg = null_mut();
     ok(c!(cmdgraph_sycl_cg_create(ctx, &mut cg)));
     let global = [256u64];
@@ -51,8 +58,18 @@ fn exported_ir_round_trips_and_the_in_process_bundle_is_the_clis() {
     let mut alloc = null_mut();
     ok(c!(cmdgraph_sycl_graph_add(g, cg, null(), 0, 0, &mut alloc)));
     c!(cmdgraph_sycl_cg_destroy(cg));
-    let k1 = add_kernel(ctx, g, &[cmdgraph_sycl_arg_pointer(x), cmdgraph_sycl_arg_pointer(t), cmdgraph_sycl_arg_dynamic(a)], &[alloc]);
-    let k2 = add_kernel(ctx, g, &[cmdgraph_sycl_arg_pointer(t), cmdgraph_sycl_arg_pointer(y), cmdgraph_sycl_arg_f32(0.75)], &[k1]);
+    let k1 = add_kernel(
+        ctx,
+        g,
+        &[cmdgraph_sycl_arg_pointer(x), cmdgraph_sycl_arg_pointer(t), cmdgraph_sycl_arg_dynamic(a)],
+        &[alloc],
+    );
+    let k2 = add_kernel(
+        ctx,
+        g,
+        &[cmdgraph_sycl_arg_pointer(t), cmdgraph_sycl_arg_pointer(y), cmdgraph_sycl_arg_f32(0.75)],
+        &[k1],
+    );
     ok(c!(cmdgraph_sycl_cg_create(ctx, &mut cg)));
     ok(c!(cmdgraph_sycl_cg_async_free(cg, t)));
     ok(c!(cmdgraph_sycl_graph_add(g, cg, null(), 0, CMDGRAPH_SYCL_NODE_DEPENDS_ON_ALL_LEAVES, null_mut())));
@@ -81,7 +98,12 @@ fn exported_ir_round_trips_and_the_in_process_bundle_is_the_clis() {
     ok(c!(cmdgraph_sycl_exec_compile(exec, null_mut(), 0, &mut size)));
     let mut bytes = vec![0u8; size];
     ok(c!(cmdgraph_sycl_exec_compile(exec, bytes.as_mut_ptr(), size, &mut size)));
-    assert!(bytes == cli_bytes, "in-process bundle ({} bytes) differs from `cmdgraph compile`'s ({} bytes)", bytes.len(), cli_bytes.len());
+    assert!(
+        bytes == cli_bytes,
+        "in-process bundle ({} bytes) differs from `cmdgraph compile`'s ({} bytes)",
+        bytes.len(),
+        cli_bytes.len()
+    );
     let file = dir.path().join("ours.cgb");
     ok(c!(cmdgraph_sycl_exec_compile_to_file(exec, cs(file.to_str().expect("UTF-8 path")).as_ptr())));
     assert!(std::fs::read(&file).expect("ours.cgb") == cli_bytes);

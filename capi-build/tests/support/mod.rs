@@ -1,6 +1,8 @@
 //! What the tests share: calling the C functions, random inputs, and building the cdylib,
 //! the CLI and the example programs the way an application would.
 #![allow(dead_code)]
+// `c!` wraps each call of a C function in one unsafe block: the calls are what is tested.
+#![allow(clippy::macro_metavars_in_unsafe)]
 
 use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
