@@ -568,8 +568,8 @@ enum cmdgraph_sycl_status cmdgraph_sycl_exec_update_graph(struct cmdgraph_sycl_e
                                                           const struct cmdgraph_sycl_graph *graph);
 
 // The module's IR text (`cmdgraph compile` input) with the read protocol: `*size` gets its
-// byte length (no NUL); `dst` NULL with `capacity` 0 asks for the size; a short `capacity`
-// is `CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL` with nothing copied.
+// byte length (no NUL); `dst` NULL with `capacity` 0 asks for the size (a success); a short
+// `capacity` is `CMDGRAPH_SYCL_ERROR_BUFFER_TOO_SMALL` with nothing copied.
 //
 // # Safety
 // `exec` is NULL or a live executable graph; `dst` NULL or writable for `capacity` bytes;
@@ -605,6 +605,16 @@ enum cmdgraph_sycl_status cmdgraph_sycl_exec_compile(struct cmdgraph_sycl_exec *
 // `exec` is NULL or a live executable graph; `path` NULL or a string.
 enum cmdgraph_sycl_status cmdgraph_sycl_exec_compile_to_file(struct cmdgraph_sycl_exec *exec,
                                                              const char *path);
+
+// Which runtime ran the graph (`"reference interpreter"` or the Vulkan device's
+// description; "" before its first run), with the read protocol of `cmdgraph_sycl_exec_ir`.
+//
+// # Safety
+// As `cmdgraph_sycl_exec_ir`.
+enum cmdgraph_sycl_status cmdgraph_sycl_exec_runtime(struct cmdgraph_sycl_exec *exec,
+                                                     char *dst,
+                                                     size_t capacity,
+                                                     size_t *size);
 
 // The message of the last call on `exec`; the thread's for NULL.
 //

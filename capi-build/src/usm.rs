@@ -145,7 +145,11 @@ pub(crate) struct Registry {
 impl Registry {
     /// Reserves a range of `bytes` for `target` and returns its start.
     pub(crate) fn insert(&mut self, bytes: u64, target: Target) -> Result<*mut c_void> {
-        let reservation = Reservation::new(bytes)?;
+        self.insert_reserved(Reservation::new(bytes)?, bytes, target)
+    }
+
+    /// Registers a range reserved before its target was made.
+    fn insert_reserved(&mut self, reservation: Reservation, bytes: u64, target: Target) -> Result<*mut c_void> {
         let ptr = reservation.ptr;
         self.entries.insert(ptr as usize, Entry { reservation, bytes, target });
         Ok(ptr.cast())
@@ -264,8 +268,11 @@ pub unsafe extern "C" fn cmdgraph_sycl_malloc(
             let elem = Type::scalar(scalar);
             let bytes =
                 elem.size().checked_mul(count).ok_or_else(|| Error::invalid("the allocation's byte size overflows"))?;
+            // The address range first: a size the host cannot reserve fails here, before the
+            // context allocates the contents.
+            let reservation = Reservation::new(bytes)?;
             let usm = Usm::new(&c.shared.ctx, None, elem, count, kind)?;
-            let ptr = c.shared.registry.borrow_mut().insert(bytes, Target::Usm(usm))?;
+            let ptr = c.shared.registry.borrow_mut().insert_reserved(reservation, bytes, Target::Usm(usm))?;
             put(out, ptr, "pointer")
         })
     }

@@ -127,6 +127,17 @@ fn bad_strings_values_names_and_pointers() {
         CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
         "5 is not a cmdgraph_sycl_usm_kind",
     );
+    let f32_type = cmdgraph_sycl_type::CMDGRAPH_SYCL_F32 as i32;
+    fails(
+        c!(cmdgraph_sycl_malloc(ctx, 0, f32_type, u64::MAX / 2, &mut p)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "overflows",
+    );
+    fails(
+        c!(cmdgraph_sycl_malloc(ctx, 0, f32_type, 1 << 50, &mut p)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "cannot reserve",
+    );
     let mut q = null_mut();
     fails(c!(cmdgraph_sycl_queue_create(ctx, 0x80, &mut q)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "queue flags 0x80");
     let mut options = cmdgraph_sycl_context_options_default();
