@@ -44,11 +44,11 @@ fn the_cpp_header_tour_matches_rust() {
     }
     let map = |f: &dyn Fn(f32) -> f32| x.iter().map(|&e| f(e)).collect::<Vec<f32>>();
     let recorded = map(&|e| 1.0 + (0.3 * e) * 2.0);
-    let run1_w = map(&|e| -1.0 * (3.0 * (0.5 * e)));
+    let run1_w = map(&|e| -(3.0 * (0.5 * e)));
     let mut run1_x = x.clone();
     run1_x[0] = 2.5;
     run1_x[1] = 2.5;
-    let run2_w = map(&|e| -1.0 * (3.0 + 0.25 * e));
+    let run2_w = map(&|e| -(3.0 + 0.25 * e));
     let want = [
         "recorded 3".to_string(),
         format!("recorded_z{}", hex(&recorded)),
