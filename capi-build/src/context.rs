@@ -103,7 +103,7 @@ fn create(options: &cmdgraph_sycl_context_options) -> Result<cmdgraph_sycl_conte
         v => return Err(Error::invalid(format!("{v} is not a cmdgraph_sycl_backend (0 or 1)"))),
     }
     let device_name = match options.backend {
-        0 => cmdgraph_executor_name(),
+        0 => default_vulkan_name(),
         _ => device.name(),
     };
     let shared =
@@ -112,7 +112,7 @@ fn create(options: &cmdgraph_sycl_context_options) -> Result<cmdgraph_sycl_conte
 }
 
 /// The name of the default Vulkan device (as the executor picks it), or why there is none.
-fn cmdgraph_executor_name() -> String {
+fn default_vulkan_name() -> String {
     let all = cmdgraph_sycl::Device::all();
     let vulkan: Vec<_> = all
         .iter()
