@@ -186,27 +186,53 @@ impl cmdgraph_sycl_cg {
     /// The command group function: what the handler is told.
     pub(crate) fn function(&self) -> impl FnOnce(&mut Handler) + 'static {
         let deps = self.deps.clone();
-        let command = self.command.clone();
+        let command = self.command_function();
         move |h: &mut Handler| {
             for e in &deps {
                 h.depends_on(e);
             }
-            match command {
-                None => {}
-                Some(Command::Kernel { kernel, nd: Some(nd), args, .. }) => h.parallel_for_nd(&kernel, nd, args),
-                Some(Command::Kernel { kernel, nd: None, range, args }) => h.parallel_for(&kernel, range, args),
-                Some(Command::Memcpy { dst, src, bytes }) => h.memcpy(dst, src, bytes),
-                Some(Command::Memset { dst, value, bytes }) => h.memset(dst, value, bytes),
-                Some(Command::Fill { dst, pattern, count }) => fill(h, dst, pattern, count),
-                Some(Command::HostTask { callback, usm }) => h.host_task_with_access(&callback, &usm),
-                Some(Command::Barrier { wait }) => h.ext_oneapi_barrier_with(&wait.iter().collect::<Vec<_>>()),
-                Some(Command::Subgraph(exec)) => h.ext_oneapi_graph(&exec),
-                Some(Command::AsyncMalloc { kind, elem, count, slot }) => {
-                    let p = h.async_malloc(kind, elem, count);
-                    *slot.borrow_mut() = Some(p);
-                }
-                Some(Command::AsyncFree(p)) => h.async_free(&p),
+            command(h)
+        }
+    }
+
+    /// The event dependencies.
+    pub(crate) fn deps(&self) -> &[Event] {
+        &self.deps
+    }
+
+    /// Whether the command runs on a device when submitted to an executing queue (a kernel,
+    /// copy, memset, fill or host task), so that it needs a bundle on the Vulkan backend.
+    pub(crate) fn runs_on_device(&self) -> bool {
+        matches!(
+            self.command,
+            Some(
+                Command::Kernel { .. }
+                    | Command::Memcpy { .. }
+                    | Command::Memset { .. }
+                    | Command::Fill { .. }
+                    | Command::HostTask { .. }
+            )
+        )
+    }
+
+    /// The command alone, without the dependencies.
+    pub(crate) fn command_function(&self) -> impl FnOnce(&mut Handler) + 'static {
+        let command = self.command.clone();
+        move |h: &mut Handler| match command {
+            None => {}
+            Some(Command::Kernel { kernel, nd: Some(nd), args, .. }) => h.parallel_for_nd(&kernel, nd, args),
+            Some(Command::Kernel { kernel, nd: None, range, args }) => h.parallel_for(&kernel, range, args),
+            Some(Command::Memcpy { dst, src, bytes }) => h.memcpy(dst, src, bytes),
+            Some(Command::Memset { dst, value, bytes }) => h.memset(dst, value, bytes),
+            Some(Command::Fill { dst, pattern, count }) => fill(h, dst, pattern, count),
+            Some(Command::HostTask { callback, usm }) => h.host_task_with_access(&callback, &usm),
+            Some(Command::Barrier { wait }) => h.ext_oneapi_barrier_with(&wait.iter().collect::<Vec<_>>()),
+            Some(Command::Subgraph(exec)) => h.ext_oneapi_graph(&exec),
+            Some(Command::AsyncMalloc { kind, elem, count, slot }) => {
+                let p = h.async_malloc(kind, elem, count);
+                *slot.borrow_mut() = Some(p);
             }
+            Some(Command::AsyncFree(p)) => h.async_free(&p),
         }
     }
 }

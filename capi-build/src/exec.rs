@@ -127,6 +127,23 @@ pub unsafe extern "C" fn cmdgraph_sycl_exec_export_ir(
     }
 }
 
+/// Writes `data` to `path` through a temporary file renamed over it, so a reader never sees
+/// half a bundle.
+pub(crate) fn write_atomically(path: &std::path::Path, data: &[u8]) -> Result<()> {
+    let io = |e: std::io::Error| {
+        Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_IO, format!("cannot write `{}`: {e}", path.display()))
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension(format!("cgb.tmp{}", std::process::id()));
+    std::fs::write(&tmp, data).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io(e)
+    })
+}
+
 fn write_file(path: &str, data: &[u8]) -> Result<()> {
     std::fs::write(path, data)
         .map_err(|e| Error::new(cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_IO, format!("cannot write `{path}`: {e}")))

@@ -10,7 +10,8 @@ use crate::exec::cmdgraph_sycl_exec;
 use crate::queue::{cmdgraph_sycl_event, cmdgraph_sycl_queue};
 use crate::{arg, clear_out, destroy, handles, last_error_of, put, put_handle, slice, with, Handle};
 use cmdgraph_sycl::{
-    FinalizeProps, GraphProps, ModifiableGraph, NdRange, Node, NodeProps, NodeType, Range, RecordingProps,
+    ExecutableGraph, FinalizeProps, GraphProps, ModifiableGraph, NdRange, Node, NodeProps, NodeType, Range,
+    RecordingProps,
 };
 use std::ffi::{c_char, CStr, CString};
 use std::rc::Rc;
@@ -259,10 +260,29 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_finalize(
                 updatable: flags & CMDGRAPH_SYCL_FINALIZE_UPDATABLE != 0,
                 enable_profiling: flags & CMDGRAPH_SYCL_FINALIZE_ENABLE_PROFILING != 0,
             };
-            let exec = g.graph.finalize(props)?;
+            let exec = finalize(&g.shared, &g.graph, props)?;
             put_handle(out, crate::exec::exec_handle(g.shared.clone(), exec), "executable graph")
         })
     }
+}
+
+/// `finalize`; on the Vulkan backend, first the bundle: a context that runs from bundles
+/// finds an executable graph's bundle in its directory at finalize, so when it is missing
+/// the graph is finalized once on the interpreter, its module compiled in process (the bytes
+/// `cmdgraph compile` writes) into `DIR/KEY.cgb`, and finalized again.
+pub(crate) fn finalize(shared: &Shared, graph: &ModifiableGraph, props: FinalizeProps) -> Result<ExecutableGraph> {
+    let Some(source) = shared.ctx.bundle_source() else { return Ok(graph.finalize(props)?) };
+    shared.ctx.without_bundles();
+    let first = graph.finalize(props);
+    shared.ctx.run_from_bundles(source.clone());
+    let first = first?;
+    let path = source.dir.join(format!("{}.cgb", first.bundle_key()));
+    if !path.is_file() {
+        let bytes = crate::exec::compile_text(&crate::exec::ir_text(&first))?;
+        crate::exec::write_atomically(&path, &bytes)?;
+    }
+    drop(first);
+    Ok(graph.finalize(props)?)
 }
 
 /// The message of the last call on `graph`; the thread's for NULL.

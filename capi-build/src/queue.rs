@@ -7,7 +7,9 @@ use crate::error::{cmdgraph_sycl_status, Error, LastError, Result};
 use crate::exec::cmdgraph_sycl_exec;
 use crate::usm::{host_copy, usm_at};
 use crate::{arg, clear_out, destroy, handles, last_error_of, put, put_handle, with, Handle};
-use cmdgraph_sycl::{Event, EventStatus, Queue, QueueProps, QueueState};
+use cmdgraph_sycl::{
+    Event, EventStatus, FinalizeProps, GraphProps, Handler, ModifiableGraph, NodeProps, Queue, QueueProps, QueueState,
+};
 use std::ffi::{c_char, c_void};
 use std::rc::Rc;
 
@@ -113,8 +115,12 @@ pub unsafe extern "C" fn cmdgraph_sycl_queue_submit(
             if !event.is_null() {
                 clear_out(event, "event")?;
             }
-            let f = arg(cg, "command group")?.function();
-            let e = q.queue.submit(f)?;
+            let cg = arg(cg, "command group")?;
+            if cg.runs_on_device() && needs_bundle(q) {
+                let e = run_as_graph(q, cg.command_function(), cg.deps())?;
+                return put_event(event, Some(e));
+            }
+            let e = q.queue.submit(cg.function())?;
             put_event(event, Some(e))
         })
     }
@@ -176,7 +182,11 @@ pub unsafe extern "C" fn cmdgraph_sycl_queue_memcpy(
                     crate::usm::device_ptr(&q.shared, dst, "memcpy")?,
                     crate::usm::device_ptr(&q.shared, src, "memcpy")?,
                 );
-                let e = q.queue.memcpy(d, s, bytes, &[])?;
+                let e = if needs_bundle(q) {
+                    run_as_graph(q, move |h: &mut Handler| h.memcpy(d, s, bytes), &[])?
+                } else {
+                    q.queue.memcpy(d, s, bytes, &[])?
+                };
                 return put_event(event, Some(e));
             }
             if q.queue.ext_oneapi_get_state() == QueueState::Recording {
@@ -189,6 +199,22 @@ pub unsafe extern "C" fn cmdgraph_sycl_queue_memcpy(
             put_event(event, None)
         })
     }
+}
+
+/// Whether a device command submitted to `q` now runs from a bundle: the Vulkan backend,
+/// and the queue executing (not recording).
+fn needs_bundle(q: &cmdgraph_sycl_queue) -> bool {
+    q.shared.ctx.bundle_source().is_some() && q.queue.ext_oneapi_get_state() == QueueState::Executing
+}
+
+/// Runs one command on an executing queue of the Vulkan backend as `cmdgraph-sycl` runs it,
+/// a one-node graph, but one whose bundle is compiled here (`crate::graph::finalize`), after
+/// `deps`.
+fn run_as_graph(q: &cmdgraph_sycl_queue, f: impl FnOnce(&mut Handler) + 'static, deps: &[Event]) -> Result<Event> {
+    let graph = ModifiableGraph::new(&q.shared.ctx, &q.shared.device, GraphProps::none())?;
+    graph.add(f, NodeProps::none())?;
+    let exec = crate::graph::finalize(&q.shared, &graph, FinalizeProps::none())?;
+    Ok(q.queue.ext_oneapi_graph(&exec, &deps.iter().collect::<Vec<_>>())?)
 }
 
 /// `queue::wait()`: waits for every run submitted so far (invalid while recording).
