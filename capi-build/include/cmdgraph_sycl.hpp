@@ -360,7 +360,7 @@ cmdgraph_sycl_arg to_arg(const ext::oneapi::experimental::dynamic_parameter<T> &
 /// `sycl::handler`: what a command-group function describes (one command).
 class handler {
  public:
-  handler(std::shared_ptr<detail::context_state> ctx) : ctx_(std::move(ctx)) {
+  explicit handler(std::shared_ptr<detail::context_state> ctx) : ctx_(std::move(ctx)) {
     cmdgraph_sycl_cg *cg = nullptr;
     detail::check(cmdgraph_sycl_cg_create(ctx_->ctx.get(), &cg));
     cg_ = detail::own<cmdgraph_sycl_cg, cmdgraph_sycl_cg_destroy>(cg);

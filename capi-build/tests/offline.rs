@@ -8,7 +8,7 @@
 
 mod support;
 
-use cmdgraph_build::{cg::*, context::*, dynamic::*, exec::*, graph::*, usm::*};
+use cmdgraph_build::{cg::*, context::*, dynamic::*, exec::*, graph::*, queue::*, usm::*};
 use std::ffi::c_void;
 use std::process::Command;
 use std::ptr::{null, null_mut};
@@ -118,4 +118,75 @@ fn exported_ir_round_trips_and_the_in_process_bundle_is_the_clis() {
     c!(cmdgraph_sycl_exec_destroy(exec));
     c!(cmdgraph_sycl_graph_destroy(g));
     c!(cmdgraph_sycl_context_destroy(ctx));
+}
+
+/// A context on Vulkan (validation on) with a bundle directory of the application's: finalize
+/// compiles the graph's bundle into it under the graph's key (the bytes
+/// `cmdgraph_sycl_exec_compile` gives), and a second context on the same directory finds it
+/// there and compiles nothing; both run it and compute the same.
+#[test]
+fn finalize_keeps_its_bundles_in_the_bundle_directory_and_reuses_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let x0 = random_floats(21, 256);
+    let run_once = || -> (Vec<f32>, Vec<u8>) {
+        let mut options = cmdgraph_sycl_context_options_default();
+        options.validation = true;
+        let dir_c = cs(dir.path().to_str().expect("UTF-8 path"));
+        options.bundle_dir = dir_c.as_ptr();
+        let mut ctx = null_mut();
+        ok(c!(cmdgraph_sycl_context_create(&options, &mut ctx)));
+        ok(c!(cmdgraph_sycl_context_register_shader(ctx, 0, cs(WGSL).as_ptr(), c"main".as_ptr(), c"axpy".as_ptr())));
+        let mut ptrs = [null_mut::<c_void>(); 2];
+        for p in &mut ptrs {
+            ok(c!(cmdgraph_sycl_malloc(ctx, 0, cmdgraph_sycl_type::CMDGRAPH_SYCL_F32 as i32, 256, p)));
+        }
+        let [x, y] = ptrs;
+        ok(c!(cmdgraph_sycl_memcpy(ctx, x, x0.as_ptr().cast(), 1024)));
+        let mut g = null_mut();
+        ok(c!(cmdgraph_sycl_graph_create(ctx, 0, &mut g)));
+        let k = add_kernel(
+            ctx,
+            g,
+            &[cmdgraph_sycl_arg_pointer(x), cmdgraph_sycl_arg_pointer(y), cmdgraph_sycl_arg_f32(-1.25)],
+            &[],
+        );
+        let mut exec = null_mut();
+        ok(c!(cmdgraph_sycl_graph_finalize(g, 0, &mut exec)));
+        let mut q = null_mut();
+        ok(c!(cmdgraph_sycl_queue_create(ctx, 0, &mut q)));
+        ok(c!(cmdgraph_sycl_queue_graph(q, exec, null(), 0, null_mut())));
+        ok(c!(cmdgraph_sycl_queue_wait(q)));
+        let mut y_host = vec![0f32; 256];
+        ok(c!(cmdgraph_sycl_memcpy(ctx, y_host.as_mut_ptr().cast(), y, 1024)));
+        let mut size = 0;
+        ok(c!(cmdgraph_sycl_exec_compile(exec, null_mut(), 0, &mut size)));
+        let mut bytes = vec![0u8; size];
+        ok(c!(cmdgraph_sycl_exec_compile(exec, bytes.as_mut_ptr(), size, &mut size)));
+        c!(cmdgraph_sycl_node_destroy(k));
+        c!(cmdgraph_sycl_exec_destroy(exec));
+        c!(cmdgraph_sycl_graph_destroy(g));
+        c!(cmdgraph_sycl_queue_destroy(q));
+        c!(cmdgraph_sycl_context_destroy(ctx));
+        (y_host, bytes)
+    };
+    let bundles = || -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("bundle directory")
+            .map(|e| e.expect("entry").path())
+            .map(|p| (p.clone(), std::fs::metadata(&p).and_then(|m| m.modified()).expect("mtime")))
+            .collect();
+        v.sort();
+        v
+    };
+    let (first, bytes) = run_once();
+    let after_first = bundles();
+    assert_eq!(after_first.len(), 1, "one bundle: {after_first:?}");
+    let name = after_first[0].0.file_name().expect("name").to_string_lossy().into_owned();
+    assert!(name.starts_with("cgk1-") && name.ends_with(".cgb"), "{name}");
+    assert!(std::fs::read(&after_first[0].0).expect("bundle") == bytes, "the stored bundle is the compiled one");
+    let (second, _) = run_once();
+    assert_eq!(bundles(), after_first, "the second context found the bundle and wrote nothing");
+    let want: Vec<f32> = x0.iter().map(|v| -1.25 * v).collect();
+    assert_eq!(f32_bytes(&first), f32_bytes(&want));
+    assert_eq!(f32_bytes(&second), f32_bytes(&want));
 }
