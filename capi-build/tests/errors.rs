@@ -141,8 +141,16 @@ fn bad_strings_values_names_and_pointers() {
     let mut q = null_mut();
     fails(c!(cmdgraph_sycl_queue_create(ctx, 0x80, &mut q)), CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "queue flags 0x80");
     let mut options = cmdgraph_sycl_context_options_default();
-    options.backend = 7;
+    options.bundle_dir = bad.as_ptr().cast();
     let mut other = null_mut();
+    fails(
+        c!(cmdgraph_sycl_context_create(&options, &mut other)),
+        CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
+        "bundle directory is not UTF-8",
+    );
+    assert!(other.is_null());
+    let mut options = cmdgraph_sycl_context_options_default();
+    options.backend = 7;
     fails(
         c!(cmdgraph_sycl_context_create(&options, &mut other)),
         CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT,
