@@ -146,7 +146,7 @@ echo "  python: pytest took $((SECONDS - python_start)) s"
 # libcmdgraph_build.so, on random full-precision inputs, run with validation on (any message
 # fails the run). dotp fails unless the device's dot product equals the host's bit for bit;
 # the bundle it compiled in process must be `cmdgraph compile`'s for the IR it exported.
-# capi-build/tests/examples.rs, in the cargo test step, also compares every output with the
+# capi-build/tests/programs/examples.rs, in the cargo test step, also compares every output with the
 # reference interpreter.
 step "C/C++ graph building: headers, examples/capi-build with cc and c++, validation on"
 build_start=$SECONDS

@@ -1,5 +1,5 @@
 // api_tour.cpp: the parts of cmdgraph_sycl.hpp that dotp.cpp does not use, run by
-// capi-build/tests/cpp_api.rs on the default Vulkan device with validation on. It prints one
+// capi-build/tests/programs/cpp_api.rs on the default Vulkan device with validation on. It prints one
 // line per check, `name value...`, which the test compares with values it computes; any
 // sycl::exception not expected ends the program with status 1.
 #include <cmdgraph_sycl.hpp>

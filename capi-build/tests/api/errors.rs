@@ -3,16 +3,10 @@
 //! range, unknown names and pointers, kernel text and shaders that do not compile, SYCL's
 //! `errc::invalid` rows (with the errc name and the §22 row), failed host tasks, short
 //! buffers; destroying NULL does nothing.
-#![allow(unsafe_code)]
-// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
-#![allow(clippy::macro_metavars_in_unsafe)]
-
-mod support;
-
+use crate::support::*;
 use cmdgraph_build::{cg::*, context::*, dynamic::*, exec::*, graph::*, host::*, queue::*, usm::*};
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
-use support::*;
 
 const KERNEL: &str = "kernel @copy(%x: buf<f32, read>, %y: buf<f32, write>) {\n  %i = global_id 0\n  %v = load %x[%i]\n  store %y[%i], %v\n}\n";
 

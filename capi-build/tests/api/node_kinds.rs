@@ -4,16 +4,10 @@
 //! parameters and command groups with executable-graph update. The same program runs on the
 //! reference interpreter and on the default Vulkan device with validation on; both must give
 //! the values computed here in Rust, bit for bit (the kernels are exact: one rounding each).
-#![allow(unsafe_code)]
-// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
-#![allow(clippy::macro_metavars_in_unsafe)]
-
-mod support;
-
+use crate::support::*;
 use cmdgraph_build::{cg::*, context::*, dynamic::*, exec::*, graph::*, host::*, queue::*, usm::*};
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
-use support::*;
 
 const N: usize = 256;
 

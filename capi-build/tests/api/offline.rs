@@ -2,17 +2,11 @@
 //! to itself) and its bundle compiled in process, byte for byte what `cmdgraph compile`
 //! writes for that text, as bytes and as a file; for a graph with a WGSL kernel, a
 //! graph-owned allocation, a dynamic parameter and a dynamic command group.
-#![allow(unsafe_code)]
-// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
-#![allow(clippy::macro_metavars_in_unsafe)]
-
-mod support;
-
+use crate::support::*;
 use cmdgraph_build::{cg::*, context::*, dynamic::*, exec::*, graph::*, queue::*, usm::*};
 use std::ffi::c_void;
 use std::process::Command;
 use std::ptr::{null, null_mut};
-use support::*;
 
 const WGSL: &str = "@group(0) @binding(0) var<storage, read> x: array<f32>;\n\
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;\n\

@@ -4,14 +4,8 @@
 //! `sycl::exception` with its errc), compiled with `c++ -std=c++17 -Wall -Wextra -Wpedantic
 //! -Werror`, run on the default Vulkan device with validation on; every printed value is
 //! compared bit for bit with the same arithmetic in Rust.
-#![allow(unsafe_code)]
-// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
-#![allow(clippy::macro_metavars_in_unsafe)]
-
-mod support;
-
+use crate::support::*;
 use std::process::Command;
-use support::*;
 
 fn hex(v: &[f32]) -> String {
     v.iter().map(|f| format!(" {:08x}", f.to_bits())).collect()

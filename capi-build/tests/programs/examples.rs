@@ -5,15 +5,9 @@
 //! compared bit for bit with values computed here and with the reference interpreter running
 //! the IR the program exported; the bundle the program compiled in process must be the bytes
 //! `cmdgraph compile` writes for that IR. A missing compiler fails the test.
-#![allow(unsafe_code)]
-// `c!` (support/mod.rs) wraps each C call in one unsafe block with its SAFETY comment.
-#![allow(clippy::macro_metavars_in_unsafe)]
-
-mod support;
-
+use crate::support::*;
 use std::path::Path;
 use std::process::Command;
-use support::*;
 
 /// Compiles `source` (under examples/capi-build) with `compiler` and `flags` against the
 /// headers and the cdylib; returns the program's path.
