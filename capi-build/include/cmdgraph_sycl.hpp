@@ -530,10 +530,26 @@ namespace ext {
 namespace oneapi {
 namespace experimental {
 
+/// `node_type`.
+enum class node_type {
+  empty, subgraph, kernel, memcpy, memset, memfill, prefetch, memadvise, ext_oneapi_barrier, host_task,
+  native_command, async_malloc, async_free,
+};
+
 /// `node`.
 class node {
  public:
   explicit node(cmdgraph_sycl_node *n) : n_(detail::own<cmdgraph_sycl_node, cmdgraph_sycl_node_destroy>(n)) {}
+  /// `get_type()`.
+  node_type get_type() const {
+    static const char *const names[] = {"empty", "subgraph", "kernel", "memcpy", "memset", "memfill", "prefetch",
+                                        "memadvise", "ext_oneapi_barrier", "host_task", "native_command",
+                                        "async_malloc", "async_free"};
+    const std::string name = get_type_name();
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+      if (name == names[i]) return static_cast<node_type>(i);
+    throw exception(CMDGRAPH_SYCL_ERROR_INVALID_ARGUMENT, "unknown node type " + name);
+  }
   /// `get_type()` as the spec spells it (`kernel`, `memcpy`, `host_task`, `subgraph`, ...).
   std::string get_type_name() const { return cmdgraph_sycl_node_type(n_.get()); }
   std::string name() const { return cmdgraph_sycl_node_name(n_.get()); }

@@ -98,6 +98,8 @@ int main() {
     auto subnode = g.add([&](sycl::handler &h) { h.ext_oneapi_graph(sub_exec); }, {exp_::property::node::depends_on_all_leaves{}});
     std::printf("types %s %s %s %s %s %s\n", a.get_type_name().c_str(), b.get_type_name().c_str(), e.get_type_name().c_str(),
                 alloc.get_type_name().c_str(), copy.get_type_name().c_str(), subnode.get_type_name().c_str());
+    std::printf("enum %d %d %d\n", a.get_type() == exp_::node_type::kernel, e.get_type() == exp_::node_type::empty,
+                subnode.get_type() == exp_::node_type::subgraph);
     auto exec = g.finalize({exp_::property::graph::updatable{}});
     q.ext_oneapi_graph(exec).wait();
     q.copy(w, out.data(), n).wait();

@@ -47,6 +47,7 @@ fn the_cpp_header_tour_matches_rust() {
         "recorded 3".to_string(),
         format!("recorded_z{}", hex(&recorded)),
         "types kernel kernel empty async_malloc memcpy subgraph".to_string(),
+        "enum 1 1 1".to_string(),
         format!("run1_w{}", hex(&run1_w)),
         format!("run1_x{}", hex(&run1_x)),
         format!("run2_w{}", hex(&run2_w)),
