@@ -7,7 +7,12 @@ makes an ``ExecutableGraph`` that ``Queue.ext_oneapi_graph`` runs. Properties ar
 arguments (``Queue(ctx, in_order=True)``, ``g.finalize(updatable=True)``). SYCL's errors
 raise ``cmdgraph.SyclError`` with ``.code`` (the ``errc`` name) and ``.row``.
 
->>> import numpy as np
+>>> import atexit
+import os
+import shutil
+import tempfile
+
+import numpy as np
 >>> from cmdgraph import sycl
 >>> q = sycl.Queue(sycl.Context(sycl.Device("llvmpipe")), in_order=True)
 >>> [k] = q.get_context().register_kernels('''
@@ -29,6 +34,11 @@ array([0., 2., 4., 6.], dtype=float32)
 
 Objects of this module belong to the thread that made them.
 """
+
+import atexit
+import os
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -57,6 +67,10 @@ malloc = _native.malloc
 malloc_device = _native.malloc_device
 malloc_host = _native.malloc_host
 malloc_shared = _native.malloc_shared
+
+# Vulkan contexts without bundle_dir= compile into this process's own directory (the native
+# module names it), removed at exit.
+atexit.register(shutil.rmtree, os.path.join(tempfile.gettempdir(), f"cmdgraph-sycl-bundles-{os.getpid()}"), True)
 
 #: ``command_graph`` as SYCL spells the modifiable graph's constructor.
 command_graph = ModifiableGraph

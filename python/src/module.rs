@@ -5,7 +5,9 @@ use crate::arrays;
 use crate::bundle::Bundle;
 use crate::errors::{Error, Kind, Result};
 use crate::params::{self, Update};
-use cmdgraph_codegen::bundle::{compile_module_configured, CompileError, Llvm, PipelineOptions};
+use cmdgraph_codegen::bundle::{
+    compile_module_configured, CompileError, KernelCompiler, Llvm, PipelineOptions, Progress,
+};
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
 use cmdgraph_ir::diag::{render_all, Severity};
@@ -252,17 +254,22 @@ impl Module {
     /// SPIR-V for every kernel variant) and returns the Bundle: the same bytes as
     /// `cmdgraph compile` with the same options. `passes`: None (the default pipeline), a
     /// list of pass names or a comma-separated string (`""`: none); `opt_level`: LLVM's 0-3.
-    /// The GIL is released while it compiles.
+    /// The GIL is released while it compiles. `progress`, a callable, is called with
+    /// `(phase, done, total, what)` as the compile goes (`"verify"`, `"pass"` with the pass
+    /// name, `"packaging"`, `"codegen"` with the kernel, `"finishing"`). Ctrl-C (SIGINT)
+    /// stops the compile at its next step and raises KeyboardInterrupt, as does any
+    /// exception from `progress`; nothing is returned or written.
     ///
     /// >>> bundle = cmdgraph.parse_file("examples/saxpy_chain.cgir").compile(opt_level=2)
     /// >>> bundle.save("saxpy_chain.cgb")
-    #[pyo3(signature = (passes = None, *, opt_level = 2, allow_races = false))]
+    #[pyo3(signature = (passes = None, *, opt_level = 2, allow_races = false, progress = None))]
     fn compile(
         &self,
         py: Python<'_>,
         passes: Option<&Bound<'_, PyAny>>,
         opt_level: u8,
         allow_races: bool,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Bundle> {
         if opt_level > 3 {
             return Err(Error::value(format!("opt_level must be 0 to 3, not {opt_level}")).into());
@@ -270,16 +277,19 @@ impl Module {
         let passes = pipeline(passes)?;
         self.check(allow_races)?;
         let external = self.externals()?;
+        let stop: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
         let bytes = py.detach(|| -> Result<Vec<u8>> {
-            let compiler = WithExternal { inner: &Llvm, external: &external };
+            let with_external = WithExternal { inner: &Llvm, external: &external };
+            let compiler = Interruptible { inner: &with_external, stop: &stop };
             let options = cmdgraph_codegen::Options { opt_level };
+            let mut on_progress = |p: Progress<'_>| report(&stop, progress.as_ref(), p);
             let compiled = compile_module_configured(
                 &self.module,
                 &passes,
                 &PipelineOptions::default(),
                 &options,
                 &compiler,
-                &mut |_| {},
+                &mut on_progress,
             );
             let (bundle, _) = compiled.map_err(|e| match e {
                 // The module verified above: these are refusals of the compiler (E05xx, a
@@ -288,8 +298,11 @@ impl Module {
                 e => self.located(&e),
             })?;
             bundle.to_bytes().map_err(|e| Error::new(Kind::Compile, format!("error: {e}\n")))
-        })?;
-        Ok(Bundle::from_bytes(bytes, &self.name)?)
+        });
+        if let Some(e) = stop.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        Ok(Bundle::from_bytes(bytes?, &self.name)?)
     }
 
     /// Runs a graph on the reference interpreter, as `cmdgraph interp` does: `inputs` maps
@@ -396,4 +409,74 @@ fn svg(text: &str) -> Option<String> {
     let out = child.wait_with_output().ok()?;
     writer.join().ok()?.ok()?;
     out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten()
+}
+
+/// Called at each step of a compile (with the GIL released): takes the GIL, handles pending
+/// signals (Ctrl-C raises KeyboardInterrupt here) and calls the `progress` callable; the
+/// first exception is kept in `stop`, which [`Interruptible`] turns into the compile's end.
+fn report(stop: &std::sync::Mutex<Option<PyErr>>, progress: Option<&Py<PyAny>>, p: Progress<'_>) {
+    if stop.lock().map(|s| s.is_some()).unwrap_or(true) {
+        return;
+    }
+    let (phase, done, total, what) = match p {
+        Progress::Verify => ("verify", 0, 1, ""),
+        Progress::Pass { index, total, name } => ("pass", index, total, name),
+        Progress::Packaging => ("packaging", 0, 1, ""),
+        Progress::Codegen { done, total, kernel } => ("codegen", done, total, kernel),
+        Progress::Finishing => ("finishing", 0, 1, ""),
+    };
+    let outcome = Python::attach(|py| -> PyResult<()> {
+        py.check_signals()?;
+        if let Some(f) = progress {
+            f.call1(py, (phase, done, total, what))?;
+        }
+        Ok(())
+    });
+    if let (Err(e), Ok(mut slot)) = (outcome, stop.lock()) {
+        *slot = Some(e);
+    }
+}
+
+/// A kernel compiler that refuses every further kernel once the compile is to stop
+/// (Ctrl-C, or an exception from the progress callable), so the compile ends at its next
+/// kernel rather than after all of them.
+struct Interruptible<'a> {
+    inner: &'a dyn KernelCompiler,
+    stop: &'a std::sync::Mutex<Option<PyErr>>,
+}
+
+impl Interruptible<'_> {
+    fn check(&self, kernel: &str) -> std::result::Result<(), cmdgraph_codegen::CodegenError> {
+        if self.stop.lock().map(|s| s.is_some()).unwrap_or(true) {
+            return Err(cmdgraph_codegen::CodegenError::Launch {
+                kernel: kernel.to_string(),
+                message: "the compile was interrupted".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl KernelCompiler for Interruptible<'_> {
+    fn choose_variant(
+        &self,
+        module: &cmdgraph_ir::Module,
+        kernel: cmdgraph_ir::Handle<cmdgraph_ir::Kernel>,
+        launch: &cmdgraph_ir::Launch,
+        args: &[cmdgraph_ir::Arg],
+    ) -> std::result::Result<cmdgraph_codegen::Variant, cmdgraph_codegen::CodegenError> {
+        self.check(&module.kernels[kernel].name)?;
+        self.inner.choose_variant(module, kernel, launch, args)
+    }
+
+    fn compile_kernel(
+        &self,
+        module: &cmdgraph_ir::Module,
+        kernel: cmdgraph_ir::Handle<cmdgraph_ir::Kernel>,
+        variant: &cmdgraph_codegen::Variant,
+        options: &cmdgraph_codegen::Options,
+    ) -> std::result::Result<cmdgraph_ir::bundle::CompiledKernel, cmdgraph_codegen::CodegenError> {
+        self.check(&module.kernels[kernel].name)?;
+        self.inner.compile_kernel(module, kernel, variant, options)
+    }
 }

@@ -1,6 +1,6 @@
 //! Queues, modifiable and executable graphs, dynamic parameters and dynamic command groups.
 
-use super::handler::{command_group, to_events, karg, literal, pattern_literal, record, replay, Launch, Op};
+use super::handler::{command_group, karg, literal, pattern_literal, record, replay, to_events, Launch, Op};
 use super::memory::{pointer, Ptr};
 use super::{detach, elem_type, to_range, Context, Device, Event, Kernel, NdRange, Node, OrRaise};
 use cmdgraph_sycl as s;
@@ -20,7 +20,9 @@ fn context_device(
     if let Some(c) = first.and_then(|f| f.extract::<PyRef<'_, Context>>().ok()) {
         let dev = match device {
             Some(d) => d.0.clone(),
-            None => c.0.devices().into_iter().next().ok_or_else(|| PyValueError::new_err("the context has no device"))?,
+            None => {
+                c.0.devices().into_iter().next().ok_or_else(|| PyValueError::new_err("the context has no device"))?
+            }
         };
         return Ok((c.0.clone(), dev));
     }
@@ -262,7 +264,9 @@ impl Queue {
                 }
             };
         }
-        Ok(typed!(I8 => i8, U8 => u8, I16 => i16, U16 => u16, I32 => i32, U32 => u32, I64 => i64, U64 => u64, F32 => f32, F64 => f64))
+        Ok(
+            typed!(I8 => i8, U8 => u8, I16 => i16, U16 => u16, I32 => i32, U32 => u32, I64 => i64, U64 => u64, F32 => f32, F64 => f64),
+        )
     }
 
     /// `wait()`: waits for everything submitted (row 52 while recording).

@@ -125,7 +125,10 @@ pub fn literal(obj: &Bound<'_, PyAny>, scalar: ScalarType) -> PyResult<Literal> 
         ScalarType::F16 | ScalarType::F32 | ScalarType::F64 => LitValue::Float(obj.extract::<f64>()?),
         _ => {
             let v: i128 = obj.extract().map_err(|_| {
-                PyTypeError::new_err(format!("{} is not an integer for a {scalar} argument", obj.repr().map(|r| r.to_string()).unwrap_or_default()))
+                PyTypeError::new_err(format!(
+                    "{} is not an integer for a {scalar} argument",
+                    obj.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
             })?;
             let (lo, hi): (i128, i128) = match scalar {
                 ScalarType::I8 => (i8::MIN.into(), i8::MAX.into()),
@@ -446,7 +449,8 @@ fn run_host_task(
     let outputs = Python::attach(|py| -> PyResult<Vec<Option<Vec<u8>>>> {
         let items = PyList::empty(py);
         for ((bytes, size), (dtype, mode)) in inputs.iter().zip(specs) {
-            let data = bytes.as_ref().map(|b| PyBytes::new(py, b).into_any()).unwrap_or_else(|| py.None().into_bound(py));
+            let data =
+                bytes.as_ref().map(|b| PyBytes::new(py, b).into_any()).unwrap_or_else(|| py.None().into_bound(py));
             items.append((data, *size, *dtype, mode.keyword()))?;
         }
         let out = py.import("cmdgraph.sycl")?.getattr("_host_call")?.call1((func.bind(py), items))?;

@@ -115,7 +115,9 @@ fn ir_type(name: &str) -> Option<s::Type> {
 
 /// The scalar type of a NumPy dtype string (`<f4`).
 pub fn scalar_of_dtype(d: &str) -> Option<s::ScalarType> {
-    s::ScalarType::ALL.into_iter().find(|t| crate::arrays::dtype(*t).trim_start_matches(['<', '|']) == d.trim_start_matches(['<', '|', '=']))
+    s::ScalarType::ALL
+        .into_iter()
+        .find(|t| crate::arrays::dtype(*t).trim_start_matches(['<', '|']) == d.trim_start_matches(['<', '|', '=']))
 }
 
 /// An access mode keyword (`read`, `write`, `read_write`, `no_init`).
@@ -259,8 +261,8 @@ impl Device {
 
 /// A `sycl::context` over devices, and the registry of kernels, memory and host tasks that
 /// its graphs share. A Vulkan device's graphs are compiled at their first run into
-/// `bundle_dir` (default: `cmdgraph-sycl-bundles` in the temporary directory, a cache keyed
-/// by the graph); `validation=True` (or `CMDGRAPH_VK_VALIDATION=1`) turns the Khronos
+/// `bundle_dir` (a cache keyed by the graph's content; default: `cmdgraph-sycl-bundles-PID`
+/// in the temporary directory, removed when the process exits); `validation=True` (or `CMDGRAPH_VK_VALIDATION=1`) turns the Khronos
 /// validation layer on for those runs (any message fails the run).
 ///
 /// >>> ctx = sycl.Context(sycl.Device("llvmpipe"))
@@ -271,19 +273,25 @@ pub struct Context(pub s::Context);
 static NEXT_CONTEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// A context over `devices`: a Vulkan device's graphs compile into `bundle_dir` (else the
-/// temporary directory's `cmdgraph-sycl-bundles`), with validation from `CMDGRAPH_VK_VALIDATION`
+/// temporary directory's `cmdgraph-sycl-bundles-PID`, which `cmdgraph/sycl.py` removes at
+/// exit), with validation from `CMDGRAPH_VK_VALIDATION`
 /// unless given.
-pub fn new_context(devices: &[s::Device], bundle_dir: Option<std::path::PathBuf>, validation: Option<bool>) -> s::Context {
+pub fn new_context(
+    devices: &[s::Device],
+    bundle_dir: Option<std::path::PathBuf>,
+    validation: Option<bool>,
+) -> s::Context {
     let id = NEXT_CONTEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let ctx = s::Context::new(id, devices);
     let vulkan = devices.iter().any(|d| matches!(d.backend(), s::Backend::Vulkan { .. }));
-    let validation =
-        validation.unwrap_or_else(|| std::env::var_os("CMDGRAPH_VK_VALIDATION").is_some_and(|v| v == "1"));
+    let validation = validation.unwrap_or_else(|| std::env::var_os("CMDGRAPH_VK_VALIDATION").is_some_and(|v| v == "1"));
     if let Some(dir) = bundle_dir {
         ctx.run_from_bundles(s::BundleSource { dir, validation });
     } else if vulkan {
-        let dir =
-            ctx.bundle_source().map(|b| b.dir).unwrap_or_else(|| std::env::temp_dir().join("cmdgraph-sycl-bundles"));
+        let dir = ctx
+            .bundle_source()
+            .map(|b| b.dir)
+            .unwrap_or_else(|| std::env::temp_dir().join(format!("cmdgraph-sycl-bundles-{}", std::process::id())));
         ctx.run_from_bundles(s::BundleSource { dir, validation });
     }
     ctx
