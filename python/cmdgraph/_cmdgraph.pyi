@@ -55,6 +55,7 @@ class Module:
         fma: str = "once",
         params: Optional[Mapping[str, _Value]] = None,
         active: Optional[Mapping[str, int]] = None,
+        host_tasks: Optional[Mapping[str, Callable[[Dict[str, np.ndarray]], Any]]] = None,
     ) -> Dict[str, np.ndarray]:
         """Runs a graph on the reference interpreter; returns the memory objects."""
 
@@ -86,7 +87,13 @@ class Device:
     def kind(self) -> str: ...
     @property
     def index(self) -> int: ...
-    def load(self, bundle: Bundle, *, profile: bool = False) -> Executable:
+    def load(
+        self,
+        bundle: Bundle,
+        *,
+        profile: bool = False,
+        host_tasks: Optional[Mapping[str, Callable[[Dict[str, np.ndarray]], Any]]] = None,
+    ) -> Executable:
         """Creates the bundle's pipelines on this device."""
 
 class Executable:

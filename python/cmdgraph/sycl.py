@@ -12,7 +12,6 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
 >>> from cmdgraph import sycl
 >>> q = sycl.Queue(sycl.Context(sycl.Device("llvmpipe")), in_order=True)
 >>> [k] = q.get_context().register_kernels('''
@@ -40,7 +39,6 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
 
 from ._cmdgraph import sycl as _native
 from ._errors import SyclError
@@ -74,24 +72,6 @@ atexit.register(shutil.rmtree, os.path.join(tempfile.gettempdir(), f"cmdgraph-sy
 
 #: ``command_graph`` as SYCL spells the modifiable graph's constructor.
 command_graph = ModifiableGraph
-
-
-def _host_call(fn, items):
-    """Runs a host task: ``items`` holds ``(bytes or None, size in bytes, dtype, mode)``
-    per declared memory; ``fn`` gets one array each; returns the bytes to write back (None
-    for read-only memory). Called by the native module with the GIL held."""
-    arrays = []
-    for data, size, dtype, mode in items:
-        dt = np.dtype(dtype)
-        if data is None:
-            a = np.zeros(size // dt.itemsize, dtype=dt)
-        else:
-            a = np.frombuffer(bytearray(data), dtype=dt)
-        if mode == "read":
-            a.flags.writeable = False
-        arrays.append(a)
-    fn(*arrays)
-    return [None if mode == "read" else a.tobytes() for a, (_, _, _, mode) in zip(arrays, items)]
 
 
 __all__ = [

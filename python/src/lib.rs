@@ -16,6 +16,7 @@ pub mod arrays;
 pub mod bundle;
 pub mod device;
 pub mod errors;
+pub mod host;
 pub mod module;
 pub mod params;
 pub mod sycl;

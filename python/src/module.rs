@@ -310,14 +310,16 @@ impl Module {
     /// rest start zeroed), the graph runs `runs` times, and the result maps every `usm` and
     /// `buffer` memory object (or those named in `outputs`) to a new array. `fma`: `"once"`
     /// (the kernel language's) or `"twice"` (as a Vulkan device may round it). Host tasks
-    /// run as no-ops. `params` (dynamic parameter to value) and `active` (dynamic command
+    /// run as no-ops unless `host_tasks` maps their callback names to Python callables, each
+    /// called with a dict of the node's declared memory as NumPy arrays (docs/python.md,
+    /// "Host tasks"). `params` (dynamic parameter to value) and `active` (dynamic command
     /// group to alternative) update the graph before the runs, as for `Executable.run`.
     /// The GIL is released while it runs.
     ///
     /// >>> x = np.random.rand(1024).astype(np.float32)
     /// >>> out = m.interpret({"x": x})
     #[allow(clippy::too_many_arguments)] // the keyword arguments of one Python method
-    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, fma = "once", params = None, active = None))]
+    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, fma = "once", params = None, active = None, host_tasks = None))]
     fn interpret<'py>(
         &self,
         py: Python<'py>,
@@ -328,6 +330,7 @@ impl Module {
         fma: &str,
         params: Option<&Bound<'py, PyDict>>,
         active: Option<&Bound<'py, PyDict>>,
+        host_tasks: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let fma = match fma {
             "once" => FmaRounding::Once,
@@ -341,11 +344,20 @@ impl Module {
         let bound = arrays::inputs(py, &layouts, inputs)?;
         let wanted = arrays::outputs(&layouts, outputs)?;
         let slices: Vec<(&str, &[u8])> = bound.iter().map(|(n, b)| (n.as_str(), b.as_bytes())).collect();
+        let host: Vec<(String, HostCallback)> = crate::host::given(host_tasks, &host_callbacks(&self.module))?
+            .into_iter()
+            .map(|(name, f)| (name, Box::new(crate::host::callback(f, &layouts)) as HostCallback))
+            .collect();
         let run = Run { graph: &graph, bound: &slices, updates: &updates, runs, fma };
-        let read = py.detach(|| self.run_interpreter(&run, wanted))?;
+        let read = py.detach(|| self.run_interpreter(&run, wanted, host))?;
         arrays::to_dict(py, read)
     }
 }
+
+/// A host-task callback written in Python (`host_tasks=`).
+pub type HostCallback = Box<
+    dyn FnMut(&mut dyn cmdgraph_ir::host::HostMemory) -> std::result::Result<(), cmdgraph_ir::host::HostError> + Send,
+>;
 
 /// What one `interpret` call runs.
 struct Run<'a> {
@@ -357,9 +369,15 @@ struct Run<'a> {
 }
 
 impl Module {
-    /// A fresh interpreter with the inputs bound and no-op host callbacks, the graph
+    /// A fresh interpreter with the inputs bound and host callbacks (`host`, no-ops for the
+    /// rest), the graph
     /// finalized, updated and run, then the `wanted` memory objects read.
-    fn run_interpreter(&self, run: &Run<'_>, wanted: Vec<arrays::Layout>) -> Result<Vec<(arrays::Layout, Vec<u8>)>> {
+    fn run_interpreter(
+        &self,
+        run: &Run<'_>,
+        wanted: Vec<arrays::Layout>,
+        host: Vec<(String, HostCallback)>,
+    ) -> Result<Vec<(arrays::Layout, Vec<u8>)>> {
         let Run { graph, bound, updates, runs, fma } = *run;
         let fail = |e: cmdgraph_interp::InterpError| Error::new(Kind::Device, format!("error: @{graph}: {e}"));
         let mut interp = Interpreter::new(&self.module).map_err(fail)?;
@@ -368,6 +386,9 @@ impl Module {
         }
         for name in host_callbacks(&self.module) {
             interp.register_callback(&name, |_| Ok(()));
+        }
+        for (name, f) in host {
+            interp.register_callback(&name, f);
         }
         let exec = interp.finalize(graph).map_err(fail)?;
         for update in updates {

@@ -453,7 +453,7 @@ fn run_host_task(
                 bytes.as_ref().map(|b| PyBytes::new(py, b).into_any()).unwrap_or_else(|| py.None().into_bound(py));
             items.append((data, *size, *dtype, mode.keyword()))?;
         }
-        let out = py.import("cmdgraph.sycl")?.getattr("_host_call")?.call1((func.bind(py), items))?;
+        let out = py.import("cmdgraph._host")?.getattr("call_arrays")?.call1((func.bind(py), items))?;
         out.try_iter()?
             .map(|o| {
                 let o = o?;
@@ -465,13 +465,7 @@ fn run_host_task(
             })
             .collect()
     });
-    let outputs = outputs.map_err(|e| {
-        let text = Python::attach(|py| {
-            let ty = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
-            format!("{ty}: {}", e.value(py))
-        });
-        s::HostError::failed(format!("host task `{node}` raised {text}"))
-    })?;
+    let outputs = outputs.map_err(|e| s::HostError::failed(crate::host::describe(&node, &e)))?;
     for (name, out) in names.iter().zip(outputs) {
         if let Some(bytes) = out {
             mem.write(name, 0, &bytes)?;
