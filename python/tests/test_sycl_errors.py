@@ -146,3 +146,13 @@ def test_async_malloc_pointer_is_set_after_the_function(env):
 
     g.add(cgf)
     assert seen[0].offset == 0 and seen[0].allocation_bytes == 16
+
+
+def test_profiling_info_and_row_61(env):
+    q = env.queue(enable_profiling=True)
+    x = env.usm(np.ones(4, np.float32))
+    g = env.graph()
+    g.add(lambda h: h.parallel_for(env.k("increment"), 4, x))
+    info = q.ext_oneapi_graph(g.finalize(enable_profiling=True)).get_profiling_info()
+    assert info["command_submit"] <= info["command_start"] <= info["command_end"]
+    raises("invalid", 61, q.ext_oneapi_graph(g.finalize()).get_profiling_info)

@@ -349,3 +349,33 @@ def test_vulkan_runs_asynchronously_and_reports_the_device():
     assert e.get_status() == "complete"
     assert "Vulkan" in exe.runtime, exe.runtime
     assert (x.to_numpy() == 1).all()
+
+
+def test_calls_that_wait_for_a_python_host_task_in_flight_do_not_deadlock():
+    """A graph whose Python host task runs on the device's worker thread is in flight while
+    the main thread makes calls that wait for it (a buffer from an array, kernel text
+    declaring a device_global, a write, a read): each releases the GIL, so the host task
+    takes it and everything completes."""
+    env = Env("vulkan")
+    q = env.queue()
+    x = env.usm(np.arange(N, dtype=np.float32))
+    g = env.graph()
+    ran = []
+    first = g.add(lambda h: h.parallel_for(env.k("increment"), N, x))
+    g.add(lambda h: h.host_task(lambda a: (ran.append(1), np.multiply(a, 3, out=a)), [x]), depends_on=first)
+    exe = g.finalize()
+    q.ext_oneapi_graph(exe).wait()  # compiled; the next submission is quick to start
+    q.ext_oneapi_graph(exe)
+    buf = sycl.Buffer(env.ctx, np.ones(8, np.float32))
+    q.ext_oneapi_graph(exe)
+    env.ctx.register_kernels("device_global @flag : u32[1]\n")
+    q.ext_oneapi_graph(exe)
+    y = env.usm(np.zeros(4, np.float32))
+    q.ext_oneapi_graph(exe)
+    got = x.to_numpy()
+    assert len(ran) == 5
+    want = np.arange(N, dtype=np.float32)
+    for _ in range(5):
+        want = (want + 1) * 3
+    np.testing.assert_array_equal(got, want)
+    assert (buf.host_access() == 1).all() and (y.to_numpy() == 0).all()

@@ -301,7 +301,9 @@ impl Buffer {
                 let n: u64 = array.getattr("size")?.extract()?;
                 let buf = s::Buffer::new(&ctx, name, elem, n).or_raise()?;
                 let bytes = array_bytes(py, buf.name(), array, elem, n)?;
-                buf.write_bytes(0, &bytes).or_raise()?;
+                // Writing waits for runs in flight, whose host tasks may need the GIL.
+                let b = buf.clone();
+                detach(py, move || b.write_bytes(0, &bytes)).or_raise()?;
                 Ok(Buffer(buf))
             }
             None => {

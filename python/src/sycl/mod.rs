@@ -335,7 +335,12 @@ impl Context {
     ///
     /// >>> [k] = ctx.register_kernels('kernel @inc(%x: buf<f32, read_write>) { ... }')
     #[pyo3(signature = (text, base_dir = None))]
-    fn register_kernels(&self, text: &str, base_dir: Option<std::path::PathBuf>) -> PyResult<Vec<Kernel>> {
+    fn register_kernels(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        base_dir: Option<std::path::PathBuf>,
+    ) -> PyResult<Vec<Kernel>> {
         let mut module = cmdgraph_ir::text::parse(text).map_err(|d| {
             sycl_err(s::SyclError::invalid(
                 0,
@@ -353,7 +358,9 @@ impl Context {
         } else {
             text.to_string()
         };
-        let kernels = self.0.register_kernels_from_text(&resolved).or_raise()?;
+        // A device_global the text declares is written, which waits for runs in flight.
+        let ctx = self.0.clone();
+        let kernels = detach(py, move || ctx.register_kernels_from_text(&resolved)).or_raise()?;
         Ok(kernels.into_iter().map(Kernel).collect())
     }
 
