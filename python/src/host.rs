@@ -60,13 +60,34 @@ pub fn callback(
     }
 }
 
-/// `host task `node` raised Type: message`.
+/// `host task `node` raised Type: message`; the exception is kept (the last few) so that
+/// the error the run's failure raises can name it as its `__cause__` ([`chain`]).
 pub fn describe(node: &str, e: &PyErr) -> String {
-    let text = Python::attach(|py| {
+    Python::attach(|py| {
         let ty = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
-        format!("{ty}: {}", e.value(py))
-    });
-    format!("host task `{node}` raised {text}")
+        let text = format!("host task `{node}` raised {ty}: {}", e.value(py));
+        if let Ok(mut kept) = RAISED.lock() {
+            if kept.len() >= 16 {
+                kept.remove(0);
+            }
+            kept.push((text.clone(), e.clone_ref(py)));
+        }
+        text
+    })
+}
+
+/// Exceptions raised by host tasks, with the text their failure carries.
+static RAISED: std::sync::Mutex<Vec<(String, PyErr)>> = std::sync::Mutex::new(Vec::new());
+
+/// Sets `error.__cause__` to the host task's exception whose text `message` contains.
+pub fn chain(py: Python<'_>, error: &PyErr, message: &str) {
+    let found = match RAISED.lock() {
+        Ok(mut kept) => kept.iter().position(|(t, _)| message.contains(t.as_str())).map(|i| kept.remove(i).1),
+        Err(_) => None,
+    };
+    if let Some(cause) = found {
+        error.set_cause(py, Some(cause));
+    }
 }
 
 /// `host_tasks=` as (callback name, callable), each name one of `known` (ValueError else).

@@ -70,8 +70,9 @@ def test_a_host_task_that_raises_fails_the_run(device):
     def bad(mem):
         raise ZeroDivisionError("no")
 
-    with pytest.raises(cmdgraph.DeviceError, match="host task `h` raised ZeroDivisionError: no"):
+    with pytest.raises(cmdgraph.DeviceError, match="host task `h` raised ZeroDivisionError: no") as info:
         m.interpret(host_tasks={"shift": bad})
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
     exe = device.load(m.compile(), host_tasks={"shift": bad})
     with pytest.raises(cmdgraph.DeviceError, match="ZeroDivisionError: no"):
         exe.run({"x": np.ones(64, np.float32)})

@@ -103,6 +103,7 @@ def test_a_host_task_that_raises_fails_the_run_naming_the_node(backend):
     msg = str(info.value)
     assert info.value.code == "invalid"
     assert "ValueError: the host task refuses" in msg and node.name in msg, msg
+    assert isinstance(info.value.__cause__, ValueError), "the host task's exception is the cause"
     # The failed host task wrote nothing back; the process carries on.
     assert (x.to_numpy() == np.arange(8, dtype=np.float32)).all()
     q.submit(lambda h: h.parallel_for(env.k("increment"), 8, x)).wait()

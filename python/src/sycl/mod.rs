@@ -64,10 +64,12 @@ pub fn sycl_err(e: s::SyclError) -> PyErr {
             .import("cmdgraph._errors")
             .and_then(|m| m.getattr("SyclError"))
             .and_then(|c| c.call1((e.to_string(), e.code.name(), e.row)));
-        match made {
+        let err = match made {
             Ok(instance) => PyErr::from_value(instance),
             Err(_) => pyo3::exceptions::PyRuntimeError::new_err(e.to_string()),
-        }
+        };
+        crate::host::chain(py, &err, &e.message);
+        err
     })
 }
 
