@@ -40,7 +40,7 @@ class Module:
         *,
         opt_level: int = 2,
         allow_races: bool = False,
-        progress: Optional[Callable[[str, int, int, str], Any]] = None,
+        progress: Union[None, bool, Callable[[str, int, int, str], Any]] = None,
     ) -> Bundle:
         """Compiles in process: the bytes of `cmdgraph compile` with the same options.
         `progress(phase, done, total, what)` is called at each step; Ctrl-C stops the

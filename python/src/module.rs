@@ -256,7 +256,8 @@ impl Module {
     /// list of pass names or a comma-separated string (`""`: none); `opt_level`: LLVM's 0-3.
     /// The GIL is released while it compiles. `progress`, a callable, is called with
     /// `(phase, done, total, what)` as the compile goes (`"verify"`, `"pass"` with the pass
-    /// name, `"packaging"`, `"codegen"` with the kernel, `"finishing"`). Ctrl-C (SIGINT)
+    /// name, `"packaging"`, `"codegen"` with the kernel, `"finishing"`); `progress=True` draws
+    /// a line on stderr once the compile takes a second. Ctrl-C (SIGINT)
     /// stops the compile at its next step and raises KeyboardInterrupt, as does any
     /// exception from `progress`; nothing is returned or written.
     ///
@@ -277,6 +278,17 @@ impl Module {
         let passes = pipeline(passes)?;
         self.check(allow_races)?;
         let external = self.externals()?;
+        // `progress=True`: the stderr line of `cmdgraph/_progress.py`; False: none.
+        let progress = match progress {
+            Some(p) if p.bind(py).is_instance_of::<pyo3::types::PyBool>() => match p.bind(py).is_truthy()? {
+                true => Some(py.import("cmdgraph._progress")?.getattr("Line")?.call0()?.unbind()),
+                false => None,
+            },
+            Some(p) if !p.bind(py).is_callable() => {
+                return Err(Error::type_error("progress must be a callable, True or False").into())
+            }
+            other => other,
+        };
         let stop: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
         let bytes = py.detach(|| -> Result<Vec<u8>> {
             let with_external = WithExternal { inner: &Llvm, external: &external };

@@ -45,6 +45,23 @@ def test_progress_reports_every_step():
     assert all(isinstance(s[3], str) for s in seen)
 
 
+def test_progress_true_draws_a_line_on_stderr():
+    import io
+
+    from cmdgraph._progress import Line
+
+    m = cmdgraph.parse(large_module(3))
+    assert m.compile(progress=True) is not None
+    assert m.compile(progress=False) is not None
+    with pytest.raises(TypeError, match="progress"):
+        m.compile(progress=3)
+    out = io.StringIO()
+    line = Line(out, quiet_for=0)
+    m.compile(passes="", progress=line)
+    text = out.getvalue()
+    assert "compiling: " in text and text.endswith("\r"), repr(text)
+
+
 def test_an_exception_from_progress_stops_the_compile():
     m = cmdgraph.parse(large_module(20))
     calls = []
