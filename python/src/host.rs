@@ -29,27 +29,29 @@ pub fn callback(
             let bytes = if mode.reads() { Some(mem.read(&name)?) } else { None };
             items.push((name, bare, bytes, size, dtype, mode));
         }
-        let outputs = Python::attach(|py| -> PyResult<Vec<Option<Vec<u8>>>> {
-            let list = PyList::empty(py);
-            for (_, bare, bytes, size, dtype, mode) in &items {
-                let data = match bytes {
-                    Some(b) => PyBytes::new(py, b).into_any(),
-                    None => py.None().into_bound(py),
-                };
-                list.append((bare.as_str(), data, *size, *dtype, mode.keyword()))?;
-            }
-            let out = py.import("cmdgraph._host")?.getattr("call_named")?.call1((func.bind(py), list))?;
-            out.try_iter()?
-                .map(|o| {
-                    let o = o?;
-                    if o.is_none() {
-                        Ok(None)
-                    } else {
-                        Ok(Some(o.cast::<PyBytes>()?.as_bytes().to_vec()))
-                    }
-                })
-                .collect()
-        })
+        let outputs = guarded(&node, || {
+            Python::attach(|py| -> PyResult<Vec<Option<Vec<u8>>>> {
+                let list = PyList::empty(py);
+                for (_, bare, bytes, size, dtype, mode) in &items {
+                    let data = match bytes {
+                        Some(b) => PyBytes::new(py, b).into_any(),
+                        None => py.None().into_bound(py),
+                    };
+                    list.append((bare.as_str(), data, *size, *dtype, mode.keyword()))?;
+                }
+                let out = py.import("cmdgraph._host")?.getattr("call_named")?.call1((func.bind(py), list))?;
+                out.try_iter()?
+                    .map(|o| {
+                        let o = o?;
+                        if o.is_none() {
+                            Ok(None)
+                        } else {
+                            Ok(Some(o.cast::<PyBytes>()?.as_bytes().to_vec()))
+                        }
+                    })
+                    .collect()
+            })
+        })?
         .map_err(|e| HostError::failed(describe(&node, &e)))?;
         for ((name, ..), out) in items.iter().zip(outputs) {
             if let Some(bytes) = out {
@@ -58,6 +60,21 @@ pub fn callback(
         }
         Ok(())
     }
+}
+
+/// Runs `f` (the call into Python), turning a panic into the host task's failure: PyO3
+/// resumes a Rust panic that reached Python (a `PanicException`, e.g. an object of
+/// `cmdgraph.sycl` used from the worker thread) when it fetches the exception, and a panic
+/// must not unwind into the runtime that runs the node.
+pub fn guarded<T>(node: &str, f: impl FnOnce() -> T) -> Result<T, HostError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let what = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        HostError::failed(format!("host task `{node}` panicked: {what}"))
+    })
 }
 
 /// `host task `node` raised Type: message`; the exception is kept (the last few) so that

@@ -157,3 +157,17 @@ def test_profiling_info_and_row_61(env):
     info = q.ext_oneapi_graph(g.finalize(enable_profiling=True)).get_profiling_info()
     assert info["command_submit"] <= info["command_start"] <= info["command_end"]
     raises("invalid", 61, q.ext_oneapi_graph(g.finalize()).get_profiling_info)
+
+
+def test_a_vulkan_host_task_using_a_sycl_object_fails_its_run():
+    """On Vulkan a host task runs on the device's worker thread, where objects of
+    cmdgraph.sycl (which belong to their thread) refuse to be used: the run fails with a
+    message saying so, and the process carries on."""
+    env = Env("vulkan")
+    g, q = env.graph(), env.queue()
+    x = env.usm(np.zeros(8, np.float32))
+    g.add(lambda h: h.host_task(lambda a: x.count, [x]))
+    with pytest.raises(cmdgraph.SyclError, match="unsendable"):
+        q.ext_oneapi_graph(g.finalize()).wait()
+    q.submit(lambda h: h.parallel_for(env.k("increment"), 8, x)).wait()
+    assert (x.to_numpy() == 1).all()

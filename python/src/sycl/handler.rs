@@ -446,25 +446,27 @@ fn run_host_task(
         let bytes = if mode.reads() { Some(mem.read(name)?) } else { None };
         inputs.push((bytes, size));
     }
-    let outputs = Python::attach(|py| -> PyResult<Vec<Option<Vec<u8>>>> {
-        let items = PyList::empty(py);
-        for ((bytes, size), (dtype, mode)) in inputs.iter().zip(specs) {
-            let data =
-                bytes.as_ref().map(|b| PyBytes::new(py, b).into_any()).unwrap_or_else(|| py.None().into_bound(py));
-            items.append((data, *size, *dtype, mode.keyword()))?;
-        }
-        let out = py.import("cmdgraph._host")?.getattr("call_arrays")?.call1((func.bind(py), items))?;
-        out.try_iter()?
-            .map(|o| {
-                let o = o?;
-                if o.is_none() {
-                    Ok(None)
-                } else {
-                    Ok(Some(o.cast::<PyBytes>()?.as_bytes().to_vec()))
-                }
-            })
-            .collect()
-    });
+    let outputs = crate::host::guarded(&node, || {
+        Python::attach(|py| -> PyResult<Vec<Option<Vec<u8>>>> {
+            let items = PyList::empty(py);
+            for ((bytes, size), (dtype, mode)) in inputs.iter().zip(specs) {
+                let data =
+                    bytes.as_ref().map(|b| PyBytes::new(py, b).into_any()).unwrap_or_else(|| py.None().into_bound(py));
+                items.append((data, *size, *dtype, mode.keyword()))?;
+            }
+            let out = py.import("cmdgraph._host")?.getattr("call_arrays")?.call1((func.bind(py), items))?;
+            out.try_iter()?
+                .map(|o| {
+                    let o = o?;
+                    if o.is_none() {
+                        Ok(None)
+                    } else {
+                        Ok(Some(o.cast::<PyBytes>()?.as_bytes().to_vec()))
+                    }
+                })
+                .collect()
+        })
+    })?;
     let outputs = outputs.map_err(|e| s::HostError::failed(crate::host::describe(&node, &e)))?;
     for (name, out) in names.iter().zip(outputs) {
         if let Some(bytes) = out {
