@@ -7,11 +7,7 @@ makes an ``ExecutableGraph`` that ``Queue.ext_oneapi_graph`` runs. Properties ar
 arguments (``Queue(ctx, in_order=True)``, ``g.finalize(updatable=True)``). SYCL's errors
 raise ``cmdgraph.SyclError`` with ``.code`` (the ``errc`` name) and ``.row``.
 
->>> import atexit
-import os
-import shutil
-import tempfile
-
+>>> import numpy as np
 >>> from cmdgraph import sycl
 >>> q = sycl.Queue(sycl.Context(sycl.Device("llvmpipe")), in_order=True)
 >>> [k] = q.get_context().register_kernels('''
@@ -38,7 +34,6 @@ import atexit
 import os
 import shutil
 import tempfile
-
 
 from ._cmdgraph import sycl as _native
 from ._errors import SyclError

@@ -379,3 +379,17 @@ def test_calls_that_wait_for_a_python_host_task_in_flight_do_not_deadlock():
         want = (want + 1) * 3
     np.testing.assert_array_equal(got, want)
     assert (buf.host_access() == 1).all() and (y.to_numpy() == 0).all()
+
+
+def test_the_module_docstring_example_runs():
+    """The example at the top of `cmdgraph.sycl` (recording on llvmpipe) runs as written."""
+    import doctest
+
+    if not any(d.backend == "vulkan" for d in sycl.Device.get_devices()):
+        pytest.skip("no Vulkan device")
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner()
+    for test in finder.find(sycl):
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert runner.summarize(verbose=False).attempted >= 10
