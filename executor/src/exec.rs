@@ -280,6 +280,18 @@ impl Executor {
         self.transfers.download(&self.ctx, buf, buf.base, size)
     }
 
+    /// [`read`](Self::read) into `out`, which must be exactly the object's size: the
+    /// staging buffer's bytes are copied straight into it (language bindings read into
+    /// arrays they own this way, without a second copy).
+    pub fn read_into(&self, name: &str, out: &mut [u8]) -> Result<()> {
+        self.worker.drain();
+        let (_, buf, size) = self.user(name)?;
+        if out.len() as u64 != size {
+            return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} asked for", out.len())));
+        }
+        self.transfers.download_into(&self.ctx, buf, buf.base, out)
+    }
+
     /// [`read`](Self::read) as typed elements.
     pub fn read_as<T: Element>(&self, name: &str) -> Result<Vec<T>> {
         Ok(from_bytes(&self.read(name)?))

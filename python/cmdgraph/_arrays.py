@@ -3,9 +3,11 @@
 An array bound to memory object ``T[N]`` must have the dtype of ``T`` (little-endian, as
 ``cmdgraph interp`` reads ``.npy`` files), be C-contiguous, and hold ``N`` elements: any
 shape with ``N`` elements for a scalar type, ``(..., L)`` with ``N`` rows for ``vecL<T>``.
-``to_bytes`` copies it once (``tobytes``); ``vec3`` elements get their fourth (padding)
-lane, zero. ``from_bytes`` wraps bytes read back without copying (``np.frombuffer`` of a
-``bytearray``, so the array is writable); ``vec3`` drops the padding lane (one copy).
+``prepare`` checks it and returns it as it is (the native module then reads its memory by
+address, straight into the executor's staging buffer); ``vec3`` elements get their fourth
+(padding) lane, zero, in a padded copy. ``empty`` makes the array a memory object is read
+back into (the staging buffer's bytes go straight into it); ``vec3`` memory is read as bytes
+and ``from_bytes`` drops the padding lane (one copy).
 """
 
 import numpy as np
@@ -15,8 +17,9 @@ def _shape(shape):
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def to_bytes(name, array, dtype, lanes, count, describe):
-    """The bytes of memory object ``@name`` (``describe``: ``f32[1024]``) from ``array``.
+def prepare(name, array, dtype, lanes, count, describe):
+    """``array`` checked against memory object ``@name`` (``describe``: ``f32[1024]``): the
+    array itself, C-contiguous with exactly the object's bytes (a padded copy for ``vec3``).
 
     Raises TypeError (not an ndarray, wrong dtype) or ValueError (not C-contiguous, wrong
     number of elements), each naming the memory object.
@@ -57,8 +60,14 @@ def to_bytes(name, array, dtype, lanes, count, describe):
     if lanes == 3:
         padded = np.zeros((count, 4), dtype=want)
         padded[:, :3] = array.reshape(count, 3)
-        return padded.tobytes()
-    return array.tobytes()
+        return padded
+    return array
+
+
+def empty(dtype, lanes, count):
+    """A new C-contiguous array for ``count`` elements of ``lanes`` lanes (not ``vec3``)."""
+    shape = (count,) if lanes == 1 else (count, lanes)
+    return np.empty(shape, dtype=np.dtype(dtype))
 
 
 def from_bytes(buffer, dtype, lanes, count):

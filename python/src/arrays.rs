@@ -1,15 +1,15 @@
-//! NumPy arrays in and out, as bytes: the layouts of a module's memory objects, and the calls
-//! into `cmdgraph/_arrays.py`, which checks an array against its memory object (dtype,
-//! contiguity, shape) and copies it once into a `bytes` (`ndarray.tobytes()`), and wraps
-//! what a run read back in an array without a further copy (`np.frombuffer` of a
-//! `bytearray`). The limited API of CPython 3.9 (abi3) has no buffer protocol, so an array's
-//! memory is never read through a pointer here: nothing can be read past its end.
+//! NumPy arrays in and out: the layouts of a module's memory objects, and the calls into
+//! `cmdgraph/_arrays.py`, which checks an array against its memory object (dtype,
+//! contiguity, shape). A checked array's memory is read by address (`raw.rs`: abi3 has no
+//! buffer protocol), straight into the executor's staging buffer; a memory object is read
+//! back straight into a new array (`_arrays.empty`), except `vec3` memory, whose padding
+//! lane is dropped in one copy. The interpreter's inputs are copied once into `Vec`s.
 
 use crate::errors::{Error, Result};
 use cmdgraph_ir::types::ScalarType;
 use cmdgraph_ir::{MemoryKind, Module};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict};
+use pyo3::types::{PyByteArray, PyDict};
 
 /// What an array bound to a memory object must look like.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,13 +73,14 @@ fn find<'l>(layouts: &'l [Layout], name: &str) -> Result<&'l Layout> {
     })
 }
 
-/// Checks and converts every input array before anything is bound: a wrong name, a
-/// `device_global`, or an array that does not fit its memory object raises here.
+/// Checks every input array before anything is bound: a wrong name, a `device_global`, or
+/// an array that does not fit its memory object raises here. Returns each memory object's
+/// name and its array (C-contiguous, exactly the object's bytes: `raw::bytes` reads it).
 pub fn inputs<'py>(
     py: Python<'py>,
     layouts: &[Layout],
     given: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Vec<(String, Bound<'py, PyBytes>)>> {
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
     let Some(given) = given else { return Ok(Vec::new()) };
     let helpers = py.import("cmdgraph._arrays")?;
     let mut out = Vec::with_capacity(given.len());
@@ -94,10 +95,52 @@ pub fn inputs<'py>(
             .into());
         }
         let args = (layout.name.as_str(), value, layout.dtype, layout.lanes, layout.count, layout.describe.as_str());
-        let bytes = helpers.call_method1("to_bytes", args)?.cast_into::<PyBytes>()?;
-        out.push((layout.name.clone(), bytes));
+        let array = helpers.call_method1("prepare", args)?;
+        out.push((layout.name.clone(), array));
     }
     Ok(out)
+}
+
+/// The input arrays' bytes, copied (for the interpreter, which runs with the GIL released).
+pub fn owned(inputs: &[(String, Bound<'_, PyAny>)]) -> PyResult<Vec<(String, Vec<u8>)>> {
+    inputs.iter().map(|(n, a)| Ok((n.clone(), crate::raw::bytes(a)?.to_vec()))).collect()
+}
+
+/// A new array for each memory object to read back (`None` for `vec3` memory, read as bytes).
+pub fn empties<'py>(py: Python<'py>, wanted: &[Layout]) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
+    let helpers = py.import("cmdgraph._arrays")?;
+    wanted
+        .iter()
+        .map(|l| match l.lanes {
+            3 => Ok(None),
+            _ => helpers.call_method1("empty", (l.dtype, l.lanes, l.count)).map(Some),
+        })
+        .collect()
+}
+
+/// The arrays read back (`empties`, filled), with `vec3` memory's bytes made arrays, as a
+/// dict of name to array.
+pub fn filled_dict<'py>(
+    py: Python<'py>,
+    wanted: &[Layout],
+    arrays: Vec<Option<Bound<'py, PyAny>>>,
+    vec3_bytes: Vec<Vec<u8>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let helpers = py.import("cmdgraph._arrays")?;
+    let dict = PyDict::new(py);
+    let mut bytes = vec3_bytes.into_iter();
+    for (layout, array) in wanted.iter().zip(arrays) {
+        let array = match array {
+            Some(a) => a,
+            None => {
+                let b = bytes.next().unwrap_or_default();
+                let buffer = PyByteArray::new(py, &b);
+                helpers.call_method1("from_bytes", (buffer, layout.dtype, layout.lanes, layout.count))?
+            }
+        };
+        dict.set_item(&layout.name, array)?;
+    }
+    Ok(dict)
 }
 
 /// The memory objects to read back: `wanted`, or every `usm` and `buffer` object.

@@ -4,11 +4,13 @@
 //! a module parsed, verified, drawn or compiled from Python gives the CLI's bytes and its
 //! diagnostic text: [`module`] (parse, print, verify, DOT, compile, the interpreter),
 //! [`bundle`] (compiled bundles), [`device`] (Vulkan devices and executables), [`sycl`] (the
-//! SYCL-like graph API of `cmdgraph-sycl`, `cmdgraph.sycl`). Arrays cross
-//! the boundary as bytes; `cmdgraph/_arrays.py` checks and converts NumPy arrays
-//! ([`arrays`] calls it), and `cmdgraph/_errors.py` defines the exception classes
-//! ([`errors`] raises them). The crate's one `unsafe` is `sycl`'s `Confined` (the GIL released
-//! around the SYCL crate's `Rc` handles, on their own thread).
+//! SYCL-like graph API of `cmdgraph-sycl`, `cmdgraph.sycl`), [`host`] (host tasks written in
+//! Python). `cmdgraph/_arrays.py` checks NumPy arrays against memory objects ([`arrays`] calls
+//! it); their memory crosses by address ([`raw`], `unsafe`: the abi3 limited API of CPython 3.9
+//! has no buffer protocol), straight into and out of the executor's staging buffers.
+//! `cmdgraph/_errors.py` defines the exception classes ([`errors`] raises them). The crate's
+//! other `unsafe` is `sycl`'s `Confined` (the GIL released around the SYCL crate's `Rc`
+//! handles, on their own thread).
 
 use pyo3::prelude::*;
 
@@ -19,6 +21,7 @@ pub mod errors;
 pub mod host;
 pub mod module;
 pub mod params;
+pub mod raw;
 pub mod sycl;
 
 /// The extension module: its classes and functions, re-exported by `cmdgraph/__init__.py`.

@@ -355,7 +355,8 @@ impl Module {
         let layouts = arrays::layouts(&self.module);
         let bound = arrays::inputs(py, &layouts, inputs)?;
         let wanted = arrays::outputs(&layouts, outputs)?;
-        let slices: Vec<(&str, &[u8])> = bound.iter().map(|(n, b)| (n.as_str(), b.as_bytes())).collect();
+        let owned = arrays::owned(&bound)?;
+        let slices: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
         let host: Vec<(String, HostCallback)> = crate::host::given(host_tasks, &host_callbacks(&self.module))?
             .into_iter()
             .map(|(name, f)| (name, Box::new(crate::host::callback(f, &layouts)) as HostCallback))

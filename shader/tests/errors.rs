@@ -140,11 +140,13 @@ fn switch_case_falling_through_is_refused_glsl() {
     refused("err_switch.comp", "switch", "falls through");
 }
 
+/// `let c = a;` of a fixed-size array in memory is read element by element where `c[i]` is
+/// used: after a store to the array that would see the store, so it is refused at the use.
 #[test]
-fn used_whole_array_load_is_refused_at_the_load() {
-    let e = refused("err_whole_load.wgsl", "a", "a load of a whole array or struct");
+fn an_element_of_a_whole_array_load_used_after_a_store_is_refused() {
+    let e = refused("err_whole_load.wgsl", "c[1]", "used after a store");
     let (_, src) = shader("err_whole_load.wgsl");
-    assert_eq!(line_of(&src, &e.span), 6, "{e}");
+    assert_eq!(line_of(&src, &e.span), 8, "{e}");
 }
 
 #[test]

@@ -547,3 +547,14 @@ fn a_work_group_struct_and_a_whole_array_copy_match_reference() {
     assert_same(file, &f32s(&out[1]), &want);
     assert_eq!(u32s(&out[2]), vec![10, 11, 12, 13], "group 1's lens");
 }
+
+#[test]
+fn elements_of_a_whole_array_load_match_reference() {
+    let file = "whole_array_load.wgsl";
+    let t = translated(file);
+    let mut rng = Rng::new(35);
+    let a = rng.f32s(4, -8.0, 8.0);
+    let out = run(file, &t, "range(64)", &[Arg::F32s(&a), Arg::OutF32(64)]);
+    let want: Vec<f32> = (0..64).map(|i| a[1] * 2.0 + a[i % 4]).collect();
+    assert_same(file, &f32s(&out[1]), &want);
+}

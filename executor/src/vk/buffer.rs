@@ -167,11 +167,28 @@ impl Buffer {
 
     /// Reads `len` bytes at `offset` of a mapped buffer.
     pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        if offset.checked_add(len).is_none_or(|e| e > self.size) {
+            return Err(ExecError::Invalid(format!(
+                "read of {len} bytes at {offset} outside a {}-byte buffer",
+                self.size
+            )));
+        }
+        let mut out = vec![0u8; len as usize];
+        self.read_into(offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`read`](Self::read) into `out` (its length is the byte count).
+    pub fn read_into(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        let len = out.len() as u64;
         let end = offset.checked_add(len).filter(|&e| e <= self.size);
         match (self.mapped, end) {
-            // SAFETY: the range is inside the mapping (checked above).
             (Some(p), Some(_)) => {
-                Ok(unsafe { std::slice::from_raw_parts(p.add(offset as usize), len as usize) }.to_vec())
+                // SAFETY: the range is inside the mapping (checked above) and `out` is a
+                // distinct allocation of `len` bytes.
+                let src = unsafe { std::slice::from_raw_parts(p.add(offset as usize), out.len()) };
+                out.copy_from_slice(src);
+                Ok(())
             }
             _ => {
                 Err(ExecError::Invalid(format!("read of {len} bytes at {offset} outside a {}-byte buffer", self.size)))
@@ -284,8 +301,25 @@ impl Transfers {
     /// Reads `len` bytes of `src` at `offset` through a staging buffer.
     pub fn download(&self, ctx: &Context, src: impl Into<BufRef>, offset: u64, len: u64) -> Result<Vec<u8>> {
         let src: BufRef = src.into();
+        // Checked before the allocation: a length past the buffer is an error, not an abort.
+        if offset.checked_add(len).is_none_or(|e| e > src.size) {
+            return Err(ExecError::Invalid(format!(
+                "download of {len} bytes at {offset} past a {}-byte buffer",
+                src.size
+            )));
+        }
+        let mut out = vec![0u8; len as usize];
+        self.download_into(ctx, src, offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`download`](Self::download) into `out` (its length is the byte count): the staging
+    /// buffer's bytes go straight into the caller's memory.
+    pub fn download_into(&self, ctx: &Context, src: impl Into<BufRef>, offset: u64, out: &mut [u8]) -> Result<()> {
+        let src: BufRef = src.into();
+        let len = out.len() as u64;
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         if offset.checked_add(len).is_none_or(|e| e > src.size) {
             return Err(ExecError::Invalid(format!(
@@ -298,7 +332,7 @@ impl Transfers {
         // SAFETY: both buffers are live and the region is inside both.
         let r = self
             .run(ctx, |d, cb| unsafe { d.cmd_copy_buffer(cb, src.buffer, staging.buffer, &region) })
-            .and_then(|()| staging.read(0, len));
+            .and_then(|()| staging.read_into(0, out));
         staging.destroy(ctx);
         r
     }

@@ -5,7 +5,7 @@ use super::{access, detach, elem_type, usm_kind, Context, OrRaise};
 use cmdgraph_sycl as s;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
+use pyo3::types::PyByteArray;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -19,8 +19,9 @@ fn layout(elem: s::Type) -> (&'static str, u32) {
 fn array_bytes(py: Python<'_>, name: &str, array: &Bound<'_, PyAny>, elem: s::Type, count: u64) -> PyResult<Vec<u8>> {
     let (dtype, lanes) = layout(elem);
     let describe = format!("{elem}[{count}]");
-    let b = py.import("cmdgraph._arrays")?.call_method1("to_bytes", (name, array, dtype, lanes, count, describe))?;
-    Ok(b.cast::<PyBytes>()?.as_bytes().to_vec())
+    let checked =
+        py.import("cmdgraph._arrays")?.call_method1("prepare", (name, array, dtype, lanes, count, describe))?;
+    Ok(crate::raw::bytes(&checked)?.to_vec())
 }
 
 /// A NumPy array over `bytes` (one element per row for vectors).

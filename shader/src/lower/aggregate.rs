@@ -199,8 +199,9 @@ impl Lowerer<'_> {
                 let p = self.member_of_load(p, at, epoch, span)?;
                 self.flat_tree(p, ty, span)
             }
-            Val::MemArray(mem, elem, _) => match self.module.types[ty].inner {
+            Val::MemArray(mem, elem, at, epoch) => match self.module.types[ty].inner {
                 TypeInner::Array { size: ArraySize::Constant(n), .. } if n.get() as usize <= MAX_LEAVES => {
+                    self.member_of_load(Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }, at, epoch, span)?;
                     self.readable(&mem, span)?;
                     Ok(self.memory_tree(&mem, elem, n.get()))
                 }

@@ -126,6 +126,11 @@ impl Lowerer<'_> {
                         let member = self.flat_access(p, i, it, span)?;
                         self.load_ptr(member, span)?
                     }
+                    Val::MemArray(mem, elem, at, epoch) => {
+                        self.member_of_load(Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }, at, epoch, span)?;
+                        let i = self.index_as_u32(i, it);
+                        self.load_ptr(Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None }), span)?
+                    }
                     _ => {
                         return Err(ShaderError::at(
                             span,
@@ -232,6 +237,11 @@ impl Lowerer<'_> {
                 let p = self.member_of_load(p, at, epoch, span)?;
                 let member = self.flat_access_index(p, index, span)?;
                 self.load_ptr(member, span)?
+            }
+            Val::MemArray(mem, elem, at, epoch) => {
+                self.member_of_load(Ptr::Mem { mem: mem.clone(), elem, index: None, lane: None }, at, epoch, span)?;
+                let (i, _) = self.constant(&index.to_string(), Ty::U32);
+                self.load_ptr(Val::Ptr(Ptr::Mem { mem, elem, index: Some(i), lane: None }), span)?
             }
             Val::Ptr(Ptr::Block(g)) => match self.blocks.get(&g).and_then(|m| m.get(index as usize)) {
                 Some(p) => Val::Ptr(p.clone()),
@@ -352,7 +362,7 @@ impl Lowerer<'_> {
                 let members = self.blocks.get(&g).cloned().unwrap_or_default();
                 Val::Struct(members.into_iter().map(|m| self.load_ptr(Val::Ptr(m), span)).collect::<Result<_>>()?)
             }
-            Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }) => Val::MemArray(mem, elem, span),
+            Val::Ptr(Ptr::Mem { mem, elem, index: None, lane: None }) => Val::MemArray(mem, elem, span, self.epoch()),
             Val::Ptr(Ptr::Mem { index: None, .. } | Ptr::MemStruct { .. }) => Val::WholeLoad(span),
             _ => {
                 return Err(ShaderError::at(

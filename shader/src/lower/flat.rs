@@ -178,7 +178,7 @@ impl Lowerer<'_> {
             return Err(ShaderError::at_or(
                 span,
                 at,
-                "a member of a struct loaded whole, used after a store or in another block",
+                "a member or element of a struct or array loaded whole, used after a store or in another block",
                 "load the members you need (`let pos = a[i].pos;`) before storing",
             ));
         }

@@ -106,8 +106,9 @@ pub(crate) enum Val {
     /// so that an unused one costs nothing.
     WholeLoad(naga::Span),
     /// A load of a whole one-dimensional array in memory (a buffer or `local` array and its
-    /// element type): copied element by element where it is stored or taken apart.
-    MemArray(String, Ty, naga::Span),
+    /// element type): copied element by element where it is stored, taken apart or indexed,
+    /// only where no memory write can have come between (`Lowerer::epoch`, as `FlatLoad`).
+    MemArray(String, Ty, naga::Span, (u32, u32)),
     /// A load of a whole struct or array in a flat buffer (`flat.rs`): only its members and
     /// elements can be used (GLSL front ends load `a[i]` before taking `.m`), read when they
     /// are, so only where no memory write can have come between (`Lowerer::epoch`).
@@ -338,7 +339,7 @@ impl<'m> Lowerer<'m> {
                 "a pointer used as a value",
                 "only loads and stores through pointers are supported",
             )),
-            Val::WholeLoad(at) | Val::FlatLoad(_, at, _) | Val::MemArray(_, _, at) => Err(ShaderError::at_or(
+            Val::WholeLoad(at) | Val::FlatLoad(_, at, _) | Val::MemArray(_, _, at, _) => Err(ShaderError::at_or(
                 *at,
                 span,
                 "a load of a whole array or struct",

@@ -240,7 +240,9 @@ impl Lowerer<'_> {
             // A whole fixed-size array: copied from memory in a counted loop (`out = w.arr;`),
             // or stored element by element from a value (`out = local_array;`).
             Val::Ptr(Ptr::Mem { mem, index: None, lane: None, .. }) => match v {
-                Val::MemArray(src, elem, _) => {
+                Val::MemArray(src, elem, at, epoch) => {
+                    let whole = Ptr::Mem { mem: src.clone(), elem, index: None, lane: None };
+                    self.member_of_load(whole, at, epoch, span)?;
                     let count = self.pointee_type(f, pointer).and_then(|t| match self.module.types[t].inner {
                         naga::TypeInner::Array { size: naga::ArraySize::Constant(n), .. } => Some(n.get()),
                         _ => None,
