@@ -8,7 +8,7 @@ Vulkan or on the reference interpreter with NumPy arrays (docs/python.md).
 >>> out = exe.run({"x": x})
 """
 
-from ._errors import BundleError, CompileError, DeviceError, Error, ParseError, VerifyError
+from ._errors import BundleError, CompileError, DeviceError, Error, ParseError, SyclError, VerifyError
 from ._cmdgraph import (
     Bundle,
     Device,
@@ -31,10 +31,14 @@ __all__ = [
     "Executable",
     "Module",
     "ParseError",
+    "SyclError",
     "VerifyError",
     "__version__",
     "devices",
     "load_bundle",
     "parse",
     "parse_file",
+    "sycl",
 ]
+
+from . import sycl  # noqa: E402  (the SYCL-like graph API)

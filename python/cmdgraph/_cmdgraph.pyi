@@ -1,7 +1,7 @@
 """Type stubs of the native module `cmdgraph._cmdgraph` (re-exported by `cmdgraph`)."""
 
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -34,8 +34,17 @@ class Module:
         """Graphviz DOT, as `cmdgraph dot` writes it."""
     def _repr_svg_(self) -> Optional[str]:
         """SVG through Graphviz `dot -Tsvg` (None without Graphviz or for a broken module)."""
-    def compile(self, passes: _Passes = None, *, opt_level: int = 2, allow_races: bool = False) -> Bundle:
-        """Compiles in process: the bytes of `cmdgraph compile` with the same options."""
+    def compile(
+        self,
+        passes: _Passes = None,
+        *,
+        opt_level: int = 2,
+        allow_races: bool = False,
+        progress: Union[None, bool, Callable[[str, int, int, str], Any]] = None,
+    ) -> Bundle:
+        """Compiles in process: the bytes of `cmdgraph compile` with the same options.
+        `progress(phase, done, total, what)` is called at each step; Ctrl-C stops the
+        compile with KeyboardInterrupt."""
     def interpret(
         self,
         inputs: Optional[_Arrays] = None,
@@ -46,6 +55,7 @@ class Module:
         fma: str = "once",
         params: Optional[Mapping[str, _Value]] = None,
         active: Optional[Mapping[str, int]] = None,
+        host_tasks: Optional[Mapping[str, Callable[[Dict[str, np.ndarray]], Any]]] = None,
     ) -> Dict[str, np.ndarray]:
         """Runs a graph on the reference interpreter; returns the memory objects."""
 
@@ -77,7 +87,13 @@ class Device:
     def kind(self) -> str: ...
     @property
     def index(self) -> int: ...
-    def load(self, bundle: Bundle, *, profile: bool = False) -> Executable:
+    def load(
+        self,
+        bundle: Bundle,
+        *,
+        profile: bool = False,
+        host_tasks: Optional[Mapping[str, Callable[[Dict[str, np.ndarray]], Any]]] = None,
+    ) -> Executable:
         """Creates the bundle's pipelines on this device."""
 
 class Executable:

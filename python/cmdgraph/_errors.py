@@ -39,3 +39,15 @@ class BundleError(Error):
 class DeviceError(Error):
     """Vulkan, the executor or the interpreter failed while loading or running, or the
     validation layer reported a message."""
+
+
+class SyclError(Error):
+    """A SYCL exception of the graph API (``cmdgraph.sycl``): ``code`` is the ``errc`` name
+    (``"invalid"``, ``"feature_not_supported"``, ``"kernel_not_supported"``) and ``row`` the
+    row of the specification's error table (§22) that defines it (0: an error the
+    specification leaves to the implementation). A run that failed (a host task that
+    raised, a device error) raises it from ``Event.wait()`` with code ``"invalid"``."""
+
+    def __init__(self, message: str, code: Optional[str] = None, row: int = 0) -> None:
+        super().__init__(message, code)
+        self.row = row

@@ -93,11 +93,28 @@ impl Device {
 
     /// Creates the pipelines of `bundle` on this device (memory starts zeroed) and returns
     /// the Executable. `profile=True` records per-node timestamps (for graphs with
-    /// `enable_profiling`; `Executable.profile()` reads them). The GIL is released meanwhile.
+    /// `enable_profiling`; `Executable.profile()` reads them). Host tasks run as no-ops unless
+    /// `host_tasks` maps their callback names to Python callables, each called (on the
+    /// device's worker thread, with the GIL) with a dict of the node's declared memory as
+    /// NumPy arrays (docs/python.md, "Host tasks"). The GIL is released meanwhile.
     ///
     /// >>> exe = cmdgraph.Device().load(module.compile())
-    #[pyo3(signature = (bundle, *, profile = false))]
-    fn load(&self, py: Python<'_>, bundle: &Bundle, profile: bool) -> PyResult<Executable> {
+    #[pyo3(signature = (bundle, *, profile = false, host_tasks = None))]
+    fn load(
+        &self,
+        py: Python<'_>,
+        bundle: &Bundle,
+        profile: bool,
+        host_tasks: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Executable> {
+        let source = bundle.loaded.source().map_err(|e| exec("load", &e))?;
+        let host: Vec<(String, crate::module::HostCallback)> =
+            crate::host::given(host_tasks, &crate::module::host_callbacks(source))?
+                .into_iter()
+                .map(|(name, f)| {
+                    (name, Box::new(crate::host::callback(f, &arrays::layouts(source))) as crate::module::HostCallback)
+                })
+                .collect();
         let opts = ContextOptions {
             validation: self.validation,
             device: DeviceChoice::Index(self.desc.index),
@@ -106,9 +123,12 @@ impl Device {
         let loaded = bundle.loaded.clone();
         let ex = py.detach(move || -> Result<Executor> {
             let mut ex = Executor::new(loaded, &opts).map_err(|e| exec("load", &e))?;
-            // Host tasks run as no-ops, as in `cmdgraph run` (piece 1 has no Python host tasks).
+            // Host tasks run as no-ops, as in `cmdgraph run`, unless `host_tasks` gives them.
             for name in crate::module::host_callbacks(ex.module()) {
                 ex.register_callback(&name, |_| Ok(()));
+            }
+            for (name, f) in host {
+                ex.register_callback(&name, f);
             }
             if profile {
                 let options = RecordOptions { node_profiling: true, ..ex.record_options() };

@@ -93,7 +93,12 @@ impl From<Error> for PyErr {
         match e.kind {
             Kind::Type => PyTypeError::new_err(e.message),
             Kind::Value => PyValueError::new_err(e.message),
-            kind => Python::attach(|py| raise(py, kind.class(), e.code, e.message)),
+            kind => Python::attach(|py| {
+                let message = e.message.clone();
+                let err = raise(py, kind.class(), e.code, e.message);
+                crate::host::chain(py, &err, &message);
+                err
+            }),
         }
     }
 }

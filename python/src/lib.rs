@@ -3,11 +3,14 @@
 //! Everything here calls the same library functions as the `cmdgraph` command line, so that
 //! a module parsed, verified, drawn or compiled from Python gives the CLI's bytes and its
 //! diagnostic text: [`module`] (parse, print, verify, DOT, compile, the interpreter),
-//! [`bundle`] (compiled bundles), [`device`] (Vulkan devices and executables).
-//! `cmdgraph/_arrays.py` checks NumPy arrays against memory objects ([`arrays`] calls it);
-//! their memory crosses by address ([`raw`], the crate's only `unsafe`: the abi3 limited API
-//! of CPython 3.9 has no buffer protocol), straight into and out of the executor's staging
-//! buffers. `cmdgraph/_errors.py` defines the exception classes ([`errors`] raises them).
+//! [`bundle`] (compiled bundles), [`device`] (Vulkan devices and executables), [`sycl`] (the
+//! SYCL-like graph API of `cmdgraph-sycl`, `cmdgraph.sycl`), [`host`] (host tasks written in
+//! Python). `cmdgraph/_arrays.py` checks NumPy arrays against memory objects ([`arrays`] calls
+//! it); their memory crosses by address ([`raw`], `unsafe`: the abi3 limited API of CPython 3.9
+//! has no buffer protocol), straight into and out of the executor's staging buffers.
+//! `cmdgraph/_errors.py` defines the exception classes ([`errors`] raises them). The crate's
+//! other `unsafe` is `sycl`'s `Confined` (the GIL released around the SYCL crate's `Rc`
+//! handles, on their own thread).
 
 use pyo3::prelude::*;
 
@@ -15,9 +18,11 @@ pub mod arrays;
 pub mod bundle;
 pub mod device;
 pub mod errors;
+pub mod host;
 pub mod module;
 pub mod params;
 pub mod raw;
+pub mod sycl;
 
 /// The extension module: its classes and functions, re-exported by `cmdgraph/__init__.py`.
 #[pymodule]
@@ -30,6 +35,7 @@ fn _cmdgraph(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(bundle::load_bundle, m)?)?;
     m.add_function(wrap_pyfunction!(device::devices, m)?)?;
+    sycl::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -5,7 +5,9 @@ use crate::arrays;
 use crate::bundle::Bundle;
 use crate::errors::{Error, Kind, Result};
 use crate::params::{self, Update};
-use cmdgraph_codegen::bundle::{compile_module_configured, CompileError, Llvm, PipelineOptions};
+use cmdgraph_codegen::bundle::{
+    compile_module_configured, CompileError, KernelCompiler, Llvm, PipelineOptions, Progress,
+};
 use cmdgraph_codegen::external::{self, WithExternal};
 use cmdgraph_interp::{FmaRounding, Interpreter, RunOptions};
 use cmdgraph_ir::diag::{render_all, Severity};
@@ -252,17 +254,23 @@ impl Module {
     /// SPIR-V for every kernel variant) and returns the Bundle: the same bytes as
     /// `cmdgraph compile` with the same options. `passes`: None (the default pipeline), a
     /// list of pass names or a comma-separated string (`""`: none); `opt_level`: LLVM's 0-3.
-    /// The GIL is released while it compiles.
+    /// The GIL is released while it compiles. `progress`, a callable, is called with
+    /// `(phase, done, total, what)` as the compile goes (`"verify"`, `"pass"` with the pass
+    /// name, `"packaging"`, `"codegen"` with the kernel, `"finishing"`); `progress=True` draws
+    /// a line on stderr once the compile takes a second. Ctrl-C (SIGINT)
+    /// stops the compile at its next step and raises KeyboardInterrupt, as does any
+    /// exception from `progress`; nothing is returned or written.
     ///
     /// >>> bundle = cmdgraph.parse_file("examples/saxpy_chain.cgir").compile(opt_level=2)
     /// >>> bundle.save("saxpy_chain.cgb")
-    #[pyo3(signature = (passes = None, *, opt_level = 2, allow_races = false))]
+    #[pyo3(signature = (passes = None, *, opt_level = 2, allow_races = false, progress = None))]
     fn compile(
         &self,
         py: Python<'_>,
         passes: Option<&Bound<'_, PyAny>>,
         opt_level: u8,
         allow_races: bool,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Bundle> {
         if opt_level > 3 {
             return Err(Error::value(format!("opt_level must be 0 to 3, not {opt_level}")).into());
@@ -270,16 +278,30 @@ impl Module {
         let passes = pipeline(passes)?;
         self.check(allow_races)?;
         let external = self.externals()?;
+        // `progress=True`: the stderr line of `cmdgraph/_progress.py`; False: none.
+        let progress = match progress {
+            Some(p) if p.bind(py).is_instance_of::<pyo3::types::PyBool>() => match p.bind(py).is_truthy()? {
+                true => Some(py.import("cmdgraph._progress")?.getattr("Line")?.call0()?.unbind()),
+                false => None,
+            },
+            Some(p) if !p.bind(py).is_callable() => {
+                return Err(Error::type_error("progress must be a callable, True or False").into())
+            }
+            other => other,
+        };
+        let stop: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
         let bytes = py.detach(|| -> Result<Vec<u8>> {
-            let compiler = WithExternal { inner: &Llvm, external: &external };
+            let with_external = WithExternal { inner: &Llvm, external: &external };
+            let compiler = Interruptible { inner: &with_external, stop: &stop };
             let options = cmdgraph_codegen::Options { opt_level };
+            let mut on_progress = |p: Progress<'_>| report(&stop, progress.as_ref(), p);
             let compiled = compile_module_configured(
                 &self.module,
                 &passes,
                 &PipelineOptions::default(),
                 &options,
                 &compiler,
-                &mut |_| {},
+                &mut on_progress,
             );
             let (bundle, _) = compiled.map_err(|e| match e {
                 // The module verified above: these are refusals of the compiler (E05xx, a
@@ -288,8 +310,11 @@ impl Module {
                 e => self.located(&e),
             })?;
             bundle.to_bytes().map_err(|e| Error::new(Kind::Compile, format!("error: {e}\n")))
-        })?;
-        Ok(Bundle::from_bytes(bytes, &self.name)?)
+        });
+        if let Some(e) = stop.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        Ok(Bundle::from_bytes(bytes?, &self.name)?)
     }
 
     /// Runs a graph on the reference interpreter, as `cmdgraph interp` does: `inputs` maps
@@ -297,14 +322,16 @@ impl Module {
     /// rest start zeroed), the graph runs `runs` times, and the result maps every `usm` and
     /// `buffer` memory object (or those named in `outputs`) to a new array. `fma`: `"once"`
     /// (the kernel language's) or `"twice"` (as a Vulkan device may round it). Host tasks
-    /// run as no-ops. `params` (dynamic parameter to value) and `active` (dynamic command
+    /// run as no-ops unless `host_tasks` maps their callback names to Python callables, each
+    /// called with a dict of the node's declared memory as NumPy arrays (docs/python.md,
+    /// "Host tasks"). `params` (dynamic parameter to value) and `active` (dynamic command
     /// group to alternative) update the graph before the runs, as for `Executable.run`.
     /// The GIL is released while it runs.
     ///
     /// >>> x = np.random.rand(1024).astype(np.float32)
     /// >>> out = m.interpret({"x": x})
     #[allow(clippy::too_many_arguments)] // the keyword arguments of one Python method
-    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, fma = "once", params = None, active = None))]
+    #[pyo3(signature = (inputs = None, *, graph = None, runs = 1, outputs = None, fma = "once", params = None, active = None, host_tasks = None))]
     fn interpret<'py>(
         &self,
         py: Python<'py>,
@@ -315,6 +342,7 @@ impl Module {
         fma: &str,
         params: Option<&Bound<'py, PyDict>>,
         active: Option<&Bound<'py, PyDict>>,
+        host_tasks: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let fma = match fma {
             "once" => FmaRounding::Once,
@@ -329,11 +357,20 @@ impl Module {
         let wanted = arrays::outputs(&layouts, outputs)?;
         let owned = arrays::owned(&bound)?;
         let slices: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+        let host: Vec<(String, HostCallback)> = crate::host::given(host_tasks, &host_callbacks(&self.module))?
+            .into_iter()
+            .map(|(name, f)| (name, Box::new(crate::host::callback(f, &layouts)) as HostCallback))
+            .collect();
         let run = Run { graph: &graph, bound: &slices, updates: &updates, runs, fma };
-        let read = py.detach(|| self.run_interpreter(&run, wanted))?;
+        let read = py.detach(|| self.run_interpreter(&run, wanted, host))?;
         arrays::to_dict(py, read)
     }
 }
+
+/// A host-task callback written in Python (`host_tasks=`).
+pub type HostCallback = Box<
+    dyn FnMut(&mut dyn cmdgraph_ir::host::HostMemory) -> std::result::Result<(), cmdgraph_ir::host::HostError> + Send,
+>;
 
 /// What one `interpret` call runs.
 struct Run<'a> {
@@ -345,9 +382,15 @@ struct Run<'a> {
 }
 
 impl Module {
-    /// A fresh interpreter with the inputs bound and no-op host callbacks, the graph
+    /// A fresh interpreter with the inputs bound and host callbacks (`host`, no-ops for the
+    /// rest), the graph
     /// finalized, updated and run, then the `wanted` memory objects read.
-    fn run_interpreter(&self, run: &Run<'_>, wanted: Vec<arrays::Layout>) -> Result<Vec<(arrays::Layout, Vec<u8>)>> {
+    fn run_interpreter(
+        &self,
+        run: &Run<'_>,
+        wanted: Vec<arrays::Layout>,
+        host: Vec<(String, HostCallback)>,
+    ) -> Result<Vec<(arrays::Layout, Vec<u8>)>> {
         let Run { graph, bound, updates, runs, fma } = *run;
         let fail = |e: cmdgraph_interp::InterpError| Error::new(Kind::Device, format!("error: @{graph}: {e}"));
         let mut interp = Interpreter::new(&self.module).map_err(fail)?;
@@ -356,6 +399,9 @@ impl Module {
         }
         for name in host_callbacks(&self.module) {
             interp.register_callback(&name, |_| Ok(()));
+        }
+        for (name, f) in host {
+            interp.register_callback(&name, f);
         }
         let exec = interp.finalize(graph).map_err(fail)?;
         for update in updates {
@@ -397,4 +443,74 @@ fn svg(text: &str) -> Option<String> {
     let out = child.wait_with_output().ok()?;
     writer.join().ok()?.ok()?;
     out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten()
+}
+
+/// Called at each step of a compile (with the GIL released): takes the GIL, handles pending
+/// signals (Ctrl-C raises KeyboardInterrupt here) and calls the `progress` callable; the
+/// first exception is kept in `stop`, which [`Interruptible`] turns into the compile's end.
+fn report(stop: &std::sync::Mutex<Option<PyErr>>, progress: Option<&Py<PyAny>>, p: Progress<'_>) {
+    if stop.lock().map(|s| s.is_some()).unwrap_or(true) {
+        return;
+    }
+    let (phase, done, total, what) = match p {
+        Progress::Verify => ("verify", 0, 1, ""),
+        Progress::Pass { index, total, name } => ("pass", index, total, name),
+        Progress::Packaging => ("packaging", 0, 1, ""),
+        Progress::Codegen { done, total, kernel } => ("codegen", done, total, kernel),
+        Progress::Finishing => ("finishing", 0, 1, ""),
+    };
+    let outcome = Python::attach(|py| -> PyResult<()> {
+        py.check_signals()?;
+        if let Some(f) = progress {
+            f.call1(py, (phase, done, total, what))?;
+        }
+        Ok(())
+    });
+    if let (Err(e), Ok(mut slot)) = (outcome, stop.lock()) {
+        *slot = Some(e);
+    }
+}
+
+/// A kernel compiler that refuses every further kernel once the compile is to stop
+/// (Ctrl-C, or an exception from the progress callable), so the compile ends at its next
+/// kernel rather than after all of them.
+struct Interruptible<'a> {
+    inner: &'a dyn KernelCompiler,
+    stop: &'a std::sync::Mutex<Option<PyErr>>,
+}
+
+impl Interruptible<'_> {
+    fn check(&self, kernel: &str) -> std::result::Result<(), cmdgraph_codegen::CodegenError> {
+        if self.stop.lock().map(|s| s.is_some()).unwrap_or(true) {
+            return Err(cmdgraph_codegen::CodegenError::Launch {
+                kernel: kernel.to_string(),
+                message: "the compile was interrupted".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl KernelCompiler for Interruptible<'_> {
+    fn choose_variant(
+        &self,
+        module: &cmdgraph_ir::Module,
+        kernel: cmdgraph_ir::Handle<cmdgraph_ir::Kernel>,
+        launch: &cmdgraph_ir::Launch,
+        args: &[cmdgraph_ir::Arg],
+    ) -> std::result::Result<cmdgraph_codegen::Variant, cmdgraph_codegen::CodegenError> {
+        self.check(&module.kernels[kernel].name)?;
+        self.inner.choose_variant(module, kernel, launch, args)
+    }
+
+    fn compile_kernel(
+        &self,
+        module: &cmdgraph_ir::Module,
+        kernel: cmdgraph_ir::Handle<cmdgraph_ir::Kernel>,
+        variant: &cmdgraph_codegen::Variant,
+        options: &cmdgraph_codegen::Options,
+    ) -> std::result::Result<cmdgraph_ir::bundle::CompiledKernel, cmdgraph_codegen::CodegenError> {
+        self.check(&module.kernels[kernel].name)?;
+        self.inner.compile_kernel(module, kernel, variant, options)
+    }
 }
