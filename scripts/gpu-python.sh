@@ -18,20 +18,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 prepare() {
   . scripts/env.sh
   local venv=${CMDGRAPH_VENV:-.venv}
-  rm -rf .bin/py && mkdir -p .bin/py/lib .bin/py/bin
+  rm -rf .bin/py .bin/py.tar.xz && mkdir -p .bin/py/lib .bin/py/bin .bin/py/site
   "${venv}/bin/maturin" build --release --strip --compatibility linux -q -m python/Cargo.toml -o .bin/py
+  # The wheel unpacked (a zip compresses worse than the tar below), for PYTHONPATH there.
+  unzip -q -o .bin/py/cmdgraph-*.whl -d .bin/py/site
+  rm -f .bin/py/cmdgraph-*.whl
   cp /usr/lib/llvm-22/bin/llc "$(command -v spirv-val)" .bin/py/bin/
   # Every library llc, libLLVM, spirv-val and the extension load, but the C runtime's.
-  local ext
-  ext=$(unzip -l .bin/py/cmdgraph-*.whl | awk '/_cmdgraph.*\.so/ {print $4}')
-  unzip -q -o .bin/py/cmdgraph-*.whl "$ext" -d .bin/py/whl
-  for f in /usr/lib/llvm-22/bin/llc "$(command -v spirv-val)" /usr/lib/llvm-22/lib/libLLVM.so.22.1 ".bin/py/whl/$ext"; do
+  for f in /usr/lib/llvm-22/bin/llc "$(command -v spirv-val)" /usr/lib/llvm-22/lib/libLLVM.so.22.1 \
+    .bin/py/site/cmdgraph/_cmdgraph*.so; do
     ldd "$f" | awk '$3 ~ /^\// {print $3}'
   done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | while read -r lib; do
     cp -L "$lib" .bin/py/lib/
   done
-  rm -rf .bin/py/whl
-  tar -C .bin -cf - py | xz -T2 -6 > .bin/py.tar.xz
+  # One solid stream with a dictionary larger than libLLVM: the carried paths must stay under
+  # 64 MiB together.
+  tar -C .bin -cf - py | xz -T1 -9e --lzma2=preset=9e,dict=192MiB > .bin/py.tar.xz
   rm -rf .bin/py
   du -sh .bin/py.tar.xz
 }
@@ -41,8 +43,7 @@ device() {
   local root=/tmp/cmdgraph-py
   rm -rf "$root" && mkdir -p "$root"
   xz -d -c .bin/py.tar.xz | tar -C "$root" -xf -
-  python3 -m pip install -q --no-deps --target "$root/site" "$root"/py/cmdgraph-*.whl
-  export PYTHONPATH="$root/site" LD_LIBRARY_PATH="$root/py/lib:${LD_LIBRARY_PATH:-}"
+  export PYTHONPATH="$root/py/site" LD_LIBRARY_PATH="$root/py/lib:${LD_LIBRARY_PATH:-}"
   export CMDGRAPH_LLC="$root/py/bin/llc" PATH="$root/py/bin:$PATH"
   python3 --version
   python3 - <<'PY'

@@ -46,7 +46,7 @@ graph @chain10 {
   %k9 = kernel @inc range(64) args(@small) after(%k8)
 }
 
-graph @big {
+graph @wide {
   %a = kernel @inc range(1048576) args(@big)
 }
 """
@@ -103,7 +103,7 @@ def main():
         ("chain10", "no arrays", None, [], args.runs),
         ("one", "64 floats in and out", {"small": small}, ["small"], args.runs),
         ("chain10", "64 floats in and out", {"small": small}, ["small"], args.runs),
-        ("big", "2^20 floats in and out", {"big": big}, ["big"], max(args.runs // 20, 20)),
+        ("wide", "2^20 floats in and out", {"big": big}, ["big"], max(args.runs // 20, 20)),
     ]
     rows, worst = [], 0.0
     for graph, arrays, inputs, outputs, runs in cases:

@@ -169,3 +169,46 @@ fn a_context_running_from_bundles_finds_the_bundle_at_finalize_and_runs_it_on_vu
     assert!(runtime.ends_with("(Vulkan)"), "{runtime}");
     assert_eq!(out.read::<f32>().unwrap(), want, "the bundle on {runtime} computes what the interpreter computes");
 }
+
+/// A context given a compiler at run time (`compile_missing_bundles_with`, how the Python
+/// package compiles without the `jit` feature) compiles a missing bundle at finalize, writes
+/// it under its key for later runs, and runs it on Vulkan with the interpreter's result; a
+/// compiler that fails fails the finalize with its message and writes nothing.
+#[test]
+fn a_compiler_set_at_run_time_makes_the_missing_bundle_at_finalize() {
+    let env = Env::new();
+    let x0 = random(256, 0x2545_f491_4f6c_dd1d);
+    let x = env.usm_f32(&x0);
+    let out = env.usm_f32(&[0.0; 256]);
+    let graph = env.graph(GraphProps::none());
+    let scale = env.kernel("scale");
+    graph.add(|h| h.parallel_for(&scale, 256, args![&x, &out, 0.731_904_6f32]), NodeProps::none()).unwrap();
+    let q = env.queue(QueueProps::none());
+    let on_interp = graph.finalize(FinalizeProps::default()).unwrap();
+    q.ext_oneapi_graph(&on_interp, &[]).unwrap().wait().unwrap();
+    let want = out.read::<f32>().unwrap();
+    let key = on_interp.bundle_key();
+
+    let dir = tempfile::tempdir().unwrap();
+    env.ctx.run_from_bundles(BundleSource { dir: dir.path().to_path_buf(), validation: true });
+    env.ctx.compile_missing_bundles_with(std::rc::Rc::new(|_: &cmdgraph_ir::Module| Err("no compiler here".into())));
+    let err = graph.finalize(FinalizeProps::default()).unwrap_err().to_string();
+    assert!(err.contains("no compiler here") && err.contains(&key), "{err}");
+    assert!(!dir.path().join(format!("{key}.cgb")).exists(), "a failed compile writes nothing");
+
+    env.ctx.compile_missing_bundles_with(std::rc::Rc::new(|module: &cmdgraph_ir::Module| {
+        let passes = cmdgraph_passes::default_pipeline();
+        let options = cmdgraph_codegen::Options::default();
+        let (bundle, _) =
+            cmdgraph_codegen::bundle::compile_module(module, &passes, &options, &cmdgraph_codegen::bundle::Llvm)
+                .map_err(|e| e.to_string())?;
+        bundle.to_bytes().map_err(|e| e.to_string())
+    }));
+    out.write(&[0.0f32; 256]).unwrap();
+    let on_device = graph.finalize(FinalizeProps::default()).unwrap();
+    assert!(dir.path().join(format!("{key}.cgb")).is_file(), "the bundle is kept under its key");
+    q.ext_oneapi_graph(&on_device, &[]).unwrap().wait().unwrap();
+    let runtime = on_device.runtime().unwrap();
+    assert!(runtime.ends_with("(Vulkan)"), "{runtime}");
+    assert_eq!(out.read::<f32>().unwrap(), want);
+}

@@ -39,6 +39,13 @@ pub(crate) fn bundle_path(exec: &ExecutableGraph, source: &BundleSource) -> Resu
     if path.is_file() {
         return Ok((path, key));
     }
+    let compiler = exec.0.ctx.0.borrow().compiler.clone();
+    if let Some(compile) = compiler {
+        let module = exec.0.state.borrow().module.clone();
+        let bytes = compile(&module)
+            .map_err(|e| SyclError::invalid(0, format!("finalize: compiling `{}`: {e}", path.display())))?;
+        return write_bundle(&path, &bytes).map(|()| (path, key));
+    }
     #[cfg(feature = "jit")]
     return compile_missing(exec, &path).map(|()| (path, key));
     #[cfg(not(feature = "jit"))]
@@ -77,6 +84,13 @@ fn compile_missing(exec: &ExecutableGraph, path: &std::path::Path) -> Result<()>
     let (bundle, _) = compile_module(&module, &passes, &cmdgraph_codegen::Options::default(), &Llvm)
         .map_err(|e| fail(e.to_string()))?;
     let bytes = bundle.to_bytes().map_err(|e| fail(e.to_string()))?;
+    write_bundle(path, &bytes)
+}
+
+/// Writes a compiled bundle to `path` through a temporary file renamed over it, so that a
+/// reader never sees half a bundle.
+fn write_bundle(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let fail = |what: String| SyclError::invalid(0, format!("finalize: writing `{}`: {what}", path.display()));
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
     let tmp = path.with_extension(format!("cgb.tmp{}", std::process::id()));

@@ -56,7 +56,8 @@ pub use kernel::{KValue, KernelBuilder, KernelRef};
 pub use memory::{Element, Ptr, Usm};
 pub use node::Node;
 pub use platform::{
-    Backend, BundleSource, Context, Device, DeviceInfo, GraphSupport, BUNDLE_DIR_VAR, BUNDLE_VALIDATION_VAR,
+    Backend, BundleCompiler, BundleSource, Context, Device, DeviceInfo, GraphSupport, BUNDLE_DIR_VAR,
+    BUNDLE_VALIDATION_VAR,
 };
 pub use props::{FinalizeProps, GraphProps, MemoryPool, NodeProps, QueueProps, RecordingProps};
 pub use queue::{Event, EventStatus, ProfilingInfo, Queue, QueueState};

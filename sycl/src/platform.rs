@@ -160,9 +160,15 @@ pub(crate) struct ContextInner {
     pub(crate) callbacks: Callbacks,
     /// Where executable graphs find their precompiled bundles (`None`: the interpreter).
     pub(crate) bundles: Option<BundleSource>,
+    /// What compiles a missing bundle at finalize ([`Context::compile_missing_bundles_with`]).
+    pub(crate) compiler: Option<BundleCompiler>,
     /// Which runtime holds the memory now, and the runs not settled yet.
     pub(crate) in_flight: crate::runner::InFlight,
 }
+
+/// Compiles a graph's module into bundle bytes (as `cmdgraph compile` does), or says why
+/// not: set with [`Context::compile_missing_bundles_with`].
+pub type BundleCompiler = Rc<dyn Fn(&cmdgraph_ir::Module) -> std::result::Result<Vec<u8>, String>>;
 
 /// Runs executable graphs on the default Vulkan device from precompiled bundles
 /// ([`Context::run_from_bundles`]; docs/bundle.md, "Keys").
@@ -252,6 +258,7 @@ impl Context {
             store: Vec::new(),
             callbacks: Callbacks::default(),
             in_flight: Default::default(),
+            compiler: None,
             bundles: std::env::var_os(BUNDLE_DIR_VAR).map(|dir| BundleSource {
                 dir: dir.into(),
                 validation: std::env::var_os(BUNDLE_VALIDATION_VAR).is_some_and(|v| v == "1"),
@@ -266,6 +273,14 @@ impl Context {
     /// `CMDGRAPH_BUNDLE_DIR`), graphs run on the reference interpreter.
     pub fn run_from_bundles(&self, source: BundleSource) {
         self.0.borrow_mut().bundles = Some(source);
+    }
+
+    /// Compiles a graph's missing bundle at finalize with `compiler` (and writes it to the
+    /// bundle directory for later runs), as the `jit` feature does with LLVM linked into
+    /// this crate: a language binding that links the compiler anyway sets it at run time, so
+    /// that no build of the workspace turns `jit` on for everyone (Cargo unifies features).
+    pub fn compile_missing_bundles_with(&self, compiler: BundleCompiler) {
+        self.0.borrow_mut().compiler = Some(compiler);
     }
 
     /// Undoes [`Context::run_from_bundles`] (and `CMDGRAPH_BUNDLE_DIR`) for graphs finalized

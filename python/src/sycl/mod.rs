@@ -285,6 +285,17 @@ pub fn new_context(
 ) -> s::Context {
     let id = NEXT_CONTEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let ctx = s::Context::new(id, devices);
+    // A graph without a bundle is compiled at its first finalize, in process, as `cmdgraph
+    // compile` compiles it (set at run time, not through cmdgraph-sycl's `jit` feature, which
+    // Cargo would turn on for every crate of a workspace build).
+    ctx.compile_missing_bundles_with(std::rc::Rc::new(|module: &cmdgraph_ir::Module| {
+        let passes = cmdgraph_passes::default_pipeline();
+        let options = cmdgraph_codegen::Options::default();
+        let (bundle, _) =
+            cmdgraph_codegen::bundle::compile_module(module, &passes, &options, &cmdgraph_codegen::bundle::Llvm)
+                .map_err(|e| e.to_string())?;
+        bundle.to_bytes().map_err(|e| e.to_string())
+    }));
     let vulkan = devices.iter().any(|d| matches!(d.backend(), s::Backend::Vulkan { .. }));
     let validation = validation.unwrap_or_else(|| std::env::var_os("CMDGRAPH_VK_VALIDATION").is_some_and(|v| v == "1"));
     if let Some(dir) = bundle_dir {
