@@ -213,6 +213,19 @@ impl Lowerer<'_> {
         a.max(1)
     }
 
+    /// The element count of `mem` as an `i32`: a buffer slot's count word, or a work-group
+    /// array's capacity (what `len` gives and what the bounds checks compare with).
+    pub(super) fn element_count(&mut self, h: Handle<Op>, mem: MemBase) -> Result<Val, CodegenError> {
+        match self.place(h, mem)?.0 {
+            Place::Slot(slot) => self.counts.get(slot as usize).cloned().ok_or_else(|| self.err(h, "slot count")),
+            Place::Local(_, capacity) => {
+                let capacity =
+                    u32::try_from(capacity).map_err(|_| self.err(h, "work-group array above 2^32 elements"))?;
+                Ok(Val { ty: "i32".into(), v: capacity.to_string() })
+            }
+        }
+    }
+
     /// `i1` true when an access at `index` to `mem` is inside its memory, or `None` when the
     /// access needs no check here (the vectorized path, checked once per invocation).
     /// Work-group memory is checked against its array's capacity: an index past it would
@@ -221,14 +234,7 @@ impl Lowerer<'_> {
         if self.width > 1 {
             return Ok(None);
         }
-        let count = match self.place(h, mem)?.0 {
-            Place::Slot(slot) => self.counts.get(slot as usize).cloned().ok_or_else(|| self.err(h, "slot count"))?,
-            Place::Local(_, capacity) => {
-                let capacity =
-                    u32::try_from(capacity).map_err(|_| self.err(h, "work-group array above 2^32 elements"))?;
-                Val { ty: "i32".into(), v: capacity.to_string() }
-            }
-        };
+        let count = self.element_count(h, mem)?;
         let t = self.data_ty(h, index)?;
         let v = self.val(h, index)?;
         if !t.scalar.is_integer() || t.lanes != 1 {

@@ -52,18 +52,8 @@ impl Lowerer<'_> {
                 let x = self.val(h, *x)?;
                 self.cast(from, *to, x)
             }
-            // The element count the bounds checks use: the slot's count word, or a
-            // work-group array's capacity.
-            OpKind::Len(mem) => match self.place(h, *mem)?.0 {
-                super::memory::Place::Slot(slot) => {
-                    self.counts.get(slot as usize).cloned().ok_or_else(|| self.err(h, "slot count"))?
-                }
-                super::memory::Place::Local(_, capacity) => {
-                    let capacity =
-                        u32::try_from(capacity).map_err(|_| self.err(h, "work-group array above 2^32 elements"))?;
-                    Val { ty: "i32".into(), v: capacity.to_string() }
-                }
-            },
+            // The element count the bounds checks use.
+            OpKind::Len(mem) => self.element_count(h, *mem)?,
             OpKind::Bitcast(x, to) => {
                 let from = self.data_ty(h, *x)?;
                 let x = self.val(h, *x)?;

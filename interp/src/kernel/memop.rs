@@ -59,6 +59,21 @@ impl Target<'_> {
 }
 
 impl Exec<'_, '_, '_> {
+    /// The memory a memory operand names: a `buf`/`local` value's slot or a device global's
+    /// prepared view.
+    fn mem_slot(&self, h: Handle<Op>, mask: &[bool], base: MemBase) -> Result<MemSlot, InterpError> {
+        match base {
+            MemBase::Value(v) => match self.slots.get(v.index()) {
+                Some(Slot::Mem(m)) => Ok(*m),
+                _ => Err(self.fault_at(h, mask, format!("{} is not memory", self.vname(v)))),
+            },
+            MemBase::Global(g) => match self.prep.dg_views.get(&g) {
+                Some(&i) => Ok(MemSlot::Global(i)),
+                None => Err(self.fault_at(h, mask, "device_global was not prepared".to_string())),
+            },
+        }
+    }
+
     /// Runs `f` over the memory operand `base` with the index lanes of `index`, after checking
     /// the access mode and lifetime. `f` gets the target, the index lanes and the slots.
     #[allow(clippy::too_many_arguments)]
@@ -72,16 +87,7 @@ impl Exec<'_, '_, '_> {
         attempted: &'static str,
         f: impl FnOnce(&mut Target<'_>, &Lanes, &[Slot]) -> Result<R, (usize, FaultKind)>,
     ) -> Result<R, InterpError> {
-        let slot = match base {
-            MemBase::Value(v) => match self.slots.get(v.index()) {
-                Some(Slot::Mem(m)) => *m,
-                _ => return Err(self.fault_at(h, mask, format!("{} is not memory", self.vname(v)))),
-            },
-            MemBase::Global(g) => match self.prep.dg_views.get(&g) {
-                Some(&i) => MemSlot::Global(i),
-                None => return Err(self.fault_at(h, mask, "device_global was not prepared".to_string())),
-            },
-        };
+        let slot = self.mem_slot(h, mask, base)?;
         match self.slots.get(index.index()) {
             Some(Slot::Data(l)) if l.ty.lanes == 1 && l.ty.scalar.is_integer() => {}
             Some(Slot::Data(l)) => {
@@ -156,20 +162,10 @@ impl Exec<'_, '_, '_> {
         result.map_err(|(lane, kind)| self.fault(h, lane, kind))
     }
 
-    /// `load mem[index]`.
     /// `len`: the element count of `base` (the window a buffer argument sees, a work-group
     /// array's size, a device global's count), the same for every work-item.
     pub fn len(&self, h: Handle<Op>, mask: &[bool], base: MemBase) -> Result<Lanes, InterpError> {
-        let slot = match base {
-            MemBase::Value(v) => match self.slots.get(v.index()) {
-                Some(Slot::Mem(m)) => *m,
-                _ => return Err(self.fault_at(h, mask, format!("{} is not memory", self.vname(v)))),
-            },
-            MemBase::Global(g) => match self.prep.dg_views.get(&g) {
-                Some(&i) => MemSlot::Global(i),
-                None => return Err(self.fault_at(h, mask, "device_global was not prepared".to_string())),
-            },
-        };
+        let slot = self.mem_slot(h, mask, base)?;
         let (bytes, elem) = match slot {
             MemSlot::Global(i) => match self.prep.views.get(i) {
                 Some(v) => (v.end.saturating_sub(v.start), v.elem),
@@ -186,6 +182,7 @@ impl Exec<'_, '_, '_> {
         Ok(Lanes::splat(Type::U32, &[u64::from(count)], self.ids.n))
     }
 
+    /// `load mem[index]`.
     pub fn load(&mut self, h: Handle<Op>, mask: &[bool], base: MemBase, index: V) -> Result<Lanes, InterpError> {
         let n = self.ids.n;
         self.with_target(h, mask, base, index, AccessKind::Read, "read", |t, idx, _| {

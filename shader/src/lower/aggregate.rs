@@ -45,6 +45,13 @@ pub(crate) const PRIVATE: u32 = u32::MAX - 1;
 /// element count and the leaves per element.
 pub(crate) type Dynamic = (String, u32, u32);
 
+/// What a load through a part pointer reads: a tree of this type, or one leaf (one lane).
+#[derive(Clone, Copy)]
+enum Read {
+    Tree(Handle<naga::Type>),
+    Leaf(Option<u32>),
+}
+
 /// Whether values of `inner` are aggregates (taken apart into leaves).
 pub(crate) fn is_aggregate(inner: &TypeInner) -> bool {
     matches!(
@@ -464,41 +471,40 @@ impl Lowerer<'_> {
         out
     }
 
-    /// A load through a pointer into an aggregate variable.
+    /// A load through a pointer into an aggregate variable: with computed indices, the value
+    /// at every place it may reach, chosen by `select`s (the last element for the rest).
     pub(crate) fn part_load(&mut self, p: Ptr, span: naga::Span) -> Result<Val> {
-        match p {
-            Ptr::Part { root, ty, leaf, dynamic } => {
+        let (root, leaf, dynamic, what) = match p {
+            Ptr::Part { root, ty, leaf, dynamic } => (root, leaf, dynamic, Read::Tree(ty)),
+            Ptr::PartLeaf { root, leaf, dynamic, lane } => (root, leaf, dynamic, Read::Leaf(lane)),
+            _ => return Err(ShaderError::at(span, "internal: not a part pointer", "")),
+        };
+        let mut acc: Option<Val> = None;
+        for (base, cond) in self.candidates(leaf, &dynamic).into_iter().rev() {
+            let v = self.read_part(root, base, what, span)?;
+            acc = Some(match (acc, cond) {
+                (Some(rest), Some(c)) => self.select_tree(&c, &v, &rest, span)?,
+                _ => v,
+            });
+        }
+        acc.ok_or_else(|| ShaderError::at(span, "internal: no element", ""))
+    }
+
+    /// The value at leaf `base` of `root`: a tree of type `ty`, or one leaf (or a lane of it).
+    fn read_part(&mut self, root: Root, base: u32, what: Read, span: naga::Span) -> Result<Val> {
+        let leaf = |l: &Self, i: u32| l.vars.get(&root.key(i)).cloned().unwrap_or(Val::Zero(Ty::U32));
+        match what {
+            Read::Tree(ty) => {
                 let count = self.leaf_count(ty, span)?;
-                let mut acc: Option<Val> = None;
-                for (base, cond) in self.candidates(leaf, &dynamic).into_iter().rev() {
-                    let leaves: Vec<Val> = (0..count)
-                        .map(|j| self.vars.get(&root.key(base + j)).cloned().unwrap_or(Val::Zero(Ty::U32)))
-                        .collect();
-                    let tree = self.tree_from_leaves(ty, &mut leaves.into_iter(), span)?;
-                    acc = Some(match (acc, cond) {
-                        (Some(rest), Some(c)) => self.select_tree(&c, &tree, &rest, span)?,
-                        _ => tree,
-                    });
-                }
-                acc.ok_or_else(|| ShaderError::at(span, "internal: no element", ""))
+                let leaves: Vec<Val> = (0..count).map(|j| leaf(self, base + j)).collect();
+                self.tree_from_leaves(ty, &mut leaves.into_iter(), span)
             }
-            Ptr::PartLeaf { root, leaf, dynamic, lane } => {
-                let mut acc: Option<Val> = None;
-                for (base, cond) in self.candidates(leaf, &dynamic).into_iter().rev() {
-                    let mut v = self.vars.get(&root.key(base)).cloned().unwrap_or(Val::Zero(Ty::U32));
-                    if let Some(l) = lane {
-                        let (n, t) = self.ssa(&v, span)?;
-                        let (x, t) = self.op(format!("extract {n}, {l}"), t.with_lanes1());
-                        v = Val::Ssa(x, t);
-                    }
-                    acc = Some(match (acc, cond) {
-                        (Some(rest), Some(c)) => self.select_tree(&c, &v, &rest, span)?,
-                        _ => v,
-                    });
-                }
-                acc.ok_or_else(|| ShaderError::at(span, "internal: no element", ""))
+            Read::Leaf(None) => Ok(leaf(self, base)),
+            Read::Leaf(Some(l)) => {
+                let (n, t) = self.ssa(&leaf(self, base), span)?;
+                let (x, t) = self.op(format!("extract {n}, {l}"), t.with_lanes1());
+                Ok(Val::Ssa(x, t))
             }
-            _ => Err(ShaderError::at(span, "internal: not a part pointer", "")),
         }
     }
 
