@@ -45,19 +45,7 @@ impl<'k> Exec<'k, '_, '_> {
                 let msg = format!("the loop body must yield a condition and {} values", carried.len());
                 return Err(self.fault_at(h, &active, msg));
             };
-            for (value, &y) in values.iter_mut().zip(next) {
-                let new = match self.slots.get(y.index()) {
-                    Some(Slot::Data(l)) if l.ty == value.ty => l,
-                    _ => {
-                        let msg = format!("yielded {} is not a defined {}", self.vname(y), value.ty);
-                        return Err(self.fault_at(h, &active, msg));
-                    }
-                };
-                let w = value.width();
-                for (l, _) in active.iter().enumerate().filter(|(_, a)| **a) {
-                    value.data[l * w..(l + 1) * w].copy_from_slice(&new.data[l * w..(l + 1) * w]);
-                }
-            }
+            self.merge_yielded(h, &active, &mut values, next)?;
             let cond = match self.slots.get(again.index()) {
                 Some(Slot::Data(l)) if l.ty == Type::BOOL => l,
                 _ => {

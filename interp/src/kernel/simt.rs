@@ -481,6 +481,31 @@ impl<'k> Exec<'k, '_, '_> {
         Ok(Lanes { ty: Type::vector(scalar_ty.scalar, w as u8), data })
     }
 
+    /// Copies the values `yielded` by a region into `into`, in the lanes of `mask` only (the
+    /// other lanes keep theirs): how `if`, `for` and `loop` results merge per lane.
+    pub(super) fn merge_yielded(
+        &self,
+        h: Handle<Op>,
+        mask: &[bool],
+        into: &mut [Lanes],
+        yielded: &[V],
+    ) -> Result<(), InterpError> {
+        for (out, &y) in into.iter_mut().zip(yielded) {
+            let src = match self.slots.get(y.index()) {
+                Some(Slot::Data(l)) if l.ty == out.ty => l,
+                _ => {
+                    let msg = format!("yielded {} is not a defined {}", self.vname(y), out.ty);
+                    return Err(self.fault_at(h, mask, msg));
+                }
+            };
+            let w = out.width();
+            for (l, _) in mask.iter().enumerate().filter(|(_, a)| **a) {
+                out.data[l * w..(l + 1) * w].copy_from_slice(&src.data[l * w..(l + 1) * w]);
+            }
+        }
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn for_loop(
         &mut self,
@@ -520,19 +545,7 @@ impl<'k> Exec<'k, '_, '_> {
                 let yielded = yielded.filter(|y| y.len() == carried.len()).ok_or_else(|| {
                     self.fault_at(h, &active, format!("the loop body must yield {} values", carried.len()))
                 })?;
-                for (value, &y) in values.iter_mut().zip(yielded) {
-                    let new = match self.slots.get(y.index()) {
-                        Some(Slot::Data(l)) if l.ty == value.ty => l,
-                        _ => {
-                            let msg = format!("yielded {} is not a defined {}", self.vname(y), value.ty);
-                            return Err(self.fault_at(h, &active, msg));
-                        }
-                    };
-                    let w = value.width();
-                    for (l, _) in active.iter().enumerate().filter(|(_, a)| **a) {
-                        value.data[l * w..(l + 1) * w].copy_from_slice(&new.data[l * w..(l + 1) * w]);
-                    }
-                }
+                self.merge_yielded(h, &active, &mut values, yielded)?;
             }
             for l in 0..self.ids.n {
                 if active[l] {
@@ -580,19 +593,7 @@ impl<'k> Exec<'k, '_, '_> {
             if yielded.len() != results.len() {
                 return Err(self.fault_at(h, lanes, format!("the region must yield {} values", results.len())));
             }
-            for (out, &y) in results.iter_mut().zip(yielded) {
-                let src = match self.slots.get(y.index()) {
-                    Some(Slot::Data(l)) if l.ty == out.ty => l,
-                    _ => {
-                        let msg = format!("yielded {} is not a defined {}", self.vname(y), out.ty);
-                        return Err(self.fault_at(h, lanes, msg));
-                    }
-                };
-                let w = out.width();
-                for (l, _) in lanes.iter().enumerate().filter(|(_, a)| **a) {
-                    out.data[l * w..(l + 1) * w].copy_from_slice(&src.data[l * w..(l + 1) * w]);
-                }
-            }
+            self.merge_yielded(h, lanes, &mut results, yielded)?;
         }
         for (i, value) in results.into_iter().enumerate() {
             self.set(h, op, mask, i, value)?;
