@@ -189,7 +189,14 @@ const WGSL_GRAPHS: &str = "usm @p : f32[2048]\nusm @l : f32[4096]\nusm @b : u32[
 #[test]
 fn wgsl_struct_buffers_from_naga_spirv_match_the_translated_twin() {
     let dir = scratch(line!());
-    let module = naga::front::wgsl::parse_str(WGSL).unwrap_or_else(|e| panic!("{e}"));
+    naga_spirv(WGSL, &dir);
+    // @p, @l and @b after each of 3 runs, with two pipelines.
+    assert_eq!(against_twin("boids", Lang::Wgsl, WGSL, WGSL_SIGNATURE, WGSL_GRAPHS, &dir, 60), 18);
+}
+
+/// WGSL `src` compiled by naga's SPIR-V back end (SPIR-V 1.3, entry `main`) into `dir/p.spv`.
+fn naga_spirv(src: &str, dir: &Path) {
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{e}"));
     let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
         .validate(&module)
         .unwrap_or_else(|e| panic!("{e:?}"));
@@ -199,8 +206,6 @@ fn wgsl_struct_buffers_from_naga_spirv_match_the_translated_twin() {
     let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline)).unwrap_or_else(|e| panic!("{e}"));
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     std::fs::write(dir.join("p.spv"), bytes).expect("write p.spv");
-    // @p, @l and @b after each of 3 runs, with two pipelines.
-    assert_eq!(against_twin("boids", Lang::Wgsl, WGSL, WGSL_SIGNATURE, WGSL_GRAPHS, &dir, 60), 18);
 }
 
 /// `cmdgraph compile` of `text` in `dir`: its exit status and stderr.
@@ -297,16 +302,7 @@ fn raw_f32s(seed: u64, lanes: usize) -> String {
 #[test]
 fn a_uniform_block_of_vectors_from_naga_spirv_matches_the_translated_twin() {
     let dir = scratch(line!());
-    let module = naga::front::wgsl::parse_str(WGSL_UNIFORM_VECTORS).unwrap_or_else(|e| panic!("{e}"));
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    let options = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
-    let pipeline =
-        naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
-    let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline)).unwrap_or_else(|e| panic!("{e}"));
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    std::fs::write(dir.join("p.spv"), bytes).expect("write p.spv");
+    naga_spirv(WGSL_UNIFORM_VECTORS, &dir);
     let sig = "%x: buf<f32, read>, %y: buf<vec4<f32>, read_write>, %lo: vec4<f32>, %hi: vec3<f32>, %n: u32, \
                %scale: vec2<f32>";
     let graphs = format!(
@@ -333,16 +329,7 @@ fn a_whole_array_stored_to_a_fixed_size_buffer_from_naga_spirv_matches_the_trans
     // buffer of a fixed-size array of 32-bit numbers the flat way, which stores it word by word.
     let src = include_str!("../../shader/tests/shaders/workgroup_struct.wgsl");
     let dir = scratch(line!());
-    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{e}"));
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    let options = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
-    let pipeline =
-        naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: "main".into() };
-    let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline)).unwrap_or_else(|e| panic!("{e}"));
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    std::fs::write(dir.join("p.spv"), bytes).expect("write p.spv");
+    naga_spirv(src, &dir);
     let sig = "%x: buf<f32, read>, %y: buf<f32, read_write>, %lens: buf<u32, read_write>";
     let graphs = "usm @x : f32[512]\nusm @y : f32[512]\nusm @lens : u32[16]\n\n\
          graph @g properties(updatable) {\n  \

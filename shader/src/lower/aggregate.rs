@@ -45,6 +45,14 @@ pub(crate) const PRIVATE: u32 = u32::MAX - 1;
 /// element count and the leaves per element.
 pub(crate) type Dynamic = (String, u32, u32);
 
+fn too_many(span: naga::Span) -> ShaderError {
+    ShaderError::at(
+        span,
+        format!("a struct, array or matrix value of more than {MAX_LEAVES} scalars and vectors"),
+        "keep large arrays in work-group memory or a storage buffer",
+    )
+}
+
 /// What a load through a part pointer reads: a tree of this type, or one leaf (one lane).
 #[derive(Clone, Copy)]
 enum Read {
@@ -65,16 +73,16 @@ impl Lowerer<'_> {
     pub(crate) fn leaf_types(&self, ty: Handle<naga::Type>, span: naga::Span) -> Result<Vec<Ty>> {
         let mut out = Vec::new();
         self.push_leaf_types(ty, &mut out, span)?;
+        if out.len() > MAX_LEAVES {
+            return Err(too_many(span));
+        }
         Ok(out)
     }
 
     fn push_leaf_types(&self, ty: Handle<naga::Type>, out: &mut Vec<Ty>, span: naga::Span) -> Result<()> {
+        // Stops the walk of a huge array early; `leaf_types` checks the total.
         if out.len() > MAX_LEAVES {
-            return Err(ShaderError::at(
-                span,
-                format!("a struct, array or matrix value of more than {MAX_LEAVES} scalars and vectors"),
-                "keep large arrays in work-group memory or a storage buffer",
-            ));
+            return Err(too_many(span));
         }
         match self.module.types[ty].inner {
             TypeInner::Matrix { columns, rows, scalar: sc } => {
@@ -85,9 +93,6 @@ impl Lowerer<'_> {
             TypeInner::Array { base, size: ArraySize::Constant(n), .. } => {
                 for _ in 0..n.get() {
                     self.push_leaf_types(base, out, span)?;
-                    if out.len() > MAX_LEAVES {
-                        return self.push_leaf_types(base, out, span);
-                    }
                 }
             }
             TypeInner::Struct { ref members, .. } => {
@@ -218,21 +223,10 @@ impl Lowerer<'_> {
                     "copy it element by element",
                 )),
             },
-            Val::Ptr(Ptr::Block(g)) => {
-                let members = self.blocks.get(&g).cloned().unwrap_or_default();
-                Ok(Val::Struct(members.into_iter().map(|m| self.block_member(m)).collect()))
-            }
             other => {
                 let (n, t) = self.ssa(&other, span)?;
                 Ok(Val::Ssa(n, t))
             }
-        }
-    }
-
-    fn block_member(&mut self, p: Ptr) -> Val {
-        match p {
-            Ptr::Scalar(n, t) => Val::Ssa(n, t),
-            other => Val::Ptr(other),
         }
     }
 
@@ -391,20 +385,20 @@ impl Lowerer<'_> {
                 (base, i * self.leaf_count(base, span)?)
             }
             TypeInner::Matrix { .. } => {
-                return Ok(self.part_leaf(root, leaf + index, dynamic, None, span));
+                return Ok(self.part_leaf(root, leaf + index, dynamic, None));
             }
-            TypeInner::Vector { .. } => return Ok(self.part_leaf(root, leaf, dynamic, Some(index), span)),
+            TypeInner::Vector { .. } => return Ok(self.part_leaf(root, leaf, dynamic, Some(index))),
             _ => return Err(ShaderError::at(span, "member access on a scalar", "")),
         };
         if is_aggregate(&self.module.types[child].inner) {
             return Ok(Val::Ptr(Ptr::Part { root, ty: child, leaf: leaf + offset, dynamic }));
         }
-        Ok(self.part_leaf(root, leaf + offset, dynamic, None, span))
+        Ok(self.part_leaf(root, leaf + offset, dynamic, None))
     }
 
     /// A pointer to one leaf (or one lane of it): the variable itself when no index is
     /// computed.
-    fn part_leaf(&mut self, root: Root, leaf: u32, dynamic: Vec<Dynamic>, lane: Option<u32>, _span: naga::Span) -> Val {
+    fn part_leaf(&self, root: Root, leaf: u32, dynamic: Vec<Dynamic>, lane: Option<u32>) -> Val {
         if dynamic.is_empty() {
             return Val::Ptr(match lane {
                 None => Ptr::Var(root.key(leaf)),
@@ -424,7 +418,7 @@ impl Lowerer<'_> {
             TypeInner::Matrix { columns, .. } => {
                 let i = self.index_as_u32(i, it);
                 dynamic.push((i, u32::from(crate::types::lanes(columns)), 1));
-                return Ok(self.part_leaf(root, leaf, dynamic, None, span));
+                return Ok(self.part_leaf(root, leaf, dynamic, None));
             }
             _ => {
                 return Err(ShaderError::at(
@@ -440,7 +434,7 @@ impl Lowerer<'_> {
         if is_aggregate(&self.module.types[base].inner) {
             return Ok(Val::Ptr(Ptr::Part { root, ty: base, leaf, dynamic }));
         }
-        Ok(self.part_leaf(root, leaf, dynamic, None, span))
+        Ok(self.part_leaf(root, leaf, dynamic, None))
     }
 
     /// Every leaf a pointer with computed indices may reach, with the condition under which
