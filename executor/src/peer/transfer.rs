@@ -10,8 +10,9 @@
 #![allow(unsafe_code)]
 
 use crate::error::{ExecError, Result};
-use crate::vk::buffer::{BufRef, Transfers};
+use crate::vk::buffer::BufRef;
 use crate::vk::Context;
+use crate::vk::Transfers;
 use ash::vk;
 use std::time::{Duration, Instant};
 

@@ -5,10 +5,12 @@ pub mod context;
 pub mod external;
 pub mod pipeline;
 pub mod subgroup;
+pub mod transfers;
 
-pub use buffer::{BufRef, Buffer, Place, Transfers};
+pub use buffer::{BufRef, Buffer, Place};
 pub use context::{
     vulkan_devices, Context, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, DEFAULT_TIMEOUT,
 };
 pub use external::ExternalVulkan;
 pub use pipeline::KernelPipeline;
+pub use transfers::Transfers;
