@@ -65,6 +65,30 @@ for name in sorted(out):
     print(f"{name}: {out[name].dtype}[{out[name].size}] {'matches' if same else 'DIFFERS FROM'} the interpreter")
     assert same, name
 print("compiled in process, ran on", exe.device_name)
+
+# DLPack with PyTorch (docs/python.md "Other array libraries"): CPU tensors in, without a
+# copy; results out to torch without a copy; a CUDA tensor refused naming the memory object.
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is None:
+    print("dlpack: PyTorch is not installed here: not checked")
+else:
+    tensors = {name: torch.from_numpy(a.copy()) for name, a in inputs.items()}
+    out = exe.run(tensors)
+    for name in sorted(out):
+        assert np.array_equal(out[name], ref[name]), f"torch input {name}"
+        t = torch.from_dlpack(out[name])
+        assert t.data_ptr() == out[name].ctypes.data, f"torch.from_dlpack copied {name}"
+    print(f"dlpack: torch {torch.__version__} CPU tensors in and torch.from_dlpack out match, without copies")
+    if torch.cuda.is_available():
+        try:
+            exe.run({"x": torch.rand(65536, device="cuda")})
+            raise AssertionError("a CUDA tensor was accepted")
+        except TypeError as e:
+            assert "@x" in str(e) and "CUDA" in str(e), e
+            print("dlpack: a CUDA tensor is refused:", e)
 PY
   cp docs/performance.md "$out/performance.md"
   python3 bench/python/overhead.py --suffix gpu --write-to "$out/performance.md"

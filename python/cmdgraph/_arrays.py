@@ -8,6 +8,12 @@ address, straight into the executor's staging buffer); ``vec3`` elements get the
 (padding) lane, zero, in a padded copy. ``empty`` makes the array a memory object is read
 back into (the staging buffer's bytes go straight into it); ``vec3`` memory is read as bytes
 and ``from_bytes`` drops the padding lane (one copy).
+
+Arrays of other libraries (PyTorch, JAX, CuPy, ...) come in through DLPack: an object with
+``__dlpack__`` that is not an ndarray becomes a NumPy view of the same host memory
+(``np.from_dlpack``, no copy) and is checked as an ndarray. Memory on a GPU of another API
+(a CUDA tensor) is refused with a ``TypeError`` naming the device: cmdgraph's memory objects
+live on its own Vulkan device, so such an array has to come through the host anyway.
 """
 
 import numpy as np
@@ -25,7 +31,12 @@ def prepare(name, array, dtype, lanes, count, describe):
     number of elements), each naming the memory object.
     """
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"@{name} ({describe}): expected a numpy.ndarray, got {type(array).__name__}")
+        if not hasattr(array, "__dlpack__"):
+            raise TypeError(
+                f"@{name} ({describe}): expected a numpy.ndarray or an array with __dlpack__, "
+                f"got {type(array).__name__}"
+            )
+        array = _from_dlpack(name, describe, array)
     want = np.dtype(dtype)
     if array.dtype.str != want.str:
         hint = ""
@@ -36,7 +47,10 @@ def prepare(name, array, dtype, lanes, count, describe):
             f"but @{name} needs {want.str!r} ({want}){hint}"
         )
     if not array.flags.c_contiguous:
-        raise ValueError(f"@{name} ({describe}): the array is not C-contiguous; pass np.ascontiguousarray(a)")
+        raise ValueError(
+            f"@{name} ({describe}): the array is not C-contiguous; pass np.ascontiguousarray(a) "
+            "(or t.contiguous() for a tensor)"
+        )
     if lanes > 1:
         if array.ndim < 1 or array.shape[-1] != lanes:
             raise ValueError(
@@ -62,6 +76,38 @@ def prepare(name, array, dtype, lanes, count, describe):
         padded[:, :3] = array.reshape(count, 3)
         return padded
     return array
+
+
+# DLPack device types (dlpack.h, DLDeviceType) that name host memory NumPy can view.
+_DLPACK_HOST = {1: "CPU", 3: "CUDA pinned host", 13: "CUDA managed"}
+_DLPACK_DEVICES = {2: "CUDA", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm", 14: "oneAPI"}
+
+
+def _from_dlpack(name, describe, tensor):
+    """A NumPy view of ``tensor``'s host memory through DLPack (no copy), or a TypeError
+    naming the memory object and saying what to do."""
+    where = f"@{name} ({describe})"
+    kind = type(tensor).__name__
+    device = getattr(tensor, "__dlpack_device__", None)
+    if device is not None:
+        try:
+            dev_type, dev_id = device()
+        except Exception as e:  # the producer's own refusal, passed on with the memory object
+            raise TypeError(f"{where}: the {kind}'s __dlpack_device__ failed: {e}") from e
+        dev_type = int(dev_type)
+        if dev_type not in _DLPACK_HOST:
+            label = _DLPACK_DEVICES.get(dev_type, f"device type {dev_type}")
+            raise TypeError(
+                f"{where}: the {kind} lives in {label} memory (device {dev_id}); cmdgraph binds host "
+                "arrays and copies them to its own Vulkan device: move it to the host first "
+                "(t.cpu(), or np.asarray(t.get()) for CuPy)"
+            )
+    if not hasattr(np, "from_dlpack"):
+        raise TypeError(f"{where}: DLPack input needs NumPy 1.22 or newer (found {np.__version__})")
+    try:
+        return np.from_dlpack(tensor)
+    except Exception as e:  # a tensor that cannot be exported as it is (autograd, dtype)
+        raise TypeError(f"{where}: the {kind} could not be read through DLPack: {e}") from e
 
 
 def empty(dtype, lanes, count):

@@ -1,7 +1,7 @@
 """Type stubs of the native module `cmdgraph._cmdgraph` (re-exported by `cmdgraph`)."""
 
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -9,7 +9,13 @@ __version__: str
 
 _Path = Union[str, "os.PathLike[str]"]
 _Passes = Union[None, str, Sequence[str]]
-_Arrays = Mapping[str, np.ndarray]
+class _DLPackTensor(Protocol):
+    """An array of another library (PyTorch, JAX, ...) in host memory, taken through DLPack."""
+
+    def __dlpack__(self, **kwargs: Any) -> Any: ...
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+
+_Arrays = Mapping[str, Union[np.ndarray, _DLPackTensor]]
 # A dynamic parameter's value: a scalar of its type, a usm pointer ("@x" or ("@x", byte
 # offset)) or a buffer for an accessor ("@b").
 _Value = Union[bool, int, float, str, Tuple[str, int]]

@@ -9,7 +9,29 @@ use crate::errors::{Error, Result};
 use cmdgraph_ir::types::ScalarType;
 use cmdgraph_ir::{MemoryKind, Module};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyDict};
+
+/// The functions of `cmdgraph/_arrays.py`, looked up once: a run calls them for every array,
+/// and the import and attribute lookups cost a measurable part of the 10 µs budget.
+static PREPARE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static EMPTY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static FROM_BYTES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `_arrays.prepare`.
+pub fn prepare_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    PREPARE.import(py, "cmdgraph._arrays", "prepare")
+}
+
+/// `_arrays.empty`.
+fn empty_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    EMPTY.import(py, "cmdgraph._arrays", "empty")
+}
+
+/// `_arrays.from_bytes`.
+pub fn from_bytes_fn(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    FROM_BYTES.import(py, "cmdgraph._arrays", "from_bytes")
+}
 
 /// What an array bound to a memory object must look like.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,7 +104,7 @@ pub fn inputs<'py>(
     given: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
     let Some(given) = given else { return Ok(Vec::new()) };
-    let helpers = py.import("cmdgraph._arrays")?;
+    let prepare = prepare_fn(py)?;
     let mut out = Vec::with_capacity(given.len());
     for (key, value) in given.iter() {
         let name: String = key.extract().map_err(|_| Error::type_error("input names must be str"))?;
@@ -95,7 +117,7 @@ pub fn inputs<'py>(
             .into());
         }
         let args = (layout.name.as_str(), value, layout.dtype, layout.lanes, layout.count, layout.describe.as_str());
-        let array = helpers.call_method1("prepare", args)?;
+        let array = prepare.call1(args)?;
         out.push((layout.name.clone(), array));
     }
     Ok(out)
@@ -108,12 +130,12 @@ pub fn owned(inputs: &[(String, Bound<'_, PyAny>)]) -> PyResult<Vec<(String, Vec
 
 /// A new array for each memory object to read back (`None` for `vec3` memory, read as bytes).
 pub fn empties<'py>(py: Python<'py>, wanted: &[Layout]) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
-    let helpers = py.import("cmdgraph._arrays")?;
+    let empty = empty_fn(py)?;
     wanted
         .iter()
         .map(|l| match l.lanes {
             3 => Ok(None),
-            _ => helpers.call_method1("empty", (l.dtype, l.lanes, l.count)).map(Some),
+            _ => empty.call1((l.dtype, l.lanes, l.count)).map(Some),
         })
         .collect()
 }
@@ -126,7 +148,6 @@ pub fn filled_dict<'py>(
     arrays: Vec<Option<Bound<'py, PyAny>>>,
     vec3_bytes: Vec<Vec<u8>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let helpers = py.import("cmdgraph._arrays")?;
     let dict = PyDict::new(py);
     let mut bytes = vec3_bytes.into_iter();
     for (layout, array) in wanted.iter().zip(arrays) {
@@ -135,7 +156,7 @@ pub fn filled_dict<'py>(
             None => {
                 let b = bytes.next().unwrap_or_default();
                 let buffer = PyByteArray::new(py, &b);
-                helpers.call_method1("from_bytes", (buffer, layout.dtype, layout.lanes, layout.count))?
+                from_bytes_fn(py)?.call1((buffer, layout.dtype, layout.lanes, layout.count))?
             }
         };
         dict.set_item(&layout.name, array)?;
@@ -154,11 +175,11 @@ pub fn outputs(layouts: &[Layout], wanted: Option<Vec<String>>) -> Result<Vec<La
 /// The bytes read back, as a dict of name to array (shape `(count,)`, or `(count, lanes)`
 /// for a vector type).
 pub fn to_dict<'py>(py: Python<'py>, read: Vec<(Layout, Vec<u8>)>) -> PyResult<Bound<'py, PyDict>> {
-    let helpers = py.import("cmdgraph._arrays")?;
+    let from_bytes = from_bytes_fn(py)?;
     let dict = PyDict::new(py);
     for (layout, bytes) in read {
         let buffer = PyByteArray::new(py, &bytes);
-        let array = helpers.call_method1("from_bytes", (buffer, layout.dtype, layout.lanes, layout.count))?;
+        let array = from_bytes.call1((buffer, layout.dtype, layout.lanes, layout.count))?;
         dict.set_item(&layout.name, array)?;
     }
     Ok(dict)

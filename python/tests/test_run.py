@@ -63,7 +63,7 @@ def test_outputs_can_be_chosen_and_memory_persists(device):
         (lambda x: np.repeat(x, 2)[::2], ValueError, r"@y \(f32\[65536\]\): the array is not C-contiguous"),
         (lambda x: x[:-1].copy(), ValueError, r"@y \(f32\[65536\]\): the array's shape \(65535,\) has 65535 elements but @y has 65536"),
         (lambda x: np.concatenate([x, x]), ValueError, r"@y .* has 131072 elements"),
-        (lambda x: x.tolist(), TypeError, r"@y \(f32\[65536\]\): expected a numpy.ndarray, got list"),
+        (lambda x: x.tolist(), TypeError, r"@y \(f32\[65536\]\): expected a numpy.ndarray or an array with __dlpack__, got list"),
     ],
     ids=["dtype", "byte order", "non-contiguous", "too small", "too large", "not an array"],
 )

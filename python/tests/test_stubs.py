@@ -40,9 +40,14 @@ def test_the_package_ships_its_stubs_and_marker():
     assert (PACKAGE / "py.typed").is_file()
 
 
+def typing_only(node):
+    """A stub class that describes what callers pass (a `Protocol`), not a class of the module."""
+    return isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases)
+
+
 def test_every_stub_matches_the_module():
     checked = 0
-    for node in stub().body:
+    for node in (n for n in stub().body if not typing_only(n)):
         if isinstance(node, ast.FunctionDef):
             assert runtime_parameters(getattr(_cmdgraph, node.name)) == parameters(node), node.name
             checked += 1
@@ -63,5 +68,5 @@ def test_every_stub_matches_the_module():
                     assert getattr(cls, item.name).__doc__, what
                 checked += 1
     assert checked >= 30, checked
-    exported = {n.name for n in stub().body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    exported = {n.name for n in stub().body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not typing_only(n)}
     assert exported <= set(cmdgraph.__all__)

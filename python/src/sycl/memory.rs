@@ -19,8 +19,7 @@ fn layout(elem: s::Type) -> (&'static str, u32) {
 fn array_bytes(py: Python<'_>, name: &str, array: &Bound<'_, PyAny>, elem: s::Type, count: u64) -> PyResult<Vec<u8>> {
     let (dtype, lanes) = layout(elem);
     let describe = format!("{elem}[{count}]");
-    let checked =
-        py.import("cmdgraph._arrays")?.call_method1("prepare", (name, array, dtype, lanes, count, describe))?;
+    let checked = crate::arrays::prepare_fn(py)?.call1((name, array, dtype, lanes, count, describe))?;
     Ok(crate::raw::bytes(&checked)?.to_vec())
 }
 
@@ -28,7 +27,7 @@ fn array_bytes(py: Python<'_>, name: &str, array: &Bound<'_, PyAny>, elem: s::Ty
 fn array_of(py: Python<'_>, bytes: &[u8], elem: s::Type, count: u64) -> PyResult<Py<PyAny>> {
     let (dtype, lanes) = layout(elem);
     let buf = PyByteArray::new(py, bytes);
-    Ok(py.import("cmdgraph._arrays")?.call_method1("from_bytes", (buf, dtype, lanes, count))?.unbind())
+    Ok(crate::arrays::from_bytes_fn(py)?.call1((buf, dtype, lanes, count))?.unbind())
 }
 
 /// A USM allocation (`malloc_device`, `malloc_shared`, `malloc_host`) of `count` elements of
