@@ -64,6 +64,39 @@ pub struct RecordOptions {
     /// Timestamps around every node of graphs with `enable_profiling` (they serialise the
     /// commands of a stage); without it only each segment's start and end are stamped.
     pub node_profiling: bool,
+    /// How `memcpy` nodes and fills with a pattern `vkCmdFillBuffer` cannot repeat are
+    /// recorded (docs/executor.md, "Copies").
+    pub copies: CopyPolicy,
+    /// The most work-groups one copy-kernel dispatch uses (0: 65 535). Fewer make each
+    /// invocation loop over more elements.
+    pub copy_groups: u32,
+}
+
+/// How copies are recorded ([`RecordOptions::copies`]; `CMDGRAPH_COPIES=auto|shader|transfer`
+/// sets the default of new executors).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CopyPolicy {
+    /// The copy kernel on GPUs (NVIDIA's `vkCmdCopyBuffer` moves a fifth of its bytes per
+    /// second), `vkCmdCopyBuffer` on CPU devices (llvmpipe's copy command is a `memcpy`).
+    #[default]
+    Auto,
+    /// Always `vkCmdCopyBuffer`.
+    Transfer,
+    /// The copy kernel wherever offsets and size allow (multiples of 4 bytes, windows within
+    /// `maxStorageBufferRange`), `vkCmdCopyBuffer` elsewhere.
+    Shader,
+}
+
+impl CopyPolicy {
+    /// The policy `CMDGRAPH_COPIES` names, if it names one.
+    pub fn from_env() -> Option<CopyPolicy> {
+        match std::env::var("CMDGRAPH_COPIES").ok()?.as_str() {
+            "auto" => Some(CopyPolicy::Auto),
+            "shader" => Some(CopyPolicy::Shader),
+            "transfer" => Some(CopyPolicy::Transfer),
+            _ => None,
+        }
+    }
 }
 
 /// The Vulkan objects of one executable ([`Executor::vulkan_objects`]; pipelines are the
@@ -78,9 +111,11 @@ pub struct VulkanObjects {
     pub memory_allocations: usize,
     /// Descriptor pools.
     pub descriptor_pools: usize,
-    /// Descriptor sets (one per prepared kernel launch).
+    /// Descriptor sets (one per prepared kernel launch, one per pair of windows copy-kernel
+    /// copies bind).
     pub descriptor_sets: usize,
-    /// Pipelines of the executor (one per compiled kernel variant).
+    /// Pipelines of the executor (one per compiled kernel variant, two for the copy kernels
+    /// once made).
     pub pipelines: usize,
 }
 
@@ -97,6 +132,8 @@ pub struct Executor {
     pub(crate) pipelines: Vec<KernelPipeline>,
     pub(crate) cache: vk::PipelineCache,
     pub(crate) transfers: Transfers,
+    /// The copy kernels, made by the first finalize that records a copy with them.
+    pub(crate) copy_kernels: Option<crate::vk::copy::CopyKernels>,
     pub(crate) host: Callbacks,
     /// Runs with host tasks (docs/executor.md, "Running").
     pub(crate) worker: Worker,
@@ -131,12 +168,13 @@ impl Executor {
             pipelines: Vec::new(),
             cache,
             transfers,
+            copy_kernels: None,
             host: Arc::new(std::sync::Mutex::new(BTreeMap::new())),
             worker: Worker::new(),
             native: BTreeMap::new(),
             execs: Vec::new(),
             epoch: std::time::Instant::now(),
-            recording: RecordOptions::default(),
+            recording: RecordOptions { copies: CopyPolicy::from_env().unwrap_or_default(), ..Default::default() },
             warnings: Vec::new(),
             ctx,
         };
@@ -411,6 +449,9 @@ impl Drop for Executor {
         }
         for p in &mut self.pipelines {
             p.destroy(&self.ctx);
+        }
+        if let Some(k) = self.copy_kernels.as_mut() {
+            k.destroy(&self.ctx);
         }
         self.transfers.destroy(&self.ctx);
         // SAFETY: no pipeline creation is in progress and the device is idle.

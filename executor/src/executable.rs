@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 mod alts;
+pub(crate) mod copies;
 mod effects;
 mod lifetimes;
 mod plan;
@@ -159,6 +160,8 @@ pub(crate) struct Executable {
     pub(crate) scratch_offs: BTreeMap<usize, u64>,
     /// Where graph allocations are live, for pointer updates (built by the first one).
     pub(crate) lifetimes: lifetimes::Lifetimes,
+    /// The copy kernel's descriptor sets (copies.rs).
+    pub(crate) copy_sets: std::cell::RefCell<copies::CopySets>,
 }
 
 impl Executable {
@@ -169,6 +172,7 @@ impl Executable {
             ctx.device.destroy_semaphore(self.timeline, None);
         }
         self.sets.destroy(ctx);
+        self.copy_sets.get_mut().reset(ctx);
         if let Some(q) = &self.queries {
             q.destroy(ctx);
         }
@@ -332,6 +336,9 @@ impl Executor {
             .collect();
         for g in globals {
             self.global(device, &g)?;
+        }
+        if self.wants_copy_kernels(&self.loaded.module.graphs[gh]) {
+            self.copy_kernels = Some(crate::vk::copy::CopyKernels::new(&self.ctx, self.cache)?);
         }
         // Borrowed, not cloned (a clone of a 10^6-node graph was 5% of finalize).
         let graph = &self.loaded.module.graphs[gh];
@@ -545,6 +552,7 @@ impl Executor {
             scratch,
             scratch_offs,
             lifetimes: Default::default(),
+            copy_sets: Default::default(),
         };
         let mut native = std::mem::take(&mut self.native);
         let built = (|| {
@@ -778,18 +786,20 @@ impl Executor {
                 .into_iter()
                 .flatten()
                 .count();
+        let (copy_pools, copy_sets) = exe.copy_sets.borrow().counts();
         Ok(crate::exec::VulkanObjects {
             command_buffers: exe.cmds.iter().flatten().filter(|c| **c != vk::CommandBuffer::null()).count(),
             buffers,
             memory_allocations: buffers,
-            descriptor_pools: exe.sets.pools(),
+            descriptor_pools: exe.sets.pools() + copy_pools,
             descriptor_sets: exe
                 .kernels
                 .values()
                 .chain(exe.spare.values())
                 .filter(|k| k.set != vk::DescriptorSet::null())
-                .count(),
-            pipelines: self.pipelines.len(),
+                .count()
+                + copy_sets,
+            pipelines: self.pipelines.len() + if self.copy_kernels.is_some() { 2 } else { 0 },
         })
     }
 

@@ -158,6 +158,8 @@ impl Executor {
                 for key in keys {
                     ex.prepare_key(exe, key, false)?;
                 }
+                // The copy kernel's sets name the old buffers; re-recording makes new ones.
+                exe.copy_sets.get_mut().reset(&ex.ctx);
                 for si in 0..exe.sched.len() {
                     ex.record(exe, si)?;
                 }

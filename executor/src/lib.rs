@@ -29,7 +29,8 @@ mod worker;
 /// an application passes its handles with the same definitions.
 pub use ash;
 pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
-pub use exec::{BarrierPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
+pub use exec::{BarrierPolicy, CopyPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
+pub use executable::copies::CopyPath;
 pub use interop::{RunSync, SemaphoreValue};
 pub use load::{load_bytes, Loaded};
 pub use profile::{NodeProfile, Profile};

@@ -41,8 +41,9 @@ impl Executor {
             }
             return Ok(Some(Cow::Owned(all)));
         }
-        let transfer =
-            |reads: Vec<Span>, writes: Vec<Span>| Ok(Some(Cow::Owned(Effect { work: Work::Transfer, reads, writes })));
+        // A copy the copy kernel makes is compute work on the same byte ranges.
+        let work = if self.kernel_copy(exe, graph, h)?.is_some() { Work::Compute } else { Work::Transfer };
+        let transfer = |reads: Vec<Span>, writes: Vec<Span>| Ok(Some(Cow::Owned(Effect { work, reads, writes })));
         match &n.kind {
             NodeKind::Memcpy { dst, src, bytes } if *bytes > 0 => {
                 let (d, s) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
@@ -60,7 +61,7 @@ impl Executor {
             NodeKind::Memfill { dst, .. } => {
                 // The byte count as record_node computes it; a fill of nothing records nothing.
                 let d = exe.place(self, dst.base, dst.offset)?;
-                match fill_bytes(n) {
+                match super::copies::fill_pattern(n).1 {
                     0 => Ok(None),
                     total => transfer(
                         Vec::new(),
@@ -153,16 +154,5 @@ impl Executor {
         // past it is out of bounds (undefined), so only the memory itself can conflict.
         let (lo, hi) = (lo.clamp(object_lo, object_hi), hi.clamp(object_lo, object_hi));
         Ok(Span { target: at.target, lo, hi })
-    }
-}
-
-/// Bytes a `memfill` node writes (0 when its pattern does not fit its type).
-fn fill_bytes(n: &Node) -> u64 {
-    match &n.kind {
-        NodeKind::Memfill { pattern, count, .. } => {
-            let p = pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
-            (p.len() as u64).saturating_mul(*count)
-        }
-        _ => 0,
     }
 }

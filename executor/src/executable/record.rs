@@ -319,6 +319,15 @@ impl Executor {
             }
             return Ok(true);
         }
+        if let Some(c) = self.kernel_copy(exe, graph, h)? {
+            let kernels = self.copy_kernels.as_ref().ok_or_else(|| ExecError::Invalid("no copy kernels".into()))?;
+            let set = exe.copy_sets.borrow_mut().get(&self.ctx, kernels.set_layout, c.src, c.dst)?;
+            // SAFETY: `cb` is recording; the set's windows hold the copy's elements (planned
+            // against the buffers' sizes and the device's descriptor limits).
+            unsafe { crate::vk::copy::record(d, cb, kernels, c.elem, set, c.push, c.groups) };
+            *bound = kernels.pipeline(c.elem);
+            return Ok(true);
+        }
         match &n.kind {
             NodeKind::Memcpy { dst, src, bytes } => {
                 if *bytes == 0 {
@@ -351,16 +360,7 @@ impl Executor {
                 Ok(true)
             }
             NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => {
-                let (pattern, total) = match &n.kind {
-                    NodeKind::Memset { value, bytes, .. } => (vec![*value], *bytes),
-                    NodeKind::Memfill { pattern, count, .. } => {
-                        let p =
-                            pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
-                        let t = (p.len() as u64).saturating_mul(*count);
-                        (p, t)
-                    }
-                    _ => (Vec::new(), 0),
-                };
+                let (pattern, total) = super::copies::fill_pattern(n);
                 if total == 0 {
                     return Ok(false);
                 }

@@ -2,6 +2,7 @@
 
 pub mod buffer;
 pub mod context;
+pub mod copy;
 pub mod external;
 pub mod pipeline;
 pub mod subgroup;

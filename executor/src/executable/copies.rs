@@ -1,0 +1,263 @@
+//! How each copy is recorded (docs/executor.md, "Copies"): a `memcpy` node, or a fill whose
+//! pattern `vkCmdFillBuffer` cannot repeat (copied from the executable's pattern buffer), goes
+//! through the copy kernel (`vk/copy.rs`) or `vkCmdCopyBuffer`, chosen per node by
+//! [`RecordOptions::copies`], the alignment of its offsets and size, and the device's
+//! descriptor limits. The choice is made in one place, so the barrier planner (which needs the
+//! command's kind of work) and the recorder agree; [`Executor::copy_paths`] reports it.
+//!
+//! A kernel copy binds a descriptor set holding its two windows. Sets are shared by copies
+//! between the same windows (usually whole buffers, so one set per pair of buffers), written
+//! once when made and never rewritten, so recording one command buffer cannot invalidate
+//! another; an import of user memory (new buffers) drops them all while the device is idle.
+
+use super::{fill_word, sets::SetPools, Executable};
+use crate::error::{ExecError, Result};
+use crate::exec::{CopyPolicy, Executor};
+use crate::vk::copy::{self, MAX_COUNT, MAX_GROUPS, PER_STEP};
+use crate::vk::Context;
+use ash::vk;
+use ash::vk::Handle as _;
+use cmdgraph_ir::{Graph, Handle, Node, NodeKind};
+use std::collections::BTreeMap;
+
+/// How a copy is recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyPath {
+    /// `vkCmdCopyBuffer`.
+    Transfer,
+    /// The copy kernel, moving elements of this many bytes (16 or 4).
+    Kernel {
+        /// Element size in bytes.
+        elem: u32,
+    },
+}
+
+/// A descriptor's reach: (buffer, byte offset, byte range).
+pub(crate) type Window = (vk::Buffer, u64, u64);
+
+/// A copy the kernel records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KernelCopy {
+    pub(crate) elem: u64,
+    pub(crate) src: Window,
+    pub(crate) dst: Window,
+    /// `{src_off, dst_off, count}` in elements, as pushed.
+    pub(crate) push: [u32; 3],
+    pub(crate) groups: u32,
+}
+
+/// One end of a copy: its buffer, the bytes of it the memory may reach (`[base, end)`: an
+/// imported buffer's bytes before `base` are the application's), and the copy's byte offset.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct End {
+    pub(crate) buffer: vk::Buffer,
+    pub(crate) base: u64,
+    pub(crate) end: u64,
+    pub(crate) offset: u64,
+}
+
+/// The device limits a kernel copy needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CopyLimits {
+    pub(crate) min_align: u64,
+    pub(crate) max_range: u64,
+    pub(crate) max_groups: u32,
+}
+
+/// The window of `end` a descriptor binds for `bytes` bytes of `elem`-byte elements, and the
+/// copy's first element in it: the whole reachable buffer when one descriptor reaches it (so
+/// copies share sets), else from the offset rounded down; `None` when no window fits.
+fn window(end: &End, bytes: u64, elem: u64, l: &CopyLimits) -> Option<(Window, u32)> {
+    let align = l.min_align.max(elem);
+    let (lo, range) = if end.base.is_multiple_of(align) && end.end - end.base <= l.max_range {
+        (end.base, end.end - end.base)
+    } else {
+        let lo = end.offset / align * align;
+        (lo, end.offset.checked_add(bytes)? - lo)
+    };
+    let first = (end.offset - lo) / elem;
+    let fits = lo >= end.base && range <= l.max_range && lo + range <= end.end && first <= u64::from(u32::MAX);
+    fits.then_some(((end.buffer, lo, range), first as u32))
+}
+
+/// The kernel copy of `bytes` bytes from `src` to `dst`, if the kernel can make it: offsets
+/// and size multiples of 4 bytes (16-byte elements when all are multiples of 16), fewer than
+/// [`MAX_COUNT`] elements, windows within `maxStorageBufferRange`.
+pub(crate) fn plan_kernel(src: End, dst: End, bytes: u64, l: &CopyLimits) -> Option<KernelCopy> {
+    let aligned = |a: u64| src.offset.is_multiple_of(a) && dst.offset.is_multiple_of(a) && bytes.is_multiple_of(a);
+    let elem = if aligned(16) {
+        16
+    } else if aligned(4) {
+        4
+    } else {
+        return None;
+    };
+    let count = bytes / elem;
+    if count == 0 || count >= MAX_COUNT {
+        return None;
+    }
+    let (sw, s0) = window(&src, bytes, elem, l)?;
+    let (dw, d0) = window(&dst, bytes, elem, l)?;
+    let per_group = u64::from(copy::GROUP_SIZE * PER_STEP);
+    let cap = if l.max_groups == 0 { MAX_GROUPS } else { l.max_groups.min(MAX_GROUPS) };
+    let groups = count.div_ceil(per_group).clamp(1, u64::from(cap)) as u32;
+    Some(KernelCopy { elem, src: sw, dst: dw, push: [s0, d0, count as u32], groups })
+}
+
+/// The executable's copy-kernel descriptor sets, by the windows they hold.
+#[derive(Default)]
+pub(crate) struct CopySets {
+    pools: Option<SetPools>,
+    sets: BTreeMap<(u64, u64, u64, u64, u64, u64), vk::DescriptorSet>,
+}
+
+impl CopySets {
+    /// The set holding `src` and `dst`, made and written now if no copy made it before.
+    pub(crate) fn get(
+        &mut self,
+        ctx: &Context,
+        layout: vk::DescriptorSetLayout,
+        src: Window,
+        dst: Window,
+    ) -> Result<vk::DescriptorSet> {
+        let key = (src.0.as_raw(), src.1, src.2, dst.0.as_raw(), dst.1, dst.2);
+        if let Some(&set) = self.sets.get(&key) {
+            return Ok(set);
+        }
+        let pools = self.pools.get_or_insert_with(|| SetPools::new(2));
+        let (_, set) = pools.allocate(ctx, layout, 2, 16)?;
+        copy::write_set(ctx, set, src, dst);
+        self.sets.insert(key, set);
+        Ok(set)
+    }
+
+    /// Descriptor pools made (for [`Executor::vulkan_objects`]) and sets held.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.pools.as_ref().map_or(0, SetPools::pools), self.sets.len())
+    }
+
+    /// Destroys every set; the executable is idle and will be re-recorded.
+    pub(crate) fn reset(&mut self, ctx: &Context) {
+        if let Some(mut p) = self.pools.take() {
+            p.destroy(ctx);
+        }
+        self.sets.clear();
+    }
+}
+
+impl Executor {
+    /// The limits a kernel copy is planned against, with the policy's verdict: `None` when
+    /// this executable records every copy with `vkCmdCopyBuffer`.
+    fn copy_limits(&self, exe: &Executable) -> Option<CopyLimits> {
+        let kernel = match exe.options.copies {
+            CopyPolicy::Transfer => false,
+            CopyPolicy::Shader => true,
+            CopyPolicy::Auto => on_gpu(&self.ctx),
+        };
+        let limits = &self.ctx.props.limits;
+        (kernel && self.copy_kernels.is_some()).then(|| CopyLimits {
+            min_align: limits.min_storage_buffer_offset_alignment.max(4),
+            max_range: u64::from(limits.max_storage_buffer_range),
+            max_groups: exe.options.copy_groups.min(limits.max_compute_work_group_count[0]),
+        })
+    }
+
+    /// Whether finalize should make the copy kernels for `graph` (it has a copy or fill and
+    /// the policy may use them).
+    pub(crate) fn wants_copy_kernels(&self, graph: &Graph) -> bool {
+        let may = match self.recording.copies {
+            CopyPolicy::Transfer => false,
+            CopyPolicy::Shader => true,
+            CopyPolicy::Auto => on_gpu(&self.ctx),
+        };
+        may && self.copy_kernels.is_none()
+            && graph.nodes.iter().any(|(_, n)| {
+                matches!(n.kind, NodeKind::Memcpy { .. } | NodeKind::Memfill { .. } | NodeKind::Memset { .. })
+            })
+    }
+
+    /// The kernel copy node `h` records, or `None` when it records `vkCmdCopyBuffer` (or
+    /// `vkCmdFillBuffer`, or nothing).
+    pub(crate) fn kernel_copy(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Option<KernelCopy>> {
+        let Some(limits) = self.copy_limits(exe) else { return Ok(None) };
+        let n = &graph.nodes[h];
+        let end_of = |target: &crate::args::Target, offset: u64| -> Result<End> {
+            let b = exe.buffer_of(self, target)?;
+            Ok(End { buffer: b.buffer, base: b.base, end: b.size, offset })
+        };
+        match &n.kind {
+            NodeKind::Memcpy { dst, src, bytes } if *bytes > 0 => {
+                if exe.scratch_offs.contains_key(&h.index()) {
+                    return Ok(None); // a memmove: through scratch memory with the copy command
+                }
+                let (dp, sp) = (exe.place(self, dst.base, dst.offset)?, exe.place(self, src.base, src.offset)?);
+                if dp.avail < *bytes || sp.avail < *bytes {
+                    return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
+                }
+                let (s, d) = (end_of(&sp.target, sp.offset)?, end_of(&dp.target, dp.offset)?);
+                Ok(plan_kernel(s, d, *bytes, &limits))
+            }
+            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => {
+                let (pattern, total) = fill_pattern(n);
+                let (Some(&off), Some(consts)) = (exe.const_offs.get(&h.index()), exe.consts.as_ref()) else {
+                    return Ok(None);
+                };
+                let dp = exe.place(self, dst.base, dst.offset)?;
+                if total == 0 || dp.avail < total || fill_word(&pattern, dp.offset, total).is_some() {
+                    return Ok(None);
+                }
+                let s = End { buffer: consts.buffer, base: 0, end: consts.size, offset: off };
+                Ok(plan_kernel(s, end_of(&dp.target, dp.offset)?, total, &limits))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// How every copy of executable `id` is recorded: (node name, path), in node order, for
+    /// `memcpy` nodes and fills that copy a pattern (fills `vkCmdFillBuffer` repeats are not
+    /// copies and are not listed).
+    pub fn copy_paths(&self, id: crate::ExecId) -> Result<Vec<(String, CopyPath)>> {
+        let exe = self.exec_ref(id)?;
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let mut out = Vec::new();
+        for (h, n) in graph.nodes.iter() {
+            let is_copy = match &n.kind {
+                NodeKind::Memcpy { bytes, .. } => *bytes > 0,
+                NodeKind::Memset { .. } | NodeKind::Memfill { .. } => exe.const_offs.contains_key(&h.index()),
+                _ => false,
+            };
+            if !is_copy {
+                continue;
+            }
+            let path = match self.kernel_copy(exe, graph, h)? {
+                Some(k) => CopyPath::Kernel { elem: k.elem as u32 },
+                None => CopyPath::Transfer,
+            };
+            out.push((n.name.clone(), path));
+        }
+        Ok(out)
+    }
+}
+
+/// Whether the device is a GPU (not llvmpipe or another CPU implementation).
+fn on_gpu(ctx: &Context) -> bool {
+    matches!(
+        ctx.props.device_type,
+        vk::PhysicalDeviceType::DISCRETE_GPU
+            | vk::PhysicalDeviceType::INTEGRATED_GPU
+            | vk::PhysicalDeviceType::VIRTUAL_GPU
+    )
+}
+
+/// A fill's pattern bytes and total byte count (what `record_node` fills).
+pub(crate) fn fill_pattern(n: &Node) -> (Vec<u8>, u64) {
+    match &n.kind {
+        NodeKind::Memset { value, bytes, .. } => (vec![*value], *bytes),
+        NodeKind::Memfill { pattern, count, .. } => {
+            let p = pattern.ty.and_then(|t| crate::args::scalar_bytes(pattern.value, t)).unwrap_or_default();
+            let t = (p.len() as u64).saturating_mul(*count);
+            (p, t)
+        }
+        _ => (Vec::new(), 0),
+    }
+}

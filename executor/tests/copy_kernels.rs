@@ -1,0 +1,163 @@
+//! The copy kernel (executor/src/vk/copy.rs) against the reference interpreter, on llvmpipe
+//! with validation (synchronization included) on: `memcpy` nodes of 16- and 4-byte alignment,
+//! between user memory and graph allocations, next to kernels that produce and consume their
+//! bytes, a pattern fill copied from the pattern buffer, and the copies it must leave to
+//! `vkCmdCopyBuffer` (unaligned, overlapping). Each choice is counted through
+//! `Executor::copy_paths`, so the kernel path really runs. Also: the checked-in SPIR-V is its
+//! assembly, assembled, and passes `spirv-val`.
+
+mod common;
+
+use cmdgraph_executor::{CopyPath, CopyPolicy, RecordOptions, VulkanObjects};
+use cmdgraph_interp::Interpreter;
+use common::*;
+use std::process::Command;
+
+const N: usize = 20_011;
+
+/// Full-precision pseudo-random floats (xorshift: reproducible, no crate).
+fn floats(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn bytes_of(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+/// Every kind of copy in one graph. `%t` is a graph allocation the scale kernel writes and a
+/// copy reads; `%v4` (16-byte aligned) and `%v1` (4-byte aligned) take the kernel; `%odd` (byte
+/// offsets) takes the copy command, and `%plain` copies what it wrote; `%pat` fills f64s, a pattern
+/// `vkCmdFillBuffer` cannot repeat; `%after` reads what `%v4` wrote.
+fn ir() -> String {
+    format!(
+        "{KERNELS_IR}
+usm @a : f32[{N}]
+usm @b : f32[{N}]
+usm @c : f32[{N}]
+usm @d : f32[{N}]
+usm @e : f32[{N}]
+usm @wide : f64[999]
+
+graph @g {{
+  %t = async_malloc f32[{N}] device
+  %k = kernel @scale range({N}) args(@a, %t, 3.0) after(%t)
+  %v4 = memcpy @b + 16, %t + 32, 64000 after(%k)
+  %v1 = memcpy @c + 4, @a + 8, 60000
+  %odd = memcpy @d + 1, @a + 3, 4001
+  %plain = memcpy @e + 4, @d, 40000 after(%odd)
+  %pat = memfill @wide + 8, 0.1 : f64, 997
+  %after = kernel @scale range({N}) args(@b, @a, 0.5) after(%v4, %v1)
+  %f = async_free %t after(%v4)
+}}
+"
+    )
+}
+
+/// Every memory object's name and bytes.
+type Memories = Vec<(String, Vec<u8>)>;
+
+/// Runs `@g` twice with random inputs under `options`; returns every memory object's bytes
+/// and the copy paths, after checking there were no validation messages.
+fn run(options: RecordOptions) -> (Memories, Vec<(String, CopyPath)>, VulkanObjects) {
+    let ir = ir();
+    let mut ex = executor(bundle(&ir, vec![], vec![]));
+    ex.set_record_options(options);
+    let id = ex.finalize("g").unwrap();
+    let paths = ex.copy_paths(id).unwrap();
+    for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        ex.bind(name, &bytes_of(&floats(N, 40 + i as u64))).unwrap();
+    }
+    ex.run(id).unwrap();
+    ex.run(id).unwrap();
+    ex.wait(id).unwrap();
+    let out = ["a", "b", "c", "d", "e", "wide"].iter().map(|n| (n.to_string(), ex.read(n).unwrap())).collect();
+    no_messages(&ex);
+    (out, paths, ex.vulkan_objects(id).unwrap())
+}
+
+fn interpreted() -> Memories {
+    let ir = ir();
+    let module = cmdgraph_ir::text::parse(&ir).unwrap();
+    let mut it = Interpreter::new(&module).unwrap();
+    for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        it.bind(name, &bytes_of(&floats(N, 40 + i as u64))).unwrap();
+    }
+    let id = it.finalize("g").unwrap();
+    it.run(id).unwrap();
+    it.run(id).unwrap();
+    ["a", "b", "c", "d", "e", "wide"].iter().map(|n| (n.to_string(), it.read(n).unwrap().to_vec())).collect()
+}
+
+fn assert_same(got: &[(String, Vec<u8>)], want: &[(String, Vec<u8>)], what: &str) {
+    for ((name, g), (_, w)) in got.iter().zip(want) {
+        assert!(g == w, "{what}: @{name} differs from the interpreter");
+    }
+}
+
+#[test]
+fn kernel_copies_match_the_interpreter_and_each_copy_takes_the_path_it_can() {
+    let want = interpreted();
+    let (got, paths, objects) = run(RecordOptions { copies: CopyPolicy::Shader, ..Default::default() });
+    assert_same(&got, &want, "copy kernel");
+    let path = |n: &str| paths.iter().find(|(p, _)| p == n).map(|(_, p)| *p);
+    assert_eq!(path("v4"), Some(CopyPath::Kernel { elem: 16 }));
+    assert_eq!(path("v1"), Some(CopyPath::Kernel { elem: 4 }));
+    assert_eq!(path("odd"), Some(CopyPath::Transfer), "byte offsets cannot be kernel elements");
+    assert_eq!(path("plain"), Some(CopyPath::Kernel { elem: 4 }));
+    assert!(matches!(path("pat"), Some(CopyPath::Kernel { .. })), "{paths:?}");
+    assert_eq!(paths.len(), 5, "{paths:?}");
+    // Sets are shared per pair of buffers (whole-buffer windows): pool -> @b, @a -> @c, @d ->
+    // @e, patterns -> @wide; beside the two kernel launches' sets. Two more pipelines.
+    assert_eq!(objects.descriptor_sets, 2 + 4, "{objects:?}");
+    assert_eq!(objects.pipelines, 3 + 2, "{objects:?}");
+}
+
+#[test]
+fn one_group_loops_over_every_element_with_the_same_result() {
+    // One work-group of 256 invocations for 16 000 elements: each invocation takes about
+    // fifteen steps of four elements and then the tail, the grid-stride loop a big copy on a
+    // GPU runs (more than 65 535 groups' worth), here at a size llvmpipe runs quickly.
+    let want = interpreted();
+    let (got, paths, _) = run(RecordOptions { copies: CopyPolicy::Shader, copy_groups: 1, ..Default::default() });
+    assert_same(&got, &want, "one group");
+    assert_eq!(paths.iter().filter(|(_, p)| matches!(p, CopyPath::Kernel { .. })).count(), 4);
+}
+
+#[test]
+fn transfer_policy_and_auto_on_a_cpu_device_use_the_copy_command() {
+    let want = interpreted();
+    for copies in [CopyPolicy::Transfer, CopyPolicy::Auto] {
+        let (got, paths, objects) = run(RecordOptions { copies, ..Default::default() });
+        assert_same(&got, &want, &format!("{copies:?}"));
+        assert!(paths.iter().all(|(_, p)| *p == CopyPath::Transfer), "{copies:?}: {paths:?}");
+        assert_eq!(objects.pipelines, 3, "{copies:?}: no copy kernels made");
+    }
+}
+
+#[test]
+fn the_checked_in_spirv_is_its_assembly_and_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/vk/copy");
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, bytes) in cmdgraph_executor::vk::copy::spirv() {
+        let out = tmp.path().join(format!("{name}.spv"));
+        let asm = Command::new("spirv-as")
+            .args(["--target-env", "vulkan1.1"])
+            .arg(dir.join(format!("{name}.spvasm")))
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .expect("spirv-as runs (SPIRV-Tools, installed by scripts/setup.sh)");
+        assert!(asm.status.success(), "{name}: {}", String::from_utf8_lossy(&asm.stderr));
+        assert!(std::fs::read(&out).unwrap() == bytes, "{name}.spv is not {name}.spvasm assembled: re-assemble it");
+        let val = Command::new("spirv-val").args(["--target-env", "vulkan1.1"]).arg(&out).output().unwrap();
+        assert!(val.status.success(), "{name}: {}", String::from_utf8_lossy(&val.stderr));
+    }
+}
