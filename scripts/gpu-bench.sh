@@ -45,6 +45,7 @@ prepare() {
 torch() {
   local out=${OUT:-.}
   python3 scripts/torch_replay.py --json "$out/torch-replay.json" 2>&1 | tail -n 20
+  python3 scripts/torch_copy.py --json "$out/torch-copy.json" 2>&1 | tail -n 20
   python3 scripts/torch_fusion.py --json "$out/torch-fusion.json" ${FUSION_SIZES//,/ } \
     --shapes "$MLP_SHAPES" --compile-chains "${COMPILE_CHAINS:-2,4,8,16}" 2>&1 | tail -n 20
 }
@@ -62,6 +63,7 @@ device() {
     case "$suite" in
       replay) [ -f .bin/perf/torch-replay.json ] && torch=(--torch-json .bin/perf/torch-replay.json) ;;
       fusion-run | mlp) [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json) ;;
+      copy) [ -f .bin/perf/torch-copy.json ] && torch=(--torch-json .bin/perf/torch-copy.json) ;;
     esac
     local extra=()
     [ "$suite" = fusion-run ] || [ "$suite" = mlp ] || extra=(--driver "$driver")
