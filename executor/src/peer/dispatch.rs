@@ -90,6 +90,18 @@ pub struct PeerOptions {
     pub update_after_bind: bool,
 }
 
+/// How [`DispatchPeer::run_waiting`] waits for its submission: the three ways a Vulkan
+/// program can, so a benchmark can hold the executor's wait against the best of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerWait {
+    /// `vkWaitForFences` on a fence given to the submission.
+    Fence,
+    /// `vkWaitSemaphores` on a timeline value the submission signals.
+    Timeline,
+    /// `vkGetSemaphoreCounterValue` polled until the submission's timeline value appears.
+    Spin,
+}
+
 /// Hand-recorded dispatches of one kernel on one f32 buffer ([module docs](self)).
 pub struct DispatchPeer {
     ctx: Arc<Context>,
@@ -105,6 +117,8 @@ pub struct DispatchPeer {
     ran: bool,
     /// Host time of the last run's `vkQueueSubmit2` alone.
     submit: Duration,
+    /// The timeline value the last timeline-waited run signalled.
+    signalled: u64,
 }
 
 impl DispatchPeer {
@@ -154,6 +168,7 @@ impl DispatchPeer {
                     dispatches: dispatches.len(),
                     ran: false,
                     submit: Duration::ZERO,
+                    signalled: 0,
                 };
                 peer.bind_zero()?;
                 Ok(peer)
@@ -209,6 +224,52 @@ impl DispatchPeer {
             d.reset_fences(&[o.fence])?;
             submitted
         };
+        let elapsed = t.elapsed();
+        (self.submit, self.ran) = (submitted, true);
+        Ok(elapsed)
+    }
+
+    /// Submits the recorded command buffer and waits as `wait` says: the host time of the
+    /// submission and the wait ([`run`](Self::run) is `run_waiting(PeerWait::Fence)`).
+    pub fn run_waiting(&mut self, wait: PeerWait) -> Result<Duration> {
+        if wait == PeerWait::Fence {
+            return self.run();
+        }
+        let o = &self.objects;
+        let value = self.signalled + 1;
+        let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(o.cb)];
+        let signals = [vk::SemaphoreSubmitInfo::default()
+            .semaphore(o.timeline)
+            .value(value)
+            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+        let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos).signal_semaphore_infos(&signals)];
+        let d = &self.ctx.device;
+        let t = Instant::now();
+        // SAFETY: the command buffer is executable and not pending (every run waits for its
+        // value before returning); `value` is above every value signalled before; the queue
+        // is used from this thread only (module docs).
+        unsafe { d.queue_submit2(self.ctx.queue, &submit, vk::Fence::null()) }?;
+        let submitted = t.elapsed();
+        self.signalled = value;
+        match wait {
+            PeerWait::Spin => loop {
+                // SAFETY: the semaphore is live.
+                if unsafe { d.get_semaphore_counter_value(o.timeline) }? >= value {
+                    break;
+                }
+                if t.elapsed() > self.ctx.timeout().unwrap_or(Duration::MAX) {
+                    return Err(ExecError::Invalid("a dispatch peer run did not finish in time".into()));
+                }
+                std::hint::spin_loop();
+            },
+            _ => {
+                let (sems, values) = ([o.timeline], [value]);
+                let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+                // SAFETY: the semaphore is live.
+                let r = unsafe { d.wait_semaphores(&info, self.ctx.wait_ns()) };
+                self.ctx.waited(r, || "a dispatch peer run".into())?;
+            }
+        }
         let elapsed = t.elapsed();
         (self.submit, self.ran) = (submitted, true);
         Ok(elapsed)

@@ -128,6 +128,12 @@ impl Transfers {
                 let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cb)];
                 let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos)];
                 ctx.device.queue_submit2(ctx.queue, &submit, self.fence)?;
+                // Poll first, as waits for runs do (Context::wait_spin): a small copy is done
+                // before a blocking wait would have slept.
+                let start = std::time::Instant::now();
+                while !ctx.device.get_fence_status(self.fence)? && start.elapsed() < ctx.wait_spin() {
+                    std::hint::spin_loop();
+                }
                 ctx.device.wait_for_fences(&[self.fence], true, ctx.wait_ns())?;
                 ctx.device.reset_fences(&[self.fence])?;
                 Ok::<(), vk::Result>(())

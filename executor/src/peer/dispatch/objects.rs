@@ -26,6 +26,8 @@ pub(super) struct Objects {
     cmd_pool: vk::CommandPool,
     pub(super) cb: vk::CommandBuffer,
     pub(super) fence: vk::Fence,
+    /// A timeline semaphore for the waits that do not use the fence ([`super::PeerWait`]).
+    pub(super) timeline: vk::Semaphore,
     /// Two timestamps; null on a queue without timestamps.
     pub(super) queries: vk::QueryPool,
 }
@@ -136,6 +138,9 @@ impl Objects {
                 .command_buffer_count(1);
             self.cb = d.allocate_command_buffers(&alloc)?.first().copied().unwrap_or_default();
             self.fence = d.create_fence(&vk::FenceCreateInfo::default(), None)?;
+            let mut kind =
+                vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+            self.timeline = d.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut kind), None)?;
             if ctx.timestamp_bits > 0 {
                 let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2);
                 self.queries = d.create_query_pool(&info, None)?;
@@ -203,6 +208,7 @@ impl Objects {
         unsafe {
             d.destroy_query_pool(self.queries, None);
             d.destroy_fence(self.fence, None);
+            d.destroy_semaphore(self.timeline, None);
             d.destroy_command_pool(self.cmd_pool, None);
             d.destroy_descriptor_pool(self.desc_pool, None);
         }
