@@ -4,6 +4,9 @@ chain and wide shapes (N tiny kernels `x[i] += 1.0` on 64 floats; wide: disjoint
 
     python3 scripts/torch_replay.py --json OUT.json [N ...]      (default N: 10 100 1000 10000)
 
+Each row also has `wall_us`: the median host wall time of one `replay()` +
+`torch.cuda.synchronize()` (what `cmdgraph-bench latency` compares `run` + `wait` with).
+
 Times on the GPU with torch.cuda.Event after warm-up (median of repetitions). Without torch
 or CUDA it writes {"available": false, "reason": ...} and exits 0.
 """
@@ -11,6 +14,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 
 ELEMS = 64
 STREAMS = 16  # the wide graph's branches: captured round-robin over this many streams
@@ -72,6 +76,12 @@ def measure(torch, shape, n):
     g.replay()
     torch.cuda.synchronize()
     graph_ms = gpu_time(torch, g.replay, reps)
+    walls = []
+    for _ in range(max(reps, 200)):
+        t = time.perf_counter()
+        g.replay()
+        torch.cuda.synchronize()
+        walls.append(time.perf_counter() - t)
     # Check: one replay from zeros gives N (chain) or 1 (wide) everywhere.
     x.zero_()
     g.replay()
@@ -83,6 +93,7 @@ def measure(torch, shape, n):
         "n": n,
         "graph_us_per_node": graph_ms * 1e3 / n,
         "eager_us_per_node": eager_ms * 1e3 / n,
+        "wall_us": statistics.median(walls) * 1e6,
         "reps": reps,
         "output_ok": ok,
     }

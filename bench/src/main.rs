@@ -139,6 +139,8 @@ enum Command {
     },
     /// Graph replay against eager submission and CUDA Graphs (runtime; docs/performance.md).
     Replay(runtime::replay::Args),
+    /// Small-graph `run` + `wait` against the hand program's three waits and CUDA Graphs.
+    Latency(runtime::latency::Args),
     /// Executable-graph updates against re-finalizing (runtime).
     Update(runtime::update::Args),
     /// Barrier and empty-node elimination at run time (runtime).
@@ -533,6 +535,7 @@ fn main() -> ExitCode {
         Command::Codegen { runs, no_write } => run_codegen(runs, !no_write),
         Command::Fusion { chains, runs, no_write } => run_fusion(&chains, runs, !no_write),
         Command::Replay(args) => runtime::replay::main(&args),
+        Command::Latency(args) => runtime::latency::main(&args),
         Command::Update(args) => runtime::update::main(&args),
         Command::BarrierRun(args) => runtime::barrier_run::main(&args),
         Command::Load(args) => runtime::load::main(&args),

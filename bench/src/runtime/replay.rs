@@ -55,7 +55,7 @@ pub enum Shape {
 }
 
 impl Shape {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Shape::Chain => "chain",
             Shape::Wide => "wide",
@@ -63,7 +63,7 @@ impl Shape {
     }
 
     /// Elements of `@x`.
-    fn elems(self, n: usize) -> usize {
+    pub(crate) fn elems(self, n: usize) -> usize {
         match self {
             Shape::Chain => ELEMS,
             Shape::Wide => ELEMS * n,
@@ -71,7 +71,7 @@ impl Shape {
     }
 
     /// `@x` after one run from zeros.
-    fn expected(self, n: usize) -> Vec<f32> {
+    pub(crate) fn expected(self, n: usize) -> Vec<f32> {
         match self {
             Shape::Chain => vec![n as f32; ELEMS],
             Shape::Wide => vec![1.0; ELEMS * n],
@@ -152,7 +152,7 @@ fn shapes() -> [Shape; 2] {
 
 /// The hand peer's dispatches and barriers for a shape: the chain on the one slice with a
 /// barrier between consecutive dispatches, the wide graph on disjoint slices with none.
-fn hand_work(shape: Shape, n: usize) -> (Vec<Dispatch>, Barriers) {
+pub(crate) fn hand_work(shape: Shape, n: usize) -> (Vec<Dispatch>, Barriers) {
     let e = ELEMS as u32;
     match shape {
         Shape::Chain => (vec![Dispatch { elem_offset: 0, elems: e }; n], Barriers::Between),

@@ -1,0 +1,275 @@
+//! `cmdgraph-bench latency` (issue 32, item 2): the wall time of `run` + `wait` of small
+//! graphs against the Vulkan floor and CUDA Graphs.
+//!
+//! The graphs are `replay`'s (chains and wide graphs of N one-group kernels adding 1.0 to 64
+//! floats), for small N. Peers in one process on one device and queue, each once per
+//! repetition: the executor as it waits by default (polling the timeline value for
+//! `Context::wait_spin`, then blocking), the executor with a blocking wait (spin 0), and the
+//! same dispatches of the bundle's own kernel recorded by hand with ash
+//! (`peer::dispatch::DispatchPeer`) waited the three ways a Vulkan program can: by fence, by a
+//! blocking timeline wait, by polling the timeline value. CUDA Graph replay + synchronize of
+//! the same kernels comes from `scripts/torch_replay.py --wall` (`--torch-json`).
+
+use super::harness::{self, Common, Phase};
+use super::replay::{hand_work, module_text, Shape};
+use cmdgraph_executor::peer::dispatch::{DispatchPeer, PeerWait};
+use cmdgraph_executor::{ExecId, Executor};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+/// Options of `cmdgraph-bench latency`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// Options every runtime suite takes.
+    #[command(flatten)]
+    pub common: Common,
+    /// Graph sizes in kernels.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 10, 100])]
+    pub sizes: Vec<usize>,
+}
+
+/// The target: the executor's default wait within 1.1x the hand program's best wait.
+const TARGET: f64 = 1.1;
+
+/// Medians of one (shape, N), in seconds.
+struct Row {
+    shape: Shape,
+    n: usize,
+    samples: usize,
+    /// The executor, default wait (poll, then block).
+    exec: f64,
+    /// The executor, blocking wait.
+    exec_block: f64,
+    /// The hand program: fence, blocking timeline wait, polling.
+    fence: f64,
+    timeline: f64,
+    spin: f64,
+    /// CUDA Graph replay + synchronize, if measured.
+    cuda: Option<f64>,
+}
+
+impl Row {
+    fn best_hand(&self) -> f64 {
+        self.fence.min(self.timeline).min(self.spin)
+    }
+    fn ratio(&self) -> f64 {
+        self.exec / self.best_hand().max(1e-12)
+    }
+}
+
+fn bundle_name(shape: Shape, n: usize) -> String {
+    format!("latency_{}_{n}", shape.name())
+}
+
+/// Runs the suite.
+pub fn main(args: &Args) -> Result<(), String> {
+    let phase = Phase::of(&args.common, "latency")?;
+    let r = run(args, &phase);
+    phase.cleanup();
+    r
+}
+
+fn run(args: &Args, phase: &Phase) -> Result<(), String> {
+    let shapes = [Shape::Chain, Shape::Wide];
+    if phase.prepares() {
+        for shape in shapes {
+            for &n in &args.sizes {
+                let (bundle, _) = harness::compile(&module_text(shape, n), &[])?;
+                harness::save(phase.dir(), &bundle_name(shape, n), &bundle)?;
+            }
+        }
+    }
+    if !phase.runs() {
+        return Ok(());
+    }
+    let torch = harness::torch(&args.common)?;
+    let (mut rows, mut device, mut spin) = (Vec::new(), String::new(), Duration::ZERO);
+    for shape in shapes {
+        for &n in &args.sizes {
+            let mut row = measure(args, phase, shape, n, &mut device, &mut spin)?;
+            row.cuda = cuda_wall(&torch, shape, n);
+            eprintln!(
+                "latency: {} N={n}: executor {:.1} µs (blocking {:.1}), hand fence {:.1} / timeline {:.1} / spin {:.1} µs",
+                shape.name(),
+                row.exec * 1e6,
+                row.exec_block * 1e6,
+                row.fence * 1e6,
+                row.timeline * 1e6,
+                row.spin * 1e6
+            );
+            rows.push(row);
+        }
+    }
+    let missing = harness::torch_missing(&torch);
+    harness::finish(&args.common, "latency", &section(args, &device, spin, &rows, missing.as_deref()))
+}
+
+/// CUDA Graph replay + synchronize wall seconds from `torch_replay.py --wall`'s JSON.
+fn cuda_wall(torch: &Option<serde_json::Value>, shape: Shape, n: usize) -> Option<f64> {
+    let rows = torch.as_ref()?.get("rows")?.as_array()?;
+    let row = rows.iter().find(|r| {
+        r.get("shape").and_then(|s| s.as_str()) == Some(shape.name())
+            && r.get("n").and_then(|v| v.as_u64()) == Some(n as u64)
+    })?;
+    if row.get("output_ok").and_then(|o| o.as_bool()) != Some(true) {
+        return None;
+    }
+    Some(row.get("wall_us")?.as_f64()? * 1e-6)
+}
+
+fn measure(
+    args: &Args,
+    phase: &Phase,
+    shape: Shape,
+    n: usize,
+    device: &mut String,
+    spin: &mut Duration,
+) -> Result<Row, String> {
+    let name = bundle_name(shape, n);
+    let bytes = harness::bundle_bytes(phase.dir(), &name)?;
+    let bundle = cmdgraph_ir::bundle::Bundle::from_bytes(&bytes).map_err(|e| format!("{name}: {e}"))?;
+    let kernel = harness::launch_kernel(&bundle, "g").map_err(|e| format!("{name}: {e}"))?;
+    let mut ex = harness::executor(&bytes, &args.common)?;
+    *device = ex.context().device_name().to_string();
+    *spin = ex.context().wait_spin();
+    let err = |e: cmdgraph_executor::ExecError| format!("{name}: {e}");
+    let e = ex.finalize("g").map_err(err)?;
+    let (dispatches, barriers) = hand_work(shape, n);
+    let elems = shape.elems(n);
+    let mut hand = DispatchPeer::beside(&ex, &kernel, elems as u64, &dispatches, barriers).map_err(err)?;
+    // Outputs once, from zeros: the executor with either wait, the hand program each way.
+    let want = shape.expected(n);
+    for block in [false, true] {
+        ex.context().set_wait_spin(if block { Duration::ZERO } else { *spin });
+        ex.bind_as("x", &vec![0f32; elems]).map_err(err)?;
+        timed(&mut ex, e).map_err(err)?;
+        harness::same(&format!("{name} executor"), &ex.read_as::<f32>("x").map_err(err)?, &want)?;
+    }
+    for wait in [PeerWait::Fence, PeerWait::Timeline, PeerWait::Spin] {
+        hand.bind_zero().map_err(err)?;
+        hand.run_waiting(wait).map_err(err)?;
+        harness::same(&format!("{name} hand ({wait:?})"), &hand.read_f32().map_err(err)?, &want)?;
+    }
+    let samples = args.common.runs.max(1) * 100;
+    let (mut t_exec, mut t_block, mut t_fence, mut t_tl, mut t_spin) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        ex.context().set_wait_spin(*spin);
+        t_exec.push(timed(&mut ex, e).map_err(err)?);
+        ex.context().set_wait_spin(Duration::ZERO);
+        t_block.push(timed(&mut ex, e).map_err(err)?);
+        t_fence.push(hand.run_waiting(PeerWait::Fence).map_err(err)?.as_secs_f64());
+        t_tl.push(hand.run_waiting(PeerWait::Timeline).map_err(err)?.as_secs_f64());
+        t_spin.push(hand.run_waiting(PeerWait::Spin).map_err(err)?.as_secs_f64());
+    }
+    ex.context().set_wait_spin(*spin);
+    let m = harness::median;
+    Ok(Row {
+        shape,
+        n,
+        samples,
+        exec: m(&t_exec),
+        exec_block: m(&t_block),
+        fence: m(&t_fence),
+        timeline: m(&t_tl),
+        spin: m(&t_spin),
+        cuda: None,
+    })
+}
+
+/// Seconds of one `run` + `wait`.
+fn timed(ex: &mut Executor, id: ExecId) -> cmdgraph_executor::Result<f64> {
+    let t = Instant::now();
+    ex.run(id)?;
+    ex.wait(id)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Option<&str>) -> String {
+    let how = "wall time of `run` + `wait` (the hand program: submit + wait), median of 100 × `--runs` \
+               repetitions after one checked run each; the peers alternate within every repetition, in one \
+               process on one device and queue.";
+    let mut s = harness::header("Small-graph latency against the Vulkan floor", device, &args.common, how);
+    let _ = write!(
+        s,
+        "Input (bench/src/runtime/latency.rs): `replay`'s graphs, compiled with no passes: a chain of N \
+         one-group kernels each adding 1.0 to the same 64 floats, and N such kernels on disjoint slices with \
+         an empty join (wide). *executor*: `Executor::run` + `wait` as it waits by default (it polls the \
+         timeline value for {} µs, `Context::wait_spin`, then blocks); *blocking*: the same with the poll \
+         off. *hand*: the same dispatches of the bundle's kernel recorded once with ash \
+         (executor/src/peer/dispatch.rs: the minimal barriers), submitted and waited by fence, by a blocking \
+         `vkWaitSemaphores`, or by polling `vkGetSemaphoreCounterValue`. *CUDA Graph*: \
+         scripts/torch_replay.py, the same N adds captured from PyTorch, wall of `replay()` + \
+         `torch.cuda.synchronize()`. Every peer's output is checked once from zeros.\n\n",
+        spin.as_micros()
+    );
+    s.push_str(
+        "| graph | N | executor µs | blocking µs | hand fence µs | hand timeline µs | hand polling µs | \
+         executor / best hand | CUDA Graph µs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let cuda = r.cuda.map_or(missing.unwrap_or("n/a").to_string(), |c| format!("{:.1}", c * 1e6));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}x | {cuda} |",
+            r.shape.name(),
+            r.n,
+            r.exec * 1e6,
+            r.exec_block * 1e6,
+            r.fence * 1e6,
+            r.timeline * 1e6,
+            r.spin * 1e6,
+            r.ratio()
+        );
+    }
+    let missed: Vec<String> = rows
+        .iter()
+        .filter(|r| r.ratio() > TARGET)
+        .map(|r| format!("{} N={} ({:.2}x)", r.shape.name(), r.n, r.ratio()))
+        .collect();
+    let worst = rows.iter().map(Row::ratio).fold(0.0, f64::max);
+    let verdict = if missed.is_empty() {
+        format!("**met** (worst {worst:.2}x)")
+    } else {
+        format!("**missed** on {}", missed.join(", "))
+    };
+    let samples = rows.first().map_or(0, |r| r.samples);
+    let _ = write!(
+        s,
+        "\nTarget (executor ≤ {TARGET}x the hand program's best wait, every row): {verdict}. {samples} samples per \
+         peer and row.\n"
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_names_rows_past_the_target_and_reads_cuda_rows() {
+        let row = |exec| Row {
+            shape: Shape::Chain,
+            n: 10,
+            samples: 100,
+            exec,
+            exec_block: 3.0,
+            fence: 2.0,
+            timeline: 1.0,
+            spin: 1.5,
+            cuda: None,
+        };
+        assert!((row(1.05).ratio() - 1.05).abs() < 1e-12, "the best hand wait is the timeline's");
+        let args = Args { common: Common::default(), sizes: vec![10] };
+        let s = section(&args, "dev", Duration::from_micros(100), &[row(1.2)], Some("n/a (no CUDA)"));
+        assert!(s.contains("**missed** on chain N=10 (1.20x)"), "{s}");
+        assert!(s.contains("polls the timeline value for 100 µs"), "{s}");
+        let s = section(&args, "dev", Duration::ZERO, &[row(1.0)], None);
+        assert!(s.contains("**met** (worst 1.00x)"), "{s}");
+        let json = serde_json::json!({"available": true, "rows": [
+            {"shape": "chain", "n": 10, "wall_us": 11.8, "output_ok": true},
+            {"shape": "wide", "n": 10, "wall_us": 9.0, "output_ok": false}]});
+        assert_eq!(cuda_wall(&Some(json.clone()), Shape::Chain, 10), Some(11.8e-6));
+        assert_eq!(cuda_wall(&Some(json), Shape::Wide, 10), None, "a wrong output is not a time");
+    }
+}
