@@ -46,6 +46,10 @@ struct Row {
     spin: f64,
     /// CUDA Graph replay + synchronize, if measured.
     cuda: Option<f64>,
+    /// GPU time of one run: the executor's profile of the profiled twin `@gp` (segment
+    /// start to end), the hand program's two timestamps; `None` without timestamps.
+    exec_gpu: Option<f64>,
+    hand_gpu: Option<f64>,
 }
 
 impl Row {
@@ -134,6 +138,7 @@ fn measure(
     *spin = ex.context().wait_spin();
     let err = |e: cmdgraph_executor::ExecError| format!("{name}: {e}");
     let e = ex.finalize("g").map_err(err)?;
+    let profiled = ex.finalize("gp").map_err(err)?;
     let (dispatches, barriers) = hand_work(shape, n);
     let elems = shape.elems(n);
     let mut hand = DispatchPeer::beside(&ex, &kernel, elems as u64, &dispatches, barriers).map_err(err)?;
@@ -153,6 +158,7 @@ fn measure(
     let samples = args.common.runs.max(1) * 100;
     let (mut t_exec, mut t_block, mut t_fence, mut t_tl, mut t_spin) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut g_exec, mut g_hand) = (Vec::new(), Vec::new());
     for _ in 0..samples {
         ex.context().set_wait_spin(*spin);
         t_exec.push(timed(&mut ex, e).map_err(err)?);
@@ -161,6 +167,13 @@ fn measure(
         t_fence.push(hand.run_waiting(PeerWait::Fence).map_err(err)?.as_secs_f64());
         t_tl.push(hand.run_waiting(PeerWait::Timeline).map_err(err)?.as_secs_f64());
         t_spin.push(hand.run_waiting(PeerWait::Spin).map_err(err)?.as_secs_f64());
+        if let Some(ns) = hand.gpu_ns().map_err(err)? {
+            g_hand.push(ns as f64 * 1e-9);
+        }
+        timed(&mut ex, profiled).map_err(err)?;
+        if let Ok(p) = ex.profile(profiled) {
+            g_exec.push(p.end_ns.saturating_sub(p.start_ns) as f64 * 1e-9);
+        }
     }
     ex.context().set_wait_spin(*spin);
     let m = harness::median;
@@ -174,6 +187,8 @@ fn measure(
         timeline: m(&t_tl),
         spin: m(&t_spin),
         cuda: None,
+        exec_gpu: (!g_exec.is_empty()).then(|| m(&g_exec)),
+        hand_gpu: (!g_hand.is_empty()).then(|| m(&g_hand)),
     })
 }
 
@@ -200,18 +215,22 @@ fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Opt
          (executor/src/peer/dispatch.rs: the minimal barriers), submitted and waited by fence, by a blocking \
          `vkWaitSemaphores`, or by polling `vkGetSemaphoreCounterValue`. *CUDA Graph*: \
          scripts/torch_replay.py, the same N adds captured from PyTorch, wall of `replay()` + \
-         `torch.cuda.synchronize()`. Every peer's output is checked once from zeros.\n\n",
+         `torch.cuda.synchronize()`. *GPU µs*: the executor's profile of the same graph with \
+         `enable_profiling` (segment start to end) and the hand program's two timestamps, run in the same \
+         repetitions. Every peer's output is checked once from zeros.\n\n",
         spin.as_micros()
     );
     s.push_str(
         "| graph | N | executor µs | blocking µs | hand fence µs | hand timeline µs | hand polling µs | \
-         executor / best hand | CUDA Graph µs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         executor / best hand | CUDA Graph µs | executor GPU µs | hand GPU µs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let cuda = r.cuda.map_or(missing.unwrap_or("n/a").to_string(), |c| format!("{:.1}", c * 1e6));
+        let gpu = |g: Option<f64>| g.map_or("—".to_string(), |g| format!("{:.1}", g * 1e6));
         let _ = writeln!(
             s,
-            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}x | {cuda} |",
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}x | {cuda} | {} | {} |",
             r.shape.name(),
             r.n,
             r.exec * 1e6,
@@ -219,7 +238,9 @@ fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Opt
             r.fence * 1e6,
             r.timeline * 1e6,
             r.spin * 1e6,
-            r.ratio()
+            r.ratio(),
+            gpu(r.exec_gpu),
+            gpu(r.hand_gpu)
         );
     }
     let missed: Vec<String> = rows
@@ -258,6 +279,8 @@ mod tests {
             timeline: 1.0,
             spin: 1.5,
             cuda: None,
+            exec_gpu: None,
+            hand_gpu: None,
         };
         assert!((row(1.05).ratio() - 1.05).abs() < 1e-12, "the best hand wait is the timeline's");
         let args = Args { common: Common::default(), sizes: vec![10] };
