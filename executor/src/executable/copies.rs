@@ -32,10 +32,6 @@ pub enum CopyPath {
     },
 }
 
-/// Groups an unrolled copy must still have for the kernel to take four elements per
-/// invocation (below it, one each).
-const UNROLL_GROUPS: u64 = 4096;
-
 /// A descriptor's reach: (buffer, byte offset, byte range).
 pub(crate) type Window = (vk::Buffer, u64, u64);
 
@@ -102,12 +98,7 @@ pub(crate) fn plan_kernel(src: End, dst: End, bytes: u64, l: &CopyLimits) -> Opt
     }
     let (sw, s0) = window(&src, bytes, elem, l)?;
     let (dw, d0) = window(&dst, bytes, elem, l)?;
-    // Four elements per invocation only where that still leaves thousands of groups: a
-    // 4 MiB copy with four per invocation ran 256 groups, two per SM on an H200, and reached
-    // 0.74x CUDA's copy; one per invocation fills the device.
-    let unrolled = count.div_ceil(u64::from(copy::GROUP_SIZE * PER_STEP));
-    let per_invocation = if unrolled >= UNROLL_GROUPS { PER_STEP } else { 1 };
-    let per_group = u64::from(copy::GROUP_SIZE * per_invocation);
+    let per_group = u64::from(copy::GROUP_SIZE * PER_STEP);
     let cap = if l.max_groups == 0 { MAX_GROUPS } else { l.max_groups.min(MAX_GROUPS) };
     let groups = count.div_ceil(per_group).clamp(1, u64::from(cap)) as u32;
     Some(KernelCopy { elem, src: sw, dst: dw, push: [s0, d0, count as u32], groups })
