@@ -31,6 +31,8 @@ echo "==> cmdgraph-bench copy"
 # the GPU machine, scripts/gpu-bench.sh).
 echo "==> cmdgraph-bench replay"
 "${pin[@]}" cargo run --release -q -p cmdgraph-bench -- replay --sizes 10,100,1000 "$@"
+echo "==> cmdgraph-bench latency"
+"${pin[@]}" cargo run --release -q -p cmdgraph-bench -- latency "$@"
 echo "==> cmdgraph-bench shader-run"
 "${pin[@]}" cargo run --release -q -p cmdgraph-bench -- shader-run "$@"
 echo "==> cmdgraph-bench barrier-run"

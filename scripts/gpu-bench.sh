@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-SUITES=(replay update barrier-run load fusion-run mlp copy shader-run)
+SUITES=(replay latency update barrier-run load fusion-run mlp copy shader-run)
 FUSION_SIZES=16777216,67108864
 MLP_SHAPES=8x512x4,256x1024x4
 SHADER_SAXPY=16777216,67108864
@@ -32,6 +32,7 @@ prepare() {
   xz -T2 -6 .bin/cmdgraph-bench
   local bench=target/release/cmdgraph-bench
   $bench replay --prepare .bin/perf/replay
+  $bench latency --prepare .bin/perf/latency
   $bench update --prepare .bin/perf/update
   $bench barrier-run --prepare .bin/perf/barrier-run
   $bench load --prepare .bin/perf/load --sizes 100,1000,10000
@@ -46,6 +47,7 @@ torch() {
   local out=${OUT:-.}
   python3 scripts/torch_replay.py --json "$out/torch-replay.json" 2>&1 | tail -n 20
   python3 scripts/torch_copy.py --json "$out/torch-copy.json" 2>&1 | tail -n 20
+  python3 scripts/torch_replay.py --json "$out/torch-latency.json" 1 10 100 2>&1 | tail -n 5
   python3 scripts/torch_fusion.py --json "$out/torch-fusion.json" ${FUSION_SIZES//,/ } \
     --shapes "$MLP_SHAPES" --compile-chains "${COMPILE_CHAINS:-2,4,8,16}" 2>&1 | tail -n 20
 }
@@ -64,6 +66,7 @@ device() {
       replay) [ -f .bin/perf/torch-replay.json ] && torch=(--torch-json .bin/perf/torch-replay.json) ;;
       fusion-run | mlp) [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json) ;;
       copy) [ -f .bin/perf/torch-copy.json ] && torch=(--torch-json .bin/perf/torch-copy.json) ;;
+      latency) [ -f .bin/perf/torch-latency.json ] && torch=(--torch-json .bin/perf/torch-latency.json) ;;
     esac
     local extra=()
     [ "$suite" = fusion-run ] || [ "$suite" = mlp ] || extra=(--driver "$driver")
