@@ -118,6 +118,8 @@ def main():
     cases = [
         ("one", "no arrays", None, [], args.runs),
         ("chain10", "no arrays", None, [], args.runs),
+        ("one", "64 floats in", {"small": small}, [], args.runs),
+        ("one", "64 floats out", None, ["small"], args.runs),
         ("one", "64 floats in and out", {"small": small}, ["small"], args.runs),
         ("chain10", "64 floats in and out", {"small": small}, ["small"], args.runs),
         ("wide", "2^20 floats in and out", {"big": big}, ["big"], max(args.runs // 20, 20)),

@@ -1097,13 +1097,13 @@ impl Resources {
     fn new(ctx: &Context, args: u64, ind: u64, pool: u64, consts: &[u8], has_pool: bool) -> Result<Resources> {
         let mut made: Vec<Buffer> = Vec::new();
         let r = (|| {
-            made.push(Buffer::new(ctx, args, Place::Host)?);
-            made.push(Buffer::new(ctx, ind, Place::Host)?);
+            made.push(Buffer::new(ctx, args, Place::Shared)?);
+            made.push(Buffer::new(ctx, ind, Place::Shared)?);
             let pool = if has_pool { Some(Buffer::new(ctx, pool, Place::Device)?) } else { None };
             let consts = if consts.is_empty() {
                 None
             } else {
-                let mut c = Buffer::new(ctx, consts.len() as u64, Place::Host)?;
+                let mut c = Buffer::new(ctx, consts.len() as u64, Place::Shared)?;
                 let w = c.write(0, consts);
                 if let Err(e) = w {
                     c.destroy(ctx);

@@ -45,8 +45,13 @@ impl From<&Buffer> for BufRef {
 pub enum Place {
     /// Device-local if the device has such memory (graph memory, user memory).
     Device,
-    /// Host-visible and coherent, mapped (argument blocks, indirect commands, staging).
+    /// Host-visible and coherent, mapped (staging).
     Host,
+    /// Host-visible, coherent and mapped, in device-local memory where the device has such
+    /// a type (NVIDIA's BAR): what the host writes and every dispatch reads (argument blocks,
+    /// indirect commands, fill patterns). From system memory each dispatch's first read of its
+    /// argument block crossed PCIe. Falls back to [`Place::Host`] when that heap is full.
+    Shared,
 }
 
 const ALL_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
@@ -74,6 +79,10 @@ impl Buffer {
                 vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
                 vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
             ),
+            Place::Shared => (
+                vk::MemoryPropertyFlags::DEVICE_LOCAL,
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            ),
         };
         let types = &ctx.mem_props.memory_types[..ctx.mem_props.memory_type_count.min(32) as usize];
         let fits = |i: usize, flags: vk::MemoryPropertyFlags| {
@@ -93,6 +102,9 @@ impl Buffer {
             Err(e) => {
                 // SAFETY: as above, the buffer is unused.
                 unsafe { ctx.device.destroy_buffer(buffer, None) };
+                if place == Place::Shared {
+                    return Buffer::new(ctx, size, Place::Host);
+                }
                 return Err(ExecError::Vulkan(format!("allocating {size} bytes: {e:?}")));
             }
         };
@@ -102,7 +114,7 @@ impl Buffer {
             out.destroy(ctx);
             return Err(e.into());
         }
-        if place == Place::Host {
+        if place != Place::Device {
             // SAFETY: host-visible memory, mapped whole once, unmapped when freed.
             match unsafe { ctx.device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) } {
                 Ok(p) => out.mapped = Some(p.cast()),

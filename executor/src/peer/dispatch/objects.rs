@@ -46,7 +46,7 @@ impl Objects {
     ) -> Result<()> {
         self.options = options;
         if options.indirect {
-            let mut ind = Buffer::new(ctx, 12 * ds.len().max(1) as u64, Place::Host)?;
+            let mut ind = Buffer::new(ctx, 12 * ds.len().max(1) as u64, Place::Shared)?;
             let bytes: Vec<u8> =
                 ds.iter().flat_map(|d| [groups(k, d.elems), 1, 1]).flat_map(|g| g.to_le_bytes()).collect();
             let written = ind.write(0, &bytes);
@@ -56,7 +56,7 @@ impl Objects {
         self.data = Some(Buffer::new(ctx, elems_total * 4, Place::Device)?);
         let block = u64::from(k.layout.block_size.max(32));
         let stride = block.next_multiple_of(ctx.props.limits.min_storage_buffer_offset_alignment.max(4));
-        let mut args = Buffer::new(ctx, stride * ds.len() as u64, Place::Host)?;
+        let mut args = Buffer::new(ctx, stride * ds.len() as u64, Place::Shared)?;
         let written = ds
             .iter()
             .enumerate()
