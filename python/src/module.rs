@@ -448,7 +448,7 @@ fn svg(text: &str) -> Option<String> {
 /// Called at each step of a compile (with the GIL released): takes the GIL, handles pending
 /// signals (Ctrl-C raises KeyboardInterrupt here) and calls the `progress` callable; the
 /// first exception is kept in `stop`, which [`Interruptible`] turns into the compile's end.
-fn report(stop: &std::sync::Mutex<Option<PyErr>>, progress: Option<&Py<PyAny>>, p: Progress<'_>) {
+pub(crate) fn report(stop: &std::sync::Mutex<Option<PyErr>>, progress: Option<&Py<PyAny>>, p: Progress<'_>) {
     if stop.lock().map(|s| s.is_some()).unwrap_or(true) {
         return;
     }
@@ -474,9 +474,9 @@ fn report(stop: &std::sync::Mutex<Option<PyErr>>, progress: Option<&Py<PyAny>>, 
 /// A kernel compiler that refuses every further kernel once the compile is to stop
 /// (Ctrl-C, or an exception from the progress callable), so the compile ends at its next
 /// kernel rather than after all of them.
-struct Interruptible<'a> {
-    inner: &'a dyn KernelCompiler,
-    stop: &'a std::sync::Mutex<Option<PyErr>>,
+pub(crate) struct Interruptible<'a> {
+    pub(crate) inner: &'a dyn KernelCompiler,
+    pub(crate) stop: &'a std::sync::Mutex<Option<PyErr>>,
 }
 
 impl Interruptible<'_> {

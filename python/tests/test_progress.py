@@ -123,3 +123,61 @@ def test_ctrl_c_interrupts_a_long_compile():
     assert int(words[1]) < total, f"all {total} kernels compiled before the interrupt took effect"
     assert child.returncode == 0, err
     assert stopped_after < 30, stopped_after
+
+
+SYCL_CHILD = textwrap.dedent(
+    """
+    import time
+    import numpy as np
+    from cmdgraph import sycl
+    n = {kernels}
+    dev = [d for d in sycl.Device.get_devices() if d.backend == "vulkan"][0]
+    ctx = sycl.Context(dev)
+    text = "".join(
+        f"kernel @k{{i}}(%x: buf<f32, read_write>) {{{{\\n  %i = global_id 0\\n  %v = load %x[%i]\\n"
+        f"  %c = const {{i}}.5 : f32\\n  %m = mul %v, %c\\n  %r = add %m, %c\\n  store %x[%i], %r\\n}}}}\\n"
+        for i in range(n))
+    g = sycl.ModifiableGraph(ctx, dev)
+    for k in ctx.register_kernels(text):
+        b = sycl.malloc(64, np.float32, ctx, "device")
+        g.add(lambda h, k=k, b=b: h.parallel_for(k, 64, b))
+    print("finalizing", flush=True)
+    t = time.monotonic()
+    try:
+        g.finalize()
+        print("finalized", time.monotonic() - t, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic() - t, flush=True)
+    """
+)
+
+
+def test_ctrl_c_interrupts_the_compile_of_a_sycl_graphs_first_finalize():
+    """`cmdgraph.sycl` compiles a graph in process at its first finalize (GIL released);
+    2000 distinct kernels take about 45 s here, and SIGINT a second and a half in must end
+    it within seconds with KeyboardInterrupt, not the SYCL error the compile's end becomes."""
+    from cmdgraph import sycl
+
+    if not any(d.backend == "vulkan" for d in sycl.Device.get_devices()):
+        pytest.skip("no Vulkan device")
+    child = subprocess.Popen(
+        [sys.executable, "-c", SYCL_CHILD.format(kernels=2000)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = child.stdout.readline().split()
+        assert first[:1] == ["finalizing"], (first, child.stderr.read() if child.poll() is not None else "")
+        time.sleep(1.5)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=300)
+        stopped_after = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+    words = out.split()
+    assert words[:1] == ["interrupted"], (out, err)
+    assert child.returncode == 0, err
+    assert stopped_after < 15, f"the compile went on for {stopped_after:.1f} s after Ctrl-C"

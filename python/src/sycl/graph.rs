@@ -439,7 +439,13 @@ impl ModifiableGraph {
     fn finalize(&self, py: Python<'_>, updatable: bool, enable_profiling: bool) -> PyResult<ExecutableGraph> {
         let g = self.0.clone();
         let props = s::FinalizeProps { updatable, enable_profiling };
-        detach(py, move || g.finalize(props)).map(ExecutableGraph).or_raise()
+        let done = detach(py, move || g.finalize(props));
+        // Ctrl-C during the first finalize's compile: KeyboardInterrupt, not the SYCL error
+        // the compile's end became.
+        if let Some(interrupt) = super::take_interrupt() {
+            return Err(interrupt);
+        }
+        done.map(ExecutableGraph).or_raise()
     }
 
     /// `get_nodes()`, in creation order.

@@ -57,6 +57,42 @@ pub fn detach<T>(py: Python<'_>, f: impl FnOnce() -> T) -> T {
     .into_inner()
 }
 
+/// The Ctrl-C (or other exception) that stopped the last in-process compile of a first
+/// finalize, raised by `finalize` in place of the SYCL error the compile's end became.
+static INTERRUPTED: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+
+/// Compiles a graph's module at its first finalize, as `cmdgraph compile` does, stopping at
+/// the next step when Ctrl-C comes (as `Module.compile` does; the finalize runs with the GIL
+/// released, and each step takes it to look at pending signals).
+fn compile_interruptibly(module: &cmdgraph_ir::Module) -> std::result::Result<Vec<u8>, String> {
+    let passes = cmdgraph_passes::default_pipeline();
+    let options = cmdgraph_codegen::Options::default();
+    let stop: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+    let compiler = crate::module::Interruptible { inner: &cmdgraph_codegen::bundle::Llvm, stop: &stop };
+    let mut on_progress = |p: cmdgraph_codegen::bundle::Progress<'_>| crate::module::report(&stop, None, p);
+    let compiled = cmdgraph_codegen::bundle::compile_module_configured(
+        module,
+        &passes,
+        &cmdgraph_codegen::bundle::PipelineOptions::default(),
+        &options,
+        &compiler,
+        &mut on_progress,
+    );
+    if let Some(e) = stop.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        if let Ok(mut slot) = INTERRUPTED.lock() {
+            *slot = Some(e);
+        }
+        return Err("the compile was interrupted".into());
+    }
+    let (bundle, _) = compiled.map_err(|e| e.to_string())?;
+    bundle.to_bytes().map_err(|e| e.to_string())
+}
+
+/// The interrupt that ended the last in-process compile, if one did (taken once).
+pub fn take_interrupt() -> Option<PyErr> {
+    INTERRUPTED.lock().ok().and_then(|mut slot| slot.take())
+}
+
 /// A `SyclError` as `cmdgraph.SyclError(message, code, row)`.
 pub fn sycl_err(e: s::SyclError) -> PyErr {
     Python::attach(|py| {
@@ -288,14 +324,7 @@ pub fn new_context(
     // A graph without a bundle is compiled at its first finalize, in process, as `cmdgraph
     // compile` compiles it (set at run time, not through cmdgraph-sycl's `jit` feature, which
     // Cargo would turn on for every crate of a workspace build).
-    ctx.compile_missing_bundles_with(std::rc::Rc::new(|module: &cmdgraph_ir::Module| {
-        let passes = cmdgraph_passes::default_pipeline();
-        let options = cmdgraph_codegen::Options::default();
-        let (bundle, _) =
-            cmdgraph_codegen::bundle::compile_module(module, &passes, &options, &cmdgraph_codegen::bundle::Llvm)
-                .map_err(|e| e.to_string())?;
-        bundle.to_bytes().map_err(|e| e.to_string())
-    }));
+    ctx.compile_missing_bundles_with(std::rc::Rc::new(compile_interruptibly));
     let vulkan = devices.iter().any(|d| matches!(d.backend(), s::Backend::Vulkan { .. }));
     let validation = validation.unwrap_or_else(|| std::env::var_os("CMDGRAPH_VK_VALIDATION").is_some_and(|v| v == "1"));
     if let Some(dir) = bundle_dir {
