@@ -16,19 +16,6 @@ use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::{ArgValue, MemRef, Pointer};
 use common::*;
 
-/// Full-precision pseudo-random floats in [-2, 2) (no short binary fractions).
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        })
-        .collect()
-}
-
 /// Runs graph `g` of `ir` on Vulkan (with `policy`) and on the interpreter from the same
 /// inputs, compares every named object bit for bit, checks validation is silent, and returns
 /// the number of barriers the executor recorded between commands.

@@ -15,23 +15,6 @@ use std::process::Command;
 
 const N: usize = 20_011;
 
-/// Full-precision pseudo-random floats (xorshift: reproducible, no crate).
-fn floats(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn bytes_of(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|f| f.to_le_bytes()).collect()
-}
-
 /// Every kind of copy in one graph. `%t` is a graph allocation the scale kernel writes and a
 /// copy reads; `%v4` (16-byte aligned) and `%v1` (4-byte aligned) take the kernel; `%odd` (byte
 /// offsets) takes the copy command, and `%plain` copies what it wrote; `%pat` fills f64s, a pattern
@@ -73,7 +56,7 @@ fn run(options: RecordOptions) -> (Memories, Vec<(String, CopyPath)>, VulkanObje
     let id = ex.finalize("g").unwrap();
     let paths = ex.copy_paths(id).unwrap();
     for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
-        ex.bind(name, &bytes_of(&floats(N, 40 + i as u64))).unwrap();
+        ex.bind(name, &f32_bytes(&random(N, 40 + i as u64))).unwrap();
     }
     ex.run(id).unwrap();
     ex.run(id).unwrap();
@@ -88,7 +71,7 @@ fn interpreted() -> Memories {
     let module = cmdgraph_ir::text::parse(&ir).unwrap();
     let mut it = Interpreter::new(&module).unwrap();
     for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
-        it.bind(name, &bytes_of(&floats(N, 40 + i as u64))).unwrap();
+        it.bind(name, &f32_bytes(&random(N, 40 + i as u64))).unwrap();
     }
     let id = it.finalize("g").unwrap();
     it.run(id).unwrap();

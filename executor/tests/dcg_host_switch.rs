@@ -8,19 +8,6 @@ use cmdgraph_executor::{ExecId, Executor, HostMemory};
 use cmdgraph_interp::{HostError, Interpreter};
 use common::*;
 
-/// Full-precision pseudo-random floats in [-2, 2).
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        })
-        .collect()
-}
-
 /// `@h` from `@a` by one of three host callbacks, then a kernel scales `@h` into `@out`; the
 /// group starts on alternative `active`.
 fn ir(active: u32) -> String {

@@ -12,19 +12,6 @@ use cmdgraph_ir::bundle::{GraphPlan, PoolPlan};
 use cmdgraph_ir::ArgValue;
 use common::*;
 
-/// Full-precision pseudo-random floats in [-2, 2).
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        })
-        .collect()
-}
-
 const S_A: f32 = 2.371_904_1;
 const S_B: f32 = 1.593_816_7;
 const S_LATE: f32 = -0.618_447_3;

@@ -8,23 +8,6 @@ use cmdgraph_executor::vk::transfers::KEPT_STAGING;
 use cmdgraph_interp::Interpreter;
 use common::*;
 
-/// Full-precision pseudo-random floats in [-1, 1) (xorshift: no crate, reproducible).
-fn floats(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn bytes_of(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|f| f.to_le_bytes()).collect()
-}
-
 /// 3 floats, 70 001 floats (larger than the smallest staging buffer), 1000 floats.
 fn ir() -> String {
     format!(
@@ -53,12 +36,12 @@ fn binds_and_reads_of_growing_and_shrinking_sizes_round_trip_and_order_with_runs
     // reused at its larger size), each with a run that must see the bind before it and be
     // seen by the read after it.
     for round in 0..3u64 {
-        let tiny = floats(3, 10 + round);
-        let wide = floats(70001, 20 + round);
-        let mid = floats(1000, 30 + round);
+        let tiny = random(3, 10 + round);
+        let wide = random(70001, 20 + round);
+        let mid = random(1000, 30 + round);
         for (name, v) in [("tiny", &tiny), ("wide", &wide), ("mid", &mid)] {
-            ex.bind(name, &bytes_of(v)).unwrap();
-            it.bind(name, &bytes_of(v)).unwrap();
+            ex.bind(name, &f32_bytes(v)).unwrap();
+            it.bind(name, &f32_bytes(v)).unwrap();
         }
         ex.run(e).unwrap();
         it.run(ie).unwrap();
@@ -81,7 +64,7 @@ fn a_transfer_larger_than_the_kept_staging_buffer_goes_in_pieces() {
     let n = (2 * KEPT_STAGING / 4 + 1027) as usize;
     let ir = format!("{KERNELS_IR}\nusm @big : f32[{n}]\n\ngraph @g {{\n  %e = empty\n}}\n");
     let mut ex = executor(bundle(&ir, vec![], vec![]));
-    let data = bytes_of(&floats(n, 7));
+    let data = f32_bytes(&random(n, 7));
     ex.bind("big", &data).unwrap();
     let back = ex.read("big").unwrap();
     // Compared piece by piece so a failure names the piece, not a 128 MiB diff.

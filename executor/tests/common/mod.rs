@@ -208,3 +208,22 @@ pub fn no_messages(ex: &Executor) {
     let m = ex.context().take_messages();
     assert!(m.is_empty(), "validation messages:\n{}", m.join("\n"));
 }
+
+/// Full-precision pseudo-random floats in [-2, 2) (xorshift: reproducible, no crate; every
+/// mantissa bit used, no short binary fractions).
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+/// The little-endian bytes of `v`, as a memory object holds them.
+pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
