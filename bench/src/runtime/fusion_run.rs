@@ -119,7 +119,7 @@ pub fn hand_asm(k: usize, local: u32) -> String {
 }
 
 /// Assembles `asm` into `out` with `spirv-as --target-env vulkan1.3`.
-fn assemble(asm: &str, out: &Path) -> Result<(), String> {
+pub(crate) fn assemble(asm: &str, out: &Path) -> Result<(), String> {
     let src = out.with_extension("spvasm");
     write(&src, asm)?;
     let output = std::process::Command::new("spirv-as")

@@ -8,10 +8,15 @@
 //! same dispatches of the bundle's own kernel recorded by hand with ash
 //! (`peer::dispatch::DispatchPeer`) waited the three ways a Vulkan program can: by fence, by a
 //! blocking timeline wait, by polling the timeline value. CUDA Graph replay + synchronize of
-//! the same kernels comes from `scripts/torch_replay.py --wall` (`--torch-json`).
+//! the same kernels comes from `scripts/torch_replay.py` (`wall_us`, `--torch-json`).
+//!
+//! For chains, a third hand program runs the minimal kernel (`bench/data/minimal_inc.spvasm`:
+//! one work-group of 64 invocations, one element each, no argument block read, no bounds
+//! check, no prologue) in the same chain of dispatches: the floor issue 32's per-dispatch
+//! target holds the executor's GPU time per dependent node to.
 
 use super::harness::{self, Common, Phase};
-use super::replay::{hand_work, module_text, Shape};
+use super::replay::{hand_work, module_text, Shape, ELEMS};
 use cmdgraph_executor::peer::dispatch::{DispatchPeer, PeerWait};
 use cmdgraph_executor::{ExecId, Executor};
 use std::fmt::Write as _;
@@ -50,6 +55,8 @@ struct Row {
     /// start to end), the hand program's two timestamps; `None` without timestamps.
     exec_gpu: Option<f64>,
     hand_gpu: Option<f64>,
+    /// GPU time of the minimal kernel's chain (chains only).
+    minimal_gpu: Option<f64>,
 }
 
 impl Row {
@@ -59,6 +66,42 @@ impl Row {
     fn ratio(&self) -> f64 {
         self.exec / self.best_hand().max(1e-12)
     }
+    /// The executor's GPU time over the minimal kernel's, for the same dispatches.
+    fn dispatch_ratio(&self) -> Option<f64> {
+        Some(self.exec_gpu? / self.minimal_gpu?.max(1e-12))
+    }
+}
+
+/// Issue 32's per-dispatch target: GPU time within 1.1x the minimal kernel's.
+const DISPATCH_TARGET: f64 = 1.1;
+
+fn minimal_name(local: u32) -> String {
+    format!("minimal_inc_{local}.spv")
+}
+
+/// The minimal kernel for work-groups of `local` invocations, assembled into `dir`.
+fn prepare_minimal(dir: &std::path::Path, local: u32) -> Result<(), String> {
+    let asm = include_str!("../../data/minimal_inc.spvasm").replace("@LOCAL@", &local.to_string());
+    super::fusion_run::assemble(&asm, &dir.join(minimal_name(local)))
+}
+
+/// The minimal kernel in the bundle kernel `k`'s interface (its argument block is written but
+/// not read): one work-group of `local` invocations, one element each.
+fn minimal_kernel(
+    dir: &std::path::Path,
+    k: &cmdgraph_ir::bundle::CompiledKernel,
+    local: u32,
+) -> Result<cmdgraph_ir::bundle::CompiledKernel, String> {
+    let path = dir.join(minimal_name(local));
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let spirv = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+    Ok(cmdgraph_ir::bundle::CompiledKernel {
+        spirv,
+        entry: "main".into(),
+        workgroup_size: [local, 1, 1],
+        items_per_invocation: 1,
+        ..k.clone()
+    })
 }
 
 fn bundle_name(shape: Shape, n: usize) -> String {
@@ -80,6 +123,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
             for &n in &args.sizes {
                 let (bundle, _) = harness::compile(&module_text(shape, n), &[])?;
                 harness::save(phase.dir(), &bundle_name(shape, n), &bundle)?;
+                prepare_minimal(phase.dir(), ELEMS as u32)?;
             }
         }
     }
@@ -142,6 +186,14 @@ fn measure(
     let (dispatches, barriers) = hand_work(shape, n);
     let elems = shape.elems(n);
     let mut hand = DispatchPeer::beside(&ex, &kernel, elems as u64, &dispatches, barriers).map_err(err)?;
+    // The minimal kernel reads no offsets: chains only (every dispatch at element 0).
+    let mut minimal = match shape {
+        Shape::Chain => {
+            let k = minimal_kernel(phase.dir(), &kernel, ELEMS as u32)?;
+            Some(DispatchPeer::beside(&ex, &k, elems as u64, &dispatches, barriers).map_err(err)?)
+        }
+        Shape::Wide => None,
+    };
     // Outputs once, from zeros: the executor with either wait, the hand program each way.
     let want = shape.expected(n);
     for block in [false, true] {
@@ -155,10 +207,15 @@ fn measure(
         hand.run_waiting(wait).map_err(err)?;
         harness::same(&format!("{name} hand ({wait:?})"), &hand.read_f32().map_err(err)?, &want)?;
     }
+    if let Some(m) = minimal.as_mut() {
+        m.bind_zero().map_err(err)?;
+        m.run_waiting(PeerWait::Spin).map_err(err)?;
+        harness::same(&format!("{name} minimal kernel"), &m.read_f32().map_err(err)?, &want)?;
+    }
     let samples = args.common.runs.max(1) * 100;
     let (mut t_exec, mut t_block, mut t_fence, mut t_tl, mut t_spin) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut g_exec, mut g_hand) = (Vec::new(), Vec::new());
+    let (mut g_exec, mut g_hand, mut g_min) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..samples {
         ex.context().set_wait_spin(*spin);
         t_exec.push(timed(&mut ex, e).map_err(err)?);
@@ -169,6 +226,12 @@ fn measure(
         t_spin.push(hand.run_waiting(PeerWait::Spin).map_err(err)?.as_secs_f64());
         if let Some(ns) = hand.gpu_ns().map_err(err)? {
             g_hand.push(ns as f64 * 1e-9);
+        }
+        if let Some(m) = minimal.as_mut() {
+            m.run_waiting(PeerWait::Spin).map_err(err)?;
+            if let Some(ns) = m.gpu_ns().map_err(err)? {
+                g_min.push(ns as f64 * 1e-9);
+            }
         }
         timed(&mut ex, profiled).map_err(err)?;
         if let Ok(p) = ex.profile(profiled) {
@@ -189,6 +252,7 @@ fn measure(
         cuda: None,
         exec_gpu: (!g_exec.is_empty()).then(|| m(&g_exec)),
         hand_gpu: (!g_hand.is_empty()).then(|| m(&g_hand)),
+        minimal_gpu: (!g_min.is_empty()).then(|| m(&g_min)),
     })
 }
 
@@ -222,15 +286,15 @@ fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Opt
     );
     s.push_str(
         "| graph | N | executor µs | blocking µs | hand fence µs | hand timeline µs | hand polling µs | \
-         executor / best hand | CUDA Graph µs | executor GPU µs | hand GPU µs |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         executor / best hand | CUDA Graph µs | executor GPU µs | hand GPU µs | minimal kernel GPU µs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let cuda = r.cuda.map_or(missing.unwrap_or("n/a").to_string(), |c| format!("{:.1}", c * 1e6));
         let gpu = |g: Option<f64>| g.map_or("—".to_string(), |g| format!("{:.1}", g * 1e6));
         let _ = writeln!(
             s,
-            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}x | {cuda} | {} | {} |",
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}x | {cuda} | {} | {} | {} |",
             r.shape.name(),
             r.n,
             r.exec * 1e6,
@@ -240,7 +304,8 @@ fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Opt
             r.spin * 1e6,
             r.ratio(),
             gpu(r.exec_gpu),
-            gpu(r.hand_gpu)
+            gpu(r.hand_gpu),
+            gpu(r.minimal_gpu)
         );
     }
     let missed: Vec<String> = rows
@@ -255,11 +320,35 @@ fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Opt
         format!("**missed** on {}", missed.join(", "))
     };
     let samples = rows.first().map_or(0, |r| r.samples);
+    let per_dispatch: Vec<String> = rows
+        .iter()
+        .filter(|r| r.n >= 10)
+        .filter_map(|r| {
+            let v = r.dispatch_ratio()?;
+            let per = |g: Option<f64>| g.map_or(0.0, |g| g * 1e6 / r.n as f64);
+            Some(format!(
+                "{} N={}: {:.2} against {:.2} µs per dispatch, {:.2}x{}",
+                r.shape.name(),
+                r.n,
+                per(r.exec_gpu),
+                per(r.minimal_gpu),
+                v,
+                if v <= DISPATCH_TARGET { "" } else { " (**missed**)" }
+            ))
+        })
+        .collect();
     let _ = write!(
         s,
         "\nTarget (executor ≤ {TARGET}x the hand program's best wait, every row): {verdict}. {samples} samples per \
          peer and row.\n"
     );
+    if !per_dispatch.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nPer-dispatch target (chain GPU time ≤ {DISPATCH_TARGET}x the minimal kernel's, N ≥ 10): {}.",
+            per_dispatch.join("; ")
+        );
+    }
     s
 }
 
@@ -281,6 +370,7 @@ mod tests {
             cuda: None,
             exec_gpu: None,
             hand_gpu: None,
+            minimal_gpu: None,
         };
         assert!((row(1.05).ratio() - 1.05).abs() < 1e-12, "the best hand wait is the timeline's");
         let args = Args { common: Common::default(), sizes: vec![10] };

@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 /// Elements each kernel adds to.
-const ELEMS: usize = 64;
+pub(crate) const ELEMS: usize = 64;
 
 const KERNEL: &str = "kernel @inc(%x: buf<f32, read_write>) {
   %i = global_id 0
