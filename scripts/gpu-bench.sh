@@ -40,6 +40,8 @@ prepare() {
   $bench mlp --prepare .bin/perf/mlp --shapes "$MLP_SHAPES"
   $bench copy --prepare .bin/perf/copy
   $bench shader-run --prepare .bin/perf/shader-run --saxpy "$SHADER_SAXPY" --matmul "$SHADER_MATMUL"
+  # IREE's modules of the same workloads and its benchmark binary (pip packages, .venv-iree).
+  python3 scripts/iree_peer.py prepare .bin/perf/iree --sizes "$FUSION_SIZES" --shapes "$MLP_SHAPES"
   du -sh .bin
 }
 
@@ -48,6 +50,7 @@ torch() {
   python3 scripts/torch_replay.py --json "$out/torch-replay.json" 2>&1 | tail -n 20
   python3 scripts/torch_copy.py --json "$out/torch-copy.json" 2>&1 | tail -n 20
   python3 scripts/torch_replay.py --json "$out/torch-latency.json" 1 10 100 2>&1 | tail -n 5
+  [ -d .bin/perf/iree ] && python3 scripts/iree_peer.py run .bin/perf/iree --json "$out/iree.json" 2>&1 | tail -n 12
   python3 scripts/torch_fusion.py --json "$out/torch-fusion.json" ${FUSION_SIZES//,/ } \
     --shapes "$MLP_SHAPES" --compile-chains "${COMPILE_CHAINS:-2,4,8,16}" 2>&1 | tail -n 20
 }
@@ -64,7 +67,9 @@ device() {
     local torch=()
     case "$suite" in
       replay) [ -f .bin/perf/torch-replay.json ] && torch=(--torch-json .bin/perf/torch-replay.json) ;;
-      fusion-run | mlp) [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json) ;;
+      fusion-run | mlp)
+        [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json)
+        [ -f .bin/perf/iree.json ] && torch+=(--iree-json .bin/perf/iree.json) ;;
       copy) [ -f .bin/perf/torch-copy.json ] && torch=(--torch-json .bin/perf/torch-copy.json) ;;
       latency) [ -f .bin/perf/torch-latency.json ] && torch=(--torch-json .bin/perf/torch-latency.json) ;;
     esac

@@ -719,8 +719,11 @@ fn run(common: &Common, phase: &Phase, chains: &[usize], sizes: &[u64]) -> Resul
         return Ok(());
     }
     let torch = Torch::load(common.torch_json.as_deref())?;
+    let iree = super::iree::Iree::load(common.iree_json.as_deref())?;
     let (rows, device) = run_from(phase.dir(), common.device.as_deref(), common.runs, &torch)?;
-    finish(common, "fusion-run", &section(&rows, &torch, &Header::new(device), common.runs))
+    let fused: Vec<(usize, u64, f64)> = rows.iter().map(|r| (r.k, r.n, r.fused)).collect();
+    let body = section(&rows, &torch, &Header::new(device), common.runs) + &iree.fusion_table(&fused);
+    finish(common, "fusion-run", &body)
 }
 
 #[cfg(test)]

@@ -29,6 +29,9 @@ pub struct Common {
     /// Results of the suite's PyTorch peer (`python3 scripts/torch_*.py --json FILE`).
     #[arg(long, value_name = "FILE")]
     pub torch_json: Option<PathBuf>,
+    /// Results of the IREE peer (`python3 scripts/iree_peer.py run DIR --json FILE`; fusion-run, mlp).
+    #[arg(long, value_name = "FILE")]
+    pub iree_json: Option<PathBuf>,
     /// The Markdown file the section is written into (default docs/performance.md).
     #[arg(long, value_name = "FILE")]
     pub write_to: Option<PathBuf>,

@@ -584,8 +584,11 @@ fn run(common: &Common, phase: &Phase, shapes: &[Shape]) -> Result<(), String> {
         return Ok(());
     }
     let torch = Torch::load(common.torch_json.as_deref())?;
+    let iree = super::iree::Iree::load(common.iree_json.as_deref())?;
     let (rows, device) = run_from(phase.dir(), common.device.as_deref(), common.runs, &torch)?;
-    finish(common, "mlp", &section(&rows, &torch, &Header::new(device), common.runs))
+    let times: Vec<(String, f64, f64)> = rows.iter().map(|r| (r.shape.to_string(), r.gpu, r.host)).collect();
+    let body = section(&rows, &torch, &Header::new(device), common.runs) + &iree.mlp_table(&times);
+    finish(common, "mlp", &body)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod barrier_run;
 pub mod copy;
 pub mod fusion_run;
 pub mod harness;
+pub mod iree;
 pub mod latency;
 pub mod load;
 pub mod mlp;
