@@ -3,9 +3,6 @@
 //! The numbers shared with `libcmdgraph` (capi/) mean the same there.
 
 use cmdgraph_sycl::{Errc, SyclError};
-use std::cell::RefCell;
-use std::ffi::{c_char, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The result of every fallible function. `CMDGRAPH_SYCL_OK` is 0; every other value is an
 /// error whose message `cmdgraph_sycl_last_error` (and the handle's `*_last_error`) returns.
@@ -81,112 +78,42 @@ impl From<SyclError> for Error {
     }
 }
 
-/// The message of the last call on one handle (or on one thread): a NUL-terminated copy
-/// that stays put until the next call replaces it.
-#[derive(Debug, Default)]
-pub(crate) struct LastError(Option<CString>);
-
-impl LastError {
-    pub(crate) fn set(&mut self, message: &str) {
-        self.0 = Some(c_string(message));
+impl cmdgraph_capi_error::CError for Error {
+    type Status = cmdgraph_sycl_status;
+    const OK: cmdgraph_sycl_status = CMDGRAPH_SYCL_OK;
+    const PANIC: cmdgraph_sycl_status = CMDGRAPH_SYCL_ERROR_PANIC;
+    const NULL_HANDLE: cmdgraph_sycl_status = CMDGRAPH_SYCL_ERROR_NULL_HANDLE;
+    fn new(status: cmdgraph_sycl_status, message: String) -> Error {
+        Error { status, message }
     }
-
-    pub(crate) fn clear(&mut self) {
-        self.0 = None;
+    fn status(&self) -> cmdgraph_sycl_status {
+        self.status
     }
-
-    /// The message, or "" after a call that succeeded.
-    pub(crate) fn as_ptr(&self) -> *const c_char {
-        match &self.0 {
-            Some(s) => s.as_ptr(),
-            None => c"".as_ptr(),
-        }
-    }
-
-    /// The message as a string ("" after a success).
-    pub(crate) fn text(&self) -> String {
-        self.0.as_ref().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
+    fn message(&self) -> &str {
+        &self.message
     }
 }
 
-/// `s` as a C string; interior NULs (which a message may quote from a name) become `\0`.
-pub(crate) fn c_string(s: &str) -> CString {
-    CString::new(s.replace('\0', "\\0")).unwrap_or_default()
-}
+pub(crate) use cmdgraph_capi_error::{c_string, thread_error, thread_error_ptr, LastError};
 
-thread_local! {
-    static THREAD_ERROR: RefCell<LastError> = RefCell::new(LastError::default());
-}
-
-/// The calling thread's last message (see `cmdgraph_sycl_last_error`).
-pub(crate) fn thread_error_ptr() -> *const c_char {
-    THREAD_ERROR.with(|e| e.borrow().as_ptr())
-}
-
-/// The calling thread's last message as a string ("" after a success).
-pub(crate) fn thread_error() -> String {
-    THREAD_ERROR.with(|e| e.try_borrow().map(|e| e.text()).unwrap_or_default())
-}
-
-pub(crate) fn set_thread_error(message: Option<&str>) {
-    THREAD_ERROR.with(|e| {
-        if let Ok(mut e) = e.try_borrow_mut() {
-            match message {
-                Some(m) => e.set(m),
-                None => e.clear(),
-            }
-        }
-    });
-}
-
-/// The message of a caught panic.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_string());
-    format!("internal error (panic): {what}")
-}
-
-/// Runs `f` at the C boundary: a panic becomes `CMDGRAPH_SYCL_ERROR_PANIC` with its message.
+/// [`cmdgraph_capi_error::catch`] for this library's errors.
 pub(crate) fn catch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(Error::new(CMDGRAPH_SYCL_ERROR_PANIC, panic_message(payload.as_ref()))),
-    }
+    cmdgraph_capi_error::catch(f)
 }
 
-/// The status of `outcome`; its message goes to `slot` (the handle's, when there is one) and
-/// to the thread-local slot (cleared on success).
+/// [`cmdgraph_capi_error::finish`] for this library's errors.
 pub(crate) fn finish(slot: Option<&mut LastError>, outcome: Result<()>) -> cmdgraph_sycl_status {
-    match outcome {
-        Ok(()) => {
-            if let Some(s) = slot {
-                s.clear();
-            }
-            set_thread_error(None);
-            CMDGRAPH_SYCL_OK
-        }
-        Err(e) => {
-            if let Some(s) = slot {
-                s.set(&e.message);
-            }
-            set_thread_error(Some(&e.message));
-            e.status
-        }
-    }
+    cmdgraph_capi_error::finish(slot, outcome)
 }
 
-/// [`catch`] then [`finish`].
+/// [`cmdgraph_capi_error::guard`] for this library's errors.
 pub(crate) fn guard(slot: Option<&mut LastError>, f: impl FnOnce() -> Result<()>) -> cmdgraph_sycl_status {
-    let outcome = catch(f);
-    finish(slot, outcome)
+    cmdgraph_capi_error::guard(slot, f)
 }
 
-/// [`guard`] for a function whose handle is NULL: the error is the thread's only.
+/// [`cmdgraph_capi_error::null_handle`] for this library's errors.
 pub(crate) fn null_handle(what: &str) -> cmdgraph_sycl_status {
-    guard(None, || Err(Error::new(CMDGRAPH_SYCL_ERROR_NULL_HANDLE, format!("the {what} handle is NULL"))))
+    cmdgraph_capi_error::null_handle::<Error>(what)
 }
 
 /// The static name of a status (`"CMDGRAPH_SYCL_OK"`, ...).
