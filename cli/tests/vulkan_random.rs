@@ -20,6 +20,7 @@
 
 mod support;
 
+use cmdgraph_executor::{CopyPath, CopyPolicy, Executor, RecordOptions};
 use cmdgraph_ir::{ArgValue, LitValue, Literal, Module, NodeKind, ScalarType};
 use std::time::Instant;
 use support::{compile, gen, Both, Update};
@@ -43,6 +44,19 @@ fn updates(g: &cmdgraph_ir::Graph) -> Vec<Update> {
 
 /// Graphs of the optimized `module` in which `fuse-kernels` fused a group (a node running
 /// a kernel the pass made).
+/// Copy nodes of `module`'s graphs that `ex` records with the copy kernel (each graph
+/// finalized once more to ask, then dropped).
+fn kernel_copy_nodes(ex: &mut Executor, module: &Module) -> Result<usize, String> {
+    let mut n = 0;
+    for (_, g) in module.graphs.iter() {
+        let id = ex.finalize(&g.name).map_err(|e| format!("finalize @{}: {e}", g.name))?;
+        let paths = ex.copy_paths(id).map_err(|e| e.to_string())?;
+        n += paths.iter().filter(|(_, p)| matches!(p, CopyPath::Kernel { .. })).count();
+        ex.drop_exec(id).map_err(|e| e.to_string())?;
+    }
+    Ok(n)
+}
+
 fn fused_graphs(module: &Module) -> usize {
     module
         .graphs
@@ -74,6 +88,8 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
     // Graphs (default pipeline) with a fused group; source graphs with a `subgraph` node;
     // graphs updated between their runs.
     let (mut fused, mut with_subgraphs, mut updated) = (0usize, 0usize, 0usize);
+    // Copy nodes the copy kernel records, over the modules that use it.
+    let mut kernel_copies = 0usize;
     for m in 0..total.div_ceil(PER_MODULE) {
         // A saved module runs with `CMDGRAPH_RANDOM_SEED` itself as its seed (its inputs).
         let file = std::env::var("CMDGRAPH_RANDOM_MODULE").ok();
@@ -89,10 +105,13 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
             let rendered: Vec<String> = d.iter().map(|d| d.render("random.cgir", &text)).collect();
             panic!("seed {seed}: generated module does not verify:\n{}\n{text}", rendered.join("\n"));
         }
+        // Every other module records its copies with the copy kernel (which llvmpipe's default,
+        // `CopyPolicy::Auto`, leaves to `vkCmdCopyBuffer`), so both paths meet random graphs.
+        let copies = if m % 2 == 1 { CopyPolicy::Shader } else { CopyPolicy::Auto };
         // Unoptimized: only the inlining codegen needs (sub-graph nodes are not executable).
         for pipeline in [None, Some("inline-subgraphs")] {
             let what = format!(
-                "seed {seed} ({})",
+                "seed {seed} ({}, copies {copies:?})",
                 if pipeline.is_none() { "default pipeline" } else { "inline-subgraphs only" }
             );
             let t = Instant::now();
@@ -106,6 +125,8 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
             compile_time += t.elapsed();
             let t = Instant::now();
             let result = Both::new(&module, &bundle, seed).and_then(|mut both| {
+                both.ex.set_record_options(RecordOptions { copies, ..both.ex.record_options() });
+                kernel_copies += kernel_copy_nodes(&mut both.ex, &module)?;
                 if pipeline.is_none() {
                     fused += fused_graphs(both.ex.module());
                 }
@@ -154,6 +175,7 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
     eprintln!(
         "{conflict_barriers} pipeline barriers recorded where memory conflicts, of {stage_barriers} stage boundaries"
     );
+    eprintln!("{kernel_copies} memcpy nodes recorded as copy-kernel dispatches (CopyPolicy::Shader modules)");
     eprintln!("fma: {} memory objects matched rounding once only, {} twice only, {} either", fma[0], fma[1], fma[2]);
     eprintln!(
         "{fused} of {total} graphs fused by fuse-kernels, {with_subgraphs} with sub-graphs, {updated} updated between runs"
@@ -164,6 +186,7 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
         assert!(fused * 5 >= total, "fuse-kernels fused in only {fused} of {total} graphs");
         assert!(with_subgraphs * 10 >= total, "only {with_subgraphs} of {total} graphs have sub-graphs");
         assert!(updated * 10 >= total, "only {updated} of {total} graphs were updated between runs");
+        assert!(kernel_copies * 10 >= total, "only {kernel_copies} copies took the copy kernel in {total} graphs");
     }
     assert_eq!(graphs, 2 * total);
     // One device rounds fma one way.

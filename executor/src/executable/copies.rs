@@ -5,10 +5,11 @@
 //! descriptor limits. The choice is made in one place, so the barrier planner (which needs the
 //! command's kind of work) and the recorder agree; [`Executor::copy_paths`] reports it.
 //!
-//! A kernel copy binds a descriptor set holding its two windows. Sets are shared by copies
-//! between the same windows (usually whole buffers, so one set per pair of buffers), written
-//! once when made and never rewritten, so recording one command buffer cannot invalidate
-//! another; an import of user memory (new buffers) drops them all while the device is idle.
+//! A kernel copy binds a descriptor set holding its two windows, each from the copy's offset
+//! (rounded down to the descriptor alignment, within its memory) to its end. Sets are shared
+//! by copies between the same windows, written once when made and never rewritten, so
+//! recording one command buffer cannot invalidate another; an import of user memory (new
+//! buffers) drops them all while the device is idle.
 
 use super::{fill_word, sets::SetPools, Executable};
 use crate::error::{ExecError, Result};
@@ -46,8 +47,9 @@ pub(crate) struct KernelCopy {
     pub(crate) groups: u32,
 }
 
-/// One end of a copy: its buffer, the bytes of it the memory may reach (`[base, end)`: an
-/// imported buffer's bytes before `base` are the application's), and the copy's byte offset.
+/// One end of a copy: its buffer, where its memory starts in it (`base`: the memory object,
+/// or the graph allocation in the pool; a window never reaches before it), the buffer's size
+/// (`end`), and the copy's byte offset.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct End {
     pub(crate) buffer: vk::Buffer,
@@ -65,16 +67,17 @@ pub(crate) struct CopyLimits {
 }
 
 /// The window of `end` a descriptor binds for `bytes` bytes of `elem`-byte elements, and the
-/// copy's first element in it: the whole reachable buffer when one descriptor reaches it (so
-/// copies share sets), else from the offset rounded down; `None` when no window fits.
+/// copy's first element in it: from the offset rounded down to the descriptor alignment to
+/// the copy's end, never before the memory's start; `None` when no window fits.
+///
+/// Tight, not the whole buffer: the validation layer's synchronization checks take a bound
+/// descriptor's whole range as accessed, so a window over the whole pool "read" every other
+/// allocation, against fills and kernels of the same stage that write them (the random-graph
+/// test with `CMDGRAPH_COPIES=shader` found it).
 fn window(end: &End, bytes: u64, elem: u64, l: &CopyLimits) -> Option<(Window, u32)> {
     let align = l.min_align.max(elem);
-    let (lo, range) = if end.base.is_multiple_of(align) && end.end - end.base <= l.max_range {
-        (end.base, end.end - end.base)
-    } else {
-        let lo = end.offset / align * align;
-        (lo, end.offset.checked_add(bytes)? - lo)
-    };
+    let lo = end.offset / align * align;
+    let range = end.offset.checked_add(bytes)? - lo;
     let first = (end.offset - lo) / elem;
     let fits = lo >= end.base && range <= l.max_range && lo + range <= end.end && first <= u64::from(u32::MAX);
     fits.then_some(((end.buffer, lo, range), first as u32))
@@ -181,9 +184,15 @@ impl Executor {
     pub(crate) fn kernel_copy(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Option<KernelCopy>> {
         let Some(limits) = self.copy_limits(exe) else { return Ok(None) };
         let n = &graph.nodes[h];
-        let end_of = |target: &crate::args::Target, offset: u64| -> Result<End> {
+        // Where the memory of `mem` starts in its buffer: its allocation in the pool, or the
+        // user object's base.
+        let end_of = |mem: cmdgraph_ir::MemRef, target: &crate::args::Target, offset: u64| -> Result<End> {
             let b = exe.buffer_of(self, target)?;
-            Ok(End { buffer: b.buffer, base: b.base, end: b.size, offset })
+            let base = match mem {
+                cmdgraph_ir::MemRef::Alloc(n) => exe.allocs.get(&n.index()).map_or(b.base, |a| a.1),
+                cmdgraph_ir::MemRef::Memory(_) => b.base,
+            };
+            Ok(End { buffer: b.buffer, base, end: b.size, offset })
         };
         match &n.kind {
             NodeKind::Memcpy { dst, src, bytes } if *bytes > 0 => {
@@ -194,7 +203,7 @@ impl Executor {
                 if dp.avail < *bytes || sp.avail < *bytes {
                     return Err(ExecError::Invalid(format!("%{}: memcpy of {bytes} bytes out of bounds", n.name)));
                 }
-                let (s, d) = (end_of(&sp.target, sp.offset)?, end_of(&dp.target, dp.offset)?);
+                let (s, d) = (end_of(src.base, &sp.target, sp.offset)?, end_of(dst.base, &dp.target, dp.offset)?);
                 Ok(plan_kernel(s, d, *bytes, &limits))
             }
             NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => {
@@ -207,7 +216,7 @@ impl Executor {
                     return Ok(None);
                 }
                 let s = End { buffer: consts.buffer, base: 0, end: consts.size, offset: off };
-                Ok(plan_kernel(s, end_of(&dp.target, dp.offset)?, total, &limits))
+                Ok(plan_kernel(s, end_of(dst.base, &dp.target, dp.offset)?, total, &limits))
             }
             _ => Ok(None),
         }
