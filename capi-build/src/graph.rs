@@ -8,7 +8,10 @@ use crate::error::cmdgraph_sycl_status;
 use crate::error::{c_string, Error, LastError, Result};
 use crate::exec::cmdgraph_sycl_exec;
 use crate::queue::{cmdgraph_sycl_event, cmdgraph_sycl_queue};
-use crate::{arg, clear_out, destroy, handles, last_error_of, put, put_handle, slice, with, Handle};
+use crate::{
+    arg, clear_optional_out, clear_out, destroy, handles, last_error_of, put, put_handle, put_optional_handle, slice,
+    with, Handle,
+};
 use cmdgraph_sycl::{
     ExecutableGraph, FinalizeProps, GraphProps, ModifiableGraph, NdRange, Node, NodeProps, NodeType, Range,
     RecordingProps,
@@ -131,18 +134,13 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_add(
     // SAFETY: the caller's contract.
     unsafe {
         with(graph, |g| {
-            if !out.is_null() {
-                clear_out(out, "node")?;
-            }
+            clear_optional_out(out, "node")?;
             let props = node_props(deps, count, flags)?;
             let node = match cg.as_ref() {
                 Some(cg) => g.graph.add(cg.function(), props)?,
                 None => g.graph.add_empty(props)?,
             };
-            if out.is_null() {
-                return Ok(());
-            }
-            put_handle(out, node_handle(node), "node")
+            put_optional_handle(out, node_handle(node), "node")
         })
     }
 }
@@ -163,15 +161,10 @@ pub unsafe extern "C" fn cmdgraph_sycl_graph_add_dynamic(
     // SAFETY: the caller's contract.
     unsafe {
         with(graph, |g| {
-            if !out.is_null() {
-                clear_out(out, "node")?;
-            }
+            clear_optional_out(out, "node")?;
             let dcg = &arg(dcg, "dynamic command group")?.dcg;
             let node = g.graph.add_dynamic(dcg, node_props(deps, count, flags)?)?;
-            if out.is_null() {
-                return Ok(());
-            }
-            put_handle(out, node_handle(node), "node")
+            put_optional_handle(out, node_handle(node), "node")
         })
     }
 }

@@ -134,6 +134,30 @@ pub(crate) unsafe fn put_handle<T>(out: *mut *mut T, value: T, what: &str) -> Re
     unsafe { put(out, Box::into_raw(Box::new(value)), what) }
 }
 
+/// [`clear_out`] for an out-pointer the caller may leave NULL (it does not want the handle).
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a pointer.
+pub(crate) unsafe fn clear_optional_out<T>(out: *mut *mut T, what: &str) -> Result<()> {
+    if out.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { clear_out(out, what) }
+}
+
+/// [`put_handle`] for an out-pointer the caller may leave NULL: the handle is then dropped.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a pointer.
+pub(crate) unsafe fn put_optional_handle<T>(out: *mut *mut T, value: T, what: &str) -> Result<()> {
+    if out.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { put_handle(out, value, what) }
+}
+
 /// A handle type: where its last message is kept.
 pub(crate) trait Handle {
     /// What the handle is called in messages.

@@ -149,16 +149,20 @@ impl CopySets {
 }
 
 impl Executor {
-    /// The limits a kernel copy is planned against, with the policy's verdict: `None` when
-    /// this executable records every copy with `vkCmdCopyBuffer`.
-    fn copy_limits(&self, exe: &Executable) -> Option<CopyLimits> {
-        let kernel = match exe.options.copies {
+    /// Whether `policy` lets copies take the kernel on this device.
+    fn policy_takes_kernel(&self, policy: CopyPolicy) -> bool {
+        match policy {
             CopyPolicy::Transfer => false,
             CopyPolicy::Shader => true,
             CopyPolicy::Auto => on_gpu(&self.ctx),
-        };
+        }
+    }
+
+    /// The limits a kernel copy is planned against, with the policy's verdict: `None` when
+    /// this executable records every copy with `vkCmdCopyBuffer`.
+    fn copy_limits(&self, exe: &Executable) -> Option<CopyLimits> {
         let limits = &self.ctx.props.limits;
-        (kernel && self.copy_kernels.is_some()).then(|| CopyLimits {
+        (self.policy_takes_kernel(exe.options.copies) && self.copy_kernels.is_some()).then(|| CopyLimits {
             min_align: limits.min_storage_buffer_offset_alignment.max(4),
             max_range: u64::from(limits.max_storage_buffer_range),
             max_groups: exe.options.copy_groups.min(limits.max_compute_work_group_count[0]),
@@ -168,12 +172,8 @@ impl Executor {
     /// Whether finalize should make the copy kernels for `graph` (it has a copy or fill and
     /// the policy may use them).
     pub(crate) fn wants_copy_kernels(&self, graph: &Graph) -> bool {
-        let may = match self.recording.copies {
-            CopyPolicy::Transfer => false,
-            CopyPolicy::Shader => true,
-            CopyPolicy::Auto => on_gpu(&self.ctx),
-        };
-        may && self.copy_kernels.is_none()
+        self.policy_takes_kernel(self.recording.copies)
+            && self.copy_kernels.is_none()
             && graph.nodes.iter().any(|(_, n)| {
                 matches!(n.kind, NodeKind::Memcpy { .. } | NodeKind::Memfill { .. } | NodeKind::Memset { .. })
             })

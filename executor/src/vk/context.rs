@@ -509,6 +509,25 @@ impl Context {
         Duration::from_nanos(self.wait_spin_ns.load(Ordering::Relaxed))
     }
 
+    /// Polls `ready` for at most [`wait_spin`](Self::wait_spin): whether it became true (the
+    /// caller blocks in the driver's wait when it did not).
+    pub(crate) fn poll(&self, mut ready: impl FnMut() -> ash::prelude::VkResult<bool>) -> Result<bool> {
+        let spin = self.wait_spin();
+        if spin.is_zero() {
+            return Ok(false);
+        }
+        let start = std::time::Instant::now();
+        loop {
+            if ready()? {
+                return Ok(true);
+            }
+            if start.elapsed() >= spin {
+                return Ok(false);
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     /// Sets [`wait_spin`](Self::wait_spin); zero blocks at once.
     pub fn set_wait_spin(&self, spin: Duration) {
         let ns = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);

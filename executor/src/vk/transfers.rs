@@ -130,10 +130,8 @@ impl Transfers {
                 ctx.device.queue_submit2(ctx.queue, &submit, self.fence)?;
                 // Poll first, as waits for runs do (Context::wait_spin): a small copy is done
                 // before a blocking wait would have slept.
-                let start = std::time::Instant::now();
-                while !ctx.device.get_fence_status(self.fence)? && start.elapsed() < ctx.wait_spin() {
-                    std::hint::spin_loop();
-                }
+                // An error of the poll (a lost device) is the wait's error too, reported below.
+                let _ = ctx.poll(|| ctx.device.get_fence_status(self.fence));
                 ctx.device.wait_for_fences(&[self.fence], true, ctx.wait_ns())?;
                 ctx.device.reset_fences(&[self.fence])?;
                 Ok::<(), vk::Result>(())
