@@ -316,3 +316,61 @@ impl Builder<'_> {
         Ok(())
     }
 }
+
+/// One kernel spliced in as a stage of a stage-fused kernel ([`concat_stages`]).
+pub struct Stage<'a> {
+    /// The kernel whose body the stage runs.
+    pub kernel: &'a Kernel,
+    /// For each of its parameters, the fused kernel's parameter it reads.
+    pub params: Vec<usize>,
+    /// Prefix of the stage's value names in the fused body (`<prefix>.<name>`).
+    pub prefix: String,
+}
+
+/// A kernel named `name` with parameters `params` whose body runs the bodies of `stages` one
+/// after another, with a `group_barrier` between two stages when `barrier` is set (calls in
+/// the stages are inlined as they are copied). Every work-item runs every stage: kernel
+/// bodies have no early exit, so each barrier is reached by the whole work-group.
+pub fn concat_stages(
+    functions: &Arena<Function>,
+    name: String,
+    mut params: Vec<crate::kernel::Param>,
+    stages: &[Stage<'_>],
+    barrier: bool,
+) -> Result<Kernel, InlineError> {
+    let mut b = Builder { functions, kernel: &name, out: Body::default(), names: HashSet::new(), calls: 0 };
+    let mut fused_params = Vec::with_capacity(params.len());
+    for (i, p) in params.iter_mut().enumerate() {
+        p.name = b.unique(std::mem::take(&mut p.name));
+        let value = Value { name: p.name.clone(), ty: p.ty.into(), def: ValueDef::Param(i as u32) };
+        fused_params.push(b.out.values.append(value, crate::Span::UNDEFINED));
+    }
+    let mut ops = Vec::new();
+    for (i, stage) in stages.iter().enumerate() {
+        let KernelBody::Ir(body) = &stage.kernel.body else {
+            return Err(b.error(&format!("stage {i} (@{}) has no body to copy", stage.kernel.name)));
+        };
+        if stage.params.len() != stage.kernel.params.len() {
+            return Err(b.error(&format!("stage {i} (@{}) binds the wrong number of parameters", stage.kernel.name)));
+        }
+        let mut map = vec![None; body.values.len()];
+        for (slot, &p) in map.iter_mut().zip(&stage.params) {
+            *slot = Some(*fused_params.get(p).ok_or_else(|| b.error("a stage parameter out of range"))?);
+        }
+        if i > 0 && barrier {
+            let op = Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() };
+            ops.push(b.out.ops.append(op, crate::Span::UNDEFINED));
+        }
+        let mut frame = Frame { body, map, prefix: Some(stage.prefix.clone()), depth: 0 };
+        let region = b.region(&mut frame, &body.entry)?;
+        ops.extend(region.ops);
+    }
+    b.out.entry = Region { ops, closing_comments: Vec::new() };
+    Ok(Kernel {
+        name: name.clone(),
+        params,
+        body: KernelBody::Ir(b.out),
+        comments: Default::default(),
+        param_spans: Default::default(),
+    })
+}

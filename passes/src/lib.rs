@@ -17,6 +17,7 @@ pub mod dead_nodes;
 pub mod eliminate_barriers;
 pub mod eliminate_empty;
 pub mod fuse;
+pub mod fuse_stages;
 pub mod inline_calls;
 pub mod inline_subgraphs;
 pub mod memory;
@@ -57,6 +58,7 @@ pub static REGISTRY: &[PassInfo] = &[
     transitive_reduction::INFO,
     dead_nodes::INFO,
     fuse::INFO,
+    fuse_stages::INFO,
     dead_kernels::INFO,
     tile_contractions::INFO,
     memory::INFO,
@@ -72,6 +74,7 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "fuse-kernels",
     "tile-contractions",
     "transitive-reduction",
+    "fuse-stages",
     "dead-kernel-elimination",
     "plan-memory",
 ];

@@ -556,9 +556,11 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
 
 // ---- Helpers shared with the MLP suite -------------------------------------------------
 
-/// The default pipeline, with or without `fuse-kernels`.
+/// The default pipeline, with or without the fusion passes (`fuse-kernels`, and
+/// `fuse-stages`, which would otherwise put the unfused chains into one dispatch).
 pub(crate) fn pipeline(fuse: bool) -> Vec<&'static PassInfo> {
-    DEFAULT_PIPELINE.iter().filter(|n| fuse || **n != "fuse-kernels").filter_map(|n| lookup(n)).collect()
+    let fusion = |n: &str| n == "fuse-kernels" || n == "fuse-stages";
+    DEFAULT_PIPELINE.iter().filter(|n| fuse || !fusion(n)).filter_map(|n| lookup(n)).collect()
 }
 
 /// Parses `text`, compiles it at -O2 and writes the bundle to `path`. External SPIR-V

@@ -126,6 +126,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
                 prepare_minimal(phase.dir(), ELEMS as u32)?;
             }
         }
+        super::stages::prepare(phase.dir(), &stage_sizes(args))?;
     }
     if !phase.runs() {
         return Ok(());
@@ -148,8 +149,20 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
             rows.push(row);
         }
     }
+    let mut stage_rows = super::stages::measure(phase.dir(), &args.common, &stage_sizes(args))?;
+    for r in &mut stage_rows {
+        r.cuda = cuda_wall(&torch, Shape::Chain, r.n);
+        eprintln!("latency: stages N={}: fused {:.1} µs, unfused {:.1} µs", r.n, r.fused * 1e6, r.unfused * 1e6);
+    }
     let missing = harness::torch_missing(&torch);
-    harness::finish(&args.common, "latency", &section(args, &device, spin, &rows, missing.as_deref()))
+    let mut body = section(args, &device, spin, &rows, missing.as_deref());
+    body.push_str(&super::stages::section(&stage_rows, spin, missing.as_deref()));
+    harness::finish(&args.common, "latency", &body)
+}
+
+/// The stage chains' sizes: the suite's sizes of two kernels or more.
+fn stage_sizes(args: &Args) -> Vec<usize> {
+    args.sizes.iter().copied().filter(|&n| n >= 2).collect()
 }
 
 /// CUDA Graph replay + synchronize wall seconds from `torch_replay.py --wall`'s JSON.

@@ -13,4 +13,5 @@ pub mod load;
 pub mod mlp;
 pub mod replay;
 pub mod shader_run;
+pub mod stages;
 pub mod update;

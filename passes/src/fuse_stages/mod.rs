@@ -1,0 +1,497 @@
+//! `fuse-stages`: a chain of kernels whose dependences stay inside one work-group becomes
+//! one dispatch, each kernel a stage, with a `group_barrier` between two stages.
+//!
+//! Between two dependent dispatches a Vulkan queue drains the GPU and pays a pipeline
+//! barrier; for small kernels that, not the work, is the time (docs/performance.md,
+//! `latency`). Inside one dispatch a work-group barrier orders the same work-items for the
+//! price of a few cycles. It orders the work-items of one group only, so a chain fuses when:
+//!
+//! - every node is a plain kernel node with an IR body, in a graph that is not `updatable`
+//!   (an update may change a node's arguments or range alone);
+//! - consecutive nodes are joined so that nothing else can run between them: the later one's
+//!   only predecessor is the earlier one, and that is its only successor;
+//! - they launch the same way: `single_task`; or one work-group (`nd_range` with local size
+//!   equal to the global size, or a `range` of at most [`MAX_ONE_GROUP`] work-items, which
+//!   becomes one work-group); or the same 1-D `nd_range` (a 1-D `range` a multiple of
+//!   [`RANGE_LOCAL`] gets that local size), offsets zero;
+//! - with several work-groups, every memory one stage writes and another touches is touched
+//!   by each work-group only inside its own window ([`windows`]): work-group `G` of every
+//!   stage stays in the same byte range of it;
+//! - their work-group memory together stays within [`MAX_LOCAL_BYTES`].
+//!
+//! A fused stage runs exactly what its kernel ran with its arguments, so the result is
+//! exact, not within a tolerance. The fused node keeps the name of the member created last;
+//! [`PassContext::origins`] records every member. Chains of identical stage lists share one
+//! kernel. Element-wise chains over a `range` are `fuse-kernels`' and run before this pass.
+
+pub mod windows;
+
+use crate::analysis::{topological_order, Csr};
+use crate::fuse::build::{self, Replacement};
+use crate::{PassContext, PassError, PassInfo};
+use cmdgraph_ir::graph::{Arg, ArgValue, Graph, KernelCommand, Launch, NodeKind};
+use cmdgraph_ir::inline::{concat_stages, Stage};
+use cmdgraph_ir::kernel::{Kernel, KernelBody, OpKind, Param, ParamType};
+use cmdgraph_ir::module::Item;
+use cmdgraph_ir::types::Access;
+use cmdgraph_ir::{Handle, Module, Span};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use windows::{Groups, MemKey, Touch};
+
+/// Registry entry.
+pub const INFO: PassInfo = PassInfo {
+    name: "fuse-stages",
+    summary: "fuse chains of kernels whose dependences stay in a work-group into one dispatch with group barriers",
+    statistics: &[
+        ("fusions", "chains replaced by one kernel node"),
+        ("kernels-fused", "kernel nodes that became a stage of a fused node"),
+        ("launches-saved", "dispatches removed"),
+        ("group-barriers", "group_barrier ops put between stages"),
+        ("kernels-shared", "fusions that reuse an identical fused kernel"),
+        ("refused", "links of a chain a legality rule refused (see --explain)"),
+    ],
+    preserves: "the name of the member created last, with origins for all members; every result bit for \
+                bit; updatable graphs are left alone",
+    run,
+};
+
+/// Most work-items a `range` may have to become one work-group: the least
+/// `maxComputeWorkGroupInvocations` Vulkan allows.
+pub const MAX_ONE_GROUP: u64 = 128;
+/// The work-group size a 1-D `range` of several groups is given.
+pub const RANGE_LOCAL: u64 = 64;
+/// Most work-group memory the stages of one fused kernel may use together: the least
+/// `maxComputeSharedMemorySize` Vulkan allows.
+pub const MAX_LOCAL_BYTES: u64 = 16 * 1024;
+/// Most stages in one fused kernel (its SPIR-V grows with each).
+pub const MAX_STAGES: usize = 128;
+
+/// How a node launches, as fusion compares launches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shape {
+    /// `single_task`: one work-item; stages need no barrier.
+    Single,
+    /// One work-group of this size (per dimension).
+    OneGroup(Vec<u64>),
+    /// A 1-D launch of several work-groups.
+    Groups { local: u64, groups: u64 },
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shape::Single => write!(f, "single_task"),
+            Shape::OneGroup(g) => {
+                let dims: Vec<String> = g.iter().map(u64::to_string).collect();
+                write!(f, "one work-group of {}", dims.join("x"))
+            }
+            Shape::Groups { local, groups } => write!(f, "{groups} work-groups of {local}"),
+        }
+    }
+}
+
+impl Shape {
+    fn of(launch: &Launch) -> Option<Shape> {
+        match launch {
+            Launch::SingleTask => Some(Shape::Single),
+            Launch::NdRange { global, local, offset } if offset.iter().all(|&o| o == 0) => {
+                if global == local {
+                    Some(Shape::OneGroup(global.clone()))
+                } else if let ([g], [l]) = (global.as_slice(), local.as_slice()) {
+                    (*l > 0 && g % l == 0).then_some(Shape::Groups { local: *l, groups: g / l })
+                } else {
+                    None
+                }
+            }
+            Launch::Range(r) => {
+                let items: u64 = r.iter().product();
+                if items <= MAX_ONE_GROUP && r.get(2).is_none_or(|&z| z <= 64) {
+                    Some(Shape::OneGroup(r.clone()))
+                } else if let [n] = r.as_slice() {
+                    (n % RANGE_LOCAL == 0).then_some(Shape::Groups { local: RANGE_LOCAL, groups: n / RANGE_LOCAL })
+                } else {
+                    None
+                }
+            }
+            Launch::NdRange { .. } => None,
+        }
+    }
+
+    fn launch(&self) -> Launch {
+        match self {
+            Shape::Single => Launch::SingleTask,
+            Shape::OneGroup(g) => Launch::NdRange { global: g.clone(), local: g.clone(), offset: Vec::new() },
+            Shape::Groups { local, groups } => {
+                Launch::NdRange { global: vec![local * groups], local: vec![*local], offset: Vec::new() }
+            }
+        }
+    }
+}
+
+/// What the pass knows of one candidate node.
+struct Member<'a> {
+    cmd: &'a KernelCommand,
+    kernel: &'a Kernel,
+    shape: Shape,
+    /// Work-group memory bytes.
+    local_bytes: u64,
+    /// Memory touched, for launches of several work-groups (`Err`: why it is not known).
+    touches: Result<BTreeMap<MemKey, Touch>, String>,
+}
+
+fn member<'a>(module: &'a Module, graph: &'a Graph, v: u32) -> Option<Member<'a>> {
+    let NodeKind::Kernel(cmd) = &graph.nodes.try_get(Handle::from_usize(v as usize)?)?.kind else { return None };
+    let kernel = module.kernels.try_get(cmd.kernel)?;
+    let KernelBody::Ir(body) = &kernel.body else { return None };
+    if kernel.params.len() != cmd.args.len() {
+        return None;
+    }
+    let shape = Shape::of(&cmd.launch)?;
+    let mut local_bytes: u64 = cmd
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::Value(ArgValue::Local { elem, count }) => elem.size().saturating_mul(*count),
+            _ => 0,
+        })
+        .sum();
+    for (_, op) in body.ops.iter() {
+        if let OpKind::LocalAlloc { elem, count } = &op.kind {
+            local_bytes = local_bytes.saturating_add(elem.size().saturating_mul(*count));
+        }
+    }
+    let touches = match shape {
+        Shape::Groups { local, groups } => windows::touches(module, cmd, body, Groups { local, groups }),
+        _ => Ok(BTreeMap::new()),
+    };
+    Some(Member { cmd, kernel, shape, local_bytes, touches })
+}
+
+/// A chain being grown: its members and what they touch together.
+struct Chain {
+    nodes: Vec<u32>,
+    shape: Shape,
+    local_bytes: u64,
+    locals: usize,
+    touches: BTreeMap<MemKey, Touch>,
+}
+
+impl Chain {
+    /// Adds `m` (node `v`) if the chain's stages and `m` may share a dispatch.
+    fn admit(&mut self, v: u32, m: &Member<'_>, graph: &Graph, module: &Module) -> Result<(), String> {
+        if self.nodes.len() >= MAX_STAGES {
+            return Err(format!("the chain already has {MAX_STAGES} stages"));
+        }
+        if m.shape != self.shape {
+            return Err(format!("launched as {}, the chain as {}", m.shape, self.shape));
+        }
+        let local = self.local_bytes.saturating_add(m.local_bytes);
+        if local > MAX_LOCAL_BYTES && self.locals + usize::from(m.local_bytes > 0) > 1 {
+            return Err(format!("together the stages would use {local} bytes of work-group memory"));
+        }
+        if let Shape::Groups { .. } = self.shape {
+            let theirs = m.touches.as_ref().map_err(Clone::clone)?;
+            for (k, t) in theirs {
+                let Some(mine) = self.touches.get(k) else { continue };
+                if (t.writes || mine.writes) && (t.window.is_none() || t.window != mine.window) {
+                    let name = memory_name(module, graph, *k);
+                    return Err(format!(
+                        "{name} is written and its work-groups do not stay in one window of it in both \
+                         (a work-group barrier orders one work-group only)"
+                    ));
+                }
+            }
+            for (k, t) in theirs {
+                let e = self.touches.entry(*k).or_insert(*t);
+                if e.window != t.window {
+                    e.window = None;
+                }
+                e.writes |= t.writes;
+            }
+        }
+        self.nodes.push(v);
+        self.local_bytes = local;
+        self.locals += usize::from(m.local_bytes > 0);
+        Ok(())
+    }
+}
+
+fn memory_name(module: &Module, graph: &Graph, (alloc, i): MemKey) -> String {
+    let name = if alloc {
+        Handle::from_usize(i).and_then(|h| graph.nodes.try_get(h)).map(|n| format!("%{}", n.name))
+    } else {
+        Handle::from_usize(i).and_then(|h| module.memories.try_get(h)).map(|m| format!("@{}", m.name))
+    };
+    name.unwrap_or_else(|| "memory".into())
+}
+
+/// The only neighbour of `v` in `csr` (counting parallel edges once).
+fn only(csr: &Csr, v: u32) -> Option<u32> {
+    let ns = csr.neighbours(v);
+    let first = *ns.first()?;
+    ns.iter().all(|&n| n == first).then_some(first)
+}
+
+fn node_name(graph: &Graph, v: u32) -> String {
+    Handle::from_usize(v as usize).and_then(|h| graph.nodes.try_get(h)).map(|n| n.name.clone()).unwrap_or_default()
+}
+
+/// The chains of `graph` worth fusing (two or more members), with a remark per refused link.
+fn plan(module: &Module, graph: &Graph, remarks: &mut Vec<String>) -> Option<Vec<Vec<u32>>> {
+    let succ = Csr::successors(graph);
+    let pred = Csr::predecessors(graph);
+    let order = topological_order(&succ)?;
+    let mut taken = vec![false; graph.nodes.len()];
+    let mut chains = Vec::new();
+    for v in order {
+        if taken[v as usize] {
+            continue;
+        }
+        let Some(first) = member(module, graph, v) else { continue };
+        let mut chain = Chain {
+            nodes: vec![v],
+            shape: first.shape.clone(),
+            local_bytes: first.local_bytes,
+            locals: usize::from(first.local_bytes > 0),
+            touches: BTreeMap::new(),
+        };
+        if let Shape::Groups { .. } = chain.shape {
+            match &first.touches {
+                Ok(t) => chain.touches = t.clone(),
+                Err(_) => continue,
+            }
+        }
+        let mut cur = v;
+        while let Some(next) = only(&succ, cur) {
+            if only(&pred, next) != Some(cur) || taken[next as usize] {
+                break;
+            }
+            let Some(m) = member(module, graph, next) else { break };
+            if let Err(why) = chain.admit(next, &m, graph, module) {
+                remarks.push(format!(
+                    "fuse-stages: @{}: not fused: %{} -> %{}: {why}\n",
+                    graph.name,
+                    node_name(graph, cur),
+                    node_name(graph, next)
+                ));
+                break;
+            }
+            cur = next;
+        }
+        if chain.nodes.len() >= 2 {
+            for &n in &chain.nodes {
+                taken[n as usize] = true;
+            }
+            chains.push(chain.nodes);
+        }
+    }
+    Some(chains)
+}
+
+/// The fused kernel's parameters and each stage's binding of them, and the fused arguments.
+fn bind(members: &[Member<'_>]) -> (Vec<Param>, Vec<Vec<usize>>, Vec<Arg>) {
+    let mut params: Vec<Param> = Vec::new();
+    let mut args: Vec<Arg> = Vec::new();
+    let mut bindings = Vec::with_capacity(members.len());
+    for m in members {
+        let mut binding = Vec::with_capacity(m.kernel.params.len());
+        for (p, a) in m.kernel.params.iter().zip(&m.cmd.args) {
+            // One parameter per argument: the same memory or value passed to several stages
+            // is one binding (access modes joined), work-group memory never is.
+            let shared = match p.ty {
+                ParamType::Local { .. } => None,
+                _ => params.iter().zip(&args).position(|(q, b)| b == a && same_kind(q.ty, p.ty)),
+            };
+            let i = match shared {
+                Some(i) => {
+                    if let (ParamType::Buffer { access, .. }, ParamType::Buffer { access: new, .. }) =
+                        (&mut params[i].ty, p.ty)
+                    {
+                        if *access != new {
+                            *access = Access::ReadWrite;
+                        }
+                    }
+                    i
+                }
+                None => {
+                    params.push(p.clone());
+                    args.push(a.clone());
+                    params.len() - 1
+                }
+            };
+            binding.push(i);
+        }
+        bindings.push(binding);
+    }
+    (params, bindings, args)
+}
+
+fn same_kind(a: ParamType, b: ParamType) -> bool {
+    match (a, b) {
+        (ParamType::Value(x), ParamType::Value(y)) => x == y,
+        (ParamType::Buffer { elem: x, .. }, ParamType::Buffer { elem: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+fn fused_name(taken: &BTreeSet<String>, members: &[Member<'_>]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for m in members {
+        if !names.contains(&m.kernel.name.as_str()) {
+            names.push(&m.kernel.name);
+        }
+    }
+    let mut base = format!("stages.{}", names.join("."));
+    if base.len() > 64 {
+        let cut = (0..=64).rev().find(|&i| base.is_char_boundary(i)).unwrap_or(0);
+        base.truncate(cut);
+    }
+    if !taken.contains(&base) {
+        return base;
+    }
+    (1..).map(|i| format!("{base}.{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+}
+
+/// The kernel a fused node runs.
+enum Fused {
+    /// One an earlier graph added.
+    Existing(Handle<Kernel>),
+    /// The one of the `i`-th chain of this graph.
+    Earlier(usize),
+    /// A new one, with its sharing key.
+    New(String, Box<Kernel>),
+}
+
+fn failed_named(graph: &str) -> PassError {
+    PassError::Failed {
+        pass: INFO.name,
+        graph: graph.into(),
+        node: None,
+        message: "a shared kernel was never added".into(),
+    }
+}
+
+fn failed(graph: &Graph, message: String) -> PassError {
+    PassError::Failed { pass: INFO.name, graph: graph.name.clone(), node: None, message }
+}
+
+fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
+    let mut taken: BTreeSet<String> = module.kernels.iter().map(|(_, k)| k.name.clone()).collect();
+    // Fused kernels by their stage list, so that repeated chains compile once.
+    let mut shared: HashMap<String, Handle<Kernel>> = HashMap::new();
+    let mut added = Vec::new();
+    let graphs: Vec<_> = module.graphs.handles().collect();
+    for gh in graphs {
+        let Some(graph) = module.graphs.try_get(gh) else { continue };
+        if graph.properties.updatable {
+            continue;
+        }
+        let mut remarks = Vec::new();
+        let chains = plan(module, graph, &mut remarks).ok_or_else(|| failed(graph, "the graph has a cycle".into()))?;
+        ctx.bump("refused", remarks.len() as u64);
+        ctx.remarks.extend(remarks);
+        if chains.is_empty() {
+            continue;
+        }
+        let mut replacements = Vec::with_capacity(chains.len());
+        let mut new_kernels = Vec::new();
+        let mut pending: HashMap<String, usize> = HashMap::new();
+        let mut origins = Vec::new();
+        for nodes in chains {
+            let members: Vec<Member<'_>> = nodes.iter().filter_map(|&v| member(module, graph, v)).collect();
+            if members.len() != nodes.len() {
+                return Err(failed(graph, "a chain member stopped being a kernel node".into()));
+            }
+            let (params, bindings, args) = bind(&members);
+            let barrier = members[0].shape != Shape::Single;
+            let key = format!(
+                "{barrier}|{:?}|{:?}|{:?}",
+                members.iter().map(|m| m.cmd.kernel.index()).collect::<Vec<_>>(),
+                bindings,
+                params
+            );
+            let keep = nodes.iter().copied().max().unwrap_or(0);
+            let fused_node = node_name(graph, keep);
+            let kernel = match (shared.get(&key), pending.get(&key)) {
+                (Some(&kh), _) => {
+                    ctx.bump("kernels-shared", 1);
+                    Fused::Existing(kh)
+                }
+                (None, Some(&i)) => {
+                    ctx.bump("kernels-shared", 1);
+                    Fused::Earlier(i)
+                }
+                (None, None) => {
+                    let name = fused_name(&taken, &members);
+                    taken.insert(name.clone());
+                    let stages: Vec<Stage<'_>> = members
+                        .iter()
+                        .zip(bindings)
+                        .zip(&nodes)
+                        .map(|((m, params), &v)| Stage { kernel: m.kernel, params, prefix: node_name(graph, v) })
+                        .collect();
+                    let k = concat_stages(&module.functions, name, params, &stages, barrier)
+                        .map_err(|e| failed(graph, e.to_string()))?;
+                    pending.insert(key.clone(), new_kernels.len());
+                    Fused::New(key, Box::new(k))
+                }
+            };
+            let launch = members[0].shape.launch();
+            ctx.bump("fusions", 1);
+            ctx.bump("kernels-fused", nodes.len() as u64);
+            ctx.bump("launches-saved", nodes.len() as u64 - 1);
+            if barrier {
+                ctx.bump("group-barriers", nodes.len() as u64 - 1);
+            }
+            let names: Vec<String> = nodes.iter().map(|&v| format!("%{}", node_name(graph, v))).collect();
+            ctx.remarks.push(format!("fuse-stages: @{}: fused {} into %{fused_node}\n", graph.name, names.join(", ")));
+            origins.push((fused_node, nodes.iter().map(|&v| node_name(graph, v)).collect::<Vec<_>>()));
+            new_kernels.push(kernel);
+            // The kernel handle is filled in below, once the kernel is in the module.
+            let command = KernelCommand { kernel: members[0].cmd.kernel, launch, args };
+            replacements.push(Replacement { nodes, bypass: Vec::new(), keep, command });
+        }
+        let graph_name = graph.name.clone();
+        let mut handles: Vec<Handle<Kernel>> = Vec::with_capacity(new_kernels.len());
+        for (r, k) in replacements.iter_mut().zip(new_kernels) {
+            let kh = match k {
+                Fused::Existing(kh) => kh,
+                Fused::Earlier(i) => handles.get(i).copied().ok_or_else(|| failed_named(&graph_name))?,
+                Fused::New(key, kernel) => {
+                    let kh = module.kernels.append(*kernel, Span::UNDEFINED);
+                    added.push(Item::Kernel(kh));
+                    shared.insert(key, kh);
+                    kh
+                }
+            };
+            handles.push(kh);
+            r.command.kernel = kh;
+        }
+        for (node, members) in origins {
+            let mut origin = Vec::with_capacity(members.len());
+            for m in members {
+                let key = (graph_name.clone(), m);
+                match ctx.origins.remove(&key) {
+                    Some(o) => origin.extend(o),
+                    None => origin.push(key),
+                }
+            }
+            ctx.origins.insert((graph_name.clone(), node), origin);
+        }
+        let graph = module.graphs.try_get_mut(gh).ok_or_else(|| PassError::Failed {
+            pass: INFO.name,
+            graph: graph_name.clone(),
+            node: None,
+            message: "the graph disappeared".into(),
+        })?;
+        build::apply(graph, replacements).map_err(|e| PassError::Failed {
+            pass: INFO.name,
+            graph: graph_name,
+            node: None,
+            message: e.to_string(),
+        })?;
+    }
+    let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
+    module.items.splice(at..at, added);
+    Ok(())
+}
