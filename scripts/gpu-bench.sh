@@ -30,6 +30,7 @@ prepare() {
   strip -o .bin/cmdgraph-bench target/release/cmdgraph-bench
   pwd > .bin/build-root
   xz -T2 -6 .bin/cmdgraph-bench
+  bash scripts/capi-latency.sh .bin/capi-latency
   local bench=target/release/cmdgraph-bench
   $bench replay --prepare .bin/perf/replay
   $bench latency --prepare .bin/perf/latency
@@ -71,7 +72,9 @@ device() {
         [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json)
         [ -f .bin/perf/iree.json ] && torch+=(--iree-json .bin/perf/iree.json) ;;
       copy) [ -f .bin/perf/torch-copy.json ] && torch=(--torch-json .bin/perf/torch-copy.json) ;;
-      latency) [ -f .bin/perf/torch-latency.json ] && torch=(--torch-json .bin/perf/torch-latency.json) ;;
+      latency)
+        [ -f .bin/perf/torch-latency.json ] && torch=(--torch-json .bin/perf/torch-latency.json)
+        torch+=(--capi-bin .bin/capi-latency) ;;
     esac
     local extra=()
     [ "$suite" = fusion-run ] || [ "$suite" = mlp ] || extra=(--driver "$driver")

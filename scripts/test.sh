@@ -78,6 +78,13 @@ for prog in c_shared c_static cpp_shared; do
   cmp "${capi_tmp}/c_shared.out" "${capi_tmp}/${prog}.out"
   echo "  ok  ${prog}: $(wc -l <"${capi_tmp}/${prog}.out") memory objects, identical"
 done
+current_step="C API: bench/c/latency.c (the latency suite's C API row) on a chain of 3"
+cc -std=c11 "${strict[@]}" bench/c/latency.c "${shared[@]}" -o "${capi_tmp}/latency"
+printf 'kernel @inc(%%x: buf<f32, read_write>) {\n  %%i = global_id 0\n  %%v = load %%x[%%i]\n  %%one = const 1.0 : f32\n  %%r = add %%v, %%one\n  store %%x[%%i], %%r\n}\nusm @x : f32[64]\ngraph @g {\n  %%a = kernel @inc range(64) args(@x)\n  %%b = kernel @inc range(64) args(@x) after(%%a)\n  %%c = kernel @inc range(64) args(@x) after(%%b)\n}\n' >"${capi_tmp}/chain.cgir"
+"${target_dir}/debug/cmdgraph" compile --passes= "${capi_tmp}/chain.cgir" -o "${capi_tmp}/chain.cgb"
+"${capi_tmp}/latency" "${capi_tmp}/chain.cgb" g x 3 20 | grep -q '^median_us '
+"${capi_tmp}/latency" "${capi_tmp}/chain.cgb" g x 4 20 2>/dev/null && { echo "latency.c accepted a wrong chain length" >&2; false; }
+echo "  ok  latency.c: checks its output, prints its median"
 current_step="C API: interop.c inside its own Vulkan, with validation"
 "${target_dir}/debug/cmdgraph" compile examples/capi/interop.cgir -o "${capi_tmp}/interop.cgb"
 cc -std=c11 "${strict[@]}" examples/capi/interop.c "${shared[@]}" -lvulkan -o "${capi_tmp}/interop"

@@ -31,6 +31,10 @@ pub struct Args {
     /// Graph sizes in kernels.
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 10, 100])]
     pub sizes: Vec<usize>,
+    /// The C API's latency program (bench/c/latency.c built against libcmdgraph by
+    /// `bash scripts/bench.sh capi-latency`); without it the C API column says so.
+    #[arg(long)]
+    pub capi_bin: Option<std::path::PathBuf>,
 }
 
 /// The target: the executor's default wait within 1.1x the hand program's best wait.
@@ -51,6 +55,9 @@ struct Row {
     spin: f64,
     /// CUDA Graph replay + synchronize, if measured.
     cuda: Option<f64>,
+    /// The same chain through the SYCL API and the C API (chains only).
+    sycl: Option<f64>,
+    capi: Option<f64>,
     /// GPU time of one run: the executor's profile of the profiled twin `@gp` (segment
     /// start to end), the hand program's two timestamps; `None` without timestamps.
     exec_gpu: Option<f64>,
@@ -127,6 +134,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
             }
         }
         super::stages::prepare(phase.dir(), &stage_sizes(args))?;
+        super::api_latency::prepare(phase.dir(), &args.sizes)?;
     }
     if !phase.runs() {
         return Ok(());
@@ -137,6 +145,13 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         for &n in &args.sizes {
             let mut row = measure(args, phase, shape, n, &mut device, &mut spin)?;
             row.cuda = cuda_wall(&torch, shape, n);
+            if shape == Shape::Chain {
+                let samples = args.common.runs.max(1) * 100;
+                row.sycl = Some(super::api_latency::sycl(phase.dir(), n, samples)?);
+                if let Some(bin) = &args.capi_bin {
+                    row.capi = Some(super::api_latency::capi(bin, phase.dir(), n, samples)?);
+                }
+            }
             eprintln!(
                 "latency: {} N={n}: executor {:.1} µs (blocking {:.1}), hand fence {:.1} / timeline {:.1} / spin {:.1} µs",
                 shape.name(),
@@ -263,6 +278,8 @@ fn measure(
         timeline: m(&t_tl),
         spin: m(&t_spin),
         cuda: None,
+        sycl: None,
+        capi: None,
         exec_gpu: (!g_exec.is_empty()).then(|| m(&g_exec)),
         hand_gpu: (!g_hand.is_empty()).then(|| m(&g_hand)),
         minimal_gpu: (!g_min.is_empty()).then(|| m(&g_min)),
@@ -355,6 +372,7 @@ fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Opt
         "\nTarget (executor ≤ {TARGET}x the hand program's best wait, every row): {verdict}. {samples} samples per \
          peer and row.\n"
     );
+    s.push_str(&api_section(rows));
     if !per_dispatch.is_empty() {
         let _ = writeln!(
             s,
@@ -362,6 +380,42 @@ fn section(args: &Args, device: &str, spin: Duration, rows: &[Row], missing: Opt
             per_dispatch.join("; ")
         );
     }
+    s
+}
+
+/// The chains through the SYCL and C APIs against the hand program's best wait.
+fn api_section(rows: &[Row]) -> String {
+    let chains: Vec<&Row> = rows.iter().filter(|r| r.sycl.is_some() || r.capi.is_some()).collect();
+    if chains.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\nThrough the application APIs (bench/src/runtime/api_latency.rs; the same chains, bundles compiled \
+         with no passes): *SYCL API* = a graph recorded with `cmdgraph_sycl`, finalized from its precompiled \
+         bundle, `queue.ext_oneapi_graph(exec)` + event `wait()`; *C API* = bench/c/latency.c against \
+         `libcmdgraph`, `cmdgraph_exec_run` + `cmdgraph_exec_wait`, a separate process timing itself (the \
+         same number of samples). Ratios against the hand program's best wait of the same row.\n\n\
+         | chain N | SYCL API µs | SYCL / best hand | C API µs | C API / best hand |\n|---:|---:|---:|---:|---:|\n",
+    );
+    let mut missed = Vec::new();
+    for r in chains {
+        let cell = |v: Option<f64>, what: &str, missed: &mut Vec<String>| match v {
+            Some(v) => {
+                let ratio = v / r.best_hand().max(1e-12);
+                if ratio > TARGET {
+                    missed.push(format!("{what} N={} ({ratio:.2}x)", r.n));
+                }
+                (format!("{:.1}", v * 1e6), format!("{ratio:.2}x"))
+            }
+            None => ("not run".to_string(), "—".to_string()),
+        };
+        let (sycl, sycl_ratio) = cell(r.sycl, "SYCL", &mut missed);
+        let (capi, capi_ratio) = cell(r.capi, "C API", &mut missed);
+        let _ = writeln!(s, "| {} | {sycl} | {sycl_ratio} | {capi} | {capi_ratio} |", r.n);
+    }
+    let verdict =
+        if missed.is_empty() { "**met**".to_string() } else { format!("**missed** on {}", missed.join(", ")) };
+    let _ = writeln!(s, "\nTarget (each API ≤ {TARGET}x the hand program's best wait): {verdict}.");
     s
 }
 
@@ -381,12 +435,14 @@ mod tests {
             timeline: 1.0,
             spin: 1.5,
             cuda: None,
+            sycl: None,
+            capi: None,
             exec_gpu: None,
             hand_gpu: None,
             minimal_gpu: None,
         };
         assert!((row(1.05).ratio() - 1.05).abs() < 1e-12, "the best hand wait is the timeline's");
-        let args = Args { common: Common::default(), sizes: vec![10] };
+        let args = Args { common: Common::default(), sizes: vec![10], capi_bin: None };
         let s = section(&args, "dev", Duration::from_micros(100), &[row(1.2)], Some("n/a (no CUDA)"));
         assert!(s.contains("**missed** on chain N=10 (1.20x)"), "{s}");
         assert!(s.contains("polls the timeline value for 100 µs"), "{s}");

@@ -3,6 +3,7 @@
 //! can compile into a directory (`--prepare DIR`, where LLVM is) and run from it
 //! (`--from DIR`, on the GPU machine), or do both at once.
 
+pub mod api_latency;
 pub mod barrier_run;
 pub mod copy;
 pub mod fusion_run;
