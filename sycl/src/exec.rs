@@ -44,6 +44,12 @@ pub(crate) struct ExecShared {
     pub(crate) runner: RefCell<Option<crate::runner::Runner>>,
 }
 
+impl Drop for ExecShared {
+    fn drop(&mut self) {
+        crate::runner::release(self);
+    }
+}
+
 /// An executable command graph. Copies share one executable graph.
 #[derive(Clone)]
 pub struct ExecutableGraph(pub(crate) Rc<ExecShared>);

@@ -323,7 +323,7 @@ impl Queue {
                 ),
             ));
         }
-        crate::runner::settle(&self.0.ctx);
+        crate::runner::complete(&self.0.ctx);
         Ok(())
     }
 }

@@ -31,8 +31,10 @@ use std::rc::Rc;
 #[derive(Default)]
 pub(crate) struct InFlight {
     /// The executable graph whose runtime holds the current contents of the context's
-    /// memory (its runs may still be writing it); `None`: the host copy is current.
-    resident: Option<ExecutableGraph>,
+    /// memory (its runs may still be writing it); `None`: the host copy is current. Weak:
+    /// an executable graph holds its context, so a strong reference here would keep both
+    /// alive forever; one dropped while resident copies its memory back first ([`release`]).
+    resident: Option<std::rc::Weak<crate::exec::ExecShared>>,
     /// Runs submitted to it and not settled yet, oldest first.
     runs: Vec<Rc<RunRecord>>,
 }
@@ -76,10 +78,11 @@ impl RunRecord {
         slot.as_mut().is_some_and(|r| r.runtime.completed_runs(r.id).is_ok_and(|n| n >= self.run))
     }
 
-    /// Waits for the run (settling the context) and returns its outcome.
+    /// Waits for the run (completing the context's runs, [`complete`]) and returns its
+    /// outcome.
     pub(crate) fn wait(&self) -> RunOutcome {
         if self.outcome.borrow().is_none() {
-            settle(&self.exec.0.ctx);
+            complete(&self.exec.0.ctx);
         }
         self.outcome.borrow().clone().unwrap_or_else(|| RunOutcome {
             error: Some("the run could not be waited for: its graph is running a host task that waits for it".into()),
@@ -317,24 +320,71 @@ pub(crate) fn run_error(e: impl std::fmt::Display) -> SyclError {
 /// run of the resident graph (a host task on the interpreter) cannot wait for that run and
 /// leaves it resident.
 pub(crate) fn settle(ctx: &Context) {
-    let Some(exec) = ctx.0.borrow().in_flight.resident.clone() else { return };
+    finish_runs(ctx, true);
+}
+
+/// Waits for the resident runtime's runs and records each run's outcome, leaving the memory
+/// where it is: an event's or a queue's wait. The host copy is brought back only when the
+/// host reads or writes memory, or another graph runs ([`settle`]); a wait followed by the
+/// next run of the same graph copies nothing (issue 32: the wait of a run at the executor's
+/// cost).
+pub(crate) fn complete(ctx: &Context) {
+    finish_runs(ctx, false);
+}
+
+fn finish_runs(ctx: &Context, copy_back: bool) {
+    let Some(exec) = resident(ctx) else { return };
     let Ok(mut slot) = exec.0.runner.try_borrow_mut() else { return };
     let runs = {
         let mut inner = ctx.0.borrow_mut();
-        inner.in_flight.resident = None;
+        if copy_back {
+            inner.in_flight.resident = None;
+        }
         std::mem::take(&mut inner.in_flight.runs)
     };
     let Some(runner) = slot.as_mut() else { return };
+    if runs.is_empty() && !copy_back {
+        return;
+    }
     let result = runner.finish();
     let last_ns =
         if exec.props().enable_profiling { runner.runtime.last_run_device_ns(runner.id).ok().flatten() } else { None };
-    runner.copy_back(ctx);
+    if copy_back {
+        runner.copy_back(ctx);
+    }
     let end_ns = now_ns();
     let error = result.err().map(|e| e.to_string());
     let count = runs.len();
     for (i, run) in runs.iter().enumerate() {
         let device_ns = if i + 1 == count { last_ns.or(run.device_ns.get()) } else { run.device_ns.get() };
         *run.outcome.borrow_mut() = Some(RunOutcome { error: error.clone(), end_ns, device_ns });
+    }
+}
+
+/// The resident executable graph, if it is still alive.
+fn resident(ctx: &Context) -> Option<ExecutableGraph> {
+    ctx.0.borrow().in_flight.resident.as_ref().and_then(|w| w.upgrade()).map(ExecutableGraph)
+}
+
+/// An executable graph being dropped while its runtime holds the context's memory: waits for
+/// its runs and copies the memory back, so the host copy is current again. (Its unsettled
+/// runs hold it, so there are none when it drops.) A context borrowed at that moment keeps
+/// its host copy as it was.
+pub(crate) fn release(exec: &mut crate::exec::ExecShared) {
+    let ctx = exec.ctx.clone();
+    let this: *const crate::exec::ExecShared = exec;
+    {
+        let Ok(mut inner) = ctx.0.try_borrow_mut() else { return };
+        if !inner.in_flight.resident.as_ref().is_some_and(|w| std::ptr::eq(w.as_ptr(), this)) {
+            return;
+        }
+        inner.in_flight.resident = None;
+    }
+    if let Some(runner) = exec.runner.get_mut().as_mut() {
+        let _ = runner.finish();
+        if ctx.0.try_borrow_mut().is_ok() {
+            runner.copy_back(&ctx);
+        }
     }
 }
 
@@ -345,7 +395,7 @@ pub(crate) fn submit_graph(exec: &ExecutableGraph) -> Result<Rc<RunRecord>> {
     let ctx = exec.0.ctx.clone();
     let resident_here = {
         let inner = ctx.0.borrow();
-        inner.in_flight.resident.as_ref().map(|r| Rc::ptr_eq(&r.0, &exec.0))
+        inner.in_flight.resident.as_ref().map(|r| std::ptr::eq(r.as_ptr(), Rc::as_ptr(&exec.0)))
     };
     // Memory held by another graph's runtime comes back to the host first.
     if resident_here == Some(false) {
@@ -365,7 +415,8 @@ pub(crate) fn submit_graph(exec: &ExecutableGraph) -> Result<Rc<RunRecord>> {
         *slot = Some(Runner::build(exec)?);
     }
     let runner = slot.as_mut().ok_or_else(|| SyclError::invalid(0, "no runner"))?;
-    let resident = ctx.0.borrow().in_flight.resident.as_ref().is_some_and(|r| Rc::ptr_eq(&r.0, &exec.0));
+    let resident =
+        ctx.0.borrow().in_flight.resident.as_ref().is_some_and(|r| std::ptr::eq(r.as_ptr(), Rc::as_ptr(&exec.0)));
     if !resident {
         runner.bind_all(&ctx)?;
     }
@@ -392,7 +443,7 @@ pub(crate) fn submit_graph(exec: &ExecutableGraph) -> Result<Rc<RunRecord>> {
     });
     {
         let mut inner = ctx.0.borrow_mut();
-        inner.in_flight.resident = Some(exec.clone());
+        inner.in_flight.resident = Some(Rc::downgrade(&exec.0));
         inner.in_flight.runs.push(record.clone());
     }
     if !asynchronous {

@@ -7,6 +7,8 @@
 //! - a second submission of the same executable graph waits for the first: both runs'
 //!   effects compose (an overlap would make the second start from the initial data);
 //! - an update made while a run is in flight reaches only runs submitted after it;
+//! - a wait leaves the memory with the device: runs waited one after another compose, and a
+//!   partial host write after them keeps the device's results for the rest;
 //! - profiling information comes from the device's timestamps.
 //!
 //! The kernel is an integer recurrence (exact on every device), iterated `ITERATIONS`
@@ -143,6 +145,37 @@ fn a_second_submission_of_the_same_graph_waits_for_the_first() {
     let expect: Vec<u32> = before.iter().map(|&v| spin(spin(v, 3), 3)).collect();
     assert_eq!(s.x.read::<u32>().unwrap(), expect);
     e1.wait().unwrap();
+}
+
+#[test]
+fn a_wait_leaves_memory_on_the_device_until_the_host_touches_it() {
+    let s = setup("resident", false);
+    let (exec, _, _) = spin_graph(&s, 5, false);
+    let before = warm_up(&s, &exec);
+    // Two waited runs in a row: the second starts from what the first left on the device.
+    s.queue.ext_oneapi_graph(&exec, &[]).unwrap().wait().unwrap();
+    s.queue.ext_oneapi_graph(&exec, &[]).unwrap().wait().unwrap();
+    s.queue.wait().unwrap();
+    // A host write of part of the memory after the waits brings the rest back first: the
+    // elements it does not write keep both runs' results.
+    let patch = [11u32, 22, 33, 44];
+    let bytes: Vec<u8> = patch.iter().flat_map(|v| v.to_le_bytes()).collect();
+    s.x.write_bytes(0, &bytes).unwrap();
+    s.queue.ext_oneapi_graph(&exec, &[]).unwrap().wait().unwrap();
+    let expect: Vec<u32> = before
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| match patch.get(i) {
+            Some(&p) => spin(p, 5),
+            None => spin(spin(spin(v, 5), 5), 5),
+        })
+        .collect();
+    assert_eq!(s.x.read::<u32>().unwrap(), expect);
+    // Dropped while its runtime holds the memory, the executable graph hands it back.
+    s.queue.ext_oneapi_graph(&exec, &[]).unwrap().wait().unwrap();
+    drop(exec);
+    let expect: Vec<u32> = expect.iter().map(|&v| spin(v, 5)).collect();
+    assert_eq!(s.x.read::<u32>().unwrap(), expect, "the last run's results were lost with the graph");
 }
 
 #[test]

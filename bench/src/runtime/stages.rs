@@ -90,12 +90,16 @@ impl Row {
     }
 }
 
-/// Measures every size (the two bundles alternate within each repetition).
+/// Measures every size: each bundle in turn, on its own executor, the other one dropped (two
+/// Vulkan devices alive in one process time-slice the GPU between their contexts, which
+/// costs a context switch per run).
 pub fn measure(dir: &std::path::Path, common: &Common, sizes: &[usize]) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for &n in sizes {
-        let mut runs = Vec::new();
-        for fused in [true, false] {
+        let samples = common.runs.max(1) * 100;
+        let mut walls = [0.0; 2];
+        let mut gpus = [None; 2];
+        for (i, fused) in [true, false].into_iter().enumerate() {
             let name = bundle_name(n, fused);
             let bytes = harness::bundle_bytes(dir, &name)?;
             let mut ex = harness::executor(&bytes, common)?;
@@ -106,35 +110,24 @@ pub fn measure(dir: &std::path::Path, common: &Common, sizes: &[usize]) -> Resul
             ex.run(g).map_err(err)?;
             ex.wait(g).map_err(err)?;
             harness::same(&name, &ex.read_as::<f32>("x").map_err(err)?, &expected(n))?;
-            runs.push((ex, g, gp, name));
-        }
-        let samples = common.runs.max(1) * 100;
-        let mut walls = [Vec::new(), Vec::new()];
-        let mut gpus = [Vec::new(), Vec::new()];
-        for _ in 0..samples {
-            for (i, (ex, g, gp, name)) in runs.iter_mut().enumerate() {
-                let err = |e: cmdgraph_executor::ExecError| format!("{name}: {e}");
+            let (mut wall, mut gpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+            for _ in 0..samples {
                 let t = Instant::now();
-                ex.run(*g).map_err(err)?;
-                ex.wait(*g).map_err(err)?;
-                walls[i].push(t.elapsed().as_secs_f64());
-                ex.run(*gp).map_err(err)?;
-                ex.wait(*gp).map_err(err)?;
-                if let Ok(p) = ex.profile(*gp) {
-                    gpus[i].push(p.end_ns.saturating_sub(p.start_ns) as f64 * 1e-9);
+                ex.run(g).map_err(err)?;
+                ex.wait(g).map_err(err)?;
+                wall.push(t.elapsed().as_secs_f64());
+            }
+            for _ in 0..samples {
+                ex.run(gp).map_err(err)?;
+                ex.wait(gp).map_err(err)?;
+                if let Ok(p) = ex.profile(gp) {
+                    gpu.push(p.end_ns.saturating_sub(p.start_ns) as f64 * 1e-9);
                 }
             }
+            walls[i] = harness::median(&wall);
+            gpus[i] = (!gpu.is_empty()).then(|| harness::median(&gpu));
         }
-        let m = harness::median;
-        let gpu = |v: &Vec<f64>| (!v.is_empty()).then(|| m(v));
-        rows.push(Row {
-            n,
-            fused: m(&walls[0]),
-            unfused: m(&walls[1]),
-            fused_gpu: gpu(&gpus[0]),
-            unfused_gpu: gpu(&gpus[1]),
-            cuda: None,
-        });
+        rows.push(Row { n, fused: walls[0], unfused: walls[1], fused_gpu: gpus[0], unfused_gpu: gpus[1], cuda: None });
     }
     Ok(rows)
 }
