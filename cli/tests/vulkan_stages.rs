@@ -228,7 +228,33 @@ graph @g properties(updatable) {{
 }}
 "
     );
+    let temporaries = format!(
+        "{ROW_MEAN}\n{CENTER}\n{ROW_ROT}\nusm @x : f32[256]\n
+graph @g {{
+  %t = async_malloc f32[256]
+  %mean = kernel @row_mean nd_range(global(256), local(64)) args(@x, %t) after(%t)
+  %center = kernel @center nd_range(global(256), local(64)) args(@x, %t) after(%mean)
+  %ft = async_free %t after(%center)
+  %rot = kernel @row_rot nd_range(global(256), local(64)) args(@x) after(%center)
+}}
+"
+    );
+    let around = format!(
+        "{ROW_MEAN}\n{CENTER}\nusm @x : f32[256]\nusm @y : f32[256]\n
+graph @g {{
+  %t = async_malloc f32[256]
+  %mean = kernel @row_mean nd_range(global(256), local(64)) args(@x, %t) after(%t)
+  %ft = async_free %t after(%mean)
+  %u = async_malloc f32[256] after(%ft)
+  %mean2 = kernel @row_mean nd_range(global(256), local(64)) args(@x, %u) after(%mean, %u)
+  %center = kernel @center nd_range(global(256), local(64)) args(@y, %u) after(%mean2)
+  %fu = async_free %u after(%center)
+}}
+"
+    );
     vec![
+        Case { name: "through a temporary freed inside the chain", text: temporaries, fusions: 1, fused: 3 },
+        Case { name: "a path around the link", text: around, fusions: 1, fused: 2 },
         Case { name: "one work-group, five kernels", text: one_group, fusions: 1, fused: 5 },
         Case { name: "row-wise, four work-groups", text: rows, fusions: 1, fused: 4 },
         Case { name: "range(100) as one work-group", text: ranges, fusions: 1, fused: 3 },
@@ -321,6 +347,7 @@ fn refusals_say_why() {
     };
     assert!(remark("write into the next group's row").contains("@x is written and its work-groups do not stay"));
     assert!(remark("launches differ").contains("launched as"));
+    assert!(remark("a path around the link").contains("not fused: %mean -> %mean2: a path through other nodes"));
 }
 
 #[test]

@@ -739,8 +739,10 @@ mod tests {
             .unwrap_or_else(|d| panic!("{}", cmdgraph_ir::diag::render_all(&d, "m", &text)));
         assert!(cmdgraph_ir::verify::verify(&m).is_ok());
         let (a, b) = (pipeline(true), pipeline(false));
-        assert_eq!(a.len(), b.len() + 1);
-        assert!(a.iter().any(|p| p.name == "fuse-kernels") && !b.iter().any(|p| p.name == "fuse-kernels"));
+        assert_eq!(a.len(), b.len() + 2);
+        for pass in ["fuse-kernels", "fuse-stages"] {
+            assert!(a.iter().any(|p| p.name == pass) && !b.iter().any(|p| p.name == pass), "{pass}");
+        }
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //!
 //! - every node is a plain kernel node with an IR body, in a graph that is not `updatable`
 //!   (an update may change a node's arguments or range alone);
-//! - consecutive nodes are joined so that nothing else can run between them: the later one's
-//!   only predecessor is the earlier one, and that is its only successor;
+//! - consecutive nodes are joined so that fusing orders no work that could have overlapped:
+//!   the earlier one's other successors are `async_free`s, the later one's other
+//!   predecessors `async_malloc`s, and no path through other nodes leads from the chain to
+//!   the later one (fusing would make a cycle);
 //! - they launch the same way: `single_task`; or one work-group (`nd_range` with local size
 //!   equal to the global size, or a `range` of at most [`MAX_ONE_GROUP`] work-items, which
 //!   becomes one work-group); or the same 1-D `nd_range` (a 1-D `range` a multiple of
@@ -225,11 +227,56 @@ fn memory_name(module: &Module, graph: &Graph, (alloc, i): MemKey) -> String {
     name.unwrap_or_else(|| "memory".into())
 }
 
-/// The only neighbour of `v` in `csr` (counting parallel edges once).
-fn only(csr: &Csr, v: u32) -> Option<u32> {
-    let ns = csr.neighbours(v);
-    let first = *ns.first()?;
-    ns.iter().all(|&n| n == first).then_some(first)
+/// Most nodes the search for a path around a link may visit before the link is refused.
+const MAX_PATH_SEARCH: usize = 4096;
+
+fn kind(graph: &Graph, v: u32) -> Option<&NodeKind> {
+    Handle::from_usize(v as usize).and_then(|h| graph.nodes.try_get(h)).map(|n| &n.kind)
+}
+
+/// The next member after `cur`, when the chain may take it: `cur`'s successors are one
+/// kernel node and `async_free`s (freeing later delays nothing else), and that node's other
+/// predecessors are `async_malloc`s (allocations, which do no work), so fusing orders no work
+/// that could have overlapped.
+fn next_link(graph: &Graph, succ: &Csr, pred: &Csr, cur: u32) -> Option<u32> {
+    let mut next = None;
+    for &s in succ.neighbours(cur) {
+        match kind(graph, s)? {
+            NodeKind::AsyncFree { .. } => {}
+            NodeKind::Kernel(_) if next.is_none_or(|n| n == s) => next = Some(s),
+            _ => return None,
+        }
+    }
+    let next = next?;
+    let others_allocate =
+        pred.neighbours(next).iter().all(|&p| p == cur || matches!(kind(graph, p), Some(NodeKind::AsyncMalloc { .. })));
+    others_allocate.then_some(next)
+}
+
+/// Whether a path leaves the chain `members` through a node outside it and reaches `target`
+/// (fusing would then make a cycle), or the search gave up; only nodes before `target` in
+/// the topological order (`position`) can be on such a path.
+fn path_around(succ: &Csr, members: &[u32], target: u32, position: &[u32]) -> bool {
+    let limit = position[target as usize];
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<u32> = members
+        .iter()
+        .flat_map(|&m| succ.neighbours(m).iter().copied())
+        .filter(|&s| s != target && !members.contains(&s))
+        .collect();
+    while let Some(v) = stack.pop() {
+        if v == target {
+            return true;
+        }
+        if position[v as usize] > limit || !seen.insert(v) {
+            continue;
+        }
+        if seen.len() > MAX_PATH_SEARCH {
+            return true;
+        }
+        stack.extend(succ.neighbours(v).iter().copied());
+    }
+    false
 }
 
 fn node_name(graph: &Graph, v: u32) -> String {
@@ -241,6 +288,10 @@ fn plan(module: &Module, graph: &Graph, remarks: &mut Vec<String>) -> Option<Vec
     let succ = Csr::successors(graph);
     let pred = Csr::predecessors(graph);
     let order = topological_order(&succ)?;
+    let mut position = vec![0u32; graph.nodes.len()];
+    for (i, &v) in order.iter().enumerate() {
+        position[v as usize] = i as u32;
+    }
     let mut taken = vec![false; graph.nodes.len()];
     let mut chains = Vec::new();
     for v in order {
@@ -262,12 +313,17 @@ fn plan(module: &Module, graph: &Graph, remarks: &mut Vec<String>) -> Option<Vec
             }
         }
         let mut cur = v;
-        while let Some(next) = only(&succ, cur) {
-            if only(&pred, next) != Some(cur) || taken[next as usize] {
+        while let Some(next) = next_link(graph, &succ, &pred, cur) {
+            if taken[next as usize] {
                 break;
             }
             let Some(m) = member(module, graph, next) else { break };
-            if let Err(why) = chain.admit(next, &m, graph, module) {
+            let admitted = if path_around(&succ, &chain.nodes, next, &position) {
+                Err("a path through other nodes leads from the chain to it, or the search for one gave up (fusing would make a cycle)".to_string())
+            } else {
+                chain.admit(next, &m, graph, module)
+            };
+            if let Err(why) = admitted {
                 remarks.push(format!(
                     "fuse-stages: @{}: not fused: %{} -> %{}: {why}\n",
                     graph.name,
