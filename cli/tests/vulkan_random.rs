@@ -57,13 +57,15 @@ fn kernel_copy_nodes(ex: &mut Executor, module: &Module) -> Result<usize, String
     Ok(n)
 }
 
-fn fused_graphs(module: &Module) -> usize {
+/// Graphs of `module` with a kernel node whose kernel's name starts with `prefix` (`fused`:
+/// made by fuse-kernels; `stages.`: by fuse-stages).
+fn graphs_running(module: &Module, prefix: &str) -> usize {
     module
         .graphs
         .iter()
         .filter(|(_, g)| {
             g.nodes.iter().any(|(_, n)| match &n.kind {
-                NodeKind::Kernel(k) => module.kernels.try_get(k.kernel).is_some_and(|k| k.name.starts_with("fused")),
+                NodeKind::Kernel(k) => module.kernels.try_get(k.kernel).is_some_and(|k| k.name.starts_with(prefix)),
                 _ => false,
             })
         })
@@ -88,6 +90,8 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
     // Graphs (default pipeline) with a fused group; source graphs with a `subgraph` node;
     // graphs updated between their runs.
     let (mut fused, mut with_subgraphs, mut updated) = (0usize, 0usize, 0usize);
+    // Graphs (default pipeline) with a chain fused into one dispatch by fuse-stages.
+    let mut staged = 0usize;
     // Copy nodes the copy kernel records, over the modules that use it.
     let mut kernel_copies = 0usize;
     for m in 0..total.div_ceil(PER_MODULE) {
@@ -128,7 +132,8 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
                 both.ex.set_record_options(RecordOptions { copies, ..both.ex.record_options() });
                 kernel_copies += kernel_copy_nodes(&mut both.ex, &module)?;
                 if pipeline.is_none() {
-                    fused += fused_graphs(both.ex.module());
+                    fused += graphs_running(both.ex.module(), "fused");
+                    staged += graphs_running(both.ex.module(), "stages.");
                 }
                 for (_, g) in module.graphs.iter() {
                     let ups = updates(g);
@@ -178,12 +183,14 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
     eprintln!("{kernel_copies} memcpy nodes recorded as copy-kernel dispatches (CopyPolicy::Shader modules)");
     eprintln!("fma: {} memory objects matched rounding once only, {} twice only, {} either", fma[0], fma[1], fma[2]);
     eprintln!(
-        "{fused} of {total} graphs fused by fuse-kernels, {with_subgraphs} with sub-graphs, {updated} updated between runs"
+        "{fused} of {total} graphs fused by fuse-kernels, {staged} by fuse-stages, {with_subgraphs} with sub-graphs, \
+         {updated} updated between runs"
     );
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     // Shares of a few graphs are noise: checked from 200 generated graphs on.
     if std::env::var("CMDGRAPH_RANDOM_MODULE").is_err() && total >= 200 {
         assert!(fused * 5 >= total, "fuse-kernels fused in only {fused} of {total} graphs");
+        assert!(staged * 10 >= total, "fuse-stages fused a chain in only {staged} of {total} graphs");
         assert!(with_subgraphs * 10 >= total, "only {with_subgraphs} of {total} graphs have sub-graphs");
         assert!(updated * 10 >= total, "only {updated} of {total} graphs were updated between runs");
         assert!(kernel_copies * 10 >= total, "only {kernel_copies} copies took the copy kernel in {total} graphs");

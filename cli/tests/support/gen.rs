@@ -349,6 +349,28 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool, children: &[(String,
                 let cb = format!("{name}_h{}", nodes.len());
                 add(&mut nodes, format!("host_task \"{cb}\" access({a} read, {o} write)"), vec![a], vec![o], rng);
             }
+            14 => {
+                // A chain of 2..=4 `@rev` kernels over one range of at most 128 work-items,
+                // each reading the previous one's output at the reversed index: what
+                // `fuse-stages` runs as one work-group with barriers between the stages
+                // (each stage reads what other work-items wrote).
+                let r = 1 + rng.below(n.min(128));
+                let mut prev = pick(rng, &fmems);
+                for _ in 0..2 + rng.below(3) {
+                    let o = pick(rng, &fmems);
+                    if o == prev {
+                        continue;
+                    }
+                    add(
+                        &mut nodes,
+                        format!("kernel @rev range({r}) args({prev}, {o})"),
+                        vec![prev.clone()],
+                        vec![o.clone()],
+                        rng,
+                    );
+                    prev = o;
+                }
+            }
             15 => {
                 // A chain of 2..=4 full-range element-wise kernels at offset 0, each reading
                 // the previous one's output: what `fuse-kernels` fuses (random ranges and
