@@ -84,3 +84,64 @@ fn tiled_contractions_give_the_loops_bits_on_vulkan() {
         assert_eq!(compared, 3, "@a, @b and @c");
     }
 }
+
+/// The `vec4` tiling (16 × 8 work-items of 4 × 4 consecutive outputs, slices read as
+/// `vec4`s from work-group memory): what the pass chooses for large whole-tile contractions
+/// (256 × 1024 here, through the pass), and written directly by the pass's generator for
+/// small shapes, each against the loop's bundle on the device and against the interpreter.
+#[test]
+fn vec4_tiled_contractions_give_the_loops_bits_on_vulkan() {
+    use cmdgraph_passes::tile_contractions::{recognise, tiled};
+    let mut rng = Rng(32);
+    let inputs = |rows: u64, cols: u64, steps: u64, rng: &mut Rng| {
+        let f32s = support::random_bytes(cmdgraph_ir::Type::F32, rows * steps + steps * cols, rng);
+        let (a, b) = f32s.split_at((rows * steps * 4) as usize);
+        (a.to_vec(), b.to_vec())
+    };
+    // Through the pass: the shape the MLP suite's larger matmul has, with fewer steps.
+    let (rows, cols, steps) = (256, 1024, 64);
+    let source = cmdgraph_ir::text::parse(&text(rows, cols, steps)).expect("parses");
+    let tiled_bundle = compile(&source, Some("tile-contractions")).unwrap_or_else(|e| panic!("{e}"));
+    let naive = compile(&source, Some("")).unwrap_or_else(|e| panic!("{e}"));
+    let read = cmdgraph_ir::bundle::Bundle::from_bytes(&tiled_bundle).expect("reads");
+    assert!(read.optimized.contains("%as = local vec4<f32>"), "the pass did not choose the vec4 tiling");
+    let (a, b) = inputs(rows, cols, steps, &mut rng);
+    let (want, got) = (device_c(&naive, &a, &b), device_c(&tiled_bundle, &a, &b));
+    let differ = want.chunks(4).zip(got.chunks(4)).filter(|(x, y)| x != y).count();
+    assert_eq!(differ, 0, "{rows}x{cols}x{steps}: {differ} of {} outputs differ on the device", rows * cols);
+    // Written directly, at sizes the interpreter checks too: stages full, full and short, short.
+    for (rows, cols, steps) in [(32, 64, 64), (64, 128, 40), (32, 64, 20)] {
+        let m = cmdgraph_ir::text::parse(&text(rows, cols, steps)).expect("parses");
+        let g = m.graphs.iter().next().expect("a graph").1;
+        let cmdgraph_ir::NodeKind::Kernel(cmd) = &g.nodes.iter().next().expect("a node").1.kind else {
+            panic!("not a kernel")
+        };
+        let c = recognise::recognise(&m.kernels[cmd.kernel], cmd).expect("a contraction");
+        let t = tiled::Tiling { lx: 16, ly: 8, rm: 4, rn: 4, tk: 32, vec4: true };
+        let (g0, g1) = t.groups(&c);
+        let arg = |p: u32| ["@a", "@b", "@c"][p as usize];
+        let module_text = format!(
+            "{}\nusm @a : f32[{}]\nusm @b : f32[{}]\nusm @c : f32[{}]\n\ngraph @g {{\n  %mm = kernel @mm4 \
+             nd_range(global({}, {}), local(16, 8)) args({}, {}, {})\n}}\n",
+            tiled::kernel_text("mm4", &c, &t, "write"),
+            rows * steps,
+            steps * cols,
+            rows * cols,
+            g0 * 16,
+            g1 * 8,
+            arg(c.a.param),
+            arg(c.b.param),
+            arg(c.c.param)
+        );
+        let direct = cmdgraph_ir::text::parse(&module_text).expect("the generated kernel parses");
+        let bundle = compile(&direct, Some("")).unwrap_or_else(|e| panic!("{e}"));
+        let naive = compile(&m, Some("")).unwrap_or_else(|e| panic!("{e}"));
+        let (a, b) = inputs(rows, cols, steps, &mut rng);
+        let (want, got) = (device_c(&naive, &a, &b), device_c(&bundle, &a, &b));
+        let differ = want.chunks(4).zip(got.chunks(4)).filter(|(x, y)| x != y).count();
+        assert_eq!(differ, 0, "{rows}x{cols}x{steps}: {differ} of {} outputs differ on the device", rows * cols);
+        let mut both = Both::new(&m, &bundle, rows + cols).unwrap_or_else(|e| panic!("{e}"));
+        let compared = both.run("g", 1).unwrap_or_else(|e| panic!("{rows}x{cols}x{steps}: {e}"));
+        assert_eq!(compared, 3, "@a, @b and @c");
+    }
+}

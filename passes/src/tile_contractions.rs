@@ -11,6 +11,7 @@
 
 pub mod recognise;
 pub mod tiled;
+pub mod vec4;
 
 use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::graph::{Arg, KernelCommand, Launch, NodeKind};

@@ -209,3 +209,65 @@ fn identical_contractions_share_one_kernel() {
     assert_eq!(tiled(&ctx), 2);
     assert_eq!(after.kernels.len(), 2);
 }
+
+/// The module of `text(rows, cols, steps, f)` with its node running the `vec4` tiling
+/// (16 × 8 work-items of 4 × 4 outputs) of its contraction, written by the pass's generator.
+fn vec4_module(rows: u64, cols: u64, steps: u64, f: Form) -> Module {
+    use cmdgraph_passes::tile_contractions::{recognise, tiled};
+    let m = support::module(&text(rows, cols, steps, f, ""));
+    let g = m.graphs.iter().next().unwrap().1;
+    let NodeKind::Kernel(cmd) = &g.nodes.iter().next().unwrap().1.kind else { panic!("not a kernel") };
+    let c = recognise::recognise(&m.kernels[cmd.kernel], cmd).expect("a contraction");
+    let t = tiled::Tiling { lx: 16, ly: 8, rm: 4, rn: 4, tk: 32, vec4: true };
+    assert!(c.n0.is_multiple_of(t.bn()) && c.n1.is_multiple_of(t.bm()), "whole tiles only");
+    let kernel = tiled::kernel_text("mm4", &c, &t, "write");
+    let (g0, g1) = t.groups(&c);
+    // The tiled kernel's parameters are the contraction's operands, in its order.
+    let arg = |p: u32| ["@a", "@b", "@c"][p as usize];
+    support::module(&format!(
+        "{kernel}\nusm @a : f32[{}]\nusm @b : f32[{}]\nusm @c : f32[{}]\n\ngraph @g {{\n  %mm = kernel @mm4 \
+         nd_range(global({}, {}), local(16, 8)) args({}, {}, {})\n}}\n",
+        rows * steps,
+        steps * cols,
+        rows * cols,
+        g0 * 16,
+        g1 * 8,
+        arg(c.a.param),
+        arg(c.b.param),
+        arg(c.c.param)
+    ))
+}
+
+#[test]
+fn vec4_tiling_equals_the_loop_bit_for_bit() {
+    // Several full stages, one full stage and a short one, a short one alone; every form.
+    let forms = [
+        PLAIN,
+        Form { a_transposed: true, ..PLAIN },
+        Form { mul_add: true, init: "0.25", ..PLAIN },
+        Form { swapped: true, ..PLAIN },
+    ];
+    for (rows, cols, steps) in [(32, 64, 64), (64, 128, 40), (32, 64, 20), (64, 64, 96)] {
+        for f in forms {
+            let (rows, cols) = if f.swapped { (cols, rows) } else { (rows, cols) };
+            let before = support::module(&text(rows, cols, steps, f, ""));
+            let after = vec4_module(rows, cols, steps, f);
+            let (want, got) = (run(&before, rows, cols, steps), run(&after, rows, cols, steps));
+            let diff = want.chunks(4).zip(got.chunks(4)).filter(|(a, b)| a != b).count();
+            assert_eq!(diff, 0, "{rows}x{cols}x{steps}: {diff} of {} outputs differ", rows * cols);
+        }
+    }
+}
+
+#[test]
+fn large_whole_tiles_choose_the_vec4_tiling() {
+    use cmdgraph_passes::tile_contractions::{recognise, tiled};
+    for (rows, cols, vec4) in [(256, 1024, true), (256, 1000, false), (64, 64, false)] {
+        let m = support::module(&text(rows, cols, 64, PLAIN, ""));
+        let g = m.graphs.iter().next().unwrap().1;
+        let NodeKind::Kernel(cmd) = &g.nodes.iter().next().unwrap().1.kind else { panic!("not a kernel") };
+        let c = recognise::recognise(&m.kernels[cmd.kernel], cmd).expect("a contraction");
+        let t = tiled::Tiling::choose(&c).expect("tiled");
+        assert_eq!(t.vec4, vec4, "{rows}x{cols}: {t:?}");
+    }
+}

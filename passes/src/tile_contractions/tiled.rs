@@ -32,6 +32,9 @@ pub struct Tiling {
     pub rm: u64,
     /// Trip steps per stage.
     pub tk: u64,
+    /// Each work-item owns 4 × 4 consecutive outputs and reads its slices as `vec4`s
+    /// ([`super::vec4`]); otherwise its outputs are strided by the work-group size.
+    pub vec4: bool,
 }
 
 /// Work-groups the choice aims for at least: most multiprocessors of a large GPU (132 on
@@ -41,7 +44,10 @@ const GROUPS_WANTED: u64 = 96;
 /// Register blocks tried in order for contractions with many rows: (lx, ly, rm, rn).
 /// Measured on an H200 (docs/performance.md, mlp): at 256 × 1024 × 1024, 16 × 8 work-items
 /// of 4 × 4 outputs (32 × 64 per group, 128 groups) took 35 µs; 16 × 16 of 2 × 2 took
-/// 48 µs, 16 × 16 of 4 × 4 (64 groups) 52 µs, 8 × 8 of 4 × 4 38 µs.
+/// 48 µs, 16 × 16 of 4 × 4 (64 groups) 52 µs, 8 × 8 of 4 × 4 38 µs. With the `vec4` slices
+/// (super::vec4) 16 × 8 of 4 × 4 takes 33 µs; the same with 64 steps per stage 32.5 µs,
+/// 8 × 16 39 µs, 32 × 4 40 µs, 8 × 8 43.5 µs, 16 × 16 48.5 µs (2026-11-29, the suite's
+/// matmul time over 4 layers divided by 4).
 const BLOCKS: [(u64, u64, u64, u64); 4] = [(16, 8, 4, 4), (16, 16, 2, 2), (8, 8, 2, 2), (8, 8, 1, 1)];
 
 impl Tiling {
@@ -76,25 +82,27 @@ impl Tiling {
         }
         if c.n1 < 32 {
             let ly = c.n1.next_power_of_two().min(8);
-            return Some(Tiling { lx: 64 / ly, ly, rm: 1, rn: 1, tk: 128 });
+            return Some(Tiling { lx: 64 / ly, ly, rm: 1, rn: 1, tk: 128, vec4: false });
         }
-        let mut t = Tiling { lx: 8, ly: 8, rm: 1, rn: 1, tk: 32 };
+        let mut t = Tiling { lx: 8, ly: 8, rm: 1, rn: 1, tk: 32, vec4: false };
         for (lx, ly, rm, rn) in BLOCKS {
-            t = Tiling { lx, ly, rm, rn, tk: 32 };
+            t = Tiling { lx, ly, rm, rn, tk: 32, vec4: false };
             let (g0, g1) = t.groups(c);
             if g0 * g1 >= GROUPS_WANTED {
                 break;
             }
         }
+        // 4 × 4 blocks over whole work-group tiles read their slices as vec4s.
+        t.vec4 = t.rm == 4 && t.rn == 4 && c.n0.is_multiple_of(t.bn()) && c.n1.is_multiple_of(t.bm());
         Some(t)
     }
 }
 
 /// Fresh value names (`%v0`, `%v1`, ...): every name is defined once per kernel.
-struct Names(u32);
+pub(super) struct Names(pub(super) u32);
 
 impl Names {
-    fn next(&mut self) -> String {
+    pub(super) fn next(&mut self) -> String {
         self.0 += 1;
         format!("%v{}", self.0)
     }
@@ -102,13 +110,13 @@ impl Names {
 
 /// Writes `%r = const x : u32` and returns `%r` (constants are re-stated where used: the
 /// text stays local and LLVM folds them).
-fn konst(out: &mut String, n: &mut Names, x: u64) -> String {
+pub(super) fn konst(out: &mut String, n: &mut Names, x: u64) -> String {
     let r = n.next();
     let _ = writeln!(out, "{r} = const {} : u32", x & 0xffff_ffff);
     r
 }
 
-fn bin(out: &mut String, n: &mut Names, op: &str, a: &str, b: &str) -> String {
+pub(super) fn bin(out: &mut String, n: &mut Names, op: &str, a: &str, b: &str) -> String {
     let r = n.next();
     let _ = writeln!(out, "{r} = {op} {a}, {b}");
     r
@@ -129,7 +137,14 @@ fn axpy(out: &mut String, n: &mut Names, base: &str, coef: i128, x: &str) -> Str
 
 /// The element index of `acc` at dimension-0 id `j`, dimension-1 id `i`, trip `t`
 /// (each `None` when the access does not use it).
-fn index(out: &mut String, n: &mut Names, acc: &Access, j: Option<&str>, i: Option<&str>, t: Option<&str>) -> String {
+pub(super) fn index(
+    out: &mut String,
+    n: &mut Names,
+    acc: &Access,
+    j: Option<&str>,
+    i: Option<&str>,
+    t: Option<&str>,
+) -> String {
     let mut s = konst(out, n, acc.index.c as u64);
     if let Some(j) = j {
         s = axpy(out, n, &s, acc.index.g0, j);
@@ -146,6 +161,9 @@ fn index(out: &mut String, n: &mut Names, acc: &Access, j: Option<&str>, i: Opti
 /// The text of the kernel `name` computing `c` with tiling `t`. Parameters: `%pa` and
 /// `%pb` (read) and `%pc` (with the original result parameter's access mode `c_mode`).
 pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> String {
+    if t.vec4 {
+        return super::vec4::kernel_text(name, c, t, c_mode);
+    }
     let mut o = String::new();
     let mut n = Names(0);
     let _ = writeln!(o, "kernel @{name}(%pa: buf<f32, read>, %pb: buf<f32, read>, %pc: buf<f32, {c_mode}>) {{");
@@ -434,12 +452,12 @@ fn store(o: &mut String, n: &mut Names, p: &Params, accs: &[String]) {
 }
 
 /// The conjunction of `guards` (`and` of each in turn), or `None` when there are none.
-fn all_of(o: &mut String, n: &mut Names, guards: Vec<String>) -> Option<String> {
+pub(super) fn all_of(o: &mut String, n: &mut Names, guards: Vec<String>) -> Option<String> {
     guards.into_iter().reduce(|c, g| bin(o, n, "and", &c, &g))
 }
 
 /// Indents the generated text by nesting depth, as the printer would.
-fn indent(text: &str) -> String {
+pub(super) fn indent(text: &str) -> String {
     let mut out = String::with_capacity(text.len() * 2);
     let mut depth: usize = 0;
     for line in text.lines() {
