@@ -161,13 +161,31 @@ def prepare(a):
     print(f"iree_peer: {len(manifest['fusion'])} chain and {len(manifest['mlp'])} MLP modules in {out} (IREE {ver})")
 
 
+def npy_inputs(d, name, inputs):
+    """Each splat input (`16777216xf32=1.25`) written as `.npy` next to the modules, passed as
+    `@file`: iree-benchmark-module parses a splat element by element (2.7 µs each on the GPU
+    machine, 45 s for 2^24 floats, which is why the large rows never finished), and reads a
+    `.npy` file with one copy."""
+    import numpy as np
+
+    out = []
+    for i, spec in enumerate(inputs):
+        shape_type, value = spec.split("=")
+        *dims, ty = shape_type.split("x")
+        dtype = {"f32": np.float32, "f16": np.float16, "i32": np.int32}[ty]
+        path = d / f"{name}.in{i}.npy"
+        np.save(path, np.full([int(x) for x in dims], float(value), dtype=dtype))
+        out.append(f"@{path}")
+    return out
+
+
 def bench(binary, module, function, inputs, reps):
     cmd = [
         str(binary),
         "--device=vulkan",
         f"--module={module}",
         f"--function={function}",
-        *[f"--input={i}" for i in inputs],
+        *[f"--input={i}" for i in npy_inputs(Path(module).parent, Path(module).stem, inputs)],
         "--benchmark_format=json",
         f"--benchmark_repetitions={reps}",
         "--benchmark_report_aggregates_only=true",
