@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch peer of `cmdgraph-bench replay`: CUDA Graph replay and eager launches of the same
-chain and wide shapes (N tiny kernels `x[i] += 1.0` on 64 floats; wide: disjoint slices).
+chain and wide shapes (N tiny kernels `x[i] += 1.0` on 64 floats; wide: disjoint slices), and
+of `latency`'s stage chains (stages: N kernels each rotating 64 floats by one, every element
+read from its neighbour's result of the kernel before: `index_select` ping-ponging between two
+buffers, one kernel per stage).
 
     python3 scripts/torch_replay.py --json OUT.json [N ...]      (default N: 10 100 1000 10000)
 
@@ -27,7 +30,13 @@ def write(path, obj):
 
 
 def launch(torch, shape, x, n, streams):
-    """The N adds of one run: chain in place on x, wide on disjoint slices of x."""
+    """The N kernels of one run: chain in place on x, wide on disjoint slices of x, stages
+    between the two halves of x (`streams` holds the rotation's index vector)."""
+    if shape == "stages":
+        bufs = (x[:ELEMS], x[ELEMS:])
+        for i in range(n):
+            torch.index_select(bufs[i % 2], 0, streams[0], out=bufs[(i + 1) % 2])
+        return
     if shape == "chain":
         for _ in range(n):
             x.add_(1.0)
@@ -57,8 +66,10 @@ def gpu_time(torch, fn, reps):
 
 
 def measure(torch, shape, n):
-    x = torch.zeros(ELEMS * (n if shape == "wide" else 1), device="cuda", dtype=torch.float32)
+    x = torch.zeros(ELEMS * {"wide": n, "stages": 2}.get(shape, 1), device="cuda", dtype=torch.float32)
     streams = [torch.cuda.Stream() for _ in range(min(STREAMS, n))] if shape == "wide" else []
+    if shape == "stages":
+        streams = [(torch.arange(ELEMS, device="cuda") + 1) % ELEMS]
     reps = max(5, min(50, 10000 // n))
     # Eager launches (warm-up first).
     launch(torch, shape, x, n, streams)
@@ -82,12 +93,21 @@ def measure(torch, shape, n):
         g.replay()
         torch.cuda.synchronize()
         walls.append(time.perf_counter() - t)
-    # Check: one replay from zeros gives N (chain) or 1 (wide) everywhere.
-    x.zero_()
-    g.replay()
-    torch.cuda.synchronize()
-    want = float(n if shape == "chain" else 1)
-    ok = bool(torch.all(x == want).item())
+    # Check: one replay from zeros gives N (chain) or 1 (wide) everywhere; the stages from
+    # x[i] = i give x[l] = (l + N) mod 64 in the buffer the last stage wrote.
+    if shape == "stages":
+        x[:ELEMS].copy_(torch.arange(ELEMS, device="cuda", dtype=torch.float32))
+        g.replay()
+        torch.cuda.synchronize()
+        out = x[ELEMS * (n % 2):ELEMS * (n % 2 + 1)]
+        want_t = ((torch.arange(ELEMS, device="cuda") + n) % ELEMS).to(torch.float32)
+        ok = bool(torch.all(out == want_t).item())
+    else:
+        x.zero_()
+        g.replay()
+        torch.cuda.synchronize()
+        want = float(n if shape == "chain" else 1)
+        ok = bool(torch.all(x == want).item())
     return {
         "shape": shape,
         "n": n,
@@ -103,6 +123,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True, help="output file")
     p.add_argument("sizes", nargs="*", type=int, default=[10, 100, 1000, 10000])
+    p.add_argument("--stages", action="store_true", help="also the stage chains (latency's)")
     a = p.parse_args()
     try:
         import torch
@@ -114,7 +135,8 @@ def main():
         return 0
     device = torch.cuda.get_device_name(0)
     print(f"torch_replay: {device}, torch {torch.__version__}", file=sys.stderr)
-    rows = [measure(torch, shape, n) for shape in ("chain", "wide") for n in a.sizes]
+    shapes = ("chain", "wide") + (("stages",) if a.stages else ())
+    rows = [measure(torch, shape, n) for shape in shapes for n in a.sizes]
     write(a.json, {"available": True, "device": device, "torch": torch.__version__, "rows": rows})
     return 0 if all(r["output_ok"] for r in rows) else 1
 

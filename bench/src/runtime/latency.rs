@@ -166,7 +166,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     }
     let mut stage_rows = super::stages::measure(phase.dir(), &args.common, &stage_sizes(args))?;
     for r in &mut stage_rows {
-        r.cuda = cuda_wall(&torch, Shape::Chain, r.n);
+        r.cuda = cuda_shape_wall(&torch, "stages", r.n);
         eprintln!("latency: stages N={}: fused {:.1} µs, unfused {:.1} µs", r.n, r.fused * 1e6, r.unfused * 1e6);
     }
     let missing = harness::torch_missing(&torch);
@@ -182,10 +182,14 @@ fn stage_sizes(args: &Args) -> Vec<usize> {
 
 /// CUDA Graph replay + synchronize wall seconds from `torch_replay.py --wall`'s JSON.
 fn cuda_wall(torch: &Option<serde_json::Value>, shape: Shape, n: usize) -> Option<f64> {
+    cuda_shape_wall(torch, shape.name(), n)
+}
+
+/// [`cuda_wall`] of the row named `shape` (`chain`, `wide`, `stages`).
+fn cuda_shape_wall(torch: &Option<serde_json::Value>, shape: &str, n: usize) -> Option<f64> {
     let rows = torch.as_ref()?.get("rows")?.as_array()?;
     let row = rows.iter().find(|r| {
-        r.get("shape").and_then(|s| s.as_str()) == Some(shape.name())
-            && r.get("n").and_then(|v| v.as_u64()) == Some(n as u64)
+        r.get("shape").and_then(|s| s.as_str()) == Some(shape) && r.get("n").and_then(|v| v.as_u64()) == Some(n as u64)
     })?;
     if row.get("output_ok").and_then(|o| o.as_bool()) != Some(true) {
         return None;

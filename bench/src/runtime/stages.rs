@@ -140,9 +140,10 @@ pub fn section(rows: &[Row], spin: Duration, missing: Option<&str>) -> String {
          between its load and its store (bench/src/runtime/stages.rs), so every kernel reads what other \
          work-items wrote in the one before. *fused*: compiled with `fuse-stages`, one dispatch of N stages \
          with a `group_barrier` between them; *unfused*: no passes, N dispatches. Both `run` + `wait` (the \
-         wait polls for {} µs, then blocks); outputs checked from `x[i] = i`. *CUDA Graph*: the chain of N \
-         small kernels of the table above (PyTorch adds on 64 floats, replay + synchronize) — the same number \
-         of dependent one-block kernels, each simpler than ours.\n\n\
+         wait polls for {} µs, then blocks); outputs checked from `x[i] = i`. *CUDA Graph*: the same rotations \
+         captured from PyTorch (scripts/torch_replay.py `--stages`: N `index_select` kernels between two \
+         64-float buffers, each element read from its neighbour's result of the kernel before), replay + \
+         synchronize, output checked.\n\n\
          | N | fused µs | unfused µs | CUDA Graph µs | fused / CUDA | fused GPU µs | unfused GPU µs |\n\
          |---:|---:|---:|---:|---:|---:|---:|\n",
         spin.as_micros()
