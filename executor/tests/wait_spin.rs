@@ -42,3 +42,20 @@ fn a_polling_wait_returns_when_the_run_is_done_and_agrees_with_a_blocking_one() 
     }
     no_messages(&ex);
 }
+
+/// Argument blocks go to device-local, host-visible memory where the device has it, and the
+/// context says where that heap is and whether any buffer meant for it fell back.
+#[test]
+fn the_context_reports_where_argument_blocks_live() {
+    let mut ex = executor(bundle(&ir(), vec![], vec![]));
+    let heap = ex.context().shared_heap_bytes();
+    let _ = ex.finalize("g").unwrap();
+    match heap {
+        // llvmpipe has one (its "device" memory is the host's); a GPU with a BAR has one.
+        Some(bytes) => {
+            assert!(bytes > 0);
+            assert_eq!(ex.context().shared_fallbacks(), 0, "two kernels' argument blocks fit in {bytes} bytes");
+        }
+        None => assert_eq!(ex.context().shared_fallbacks(), 0, "nothing falls back from memory that is not there"),
+    }
+}

@@ -210,11 +210,17 @@ fn measure(
     let bundle = cmdgraph_ir::bundle::Bundle::from_bytes(&bytes).map_err(|e| format!("{name}: {e}"))?;
     let kernel = harness::launch_kernel(&bundle, "g").map_err(|e| format!("{name}: {e}"))?;
     let mut ex = harness::executor(&bytes, &args.common)?;
-    *device = ex.context().device_name().to_string();
     *spin = ex.context().wait_spin();
     let err = |e: cmdgraph_executor::ExecError| format!("{name}: {e}");
     let e = ex.finalize("g").map_err(err)?;
     let profiled = ex.finalize("gp").map_err(err)?;
+    // Where argument blocks live decides a dependent dispatch's cost (docs/performance.md).
+    let heap = ex.context().shared_heap_bytes().map_or("none".to_string(), |b| format!("{} MiB", b >> 20));
+    *device = format!(
+        "{}; device-local host-visible heap: {heap}, buffers that fell back to system memory: {}",
+        ex.context().device_name(),
+        ex.context().shared_fallbacks()
+    );
     let (dispatches, barriers) = hand_work(shape, n);
     let elems = shape.elems(n);
     let mut hand = DispatchPeer::beside(&ex, &kernel, elems as u64, &dispatches, barriers).map_err(err)?;

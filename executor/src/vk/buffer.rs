@@ -103,6 +103,7 @@ impl Buffer {
                 // SAFETY: as above, the buffer is unused.
                 unsafe { ctx.device.destroy_buffer(buffer, None) };
                 if place == Place::Shared {
+                    ctx.shared_fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     return Buffer::new(ctx, size, Place::Host);
                 }
                 return Err(ExecError::Vulkan(format!("allocating {size} bytes: {e:?}")));

@@ -154,6 +154,9 @@ pub struct Context {
     /// How long a wait for a run polls the timeline value before it blocks, in ns
     /// ([`Context::set_wait_spin`]).
     wait_spin_ns: std::sync::atomic::AtomicU64,
+    /// Buffers asked for in device-local, host-visible memory that went to system memory
+    /// ([`Context::shared_fallbacks`]).
+    pub(crate) shared_fallbacks: std::sync::atomic::AtomicU64,
     /// A wait timed out and the queue may still run that work: before the next submission
     /// that reuses a fence or frees a command buffer, [`Context::settle`] waits for idle.
     overdue: AtomicBool,
@@ -384,6 +387,7 @@ impl Context {
             subgroups,
             timeout: opts.timeout,
             wait_spin_ns: std::sync::atomic::AtomicU64::new(default_wait_spin(props.device_type)),
+            shared_fallbacks: std::sync::atomic::AtomicU64::new(0),
             overdue: AtomicBool::new(false),
             idle_fences: Mutex::new(Vec::new()),
             external,
@@ -393,6 +397,24 @@ impl Context {
     /// `timestampValidBits` of the queue (0 when it has no timestamp queries).
     pub fn timestamp_bits(&self) -> u32 {
         self.timestamp_bits
+    }
+
+    /// Bytes of the heap of the device-local, host-visible memory that argument blocks,
+    /// indirect commands and fill patterns are placed in (NVIDIA's BAR), or `None` when the
+    /// device has no such memory and they live in system memory (docs/executor.md).
+    pub fn shared_heap_bytes(&self) -> Option<u64> {
+        let want = vk::MemoryPropertyFlags::DEVICE_LOCAL
+            | vk::MemoryPropertyFlags::HOST_VISIBLE
+            | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let count = self.mem_props.memory_type_count.min(32) as usize;
+        let t = self.mem_props.memory_types[..count].iter().find(|t| t.property_flags.contains(want))?;
+        self.mem_props.memory_heaps.get(t.heap_index as usize).map(|h| h.size)
+    }
+
+    /// How many buffers meant for that memory went to system memory (its heap was full),
+    /// over the context's life.
+    pub fn shared_fallbacks(&self) -> u64 {
+        self.shared_fallbacks.load(Ordering::Relaxed)
     }
 
     /// The chosen device's name (e.g. `llvmpipe (LLVM 19.1.7, 256 bits)`).
