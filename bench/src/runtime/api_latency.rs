@@ -16,17 +16,8 @@ use cmdgraph_sycl::{
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Elements each kernel adds 1.0 to (one work-group).
-const ELEMS: u64 = 64;
-
-const KERNEL: &str = "kernel @inc(%x: buf<f32, read_write>) {
-  %i = global_id 0
-  %v = load %x[%i]
-  %one = const 1.0 : f32
-  %r = add %v, %one
-  store %x[%i], %r
-}
-";
+/// Elements each kernel adds 1.0 to (one work-group), as in `replay`.
+const ELEMS: u64 = super::replay::ELEMS as u64;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
@@ -48,7 +39,7 @@ fn record(n: usize, bundles: Option<&Path>) -> Result<Chain, String> {
     if let Some(dir) = bundles {
         ctx.run_from_bundles(BundleSource { dir: dir.to_path_buf(), validation: false });
     }
-    ctx.register_kernels_from_text(KERNEL).map_err(err)?;
+    ctx.register_kernels_from_text(super::replay::KERNEL).map_err(err)?;
     let inc = ctx.kernel("inc").ok_or("kernel @inc is not registered")?;
     let x = Usm::device::<f32>(&ctx, ELEMS).map_err(err)?;
     let graph = ModifiableGraph::new(&ctx, &dev, GraphProps::none()).map_err(err)?;

@@ -144,7 +144,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     for shape in shapes {
         for &n in &args.sizes {
             let mut row = measure(args, phase, shape, n, &mut device, &mut spin)?;
-            row.cuda = cuda_wall(&torch, shape, n);
+            row.cuda = cuda_wall(&torch, shape.name(), n);
             if shape == Shape::Chain {
                 let samples = args.common.runs.max(1) * 100;
                 row.sycl = Some(super::api_latency::sycl(phase.dir(), n, samples)?);
@@ -166,7 +166,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     }
     let mut stage_rows = super::stages::measure(phase.dir(), &args.common, &stage_sizes(args))?;
     for r in &mut stage_rows {
-        r.cuda = cuda_shape_wall(&torch, "stages", r.n);
+        r.cuda = cuda_wall(&torch, "stages", r.n);
         eprintln!("latency: stages N={}: fused {:.1} µs, unfused {:.1} µs", r.n, r.fused * 1e6, r.unfused * 1e6);
     }
     let missing = harness::torch_missing(&torch);
@@ -180,13 +180,9 @@ fn stage_sizes(args: &Args) -> Vec<usize> {
     args.sizes.iter().copied().filter(|&n| n >= 2).collect()
 }
 
-/// CUDA Graph replay + synchronize wall seconds from `torch_replay.py --wall`'s JSON.
-fn cuda_wall(torch: &Option<serde_json::Value>, shape: Shape, n: usize) -> Option<f64> {
-    cuda_shape_wall(torch, shape.name(), n)
-}
-
-/// [`cuda_wall`] of the row named `shape` (`chain`, `wide`, `stages`).
-fn cuda_shape_wall(torch: &Option<serde_json::Value>, shape: &str, n: usize) -> Option<f64> {
+/// CUDA Graph replay + synchronize wall seconds of the row named `shape` (`chain`, `wide`,
+/// `stages`) from `torch_replay.py`'s JSON.
+fn cuda_wall(torch: &Option<serde_json::Value>, shape: &str, n: usize) -> Option<f64> {
     let rows = torch.as_ref()?.get("rows")?.as_array()?;
     let row = rows.iter().find(|r| {
         r.get("shape").and_then(|s| s.as_str()) == Some(shape) && r.get("n").and_then(|v| v.as_u64()) == Some(n as u64)
@@ -461,7 +457,7 @@ mod tests {
         let json = serde_json::json!({"available": true, "rows": [
             {"shape": "chain", "n": 10, "wall_us": 11.8, "output_ok": true},
             {"shape": "wide", "n": 10, "wall_us": 9.0, "output_ok": false}]});
-        assert_eq!(cuda_wall(&Some(json.clone()), Shape::Chain, 10), Some(11.8e-6));
-        assert_eq!(cuda_wall(&Some(json), Shape::Wide, 10), None, "a wrong output is not a time");
+        assert_eq!(cuda_wall(&Some(json.clone()), Shape::Chain.name(), 10), Some(11.8e-6));
+        assert_eq!(cuda_wall(&Some(json), Shape::Wide.name(), 10), None, "a wrong output is not a time");
     }
 }

@@ -36,7 +36,9 @@ pub struct Args {
 /// Elements each kernel adds to.
 pub(crate) const ELEMS: usize = 64;
 
-const KERNEL: &str = "kernel @inc(%x: buf<f32, read_write>) {
+/// The kernel of every graph: adds 1.0 to the element of its work-item (also the `latency`
+/// suite's SYCL and C API chains).
+pub(crate) const KERNEL: &str = "kernel @inc(%x: buf<f32, read_write>) {
   %i = global_id 0
   %v = load %x[%i]
   %one = const 1.0 : f32

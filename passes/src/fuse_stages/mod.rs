@@ -170,17 +170,18 @@ fn member<'a>(module: &'a Module, graph: &'a Graph, v: u32) -> Option<Member<'a>
 }
 
 /// A chain being grown: its members and what they touch together.
-struct Chain {
+struct Chain<'a> {
     nodes: Vec<u32>,
+    members: Vec<Member<'a>>,
     shape: Shape,
     local_bytes: u64,
     locals: usize,
     touches: BTreeMap<MemKey, Touch>,
 }
 
-impl Chain {
+impl<'a> Chain<'a> {
     /// Adds `m` (node `v`) if the chain's stages and `m` may share a dispatch.
-    fn admit(&mut self, v: u32, m: &Member<'_>, graph: &Graph, module: &Module) -> Result<(), String> {
+    fn admit(&mut self, v: u32, m: Member<'a>, graph: &Graph, module: &Module) -> Result<(), String> {
         if self.nodes.len() >= MAX_STAGES {
             return Err(format!("the chain already has {MAX_STAGES} stages"));
         }
@@ -214,6 +215,7 @@ impl Chain {
         self.nodes.push(v);
         self.local_bytes = local;
         self.locals += usize::from(m.local_bytes > 0);
+        self.members.push(m);
         Ok(())
     }
 }
@@ -284,7 +286,10 @@ fn node_name(graph: &Graph, v: u32) -> String {
 }
 
 /// The chains of `graph` worth fusing (two or more members), with a remark per refused link.
-fn plan(module: &Module, graph: &Graph, remarks: &mut Vec<String>) -> Option<Vec<Vec<u32>>> {
+/// A chain to fuse: its nodes and what the pass knows of each, in order.
+type Planned<'a> = (Vec<u32>, Vec<Member<'a>>);
+
+fn plan<'a>(module: &'a Module, graph: &'a Graph, remarks: &mut Vec<String>) -> Option<Vec<Planned<'a>>> {
     let succ = Csr::successors(graph);
     let pred = Csr::predecessors(graph);
     let order = topological_order(&succ)?;
@@ -299,19 +304,19 @@ fn plan(module: &Module, graph: &Graph, remarks: &mut Vec<String>) -> Option<Vec
             continue;
         }
         let Some(first) = member(module, graph, v) else { continue };
+        let touches = match (&first.shape, &first.touches) {
+            (Shape::Groups { .. }, Ok(t)) => t.clone(),
+            (Shape::Groups { .. }, Err(_)) => continue,
+            _ => BTreeMap::new(),
+        };
         let mut chain = Chain {
             nodes: vec![v],
             shape: first.shape.clone(),
             local_bytes: first.local_bytes,
             locals: usize::from(first.local_bytes > 0),
-            touches: BTreeMap::new(),
+            touches,
+            members: vec![first],
         };
-        if let Shape::Groups { .. } = chain.shape {
-            match &first.touches {
-                Ok(t) => chain.touches = t.clone(),
-                Err(_) => continue,
-            }
-        }
         let mut cur = v;
         while let Some(next) = next_link(graph, &succ, &pred, cur) {
             if taken[next as usize] {
@@ -321,7 +326,7 @@ fn plan(module: &Module, graph: &Graph, remarks: &mut Vec<String>) -> Option<Vec
             let admitted = if path_around(&succ, &chain.nodes, next, &position) {
                 Err("a path through other nodes leads from the chain to it, or the search for one gave up (fusing would make a cycle)".to_string())
             } else {
-                chain.admit(next, &m, graph, module)
+                chain.admit(next, m, graph, module)
             };
             if let Err(why) = admitted {
                 remarks.push(format!(
@@ -338,7 +343,7 @@ fn plan(module: &Module, graph: &Graph, remarks: &mut Vec<String>) -> Option<Vec
             for &n in &chain.nodes {
                 taken[n as usize] = true;
             }
-            chains.push(chain.nodes);
+            chains.push((chain.nodes, chain.members));
         }
     }
     Some(chains)
@@ -418,17 +423,8 @@ enum Fused {
     New(String, Box<Kernel>),
 }
 
-fn failed_named(graph: &str) -> PassError {
-    PassError::Failed {
-        pass: INFO.name,
-        graph: graph.into(),
-        node: None,
-        message: "a shared kernel was never added".into(),
-    }
-}
-
-fn failed(graph: &Graph, message: String) -> PassError {
-    PassError::Failed { pass: INFO.name, graph: graph.name.clone(), node: None, message }
+fn failed(graph: &str, message: impl Into<String>) -> PassError {
+    PassError::Failed { pass: INFO.name, graph: graph.into(), node: None, message: message.into() }
 }
 
 fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
@@ -443,7 +439,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             continue;
         }
         let mut remarks = Vec::new();
-        let chains = plan(module, graph, &mut remarks).ok_or_else(|| failed(graph, "the graph has a cycle".into()))?;
+        let chains = plan(module, graph, &mut remarks).ok_or_else(|| failed(&graph.name, "the graph has a cycle"))?;
         ctx.bump("refused", remarks.len() as u64);
         ctx.remarks.extend(remarks);
         if chains.is_empty() {
@@ -453,11 +449,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let mut new_kernels = Vec::new();
         let mut pending: HashMap<String, usize> = HashMap::new();
         let mut origins = Vec::new();
-        for nodes in chains {
-            let members: Vec<Member<'_>> = nodes.iter().filter_map(|&v| member(module, graph, v)).collect();
-            if members.len() != nodes.len() {
-                return Err(failed(graph, "a chain member stopped being a kernel node".into()));
-            }
+        for (nodes, members) in chains {
             let (params, bindings, args) = bind(&members);
             let barrier = members[0].shape != Shape::Single;
             let key = format!(
@@ -487,7 +479,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                         .map(|((m, params), &v)| Stage { kernel: m.kernel, params, prefix: node_name(graph, v) })
                         .collect();
                     let k = concat_stages(&module.functions, name, params, &stages, barrier)
-                        .map_err(|e| failed(graph, e.to_string()))?;
+                        .map_err(|e| failed(&graph.name, e.to_string()))?;
                     pending.insert(key.clone(), new_kernels.len());
                     Fused::New(key, Box::new(k))
                 }
@@ -512,7 +504,9 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         for (r, k) in replacements.iter_mut().zip(new_kernels) {
             let kh = match k {
                 Fused::Existing(kh) => kh,
-                Fused::Earlier(i) => handles.get(i).copied().ok_or_else(|| failed_named(&graph_name))?,
+                Fused::Earlier(i) => {
+                    handles.get(i).copied().ok_or_else(|| failed(&graph_name, "a shared kernel was never added"))?
+                }
                 Fused::New(key, kernel) => {
                     let kh = module.kernels.append(*kernel, Span::UNDEFINED);
                     added.push(Item::Kernel(kh));
@@ -534,18 +528,8 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             }
             ctx.origins.insert((graph_name.clone(), node), origin);
         }
-        let graph = module.graphs.try_get_mut(gh).ok_or_else(|| PassError::Failed {
-            pass: INFO.name,
-            graph: graph_name.clone(),
-            node: None,
-            message: "the graph disappeared".into(),
-        })?;
-        build::apply(graph, replacements).map_err(|e| PassError::Failed {
-            pass: INFO.name,
-            graph: graph_name,
-            node: None,
-            message: e.to_string(),
-        })?;
+        let graph = module.graphs.try_get_mut(gh).ok_or_else(|| failed(&graph_name, "the graph disappeared"))?;
+        build::apply(graph, replacements).map_err(|e| failed(&graph_name, e.to_string()))?;
     }
     let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
     module.items.splice(at..at, added);

@@ -177,31 +177,82 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
     let (pa, pb) = (pitch(bm, a_along), pitch(bn, b_along));
     let _ = writeln!(o, "%as = local f32[{}]", pa * tk);
     let _ = writeln!(o, "%bs = local f32[{}]", pb * tk);
-    let _ = writeln!(o, "%tx = local_id 0\n%ty = local_id 1\n%gx = group_id 0\n%gy = group_id 1");
-    let _ = writeln!(o, "%zero = const 0 : u32\n%one = const 1 : u32\n%fz = const 0.0 : f32");
-    let _ = writeln!(o, "%init = const {:?} : f32", f64::from(c.init));
-    let k = konst(&mut o, &mut n, t.lx);
-    let tid0 = bin(&mut o, &mut n, "mul", "%ty", &k);
-    let tid = bin(&mut o, &mut n, "add", &tid0, "%tx");
-    let k = konst(&mut o, &mut n, bn);
-    let col0 = bin(&mut o, &mut n, "mul", "%gx", &k);
-    let k = konst(&mut o, &mut n, bm);
-    let row0 = bin(&mut o, &mut n, "mul", "%gy", &k);
+    let (tid, col0, row0) = prologue(&mut o, &mut n, c, t);
     let p = Params { c, t, tid: &tid, col0: &col0, row0: &row0, pa, pb };
     let a = Slice { along_k: a_along, rows: bm, pitch: pa, tk, limit: c.n1, origin: &row0, acc: &c.a, row_dim: 1 };
     let b = Slice { along_k: b_along, rows: bn, pitch: pb, tk, limit: c.n0, origin: &col0, acc: &c.b, row_dim: 0 };
     let ca = chunks(&mut o, &mut n, &p, &a);
     let cb = chunks(&mut o, &mut n, &p, &b);
-    let full = c.trips / tk;
-    let rest = c.trips % tk;
-    let regs = (t.rm * t.rn) as usize;
+    let load = |o: &mut String, n: &mut Names, base: &str, steps: u64| {
+        let mut v = load_chunks(o, n, &a, &ca, base, steps);
+        v.extend(load_chunks(o, n, &b, &cb, base, steps));
+        v
+    };
+    let store_slices = |o: &mut String, n: &mut Names, v: &[String]| {
+        store_chunks(o, n, &a, &ca, &v[..ca.len()]);
+        store_chunks(o, n, &b, &cb, &v[ca.len()..]);
+    };
+    let steps = |o: &mut String, n: &mut Names, steps: u64, accs: &[String]| compute(o, n, &p, steps, accs);
+    let ops = StageOps { ty: "f32", zero: "%fz", load: &load, store: &store_slices, compute: &steps };
+    let accs = stage_loop(&mut o, &mut n, c.trips, tk, (t.rm * t.rn) as usize, &ops);
+    store(&mut o, &mut n, &p, &accs);
+    o.push_str("}\n");
+    indent(&o)
+}
+
+/// The ids, constants and block origins every tiling starts with, after its slices are
+/// declared: returns (`tid`, `col0`, `row0`).
+pub(super) fn prologue(o: &mut String, n: &mut Names, c: &Contraction, t: &Tiling) -> (String, String, String) {
+    let _ = writeln!(o, "%tx = local_id 0\n%ty = local_id 1\n%gx = group_id 0\n%gy = group_id 1");
+    let _ = writeln!(o, "%zero = const 0 : u32\n%one = const 1 : u32\n%fz = const 0.0 : f32");
+    let _ = writeln!(o, "%init = const {:?} : f32", f64::from(c.init));
+    let k = konst(o, n, t.lx);
+    let tid0 = bin(o, n, "mul", "%ty", &k);
+    let tid = bin(o, n, "add", &tid0, "%tx");
+    let k = konst(o, n, t.bn());
+    let col0 = bin(o, n, "mul", "%gx", &k);
+    let k = konst(o, n, t.bm());
+    let row0 = bin(o, n, "mul", "%gy", &k);
+    (tid, col0, row0)
+}
+
+/// Emits `steps` steps from the slices on the running values; returns the new ones.
+pub(super) type Compute<'a> = &'a dyn Fn(&mut String, &mut Names, u64, &[String]) -> Vec<String>;
+/// Emits a work-item's loads of the stage starting at step `base`, `steps` long.
+pub(super) type Load<'a> = &'a dyn Fn(&mut String, &mut Names, &str, u64) -> Vec<String>;
+
+/// How a tiling moves its slices, for [`stage_loop`].
+pub(super) struct StageOps<'a> {
+    /// Type of a value a work-item carries from one stage's loads to its stores (`f32`,
+    /// `vec4<f32>`), and its zero.
+    pub ty: &'static str,
+    pub zero: &'static str,
+    /// The work-item's loads of the stage starting at step `base`, `steps` long.
+    pub load: Load<'a>,
+    /// Stores loaded values into the slices.
+    pub store: &'a dyn Fn(&mut String, &mut Names, &[String]),
+    /// Runs `steps` steps from the slices on the running values; returns the new ones.
+    pub compute: Compute<'a>,
+}
+
+/// The stages every tiling runs: `trips / tk` full stages in a loop, then the `trips mod tk`
+/// remaining steps; returns the `regs` running values.
+///
+/// Software pipelining: the loads of stage kt + 1 are issued before the steps of stage kt
+/// run, so their latency hides behind the arithmetic; the values wait in registers (carried)
+/// until the slices are free again.
+pub(super) fn stage_loop(
+    o: &mut String,
+    n: &mut Names,
+    trips: u64,
+    tk: u64,
+    regs: usize,
+    ops: &StageOps,
+) -> Vec<String> {
+    let (full, rest) = (trips / tk, trips % tk);
     let mut accs: Vec<String> = vec!["%init".to_string(); regs];
     if full > 0 {
-        // Software pipelining: the loads of stage kt + 1 are issued before the steps of stage
-        // kt run, so their latency hides behind the arithmetic; the values wait in registers
-        // (carried) until the slices are free again.
-        let mut pre = load_chunks(&mut o, &mut n, &a, &ca, "%zero", tk);
-        pre.extend(load_chunks(&mut o, &mut n, &b, &cb, "%zero", tk));
+        let pre = (ops.load)(o, n, "%zero", tk);
         let carried: Vec<String> = (0..regs).map(|r| format!("%r{r}")).collect();
         let staged: Vec<String> = (0..pre.len()).map(|r| format!("%l{r}")).collect();
         let results: Vec<String> = (0..regs + pre.len()).map(|r| format!("%s{r}")).collect();
@@ -211,39 +262,48 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
             .chain(staged.iter().zip(&pre).map(|(l, v)| format!("{l} = {v}")))
             .collect::<Vec<_>>()
             .join(", ");
-        let nt = konst(&mut o, &mut n, full);
+        let nt = konst(o, n, full);
         let _ = writeln!(o, "{} = for %kt = %zero to {nt} step %one carry({carry}) {{", results.join(", "));
-        store_chunks(&mut o, &mut n, &a, &ca, &staged[..ca.len()]);
-        store_chunks(&mut o, &mut n, &b, &cb, &staged[ca.len()..]);
+        (ops.store)(o, n, &staged);
         let _ = writeln!(o, "group_barrier");
-        let next = bin(&mut o, &mut n, "add", "%kt", "%one");
-        let more = bin(&mut o, &mut n, "lt", &next, &nt);
-        let k = konst(&mut o, &mut n, tk);
-        let base = bin(&mut o, &mut n, "mul", &next, &k);
+        let next = bin(o, n, "add", "%kt", "%one");
+        let more = bin(o, n, "lt", &next, &nt);
+        let k = konst(o, n, tk);
+        let base = bin(o, n, "mul", &next, &k);
         let fetched: Vec<String> = (0..staged.len()).map(|_| n.next()).collect();
-        let types = vec!["f32"; fetched.len()].join(", ");
+        let types = vec![ops.ty; fetched.len()].join(", ");
         let _ = writeln!(o, "{} = if {more} -> {types} {{", fetched.join(", "));
-        let mut loaded = load_chunks(&mut o, &mut n, &a, &ca, &base, tk);
-        loaded.extend(load_chunks(&mut o, &mut n, &b, &cb, &base, tk));
-        let _ =
-            writeln!(o, "yield {}\n}} else {{\nyield {}\n}}", loaded.join(", "), vec!["%fz"; loaded.len()].join(", "));
-        let stepped = compute(&mut o, &mut n, &p, tk, &carried);
+        let loaded = (ops.load)(o, n, &base, tk);
+        let zeros = vec![ops.zero; loaded.len()].join(", ");
+        let _ = writeln!(o, "yield {}\n}} else {{\nyield {zeros}\n}}", loaded.join(", "));
+        let stepped = (ops.compute)(o, n, tk, &carried);
         let _ = writeln!(o, "group_barrier");
         let _ = writeln!(o, "yield {}, {}\n}}", stepped.join(", "), fetched.join(", "));
         accs = results[..regs].to_vec();
     }
     if rest > 0 {
-        let base = konst(&mut o, &mut n, full * tk);
-        let va = load_chunks(&mut o, &mut n, &a, &ca, &base, rest);
-        let vb = load_chunks(&mut o, &mut n, &b, &cb, &base, rest);
-        store_chunks(&mut o, &mut n, &a, &ca, &va);
-        store_chunks(&mut o, &mut n, &b, &cb, &vb);
+        let base = konst(o, n, full * tk);
+        let values = (ops.load)(o, n, &base, rest);
+        (ops.store)(o, n, &values);
         let _ = writeln!(o, "group_barrier");
-        accs = compute(&mut o, &mut n, &p, rest, &accs);
+        accs = (ops.compute)(o, n, rest, &accs);
     }
-    store(&mut o, &mut n, &p, &accs);
-    o.push_str("}\n");
-    indent(&o)
+    accs
+}
+
+/// `acc` combined with `a · b` as the contraction combines (`fma`, or `mul` then `add`).
+pub(super) fn combine(o: &mut String, n: &mut Names, c: &Contraction, a: &str, b: &str, acc: &str) -> String {
+    let v = n.next();
+    match c.combine {
+        Combine::Fma => {
+            let _ = writeln!(o, "{v} = fma {a}, {b}, {acc}");
+        }
+        Combine::MulAdd => {
+            let m = bin(o, n, "mul", a, b);
+            let _ = writeln!(o, "{v} = add {acc}, {m}");
+        }
+    }
+    v
 }
 
 struct Params<'a> {
@@ -284,17 +344,7 @@ fn compute(o: &mut String, n: &mut Names, p: &Params, steps: u64, accs: &[String
         for (r, ar) in a.iter().enumerate() {
             for (q, bq) in b.iter().enumerate() {
                 let slot = r * b.len() + q;
-                let v = n.next();
-                match c.combine {
-                    Combine::Fma => {
-                        let _ = writeln!(o, "{v} = fma {ar}, {bq}, {}", accs[slot]);
-                    }
-                    Combine::MulAdd => {
-                        let m = bin(o, n, "mul", ar, bq);
-                        let _ = writeln!(o, "{v} = add {}, {m}", accs[slot]);
-                    }
-                }
-                accs[slot] = v;
+                accs[slot] = combine(o, n, c, ar, bq, &accs[slot]);
             }
         }
     }

@@ -16,8 +16,8 @@
 //! this stage's steps, a shorter last stage), and each output sees the same steps in the
 //! same order from the same initial value with the same combine: bit-identical to the loop.
 
-use super::recognise::{Access, Combine, Contraction};
-use super::tiled::{all_of, bin, indent, index, konst, Names, Tiling};
+use super::recognise::{Access, Contraction};
+use super::tiled::{all_of, bin, combine, indent, index, konst, prologue, stage_loop, Names, StageOps, Tiling};
 use std::fmt::Write as _;
 
 /// One operand's slice in work-group memory, in `vec4`s.
@@ -58,17 +58,8 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
     let (pa4, pb4) = (pitch4(bm, a_along), pitch4(bn, b_along));
     let _ = writeln!(o, "%as = local vec4<f32>[{}]", pa4 * tk);
     let _ = writeln!(o, "%bs = local vec4<f32>[{}]", pb4 * tk);
-    let _ = writeln!(o, "%tx = local_id 0\n%ty = local_id 1\n%gx = group_id 0\n%gy = group_id 1");
-    let _ = writeln!(o, "%zero = const 0 : u32\n%one = const 1 : u32\n%fz = const 0.0 : f32");
+    let (tid, col0, row0) = prologue(&mut o, &mut n, c, t);
     let _ = writeln!(o, "%vz = const 0.0 : vec4<f32>");
-    let _ = writeln!(o, "%init = const {:?} : f32", f64::from(c.init));
-    let k = konst(&mut o, &mut n, t.lx);
-    let tid0 = bin(&mut o, &mut n, "mul", "%ty", &k);
-    let tid = bin(&mut o, &mut n, "add", &tid0, "%tx");
-    let k = konst(&mut o, &mut n, bn);
-    let col0 = bin(&mut o, &mut n, "mul", "%gx", &k);
-    let k = konst(&mut o, &mut n, bm);
-    let row0 = bin(&mut o, &mut n, "mul", "%gy", &k);
     let a = Slice {
         along_k: a_along,
         rows: bm,
@@ -91,51 +82,18 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
     };
     let ca = chunks(&mut o, &mut n, t, &tid, &a);
     let cb = chunks(&mut o, &mut n, t, &tid, &b);
-    let full = c.trips / tk;
-    let rest = c.trips % tk;
-    let mut accs: Vec<String> = vec!["%init".to_string(); 16];
-    if full > 0 {
-        let mut pre = load_chunks(&mut o, &mut n, &a, &ca, "%zero", tk, tk);
-        pre.extend(load_chunks(&mut o, &mut n, &b, &cb, "%zero", tk, tk));
-        let carried: Vec<String> = (0..16).map(|r| format!("%r{r}")).collect();
-        let staged: Vec<String> = (0..pre.len()).map(|r| format!("%l{r}")).collect();
-        let results: Vec<String> = (0..16 + pre.len()).map(|r| format!("%s{r}")).collect();
-        let carry = carried
-            .iter()
-            .map(|r| format!("{r} = %init"))
-            .chain(staged.iter().zip(&pre).map(|(l, v)| format!("{l} = {v}")))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let nt = konst(&mut o, &mut n, full);
-        let _ = writeln!(o, "{} = for %kt = %zero to {nt} step %one carry({carry}) {{", results.join(", "));
-        store_chunks(&mut o, &a, &ca, &staged[..ca.len()]);
-        store_chunks(&mut o, &b, &cb, &staged[ca.len()..]);
-        let _ = writeln!(o, "group_barrier");
-        let next = bin(&mut o, &mut n, "add", "%kt", "%one");
-        let more = bin(&mut o, &mut n, "lt", &next, &nt);
-        let k = konst(&mut o, &mut n, tk);
-        let base = bin(&mut o, &mut n, "mul", &next, &k);
-        let fetched: Vec<String> = (0..staged.len()).map(|_| n.next()).collect();
-        let types = vec!["vec4<f32>"; fetched.len()].join(", ");
-        let _ = writeln!(o, "{} = if {more} -> {types} {{", fetched.join(", "));
-        let mut loaded = load_chunks(&mut o, &mut n, &a, &ca, &base, tk, tk);
-        loaded.extend(load_chunks(&mut o, &mut n, &b, &cb, &base, tk, tk));
-        let _ =
-            writeln!(o, "yield {}\n}} else {{\nyield {}\n}}", loaded.join(", "), vec!["%vz"; loaded.len()].join(", "));
-        let stepped = compute(&mut o, &mut n, c, pa4, pb4, tk, &carried);
-        let _ = writeln!(o, "group_barrier");
-        let _ = writeln!(o, "yield {}, {}\n}}", stepped.join(", "), fetched.join(", "));
-        accs = results[..16].to_vec();
-    }
-    if rest > 0 {
-        let base = konst(&mut o, &mut n, full * tk);
-        let va = load_chunks(&mut o, &mut n, &a, &ca, &base, rest, tk);
-        let vb = load_chunks(&mut o, &mut n, &b, &cb, &base, rest, tk);
-        store_chunks(&mut o, &a, &ca, &va);
-        store_chunks(&mut o, &b, &cb, &vb);
-        let _ = writeln!(o, "group_barrier");
-        accs = compute(&mut o, &mut n, c, pa4, pb4, rest, &accs);
-    }
+    let load = |o: &mut String, n: &mut Names, base: &str, steps: u64| {
+        let mut v = load_chunks(o, n, &a, &ca, base, steps, tk);
+        v.extend(load_chunks(o, n, &b, &cb, base, steps, tk));
+        v
+    };
+    let store_slices = |o: &mut String, _: &mut Names, v: &[String]| {
+        store_chunks(o, &a, &ca, &v[..ca.len()]);
+        store_chunks(o, &b, &cb, &v[ca.len()..]);
+    };
+    let steps = |o: &mut String, n: &mut Names, steps: u64, accs: &[String]| compute(o, n, c, pa4, pb4, steps, accs);
+    let ops = StageOps { ty: "vec4<f32>", zero: "%vz", load: &load, store: &store_slices, compute: &steps };
+    let accs = stage_loop(&mut o, &mut n, c.trips, tk, 16, &ops);
     store(&mut o, &mut n, c, &row0, &col0, &accs);
     o.push_str("}\n");
     indent(&o)
@@ -269,17 +227,7 @@ fn compute(
         for (r, ar) in a.iter().enumerate() {
             for (q, bq) in b.iter().enumerate() {
                 let slot = r * 4 + q;
-                let v = n.next();
-                match c.combine {
-                    Combine::Fma => {
-                        let _ = writeln!(o, "{v} = fma {ar}, {bq}, {}", accs[slot]);
-                    }
-                    Combine::MulAdd => {
-                        let m = bin(o, n, "mul", ar, bq);
-                        let _ = writeln!(o, "{v} = add {}, {m}", accs[slot]);
-                    }
-                }
-                accs[slot] = v;
+                accs[slot] = combine(o, n, c, ar, bq, &accs[slot]);
             }
         }
     }
