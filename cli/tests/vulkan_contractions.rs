@@ -119,19 +119,17 @@ fn vec4_tiled_contractions_give_the_loops_bits_on_vulkan() {
         let c = recognise::recognise(&m.kernels[cmd.kernel], cmd).expect("a contraction");
         let t = tiled::Tiling { lx: 16, ly: 8, rm: 4, rn: 4, tk: 32, vec4: true };
         let (g0, g1) = t.groups(&c);
-        let arg = |p: u32| ["@a", "@b", "@c"][p as usize];
+        // The tiled kernel takes the loop kernel's parameters, so the node keeps its arguments.
+        let params: Vec<_> = m.kernels[cmd.kernel].params.iter().map(|p| p.ty).collect();
         let module_text = format!(
             "{}\nusm @a : f32[{}]\nusm @b : f32[{}]\nusm @c : f32[{}]\n\ngraph @g {{\n  %mm = kernel @mm4 \
-             nd_range(global({}, {}), local(16, 8)) args({}, {}, {})\n}}\n",
-            tiled::kernel_text("mm4", &c, &t, "write"),
+             nd_range(global({}, {}), local(16, 8)) args(@a, @b, @c, {cols}, {steps})\n}}\n",
+            tiled::kernel_text("mm4", &c, &t, &params),
             rows * steps,
             steps * cols,
             rows * cols,
             g0 * 16,
             g1 * 8,
-            arg(c.a.param),
-            arg(c.b.param),
-            arg(c.c.param)
         );
         let direct = cmdgraph_ir::text::parse(&module_text).expect("the generated kernel parses");
         let bundle = compile(&direct, Some("")).unwrap_or_else(|e| panic!("{e}"));
@@ -144,4 +142,71 @@ fn vec4_tiled_contractions_give_the_loops_bits_on_vulkan() {
         let compared = both.run("g", 1).unwrap_or_else(|e| panic!("{rows}x{cols}x{steps}: {e}"));
         assert_eq!(compared, 3, "@a, @b and @c");
     }
+}
+
+/// In an `updatable` graph the contraction is tiled and keeps its arguments: a whole-graph
+/// update and an individual update rebind its buffers, and the device gives the loop's
+/// bits for the new buffers; a new launch or size argument is refused naming the node, and
+/// a refused update changes nothing.
+#[test]
+fn updates_rebind_the_buffers_of_a_tiled_contraction() {
+    let (rows, cols, steps) = (36, 70, 70);
+    let with = |args: &str, launch: &str| {
+        let t = text(rows, cols, steps).replace("graph @g {", "graph @g properties(updatable) {").replace(
+            &format!("range({cols}, {rows}) args(@a, @b, @c, {cols}, {steps})"),
+            &format!("{launch} args({args})"),
+        );
+        let t = format!("{t}\nusm @b2 : f32[{}]\nusm @c2 : f32[{}]\n", steps * cols, rows * cols);
+        cmdgraph_ir::text::parse(&t).expect("parses")
+    };
+    let range = format!("range({cols}, {rows})");
+    let source = with(&format!("@a, @b, @c, {cols}, {steps}"), &range);
+    let bundle = compile(&source, None).unwrap_or_else(|e| panic!("{e}"));
+    let read = cmdgraph_ir::bundle::Bundle::from_bytes(&bundle).expect("reads");
+    assert!(read.kernels.iter().any(|k| k.kernel.contains("mm.tiled.")), "the pass did not fire");
+    let naive = compile(&source, Some("")).unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = Rng(48);
+    let f32s = support::random_bytes(cmdgraph_ir::Type::F32, rows * steps + 2 * steps * cols, &mut rng);
+    let (a, rest) = f32s.split_at((rows * steps * 4) as usize);
+    let (b, b2) = rest.split_at((steps * cols * 4) as usize);
+    let mut ex = executor(&bundle).unwrap_or_else(|e| panic!("{e}"));
+    for (name, bytes) in [("a", a), ("b", b), ("b2", b2)] {
+        ex.bind(name, bytes).unwrap();
+    }
+    let id = ex.finalize("g").unwrap();
+    let step = |ex: &mut cmdgraph_executor::Executor| {
+        ex.run(id).unwrap();
+        ex.wait(id).unwrap();
+    };
+    step(&mut ex);
+    assert_eq!(ex.read("c").unwrap(), device_c(&naive, a, b), "before the update");
+    // Whole-graph update: the second operand and the result move to @b2 and @c2.
+    let moved = with(&format!("@a, @b2, @c2, {cols}, {steps}"), &range);
+    ex.update_graph(id, &moved, "g").unwrap_or_else(|e| panic!("{e}"));
+    step(&mut ex);
+    let want = device_c(&naive, a, b2);
+    assert_eq!(ex.read("c2").unwrap(), want, "after the whole-graph update");
+    // Refused: a new launch, a new size argument (whole-graph and individual), a launch
+    // update; each names the node, and the executable keeps running what it ran.
+    let smaller = with(&format!("@a, @b, @c, {cols}, {steps}"), &format!("range({cols}, {})", rows - 4));
+    let resized = with(&format!("@a, @b, @c, {cols}, {}", steps - 1), &range);
+    for (what, bad) in [("launch", &smaller), ("size argument", &resized)] {
+        let e = ex.update_graph(id, bad, "g").expect_err(what).to_string();
+        assert!(e.contains("%mm") && e.contains("specialised"), "{what}: {e}");
+        let e = ex.update_nodes(id, bad, "g", &["mm"]).expect_err(what).to_string();
+        assert!(e.contains("%mm") && e.contains("specialised"), "{what}: {e}");
+    }
+    let launch = cmdgraph_ir::Launch::Range(vec![cols, rows - 4]);
+    let e = ex.update_launch(id, "mm", launch).expect_err("launch update").to_string();
+    assert!(e.contains("%mm") && e.contains("specialised"), "{e}");
+    ex.bind("c2", &vec![0u8; (rows * cols * 4) as usize]).unwrap();
+    step(&mut ex);
+    assert_eq!(ex.read("c2").unwrap(), want, "a refused update changed the executable");
+    // Individual update back to @b and @c.
+    ex.update_nodes(id, &source, "g", &["mm"]).unwrap_or_else(|e| panic!("{e}"));
+    ex.bind("c", &vec![0u8; (rows * cols * 4) as usize]).unwrap();
+    step(&mut ex);
+    assert_eq!(ex.read("c").unwrap(), device_c(&naive, a, b), "after the individual update");
+    let msgs = ex.context().take_messages();
+    assert!(msgs.is_empty(), "validation: {msgs:?}");
 }

@@ -910,6 +910,14 @@ impl Executor {
             if k.cmd.launch.dims() != launch.dims() {
                 return Err(ExecError::Invalid(format!("%{node}: a launch of other dimensions")));
             }
+            if let Some((kernel, source)) = ex.specialised_kernel(exe, &node) {
+                if source == launch {
+                    return Ok(());
+                }
+                return Err(ExecError::Invalid(format!(
+                    "%{node}: the optimizer specialised it to its launch (it runs @{kernel}), so the launch cannot change"
+                )));
+            }
             let kname = ex.loaded.module.kernels[k.cmd.kernel].name.clone();
             let alt = match &graph.nodes[h].kind {
                 NodeKind::Dynamic { dcg } => exe.active.get(dcg.index()).copied(),

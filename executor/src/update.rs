@@ -13,6 +13,7 @@ use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor};
 use crate::executable::{Executable, KKey};
 use cmdgraph_ir::graph::NodeType;
+use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::{
     Accessor, Alternative, Arg, ArgValue, DynParam, Graph, Handle, HostTaskCommand, KernelCommand, Launch, MemAccess,
     MemRef, Module, NodeKind, Pointer, MAX_LAUNCH_WORK_ITEMS,
@@ -60,24 +61,21 @@ fn value(from: &Side, to: &Side, v: &ArgValue, node: &str, what: &str) -> Result
     })
 }
 
-/// `cmd` of `from` in `to`'s handles. Dynamic parameters become the same-named parameter of
-/// `to` when `keep_dyn` (individual update keeps registrations) and `to` has one; otherwise
-/// their value in `values` (indexed by `from`'s parameters) is written out.
-fn translate(
+/// `args` of `from` in `to`'s handles. Dynamic parameters become the same-named parameter
+/// of `to` when `keep_dyn` (individual update keeps registrations) and `to` has one;
+/// otherwise their value in `values` (indexed by `from`'s parameters) is written out.
+fn translate_args(
     from: &Side,
     to: &Side,
-    cmd: &KernelCommand,
+    args: &[Arg],
     values: &dyn Fn(Handle<DynParam>) -> Option<ArgValue>,
     keep_dyn: bool,
     node: &str,
     what: &str,
-) -> Result<KernelCommand> {
-    let kname = &from.module.kernels.try_get(cmd.kernel).ok_or_else(|| ExecError::Ir("bad kernel handle".into()))?.name;
-    let kernel =
-        to.module.kernel_by_name(kname).ok_or_else(|| refuse(what, node, format!("@{kname} is not in the bundle")))?;
-    let mut args = Vec::with_capacity(cmd.args.len());
-    for a in &cmd.args {
-        args.push(match a {
+) -> Result<Vec<Arg>> {
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        out.push(match a {
             Arg::Value(v) => Arg::Value(value(from, to, v, node, what)?),
             Arg::Dyn(p) => {
                 let param = from.graph.dyn_params.try_get(*p).ok_or_else(|| ExecError::Ir("bad parameter".into()))?;
@@ -92,6 +90,23 @@ fn translate(
             }
         });
     }
+    Ok(out)
+}
+
+/// `cmd` of `from` in `to`'s handles ([`translate_args`] for its arguments).
+fn translate(
+    from: &Side,
+    to: &Side,
+    cmd: &KernelCommand,
+    values: &dyn Fn(Handle<DynParam>) -> Option<ArgValue>,
+    keep_dyn: bool,
+    node: &str,
+    what: &str,
+) -> Result<KernelCommand> {
+    let kname = &from.module.kernels.try_get(cmd.kernel).ok_or_else(|| ExecError::Ir("bad kernel handle".into()))?.name;
+    let kernel =
+        to.module.kernel_by_name(kname).ok_or_else(|| refuse(what, node, format!("@{kname} is not in the bundle")))?;
+    let args = translate_args(from, to, &cmd.args, values, keep_dyn, node, what)?;
     Ok(KernelCommand { kernel, launch: cmd.launch.clone(), args })
 }
 
@@ -101,6 +116,15 @@ fn host(from: &Side, to: &Side, cmd: &HostTaskCommand, node: &str, what: &str) -
         access.push(MemAccess { mem: memref(from, to, a.mem, node, what)?, mode: a.mode });
     }
     Ok(HostTaskCommand { callback: cmd.callback.clone(), access })
+}
+
+/// A source kernel node as the update sees it, for [`Executor::respecialised`].
+struct Respecialised<'a> {
+    name: &'a str,
+    /// Its command in the bundle's source graph.
+    source: &'a KernelCommand,
+    /// Its arguments in the optimized graph's handles, parameter values written out.
+    was_args: &'a [Arg],
 }
 
 /// The command a node runs with its group's active alternative.
@@ -189,9 +213,17 @@ impl Executor {
                 let new_vals = |p: Handle<DynParam>| new.graph.dyn_params.try_get(p).map(|q| q.value.clone());
                 let change = match (command(old.graph, &on.kind, None), command(new.graph, &nn.kind, None)) {
                     (Cmd::Kernel(oc), Cmd::Kernel(nc)) => {
-                        let was = translate(&old, &opt, oc, &old_vals, false, &on.name, WHAT)?;
-                        let cmd = translate(&new, &opt, nc, &new_vals, false, &on.name, WHAT)?;
-                        self.kernel_change(exe, &opt, &on.name, &was, cmd, WHAT)?
+                        let was_args = translate_args(&old, &opt, &oc.args, &old_vals, false, &on.name, WHAT)?;
+                        let args = translate_args(&new, &opt, &nc.args, &new_vals, false, &on.name, WHAT)?;
+                        let respecialised = Respecialised { name: &on.name, source: oc, was_args: &was_args };
+                        match self.respecialised(&old, &opt, &respecialised, nc, &args, WHAT)? {
+                            Some(change) => Some(change),
+                            None => {
+                                let was = translate(&old, &opt, oc, &old_vals, false, &on.name, WHAT)?;
+                                let cmd = translate(&new, &opt, nc, &new_vals, false, &on.name, WHAT)?;
+                                self.kernel_change(exe, &opt, &on.name, &was, cmd, WHAT)?
+                            }
+                        }
                     }
                     (Cmd::Host(oc), Cmd::Host(nc)) => {
                         let was = host(&old, &opt, oc, &on.name, WHAT)?;
@@ -278,16 +310,27 @@ impl Executor {
                 let new_vals = |p: Handle<DynParam>| new.graph.dyn_params.try_get(p).map(|q| q.value.clone());
                 let change = match (command(old.graph, &on.kind, None), command(new.graph, &nn.kind, None)) {
                     (Cmd::Kernel(oc), Cmd::Kernel(nc)) => {
-                        let was = translate(&old, &opt, oc, &old_vals, false, &on.name, WHAT)?;
-                        let cmd = translate(&new, &opt, nc, &new_vals, true, &on.name, WHAT)?;
+                        let args = translate_args(&new, &opt, &nc.args, &new_vals, true, &on.name, WHAT)?;
                         // The parameters it names take their values from `source`.
-                        for (a, na) in cmd.args.iter().zip(&nc.args) {
+                        for (a, na) in args.iter().zip(&nc.args) {
                             if let (Arg::Dyn(t), Arg::Dyn(p)) = (a, na) {
                                 let v = new_vals(*p).ok_or_else(|| ExecError::Ir("bad parameter".into()))?;
                                 params.insert(t.index(), value(&new, &opt, &v, &on.name, WHAT)?);
                             }
                         }
-                        self.kernel_change(exe, &opt, &on.name, &was, cmd, WHAT)?
+                        let was_args = translate_args(&old, &opt, &oc.args, &old_vals, false, &on.name, WHAT)?;
+                        let respecialised = Respecialised { name: &on.name, source: oc, was_args: &was_args };
+                        match self.respecialised(&old, &opt, &respecialised, nc, &args, WHAT)? {
+                            Some(change) => Some(change),
+                            None => {
+                                let was = translate(&old, &opt, oc, &old_vals, false, &on.name, WHAT)?;
+                                let cmd = KernelCommand {
+                                    args,
+                                    ..translate(&new, &opt, nc, &new_vals, true, &on.name, WHAT)?
+                                };
+                                self.kernel_change(exe, &opt, &on.name, &was, cmd, WHAT)?
+                            }
+                        }
                     }
                     (Cmd::Host(oc), Cmd::Host(nc)) => {
                         let was = host(&old, &opt, oc, &on.name, WHAT)?;
@@ -319,6 +362,29 @@ impl Executor {
             (changes, params, set)
         };
         self.apply(id, changes, params, &set)
+    }
+
+    /// The kernel node `node` of executable `exe` runs, and the source node's launch, when
+    /// the optimizer re-implemented it with the source node's arguments (see
+    /// [`respecialised`](Self::respecialised)): its launch cannot change. `None` for any
+    /// other node, or a bundle without its source.
+    pub(crate) fn specialised_kernel(&self, exe: &Executable, node: &str) -> Option<(String, Launch)> {
+        let (old, opt) = self.sides(exe, "update").ok()?;
+        let (NodeKind::Kernel(oc), NodeKind::Kernel(sc)) = (
+            &opt.graph.nodes[opt.graph.node_by_name(node)?].kind,
+            &old.graph.nodes[old.graph.node_by_name(node)?].kind,
+        ) else {
+            return None;
+        };
+        let kernel = &opt.module.kernels.try_get(oc.kernel)?.name;
+        if old.module.kernels.try_get(sc.kernel).map(|k| &k.name) == Some(kernel) {
+            return None;
+        }
+        let vals = |p: Handle<DynParam>| opt.graph.dyn_params.try_get(p).map(|q| q.value.clone());
+        let old_vals = |p: Handle<DynParam>| old.graph.dyn_params.try_get(p).map(|q| q.value.clone());
+        let here = translate_args(&opt, &opt, &oc.args, &vals, false, node, "update").ok()?;
+        let source = translate_args(&old, &opt, &sc.args, &old_vals, false, node, "update").ok()?;
+        (here == source).then(|| (kernel.clone(), sc.launch.clone()))
     }
 
     /// The bundle's source graph and the optimized graph of an executable.
@@ -387,6 +453,63 @@ impl Executor {
         let variant =
             self.variant_of(&opt.graph.name, name, alt, kname, &cmd.launch).map_err(|e| refuse(what, name, e))?;
         Ok(Some(Change::Kernel { node: h.index(), cmd, variant }))
+    }
+
+    /// The change of a node the optimizer re-implemented with the same arguments (a kernel
+    /// of its own, specialised to the launch and the scalar arguments, such as
+    /// `tile-contractions` writes): its buffers may be rebound; a new launch or scalar is
+    /// refused, naming the node. `None` when the node is not such a node.
+    fn respecialised(
+        &self,
+        old: &Side,
+        opt: &Side,
+        node: &Respecialised,
+        new: &KernelCommand,
+        args: &[Arg],
+        what: &str,
+    ) -> Result<Option<Change>> {
+        let name = node.name;
+        let Some(h) = opt.graph.node_by_name(name) else { return Ok(None) };
+        let NodeKind::Kernel(oc) = &opt.graph.nodes[h].kind else { return Ok(None) };
+        let vals = |p: Handle<DynParam>| opt.graph.dyn_params.try_get(p).map(|q| q.value.clone());
+        let source_kernel = old.module.kernels.try_get(node.source.kernel).map(|k| k.name.as_str());
+        let kernel = &opt.module.kernels[oc.kernel];
+        if source_kernel == Some(kernel.name.as_str())
+            || translate_args(opt, opt, &oc.args, &vals, false, name, what)? != node.was_args
+        {
+            return Ok(None);
+        }
+        if new.launch != node.source.launch {
+            return Err(refuse(
+                what,
+                name,
+                format!(
+                    "the optimizer specialised it to its launch (it runs @{}), so the launch cannot change; only its buffers can be rebound",
+                    kernel.name
+                ),
+            ));
+        }
+        for (i, (a, was)) in args.iter().zip(node.was_args).enumerate() {
+            let buffer = matches!(kernel.params.get(i).map(|p| p.ty), Some(ParamType::Buffer { .. }));
+            if !buffer && a != was {
+                return Err(refuse(
+                    what,
+                    name,
+                    format!(
+                        "argument {i} is a value the optimizer specialised @{} to, so it cannot change; only its buffers can be rebound",
+                        kernel.name
+                    ),
+                ));
+            }
+        }
+        let exe_kernel = &opt.module.kernels[oc.kernel].name;
+        let variant =
+            self.variant_of(&opt.graph.name, name, None, exe_kernel, &oc.launch).map_err(|e| refuse(what, name, e))?;
+        Ok(Some(Change::Kernel {
+            node: h.index(),
+            cmd: KernelCommand { kernel: oc.kernel, launch: oc.launch.clone(), args: args.to_vec() },
+            variant,
+        }))
     }
 
     fn host_change(

@@ -6,15 +6,17 @@
 //! [`recognise`] decides exactly (symbolic evaluation, not a heuristic) whether a node is a
 //! contraction; [`tiled`] writes the replacement in the kernel language. Each output sees the
 //! same steps in the same order with the same rounding, so the results are bit-identical
-//! (docs/passes.md). Nodes of `updatable` graphs are left alone: their arguments and ranges
-//! may change after finalize, and the tiled kernel is specialised to them.
+//! (docs/passes.md). The tiled kernel takes the original kernel's parameters, so the node
+//! keeps its arguments: in an `updatable` graph an update may rebind its buffers, while its
+//! launch and scalar arguments, to which the tiled kernel is specialised, stay as they are
+//! (the executor refuses to change them, naming the node).
 
 pub mod recognise;
 pub mod tiled;
 pub mod vec4;
 
 use crate::{PassContext, PassError, PassInfo};
-use cmdgraph_ir::graph::{Arg, KernelCommand, Launch, NodeKind};
+use cmdgraph_ir::graph::{KernelCommand, Launch, NodeKind};
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::module::Item;
 use cmdgraph_ir::{Handle, Kernel, Module, Span};
@@ -29,8 +31,8 @@ pub const INFO: PassInfo = PassInfo {
         ("contractions-tiled", "kernel nodes replaced by a tiled kernel"),
         ("kernels-added", "tiled kernels added (identical ones are shared)"),
     ],
-    preserves: "node names, edges and creation order; every result bit for bit; nodes of updatable graphs are \
-                not touched (their arguments may change after finalize); profiling sees the same nodes",
+    preserves: "node names, edges, creation order and arguments; every result bit for bit, for any buffers \
+                bound to the arguments (an update may rebind them; launch and scalars stay); profiling sees the same nodes",
     run,
 };
 
@@ -39,24 +41,21 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     let graphs: Vec<_> = module.graphs.handles().collect();
     for gh in graphs {
         let Some(graph) = module.graphs.try_get(gh) else { continue };
-        if graph.properties.updatable {
-            continue;
-        }
         let mut plans = Vec::new();
         for (nh, node) in graph.nodes.iter() {
             let NodeKind::Kernel(cmd) = &node.kind else { continue };
             let Some(kernel) = module.kernels.try_get(cmd.kernel) else { continue };
             let Some(c) = recognise::recognise(kernel, cmd) else { continue };
             let Some(t) = tiled::Tiling::choose(&c) else { continue };
-            let args: Option<Vec<Arg>> =
-                [c.a.param, c.b.param, c.c.param].iter().map(|&p| cmd.args.get(p as usize).cloned()).collect();
-            let Some(args) = args.filter(|a| a.iter().all(|x| matches!(x, Arg::Value(_)))) else { continue };
-            let c_mode = match kernel.params.get(c.c.param as usize).map(|p| p.ty) {
-                Some(ParamType::Buffer { access, .. }) => access.keyword(),
-                _ => continue,
-            };
+            // The tiled kernel declares its own work-group memory and takes the original's
+            // parameters, so the node keeps its arguments (an update may rebind buffers).
+            let params: Vec<ParamType> = kernel.params.iter().map(|p| p.ty).collect();
+            if params.iter().any(|p| matches!(p, ParamType::Local { .. })) {
+                continue;
+            }
             let name = format!("{}.tiled.{}x{}x{}", kernel.name, c.n0, c.n1, c.trips);
-            let text = tiled::kernel_text(&name, &c, &t, c_mode);
+            let text = tiled::kernel_text(&name, &c, &t, &params);
+            let args = cmd.args.clone();
             let (g0, g1) = t.groups(&c);
             let launch =
                 Launch::NdRange { global: vec![g0 * t.lx, g1 * t.ly], local: vec![t.lx, t.ly], offset: vec![] };

@@ -180,8 +180,6 @@ fn what_is_not_a_contraction_stays() {
         plain.replace("%bi = add %br, %col", "%bx = mul %col, %col\n    %bi = add %br, %bx"),
         // The product feeds the running value through something else.
         plain.replace("%s2 = fma %av, %bv, %s", "%q = fma %av, %bv, %s\n    %s2 = min %q, %s"),
-        // Updatable graphs keep their kernels (arguments may change after finalize).
-        text(32, 32, 32, PLAIN, " properties(updatable)"),
         // Too few steps to gain.
         text(32, 32, 8, PLAIN, ""),
         // A guard that cuts the launch (rows 30 of a 32-row range) is not dead code.
@@ -220,21 +218,18 @@ fn vec4_module(rows: u64, cols: u64, steps: u64, f: Form) -> Module {
     let c = recognise::recognise(&m.kernels[cmd.kernel], cmd).expect("a contraction");
     let t = tiled::Tiling { lx: 16, ly: 8, rm: 4, rn: 4, tk: 32, vec4: true };
     assert!(c.n0.is_multiple_of(t.bn()) && c.n1.is_multiple_of(t.bm()), "whole tiles only");
-    let kernel = tiled::kernel_text("mm4", &c, &t, "write");
+    // The tiled kernel takes the loop kernel's parameters, so the node keeps its arguments.
+    let params: Vec<_> = m.kernels[cmd.kernel].params.iter().map(|p| p.ty).collect();
+    let kernel = tiled::kernel_text("mm4", &c, &t, &params);
     let (g0, g1) = t.groups(&c);
-    // The tiled kernel's parameters are the contraction's operands, in its order.
-    let arg = |p: u32| ["@a", "@b", "@c"][p as usize];
     support::module(&format!(
         "{kernel}\nusm @a : f32[{}]\nusm @b : f32[{}]\nusm @c : f32[{}]\n\ngraph @g {{\n  %mm = kernel @mm4 \
-         nd_range(global({}, {}), local(16, 8)) args({}, {}, {})\n}}\n",
+         nd_range(global({}, {}), local(16, 8)) args(@a, @b, @c, {cols}, {steps}, {rows})\n}}\n",
         rows * steps,
         steps * cols,
         rows * cols,
         g0 * 16,
         g1 * 8,
-        arg(c.a.param),
-        arg(c.b.param),
-        arg(c.c.param)
     ))
 }
 
@@ -270,4 +265,29 @@ fn large_whole_tiles_choose_the_vec4_tiling() {
         let t = tiled::Tiling::choose(&c).expect("tiled");
         assert_eq!(t.vec4, vec4, "{rows}x{cols}: {t:?}");
     }
+}
+
+/// In an `updatable` graph the contraction is tiled too, and the node keeps its arguments
+/// (the tiled kernel takes the loop kernel's parameters), so an update can rebind its
+/// buffers; its results are still the loop's bits.
+#[test]
+fn updatable_graphs_are_tiled_and_keep_the_arguments() {
+    let (rows, cols, steps) = (36, 70, 70);
+    let before = support::module(&text(rows, cols, steps, PLAIN, " properties(updatable)"));
+    let (after, ctx) = support::optimize(&before, "tile-contractions");
+    assert_eq!(tiled(&ctx), 1, "not tiled");
+    assert!(kernel_of_node(&after).starts_with("mm.tiled."));
+    let cmd = |m: &Module| {
+        let g = m.graphs.iter().next().unwrap().1;
+        let NodeKind::Kernel(cmd) = &g.nodes.iter().next().unwrap().1.kind else { panic!("not a kernel") };
+        cmd.clone()
+    };
+    let (was, now) = (cmd(&before), cmd(&after));
+    assert_eq!(was.args, now.args, "the arguments changed");
+    let params = |m: &Module, c: &cmdgraph_ir::KernelCommand| {
+        m.kernels[c.kernel].params.iter().map(|p| p.ty).collect::<Vec<_>>()
+    };
+    assert_eq!(params(&before, &was), params(&after, &now), "the parameter types changed");
+    let (want, got) = (run(&before, rows, cols, steps), run(&after, rows, cols, steps));
+    assert_eq!(want, got);
 }

@@ -17,6 +17,7 @@
 //! the one-work-item-per-output loop, which the tests check on the interpreter and Vulkan.
 
 use super::recognise::{Access, Combine, Contraction};
+use cmdgraph_ir::kernel::ParamType;
 use std::fmt::Write as _;
 
 /// A tiling of one contraction.
@@ -158,15 +159,16 @@ pub(super) fn index(
     s
 }
 
-/// The text of the kernel `name` computing `c` with tiling `t`. Parameters: `%pa` and
-/// `%pb` (read) and `%pc` (with the original result parameter's access mode `c_mode`).
-pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> String {
+/// The text of the kernel `name` computing `c` with tiling `t`. Its parameters are the
+/// original kernel's (`params`, named `%p0`, `%p1`, ...), so the node keeps its arguments:
+/// an update may rebind its buffers (docs/passes.md, tile-contractions).
+pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, params: &[ParamType]) -> String {
     if t.vec4 {
-        return super::vec4::kernel_text(name, c, t, c_mode);
+        return super::vec4::kernel_text(name, c, t, params);
     }
     let mut o = String::new();
     let mut n = Names(0);
-    let _ = writeln!(o, "kernel @{name}(%pa: buf<f32, read>, %pb: buf<f32, read>, %pc: buf<f32, {c_mode}>) {{");
+    header(&mut o, name, params);
     let (bm, bn, tk) = (t.bm(), t.bn(), t.tk);
     // Consecutive work-items copy consecutive steps when the step moves the index by one
     // (coalesced reads); then their writes are `pitch` floats apart, and the pitch is padded
@@ -198,6 +200,17 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
     store(&mut o, &mut n, &p, &accs);
     o.push_str("}\n");
     indent(&o)
+}
+
+/// `kernel @name(%p0: ..., %p1: ...) {`: the original kernel's parameters, in its order.
+pub(super) fn header(o: &mut String, name: &str, params: &[ParamType]) {
+    let list: Vec<String> = params.iter().enumerate().map(|(i, ty)| format!("%p{i}: {ty}")).collect();
+    let _ = writeln!(o, "kernel @{name}({}) {{", list.join(", "));
+}
+
+/// The name of parameter `index` in the tiled kernel.
+pub(super) fn param(index: u32) -> String {
+    format!("%p{index}")
 }
 
 /// The ids, constants and block origins every tiling starts with, after its slices are
@@ -422,7 +435,7 @@ fn chunks(o: &mut String, n: &mut Names, p: &Params, s: &Slice) -> Vec<Chunk> {
 /// guarded-off element reads as 0 (it is never used: its row is not stored, its step not
 /// run, or it is past the slice).
 fn load_chunks(o: &mut String, n: &mut Names, s: &Slice, chunks: &[Chunk], base: &str, steps: u64) -> Vec<String> {
-    let param = if s.row_dim == 1 { "%pa" } else { "%pb" };
+    let param = param(s.acc.param);
     let mut out = Vec::new();
     for ch in chunks {
         let step = bin(o, n, "add", base, &ch.kk);
@@ -491,10 +504,10 @@ fn store(o: &mut String, n: &mut Names, p: &Params, accs: &[String]) {
             }
             match all_of(o, n, guards) {
                 None => {
-                    let _ = writeln!(o, "store %pc[{dst}], {v}");
+                    let _ = writeln!(o, "store {}[{dst}], {v}", param(c.c.param));
                 }
                 Some(g) => {
-                    let _ = writeln!(o, "if {g} {{\nstore %pc[{dst}], {v}\n}}");
+                    let _ = writeln!(o, "if {g} {{\nstore {}[{dst}], {v}\n}}", param(c.c.param));
                 }
             }
         }

@@ -17,7 +17,10 @@
 //! same order from the same initial value with the same combine: bit-identical to the loop.
 
 use super::recognise::{Access, Contraction};
-use super::tiled::{all_of, bin, combine, indent, index, konst, prologue, stage_loop, Names, StageOps, Tiling};
+use super::tiled::{
+    all_of, bin, combine, header, indent, index, konst, param, prologue, stage_loop, Names, StageOps, Tiling,
+};
+use cmdgraph_ir::kernel::ParamType;
 use std::fmt::Write as _;
 
 /// One operand's slice in work-group memory, in `vec4`s.
@@ -30,9 +33,9 @@ struct Slice<'a> {
     pitch4: u64,
     origin: &'a str,
     acc: &'a Access,
-    /// `%as` / `%pa` (dimension-1 ids) or `%bs` / `%pb`.
+    /// `%as` and `a`'s parameter (dimension-1 ids), or `%bs` and `b`'s.
     local: &'static str,
-    param: &'static str,
+    param: String,
     row_dim: u8,
 }
 
@@ -46,11 +49,11 @@ struct Chunk {
 }
 
 /// The text of the kernel `name` computing `c` with the `vec4` tiling `t` (`t.rm == t.rn
-/// == 4`, whole tiles). Parameters as tiled.rs's.
-pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> String {
+/// == 4`, whole tiles). Parameters as tiled.rs's: the original kernel's.
+pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, params: &[ParamType]) -> String {
     let mut o = String::new();
     let mut n = Names(0);
-    let _ = writeln!(o, "kernel @{name}(%pa: buf<f32, read>, %pb: buf<f32, read>, %pc: buf<f32, {c_mode}>) {{");
+    header(&mut o, name, params);
     let (bm, bn, tk) = (t.bm(), t.bn(), t.tk);
     let a_along = c.a.index.t == 1;
     let b_along = c.b.index.t == 1 && c.b.index.g0 != 1;
@@ -67,7 +70,7 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
         origin: &row0,
         acc: &c.a,
         local: "%as",
-        param: "%pa",
+        param: param(c.a.param),
         row_dim: 1,
     };
     let b = Slice {
@@ -77,7 +80,7 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, c_mode: &str) -> Str
         origin: &col0,
         acc: &c.b,
         local: "%bs",
-        param: "%pb",
+        param: param(c.b.param),
         row_dim: 0,
     };
     let ca = chunks(&mut o, &mut n, t, &tid, &a);
@@ -248,7 +251,7 @@ fn store(o: &mut String, n: &mut Names, c: &Contraction, row0: &str, col0: &str,
             let k = konst(o, n, q);
             let j = bin(o, n, "add", &cbase, &k);
             let dst = index(o, n, &c.c, Some(&j), Some(&i), None);
-            let _ = writeln!(o, "store %pc[{dst}], {}", accs[(r * 4 + q) as usize]);
+            let _ = writeln!(o, "store {}[{dst}], {}", param(c.c.param), accs[(r * 4 + q) as usize]);
         }
     }
 }
