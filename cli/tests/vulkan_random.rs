@@ -14,9 +14,10 @@
 //! graphs with a dynamic scalar and dynamic command groups: between the two runs of such a
 //! graph every dynamic scalar gets another value and every group another active
 //! alternative, on Vulkan and on the interpreter alike ([`updates`]). The test requires that
-//! `fuse-kernels` fused something in at least a fifth of the graphs (default pipeline) and
-//! that sub-graphs and updates occur in a tenth of them, so the generator cannot silently
-//! stop exercising them.
+//! `fuse-kernels` fused something in at least a fifth of the graphs (default pipeline), that
+//! sub-graphs and updates occur in a tenth of them, and that `tile-contractions` ran an
+//! epilogue (a matmul into a temporary, then a bias add and element-wise kernels) in a
+//! twentieth, so the generator cannot silently stop exercising them.
 
 mod support;
 
@@ -72,6 +73,24 @@ fn graphs_running(module: &Module, prefix: &str) -> usize {
         .count()
 }
 
+/// Graphs of `module` with a tiled contraction that runs an epilogue (its kernel's name says
+/// `.then.`).
+fn graphs_with_epilogue(module: &Module) -> usize {
+    module
+        .graphs
+        .iter()
+        .filter(|(_, g)| {
+            g.nodes.iter().any(|(_, n)| match &n.kind {
+                NodeKind::Kernel(k) => module
+                    .kernels
+                    .try_get(k.kernel)
+                    .is_some_and(|k| k.name.contains(".tiled.") && k.name.contains(".then.")),
+                _ => false,
+            })
+        })
+        .count()
+}
+
 /// Graphs per module: one bundle and one executor per module and pipeline.
 const PER_MODULE: usize = 25;
 
@@ -92,6 +111,8 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
     let (mut fused, mut with_subgraphs, mut updated) = (0usize, 0usize, 0usize);
     // Graphs (default pipeline) with a chain fused into one dispatch by fuse-stages.
     let mut staged = 0usize;
+    // Graphs (default pipeline) with a tiled contraction, and with one running an epilogue.
+    let (mut tiled, mut epilogues) = (0usize, 0usize);
     // Copy nodes the copy kernel records, over the modules that use it.
     let mut kernel_copies = 0usize;
     for m in 0..total.div_ceil(PER_MODULE) {
@@ -134,6 +155,8 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
                 if pipeline.is_none() {
                     fused += graphs_running(both.ex.module(), "fused");
                     staged += graphs_running(both.ex.module(), "stages.");
+                    tiled += graphs_running(both.ex.module(), "mm.tiled.");
+                    epilogues += graphs_with_epilogue(both.ex.module());
                 }
                 for (_, g) in module.graphs.iter() {
                     let ups = updates(g);
@@ -183,14 +206,15 @@ fn random_graphs_match_the_interpreter_on_vulkan() {
     eprintln!("{kernel_copies} memcpy nodes recorded as copy-kernel dispatches (CopyPolicy::Shader modules)");
     eprintln!("fma: {} memory objects matched rounding once only, {} twice only, {} either", fma[0], fma[1], fma[2]);
     eprintln!(
-        "{fused} of {total} graphs fused by fuse-kernels, {staged} by fuse-stages, {with_subgraphs} with sub-graphs, \
-         {updated} updated between runs"
+        "{fused} of {total} graphs fused by fuse-kernels, {staged} by fuse-stages, {tiled} with a tiled contraction \
+         ({epilogues} with an epilogue), {with_subgraphs} with sub-graphs, {updated} updated between runs"
     );
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     // Shares of a few graphs are noise: checked from 200 generated graphs on.
     if std::env::var("CMDGRAPH_RANDOM_MODULE").is_err() && total >= 200 {
         assert!(fused * 5 >= total, "fuse-kernels fused in only {fused} of {total} graphs");
         assert!(staged * 10 >= total, "fuse-stages fused a chain in only {staged} of {total} graphs");
+        assert!(epilogues * 20 >= total, "tile-contractions ran an epilogue in only {epilogues} of {total} graphs");
         assert!(with_subgraphs * 10 >= total, "only {with_subgraphs} of {total} graphs have sub-graphs");
         assert!(updated * 10 >= total, "only {updated} of {total} graphs were updated between runs");
         assert!(kernel_copies * 10 >= total, "only {kernel_copies} copies took the copy kernel in {total} graphs");

@@ -291,3 +291,129 @@ fn updatable_graphs_are_tiled_and_keep_the_arguments() {
     let (want, got) = (run(&before, rows, cols, steps), run(&after, rows, cols, steps));
     assert_eq!(want, got);
 }
+
+/// A matmul into a graph-owned temporary, then a bias add (a gather of the bias by column)
+/// into a second temporary, then an activation with a residual input into `@y`: the shape
+/// of an MLP layer. `extra` is added inside the graph; `act_out` is the activation's output.
+fn chain_text(rows: u64, cols: u64, steps: u64, extra: &str, act_out: &str) -> String {
+    let plain = text(rows, cols, steps, PLAIN, "");
+    let kernels = &plain[..plain.find("usm @a").unwrap()];
+    let n = rows * cols;
+    format!(
+        "{kernels}kernel @bias(%h: buf<f32, read>, %b: buf<f32, read>, %out: buf<f32, write>, %n: u32) {{
+  %i = global_id 0
+  %col = rem %i, %n
+  %hv = load %h[%i]
+  %bv = load %b[%col]
+  %r = add %hv, %bv
+  store %out[%i], %r
+}}
+
+kernel @act(%in: buf<f32, read>, %x: buf<f32, read>, %out: buf<f32, write>) {{
+  %i = global_id 0
+  %v = load %in[%i]
+  %t = tanh %v
+  %xv = load %x[%i]
+  %r = fma %t, %xv, %v
+  store %out[%i], %r
+}}
+
+usm @a : f32[{asz}]
+usm @b : f32[{bsz}]
+usm @c : f32[{n}]
+usm @bv : f32[{cols}]
+usm @y : f32[{n}]
+
+graph @g {{
+  %h = async_malloc f32[{n}]
+  %mm = kernel @mm range({cols}, {rows}) args(@a, @b, %h, {cols}, {steps}, {rows}) after(%h)
+  %z = async_malloc f32[{n}]
+  %ba = kernel @bias range({n}) args(%h, @bv, %z, {cols}) after(%mm, %z)
+  %fh = async_free %h after(%ba)
+{extra}  %ac = kernel @act range({n}) args(%z, @c, {act_out}) after(%ba)
+  %fz = async_free %z after(%ac)
+}}
+",
+        asz = rows * steps,
+        bsz = steps * cols,
+    )
+}
+
+/// Every user memory after one run on the interpreter, full-precision random inputs.
+fn run_all(m: &Module) -> Vec<(String, Vec<u8>)> {
+    let mut interp = Interpreter::new(m).expect("interpreter");
+    let names: Vec<String> = m.memories.iter().map(|(_, x)| x.name.clone()).collect();
+    for (i, name) in names.iter().enumerate() {
+        let count = m.memories.iter().find(|(_, x)| &x.name == name).unwrap().1.count;
+        interp.bind_as::<f32>(name, &random(count, 10 + i as u64)).unwrap();
+    }
+    let exec = interp.finalize("g").unwrap();
+    interp.run(exec).unwrap_or_else(|e| panic!("{e}"));
+    names.iter().map(|n| (n.clone(), interp.read(n).unwrap().to_vec())).collect()
+}
+
+fn kernel_nodes(m: &Module) -> usize {
+    let g = m.graphs.iter().next().unwrap().1;
+    g.nodes.iter().filter(|(_, n)| matches!(n.kind, NodeKind::Kernel(_))).count()
+}
+
+/// The bias add and the activation run on each output of the tiled kernel: one kernel node
+/// is left, the temporaries are gone, and every memory keeps its bits; partial work-groups
+/// put the epilogue under the launch guard, whole ones do not.
+#[test]
+fn epilogues_run_inside_the_tiled_kernel_with_the_same_bits() {
+    for (rows, cols, steps) in [(36, 70, 70), (64, 64, 40), (8, 96, 48)] {
+        let before = support::module(&chain_text(rows, cols, steps, "", "@y"));
+        let (after, stats) = support::optimize_stats(&before, "tile-contractions");
+        assert_eq!(stats.get("contractions-tiled"), Some(&1));
+        assert_eq!(stats.get("epilogue-kernels"), Some(&2), "{rows}x{cols}x{steps}");
+        assert_eq!(kernel_nodes(&after), 1, "{rows}x{cols}x{steps}");
+        let g = after.graphs.iter().next().unwrap().1;
+        assert!(g.nodes.iter().all(|(_, n)| !matches!(n.kind, NodeKind::AsyncMalloc { .. })), "a temporary is left");
+        assert_eq!(g.nodes.iter().next().unwrap().1.name, "ac");
+        cmdgraph_ir::verify::verify(&after).unwrap_or_else(|d| panic!("{d:?}"));
+        let (want, got) = (run_all(&before), run_all(&after));
+        for ((name, w), (_, g)) in want.iter().zip(&got) {
+            let diff = w.chunks(4).zip(g.chunks(4)).filter(|(a, b)| a != b).count();
+            assert_eq!(diff, 0, "{rows}x{cols}x{steps}: @{name}: {diff} elements differ");
+        }
+    }
+}
+
+/// Where running the epilogue on each output would change what some node sees, the
+/// contraction is tiled alone and the other nodes stay.
+#[test]
+fn epilogues_that_would_change_results_stay_apart() {
+    let (rows, cols, steps) = (32, 64, 64);
+    let cases = [
+        // The activation writes the matmul's input: other work-groups still read it.
+        ("the contraction reads", chain_text(rows, cols, steps, "", "@a")),
+        // A node between the bias add and the activation on a path (contracting makes a cycle).
+        (
+            "lies on a path between",
+            chain_text(rows, cols, steps, "  %cp = memcpy @c, @bv, 64 after(%ba)\n", "@y")
+                .replace("args(%z, @c, @y) after(%ba)", "args(%z, @c, @y) after(%ba, %cp)"),
+        ),
+        // The temporary is read by a second node.
+        (
+            "reads its result alone",
+            chain_text(rows, cols, steps, "", "@y")
+                .replace(
+                    "%fh = async_free %h after(%ba)",
+                    "%cp = memcpy @y, %h, 64 after(%mm)\n  %fh = async_free %h after(%ba, %cp)",
+                )
+                .replace("args(%z, @c, @y) after(%ba)", "args(%z, @c, @y) after(%ba, %cp)"),
+        ),
+    ];
+    for (what, source) in cases {
+        let before = support::module(&source);
+        let (after, stats) = support::optimize_stats(&before, "tile-contractions");
+        let (_, ctx) = support::optimize(&before, "tile-contractions");
+        assert!(ctx.remarks.iter().any(|r| r.contains(what)), "{what}: {:?}", ctx.remarks);
+        assert_eq!(stats.get("contractions-tiled"), Some(&1), "{what}");
+        assert_eq!(stats.get("epilogue-kernels"), None, "{what}");
+        assert_eq!(kernel_nodes(&after), 3, "{what}");
+        let (want, got) = (run_all(&before), run_all(&after));
+        assert_eq!(want, got, "{what}");
+    }
+}

@@ -542,9 +542,10 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
          (tanh form), `r = x + g`, `x' = layernorm(r)` (no affine, eps 1e-5; one work-group of up to 256 \
          items per row, the partial sums added in a tree in local memory), every intermediate a graph-owned \
          temporary; weights `hidden × hidden`, f32. Compiled with the default pipeline at -O2: fusion merges \
-         `gelu` with the residual add (5 → 4 kernels per layer), `fuse-stages` runs the bias add and that \
-         kernel as two stages of one dispatch (→ 3) and `tile-contractions` replaces the matmul by a tiled \
-         kernel with the same bits (docs/passes.md). Times: *GPU* = first to last command of one graph run from the \
+         `gelu` with the residual add (5 → 4 kernels per layer), and `tile-contractions` replaces the \
+         matmul by a tiled kernel that runs the bias add and that kernel on each output while it is in a \
+         register (its epilogue: → 2 kernels per layer, the temporaries `h` and `z` gone), with the same bits \
+         (docs/passes.md). Times: *GPU* = first to last command of one graph run from the \
          profiling timestamps, *host* = `run` to the end of `wait` (`Instant`), median of {reps} runs after \
          one run whose output is checked against the same network computed on the host (f32, same \
          operation order; only `tanh` and `rsqrt` differ by driver precision): more than 1e-3 fails the \
@@ -553,9 +554,9 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
          give the last column.\n\n{}\n{}\n\n\
          Where the GPU time goes: per kind of node, its GPU ms per run summed over the layers, from a \
          second executable recorded with per-node timestamps (each timestamp waits for the commands before \
-         it, so these add up to more than the GPU column): `mm` the matmul (after `tile-contractions`), `ba` \
-         the bias add (when it runs alone), `res` the fused GELU and residual add (with the bias add as its first \
-         stage under `fuse-stages`), `ln` the layer norm.\n\n{}\n\
+         it, so these add up to more than the GPU column): `mm` the matmul (when it runs alone), `ba` \
+         the bias add (when it runs alone), `res` the fused GELU and residual add (with the tiled matmul and the \
+         bias add before it under `tile-contractions`' epilogue), `ln` the layer norm.\n\n{}\n\
          Reading the numbers: at batch 8 each kernel is tiny, so the GPU time is mostly launch gaps and \
          barriers, the regime a recorded graph is for: compare it with PyTorch's CUDA Graph. The larger \
          shape is bound by the matmul, where the tiled kernel (f32 `fma`, no tensor cores, as TF32 is off for \

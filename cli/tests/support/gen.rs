@@ -95,6 +95,36 @@ kernel @gather(%a: buf<f32, read>, %idx: buf<u32, read>, %o: buf<f32, write>, %n
   store %o[%i], %v
 }
 
+kernel @mm(%a: buf<f32, read>, %b: buf<f32, read>, %c: buf<f32, write>, %n: u32, %k: u32) {
+  %col = global_id 0
+  %row = global_id 1
+  %zero = const 0 : u32
+  %one = const 1 : u32
+  %init = const 0.0 : f32
+  %acc = for %j = %zero to %k step %one carry(%s = %init) {
+    %ar = mul %row, %k
+    %ai = add %ar, %j
+    %av = load %a[%ai]
+    %br = mul %j, %n
+    %bi = add %br, %col
+    %bv = load %b[%bi]
+    %s2 = fma %av, %bv, %s
+    yield %s2
+  }
+  %cr = mul %row, %n
+  %ci = add %cr, %col
+  store %c[%ci], %acc
+}
+
+kernel @bias(%h: buf<f32, read>, %b: buf<f32, read>, %o: buf<f32, write>, %n: u32) {
+  %i = global_id 0
+  %col = rem %i, %n
+  %hv = load %h[%i]
+  %bv = load %b[%col]
+  %r = add %hv, %bv
+  store %o[%i], %r
+}
+
 kernel @scale(%a: buf<f32, read_write>, %s: f32) {
   %i = global_id 0
   %v = load %a[%i]
@@ -221,11 +251,14 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool, children: &[(String,
     let pick = |rng: &mut Rng, xs: &[String]| xs[rng.below(xs.len() as u64) as usize].clone();
     let upick = |rng: &mut Rng| UBUFS[rng.below(2) as usize].to_string();
     let mut dyn_scale = false;
+    // Whether an arm allocated graph-owned memory of its own (then no graph takes this one as
+    // a sub-graph, E0266).
+    let mut own_allocs = false;
     for _ in 0..2 + rng.below(9) {
         let r = rng.below(n) + 1; // launch range, 1..=n
         let off = rng.below(n - r + 1); // element offset with off + r <= n
         let ptr = |m: &str, off: u64| if off == 0 { m.to_string() } else { format!("{m} + {}", off * 4) };
-        match rng.below(18) {
+        match rng.below(19) {
             0..=2 => {
                 let k = if rng.below(2) == 0 { "ewf" } else { "ewf2" };
                 let (a, b, o) = (pick(rng, &fmems), pick(rng, &fmems), pick(rng, &fmems));
@@ -419,6 +452,48 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool, children: &[(String,
                 let (reads, writes) = (g.reads.iter().cloned().collect(), g.writes.iter().cloned().collect());
                 add(&mut nodes, format!("subgraph @{child}"), reads, writes, rng);
             }
+            18 if n >= 128 => {
+                // A matmul into a graph-owned temporary, then a bias add (gathering by
+                // column) and 0..=1 element-wise kernels through more temporaries: what
+                // `tile-contractions` tiles and runs the others on each output of (its
+                // epilogue). 16 steps, 8 × 8 or 16 × 16 outputs, so it is tiled.
+                own_allocs = true;
+                let side = if n >= 256 { 16 } else { 8 };
+                let outputs = side * side;
+                let (a, b) = (pick(rng, &FBUFS.map(String::from)), pick(rng, &FBUFS.map(String::from)));
+                let mut prev = format!("%n{}", nodes.len());
+                add(&mut nodes, format!("async_malloc f32[{outputs}]"), vec![], vec![prev.clone()], rng);
+                let text = format!("kernel @mm range({side}, {side}) args({a}, {b}, {prev}, {side}, 16)");
+                add(&mut nodes, text, vec![a, b], vec![prev.clone()], rng);
+                let mut dying = vec![prev.clone()];
+                let extra = rng.below(2);
+                for step in 0..=extra {
+                    // The bias is gathered at other elements' indices, so the bias add never
+                    // writes it.
+                    let input = pick(rng, &FBUFS.map(String::from));
+                    let o = if step == extra {
+                        let others: Vec<String> = FBUFS.iter().map(|s| s.to_string()).filter(|f| *f != input).collect();
+                        pick(rng, &others)
+                    } else {
+                        let t = format!("%n{}", nodes.len());
+                        add(&mut nodes, format!("async_malloc f32[{outputs}]"), vec![], vec![t.clone()], rng);
+                        dying.push(t.clone());
+                        t
+                    };
+                    let text = match step {
+                        0 => format!("kernel @bias range({outputs}) args({prev}, {input}, {o}, {side})"),
+                        _ => format!(
+                            "kernel @{} range({outputs}) args({prev}, {input}, {o})",
+                            ["ewf", "ewf2"][rng.below(2) as usize]
+                        ),
+                    };
+                    add(&mut nodes, text, vec![prev.clone(), input], vec![o.clone()], rng);
+                    prev = o;
+                }
+                for t in dying {
+                    add(&mut nodes, format!("async_free {t}"), vec![], vec![t], rng);
+                }
+            }
             _ => {
                 add(&mut nodes, "empty".to_string(), vec![], vec![], rng);
             }
@@ -454,7 +529,7 @@ fn graph(rng: &mut Rng, name: &str, n: u64, temps_ok: bool, children: &[(String,
         let _ = writeln!(out, "  %{} = {}{on}{after}", node.name, node.text);
     }
     out.push_str("}\n");
-    let child_ok = temps.is_empty() && decls.is_empty();
+    let child_ok = temps.is_empty() && decls.is_empty() && !own_allocs;
     let reads = nodes.iter().flat_map(|x| x.reads.iter().cloned()).collect();
     let writes = nodes.iter().flat_map(|x| x.writes.iter().cloned()).collect();
     Graph { text: out, reads, writes, child_ok }

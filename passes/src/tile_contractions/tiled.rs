@@ -163,12 +163,34 @@ pub(super) fn index(
 /// original kernel's (`params`, named `%p0`, `%p1`, ...), so the node keeps its arguments:
 /// an update may rebind its buffers (docs/passes.md, tile-contractions).
 pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, params: &[ParamType]) -> String {
+    let header: Vec<(String, ParamType)> = params.iter().enumerate().map(|(i, &ty)| (param(i as u32), ty)).collect();
+    let result = param(c.c.param);
+    let emit = |o: &mut String, _: &mut Names, at: &str, v: &str| {
+        let _ = writeln!(o, "store {result}[{at}], {v}");
+    };
+    kernel_text_with(name, c, t, &Ending { header, emit: &emit })
+}
+
+/// How a tiled kernel is declared and what it does with each finished output.
+pub(super) struct Ending<'a> {
+    /// Its parameters, in order: names and types.
+    pub header: Vec<(String, ParamType)>,
+    /// Emits what happens to the finished output `value` whose result index is `at`
+    /// (a store into the result parameter, or an epilogue's calls).
+    pub emit: Output<'a>,
+}
+
+/// Emits the handling of one finished output: (text, names, result index, value).
+pub(super) type Output<'a> = &'a dyn Fn(&mut String, &mut Names, &str, &str);
+
+/// [`kernel_text`] with another parameter list and output handling ([`Ending`]).
+pub(super) fn kernel_text_with(name: &str, c: &Contraction, t: &Tiling, end: &Ending) -> String {
     if t.vec4 {
-        return super::vec4::kernel_text(name, c, t, params);
+        return super::vec4::kernel_text(name, c, t, end);
     }
     let mut o = String::new();
     let mut n = Names(0);
-    header(&mut o, name, params);
+    header(&mut o, name, &end.header);
     let (bm, bn, tk) = (t.bm(), t.bn(), t.tk);
     // Consecutive work-items copy consecutive steps when the step moves the index by one
     // (coalesced reads); then their writes are `pitch` floats apart, and the pitch is padded
@@ -197,14 +219,14 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, params: &[ParamType]
     let steps = |o: &mut String, n: &mut Names, steps: u64, accs: &[String]| compute(o, n, &p, steps, accs);
     let ops = StageOps { ty: "f32", zero: "%fz", load: &load, store: &store_slices, compute: &steps };
     let accs = stage_loop(&mut o, &mut n, c.trips, tk, (t.rm * t.rn) as usize, &ops);
-    store(&mut o, &mut n, &p, &accs);
+    store(&mut o, &mut n, &p, &accs, end.emit);
     o.push_str("}\n");
     indent(&o)
 }
 
-/// `kernel @name(%p0: ..., %p1: ...) {`: the original kernel's parameters, in its order.
-pub(super) fn header(o: &mut String, name: &str, params: &[ParamType]) {
-    let list: Vec<String> = params.iter().enumerate().map(|(i, ty)| format!("%p{i}: {ty}")).collect();
+/// `kernel @name(%p0: ..., %p1: ...) {`.
+pub(super) fn header(o: &mut String, name: &str, params: &[(String, ParamType)]) {
+    let list: Vec<String> = params.iter().map(|(name, ty)| format!("{name}: {ty}")).collect();
     let _ = writeln!(o, "kernel @{name}({}) {{", list.join(", "));
 }
 
@@ -480,8 +502,8 @@ fn store_chunks(o: &mut String, n: &mut Names, s: &Slice, chunks: &[Chunk], valu
     }
 }
 
-/// Stores the running values at their outputs, skipping those past the launch.
-fn store(o: &mut String, n: &mut Names, p: &Params, accs: &[String]) {
+/// Hands the running values to `emit` at their outputs, skipping those past the launch.
+fn store(o: &mut String, n: &mut Names, p: &Params, accs: &[String], emit: Output) {
     let (c, t) = (p.c, p.t);
     for r in 0..t.rm {
         let k = konst(o, n, r * t.ly);
@@ -503,11 +525,11 @@ fn store(o: &mut String, n: &mut Names, p: &Params, accs: &[String]) {
                 guards.push(bin(o, n, "lt", &j, &k));
             }
             match all_of(o, n, guards) {
-                None => {
-                    let _ = writeln!(o, "store {}[{dst}], {v}", param(c.c.param));
-                }
+                None => emit(o, n, &dst, v),
                 Some(g) => {
-                    let _ = writeln!(o, "if {g} {{\nstore {}[{dst}], {v}\n}}", param(c.c.param));
+                    let _ = writeln!(o, "if {g} {{");
+                    emit(o, n, &dst, v);
+                    let _ = writeln!(o, "}}");
                 }
             }
         }

@@ -18,9 +18,9 @@
 
 use super::recognise::{Access, Contraction};
 use super::tiled::{
-    all_of, bin, combine, header, indent, index, konst, param, prologue, stage_loop, Names, StageOps, Tiling,
+    all_of, bin, combine, header, indent, index, konst, param, prologue, stage_loop, Ending, Names, Output, StageOps,
+    Tiling,
 };
-use cmdgraph_ir::kernel::ParamType;
 use std::fmt::Write as _;
 
 /// One operand's slice in work-group memory, in `vec4`s.
@@ -49,11 +49,11 @@ struct Chunk {
 }
 
 /// The text of the kernel `name` computing `c` with the `vec4` tiling `t` (`t.rm == t.rn
-/// == 4`, whole tiles). Parameters as tiled.rs's: the original kernel's.
-pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, params: &[ParamType]) -> String {
+/// == 4`, whole tiles), declared and ending as `end` says.
+pub(super) fn kernel_text(name: &str, c: &Contraction, t: &Tiling, end: &Ending) -> String {
     let mut o = String::new();
     let mut n = Names(0);
-    header(&mut o, name, params);
+    header(&mut o, name, &end.header);
     let (bm, bn, tk) = (t.bm(), t.bn(), t.tk);
     let a_along = c.a.index.t == 1;
     let b_along = c.b.index.t == 1 && c.b.index.g0 != 1;
@@ -97,7 +97,7 @@ pub fn kernel_text(name: &str, c: &Contraction, t: &Tiling, params: &[ParamType]
     let steps = |o: &mut String, n: &mut Names, steps: u64, accs: &[String]| compute(o, n, c, pa4, pb4, steps, accs);
     let ops = StageOps { ty: "vec4<f32>", zero: "%vz", load: &load, store: &store_slices, compute: &steps };
     let accs = stage_loop(&mut o, &mut n, c.trips, tk, 16, &ops);
-    store(&mut o, &mut n, c, &row0, &col0, &accs);
+    store(&mut o, &mut n, c, &row0, &col0, &accs, end.emit);
     o.push_str("}\n");
     indent(&o)
 }
@@ -237,8 +237,8 @@ fn compute(
     accs
 }
 
-/// Stores the 16 running values at rows `row0 + 4·ty + r`, columns `col0 + 4·tx + q`.
-fn store(o: &mut String, n: &mut Names, c: &Contraction, row0: &str, col0: &str, accs: &[String]) {
+/// Hands the 16 running values to `emit` at rows `row0 + 4·ty + r`, columns `col0 + 4·tx + q`.
+fn store(o: &mut String, n: &mut Names, c: &Contraction, row0: &str, col0: &str, accs: &[String], emit: Output) {
     let four = konst(o, n, 4);
     let ty4 = bin(o, n, "mul", "%ty", &four);
     let tx4 = bin(o, n, "mul", "%tx", &four);
@@ -251,7 +251,7 @@ fn store(o: &mut String, n: &mut Names, c: &Contraction, row0: &str, col0: &str,
             let k = konst(o, n, q);
             let j = bin(o, n, "add", &cbase, &k);
             let dst = index(o, n, &c.c, Some(&j), Some(&i), None);
-            let _ = writeln!(o, "store {}[{dst}], {}", param(c.c.param), accs[(r * 4 + q) as usize]);
+            emit(o, n, &dst, &accs[(r * 4 + q) as usize]);
         }
     }
 }

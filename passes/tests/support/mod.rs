@@ -19,6 +19,16 @@ pub fn module(text: &str) -> Module {
     m
 }
 
+/// [`optimize`], also returning the statistics of the pipeline's last pass.
+pub fn optimize_stats(m: &Module, spec: &str) -> (Module, BTreeMap<&'static str, u64>) {
+    let passes = parse_pipeline(spec, REGISTRY).expect("known passes");
+    let mut out = m.clone();
+    let mut ctx = PassContext::default();
+    let options = PassOptions { verify_each: true, ..PassOptions::default() };
+    let report = run_pipeline(&mut out, &passes, &options, &mut ctx, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    (out, report.passes.last().map(|r| r.stats.clone()).unwrap_or_default())
+}
+
 /// Runs `spec` with verify-each on a copy of `m`; returns it with the context.
 pub fn optimize(m: &Module, spec: &str) -> (Module, PassContext) {
     let passes = parse_pipeline(spec, REGISTRY).expect("known passes");
