@@ -229,10 +229,17 @@ impl Lowerer<'_> {
     /// `i1` true when an access at `index` to `mem` is inside its memory, or `None` when the
     /// access needs no check here (the vectorized path, checked once per invocation).
     /// Work-group memory is checked against its array's capacity: an index past it would
-    /// reach whatever the device keeps beside the array (on llvmpipe, the process's heap).
+    /// reach whatever the device keeps beside the array (on llvmpipe, the process's heap);
+    /// an index whose range (ranges.rs) stays below the capacity needs no check.
     pub(super) fn in_bounds(&mut self, h: Handle<Op>, mem: MemBase, index: V) -> Result<Option<Val>, CodegenError> {
         if self.width > 1 {
             return Ok(None);
+        }
+        // A work-group array indexed below its capacity on every work-item (ranges.rs).
+        if let Place::Local(_, capacity) = self.place(h, mem)?.0 {
+            if self.ranges.get(index.index()).copied().flatten().is_some_and(|(_, hi)| hi < capacity) {
+                return Ok(None);
+            }
         }
         let count = self.element_count(h, mem)?;
         let t = self.data_ty(h, index)?;

@@ -14,6 +14,7 @@ mod half;
 mod ir;
 mod memory;
 mod ops;
+mod ranges;
 mod subgroup;
 pub(crate) mod types;
 
@@ -84,6 +85,9 @@ pub(crate) struct Lowerer<'a> {
     pub offsets: Vec<Option<Val>>,
     /// Whether innermost `for` loops get several body copies per back-edge (budget.rs).
     pub unroll: bool,
+    /// The range of each `u32` value where known (ranges.rs): work-group accesses whose index
+    /// provably stays below the array's capacity need no bounds check.
+    pub ranges: Vec<Option<ranges::Range>>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -359,6 +363,7 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
         counts: Vec::new(),
         offsets: Vec::new(),
         unroll: budget::needs_unrolling(plan.body),
+        ranges: ranges::ranges(plan.body, plan.variant.workgroup_size),
     };
     l.ir.start("entry");
     l.prologue()?;
