@@ -52,6 +52,8 @@ torch() {
   python3 scripts/torch_copy.py --json "$out/torch-copy.json" 2>&1 | tail -n 20
   python3 scripts/torch_replay.py --json "$out/torch-latency.json" --stages 1 10 100 2>&1 | tail -n 5
   [ -d .bin/perf/iree ] && python3 scripts/iree_peer.py run .bin/perf/iree --json "$out/iree.json" 2>&1 | tail -n 12
+  # Issue 33's CUDA peers (WHILE and IF/ELSE conditional nodes); the `cond` suite reads them.
+  python3 scripts/cuda_cond.py --json "$out/cuda-cond.json" 2>&1 | tail -n 5
   python3 scripts/torch_fusion.py --json "$out/torch-fusion.json" ${FUSION_SIZES//,/ } \
     --shapes "$MLP_SHAPES" --compile-chains "${COMPILE_CHAINS:-2,4,8,16}" 2>&1 | tail -n 20
 }
