@@ -4,14 +4,15 @@
 Workloads, on one GPU, the same as the suite's own rows will be:
 
 * **loop**: a 1-D Jacobi relaxation on N floats (`x[i] = (x[i-1] + x[i+1] + b[i]) / 2`, the
-  ends fixed), its residual `max |x_new - x|` reduced on the device, and an iteration counter;
-  the loop runs while `residual > tol` and `counter < limit`, both read on the device, with
-  `tol = 0` and `limit` = 10, 100, 1000, so the count is data (device memory) and known.
-  Peers: *eager*: PyTorch ops from the host, the condition read back (`.item()`) after each
-  iteration; *graph per iteration*: one CUDA Graph of the body, launched and synchronised once
-  per iteration with the condition read back; *WHILE node*: a CUDA Graph whose conditional
-  WHILE node runs the body until a kernel in it clears the condition
-  (`cudaGraphSetConditional`), one launch and one synchronisation in all.
+  ends fixed) as three kernels per iteration: the sweep, a one-group kernel that reduces the
+  residual `max |x_new - x|`, counts the iteration and decides whether to go on
+  (`residual > tol` and `count < limit`, both read on the device), and the commit of the new
+  iterate. With `tol = 0` and `limit` = 10, 100, 1000 the count is data (device memory) and
+  known. Peers: *eager*: the three kernels launched from the host, the condition read back
+  after each iteration; *graph per iteration*: one CUDA Graph of the three, launched once per
+  iteration, the condition read back; *WHILE node*: a CUDA Graph whose conditional WHILE node
+  runs them until the residual kernel clears the condition (`cudaGraphSetConditional`), one
+  launch and one synchronisation in all. Every peer ends with the same iterate, bit for bit.
 * **branch**: a kernel reads a flag from device memory and sets the condition; an IF/ELSE
   node runs one of two small kernels. Against the same graph with one of the kernels
   unconditionally: the overhead of the branch per launch (CUDA events over back-to-back
@@ -40,9 +41,41 @@ SET_COND = r"""
 typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
 extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
 
-extern "C" __global__ void loop_cond(cudaGraphConditionalHandle h, const float *resid, const int *count,
-                                     const int *limit, float tol) {
-    cudaGraphSetConditional(h, (*resid > tol && *count < *limit) ? 1u : 0u);
+// One Jacobi sweep of the interior: xn[i] = (x[i-1] + x[i+1] + b[i]) / 2.
+extern "C" __global__ void jacobi(const float *x, const float *b, float *xn, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 1 && i < n - 1) xn[i] = 0.5f * (x[i - 1] + x[i + 1] + b[i]);
+}
+
+// One work-group of 256: the residual max |xn - x| over the interior, the iteration count,
+// and whether to go on (`resid > tol && count < limit`) into `flag` and, with `set`, into
+// the conditional handle.
+extern "C" __global__ void resid(const float *x, const float *xn, int n, float *r, int *count, const int *limit,
+                                 float tol, unsigned *flag, cudaGraphConditionalHandle h, int set) {
+    __shared__ float s[256];
+    int t = threadIdx.x;
+    float m = 0.0f;
+    for (int i = 1 + t; i < n - 1; i += 256) m = fmaxf(m, fabsf(xn[i] - x[i]));
+    s[t] = m;
+    __syncthreads();
+    for (int st = 128; st > 0; st >>= 1) {
+        if (t < st) s[t] = fmaxf(s[t], s[t + st]);
+        __syncthreads();
+    }
+    if (t == 0) {
+        int c = *count + 1;
+        *count = c;
+        *r = s[0];
+        unsigned more = (s[0] > tol && c < *limit) ? 1u : 0u;
+        *flag = more;
+        if (set) cudaGraphSetConditional(h, more);
+    }
+}
+
+// The new iterate becomes the current one.
+extern "C" __global__ void commit(float *x, const float *xn, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 1 && i < n - 1) x[i] = xn[i];
 }
 
 extern "C" __global__ void branch_cond(cudaGraphConditionalHandle h, const int *flag) {
@@ -75,7 +108,8 @@ def kernels():
     ok(nvrtc.nvrtcGetPTX(prog, ptx))
     image = np.frombuffer(ptx, dtype=np.uint8)
     module = ok(cu.cuModuleLoadData(image.ctypes.data))
-    return {name: ok(cu.cuModuleGetFunction(module, name.encode())) for name in ("loop_cond", "branch_cond")}
+    names = ("jacobi", "resid", "commit", "branch_cond")
+    return {name: ok(cu.cuModuleGetFunction(module, name.encode())) for name in names}
 
 
 def args(*values):
@@ -84,8 +118,8 @@ def args(*values):
     return np.array([k.ctypes.data for k in keep], dtype=np.uint64), keep
 
 
-def launch(kernel, params, stream):
-    ok(cu.cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, stream.cuda_stream, params.ctypes.data, 0))
+def launch(kernel, params, stream, groups=1, threads=1):
+    ok(cu.cuLaunchKernel(kernel, groups, 1, 1, threads, 1, 1, 0, stream.cuda_stream, params.ctypes.data, 0))
 
 
 def capture_info(stream):
@@ -131,37 +165,51 @@ def body(graph_out, device):
 
 
 class Jacobi:
-    """The loop's state on the device and its body as PyTorch ops."""
+    """The loop's state on the device and its body: three kernels per iteration (the sweep,
+    the residual with the counter and the condition, the commit), as the `cond` suite's graph
+    has them."""
 
-    def __init__(self, n, device):
+    def __init__(self, n, device, k):
         g = torch.Generator(device="cpu").manual_seed(7)
+        self.n = n
+        self.k = k
         self.x0 = torch.rand(n, generator=g, dtype=torch.float32).to(device)
         self.b = (torch.rand(n, generator=g, dtype=torch.float32) * 1e-3).to(device)
         self.x = self.x0.clone()
-        self.new = torch.empty(n - 2, device=device)
-        self.diff = torch.empty(n - 2, device=device)
+        self.xn = torch.zeros(n, device=device)
         self.resid = torch.zeros(1, device=device)
         self.count = torch.zeros(1, dtype=torch.int32, device=device)
         self.limit = torch.zeros(1, dtype=torch.int32, device=device)
+        self.flag = torch.zeros(1, dtype=torch.int32, device=device)
+        self.flag_host = torch.zeros(1, dtype=torch.int32).pin_memory()
+        p = lambda t: (t.data_ptr(), np.uint64)  # noqa: E731
+        self.a_jacobi = args(p(self.x), p(self.b), p(self.xn), (n, np.int32))
+        self.a_commit = args(p(self.x), p(self.xn), (n, np.int32))
+        self.handle = 0
+
+    def resid_args(self, handle, set_cond):
+        p = lambda t: (t.data_ptr(), np.uint64)  # noqa: E731
+        return args(
+            p(self.x), p(self.xn), (self.n, np.int32), p(self.resid), p(self.count), p(self.limit),
+            (0.0, np.float32), p(self.flag), (handle, np.uint64), (1 if set_cond else 0, np.int32),
+        )
 
     def reset(self, limit):
         self.x.copy_(self.x0)
         self.count.zero_()
         self.limit.fill_(limit)
-        self.resid.fill_(1.0)
 
-    def step(self):
-        torch.add(self.x[:-2], self.x[2:], out=self.new)
-        self.new.add_(self.b[1:-1]).mul_(0.5)
-        # No allocation inside a captured body: every temporary is preallocated.
-        torch.sub(self.new, self.x[1:-1], out=self.diff)
-        self.diff.abs_()
-        torch.amax(self.diff, dim=0, keepdim=True, out=self.resid)
-        self.x[1:-1].copy_(self.new)
-        self.count.add_(1)
+    def step(self, stream, resid_params):
+        groups = (self.n + 255) // 256
+        launch(self.k["jacobi"], self.a_jacobi[0], stream, groups, 256)
+        launch(self.k["resid"], resid_params[0], stream, 1, 256)
+        launch(self.k["commit"], self.a_commit[0], stream, groups, 256)
 
-    def more(self):
-        return bool((self.resid > 0.0).item() and (self.count < self.limit).item())
+    def more(self, stream):
+        """Reads the condition back (what a host-driven loop does each iteration)."""
+        self.flag_host.copy_(self.flag, non_blocking=True)
+        torch.cuda.current_stream().synchronize()
+        return bool(self.flag_host.item())
 
 
 def time_loop(fn, reps):
@@ -176,69 +224,63 @@ def time_loop(fn, reps):
 
 
 def loop_rows(n, limits, reps, k, device):
-    j = Jacobi(n, device)
+    j = Jacobi(n, device, k)
     stream = torch.cuda.Stream(device)
-    # Warm up PyTorch's kernels outside any capture.
-    j.reset(2)
-    j.step()
-    torch.cuda.synchronize()
+    plain = j.resid_args(0, False)
     # One iteration as a CUDA Graph, for the host-driven graph loop.
+    j.reset(2)
+    j.step(torch.cuda.current_stream(device), plain)
+    torch.cuda.synchronize()
     per_iter = torch.cuda.CUDAGraph()
     with torch.cuda.graph(per_iter, stream=stream):
-        j.step()
-    # The WHILE node: the condition set before the node and at the end of the body.
+        j.step(torch.cuda.current_stream(device), plain)
+    # The WHILE node: the condition starts at 1 on every launch (cudaGraphCondAssignDefault)
+    # and the body's residual kernel sets it.
     whole = torch.cuda.CUDAGraph()
-    keep = []
     with torch.cuda.graph(whole, stream=stream, capture_error_mode="thread_local"):
         graph, _ = capture_info(stream)
-        handle = ok(cudart.cudaGraphConditionalHandleCreate(graph, 0, 0))
-        params, held = args(
-            (int(handle), np.uint64),
-            (j.resid.data_ptr(), np.uint64),
-            (j.count.data_ptr(), np.uint64),
-            (j.limit.data_ptr(), np.uint64),
-            (0.0, np.float32),
-        )
-        keep += [params, held]
-        launch(k["loop_cond"], params, torch.cuda.current_stream(device))
+        handle = ok(cudart.cudaGraphConditionalHandleCreate(graph, 1, 1))
+        setting = j.resid_args(int(handle), True)
         (loop_body,) = conditional_node(
             torch.cuda.current_stream(device), handle, cu.CUgraphConditionalNodeType.CU_GRAPH_COND_TYPE_WHILE, 1
         )
         with body(loop_body, device) as side:
-            j.step()
-            launch(k["loop_cond"], params, side)
+            j.step(side, setting)
     rows = []
+    cur = lambda: torch.cuda.current_stream(device)  # noqa: E731
     for limit in limits:
         def eager():
             j.reset(limit)
-            while j.more():
-                j.step()
+            while True:
+                j.step(cur(), plain)
+                if not j.more(cur()):
+                    break
 
         def graph_per_iteration():
             j.reset(limit)
-            while j.more():
+            while True:
                 per_iter.replay()
+                if not j.more(cur()):
+                    break
 
         def while_node():
             j.reset(limit)
             whole.replay()
 
         row = {"limit": limit}
+        results = {}
         for name, fn in (("eager", eager), ("graph_per_iteration", graph_per_iteration), ("while_node", while_node)):
             fn()
+            torch.cuda.synchronize()
             got = int(j.count.item())
             if got != limit:
                 raise RuntimeError(f"{name}: {got} iterations, expected {limit}")
-            want = j.x.clone()
+            results[name] = j.x.clone()
             row[f"{name}_ms"] = time_loop(fn, reps)
-            row[f"{name}_iterations"] = got
-            if name != "eager" and not torch.equal(j.x, want):
-                raise RuntimeError(f"{name}: the result changed between runs")
-        # Every peer computes the same iterations: compare the final iterate with eager's.
-        eager()
-        ref = j.x.clone()
-        while_node()
-        row["max_abs_diff_while_vs_eager"] = float((j.x - ref).abs().max().item())
+        # Every peer computes the same iterations, in the same order: the same bits.
+        for name in ("graph_per_iteration", "while_node"):
+            if not torch.equal(results[name], results["eager"]):
+                raise RuntimeError(f"{name}: the final iterate differs from eager's")
         rows.append(row)
         print(
             f"loop limit={limit}: eager {row['eager_ms']:.3f} ms, graph per iteration "
@@ -261,7 +303,7 @@ def branch_rows(reps, k, device):
     with torch.cuda.graph(cond, stream=stream, capture_error_mode="thread_local"):
         graph, _ = capture_info(stream)
         handle = ok(cudart.cudaGraphConditionalHandleCreate(graph, 0, 0))
-        params, held = args((int(handle), np.uint64), (flag.data_ptr(), np.uint64))
+        params, _held = args((int(handle), np.uint64), (flag.data_ptr(), np.uint64))
         launch(k["branch_cond"], params, torch.cuda.current_stream(device))
         then_g, else_g = conditional_node(
             torch.cuda.current_stream(device), handle, cu.CUgraphConditionalNodeType.CU_GRAPH_COND_TYPE_IF, 2
@@ -314,6 +356,7 @@ def main():
     k = kernels()
     limits = [int(x) for x in a.limits.split(",")]
     out = {
+        "available": True,
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "n": a.n,

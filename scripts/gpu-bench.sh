@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-SUITES=(replay latency update barrier-run load fusion-run mlp copy shader-run)
+SUITES=(replay latency update barrier-run load fusion-run mlp copy shader-run cond)
 FUSION_SIZES=16777216,67108864
 MLP_SHAPES=8x512x4,256x1024x4
 SHADER_SAXPY=16777216,67108864
@@ -40,6 +40,7 @@ prepare() {
   $bench fusion-run --prepare .bin/perf/fusion-run --sizes "$FUSION_SIZES"
   $bench mlp --prepare .bin/perf/mlp --shapes "$MLP_SHAPES"
   $bench copy --prepare .bin/perf/copy
+  $bench cond --prepare .bin/perf/cond
   $bench shader-run --prepare .bin/perf/shader-run --saxpy "$SHADER_SAXPY" --matmul "$SHADER_MATMUL"
   # IREE's modules of the same workloads and its benchmark binary (pip packages, .venv-iree).
   python3 scripts/iree_peer.py prepare .bin/perf/iree --sizes "$FUSION_SIZES" --shapes "$MLP_SHAPES"
@@ -74,6 +75,7 @@ device() {
         [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json)
         [ -f .bin/perf/iree.json ] && torch+=(--iree-json .bin/perf/iree.json) ;;
       copy) [ -f .bin/perf/torch-copy.json ] && torch=(--torch-json .bin/perf/torch-copy.json) ;;
+      cond) [ -f .bin/perf/cuda-cond.json ] && torch=(--torch-json .bin/perf/cuda-cond.json) ;;
       latency)
         [ -f .bin/perf/torch-latency.json ] && torch=(--torch-json .bin/perf/torch-latency.json)
         torch+=(--capi-bin .bin/capi-latency) ;;

@@ -143,6 +143,8 @@ enum Command {
     Latency(runtime::latency::Args),
     /// Executable-graph updates against re-finalizing (runtime).
     Update(runtime::update::Args),
+    /// A loop whose trip count the GPU decides, driven from the host, against CUDA's WHILE node (runtime).
+    Cond(runtime::cond::Args),
     /// Barrier and empty-node elimination at run time (runtime).
     BarrierRun(runtime::barrier_run::Args),
     /// From IR to a running executable: compile per pass against load + finalize (runtime).
@@ -537,6 +539,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => runtime::replay::main(&args),
         Command::Latency(args) => runtime::latency::main(&args),
         Command::Update(args) => runtime::update::main(&args),
+        Command::Cond(args) => runtime::cond::main(&args),
         Command::BarrierRun(args) => runtime::barrier_run::main(&args),
         Command::Load(args) => runtime::load::main(&args),
         Command::Copy(args) => runtime::copy::main(&args),

@@ -5,6 +5,7 @@
 
 pub mod api_latency;
 pub mod barrier_run;
+pub mod cond;
 pub mod copy;
 pub mod fusion_run;
 pub mod harness;
