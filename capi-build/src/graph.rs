@@ -359,6 +359,7 @@ fn type_name(t: NodeType) -> &'static CStr {
         NodeType::AsyncMalloc => c"async_malloc",
         NodeType::AsyncFree => c"async_free",
         NodeType::NativeCommand => c"native_command",
+        NodeType::Conditional => c"conditional",
     }
 }
 

@@ -2,6 +2,7 @@
 //! diagnostic at the op (file:line:col) before any pass or LLVM runs.
 
 use cmdgraph_ir::diag::Diagnostic;
+use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_ir::kernel::{BinaryOp, KernelBody, OpKind, UnaryOp, ValueType};
 use cmdgraph_ir::types::ScalarType;
 use cmdgraph_ir::Module;
@@ -17,7 +18,7 @@ pub const E_UNSUPPORTED: &str = "E0505";
 /// defines for 16- and 32-bit floats only (`sqrt rsqrt floor ceil abs min max fma` are
 /// defined for `f64` and compile).
 pub fn check(module: &Module) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out = conditional_nodes(module);
     for (_, kernel) in module.kernels.iter() {
         let KernelBody::Ir(body) = &kernel.body else { continue };
         let data_ty = |v| match body.values.try_get(v).map(|v| v.ty) {
@@ -51,6 +52,33 @@ pub fn check(module: &Module) -> Vec<Diagnostic> {
                     out.push(f64_math(&kernel.name, "pow", body.ops.span(h)));
                 }
                 _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The code of a graph construct the executor cannot run yet.
+pub const E_NOT_ON_VULKAN: &str = "E0506";
+
+/// Conditional nodes run on the interpreter only for now (docs/conditional.md, "Order of
+/// work"): compiling one into a bundle would give an executable that skips it.
+fn conditional_nodes(module: &Module) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (_, graph) in module.graphs.iter() {
+        for (h, node) in graph.nodes.iter() {
+            if let NodeKind::Conditional { kind, .. } = &node.kind {
+                out.push(
+                    Diagnostic::error(
+                        E_NOT_ON_VULKAN,
+                        format!("@{} %{}: `{}` nodes do not run on Vulkan yet", graph.name, node.name, kind.keyword()),
+                        graph.nodes.span(h),
+                    )
+                    .with_label("conditional node")
+                    .with_help(
+                        "run the graph with `cmdgraph interp` for now; the Vulkan executor's conditional nodes are issue 33's next piece (docs/conditional.md)",
+                    ),
+                );
             }
         }
     }

@@ -61,18 +61,20 @@ pub(crate) struct NodeCtx<'r, 'a> {
     pub denormals: super::Denormals,
     /// Lanes per subgroup (`RunOptions::subgroup_size`).
     pub subgroup_size: super::SubgroupSize,
+    /// Rounds a `while` node may run (`RunOptions::loop_rounds`).
+    pub loop_rounds: u64,
 }
 
 impl NodeCtx<'_, '_> {
-    fn invalid(&self, message: impl Into<String>) -> InterpError {
+    pub(crate) fn invalid(&self, message: impl Into<String>) -> InterpError {
         InterpError::invalid(&self.graph.name, Some(self.name), message)
     }
 
-    fn fault(&self, kind: FaultKind) -> InterpError {
+    pub(crate) fn fault(&self, kind: FaultKind) -> InterpError {
         InterpError::fault(self.name, kind)
     }
 
-    fn record(&mut self, space: Space, kind: AccessKind, start: u64, len: u64) {
+    pub(crate) fn record(&mut self, space: Space, kind: AccessKind, start: u64, len: u64) {
         let (loc, base) = self.mem.loc(space);
         if let Some(log) = self.log.as_deref_mut() {
             log.add(loc, kind, base + start, len);
@@ -80,7 +82,7 @@ impl NodeCtx<'_, '_> {
     }
 
     /// The bytes of `space`.
-    fn bytes(&mut self, space: Space) -> Result<&mut [u8], InterpError> {
+    pub(crate) fn bytes(&mut self, space: Space) -> Result<&mut [u8], InterpError> {
         let name = self.name;
         self.mem.bytes_mut(space).map_err(|k| InterpError::fault(name, k))
     }
@@ -95,7 +97,7 @@ impl NodeCtx<'_, '_> {
     }
 
     /// Resolves `ptr` and checks that `[ptr, ptr + len)` is live and in bounds.
-    fn range(&self, ptr: Pointer, len: u64) -> Result<Space, InterpError> {
+    pub(crate) fn range(&self, ptr: Pointer, len: u64) -> Result<Space, InterpError> {
         let space = self.space(ptr.base)?;
         self.mem.check_live(space).map_err(|k| self.fault(k))?;
         self.mem.check_range(space, ptr.offset, len).map_err(|k| self.fault(k))?;
@@ -106,6 +108,7 @@ impl NodeCtx<'_, '_> {
     pub fn execute(&mut self, handle: Handle<Node>, node: &Node) -> Result<u64, InterpError> {
         match &node.kind {
             NodeKind::Empty | NodeKind::Barrier { .. } | NodeKind::Subgraph { .. } => Ok(0),
+            NodeKind::Conditional { kind, cond, bodies } => self.conditional(*kind, *cond, bodies),
             NodeKind::Kernel(cmd) => self.kernel(cmd),
             NodeKind::Memcpy { dst, src, bytes } => {
                 let s = self.range(*src, *bytes)?;

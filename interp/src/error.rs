@@ -120,6 +120,11 @@ pub enum FaultKind {
     },
     /// The run used up its `RunOptions::fuel`.
     OutOfFuel,
+    /// A `while` node ran `RunOptions::loop_rounds` rounds and its condition was still set.
+    LoopNeverEnds {
+        /// The rounds run.
+        rounds: u64,
+    },
     /// Anything else (divergent barrier, ill-typed operands, bad launch, double free, ...).
     Other(String),
 }
@@ -212,6 +217,11 @@ impl fmt::Display for FaultKind {
             }
             FaultKind::Host { callback, error } => write!(f, "callback \"{callback}\": {error}"),
             FaultKind::OutOfFuel => f.write_str("out of fuel: the run executed more kernel ops than allowed"),
+            FaultKind::LoopNeverEnds { rounds } => write!(
+                f,
+                "the `while` ran {rounds} rounds and its condition is still set (RunOptions::loop_rounds): \
+                 does its body ever clear it?"
+            ),
             FaultKind::Other(message) => f.write_str(message),
         }
     }

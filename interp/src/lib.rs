@@ -27,6 +27,7 @@
 
 mod access;
 mod command;
+mod conditional;
 pub mod error;
 mod flat;
 mod host;
@@ -86,7 +87,14 @@ pub struct RunOptions {
     /// Lanes per subgroup, which devices differ in (llvmpipe 8, NVIDIA 32): subgroup ops
     /// compute what a device of this subgroup size does (docs/ir.md, "Subgroups").
     pub subgroup_size: SubgroupSize,
+    /// Most rounds one execution of a `while` node may run before the run fails with
+    /// [`FaultKind::LoopNeverEnds`]; `None`: [`DEFAULT_LOOP_ROUNDS`]. The loop's fuel: a
+    /// condition no body clears is an error, never a hang (docs/conditional.md).
+    pub loop_rounds: Option<u64>,
 }
+
+/// Rounds a `while` node may run by default ([`RunOptions::loop_rounds`]).
+pub const DEFAULT_LOOP_ROUNDS: u64 = 1 << 20;
 
 /// Lanes per subgroup ([`RunOptions::subgroup_size`]): a power of two from 1 to 128, as
 /// Vulkan's `subgroupSize` is. The default, 8, is llvmpipe's, which the tests run against.
@@ -580,6 +588,7 @@ impl Interpreter {
                 fma: opts.fma,
                 denormals: opts.denormals,
                 subgroup_size: opts.subgroup_size,
+                loop_rounds: opts.loop_rounds.unwrap_or(DEFAULT_LOOP_ROUNDS),
             };
             stats.work_items += ctx.execute(f.node, node)?;
             stats.order.push(f.name.clone());

@@ -17,7 +17,7 @@ mod legend;
 #[cfg(test)]
 mod tests;
 
-use crate::graph::{Alternative, EdgeKind, Graph, KernelCommand, Node, NodeKind, NodeType};
+use crate::graph::{Alternative, CondKind, EdgeKind, Graph, KernelCommand, Node, NodeKind, NodeType};
 use crate::module::{Module, UsmKind};
 use crate::Handle;
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,7 +67,23 @@ struct Writer<'m> {
 impl<'m> Writer<'m> {
     fn new(module: &'m Module, opts: &DotOptions) -> Writer<'m> {
         let wanted = opts.graph.as_deref().map(|g| g.strip_prefix('@').unwrap_or(g));
-        let selected = module.graphs.iter().map(|(_, g)| wanted.is_none_or(|w| g.name == w)).collect();
+        let mut selected: Vec<bool> = module.graphs.iter().map(|(_, g)| wanted.is_none_or(|w| g.name == w)).collect();
+        // A drawn graph brings the bodies of its conditional nodes, transitively: they are
+        // its clusters' contents (docs/conditional.md).
+        let mut stack: Vec<usize> = (0..selected.len()).filter(|&i| selected[i]).collect();
+        while let Some(g) = stack.pop() {
+            let Some(graph) = module.graphs.iter().nth(g).map(|(_, x)| x) else { continue };
+            for (_, n) in graph.nodes.iter() {
+                if let NodeKind::Conditional { bodies, .. } = &n.kind {
+                    for b in bodies {
+                        if let Some(slot) = selected.get_mut(b.index()).filter(|s| !**s) {
+                            *slot = true;
+                            stack.push(b.index());
+                        }
+                    }
+                }
+            }
+        }
         // Names are unique in a verified module; uniquifying anyway keeps a drawing of an
         // unverified one from merging two nodes into one.
         let mut used = BTreeSet::new();
@@ -170,21 +186,40 @@ impl<'m> Writer<'m> {
         self.out.push_str("  }\n");
     }
 
-    /// Dashed edges from each `subgraph` node to its child graph's cluster (`lhead`), when
-    /// the child is drawn too.
+    /// Dashed edges from each `subgraph` node to its child graph's cluster (`lhead`), and
+    /// from each conditional node to its bodies' clusters (labelled `then`, `else`, `do`,
+    /// `case k`), when the child is drawn too.
     fn subgraph_links(&mut self, g: usize, graph: &Graph) {
         for (h, node) in graph.nodes.iter() {
-            let NodeKind::Subgraph { graph: child } = node.kind else { continue };
-            let c = child.index();
-            if !self.selected.get(c).copied().unwrap_or(false) {
-                continue;
+            let children: Vec<(usize, String)> = match &node.kind {
+                NodeKind::Subgraph { graph: child } => vec![(child.index(), String::new())],
+                NodeKind::Conditional { kind, bodies, .. } => bodies
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| {
+                        let label = match (kind, i) {
+                            (CondKind::If, 0) => "then".to_string(),
+                            (CondKind::If, _) => "else".to_string(),
+                            (CondKind::While, _) => "do".to_string(),
+                            (CondKind::Switch, k) => format!("case {k}"),
+                        };
+                        (b.index(), format!(", label=\"{label}\""))
+                    })
+                    .collect(),
+                _ => continue,
+            };
+            for (c, label) in children {
+                if !self.selected.get(c).copied().unwrap_or(false) {
+                    continue;
+                }
+                let (Some(from), Some(to)) = (self.node_id(g, h), self.anchor(c)) else { continue };
+                // A graph that contains itself is rejected by the verifier; without `lhead`
+                // graphviz still draws it (an lhead around the tail is an error there).
+                let lhead = if c == g { String::new() } else { format!(", lhead=\"cluster_{}\"", self.prefixes[c]) };
+                let line =
+                    format!("  \"{from}\" -> \"{to}\" [style=dashed, arrowhead=empty, color=gray40{lhead}{label}];\n");
+                self.out.push_str(&line);
             }
-            let (Some(from), Some(to)) = (self.node_id(g, h), self.anchor(c)) else { continue };
-            // A graph that contains itself is rejected by the verifier; without `lhead`
-            // graphviz still draws it (an lhead around the tail is an error there).
-            let lhead = if c == g { String::new() } else { format!(", lhead=\"cluster_{}\"", self.prefixes[c]) };
-            let line = format!("  \"{from}\" -> \"{to}\" [style=dashed, arrowhead=empty, color=gray40{lhead}];\n");
-            self.out.push_str(&line);
         }
     }
 
@@ -219,6 +254,9 @@ impl<'m> Writer<'m> {
             NodeKind::Subgraph { graph: child } => {
                 lines.push(label::global(module.graphs.try_get(*child).map(|c| c.name.as_str())))
             }
+            NodeKind::Conditional { kind, cond, .. } => {
+                lines.push(format!("{} {}", kind.keyword(), label::pointer(module, graph, cond)))
+            }
             NodeKind::Dynamic { dcg } => {
                 let active = graph.dcgs.try_get(*dcg).and_then(|d| d.alternatives.get(d.active as usize));
                 if let Some(Alternative::Kernel(cmd)) = active {
@@ -237,7 +275,7 @@ impl<'m> Writer<'m> {
         let m = self.module;
         let ptr = |p| label::pointer(m, graph, p);
         match &node.kind {
-            NodeKind::Empty | NodeKind::Subgraph { .. } => {}
+            NodeKind::Empty | NodeKind::Subgraph { .. } | NodeKind::Conditional { .. } => {}
             NodeKind::Kernel(cmd) => self.kernel_details(graph, cmd, None, lines),
             NodeKind::Memcpy { dst, src, bytes } => {
                 lines.push(format!("dst: {}", ptr(dst)));
@@ -361,6 +399,7 @@ fn node_style(ty: NodeType, kind: &NodeKind) -> &'static [&'static str] {
         NodeType::NativeCommand => &["shape=hexagon", "style=dashed"],
         NodeType::Empty => &["shape=ellipse", "style=dashed"],
         NodeType::Subgraph => &["shape=box3d"],
+        NodeType::Conditional => &["shape=diamond"],
         NodeType::AsyncMalloc => &["shape=cylinder"],
         NodeType::AsyncFree => &["shape=cylinder", "style=dashed"],
     }

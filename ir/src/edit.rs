@@ -217,7 +217,9 @@ fn visit_kind(kind: &NodeKind, f: &mut impl FnMut(&MemRef)) {
             f(&src.base);
         }
         NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => f(&dst.base),
-        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => f(&ptr.base),
+        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } | NodeKind::Conditional { cond: ptr, .. } => {
+            f(&ptr.base)
+        }
         NodeKind::HostTask(t) | NodeKind::Native(t) => t.access.iter().for_each(|a| f(&a.mem)),
         _ => {}
     }
@@ -310,7 +312,9 @@ fn remap_kind(kind: &mut NodeKind, map: &NodeMap) {
             remap_pointer(src, map);
         }
         NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => remap_pointer(dst, map),
-        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => remap_pointer(ptr, map),
+        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } | NodeKind::Conditional { cond: ptr, .. } => {
+            remap_pointer(ptr, map)
+        }
         NodeKind::HostTask(t) | NodeKind::Native(t) => remap_access(t, map),
         NodeKind::Barrier { wait } => {
             *wait = wait.iter().filter_map(|w| map.node(*w)).collect();

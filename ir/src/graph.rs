@@ -245,6 +245,9 @@ pub enum NodeType {
     AsyncFree,
     /// An `enqueue_native_command` node (no `node_type` in the spec).
     NativeCommand,
+    /// `if`, `while` or `switch` over body graphs (CUDA's conditional node; no `node_type`
+    /// in the spec; docs/conditional.md).
+    Conditional,
 }
 
 impl NodeType {
@@ -264,6 +267,7 @@ impl NodeType {
             NodeType::AsyncMalloc => "async_malloc",
             NodeType::AsyncFree => "async_free",
             NodeType::NativeCommand => "native_command",
+            NodeType::Conditional => "conditional",
         }
     }
 }
@@ -356,6 +360,55 @@ pub enum NodeKind {
         /// The dynamic command group.
         dcg: Handle<DynCommandGroup>,
     },
+    /// `if <cond> then @a [else @b]`, `while <cond> do @body`, `switch <cond> cases(@b0, ...)`:
+    /// runs body graphs as the `u32` at `cond` decides (docs/conditional.md).
+    Conditional {
+        /// Which construct.
+        kind: CondKind,
+        /// The condition word: a `u32` of module memory.
+        cond: Pointer,
+        /// The bodies: `if` then (and else), `while` the body, `switch` the cases in order.
+        bodies: Vec<Handle<crate::graph::Graph>>,
+    },
+}
+
+/// The construct of a conditional node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CondKind {
+    /// `if`: the first body when the word is non-zero, else the second (if any).
+    If,
+    /// `while`: the body again and again while the word is non-zero, read before each round.
+    While,
+    /// `switch`: the body whose index is the word; none past the last.
+    Switch,
+}
+
+impl CondKind {
+    /// The command as the text writes it: `if C then @a else @b`, `while C do @a`,
+    /// `switch C cases(@a, @b)`, from the condition's and the bodies' text.
+    pub fn command_text(self, cond: &str, bodies: &[String]) -> String {
+        match self {
+            CondKind::If => {
+                let mut s = format!("if {cond} then {}", bodies.first().map_or("", |b| b.as_str()));
+                if let Some(e) = bodies.get(1) {
+                    s.push_str(" else ");
+                    s.push_str(e);
+                }
+                s
+            }
+            CondKind::While => format!("while {cond} do {}", bodies.first().map_or("", |b| b.as_str())),
+            CondKind::Switch => format!("switch {cond} cases({})", bodies.join(", ")),
+        }
+    }
+
+    /// The text keyword.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            CondKind::If => "if",
+            CondKind::While => "while",
+            CondKind::Switch => "switch",
+        }
+    }
 }
 
 impl NodeKind {
@@ -376,6 +429,7 @@ impl NodeKind {
             NodeKind::AsyncMalloc { .. } => NodeType::AsyncMalloc,
             NodeKind::AsyncFree { .. } => NodeType::AsyncFree,
             NodeKind::Native(_) => NodeType::NativeCommand,
+            NodeKind::Conditional { .. } => NodeType::Conditional,
         }
     }
 }

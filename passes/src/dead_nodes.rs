@@ -201,6 +201,11 @@ fn effects(graph: &Graph, node: &Node, kernels: &KernelEffects) -> Effects {
                 read(graph, &mut e, &a.mem);
             }
         }
+        // Its bodies' effects are their graphs' (module memory only): kept, as a host task is.
+        NodeKind::Conditional { cond, .. } => {
+            e.pinned = true;
+            read(graph, &mut e, &cond.base);
+        }
         NodeKind::Dynamic { dcg } => {
             e.pinned = true;
             for alt in graph.dcgs.try_get(*dcg).map(|d| d.alternatives.as_slice()).unwrap_or_default() {

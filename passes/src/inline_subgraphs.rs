@@ -673,6 +673,10 @@ fn remap_kind(kind: &NodeKind, maps: &Maps) -> Option<NodeKind> {
             _ => return None,
         },
         NodeKind::Dynamic { dcg } => NodeKind::Dynamic { dcg: maps.dcgs.get(dcg.index()).copied().flatten()? },
+        // Its bodies stay graphs of their own: never inlined across the node's boundary.
+        NodeKind::Conditional { kind, cond, bodies } => {
+            NodeKind::Conditional { kind: *kind, cond: remap_pointer(*cond, maps)?, bodies: bodies.clone() }
+        }
         NodeKind::Empty | NodeKind::Subgraph { .. } | NodeKind::AsyncMalloc { .. } => kind.clone(),
     })
 }

@@ -104,6 +104,10 @@ pub struct InterpArgs {
     /// Stop a run after this many kernel op executions (counted per work-item).
     #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
+    /// Fail a `while` node after this many rounds with its condition still set (default
+    /// 1048576; docs/conditional.md).
+    #[arg(long, value_name = "N")]
+    pub loop_rounds: Option<u64>,
     /// How `fma` rounds: `once` (the kernel language's fma) or `twice` (the product rounded,
     /// then the sum, as a conforming Vulkan device may compute it, e.g. llvmpipe).
     #[arg(long, value_name = "RULE", default_value = "once")]
@@ -377,7 +381,15 @@ fn run_graph(
         }
         for _ in 0..step.repeat {
             let order = args.seed.map_or(Order::Creation, |s| Order::Random(s.wrapping_add(i)));
-            let opts = RunOptions { order, check_races: args.races, fuel: args.fuel, fma, denormals, subgroup_size };
+            let opts = RunOptions {
+                order,
+                check_races: args.races,
+                fuel: args.fuel,
+                fma,
+                denormals,
+                subgroup_size,
+                loop_rounds: args.loop_rounds,
+            };
             let stats = interp.run_with(exec, &opts)?;
             (ran.nodes, ran.work_items) = (stats.order.len(), stats.work_items);
             for race in stats.races {

@@ -46,7 +46,13 @@ pub(crate) fn command_keyword(kind: &NodeKind) -> &'static str {
         NodeKind::AsyncMalloc { .. } => "async_malloc",
         NodeKind::AsyncFree { .. } => "async_free",
         NodeKind::Dynamic { .. } => "dynamic",
+        NodeKind::Conditional { kind, .. } => kind.keyword(),
     }
+}
+
+/// The bodies of a conditional node as `@name`s.
+fn body_names(module: &Module, bodies: &[Handle<Graph>]) -> Vec<String> {
+    bodies.iter().map(|b| label::global(module.graphs.try_get(*b).map(|g| g.name.as_str()))).collect()
 }
 
 fn kernel_attrs(module: &Module, graph: &Graph, cmd: &KernelCommand, dyn_args: DynArgs, out: &mut Vec<Attr>) {
@@ -118,6 +124,10 @@ pub(crate) fn command_attrs(module: &Module, graph: &Graph, kind: &NodeKind, dyn
         NodeKind::Dynamic { dcg } => {
             out.push(attr("dcg", label::local(graph.dcgs.try_get(*dcg).map(|d| d.name.as_str()))));
         }
+        NodeKind::Conditional { cond, bodies, .. } => {
+            out.push(attr("cond", ptr(cond)));
+            out.push(attr("bodies", body_names(module, bodies).join(", ")));
+        }
     }
     out
 }
@@ -171,6 +181,7 @@ pub(crate) fn command_text(module: &Module, graph: &Graph, kind: &NodeKind) -> S
         NodeKind::Dynamic { dcg } => {
             format!("dynamic {}", label::local(graph.dcgs.try_get(*dcg).map(|d| d.name.as_str())))
         }
+        NodeKind::Conditional { kind, cond, bodies } => kind.command_text(&ptr(cond), &body_names(module, bodies)),
     }
 }
 

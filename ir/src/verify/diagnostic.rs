@@ -501,6 +501,20 @@ impl VerifyError {
                 "missing edge",
                 "add the barrier edge, e.g. `after(%n via barrier)`",
             ),
+            E::ConditionWord { problem, span } => diag(
+                "E0285",
+                format!("the condition of a conditional node must be a u32 of module memory: {problem}"),
+                *span,
+                "condition",
+                "point at a `u32` element of a `usm`, `buffer` or `device_global` object, e.g. `while @flags + 4 do @body`",
+            ),
+            E::WhileNeverWrites { cond, body, span } => diag(
+                "E0286",
+                format!("no node of the body {body} can write the condition {cond}: the loop runs zero times or forever"),
+                *span,
+                "`while` whose body never changes its condition",
+                "have a kernel, copy, fill or host task in the body write the condition word (docs/conditional.md)",
+            ),
             E::SubgraphRecursion { chain, span } => diag(
                 "E0265",
                 format!("sub-graph recursion: {}", chain.join(" contains ")),

@@ -631,6 +631,25 @@ pub enum VerifyError {
         outer: Span,
     },
 
+    // ----- conditional nodes -----
+    /// E0285: a conditional node's condition is not a `u32` word of module memory.
+    ConditionWord {
+        /// What is wrong with it.
+        problem: String,
+        /// The conditional node.
+        span: Span,
+    },
+    /// E0286: a `while` body that no node of (its nodes, nested bodies and sub-graphs) can
+    /// write the condition's memory: the loop would run zero times or forever.
+    WhileNeverWrites {
+        /// The condition, as written.
+        cond: String,
+        /// The body graph.
+        body: String,
+        /// The `while` node.
+        span: Span,
+    },
+
     // ----- dynamic command groups -----
     /// E0270: a dynamic command group with no alternative (§22 #14).
     DcgEmpty {

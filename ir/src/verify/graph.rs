@@ -10,7 +10,7 @@ use super::order::Order;
 use super::topo::Topo;
 use super::{alloc, cycle, dcg, edges, names, races, uses};
 use crate::arena::Handle;
-use crate::graph::{Graph, Node, NodeKind, Site};
+use crate::graph::{CondKind, Graph, MemRef, Node, NodeKind, Site};
 use crate::module::{Module, UsmKind};
 
 /// Runs every check of one graph.
@@ -169,6 +169,7 @@ fn check_node(gx: &Gx<'_>, n: Handle<Node>, node: &Node, waits: &[Vec<usize>], e
             }
         }
         NodeKind::Subgraph { graph } => check_subgraph(gx, *graph, span, errors),
+        NodeKind::Conditional { kind, cond, bodies } => check_conditional(gx, *kind, cond, bodies, span, errors),
         NodeKind::AsyncMalloc { elem, count, kind, .. } => {
             if *kind != UsmKind::Device {
                 errors.push(VerifyError::AllocKindNotDevice { kind: kind.keyword(), span });
@@ -196,6 +197,53 @@ fn check_node(gx: &Gx<'_>, n: Handle<Node>, node: &Node, waits: &[Vec<usize>], e
             }
             if let Some(q) = node.queue {
                 errors.push(VerifyError::DcgOnRecordedNode { node: gx.node_name(n), queue: gx.queue_name(q), span });
+            }
+        }
+    }
+}
+
+/// A conditional node (docs/conditional.md): its condition is a `u32` of `usm` or `buffer`
+/// memory, inside it, at a multiple of 4 bytes; its bodies follow the sub-graph rules, as many
+/// as the construct takes; a `while` body can write the condition.
+fn check_conditional(
+    gx: &Gx<'_>,
+    kind: CondKind,
+    cond: &crate::graph::Pointer,
+    bodies: &[Handle<Graph>],
+    span: crate::span::Span,
+    errors: &mut Vec<VerifyError>,
+) {
+    let problem = |p: String| VerifyError::ConditionWord { problem: p, span };
+    if let Some(info) = gx.resolve_reported(cond.base, span, errors) {
+        if !matches!(info.class, MemClass::Usm | MemClass::Buffer) {
+            errors.push(problem(format!("{} is not `usm` or `buffer` memory", info.name())));
+        } else if info.elem != crate::types::Type::U32 {
+            errors.push(problem(format!("{} holds {}, not u32", info.name(), info.elem)));
+        } else if !cond.offset.is_multiple_of(4) || cond.offset.checked_add(4).is_none_or(|end| end > info.size) {
+            errors.push(problem(format!(
+                "byte offset {} of {} ({} bytes) is not a whole u32 inside it",
+                cond.offset,
+                info.name(),
+                info.size
+            )));
+        }
+    }
+    let (lo, hi) = match kind {
+        CondKind::If => (1, 2),
+        CondKind::While => (1, 1),
+        CondKind::Switch => (1, usize::MAX),
+    };
+    if bodies.len() < lo || bodies.len() > hi {
+        errors.push(problem(format!("`{}` takes {lo} to {hi} bodies, not {}", kind.keyword(), bodies.len())));
+    }
+    for &b in bodies {
+        check_subgraph(gx, b, span, errors);
+    }
+    if kind == CondKind::While {
+        if let (Some(&body), MemRef::Memory(word)) = (bodies.first(), cond.base) {
+            if gx.m.graphs.try_get(body).is_some() && !super::conditional::may_write(gx.m, body, word) {
+                let name = gx.m.graphs.try_get(body).map_or(String::new(), |g| format!("@{}", g.name));
+                errors.push(VerifyError::WhileNeverWrites { cond: gx.mem_name(cond.base), body: name, span });
             }
         }
     }

@@ -228,6 +228,7 @@
 mod alloc;
 mod args;
 mod batch;
+mod conditional;
 mod control;
 mod ctx;
 mod cycle;

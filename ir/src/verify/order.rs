@@ -198,7 +198,9 @@ fn node_refs(node: &Node, out: &mut Vec<Ref>) {
             out.extend(mem_ref(src.base));
         }
         NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => out.extend(mem_ref(dst.base)),
-        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => out.extend(mem_ref(ptr.base)),
+        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } | NodeKind::Conditional { cond: ptr, .. } => {
+            out.extend(mem_ref(ptr.base))
+        }
         NodeKind::Barrier { wait } => out.extend(wait.iter().map(|w| Ref::Node(*w))),
         NodeKind::HostTask(t) | NodeKind::Native(t) => out.extend(t.access.iter().filter_map(|a| mem_ref(a.mem))),
         NodeKind::AsyncFree { alloc } => out.push(Ref::Node(*alloc)),

@@ -120,6 +120,14 @@ impl<'a> Touches<'a> {
                 }
             }
             NodeKind::Subgraph { graph } => out.extend(self.subgraph(graph.index(), level + 1)),
+            // The condition word is read; the bodies touch what they touch, each run as a
+            // sub-graph (docs/conditional.md).
+            NodeKind::Conditional { cond, bodies, .. } => {
+                self.push(g, cond.base, cond.offset, 4, false, out);
+                for b in bodies {
+                    out.extend(self.subgraph(b.index(), level + 1));
+                }
+            }
             NodeKind::Empty
             | NodeKind::Prefetch { .. }
             | NodeKind::Memadvise { .. }

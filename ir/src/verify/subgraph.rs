@@ -1,5 +1,5 @@
 //! Sub-graph recursion and nesting over the whole module: a graph may not contain itself,
-//! directly or through nested `subgraph` nodes (the executable child must exist before the
+//! directly or through nested `subgraph` nodes or conditional nodes' bodies (the executable child must exist before the
 //! parent), and nesting is bounded (every stage that expands sub-graphs, the interpreter
 //! included, may recurse once per level).
 
@@ -23,7 +23,13 @@ pub(super) fn check(m: &Module, errors: &mut Vec<VerifyError>) {
     let mut children: Vec<BTreeMap<usize, Span>> = vec![BTreeMap::new(); n];
     for (gh, g) in m.graphs.iter() {
         for (nh, node) in g.nodes.iter() {
-            if let NodeKind::Subgraph { graph } = node.kind {
+            // A conditional node's bodies run as sub-graphs (docs/conditional.md).
+            let kids: &[Handle<Graph>] = match &node.kind {
+                NodeKind::Subgraph { graph } => std::slice::from_ref(graph),
+                NodeKind::Conditional { bodies, .. } => bodies,
+                _ => &[],
+            };
+            for graph in kids {
                 if graph.index() < n {
                     children[gh.index()].entry(graph.index()).or_insert(g.nodes.span(nh));
                 }

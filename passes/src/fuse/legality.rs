@@ -242,11 +242,12 @@ fn memory_shape(module: &Module, graph: &Graph, mem: MemRef) -> Option<(Type, u6
 }
 
 /// Whether work may never move across `node`: host tasks, native commands, barriers,
-/// sub-graphs and dynamic command groups with host-task alternatives.
+/// sub-graphs, conditional nodes (whose bodies run as the device decides) and dynamic
+/// command groups with host-task alternatives.
 pub fn is_fence(graph: &Graph, node: Handle<Node>) -> bool {
     matches!(
         graph.node_type(node),
-        NodeType::HostTask | NodeType::NativeCommand | NodeType::Barrier | NodeType::Subgraph
+        NodeType::HostTask | NodeType::NativeCommand | NodeType::Barrier | NodeType::Subgraph | NodeType::Conditional
     )
 }
 

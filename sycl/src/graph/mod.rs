@@ -178,6 +178,7 @@ fn node_prefix(kind: &NodeKind) -> &'static str {
         NodeKind::AsyncFree { .. } => "free",
         NodeKind::Native(_) => "native",
         NodeKind::Dynamic { .. } => "dyn",
+        NodeKind::Conditional { .. } => "cond",
     }
 }
 

@@ -75,9 +75,21 @@ fn locate(module: &Module, root: &str, path: &str) -> (Span, Vec<(Span, String)>
         if parts.peek().is_none() {
             return (span, enclosing);
         }
-        enclosing.push((span, format!("run through sub-graph node %{part} of @{}", g.name)));
         graph = match g.nodes.try_get(n).map(|node| &node.kind) {
-            Some(NodeKind::Subgraph { graph }) => Some(*graph),
+            Some(NodeKind::Subgraph { graph }) => {
+                enclosing.push((span, format!("run through sub-graph node %{part} of @{}", g.name)));
+                Some(*graph)
+            }
+            // A body run is `node/body:round/...` (interp/src/conditional.rs).
+            Some(NodeKind::Conditional { kind, .. }) => {
+                let Some(run) = parts.next() else { break };
+                let (body, round) = run.rsplit_once(':').unwrap_or((run, "0"));
+                enclosing.push((
+                    span,
+                    format!("in round {round} of `{}` node %{part} of @{}, body @{body}", kind.keyword(), g.name),
+                ));
+                module.graph_by_name(body)
+            }
             _ => None,
         };
     }
@@ -93,6 +105,7 @@ fn code(kind: &FaultKind) -> &'static str {
         FaultKind::UnregisteredCallback { .. } => "E0405",
         FaultKind::Host { .. } => "E0406",
         FaultKind::OutOfFuel => "E0407",
+        FaultKind::LoopNeverEnds { .. } => "E0410",
         FaultKind::Other(_) => "E0408",
     }
 }
@@ -112,6 +125,9 @@ fn help(kind: &FaultKind) -> &'static str {
         }
         FaultKind::Host { .. } => "a host callback must touch only the memory in its access list, as declared",
         FaultKind::OutOfFuel => "raise --fuel, or look for a loop that runs far longer than intended",
+        FaultKind::LoopNeverEnds { .. } => {
+            "a node of the body must clear the condition word; raise --loop-rounds if the loop is only long"
+        }
         FaultKind::Other(_) => "see docs/interpreter.md for the execution rule this breaks",
     }
 }

@@ -7,7 +7,8 @@ use super::resolve::{handle, ItemKind};
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
 use crate::graph::{
-    Accessor, Arg, ArgValue, Graph, HostTaskCommand, KernelCommand, Launch, MemAccess, MemRef, Node, NodeKind, Pointer,
+    Accessor, Arg, ArgValue, CondKind, Graph, HostTaskCommand, KernelCommand, Launch, MemAccess, MemRef, Node,
+    NodeKind, Pointer,
 };
 use crate::span::Span;
 use crate::text::keyword::Kw;
@@ -119,6 +120,38 @@ impl<'s> Parser<'s> {
                 } else {
                     NodeKind::HostTask(task)
                 }
+            }
+            Kw::If | Kw::While | Kw::Switch => {
+                self.hint = "a conditional node is `if @c then @a [else @b]`, `while @c do @body` or \
+                             `switch @c cases(@b0, @b1, ...)`, `@c` a u32 of module memory (`@flags + 4`)";
+                let cond = self.pointer(graph, scope)?;
+                let mut bodies = Vec::new();
+                let mut body = |p: &mut Self| -> PResult<()> {
+                    let (name, span) = p.expect_global("a body graph (`@name`)")?;
+                    bodies.push(p.syms.reference(ItemKind::Graph, name, span));
+                    Ok(())
+                };
+                let kind = match t.kw {
+                    Kw::If => {
+                        self.expect_keyword(Kw::Then)?;
+                        body(self)?;
+                        if self.eat_keyword(Kw::Else)? {
+                            body(self)?;
+                        }
+                        CondKind::If
+                    }
+                    Kw::While => {
+                        self.expect_keyword(Kw::Do)?;
+                        body(self)?;
+                        CondKind::While
+                    }
+                    _ => {
+                        self.expect_keyword(Kw::Cases)?;
+                        self.paren_list(|p| body(p))?;
+                        CondKind::Switch
+                    }
+                };
+                NodeKind::Conditional { kind, cond, bodies }
             }
             Kw::Subgraph => {
                 self.hint = "a sub-graph node is `subgraph @graph`";

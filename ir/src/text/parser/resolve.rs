@@ -319,6 +319,10 @@ fn walk_node_kind(kind: &mut NodeKind, r: &mut impl Rewrite) {
             task.access.iter_mut().for_each(|a| walk_mem_ref(&mut a.mem, r))
         }
         NodeKind::Subgraph { graph } => r.graph(graph),
+        NodeKind::Conditional { cond, bodies, .. } => {
+            walk_mem_ref(&mut cond.base, r);
+            bodies.iter_mut().for_each(|b| r.graph(b));
+        }
         NodeKind::Empty
         | NodeKind::Barrier { .. }
         | NodeKind::AsyncMalloc { .. }

@@ -3,8 +3,8 @@
 use super::{name_in, Printer, INVALID};
 use crate::arena::Handle;
 use crate::graph::{
-    Accessor, Alternative, Arg, ArgValue, Edge, EdgeKind, Graph, HostTaskCommand, KernelCommand, Launch, MemRef, Node,
-    NodeKind, Pointer, Stmt,
+    Accessor, Alternative, Arg, ArgValue, CondKind, Edge, EdgeKind, Graph, HostTaskCommand, KernelCommand, Launch,
+    MemRef, Node, NodeKind, Pointer, Stmt,
 };
 use crate::module::{Comments, UsmKind};
 
@@ -247,6 +247,40 @@ impl Printer<'_> {
             NodeKind::Subgraph { graph } => {
                 self.out.push_str("subgraph ");
                 self.global(name_in(&self.module.graphs, *graph, |g| &g.name));
+            }
+            NodeKind::Conditional { kind, cond, bodies } => {
+                self.out.push_str(kind.keyword());
+                self.out.push(' ');
+                self.pointer(g, cond);
+                let body = |p: &mut Self, i: usize| {
+                    if let Some(b) = bodies.get(i) {
+                        p.global(name_in(&p.module.graphs, *b, |g| &g.name));
+                    }
+                };
+                match kind {
+                    CondKind::If => {
+                        self.out.push_str(" then ");
+                        body(self, 0);
+                        if bodies.len() > 1 {
+                            self.out.push_str(" else ");
+                            body(self, 1);
+                        }
+                    }
+                    CondKind::While => {
+                        self.out.push_str(" do ");
+                        body(self, 0);
+                    }
+                    CondKind::Switch => {
+                        self.out.push_str(" cases(");
+                        for i in 0..bodies.len() {
+                            if i > 0 {
+                                self.out.push_str(", ");
+                            }
+                            body(self, i);
+                        }
+                        self.out.push(')');
+                    }
+                }
             }
             NodeKind::AsyncMalloc { elem, count, kind, zero_init } => {
                 self.out.push_str("async_malloc ");

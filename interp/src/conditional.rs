@@ -1,0 +1,98 @@
+//! Conditional nodes (docs/conditional.md): `if`, `while` and `switch` read their `u32`
+//! condition word and run body graphs as nested executions of their flattened graphs, in
+//! creation order, on the same memory. A `while` reads the word before every round and fails
+//! after `RunOptions::loop_rounds` rounds, so a loop no body ends is an error naming the
+//! node, never a hang. Nodes inside a body run under the path `node/body:round/inner node`, which
+//! `cmdgraph interp` resolves to spans.
+//!
+//! The dynamic race detector does not look inside bodies (their nodes are not in the
+//! executable's flat graph); the verifier's static race check covers them, treating the
+//! conditional node as one command touching what its bodies touch.
+
+use super::access::AccessKind;
+use super::command::{GraphState, NodeCtx};
+use super::error::{FaultKind, InterpError};
+use super::flat::{Flat, Role};
+use super::schedule::{self, Order};
+use cmdgraph_ir::arena::Handle;
+use cmdgraph_ir::graph::{CondKind, Graph, Pointer};
+
+impl NodeCtx<'_, '_> {
+    /// The condition word at `cond`, recorded as a read.
+    fn condition(&mut self, cond: Pointer) -> Result<u32, InterpError> {
+        let space = self.range(cond, 4)?;
+        let o = cond.offset as usize;
+        let word = self.bytes(space)?[o..o + 4].try_into().map_err(|_| self.invalid("condition out of range"))?;
+        self.record(space, AccessKind::Read, cond.offset, 4);
+        Ok(u32::from_le_bytes(word))
+    }
+
+    /// Runs a conditional node; returns the kernel work-items its bodies ran.
+    pub(crate) fn conditional(
+        &mut self,
+        kind: CondKind,
+        cond: Pointer,
+        bodies: &[Handle<Graph>],
+    ) -> Result<u64, InterpError> {
+        match kind {
+            CondKind::If => {
+                let word = self.condition(cond)?;
+                let body = if word != 0 { bodies.first() } else { bodies.get(1) };
+                body.map_or(Ok(0), |&b| self.body(b, 0))
+            }
+            CondKind::Switch => {
+                let word = self.condition(cond)?;
+                bodies.get(word as usize).map_or(Ok(0), |&b| self.body(b, 0))
+            }
+            CondKind::While => {
+                let body = *bodies.first().ok_or_else(|| self.invalid("a while node without a body"))?;
+                let mut items = 0u64;
+                let mut rounds = 0u64;
+                while self.condition(cond)? != 0 {
+                    if rounds == self.loop_rounds {
+                        return Err(self.fault(FaultKind::LoopNeverEnds { rounds }));
+                    }
+                    items = items.saturating_add(self.body(body, rounds)?);
+                    rounds += 1;
+                }
+                Ok(items)
+            }
+        }
+    }
+
+    /// One execution of body graph `body`, the `round`-th of this node.
+    fn body(&mut self, body: Handle<Graph>, round: u64) -> Result<u64, InterpError> {
+        let module = self.module;
+        let body_name = module.graphs.try_get(body).map_or("?", |g| g.name.as_str());
+        let flat = Flat::build(module, body)?;
+        let order = schedule::schedule(&flat, Order::Creation);
+        let mut items = 0u64;
+        for &i in &order {
+            let f = &flat.nodes[i as usize];
+            if f.role != Role::Command {
+                continue;
+            }
+            let g = module.graphs.try_get(f.graph).ok_or_else(|| self.invalid("a body refers to a missing graph"))?;
+            let node = g.nodes.try_get(f.node).ok_or_else(|| self.invalid("node handle out of range"))?;
+            let state = GraphState::capture(g);
+            let name = format!("{}/{}:{round}/{}", self.name, body_name, f.name);
+            let mut ctx = NodeCtx {
+                module,
+                graph: g,
+                root: false,
+                state: &state,
+                name: &name,
+                mem: &mut *self.mem,
+                log: None,
+                callbacks: &mut *self.callbacks,
+                fuel: &mut *self.fuel,
+                fma: self.fma,
+                denormals: self.denormals,
+                subgroup_size: self.subgroup_size,
+                loop_rounds: self.loop_rounds,
+            };
+            items = items.saturating_add(ctx.execute(f.node, node)?);
+        }
+        Ok(items)
+    }
+}
