@@ -5,9 +5,9 @@
 //! node, never a hang. Nodes inside a body run under the path `node/body:round/inner node`, which
 //! `cmdgraph interp` resolves to spans.
 //!
-//! The dynamic race detector does not look inside bodies (their nodes are not in the
-//! executable's flat graph); the verifier's static race check covers them, treating the
-//! conditional node as one command touching what its bodies touch.
+//! For the race detector the conditional node is one command: every byte its bodies' nodes
+//! touch is recorded in the node's own log (races inside a body are the verifier's static
+//! check's to find, as it checks each body graph), as the verifier counts it too.
 
 use super::access::AccessKind;
 use super::command::{GraphState, NodeCtx};
@@ -83,7 +83,7 @@ impl NodeCtx<'_, '_> {
                 state: &state,
                 name: &name,
                 mem: &mut *self.mem,
-                log: None,
+                log: self.log.as_deref_mut(),
                 callbacks: &mut *self.callbacks,
                 fuel: &mut *self.fuel,
                 fma: self.fma,
