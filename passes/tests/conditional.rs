@@ -7,6 +7,7 @@ mod support;
 
 use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_ir::Module;
+use std::fmt::Write as _;
 
 const TEXT: &str = "kernel @scale(%x: buf<f32, read_write>) {
   %i = global_id 0
@@ -82,4 +83,120 @@ fn passes_work_inside_bodies_and_never_across_a_conditional_node() {
     assert_eq!(kernels_of(&after, "main"), ["scale", "shift"]);
     let main = support::graph_text(&after, "main");
     assert!(main.contains("%w = while @flags do @body") && main.contains("%i = if @flags + 4 then @tail"), "{main}");
+}
+
+/// SplitMix64, so one seed gives one module.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n.max(1)
+    }
+}
+
+/// A random module: body graphs of element-wise kernels, copies and fills on `@m0..@m2`,
+/// loop bodies (a body graph, then a countdown of the loop's word), and `@main` mixing such
+/// commands with `if`, `switch` and `while` nodes whose words (`@flags`, one per node) a
+/// `memfill` sets just before; every node after each earlier one it conflicts with (memory
+/// objects as the unit), so the graph is race-free. Returns the text and the kinds used.
+fn random_module(seed: u64) -> (String, [usize; 3]) {
+    let mut rng = Rng(seed);
+    let mems = ["@m0", "@m1", "@m2"];
+    let mut out = TEXT[..TEXT.find("usm @x").unwrap()].to_string();
+    out.push_str("usm @m0 : f32[64]\nusm @m1 : f32[64]\nusm @m2 : f32[64]\nusm @flags : u32[16]\n");
+    let command = |rng: &mut Rng| -> (String, Vec<&'static str>) {
+        let m = mems[rng.below(3) as usize];
+        match rng.below(4) {
+            0 => (format!("kernel @scale range(64) args({m})"), vec![m]),
+            1 => (format!("kernel @shift range(64) args({m})"), vec![m]),
+            2 => {
+                let src = mems[(mems.iter().position(|x| *x == m).unwrap() + 1) % 3];
+                (format!("memcpy {m}, {src}, 256"), vec![m, src])
+            }
+            _ => (format!("memfill {m}, 0.5 : f32, 64"), vec![m]),
+        }
+    };
+    // Node statements with the memory they touch; edges from every earlier conflict.
+    let graph = |out: &mut String, name: &str, nodes: &[(String, Vec<&'static str>)]| {
+        let _ = writeln!(out, "\ngraph @{name} {{");
+        for (j, (text, mem)) in nodes.iter().enumerate() {
+            let after: Vec<String> =
+                (0..j).filter(|&i| nodes[i].1.iter().any(|m| mem.contains(m))).map(|i| format!("%n{i}")).collect();
+            let after = if after.is_empty() { String::new() } else { format!(" after({})", after.join(", ")) };
+            let _ = writeln!(out, "  %n{j} = {text}{after}");
+        }
+        out.push_str("}\n");
+    };
+    let bodies = 2 + rng.below(3) as usize;
+    let mut body_mem: Vec<Vec<&'static str>> = Vec::new();
+    for b in 0..bodies {
+        let nodes: Vec<_> = (0..1 + rng.below(3)).map(|_| command(&mut rng)).collect();
+        body_mem.push(nodes.iter().flat_map(|(_, m)| m.iter().copied()).collect());
+        graph(&mut out, &format!("b{b}"), &nodes);
+    }
+    let mut main: Vec<(String, Vec<&'static str>)> = Vec::new();
+    let mut kinds = [0usize; 3];
+    for slot in 0..2 + rng.below(5) {
+        let word = format!("@flags + {}", 4 * slot);
+        let pick = |rng: &mut Rng| rng.below(bodies as u64) as usize;
+        match rng.below(4) {
+            0 => main.push(command(&mut rng)),
+            1 => {
+                let (a, e) = (pick(&mut rng), pick(&mut rng));
+                main.push((format!("memfill {word}, {} : u32, 1", rng.below(2)), vec!["@flags"]));
+                let mut mem = body_mem[a].clone();
+                mem.extend(body_mem[e].iter().copied());
+                mem.push("@flags");
+                let els = if rng.below(2) == 0 { format!(" else @b{e}") } else { String::new() };
+                main.push((format!("if {word} then @b{a}{els}"), mem));
+                kinds[0] += 1;
+            }
+            2 => {
+                let cases: Vec<usize> = (0..1 + rng.below(3)).map(|_| pick(&mut rng)).collect();
+                main.push((format!("memfill {word}, {} : u32, 1", rng.below(4)), vec!["@flags"]));
+                let mut mem: Vec<&'static str> = cases.iter().flat_map(|&c| body_mem[c].iter().copied()).collect();
+                mem.push("@flags");
+                let names: Vec<String> = cases.iter().map(|c| format!("@b{c}")).collect();
+                main.push((format!("switch {word} cases({})", names.join(", ")), mem));
+                kinds[1] += 1;
+            }
+            _ => {
+                let b = pick(&mut rng);
+                let lp = format!("loop{slot}");
+                let _ = writeln!(
+                    out,
+                    "\ngraph @{lp} {{\n  %s = subgraph @b{b}\n  %d = kernel @countdown single_task args({word}) after(%s)\n}}"
+                );
+                main.push((format!("memfill {word}, {} : u32, 1", rng.below(4)), vec!["@flags"]));
+                let mut mem = body_mem[b].clone();
+                mem.push("@flags");
+                main.push((format!("while {word} do @{lp}"), mem));
+                kinds[2] += 1;
+            }
+        }
+    }
+    graph(&mut out, "main", &main);
+    (out, kinds)
+}
+
+/// Random modules with conditional nodes through the default pipeline: the same memory on
+/// the interpreter before and after, in creation and random orders, race-free; every kind
+/// of node is generated (counted).
+#[test]
+fn random_conditional_modules_keep_their_memory_through_the_pipeline() {
+    let spec = cmdgraph_passes::DEFAULT_PIPELINE.join(",");
+    let mut kinds = [0usize; 3];
+    for seed in 0..40 {
+        let (text, k) = random_module(seed);
+        support::check_semantics(&text, &spec);
+        for (total, n) in kinds.iter_mut().zip(k) {
+            *total += n;
+        }
+    }
+    eprintln!("conditional nodes generated: if {}, switch {}, while {}", kinds[0], kinds[1], kinds[2]);
+    assert!(kinds.iter().all(|&n| n >= 10), "if/switch/while: {kinds:?}");
 }
