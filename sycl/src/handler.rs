@@ -81,6 +81,7 @@ pub(crate) enum Command {
     AsyncMalloc { elem: Type, count: u64, pool: MemoryPool },
     AsyncFree { ptr: Ptr },
     Subgraph { exec: ExecutableGraph, shortcut: bool },
+    Conditional { kind: cmdgraph_ir::CondKind, cond: Ptr, bodies: Vec<ExecutableGraph> },
     DeviceGlobalCopy { global: DeviceGlobal, offset: u64, data: Vec<u8> },
     Banned(Banned),
 }
@@ -104,6 +105,7 @@ impl Command {
             Command::AsyncMalloc { .. } => "an async_malloc",
             Command::AsyncFree { .. } => "an async_free",
             Command::Subgraph { .. } => "a sub-graph (ext_oneapi_graph)",
+            Command::Conditional { .. } => "a conditional node (ext_cmdgraph_if/while/switch)",
             Command::DeviceGlobalCopy { .. } => "a device_global copy",
             Command::Banned(b) => b.what,
         }
@@ -414,6 +416,28 @@ impl Handler {
     /// sub-graph node.
     pub fn ext_oneapi_graph(&mut self, exec: &ExecutableGraph) {
         self.set_command(Command::Subgraph { exec: exec.clone(), shortcut: false });
+    }
+
+    /// `ext_cmdgraph_if(cond, then, otherwise)` (cmdgraph's extension, docs/conditional.md):
+    /// a conditional node that runs executable graph `then` when the `u32` at USM pointer
+    /// `cond` is non-zero, else `otherwise` if given. Graphs only.
+    pub fn ext_cmdgraph_if(&mut self, cond: &Ptr, then: &ExecutableGraph, otherwise: Option<&ExecutableGraph>) {
+        let bodies = std::iter::once(then).chain(otherwise).cloned().collect();
+        self.set_command(Command::Conditional { kind: cmdgraph_ir::CondKind::If, cond: cond.clone(), bodies });
+    }
+
+    /// `ext_cmdgraph_while(cond, body)`: runs `body` again and again while the `u32` at
+    /// `cond` is non-zero, read before each round; a node of `body` must be able to write it.
+    pub fn ext_cmdgraph_while(&mut self, cond: &Ptr, body: &ExecutableGraph) {
+        let bodies = vec![body.clone()];
+        self.set_command(Command::Conditional { kind: cmdgraph_ir::CondKind::While, cond: cond.clone(), bodies });
+    }
+
+    /// `ext_cmdgraph_switch(cond, cases)`: runs the case the `u32` at `cond` names, none
+    /// past the last.
+    pub fn ext_cmdgraph_switch(&mut self, cond: &Ptr, cases: &[&ExecutableGraph]) {
+        let bodies = cases.iter().map(|&c| c.clone()).collect();
+        self.set_command(Command::Conditional { kind: cmdgraph_ir::CondKind::Switch, cond: cond.clone(), bodies });
     }
 
     pub(crate) fn ext_oneapi_graph_shortcut(&mut self, exec: &ExecutableGraph) {

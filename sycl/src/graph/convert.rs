@@ -575,6 +575,46 @@ pub(crate) fn convert(
             let graph = Handle::from_usize(slot).ok_or_else(|| SyclError::invalid(0, "too many sub-graphs"))?;
             NodeKind::Subgraph { graph }
         }
+        Some(Command::Conditional { kind, cond, bodies }) => {
+            let what = match kind {
+                cmdgraph_ir::CondKind::If => "ext_cmdgraph_if",
+                cmdgraph_ir::CondKind::While => "ext_cmdgraph_while",
+                cmdgraph_ir::CondKind::Switch => "ext_cmdgraph_switch",
+            };
+            ensure(
+                matches!(cond.base, PtrBase::Usm(_)) && pointer_elem(inner, &cond) == Some(cmdgraph_ir::Type::U32),
+                0,
+                || format!("{what}: the condition must point at a u32 of a USM allocation (docs/conditional.md)"),
+            )?;
+            let cond = pointer(rc, inner, &cond, 4, what)?;
+            let mut slots = Vec::with_capacity(bodies.len());
+            for exec in &bodies {
+                let (module, root, version, device, ctx, allocs) = exec.snapshot_for_subgraph();
+                ensure(device == inner.device && ctx.same(&inner.ctx), 38, || {
+                    format!(
+                        "{what}: a body's device {} / context {} differ from graph `@{}`'s",
+                        device.id(),
+                        ctx.id(),
+                        inner.ir.name
+                    )
+                })?;
+                ensure(!allocs, 39, || {
+                    format!(
+                        "{what}: a body with graph-owned allocations (async_malloc) cannot run in a conditional node"
+                    )
+                })?;
+                let weak = exec.downgrade();
+                let slot = match inner.children.iter().position(|c| c.exec.ptr_eq(&weak) && c.version == version) {
+                    Some(slot) => slot,
+                    None => {
+                        inner.children.push(Child { exec: weak, version, module, root });
+                        inner.children.len() - 1
+                    }
+                };
+                slots.push(Handle::from_usize(slot).ok_or_else(|| SyclError::invalid(0, "too many sub-graphs"))?);
+            }
+            NodeKind::Conditional { kind, cond, bodies: slots }
+        }
         Some(other @ (Command::DeviceGlobalCopy { .. } | Command::Banned(_))) => {
             check_banned(&Some(other), false)?;
             NodeKind::Empty

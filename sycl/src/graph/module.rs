@@ -19,10 +19,15 @@ pub(crate) struct Child {
     pub(crate) root: Handle<Graph>,
 }
 
-/// Rewrites every sub-graph reference of `g` through `map`.
+/// Rewrites every sub-graph and conditional-body reference of `g` through `map`.
 fn remap(g: &mut Graph, map: impl Fn(Handle<Graph>) -> Option<Handle<Graph>>) {
     for (_, node) in g.nodes.iter_mut() {
-        if let NodeKind::Subgraph { graph } = &mut node.kind {
+        let children: &mut [Handle<Graph>] = match &mut node.kind {
+            NodeKind::Subgraph { graph } => std::slice::from_mut(graph),
+            NodeKind::Conditional { bodies, .. } => bodies,
+            _ => continue,
+        };
+        for graph in children {
             if let Some(new) = map(*graph) {
                 *graph = new;
             }
