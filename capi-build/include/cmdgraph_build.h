@@ -398,6 +398,19 @@ enum cmdgraph_sycl_status cmdgraph_sycl_cg_barrier(struct cmdgraph_sycl_cg *cg,
 enum cmdgraph_sycl_status cmdgraph_sycl_cg_graph(struct cmdgraph_sycl_cg *cg,
                                                  const struct cmdgraph_sycl_exec *exec);
 
+// cmdgraph's conditional-node extension (docs/conditional.md): `kind` 0 `if` (bodies:
+// then, and else when `count` is 2), 1 `while` (one body), 2 `switch` (the cases); `cond`
+// a USM pointer to the `u32` that decides; the bodies executable graphs. Runs on the
+// interpreter runtime; compiling for Vulkan refuses it (E0506) for now.
+//
+// # Safety
+// `cg` is NULL or a live command group; `bodies` NULL or `count` live executable graphs.
+enum cmdgraph_sycl_status cmdgraph_sycl_cg_conditional(struct cmdgraph_sycl_cg *cg,
+                                                       uint32_t kind,
+                                                       void *cond,
+                                                       const struct cmdgraph_sycl_exec *const *bodies,
+                                                       size_t count);
+
 // `async_malloc(cgh, kind, bytes)` for `count` elements of `type_`: a graph-owned
 // allocation. Its address is stored in `*out` now and usable by later command groups of the
 // same graph once this one has been added (or recorded).

@@ -149,6 +149,7 @@ enum Command {
     HostTask { callback: String, usm: Vec<(Ptr, Access)> },
     Barrier { wait: Vec<Event> },
     Subgraph(ExecutableGraph),
+    Conditional { kind: cmdgraph_ir::CondKind, cond: Ptr, bodies: Vec<ExecutableGraph> },
     AsyncMalloc { kind: UsmKind, elem: Type, count: u64, slot: Rc<RefCell<Option<Ptr>>> },
     AsyncFree(Ptr),
 }
@@ -228,6 +229,11 @@ impl cmdgraph_sycl_cg {
             Some(Command::HostTask { callback, usm }) => h.host_task_with_access(&callback, &usm),
             Some(Command::Barrier { wait }) => h.ext_oneapi_barrier_with(&wait.iter().collect::<Vec<_>>()),
             Some(Command::Subgraph(exec)) => h.ext_oneapi_graph(&exec),
+            Some(Command::Conditional { kind, cond, bodies }) => match kind {
+                cmdgraph_ir::CondKind::If => h.ext_cmdgraph_if(&cond, &bodies[0], bodies.get(1)),
+                cmdgraph_ir::CondKind::While => h.ext_cmdgraph_while(&cond, &bodies[0]),
+                cmdgraph_ir::CondKind::Switch => h.ext_cmdgraph_switch(&cond, &bodies.iter().collect::<Vec<_>>()),
+            },
             Some(Command::AsyncMalloc { kind, elem, count, slot }) => {
                 let p = h.async_malloc(kind, elem, count);
                 *slot.borrow_mut() = Some(p);
@@ -507,6 +513,45 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_graph(
         with(cg, |cg| {
             let exec = arg(exec, "executable graph")?.exec.clone();
             cg.set(Command::Subgraph(exec))
+        })
+    }
+}
+
+/// cmdgraph's conditional-node extension (docs/conditional.md): `kind` 0 `if` (bodies:
+/// then, and else when `count` is 2), 1 `while` (one body), 2 `switch` (the cases); `cond`
+/// a USM pointer to the `u32` that decides; the bodies executable graphs. Runs on the
+/// interpreter runtime; compiling for Vulkan refuses it (E0506) for now.
+///
+/// # Safety
+/// `cg` is NULL or a live command group; `bodies` NULL or `count` live executable graphs.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_sycl_cg_conditional(
+    cg: *mut cmdgraph_sycl_cg,
+    kind: u32,
+    cond: *mut c_void,
+    bodies: *const *const cmdgraph_sycl_exec,
+    count: usize,
+) -> cmdgraph_sycl_status {
+    // SAFETY: the caller's contract.
+    unsafe {
+        with(cg, |cg| {
+            let kind = match kind {
+                0 => cmdgraph_ir::CondKind::If,
+                1 => cmdgraph_ir::CondKind::While,
+                2 => cmdgraph_ir::CondKind::Switch,
+                _ => return Err(Error::invalid(format!("conditional kind {kind}: 0 if, 1 while, 2 switch"))),
+            };
+            let (lo, hi) = match kind {
+                cmdgraph_ir::CondKind::If => (1, 2),
+                cmdgraph_ir::CondKind::While => (1, 1),
+                cmdgraph_ir::CondKind::Switch => (1, usize::MAX),
+            };
+            if count < lo || count > hi {
+                return Err(Error::invalid(format!("`{}` takes {lo} to {hi} bodies, not {count}", kind.keyword())));
+            }
+            let cond = device_ptr(&cg.shared, cond, "condition")?;
+            let bodies = handles(bodies, count, "executable graph")?.into_iter().map(|e| e.exec.clone()).collect();
+            cg.set(Command::Conditional { kind, cond, bodies })
         })
     }
 }

@@ -418,3 +418,78 @@ fn recording_an_in_order_queue_with_a_barrier_makes_a_chain() {
     c!(cmdgraph_sycl_graph_destroy(g));
     c!(cmdgraph_sycl_queue_destroy(q));
 }
+
+const COUNTDOWN: &str = r#"
+kernel @countdown(%c: buf<u32, read_write>) {
+  %z = const 0 : u32
+  %one = const 1 : u32
+  %n = load %c[%z]
+  %n1 = sub %n, %one
+  store %c[%z], %n1
+}
+"#;
+
+/// A `while` node through `cmdgraph_sycl_cg_conditional` (docs/conditional.md), on the
+/// interpreter: its body (y = 2 * y, then the word counts down) runs as many rounds as the
+/// word says; a bad kind or body count is an error.
+#[test]
+fn a_while_node_from_c_runs_its_body_as_many_rounds_as_its_word_says() {
+    let c = Ctx::new(cmdgraph_sycl_backend::CMDGRAPH_SYCL_BACKEND_INTERPRETER);
+    ok(c!(cmdgraph_sycl_context_register_kernels(c.ctx, cs(COUNTDOWN).as_ptr())));
+    let y = c.malloc(N);
+    let mut word = null_mut();
+    ok(c!(cmdgraph_sycl_malloc(c.ctx, 0, cmdgraph_sycl_type::CMDGRAPH_SYCL_U32 as i32, 1, &mut word)));
+    let mut body = null_mut();
+    ok(c!(cmdgraph_sycl_graph_create(c.ctx, 0, &mut body)));
+    let cg = c.cg();
+    kernel(
+        cg,
+        "scale",
+        &[N as u64],
+        None,
+        &[cmdgraph_sycl_arg_pointer(y), cmdgraph_sycl_arg_pointer(y), cmdgraph_sycl_arg_f32(2.0)],
+    );
+    let n1 = add(body, cg, &[]);
+    let cg = c.cg();
+    kernel(cg, "countdown", &[1], None, &[cmdgraph_sycl_arg_pointer(word)]);
+    let n2 = add(body, cg, &[n1]);
+    let mut body_exec = null_mut();
+    ok(c!(cmdgraph_sycl_graph_finalize(body, 0, &mut body_exec)));
+    let mut g = null_mut();
+    ok(c!(cmdgraph_sycl_graph_create(c.ctx, 0, &mut g)));
+    let bodies = [body_exec.cast_const()];
+    // Refused: an unknown kind, a `while` with two bodies.
+    for (kind, count) in [(7u32, 1usize), (1, 2)] {
+        let cg = c.cg();
+        let st = c!(cmdgraph_sycl_cg_conditional(cg, kind, word, [body_exec.cast_const(); 2].as_ptr(), count));
+        assert_ne!(st, CMDGRAPH_SYCL_OK, "kind {kind}, {count} bodies");
+        c!(cmdgraph_sycl_cg_destroy(cg));
+    }
+    let cg = c.cg();
+    ok(c!(cmdgraph_sycl_cg_conditional(cg, 1, word, bodies.as_ptr(), 1)));
+    let w = add(g, cg, &[]);
+    assert_eq!(node_type(w), "conditional");
+    let mut exec = null_mut();
+    ok(c!(cmdgraph_sycl_graph_finalize(g, 0, &mut exec)));
+    let mut q = null_mut();
+    ok(c!(cmdgraph_sycl_queue_create(c.ctx, 0, &mut q)));
+    let x: Vec<f32> = (0..N).map(|i| 1.0 + i as f32 / 3.0).collect();
+    for rounds in [0u32, 1, 5] {
+        c.write(y, &x);
+        ok(c!(cmdgraph_sycl_memcpy(c.ctx, word, (&rounds as *const u32).cast(), 4)));
+        let mut ev = null_mut();
+        ok(c!(cmdgraph_sycl_queue_graph(q, exec, null(), 0, &mut ev)));
+        ok(c!(cmdgraph_sycl_event_wait(ev)));
+        c!(cmdgraph_sycl_event_destroy(ev));
+        let want: Vec<f32> = x.iter().map(|v| v * 2f32.powi(rounds as i32)).collect();
+        assert_eq!(c.read(y, N), want, "{rounds} rounds");
+    }
+    for n in [n1, n2, w] {
+        c!(cmdgraph_sycl_node_destroy(n));
+    }
+    c!(cmdgraph_sycl_exec_destroy(exec));
+    c!(cmdgraph_sycl_exec_destroy(body_exec));
+    c!(cmdgraph_sycl_graph_destroy(g));
+    c!(cmdgraph_sycl_graph_destroy(body));
+    c!(cmdgraph_sycl_queue_destroy(q));
+}
