@@ -66,6 +66,8 @@ pub enum Op {
     AsyncFree(s::Ptr),
     /// `ext_oneapi_graph(exec)`.
     Graph(s::ExecutableGraph),
+    /// cmdgraph's `ext_cmdgraph_if` / `_while` / `_switch`: the kind, the condition, the bodies.
+    Conditional(cmdgraph_ir::CondKind, s::Ptr, Vec<s::ExecutableGraph>),
 }
 
 /// Replays `ops` on the crate's handler.
@@ -91,6 +93,11 @@ pub fn replay(ops: Vec<Op>, h: &mut s::Handler) {
             }
             Op::AsyncFree(p) => h.async_free(&p),
             Op::Graph(g) => h.ext_oneapi_graph(&g),
+            Op::Conditional(cmdgraph_ir::CondKind::If, c, b) => h.ext_cmdgraph_if(&c, &b[0], b.get(1)),
+            Op::Conditional(cmdgraph_ir::CondKind::While, c, b) => h.ext_cmdgraph_while(&c, &b[0]),
+            Op::Conditional(cmdgraph_ir::CondKind::Switch, c, b) => {
+                h.ext_cmdgraph_switch(&c, &b.iter().collect::<Vec<_>>())
+            }
         }
     }
 }
@@ -414,6 +421,34 @@ impl Handler {
     /// or recorded).
     fn ext_oneapi_graph(&mut self, graph: PyRef<'_, ExecutableGraph>) -> PyResult<()> {
         self.push(Op::Graph(graph.0.clone()))
+    }
+
+    /// `ext_cmdgraph_if(cond, then, otherwise=None)` (cmdgraph's extension,
+    /// docs/conditional.md): runs `then` when the `u32` at USM pointer `cond` is non-zero,
+    /// else `otherwise`. Runs on the interpreter for now.
+    #[pyo3(signature = (cond, then, otherwise=None))]
+    fn ext_cmdgraph_if(
+        &mut self,
+        cond: &Bound<'_, PyAny>,
+        then: PyRef<'_, ExecutableGraph>,
+        otherwise: Option<PyRef<'_, ExecutableGraph>>,
+    ) -> PyResult<()> {
+        let (c, _) = pointer(cond)?;
+        let bodies = std::iter::once(then.0.clone()).chain(otherwise.map(|o| o.0.clone())).collect();
+        self.push(Op::Conditional(cmdgraph_ir::CondKind::If, c, bodies))
+    }
+
+    /// `ext_cmdgraph_while(cond, body)`: runs `body` while the `u32` at `cond` is non-zero.
+    fn ext_cmdgraph_while(&mut self, cond: &Bound<'_, PyAny>, body: PyRef<'_, ExecutableGraph>) -> PyResult<()> {
+        let (c, _) = pointer(cond)?;
+        self.push(Op::Conditional(cmdgraph_ir::CondKind::While, c, vec![body.0.clone()]))
+    }
+
+    /// `ext_cmdgraph_switch(cond, cases)`: runs the case the `u32` at `cond` names.
+    fn ext_cmdgraph_switch(&mut self, cond: &Bound<'_, PyAny>, cases: Vec<PyRef<'_, ExecutableGraph>>) -> PyResult<()> {
+        let (c, _) = pointer(cond)?;
+        let bodies = cases.iter().map(|g| g.0.clone()).collect();
+        self.push(Op::Conditional(cmdgraph_ir::CondKind::Switch, c, bodies))
     }
 }
 
