@@ -417,3 +417,31 @@ fn epilogues_that_would_change_results_stay_apart() {
         assert_eq!(want, got, "{what}");
     }
 }
+
+/// A temporary of the chain that the contraction also takes as another argument (an extra,
+/// unused buffer parameter here) would dangle once its allocation goes: no epilogue, and the
+/// same memory. Passed twice to a member, the chain stops before that member.
+#[test]
+fn a_temporary_passed_twice_keeps_the_chain_apart() {
+    let (rows, cols, steps) = (32, 64, 64);
+    let extra = chain_text(rows, cols, steps, "", "@y")
+        .replace("%rows: u32) {", "%rows: u32, %spare: buf<f32, read>) {")
+        .replace(&format!("{steps}, {rows}) after(%h)"), &format!("{steps}, {rows}, %h) after(%h)"));
+    let twice = chain_text(rows, cols, steps, "", "@y").replace("args(%z, @c, @y)", "args(%z, %z, @y)");
+    for (what, source, want) in [("the contraction", extra, None), ("a member", twice, Some(&1))] {
+        let before = support::module(&source);
+        let (after, stats) = support::optimize_stats(&before, "tile-contractions");
+        assert_eq!(stats.get("contractions-tiled"), Some(&1), "{what}");
+        assert_eq!(stats.get("epilogue-kernels"), want, "{what}");
+        assert_eq!(run_all(&before), run_all(&after), "{what}");
+    }
+    let (_, ctx) = support::optimize(
+        &support::module(
+            &chain_text(rows, cols, steps, "", "@y")
+                .replace("%rows: u32) {", "%rows: u32, %spare: buf<f32, read>) {")
+                .replace(&format!("{steps}, {rows}) after(%h)"), &format!("{steps}, {rows}, %h) after(%h)")),
+        ),
+        "tile-contractions",
+    );
+    assert!(ctx.remarks.iter().any(|r| r.contains("also passed as another argument")), "{:?}", ctx.remarks);
+}

@@ -195,6 +195,9 @@ pub fn find(
     if !graph.dcgs.is_empty() {
         return Err("the graph has dynamic command groups".into());
     }
+    if args.iter().any(|a| matches!(a, Arg::Dyn(_))) {
+        return Err("an argument is a dynamic parameter".into());
+    }
     let mut temp = args.get(c.c.param as usize).and_then(temp_of).ok_or("its result is not a graph allocation")?;
     let mut producer = node;
     let mut chain = Chain { members: Vec::new(), bypass: Vec::new() };
@@ -219,8 +222,24 @@ pub fn find(
         return Err("no element-wise kernel reads its result alone".into());
     }
     check_memory(module, graph, args, c, &chain)?;
+    check_kept_args(graph, args, c, &chain)?;
     check_paths(graph, node, &chain)?;
     Ok(chain)
+}
+
+/// No argument the fused kernel keeps names a dying temporary (one passed twice, say): its
+/// allocation goes, so the argument would dangle.
+fn check_kept_args(graph: &Graph, args: &[Arg], c: &Contraction, chain: &Chain) -> Result<(), String> {
+    let dying = |a: &Arg| mem_of(a).is_some_and(|m| matches!(m, MemRef::Alloc(h) if chain.bypass.contains(&h)));
+    let contraction = args.iter().enumerate().any(|(i, a)| i as u32 != c.c.param && dying(a));
+    let members = chain.members.iter().any(|m| match &graph.nodes[m.node].kind {
+        NodeKind::Kernel(cmd) => cmd.args.iter().enumerate().any(|(i, a)| kept(m, i as u32) && dying(a)),
+        _ => true,
+    });
+    if contraction || members {
+        return Err("a temporary of the chain is also passed as another argument".into());
+    }
+    Ok(())
 }
 
 /// The one kernel besides `producer` that names `temp`, if it can be a member.
