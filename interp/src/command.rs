@@ -63,6 +63,9 @@ pub(crate) struct NodeCtx<'r, 'a> {
     pub subgroup_size: super::SubgroupSize,
     /// Rounds a `while` node may run (`RunOptions::loop_rounds`).
     pub loop_rounds: u64,
+    /// Conditional bodies this node runs inside (0 at the top; bounded like sub-graph
+    /// nesting, so a module that contains itself through bodies fails, never overflows).
+    pub depth: u32,
 }
 
 impl NodeCtx<'_, '_> {

@@ -17,6 +17,10 @@ use super::schedule::{self, Order};
 use cmdgraph_ir::arena::Handle;
 use cmdgraph_ir::graph::{CondKind, Graph, Pointer};
 
+/// Most conditional bodies one node may run inside: each level is a nested execution on the
+/// thread's stack (sub-graphs, flattened at finalize, may nest deeper: verifier E0268).
+const MAX_BODY_DEPTH: u32 = 32;
+
 impl NodeCtx<'_, '_> {
     /// The condition word at `cond`, recorded as a read.
     fn condition(&mut self, cond: Pointer) -> Result<u32, InterpError> {
@@ -62,6 +66,11 @@ impl NodeCtx<'_, '_> {
 
     /// One execution of body graph `body`, the `round`-th of this node.
     fn body(&mut self, body: Handle<Graph>, round: u64) -> Result<u64, InterpError> {
+        if self.depth >= MAX_BODY_DEPTH {
+            return Err(self.invalid(format!(
+                "conditional bodies nest deeper than {MAX_BODY_DEPTH} (does a graph contain itself through them?)"
+            )));
+        }
         let module = self.module;
         let body_name = module.graphs.try_get(body).map_or("?", |g| g.name.as_str());
         let flat = Flat::build(module, body)?;
@@ -90,6 +99,7 @@ impl NodeCtx<'_, '_> {
                 denormals: self.denormals,
                 subgroup_size: self.subgroup_size,
                 loop_rounds: self.loop_rounds,
+                depth: self.depth + 1,
             };
             items = items.saturating_add(ctx.execute(f.node, node)?);
         }

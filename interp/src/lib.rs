@@ -589,6 +589,7 @@ impl Interpreter {
                 denormals: opts.denormals,
                 subgroup_size: opts.subgroup_size,
                 loop_rounds: opts.loop_rounds.unwrap_or(DEFAULT_LOOP_ROUNDS),
+                depth: 0,
             };
             stats.work_items += ctx.execute(f.node, node)?;
             stats.order.push(f.name.clone());

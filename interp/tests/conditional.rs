@@ -251,3 +251,22 @@ graph @main {
         other => panic!("{other:?}"),
     }
 }
+
+/// A module that contains itself through a body (which the verifier refuses, E0265) fails on
+/// the interpreter at the nesting bound, never overflowing the stack.
+#[test]
+fn a_graph_that_runs_itself_through_a_body_fails_at_the_nesting_bound() {
+    let text = "usm @flags : u32[1]
+
+graph @g {
+  %i = if @flags then @g
+}
+";
+    let m = cmdgraph_ir::text::parse(text).unwrap();
+    assert!(cmdgraph_ir::verify::verify(&m).is_err(), "E0265");
+    let mut it = Interpreter::new(&m).unwrap();
+    it.bind_as::<u32>("flags", &[1]).unwrap();
+    let e = it.finalize("g").unwrap();
+    let err = it.run(e).expect_err("recursion");
+    assert!(err.to_string().contains("nest deeper than 32"), "{err}");
+}
