@@ -419,6 +419,15 @@ class handler {
     detail::check(cmdgraph_sycl_cg_barrier(cg_.get(), w.data(), w.size()));
   }
   inline void ext_oneapi_graph(const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &g);
+  /// cmdgraph's conditional nodes (docs/conditional.md): the `uint32_t` at `cond` decides.
+  /// `if`: `then` when it is non-zero, else `otherwise` (when given). The interpreter runs
+  /// them; compiling for Vulkan refuses them for now.
+  inline void ext_cmdgraph_if(uint32_t *cond, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &then);
+  inline void ext_cmdgraph_if(uint32_t *cond, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &then, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &otherwise);
+  /// `while`: `body` again and again while the word is non-zero, read before each round.
+  inline void ext_cmdgraph_while(uint32_t *cond, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &body);
+  /// `switch`: the case the word names, none past the last.
+  inline void ext_cmdgraph_switch(uint32_t *cond, const std::vector<const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> *> &cases);
   /// `async_malloc(h, kind, bytes)` for `count` elements of T: a graph-owned allocation.
   template <typename T>
   T *async_malloc(size_t count, cmdgraph_sycl_usm_kind kind = CMDGRAPH_SYCL_USM_DEVICE) {
@@ -768,6 +777,27 @@ cmdgraph_sycl_arg detail::to_arg(const ext::oneapi::experimental::dynamic_parame
 
 inline void handler::ext_oneapi_graph(const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &g) {
   detail::check(cmdgraph_sycl_cg_graph(cg_.get(), g.raw()));
+}
+
+inline void handler::ext_cmdgraph_if(uint32_t *cond, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &then) {
+  const cmdgraph_sycl_exec *b[] = {then.raw()};
+  detail::check(cmdgraph_sycl_cg_conditional(cg_.get(), 0, cond, b, 1));
+}
+
+inline void handler::ext_cmdgraph_if(uint32_t *cond, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &then, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &otherwise) {
+  const cmdgraph_sycl_exec *b[] = {then.raw(), otherwise.raw()};
+  detail::check(cmdgraph_sycl_cg_conditional(cg_.get(), 0, cond, b, 2));
+}
+
+inline void handler::ext_cmdgraph_while(uint32_t *cond, const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &body) {
+  const cmdgraph_sycl_exec *b[] = {body.raw()};
+  detail::check(cmdgraph_sycl_cg_conditional(cg_.get(), 1, cond, b, 1));
+}
+
+inline void handler::ext_cmdgraph_switch(uint32_t *cond, const std::vector<const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> *> &cases) {
+  std::vector<const cmdgraph_sycl_exec *> b;
+  for (const auto *c : cases) b.push_back(c->raw());
+  detail::check(cmdgraph_sycl_cg_conditional(cg_.get(), 2, cond, b.data(), b.size()));
 }
 
 inline event queue::ext_oneapi_graph(const ext::oneapi::experimental::command_graph<ext::oneapi::experimental::graph_state::executable> &g) {

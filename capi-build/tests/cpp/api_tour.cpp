@@ -133,6 +133,38 @@ int main() {
       std::printf("update %s %s\n", ex.code().category().name(), ex.code().message().c_str());
     }
     for (float *p : {x, y, z, w}) sycl::free(p, q);
+
+    // cmdgraph's conditional nodes, on the interpreter (not on Vulkan yet): a `while` whose
+    // body scales by 0.3 and counts its word down, run for 3 rounds.
+    sycl::queue iq{sycl::interpreter_selector_v};
+    sycl::context ictx = iq.get_context();
+    sycl::kernel_bundle::from_text(ictx, kernels);
+    sycl::kernel_bundle::from_text(ictx, R"(
+kernel @countdown(%c: buf<u32, read_write>) {
+  %z = const 0 : u32
+  %one = const 1 : u32
+  %n = load %c[%z]
+  %n1 = sub %n, %one
+  store %c[%z], %n1
+}
+)");
+    sycl::kernel countdown("countdown");
+    float *ix = sycl::malloc_device<float>(n, iq);
+    uint32_t *word = sycl::malloc_device<uint32_t>(1, iq);
+    iq.copy(x_host.data(), ix, n).wait();
+    exp_::command_graph body{ictx, iq.get_device()};
+    auto sc = body.add([&](sycl::handler &h) { h.parallel_for(n, scale, ix, ix, 0.3f); });
+    body.add([&](sycl::handler &h) { h.single_task(countdown, word); }, {exp_::property::node::depends_on(sc)});
+    auto body_exec = body.finalize();
+    exp_::command_graph loop{ictx, iq.get_device()};
+    auto wn = loop.add([&](sycl::handler &h) { h.ext_cmdgraph_while(word, body_exec); });
+    auto loop_exec = loop.finalize();
+    const uint32_t rounds = 3;
+    iq.copy(&rounds, word, 1).wait();
+    iq.ext_oneapi_graph(loop_exec).wait();
+    iq.copy(ix, out.data(), n).wait();
+    std::printf("while %s\n", wn.get_type_name().c_str());
+    print("while_x", out);
   } catch (const sycl::exception &ex) {
     std::cerr << "api_tour: " << ex.what() << "\n";
     return 1;

@@ -1,7 +1,7 @@
 //! tests/cpp/api_tour.cpp: what the dotp port does not use of the C++ header (queue
 //! recording with an in-order queue and a host-task lambda, dynamic parameters and command
-//! groups, empty nodes, graph allocations, `make_edge`, sub-graphs, updates, and
-//! `sycl::exception` with its errc), compiled with `c++ -std=c++17 -Wall -Wextra -Wpedantic
+//! groups, empty nodes, graph allocations, `make_edge`, sub-graphs, updates,
+//! `sycl::exception` with its errc, and a `while` conditional node on an interpreter queue), compiled with `c++ -std=c++17 -Wall -Wextra -Wpedantic
 //! -Werror`, run on the default Vulkan device with validation on; every printed value is
 //! compared bit for bit with the same arithmetic in Rust.
 use crate::support::*;
@@ -54,6 +54,8 @@ fn the_cpp_header_tour_matches_rust() {
         "cycle invalid 8".to_string(),
         "build build".to_string(),
         "update sycl invalid".to_string(),
+        "while conditional".to_string(),
+        format!("while_x{}", hex(&map(&|e| 0.3 * (0.3 * (0.3 * e))))),
     ];
     let got: Vec<&str> = stdout.lines().collect();
     assert_eq!(got, want, "stdout:\n{stdout}");
