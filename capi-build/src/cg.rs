@@ -541,11 +541,7 @@ pub unsafe extern "C" fn cmdgraph_sycl_cg_conditional(
                 2 => cmdgraph_ir::CondKind::Switch,
                 _ => return Err(Error::invalid(format!("conditional kind {kind}: 0 if, 1 while, 2 switch"))),
             };
-            let (lo, hi) = match kind {
-                cmdgraph_ir::CondKind::If => (1, 2),
-                cmdgraph_ir::CondKind::While => (1, 1),
-                cmdgraph_ir::CondKind::Switch => (1, usize::MAX),
-            };
+            let (lo, hi) = kind.body_counts();
             if count < lo || count > hi {
                 return Err(Error::invalid(format!("`{}` takes {lo} to {hi} bodies, not {count}", kind.keyword())));
             }

@@ -118,6 +118,27 @@ fn host(from: &Side, to: &Side, cmd: &HostTaskCommand, node: &str, what: &str) -
     Ok(HostTaskCommand { callback: cmd.callback.clone(), access })
 }
 
+/// The optimized kernel node `name` and its command, when the optimizer re-implemented it
+/// with the source node's arguments: another kernel than the source command `source` names,
+/// the same argument list (`was_args`, the source's in the optimized graph's handles).
+fn reimplemented<'a>(
+    old: &Side,
+    opt: &Side<'a>,
+    name: &str,
+    source: &KernelCommand,
+    was_args: &[Arg],
+) -> Option<(Handle<cmdgraph_ir::Node>, &'a KernelCommand)> {
+    let h = opt.graph.node_by_name(name)?;
+    let NodeKind::Kernel(oc) = &opt.graph.nodes[h].kind else { return None };
+    let source_kernel = old.module.kernels.try_get(source.kernel).map(|k| k.name.as_str());
+    if source_kernel == opt.module.kernels.try_get(oc.kernel).map(|k| k.name.as_str()) {
+        return None;
+    }
+    let vals = |p: Handle<DynParam>| opt.graph.dyn_params.try_get(p).map(|q| q.value.clone());
+    let args = translate_args(opt, opt, &oc.args, &vals, false, name, "update").ok()?;
+    (args == was_args).then_some((h, oc))
+}
+
 /// A source kernel node as the update sees it, for [`Executor::respecialised`].
 struct Respecialised<'a> {
     name: &'a str,
@@ -370,21 +391,11 @@ impl Executor {
     /// other node, or a bundle without its source.
     pub(crate) fn specialised_kernel(&self, exe: &Executable, node: &str) -> Option<(String, Launch)> {
         let (old, opt) = self.sides(exe, "update").ok()?;
-        let (NodeKind::Kernel(oc), NodeKind::Kernel(sc)) = (
-            &opt.graph.nodes[opt.graph.node_by_name(node)?].kind,
-            &old.graph.nodes[old.graph.node_by_name(node)?].kind,
-        ) else {
-            return None;
-        };
-        let kernel = &opt.module.kernels.try_get(oc.kernel)?.name;
-        if old.module.kernels.try_get(sc.kernel).map(|k| &k.name) == Some(kernel) {
-            return None;
-        }
-        let vals = |p: Handle<DynParam>| opt.graph.dyn_params.try_get(p).map(|q| q.value.clone());
+        let NodeKind::Kernel(sc) = &old.graph.nodes[old.graph.node_by_name(node)?].kind else { return None };
         let old_vals = |p: Handle<DynParam>| old.graph.dyn_params.try_get(p).map(|q| q.value.clone());
-        let here = translate_args(&opt, &opt, &oc.args, &vals, false, node, "update").ok()?;
-        let source = translate_args(&old, &opt, &sc.args, &old_vals, false, node, "update").ok()?;
-        (here == source).then(|| (kernel.clone(), sc.launch.clone()))
+        let was_args = translate_args(&old, &opt, &sc.args, &old_vals, false, node, "update").ok()?;
+        let (_, oc) = reimplemented(&old, &opt, node, sc, &was_args)?;
+        Some((opt.module.kernels.try_get(oc.kernel)?.name.clone(), sc.launch.clone()))
     }
 
     /// The bundle's source graph and the optimized graph of an executable.
@@ -469,16 +480,8 @@ impl Executor {
         what: &str,
     ) -> Result<Option<Change>> {
         let name = node.name;
-        let Some(h) = opt.graph.node_by_name(name) else { return Ok(None) };
-        let NodeKind::Kernel(oc) = &opt.graph.nodes[h].kind else { return Ok(None) };
-        let vals = |p: Handle<DynParam>| opt.graph.dyn_params.try_get(p).map(|q| q.value.clone());
-        let source_kernel = old.module.kernels.try_get(node.source.kernel).map(|k| k.name.as_str());
+        let Some((h, oc)) = reimplemented(old, opt, name, node.source, node.was_args) else { return Ok(None) };
         let kernel = &opt.module.kernels[oc.kernel];
-        if source_kernel == Some(kernel.name.as_str())
-            || translate_args(opt, opt, &oc.args, &vals, false, name, what)? != node.was_args
-        {
-            return Ok(None);
-        }
         if new.launch != node.source.launch {
             return Err(refuse(
                 what,
@@ -502,9 +505,9 @@ impl Executor {
                 ));
             }
         }
-        let exe_kernel = &opt.module.kernels[oc.kernel].name;
-        let variant =
-            self.variant_of(&opt.graph.name, name, None, exe_kernel, &oc.launch).map_err(|e| refuse(what, name, e))?;
+        let variant = self
+            .variant_of(&opt.graph.name, name, None, &kernel.name, &oc.launch)
+            .map_err(|e| refuse(what, name, e))?;
         Ok(Some(Change::Kernel {
             node: h.index(),
             cmd: KernelCommand { kernel: oc.kernel, launch: oc.launch.clone(), args: args.to_vec() },

@@ -16,6 +16,7 @@ use super::flat::{Flat, Role};
 use super::schedule::{self, Order};
 use cmdgraph_ir::arena::Handle;
 use cmdgraph_ir::graph::{CondKind, Graph, Pointer};
+use std::collections::BTreeMap;
 
 /// Most conditional bodies one node may run inside: each level is a nested execution on the
 /// thread's stack (sub-graphs, flattened at finalize, may nest deeper: verifier E0268).
@@ -42,21 +43,27 @@ impl NodeCtx<'_, '_> {
             CondKind::If => {
                 let word = self.condition(cond)?;
                 let body = if word != 0 { bodies.first() } else { bodies.get(1) };
-                body.map_or(Ok(0), |&b| self.body(b, 0))
+                body.map_or(Ok(0), |&b| self.body(&self.prepare(b)?, 0))
             }
             CondKind::Switch => {
                 let word = self.condition(cond)?;
-                bodies.get(word as usize).map_or(Ok(0), |&b| self.body(b, 0))
+                bodies.get(word as usize).map_or(Ok(0), |&b| self.body(&self.prepare(b)?, 0))
             }
             CondKind::While => {
                 let body = *bodies.first().ok_or_else(|| self.invalid("a while node without a body"))?;
                 let mut items = 0u64;
                 let mut rounds = 0u64;
+                // Flattened and scheduled once, run every round.
+                let mut prepared = None;
                 while self.condition(cond)? != 0 {
                     if rounds == self.loop_rounds {
                         return Err(self.fault(FaultKind::LoopNeverEnds { rounds }));
                     }
-                    items = items.saturating_add(self.body(body, rounds)?);
+                    let p = match prepared {
+                        Some(ref p) => p,
+                        None => prepared.insert(self.prepare(body)?),
+                    };
+                    items = items.saturating_add(self.body(p, rounds)?);
                     rounds += 1;
                 }
                 Ok(items)
@@ -64,32 +71,46 @@ impl NodeCtx<'_, '_> {
         }
     }
 
-    /// One execution of body graph `body`, the `round`-th of this node.
-    fn body(&mut self, body: Handle<Graph>, round: u64) -> Result<u64, InterpError> {
+    /// Body graph `body` ready to run: flattened, in creation order, with the dynamic values
+    /// of each graph it runs.
+    fn prepare(&self, body: Handle<Graph>) -> Result<Prepared, InterpError> {
         if self.depth >= MAX_BODY_DEPTH {
             return Err(self.invalid(format!(
                 "conditional bodies nest deeper than {MAX_BODY_DEPTH} (does a graph contain itself through them?)"
             )));
         }
         let module = self.module;
-        let body_name = module.graphs.try_get(body).map_or("?", |g| g.name.as_str());
+        let name = module.graphs.try_get(body).map_or("?", |g| g.name.as_str()).to_string();
         let flat = Flat::build(module, body)?;
         let order = schedule::schedule(&flat, Order::Creation);
+        let mut states = BTreeMap::new();
+        for f in &flat.nodes {
+            if let Some(g) = module.graphs.try_get(f.graph) {
+                states.entry(f.graph).or_insert_with(|| GraphState::capture(g));
+            }
+        }
+        Ok(Prepared { name, flat, order, states })
+    }
+
+    /// One execution of a prepared body, the `round`-th of this node.
+    fn body(&mut self, body: &Prepared, round: u64) -> Result<u64, InterpError> {
+        let module = self.module;
         let mut items = 0u64;
-        for &i in &order {
-            let f = &flat.nodes[i as usize];
+        for &i in &body.order {
+            let f = &body.flat.nodes[i as usize];
             if f.role != Role::Command {
                 continue;
             }
-            let g = module.graphs.try_get(f.graph).ok_or_else(|| self.invalid("a body refers to a missing graph"))?;
+            let (Some(g), Some(state)) = (module.graphs.try_get(f.graph), body.states.get(&f.graph)) else {
+                return Err(self.invalid("a body refers to a missing graph"));
+            };
             let node = g.nodes.try_get(f.node).ok_or_else(|| self.invalid("node handle out of range"))?;
-            let state = GraphState::capture(g);
-            let name = format!("{}/{}:{round}/{}", self.name, body_name, f.name);
+            let name = format!("{}/{}:{round}/{}", self.name, body.name, f.name);
             let mut ctx = NodeCtx {
                 module,
                 graph: g,
                 root: false,
-                state: &state,
+                state,
                 name: &name,
                 mem: &mut *self.mem,
                 log: self.log.as_deref_mut(),
@@ -105,4 +126,12 @@ impl NodeCtx<'_, '_> {
         }
         Ok(items)
     }
+}
+
+/// A body graph flattened for running ([`NodeCtx::prepare`]).
+struct Prepared {
+    name: String,
+    flat: Flat,
+    order: Vec<u32>,
+    states: BTreeMap<Handle<Graph>, GraphState>,
 }

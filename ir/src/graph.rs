@@ -401,6 +401,16 @@ impl CondKind {
         }
     }
 
+    /// How many bodies the construct takes, at least and at most: `if` 1 or 2, `while` 1,
+    /// `switch` 1 or more.
+    pub fn body_counts(self) -> (usize, usize) {
+        match self {
+            CondKind::If => (1, 2),
+            CondKind::While => (1, 1),
+            CondKind::Switch => (1, usize::MAX),
+        }
+    }
+
     /// The text keyword.
     pub fn keyword(self) -> &'static str {
         match self {

@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::Rng;
+
 use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_ir::Module;
 use std::fmt::Write as _;
@@ -83,19 +85,6 @@ fn passes_work_inside_bodies_and_never_across_a_conditional_node() {
     assert_eq!(kernels_of(&after, "main"), ["scale", "shift"]);
     let main = support::graph_text(&after, "main");
     assert!(main.contains("%w = while @flags do @body") && main.contains("%i = if @flags + 4 then @tail"), "{main}");
-}
-
-/// SplitMix64, so one seed gives one module.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n.max(1)
-    }
 }
 
 /// A random module: body graphs of element-wise kernels, copies and fills on `@m0..@m2`,

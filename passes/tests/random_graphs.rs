@@ -3,6 +3,8 @@
 
 mod support;
 
+use support::Rng;
+
 use cmdgraph_ir::graph::NodeKind;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
@@ -27,19 +29,6 @@ usm @m1 : f32[8]
 usm @m2 : f32[8]
 usm @m3 : f32[8]
 ";
-
-/// SplitMix64, so one seed gives one module.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n.max(1)
-    }
-}
 
 /// A node being generated: its statement head and the memory it reads and writes.
 struct Op {

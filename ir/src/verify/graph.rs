@@ -228,11 +228,7 @@ fn check_conditional(
             )));
         }
     }
-    let (lo, hi) = match kind {
-        CondKind::If => (1, 2),
-        CondKind::While => (1, 1),
-        CondKind::Switch => (1, usize::MAX),
-    };
+    let (lo, hi) = kind.body_counts();
     if bodies.len() < lo || bodies.len() > hi {
         errors.push(problem(format!("`{}` takes {lo} to {hi} bodies, not {}", kind.keyword(), bodies.len())));
     }

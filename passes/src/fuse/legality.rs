@@ -185,8 +185,26 @@ pub fn candidate_or_why(module: &Module, graph: &Graph, node: Handle<Node>) -> R
                     mem_text(mem)
                 )))
             }
-            OpKind::Builtin(Builtin::GlobalId, 0)
-            | OpKind::Const(..)
+            OpKind::Builtin(Builtin::GlobalId, 0) => {}
+            other if is_elementwise_value_op(other) => {}
+            other => return Err(why(format!("`{}` is not an element-wise operation", op_word(other)))),
+        }
+    }
+    if let Some(short) = short {
+        return Err(why(short));
+    }
+    let bytes = reads.iter().chain(&writes).map(|(_, b)| b).sum();
+    let (reads, writes) = (reads.into_iter().map(|r| r.0).collect(), writes.into_iter().map(|w| w.0).collect());
+    Ok(Candidate { n, reads, writes, bytes, has_dyn })
+}
+
+/// Whether `kind` computes a value from values alone, lane by lane (no memory, no builtin,
+/// no control flow): what an element-wise body may hold besides its loads and stores
+/// (also `tile-contractions`' epilogues).
+pub fn is_elementwise_value_op(kind: &OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Const(..)
             | OpKind::Unary(..)
             | OpKind::Binary(..)
             | OpKind::Fma(..)
@@ -197,16 +215,8 @@ pub fn candidate_or_why(module: &Module, graph: &Graph, node: Handle<Node>) -> R
             | OpKind::Splat(..)
             | OpKind::Extract(..)
             | OpKind::Insert(..)
-            | OpKind::Construct(..) => {}
-            other => return Err(why(format!("`{}` is not an element-wise operation", op_word(other)))),
-        }
-    }
-    if let Some(short) = short {
-        return Err(why(short));
-    }
-    let bytes = reads.iter().chain(&writes).map(|(_, b)| b).sum();
-    let (reads, writes) = (reads.into_iter().map(|r| r.0).collect(), writes.into_iter().map(|w| w.0).collect());
-    Ok(Candidate { n, reads, writes, bytes, has_dyn })
+            | OpKind::Construct(..)
+    )
 }
 
 /// The IR word of an op that keeps a kernel from fusing.

@@ -25,6 +25,7 @@
 //! each output; [`cmdgraph_ir::inline`] then inlines the calls.
 
 use super::recognise::Contraction;
+use crate::fuse::legality::is_elementwise_value_op;
 use cmdgraph_ir::graph::{Arg, ArgValue, Graph, Launch, MemRef, NodeKind};
 use cmdgraph_ir::kernel::{Builtin, KernelBody, MemBase, OpKind, ParamType, ValueDef};
 use cmdgraph_ir::module::Item;
@@ -50,9 +51,9 @@ pub struct Member {
     pub output: Option<u32>,
     /// Its kernel's parameter count.
     params: u32,
-    /// Name of `global_id 0`'s value, of the temporary's loaded value, and (with `output`)
-    /// of the stored value.
-    gid: String,
+    /// What its body loads and stores, and the name of its `global_id 0`.
+    shape: Shape,
+    /// Name of the temporary's loaded value, and (with `output`) of the stored value.
     loaded: String,
     stored: Option<String>,
 }
@@ -66,18 +67,27 @@ pub struct Chain {
     pub bypass: Vec<Handle<Node>>,
 }
 
-/// Who names each graph-owned allocation: the nodes whose commands point at it (not its
-/// `async_free`s), and its `async_free`s. Built once per graph.
+/// What the chain search needs of a graph, built once per graph: who names each graph-owned
+/// allocation (the nodes whose commands point at it, not its `async_free`s), its
+/// `async_free`s, and each node's successors and predecessors.
 pub struct Users {
     named_by: HashMap<Handle<Node>, Vec<Handle<Node>>>,
     frees: HashMap<Handle<Node>, Vec<Handle<Node>>>,
+    succs: HashMap<Handle<Node>, Vec<Handle<Node>>>,
+    preds: HashMap<Handle<Node>, Vec<Handle<Node>>>,
 }
 
 impl Users {
-    /// The users of every allocation of `graph`.
+    /// The users of every allocation of `graph`, and its edges by node.
     pub fn of(graph: &Graph) -> Users {
         let mut named_by: HashMap<Handle<Node>, Vec<Handle<Node>>> = HashMap::new();
         let mut frees: HashMap<Handle<Node>, Vec<Handle<Node>>> = HashMap::new();
+        let mut succs: HashMap<Handle<Node>, Vec<Handle<Node>>> = HashMap::new();
+        let mut preds: HashMap<Handle<Node>, Vec<Handle<Node>>> = HashMap::new();
+        for (_, e) in graph.edges.iter() {
+            succs.entry(e.from).or_default().push(e.to);
+            preds.entry(e.to).or_default().push(e.from);
+        }
         for (h, node) in graph.nodes.iter() {
             if let NodeKind::AsyncFree { alloc } = node.kind {
                 frees.entry(alloc).or_default().push(h);
@@ -90,16 +100,19 @@ impl Users {
                 }
             }
         }
-        Users { named_by, frees }
+        Users { named_by, frees, succs, preds }
     }
 }
 
 /// What a member's body does, found by [`shape`].
+#[derive(Clone, Debug)]
 struct Shape {
+    /// The name of its `global_id 0`.
     gid: String,
-    /// Per parameter: (loads at `global_id 0`, other loads, stores at `global_id 0`, other
-    /// stores), with the loaded and stored value names of the `global_id 0` ones.
+    /// Per buffer parameter, each load through it: whether at `global_id 0`, and the loaded
+    /// value's name.
     loads: HashMap<u32, Vec<(bool, String)>>,
+    /// Likewise each store, with the stored value's name.
     stores: HashMap<u32, Vec<(bool, String)>>,
 }
 
@@ -139,18 +152,7 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
                 let at_gid = Some(*index) == gid_value;
                 stores.entry(param_of(mem)?).or_default().push((at_gid, name(*value)?));
             }
-            OpKind::Const(..)
-            | OpKind::Unary(..)
-            | OpKind::Binary(..)
-            | OpKind::Fma(..)
-            | OpKind::Cmp(..)
-            | OpKind::Select(..)
-            | OpKind::Cast(..)
-            | OpKind::Bitcast(..)
-            | OpKind::Splat(..)
-            | OpKind::Extract(..)
-            | OpKind::Insert(..)
-            | OpKind::Construct(..) => {}
+            other if is_elementwise_value_op(other) => {}
             _ => return None,
         }
     }
@@ -205,7 +207,7 @@ pub fn find(
         let Some(member) = next_member(module, graph, users, producer, temp, outputs)? else { break };
         // The previous member stores into `temp` for this one.
         if let Some(prev) = chain.members.last_mut() {
-            let Some((p, stored)) = prev_output(module, graph, prev, temp) else { break };
+            let Some((p, stored)) = prev_output(graph, prev, temp) else { break };
             prev.output = Some(p);
             prev.stored = Some(stored);
         }
@@ -215,15 +217,15 @@ pub fn find(
         chain.members.push(member);
         // Continue through the one temporary this member stores into, if any.
         let last = chain.members.last().expect("just pushed");
-        let Some(next) = single_temp_store(module, graph, last) else { break };
+        let Some(next) = single_temp_store(graph, last) else { break };
         temp = next;
     }
     if chain.members.is_empty() {
         return Err("no element-wise kernel reads its result alone".into());
     }
-    check_memory(module, graph, args, c, &chain)?;
+    check_memory(graph, args, c, &chain)?;
     check_kept_args(graph, args, c, &chain)?;
-    check_paths(graph, node, &chain)?;
+    check_paths(graph, users, node, &chain)?;
     Ok(chain)
 }
 
@@ -278,13 +280,13 @@ fn next_member(
         return Ok(None);
     }
     let params = kernel.params.len() as u32;
-    Ok(Some(Member { node: e, kernel: cmd.kernel, input, output: None, params, gid: sh.gid, loaded, stored: None }))
+    Ok(Some(Member { node: e, kernel: cmd.kernel, input, output: None, params, shape: sh, loaded, stored: None }))
 }
 
 /// The parameter and stored value through which member `m` stores `temp` (its only store).
-fn prev_output(module: &Module, graph: &Graph, m: &Member, temp: Handle<Node>) -> Option<(u32, String)> {
+fn prev_output(graph: &Graph, m: &Member, temp: Handle<Node>) -> Option<(u32, String)> {
     let NodeKind::Kernel(cmd) = &graph.nodes[m.node].kind else { return None };
-    let sh = shape(&module.kernels[m.kernel])?;
+    let sh = &m.shape;
     let p = (0..cmd.args.len() as u32).find(|&i| temp_of(&cmd.args[i as usize]) == Some(temp))?;
     match sh.stores.get(&p).map(Vec::as_slice) {
         Some([(true, v)]) if sh.stores.len() == 1 && !sh.loads.contains_key(&p) => Some((p, v.clone())),
@@ -293,10 +295,9 @@ fn prev_output(module: &Module, graph: &Graph, m: &Member, temp: Handle<Node>) -
 }
 
 /// The temporary member `m` stores into, when that is its only store.
-fn single_temp_store(module: &Module, graph: &Graph, m: &Member) -> Option<Handle<Node>> {
+fn single_temp_store(graph: &Graph, m: &Member) -> Option<Handle<Node>> {
     let NodeKind::Kernel(cmd) = &graph.nodes[m.node].kind else { return None };
-    let sh = shape(&module.kernels[m.kernel])?;
-    let [(p, stores)] = sh.stores.iter().collect::<Vec<_>>()[..] else { return None };
+    let [(p, stores)] = m.shape.stores.iter().collect::<Vec<_>>()[..] else { return None };
     if stores.len() != 1 {
         return None;
     }
@@ -304,17 +305,16 @@ fn single_temp_store(module: &Module, graph: &Graph, m: &Member) -> Option<Handl
 }
 
 /// No memory the chain finally writes is read by the contraction or gathered by a member.
-fn check_memory(module: &Module, graph: &Graph, args: &[Arg], c: &Contraction, chain: &Chain) -> Result<(), String> {
+fn check_memory(graph: &Graph, args: &[Arg], c: &Contraction, chain: &Chain) -> Result<(), String> {
     let last = chain.members.last().expect("a chain has members");
     let NodeKind::Kernel(cmd) = &graph.nodes[last.node].kind else { return Err("a member is not a kernel".into()) };
-    let sh = shape(&module.kernels[last.kernel]).ok_or("a member changed")?;
-    let written: Vec<MemRef> = sh.stores.keys().filter_map(|&p| cmd.args.get(p as usize).and_then(mem_of)).collect();
+    let written: Vec<MemRef> =
+        last.shape.stores.keys().filter_map(|&p| cmd.args.get(p as usize).and_then(mem_of)).collect();
     let mut read: Vec<MemRef> =
         [c.a.param, c.b.param].iter().filter_map(|&p| args.get(p as usize).and_then(mem_of)).collect();
     for m in &chain.members {
         let NodeKind::Kernel(cmd) = &graph.nodes[m.node].kind else { return Err("a member is not a kernel".into()) };
-        let sh = shape(&module.kernels[m.kernel]).ok_or("a member changed")?;
-        for (p, loads) in &sh.loads {
+        for (p, loads) in &m.shape.loads {
             if loads.iter().any(|(at_gid, _)| !at_gid) {
                 read.extend(cmd.args.get(*p as usize).and_then(mem_of));
             }
@@ -328,14 +328,8 @@ fn check_memory(module: &Module, graph: &Graph, args: &[Arg], c: &Contraction, c
 
 /// No node outside the chain (or its dying allocations) lies on a path between two of its
 /// nodes: contracting them into one node would make a cycle.
-fn check_paths(graph: &Graph, start: Handle<Node>, chain: &Chain) -> Result<(), String> {
+fn check_paths(graph: &Graph, users: &Users, start: Handle<Node>, chain: &Chain) -> Result<(), String> {
     let members: BTreeSet<Handle<Node>> = chain.members.iter().map(|m| m.node).chain([start]).collect();
-    let mut succs: HashMap<Handle<Node>, Vec<Handle<Node>>> = HashMap::new();
-    let mut preds: HashMap<Handle<Node>, Vec<Handle<Node>>> = HashMap::new();
-    for (_, e) in graph.edges.iter() {
-        succs.entry(e.from).or_default().push(e.to);
-        preds.entry(e.to).or_default().push(e.from);
-    }
     let reach = |next: &HashMap<Handle<Node>, Vec<Handle<Node>>>| -> Result<BTreeSet<Handle<Node>>, String> {
         let mut seen: BTreeSet<Handle<Node>> = members.clone();
         let mut stack: Vec<Handle<Node>> = members.iter().copied().collect();
@@ -351,7 +345,7 @@ fn check_paths(graph: &Graph, start: Handle<Node>, chain: &Chain) -> Result<(), 
         }
         Ok(seen)
     };
-    let (after, before) = (reach(&succs)?, reach(&preds)?);
+    let (after, before) = (reach(&users.succs)?, reach(&users.preds)?);
     let between = after.intersection(&before).find(|v| !members.contains(v) && !chain.bypass.contains(v));
     match between {
         Some(v) => Err(format!("%{} lies on a path between two of its nodes", graph.nodes[*v].name)),
@@ -403,7 +397,7 @@ pub fn functions_text(module: &Module, chain: &Chain) -> String {
             Some(ParamType::Buffer { elem, .. }) => elem.to_string(),
             _ => "f32".to_string(),
         };
-        let mut params = vec![format!("{}: {}", m.loaded, elem(m.input)), format!("{}: u32", m.gid)];
+        let mut params = vec![format!("{}: {}", m.loaded, elem(m.input)), format!("{}: u32", m.shape.gid)];
         for (i, p) in kernel.params.iter().enumerate() {
             if kept(m, i as u32) {
                 params.push(format!("%{}: {}", p.name, p.ty));
@@ -414,7 +408,7 @@ pub fn functions_text(module: &Module, chain: &Chain) -> String {
         let input = format!("%{}", kernel.params[m.input as usize].name);
         let output = m.output.map(|p| format!("store %{}[", kernel.params[p as usize].name));
         let drop = |line: &str| {
-            line.starts_with(&format!("{} = global_id 0", m.gid))
+            line.starts_with(&format!("{} = global_id 0", m.shape.gid))
                 || line.starts_with(&format!("{} = load {input}[", m.loaded))
                 || output.as_ref().is_some_and(|s| line.starts_with(s.as_str()))
         };

@@ -101,3 +101,17 @@ pub fn graph_text(m: &Module, name: &str) -> String {
     let end = text[start..].find("\n}").map(|e| start + e + 2).unwrap_or(text.len());
     text[start..end].to_string()
 }
+
+/// SplitMix64, so one seed gives one generated module.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number in `0..n` (0 for `n` = 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n.max(1)
+    }
+}

@@ -424,6 +424,33 @@ fn host_copy(
 }
 
 /// Converts the handler's command into an IR node kind (None: an empty node).
+/// The child slot of executable graph `exec` in `inner` (a sub-graph, or a conditional
+/// node's body), added if new: it must have the graph's device and context (row 38; `whose`
+/// names it in the message) and no graph-owned allocations (row `alloc_row`,
+/// `allocs_message` the message).
+fn child(
+    inner: &mut GraphInner,
+    exec: &crate::ExecutableGraph,
+    whose: &str,
+    alloc_row: u32,
+    allocs_message: &str,
+) -> Result<Handle<cmdgraph_ir::Graph>> {
+    let (module, root, version, device, ctx, allocs) = exec.snapshot_for_subgraph();
+    ensure(device == inner.device && ctx.same(&inner.ctx), 38, || {
+        format!("{whose}'s device {} / context {} differ from graph `@{}`'s", device.id(), ctx.id(), inner.ir.name)
+    })?;
+    ensure(!allocs, alloc_row, || allocs_message.to_string())?;
+    let weak = exec.downgrade();
+    let slot = match inner.children.iter().position(|c| c.exec.ptr_eq(&weak) && c.version == version) {
+        Some(slot) => slot,
+        None => {
+            inner.children.push(Child { exec: weak, version, module, root });
+            inner.children.len() - 1
+        }
+    };
+    Handle::from_usize(slot).ok_or_else(|| SyclError::invalid(0, "too many sub-graphs"))
+}
+
 pub(crate) fn convert(
     rc: &Rc<RefCell<GraphInner>>,
     inner: &mut GraphInner,
@@ -551,28 +578,13 @@ pub(crate) fn convert(
             }
         }
         Some(Command::Subgraph { exec, shortcut }) => {
-            let (module, root, version, device, ctx, allocs) = exec.snapshot_for_subgraph();
-            ensure(device == inner.device && ctx.same(&inner.ctx), 38, || {
-                format!(
-                    "ext_oneapi_graph: the executable graph's device {} / context {} differ from graph `@{}`'s",
-                    device.id(),
-                    ctx.id(),
-                    inner.ir.name
-                )
-            })?;
-            ensure(!allocs, if shortcut { 37 } else { via.row(57, 39, 39) }, || {
-                "ext_oneapi_graph: a graph with graph-owned allocations (async_malloc) cannot be a sub-graph"
-                    .to_string()
-            })?;
-            let weak = exec.downgrade();
-            let slot = match inner.children.iter().position(|c| c.exec.ptr_eq(&weak) && c.version == version) {
-                Some(slot) => slot,
-                None => {
-                    inner.children.push(Child { exec: weak, version, module, root });
-                    inner.children.len() - 1
-                }
-            };
-            let graph = Handle::from_usize(slot).ok_or_else(|| SyclError::invalid(0, "too many sub-graphs"))?;
+            let graph = child(
+                inner,
+                &exec,
+                "ext_oneapi_graph: the executable graph",
+                if shortcut { 37 } else { via.row(57, 39, 39) },
+                "ext_oneapi_graph: a graph with graph-owned allocations (async_malloc) cannot be a sub-graph",
+            )?;
             NodeKind::Subgraph { graph }
         }
         Some(Command::Conditional { kind, cond, bodies }) => {
@@ -587,32 +599,11 @@ pub(crate) fn convert(
                 || format!("{what}: the condition must point at a u32 of a USM allocation (docs/conditional.md)"),
             )?;
             let cond = pointer(rc, inner, &cond, 4, what)?;
-            let mut slots = Vec::with_capacity(bodies.len());
-            for exec in &bodies {
-                let (module, root, version, device, ctx, allocs) = exec.snapshot_for_subgraph();
-                ensure(device == inner.device && ctx.same(&inner.ctx), 38, || {
-                    format!(
-                        "{what}: a body's device {} / context {} differ from graph `@{}`'s",
-                        device.id(),
-                        ctx.id(),
-                        inner.ir.name
-                    )
-                })?;
-                ensure(!allocs, 39, || {
-                    format!(
-                        "{what}: a body with graph-owned allocations (async_malloc) cannot run in a conditional node"
-                    )
-                })?;
-                let weak = exec.downgrade();
-                let slot = match inner.children.iter().position(|c| c.exec.ptr_eq(&weak) && c.version == version) {
-                    Some(slot) => slot,
-                    None => {
-                        inner.children.push(Child { exec: weak, version, module, root });
-                        inner.children.len() - 1
-                    }
-                };
-                slots.push(Handle::from_usize(slot).ok_or_else(|| SyclError::invalid(0, "too many sub-graphs"))?);
-            }
+            let whose = format!("{what}: a body");
+            let allocs =
+                format!("{what}: a body with graph-owned allocations (async_malloc) cannot run in a conditional node");
+            let slots =
+                bodies.iter().map(|exec| child(inner, exec, &whose, 39, &allocs)).collect::<Result<Vec<_>>>()?;
             NodeKind::Conditional { kind, cond, bodies: slots }
         }
         Some(other @ (Command::DeviceGlobalCopy { .. } | Command::Banned(_))) => {
