@@ -2,8 +2,9 @@
 //! into stages of mutually independent nodes (docs/abi.md, "Schedule"; docs/bundle.md).
 //!
 //! Every node has one of three roles:
-//! - **host**: a `host_task`, a `native` command, or a `dynamic` node whose alternatives are
-//!   host tasks. Each runs as a segment of its own, on the host.
+//! - **host**: a `host_task`, a `native` command, a `dynamic` node whose alternatives are
+//!   host tasks, or a `while` node (the host decides after a chunk of rounds whether to submit
+//!   more: docs/conditional.md). Each runs as a segment of its own.
 //! - **ordering only**: `empty`, `barrier`, `async_malloc`, `async_free`. They do no device
 //!   work (allocations live in the planned pool; `zero_init` happens at finalize), so they
 //!   are not scheduled, but the order they carry is kept: their predecessors' effects reach
@@ -44,7 +45,9 @@ pub fn role(graph: &Graph, node: cmdgraph_ir::Handle<cmdgraph_ir::Node>) -> Role
         NodeKind::Empty | NodeKind::Barrier { .. } | NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => {
             Role::OrderingOnly
         }
-        NodeKind::HostTask(_) | NodeKind::Native(_) => Role::Host,
+        NodeKind::HostTask(_)
+        | NodeKind::Native(_)
+        | NodeKind::Conditional { kind: cmdgraph_ir::graph::CondKind::While, .. } => Role::Host,
         NodeKind::Dynamic { .. } if graph.node_type(node) == NodeType::HostTask => Role::Host,
         _ => Role::Device,
     }

@@ -2,7 +2,6 @@
 //! diagnostic at the op (file:line:col) before any pass or LLVM runs.
 
 use cmdgraph_ir::diag::Diagnostic;
-use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_ir::kernel::{BinaryOp, KernelBody, OpKind, UnaryOp, ValueType};
 use cmdgraph_ir::types::ScalarType;
 use cmdgraph_ir::Module;
@@ -61,28 +60,26 @@ pub fn check(module: &Module) -> Vec<Diagnostic> {
 /// The code of a graph construct the executor cannot run yet.
 pub const E_NOT_ON_VULKAN: &str = "E0506";
 
-/// Conditional nodes run on the interpreter only for now (docs/conditional.md, "Order of
-/// work"): compiling one into a bundle would give an executable that skips it.
+/// The nodes of conditional bodies the executor cannot run predicated
+/// ([`cmdgraph_ir::conditional::not_in_bodies`]): compiling one would give an executable
+/// that runs it whatever the condition says.
 fn conditional_nodes(module: &Module) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for (_, graph) in module.graphs.iter() {
-        for (h, node) in graph.nodes.iter() {
-            if let NodeKind::Conditional { kind, .. } = &node.kind {
-                out.push(
-                    Diagnostic::error(
-                        E_NOT_ON_VULKAN,
-                        format!("@{} %{}: `{}` nodes do not run on Vulkan yet", graph.name, node.name, kind.keyword()),
-                        graph.nodes.span(h),
-                    )
-                    .with_label("conditional node")
-                    .with_help(
-                        "run the graph with `cmdgraph interp` for now; the Vulkan executor's conditional nodes are issue 33's next piece (docs/conditional.md)",
-                    ),
-                );
-            }
-        }
-    }
-    out
+    cmdgraph_ir::conditional::not_in_bodies(module)
+        .into_iter()
+        .filter_map(|x| {
+            let graph = module.graphs.try_get(x.graph)?;
+            let node = graph.nodes.try_get(x.node)?;
+            Some(
+                Diagnostic::error(
+                    E_NOT_ON_VULKAN,
+                    format!("@{} %{}: {}", graph.name, node.name, x.reason),
+                    graph.nodes.span(x.node),
+                )
+                .with_label("in a conditional body")
+                .with_help(x.help),
+            )
+        })
+        .collect()
 }
 
 /// Whether `u` is a math function Vulkan has no `f64` form of.

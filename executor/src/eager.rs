@@ -31,9 +31,9 @@ impl Executor {
                 match seg {
                     Seg::Device(stages) => nodes
                         .extend(stages.iter().flatten().copied().filter(|&h| !schedule::is_noop(&graph.nodes[h].kind))),
-                    Seg::Host(h) => {
+                    Seg::Host(h) | Seg::Loop(h) => {
                         return Err(ExecError::Invalid(format!(
-                            "%{}: eager mode runs device commands only, not host tasks",
+                            "%{}: eager mode runs device commands only, not host tasks or `while` loops",
                             graph.nodes[*h].name
                         )))
                     }

@@ -134,6 +134,14 @@ pub struct Executor {
     pub(crate) transfers: Transfers,
     /// The copy kernels, made by the first finalize that records a copy with them.
     pub(crate) copy_kernels: Option<crate::vk::copy::CopyKernels>,
+    /// The predicate kernel of conditional nodes, made by the first finalize that has one.
+    pub(crate) predicate_kernel: Option<crate::vk::predicate::PredicateKernel>,
+    /// While recording a conditional body: the predicate words in force, innermost last, as
+    /// (buffer, word index) (executable/conditional.rs).
+    pub(crate) pred_stack: std::cell::RefCell<Vec<(vk::Buffer, u32)>>,
+    /// Rounds after which a `while` node that still runs fails its run
+    /// ([`set_loop_round_limit`](Self::set_loop_round_limit)).
+    pub(crate) loop_round_limit: u64,
     pub(crate) host: Callbacks,
     /// Runs with host tasks (docs/executor.md, "Running").
     pub(crate) worker: Worker,
@@ -169,6 +177,9 @@ impl Executor {
             cache,
             transfers,
             copy_kernels: None,
+            predicate_kernel: None,
+            pred_stack: Default::default(),
+            loop_round_limit: crate::executable::conditional::ROUND_LIMIT,
             host: Arc::new(std::sync::Mutex::new(BTreeMap::new())),
             worker: Worker::new(),
             native: BTreeMap::new(),
@@ -253,6 +264,13 @@ impl Executor {
     /// defaults are what an application wants, the others exist to measure against.
     pub fn set_record_options(&mut self, options: RecordOptions) {
         self.recording = options;
+    }
+
+    /// Rounds after which a `while` node of an executable finalized from now on fails its run
+    /// when it still runs (default 2^20, the interpreter's `RunOptions::fuel`): a loop whose
+    /// condition never becomes 0 is an error naming the node, never a hang.
+    pub fn set_loop_round_limit(&mut self, rounds: u64) {
+        self.loop_round_limit = rounds.max(1);
     }
 
     /// How executables finalized from now on are recorded.
@@ -451,6 +469,9 @@ impl Drop for Executor {
             p.destroy(&self.ctx);
         }
         if let Some(k) = self.copy_kernels.as_mut() {
+            k.destroy(&self.ctx);
+        }
+        if let Some(k) = self.predicate_kernel.as_mut() {
             k.destroy(&self.ctx);
         }
         self.transfers.destroy(&self.ctx);

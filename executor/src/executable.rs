@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 mod alts;
+pub(crate) mod conditional;
 pub(crate) mod copies;
 mod effects;
 mod lifetimes;
@@ -162,6 +163,11 @@ pub(crate) struct Executable {
     pub(crate) lifetimes: lifetimes::Lifetimes,
     /// The copy kernel's descriptor sets (copies.rs).
     pub(crate) copy_sets: std::cell::RefCell<copies::CopySets>,
+    /// Conditional nodes' bodies and predicate words (conditional.rs); `None` without any.
+    pub(crate) cond: Option<conditional::CondState>,
+    /// This executable is a conditional node's body: recorded inline by the node, never run
+    /// on its own.
+    pub(crate) is_body: bool,
 }
 
 impl Executable {
@@ -293,6 +299,13 @@ impl Executor {
         f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>,
     ) -> Result<T> {
         self.with_exec(id, |ex, exe| {
+            if exe.cond.is_some() {
+                let graph = &ex.loaded.module.graphs[exe.graph];
+                return Err(ExecError::Invalid(format!(
+                    "@{}: a graph with conditional nodes cannot be updated on Vulkan yet (its bodies are recorded into its command buffers); finalize it again (docs/conditional.md)",
+                    graph.name
+                )));
+            }
             let r = f(ex, exe);
             let refreshed = ex.refresh_recording(exe);
             let t = r?;
@@ -317,9 +330,32 @@ impl Executor {
     /// Makes an executable of graph `name`: graph memory (pool at the planned offsets,
     /// `zero_init` done here only), argument blocks, descriptor sets, command buffers.
     pub fn finalize(&mut self, name: &str) -> Result<ExecId> {
+        self.finalize_in(name, None)
+    }
+
+    /// [`finalize`](Self::finalize) of a graph, or of a conditional node's body (`enclosing`:
+    /// the predicate buffer of the executable holding the node; nothing is recorded then).
+    pub(crate) fn finalize_in(&mut self, name: &str, enclosing: Option<vk::Buffer>) -> Result<ExecId> {
         self.worker.drain();
         let name = name.strip_prefix('@').unwrap_or(name);
         let gh = self.loaded.module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
+        let mut cond = self.prepare_conditionals(gh)?;
+        let made = self.finalize_graph(gh, name, enclosing, &mut cond);
+        if let Some(c) = cond.take() {
+            self.free_conditionals(c);
+        }
+        made
+    }
+
+    /// The rest of [`finalize_in`](Self::finalize_in), with the conditional nodes' resources
+    /// (taken into the executable, or left in `cond` on an error for the caller to free).
+    fn finalize_graph(
+        &mut self,
+        gh: Handle<Graph>,
+        name: &str,
+        enclosing: Option<vk::Buffer>,
+        cond: &mut Option<conditional::CondState>,
+    ) -> Result<ExecId> {
         // Device globals used by any kernel variant exist before encoding (first: this
         // needs the executor mutably, what follows borrows the graph from it).
         let device = self.loaded.module.graphs[gh].device;
@@ -494,7 +530,7 @@ impl Executor {
         };
         let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
         let max_bindings = self.pipelines.iter().map(|p| p.bindings).max().unwrap_or(1);
-        let has_host = sched.iter().any(|s| matches!(s, Seg::Host(_)));
+        let has_host = sched.iter().any(|s| matches!(s, Seg::Host(_) | Seg::Loop(_)));
         let copies = if options.simultaneous_use || has_host { 1 } else { 2 };
         let mut exe = Executable {
             graph: gh,
@@ -553,6 +589,8 @@ impl Executor {
             scratch_offs,
             lifetimes: Default::default(),
             copy_sets: Default::default(),
+            cond: cond.take(),
+            is_body: enclosing.is_some(),
         };
         let mut native = std::mem::take(&mut self.native);
         let built = (|| {
@@ -614,6 +652,10 @@ impl Executor {
                     }
                 }
             }
+            self.conditional_resources(&mut exe, enclosing)?;
+            if exe.is_body {
+                return Ok(());
+            }
             for si in 0..exe.sched.len() {
                 self.record_with(&mut exe, si, &mut native)?;
             }
@@ -622,6 +664,7 @@ impl Executor {
         })();
         self.native = native;
         if let Err(e) = built {
+            *cond = exe.cond.take();
             exe.destroy(&self.ctx);
             return Err(e);
         }
@@ -1037,6 +1080,9 @@ impl Executor {
             .get_mut(id.0)
             .and_then(|e| e.take())
             .ok_or_else(|| ExecError::Unknown(format!("executable {}", id.0)))?;
+        if let Some(c) = exe.cond.take() {
+            self.free_conditionals(c);
+        }
         exe.destroy(&self.ctx);
         Ok(())
     }

@@ -68,6 +68,9 @@ pub enum Feature {
     /// `subgroupSizeControl` (Vulkan 1.3): pipelines may require a subgroup size, which
     /// the executor does for kernels with subgroup ops (vk/subgroup.rs).
     SubgroupSizeControl,
+    /// `conditionalRendering` of `VK_EXT_conditional_rendering`: conditional nodes predicate
+    /// their bodies' dispatches on a word in memory (docs/conditional.md, "Executor").
+    ConditionalRendering,
 }
 
 impl fmt::Display for Feature {
@@ -97,6 +100,7 @@ impl fmt::Display for Feature {
             Feature::SubgroupBallot => "subgroup operation VK_SUBGROUP_FEATURE_BALLOT_BIT (in the compute stage)",
             Feature::SubgroupShuffle => "subgroup operation VK_SUBGROUP_FEATURE_SHUFFLE_BIT (in the compute stage)",
             Feature::SubgroupSizeControl => "subgroupSizeControl",
+            Feature::ConditionalRendering => "conditionalRendering (VK_EXT_conditional_rendering)",
             Feature::FloatAtomics { shared, width, op } => {
                 let memory = if *shared { "Shared" } else { "Buffer" };
                 let (what, ext) = match (op, width) {

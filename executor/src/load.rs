@@ -191,15 +191,11 @@ pub fn check(bundle: Bundle) -> Result<Loaded> {
     }
     let module = cmdgraph_ir::text::parse(&bundle.optimized).map_err(|d| ExecError::Ir(first(&d)))?;
     verify(&module).map_err(ExecError::Ir)?;
-    // The compiler refuses them (E0506); a bundle made otherwise must not run one as a no-op.
-    for (_, g) in module.graphs.iter() {
-        if let Some((_, n)) = g.nodes.iter().find(|(_, n)| matches!(n.kind, cmdgraph_ir::NodeKind::Conditional { .. }))
-        {
-            return Err(ExecError::Bundle(format!(
-                "@{} %{}: conditional nodes do not run on Vulkan yet (docs/conditional.md)",
-                g.name, n.name
-            )));
-        }
+    // The compiler refuses them (E0506); a bundle made otherwise must not run one whatever
+    // its condition says.
+    if let Some(x) = cmdgraph_ir::conditional::not_in_bodies(&module).first() {
+        let (g, n) = (&module.graphs[x.graph], &module.graphs[x.graph].nodes[x.node]);
+        return Err(ExecError::Bundle(format!("@{} %{}: {}", g.name, n.name, x.reason)));
     }
     for (i, k) in bundle.kernels.iter().enumerate() {
         check_kernel(&module, i, k)?;

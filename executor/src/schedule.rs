@@ -13,11 +13,19 @@ pub enum Seg {
     Device(Vec<Vec<Handle<Node>>>),
     /// One host task.
     Host(Handle<Node>),
+    /// One `while` node: chunks of predicated rounds, the host deciding after each chunk
+    /// whether to submit another (docs/conditional.md, "Executor").
+    Loop(Handle<Node>),
 }
 
 /// Whether a node runs on the host (a host task, or a dynamic group of host tasks).
 pub fn is_host(graph: &Graph, node: Handle<Node>) -> bool {
     graph.node_type(node) == NodeType::HostTask
+}
+
+/// Whether a node is a `while` node (a segment of its own).
+pub fn is_loop(graph: &Graph, node: Handle<Node>) -> bool {
+    matches!(graph.nodes[node].kind, NodeKind::Conditional { kind: cmdgraph_ir::graph::CondKind::While, .. })
 }
 
 /// Plans the schedule: ready device nodes form a stage; when only host tasks are ready, each
@@ -42,7 +50,8 @@ pub fn plan(graph: &Graph) -> Result<Vec<Seg>> {
     let mut finished = 0;
     while finished < n {
         let ready: Vec<usize> = (0..n).filter(|&i| !done[i] && indeg[i] == 0).collect();
-        let device: Vec<usize> = ready.iter().copied().filter(|&i| !is_host(graph, handles[i])).collect();
+        let device: Vec<usize> =
+            ready.iter().copied().filter(|&i| !is_host(graph, handles[i]) && !is_loop(graph, handles[i])).collect();
         let take = if device.is_empty() {
             if ready.is_empty() {
                 return Err(ExecError::Ir("the graph has a cycle".into()));
@@ -50,7 +59,10 @@ pub fn plan(graph: &Graph) -> Result<Vec<Seg>> {
             if !stages.is_empty() {
                 out.push(Seg::Device(std::mem::take(&mut stages)));
             }
-            out.extend(ready.iter().map(|&i| Seg::Host(handles[i])));
+            out.extend(ready.iter().map(|&i| match is_loop(graph, handles[i]) {
+                true => Seg::Loop(handles[i]),
+                false => Seg::Host(handles[i]),
+            }));
             ready
         } else {
             stages.push(device.iter().map(|&i| handles[i]).collect());
@@ -101,6 +113,9 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
                         if is_host(graph, h) {
                             return Err(ExecError::Bundle(format!("host task %{name} in a device segment")));
                         }
+                        if is_loop(graph, h) {
+                            return Err(ExecError::Bundle(format!("`while` node %{name} in a device segment")));
+                        }
                         place(h, (si, ti), &mut pos)?;
                         st.push(h);
                     }
@@ -115,6 +130,11 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
                 if matches!(graph.nodes[h].kind, NodeKind::Native(_)) {
                     place(h, (si, 0), &mut pos)?;
                     out.push(Seg::Device(vec![vec![h]]));
+                    continue;
+                }
+                if is_loop(graph, h) {
+                    place(h, (si, 0), &mut pos)?;
+                    out.push(Seg::Loop(h));
                     continue;
                 }
                 if !is_host(graph, h) {

@@ -41,6 +41,29 @@ pub(crate) enum Step {
         /// The memory it may touch.
         access: Vec<Declared>,
     },
+    /// Run a `while` node: its first chunk of rounds as a device segment, then more chunks
+    /// while the host reads that the loop still runs.
+    Loop(LoopStep),
+}
+
+/// A `while` node's run (executable/conditional.rs).
+#[derive(Clone)]
+pub(crate) struct LoopStep {
+    /// The node's name (for errors).
+    pub(crate) node: String,
+    /// The segment's command buffer and the rounds it records.
+    pub(crate) first: vk::CommandBuffer,
+    pub(crate) first_rounds: u32,
+    /// Further chunks in submission order (the last repeats): command buffer, rounds.
+    pub(crate) more: Vec<(vk::CommandBuffer, u32)>,
+    /// Address of the mapped, host-coherent word each chunk ends by writing: non-zero while
+    /// the loop still runs. Its executable (alive while its runs are) owns the buffer.
+    pub(crate) readback: usize,
+    /// Timeline of the further chunks, and its last value.
+    pub(crate) sem: vk::Semaphore,
+    pub(crate) counter: Arc<std::sync::atomic::AtomicU64>,
+    /// Rounds after which the loop fails the run.
+    pub(crate) limit: u64,
 }
 
 /// One run of one executable.
@@ -61,7 +84,7 @@ pub(crate) struct Job {
 impl Job {
     /// The timeline value the run's last device segment signals.
     pub(crate) fn end(&self) -> u64 {
-        self.start + self.steps.iter().filter(|s| matches!(s, Step::Device(_))).count() as u64
+        self.start + self.steps.iter().filter(|s| matches!(s, Step::Device(_) | Step::Loop(_))).count() as u64
     }
 }
 
@@ -223,6 +246,39 @@ pub(crate) fn wait_timeline(ctx: &Context, timeline: vk::Semaphore, value: u64) 
     ctx.waited(r, || format!("a graph run on the device (timeline value {value})"))
 }
 
+/// The rest of a `while` node's run once its first chunk is submitted (signalling `at` on
+/// `timeline`): wait, read whether the loop still runs, and submit further chunks until it
+/// does not, or its round limit has run.
+fn run_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    wait_timeline(ctx, timeline, at)?;
+    let mut rounds = u64::from(l.first_rounds);
+    for k in 0.. {
+        // SAFETY: the address is the mapping of the loop's 4-byte host-coherent readback
+        // buffer, alive as long as the executable whose run this is; the chunk that wrote it
+        // completed (the wait above) and made the write visible to the host (its last barrier).
+        let running = unsafe { std::ptr::read_volatile(l.readback as *const u32) } != 0;
+        if !running {
+            return Ok(());
+        }
+        let limit = l.limit;
+        let Some(&(cb, n)) = l.more.get(k.min(l.more.len().saturating_sub(1))) else {
+            return Err(ExecError::Invalid(format!("%{}: a `while` node without further chunks", l.node)));
+        };
+        if rounds >= limit {
+            return Err(ExecError::Invalid(format!(
+                "%{}: the `while` loop still runs after {rounds} rounds (the round limit is {limit}); does its body set its condition to 0?",
+                l.node
+            )));
+        }
+        let v = l.counter.fetch_add(1, Ordering::SeqCst);
+        submit(ctx, l.sem, v, cb)?;
+        wait_timeline(ctx, l.sem, v + 1)?;
+        rounds += u64::from(n);
+    }
+    Ok(())
+}
+
 /// Signals `end` on `timeline` from the queue once it reaches `at`: the release of a run
 /// that stopped while its submitted work may still be running. A host signal would be
 /// invalid then (a pending signal of a lower value), and waiting for it is what timed out.
@@ -260,6 +316,11 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
                 Step::Host { node, callback, access } => {
                     wait_timeline(ctx, job.timeline, at)?;
                     call(ctx, transfers, callbacks, node, callback, access)?;
+                }
+                Step::Loop(l) => {
+                    submit(ctx, job.timeline, at, l.first)?;
+                    at += 1;
+                    run_loop(ctx, job.timeline, at, l)?;
                 }
             }
         }

@@ -166,10 +166,11 @@ fn fuzz_seed_bundles_load() {
     assert!(n >= 3, "{n} seeds in {}", dir.display());
 }
 
-/// A bundle whose graph holds a conditional node (which `compile` refuses, E0506) is refused
-/// at load, naming the node, rather than run with the node skipped (docs/conditional.md).
+/// A bundle whose conditional body holds a fill (which `compile` refuses, E0506: conditional
+/// rendering does not predicate it) is refused at load, naming the node, rather than run
+/// with the fill done whatever the condition says (docs/conditional.md).
 #[test]
-fn conditional_nodes_are_refused_at_load() {
+fn fills_in_conditional_bodies_are_refused_at_load() {
     let ir = format!(
         "{KERNELS_IR}\nusm @x : f32[16]\nusm @c : u32[1]\ngraph @g {{\n  %k = kernel @ramp range(16) args(@x)\n}}\n"
     );
@@ -181,7 +182,7 @@ fn conditional_nodes_are_refused_at_load() {
         .replace("graph @g {", "graph @body {\n  %m = memset @c, 0, 4\n}\n\ngraph @g {\n  %w = while @c do @body");
     assert!(cmdgraph_ir::text::parse(&b.optimized).is_ok(), "{}", b.optimized);
     match load::check(b) {
-        Err(ExecError::Bundle(m)) => assert!(m.contains("@g %w") && m.contains("conditional"), "{m}"),
+        Err(ExecError::Bundle(m)) => assert!(m.contains("@body %m") && m.contains("conditional body"), "{m}"),
         other => panic!("{other:?}"),
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod arena;
 pub mod bundle;
+pub mod conditional;
 pub mod csr;
 pub mod data;
 pub mod diag;

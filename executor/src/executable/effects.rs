@@ -69,7 +69,9 @@ impl Executor {
                     ),
                 }
             }
-            NodeKind::Native(_) => {
+            // A conditional node reads its condition and runs whole body graphs: ordered
+            // against everything, as a native command is.
+            NodeKind::Native(_) | NodeKind::Conditional { .. } => {
                 Ok(Some(Cow::Owned(Effect { work: Work::Native, reads: Vec::new(), writes: Vec::new() })))
             }
             _ => Ok(None),

@@ -26,7 +26,7 @@ impl Executor {
         for copy in 0..exe.live_copies.min(exe.cmds.len()) {
             self.build_copy_steps(exe, copy);
         }
-        exe.has_host = exe.sched.iter().any(|s| matches!(s, Seg::Host(_)));
+        exe.has_host = exe.sched.iter().any(|s| matches!(s, Seg::Host(_) | Seg::Loop(_)));
         exe.plans_built += 1;
     }
 
@@ -44,6 +44,11 @@ impl Executor {
                     copy_steps.push(Ok(Step::Device(cb)));
                 }
                 Seg::Host(h) => copy_steps.push(self.host_step(exe, graph, *h)),
+                Seg::Loop(h) => {
+                    let cb = cmds.get(si).copied().unwrap_or_default();
+                    copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
+                    copy_steps.push(loop_step(exe, graph, *h, cb, self.loop_round_limit));
+                }
             }
         }
         exe.steps.truncate(copy);
@@ -154,6 +159,24 @@ impl Executor {
         let access = declared(&self.loaded.module, &self.memories, pool, &cmd.access).map_err(host_err)?;
         Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access })
     }
+}
+
+/// The run step of `while` node `h`, whose segment's command buffer is `first`.
+fn loop_step(exe: &Executable, graph: &Graph, h: Handle<Node>, first: vk::CommandBuffer, limit: u64) -> Result<Step> {
+    let node = graph.nodes[h].name.clone();
+    let l = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index())).and_then(|c| c.looping.as_ref());
+    let l = l.ok_or_else(|| ExecError::Invalid(format!("%{node}: a `while` node without its resources")))?;
+    let readback = l.readback.mapped_addr().ok_or_else(|| ExecError::Invalid(format!("%{node}: unmapped readback")))?;
+    Ok(Step::Loop(crate::worker::LoopStep {
+        node,
+        first,
+        first_rounds: l.first,
+        more: l.more.clone(),
+        readback,
+        sem: l.sem,
+        counter: l.counter.clone(),
+        limit,
+    }))
 }
 
 /// The timeline's current value (what the runs submitted so far have signalled).

@@ -62,6 +62,9 @@ impl Executor {
         si: usize,
         native: &mut BTreeMap<String, crate::exec::NativeFn>,
     ) -> Result<()> {
+        if let Some(&Seg::Loop(h)) = exe.sched.get(si) {
+            return self.record_loop(exe, si, h, native);
+        }
         if !matches!(exe.sched.get(si), Some(Seg::Device(_))) {
             return Ok(());
         }
@@ -111,6 +114,13 @@ impl Executor {
         let graph = &self.loaded.module.graphs[exe.graph];
         let mut result = Ok(());
         for si in 0..exe.sched.len() {
+            if let Some(&Seg::Loop(h)) = exe.sched.get(si) {
+                result = self.record_loop(exe, si, h, &mut native);
+                if result.is_err() {
+                    break;
+                }
+                continue;
+            }
             if !matches!(exe.sched.get(si), Some(Seg::Device(_))) {
                 continue;
             }
@@ -203,7 +213,7 @@ impl Executor {
         let mut out = Vec::with_capacity(exe.sched.len());
         for (si, seg) in exe.sched.iter().enumerate() {
             match seg {
-                Seg::Host(h) => out.push(vec![vec![graph.nodes[*h].name.clone()]]),
+                Seg::Host(h) | Seg::Loop(h) => out.push(vec![vec![graph.nodes[*h].name.clone()]]),
                 Seg::Device(_) => {
                     // What the command buffers hold, not a fresh plan.
                     let (Some(order), Some(Some(plan))) = (exe.orders.get(si), exe.plans.get(si)) else {
@@ -297,6 +307,10 @@ impl Executor {
     ) -> Result<bool> {
         let d = &self.ctx.device;
         let n = &graph.nodes[h];
+        if self.record_conditional(exe, h, cb, native)? {
+            *bound = vk::Pipeline::null();
+            return Ok(true);
+        }
         if let Some(k) = exe.kernels.get(&h.index()) {
             // A `dynamic` node's other kernel alternatives follow in the same stage (same
             // dependencies); their indirect commands hold (0, 0, 0) until `set_active`.

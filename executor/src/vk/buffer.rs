@@ -64,11 +64,27 @@ const ALL_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 impl Buffer {
     /// Creates a buffer of at least `size` bytes usable as storage, transfer and indirect buffer.
     pub fn new(ctx: &Context, size: u64, place: Place) -> Result<Buffer> {
+        Buffer::with_usage(ctx, size, place, ALL_USAGE)
+    }
+
+    /// A device buffer of predicate words: also usable as the predicate of
+    /// `vkCmdBeginConditionalRenderingEXT` (docs/conditional.md, "Executor").
+    pub(crate) fn predicates(ctx: &Context, size: u64) -> Result<Buffer> {
+        Buffer::with_usage(ctx, size, Place::Device, ALL_USAGE | vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT)
+    }
+
+    /// The address the host reads a mapped buffer at (`None`: not mapped). For a reader on
+    /// another thread that holds no borrow of the buffer: its owner keeps it alive longer.
+    pub(crate) fn mapped_addr(&self) -> Option<usize> {
+        self.mapped.map(|p| p as usize)
+    }
+
+    fn with_usage(ctx: &Context, size: u64, place: Place, usage: vk::BufferUsageFlags) -> Result<Buffer> {
         let size = size
             .max(4)
             .checked_next_multiple_of(4)
             .ok_or_else(|| ExecError::Invalid("buffer size overflows".into()))?;
-        let info = vk::BufferCreateInfo::default().size(size).usage(ALL_USAGE).sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: valid create info; the buffer is destroyed by `destroy` or on the error path.
         let buffer = unsafe { ctx.device.create_buffer(&info, None) }?;
         // SAFETY: `buffer` is a live buffer of this device.
@@ -104,7 +120,7 @@ impl Buffer {
                 unsafe { ctx.device.destroy_buffer(buffer, None) };
                 if place == Place::Shared {
                     ctx.shared_fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    return Buffer::new(ctx, size, Place::Host);
+                    return Buffer::with_usage(ctx, size, Place::Host, usage);
                 }
                 return Err(ExecError::Vulkan(format!("allocating {size} bytes: {e:?}")));
             }

@@ -166,6 +166,8 @@ pub struct Context {
     /// The instance, device and queue are the application's ([`super::ExternalVulkan`]):
     /// never destroyed here, and idle means this context's own work only.
     pub(crate) external: bool,
+    /// `VK_EXT_conditional_rendering`'s commands, where the device was created with it.
+    pub(crate) conditional_rendering: Option<ash::ext::conditional_rendering::Device>,
 }
 
 /// The Vulkan handles a context runs on.
@@ -371,6 +373,9 @@ impl Context {
         let timestamp_bits = families.get(h.family as usize).map(|f| f.timestamp_valid_bits).unwrap_or(0);
         let subgroups = super::subgroup::query(&h.instance, h.physical);
         let features = super::subgroup::with_operations(features, &subgroups);
+        let conditional_rendering = features
+            .has(Feature::ConditionalRendering)
+            .then(|| ash::ext::conditional_rendering::Device::new(&h.instance, &h.device));
         Context {
             _entry: h.entry,
             instance: h.instance,
@@ -391,6 +396,7 @@ impl Context {
             overdue: AtomicBool::new(false),
             idle_fences: Mutex::new(Vec::new()),
             external,
+            conditional_rendering,
         }
     }
 
@@ -714,11 +720,13 @@ fn create_device(
     let exts = unsafe { instance.enumerate_device_extension_properties(physical) }?;
     let has = |name: &std::ffi::CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
     let (af1, af2) = (has(ash::ext::shader_atomic_float::NAME), has(ash::ext::shader_atomic_float2::NAME));
+    let cr = has(ash::ext::conditional_rendering::NAME);
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
     let mut have_af1 = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
     let mut have_af2 = vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default();
+    let mut have_cr = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default();
     let mut have =
         vk::PhysicalDeviceFeatures2::default().push_next(&mut have12).push_next(&mut have11).push_next(&mut have13);
     if af1 {
@@ -726,6 +734,9 @@ fn create_device(
     }
     if af2 {
         have = have.push_next(&mut have_af2);
+    }
+    if cr {
+        have = have.push_next(&mut have_cr);
     }
     // SAFETY: `physical` came from this instance; the chain is of live locals, each of an
     // extension the device has.
@@ -746,6 +757,12 @@ fn create_device(
     }
     if af2 {
         ext_names.push(ash::ext::shader_atomic_float2::NAME.as_ptr());
+    }
+    // Conditional nodes predicate their bodies on a word in memory (docs/conditional.md).
+    let cr = cr && have_cr.conditional_rendering != 0;
+    let mut f_cr = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
+    if cr {
+        ext_names.push(ash::ext::conditional_rendering::NAME.as_ptr());
     }
     if h12.timeline_semaphore == 0 || h13.synchronization2 == 0 {
         return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
@@ -796,6 +813,7 @@ fn create_device(
         .subgroup_size_control(h13.subgroup_size_control != 0);
     let mut enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
     enabled.set(Feature::SubgroupSizeControl, h13.subgroup_size_control != 0);
+    enabled.set(Feature::ConditionalRendering, cr);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut info = vk::DeviceCreateInfo::default()
@@ -810,6 +828,9 @@ fn create_device(
     }
     if af2 {
         info = info.push_next(&mut f_af2);
+    }
+    if cr {
+        info = info.push_next(&mut f_cr);
     }
     // SAFETY: every pointer in `info` refers to locals alive for the call.
     Ok((unsafe { instance.create_device(physical, &info, None) }?, uab, enabled))

@@ -5,6 +5,7 @@ pub mod context;
 pub mod copy;
 pub mod external;
 pub mod pipeline;
+pub mod predicate;
 pub mod subgroup;
 pub mod transfers;
 

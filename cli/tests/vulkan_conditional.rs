@@ -1,0 +1,286 @@
+//! Conditional nodes on Vulkan (docs/conditional.md, "Executor"): every kind, loops of 0, 1
+//! and many rounds (across the executor's chunks of predicated rounds), nesting, a condition
+//! a kernel computes from data, each compiled through the default pipeline and run on the
+//! default device with validation (synchronization validation included), every memory
+//! object compared bit for bit with the interpreter running the source module.
+
+mod support;
+
+use cmdgraph_executor::{ExecId, Executor};
+use cmdgraph_interp::Interpreter;
+use cmdgraph_ir::{MemoryKind, Module};
+use support::{compile, executor, Rng};
+
+/// The kernels and memory every test shares (as interp/tests/conditional.rs): `@x` (8
+/// floats), `@flags` (4 words), `@rounds` (a counter loop bodies increment).
+const COMMON: &str =
+    "kernel @double_and_count_down(%x: buf<f32, read_write>, %c: buf<u32, read_write>, %r: buf<u32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %two = const 2.0 : f32
+  %d = mul %v, %two
+  store %x[%i], %d
+  %zero = const 0 : u32
+  %first = eq %i, %zero
+  if %first {
+    %one = const 1 : u32
+    %n = load %c[%zero]
+    %n1 = sub %n, %one
+    store %c[%zero], %n1
+    %k = load %r[%zero]
+    %k1 = add %k, %one
+    store %r[%zero], %k1
+  }
+}
+
+kernel @add(%x: buf<f32, read_write>, %a: f32) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %s = add %v, %a
+  store %x[%i], %s
+}
+
+kernel @toggle(%c: buf<u32, read_write>) {
+  %zero = const 0 : u32
+  %one = const 1 : u32
+  %v = load %c[%zero]
+  %t = xor %v, %one
+  store %c[%zero], %t
+}
+
+kernel @halve_until_small(%x: buf<f32, read_write>, %c: buf<u32, write>) {
+  %i = global_id 0
+  %zero = const 0 : u32
+  %first = eq %i, %zero
+  if %first {
+    %half = const 0.5 : f32
+    %limit = const 1.0 : f32
+    %eight = const 8 : u32
+    %one = const 1 : u32
+    %m = for %j = %zero to %eight step %one carry(%m0 = %zero) {
+      %v = load %x[%j]
+      %h = mul %v, %half
+      store %x[%j], %h
+      %big = gt %h, %limit
+      %b = select %big, %one, %zero
+      %m1 = max %m0, %b
+      yield %m1
+    }
+    store %c[%zero], %m
+  }
+}
+
+usm @x : f32[8]
+usm @flags : u32[4]
+usm @rounds : u32[1]
+
+graph @loop_body {
+  %k = kernel @double_and_count_down range(8) args(@x, @flags, @rounds)
+}
+
+graph @plus_one {
+  %a = kernel @add range(8) args(@x, 1.0)
+}
+
+graph @plus_ten {
+  %a = kernel @add range(8) args(@x, 10.0)
+}
+
+graph @nothing {
+}
+";
+
+fn module(graphs: &str) -> Module {
+    let text = format!("{COMMON}\n{graphs}");
+    let m = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    cmdgraph_ir::verify::verify(&m).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    m
+}
+
+/// Full-precision random floats in [1, 2) for `@x`.
+fn x0(rng: &mut Rng) -> Vec<u8> {
+    (0..8).map(|_| (1.0 + (rng.next() >> 11) as f64 / (1u64 << 53) as f64) as f32).flat_map(f32::to_le_bytes).collect()
+}
+
+fn words(w: [u32; 4]) -> Vec<u8> {
+    w.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Runs `@main` of `m` `runs` times on Vulkan (through the default pipeline's bundle) and on
+/// the interpreter from the same inputs, and asserts every memory object is the same bits
+/// after each run and that validation said nothing. Returns `@flags` and `@rounds` after the
+/// last run, and the executor with the executable (for what it reports).
+fn both(m: &Module, x: &[u8], flags: [u32; 4], runs: usize) -> ([u32; 4], u32, (Executor, ExecId)) {
+    let bundle = compile(m, None).unwrap_or_else(|e| panic!("{e}"));
+    let mut ex = executor(&bundle).unwrap_or_else(|e| panic!("{e}"));
+    let mut it = Interpreter::new(m).unwrap();
+    let inputs = [("x", x.to_vec()), ("flags", words(flags)), ("rounds", vec![0; 4])];
+    for (name, bytes) in &inputs {
+        ex.bind(name, bytes).unwrap();
+        it.bind(name, bytes).unwrap();
+    }
+    let (ee, ie) = (ex.finalize("main").unwrap_or_else(|e| panic!("{e}")), it.finalize("main").unwrap());
+    for run in 0..runs {
+        ex.run(ee).unwrap_or_else(|e| panic!("run {run}: {e}"));
+        ex.wait(ee).unwrap_or_else(|e| panic!("run {run}: {e}"));
+        it.run(ie).unwrap_or_else(|e| panic!("run {run}: {e}"));
+        for (_, mem) in m.memories.iter().filter(|(_, o)| !matches!(o.kind, MemoryKind::DeviceGlobal(_))) {
+            let (got, want) = (ex.read(&mem.name).unwrap(), it.read(&mem.name).unwrap());
+            assert!(got == want, "run {run}: @{} differs:\n vulkan {got:?}\n interp {want:?}", mem.name);
+        }
+    }
+    let msgs = ex.context().take_messages();
+    assert!(msgs.is_empty(), "validation: {msgs:?}");
+    let f: Vec<u32> =
+        it.read("flags").unwrap().chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let r = it.read("rounds").unwrap();
+    ([f[0], f[1], f[2], f[3]], u32::from_le_bytes([r[0], r[1], r[2], r[3]]), (ex, ee))
+}
+
+#[test]
+fn while_loops_of_zero_one_and_many_rounds_match_the_interpreter() {
+    let m = module("graph @main {\n  %w = while @flags do @loop_body\n}");
+    let mut rng = Rng(33);
+    // 16 rounds fill the first submission exactly; 17 and 300 need further chunks (32, 64,
+    // 128, then 256), 300 ending inside the last.
+    for n in [0u32, 1, 7, 16, 17, 300] {
+        let (flags, rounds, (ex, id)) = both(&m, &x0(&mut rng), [n, 0, 0, 0], 1);
+        assert_eq!((flags[0], rounds), (0, n), "{n} rounds");
+        let paths = ex.conditional_paths(id).unwrap();
+        assert!(
+            paths.len() == 1 && paths[0].1.starts_with("while: conditional rendering, 16 predicated rounds"),
+            "{paths:?}"
+        );
+    }
+}
+
+#[test]
+fn if_else_and_if_without_else_take_the_branch_their_words_say() {
+    let m = module(
+        "graph @main {
+  %i = if @flags + 4 then @plus_one else @plus_ten
+  %j = if @flags + 8 then @plus_ten after(%i)
+}",
+    );
+    let mut rng = Rng(34);
+    for (a, b) in [(0, 0), (1, 0), (0, 3), (0x8000_0000, 1)] {
+        let (flags, _, _) = both(&m, &x0(&mut rng), [0, a, b, 0], 2);
+        assert_eq!(flags, [0, a, b, 0]);
+    }
+}
+
+#[test]
+fn switch_runs_the_case_its_word_names_and_none_past_the_last() {
+    let m = module("graph @main {\n  %s = switch @flags + 12 cases(@nothing, @plus_one, @plus_ten, @loop_body)\n}");
+    let mut rng = Rng(35);
+    for k in [0u32, 1, 2, 3, 4, 1000] {
+        let (_, rounds, _) = both(&m, &x0(&mut rng), [5, 0, 0, k], 1);
+        assert_eq!(rounds, u32::from(k == 3), "case {k}");
+    }
+}
+
+#[test]
+fn nested_conditionals_in_a_loop_follow_a_word_the_body_changes() {
+    // Each round doubles `@x`, adds 1 when `@flags[1]` is set, adds 10 when `@flags[2]` says
+    // case 1 (it never changes: case 0 runs nothing), then flips `@flags[1]`: the inner `if`
+    // runs every other round, its predicate the loop's word and its own.
+    let m = module(
+        "graph @flip {
+  %t = kernel @toggle single_task args(@flags + 4)
+}
+
+graph @round {
+  %k = kernel @double_and_count_down range(8) args(@x, @flags, @rounds)
+  %i = if @flags + 4 then @plus_one after(%k)
+  %s = switch @flags + 8 cases(@nothing, @plus_ten) after(%i)
+  %f = if @flags + 12 then @flip after(%s)
+}
+
+graph @main {
+  %w = while @flags do @round
+}",
+    );
+    let mut rng = Rng(36);
+    for (n, case) in [(0u32, 1u32), (5, 0), (5, 1), (21, 1)] {
+        let (flags, rounds, _) = both(&m, &x0(&mut rng), [n, 1, case, 1], 1);
+        assert_eq!(rounds, n);
+        assert_eq!(flags[1], 1 ^ (n & 1), "{n} rounds flip the word {n} times");
+    }
+}
+
+#[test]
+fn a_kernel_sets_the_loops_condition_from_data() {
+    // Halve every element while any is above 1: the round count depends on the inputs.
+    let m = module(
+        "graph @halve {
+  %h = kernel @halve_until_small single_task args(@x, @flags)
+}
+
+graph @main {
+  %init = memfill @flags, 1 : u32, 1
+  %w = while @flags do @halve after(%init)
+  %after = kernel @add range(8) args(@x, 1.0) after(%w)
+}",
+    );
+    let mut rng = Rng(37);
+    for scale in [1.0f32, 3.0e3, 6.0e30] {
+        let x: Vec<u8> = x0(&mut rng)
+            .chunks(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) * scale)
+            .flat_map(f32::to_le_bytes)
+            .collect();
+        let (flags, _, _) = both(&m, &x, [0, 0, 0, 0], 2);
+        assert_eq!(flags[0], 0);
+    }
+}
+
+#[test]
+fn an_if_after_the_kernel_that_sets_its_word_sees_the_new_word() {
+    // The condition is written by a kernel in the same graph just before the node: the
+    // predicate must read it after that kernel, on the device as on the interpreter.
+    let m = module(
+        "graph @main {
+  %t = kernel @toggle single_task args(@flags + 4)
+  %i = if @flags + 4 then @plus_one else @plus_ten after(%t)
+}",
+    );
+    let mut rng = Rng(38);
+    for start in [0u32, 1] {
+        let (flags, _, _) = both(&m, &x0(&mut rng), [0, start, 0, 0], 3);
+        assert_eq!(flags[1], start ^ 1);
+    }
+}
+
+#[test]
+fn a_loop_that_never_ends_fails_at_the_round_limit_and_the_executor_stays_usable() {
+    // `@plus_one` never writes `@flags`: the verifier refuses such a loop, so the body here
+    // writes the word, but never to 0.
+    let m = module(
+        "graph @stuck {
+  %a = kernel @add range(8) args(@x, 1.0)
+  %t = kernel @toggle single_task args(@flags + 4)
+}
+
+graph @main {
+  %w = while @flags + 4 do @stuck
+}
+
+graph @other {
+  %a = kernel @add range(8) args(@x, 1.0)
+}",
+    );
+    // Toggle from 2 flips between 3 and 2: never 0.
+    let bundle = compile(&m, None).unwrap_or_else(|e| panic!("{e}"));
+    let mut ex = executor(&bundle).unwrap();
+    ex.set_loop_round_limit(100);
+    ex.bind("flags", &words([0, 2, 0, 0])).unwrap();
+    ex.bind("x", &vec![0; 32]).unwrap();
+    let id = ex.finalize("main").unwrap();
+    ex.run(id).unwrap();
+    let e = ex.wait(id).expect_err("a loop that never ends");
+    assert!(e.to_string().contains("%w") && e.to_string().contains("round limit is 100"), "{e}");
+    let other = ex.finalize("other").unwrap();
+    ex.run(other).unwrap();
+    ex.wait(other).unwrap();
+    assert!(ex.context().take_messages().is_empty());
+}
