@@ -30,6 +30,7 @@ mod worker;
 pub use ash;
 pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 pub use exec::{BarrierPolicy, CopyPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
+pub use executable::conditional::LADDER as LOOP_LADDER;
 pub use executable::copies::CopyPath;
 pub use interop::{RunSync, SemaphoreValue};
 pub use load::{load_bytes, Loaded};

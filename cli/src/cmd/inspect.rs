@@ -201,6 +201,7 @@ fn graph_summary(
             }
         }
     }
+    conditional_summary(out, optimized, &plan.name);
     let naive = naive_pool(optimized, &plan.name, plan.memory.alignment);
     if plan.memory.offsets.is_empty() {
         let _ = writeln!(out, "  memory: no graph-owned allocations");
@@ -232,6 +233,29 @@ fn graph_summary(
         let alt = l.alternative.map_or(String::new(), |a| format!(" alternative {a}"));
         let [x, y, z] = k.workgroup_size;
         let _ = writeln!(out, "    %{}{alt} -> [{}] @{} {x}x{y}x{z}", l.node, l.kernel, k.kernel);
+    }
+}
+
+/// How the executor runs each conditional node of graph `name` (docs/conditional.md,
+/// "Executor"); the same on every device with `VK_EXT_conditional_rendering`, and refused at
+/// finalize on one without.
+fn conditional_summary(out: &mut String, m: &Module, name: &str) {
+    let Some(g) = m.graph_by_name(name).map(|h| &m.graphs[h]) else { return };
+    for (_, n) in g.nodes.iter() {
+        let cmdgraph_ir::NodeKind::Conditional { kind, bodies, .. } = &n.kind else { continue };
+        let names: Vec<String> =
+            bodies.iter().filter_map(|b| m.graphs.try_get(*b)).map(|b| format!("@{}", b.name)).collect();
+        let how = match kind {
+            cmdgraph_ir::graph::CondKind::While => {
+                let ladder: Vec<String> = cmdgraph_executor::LOOP_LADDER.iter().map(u32::to_string).collect();
+                format!(
+                    "a segment of its own: predicated rounds under conditional rendering, {} per submission (fewer for bodies of many commands) while the condition the last round left is non-zero",
+                    ladder.join(", then ")
+                )
+            }
+            _ => "each body's dispatches predicated by conditional rendering on a word a predicate kernel computes; no host round trip".into(),
+        };
+        let _ = writeln!(out, "  conditional %{}: {} over {}: {how}", n.name, kind.keyword(), names.join(", "));
     }
 }
 

@@ -229,6 +229,10 @@ fn on_device(
     }
     if let Some(p) = &profile {
         summary.push_str(&profile_table(p));
+        // How each conditional node ran on this device (docs/conditional.md, "Executor").
+        for (node, path) in ex.conditional_paths(exec).map_err(fail)? {
+            let _ = writeln!(summary, "conditional %{node}: {path}");
+        }
     }
     let messages = ex.context().take_messages();
     if !messages.is_empty() {

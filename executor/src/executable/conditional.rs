@@ -34,7 +34,7 @@ use std::sync::Arc;
 /// Rounds per command buffer of a `while` loop: the first submission's, then each further
 /// submission's (the last repeats). Cut where a chunk would record more than
 /// [`MAX_CHUNK_COMMANDS`] body commands.
-pub(crate) const LADDER: [u32; 5] = [16, 32, 64, 128, 256];
+pub const LADDER: [u32; 5] = [16, 32, 64, 128, 256];
 /// The most body commands one chunk of rounds records.
 const MAX_CHUNK_COMMANDS: u64 = 1 << 16;
 /// Rounds after which a loop that still runs is an error: the interpreter's default round
