@@ -284,3 +284,224 @@ graph @other {
     ex.wait(other).unwrap();
     assert!(ex.context().take_messages().is_empty());
 }
+
+/// Kernels of the random modules: element-wise updates of one buffer, a mix of two, a
+/// countdown of a loop's word, and a word computed from data (`@bucket`: the first element's
+/// magnitude times 3, truncated: 0, 1, 2, ... and past the last case of a `switch`).
+const RANDOM_KERNELS: &str = "kernel @scale(%x: buf<f32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %k = const 1.5 : f32
+  %r = mul %v, %k
+  store %x[%i], %r
+}
+
+kernel @shift(%x: buf<f32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %k = const 0.25 : f32
+  %r = sub %v, %k
+  store %x[%i], %r
+}
+
+kernel @mix(%x: buf<f32, read_write>, %y: buf<f32, read>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %w = load %y[%i]
+  %k = const 0.5 : f32
+  %p = mul %w, %k
+  %r = add %v, %p
+  store %x[%i], %r
+}
+
+kernel @countdown(%c: buf<u32, read_write>) {
+  %z = const 0 : u32
+  %one = const 1 : u32
+  %n = load %c[%z]
+  %n1 = sub %n, %one
+  store %c[%z], %n1
+}
+
+kernel @bucket(%x: buf<f32, read>, %c: buf<u32, write>) {
+  %z = const 0 : u32
+  %v = load %x[%z]
+  %a = abs %v
+  %k = const 3.0 : f32
+  %s = mul %a, %k
+  %u = cast %s to u32
+  store %c[%z], %u
+}
+
+usm @m0 : f32[64]
+usm @m1 : f32[64]
+usm @m2 : f32[64]
+usm @flags : u32[32]
+";
+
+/// A random module for Vulkan: leaf bodies of kernels on `@m0..@m2`; bodies that may hold a
+/// nested `if` or `switch` on a word a `@bucket` kernel computes from data just before; loop
+/// bodies (a body as a sub-graph, then a countdown of the loop's word); and `@main` mixing
+/// kernels, copies and fills with `if`, `switch` and `while` nodes whose words a `memfill`
+/// or a `@bucket` sets before. Every node comes after each earlier one it shares memory with
+/// (objects as the unit), so graphs are race-free. Returns the text and the count of each
+/// kind `[if, switch, while, nested]`.
+fn random_module(seed: u64) -> (String, [usize; 4]) {
+    use std::fmt::Write as _;
+    let mut rng = Rng(seed);
+    let mems = ["@m0", "@m1", "@m2"];
+    let mut out = RANDOM_KERNELS.to_string();
+    let mut kinds = [0usize; 4];
+    let kernel = |rng: &mut Rng| -> (String, Vec<&'static str>) {
+        let i = rng.below(3) as usize;
+        let (m, other) = (mems[i], mems[(i + 1) % 3]);
+        match rng.below(3) {
+            0 => (format!("kernel @scale range(64) args({m})"), vec![m]),
+            1 => (format!("kernel @shift range(64) args({m})"), vec![m]),
+            _ => (format!("kernel @mix range(64) args({m}, {other})"), vec![m, other]),
+        }
+    };
+    let graph = |out: &mut String, name: &str, nodes: &[(String, Vec<&'static str>)]| {
+        let _ = writeln!(out, "\ngraph @{name} {{");
+        for (j, (text, mem)) in nodes.iter().enumerate() {
+            let after: Vec<String> =
+                (0..j).filter(|&i| nodes[i].1.iter().any(|m| mem.contains(m))).map(|i| format!("%n{i}")).collect();
+            let after = if after.is_empty() { String::new() } else { format!(" after({})", after.join(", ")) };
+            let _ = writeln!(out, "  %n{j} = {text}{after}");
+        }
+        out.push_str("}\n");
+    };
+    // Leaf bodies: kernels only.
+    let leaves = 2 + rng.below(2) as usize;
+    let mut leaf_mem: Vec<Vec<&'static str>> = Vec::new();
+    for b in 0..leaves {
+        let nodes: Vec<_> = (0..1 + rng.below(3)).map(|_| kernel(&mut rng)).collect();
+        leaf_mem.push(nodes.iter().flat_map(|(_, m)| m.iter().copied()).collect());
+        graph(&mut out, &format!("leaf{b}"), &nodes);
+    }
+    // Words: 0..15 for `@main`'s nodes, 16.. for nested ones.
+    let mut nested_word = 16;
+    let bodies = 2 + rng.below(2) as usize;
+    let mut body_mem: Vec<Vec<&'static str>> = Vec::new();
+    for b in 0..bodies {
+        let mut nodes: Vec<(String, Vec<&'static str>)> = (0..1 + rng.below(2)).map(|_| kernel(&mut rng)).collect();
+        if rng.below(2) == 0 && nested_word < 32 {
+            let word = format!("@flags + {}", 4 * nested_word);
+            nested_word += 1;
+            let src = mems[rng.below(3) as usize];
+            nodes.push((format!("kernel @bucket single_task args({src}, {word})"), vec![src, "@flags"]));
+            let (a, e) = (rng.below(leaves as u64) as usize, rng.below(leaves as u64) as usize);
+            let mut mem = leaf_mem[a].clone();
+            mem.extend(leaf_mem[e].iter().copied());
+            mem.push("@flags");
+            if rng.below(2) == 0 {
+                nodes.push((format!("if {word} then @leaf{a} else @leaf{e}"), mem));
+            } else {
+                nodes.push((format!("switch {word} cases(@leaf{a}, @leaf{e})"), mem));
+            }
+            kinds[3] += 1;
+            nodes.push(kernel(&mut rng));
+        }
+        body_mem.push(nodes.iter().flat_map(|(_, m)| m.iter().copied()).collect());
+        graph(&mut out, &format!("b{b}"), &nodes);
+    }
+    let mut main: Vec<(String, Vec<&'static str>)> = Vec::new();
+    for slot in 0..2 + rng.below(4) {
+        let word = format!("@flags + {}", 4 * slot);
+        let pick = |rng: &mut Rng| rng.below(bodies as u64) as usize;
+        // The word: a fill with a constant, or a kernel from data.
+        let set_word = |rng: &mut Rng, main: &mut Vec<(String, Vec<&'static str>)>, most: u64| {
+            if rng.below(3) == 0 {
+                let src = mems[rng.below(3) as usize];
+                main.push((format!("kernel @bucket single_task args({src}, {word})"), vec![src, "@flags"]));
+            } else {
+                main.push((format!("memfill {word}, {} : u32, 1", rng.below(most)), vec!["@flags"]));
+            }
+        };
+        match rng.below(5) {
+            0 => {
+                let i = rng.below(3) as usize;
+                let (m, src) = (mems[i], mems[(i + 2) % 3]);
+                main.push(match rng.below(3) {
+                    0 => (format!("memcpy {m}, {src}, 256"), vec![m, src]),
+                    1 => (format!("memfill {m}, 0.75 : f32, 64"), vec![m]),
+                    _ => kernel(&mut rng),
+                });
+            }
+            1 => {
+                let (a, e) = (pick(&mut rng), pick(&mut rng));
+                set_word(&mut rng, &mut main, 2);
+                let mut mem = body_mem[a].clone();
+                mem.extend(body_mem[e].iter().copied());
+                mem.push("@flags");
+                let els = if rng.below(2) == 0 { format!(" else @b{e}") } else { String::new() };
+                main.push((format!("if {word} then @b{a}{els}"), mem));
+                kinds[0] += 1;
+            }
+            2 => {
+                let cases: Vec<usize> = (0..1 + rng.below(3)).map(|_| pick(&mut rng)).collect();
+                set_word(&mut rng, &mut main, 4);
+                let mut mem: Vec<&'static str> = cases.iter().flat_map(|&c| body_mem[c].iter().copied()).collect();
+                mem.push("@flags");
+                let names: Vec<String> = cases.iter().map(|c| format!("@b{c}")).collect();
+                main.push((format!("switch {word} cases({})", names.join(", ")), mem));
+                kinds[1] += 1;
+            }
+            _ => {
+                let b = pick(&mut rng);
+                let lp = format!("loop{slot}");
+                let _ = writeln!(
+                    out,
+                    "\ngraph @{lp} {{\n  %s = subgraph @b{b}\n  %d = kernel @countdown single_task args({word}) after(%s)\n}}"
+                );
+                // Counts past the first chunk of rounds (16) now and then.
+                let n = if rng.below(4) == 0 { 17 + rng.below(30) } else { rng.below(5) };
+                main.push((format!("memfill {word}, {n} : u32, 1"), vec!["@flags"]));
+                let mut mem = body_mem[b].clone();
+                mem.push("@flags");
+                main.push((format!("while {word} do @{lp}"), mem));
+                kinds[2] += 1;
+            }
+        }
+    }
+    graph(&mut out, "main", &main);
+    (out, kinds)
+}
+
+/// Random modules with conditional nodes (nested ones included) compiled through the default
+/// pipeline and run twice on Vulkan, every memory object equal to the interpreter's bit for
+/// bit after each run; every kind is generated (counted).
+#[test]
+fn random_conditional_graphs_match_the_interpreter_on_vulkan() {
+    let mut kinds = [0usize; 4];
+    for seed in 0..40 {
+        let (text, k) = random_module(1000 + seed);
+        let m = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        cmdgraph_ir::verify::verify(&m).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        let bundle = compile(&m, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let mut ex = executor(&bundle).unwrap_or_else(|e| panic!("{e}"));
+        let mut it = Interpreter::new(&m).unwrap();
+        let mut rng = Rng(seed);
+        for (_, mem) in m.memories.iter() {
+            let bytes = support::random_bytes(mem.elem, mem.count, &mut rng);
+            ex.bind(&mem.name, &bytes).unwrap();
+            it.bind(&mem.name, &bytes).unwrap();
+        }
+        let (ee, ie) = (ex.finalize("main").unwrap_or_else(|e| panic!("{e}\n{text}")), it.finalize("main").unwrap());
+        for run in 0..2 {
+            ex.run(ee).unwrap();
+            ex.wait(ee).unwrap_or_else(|e| panic!("seed {seed} run {run}: {e}\n{text}"));
+            it.run(ie).unwrap_or_else(|e| panic!("seed {seed} run {run}: {e}\n{text}"));
+            for (_, mem) in m.memories.iter() {
+                let (got, want) = (ex.read(&mem.name).unwrap(), it.read(&mem.name).unwrap());
+                assert!(got == want, "seed {seed} run {run}: @{} differs\n{text}", mem.name);
+            }
+        }
+        let msgs = ex.context().take_messages();
+        assert!(msgs.is_empty(), "seed {seed}: validation: {msgs:?}\n{text}");
+        for (total, n) in kinds.iter_mut().zip(k) {
+            *total += n;
+        }
+    }
+    eprintln!("conditional nodes run: if {}, switch {}, while {}, nested {}", kinds[0], kinds[1], kinds[2], kinds[3]);
+    assert!(kinds.iter().all(|&n| n >= 8), "if/switch/while/nested: {kinds:?}");
+}

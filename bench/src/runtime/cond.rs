@@ -10,11 +10,12 @@
 //! `limit` = 10, 100, 1000 the count is data on the device and known.
 //!
 //! *host loop*: one graph of the three kernels, `run` + `wait` + a read of `@flag` per
-//! iteration (what a Vulkan application that loops until a residual is small does). The
-//! graph-side loop (a `while` node, no host round trip per iteration) is what the issue
-//! builds; its rows join this table when it exists. Checked: the iteration count and the
-//! final iterate against the same relaxation computed on the host in f32, in the kernels'
-//! operation order (exact: additions and a halving only).
+//! iteration (what a Vulkan application that loops until a residual is small does). *while
+//! node*: graph `@loop`, a `while` node over that graph, one `run` + `wait` for the whole
+//! loop (docs/conditional.md). Checked: the iteration count and the final iterate against
+//! the same relaxation computed on the host in f32, in the kernels' operation order (exact:
+//! additions and a halving only). The branch: an `if` choosing between two small kernels per
+//! launch against the first kernel alone, both arms checked.
 
 use super::harness::{self, Common, Phase};
 use clap::Args as ClapArgs;
@@ -138,9 +139,55 @@ graph @g {{
   %res = kernel @resid nd_range(global(256), local(256)) args(@x, @xn, @r, @count, @limit, @flag, {n}, 0.0) after(%sweep)
   %keep = kernel @commit range({n}) args(@x, @xn, {n}) after(%res)
 }}
-"
+
+graph @loop {{
+  %zero = memfill @count, 0 : u32, 1
+  %go = memfill @flag, 1 : u32, 1
+  %w = while @flag do @g after(%zero, %go)
+}}
+
+{BRANCH}"
     )
 }
+
+/// The IF/ELSE workload: an `if` on a word in memory choosing between two small kernels
+/// (as scripts/cuda_cond.py's branch: add 1 or double 1024 floats), and `@plain`, the first
+/// kernel alone.
+const BRANCH: &str = "kernel @add_one(%x: buf<f32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %one = const 1.0 : f32
+  %r = add %v, %one
+  store %x[%i], %r
+}
+
+kernel @double(%x: buf<f32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %two = const 2.0 : f32
+  %r = mul %v, %two
+  store %x[%i], %r
+}
+
+usm @out : f32[1024]
+usm @arm : u32[1]
+
+graph @then_arm {
+  %a = kernel @add_one range(1024) args(@out)
+}
+
+graph @else_arm {
+  %d = kernel @double range(1024) args(@out)
+}
+
+graph @plain {
+  %a = kernel @add_one range(1024) args(@out)
+}
+
+graph @branch {
+  %i = if @arm then @then_arm else @else_arm
+}
+";
 
 /// The starting iterate and the right-hand side (SplitMix64, full-precision floats in [0, 1)
 /// and [0, 1e-3)).
@@ -182,7 +229,17 @@ pub fn reference(x0: &[f32], b: &[f32], limit: u32) -> (Vec<f32>, u32) {
 struct Row {
     limit: u32,
     host_loop: f64,
+    /// The `while` node: one `run` + `wait` for the whole loop.
+    while_node: f64,
     cuda: Option<[f64; 3]>,
+}
+
+/// The IF/ELSE workload's medians per launch, in seconds: the kernel alone, the `if`.
+struct Branch {
+    plain: f64,
+    if_else: f64,
+    /// CUDA's (µs in its JSON): the kernel alone, the condition kernel and IF/ELSE node.
+    cuda: Option<[f64; 2]>,
 }
 
 /// Runs the suite.
@@ -209,6 +266,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let err = |e: cmdgraph_executor::ExecError| e.to_string();
     let device = ex.context().device_name().to_string();
     let g = ex.finalize("g").map_err(err)?;
+    let lp = ex.finalize("loop").map_err(err)?;
     let (x0, b) = inputs(n);
     ex.bind_as("b", &b).map_err(err)?;
     let reps = args.common.runs.max(1);
@@ -244,12 +302,77 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
             host_loop(&mut ex)?;
             times.push(t.elapsed().as_secs_f64());
         }
+        // The `while` node: the same loop in one run, no host round trip per iteration.
+        let while_node = |ex: &mut cmdgraph_executor::Executor| -> Result<(), String> {
+            ex.bind_as("x", &x0).map_err(err)?;
+            ex.bind_as("limit", &[limit]).map_err(err)?;
+            ex.run(lp).map_err(err)?;
+            ex.wait(lp).map_err(err)
+        };
+        while_node(&mut ex)?;
+        let count = ex.read_as::<u32>("count").map_err(err)?;
+        if count.first() != Some(&want_count) {
+            return Err(format!("cond limit {limit}: the while node counted {count:?}, expected {want_count}"));
+        }
+        harness::same(&format!("cond while limit {limit}"), &ex.read_as::<f32>("x").map_err(err)?, &want)?;
+        let mut wtimes = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let t = Instant::now();
+            while_node(&mut ex)?;
+            wtimes.push(t.elapsed().as_secs_f64());
+        }
         let peer = cuda.as_ref().and_then(|c| cuda_row(c, limit));
-        rows.push(Row { limit, host_loop: harness::median(&times), cuda: peer });
-        eprintln!("cond: limit {limit}: host loop {:.3} ms", harness::median(&times) * 1e3);
+        let (host_loop, while_node) = (harness::median(&times), harness::median(&wtimes));
+        rows.push(Row { limit, host_loop, while_node, cuda: peer });
+        eprintln!("cond: limit {limit}: host loop {:.3} ms, while node {:.3} ms", host_loop * 1e3, while_node * 1e3);
     }
-    let body = section(&rows, &device, &args.common, n, missing.as_deref());
+    let branch = branch(&mut ex, reps, cuda.as_ref())?;
+    let body = section(&rows, &branch, &device, &args.common, n, missing.as_deref());
     harness::finish(&args.common, "cond", &body)
+}
+
+/// Launches per timed repetition of the IF/ELSE workload (as scripts/cuda_cond.py).
+const LAUNCHES: usize = 1000;
+
+/// The IF/ELSE workload: both arms checked, then `@plain` and `@branch` timed per launch
+/// (wall time of back-to-back runs and one wait, over [`LAUNCHES`]).
+fn branch(
+    ex: &mut cmdgraph_executor::Executor,
+    reps: usize,
+    cuda: Option<&serde_json::Value>,
+) -> Result<Branch, String> {
+    let err = |e: cmdgraph_executor::ExecError| e.to_string();
+    let (plain, cond) = (ex.finalize("plain").map_err(err)?, ex.finalize("branch").map_err(err)?);
+    let start: Vec<f32> = (0..1024).map(|i| i as f32 * 0.375 + 0.1).collect();
+    for (arm, f) in [(1u32, (|v: f32| v + 1.0) as fn(f32) -> f32), (0, |v: f32| v * 2.0)] {
+        ex.bind_as("out", &start).map_err(err)?;
+        ex.bind_as("arm", &[arm]).map_err(err)?;
+        ex.run(cond).map_err(err)?;
+        ex.wait(cond).map_err(err)?;
+        let want: Vec<f32> = start.iter().map(|&v| f(v)).collect();
+        harness::same(&format!("cond branch arm {arm}"), &ex.read_as::<f32>("out").map_err(err)?, &want)?;
+    }
+    ex.bind_as("arm", &[1u32]).map_err(err)?;
+    let mut per_launch = |id| -> Result<f64, String> {
+        let mut ts = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            ex.wait(id).map_err(err)?;
+            let t = Instant::now();
+            for _ in 0..LAUNCHES {
+                ex.run(id).map_err(err)?;
+            }
+            ex.wait(id).map_err(err)?;
+            ts.push(t.elapsed().as_secs_f64() / LAUNCHES as f64);
+        }
+        Ok(harness::median(&ts))
+    };
+    let (plain, if_else) = (per_launch(plain)?, per_launch(cond)?);
+    let peer = cuda.and_then(|c| c.get("branch")).and_then(|b| {
+        let get = |k: &str| b.get(k).and_then(|v| v.as_f64());
+        Some([get("plain_us")?, get("if_else_us")?])
+    });
+    eprintln!("cond: branch: plain {:.2} us/launch, if/else {:.2} us/launch", plain * 1e6, if_else * 1e6);
+    Ok(Branch { plain, if_else, cuda: peer })
 }
 
 /// The CUDA peers' wall ms for `limit`: eager, graph per iteration, WHILE node.
@@ -260,25 +383,28 @@ fn cuda_row(json: &serde_json::Value, limit: u32) -> Option<[f64; 3]> {
     Some([get("eager_ms")?, get("graph_per_iteration_ms")?, get("while_node_ms")?])
 }
 
-fn section(rows: &[Row], device: &str, common: &Common, n: u32, missing: Option<&str>) -> String {
+fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32, missing: Option<&str>) -> String {
     let how = "wall time of the whole loop (setting the inputs, then every iteration's `run` + `wait` + read of \
-               `@flag`), median of the repetitions after one checked run";
-    let mut s = harness::header("Loops decided on the GPU: the host-driven baseline (issue 33)", device, common, how);
+               `@flag` for the host loop, one `run` + `wait` for the `while` node), median of the repetitions after \
+               one checked run; the branch: wall time of 1000 back-to-back runs and one wait, per run";
+    let mut s = harness::header("Loops and branches decided on the GPU (issue 33)", device, common, how);
     let _ = write!(
         s,
         "Input (bench/src/runtime/cond.rs): a 1-D Jacobi relaxation of {n} floats, three kernels per iteration \
          (the sweep; one work-group reducing the residual, counting the iteration and writing whether to go on: \
          `residual > 0` and `count < limit`, both on the device; the commit), run until the device says stop; \
-         the count and the final iterate checked against the host (exact). *host loop*: one cmdgraph graph \
-         of the three kernels, `run` + `wait` + a read of `@flag` per iteration. CUDA peers \
-         (scripts/cuda_cond.py, the same three kernels in CUDA, same machine session): *eager*: launched from \
-         the host, the flag read back per iteration; *graph per iteration*: a CUDA Graph of one iteration, \
-         replayed per iteration, the flag read back; *WHILE*: a CUDA Graph whose WHILE conditional node runs \
-         the three until the residual kernel clears the condition, one launch. cmdgraph's own `while` node \
-         (no host round trip per iteration) is not built yet: the issue's targets (≥ 5x faster than the host \
-         loop at 100 iterations, within 1.5x of CUDA's WHILE) are judged when it is.\n\n\
-         | limit (iterations) | cmdgraph host loop ms | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | cmdgraph host loop / CUDA WHILE |\n\
-         |---:|---:|---:|---:|---:|---:|\n"
+         the count and the final iterate checked against the host (exact), for each cmdgraph row. *host loop*: \
+         one cmdgraph graph of the three kernels, `run` + `wait` + a read of `@flag` per iteration. *while node*: \
+         graph `@loop`, a `while @flag do @g` node (docs/conditional.md: chunks of 16, 32, 64, 128, 256 \
+         predicated rounds under conditional rendering, the host reading the flag only between chunks), one \
+         `run` + `wait`. CUDA peers (scripts/cuda_cond.py, the same three kernels in CUDA, same machine \
+         session): *eager*: launched from the host, the flag read back per iteration; *graph per iteration*: a \
+         CUDA Graph of one iteration, replayed per iteration, the flag read back; *WHILE*: a CUDA Graph whose \
+         WHILE conditional node runs the three until the residual kernel clears the condition, one launch. \
+         Targets (the issue): the while node ≥ 5x faster than the host loop at 100 iterations, within 1.5x of \
+         CUDA's WHILE node.\n\n\
+         | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     let na = missing.unwrap_or("n/a");
     for r in rows {
@@ -287,11 +413,39 @@ fn section(rows: &[Row], device: &str, common: &Common, n: u32, missing: Option<
                 format!("{e:.3}"),
                 format!("{g:.3}"),
                 format!("{w:.3}"),
-                format!("{:.1}x", r.host_loop * 1e3 / w.max(1e-9)),
+                format!("{:.2}x", r.while_node * 1e3 / w.max(1e-9)),
             ),
             None => (na.to_string(), na.to_string(), na.to_string(), "—".to_string()),
         };
-        let _ = writeln!(s, "| {} | {:.3} | {e} | {g} | {w} | {ratio} |", r.limit, r.host_loop * 1e3);
+        let _ = writeln!(
+            s,
+            "| {} | {:.3} | {:.3} | {:.1}x | {e} | {g} | {w} | {ratio} |",
+            r.limit,
+            r.host_loop * 1e3,
+            r.while_node * 1e3,
+            r.host_loop / r.while_node.max(1e-12)
+        );
+    }
+    let _ = write!(
+        s,
+        "\nThe branch (IF/ELSE): graph `@branch`, an `if @arm then @then_arm else @else_arm` node whose arms \
+         add 1 to or double 1024 floats (both arms checked), against `@plain`, the first kernel alone; CUDA's \
+         (scripts/cuda_cond.py): a kernel that reads the flag and sets the condition, then an IF/ELSE node, \
+         against a graph of the kernel alone (CUDA events over 1000 launches). Target (the issue): the \
+         IF/ELSE overhead over an unconditional node ≤ 2 µs.\n\n\
+         | per launch | plain µs | IF/ELSE µs | overhead µs |\n|---|---:|---:|---:|\n\
+         | cmdgraph | {:.2} | {:.2} | {:.2} |\n",
+        branch.plain * 1e6,
+        branch.if_else * 1e6,
+        (branch.if_else - branch.plain) * 1e6
+    );
+    match branch.cuda {
+        Some([p, c]) => {
+            let _ = writeln!(s, "| CUDA Graph | {p:.2} | {c:.2} | {:.2} |", c - p);
+        }
+        None => {
+            let _ = writeln!(s, "| CUDA Graph | {na} | {na} | — |");
+        }
     }
     s
 }
@@ -333,5 +487,12 @@ mod tests {
         let got: Vec<f32> =
             it.read("x").unwrap().chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         assert_eq!(got, want);
+        // The `while` node's graph: the same loop in one run.
+        it.bind_as::<f32>("x", &x0).unwrap();
+        let e = it.finalize("loop").unwrap();
+        it.run(e).unwrap();
+        let got: Vec<f32> =
+            it.read("x").unwrap().chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        assert_eq!((got, it.read("count").unwrap().to_vec()), (want, count.to_le_bytes().to_vec()));
     }
 }
