@@ -274,7 +274,7 @@ graph @other {
     let mut ex = executor(&bundle).unwrap();
     ex.set_loop_round_limit(100);
     ex.bind("flags", &words([0, 2, 0, 0])).unwrap();
-    ex.bind("x", &vec![0; 32]).unwrap();
+    ex.bind("x", &[0; 32]).unwrap();
     let id = ex.finalize("main").unwrap();
     ex.run(id).unwrap();
     let e = ex.wait(id).expect_err("a loop that never ends");

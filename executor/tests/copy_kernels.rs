@@ -125,11 +125,17 @@ fn transfer_policy_and_auto_on_a_cpu_device_use_the_copy_command() {
     }
 }
 
+/// The copy kernels and the conditional nodes' predicate kernel (vk/predicate.rs): each
+/// checked-in module is its assembly, assembled, and passes `spirv-val`.
 #[test]
 fn the_checked_in_spirv_is_its_assembly_and_valid() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/vk/copy");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/vk");
     let tmp = tempfile::tempdir().unwrap();
-    for (name, bytes) in cmdgraph_executor::vk::copy::spirv() {
+    let modules = cmdgraph_executor::vk::copy::spirv()
+        .map(|(name, bytes)| (src.join("copy"), name, bytes))
+        .into_iter()
+        .chain([(src.join("predicate"), "pred", cmdgraph_executor::vk::predicate::spirv())]);
+    for (dir, name, bytes) in modules {
         let out = tmp.path().join(format!("{name}.spv"));
         let asm = Command::new("spirv-as")
             .args(["--target-env", "vulkan1.1"])

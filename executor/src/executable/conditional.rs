@@ -246,7 +246,7 @@ impl Executor {
                 // Conditional rendering does not nest: the enclosing body's is resumed below.
                 (cr.fp().cmd_end_conditional_rendering_ext)(cb);
             }
-            all_to_all(d, cb);
+            around(d, cb, parent.is_some());
             let push = [c.cond.1, parent.map_or(NO_PARENT, |p| p.1), c.word, c.words, mode];
             predicate::record(d, cb, kernel, c.set.1, push);
             predicate_to_rendering(d, cb);
@@ -258,7 +258,7 @@ impl Executor {
             unsafe {
                 if i > 0 {
                     // Only one body runs, but the validation layer cannot know that.
-                    all_to_all(d, cb);
+                    compute_to_compute(d, cb);
                 }
                 begin_rendering(cr, cb, state.preds.buffer, word);
             }
@@ -273,7 +273,7 @@ impl Executor {
         }
         // SAFETY: as above.
         unsafe {
-            all_to_all(d, cb);
+            around(d, cb, parent.is_some());
             if let Some((buffer, word)) = parent {
                 begin_rendering(cr, cb, buffer, word);
             }
@@ -281,8 +281,10 @@ impl Executor {
         result.map(|()| true)
     }
 
-    /// Records the device segments of body executable `id` into `cb`, as its segment plans
-    /// say (barriers included), under whatever predicate is active.
+    /// Records the device segments of body executable `id` into `cb`, with the barriers its
+    /// segment plans place between commands, under whatever predicate is active. The plans'
+    /// opening and closing barriers are left out: the node's own barriers before its
+    /// predicate dispatch and after the body order the body against everything around it.
     fn record_body(&self, id: ExecId, cb: vk::CommandBuffer, native: &mut BTreeMap<String, NativeFn>) -> Result<()> {
         let body = self.exec_ref(id)?;
         let graph = &self.loaded.module.graphs[body.graph];
@@ -293,8 +295,10 @@ impl Executor {
             }
             let (order, plan) = self.segment_plan(body, si)?;
             let mut bound = vk::Pipeline::null();
-            // SAFETY: `cb` is recording (the caller's contract).
-            unsafe { plan.opening.record(d, cb) };
+            if si > 0 {
+                // SAFETY: `cb` is recording (the caller's contract).
+                unsafe { compute_to_compute(d, cb) };
+            }
             for (i, &h) in order.iter().enumerate() {
                 if let Some(Some(m)) = plan.before.get(i) {
                     // SAFETY: as above.
@@ -302,8 +306,6 @@ impl Executor {
                 }
                 self.record_node(body, graph, h, cb, native, &mut bound)?;
             }
-            // SAFETY: as above.
-            unsafe { plan.closing.record(d, cb) };
         }
         Ok(())
     }
@@ -406,7 +408,9 @@ impl Executor {
             // SAFETY: as above.
             unsafe {
                 (cr.fp().cmd_end_conditional_rendering_ext)(cb);
-                all_to_all(d, cb);
+                // The body's writes (its condition among them) before the next round's
+                // predicate and body: bodies hold compute work only (conditional.rs in ir).
+                compute_to_compute(d, cb);
             }
             r?;
         }
@@ -493,8 +497,39 @@ fn loop_resources(ctx: &Context) -> Result<LoopRes> {
     }
 }
 
+/// The barrier before a conditional node's predicate dispatch and after its bodies: at the top
+/// level against every kind of work (a fill may have set the condition); inside a body, where
+/// only dispatches run, compute against compute.
+///
+/// # Safety
+/// `cb` is recording.
+unsafe fn around(d: &ash::Device, cb: vk::CommandBuffer, in_body: bool) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if in_body {
+            compute_to_compute(d, cb)
+        } else {
+            all_to_all(d, cb)
+        }
+    }
+}
+
+/// Compute writes visible to later compute work (the predicate dispatch, the next body).
+///
+/// # Safety
+/// `cb` is recording.
+unsafe fn compute_to_compute(d: &ash::Device, cb: vk::CommandBuffer) {
+    let barrier = [vk::MemoryBarrier2::default()
+        .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
+        .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
+        .dst_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
+        .dst_access_mask(vk::AccessFlags2::SHADER_READ | vk::AccessFlags2::SHADER_WRITE)];
+    // SAFETY: the caller's contract.
+    unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
+}
+
 /// Every earlier command's writes visible to every later command (the condition word a
-/// kernel wrote, a body's writes to the next round).
+/// fill or the host wrote).
 ///
 /// # Safety
 /// `cb` is recording.
