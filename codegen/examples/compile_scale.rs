@@ -27,7 +27,12 @@ impl KernelCompiler for Fake {
         launch: &Launch,
         _: &[Arg],
     ) -> Result<Variant, CodegenError> {
-        Ok(Variant { workgroup_size: [64, 1, 1], dims: launch.dims() as u8, local_capacity: Vec::new() })
+        Ok(Variant {
+            workgroup_size: [64, 1, 1],
+            dims: launch.dims() as u8,
+            local_capacity: Vec::new(),
+            predicated: false,
+        })
     }
 
     fn compile_kernel(

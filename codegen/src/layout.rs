@@ -83,6 +83,7 @@ pub(crate) fn layout(
     kernel: &Kernel,
     body: &Body,
     local_capacity: &[u64],
+    predicated: bool,
 ) -> Result<Layout, CodegenError> {
     let mut offset = HEADER_BYTES;
     let mut fields = Vec::with_capacity(kernel.params.len());
@@ -131,6 +132,10 @@ pub(crate) fn layout(
         slots.push(SlotInfo { elem: mem.elem, offset_field: None, writes, count: Some(mem.count) });
         abi_slots.push(MemorySlot::DeviceGlobal { name: mem.name.clone(), writes });
         globals.push((g, slot));
+    }
+    if predicated {
+        // The last binding; the lowering reads it (lower/mod.rs, `predicate`).
+        abi_slots.push(MemorySlot::Predicate);
     }
     let abi = ArgLayout { block_size: align_to(offset, 16), fields, slots: abi_slots };
     Ok(Layout { abi, slots, param_slot, globals })

@@ -53,6 +53,10 @@ pub struct Variant {
     pub dims: u8,
     /// Per `local<T>` parameter, in parameter order: element capacity.
     pub local_capacity: Vec<u64>,
+    /// A launch inside a conditional node's body: the kernel tests a predicate word first
+    /// and returns at once when it says not to run (`MemorySlot::Predicate`, docs/abi.md
+    /// "Predicated variants").
+    pub predicated: bool,
 }
 
 /// What `compile --emit` can print for one kernel variant.
@@ -105,7 +109,7 @@ fn compile(
     } else {
         body
     };
-    let layout = layout::layout(module, k, body, &variant.local_capacity)?;
+    let layout = layout::layout(module, k, body, &variant.local_capacity, variant.predicated)?;
     let vectorize = vectorize::element_wise(body, &layout, variant);
     let plan = lower::Plan { kernel: k, body, variant, layout: &layout, vectorize };
     let text = lower::lower(&plan, &k.name)?;

@@ -44,7 +44,7 @@ impl KernelCompiler for Fake {
                 _ => None,
             })
             .collect();
-        Ok(Variant { workgroup_size: wg, dims: launch.dims() as u8, local_capacity })
+        Ok(Variant { workgroup_size: wg, dims: launch.dims() as u8, local_capacity, predicated: false })
     }
 
     fn compile_kernel(

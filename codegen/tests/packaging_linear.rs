@@ -16,7 +16,7 @@ struct Fake;
 
 impl KernelCompiler for Fake {
     fn choose_variant(&self, _: &Module, _: Handle<Kernel>, l: &Launch, _: &[Arg]) -> Result<Variant, CodegenError> {
-        Ok(Variant { workgroup_size: [64, 1, 1], dims: l.dims() as u8, local_capacity: Vec::new() })
+        Ok(Variant { workgroup_size: [64, 1, 1], dims: l.dims() as u8, local_capacity: Vec::new(), predicated: false })
     }
 
     fn compile_kernel(

@@ -15,6 +15,9 @@ pub enum Target {
     Pool,
     /// A device global (the executable's device), by name.
     Global(String),
+    /// The predicate words of a predicated kernel variant (`MemorySlot::Predicate`): the
+    /// executable's predicate binding (executable/conditional.rs).
+    Predicate,
 }
 
 /// Where a pointer points: the backing buffer, the byte offset in it and the bytes from there.
@@ -100,8 +103,10 @@ pub fn encode(
     let mut slots: Vec<Option<Target>> = vec![None; layout.slots.len()];
     let mut windows: Vec<(u64, u64)> = vec![(0, u64::MAX); layout.slots.len()];
     for (i, slot) in layout.slots.iter().enumerate() {
-        if let MemorySlot::DeviceGlobal { name, .. } = slot {
-            slots[i] = Some(Target::Global(name.clone()));
+        match slot {
+            MemorySlot::DeviceGlobal { name, .. } => slots[i] = Some(Target::Global(name.clone())),
+            MemorySlot::Predicate => slots[i] = Some(Target::Predicate),
+            MemorySlot::Param { .. } => {}
         }
     }
     if args.len() != kernel.params.len() {

@@ -137,8 +137,9 @@ pub struct Executor {
     /// The predicate kernel of conditional nodes, made by the first finalize that has one.
     pub(crate) predicate_kernel: Option<crate::vk::predicate::PredicateKernel>,
     /// While recording a conditional body: the predicate words in force, innermost last, as
-    /// (buffer, word index) (executable/conditional.rs).
-    pub(crate) pred_stack: std::cell::RefCell<Vec<(vk::Buffer, u32)>>,
+    /// (buffer, word index, whether the body runs under conditional rendering on it)
+    /// (executable/conditional.rs).
+    pub(crate) pred_stack: std::cell::RefCell<Vec<(vk::Buffer, u32, bool)>>,
     /// Rounds after which a `while` node that still runs fails its run
     /// ([`set_loop_round_limit`](Self::set_loop_round_limit)).
     pub(crate) loop_round_limit: u64,

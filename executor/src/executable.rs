@@ -168,6 +168,9 @@ pub(crate) struct Executable {
     /// This executable is a conditional node's body: recorded inline by the node, never run
     /// on its own.
     pub(crate) is_body: bool,
+    /// What the predicate slot of its predicated kernel variants is bound to and tests
+    /// (conditional.rs): a body's predicate, or "always run" for a graph of its own.
+    pub(crate) predicate: conditional::PredicateBinding,
 }
 
 impl Executable {
@@ -221,6 +224,7 @@ impl Executable {
             Target::User(i) => ex.memories.get(*i).and_then(|b| b.as_ref()),
             Target::Pool => self.pool.as_ref(),
             Target::Global(name) => ex.globals.get(&(self.device, name.clone())),
+            Target::Predicate => Some(&self.predicate.buffer),
         }
         .ok_or_else(|| ExecError::Invalid(format!("no buffer for {t:?}")))
     }
@@ -334,12 +338,13 @@ impl Executor {
     }
 
     /// [`finalize`](Self::finalize) of a graph, or of a conditional node's body (`enclosing`:
-    /// the predicate buffer of the executable holding the node; nothing is recorded then).
-    pub(crate) fn finalize_in(&mut self, name: &str, enclosing: Option<vk::Buffer>) -> Result<ExecId> {
+    /// its predicate, and the predicate buffer of the executable holding the node; nothing is
+    /// recorded then).
+    pub(crate) fn finalize_in(&mut self, name: &str, enclosing: Option<conditional::Enclosing>) -> Result<ExecId> {
         self.worker.drain();
         let name = name.strip_prefix('@').unwrap_or(name);
         let gh = self.loaded.module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
-        let mut cond = self.prepare_conditionals(gh)?;
+        let mut cond = self.prepare_conditionals(gh, enclosing.is_some())?;
         let made = self.finalize_graph(gh, name, enclosing, &mut cond);
         if let Some(c) = cond.take() {
             self.free_conditionals(c);
@@ -353,7 +358,7 @@ impl Executor {
         &mut self,
         gh: Handle<Graph>,
         name: &str,
-        enclosing: Option<vk::Buffer>,
+        enclosing: Option<conditional::Enclosing>,
         cond: &mut Option<conditional::CondState>,
     ) -> Result<ExecId> {
         // Device globals used by any kernel variant exist before encoding (first: this
@@ -529,6 +534,9 @@ impl Executor {
             },
         };
         let Resources { args, indirect, pool, consts, cmd_pool, timeline } = res;
+        // A graph of its own binds its predicated variants' predicate slot to its argument
+        // blocks (any live buffer: the kernels do not read it in mode 0).
+        let args_view = Buffer::imported(args.buffer, 0, args.size);
         let max_bindings = self.pipelines.iter().map(|p| p.bindings).max().unwrap_or(1);
         let has_host = sched.iter().any(|s| matches!(s, Seg::Host(_) | Seg::Loop(_)));
         let copies = if options.simultaneous_use || has_host { 1 } else { 2 };
@@ -591,6 +599,7 @@ impl Executor {
             copy_sets: Default::default(),
             cond: cond.take(),
             is_body: enclosing.is_some(),
+            predicate: conditional::PredicateBinding::of(enclosing.as_ref(), &args_view),
         };
         let mut native = std::mem::take(&mut self.native);
         let built = (|| {
@@ -652,7 +661,7 @@ impl Executor {
                     }
                 }
             }
-            self.conditional_resources(&mut exe, enclosing)?;
+            self.conditional_resources(&mut exe, enclosing.as_ref().map(|e| e.preds))?;
             if exe.is_body {
                 return Ok(());
             }
@@ -702,8 +711,16 @@ impl Executor {
             max_range: u64::from(lim.max_storage_buffer_range),
             min_align: lim.min_storage_buffer_offset_alignment.max(4),
         };
-        let Encoded { block, slots, windows, groups } =
+        let Encoded { mut block, slots, windows, groups } =
             encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), &limits)?;
+        if variant.layout.slots.last() == Some(&cmdgraph_ir::bundle::MemorySlot::Predicate) {
+            // Words 6 and 7: what the kernel's predicate test reads (conditional.rs).
+            let p = &exe.predicate;
+            if let Some(w) = block.get_mut(24..32) {
+                w[..4].copy_from_slice(&p.control.to_le_bytes());
+                w[4..].copy_from_slice(&p.expect.to_le_bytes());
+            }
+        }
         let effect = self.kernel_effect(exe, k)?;
         if k.effect.as_ref() != Some(&effect) {
             // Recorded already and touching memory it did not: its stretch of the segment is

@@ -353,6 +353,12 @@ fn check_kernel(module: &Module, variant: usize, k: &CompiledKernel) -> Result<(
                     return Err(bad(format!("slot {i} (binding {}) is not the slot of field {param}", i + 1)));
                 }
             }
+            MemorySlot::Predicate => {
+                // The kernel reads it as its last binding (docs/abi.md, "Predicated variants").
+                if i + 1 != l.slots.len() {
+                    return Err(bad(format!("slot {i} (binding {}) is a predicate but not the last slot", i + 1)));
+                }
+            }
             MemorySlot::DeviceGlobal { name, .. } => {
                 let global = module.memory_by_name(name).map(|h| &module.memories[h].kind);
                 if !matches!(global, Some(cmdgraph_ir::MemoryKind::DeviceGlobal(_))) {

@@ -51,19 +51,49 @@ pub(crate) enum Step {
 pub(crate) struct LoopStep {
     /// The node's name (for errors).
     pub(crate) node: String,
-    /// The segment's command buffer and the rounds it records.
+    /// The segment's command buffer: resets the round tally, runs no round.
     pub(crate) first: vk::CommandBuffer,
-    pub(crate) first_rounds: u32,
-    /// Further chunks in submission order (the last repeats): command buffer, rounds.
-    pub(crate) more: Vec<(vk::CommandBuffer, u32)>,
-    /// Address of the mapped, host-coherent word each chunk ends by writing: non-zero while
-    /// the loop still runs. Its executable (alive while its runs are) owns the buffer.
+    /// Chunks of rounds, ascending: command buffer, rounds.
+    pub(crate) chunks: Vec<(vk::CommandBuffer, u32)>,
+    /// The rounds the last run took (what this run submits at once).
+    pub(crate) last: Arc<std::sync::atomic::AtomicU64>,
+    /// Address of the mapped, host-coherent words each chunk ends by writing: non-zero while
+    /// the loop still runs, and the rounds run so far. Its executable (alive while its runs
+    /// are) owns the buffer.
     pub(crate) readback: usize,
-    /// Timeline of the further chunks, and its last value.
+    /// Timeline of the further submissions, and its last value.
     pub(crate) sem: vk::Semaphore,
     pub(crate) counter: Arc<std::sync::atomic::AtomicU64>,
     /// Rounds after which the loop fails the run.
     pub(crate) limit: u64,
+}
+
+impl LoopStep {
+    /// Distinct chunks whose rounds add up to `want` (each chunk at most once: a command
+    /// buffer may not be pending twice), largest first: exact up to the sum of all chunks.
+    fn chunks_for(&self, want: u64) -> Vec<(vk::CommandBuffer, u32)> {
+        let mut left = want;
+        let mut out = Vec::new();
+        for &(cb, n) in self.chunks.iter().rev() {
+            if u64::from(n) <= left {
+                out.push((cb, n));
+                left -= u64::from(n);
+            }
+        }
+        if out.is_empty() {
+            out.extend(self.chunks.first().copied());
+        }
+        out
+    }
+
+    /// Word `i` of the readback buffer.
+    fn read(&self, i: usize) -> u32 {
+        // SAFETY: the address is the mapping of the loop's 8-byte host-coherent readback
+        // buffer, alive as long as the executable whose run this is; the chunk that wrote it
+        // completed (the caller waited) and made the write visible to the host (its last
+        // barrier).
+        unsafe { std::ptr::read_volatile((self.readback as *const u32).add(i.min(1))) }
+    }
 }
 
 /// One run of one executable.
@@ -206,6 +236,11 @@ impl Worker {
 
 /// Submits device segment `cb`, waiting for timeline value `at` and signalling `at + 1`.
 pub(crate) fn submit(ctx: &Context, timeline: vk::Semaphore, at: u64, cb: vk::CommandBuffer) -> Result<()> {
+    submit_many(ctx, timeline, at, &[cb])
+}
+
+/// [`submit`] of several command buffers in one submission, in order.
+pub(crate) fn submit_many(ctx: &Context, timeline: vk::Semaphore, at: u64, cbs: &[vk::CommandBuffer]) -> Result<()> {
     let waits = [vk::SemaphoreSubmitInfo::default()
         .semaphore(timeline)
         .value(at)
@@ -214,7 +249,8 @@ pub(crate) fn submit(ctx: &Context, timeline: vk::Semaphore, at: u64, cb: vk::Co
         .semaphore(timeline)
         .value(at + 1)
         .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-    let cbs = [vk::CommandBufferSubmitInfo::default().command_buffer(cb)];
+    let cbs: Vec<vk::CommandBufferSubmitInfo> =
+        cbs.iter().map(|&cb| vk::CommandBufferSubmitInfo::default().command_buffer(cb)).collect();
     let wait_n = usize::from(at > 0);
     let submit = [vk::SubmitInfo2::default()
         .wait_semaphore_infos(&waits[..wait_n])
@@ -246,36 +282,41 @@ pub(crate) fn wait_timeline(ctx: &Context, timeline: vk::Semaphore, value: u64) 
     ctx.waited(r, || format!("a graph run on the device (timeline value {value})"))
 }
 
-/// The rest of a `while` node's run once its first chunk is submitted (signalling `at` on
-/// `timeline`): wait, read whether the loop still runs, and submit further chunks until it
-/// does not, or its round limit has run.
-fn run_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep) -> Result<()> {
+/// A `while` node's run: the segment's command buffer and chunks of as many rounds as the
+/// last run took ([`FIRST_ROUNDS`] the first time) in one submission on `timeline` (waiting
+/// for `at`, signalling `at + 1`, and moving `at` there once submitted); then, while the host reads that the loop still runs, more
+/// (what is left of that prediction, else as many rounds again as ran so far) on the loop's
+/// own timeline, until the loop ends or its round limit has run.
+///
+/// [`FIRST_ROUNDS`]: crate::executable::conditional::FIRST_ROUNDS
+fn run_loop(ctx: &Context, timeline: vk::Semaphore, at: &mut u64, l: &LoopStep) -> Result<()> {
     use std::sync::atomic::Ordering;
-    wait_timeline(ctx, timeline, at)?;
-    let mut rounds = u64::from(l.first_rounds);
-    for k in 0.. {
-        // SAFETY: the address is the mapping of the loop's 4-byte host-coherent readback
-        // buffer, alive as long as the executable whose run this is; the chunk that wrote it
-        // completed (the wait above) and made the write visible to the host (its last barrier).
-        let running = unsafe { std::ptr::read_volatile(l.readback as *const u32) } != 0;
-        if !running {
-            return Ok(());
-        }
-        let limit = l.limit;
-        let Some(&(cb, n)) = l.more.get(k.min(l.more.len().saturating_sub(1))) else {
-            return Err(ExecError::Invalid(format!("%{}: a `while` node without further chunks", l.node)));
-        };
-        if rounds >= limit {
+    let predicted = match l.last.load(Ordering::Relaxed) {
+        0 => crate::executable::conditional::FIRST_ROUNDS,
+        n => n,
+    };
+    let batch = l.chunks_for(predicted);
+    let mut rounds: u64 = batch.iter().map(|c| u64::from(c.1)).sum();
+    let cbs: Vec<vk::CommandBuffer> = std::iter::once(l.first).chain(batch.iter().map(|c| c.0)).collect();
+    submit_many(ctx, timeline, *at, &cbs)?;
+    *at += 1;
+    wait_timeline(ctx, timeline, *at)?;
+    while l.read(0) != 0 {
+        if rounds >= l.limit {
             return Err(ExecError::Invalid(format!(
-                "%{}: the `while` loop still runs after {rounds} rounds (the round limit is {limit}); does its body set its condition to 0?",
-                l.node
+                "%{}: the `while` loop still runs after {rounds} rounds (the round limit is {}); does its body set its condition to 0?",
+                l.node, l.limit
             )));
         }
+        let want = if predicted > rounds { predicted - rounds } else { rounds };
+        let batch = l.chunks_for(want.min(l.limit - rounds).max(1));
+        let cbs: Vec<vk::CommandBuffer> = batch.iter().map(|c| c.0).collect();
         let v = l.counter.fetch_add(1, Ordering::SeqCst);
-        submit(ctx, l.sem, v, cb)?;
+        submit_many(ctx, l.sem, v, &cbs)?;
         wait_timeline(ctx, l.sem, v + 1)?;
-        rounds += u64::from(n);
+        rounds += batch.iter().map(|c| u64::from(c.1)).sum::<u64>();
     }
+    l.last.store(u64::from(l.read(1)), Ordering::Relaxed);
     Ok(())
 }
 
@@ -317,11 +358,7 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
                     wait_timeline(ctx, job.timeline, at)?;
                     call(ctx, transfers, callbacks, node, callback, access)?;
                 }
-                Step::Loop(l) => {
-                    submit(ctx, job.timeline, at, l.first)?;
-                    at += 1;
-                    run_loop(ctx, job.timeline, at, l)?;
-                }
+                Step::Loop(l) => run_loop(ctx, job.timeline, &mut at, l)?,
             }
         }
         Ok(())

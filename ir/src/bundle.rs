@@ -19,8 +19,9 @@ pub mod signature;
 pub use io::{BundleError, Framed, DECODE_BUDGET_FACTOR, HEADER_BYTES, MAGIC, MAX_EXPANSION};
 
 /// Bumped whenever the bundle or the kernel ABI changes. 1: RON text (SPIR-V words as
-/// decimal numbers); 2: binary header and LZ4-compressed payload.
-pub const FORMAT_VERSION: u32 = 2;
+/// decimal numbers); 2: binary header and LZ4-compressed payload; 3: predicated kernel
+/// variants ([`MemorySlot::Predicate`], argument-block words 6 and 7).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The debug string (`OpModuleProcessed`) by which a kernel variant's SPIR-V records how many
 /// work-items one invocation handles: this prefix, then the number in decimal. Codegen writes
@@ -143,6 +144,12 @@ pub enum MemorySlot {
         /// Whether the kernel writes it.
         writes: bool,
     },
+    /// The predicate of a kernel that runs in a conditional node's body (the last slot of a
+    /// predicated variant; docs/abi.md, "Predicated variants"): a buffer of `u32` words the
+    /// kernel reads one of, as argument-block word 6 says (bits 0-1 the mode: 0 always run,
+    /// 1 run when the word is non-zero, 2 run when it equals word 7; bits 2-31 the word's
+    /// index), returning at once when it says not to run.
+    Predicate,
 }
 
 /// Everything about one graph that is not in its IR text.

@@ -249,11 +249,11 @@ fn conditional_summary(out: &mut String, m: &Module, name: &str) {
             cmdgraph_ir::graph::CondKind::While => {
                 let ladder: Vec<String> = cmdgraph_executor::LOOP_LADDER.iter().map(u32::to_string).collect();
                 format!(
-                    "a segment of its own: predicated rounds under conditional rendering, {} per submission (fewer for bodies of many commands) while the condition the last round left is non-zero",
-                    ladder.join(", then ")
+                    "a segment of its own: predicated rounds in chunks of {} (fewer for bodies of many commands), a submission as many rounds as the last run took, more while the condition the last round left is non-zero",
+                    ladder.join(", ")
                 )
             }
-            _ => "each body's dispatches predicated by conditional rendering on a word a predicate kernel computes; no host round trip".into(),
+            _ => "the bodies' kernels test their predicate and return at once when their body does not run; no host round trip".into(),
         };
         let _ = writeln!(out, "  conditional %{}: {} over {}: {how}", n.name, kind.keyword(), names.join(", "));
     }

@@ -233,6 +233,9 @@ fn on_device(
         for (node, path) in ex.conditional_paths(exec).map_err(fail)? {
             let _ = writeln!(summary, "conditional %{node}: {path}");
         }
+        for (node, rounds) in ex.loop_rounds(exec).map_err(fail)? {
+            let _ = writeln!(summary, "while %{node}: {rounds} round(s) in the last run");
+        }
     }
     let messages = ex.context().take_messages();
     if !messages.is_empty() {

@@ -54,16 +54,22 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
     // Per graph: its name and (node, alternative, provisional number) per launch.
     let mut uses: Vec<(&str, Vec<Use>)> = Vec::new();
     let mut total = 0usize;
-    for (_, graph) in module.graphs.iter() {
+    // Launches in conditional bodies get predicated variants (docs/abi.md, "Predicated
+    // variants"); a compiler that cannot make one (external SPIR-V) leaves the predicate
+    // out, and the executor predicates such a body with conditional rendering instead.
+    let bodies = cmdgraph_ir::conditional::body_graphs(module);
+    for (graph_handle, graph) in module.graphs.iter() {
+        let in_body = bodies.contains(&graph_handle);
         let mut table = Vec::new();
         for (node_handle, node) in graph.nodes.iter() {
             for (alternative, cmd) in graph.kernel_commands(node_handle) {
                 let at = || format!("@{} %{}", graph.name, node.name);
                 let at_span = graph.nodes.span(node_handle);
                 let args = resolve(graph, &cmd.args);
-                let variant = compiler
+                let mut variant = compiler
                     .choose_variant(module, cmd.kernel, &cmd.launch, &args)
                     .map_err(|error| CompileError::Codegen { at: at(), at_span, error })?;
+                variant.predicated = in_body;
                 let next = first.len() as u32;
                 let id = match ids.entry((cmd.kernel, variant)) {
                     Entry::Occupied(e) => *e.get(),

@@ -256,7 +256,7 @@ impl KernelCompiler for WithExternal<'_> {
             return Err(CodegenError::launch(&k.name, message));
         }
         // One variant whatever the launch: the module is what it is.
-        Ok(Variant { workgroup_size: c.workgroup_size, dims: 0, local_capacity: Vec::new() })
+        Ok(Variant { workgroup_size: c.workgroup_size, dims: 0, local_capacity: Vec::new(), predicated: false })
     }
 
     fn compile_kernel(

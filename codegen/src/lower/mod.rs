@@ -373,6 +373,7 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
     } else {
         let go = l.ir.label("body");
         let inside = l.tail_check()?;
+        let inside = l.and_predicate(inside);
         l.ir.inst(format!("br i1 {}, label %{go}, label %{exit}", inside.v));
         l.ir.start(&go);
         l.bind_params()?;
@@ -385,6 +386,38 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
 }
 
 impl Lowerer<'_> {
+    /// `inside` and, in a predicated variant, whether the predicate says to run: word 6 of
+    /// the argument block holds the mode (bits 0-1: 0 always, 1 the word is non-zero, 2 it
+    /// equals word 7) and the word's index in the predicate binding (bits 2-31), the last
+    /// binding (docs/abi.md, "Predicated variants"). Every work-item of every group reads the
+    /// same word, so a whole dispatch returns at once, before any barrier.
+    fn and_predicate(&mut self, inside: Val) -> Val {
+        if !self.plan.variant.predicated {
+            return inside;
+        }
+        let binding = self.plan.layout.slots.len() as u32 + 1;
+        let name = self.ir.cstring("predicate");
+        let handle = self.handle("[0 x i32]", binding, false, &name);
+        let control = self.word(24);
+        let mode = self.ir.emit("i32", format!("and i32 {}, 3", control.v));
+        let index = self.ir.emit("i32", format!("lshr i32 {}, 2", control.v));
+        let expect = self.word(28);
+        let array = "[0 x i32]";
+        let ht = format!("target(\"spirv.VulkanBuffer\", {array}, 12, 0)");
+        let f = format!("llvm.spv.resource.getpointer.p11.tspirv.VulkanBuffer_{}_12_0t", types::mangle(array));
+        self.ir.declare(format!("declare ptr addrspace(11) @{f}({ht}, i32)"));
+        let p =
+            self.ir.emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", index.v));
+        let word = self.ir.emit("i32", format!("load i32, ptr addrspace(11) {}, align 4", p.v));
+        let nonzero = self.ir.emit("i1", format!("icmp ne i32 {}, 0", word.v));
+        let equal = self.ir.emit("i1", format!("icmp eq i32 {}, {}", word.v, expect.v));
+        let is_equal_mode = self.ir.emit("i1", format!("icmp eq i32 {}, 2", mode.v));
+        let test = self.ir.emit("i1", format!("select i1 {}, i1 {}, i1 {}", is_equal_mode.v, equal.v, nonzero.v));
+        let always = self.ir.emit("i1", format!("icmp eq i32 {}, 0", mode.v));
+        let run = self.ir.emit("i1", format!("or i1 {}, {}", always.v, test.v));
+        self.ir.emit("i1", format!("and i1 {}, {}", inside.v, run.v))
+    }
+
     /// `i1` true when this work-item is inside the global range in every launch dimension.
     fn tail_check(&mut self) -> Result<Val, CodegenError> {
         let mut acc = Val::new("i1", "true");
@@ -405,6 +438,7 @@ impl Lowerer<'_> {
         let base = self.ir.emit("i32", format!("shl i32 {}, 2", tid.v));
         let size = self.word(0);
         let inside = self.ir.emit("i1", format!("icmp ult i32 {}, {}", base.v, size.v));
+        let inside = self.and_predicate(inside);
         let go = self.ir.label("go");
         self.ir.inst(format!("br i1 {}, label %{go}, label %{exit}", inside.v));
         self.ir.start(&go);

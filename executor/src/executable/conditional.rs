@@ -2,13 +2,18 @@
 //! without a host round trip per decision.
 //!
 //! Each body graph is finalized as an executable of its own (its kernels' argument blocks
-//! and descriptor sets; nothing recorded), and recorded inline where its node stands. The
-//! predicate kernel (`vk/predicate.rs`) turns the condition word into one word per body in
-//! the executable's predicate buffer, and each body's dispatches run under
-//! `vkCmdBeginConditionalRenderingEXT` on its word. Conditional rendering cannot nest, so a
-//! node inside a body ends the enclosing body's rendering, computes its words as the
-//! enclosing word *and* its own test, and begins the enclosing rendering again after its
-//! bodies: the stack of active predicates is [`Executor::pred_stack`].
+//! and descriptor sets; nothing recorded), and recorded inline where its node stands. Its
+//! kernels are predicated variants (docs/abi.md, "Predicated variants"): each reads a word
+//! and returns at once when the word says the body does not run, so a body needs no
+//! conditional rendering and no barrier into the command processor. The word is the
+//! condition itself for an `if` or `switch` at the top level whose bodies neither touch the
+//! condition's memory nor hold conditional nodes (no predicate dispatch at all); otherwise the
+//! predicate kernel (`vk/predicate.rs`) writes one word per body into the executable's
+//! predicate buffer, a nested node's words being its enclosing body's word *and* its own
+//! test. A body with a kernel that is not predicated (external SPIR-V) runs under
+//! `vkCmdBeginConditionalRenderingEXT` on its word instead; conditional rendering cannot
+//! nest, so a node inside such a body ends the enclosing rendering and begins it again after
+//! its bodies: the stack of active predicates is [`Executor::pred_stack`].
 //!
 //! A `while` node is a segment of its own ([`Seg::Loop`]): a command buffer of
 //! [`LADDER`]`[0]` predicated rounds (the predicate refreshed from the condition before
@@ -25,21 +30,76 @@ use crate::schedule::Seg;
 use crate::vk::predicate::{self, MODE_CASE, MODE_TRUTH, NO_PARENT};
 use crate::vk::{Buffer, Context, Place};
 use ash::vk;
+use cmdgraph_ir::bundle::MemorySlot;
 use cmdgraph_ir::graph::CondKind;
-use cmdgraph_ir::{Graph, Handle, MemRef, Node, NodeKind};
+use cmdgraph_ir::{Graph, Handle, MemRef, Module, Node, NodeKind};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-/// Rounds per command buffer of a `while` loop: the first submission's, then each further
-/// submission's (the last repeats). Cut where a chunk would record more than
-/// [`MAX_CHUNK_COMMANDS`] body commands.
-pub const LADDER: [u32; 5] = [16, 32, 64, 128, 256];
+/// Rounds per command buffer of a `while` loop: a run submits a sum of distinct ones (each
+/// at most once per submission), so any count up to 511 is one submission (docs/conditional.md,
+/// "Executor"). Cut where a chunk would record more than [`MAX_CHUNK_COMMANDS`] body commands.
+pub const LADDER: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+/// Rounds a `while` loop's first submission runs when nothing predicts its count.
+pub const FIRST_ROUNDS: u64 = 16;
 /// The most body commands one chunk of rounds records.
 const MAX_CHUNK_COMMANDS: u64 = 1 << 16;
 /// Rounds after which a loop that still runs is an error: the interpreter's default round
 /// limit (`RunOptions::fuel`), so both runtimes stop the same runaway loop.
 pub(crate) const ROUND_LIMIT: u64 = 1 << 20;
+
+/// What a body executable's predicated kernels test: set by the node whose body it is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Enclosing {
+    /// The predicate buffer of the executable holding the node (nested nodes' predicate
+    /// dispatches read their enclosing word there).
+    pub(crate) preds: vk::Buffer,
+    /// The buffer the kernels read their word from: `preds`, or the condition's memory.
+    pub(crate) buffer: vk::Buffer,
+    /// Argument-block words 6 and 7 (the mode and index, the value compared).
+    pub(crate) control: u32,
+    pub(crate) expect: u32,
+}
+
+/// An executable's predicate binding (its kernels' `MemorySlot::Predicate`).
+pub(crate) struct PredicateBinding {
+    /// Not owned: the enclosing executable's, the user's, or this executable's own buffer.
+    pub(crate) buffer: Buffer,
+    pub(crate) control: u32,
+    pub(crate) expect: u32,
+}
+
+impl PredicateBinding {
+    /// A body's binding, or "always run" (mode 0) over `own`.
+    pub(crate) fn of(enclosing: Option<&Enclosing>, own: &Buffer) -> PredicateBinding {
+        match enclosing {
+            Some(e) => {
+                PredicateBinding { buffer: Buffer::imported(e.buffer, 0, 4), control: e.control, expect: e.expect }
+            }
+            None => PredicateBinding { buffer: Buffer::imported(own.buffer, 0, own.size), control: 0, expect: 0 },
+        }
+    }
+}
+
+/// Predicate words a node takes: one per body (`if` two), and a `while` its round tally.
+fn space(kind: CondKind, bodies: usize) -> u32 {
+    match kind {
+        CondKind::If => 2,
+        CondKind::While => 2,
+        CondKind::Switch => bodies.max(1) as u32,
+    }
+}
+
+/// Argument-block word 6 of a predicated kernel: run when word `index` is non-zero.
+fn nonzero(index: u32) -> u32 {
+    1 | (index << 2)
+}
+
+/// Argument-block word 6: run when word `index` equals word 7.
+fn equal(index: u32) -> u32 {
+    2 | (index << 2)
+}
 
 /// The conditional nodes of one executable and their predicate words.
 pub(crate) struct CondState {
@@ -61,18 +121,25 @@ pub(crate) struct CondNode {
     pub(crate) cond: (vk::Buffer, u32),
     /// The predicate kernel's set (condition, enclosing predicates, own predicates).
     pub(crate) set: (vk::DescriptorPool, vk::DescriptorSet),
+    /// The bodies' kernels read the condition itself: no predicate dispatch.
+    pub(crate) direct: bool,
+    /// Per body: it has a kernel that is not predicated, so it runs under conditional
+    /// rendering on its word.
+    pub(crate) rendering: Vec<bool>,
     /// A `while` node's further chunks and the word the host reads.
     pub(crate) looping: Option<LoopRes>,
 }
 
-/// What a `while` node's run needs beyond its segment's command buffer.
+/// What a `while` node's run needs beyond its segment's command buffer (which resets the
+/// round tally and runs no round).
 pub(crate) struct LoopRes {
-    /// Rounds in the segment's own command buffer.
-    pub(crate) first: u32,
-    /// Further chunks: (command buffer, rounds), in the order they are submitted.
-    pub(crate) more: Vec<(vk::CommandBuffer, u32)>,
-    /// Host-visible word: the predicate of the round after the last submitted chunk.
+    /// Chunks of rounds: (command buffer, rounds), rounds ascending ([`LADDER`]).
+    pub(crate) chunks: Vec<(vk::CommandBuffer, u32)>,
+    /// Host-visible words each chunk ends by writing: the predicate of the round after it,
+    /// and the rounds run so far in this run.
     pub(crate) readback: Buffer,
+    /// The rounds the last run took: what the next run submits at once.
+    pub(crate) last: Arc<AtomicU64>,
     /// Timeline of the further chunks' submissions (they are not the run's own segments).
     pub(crate) sem: vk::Semaphore,
     pub(crate) counter: Arc<AtomicU64>,
@@ -80,9 +147,8 @@ pub(crate) struct LoopRes {
 
 impl Executor {
     /// Finalizes the bodies of graph `gh`'s conditional nodes and makes its predicate words
-    /// (`None`: it has no conditional node). `enclosing`: the predicate buffer of the node
-    /// whose body this graph is.
-    pub(crate) fn prepare_conditionals(&mut self, gh: Handle<Graph>) -> Result<Option<CondState>> {
+    /// (`None`: it has no conditional node). `nested`: the graph is itself a body.
+    pub(crate) fn prepare_conditionals(&mut self, gh: Handle<Graph>, nested: bool) -> Result<Option<CondState>> {
         let graph = &self.loaded.module.graphs[gh];
         let nodes: Vec<(usize, String, CondKind, cmdgraph_ir::Pointer, Vec<String>)> = graph
             .nodes
@@ -98,29 +164,43 @@ impl Executor {
                 _ => None,
             })
             .collect();
-        let Some((_, first, ..)) = nodes.first() else { return Ok(None) };
-        let gname = graph.name.clone();
-        if self.ctx.conditional_rendering.is_none() {
-            return Err(ExecError::Invalid(format!(
-                "@{gname} %{first}: conditional nodes need VK_EXT_conditional_rendering, which device \"{}\" lacks (or the application's device was not created with); run the graph with `cmdgraph interp` (docs/conditional.md)",
-                self.ctx.device_name()
-            )));
+        if nodes.is_empty() {
+            return Ok(None);
         }
+        let gname = graph.name.clone();
         if self.predicate_kernel.is_none() {
             self.predicate_kernel = Some(predicate::PredicateKernel::new(&self.ctx, self.cache)?);
         }
-        let words: u32 = nodes
-            .iter()
-            .map(|(_, _, kind, _, bodies)| if *kind == CondKind::If { 2 } else { bodies.len().max(1) as u32 })
-            .sum();
+        let words: u32 = nodes.iter().map(|(_, _, kind, _, bodies)| space(*kind, bodies.len())).sum();
         let mut state =
             CondState { preds: Buffer::predicates(&self.ctx, 4 * u64::from(words))?, nodes: BTreeMap::new() };
         let mut word = 0u32;
         for (index, name, kind, cond, bodies) in nodes {
+            let words = if kind == CondKind::If { 2 } else { bodies.len().max(1) as u32 };
+            let rendering: Vec<bool> = bodies.iter().map(|b| self.needs_rendering(b)).collect();
+            if rendering.iter().any(|&r| r) && self.ctx.conditional_rendering.is_none() {
+                self.free_conditionals(state);
+                return Err(ExecError::Invalid(format!(
+                    "@{gname} %{name}: a body of this node runs a kernel that cannot test its predicate (external SPIR-V), which needs VK_EXT_conditional_rendering, and device \"{}\" lacks it (or the application's device was not created with it); write the kernel in the kernel language, or run the graph with `cmdgraph interp` (docs/conditional.md)",
+                    self.ctx.device_name()
+                )));
+            }
+            let direct = !nested && kind != CondKind::While && !rendering.iter().any(|&r| r) && {
+                let m = &self.loaded.module;
+                bodies.iter().all(|b| m.graph_by_name(b).is_some_and(|h| !touches_or_branches(m, h, cond.base)))
+            };
             let made = self.condition_word(cond.base, cond.offset).and_then(|c| {
                 let mut ids = Vec::new();
-                for b in &bodies {
-                    match self.finalize_in(b, Some(state.preds.buffer)) {
+                for (i, b) in bodies.iter().enumerate() {
+                    let i = i as u32;
+                    let (buffer, control, expect) = match (direct, kind) {
+                        (true, CondKind::If) if i == 0 => (c.0, nonzero(c.1), 0),
+                        (true, CondKind::If) => (c.0, equal(c.1), 0),
+                        (true, _) => (c.0, equal(c.1), i),
+                        (false, _) => (state.preds.buffer, nonzero(word + i), 0),
+                    };
+                    let enclosing = Enclosing { preds: state.preds.buffer, buffer, control, expect };
+                    match self.finalize_in(b, Some(enclosing)) {
                         Ok(id) => ids.push(id),
                         Err(e) => {
                             for id in ids {
@@ -142,7 +222,6 @@ impl Executor {
                     });
                 }
             };
-            let words = if kind == CondKind::If { 2 } else { ids.len().max(1) as u32 };
             state.nodes.insert(
                 index,
                 CondNode {
@@ -152,12 +231,25 @@ impl Executor {
                     words,
                     cond,
                     set: (vk::DescriptorPool::null(), vk::DescriptorSet::null()),
+                    direct,
+                    rendering,
                     looping: None,
                 },
             );
-            word += words;
+            word += space(kind, words as usize);
         }
         Ok(Some(state))
+    }
+
+    /// Whether body graph `name` launches a kernel variant without a predicate slot (one the
+    /// compiler could not predicate: external SPIR-V).
+    fn needs_rendering(&self, name: &str) -> bool {
+        let b = &self.loaded.bundle;
+        b.graphs.iter().find(|g| g.name == name).is_some_and(|g| {
+            g.launches.iter().any(|l| {
+                b.kernels.get(l.kernel as usize).is_none_or(|k| k.layout.slots.last() != Some(&MemorySlot::Predicate))
+            })
+        })
     }
 
     /// The buffer and word index of a condition at `offset` bytes into user memory `base`.
@@ -223,8 +315,10 @@ impl Executor {
     }
 
     /// Records conditional node `h` (an `if` or `switch`) of `exe` into `cb`, inside a device
-    /// segment: the predicate dispatch, then each body under conditional rendering on its
-    /// word. Returns whether `h` is a conditional node.
+    /// segment (whose barrier plan orders it, a native-like command, against everything
+    /// around it): the predicate dispatch unless the bodies read the condition directly, then
+    /// each body, under conditional rendering on its word where it needs it. Returns whether
+    /// `h` is a conditional node.
     pub(crate) fn record_conditional(
         &self,
         exe: &Executable,
@@ -235,47 +329,62 @@ impl Executor {
         let Some((state, c)) = exe.cond.as_ref().and_then(|s| Some((s, s.nodes.get(&h.index())?))) else {
             return Ok(false);
         };
-        let (cr, kernel) = self.conditional_tools()?;
         let d = &self.ctx.device;
         let parent = self.pred_stack.borrow().last().copied();
-        let mode = if c.kind == CondKind::Switch { MODE_CASE } else { MODE_TRUTH };
-        // SAFETY: `cb` is recording; the set, the buffers and the words are this executable's
-        // (sized at finalize for every node's words); rendering begun here ends here.
-        unsafe {
-            if parent.is_some() {
-                // Conditional rendering does not nest: the enclosing body's is resumed below.
-                (cr.fp().cmd_end_conditional_rendering_ext)(cb);
+        let rendering = c.rendering.iter().any(|&r| r);
+        if !c.direct {
+            let kernel =
+                self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
+            let mode = if c.kind == CondKind::Switch { MODE_CASE } else { MODE_TRUTH };
+            // SAFETY: `cb` is recording; the set, the buffers and the words are this
+            // executable's (sized at finalize for every node's words).
+            unsafe {
+                if let Some(p) = parent.filter(|p| p.2) {
+                    // Conditional rendering does not nest: the enclosing body's is resumed below.
+                    end_rendering(self.rendering_fns(p.2)?, cb);
+                }
+                if parent.is_some() {
+                    // Inside a body the segment plan has no barrier before the node's first
+                    // command; bodies hold compute work only.
+                    compute_to_compute(d, cb);
+                }
+                let push = [c.cond.1, parent.map_or(NO_PARENT, |p| p.1), c.word, c.words, mode, NO_PARENT];
+                predicate::record(d, cb, kernel, c.set.1, push);
+                predicate_barrier(d, cb, rendering);
             }
-            around(d, cb, parent.is_some());
-            let push = [c.cond.1, parent.map_or(NO_PARENT, |p| p.1), c.word, c.words, mode];
-            predicate::record(d, cb, kernel, c.set.1, push);
-            predicate_to_rendering(d, cb);
         }
         let mut result = Ok(());
         for (i, &body) in c.bodies.iter().enumerate() {
             let word = c.word + i as u32;
+            let under = c.rendering.get(i).copied().unwrap_or(false);
             // SAFETY: as above.
             unsafe {
                 if i > 0 {
                     // Only one body runs, but the validation layer cannot know that.
                     compute_to_compute(d, cb);
                 }
-                begin_rendering(cr, cb, state.preds.buffer, word);
+                if under {
+                    begin_rendering(self.rendering_fns(true)?, cb, state.preds.buffer, word);
+                }
             }
-            self.pred_stack.borrow_mut().push((state.preds.buffer, word));
+            self.pred_stack.borrow_mut().push((state.preds.buffer, word, under));
             let r = self.record_body(body, cb, native);
             self.pred_stack.borrow_mut().pop();
-            // SAFETY: as above: the rendering begun for this body.
-            unsafe { (cr.fp().cmd_end_conditional_rendering_ext)(cb) };
+            if under {
+                // SAFETY: as above: the rendering begun for this body.
+                unsafe { end_rendering(self.rendering_fns(true)?, cb) };
+            }
             if r.is_err() && result.is_ok() {
                 result = r;
             }
         }
         // SAFETY: as above.
         unsafe {
-            around(d, cb, parent.is_some());
-            if let Some((buffer, word)) = parent {
-                begin_rendering(cr, cb, buffer, word);
+            if parent.is_some() && !c.direct {
+                compute_to_compute(d, cb);
+            }
+            if let Some((buffer, word, true)) = parent.filter(|_| !c.direct) {
+                begin_rendering(self.rendering_fns(true)?, cb, buffer, word);
             }
         }
         result.map(|()| true)
@@ -310,8 +419,8 @@ impl Executor {
         Ok(())
     }
 
-    /// Records `while` segment `si` (node `h`): its first chunk into each live copy of the
-    /// segment's command buffer, and the further chunks once.
+    /// Records `while` segment `si` (node `h`): the segment's command buffer (each live copy)
+    /// resets the round tally; the chunks of rounds are recorded once.
     pub(crate) fn record_loop(
         &self,
         exe: &mut Executable,
@@ -334,50 +443,56 @@ impl Executor {
                 .max(1)
         };
         let cap = (MAX_CHUNK_COMMANDS / body_commands).max(1);
-        let mut ladder: Vec<u32> = LADDER.iter().copied().filter(|&r| u64::from(r) <= cap).collect();
-        if ladder.is_empty() {
-            ladder.push(u32::try_from(cap).unwrap_or(1).min(LADDER[0]));
-        }
+        let ladder: Vec<u32> = LADDER.iter().copied().filter(|&r| u64::from(r) <= cap).collect();
         let d = self.ctx.device.clone();
         let flags = if exe.options.simultaneous_use {
             vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
         } else {
             vk::CommandBufferUsageFlags::empty()
         };
-        let chunk = |exe: &Executable, cb: vk::CommandBuffer, rounds: u32, native: &mut BTreeMap<String, NativeFn>| {
-            // SAFETY: the command buffer is this executable's and not pending (the executable
-            // is idle whenever it is recorded).
-            unsafe { d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))? };
-            let r = self.record_rounds(exe, h, cb, rounds, native);
-            // SAFETY: as above.
-            unsafe { d.end_command_buffer(cb)? };
-            r
+        let (preds, tally) = {
+            let state = exe.cond.as_ref().ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
+            let c = state.nodes.get(&h.index()).ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
+            (state.preds.buffer, u64::from(c.word + 1) * 4)
         };
         for copy in 0..exe.live_copies.min(exe.cmds.len()) {
             let cb = allocate_or_reset(&d, exe.cmd_pool, exe.cmds[copy][si])?;
             exe.cmds[copy][si] = cb;
-            chunk(exe, cb, ladder[0], native)?;
+            // SAFETY: the command buffer is this executable's and not pending (the executable
+            // is idle whenever it is recorded); the tally word is inside the predicate buffer.
+            unsafe {
+                d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))?;
+                all_to_all(&d, cb);
+                d.cmd_fill_buffer(cb, preds, tally, 4, 0);
+                all_to_all(&d, cb);
+                d.end_command_buffer(cb)?;
+            }
         }
-        let already = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index())).and_then(|c| c.looping.as_ref());
-        if already.is_some_and(|l| !l.more.is_empty()) {
+        let done = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index())).and_then(|c| c.looping.as_ref());
+        if done.is_some_and(|l| !l.chunks.is_empty()) {
             return Ok(());
         }
-        let mut more = Vec::new();
-        for &rounds in ladder.iter().skip(1).chain(ladder.last().filter(|_| ladder.len() == 1)) {
+        let mut chunks = Vec::new();
+        for &rounds in &ladder {
             let cb = allocate_or_reset(&d, exe.cmd_pool, vk::CommandBuffer::null())?;
-            chunk(exe, cb, rounds, native)?;
-            more.push((cb, rounds));
+            // SAFETY: as above.
+            unsafe { d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))? };
+            let r = self.record_rounds(exe, h, cb, rounds, native);
+            // SAFETY: as above.
+            unsafe { d.end_command_buffer(cb)? };
+            r?;
+            chunks.push((cb, rounds));
         }
         if let Some(l) = exe.cond.as_mut().and_then(|s| s.nodes.get_mut(&h.index())).and_then(|c| c.looping.as_mut()) {
-            l.first = ladder[0];
-            l.more = more;
+            l.chunks = chunks;
         }
         exe.recorded += 1;
         Ok(())
     }
 
-    /// Records `rounds` rounds of `while` node `h` into `cb`, then the predicate of the next
-    /// round into the host-visible word.
+    /// Records `rounds` rounds of `while` node `h` into `cb` (each counted in the node's tally
+    /// word when it runs), then copies the predicate of the next round and the tally into the
+    /// host-visible words.
     fn record_rounds(
         &self,
         exe: &Executable,
@@ -390,34 +505,40 @@ impl Executor {
         let c = state.nodes.get(&h.index()).ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
         let l = c.looping.as_ref().ok_or_else(|| ExecError::Invalid("no loop resources".into()))?;
         let body = *c.bodies.first().ok_or_else(|| ExecError::Invalid("no body".into()))?;
-        let (cr, kernel) = self.conditional_tools()?;
+        let kernel = self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
+        let under = c.rendering.first().copied().unwrap_or(false);
         let d = &self.ctx.device;
-        let push = [c.cond.1, NO_PARENT, c.word, 1, MODE_TRUTH];
+        let push = [c.cond.1, NO_PARENT, c.word, 1, MODE_TRUTH, c.word + 1];
+        let next = [c.cond.1, NO_PARENT, c.word, 1, MODE_TRUTH, NO_PARENT];
         // SAFETY: `cb` is recording; set, buffers and words are this executable's.
         unsafe { all_to_all(d, cb) };
         for _ in 0..rounds {
             // SAFETY: as above; the rendering begun here ends before the next round.
             unsafe {
                 predicate::record(d, cb, kernel, c.set.1, push);
-                predicate_to_rendering(d, cb);
-                begin_rendering(cr, cb, state.preds.buffer, c.word);
+                predicate_barrier(d, cb, under);
+                if under {
+                    begin_rendering(self.rendering_fns(true)?, cb, state.preds.buffer, c.word);
+                }
             }
-            self.pred_stack.borrow_mut().push((state.preds.buffer, c.word));
+            self.pred_stack.borrow_mut().push((state.preds.buffer, c.word, under));
             let r = self.record_body(body, cb, native);
             self.pred_stack.borrow_mut().pop();
             // SAFETY: as above.
             unsafe {
-                (cr.fp().cmd_end_conditional_rendering_ext)(cb);
+                if under {
+                    end_rendering(self.rendering_fns(true)?, cb);
+                }
                 // The body's writes (its condition among them) before the next round's
                 // predicate and body: bodies hold compute work only (conditional.rs in ir).
                 compute_to_compute(d, cb);
             }
             r?;
         }
-        let region = [vk::BufferCopy { src_offset: u64::from(c.word) * 4, dst_offset: 0, size: 4 }];
-        // SAFETY: as above; the readback buffer holds 4 bytes.
+        let region = [vk::BufferCopy { src_offset: u64::from(c.word) * 4, dst_offset: 0, size: 8 }];
+        // SAFETY: as above; the readback buffer holds 8 bytes, the node's two words.
         unsafe {
-            predicate::record(d, cb, kernel, c.set.1, push);
+            predicate::record(d, cb, kernel, c.set.1, next);
             crate::vk::buffer::full_barrier(
                 d,
                 cb,
@@ -435,11 +556,25 @@ impl Executor {
         Ok(())
     }
 
-    fn conditional_tools(&self) -> Result<(&ash::ext::conditional_rendering::Device, &predicate::PredicateKernel)> {
-        match (self.ctx.conditional_rendering.as_ref(), self.predicate_kernel.as_ref()) {
-            (Some(cr), Some(k)) => Ok((cr, k)),
-            _ => Err(ExecError::Invalid("conditional nodes need VK_EXT_conditional_rendering".into())),
+    /// `VK_EXT_conditional_rendering`'s commands (`want`: a body needs them).
+    fn rendering_fns(&self, want: bool) -> Result<&ash::ext::conditional_rendering::Device> {
+        match (want, self.ctx.conditional_rendering.as_ref()) {
+            (true, Some(cr)) => Ok(cr),
+            _ => Err(ExecError::Invalid("conditional rendering is not enabled on this device".into())),
         }
+    }
+
+    /// The rounds each `while` node of executable `id` took in its last finished run (0 before
+    /// any), in node order: counted on the device, and what the next run submits at once.
+    pub fn loop_rounds(&self, id: ExecId) -> Result<Vec<(String, u64)>> {
+        let exe = self.exec_ref(id)?;
+        let graph = &self.loaded.module.graphs[exe.graph];
+        let mut out = Vec::new();
+        for (&index, c) in exe.cond.iter().flat_map(|s| s.nodes.iter()) {
+            let (Some(l), Some((_, n))) = (&c.looping, graph.nodes.iter().nth(index)) else { continue };
+            out.push((n.name.clone(), l.last.load(std::sync::atomic::Ordering::Relaxed)));
+        }
+        Ok(out)
     }
 
     /// How each conditional node of executable `id` runs on this device, for `inspect` and
@@ -450,22 +585,45 @@ impl Executor {
         let mut out = Vec::new();
         for (&index, c) in exe.cond.iter().flat_map(|s| s.nodes.iter()) {
             let Some((_, n)) = graph.nodes.iter().nth(index) else { continue };
+            let how = match (c.rendering.iter().any(|&r| r), c.direct) {
+                (true, _) => "under conditional rendering (a body runs a kernel that cannot test its predicate)",
+                (false, true) => "predicated kernels reading the condition itself, no predicate dispatch",
+                (false, false) => "predicated kernels reading words a predicate dispatch computes",
+            };
             let text = match (&c.looping, c.kind) {
                 (Some(l), _) => format!(
-                    "while: conditional rendering, {} predicated rounds per submission then {}, the host reading the condition between submissions",
-                    l.first,
-                    l.more.iter().map(|m| m.1.to_string()).collect::<Vec<_>>().join(", ")
+                    "while: {how}; rounds in chunks of {}, a submission as many as the last run took ({FIRST_ROUNDS} the first time), then doubling while the host reads that the loop still runs",
+                    l.chunks.iter().map(|m| m.1.to_string()).collect::<Vec<_>>().join(", ")
                 ),
-                (None, kind) => format!(
-                    "{}: conditional rendering on {} predicate word(s), no host round trip",
-                    kind.keyword(),
-                    c.words
-                ),
+                (None, kind) => format!("{}: {how}; no host round trip", kind.keyword()),
             };
             out.push((n.name.clone(), text));
         }
         Ok(out)
     }
+}
+
+/// Whether body graph `g` (with the graphs it reaches through sub-graph nodes) may touch
+/// memory `mem` or holds a conditional node: then its kernels cannot read the condition
+/// directly (a body writing it would change its own predicate mid-way; a nested node needs a
+/// word its predicate dispatch can AND with). Conservative: any argument that is a dynamic
+/// parameter, and any node that is not a kernel or ordering-only, counts as touching it.
+fn touches_or_branches(m: &Module, g: Handle<Graph>, mem: MemRef) -> bool {
+    use cmdgraph_ir::{Arg, ArgValue};
+    let Some(graph) = m.graphs.try_get(g) else { return true };
+    graph.nodes.iter().any(|(h, n)| match &n.kind {
+        NodeKind::Kernel(_) | NodeKind::Dynamic { .. } => graph.kernel_commands(h).any(|(_, cmd)| {
+            cmd.args.iter().any(|a| match a {
+                Arg::Dyn(_) => true,
+                Arg::Value(ArgValue::Pointer(p)) => p.base == mem,
+                Arg::Value(ArgValue::Accessor(acc)) => acc.buffer == mem,
+                Arg::Value(_) => false,
+            })
+        }),
+        NodeKind::Subgraph { graph: child } => touches_or_branches(m, *child, mem),
+        NodeKind::Empty | NodeKind::Barrier { .. } | NodeKind::Prefetch { .. } | NodeKind::Memadvise { .. } => false,
+        _ => true,
+    })
 }
 
 /// A fresh command buffer from `pool` (`cb` null), or `cb` reset.
@@ -484,32 +642,21 @@ fn allocate_or_reset(d: &ash::Device, pool: vk::CommandPool, cb: vk::CommandBuff
 
 /// A `while` node's readback word and semaphore.
 fn loop_resources(ctx: &Context) -> Result<LoopRes> {
-    let mut readback = Buffer::new(ctx, 4, Place::Host)?;
+    let mut readback = Buffer::new(ctx, 8, Place::Host)?;
     let mut type_info =
         vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
     // SAFETY: a valid create info on a live device.
     match unsafe { ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut type_info), None) } {
-        Ok(sem) => Ok(LoopRes { first: 0, more: Vec::new(), readback, sem, counter: Arc::new(AtomicU64::new(0)) }),
+        Ok(sem) => Ok(LoopRes {
+            chunks: Vec::new(),
+            readback,
+            last: Arc::new(AtomicU64::new(0)),
+            sem,
+            counter: Arc::new(AtomicU64::new(0)),
+        }),
         Err(e) => {
             readback.destroy(ctx);
             Err(e.into())
-        }
-    }
-}
-
-/// The barrier before a conditional node's predicate dispatch and after its bodies: at the top
-/// level against every kind of work (a fill may have set the condition); inside a body, where
-/// only dispatches run, compute against compute.
-///
-/// # Safety
-/// `cb` is recording.
-unsafe fn around(d: &ash::Device, cb: vk::CommandBuffer, in_body: bool) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        if in_body {
-            compute_to_compute(d, cb)
-        } else {
-            all_to_all(d, cb)
         }
     }
 }
@@ -542,19 +689,33 @@ unsafe fn all_to_all(d: &ash::Device, cb: vk::CommandBuffer) {
     );
 }
 
-/// The predicate kernel's writes visible to conditional rendering (and to the predicate
-/// dispatches of nested nodes, which read them as their enclosing word).
+/// The predicate kernel's writes visible to the bodies' kernels (which test them) and, where a
+/// body runs under conditional rendering, to the command processor that reads them.
 ///
 /// # Safety
 /// `cb` is recording.
-unsafe fn predicate_to_rendering(d: &ash::Device, cb: vk::CommandBuffer) {
+unsafe fn predicate_barrier(d: &ash::Device, cb: vk::CommandBuffer, rendering: bool) {
+    let (mut stages, mut access) = (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_READ);
+    if rendering {
+        stages |= vk::PipelineStageFlags2::CONDITIONAL_RENDERING_EXT;
+        access |= vk::AccessFlags2::CONDITIONAL_RENDERING_READ_EXT;
+    }
     let barrier = [vk::MemoryBarrier2::default()
         .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
         .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
-        .dst_stage_mask(vk::PipelineStageFlags2::CONDITIONAL_RENDERING_EXT | vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .dst_access_mask(vk::AccessFlags2::CONDITIONAL_RENDERING_READ_EXT | vk::AccessFlags2::SHADER_READ)];
+        .dst_stage_mask(stages)
+        .dst_access_mask(access)];
     // SAFETY: the caller's contract.
     unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
+}
+
+/// Ends conditional rendering.
+///
+/// # Safety
+/// `cb` is recording inside conditional rendering.
+unsafe fn end_rendering(cr: &ash::ext::conditional_rendering::Device, cb: vk::CommandBuffer) {
+    // SAFETY: the caller's contract.
+    unsafe { (cr.fp().cmd_end_conditional_rendering_ext)(cb) };
 }
 
 /// Begins conditional rendering on word `word` of `buffer`.

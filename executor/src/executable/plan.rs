@@ -170,8 +170,8 @@ fn loop_step(exe: &Executable, graph: &Graph, h: Handle<Node>, first: vk::Comman
     Ok(Step::Loop(crate::worker::LoopStep {
         node,
         first,
-        first_rounds: l.first,
-        more: l.more.clone(),
+        chunks: l.chunks.clone(),
+        last: l.last.clone(),
         readback,
         sem: l.sem,
         counter: l.counter.clone(),

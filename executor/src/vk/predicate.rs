@@ -6,8 +6,9 @@
 //! executor/tests/copy_kernels.rs re-assembles it, compares the bytes and runs `spirv-val`.
 //! Layout: binding 0 the condition's buffer, binding 1 the enclosing body's predicates,
 //! binding 2 the node's executable's predicates; push constants
-//! `{cond, parent, out, count, mode}` in 4-byte words (`parent` = [`NO_PARENT`] at the top
-//! level; `mode` [`MODE_TRUTH`] or [`MODE_CASE`]).
+//! `{cond, parent, out, count, mode, tally}` in 4-byte words (`parent` = [`NO_PARENT`] at the
+//! top level; `mode` [`MODE_TRUTH`] or [`MODE_CASE`]; `tally`, a word of binding 2 the kernel
+//! increments when it sets word `out` to 1, or [`NO_PARENT`]: a `while` counts its rounds).
 #![allow(unsafe_code)]
 
 use super::context::Context;
@@ -52,7 +53,7 @@ impl PredicateKernel {
                     .stage_flags(vk::ShaderStageFlags::COMPUTE)
             })
             .collect();
-        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 20 }];
+        let push = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 24 }];
         // SAFETY: every create info points at live locals; on error, `destroy` frees what was
         // made (null handles are ignored). The SPIR-V is the checked-in, validated module.
         let made = unsafe {
@@ -117,7 +118,8 @@ pub(crate) fn write_set(ctx: &Context, set: vk::DescriptorSet, buffers: [vk::Buf
     unsafe { ctx.device.update_descriptor_sets(&writes, &[]) };
 }
 
-/// Records one predicate dispatch: `set` bound, `push` = `{cond, parent, out, count, mode}`.
+/// Records one predicate dispatch: `set` bound, `push` = `{cond, parent, out, count, mode,
+/// tally}`.
 ///
 /// # Safety
 /// `cb` is recording; `set` was written by [`write_set`] with buffers holding the words
@@ -127,10 +129,10 @@ pub(crate) unsafe fn record(
     cb: vk::CommandBuffer,
     kernel: &PredicateKernel,
     set: vk::DescriptorSet,
-    push: [u32; 5],
+    push: [u32; 6],
 ) {
     let bytes: Vec<u8> = push.iter().flat_map(|w| w.to_le_bytes()).collect();
-    // SAFETY: the caller's contract; the push range is the layout's 20 bytes.
+    // SAFETY: the caller's contract; the push range is the layout's 24 bytes.
     unsafe {
         d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, kernel.pipeline);
         d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, kernel.layout, 0, &[set], &[]);

@@ -65,6 +65,7 @@ pub(super) fn encode(b: &Bundle) -> Vec<u8> {
                     w.str(name);
                     w.uint((*writes).into());
                 }
+                MemorySlot::Predicate => w.uint(2),
             }
         }
     }
@@ -167,6 +168,7 @@ pub(super) fn decode(bytes: &[u8], budget: u64) -> Result<Bundle, (usize, &'stat
             let slot = match r.u32()? {
                 0 => MemorySlot::Param { param: r.u32()?, writes: r.bool()? },
                 1 => MemorySlot::DeviceGlobal { name: r.str()?, writes: r.bool()? },
+                2 => MemorySlot::Predicate,
                 t => return Err(r.fail(format!("unknown slot kind {t}"))),
             };
             slots.push(slot);
