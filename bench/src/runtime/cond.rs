@@ -127,6 +127,7 @@ kernel @commit(%x: buf<f32, write>, %xn: buf<f32, read>, %n: u32) {{
 }}
 
 usm @x : f32[{n}]
+usm @x0 : f32[{n}]
 usm @b : f32[{n}]
 usm @xn : f32[{n}]
 usm @r : f32[1]
@@ -140,13 +141,20 @@ graph @g {{
   %keep = kernel @commit range({n}) args(@x, @xn, {n}) after(%res)
 }}
 
-graph @loop {{
+graph @reset {{
+  %start = memcpy @x, @x0, {bytes}
   %zero = memfill @count, 0 : u32, 1
-  %go = memfill @flag, 1 : u32, 1
-  %w = while @flag do @g after(%zero, %go)
 }}
 
-{BRANCH}"
+graph @loop {{
+  %start = memcpy @x, @x0, {bytes}
+  %zero = memfill @count, 0 : u32, 1
+  %go = memfill @flag, 1 : u32, 1
+  %w = while @flag do @g after(%start, %zero, %go)
+}}
+
+{BRANCH}",
+        bytes = 4 * u64::from(n)
     )
 }
 
@@ -267,16 +275,17 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let device = ex.context().device_name().to_string();
     let g = ex.finalize("g").map_err(err)?;
     let lp = ex.finalize("loop").map_err(err)?;
+    let reset = ex.finalize("reset").map_err(err)?;
     let (x0, b) = inputs(n);
     ex.bind_as("b", &b).map_err(err)?;
+    ex.bind_as("x0", &x0).map_err(err)?;
     let reps = args.common.runs.max(1);
     let mut rows = Vec::new();
     for &limit in &args.limits {
         let limit = limit.max(1);
+        ex.bind_as("limit", &[limit]).map_err(err)?;
         let host_loop = |ex: &mut cmdgraph_executor::Executor| -> Result<u32, String> {
-            ex.bind_as("x", &x0).map_err(err)?;
-            ex.bind_as("count", &[0u32]).map_err(err)?;
-            ex.bind_as("limit", &[limit]).map_err(err)?;
+            ex.run(reset).map_err(err)?;
             let mut iterations = 0;
             loop {
                 ex.run(g).map_err(err)?;
@@ -304,8 +313,6 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         }
         // The `while` node: the same loop in one run, no host round trip per iteration.
         let while_node = |ex: &mut cmdgraph_executor::Executor| -> Result<(), String> {
-            ex.bind_as("x", &x0).map_err(err)?;
-            ex.bind_as("limit", &[limit]).map_err(err)?;
             ex.run(lp).map_err(err)?;
             ex.wait(lp).map_err(err)
         };
@@ -384,9 +391,10 @@ fn cuda_row(json: &serde_json::Value, limit: u32) -> Option<[f64; 3]> {
 }
 
 fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32, missing: Option<&str>) -> String {
-    let how = "wall time of the whole loop (setting the inputs, then every iteration's `run` + `wait` + read of \
-               `@flag` for the host loop, one `run` + `wait` for the `while` node), median of the repetitions after \
-               one checked run; the branch: wall time of 1000 back-to-back runs and one wait, per run";
+    let how = "wall time of the whole loop (resetting the iterate and the count on the device, as the CUDA peers \
+               do, then every iteration's `run` + `wait` + read of `@flag` for the host loop; one `run` + `wait` \
+               of a graph that resets and loops for the `while` node), median of the repetitions after one checked \
+               run; the branch: wall time of 1000 back-to-back runs and one wait, per run";
     let mut s = harness::header("Loops and branches decided on the GPU (issue 33)", device, common, how);
     let _ = write!(
         s,
@@ -395,9 +403,10 @@ fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32,
          `residual > 0` and `count < limit`, both on the device; the commit), run until the device says stop; \
          the count and the final iterate checked against the host (exact), for each cmdgraph row. *host loop*: \
          one cmdgraph graph of the three kernels, `run` + `wait` + a read of `@flag` per iteration. *while node*: \
-         graph `@loop`, a `while @flag do @g` node (docs/conditional.md: chunks of 16, 32, 64, 128, 256 \
-         predicated rounds under conditional rendering, the host reading the flag only between chunks), one \
-         `run` + `wait`. CUDA peers (scripts/cuda_cond.py, the same three kernels in CUDA, same machine \
+         graph `@loop`, a `while @flag do @g` node (docs/conditional.md: the body's kernels are predicated \
+         variants that return at once after the loop ends; a submission holds as many rounds as the last run \
+         took, counted on the device, so the timed runs, which repeat the checked one, make one submission and \
+         one wait; the first run of an executable submits 16 rounds, then doubling), one `run` + `wait`. CUDA peers (scripts/cuda_cond.py, the same three kernels in CUDA, same machine \
          session): *eager*: launched from the host, the flag read back per iteration; *graph per iteration*: a \
          CUDA Graph of one iteration, replayed per iteration, the flag read back; *WHILE*: a CUDA Graph whose \
          WHILE conditional node runs the three until the residual kernel clears the condition, one launch. \
@@ -487,8 +496,8 @@ mod tests {
         let got: Vec<f32> =
             it.read("x").unwrap().chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         assert_eq!(got, want);
-        // The `while` node's graph: the same loop in one run.
-        it.bind_as::<f32>("x", &x0).unwrap();
+        // The `while` node's graph: the same loop in one run, from `@x0`.
+        it.bind_as::<f32>("x0", &x0).unwrap();
         let e = it.finalize("loop").unwrap();
         it.run(e).unwrap();
         let got: Vec<f32> =
