@@ -154,6 +154,52 @@ fn while_loops_of_zero_one_and_many_rounds_match_the_interpreter() {
     }
 }
 
+/// A loop body that writes its condition in the middle (`@add`, the countdown, then `@double`
+/// after them): the next round's predicate is computed beside `@double`, which still reads
+/// this round's (even and odd rounds read words of their own). 0, 1, 2 and many rounds, across
+/// chunks, against the interpreter.
+#[test]
+fn the_next_rounds_predicate_computed_inside_the_body_keeps_every_round() {
+    let m = module(
+        "kernel @double(%x: buf<f32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %two = const 2.0 : f32
+  %d = mul %v, %two
+  store %x[%i], %d
+}
+
+kernel @count_down(%c: buf<u32, read_write>) {
+  %zero = const 0 : u32
+  %one = const 1 : u32
+  %n = load %c[%zero]
+  %n1 = sub %n, %one
+  store %c[%zero], %n1
+}
+
+graph @middle {
+  %a = kernel @add range(8) args(@x, 1.0)
+  %c = kernel @count_down single_task args(@flags) after(%a)
+  %d = kernel @double range(8) args(@x) after(%c)
+}
+
+graph @main {
+  %w = while @flags do @middle
+}",
+    );
+    let mut rng = Rng(40);
+    for n in [0u32, 1, 2, 5, 16, 17, 40] {
+        let (flags, _, (ex, id)) = both(&m, &x0(&mut rng), [n, 0, 0, 0], 1);
+        assert_eq!(flags[0], 0);
+        let paths = ex.conditional_paths(id).unwrap();
+        assert!(
+            paths[0].1.contains("the next round's inside the body after its last write of the condition"),
+            "{paths:?}"
+        );
+        assert_eq!(ex.loop_rounds(id).unwrap(), vec![("w".to_string(), u64::from(n))]);
+    }
+}
+
 /// Runs of one executable whose loops take other counts than the last run's: fewer (the
 /// rounds submitted at once past the end run predicated off), more (the rest follows), and
 /// past what one submission of every chunk holds (511); each checked against the

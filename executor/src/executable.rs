@@ -711,14 +711,18 @@ impl Executor {
             max_range: u64::from(lim.max_storage_buffer_range),
             min_align: lim.min_storage_buffer_offset_alignment.max(4),
         };
-        let Encoded { mut block, slots, windows, groups } =
+        let Encoded { mut block, slots, mut windows, groups } =
             encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), &limits)?;
         if variant.layout.slots.last() == Some(&cmdgraph_ir::bundle::MemorySlot::Predicate) {
-            // Words 6 and 7: what the kernel's predicate test reads (conditional.rs).
+            // Words 6 and 7: what the kernel's predicate test reads, and the window of the
+            // predicate words it binds (conditional.rs).
             let p = &exe.predicate;
             if let Some(w) = block.get_mut(24..32) {
                 w[..4].copy_from_slice(&p.control.to_le_bytes());
                 w[4..].copy_from_slice(&p.expect.to_le_bytes());
+            }
+            if let Some(w) = windows.last_mut() {
+                *w = p.window;
             }
         }
         let effect = self.kernel_effect(exe, k)?;

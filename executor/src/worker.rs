@@ -86,13 +86,14 @@ impl LoopStep {
         out
     }
 
-    /// Word `i` of the readback buffer.
+    /// Word `i` of the readback buffer: 0 the predicate of the next round, 1 and 2 the even
+    /// and odd rounds' tallies.
     fn read(&self, i: usize) -> u32 {
-        // SAFETY: the address is the mapping of the loop's 8-byte host-coherent readback
+        // SAFETY: the address is the mapping of the loop's 12-byte host-coherent readback
         // buffer, alive as long as the executable whose run this is; the chunk that wrote it
         // completed (the caller waited) and made the write visible to the host (its last
         // barrier).
-        unsafe { std::ptr::read_volatile((self.readback as *const u32).add(i.min(1))) }
+        unsafe { std::ptr::read_volatile((self.readback as *const u32).add(i.min(2))) }
     }
 }
 
@@ -316,7 +317,7 @@ fn run_loop(ctx: &Context, timeline: vk::Semaphore, at: &mut u64, l: &LoopStep) 
         wait_timeline(ctx, l.sem, v + 1)?;
         rounds += batch.iter().map(|c| u64::from(c.1)).sum::<u64>();
     }
-    l.last.store(u64::from(l.read(1)), Ordering::Relaxed);
+    l.last.store(u64::from(l.read(1)) + u64::from(l.read(2)), Ordering::Relaxed);
     Ok(())
 }
 

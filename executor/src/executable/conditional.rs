@@ -43,6 +43,11 @@ use std::sync::Arc;
 pub const LADDER: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 /// Rounds a `while` loop's first submission runs when nothing predicts its count.
 pub const FIRST_ROUNDS: u64 = 16;
+/// Bytes between the even and the odd rounds' words of a `while` node: descriptor windows
+/// must start at a multiple of `minStorageBufferOffsetAlignment` (at most 256), and disjoint
+/// windows keep the validation layer from taking one round's predicate write for a hazard
+/// with the other's reads.
+const LOOP_WINDOW: u64 = 256;
 /// The most body commands one chunk of rounds records.
 const MAX_CHUNK_COMMANDS: u64 = 1 << 16;
 /// Rounds after which a loop that still runs is an error: the interpreter's default round
@@ -55,8 +60,10 @@ pub(crate) struct Enclosing {
     /// The predicate buffer of the executable holding the node (nested nodes' predicate
     /// dispatches read their enclosing word there).
     pub(crate) preds: vk::Buffer,
-    /// The buffer the kernels read their word from: `preds`, or the condition's memory.
+    /// The buffer the kernels read their word from: `preds`, or the condition's memory; and
+    /// the window of it their predicate slot binds (`vk::WHOLE_SIZE`: to its end).
     pub(crate) buffer: vk::Buffer,
+    pub(crate) window: (u64, u64),
     /// Argument-block words 6 and 7 (the mode and index, the value compared).
     pub(crate) control: u32,
     pub(crate) expect: u32,
@@ -66,6 +73,8 @@ pub(crate) struct Enclosing {
 pub(crate) struct PredicateBinding {
     /// Not owned: the enclosing executable's, the user's, or this executable's own buffer.
     pub(crate) buffer: Buffer,
+    /// The window of it the predicate slot binds.
+    pub(crate) window: (u64, u64),
     pub(crate) control: u32,
     pub(crate) expect: u32,
 }
@@ -74,10 +83,18 @@ impl PredicateBinding {
     /// A body's binding, or "always run" (mode 0) over `own`.
     pub(crate) fn of(enclosing: Option<&Enclosing>, own: &Buffer) -> PredicateBinding {
         match enclosing {
-            Some(e) => {
-                PredicateBinding { buffer: Buffer::imported(e.buffer, 0, 4), control: e.control, expect: e.expect }
-            }
-            None => PredicateBinding { buffer: Buffer::imported(own.buffer, 0, own.size), control: 0, expect: 0 },
+            Some(e) => PredicateBinding {
+                buffer: Buffer::imported(e.buffer, 0, 4),
+                window: e.window,
+                control: e.control,
+                expect: e.expect,
+            },
+            None => PredicateBinding {
+                buffer: Buffer::imported(own.buffer, 0, own.size),
+                window: (0, vk::WHOLE_SIZE),
+                control: 0,
+                expect: 0,
+            },
         }
     }
 }
@@ -126,8 +143,14 @@ pub(crate) struct CondNode {
     /// Per body: it has a kernel that is not predicated, so it runs under conditional
     /// rendering on its word.
     pub(crate) rendering: Vec<bool>,
-    /// A `while` node's further chunks and the word the host reads.
+    /// A `while` node's chunks and the words the host reads.
     pub(crate) looping: Option<LoopRes>,
+    /// A `while` node's words: even rounds' predicate and tally at byte 0, odd rounds' at
+    /// [`LOOP_WINDOW`] (bodies 0 and 1 read one each).
+    pub(crate) loop_words: Option<Buffer>,
+    /// Where the condition word is (its backing buffer and byte offset), to find the body
+    /// commands that write it.
+    pub(crate) cond_place: (crate::args::Target, u64),
 }
 
 /// What a `while` node's run needs beyond its segment's command buffer (which resets the
@@ -140,6 +163,12 @@ pub(crate) struct LoopRes {
     pub(crate) readback: Buffer,
     /// The rounds the last run took: what the next run submits at once.
     pub(crate) last: Arc<AtomicU64>,
+    /// The next round's predicate is computed inside the body, beside its commands after
+    /// its last write of the condition (`record_rounds`).
+    pub(crate) split: bool,
+    /// The predicate kernel's sets of even and odd rounds: the condition, then the round's
+    /// window (binding 1 unread: no enclosing word) twice.
+    pub(crate) sets: [(vk::DescriptorPool, vk::DescriptorSet); 2],
     /// Timeline of the further chunks' submissions (they are not the run's own segments).
     pub(crate) sem: vk::Semaphore,
     pub(crate) counter: Arc<AtomicU64>,
@@ -189,7 +218,18 @@ impl Executor {
                 let m = &self.loaded.module;
                 bodies.iter().all(|b| m.graph_by_name(b).is_some_and(|h| !touches_or_branches(m, h, cond.base)))
             };
-            let made = self.condition_word(cond.base, cond.offset).and_then(|c| {
+            let loop_words = match kind {
+                CondKind::While => match Buffer::predicates(&self.ctx, 2 * LOOP_WINDOW) {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        self.free_conditionals(state);
+                        return Err(e);
+                    }
+                },
+                _ => None,
+            };
+            let cond_place = self.place_user(cond.base, cond.offset).map(|p| (p.target, p.offset));
+            let made = cond_place.clone().and_then(|_| self.condition_word(cond.base, cond.offset)).and_then(|c| {
                 let mut ids = Vec::new();
                 for (i, b) in bodies.iter().enumerate() {
                     let i = i as u32;
@@ -199,14 +239,34 @@ impl Executor {
                         (true, _) => (c.0, equal(c.1), i),
                         (false, _) => (state.preds.buffer, nonzero(word + i), 0),
                     };
-                    let enclosing = Enclosing { preds: state.preds.buffer, buffer, control, expect };
-                    match self.finalize_in(b, Some(enclosing)) {
-                        Ok(id) => ids.push(id),
-                        Err(e) => {
-                            for id in ids {
-                                let _ = self.drop_exec(id);
+                    let enclosing =
+                        Enclosing { preds: state.preds.buffer, buffer, window: (0, vk::WHOLE_SIZE), control, expect };
+                    let parities =
+                        if kind == CondKind::While { loop_words.iter().collect::<Vec<_>>() } else { Vec::new() };
+                    // A `while` body twice, reading the predicate of even and of odd rounds
+                    // (each in a window of its own: see `record_rounds`).
+                    let instances: Vec<Enclosing> = if parities.is_empty() {
+                        vec![enclosing]
+                    } else {
+                        (0..2u64)
+                            .map(|p| Enclosing {
+                                preds: parities[0].buffer,
+                                buffer: parities[0].buffer,
+                                window: (p * LOOP_WINDOW, 8),
+                                control: nonzero(0),
+                                expect: 0,
+                            })
+                            .collect()
+                    };
+                    for e in instances {
+                        match self.finalize_in(b, Some(e)) {
+                            Ok(id) => ids.push(id),
+                            Err(e) => {
+                                for id in ids {
+                                    let _ = self.drop_exec(id);
+                                }
+                                return Err(e);
                             }
-                            return Err(e);
                         }
                     }
                 }
@@ -215,6 +275,9 @@ impl Executor {
             let (cond, ids) = match made {
                 Ok(x) => x,
                 Err(e) => {
+                    if let Some(mut b) = loop_words {
+                        b.destroy(&self.ctx);
+                    }
                     self.free_conditionals(state);
                     return Err(match e {
                         ExecError::Invalid(m) => ExecError::Invalid(format!("@{gname} %{name}: {m}")),
@@ -234,6 +297,8 @@ impl Executor {
                     direct,
                     rendering,
                     looping: None,
+                    loop_words,
+                    cond_place: cond_place.unwrap_or((crate::args::Target::Pool, 0)),
                 },
             );
             word += space(kind, words as usize);
@@ -277,6 +342,9 @@ impl Executor {
             for id in c.bodies.drain(..) {
                 let _ = self.drop_exec(id);
             }
+            if let Some(mut b) = c.loop_words.take() {
+                b.destroy(&self.ctx);
+            }
             if let Some(mut l) = c.looping.take() {
                 l.readback.destroy(&self.ctx);
                 // SAFETY: no submission using the semaphore is pending (the caller's contract).
@@ -304,11 +372,18 @@ impl Executor {
     ) -> Result<()> {
         let kernel = self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
         let own = state.preds.buffer;
+        let whole = |b: vk::Buffer| (b, 0, vk::WHOLE_SIZE);
         for c in state.nodes.values_mut() {
             c.set = exe.sets.allocate(&self.ctx, kernel.set_layout, 3, exe.set_count.max(1))?;
-            predicate::write_set(&self.ctx, c.set.1, [c.cond.0, enclosing.unwrap_or(own), own]);
-            if c.kind == CondKind::While {
-                c.looping = Some(loop_resources(&self.ctx)?);
+            predicate::write_set(&self.ctx, c.set.1, [whole(c.cond.0), whole(enclosing.unwrap_or(own)), whole(own)]);
+            if let (CondKind::While, Some(words)) = (c.kind, &c.loop_words) {
+                let mut l = loop_resources(&self.ctx)?;
+                for (p, slot) in l.sets.iter_mut().enumerate() {
+                    *slot = exe.sets.allocate(&self.ctx, kernel.set_layout, 3, exe.set_count.max(1))?;
+                    let window = (words.buffer, p as u64 * LOOP_WINDOW, 8);
+                    predicate::write_set(&self.ctx, slot.1, [whole(c.cond.0), window, window]);
+                }
+                c.looping = Some(l);
             }
         }
         Ok(())
@@ -395,6 +470,18 @@ impl Executor {
     /// opening and closing barriers are left out: the node's own barriers before its
     /// predicate dispatch and after the body order the body against everything around it.
     fn record_body(&self, id: ExecId, cb: vk::CommandBuffer, native: &mut BTreeMap<String, NativeFn>) -> Result<()> {
+        self.record_body_with(id, cb, native, None)
+    }
+
+    /// [`record_body`](Self::record_body), calling `hook` just before command `at` of the
+    /// first segment (after the barrier in front of it).
+    fn record_body_with(
+        &self,
+        id: ExecId,
+        cb: vk::CommandBuffer,
+        native: &mut BTreeMap<String, NativeFn>,
+        hook: Option<(usize, &dyn Fn(vk::CommandBuffer))>,
+    ) -> Result<()> {
         let body = self.exec_ref(id)?;
         let graph = &self.loaded.module.graphs[body.graph];
         let d = &self.ctx.device;
@@ -413,10 +500,45 @@ impl Executor {
                     // SAFETY: as above.
                     unsafe { m.record(d, cb) };
                 }
+                if let Some((at, f)) = hook.filter(|(at, _)| si == 0 && *at == i) {
+                    let _ = at;
+                    f(cb);
+                    bound = vk::Pipeline::null();
+                }
                 self.record_node(body, graph, h, cb, native, &mut bound)?;
             }
         }
         Ok(())
+    }
+
+    /// Where in a `while` body (executable `id`) the next round's predicate can be computed:
+    /// the first command after a barrier that follows every command that may write the
+    /// condition at `place` (a nested conditional node counts as one). `None` when no such
+    /// command exists (the last writer is the last stretch): the predicate then follows the
+    /// round's closing barrier, with one more barrier of its own.
+    fn loop_split(&self, id: ExecId, place: &(crate::args::Target, u64)) -> Result<Option<usize>> {
+        let body = self.exec_ref(id)?;
+        if body.sched.len() != 1 {
+            return Ok(None);
+        }
+        let graph = &self.loaded.module.graphs[body.graph];
+        let (order, plan) = self.segment_plan(body, 0)?;
+        let (target, offset) = place;
+        let mut last_writer = None;
+        for (i, &h) in order.iter().enumerate() {
+            let writes = match self.node_effect(body, graph, h)? {
+                Some(e) => {
+                    e.work == crate::barriers::Work::Native
+                        || e.writes.iter().any(|w| &w.target == target && w.lo < offset + 4 && *offset < w.hi)
+                }
+                None => false,
+            };
+            if writes {
+                last_writer = Some(i);
+            }
+        }
+        let from = last_writer.map_or(0, |j| j + 1);
+        Ok((from..order.len()).find(|&k| k > 0 && matches!(plan.before.get(k), Some(Some(_)))))
     }
 
     /// Records `while` segment `si` (node `h`): the segment's command buffer (each live copy)
@@ -450,20 +572,21 @@ impl Executor {
         } else {
             vk::CommandBufferUsageFlags::empty()
         };
-        let (preds, tally) = {
+        let words = {
             let state = exe.cond.as_ref().ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
             let c = state.nodes.get(&h.index()).ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
-            (state.preds.buffer, u64::from(c.word + 1) * 4)
+            c.loop_words.as_ref().map(|b| b.buffer).ok_or_else(|| ExecError::Invalid("no loop words".into()))?
         };
         for copy in 0..exe.live_copies.min(exe.cmds.len()) {
             let cb = allocate_or_reset(&d, exe.cmd_pool, exe.cmds[copy][si])?;
             exe.cmds[copy][si] = cb;
             // SAFETY: the command buffer is this executable's and not pending (the executable
-            // is idle whenever it is recorded); the tally word is inside the predicate buffer.
+            // is idle whenever it is recorded); the tally words are inside the loop's words.
             unsafe {
                 d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))?;
                 all_to_all(&d, cb);
-                d.cmd_fill_buffer(cb, preds, tally, 4, 0);
+                d.cmd_fill_buffer(cb, words, 4, 4, 0);
+                d.cmd_fill_buffer(cb, words, LOOP_WINDOW + 4, 4, 0);
                 all_to_all(&d, cb);
                 d.end_command_buffer(cb)?;
             }
@@ -483,16 +606,33 @@ impl Executor {
             r?;
             chunks.push((cb, rounds));
         }
+        let split = {
+            let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
+            match c {
+                Some(c) if !c.rendering.first().copied().unwrap_or(false) => match c.bodies.first() {
+                    Some(&b) => self.loop_split(b, &c.cond_place)?.is_some(),
+                    None => false,
+                },
+                _ => false,
+            }
+        };
         if let Some(l) = exe.cond.as_mut().and_then(|s| s.nodes.get_mut(&h.index())).and_then(|c| c.looping.as_mut()) {
             l.chunks = chunks;
+            l.split = split;
         }
         exe.recorded += 1;
         Ok(())
     }
 
-    /// Records `rounds` rounds of `while` node `h` into `cb` (each counted in the node's tally
-    /// word when it runs), then copies the predicate of the next round and the tally into the
-    /// host-visible words.
+    /// Records `rounds` rounds of `while` node `h` into `cb`, then copies the predicate of the
+    /// round after them and the rounds' tallies into the host-visible words.
+    ///
+    /// Even rounds run body 0, which reads the predicate at the loop's words' byte 0; odd
+    /// rounds body 1, reading byte [`LOOP_WINDOW`]. The predicate kernel computes round j+1's
+    /// word during round j, right after the barrier that follows the body's last write of the
+    /// condition ([`loop_split`](Self::loop_split)), beside the commands after it, which read
+    /// round j's word: so a round costs the body's own barriers and one more, not two. Each
+    /// predicate counts its round in its window's tally when the round runs.
     fn record_rounds(
         &self,
         exe: &Executable,
@@ -504,25 +644,36 @@ impl Executor {
         let state = exe.cond.as_ref().ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
         let c = state.nodes.get(&h.index()).ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
         let l = c.looping.as_ref().ok_or_else(|| ExecError::Invalid("no loop resources".into()))?;
-        let body = *c.bodies.first().ok_or_else(|| ExecError::Invalid("no body".into()))?;
+        let words = c.loop_words.as_ref().ok_or_else(|| ExecError::Invalid("no loop words".into()))?.buffer;
+        let (even, odd) = match c.bodies.as_slice() {
+            [e, o, ..] => (*e, *o),
+            _ => return Err(ExecError::Invalid("a `while` node without its two body executables".into())),
+        };
         let kernel = self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
         let under = c.rendering.first().copied().unwrap_or(false);
+        // Under conditional rendering the early predicate would itself be predicated off.
+        let split = if under { None } else { self.loop_split(even, &c.cond_place)? };
         let d = &self.ctx.device;
-        let push = [c.cond.1, NO_PARENT, c.word, 1, MODE_TRUTH, c.word + 1];
-        let next = [c.cond.1, NO_PARENT, c.word, 1, MODE_TRUTH, NO_PARENT];
+        // The predicate of round `j` (parity j % 2), counted when `count`.
+        let predicate = |cb: vk::CommandBuffer, j: u32, count: bool| {
+            let push = [c.cond.1, NO_PARENT, 0, 1, MODE_TRUTH, if count { 1 } else { NO_PARENT }];
+            // SAFETY: `cb` is recording; the set's windows hold words 0 and 1.
+            unsafe { predicate::record(d, cb, kernel, l.sets[(j % 2) as usize].1, push) };
+        };
         // SAFETY: `cb` is recording; set, buffers and words are this executable's.
         unsafe { all_to_all(d, cb) };
-        for _ in 0..rounds {
+        predicate(cb, 0, rounds > 0);
+        // SAFETY: as above.
+        unsafe { predicate_barrier(d, cb, under) };
+        for j in 0..rounds {
+            let (body, offset) = if j % 2 == 0 { (even, 0) } else { (odd, LOOP_WINDOW) };
             // SAFETY: as above; the rendering begun here ends before the next round.
-            unsafe {
-                predicate::record(d, cb, kernel, c.set.1, push);
-                predicate_barrier(d, cb, under);
-                if under {
-                    begin_rendering(self.rendering_fns(true)?, cb, state.preds.buffer, c.word);
-                }
+            if under {
+                unsafe { begin_rendering_at(self.rendering_fns(true)?, cb, words, offset) };
             }
-            self.pred_stack.borrow_mut().push((state.preds.buffer, c.word, under));
-            let r = self.record_body(body, cb, native);
+            let next = |cb: vk::CommandBuffer| predicate(cb, j + 1, j + 1 < rounds);
+            self.pred_stack.borrow_mut().push((words, (offset / 4) as u32, under));
+            let r = self.record_body_with(body, cb, native, split.map(|k| (k, &next as &dyn Fn(vk::CommandBuffer))));
             self.pred_stack.borrow_mut().pop();
             // SAFETY: as above.
             unsafe {
@@ -534,18 +685,27 @@ impl Executor {
                 compute_to_compute(d, cb);
             }
             r?;
+            if split.is_none() {
+                next(cb);
+                // SAFETY: as above.
+                unsafe { predicate_barrier(d, cb, under) };
+            }
         }
-        let region = [vk::BufferCopy { src_offset: u64::from(c.word) * 4, dst_offset: 0, size: 8 }];
-        // SAFETY: as above; the readback buffer holds 8 bytes, the node's two words.
+        let last = u64::from(rounds % 2) * LOOP_WINDOW;
+        let regions = [
+            vk::BufferCopy { src_offset: last, dst_offset: 0, size: 4 },
+            vk::BufferCopy { src_offset: 4, dst_offset: 4, size: 4 },
+            vk::BufferCopy { src_offset: LOOP_WINDOW + 4, dst_offset: 8, size: 4 },
+        ];
+        // SAFETY: as above; the readback buffer holds 12 bytes.
         unsafe {
-            predicate::record(d, cb, kernel, c.set.1, next);
             crate::vk::buffer::full_barrier(
                 d,
                 cb,
                 vk::PipelineStageFlags2::COMPUTE_SHADER,
                 vk::PipelineStageFlags2::TRANSFER,
             );
-            d.cmd_copy_buffer(cb, state.preds.buffer, l.readback.buffer, &region);
+            d.cmd_copy_buffer(cb, words, l.readback.buffer, &regions);
             crate::vk::buffer::full_barrier(
                 d,
                 cb,
@@ -592,7 +752,8 @@ impl Executor {
             };
             let text = match (&c.looping, c.kind) {
                 (Some(l), _) => format!(
-                    "while: {how}; rounds in chunks of {}, a submission as many as the last run took ({FIRST_ROUNDS} the first time), then doubling while the host reads that the loop still runs",
+                    "while: {how}{}; rounds in chunks of {}, a submission as many as the last run took ({FIRST_ROUNDS} the first time), then doubling while the host reads that the loop still runs",
+                    if l.split { ", the next round's inside the body after its last write of the condition" } else { "" },
                     l.chunks.iter().map(|m| m.1.to_string()).collect::<Vec<_>>().join(", ")
                 ),
                 (None, kind) => format!("{}: {how}; no host round trip", kind.keyword()),
@@ -642,15 +803,17 @@ fn allocate_or_reset(d: &ash::Device, pool: vk::CommandPool, cb: vk::CommandBuff
 
 /// A `while` node's readback word and semaphore.
 fn loop_resources(ctx: &Context) -> Result<LoopRes> {
-    let mut readback = Buffer::new(ctx, 8, Place::Host)?;
+    let mut readback = Buffer::new(ctx, 12, Place::Host)?;
     let mut type_info =
         vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
     // SAFETY: a valid create info on a live device.
     match unsafe { ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut type_info), None) } {
         Ok(sem) => Ok(LoopRes {
             chunks: Vec::new(),
+            sets: [(vk::DescriptorPool::null(), vk::DescriptorSet::null()); 2],
             readback,
             last: Arc::new(AtomicU64::new(0)),
+            split: false,
             sem,
             counter: Arc::new(AtomicU64::new(0)),
         }),
@@ -716,6 +879,21 @@ unsafe fn predicate_barrier(d: &ash::Device, cb: vk::CommandBuffer, rendering: b
 unsafe fn end_rendering(cr: &ash::ext::conditional_rendering::Device, cb: vk::CommandBuffer) {
     // SAFETY: the caller's contract.
     unsafe { (cr.fp().cmd_end_conditional_rendering_ext)(cb) };
+}
+
+/// Begins conditional rendering on the word at byte `offset` of `buffer`.
+///
+/// # Safety
+/// As [`begin_rendering`].
+unsafe fn begin_rendering_at(
+    cr: &ash::ext::conditional_rendering::Device,
+    cb: vk::CommandBuffer,
+    buffer: vk::Buffer,
+    offset: u64,
+) {
+    let info = vk::ConditionalRenderingBeginInfoEXT::default().buffer(buffer).offset(offset);
+    // SAFETY: the caller's contract.
+    unsafe { (cr.fp().cmd_begin_conditional_rendering_ext)(cb, &info) };
 }
 
 /// Begins conditional rendering on word `word` of `buffer`.

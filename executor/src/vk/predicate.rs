@@ -100,9 +100,9 @@ impl PredicateKernel {
 }
 
 /// Writes `set` with the condition's, the enclosing predicates' and the own predicates'
-/// buffers (whole buffers) at bindings 0, 1, 2.
-pub(crate) fn write_set(ctx: &Context, set: vk::DescriptorSet, buffers: [vk::Buffer; 3]) {
-    let infos = buffers.map(|buffer| [vk::DescriptorBufferInfo { buffer, offset: 0, range: vk::WHOLE_SIZE }]);
+/// buffers at bindings 0, 1, 2, each (buffer, offset, range).
+pub(crate) fn write_set(ctx: &Context, set: vk::DescriptorSet, buffers: [(vk::Buffer, u64, u64); 3]) {
+    let infos = buffers.map(|(buffer, offset, range)| [vk::DescriptorBufferInfo { buffer, offset, range }]);
     let writes: Vec<vk::WriteDescriptorSet> = infos
         .iter()
         .enumerate()
