@@ -284,6 +284,56 @@ graph @main {
     }
 }
 
+/// Two independent nodes whose bodies write their own conditions (so each has a predicate
+/// dispatch) in one stage, with no barrier between them: each node's words sit in a window
+/// of their own, so neither's predicate write touches what the other's kernels read (the
+/// validation layer checks it), and a third node on the first's word after both.
+#[test]
+fn independent_conditional_nodes_in_one_stage_keep_their_words_apart() {
+    let m = module(
+        "usm @g : u32[4]
+
+graph @flip0 {
+  %t = kernel @toggle single_task args(@g)
+}
+
+graph @flip1 {
+  %t = kernel @toggle single_task args(@flags + 4)
+}
+
+graph @main {
+  %a = if @g then @flip0 else @nothing
+  %b = switch @flags + 12 cases(@nothing, @flip1)
+  %c = if @g + 4 then @plus_ten after(%a, %b)
+}",
+    );
+    let bundle = compile(&m, None).unwrap_or_else(|e| panic!("{e}"));
+    for (g0, case) in [(1u32, 1u32), (0, 0), (1, 5)] {
+        let mut ex = executor(&bundle).unwrap();
+        let mut it = Interpreter::new(&m).unwrap();
+        let mut rng = Rng(41);
+        let inputs = [("x", x0(&mut rng)), ("flags", words([0, 0, 0, case])), ("g", words([g0, 1, g0, 0]))];
+        for (name, bytes) in &inputs {
+            ex.bind(name, bytes).unwrap();
+            it.bind(name, bytes).unwrap();
+        }
+        let (ee, ie) = (ex.finalize("main").unwrap(), it.finalize("main").unwrap());
+        ex.run(ee).unwrap();
+        ex.wait(ee).unwrap();
+        it.run(ie).unwrap();
+        for name in ["x", "flags", "g"] {
+            assert!(ex.read(name).unwrap() == it.read(name).unwrap(), "g0 {g0} case {case}: @{name} differs");
+        }
+        let groups = ex.barrier_groups(ee).unwrap();
+        assert!(
+            groups.iter().flatten().any(|s| s.contains(&"a".to_string()) && s.contains(&"b".to_string())),
+            "{groups:?}"
+        );
+        let msgs = ex.context().take_messages();
+        assert!(msgs.is_empty(), "validation: {msgs:?}");
+    }
+}
+
 #[test]
 fn a_kernel_sets_the_loops_condition_from_data() {
     // Halve every element while any is above 1: the round count depends on the inputs.

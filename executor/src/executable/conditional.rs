@@ -99,13 +99,17 @@ impl PredicateBinding {
     }
 }
 
-/// Predicate words a node takes: one per body (`if` two), and a `while` its round tally.
+/// Words of the executable's predicate buffer a node takes: one per body (`if` two; a `while`
+/// none, its words are its own), in a window of its own that starts at a multiple of
+/// [`LOOP_WINDOW`] bytes, so that no node's predicate dispatch writes bytes another node's
+/// kernels bind (the validation layer would take that for a hazard).
 fn space(kind: CondKind, bodies: usize) -> u32 {
-    match kind {
+    let words = match kind {
         CondKind::If => 2,
-        CondKind::While => 2,
+        CondKind::While => 0,
         CondKind::Switch => bodies.max(1) as u32,
-    }
+    };
+    words.next_multiple_of((LOOP_WINDOW / 4) as u32)
 }
 
 /// Argument-block word 6 of a predicated kernel: run when word `index` is non-zero.
@@ -237,10 +241,14 @@ impl Executor {
                         (true, CondKind::If) if i == 0 => (c.0, nonzero(c.1), 0),
                         (true, CondKind::If) => (c.0, equal(c.1), 0),
                         (true, _) => (c.0, equal(c.1), i),
-                        (false, _) => (state.preds.buffer, nonzero(word + i), 0),
+                        (false, _) => (state.preds.buffer, nonzero(i), 0),
                     };
-                    let enclosing =
-                        Enclosing { preds: state.preds.buffer, buffer, window: (0, vk::WHOLE_SIZE), control, expect };
+                    // The bodies of a node with a predicate dispatch bind the node's window.
+                    let window = match direct {
+                        true => (0, vk::WHOLE_SIZE),
+                        false => (u64::from(word) * 4, u64::from(space(kind, bodies.len())) * 4),
+                    };
+                    let enclosing = Enclosing { preds: state.preds.buffer, buffer, window, control, expect };
                     let parities =
                         if kind == CondKind::While { loop_words.iter().collect::<Vec<_>>() } else { Vec::new() };
                     // A `while` body twice, reading the predicate of even and of odd rounds
@@ -374,8 +382,11 @@ impl Executor {
         let own = state.preds.buffer;
         let whole = |b: vk::Buffer| (b, 0, vk::WHOLE_SIZE);
         for c in state.nodes.values_mut() {
-            c.set = exe.sets.allocate(&self.ctx, kernel.set_layout, 3, exe.set_count.max(1))?;
-            predicate::write_set(&self.ctx, c.set.1, [whole(c.cond.0), whole(enclosing.unwrap_or(own)), whole(own)]);
+            if c.kind != CondKind::While {
+                c.set = exe.sets.allocate(&self.ctx, kernel.set_layout, 3, exe.set_count.max(1))?;
+                let window = (own, u64::from(c.word) * 4, u64::from(space(c.kind, c.words as usize)) * 4);
+                predicate::write_set(&self.ctx, c.set.1, [whole(c.cond.0), whole(enclosing.unwrap_or(own)), window]);
+            }
             if let (CondKind::While, Some(words)) = (c.kind, &c.loop_words) {
                 let mut l = loop_resources(&self.ctx)?;
                 for (p, slot) in l.sets.iter_mut().enumerate() {
@@ -423,7 +434,8 @@ impl Executor {
                     // command; bodies hold compute work only.
                     compute_to_compute(d, cb);
                 }
-                let push = [c.cond.1, parent.map_or(NO_PARENT, |p| p.1), c.word, c.words, mode, NO_PARENT];
+                // Words relative to the node's window (binding 2).
+                let push = [c.cond.1, parent.map_or(NO_PARENT, |p| p.1), 0, c.words, mode, NO_PARENT];
                 predicate::record(d, cb, kernel, c.set.1, push);
                 predicate_barrier(d, cb, rendering);
             }

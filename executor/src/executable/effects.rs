@@ -69,13 +69,42 @@ impl Executor {
                     ),
                 }
             }
-            // A conditional node reads its condition and runs whole body graphs: ordered
-            // against everything, as a native command is.
-            NodeKind::Native(_) | NodeKind::Conditional { .. } => {
+            NodeKind::Conditional { .. } => self.conditional_effect(exe, h).map(|e| Some(Cow::Owned(e))),
+            NodeKind::Native(_) => {
                 Ok(Some(Cow::Owned(Effect { work: Work::Native, reads: Vec::new(), writes: Vec::new() })))
             }
             _ => Ok(None),
         }
+    }
+
+    /// A conditional node's effect: it reads its condition word, and whatever its bodies
+    /// (their executables, nested nodes included) read and write; ordered against everything,
+    /// as a native command is, when a body holds one.
+    fn conditional_effect(&self, exe: &Executable, h: Handle<Node>) -> Result<Effect> {
+        let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
+        let c = c.ok_or_else(|| ExecError::Invalid("a conditional node without its resources".into()))?;
+        let (target, offset) = c.cond_place.clone();
+        let mut all = Effect {
+            work: Work::Compute,
+            reads: vec![Span { target, lo: offset, hi: offset + 4 }],
+            writes: Vec::new(),
+        };
+        for &id in &c.bodies {
+            let body = self.exec_ref(id)?;
+            let graph = &self.loaded.module.graphs[body.graph];
+            for seg in &body.sched {
+                let crate::schedule::Seg::Device(stages) = seg else { continue };
+                for &b in stages.iter().flatten() {
+                    let Some(e) = self.node_effect(body, graph, b)? else { continue };
+                    if e.work != Work::Compute {
+                        return Ok(Effect { work: Work::Native, reads: Vec::new(), writes: Vec::new() });
+                    }
+                    all.reads.extend(e.reads.iter().cloned());
+                    all.writes.extend(e.writes.iter().cloned());
+                }
+            }
+        }
+        Ok(all)
     }
 
     /// The effect of kernel resources `k` with the arguments they hold now.
