@@ -803,7 +803,13 @@ impl Executor {
 
     /// Waits until the host-task thread is idle and `exe`'s timeline reaches `value`.
     pub(crate) fn wait_value(&self, exe: &Executable, value: u64) -> Result<()> {
-        self.worker.drain();
+        // A `while` node's run is on the host-task thread and short: poll for it on a GPU.
+        let loops = exe.sched.iter().any(|s| matches!(s, Seg::Loop(_)));
+        if loops && !self.ctx.wait_spin().is_zero() {
+            self.worker.drain_spinning(crate::worker::LOOP_SPIN);
+        } else {
+            self.worker.drain();
+        }
         wait_timeline(&self.ctx, exe.timeline, value)
     }
 
