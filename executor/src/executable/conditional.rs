@@ -15,31 +15,32 @@
 //! nest, so a node inside such a body ends the enclosing rendering and begins it again after
 //! its bodies: the stack of active predicates is [`Executor::pred_stack`].
 //!
-//! A `while` node is a segment of its own ([`Seg::Loop`]): a command buffer of
-//! [`LADDER`]`[0]` predicated rounds (the predicate refreshed from the condition before
-//! each), then the predicate of the next round copied to a host-visible word. The run reads
-//! it after that submission and, while the loop still runs, submits command buffers of more
-//! rounds (the ladder doubles up to 256), so n rounds cost about log2(n) host round trips
-//! rather than n, and a round the loop did not need costs only its skipped dispatches.
+//! A `while` node is a segment of its own (`Seg::Loop`, rounds.rs): chunks of [`LADDER`]
+//! rounds recorded once, each round's predicate computed during the round before; a run
+//! submits chunks adding up to the rounds the last run took, and more while the host reads
+//! that the loop still runs (worker.rs). This file sets the nodes up; record.rs records `if`
+//! and `switch` nodes and bodies.
 #![allow(unsafe_code)]
+
+mod record;
+mod rounds;
 
 use super::Executable;
 use crate::error::{ExecError, Result};
-use crate::exec::{ExecId, Executor, NativeFn};
-use crate::schedule::Seg;
-use crate::vk::predicate::{self, MODE_CASE, MODE_TRUTH, NO_PARENT};
+use crate::exec::{ExecId, Executor};
+use crate::vk::predicate;
 use crate::vk::{Buffer, Context, Place};
 use ash::vk;
 use cmdgraph_ir::bundle::MemorySlot;
 use cmdgraph_ir::graph::CondKind;
-use cmdgraph_ir::{Graph, Handle, MemRef, Module, Node, NodeKind};
+use cmdgraph_ir::{Graph, Handle, MemRef, Module, NodeKind};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// Rounds per command buffer of a `while` loop: a run submits a sum of distinct ones (each
 /// at most once per submission), so any count up to 511 is one submission (docs/conditional.md,
-/// "Executor"). Cut where a chunk would record more than [`MAX_CHUNK_COMMANDS`] body commands.
+/// "Executor"). Cut where a chunk would record more than 2^16 body commands.
 pub const LADDER: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 /// Rounds a `while` loop's first submission runs when nothing predicts its count.
 pub const FIRST_ROUNDS: u64 = 16;
@@ -400,342 +401,6 @@ impl Executor {
         Ok(())
     }
 
-    /// Records conditional node `h` (an `if` or `switch`) of `exe` into `cb`, inside a device
-    /// segment (whose barrier plan orders it, a native-like command, against everything
-    /// around it): the predicate dispatch unless the bodies read the condition directly, then
-    /// each body, under conditional rendering on its word where it needs it. Returns whether
-    /// `h` is a conditional node.
-    pub(crate) fn record_conditional(
-        &self,
-        exe: &Executable,
-        h: Handle<Node>,
-        cb: vk::CommandBuffer,
-        native: &mut BTreeMap<String, NativeFn>,
-    ) -> Result<bool> {
-        let Some((state, c)) = exe.cond.as_ref().and_then(|s| Some((s, s.nodes.get(&h.index())?))) else {
-            return Ok(false);
-        };
-        let d = &self.ctx.device;
-        let parent = self.pred_stack.borrow().last().copied();
-        let rendering = c.rendering.iter().any(|&r| r);
-        if !c.direct {
-            let kernel =
-                self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
-            let mode = if c.kind == CondKind::Switch { MODE_CASE } else { MODE_TRUTH };
-            // SAFETY: `cb` is recording; the set, the buffers and the words are this
-            // executable's (sized at finalize for every node's words).
-            unsafe {
-                if let Some(p) = parent.filter(|p| p.2) {
-                    // Conditional rendering does not nest: the enclosing body's is resumed below.
-                    end_rendering(self.rendering_fns(p.2)?, cb);
-                }
-                if parent.is_some() {
-                    // Inside a body the segment plan has no barrier before the node's first
-                    // command; bodies hold compute work only.
-                    compute_to_compute(d, cb);
-                }
-                // Words relative to the node's window (binding 2).
-                let push = [c.cond.1, parent.map_or(NO_PARENT, |p| p.1), 0, c.words, mode, NO_PARENT];
-                predicate::record(d, cb, kernel, c.set.1, push);
-                predicate_barrier(d, cb, rendering);
-            }
-        }
-        let mut result = Ok(());
-        for (i, &body) in c.bodies.iter().enumerate() {
-            let word = c.word + i as u32;
-            let under = c.rendering.get(i).copied().unwrap_or(false);
-            // SAFETY: as above.
-            unsafe {
-                if i > 0 {
-                    // Only one body runs, but the validation layer cannot know that.
-                    compute_to_compute(d, cb);
-                }
-                if under {
-                    begin_rendering(self.rendering_fns(true)?, cb, state.preds.buffer, word);
-                }
-            }
-            self.pred_stack.borrow_mut().push((state.preds.buffer, word, under));
-            let r = self.record_body(body, cb, native);
-            self.pred_stack.borrow_mut().pop();
-            if under {
-                // SAFETY: as above: the rendering begun for this body.
-                unsafe { end_rendering(self.rendering_fns(true)?, cb) };
-            }
-            if r.is_err() && result.is_ok() {
-                result = r;
-            }
-        }
-        // SAFETY: as above.
-        unsafe {
-            if parent.is_some() && !c.direct {
-                compute_to_compute(d, cb);
-            }
-            if let Some((buffer, word, true)) = parent.filter(|_| !c.direct) {
-                begin_rendering(self.rendering_fns(true)?, cb, buffer, word);
-            }
-        }
-        result.map(|()| true)
-    }
-
-    /// Records the device segments of body executable `id` into `cb`, with the barriers its
-    /// segment plans place between commands, under whatever predicate is active. The plans'
-    /// opening and closing barriers are left out: the node's own barriers before its
-    /// predicate dispatch and after the body order the body against everything around it.
-    fn record_body(&self, id: ExecId, cb: vk::CommandBuffer, native: &mut BTreeMap<String, NativeFn>) -> Result<()> {
-        self.record_body_with(id, cb, native, None)
-    }
-
-    /// [`record_body`](Self::record_body), calling `hook` just before command `at` of the
-    /// first segment (after the barrier in front of it).
-    fn record_body_with(
-        &self,
-        id: ExecId,
-        cb: vk::CommandBuffer,
-        native: &mut BTreeMap<String, NativeFn>,
-        hook: Option<(usize, &dyn Fn(vk::CommandBuffer))>,
-    ) -> Result<()> {
-        let body = self.exec_ref(id)?;
-        let graph = &self.loaded.module.graphs[body.graph];
-        let d = &self.ctx.device;
-        for (si, seg) in body.sched.iter().enumerate() {
-            if !matches!(seg, Seg::Device(_)) {
-                return Err(ExecError::Invalid(format!("@{}: a body runs device work only", graph.name)));
-            }
-            let (order, plan) = self.segment_plan(body, si)?;
-            let mut bound = vk::Pipeline::null();
-            if si > 0 {
-                // SAFETY: `cb` is recording (the caller's contract).
-                unsafe { compute_to_compute(d, cb) };
-            }
-            for (i, &h) in order.iter().enumerate() {
-                if let Some(Some(m)) = plan.before.get(i) {
-                    // SAFETY: as above.
-                    unsafe { m.record(d, cb) };
-                }
-                if let Some((at, f)) = hook.filter(|(at, _)| si == 0 && *at == i) {
-                    let _ = at;
-                    f(cb);
-                    bound = vk::Pipeline::null();
-                }
-                self.record_node(body, graph, h, cb, native, &mut bound)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Where in a `while` body (executable `id`) the next round's predicate can be computed:
-    /// the first command after a barrier that follows every command that may write the
-    /// condition at `place` (a nested conditional node counts as one). `None` when no such
-    /// command exists (the last writer is the last stretch): the predicate then follows the
-    /// round's closing barrier, with one more barrier of its own.
-    fn loop_split(&self, id: ExecId, place: &(crate::args::Target, u64)) -> Result<Option<usize>> {
-        let body = self.exec_ref(id)?;
-        if body.sched.len() != 1 {
-            return Ok(None);
-        }
-        let graph = &self.loaded.module.graphs[body.graph];
-        let (order, plan) = self.segment_plan(body, 0)?;
-        let (target, offset) = place;
-        let mut last_writer = None;
-        for (i, &h) in order.iter().enumerate() {
-            let writes = match self.node_effect(body, graph, h)? {
-                Some(e) => {
-                    e.work == crate::barriers::Work::Native
-                        || e.writes.iter().any(|w| &w.target == target && w.lo < offset + 4 && *offset < w.hi)
-                }
-                None => false,
-            };
-            if writes {
-                last_writer = Some(i);
-            }
-        }
-        let from = last_writer.map_or(0, |j| j + 1);
-        Ok((from..order.len()).find(|&k| k > 0 && matches!(plan.before.get(k), Some(Some(_)))))
-    }
-
-    /// Records `while` segment `si` (node `h`): the segment's command buffer (each live copy)
-    /// resets the round tally; the chunks of rounds are recorded once.
-    pub(crate) fn record_loop(
-        &self,
-        exe: &mut Executable,
-        si: usize,
-        h: Handle<Node>,
-        native: &mut BTreeMap<String, NativeFn>,
-    ) -> Result<()> {
-        let body_commands = {
-            let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
-            let c = c.ok_or_else(|| ExecError::Invalid("a `while` node without resources".into()))?;
-            let body = self.exec_ref(*c.bodies.first().ok_or_else(|| ExecError::Invalid("no body".into()))?)?;
-            let graph = &self.loaded.module.graphs[body.graph];
-            (body.sched.iter())
-                .map(|s| match s {
-                    Seg::Device(stages) => stages.iter().map(Vec::len).sum::<usize>() as u64,
-                    _ => 0,
-                })
-                .sum::<u64>()
-                .max(graph.nodes.len() as u64)
-                .max(1)
-        };
-        let cap = (MAX_CHUNK_COMMANDS / body_commands).max(1);
-        let ladder: Vec<u32> = LADDER.iter().copied().filter(|&r| u64::from(r) <= cap).collect();
-        let d = self.ctx.device.clone();
-        let flags = if exe.options.simultaneous_use {
-            vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
-        } else {
-            vk::CommandBufferUsageFlags::empty()
-        };
-        let words = {
-            let state = exe.cond.as_ref().ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
-            let c = state.nodes.get(&h.index()).ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
-            c.loop_words.as_ref().map(|b| b.buffer).ok_or_else(|| ExecError::Invalid("no loop words".into()))?
-        };
-        for copy in 0..exe.live_copies.min(exe.cmds.len()) {
-            let cb = allocate_or_reset(&d, exe.cmd_pool, exe.cmds[copy][si])?;
-            exe.cmds[copy][si] = cb;
-            // SAFETY: the command buffer is this executable's and not pending (the executable
-            // is idle whenever it is recorded); the tally words are inside the loop's words.
-            unsafe {
-                d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))?;
-                all_to_all(&d, cb);
-                d.cmd_fill_buffer(cb, words, 4, 4, 0);
-                d.cmd_fill_buffer(cb, words, LOOP_WINDOW + 4, 4, 0);
-                all_to_all(&d, cb);
-                d.end_command_buffer(cb)?;
-            }
-        }
-        let done = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index())).and_then(|c| c.looping.as_ref());
-        if done.is_some_and(|l| !l.chunks.is_empty()) {
-            return Ok(());
-        }
-        let mut chunks = Vec::new();
-        for &rounds in &ladder {
-            let cb = allocate_or_reset(&d, exe.cmd_pool, vk::CommandBuffer::null())?;
-            // SAFETY: as above.
-            unsafe { d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))? };
-            let r = self.record_rounds(exe, h, cb, rounds, native);
-            // SAFETY: as above.
-            unsafe { d.end_command_buffer(cb)? };
-            r?;
-            chunks.push((cb, rounds));
-        }
-        let split = {
-            let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
-            match c {
-                Some(c) if !c.rendering.first().copied().unwrap_or(false) => match c.bodies.first() {
-                    Some(&b) => self.loop_split(b, &c.cond_place)?.is_some(),
-                    None => false,
-                },
-                _ => false,
-            }
-        };
-        if let Some(l) = exe.cond.as_mut().and_then(|s| s.nodes.get_mut(&h.index())).and_then(|c| c.looping.as_mut()) {
-            l.chunks = chunks;
-            l.split = split;
-        }
-        exe.recorded += 1;
-        Ok(())
-    }
-
-    /// Records `rounds` rounds of `while` node `h` into `cb`, then copies the predicate of the
-    /// round after them and the rounds' tallies into the host-visible words.
-    ///
-    /// Even rounds run body 0, which reads the predicate at the loop's words' byte 0; odd
-    /// rounds body 1, reading byte [`LOOP_WINDOW`]. The predicate kernel computes round j+1's
-    /// word during round j, right after the barrier that follows the body's last write of the
-    /// condition ([`loop_split`](Self::loop_split)), beside the commands after it, which read
-    /// round j's word: so a round costs the body's own barriers and one more, not two. Each
-    /// predicate counts its round in its window's tally when the round runs.
-    fn record_rounds(
-        &self,
-        exe: &Executable,
-        h: Handle<Node>,
-        cb: vk::CommandBuffer,
-        rounds: u32,
-        native: &mut BTreeMap<String, NativeFn>,
-    ) -> Result<()> {
-        let state = exe.cond.as_ref().ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
-        let c = state.nodes.get(&h.index()).ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
-        let l = c.looping.as_ref().ok_or_else(|| ExecError::Invalid("no loop resources".into()))?;
-        let words = c.loop_words.as_ref().ok_or_else(|| ExecError::Invalid("no loop words".into()))?.buffer;
-        let (even, odd) = match c.bodies.as_slice() {
-            [e, o, ..] => (*e, *o),
-            _ => return Err(ExecError::Invalid("a `while` node without its two body executables".into())),
-        };
-        let kernel = self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
-        let under = c.rendering.first().copied().unwrap_or(false);
-        // Under conditional rendering the early predicate would itself be predicated off.
-        let split = if under { None } else { self.loop_split(even, &c.cond_place)? };
-        let d = &self.ctx.device;
-        // The predicate of round `j` (parity j % 2), counted when `count`.
-        let predicate = |cb: vk::CommandBuffer, j: u32, count: bool| {
-            let push = [c.cond.1, NO_PARENT, 0, 1, MODE_TRUTH, if count { 1 } else { NO_PARENT }];
-            // SAFETY: `cb` is recording; the set's windows hold words 0 and 1.
-            unsafe { predicate::record(d, cb, kernel, l.sets[(j % 2) as usize].1, push) };
-        };
-        // SAFETY: `cb` is recording; set, buffers and words are this executable's.
-        unsafe { all_to_all(d, cb) };
-        predicate(cb, 0, rounds > 0);
-        // SAFETY: as above.
-        unsafe { predicate_barrier(d, cb, under) };
-        for j in 0..rounds {
-            let (body, offset) = if j % 2 == 0 { (even, 0) } else { (odd, LOOP_WINDOW) };
-            // SAFETY: as above; the rendering begun here ends before the next round.
-            if under {
-                unsafe { begin_rendering_at(self.rendering_fns(true)?, cb, words, offset) };
-            }
-            let next = |cb: vk::CommandBuffer| predicate(cb, j + 1, j + 1 < rounds);
-            self.pred_stack.borrow_mut().push((words, (offset / 4) as u32, under));
-            let r = self.record_body_with(body, cb, native, split.map(|k| (k, &next as &dyn Fn(vk::CommandBuffer))));
-            self.pred_stack.borrow_mut().pop();
-            // SAFETY: as above.
-            unsafe {
-                if under {
-                    end_rendering(self.rendering_fns(true)?, cb);
-                }
-                // The body's writes (its condition among them) before the next round's
-                // predicate and body: bodies hold compute work only (conditional.rs in ir).
-                compute_to_compute(d, cb);
-            }
-            r?;
-            if split.is_none() {
-                next(cb);
-                // SAFETY: as above.
-                unsafe { predicate_barrier(d, cb, under) };
-            }
-        }
-        let last = u64::from(rounds % 2) * LOOP_WINDOW;
-        let regions = [
-            vk::BufferCopy { src_offset: last, dst_offset: 0, size: 4 },
-            vk::BufferCopy { src_offset: 4, dst_offset: 4, size: 4 },
-            vk::BufferCopy { src_offset: LOOP_WINDOW + 4, dst_offset: 8, size: 4 },
-        ];
-        // SAFETY: as above; the readback buffer holds 12 bytes.
-        unsafe {
-            crate::vk::buffer::full_barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags2::COMPUTE_SHADER,
-                vk::PipelineStageFlags2::TRANSFER,
-            );
-            d.cmd_copy_buffer(cb, words, l.readback.buffer, &regions);
-            crate::vk::buffer::full_barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags2::TRANSFER,
-                vk::PipelineStageFlags2::HOST | vk::PipelineStageFlags2::ALL_COMMANDS,
-            );
-        }
-        Ok(())
-    }
-
-    /// `VK_EXT_conditional_rendering`'s commands (`want`: a body needs them).
-    fn rendering_fns(&self, want: bool) -> Result<&ash::ext::conditional_rendering::Device> {
-        match (want, self.ctx.conditional_rendering.as_ref()) {
-            (true, Some(cr)) => Ok(cr),
-            _ => Err(ExecError::Invalid("conditional rendering is not enabled on this device".into())),
-        }
-    }
-
     /// The rounds each `while` node of executable `id` took in its last finished run (0 before
     /// any), in node order: counted on the device, and what the next run submits at once.
     pub fn loop_rounds(&self, id: ExecId) -> Result<Vec<(String, u64)>> {
@@ -799,20 +464,6 @@ fn touches_or_branches(m: &Module, g: Handle<Graph>, mem: MemRef) -> bool {
     })
 }
 
-/// A fresh command buffer from `pool` (`cb` null), or `cb` reset.
-fn allocate_or_reset(d: &ash::Device, pool: vk::CommandPool, cb: vk::CommandBuffer) -> Result<vk::CommandBuffer> {
-    // SAFETY: the pool is the executable's; `cb` (when not null) came from it and is not pending.
-    unsafe {
-        if cb == vk::CommandBuffer::null() {
-            let info = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
-            Ok(d.allocate_command_buffers(&info)?.first().copied().unwrap_or_default())
-        } else {
-            d.reset_command_buffer(cb, vk::CommandBufferResetFlags::empty())?;
-            Ok(cb)
-        }
-    }
-}
-
 /// A `while` node's readback word and semaphore.
 fn loop_resources(ctx: &Context) -> Result<LoopRes> {
     let mut readback = Buffer::new(ctx, 12, Place::Host)?;
@@ -834,92 +485,4 @@ fn loop_resources(ctx: &Context) -> Result<LoopRes> {
             Err(e.into())
         }
     }
-}
-
-/// Compute writes visible to later compute work (the predicate dispatch, the next body).
-///
-/// # Safety
-/// `cb` is recording.
-unsafe fn compute_to_compute(d: &ash::Device, cb: vk::CommandBuffer) {
-    let barrier = [vk::MemoryBarrier2::default()
-        .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
-        .dst_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .dst_access_mask(vk::AccessFlags2::SHADER_READ | vk::AccessFlags2::SHADER_WRITE)];
-    // SAFETY: the caller's contract.
-    unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
-}
-
-/// Every earlier command's writes visible to every later command (the condition word a
-/// fill or the host wrote).
-///
-/// # Safety
-/// `cb` is recording.
-unsafe fn all_to_all(d: &ash::Device, cb: vk::CommandBuffer) {
-    crate::vk::buffer::full_barrier(
-        d,
-        cb,
-        vk::PipelineStageFlags2::ALL_COMMANDS,
-        vk::PipelineStageFlags2::ALL_COMMANDS,
-    );
-}
-
-/// The predicate kernel's writes visible to the bodies' kernels (which test them) and, where a
-/// body runs under conditional rendering, to the command processor that reads them.
-///
-/// # Safety
-/// `cb` is recording.
-unsafe fn predicate_barrier(d: &ash::Device, cb: vk::CommandBuffer, rendering: bool) {
-    let (mut stages, mut access) = (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_READ);
-    if rendering {
-        stages |= vk::PipelineStageFlags2::CONDITIONAL_RENDERING_EXT;
-        access |= vk::AccessFlags2::CONDITIONAL_RENDERING_READ_EXT;
-    }
-    let barrier = [vk::MemoryBarrier2::default()
-        .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
-        .dst_stage_mask(stages)
-        .dst_access_mask(access)];
-    // SAFETY: the caller's contract.
-    unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
-}
-
-/// Ends conditional rendering.
-///
-/// # Safety
-/// `cb` is recording inside conditional rendering.
-unsafe fn end_rendering(cr: &ash::ext::conditional_rendering::Device, cb: vk::CommandBuffer) {
-    // SAFETY: the caller's contract.
-    unsafe { (cr.fp().cmd_end_conditional_rendering_ext)(cb) };
-}
-
-/// Begins conditional rendering on the word at byte `offset` of `buffer`.
-///
-/// # Safety
-/// As [`begin_rendering`].
-unsafe fn begin_rendering_at(
-    cr: &ash::ext::conditional_rendering::Device,
-    cb: vk::CommandBuffer,
-    buffer: vk::Buffer,
-    offset: u64,
-) {
-    let info = vk::ConditionalRenderingBeginInfoEXT::default().buffer(buffer).offset(offset);
-    // SAFETY: the caller's contract.
-    unsafe { (cr.fp().cmd_begin_conditional_rendering_ext)(cb, &info) };
-}
-
-/// Begins conditional rendering on word `word` of `buffer`.
-///
-/// # Safety
-/// `cb` is recording outside conditional rendering; `buffer` was made with the
-/// conditional-rendering usage and holds the word.
-unsafe fn begin_rendering(
-    cr: &ash::ext::conditional_rendering::Device,
-    cb: vk::CommandBuffer,
-    buffer: vk::Buffer,
-    word: u32,
-) {
-    let info = vk::ConditionalRenderingBeginInfoEXT::default().buffer(buffer).offset(u64::from(word) * 4);
-    // SAFETY: the caller's contract.
-    unsafe { (cr.fp().cmd_begin_conditional_rendering_ext)(cb, &info) };
 }
