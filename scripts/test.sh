@@ -98,12 +98,11 @@ rm -rf "$capi_tmp"
 # the validation layer on. Both passes keep a memory trace (every host read of memory, byte
 # for byte, per test: CMDGRAPH_MEMORY_TRACE) and the two traces must be identical (issue
 # 19). One test is left out, by name: native commands have no Vulkan form through the API
-# yet (docs/bundle.md, "Keys"). The asynchrony tests run on Vulkan in both passes.
-# sycl/tests/conditional.rs is not in the list: conditional nodes run on the interpreter only
-# until the executor has them (docs/conditional.md); the workspace step runs it there.
+# yet (docs/bundle.md, "Keys"). The asynchrony tests run on Vulkan in both passes; the
+# conditional-node tests (`if`, `while`, `switch` through `ext_cmdgraph_*`) in both.
 step "SYCL tests on the interpreter and on Vulkan from bundles (jit, validation on), memory compared"
 sycl_tests=(--test samples --test recording --test update --test explicit --test errors --test required_mem_size
-  --test asynchrony --test memory_data --test devices --test barriers_dpcpp --test dcg_host_switch)
+  --test asynchrony --test memory_data --test devices --test barriers_dpcpp --test dcg_host_switch --test conditional)
 trace_interp="$(mktemp -d)"
 trace_vulkan="$(mktemp -d)"
 bundle_dir="$(mktemp -d)"

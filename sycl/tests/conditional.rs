@@ -1,7 +1,9 @@
 //! cmdgraph's conditional-node extension of the SYCL-like API (docs/conditional.md):
 //! `ext_cmdgraph_if`, `ext_cmdgraph_while` and `ext_cmdgraph_switch` add nodes whose bodies
-//! are executable graphs, run here on the interpreter; what they build prints and parses
-//! back; bad conditions and bodies are errors before anything runs.
+//! are executable graphs, run on the interpreter, and by scripts/test.sh also on Vulkan from
+//! bundles compiled at finalize (validation on, host reads compared with the interpreter's);
+//! what they build prints and parses back; bad conditions and bodies are errors before
+//! anything runs.
 
 mod common;
 
