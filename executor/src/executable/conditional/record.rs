@@ -63,7 +63,7 @@ impl Executor {
                     compute_to_compute(d, cb);
                 }
                 if under {
-                    begin_rendering(self.rendering_fns(true)?, cb, state.preds.buffer, word);
+                    begin_rendering(self.rendering_fns(true)?, cb, state.preds.buffer, u64::from(word) * 4);
                 }
             }
             self.pred_stack.borrow_mut().push((state.preds.buffer, word, under));
@@ -83,7 +83,7 @@ impl Executor {
                 compute_to_compute(d, cb);
             }
             if let Some((buffer, word, true)) = parent.filter(|_| !c.direct) {
-                begin_rendering(self.rendering_fns(true)?, cb, buffer, word);
+                begin_rendering(self.rendering_fns(true)?, cb, buffer, u64::from(word) * 4);
             }
         }
         result.map(|()| true)
@@ -204,30 +204,15 @@ pub(super) unsafe fn end_rendering(cr: &ash::ext::conditional_rendering::Device,
 /// Begins conditional rendering on the word at byte `offset` of `buffer`.
 ///
 /// # Safety
-/// As [`begin_rendering`].
-pub(super) unsafe fn begin_rendering_at(
+/// `cb` is recording outside conditional rendering; `buffer` was made with the
+/// conditional-rendering usage and holds the word.
+pub(super) unsafe fn begin_rendering(
     cr: &ash::ext::conditional_rendering::Device,
     cb: vk::CommandBuffer,
     buffer: vk::Buffer,
     offset: u64,
 ) {
     let info = vk::ConditionalRenderingBeginInfoEXT::default().buffer(buffer).offset(offset);
-    // SAFETY: the caller's contract.
-    unsafe { (cr.fp().cmd_begin_conditional_rendering_ext)(cb, &info) };
-}
-
-/// Begins conditional rendering on word `word` of `buffer`.
-///
-/// # Safety
-/// `cb` is recording outside conditional rendering; `buffer` was made with the
-/// conditional-rendering usage and holds the word.
-unsafe fn begin_rendering(
-    cr: &ash::ext::conditional_rendering::Device,
-    cb: vk::CommandBuffer,
-    buffer: vk::Buffer,
-    word: u32,
-) {
-    let info = vk::ConditionalRenderingBeginInfoEXT::default().buffer(buffer).offset(u64::from(word) * 4);
     // SAFETY: the caller's contract.
     unsafe { (cr.fp().cmd_begin_conditional_rendering_ext)(cb, &info) };
 }

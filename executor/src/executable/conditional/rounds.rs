@@ -2,7 +2,7 @@
 //! "Executor").
 #![allow(unsafe_code)]
 
-use super::record::{all_to_all, begin_rendering_at, compute_to_compute, end_rendering, predicate_barrier};
+use super::record::{all_to_all, begin_rendering, compute_to_compute, end_rendering, predicate_barrier};
 use super::{Executable, LADDER, LOOP_WINDOW, MAX_CHUNK_COMMANDS};
 use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor, NativeFn};
@@ -97,30 +97,32 @@ impl Executor {
         if done.is_some_and(|l| !l.chunks.is_empty()) {
             return Ok(());
         }
+        // Where each round computes the next one's predicate, the same for every chunk (none
+        // under conditional rendering, which would predicate that dispatch off too).
+        let split = {
+            let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
+            match c {
+                Some(c) if !c.rendering.first().copied().unwrap_or(false) => match c.bodies.first() {
+                    Some(&b) => self.loop_split(b, &c.cond_place)?,
+                    None => None,
+                },
+                _ => None,
+            }
+        };
         let mut chunks = Vec::new();
         for &rounds in &ladder {
             let cb = allocate_or_reset(&d, exe.cmd_pool, vk::CommandBuffer::null())?;
             // SAFETY: as above.
             unsafe { d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))? };
-            let r = self.record_rounds(exe, h, cb, rounds, native);
+            let r = self.record_rounds(exe, h, cb, rounds, split, native);
             // SAFETY: as above.
             unsafe { d.end_command_buffer(cb)? };
             r?;
             chunks.push((cb, rounds));
         }
-        let split = {
-            let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
-            match c {
-                Some(c) if !c.rendering.first().copied().unwrap_or(false) => match c.bodies.first() {
-                    Some(&b) => self.loop_split(b, &c.cond_place)?.is_some(),
-                    None => false,
-                },
-                _ => false,
-            }
-        };
         if let Some(l) = exe.cond.as_mut().and_then(|s| s.nodes.get_mut(&h.index())).and_then(|c| c.looping.as_mut()) {
             l.chunks = chunks;
-            l.split = split;
+            l.split = split.is_some();
         }
         exe.recorded += 1;
         Ok(())
@@ -141,6 +143,7 @@ impl Executor {
         h: Handle<Node>,
         cb: vk::CommandBuffer,
         rounds: u32,
+        split: Option<usize>,
         native: &mut BTreeMap<String, NativeFn>,
     ) -> Result<()> {
         let state = exe.cond.as_ref().ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
@@ -153,8 +156,6 @@ impl Executor {
         };
         let kernel = self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
         let under = c.rendering.first().copied().unwrap_or(false);
-        // Under conditional rendering the early predicate would itself be predicated off.
-        let split = if under { None } else { self.loop_split(even, &c.cond_place)? };
         let d = &self.ctx.device;
         // The predicate of round `j` (parity j % 2), counted when `count`.
         let predicate = |cb: vk::CommandBuffer, j: u32, count: bool| {
@@ -171,7 +172,7 @@ impl Executor {
             let (body, offset) = if j % 2 == 0 { (even, 0) } else { (odd, LOOP_WINDOW) };
             // SAFETY: as above; the rendering begun here ends before the next round.
             if under {
-                unsafe { begin_rendering_at(self.rendering_fns(true)?, cb, words, offset) };
+                unsafe { begin_rendering(self.rendering_fns(true)?, cb, words, offset) };
             }
             let next = |cb: vk::CommandBuffer| predicate(cb, j + 1, j + 1 < rounds);
             self.pred_stack.borrow_mut().push((words, (offset / 4) as u32, under));
