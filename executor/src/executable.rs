@@ -303,13 +303,6 @@ impl Executor {
         f: impl FnOnce(&mut Executor, &mut Executable) -> Result<T>,
     ) -> Result<T> {
         self.with_exec(id, |ex, exe| {
-            if exe.cond.is_some() {
-                let graph = &ex.loaded.module.graphs[exe.graph];
-                return Err(ExecError::Invalid(format!(
-                    "@{}: a graph with conditional nodes cannot be updated on Vulkan yet (its bodies are recorded into its command buffers); finalize it again (docs/conditional.md)",
-                    graph.name
-                )));
-            }
             let r = f(ex, exe);
             let refreshed = ex.refresh_recording(exe);
             let t = r?;

@@ -67,3 +67,51 @@ fn a_condition_that_is_not_a_u32_is_refused() {
     let err = g.add(|h| h.ext_cmdgraph_if(&x.at(0), &body, None), NodeProps::none()).expect_err("f32 word");
     assert!(err.to_string().contains("must point at a u32"), "{err}");
 }
+
+/// An updatable graph with a `while` node: a dynamic parameter gives the loop its count
+/// through a kernel before it, and reaches the executable graph only when that node is
+/// updated (scripts/test.sh runs this on Vulkan too, where the update re-writes the
+/// kernel's argument block beside the recorded loop).
+#[test]
+fn a_parameter_update_changes_the_rounds_of_a_loop_after_it() {
+    let env = Env::new();
+    env.ctx
+        .register_kernels_from_text(&format!(
+            "{COUNTDOWN}
+kernel @set_word(%c: buf<u32, write>, %v: u32) {{
+  %z = const 0 : u32
+  store %c[%z], %v
+}}
+"
+        ))
+        .unwrap();
+    let x = env.usm_f32(&[1.5, 2.25, 3.125, 4.0625]);
+    let flags = Usm::device::<u32>(&env.ctx, 1).unwrap();
+    let body = env.graph(GraphProps::none());
+    let inc = body.add(|h| h.parallel_for(&env.kernel("increment"), 4, args![&x]), NodeProps::none()).unwrap();
+    body.add(|h| h.single_task(&env.kernel("countdown"), args![&flags]), NodeProps::depends_on(&[&inc])).unwrap();
+    let body = body.finalize(FinalizeProps::none()).unwrap();
+    let g = env.graph(GraphProps::none());
+    let count = DynamicParameter::new(&g, 3u32).unwrap();
+    let set = g.add(|h| h.single_task(&env.kernel("set_word"), args![&flags, &count]), NodeProps::none()).unwrap();
+    g.add(|h| h.ext_cmdgraph_while(&flags.at(0), &body), NodeProps::depends_on(&[&set])).unwrap();
+    let exec = g.finalize(FinalizeProps::updatable()).unwrap();
+    let q = env.queue(QueueProps::none());
+    let start = [1.5f32, 2.25, 3.125, 4.0625];
+    let mut run = |rounds: f32| {
+        x.write(&start).unwrap();
+        q.ext_oneapi_graph(&exec, &[]).unwrap();
+        q.wait().unwrap();
+        let want: Vec<f32> = start.iter().map(|v| v + rounds).collect();
+        assert_eq!(x.read::<f32>().unwrap(), want, "{rounds} rounds");
+        assert_eq!(flags.read::<u32>().unwrap()[0], 0);
+    };
+    run(3.0);
+    count.update(7u32).unwrap();
+    run(3.0);
+    exec.update_node(&set).unwrap();
+    run(7.0);
+    count.update(0u32).unwrap();
+    exec.update_node(&set).unwrap();
+    run(0.0);
+}
