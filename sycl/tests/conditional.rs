@@ -98,7 +98,7 @@ kernel @set_word(%c: buf<u32, write>, %v: u32) {{
     let exec = g.finalize(FinalizeProps::updatable()).unwrap();
     let q = env.queue(QueueProps::none());
     let start = [1.5f32, 2.25, 3.125, 4.0625];
-    let mut run = |rounds: f32| {
+    let run = |rounds: f32| {
         x.write(&start).unwrap();
         q.ext_oneapi_graph(&exec, &[]).unwrap();
         q.wait().unwrap();
