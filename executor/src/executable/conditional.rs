@@ -384,14 +384,14 @@ impl Executor {
         let whole = |b: vk::Buffer| (b, 0, vk::WHOLE_SIZE);
         for c in state.nodes.values_mut() {
             if c.kind != CondKind::While {
-                c.set = exe.sets.allocate(&self.ctx, kernel.set_layout, 3, exe.set_count.max(1))?;
+                c.set = exe.sets.allocate(&self.ctx, kernel.set_layout(), 3, exe.set_count.max(1))?;
                 let window = (own, u64::from(c.word) * 4, u64::from(space(c.kind, c.words as usize)) * 4);
                 predicate::write_set(&self.ctx, c.set.1, [whole(c.cond.0), whole(enclosing.unwrap_or(own)), window]);
             }
             if let (CondKind::While, Some(words)) = (c.kind, &c.loop_words) {
                 let mut l = loop_resources(&self.ctx)?;
                 for (p, slot) in l.sets.iter_mut().enumerate() {
-                    *slot = exe.sets.allocate(&self.ctx, kernel.set_layout, 3, exe.set_count.max(1))?;
+                    *slot = exe.sets.allocate(&self.ctx, kernel.set_layout(), 3, exe.set_count.max(1))?;
                     let window = (words.buffer, p as u64 * LOOP_WINDOW, 8);
                     predicate::write_set(&self.ctx, slot.1, [whole(c.cond.0), window, window]);
                 }

@@ -335,7 +335,7 @@ impl Executor {
         }
         if let Some(c) = self.kernel_copy(exe, graph, h)? {
             let kernels = self.copy_kernels.as_ref().ok_or_else(|| ExecError::Invalid("no copy kernels".into()))?;
-            let set = exe.copy_sets.borrow_mut().get(&self.ctx, kernels.set_layout, c.src, c.dst)?;
+            let set = exe.copy_sets.borrow_mut().get(&self.ctx, kernels.set_layout(), c.src, c.dst)?;
             // SAFETY: `cb` is recording; the set's windows hold the copy's elements (planned
             // against the buffers' sizes and the device's descriptor limits).
             unsafe { crate::vk::copy::record(d, cb, kernels, c.elem, set, c.push, c.groups) };

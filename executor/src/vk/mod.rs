@@ -1,6 +1,7 @@
 //! The Vulkan layer: context, buffers, pipelines. All `unsafe` of the crate lives here.
 
 pub mod buffer;
+pub mod builtin;
 pub mod context;
 pub mod copy;
 pub mod external;
