@@ -430,11 +430,23 @@ kernel @countdown(%c: buf<u32, read_write>) {
 "#;
 
 /// A `while` node through `cmdgraph_sycl_cg_conditional` (docs/conditional.md), on the
-/// interpreter: its body (y = 2 * y, then the word counts down) runs as many rounds as the
-/// word says; a bad kind or body count is an error.
+/// interpreter and on Vulkan (validation on): its body (y = 2 * y, then the word counts
+/// down) runs as many rounds as the word says, the two runtimes bit for bit; a bad kind or
+/// body count is an error.
 #[test]
 fn a_while_node_from_c_runs_its_body_as_many_rounds_as_its_word_says() {
-    let c = Ctx::new(cmdgraph_sycl_backend::CMDGRAPH_SYCL_BACKEND_INTERPRETER);
+    let x = random_floats(8, N);
+    let interp = while_from_c(cmdgraph_sycl_backend::CMDGRAPH_SYCL_BACKEND_INTERPRETER, &x);
+    let vulkan = while_from_c(cmdgraph_sycl_backend::CMDGRAPH_SYCL_BACKEND_VULKAN, &x);
+    for (run, (v, i)) in vulkan.iter().zip(&interp).enumerate() {
+        assert_eq!(f32_bytes(v), f32_bytes(i), "run {run}: Vulkan and the interpreter differ");
+    }
+}
+
+/// The outputs of [`a_while_node_from_c_runs_its_body_as_many_rounds_as_its_word_says`]'s
+/// runs on `backend`, each checked against the rounds its word asked for.
+fn while_from_c(backend: cmdgraph_sycl_backend, x: &[f32]) -> Vec<Vec<f32>> {
+    let c = Ctx::new(backend);
     ok(c!(cmdgraph_sycl_context_register_kernels(c.ctx, cs(COUNTDOWN).as_ptr())));
     let y = c.malloc(N);
     let mut word = null_mut();
@@ -473,17 +485,24 @@ fn a_while_node_from_c_runs_its_body_as_many_rounds_as_its_word_says() {
     ok(c!(cmdgraph_sycl_graph_finalize(g, 0, &mut exec)));
     let mut q = null_mut();
     ok(c!(cmdgraph_sycl_queue_create(c.ctx, 0, &mut q)));
-    let x: Vec<f32> = (0..N).map(|i| 1.0 + i as f32 / 3.0).collect();
-    for rounds in [0u32, 1, 5] {
-        c.write(y, &x);
+    let mut outputs = Vec::new();
+    for rounds in [0u32, 1, 5, 37] {
+        c.write(y, x);
         ok(c!(cmdgraph_sycl_memcpy(c.ctx, word, (&rounds as *const u32).cast(), 4)));
         let mut ev = null_mut();
         ok(c!(cmdgraph_sycl_queue_graph(q, exec, null(), 0, &mut ev)));
         ok(c!(cmdgraph_sycl_event_wait(ev)));
         c!(cmdgraph_sycl_event_destroy(ev));
         let want: Vec<f32> = x.iter().map(|v| v * 2f32.powi(rounds as i32)).collect();
-        assert_eq!(c.read(y, N), want, "{rounds} rounds");
+        let got = c.read(y, N);
+        assert_eq!(f32_bytes(&got), f32_bytes(&want), "{rounds} rounds");
+        outputs.push(got);
     }
+    let mut runtime = vec![0u8; 256];
+    let mut size = 0;
+    ok(c!(cmdgraph_sycl_exec_runtime(exec, runtime.as_mut_ptr().cast(), runtime.len(), &mut size)));
+    let vulkan = backend == cmdgraph_sycl_backend::CMDGRAPH_SYCL_BACKEND_VULKAN;
+    assert_eq!(String::from_utf8_lossy(&runtime[..size]).contains("Vulkan"), vulkan);
     for n in [n1, n2, w] {
         c!(cmdgraph_sycl_node_destroy(n));
     }
@@ -492,4 +511,5 @@ fn a_while_node_from_c_runs_its_body_as_many_rounds_as_its_word_says() {
     c!(cmdgraph_sycl_graph_destroy(g));
     c!(cmdgraph_sycl_graph_destroy(body));
     c!(cmdgraph_sycl_queue_destroy(q));
+    outputs
 }
