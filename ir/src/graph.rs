@@ -212,6 +212,10 @@ pub struct Node {
     pub kind: NodeKind,
     /// The queue the node was recorded from (`on @q`), `None` for the explicit API.
     pub queue: Option<Handle<Queue>>,
+    /// The device the node runs on (`device(N)`; `None`: the graph's device). A graph whose
+    /// nodes run on several devices is a multi-device graph (docs/multi-device.md).
+    #[serde(default)]
+    pub device: Option<u32>,
     /// Attached comments.
     pub comments: Comments,
 }
@@ -641,6 +645,16 @@ impl Graph {
     /// Finds a node by name (without the `%`).
     pub fn node_by_name(&self, name: &str) -> Option<Handle<Node>> {
         self.nodes.iter().find(|(_, n)| n.name == name).map(|(h, _)| h)
+    }
+
+    /// The device node `node` runs on: its `device(N)`, else the graph's.
+    pub fn node_device(&self, node: Handle<Node>) -> u32 {
+        self.nodes.try_get(node).and_then(|n| n.device).unwrap_or(self.device)
+    }
+
+    /// Whether any node names a device other than the graph's (a multi-device graph).
+    pub fn is_multi_device(&self) -> bool {
+        self.nodes.iter().any(|(_, n)| n.device.is_some_and(|d| d != self.device))
     }
 
     /// The spec `node_type` of a node, looking through dynamic command groups.

@@ -221,7 +221,13 @@ mod tests {
     fn graph(nodes: &[NodeKind], edges: &[(usize, usize, EdgeKind)]) -> Graph {
         let mut g = Graph::default();
         for (i, k) in nodes.iter().enumerate() {
-            let node = IrNode { name: format!("n{i}"), kind: k.clone(), queue: None, comments: Default::default() };
+            let node = IrNode {
+                device: None,
+                name: format!("n{i}"),
+                kind: k.clone(),
+                queue: None,
+                comments: Default::default(),
+            };
             g.nodes.append(node, Span::UNDEFINED);
         }
         for (f, t, kind) in edges {

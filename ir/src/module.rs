@@ -105,8 +105,38 @@ pub struct MemoryObject {
     pub count: u64,
     /// What kind of memory this is.
     pub kind: MemoryKind,
+    /// The device it lives on (`home(N)`, `replicated`; docs/multi-device.md).
+    #[serde(default)]
+    pub home: Home,
     /// Attached comments.
     pub comments: Comments,
+}
+
+/// Where a memory object lives when a graph's nodes run on several devices
+/// (docs/multi-device.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Home {
+    /// Not written: the device of the graph that uses it.
+    #[default]
+    Graph,
+    /// `home(N)`: device `N`'s memory; nodes of other devices reach it only through a copy
+    /// whose other end is on their device (a transfer).
+    Device(u32),
+    /// `replicated`: one copy per device, each written by the host when the application
+    /// binds it; nodes only read it.
+    Replicated,
+}
+
+impl Home {
+    /// The device this memory lives on in a graph targeting `graph_device` (`None`:
+    /// replicated, on every device).
+    pub fn device_in(self, graph_device: u32) -> Option<u32> {
+        match self {
+            Home::Graph => Some(graph_device),
+            Home::Device(d) => Some(d),
+            Home::Replicated => None,
+        }
+    }
 }
 
 impl MemoryObject {

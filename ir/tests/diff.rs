@@ -406,7 +406,7 @@ fn add_node(m: &mut Module) -> Option<String> {
     let (_, g) = m.graphs.iter_mut().next()?;
     let name = "zz added node".to_string();
     let h = g.nodes.append(
-        Node { name: name.clone(), kind: NodeKind::Empty, queue: None, comments: Default::default() },
+        Node { device: None, name: name.clone(), kind: NodeKind::Empty, queue: None, comments: Default::default() },
         Span::UNDEFINED,
     );
     g.body.push(cmdgraph_ir::graph::Stmt::Node(h));

@@ -115,7 +115,13 @@ fn unlisted_and_twice_listed_entities() {
     for bad in [true, false] {
         let (mut m, _, _, mut g) = base();
         let lonely = g.g.nodes.append(
-            Node { name: "lonely".into(), kind: NodeKind::Empty, queue: None, comments: Comments::default() },
+            Node {
+                device: None,
+                name: "lonely".into(),
+                kind: NodeKind::Empty,
+                queue: None,
+                comments: Comments::default(),
+            },
             Span::UNDEFINED,
         );
         if !bad {

@@ -135,7 +135,14 @@ fn build(nodes: &[NodeSpec], edges: &[(u8, u8, u8)], ops: &[(u8, u8, u8)], subgr
     ];
     for (i, kind) in kinds.into_iter().enumerate() {
         let mem = m.memories.append(
-            MemoryObject { name: format!("m{i}"), elem: Type::F32, count: 16, kind, comments: Comments::default() },
+            MemoryObject {
+                home: Default::default(),
+                name: format!("m{i}"),
+                elem: Type::F32,
+                count: 16,
+                kind,
+                comments: Comments::default(),
+            },
             Span::UNDEFINED,
         );
         m.items.push(Item::Memory(mem));
@@ -188,6 +195,7 @@ fn build(nodes: &[NodeSpec], edges: &[(u8, u8, u8)], ops: &[(u8, u8, u8)], subgr
     for (i, &(kind, a, b, c)) in nodes.iter().enumerate() {
         let n = g.nodes.append(
             Node {
+                device: None,
                 name: format!("n{i}"),
                 kind: node_kind(kind, a, b, c),
                 queue: (c.is_multiple_of(3)).then_some(h(c % 2)),
@@ -207,6 +215,7 @@ fn build(nodes: &[NodeSpec], edges: &[(u8, u8, u8)], ops: &[(u8, u8, u8)], subgr
     if subgraph_self {
         let n = g.nodes.append(
             Node {
+                device: None,
                 name: "self".into(),
                 kind: NodeKind::Subgraph { graph: h(0) },
                 queue: None,

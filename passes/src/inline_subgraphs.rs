@@ -451,10 +451,12 @@ impl<'a> Inliner<'a> {
             None => None,
         };
         let is_barrier = matches!(kind, NodeKind::Barrier { .. });
-        let h = self
-            .out
-            .nodes
-            .append(Node { name: name.clone(), kind, queue, comments: node.comments.clone() }, src.nodes.span(n));
+        // A sub-graph's node keeps the device it ran on there.
+        let device = node.device.or((src.device != self.out.device).then_some(src.device));
+        let h = self.out.nodes.append(
+            Node { name: name.clone(), kind, queue, device, comments: node.comments.clone() },
+            src.nodes.span(n),
+        );
         set_slot(&mut maps.nodes, n.index(), Slot::Kept(h));
         self.out.body.push(Stmt::Node(h));
         if prefix.is_some() {

@@ -156,7 +156,14 @@ impl MemHandle {
         }
         let mut inner = ctx.0.borrow_mut();
         let name = inner.claim_name(name, prefix)?;
-        let mem = MemoryObject { name: name.clone(), elem, count, kind, comments: Default::default() };
+        let mem = MemoryObject {
+            home: Default::default(),
+            name: name.clone(),
+            elem,
+            count,
+            kind,
+            comments: Default::default(),
+        };
         let handle = inner.add_memory(mem);
         Ok(MemHandle { ctx: ctx.clone(), handle, name, elem, count })
     }

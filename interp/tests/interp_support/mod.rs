@@ -294,7 +294,14 @@ pub fn add_kernel(m: &mut Module, k: Kernel) -> Handle<Kernel> {
 
 pub fn add_memory(m: &mut Module, name: &str, elem: Type, count: u64, kind: MemoryKind) -> Handle<MemoryObject> {
     let h = m.memories.append(
-        MemoryObject { name: name.to_string(), elem, count, kind, comments: Comments::default() },
+        MemoryObject {
+            home: Default::default(),
+            name: name.to_string(),
+            elem,
+            count,
+            kind,
+            comments: Comments::default(),
+        },
         Span::UNDEFINED,
     );
     m.items.push(Item::Memory(h));
@@ -331,10 +338,10 @@ impl GB {
     }
 
     pub fn node(&mut self, name: &str, kind: NodeKind, after: &[Handle<Node>]) -> Handle<Node> {
-        let h = self
-            .g
-            .nodes
-            .append(Node { name: name.to_string(), kind, queue: None, comments: Comments::default() }, Span::UNDEFINED);
+        let h = self.g.nodes.append(
+            Node { device: None, name: name.to_string(), kind, queue: None, comments: Comments::default() },
+            Span::UNDEFINED,
+        );
         for &a in after {
             self.g.edges.append(Edge { from: a, to: h, kind: EdgeKind::DependsOn }, Span::UNDEFINED);
         }

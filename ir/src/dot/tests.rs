@@ -54,6 +54,7 @@ fn f32_lit(v: f64, typed: bool) -> Literal {
 
 fn usm(module: &mut Module, name: &str) -> Handle<MemoryObject> {
     let mem = MemoryObject {
+        home: Default::default(),
         name: name.into(),
         elem: Type::F32,
         count: 1024,
@@ -78,8 +79,10 @@ fn graph(name: &str) -> Graph {
 }
 
 fn node(g: &mut Graph, name: &str, kind: NodeKind) -> Handle<Node> {
-    let h =
-        g.nodes.append(Node { name: name.into(), kind, queue: None, comments: Comments::default() }, Span::UNDEFINED);
+    let h = g.nodes.append(
+        Node { device: None, name: name.into(), kind, queue: None, comments: Comments::default() },
+        Span::UNDEFINED,
+    );
     g.body.push(Stmt::Node(h));
     h
 }

@@ -54,6 +54,8 @@ keywords! {
     Dcg = b"dcg",
     Edge = b"edge",
     Device = b"device",
+    Home = b"home",
+    Replicated = b"replicated",
     Context = b"context",
     Properties = b"properties",
     On = b"on",

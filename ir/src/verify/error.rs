@@ -650,6 +650,58 @@ pub enum VerifyError {
         span: Span,
     },
 
+    // ----- devices (docs/multi-device.md) -----
+    /// E0290: `device(N)` on a node that runs nothing on a device.
+    DeviceOnHostNode {
+        /// The node.
+        node: String,
+        /// Its type.
+        kind: &'static str,
+        /// The node.
+        span: Span,
+    },
+    /// E0291: a node touches memory that lives on another device.
+    MemoryOnOtherDevice {
+        /// The node.
+        node: String,
+        /// The device it runs on.
+        device: u32,
+        /// What of it names the memory (an argument, the destination, ...).
+        what: &'static str,
+        /// The memory, as written.
+        memory: String,
+        /// The device the memory lives on (or is used on first, for a `device_global`).
+        home: u32,
+        /// What to do.
+        help: String,
+        /// The argument or the node.
+        span: Span,
+    },
+    /// E0292: a node writes `replicated` memory (only the application's binds write it).
+    ReplicatedWrite {
+        /// The node.
+        node: String,
+        /// The memory.
+        memory: String,
+        /// The argument or the node.
+        span: Span,
+    },
+    /// E0293: a node of a conditional node's body runs on another device than the node.
+    BodyOnOtherDevice {
+        /// The conditional node.
+        node: String,
+        /// Its device.
+        device: u32,
+        /// The body graph.
+        body: String,
+        /// The body's node.
+        inner: String,
+        /// That node's device.
+        other: u32,
+        /// The conditional node.
+        span: Span,
+    },
+
     // ----- dynamic command groups -----
     /// E0270: a dynamic command group with no alternative (§22 #14).
     DcgEmpty {

@@ -233,6 +233,7 @@ mod control;
 mod ctx;
 mod cycle;
 mod dcg;
+mod devices;
 mod diagnostic;
 mod edges;
 mod error;
@@ -329,6 +330,7 @@ fn check_all(module: &Module) -> Vec<VerifyError> {
         graph::check_graph(module, &needs, h, g, &mut errors);
     }
     subgraph::check(module, &mut errors);
+    devices::check(module, &mut errors);
     // Stable: errors at one position keep the order in which the checks found them.
     errors.sort_by_cached_key(|e| e.span().start);
     // One op can break one rule through two operands (`add %buf, %buf`): say it once. Without

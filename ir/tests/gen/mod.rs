@@ -220,7 +220,14 @@ impl Gen<'_> {
                 })
             }
         };
-        MemoryObject { name: self.name("m"), elem: self.ty(), count: self.count(), kind, comments: self.comments() }
+        MemoryObject {
+            home: Default::default(),
+            name: self.name("m"),
+            elem: self.ty(),
+            count: self.count(),
+            kind,
+            comments: self.comments(),
+        }
     }
 
     fn kernel(&mut self, memories: &Arena<MemoryObject>) -> Kernel {
@@ -532,7 +539,7 @@ impl Gen<'_> {
                     let deps = if g.nodes.is_empty() { 0 } else { self.below(4) };
                     let deps: Vec<(Handle<Node>, EdgeKind)> =
                         (0..deps).map(|_| (self.node(&g), self.pick(&EdgeKind::ALL[1..]))).collect();
-                    let node = Node { name: self.name("n"), kind, queue, comments: self.comments() };
+                    let node = Node { device: None, name: self.name("n"), kind, queue, comments: self.comments() };
                     let h = g.nodes.append(node, Span::UNDEFINED);
                     for (from, kind) in deps {
                         g.edges.append(Edge { from, to: h, kind }, Span::UNDEFINED);

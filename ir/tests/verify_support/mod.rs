@@ -34,7 +34,14 @@ pub fn assert_codes(m: &Module, expected: &[&str]) {
 /// Adds a module memory object and lists it.
 pub fn memory(m: &mut Module, name: &str, kind: MemoryKind, elem: Type, count: u64) -> Handle<MemoryObject> {
     let h = m.memories.append(
-        MemoryObject { name: name.to_string(), elem, count, kind, comments: Comments::default() },
+        MemoryObject {
+            home: Default::default(),
+            name: name.to_string(),
+            elem,
+            count,
+            kind,
+            comments: Comments::default(),
+        },
         Span::UNDEFINED,
     );
     m.items.push(Item::Memory(h));
@@ -141,10 +148,10 @@ impl GraphBuilder {
 
     /// Adds a node statement.
     pub fn node(&mut self, name: &str, kind: NodeKind) -> Handle<Node> {
-        let h = self
-            .g
-            .nodes
-            .append(Node { name: name.to_string(), kind, queue: None, comments: Comments::default() }, Span::UNDEFINED);
+        let h = self.g.nodes.append(
+            Node { device: None, name: name.to_string(), kind, queue: None, comments: Comments::default() },
+            Span::UNDEFINED,
+        );
         self.g.body.push(Stmt::Node(h));
         h
     }

@@ -232,7 +232,13 @@ mod tests {
             s ^= s >> 7;
             s ^= s << 17;
             let queue = [Some(q0), Some(q1), None][(s % 3) as usize];
-            let node = Node { name: format!("n{i}"), kind: NodeKind::Empty, queue, comments: Default::default() };
+            let node = Node {
+                device: None,
+                name: format!("n{i}"),
+                kind: NodeKind::Empty,
+                queue,
+                comments: Default::default(),
+            };
             let h = g.nodes.append(node, Span::UNDEFINED);
             for k in 0..(s >> 8) % 3 {
                 let from = Handle::from_usize(((s >> (16 + k)) as usize) % (i + 1)).filter(|f| *f != h);

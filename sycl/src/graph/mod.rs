@@ -115,7 +115,7 @@ impl GraphInner {
         reqs: Vec<cmdgraph_ir::Accessor>,
     ) -> Handle<cmdgraph_ir::Node> {
         let name = format!("{}{}", node_prefix(&kind), self.ir.nodes.len());
-        let node = cmdgraph_ir::Node { name, kind, queue, comments: Default::default() };
+        let node = cmdgraph_ir::Node { device: None, name, kind, queue, comments: Default::default() };
         let handle = self.ir.nodes.append(node, Span::UNDEFINED);
         for (from, kind) in deps {
             self.ir.edges.append(Edge { from: *from, to: handle, kind: *kind }, Span::UNDEFINED);

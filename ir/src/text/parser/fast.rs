@@ -14,7 +14,7 @@
 //! ```
 //!
 //! with spaces between tokens, and gives up (`Ok(false)`, having changed nothing) on
-//! anything else: other commands, `on`, `via`, a line break or a comment inside the
+//! anything else: other commands, `on`, `device(N)`, `via`, a line break or a comment inside the
 //! statement, a long name, a number the one-pass lexer does not take, and every name that
 //! does not resolve. The general path then parses the statement, so the fast path never
 //! reports an error and never decides what is valid: it only produces, for the statements
@@ -196,8 +196,15 @@ impl<'s> Parser<'s> {
         self.prev_end = cur.end as u32;
         self.hint = super::graph::NODE_HINT;
         let name = self.name_of(first);
-        let node =
-            NodeStmt { name, name_span: first.span, kind, resolved: true, queue: None, comments: Default::default() };
+        let node = NodeStmt {
+            name,
+            name_span: first.span,
+            kind,
+            resolved: true,
+            queue: None,
+            device: None,
+            comments: Default::default(),
+        };
         self.finish_node(graph, scope, bufs, node)?;
         self.fast_taken += 1;
         Ok(true)
@@ -269,6 +276,10 @@ impl<'s> Parser<'s> {
                 cur.punct(b']')?;
                 let mut kind = UsmKind::Device;
                 if let Some(usm) = fast_optional(cur, UsmKind::from_keyword)? {
+                    // `device(N)` is the node's device, for the general path.
+                    if cur.bytes().get(cur.end) == Some(&b'(') {
+                        return None;
+                    }
                     kind = usm;
                 }
                 let zero_init = fast_optional(cur, |w| (w == "zero_init").then_some(()))?.is_some();
@@ -277,9 +288,9 @@ impl<'s> Parser<'s> {
             "async_free" => NodeKind::AsyncFree { alloc: fast_node(cur, scope)? },
             _ => return None,
         };
-        // `on @queue` is for the general path; `after(...)` is read here.
+        // `on @queue` and `device(N)` are for the general path; `after(...)` is read here.
         bufs.deps.clear();
-        let after = match fast_optional(cur, |w| matches!(w, "on" | "after").then_some(w == "after"))? {
+        let after = match fast_optional(cur, |w| matches!(w, "on" | "device" | "after").then_some(w == "after"))? {
             Some(true) => true,
             Some(false) => return None,
             None => false,

@@ -16,9 +16,11 @@ use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 
 const GRAPH_HINT: &str = "a graph is `graph @name [device(N)] [context(N)] [properties(...)] { statements }`";
-const STMT_HINT: &str = "a graph statement is `%node = <command> [on @queue] [after(%a, %b via accessor)]`, \
+const STMT_HINT: &str =
+    "a graph statement is `%node = <command> [on @queue] [device(N)] [after(%a, %b via accessor)]`, \
                          `queue @q`, `dyn %p = <value>`, `dcg %d active(N) { ... }` or `edge %a -> %b`";
-pub(super) const NODE_HINT: &str = "a node is `%name = <command> [on @queue] [after(%a, %b via accessor, ...)]`";
+pub(super) const NODE_HINT: &str =
+    "a node is `%name = <command> [on @queue] [device(N)] [after(%a, %b via accessor, ...)]`";
 const PROVENANCES: &str = "depends_on, all_leaves, accessor, event, in_order, barrier, transitive";
 
 /// What a graph-local `%name` denotes.
@@ -63,6 +65,8 @@ pub(super) struct NodeStmt<'s> {
     /// Whether `kind` holds real module handles (see `resolve.rs`).
     pub resolved: bool,
     pub queue: Option<Handle<Queue>>,
+    /// `device(N)`.
+    pub device: Option<u32>,
     pub comments: Comments,
 }
 
@@ -366,7 +370,7 @@ impl<'s> Parser<'s> {
         Ok(())
     }
 
-    /// `node := LOCAL '=' command ('on' GLOBAL)? after?`
+    /// `node := LOCAL '=' command ('on' GLOBAL)? ('device' '(' INT ')')? after?`
     fn node_stmt(
         &mut self,
         graph: &mut Graph,
@@ -394,6 +398,12 @@ impl<'s> Parser<'s> {
                 }),
             }
         }
+        let mut device = None;
+        if self.eat_keyword(Kw::Device)? {
+            self.expect(TokenKind::LParen)?;
+            device = Some(self.expect_u32("a device index")?);
+            self.expect(TokenKind::RParen)?;
+        }
         let deps = &mut bufs.deps;
         deps.clear();
         if self.eat_keyword(Kw::After)? {
@@ -417,7 +427,7 @@ impl<'s> Parser<'s> {
             self.expect(TokenKind::RParen)?;
         }
         let resolved = self.syms.resolve_now(&mut kind);
-        self.finish_node(graph, scope, bufs, NodeStmt { name, name_span, kind, resolved, queue, comments })
+        self.finish_node(graph, scope, bufs, NodeStmt { name, name_span, kind, resolved, queue, device, comments })
     }
 
     /// The end of a node statement whose last token was just consumed: its trailing
@@ -430,11 +440,11 @@ impl<'s> Parser<'s> {
         bufs: &StmtBuffers,
         node: NodeStmt<'s>,
     ) -> PResult<()> {
-        let NodeStmt { name, name_span, kind, resolved, queue, mut comments } = node;
+        let NodeStmt { name, name_span, kind, resolved, queue, device, mut comments } = node;
         let StmtBuffers { spans, deps } = bufs;
         let span = Span::new(name_span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
-        let h = graph.nodes.append(Node { name: name.to_string(), kind, queue, comments }, span);
+        let h = graph.nodes.append(Node { name: name.to_string(), kind, queue, device, comments }, span);
         if !resolved {
             self.syms.later(self.module.graphs.len(), h);
         }

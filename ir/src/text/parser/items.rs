@@ -3,13 +3,14 @@
 
 use super::resolve::ItemKind;
 use super::{PResult, ParseError, Parser};
-use crate::module::{Comments, DeviceGlobal, HostAccess, InitMode, Item, MemoryKind, MemoryObject, UsmKind};
+use crate::module::{Comments, DeviceGlobal, Home, HostAccess, InitMode, Item, MemoryKind, MemoryObject, UsmKind};
 use crate::span::Span;
 use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 use crate::types::Literal;
 
-const MEMORY_HINT: &str = "memory is declared as `usm @x : f32[N] [shared|host]`, `buffer @b : f32[N]` \
+const MEMORY_HINT: &str = "memory is declared as `usm @x : f32[N] [shared|host] [home(N)|replicated]`, \
+                           `buffer @b : f32[N] [home(N)|replicated]` \
                            or `device_global @g : T[N] [= [lit, ...]] [properties(...)]`";
 
 const ITEMS: &str = "kernel, func, usm, buffer, device_global, graph";
@@ -79,10 +80,21 @@ impl<'s> Parser<'s> {
             "buffer" => MemoryKind::Buffer,
             _ => MemoryKind::DeviceGlobal(self.device_global()?),
         };
+        // A `device_global` has an instance per device already: it takes no home.
+        let mut home = Home::Graph;
+        if !matches!(kind, MemoryKind::DeviceGlobal(_)) {
+            if self.eat_keyword(Kw::Home)? {
+                self.expect(TokenKind::LParen)?;
+                home = Home::Device(self.expect_u32("a device index")?);
+                self.expect(TokenKind::RParen)?;
+            } else if self.eat_keyword(Kw::Replicated)? {
+                home = Home::Replicated;
+            }
+        }
         let span = Span::new(first.span.start as usize, self.prev_end as usize);
         self.finish_comments(&mut comments)?;
         self.define_item(ItemKind::Memory, name, self.module.memories.len(), name_span);
-        let memory = MemoryObject { name: name.to_string(), elem, count, kind, comments };
+        let memory = MemoryObject { name: name.to_string(), elem, count, kind, home, comments };
         let handle = self.module.memories.append(memory, span);
         self.module.items.push(Item::Memory(handle));
         Ok(())
@@ -91,7 +103,9 @@ impl<'s> Parser<'s> {
     /// `usm_kind := device | shared | host`, optional (default `device`).
     pub(super) fn usm_kind(&mut self) -> PResult<UsmKind> {
         let t = self.peek()?;
-        if t.kind == TokenKind::Ident {
+        // `device(N)` after an allocation is the node's device, not its kind.
+        let rest = self.lex.source().get(t.span.end as usize..).unwrap_or("");
+        if t.kind == TokenKind::Ident && !rest.starts_with('(') {
             if let Some(kind) = UsmKind::from_keyword(self.text(t)) {
                 self.bump()?;
                 return Ok(kind);

@@ -5,7 +5,7 @@ use super::*;
 use crate::diag::line_col;
 use crate::graph::{Arg, ArgValue, EdgeKind, MemRef, NodeKind, Site, Stmt};
 use crate::kernel::{KernelBody, OpKind, ValueDef, ValueType};
-use crate::module::Item;
+use crate::module::{Home, Item};
 
 /// (code, message, line, column) of each error.
 fn errors(src: &str) -> Vec<(&'static str, String, usize, usize)> {
@@ -476,4 +476,28 @@ fn value_types_follow_the_definitions() {
             ValueDef::Carried(for_op, 1)
         ]
     );
+}
+
+#[test]
+fn devices_of_nodes_and_homes_of_memory_parse_and_print_back() {
+    let src = "usm @a : f32[4]\nusm @b : f32[4] home(2)\nusm @w : f32[4] host replicated\nbuffer @c : f32[4] home(1)\n\n\
+               graph @g device(3) {\n  %m = async_malloc f32[4] device device(1)\n  %n = async_malloc f32[4] device(1)\n  \
+               %t = memcpy @b, @a, 16 device(2) after(%m)\n  %f = async_free %m device(1) after(%t)\n}\n";
+    let m = parse_module(src).unwrap_or_else(|e| panic!("{e:?}"));
+    let homes: Vec<Home> = m.memories.iter().map(|(_, x)| x.home).collect();
+    assert_eq!(homes, [Home::Graph, Home::Device(2), Home::Replicated, Home::Device(1)]);
+    let g = &m.graphs[m.graph_by_name("g").unwrap()];
+    let devices: Vec<(Option<u32>, u32)> = g.nodes.iter().map(|(h, n)| (n.device, g.node_device(h))).collect();
+    assert_eq!(devices, [(Some(1), 1), (Some(1), 1), (Some(2), 2), (Some(1), 1)]);
+    assert!(g.is_multi_device());
+    // `device` before `device(N)` is the allocation's kind (the default, not printed).
+    let (_, first) = g.nodes.iter().next().unwrap();
+    assert!(matches!(first.kind, NodeKind::AsyncMalloc { kind: crate::module::UsmKind::Device, .. }));
+    let text = crate::text::print(&m);
+    assert!(text.contains("%m = async_malloc f32[4] device(1)\n"), "{text}");
+    assert!(text.contains("usm @w : f32[4] host replicated\n") && text.contains("buffer @c : f32[4] home(1)\n"));
+    assert_eq!(parse_module(&text).unwrap(), m);
+    // `device(N)` takes an index.
+    let (code, message, line, _) = error("usm @a : f32[4]\ngraph @g {\n  %k = memset @a, 0, 16 device(x)\n}\n");
+    assert_eq!((code, line, message.as_str()), ("E0010", 3, "expected a device index, found `x`"));
 }

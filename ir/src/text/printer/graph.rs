@@ -140,6 +140,11 @@ impl Printer<'_> {
                     self.out.push_str(" on ");
                     self.global(name_in(&g.queues, q, |q| &q.name));
                 }
+                if let Some(d) = n.device {
+                    self.out.push_str(" device(");
+                    self.u64(u64::from(d));
+                    self.out.push(')');
+                }
                 let edges = inline.of(h);
                 if !edges.is_empty() {
                     self.out.push_str(" after(");

@@ -9,7 +9,9 @@ mod graph;
 mod kernel;
 
 use crate::arena::{Arena, Handle};
-use crate::module::{Comments, DeviceGlobal, HostAccess, InitMode, Item, MemoryKind, MemoryObject, Module, UsmKind};
+use crate::module::{
+    Comments, DeviceGlobal, Home, HostAccess, InitMode, Item, MemoryKind, MemoryObject, Module, UsmKind,
+};
 use crate::types::{LitValue, Literal, Type};
 
 /// Text printed for a handle that points nowhere.
@@ -250,6 +252,15 @@ impl Printer<'_> {
                 self.out.push_str(kind.keyword());
             }
             MemoryKind::DeviceGlobal(dg) => self.device_global(dg),
+        }
+        match m.home {
+            Home::Graph => {}
+            Home::Device(d) => {
+                self.out.push_str(" home(");
+                self.u64(u64::from(d));
+                self.out.push(')');
+            }
+            Home::Replicated => self.out.push_str(" replicated"),
         }
         self.end_line(&m.comments);
     }

@@ -9,11 +9,12 @@ use crate::kernel::{Body, Kernel, KernelBody, Op, OpKind, Region, Value, ValueDe
 use crate::types::{ScalarType, Type};
 
 fn node(name: &str, kind: NodeKind) -> Node {
-    Node { name: name.into(), kind, queue: None, comments: Comments::default() }
+    Node { device: None, name: name.into(), kind, queue: None, comments: Comments::default() }
 }
 
 fn usm(name: &str, kind: UsmKind) -> MemoryObject {
     MemoryObject {
+        home: Default::default(),
         name: name.into(),
         elem: Type::F32,
         count: 4,
