@@ -337,6 +337,7 @@ impl Executor {
         self.worker.drain();
         let name = name.strip_prefix('@').unwrap_or(name);
         let gh = self.loaded.module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
+        one_device(&self.loaded.module.graphs[gh], self.ctx.device_name())?;
         let mut cond = self.prepare_conditionals(gh, enclosing.is_some())?;
         let made = self.finalize_graph(gh, name, enclosing, &mut cond);
         if let Some(c) = cond.take() {
@@ -1244,5 +1245,20 @@ impl Resources {
         {
             b.destroy(ctx);
         }
+    }
+}
+
+/// A graph whose nodes run on several devices (docs/multi-device.md) is refused before
+/// anything is made: an executor drives one device, and running such a graph there would
+/// ignore its placement. The error names the first node placed elsewhere.
+fn one_device(graph: &Graph, device_name: &str) -> Result<()> {
+    match graph.nodes.iter().find(|(_, n)| n.device.is_some_and(|d| d != graph.device)) {
+        None => Ok(()),
+        Some((h, n)) => Err(ExecError::Invalid(format!(
+            "%{}: the node runs on device {}, the graph on device {}; this executor drives one device (\"{device_name}\") and does not run multi-device graphs yet: run it with `cmdgraph interp`, or place every node on one device (docs/multi-device.md)",
+            n.name,
+            graph.node_device(h),
+            graph.device
+        ))),
     }
 }

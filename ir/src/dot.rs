@@ -159,6 +159,10 @@ impl<'m> Writer<'m> {
             let mut lines = self.node_lines(graph, h, node);
             let mut attrs: Vec<String> =
                 node_style(graph.node_type(h), &node.kind).iter().map(|s| s.to_string()).collect();
+            // Transfers between devices stand out: blue and thick.
+            if crate::placement::transfer(self.module, graph, h).is_some() {
+                attrs.extend(["color=blue".to_string(), "penwidth=2".to_string()]);
+            }
             if let Some(problems) = marks.get(&(graph.name.clone(), node.name.clone())) {
                 legend::mark(&mut lines, &mut attrs, problems);
             }
@@ -264,6 +268,25 @@ impl<'m> Writer<'m> {
                 }
             }
             _ => {}
+        }
+        // In a multi-device graph every node that runs on a device says which; a transfer
+        // says between which (docs/multi-device.md).
+        if graph.is_multi_device() {
+            match crate::placement::transfer(module, graph, h) {
+                Some((from, to)) => lines.push(format!("transfer: device {from} -> {to}")),
+                None if !matches!(
+                    node.kind,
+                    NodeKind::Empty
+                        | NodeKind::Barrier { .. }
+                        | NodeKind::Subgraph { .. }
+                        | NodeKind::HostTask(_)
+                        | NodeKind::Native(_)
+                ) =>
+                {
+                    lines.push(format!("device {}", graph.node_device(h)))
+                }
+                None => {}
+            }
         }
         if self.verbose {
             self.details(graph, node, &mut lines);

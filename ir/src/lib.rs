@@ -23,6 +23,7 @@ pub mod identity;
 pub mod inline;
 pub mod kernel;
 pub mod module;
+pub mod placement;
 pub mod pool;
 pub mod runtime;
 pub mod span;

@@ -148,6 +148,12 @@ fn plan_graph(module: &Module, graph: &cmdgraph_ir::Graph) -> Vec<Plan> {
             true => Err("a member is another contraction's".to_string()),
             false => Ok(ch),
         });
+        // One dispatch runs on one device (docs/multi-device.md).
+        let chain =
+            chain.and_then(|ch| match ch.members.iter().find(|m| graph.node_device(m.node) != graph.node_device(nh)) {
+                Some(m) => Err(format!("%{} runs on another device", graph.nodes[m.node].name)),
+                None => Ok(ch),
+            });
         let (g0, g1) = t.groups(&c);
         let launch = Launch::NdRange { global: vec![g0 * t.lx, g1 * t.ly], local: vec![t.lx, t.ly], offset: vec![] };
         let (name, text, args, note, chain) = match chain {

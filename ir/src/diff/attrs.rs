@@ -10,7 +10,7 @@ use crate::arena::Handle;
 use crate::dot::label;
 use crate::graph::{Alternative, Arg, DynCommandGroup, Graph, HostTaskCommand, KernelCommand, Node, NodeKind};
 use crate::kernel::Kernel;
-use crate::module::{HostAccess, InitMode, Item, MemoryKind, MemoryObject, Module, UsmKind};
+use crate::module::{Home, HostAccess, InitMode, Item, MemoryKind, MemoryObject, Module, UsmKind};
 use crate::span::Span;
 
 /// One attribute: its name (`launch`, `arg 2`, `dst`) and its value as IR text.
@@ -140,6 +140,10 @@ pub(crate) fn node_attrs(module: &Module, graph: &Graph, node: &Node) -> Vec<Att
         None => "(none)".to_string(),
     };
     out.push(attr("queue", queue));
+    // Written only where the text says it, so single-device diffs do not change.
+    if let Some(d) = node.device {
+        out.push(attr("device", d.to_string()));
+    }
     out
 }
 
@@ -201,6 +205,9 @@ pub(crate) fn node_text(module: &Module, graph: &Graph, node: &Node) -> String {
     if let Some(q) = node.queue {
         s.push_str(" on ");
         s.push_str(&label::global(graph.queues.try_get(q).map(|q| q.name.as_str())));
+    }
+    if let Some(d) = node.device {
+        s.push_str(&format!(" device({d})"));
     }
     s
 }
@@ -266,7 +273,21 @@ pub(crate) fn memory_attrs(m: &MemoryObject) -> Vec<Attr> {
             out.push(attr("properties", format!("({})", props.join(", "))));
         }
     }
+    match m.home {
+        Home::Graph => {}
+        Home::Device(d) => out.push(attr("home", d.to_string())),
+        Home::Replicated => out.push(attr("home", "replicated".to_string())),
+    }
     out
+}
+
+/// `home(N)` or `replicated`; `None` when the memory has no home written.
+fn home_text(home: Home) -> Option<String> {
+    match home {
+        Home::Graph => None,
+        Home::Device(d) => Some(format!("home({d})")),
+        Home::Replicated => Some("replicated".to_string()),
+    }
 }
 
 /// `usm @x : f32[1024] device`, `buffer @b : f32[16]`, `device_global @g : u32[1]`.
@@ -280,6 +301,10 @@ pub(crate) fn memory_text(m: &MemoryObject) -> String {
     if let MemoryKind::Usm(kind) = &m.kind {
         s.push(' ');
         s.push_str(kind.keyword());
+    }
+    if let Some(home) = home_text(m.home) {
+        s.push(' ');
+        s.push_str(&home);
     }
     s
 }

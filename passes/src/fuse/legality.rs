@@ -436,6 +436,8 @@ pub enum Refusal {
     /// The two members have no path between them and touch common memory, one writing it:
     /// fused, they would run in order, which the graph leaves open (a data race, E0280).
     Unordered(u32, u32),
+    /// The two members run on different devices (docs/multi-device.md).
+    Devices(u32, u32),
 }
 
 /// Per-node marks of the legality checks, reset in O(1) by moving to the next epoch: a
@@ -620,6 +622,12 @@ impl<'a> Planner<'a> {
                 out.push_str(" and ");
                 self.push_name(out, v);
                 out.push_str(" are unordered and touch common memory, one writing it; fusing would order them");
+            }
+            Refusal::Devices(a, b) => {
+                self.push_name(out, a);
+                out.push_str(" and ");
+                self.push_name(out, b);
+                out.push_str(" run on different devices");
             }
         }
     }
@@ -877,6 +885,13 @@ impl<'a> Planner<'a> {
     /// topological order that a path from the group reaches (plus, per fence next to a
     /// member, the nodes between the fence and the group): no whole-graph search.
     pub fn check(&self, members: &[u32], group: usize, contracted: &Contracted) -> Result<Vec<u32>, Refusal> {
+        // One dispatch runs on one device.
+        let device = |v: u32| node(v).map(|h| self.graph.node_device(h));
+        if let Some((&first, rest)) = members.split_first() {
+            if let Some(&other) = rest.iter().find(|&&v| device(v) != device(first)) {
+                return Err(Refusal::Devices(first, other));
+            }
+        }
         let mut guard = self.marks.borrow_mut();
         let marks = &mut *guard;
         marks.epoch += 1;

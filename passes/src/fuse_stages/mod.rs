@@ -188,6 +188,13 @@ impl<'a> Chain<'a> {
         if m.shape != self.shape {
             return Err(format!("launched as {}, the chain as {}", m.shape, self.shape));
         }
+        let device = |v: u32| Handle::from_usize(v as usize).map(|h| graph.node_device(h));
+        if let Some(&first) = self.nodes.first() {
+            if device(first) != device(v) {
+                let (theirs, ours) = (device(v).unwrap_or(0), device(first).unwrap_or(0));
+                return Err(format!("it runs on device {theirs}, the chain on device {ours}"));
+            }
+        }
         let local = self.local_bytes.saturating_add(m.local_bytes);
         if local > MAX_LOCAL_BYTES && self.locals + usize::from(m.local_bytes > 0) > 1 {
             return Err(format!("together the stages would use {local} bytes of work-group memory"));

@@ -46,6 +46,7 @@ pub const INFO: PassInfo = PassInfo {
         ("lower-bound-bytes", "heaviest antichain of allocations, summed over graphs"),
         ("naive-bytes", "sum of the aligned allocation sizes"),
         ("dpcpp-bytes", "footprint of DPC++'s exact-size reuse"),
+        ("multi-device-graphs-left", "graphs allocating on several devices, left without a pool"),
     ],
     preserves: "everything: the graph is not changed, only a plan is recorded",
     run,
@@ -165,7 +166,16 @@ pub fn plan_graph(graph: &Graph, alignment: u64) -> Result<MemoryPlan, String> {
 fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     let alignment = ctx.memory_alignment.unwrap_or(DEFAULT_ALIGNMENT);
     for (_, graph) in module.graphs.iter() {
-        if !graph.nodes.iter().any(|(_, n)| matches!(n.kind, cmdgraph_ir::NodeKind::AsyncMalloc { .. })) {
+        let mut devices = graph
+            .nodes
+            .iter()
+            .filter(|(_, n)| matches!(n.kind, cmdgraph_ir::NodeKind::AsyncMalloc { .. }))
+            .map(|(h, _)| graph.node_device(h));
+        let Some(first) = devices.next() else { continue };
+        // One pool lives on one device: a graph allocating on several gets no plan here
+        // (its allocations are made one by one; docs/multi-device.md).
+        if devices.any(|d| d != first) {
+            ctx.bump("multi-device-graphs-left", 1);
             continue;
         }
         let plan = plan_graph(graph, alignment).map_err(|message| PassError::Failed {
