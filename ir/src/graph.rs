@@ -547,7 +547,7 @@ pub enum ArgValue {
 }
 
 /// Memory a pointer or accessor refers to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum MemRef {
     /// A module-level `usm`, `buffer` or `device_global` (`@x`).
     Memory(Handle<MemoryObject>),

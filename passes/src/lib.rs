@@ -22,6 +22,7 @@ pub mod inline_calls;
 pub mod inline_subgraphs;
 pub mod memory;
 pub mod pipeline;
+pub mod place_devices;
 pub mod reduce;
 pub mod tile_contractions;
 pub mod transitive_reduction;
@@ -61,6 +62,7 @@ pub static REGISTRY: &[PassInfo] = &[
     fuse_stages::INFO,
     dead_kernels::INFO,
     tile_contractions::INFO,
+    place_devices::INFO,
     memory::INFO,
 ];
 
@@ -82,6 +84,17 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
 /// The passes of [`DEFAULT_PIPELINE`], in order.
 pub fn default_pipeline() -> Vec<&'static PassInfo> {
     DEFAULT_PIPELINE.iter().filter_map(|n| lookup(n)).collect()
+}
+
+/// `passes` with `place-devices` in it: before `plan-memory` (one pool per device is that
+/// pass's business), else at the end; unchanged when it is there already.
+pub fn with_place_devices(mut passes: Vec<&'static PassInfo>) -> Vec<&'static PassInfo> {
+    if passes.iter().any(|p| p.name == place_devices::INFO.name) {
+        return passes;
+    }
+    let at = passes.iter().position(|p| p.name == memory::INFO.name).unwrap_or(passes.len());
+    passes.insert(at, &place_devices::INFO);
+    passes
 }
 
 /// Looks a pass up by name.
@@ -122,6 +135,13 @@ pub struct PassOptions {
     /// [`inline_subgraphs::DEFAULT_MAX_INLINED_NODES`]. Checked before anything is copied,
     /// so sub-graphs nested by doubling fail at once instead of never finishing.
     pub max_inlined_nodes: Option<u64>,
+    /// `place-devices`: the devices to place nodes on (`--devices N`); `None` or 1: the pass
+    /// changes nothing.
+    pub devices: Option<u32>,
+    /// `place-devices`: the host-staged bandwidth between devices in bytes per microsecond
+    /// (`--transfer-bandwidth`, in GB/s on the command line); `None`:
+    /// [`place_devices::cost::DEFAULT_TRANSFER_BYTES_PER_US`].
+    pub transfer_bytes_per_us: Option<u64>,
 }
 
 impl PassContext {

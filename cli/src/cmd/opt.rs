@@ -75,6 +75,14 @@ pub struct OptArgs {
     /// change in the last bits; off by default, so fused results stay bit-identical).
     #[arg(long)]
     pub fuse_fp_reassoc: bool,
+    /// Place the nodes of each graph on N devices (`place-devices`, added to the pipeline
+    /// before `plan-memory` when the pipeline does not name it; docs/multi-device.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub devices: Option<u32>,
+    /// The host-staged bandwidth between devices `place-devices` assumes, in GB/s
+    /// (default 10).
+    #[arg(long, value_name = "GBPS", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub transfer_bandwidth: Option<u64>,
     /// List the registered passes and the default pipeline, then exit.
     #[arg(long)]
     pub list_passes: bool,
@@ -103,10 +111,13 @@ pub fn run(args: &OptArgs) -> Outcome {
     let input = io::read_input(&args.input)?;
     let mut module = super::parse(&input)?;
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
-    let passes: Vec<&'static PassInfo> = match &args.passes {
+    let mut passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),
         None => cmdgraph_passes::default_pipeline(),
     };
+    if args.devices.is_some_and(|d| d > 1) {
+        passes = cmdgraph_passes::with_place_devices(passes);
+    }
     if let Some(dir) = &args.dump_dot_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::Io(format!("error: cannot create `{}`: {e}", dir.display())))?;
@@ -141,6 +152,9 @@ pub fn run(args: &OptArgs) -> Outcome {
     };
     let mut ctx = PassContext { memory_alignment: args.memory_alignment, ..PassContext::default() };
     ctx.options.fuse_fp_reassoc = args.fuse_fp_reassoc;
+    ctx.options.devices = args.devices;
+    // GB/s are bytes per nanosecond: a thousand bytes per microsecond each.
+    ctx.options.transfer_bytes_per_us = args.transfer_bandwidth.map(|g| g.saturating_mul(1000));
     let report = pipeline::run_pipeline(&mut module, &passes, &options, &mut ctx, &mut on_event)
         .map_err(|e| Failure::Rejected(format!("error: {e}")));
     // End the progress line (clearing it) before anything else goes to stderr.

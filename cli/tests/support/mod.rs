@@ -279,7 +279,7 @@ fn canonical(ty: Type, mut bytes: Vec<u8>) -> Vec<u8> {
 }
 
 /// Registers on `interp` the generic host callbacks of `source`'s host tasks.
-fn register_interp_callbacks(interp: &mut Interpreter, source: &Module) {
+pub fn register_interp_callbacks(interp: &mut Interpreter, source: &Module) {
     let summable = summable_memories(source);
     for (name, a) in callbacks(source) {
         let summable = summable.clone();

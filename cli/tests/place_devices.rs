@@ -1,0 +1,147 @@
+//! `place-devices` (docs/multi-device.md) on random graphs: modules of the Vulkan suite's
+//! generator (element-wise and non-element-wise kernels, copies, fills, temporaries, empty
+//! nodes; sub-graphs inlined first), placed on 2 and 3 devices with transfers nearly free so
+//! that nodes spread, must verify and must leave every memory object with the same bytes
+//! on the interpreter, graph after graph, from full-precision random inputs. The placement
+//! must really happen: nodes on other devices, transfers and mirrors are counted.
+
+mod support;
+
+use cmdgraph_interp::Interpreter;
+use cmdgraph_ir::{MemoryKind, Module};
+use cmdgraph_passes::pipeline::{run_pipeline, RunOptions};
+use cmdgraph_passes::{lookup, PassContext};
+use support::{gen, random_bytes, Rng};
+
+/// Runs `names` on `module` with `devices` devices and `gbps` between them.
+fn place(module: &mut Module, devices: u32, gbps: u64) -> PassContext {
+    let passes: Vec<_> = ["inline-calls", "inline-subgraphs", "place-devices"].iter().filter_map(|n| lookup(n)).collect();
+    let mut ctx = PassContext::default();
+    ctx.options.devices = Some(devices);
+    ctx.options.transfer_bytes_per_us = Some(gbps * 1000);
+    let options = RunOptions { verify_each: true, ..RunOptions::default() };
+    let report = run_pipeline(module, &passes, &options, &mut ctx, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    for p in &report.passes {
+        for (name, value) in &p.stats {
+            *ctx.stats.entry(name).or_insert(0) += value;
+        }
+    }
+    ctx
+}
+
+/// Every graph of `m` run once, in module order, on one interpreter from `inputs`; the
+/// bytes of `names` after each.
+fn run_all(m: &Module, inputs: &[(String, Vec<u8>)], names: &[String]) -> Vec<Vec<Vec<u8>>> {
+    let mut it = Interpreter::new(m).unwrap();
+    support::register_interp_callbacks(&mut it, m);
+    for (name, bytes) in inputs {
+        it.bind(name, bytes).unwrap();
+    }
+    let mut out = Vec::new();
+    for (_, g) in m.graphs.iter() {
+        let e = it.finalize(&g.name).unwrap_or_else(|e| panic!("@{}: {e}", g.name));
+        it.run(e).unwrap_or_else(|e| panic!("@{}: {e}", g.name));
+        out.push(names.iter().map(|n| it.read(n).unwrap().to_vec()).collect());
+    }
+    out
+}
+
+#[test]
+fn placed_random_graphs_compute_what_they_computed_on_one_device() {
+    let (mut placed, mut elsewhere, mut transfers, mut mirrors, mut graphs) = (0u64, 0u64, 0u64, 0u64, 0usize);
+    for seed in 0..64u64 {
+        let text = gen::module(0x34_0000 + seed, 4);
+        let source = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("seed {seed}: {d:?}"));
+        let devices = 2 + (seed % 2) as u32;
+        let mut module = source.clone();
+        let ctx = place(&mut module, devices, 1_000_000);
+        cmdgraph_ir::verify::verify(&module).unwrap_or_else(|d| {
+            panic!("seed {seed}: the placed module does not verify: {d:?}\n{}", cmdgraph_ir::text::print(&module))
+        });
+        let stat = |name: &str| ctx.stats.get(name).copied().unwrap_or(0);
+        placed += stat("graphs-placed");
+        elsewhere += stat("nodes-elsewhere");
+        transfers += stat("transfers");
+        mirrors += stat("mirrors");
+        graphs += source.graphs.len();
+        // The source module's memory (mirrors are the pass's own), from random bytes.
+        let mut rng = Rng(seed);
+        let names: Vec<String> = source
+            .memories
+            .iter()
+            .filter(|(_, m)| !matches!(m.kind, MemoryKind::DeviceGlobal(_)))
+            .map(|(_, m)| m.name.clone())
+            .collect();
+        let inputs: Vec<(String, Vec<u8>)> = source
+            .memories
+            .iter()
+            .filter(|(_, m)| names.contains(&m.name))
+            .map(|(_, m)| (m.name.clone(), random_bytes(m.elem, m.count, &mut rng)))
+            .collect();
+        let (want, got) = (run_all(&source, &inputs, &names), run_all(&module, &inputs, &names));
+        for (g, (w, o)) in want.iter().zip(&got).enumerate() {
+            for (i, (a, b)) in w.iter().zip(o).enumerate() {
+                assert!(
+                    a == b,
+                    "seed {seed}, after graph {g}: @{} differs on {devices} devices\n{}",
+                    names[i],
+                    cmdgraph_ir::text::print(&module)
+                );
+            }
+        }
+    }
+    eprintln!(
+        "place-devices: {placed} of {graphs} graphs placed, {elsewhere} nodes on another device, {transfers} transfers, {mirrors} mirrors"
+    );
+    // The placements really spread work and moved data.
+    assert!(placed * 2 >= graphs as u64, "only {placed} of {graphs} graphs were placed");
+    assert!(elsewhere >= 60 && transfers >= 60 && mirrors >= 30, "{elsewhere} nodes elsewhere, {transfers} transfers, {mirrors} mirrors");
+}
+
+/// With the default (host-staged, 10 GB/s) bandwidth, a graph of small kernels stays on
+/// one device: a transfer would cost more than it saves. With fast links, independent heavy
+/// chains split across the devices and the join reads what the other device wrote.
+#[test]
+fn cheap_graphs_stay_on_one_device_and_heavy_independent_chains_split() {
+    let text = |n: u64| {
+        format!(
+            "kernel @axpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {{
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %r = fma %a, %xv, %yv
+  store %y[%i], %r
+}}
+
+usm @w : f32[{n}]
+usm @a : f32[{n}]
+usm @b : f32[{n}]
+usm @c : f32[{n}]
+
+graph @g {{
+  %a0 = kernel @axpy range({n}) args(@w, @a, 1.5)
+  %a1 = kernel @axpy range({n}) args(@w, @a, 0.5) after(%a0)
+  %b0 = kernel @axpy range({n}) args(@w, @b, 1.5)
+  %b1 = kernel @axpy range({n}) args(@w, @b, 0.5) after(%b0)
+  %c0 = kernel @axpy range({n}) args(@a, @c, 1.0) after(%a1, %b1)
+  %c1 = kernel @axpy range({n}) args(@b, @c, 1.0) after(%c0)
+}}
+"
+        )
+    };
+    let mut small = cmdgraph_ir::text::parse(&text(4096)).unwrap();
+    let ctx = place(&mut small, 2, 10);
+    assert_eq!(ctx.stats.get("nodes-elsewhere").copied().unwrap_or(0), 0);
+    assert!(!small.graphs.iter().any(|(_, g)| g.is_multi_device()));
+    let mut big = cmdgraph_ir::text::parse(&text(1 << 24)).unwrap();
+    let ctx = place(&mut big, 2, 2000);
+    let printed = cmdgraph_ir::text::print(&big);
+    assert_eq!(ctx.stats.get("nodes-elsewhere").copied(), Some(2), "{printed}");
+    assert!(printed.contains("%b0 = kernel @axpy range(16777216) args(@w, @b.on1, 1.5) device(1)"), "{printed}");
+    assert!(printed.contains("%b.to0 = memcpy @b, @b.on1, 67108864"), "{printed}");
+    assert!(printed.contains("usm @w : f32[16777216] replicated"), "{printed}");
+    // The explanation names each node's choice and each transfer.
+    let remarks = ctx.remarks.concat();
+    assert!(remarks.contains("%b0 -> device 1: finishes first there"), "{remarks}");
+    assert!(remarks.contains("transfer %b.to1: @b, device 0 -> 1, 67108864 bytes"), "{remarks}");
+}

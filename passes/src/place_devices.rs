@@ -1,0 +1,220 @@
+//! `place-devices`: chooses a device for every node of a graph that does not name one, when
+//! the pipeline is given a device count (`--devices N`), and makes the graph run there: each
+//! node touches only memory of its device, and data crosses devices through explicit
+//! transfers (`memcpy` nodes between two devices) that the IR, DOT and diff show
+//! (docs/multi-device.md, "The place-devices pass").
+//!
+//! [`heft`] places the nodes by list scheduling over the estimated costs of [`cost`];
+//! [`transfers`] inserts the transfers and mirrors. Memory no node of the module writes and
+//! that nodes read on another device than its home becomes `replicated` instead. The result
+//! is the same computation: every memory object ends with the same bytes, which the tests
+//! check on the interpreter.
+//!
+//! Left as they are (with a remark): graphs with sub-graph, conditional, dynamic, host-task
+//! or native nodes, dynamic parameters or accessors, and `updatable` graphs (an update could
+//! rebind memory the transfers were planned for).
+
+pub mod cost;
+pub mod heft;
+pub mod transfers;
+
+use crate::analysis::{topological_order, Csr};
+use crate::{PassContext, PassError, PassInfo};
+use cmdgraph_ir::graph::{Arg, ArgValue, Graph, MemRef, NodeKind};
+use cmdgraph_ir::kernel::ParamType;
+use cmdgraph_ir::module::{Home, MemoryKind};
+use cmdgraph_ir::types::Access;
+use cmdgraph_ir::{Handle, Module};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+/// Registry entry.
+pub const INFO: PassInfo = PassInfo {
+    name: "place-devices",
+    summary: "place unplaced nodes on N devices (HEFT over estimated costs) and insert the transfers between them",
+    statistics: &[
+        ("graphs-placed", "graphs whose nodes the pass placed"),
+        ("nodes-elsewhere", "nodes placed on another device than their graph's"),
+        ("transfers", "transfer nodes inserted"),
+        ("transfer-bytes", "bytes the inserted transfers move per run"),
+        ("mirrors", "memory objects added as a copy of memory on another device"),
+        ("replicated", "memory objects made replicated (read on several devices, written by no node)"),
+    ],
+    preserves: "every memory object's bytes after a run (transfers move what nodes on other devices read and write); \
+                node names, and the devices already written",
+    run,
+};
+
+fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
+    let Some(devices) = ctx.options.devices.filter(|&d| d >= 2) else { return Ok(()) };
+    let bandwidth = ctx.options.transfer_bytes_per_us.unwrap_or(cost::DEFAULT_TRANSFER_BYTES_PER_US);
+    let written = written_anywhere(module);
+    let graphs: Vec<Handle<Graph>> = module.graphs.handles().collect();
+    for gh in graphs {
+        let graph = &module.graphs[gh];
+        let name = graph.name.clone();
+        if let Err(why) = eligible(graph) {
+            ctx.remarks.push(format!("place-devices @{name}: not placed: {why}\n"));
+            continue;
+        }
+        if let Some((_, n)) = graph.nodes.iter().find(|(_, n)| n.device.is_some_and(|d| d >= devices)) {
+            return Err(PassError::Failed {
+                pass: INFO.name,
+                graph: name,
+                node: Some(n.name.clone()),
+                message: format!(
+                    "the node names device {}, but the pipeline places on {devices} devices (--devices)",
+                    n.device.unwrap_or(0)
+                ),
+            });
+        }
+        let touches: Option<Vec<_>> = graph.nodes.iter().map(|(_, n)| cost::touches(module, n)).collect();
+        let Some(touches) = touches else {
+            ctx.remarks.push(format!("place-devices @{name}: not placed: a node names memory through an accessor or a dynamic parameter\n"));
+            continue;
+        };
+        let graph_device = graph.device;
+        // Memory no node writes and several devices read: replicated rather than mirrored.
+        let replicable = |r: MemRef| match r {
+            MemRef::Memory(h) => {
+                !written.contains(&h.index())
+                    && module.memories.try_get(h).is_some_and(|m| {
+                        m.home == Home::Graph && !matches!(m.kind, MemoryKind::DeviceGlobal(_))
+                    })
+            }
+            MemRef::Alloc(_) => false,
+        };
+        let home = |r: MemRef| -> Option<u32> {
+            if replicable(r) {
+                return None;
+            }
+            cmdgraph_ir::placement::memory_device(module, graph, r).or(Some(graph_device))
+        };
+        let Some(schedule) = heft::schedule(module, graph, devices, bandwidth, &touches, &home) else {
+            ctx.remarks.push(format!("place-devices @{name}: not placed: the graph has a cycle\n"));
+            continue;
+        };
+        let Some(order) = topological_order(&Csr::successors(graph)) else { continue };
+        // Replicate what is read on a device other than the graph's.
+        let mut replicate = BTreeSet::new();
+        for (i, list) in touches.iter().enumerate() {
+            if schedule.device[i].is_some_and(|d| d != graph_device) {
+                for t in list {
+                    if let MemRef::Memory(h) = t.mem {
+                        if replicable(t.mem) {
+                            replicate.insert(h);
+                        }
+                    }
+                }
+            }
+        }
+        let mut remark = String::new();
+        let _ = writeln!(remark, "place-devices @{name}: {devices} devices, estimated {:.1} µs", schedule.makespan);
+        for (h, n) in graph.nodes.iter() {
+            let (Some(d), Some(times)) = (schedule.device[h.index()], schedule.finish.get(h.index())) else { continue };
+            let others: Vec<String> = times
+                .iter()
+                .enumerate()
+                .filter(|&(e, t)| e as u32 != d && t.is_finite())
+                .map(|(e, t)| format!("device {e}: {t:.1} µs"))
+                .collect();
+            let why = match n.device {
+                Some(_) => "as written".to_string(),
+                None if others.is_empty() => "the only choice".to_string(),
+                None => format!("finishes first there ({:.1} µs; {})", times[d as usize], others.join(", ")),
+            };
+            let _ = writeln!(remark, "  %{} -> device {d}: {why}", n.name);
+        }
+        let elsewhere = schedule.device.iter().filter(|d| d.is_some_and(|d| d != graph_device)).count();
+        for &h in &replicate {
+            if let Some(m) = module.memories.try_get_mut(h) {
+                m.home = Home::Replicated;
+            }
+        }
+        let added = transfers::rewrite(module, gh, schedule.device, &touches, &order);
+        for (node, mem, from, to, bytes) in &added.transfers {
+            let _ = writeln!(remark, "  transfer %{node}: {mem}, device {from} -> {to}, {bytes} bytes");
+        }
+        for h in &replicate {
+            let _ = writeln!(remark, "  @{} replicated: read on several devices, written by no node", module.memories[*h].name);
+        }
+        ctx.remarks.push(remark);
+        ctx.bump("graphs-placed", 1);
+        ctx.bump("nodes-elsewhere", elsewhere as u64);
+        ctx.bump("transfers", added.transfers.len() as u64);
+        ctx.bump("transfer-bytes", added.transfers.iter().map(|t| t.4).sum());
+        ctx.bump("mirrors", added.mirrors.len() as u64);
+        ctx.bump("replicated", replicate.len() as u64);
+    }
+    Ok(())
+}
+
+/// Why the pass leaves `graph` as it is, if it does.
+fn eligible(graph: &Graph) -> Result<(), String> {
+    if graph.properties.updatable {
+        return Err("the graph is updatable (an update could rebind memory the transfers were planned for)".into());
+    }
+    if !graph.dyn_params.is_empty() {
+        return Err("the graph has dynamic parameters".into());
+    }
+    for (_, n) in graph.nodes.iter() {
+        let what = match n.kind {
+            NodeKind::Subgraph { .. } => "a sub-graph node (run inline-subgraphs first)",
+            NodeKind::Conditional { .. } => "a conditional node",
+            NodeKind::Dynamic { .. } => "a dynamic command group",
+            NodeKind::HostTask(_) | NodeKind::Native(_) => "a host task or native command",
+            _ => continue,
+        };
+        return Err(format!("%{} is {what}", n.name));
+    }
+    Ok(())
+}
+
+/// Memory objects some node of some graph writes (or might: dynamic parameters, host tasks).
+fn written_anywhere(module: &Module) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    let mut mark = |r: MemRef| {
+        if let MemRef::Memory(h) = r {
+            out.insert(h.index());
+        }
+    };
+    for (_, graph) in module.graphs.iter() {
+        for (h, n) in graph.nodes.iter() {
+            match &n.kind {
+                NodeKind::Memcpy { dst, .. } | NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => {
+                    mark(dst.base)
+                }
+                NodeKind::HostTask(t) | NodeKind::Native(t) => {
+                    for a in t.access.iter().filter(|a| a.mode != Access::Read) {
+                        mark(a.mem);
+                    }
+                }
+                _ => {}
+            }
+            for (_, cmd) in graph.kernel_commands(h) {
+                let params = module.kernels.try_get(cmd.kernel).map(|k| k.params.as_slice()).unwrap_or(&[]);
+                for (i, a) in cmd.args.iter().enumerate() {
+                    let value = match a {
+                        Arg::Value(v) => v.clone(),
+                        Arg::Dyn(p) => match graph.dyn_params.try_get(*p) {
+                            Some(p) => p.value.clone(),
+                            None => continue,
+                        },
+                    };
+                    match value {
+                        ArgValue::Pointer(p) => {
+                            let read_only =
+                                matches!(params.get(i).map(|p| p.ty), Some(ParamType::Buffer { access: Access::Read, .. }));
+                            if !read_only || matches!(a, Arg::Dyn(_)) {
+                                mark(p.base);
+                            }
+                        }
+                        ArgValue::Accessor(acc) if acc.mode != Access::Read => mark(acc.buffer),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,104 @@
+//! The cost model `place-devices` schedules with (docs/multi-device.md, "The place-devices
+//! pass"): estimated microseconds per node and per transfer. Only the ratios between them
+//! decide a placement, so the constants are nominal: a device is taken to run `OPS_PER_US`
+//! kernel operations and move `DEVICE_BYTES_PER_US` bytes per microsecond, plus
+//! `LAUNCH_US` per command; a transfer between devices moves the option's host-staged
+//! bandwidth (`PassOptions::transfer_bytes_per_us`) after `TRANSFER_LATENCY_US`.
+
+use cmdgraph_ir::graph::{Arg, ArgValue, Graph, MemRef, Node, NodeKind};
+use cmdgraph_ir::kernel::{KernelBody, ParamType};
+use cmdgraph_ir::types::Access;
+use cmdgraph_ir::{Handle, Module};
+
+/// Kernel operations a device runs per microsecond (nominal: 10^12 per second).
+pub const OPS_PER_US: f64 = 1.0e6;
+/// Bytes a device copies or fills per microsecond (nominal: 1 TB/s).
+pub const DEVICE_BYTES_PER_US: f64 = 1.0e6;
+/// What one command costs on top of its work.
+pub const LAUNCH_US: f64 = 2.0;
+/// What one transfer costs on top of its bytes.
+pub const TRANSFER_LATENCY_US: f64 = 10.0;
+/// The host-staged bandwidth assumed when the option does not give one: 10 GB/s.
+pub const DEFAULT_TRANSFER_BYTES_PER_US: u64 = 10_000;
+
+/// One memory reference of a node: what it names and whether it reads and writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touch {
+    /// The memory.
+    pub mem: MemRef,
+    /// The node reads it.
+    pub reads: bool,
+    /// The node writes it (some of it, perhaps).
+    pub writes: bool,
+}
+
+/// The memory a node reads and writes, in argument order (`None`: the node names memory in
+/// a way the pass does not rewrite, such as an accessor or a dynamic parameter).
+pub fn touches(module: &Module, node: &Node) -> Option<Vec<Touch>> {
+    let t = |mem: MemRef, reads: bool, writes: bool| Touch { mem, reads, writes };
+    Some(match &node.kind {
+        NodeKind::Kernel(cmd) => {
+            let kernel = module.kernels.try_get(cmd.kernel)?;
+            let mut out = Vec::new();
+            for (i, a) in cmd.args.iter().enumerate() {
+                match a {
+                    Arg::Value(ArgValue::Pointer(p)) => {
+                        let access = match kernel.params.get(i).map(|p| p.ty) {
+                            Some(ParamType::Buffer { access, .. }) => access,
+                            _ => Access::ReadWrite,
+                        };
+                        out.push(t(p.base, access != Access::Write, access != Access::Read));
+                    }
+                    Arg::Value(ArgValue::Accessor(_)) | Arg::Dyn(_) => return None,
+                    Arg::Value(_) => {}
+                }
+            }
+            out
+        }
+        NodeKind::Memcpy { dst, src, .. } => vec![t(src.base, true, false), t(dst.base, false, true)],
+        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => vec![t(dst.base, false, true)],
+        NodeKind::Empty | NodeKind::Barrier { .. } => Vec::new(),
+        NodeKind::Prefetch { .. } | NodeKind::Memadvise { .. } => Vec::new(),
+        NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => Vec::new(),
+        _ => return None,
+    })
+}
+
+/// Bytes of memory `r`.
+pub fn size_of(module: &Module, graph: &Graph, r: MemRef) -> u64 {
+    match r {
+        MemRef::Memory(h) => module.memories.try_get(h).map_or(0, |m| m.size_bytes()),
+        MemRef::Alloc(n) => match graph.nodes.try_get(n).map(|n| &n.kind) {
+            Some(NodeKind::AsyncMalloc { elem, count, .. }) => elem.size().saturating_mul(*count),
+            _ => 0,
+        },
+    }
+}
+
+/// Estimated microseconds node `h` runs on a device (0 for ordering-only nodes).
+pub fn node_us(module: &Module, graph: &Graph, h: Handle<Node>) -> f64 {
+    let Some(node) = graph.nodes.try_get(h) else { return 0.0 };
+    match &node.kind {
+        NodeKind::Kernel(cmd) => {
+            let ops = match module.kernels.try_get(cmd.kernel).map(|k| &k.body) {
+                Some(KernelBody::Ir(body)) => body.ops.len().max(1) as f64,
+                _ => 16.0,
+            };
+            let items = cmd.launch.work_items().unwrap_or(u64::MAX) as f64;
+            LAUNCH_US + items * ops / OPS_PER_US
+        }
+        NodeKind::Memcpy { bytes, .. } | NodeKind::Memset { bytes, .. } => {
+            LAUNCH_US + *bytes as f64 / DEVICE_BYTES_PER_US
+        }
+        NodeKind::Memfill { pattern, count, .. } => {
+            let elem = pattern.ty.map_or(4, |t| t.size());
+            LAUNCH_US + elem.saturating_mul(*count) as f64 / DEVICE_BYTES_PER_US
+        }
+        _ => 0.0,
+    }
+}
+
+/// Estimated microseconds a transfer of `bytes` between two devices takes.
+pub fn transfer_us(bytes: u64, bytes_per_us: u64) -> f64 {
+    TRANSFER_LATENCY_US + bytes as f64 / bytes_per_us.max(1) as f64
+}
