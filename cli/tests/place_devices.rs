@@ -15,7 +15,8 @@ use support::{gen, random_bytes, Rng};
 
 /// Runs `names` on `module` with `devices` devices and `gbps` between them.
 fn place(module: &mut Module, devices: u32, gbps: u64) -> PassContext {
-    let passes: Vec<_> = ["inline-calls", "inline-subgraphs", "place-devices"].iter().filter_map(|n| lookup(n)).collect();
+    let passes: Vec<_> =
+        ["inline-calls", "inline-subgraphs", "place-devices"].iter().filter_map(|n| lookup(n)).collect();
     let mut ctx = PassContext::default();
     ctx.options.devices = Some(devices);
     ctx.options.transfer_bytes_per_us = Some(gbps * 1000);
@@ -95,7 +96,10 @@ fn placed_random_graphs_compute_what_they_computed_on_one_device() {
     );
     // The placements really spread work and moved data.
     assert!(placed * 2 >= graphs as u64, "only {placed} of {graphs} graphs were placed");
-    assert!(elsewhere >= 60 && transfers >= 60 && mirrors >= 30, "{elsewhere} nodes elsewhere, {transfers} transfers, {mirrors} mirrors");
+    assert!(
+        elsewhere >= 60 && transfers >= 60 && mirrors >= 30,
+        "{elsewhere} nodes elsewhere, {transfers} transfers, {mirrors} mirrors"
+    );
 }
 
 /// With the default (host-staged, 10 GB/s) bandwidth, a graph of small kernels stays on

@@ -337,6 +337,30 @@ impl Executor {
         self.transfers.download(&self.ctx, buf, buf.base, size)
     }
 
+    /// `len` bytes of a user memory object from byte `offset`, after everything submitted so
+    /// far (a transfer between devices reads its source this way).
+    pub fn read_range(&self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.worker.drain();
+        let (_, buf, size) = self.user(name)?;
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(ExecError::Invalid(format!("{name} has {size} bytes; {len} from byte {offset} asked for")));
+        }
+        self.transfers.download(&self.ctx, buf, buf.base + offset, len)
+    }
+
+    /// Writes `bytes` into a user memory object from byte `offset`. Waits for earlier work.
+    pub fn write_range(&mut self, name: &str, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.worker.drain();
+        let (_, buf, size) = self.user(name)?;
+        if offset.checked_add(bytes.len() as u64).is_none_or(|end| end > size) {
+            return Err(ExecError::Invalid(format!(
+                "{name} has {size} bytes; {} from byte {offset} given",
+                bytes.len()
+            )));
+        }
+        self.transfers.upload(&self.ctx, buf, buf.base + offset, bytes)
+    }
+
     /// [`read`](Self::read) into `out`, which must be exactly the object's size: the
     /// staging buffer's bytes are copied straight into it (language bindings read into
     /// arrays they own this way, without a second copy).

@@ -18,6 +18,7 @@ mod eager;
 pub mod exec;
 mod executable;
 pub mod interop;
+pub mod multi;
 pub mod peer;
 pub mod profile;
 mod runtime;
@@ -34,6 +35,7 @@ pub use executable::conditional::LADDER as LOOP_LADDER;
 pub use executable::copies::CopyPath;
 pub use interop::{RunSync, SemaphoreValue};
 pub use load::{load_bytes, Loaded};
+pub use multi::{MultiExecId, MultiExecutor};
 pub use profile::{NodeProfile, Profile};
 pub use vk::{
     vulkan_devices, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, ExternalVulkan, DEFAULT_TIMEOUT,

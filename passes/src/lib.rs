@@ -24,6 +24,7 @@ pub mod memory;
 pub mod pipeline;
 pub mod place_devices;
 pub mod reduce;
+pub mod split_devices;
 pub mod tile_contractions;
 pub mod transitive_reduction;
 pub mod work;
@@ -63,6 +64,7 @@ pub static REGISTRY: &[PassInfo] = &[
     dead_kernels::INFO,
     tile_contractions::INFO,
     place_devices::INFO,
+    split_devices::INFO,
     memory::INFO,
 ];
 
@@ -86,14 +88,16 @@ pub fn default_pipeline() -> Vec<&'static PassInfo> {
     DEFAULT_PIPELINE.iter().filter_map(|n| lookup(n)).collect()
 }
 
-/// `passes` with `place-devices` in it: before `plan-memory` (one pool per device is that
-/// pass's business), else at the end; unchanged when it is there already.
+/// `passes` with `place-devices` and then `split-devices` in it (each unless it is there
+/// already): before `plan-memory`, so that each stage graph gets its pool, else at the end.
 pub fn with_place_devices(mut passes: Vec<&'static PassInfo>) -> Vec<&'static PassInfo> {
-    if passes.iter().any(|p| p.name == place_devices::INFO.name) {
-        return passes;
+    for info in [&place_devices::INFO, &split_devices::INFO] {
+        if passes.iter().any(|p| p.name == info.name) {
+            continue;
+        }
+        let at = passes.iter().position(|p| p.name == memory::INFO.name).unwrap_or(passes.len());
+        passes.insert(at, info);
     }
-    let at = passes.iter().position(|p| p.name == memory::INFO.name).unwrap_or(passes.len());
-    passes.insert(at, &place_devices::INFO);
     passes
 }
 

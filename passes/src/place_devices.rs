@@ -70,7 +70,9 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         }
         let touches: Option<Vec<_>> = graph.nodes.iter().map(|(_, n)| cost::touches(module, n)).collect();
         let Some(touches) = touches else {
-            ctx.remarks.push(format!("place-devices @{name}: not placed: a node names memory through an accessor or a dynamic parameter\n"));
+            ctx.remarks.push(format!(
+                "place-devices @{name}: not placed: a node names memory through an accessor or a dynamic parameter\n"
+            ));
             continue;
         };
         let graph_device = graph.device;
@@ -78,9 +80,10 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let replicable = |r: MemRef| match r {
             MemRef::Memory(h) => {
                 !written.contains(&h.index())
-                    && module.memories.try_get(h).is_some_and(|m| {
-                        m.home == Home::Graph && !matches!(m.kind, MemoryKind::DeviceGlobal(_))
-                    })
+                    && module
+                        .memories
+                        .try_get(h)
+                        .is_some_and(|m| m.home == Home::Graph && !matches!(m.kind, MemoryKind::DeviceGlobal(_)))
             }
             MemRef::Alloc(_) => false,
         };
@@ -136,7 +139,11 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             let _ = writeln!(remark, "  transfer %{node}: {mem}, device {from} -> {to}, {bytes} bytes");
         }
         for h in &replicate {
-            let _ = writeln!(remark, "  @{} replicated: read on several devices, written by no node", module.memories[*h].name);
+            let _ = writeln!(
+                remark,
+                "  @{} replicated: read on several devices, written by no node",
+                module.memories[*h].name
+            );
         }
         ctx.remarks.push(remark);
         ctx.bump("graphs-placed", 1);
@@ -203,8 +210,10 @@ fn written_anywhere(module: &Module) -> BTreeSet<usize> {
                     };
                     match value {
                         ArgValue::Pointer(p) => {
-                            let read_only =
-                                matches!(params.get(i).map(|p| p.ty), Some(ParamType::Buffer { access: Access::Read, .. }));
+                            let read_only = matches!(
+                                params.get(i).map(|p| p.ty),
+                                Some(ParamType::Buffer { access: Access::Read, .. })
+                            );
                             if !read_only || matches!(a, Arg::Dyn(_)) {
                                 mark(p.base);
                             }

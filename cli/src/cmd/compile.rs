@@ -81,6 +81,13 @@ pub struct CompileArgs {
     /// Align the memory plan's offsets to BYTES (as `opt --memory-alignment`).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub memory_alignment: Option<u64>,
+    /// Place the nodes of each graph on N devices and split multi-device graphs into the
+    /// stage graphs each device runs (as `opt --devices`; docs/multi-device.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub devices: Option<u32>,
+    /// The bandwidth between devices `place-devices` assumes, in GB/s (default 10).
+    #[arg(long, value_name = "GBPS", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub transfer_bandwidth: Option<u64>,
     /// Sign the bundle with the ed25519 key in SEEDFILE (`cmdgraph keygen` writes one): a
     /// trailer after the content, which `cmdgraph run --trust` requires (docs/bundle.md).
     #[arg(long, value_name = "SEEDFILE", conflicts_with = "emit")]
@@ -115,10 +122,13 @@ pub fn run(args: &CompileArgs) -> Outcome {
         &input.text,
     ));
     let front = t.elapsed();
-    let passes: Vec<&'static PassInfo> = match &args.passes {
+    let mut passes: Vec<&'static PassInfo> = match &args.passes {
         Some(p) => p.0.clone(),
         None => cmdgraph_passes::default_pipeline(),
     };
+    if args.devices.is_some_and(|d| d > 1) {
+        passes = cmdgraph_passes::with_place_devices(passes);
+    }
     let options = Options { opt_level: args.opt_level };
     if let Some(what) = args.emit {
         return emit(args, &input, &module, &passes, what);
@@ -181,6 +191,8 @@ fn pipeline_options(args: &CompileArgs) -> cmdgraph_codegen::bundle::PipelineOpt
         verify_each: args.verify_each,
         fuse_fp_reassoc: args.fuse_fp_reassoc,
         memory_alignment: args.memory_alignment,
+        devices: args.devices,
+        transfer_bytes_per_us: args.transfer_bandwidth.map(|g| g.saturating_mul(1000)),
     }
 }
 

@@ -49,6 +49,8 @@ pub fn optimize(
     let mut optimized = source.clone();
     let mut ctx = PassContext { memory_alignment: pipeline.memory_alignment, ..PassContext::default() };
     ctx.options.fuse_fp_reassoc = pipeline.fuse_fp_reassoc;
+    ctx.options.devices = pipeline.devices;
+    ctx.options.transfer_bytes_per_us = pipeline.transfer_bytes_per_us;
     let options = RunOptions { discard_on_error: true, verify_each: pipeline.verify_each, ..RunOptions::default() };
     run_pipeline(&mut optimized, passes, &options, &mut ctx, &mut |_| {}).map_err(CompileError::Pass)?;
     // Warnings do not stop a compile, errors do (as in `compile_module_with`).

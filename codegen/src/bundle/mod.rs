@@ -190,6 +190,10 @@ pub struct PipelineOptions {
     pub fuse_fp_reassoc: bool,
     /// Offsets of the memory plan aligned to this (`--memory-alignment`); `None`: the default.
     pub memory_alignment: Option<u64>,
+    /// `place-devices`' device count (`--devices`); `None`: the pass changes nothing.
+    pub devices: Option<u32>,
+    /// `place-devices`' bandwidth between devices in bytes per microsecond.
+    pub transfer_bytes_per_us: Option<u64>,
 }
 
 /// [`compile_module`], telling `progress` what it is doing as it goes.
@@ -222,6 +226,8 @@ pub fn compile_module_configured(
     let mut optimized = source.clone();
     let mut ctx = PassContext { memory_alignment: pipeline.memory_alignment, ..PassContext::default() };
     ctx.options.fuse_fp_reassoc = pipeline.fuse_fp_reassoc;
+    ctx.options.devices = pipeline.devices;
+    ctx.options.transfer_bytes_per_us = pipeline.transfer_bytes_per_us;
     let verify_time = start.elapsed();
     let mut on_event = |event| {
         if let PipelineEvent::PassStarted { index, total, pass } = event {

@@ -114,9 +114,8 @@ pub fn schedule(
             }
             // Memory no predecessor wrote starts on its home.
             for t in &touches[vi] {
-                let written_before = pred.neighbours(v).iter().any(|&p| {
-                    touches[p as usize].iter().any(|q| q.writes && q.mem == t.mem)
-                });
+                let written_before =
+                    pred.neighbours(v).iter().any(|&p| touches[p as usize].iter().any(|q| q.writes && q.mem == t.mem));
                 if let (false, Some(h)) = (written_before, home(t.mem)) {
                     if h != d && matches!(t.mem, MemRef::Memory(_)) && t.reads {
                         ready = ready.max(cost::transfer_us(cost::size_of(module, graph, t.mem), bytes_per_us));

@@ -105,8 +105,7 @@ pub fn rewrite(
         added: Added::default(),
     };
     for &v in order {
-        let h = Handle::from_usize(v as usize).unwrap_or_else(|| unreachable_node());
-        let Some(d) = device[v as usize] else { continue };
+        let (Some(h), Some(d)) = (Handle::from_usize(v as usize), device[v as usize]) else { continue };
         rw.node(h, d, &touches[v as usize]);
     }
     rw.home_again();
@@ -129,10 +128,6 @@ pub fn rewrite(
         }
     }
     rw.added
-}
-
-fn unreachable_node() -> Handle<Node> {
-    Handle::from_usize(0).unwrap_or_else(|| panic!("node indices fit a handle"))
 }
 
 /// A `make_edge` edge, unless the graph has one between the two already.
@@ -196,11 +191,15 @@ impl Rewrite<'_> {
         let dst = self.copy_on(mem, d, home);
         let label = self.label(mem);
         let name = self.fresh_node_name(&format!("{label}.to{d}"));
-        let kind = NodeKind::Memcpy { dst: Pointer { base: dst, offset: 0 }, src: Pointer { base: src, offset: 0 }, bytes };
+        let kind =
+            NodeKind::Memcpy { dst: Pointer { base: dst, offset: 0 }, src: Pointer { base: src, offset: 0 }, bytes };
         let graph_device = self.graph().device;
         let graph = &mut self.module.graphs[self.graph];
         let device = (d != graph_device).then_some(d);
-        let t = graph.nodes.append(Node { name: name.clone(), kind, queue: None, device, comments: Default::default() }, Span::UNDEFINED);
+        let t = graph.nodes.append(
+            Node { name: name.clone(), kind, queue: None, device, comments: Default::default() },
+            Span::UNDEFINED,
+        );
         graph.body.push(Stmt::Node(t));
         for before in [writer, source_fill].into_iter().flatten() {
             self.edges.insert((before.index(), t.index()));
@@ -272,7 +271,10 @@ impl Rewrite<'_> {
             }
             MemRef::Alloc(a) => match &self.graph().nodes[a].kind {
                 NodeKind::AsyncMalloc { elem, count, .. } => (*elem, *count),
-                _ => (cmdgraph_ir::types::Type::scalar(cmdgraph_ir::types::ScalarType::U8), cost::size_of(self.module, self.graph(), mem)),
+                _ => (
+                    cmdgraph_ir::types::Type::scalar(cmdgraph_ir::types::ScalarType::U8),
+                    cost::size_of(self.module, self.graph(), mem),
+                ),
             },
         };
         let name = self.fresh_memory_name(&format!("{}.on{d}", self.label(mem).trim_start_matches(['@', '%'])));

@@ -1,0 +1,244 @@
+//! One graph on several devices (docs/multi-device.md, "Running on several devices"): one
+//! [`Executor`] per device, each with its own Vulkan device and memory, loading the same
+//! bundle. A multi-device graph runs in stages (`cmdgraph_ir::placement::stages`): in each,
+//! every device runs its stage graph (made by the `split-devices` pass) and all run at once;
+//! between stages the host makes the transfers, reading the source device's memory and
+//! writing the destination's.
+//!
+//! This is the host-bridged path: a stage's graphs are submitted together and waited for
+//! together, and a transfer passes through a host buffer. Transfers through host memory
+//! imported into both devices, and timeline semaphores across devices, are not built yet.
+//!
+//! Memory lives where its `home(N)` says (without one: device 0, the device multi-device
+//! graphs must target); `replicated` memory is bound on every device and read from device 0.
+
+use crate::error::{ExecError, Result};
+use crate::exec::{ExecId, Executor};
+use crate::load::load_bytes;
+use crate::vk::ContextOptions;
+use cmdgraph_ir::graph::{Graph, MemRef, NodeKind};
+use cmdgraph_ir::module::Home;
+use cmdgraph_ir::placement::{stage_graph_name, stages};
+use cmdgraph_ir::{Handle, Module};
+
+/// Several devices, one executor each.
+pub struct MultiExecutor {
+    devices: Vec<Executor>,
+    execs: Vec<MultiExec>,
+}
+
+/// A multi-device executable graph of a [`MultiExecutor`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MultiExecId(usize);
+
+struct MultiExec {
+    /// Stages in order: the transfers made before the stage, then (device, executable) run.
+    stages: Vec<Stage>,
+}
+
+#[derive(Default)]
+struct Stage {
+    transfers: Vec<Transfer>,
+    runs: Vec<(usize, ExecId)>,
+}
+
+/// One transfer between stages: `bytes` from `src` on device `from` to `dst` on `to`.
+struct Transfer {
+    from: usize,
+    src: (String, u64),
+    to: usize,
+    dst: (String, u64),
+    bytes: u64,
+}
+
+impl MultiExecutor {
+    /// One executor per entry of `devices`, each loading `bundle` (checked by each loader).
+    pub fn new(bundle: &[u8], devices: &[ContextOptions]) -> Result<MultiExecutor> {
+        let mut out = Vec::with_capacity(devices.len());
+        for opts in devices {
+            out.push(Executor::new(load_bytes(bundle)?, opts)?);
+        }
+        if out.is_empty() {
+            return Err(ExecError::Invalid("a multi-device executor needs at least one device".into()));
+        }
+        Ok(MultiExecutor { devices: out, execs: Vec::new() })
+    }
+
+    /// The executor of device `i`.
+    pub fn device(&self, i: usize) -> Option<&Executor> {
+        self.devices.get(i)
+    }
+
+    /// Number of devices.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Whether there are no devices (never: [`new`](Self::new) refuses that).
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    fn module(&self) -> &Module {
+        self.devices[0].module()
+    }
+
+    /// The devices memory `name` lives on: its home, or all for replicated memory.
+    fn homes(&self, name: &str) -> Result<Vec<usize>> {
+        let name = name.strip_prefix('@').unwrap_or(name);
+        let m = self.module();
+        let h = m.memory_by_name(name).ok_or_else(|| ExecError::Unknown(format!("memory @{name}")))?;
+        let out: Vec<usize> = match m.memories[h].home {
+            Home::Graph => vec![0],
+            Home::Device(d) => vec![d as usize],
+            Home::Replicated => (0..self.devices.len()).collect(),
+        };
+        match out.iter().find(|&&d| d >= self.devices.len()) {
+            Some(d) => Err(ExecError::Invalid(format!(
+                "@{name} lives on device {d}, and this executor has {} device(s)",
+                self.devices.len()
+            ))),
+            None => Ok(out),
+        }
+    }
+
+    /// Sets memory `name` on the device it lives on (every device for replicated memory).
+    pub fn bind(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        for d in self.homes(name)? {
+            self.devices[d].bind(name, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Memory `name` as the device it lives on holds it (device 0 for replicated memory).
+    pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        let d = self.homes(name)?.first().copied().unwrap_or(0);
+        self.devices[d].read(name)
+    }
+
+    /// Makes graph `name` (compiled with `split-devices`) runnable: each device's stage
+    /// graphs finalized on its executor, the transfers between stages planned. A node on a
+    /// device this executor does not have, and a node kind the stages do not take, are
+    /// errors naming the node, before anything is made.
+    pub fn finalize(&mut self, name: &str) -> Result<MultiExecId> {
+        let name = name.strip_prefix('@').unwrap_or(name);
+        let m = self.module();
+        let gh = m.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
+        let graph = &m.graphs[gh];
+        if graph.device != 0 {
+            return Err(ExecError::Invalid(format!(
+                "@{name} targets device {}; a multi-device executor runs graphs of device 0 (their nodes may name others)",
+                graph.device
+            )));
+        }
+        if let Some((_, n)) = graph.nodes.iter().find(|(h, _)| graph.node_device(*h) as usize >= self.devices.len()) {
+            return Err(ExecError::Invalid(format!(
+                "@{name} %{}: the node runs on device {}, and this executor has {} device(s)",
+                n.name,
+                n.device.unwrap_or(graph.device),
+                self.devices.len()
+            )));
+        }
+        let order = topological(graph).ok_or_else(|| ExecError::Invalid(format!("@{name} has a cycle")))?;
+        let st = stages(m, graph, &order)
+            .map_err(|(h, why)| ExecError::Invalid(format!("@{name} %{}: {why}", graph.nodes[h].name)))?;
+        let mut plan: Vec<Stage> = (0..=st.count).map(|_| Stage::default()).collect();
+        for &t in &st.transfers {
+            let before = st.stage[t.index()].unwrap_or(0) as usize;
+            let transfer = transfer_of(m, graph, t)
+                .map_err(|why| ExecError::Invalid(format!("@{name} %{}: {why}", graph.nodes[t].name)))?;
+            plan[before].transfers.push(transfer);
+        }
+        let parts: Vec<(u32, u32, String)> =
+            st.parts.iter().map(|&(s, d)| (s, d, stage_graph_name(name, s, d))).collect();
+        for (_, _, part) in &parts {
+            if m.graph_by_name(part).is_none() {
+                return Err(ExecError::Bundle(format!(
+                    "@{name}: the bundle has no stage graph @{part}; compile the module with the `split-devices` pass (docs/multi-device.md)"
+                )));
+            }
+        }
+        let mut made: Vec<(usize, ExecId)> = Vec::new();
+        for (s, d, part) in parts {
+            match self.devices[d as usize].finalize(&part) {
+                Ok(id) => {
+                    made.push((d as usize, id));
+                    plan[s as usize].runs.push((d as usize, id));
+                }
+                Err(e) => {
+                    for (d, id) in made {
+                        let _ = self.devices[d].drop_exec(id);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        self.execs.push(MultiExec { stages: plan });
+        Ok(MultiExecId(self.execs.len() - 1))
+    }
+
+    /// Runs graph `id` once and waits for it: stage by stage, each stage's graphs submitted
+    /// on every device before any is waited for, the transfers between stages made by the host.
+    pub fn run(&mut self, id: MultiExecId) -> Result<()> {
+        let exec =
+            self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        for stage in &exec.stages {
+            for t in &stage.transfers {
+                let bytes = self.devices[t.from].read_range(&t.src.0, t.src.1, t.bytes)?;
+                self.devices[t.to].write_range(&t.dst.0, t.dst.1, &bytes)?;
+            }
+            for &(d, e) in &stage.runs {
+                self.devices[d].run(e)?;
+            }
+            for &(d, e) in &stage.runs {
+                self.devices[d].wait(e)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A topological order of `graph`'s node indices (Kahn, lowest index first).
+fn topological(graph: &Graph) -> Option<Vec<usize>> {
+    let n = graph.nodes.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut indegree = vec![0usize; n];
+    for (_, e) in graph.edges.iter() {
+        succ[e.from.index()].push(e.to.index());
+        indegree[e.to.index()] += 1;
+    }
+    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&v| indegree[v] == 0).collect();
+    let mut out = Vec::with_capacity(n);
+    while let Some(v) = ready.pop_first() {
+        out.push(v);
+        for &w in &succ[v] {
+            indegree[w] -= 1;
+            if indegree[w] == 0 {
+                ready.insert(w);
+            }
+        }
+    }
+    (out.len() == n).then_some(out)
+}
+
+/// The transfer node `t` as the host makes it.
+fn transfer_of(m: &Module, graph: &Graph, t: Handle<cmdgraph_ir::Node>) -> std::result::Result<Transfer, String> {
+    let Some((from, to)) = cmdgraph_ir::placement::transfer(m, graph, t) else {
+        return Err("not a transfer".into());
+    };
+    let NodeKind::Memcpy { dst, src, bytes } = &graph.nodes[t].kind else { return Err("not a copy".into()) };
+    let name = |r: MemRef| match r {
+        MemRef::Memory(h) => Ok(m.memories[h].name.clone()),
+        MemRef::Alloc(_) => {
+            Err("a transfer of a graph allocation between devices does not run yet: copy through a memory object"
+                .to_string())
+        }
+    };
+    Ok(Transfer {
+        from: from as usize,
+        src: (name(src.base)?, src.offset),
+        to: to as usize,
+        dst: (name(dst.base)?, dst.offset),
+        bytes: *bytes,
+    })
+}

@@ -1,0 +1,276 @@
+//! `split-devices`: gives every multi-device graph the single-device graphs it runs as, one
+//! per stage and device (`cmdgraph_ir::placement::stages`, docs/multi-device.md, "Running
+//! on several devices"): graph `@g.s1.d0` holds the nodes device 0 runs in stage 1, with
+//! the edges between them (ordering nodes looked through). The graph itself stays: the
+//! runtime reads the stages and the transfers between them from it, the interpreter runs it
+//! whole. Each stage graph is an ordinary graph of one device, so every later pass, codegen
+//! and the executor treat it as any other.
+//!
+//! A graph allocation made, used and freed within one stage graph stays one. An allocation
+//! that spans stage graphs (used on two devices, or across a transfer) becomes a memory
+//! object of its device (`@<graph>.<node>`, `home(N)`), in the graph too: its `async_malloc`
+//! becomes a `memset` to zero where it was `zero_init` and an empty node otherwise, its
+//! frees empty nodes. The contents of an allocation are undefined until written, so this
+//! changes no result.
+
+use crate::analysis::{topological_order, Csr};
+use crate::{PassContext, PassError, PassInfo};
+use cmdgraph_ir::graph::{Arg, ArgValue, Edge, EdgeKind, Graph, MemRef, Node, NodeKind, Stmt};
+use cmdgraph_ir::module::{Home, Item, MemoryKind, MemoryObject, UsmKind};
+use cmdgraph_ir::placement::{stage_graph_name, stages, Stages};
+use cmdgraph_ir::{Handle, Module, Span};
+use std::collections::BTreeMap;
+
+/// Registry entry.
+pub const INFO: PassInfo = PassInfo {
+    name: "split-devices",
+    summary: "add, for each multi-device graph, the single-device graph each device runs in each stage",
+    statistics: &[
+        ("graphs-split", "multi-device graphs given stage graphs"),
+        ("stage-graphs", "single-device graphs added"),
+        ("stages", "stages, summed over graphs"),
+        ("host-transfers", "transfers the runtime makes between stages"),
+        ("allocations-promoted", "graph allocations spanning stage graphs made memory objects of their device"),
+    ],
+    preserves: "every graph as it was (stage graphs are added beside them)",
+    run,
+};
+
+fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
+    let graphs: Vec<Handle<Graph>> = module.graphs.handles().collect();
+    for gh in graphs {
+        let graph = &module.graphs[gh];
+        if !graph.is_multi_device() {
+            continue;
+        }
+        let name = graph.name.clone();
+        let fail_early =
+            |m: &str| PassError::Failed { pass: INFO.name, graph: name.clone(), node: None, message: m.into() };
+        if !graph.dyn_params.is_empty() || graph.properties.updatable {
+            return Err(fail_early(
+                "a multi-device graph with dynamic parameters or `updatable` does not run on several devices yet",
+            ));
+        }
+        let fail = |node: Option<String>, message: String| PassError::Failed {
+            pass: INFO.name,
+            graph: name.clone(),
+            node,
+            message,
+        };
+        let order: Vec<usize> = topological_order(&Csr::successors(graph))
+            .ok_or_else(|| fail(None, "the graph has a cycle".into()))?
+            .into_iter()
+            .map(|v| v as usize)
+            .collect();
+        let st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
+        let spanning = spanning_allocations(graph, &st);
+        let promoted = spanning.len() as u64;
+        if !spanning.is_empty() {
+            promote(module, gh, &spanning);
+        }
+        let graph = &module.graphs[gh];
+        let st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
+        let mut made = Vec::new();
+        for &(s, d) in &st.parts {
+            let part = |h: Handle<Node>| {
+                st.stage[h.index()] == Some(s)
+                    && graph.node_device(h) == d
+                    && !st.transfers.contains(&h)
+                    && !matches!(graph.nodes[h].kind, NodeKind::Empty | NodeKind::Barrier { .. })
+            };
+            let mut g = Graph {
+                name: stage_graph_name(&name, s, d),
+                device: d,
+                context: graph.context,
+                properties: graph.properties,
+                ..Graph::default()
+            };
+            g.properties.updatable = false;
+            let mut map: BTreeMap<Handle<Node>, Handle<Node>> = BTreeMap::new();
+            for &i in &order {
+                let Some(h) = Handle::<Node>::from_usize(i) else { continue };
+                if !part(h) {
+                    continue;
+                }
+                let node = &graph.nodes[h];
+                let kind = remap(&node.kind, &map).map_err(|alloc| {
+                    fail(
+                        Some(node.name.clone()),
+                        format!(
+                            "graph allocation %{} is made in another stage or on another device: an allocation must be made, used and freed by nodes of one device between two transfers",
+                            graph.nodes.try_get(alloc).map_or("?", |n| n.name.as_str())
+                        ),
+                    )
+                })?;
+                let copy =
+                    Node { name: node.name.clone(), kind, queue: None, device: None, comments: Default::default() };
+                let nh = g.nodes.append(copy, graph.nodes.span(h));
+                map.insert(h, nh);
+                for p in &st.preds[i] {
+                    if let Some(&from) = map.get(p) {
+                        g.edges.append(Edge { from, to: nh, kind: EdgeKind::DependsOn }, Span::UNDEFINED);
+                    }
+                }
+                g.body.push(Stmt::Node(nh));
+            }
+            made.push(g);
+        }
+        ctx.bump("graphs-split", 1);
+        ctx.bump("stage-graphs", made.len() as u64);
+        ctx.bump("stages", u64::from(st.count));
+        ctx.bump("host-transfers", st.transfers.len() as u64);
+        ctx.bump("allocations-promoted", promoted);
+        let at = module.items.iter().position(|i| *i == Item::Graph(gh)).map_or(module.items.len(), |i| i + 1);
+        for (k, g) in made.into_iter().enumerate() {
+            let h = module.graphs.append(g, Span::UNDEFINED);
+            module.items.insert(at + k, Item::Graph(h));
+        }
+    }
+    Ok(())
+}
+
+/// `kind` with its graph-allocation references mapped into the stage graph; `Err(alloc)`
+/// when one is not there.
+fn remap(kind: &NodeKind, map: &BTreeMap<Handle<Node>, Handle<Node>>) -> Result<NodeKind, Handle<Node>> {
+    let mut kind = kind.clone();
+    let mut missing = None;
+    let mut fix = |r: &mut MemRef| {
+        if let MemRef::Alloc(a) = r {
+            match map.get(a) {
+                Some(&b) => *a = b,
+                None => missing = Some(*a),
+            }
+        }
+    };
+    match &mut kind {
+        NodeKind::Kernel(cmd) => {
+            for a in &mut cmd.args {
+                match a {
+                    Arg::Value(ArgValue::Pointer(p)) => fix(&mut p.base),
+                    Arg::Value(ArgValue::Accessor(acc)) => fix(&mut acc.buffer),
+                    _ => {}
+                }
+            }
+        }
+        NodeKind::Memcpy { dst, src, .. } => {
+            fix(&mut dst.base);
+            fix(&mut src.base);
+        }
+        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => fix(&mut dst.base),
+        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => fix(&mut ptr.base),
+        NodeKind::AsyncFree { alloc } => match map.get(alloc) {
+            Some(&b) => *alloc = b,
+            None => missing = Some(*alloc),
+        },
+        _ => {}
+    }
+    match missing {
+        Some(a) => Err(a),
+        None => Ok(kind),
+    }
+}
+
+/// The allocations of `graph` whose malloc, frees and users are not all in one stage graph.
+fn spanning_allocations(graph: &Graph, st: &Stages) -> Vec<Handle<Node>> {
+    let mut parts: BTreeMap<Handle<Node>, Vec<Option<(u32, u32)>>> = BTreeMap::new();
+    let part = |h: Handle<Node>| match st.transfers.contains(&h) {
+        true => None,
+        false => st.stage[h.index()].map(|s| (s, graph.node_device(h))),
+    };
+    for (h, n) in graph.nodes.iter() {
+        if matches!(n.kind, NodeKind::AsyncMalloc { .. }) {
+            parts.entry(h).or_default().push(part(h));
+        }
+        for a in cmdgraph_ir::edit::referenced_nodes(graph, &n.kind) {
+            if matches!(graph.nodes.try_get(a).map(|x| &x.kind), Some(NodeKind::AsyncMalloc { .. })) {
+                parts.entry(a).or_default().push(part(h));
+            }
+        }
+    }
+    parts
+        .into_iter()
+        .filter(|(_, p)| p.iter().any(|x| x.is_none()) || p.windows(2).any(|w| w[0] != w[1]))
+        .map(|(a, _)| a)
+        .collect()
+}
+
+/// Makes each allocation of `allocs` a memory object of its device (see the module doc).
+fn promote(module: &mut Module, gh: Handle<Graph>, allocs: &[Handle<Node>]) {
+    let mut renames: BTreeMap<Handle<Node>, Handle<MemoryObject>> = BTreeMap::new();
+    for &a in allocs {
+        let graph = &module.graphs[gh];
+        let NodeKind::AsyncMalloc { elem, count, .. } = graph.nodes[a].kind else { continue };
+        let device = graph.node_device(a);
+        let base = format!("{}.{}", graph.name, graph.nodes[a].name);
+        let taken = |s: &str| {
+            module.memory_by_name(s).is_some()
+                || module.graph_by_name(s).is_some()
+                || module.kernels.iter().any(|(_, k)| k.name == s)
+        };
+        let name = if taken(&base) {
+            (2u64..).map(|i| format!("{base}.{i}")).find(|s| !taken(s)).unwrap_or(base)
+        } else {
+            base
+        };
+        let object = MemoryObject {
+            name,
+            elem,
+            count,
+            kind: MemoryKind::Usm(UsmKind::Device),
+            home: Home::Device(device),
+            comments: Default::default(),
+        };
+        let h = module.memories.append(object, Span::UNDEFINED);
+        let at = module.items.iter().rposition(|i| matches!(i, Item::Memory(_))).map_or(0, |i| i + 1);
+        module.items.insert(at, Item::Memory(h));
+        renames.insert(a, h);
+    }
+    let graph = &mut module.graphs[gh];
+    let handles: Vec<Handle<Node>> = graph.nodes.handles().collect();
+    for h in handles {
+        let Some(node) = graph.nodes.try_get_mut(h) else { continue };
+        let fix = |r: &mut MemRef| {
+            if let MemRef::Alloc(a) = r {
+                if let Some(&m) = renames.get(a) {
+                    *r = MemRef::Memory(m);
+                }
+            }
+        };
+        match &mut node.kind {
+            NodeKind::AsyncMalloc { elem, count, zero_init, .. } if renames.contains_key(&h) => {
+                let bytes = elem.size().saturating_mul(*count);
+                node.kind = match (*zero_init, renames.get(&h)) {
+                    (true, Some(&m)) => NodeKind::Memset {
+                        dst: cmdgraph_ir::graph::Pointer { base: MemRef::Memory(m), offset: 0 },
+                        value: 0,
+                        bytes,
+                    },
+                    _ => {
+                        node.device = None;
+                        NodeKind::Empty
+                    }
+                };
+            }
+            NodeKind::AsyncFree { alloc } if renames.contains_key(alloc) => {
+                node.kind = NodeKind::Empty;
+                node.device = None;
+            }
+            NodeKind::Kernel(cmd) => {
+                for a in &mut cmd.args {
+                    match a {
+                        Arg::Value(ArgValue::Pointer(p)) => fix(&mut p.base),
+                        Arg::Value(ArgValue::Accessor(acc)) => fix(&mut acc.buffer),
+                        _ => {}
+                    }
+                }
+            }
+            NodeKind::Memcpy { dst, src, .. } => {
+                fix(&mut dst.base);
+                fix(&mut src.base);
+            }
+            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => fix(&mut dst.base),
+            NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => fix(&mut ptr.base),
+            _ => {}
+        }
+    }
+}
