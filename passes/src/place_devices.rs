@@ -49,6 +49,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     let Some(devices) = ctx.options.devices.filter(|&d| d >= 2) else { return Ok(()) };
     let bandwidth = ctx.options.transfer_bytes_per_us.unwrap_or(cost::DEFAULT_TRANSFER_BYTES_PER_US);
     let written = written_anywhere(module);
+    let used_by = used_by_graphs(module);
     let graphs: Vec<Handle<Graph>> = module.graphs.handles().collect();
     for gh in graphs {
         let graph = &module.graphs[gh];
@@ -87,15 +88,48 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             }
             MemRef::Alloc(_) => false,
         };
+        // Memory with no home written that only this graph uses goes where it is used first:
+        // it costs no transfer to start with.
+        let floating: BTreeSet<usize> = module
+            .memories
+            .iter()
+            .filter(|(h, m)| {
+                m.home == Home::Graph
+                    && matches!(m.kind, MemoryKind::Usm(_) | MemoryKind::Buffer)
+                    && !replicable(MemRef::Memory(*h))
+                    && used_by.get(&h.index()).is_some_and(|g| g.len() == 1 && g.contains(&gh.index()))
+            })
+            .map(|(h, _)| h.index())
+            .collect();
         let home = |r: MemRef| -> Option<u32> {
             if replicable(r) {
                 return None;
+            }
+            if let MemRef::Memory(h) = r {
+                if floating.contains(&h.index()) {
+                    return None;
+                }
             }
             cmdgraph_ir::placement::memory_device(module, graph, r).or(Some(graph_device))
         };
         let Some(schedule) = heft::schedule(module, graph, devices, bandwidth, &touches, &home) else {
             ctx.remarks.push(format!("place-devices @{name}: not placed: the graph has a cycle\n"));
             continue;
+        };
+        // Spreading must pay by the model: without nodes placed already, a schedule no
+        // shorter than one device's keeps everything on the graph's device.
+        let schedule = match graph.nodes.iter().any(|(_, n)| n.device.is_some()) {
+            true => schedule,
+            false => match heft::schedule(module, graph, 1, bandwidth, &touches, &home) {
+                Some(one) if one.makespan <= schedule.makespan => {
+                    ctx.remarks.push(format!(
+                        "place-devices @{name}: kept on device {graph_device}: the estimate on {devices} devices ({:.1} µs) is no shorter than on one ({:.1} µs)\n",
+                        schedule.makespan, one.makespan
+                    ));
+                    continue;
+                }
+                _ => schedule,
+            },
         };
         let Some(order) = topological_order(&Csr::successors(graph)) else { continue };
         // Replicate what is read on a device other than the graph's.
@@ -134,7 +168,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 m.home = Home::Replicated;
             }
         }
-        let added = transfers::rewrite(module, gh, schedule.device, &touches, &order);
+        let added = transfers::rewrite(module, gh, schedule.device, &touches, &order, &floating);
         for (node, mem, from, to, bytes) in &added.transfers {
             let _ = writeln!(remark, "  transfer %{node}: {mem}, device {from} -> {to}, {bytes} bytes");
         }
@@ -221,6 +255,47 @@ fn written_anywhere(module: &Module) -> BTreeSet<usize> {
                         ArgValue::Accessor(acc) if acc.mode != Access::Read => mark(acc.buffer),
                         _ => {}
                     }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// For each memory object (by index), the graphs (by index) whose nodes name it.
+fn used_by_graphs(module: &Module) -> std::collections::BTreeMap<usize, BTreeSet<usize>> {
+    let mut out: std::collections::BTreeMap<usize, BTreeSet<usize>> = Default::default();
+    for (gh, graph) in module.graphs.iter() {
+        for (nh, n) in graph.nodes.iter() {
+            let mut refs: Vec<MemRef> = Vec::new();
+            match &n.kind {
+                NodeKind::Memcpy { dst, src, .. } => refs.extend([dst.base, src.base]),
+                NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => refs.push(dst.base),
+                NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => refs.push(ptr.base),
+                NodeKind::Conditional { cond, .. } => refs.push(cond.base),
+                NodeKind::HostTask(t) | NodeKind::Native(t) => refs.extend(t.access.iter().map(|a| a.mem)),
+                _ => {}
+            }
+            for (_, cmd) in graph.kernel_commands(nh) {
+                for a in &cmd.args {
+                    match a {
+                        Arg::Value(ArgValue::Pointer(p)) => refs.push(p.base),
+                        Arg::Value(ArgValue::Accessor(acc)) => refs.push(acc.buffer),
+                        _ => {}
+                    }
+                }
+            }
+            for r in refs {
+                if let MemRef::Memory(h) = r {
+                    out.entry(h.index()).or_default().insert(gh.index());
+                }
+            }
+        }
+        // Dynamic parameters name memory too.
+        for (_, p) in graph.dyn_params.iter() {
+            if let ArgValue::Pointer(ptr) = &p.value {
+                if let MemRef::Memory(h) = ptr.base {
+                    out.entry(h.index()).or_default().insert(gh.index());
                 }
             }
         }

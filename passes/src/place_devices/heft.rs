@@ -29,15 +29,6 @@ fn scheduled(k: &NodeKind) -> bool {
     matches!(k, NodeKind::Kernel(_) | NodeKind::Memcpy { .. } | NodeKind::Memset { .. } | NodeKind::Memfill { .. })
 }
 
-/// Bytes node `from` hands to node `to`: the memory `from` writes that `to` touches.
-fn carried(module: &Module, graph: &Graph, from: &[Touch], to: &[Touch]) -> u64 {
-    from.iter()
-        .filter(|a| a.writes)
-        .filter(|a| to.iter().any(|b| b.mem == a.mem))
-        .map(|a| cost::size_of(module, graph, a.mem))
-        .sum()
-}
-
 #[derive(PartialEq)]
 struct Ready(f64, u32);
 impl Eq for Ready {}
@@ -71,20 +62,31 @@ pub fn schedule(
     let runs: Vec<bool> = kinds.iter().map(|k| scheduled(k)).collect();
     let costs: Vec<f64> = graph.nodes.handles().map(|h| cost::node_us(module, graph, h)).collect();
     let share = f64::from(devices.saturating_sub(1)) / f64::from(devices.max(1));
-    let comm = |a: u32, b: u32| carried(module, graph, &touches[a as usize], &touches[b as usize]);
+    // Data moves from the last node that wrote a memory to the next that touches it (the
+    // verifier's race rule orders them), whether or not an edge joins them directly.
+    let mut producers: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
+    let mut consumers: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
+    let mut last: std::collections::BTreeMap<MemRef, u32> = std::collections::BTreeMap::new();
+    for &v in &order {
+        for t in &touches[v as usize] {
+            if let Some(&w) = last.get(&t.mem) {
+                let bytes = cost::size_of(module, graph, t.mem);
+                producers[v as usize].push((w, bytes));
+                consumers[w as usize].push((v, bytes));
+            }
+        }
+        for t in touches[v as usize].iter().filter(|t| t.writes) {
+            last.insert(t.mem, v);
+        }
+    }
     // Upward ranks, exits first.
     let mut rank = vec![0.0f64; n];
     for &v in order.iter().rev() {
-        let tail = succ
-            .neighbours(v)
+        let edges = succ.neighbours(v).iter().map(|&s| rank[s as usize]);
+        let data = consumers[v as usize]
             .iter()
-            .map(|&s| {
-                let bytes = comm(v, s);
-                let c = if bytes > 0 { cost::transfer_us(bytes, bytes_per_us) * share } else { 0.0 };
-                c + rank[s as usize]
-            })
-            .fold(0.0f64, f64::max);
-        rank[v as usize] = costs[v as usize] + tail;
+            .map(|&(c, bytes)| cost::transfer_us(bytes, bytes_per_us) * share + rank[c as usize]);
+        rank[v as usize] = costs[v as usize] + edges.chain(data).fold(0.0f64, f64::max);
     }
     let mut indegree: Vec<usize> = (0..n as u32).map(|v| pred.neighbours(v).len()).collect();
     let mut heap: BinaryHeap<Ready> =
@@ -99,25 +101,20 @@ pub fn schedule(
         let ready_on = |d: u32| -> f64 {
             let mut ready = 0.0f64;
             for &p in pred.neighbours(v) {
-                let moved = match device[p as usize] {
-                    Some(e) if e != d => {
-                        let bytes = comm(p, v);
-                        if bytes > 0 {
-                            cost::transfer_us(bytes, bytes_per_us)
-                        } else {
-                            0.0
-                        }
-                    }
-                    _ => 0.0,
-                };
-                ready = ready.max(finish[p as usize] + moved);
+                ready = ready.max(finish[p as usize]);
             }
-            // Memory no predecessor wrote starts on its home.
+            // What another device wrote comes over a transfer.
+            for &(w, bytes) in &producers[vi] {
+                if device[w as usize].is_some_and(|e| e != d) {
+                    ready = ready.max(finish[w as usize] + cost::transfer_us(bytes, bytes_per_us));
+                }
+            }
+            // Memory no node wrote before starts on its home.
             for t in &touches[vi] {
                 let written_before =
-                    pred.neighbours(v).iter().any(|&p| touches[p as usize].iter().any(|q| q.writes && q.mem == t.mem));
+                    producers[vi].iter().any(|&(w, _)| touches[w as usize].iter().any(|q| q.writes && q.mem == t.mem));
                 if let (false, Some(h)) = (written_before, home(t.mem)) {
-                    if h != d && matches!(t.mem, MemRef::Memory(_)) && t.reads {
+                    if h != d && matches!(t.mem, MemRef::Memory(_)) {
                         ready = ready.max(cost::transfer_us(cost::size_of(module, graph, t.mem), bytes_per_us));
                     }
                 }

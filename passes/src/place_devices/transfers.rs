@@ -57,12 +57,15 @@ struct Rewrite<'a> {
 
 /// Rewrites graph `gh` of `module` for the devices in `device` (by node index; `None` for
 /// nodes that run on none), with `touches` by node index and `order` a topological order.
+/// Memory in `floating` (no home written, used by this graph only) moves to the device of
+/// its first user.
 pub fn rewrite(
     module: &mut Module,
     gh: Handle<Graph>,
     mut device: Vec<Option<u32>>,
     touches: &[Vec<Touch>],
     order: &[u32],
+    floating: &BTreeSet<usize>,
 ) -> Added {
     let graph = &module.graphs[gh];
     let home_device = graph.device;
@@ -84,14 +87,36 @@ pub fn rewrite(
             _ => {}
         }
     }
+    // Floating memory lives where it is first used.
+    let mut moved: BTreeMap<usize, u32> = BTreeMap::new();
+    for &v in order {
+        let Some(d) = device[v as usize] else { continue };
+        for t in &touches[v as usize] {
+            if let MemRef::Memory(h) = t.mem {
+                if floating.contains(&h.index()) {
+                    moved.entry(h.index()).or_insert(d);
+                }
+            }
+        }
+    }
     let mut homes = BTreeMap::new();
     for list in touches {
         for t in list {
             let home = match t.mem {
-                MemRef::Memory(h) => module.memories.try_get(h).and_then(|m| m.home.device_in(home_device)),
+                MemRef::Memory(h) => match moved.get(&h.index()) {
+                    Some(&d) => Some(d),
+                    None => module.memories.try_get(h).and_then(|m| m.home.device_in(home_device)),
+                },
                 MemRef::Alloc(m) => device[m.index()],
             };
             homes.insert(t.mem, home);
+        }
+    }
+    for (&i, &d) in &moved {
+        if d != home_device {
+            if let Some(m) = Handle::from_usize(i).and_then(|h| module.memories.try_get_mut(h)) {
+                m.home = Home::Device(d);
+            }
         }
     }
     let mut rw = Rewrite {
