@@ -18,6 +18,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SUITES=(replay latency update barrier-run load fusion-run mlp copy shader-run cond)
+# Needs two GPUs (the nvidia-h200-x2 kind); run on its own: `device multi-device`.
+MULTI_SUITES=(multi-device)
 FUSION_SIZES=16777216,67108864
 MLP_SHAPES=8x512x4,256x1024x4
 SHADER_SAXPY=16777216,67108864
@@ -41,6 +43,7 @@ prepare() {
   $bench mlp --prepare .bin/perf/mlp --shapes "$MLP_SHAPES"
   $bench copy --prepare .bin/perf/copy
   $bench cond --prepare .bin/perf/cond
+  $bench multi-device --prepare .bin/perf/multi-device
   $bench shader-run --prepare .bin/perf/shader-run --saxpy "$SHADER_SAXPY" --matmul "$SHADER_MATMUL"
   # IREE's modules of the same workloads and its benchmark binary (pip packages, .venv-iree).
   python3 scripts/iree_peer.py prepare .bin/perf/iree --sizes "$FUSION_SIZES" --shapes "$MLP_SHAPES"

@@ -145,6 +145,8 @@ enum Command {
     Update(runtime::update::Args),
     /// A loop whose trip count the GPU decides, driven from the host, against CUDA's WHILE node (runtime).
     Cond(runtime::cond::Args),
+    /// One graph on several GPUs against one GPU; transfers against a hand-written copy (runtime).
+    MultiDevice(runtime::multi_device::Args),
     /// Barrier and empty-node elimination at run time (runtime).
     BarrierRun(runtime::barrier_run::Args),
     /// From IR to a running executable: compile per pass against load + finalize (runtime).
@@ -540,6 +542,7 @@ fn main() -> ExitCode {
         Command::Latency(args) => runtime::latency::main(&args),
         Command::Update(args) => runtime::update::main(&args),
         Command::Cond(args) => runtime::cond::main(&args),
+        Command::MultiDevice(args) => runtime::multi_device::main(&args),
         Command::BarrierRun(args) => runtime::barrier_run::main(&args),
         Command::Load(args) => runtime::load::main(&args),
         Command::Copy(args) => runtime::copy::main(&args),

@@ -25,6 +25,8 @@ use cmdgraph_ir::{Handle, Module};
 pub struct MultiExecutor {
     devices: Vec<Executor>,
     execs: Vec<MultiExec>,
+    /// The host time the last run spent in transfers, and the bytes they moved.
+    last_transfers: (std::time::Duration, u64),
 }
 
 /// A multi-device executable graph of a [`MultiExecutor`].
@@ -61,7 +63,7 @@ impl MultiExecutor {
         if out.is_empty() {
             return Err(ExecError::Invalid("a multi-device executor needs at least one device".into()));
         }
-        Ok(MultiExecutor { devices: out, execs: Vec::new() })
+        Ok(MultiExecutor { devices: out, execs: Vec::new(), last_transfers: (std::time::Duration::ZERO, 0) })
     }
 
     /// The executor of device `i`.
@@ -182,11 +184,15 @@ impl MultiExecutor {
     pub fn run(&mut self, id: MultiExecId) -> Result<()> {
         let exec =
             self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        self.last_transfers = (std::time::Duration::ZERO, 0);
         for stage in &exec.stages {
+            let started = std::time::Instant::now();
             for t in &stage.transfers {
                 let bytes = self.devices[t.from].read_range(&t.src.0, t.src.1, t.bytes)?;
                 self.devices[t.to].write_range(&t.dst.0, t.dst.1, &bytes)?;
+                self.last_transfers.1 += t.bytes;
             }
+            self.last_transfers.0 += started.elapsed();
             for &(d, e) in &stage.runs {
                 self.devices[d].run(e)?;
             }
@@ -195,6 +201,13 @@ impl MultiExecutor {
             }
         }
         Ok(())
+    }
+}
+
+impl MultiExecutor {
+    /// The host time the last [`run`](Self::run) spent in transfers, and the bytes they moved.
+    pub fn last_transfers(&self) -> (std::time::Duration, u64) {
+        self.last_transfers
     }
 }
 
