@@ -337,15 +337,17 @@ impl Executor {
         self.transfers.download(&self.ctx, buf, buf.base, size)
     }
 
-    /// `len` bytes of a user memory object from byte `offset`, after everything submitted so
-    /// far (a transfer between devices reads its source this way).
-    pub fn read_range(&self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+    /// `out.len()` bytes of a user memory object from byte `offset` into `out`, after
+    /// everything submitted so far (a transfer between devices reads its source this way,
+    /// into a buffer it keeps).
+    pub fn read_range_into(&self, name: &str, offset: u64, out: &mut [u8]) -> Result<()> {
         self.worker.drain();
         let (_, buf, size) = self.user(name)?;
+        let len = out.len() as u64;
         if offset.checked_add(len).is_none_or(|end| end > size) {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes; {len} from byte {offset} asked for")));
         }
-        self.transfers.download(&self.ctx, buf, buf.base + offset, len)
+        self.transfers.download_into(&self.ctx, buf, buf.base + offset, out)
     }
 
     /// Writes `bytes` into a user memory object from byte `offset`. Waits for earlier work.
