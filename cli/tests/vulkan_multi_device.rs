@@ -180,9 +180,16 @@ fn a_diamond_across_two_devices_matches_one_device_and_the_interpreter() {
     one = one.replace("usm @out", "usm @unused : f32[1]\nusm @out");
     let unplaced = compile(&parse(&one), None, 10);
     let mut check = Check::new(&source, &bundle, &unplaced, 2);
-    for seed in [1u64, 2, 3] {
+    // Transfers through host memory imported into both devices where they have
+    // VK_EXT_external_memory_host (llvmpipe does), then through a host buffer.
+    let imported = check.multi.transfer_path();
+    eprintln!("multi-device: transfers through {imported}");
+    for (seed, path) in [(1u64, true), (2, true), (3, false), (4, false), (5, true)] {
+        check.multi.set_imported_transfers(path);
         check.bind(&inputs(&source, seed));
-        check.run("g", &format!("seed {seed}"));
+        check.run("g", &format!("seed {seed}, transfers through {}", check.multi.transfer_path()));
+        let (_, bytes) = check.multi.last_transfers();
+        assert_eq!(bytes, 2400, "seed {seed}: the transfer there and back");
     }
     check.quiet();
     // A node on a device that is not there: refused, naming it, before anything runs.

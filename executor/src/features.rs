@@ -71,6 +71,9 @@ pub enum Feature {
     /// `conditionalRendering` of `VK_EXT_conditional_rendering`: conditional nodes predicate
     /// their bodies' dispatches on a word in memory (docs/conditional.md, "Executor").
     ConditionalRendering,
+    /// `VK_EXT_external_memory_host`: host memory imported into the device, through which
+    /// transfers between devices pass without a CPU copy (docs/multi-device.md).
+    ExternalMemoryHost,
 }
 
 impl fmt::Display for Feature {
@@ -101,6 +104,7 @@ impl fmt::Display for Feature {
             Feature::SubgroupShuffle => "subgroup operation VK_SUBGROUP_FEATURE_SHUFFLE_BIT (in the compute stage)",
             Feature::SubgroupSizeControl => "subgroupSizeControl",
             Feature::ConditionalRendering => "conditionalRendering (VK_EXT_conditional_rendering)",
+            Feature::ExternalMemoryHost => "VK_EXT_external_memory_host",
             Feature::FloatAtomics { shared, width, op } => {
                 let memory = if *shared { "Shared" } else { "Buffer" };
                 let (what, ext) = match (op, width) {

@@ -5,9 +5,11 @@
 //! between stages the host makes the transfers, reading the source device's memory and
 //! writing the destination's.
 //!
-//! This is the host-bridged path: a stage's graphs are submitted together and waited for
-//! together, and a transfer passes through a host buffer. Transfers through host memory
-//! imported into both devices, and timeline semaphores across devices, are not built yet.
+//! A stage's graphs are submitted together and waited for together. A transfer goes through
+//! host memory imported into every device (`VK_EXT_external_memory_host`, vk/host_bridge.rs)
+//! where all have it: the source device copies into it, the destination copies out, no CPU
+//! copy; otherwise through a host buffer the CPU copies into and out of. Timeline semaphores
+//! across devices are not built yet.
 //!
 //! Memory lives where its `home(N)` says (without one: device 0, the device multi-device
 //! graphs must target); `replicated` memory is bound on every device and read from device 0.
@@ -30,6 +32,21 @@ pub struct MultiExecutor {
     /// The host buffer transfers pass through, kept between runs (a fresh one per transfer
     /// costs its page faults: 40 ms for 64 MiB on the H200's host).
     staging: Vec<u8>,
+    /// Host memory imported into every device, grown to the largest transfer; `None` until a
+    /// transfer needs it, or where a device lacks the extension.
+    bridge: Option<crate::vk::host_bridge::HostBridge>,
+    /// Whether transfers may use the bridge (`set_imported_transfers`).
+    use_bridge: bool,
+}
+
+impl Drop for MultiExecutor {
+    fn drop(&mut self) {
+        if let Some(b) = self.bridge.take() {
+            let ctxs: Vec<&crate::vk::Context> = self.devices.iter().map(|e| e.context()).collect();
+            // Every copy through it was waited for.
+            b.destroy(&ctxs);
+        }
+    }
 }
 
 /// A multi-device executable graph of a [`MultiExecutor`].
@@ -71,6 +88,8 @@ impl MultiExecutor {
             execs: Vec::new(),
             last_transfers: (std::time::Duration::ZERO, 0),
             staging: Vec::new(),
+            bridge: None,
+            use_bridge: true,
         })
     }
 
@@ -190,19 +209,38 @@ impl MultiExecutor {
     /// Runs graph `id` once and waits for it: stage by stage, each stage's graphs submitted
     /// on every device before any is waited for, the transfers between stages made by the host.
     pub fn run(&mut self, id: MultiExecId) -> Result<()> {
-        let exec =
-            self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        // Taken out while it runs: the run needs the executor mutably (the bridge grows).
+        let execs = std::mem::take(&mut self.execs);
+        let r = match execs.get(id.0) {
+            Some(exec) => self.run_stages(exec),
+            None => Err(ExecError::Unknown(format!("multi-device executable {}", id.0))),
+        };
+        self.execs = execs;
+        r
+    }
+
+    fn run_stages(&mut self, exec: &MultiExec) -> Result<()> {
         self.last_transfers = (std::time::Duration::ZERO, 0);
         for stage in &exec.stages {
             let started = std::time::Instant::now();
             for t in &stage.transfers {
-                let len = usize::try_from(t.bytes).map_err(|_| ExecError::Invalid("transfer too large".into()))?;
-                if self.staging.len() < len {
-                    self.staging.resize(len, 0);
+                if self.bridge_for(t.bytes) {
+                    let bridge = self.bridge.as_ref().ok_or_else(|| ExecError::Invalid("no host bridge".into()))?;
+                    let (from, to) = (bridge.buffer(t.from), bridge.buffer(t.to));
+                    let (Some(from), Some(to)) = (from, to) else {
+                        return Err(ExecError::Invalid("the host bridge lacks a device".into()));
+                    };
+                    self.devices[t.from].copy_external(&t.src.0, t.src.1, from, 0, t.bytes, true)?;
+                    self.devices[t.to].copy_external(&t.dst.0, t.dst.1, to, 0, t.bytes, false)?;
+                } else {
+                    let len = usize::try_from(t.bytes).map_err(|_| ExecError::Invalid("transfer too large".into()))?;
+                    if self.staging.len() < len {
+                        self.staging.resize(len, 0);
+                    }
+                    let bytes = &mut self.staging[..len];
+                    self.devices[t.from].read_range_into(&t.src.0, t.src.1, bytes)?;
+                    self.devices[t.to].write_range(&t.dst.0, t.dst.1, bytes)?;
                 }
-                let bytes = &mut self.staging[..len];
-                self.devices[t.from].read_range_into(&t.src.0, t.src.1, bytes)?;
-                self.devices[t.to].write_range(&t.dst.0, t.dst.1, bytes)?;
                 self.last_transfers.1 += t.bytes;
             }
             self.last_transfers.0 += started.elapsed();
@@ -221,6 +259,47 @@ impl MultiExecutor {
     /// The host time the last [`run`](Self::run) spent in transfers, and the bytes they moved.
     pub fn last_transfers(&self) -> (std::time::Duration, u64) {
         self.last_transfers
+    }
+
+    /// Whether transfers may go through host memory imported into the devices (on by
+    /// default where every device has `VK_EXT_external_memory_host`); off, they go through a
+    /// host buffer the CPU copies into and out of (benchmarks compare the two).
+    pub fn set_imported_transfers(&mut self, on: bool) {
+        self.use_bridge = on;
+    }
+
+    /// How transfers go: `"imported host memory"` or `"host buffer (CPU copies)"`.
+    pub fn transfer_path(&self) -> &'static str {
+        if self.use_bridge && self.devices.iter().all(|e| e.context().external_memory_host.is_some()) {
+            "imported host memory"
+        } else {
+            "host buffer (CPU copies)"
+        }
+    }
+
+    /// Whether a transfer of `bytes` goes through the bridge, which is made or grown now.
+    fn bridge_for(&mut self, bytes: u64) -> bool {
+        if self.transfer_path() != "imported host memory" {
+            return false;
+        }
+        if self.bridge.as_ref().is_some_and(|b| b.size() >= bytes) {
+            return true;
+        }
+        let ctxs: Vec<&crate::vk::Context> = self.devices.iter().map(|e| e.context()).collect();
+        if let Some(old) = self.bridge.take() {
+            old.destroy(&ctxs);
+        }
+        match crate::vk::host_bridge::HostBridge::new(&ctxs, bytes) {
+            Ok(b) => {
+                self.bridge = Some(b);
+                true
+            }
+            // A device that cannot import it: the host buffer path, from now on.
+            Err(_) => {
+                self.use_bridge = false;
+                false
+            }
+        }
     }
 }
 

@@ -168,6 +168,9 @@ pub struct Context {
     pub(crate) external: bool,
     /// `VK_EXT_conditional_rendering`'s commands, where the device was created with it.
     pub(crate) conditional_rendering: Option<ash::ext::conditional_rendering::Device>,
+    /// `VK_EXT_external_memory_host`'s commands and `minImportedHostPointerAlignment`, where
+    /// the device was created with it.
+    pub(crate) external_memory_host: Option<(ash::ext::external_memory_host::Device, u64)>,
 }
 
 /// The Vulkan handles a context runs on.
@@ -376,6 +379,15 @@ impl Context {
         let conditional_rendering = features
             .has(Feature::ConditionalRendering)
             .then(|| ash::ext::conditional_rendering::Device::new(&h.instance, &h.device));
+        let external_memory_host = features.has(Feature::ExternalMemoryHost).then(|| {
+            let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
+            // SAFETY: `physical` came from this instance, which the device has the
+            // extension of; the chain is one live local.
+            unsafe { h.instance.get_physical_device_properties2(h.physical, &mut props2) };
+            let alignment = host.min_imported_host_pointer_alignment.max(1);
+            (ash::ext::external_memory_host::Device::new(&h.instance, &h.device), alignment)
+        });
         Context {
             _entry: h.entry,
             instance: h.instance,
@@ -397,6 +409,7 @@ impl Context {
             idle_fences: Mutex::new(Vec::new()),
             external,
             conditional_rendering,
+            external_memory_host,
         }
     }
 
@@ -721,6 +734,7 @@ fn create_device(
     let has = |name: &std::ffi::CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
     let (af1, af2) = (has(ash::ext::shader_atomic_float::NAME), has(ash::ext::shader_atomic_float2::NAME));
     let cr = has(ash::ext::conditional_rendering::NAME);
+    let emh = has(ash::ext::external_memory_host::NAME);
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
@@ -763,6 +777,10 @@ fn create_device(
     let mut f_cr = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
     if cr {
         ext_names.push(ash::ext::conditional_rendering::NAME.as_ptr());
+    }
+    // Transfers between devices through host memory imported into both (docs/multi-device.md).
+    if emh {
+        ext_names.push(ash::ext::external_memory_host::NAME.as_ptr());
     }
     if h12.timeline_semaphore == 0 || h13.synchronization2 == 0 {
         return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
@@ -814,6 +832,7 @@ fn create_device(
     let mut enabled = enabled_features(&features, &f11, &f12, (af1, &f_af1), (af2, &f_af2));
     enabled.set(Feature::SubgroupSizeControl, h13.subgroup_size_control != 0);
     enabled.set(Feature::ConditionalRendering, cr);
+    enabled.set(Feature::ExternalMemoryHost, emh);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut info = vk::DeviceCreateInfo::default()

@@ -5,6 +5,7 @@ pub mod builtin;
 pub mod context;
 pub mod copy;
 pub mod external;
+pub mod host_bridge;
 pub mod pipeline;
 pub mod predicate;
 pub mod subgroup;
