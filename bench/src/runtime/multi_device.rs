@@ -335,7 +335,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let _ = writeln!(
         body,
         "*pipeline*: two kernels on a {} MiB activation on device 0, one transfer to device 1 ({names}), two kernels there; on one device the same four kernels and a device copy.\n",
-        args.activation * 4 >> 20
+        (args.activation * 4) >> 20
     );
     let _ = writeln!(body, "| | ms | GB/s |");
     let _ = writeln!(body, "|---|---:|---:|");
