@@ -38,6 +38,14 @@ pub enum Mismatch {
         /// Type in B.
         b: NodeType,
     },
+    /// Corresponding nodes run on different devices (docs/multi-device.md): an update
+    /// cannot move a node.
+    Device {
+        /// Device in A.
+        a: u32,
+        /// Device in B.
+        b: u32,
+    },
     /// Corresponding kernel nodes launch different kernels.
     Kernel {
         /// Kernel name in A.
@@ -108,6 +116,7 @@ impl fmt::Display for IdentityMismatch {
             Mismatch::EdgeCount { a, b } => write!(f, "edge counts differ ({a} vs {b})"),
             Mismatch::NodeType { a, b } => write!(f, "node types differ ({} vs {})", a.name(), b.name()),
             Mismatch::Kernel { a, b } => write!(f, "kernels differ (`@{a}` vs `@{b}`)"),
+            Mismatch::Device { a, b } => write!(f, "the node runs on device {a} in one graph and {b} in the other"),
             Mismatch::InDegree { a, b } => write!(f, "numbers of incoming edges differ ({a} vs {b})"),
             Mismatch::EdgeSource { index, a, b } => write!(
                 f,
@@ -185,6 +194,10 @@ pub fn topologically_identical(
         let (ta, tb) = (a.node_type(node), b.node_type(node));
         if ta != tb {
             return Err(IdentityMismatch::at(Mismatch::NodeType { a: ta, b: tb }, node, a, b));
+        }
+        let (da, db) = (a.node_device(node), b.node_device(node));
+        if da != db {
+            return Err(IdentityMismatch::at(Mismatch::Device { a: da, b: db }, node, a, b));
         }
         let (ka, kb) = (kernel_identity(module_a, a, &na.kind), kernel_identity(module_b, b, &nb.kind));
         if ka != kb {
@@ -265,6 +278,29 @@ mod tests {
         assert_eq!(err.mismatch, Mismatch::EdgeProvenance { index: 0, a: EdgeKind::DependsOn, b: EdgeKind::MakeEdge });
         assert!(err.edges.is_some());
         assert!(err.to_string().contains("`depends_on` vs `make_edge`"), "{err}");
+    }
+
+    #[test]
+    fn a_node_moved_to_another_device_is_named() {
+        let nodes = [
+            NodeKind::Empty,
+            NodeKind::Memset {
+                dst: crate::graph::Pointer {
+                    base: crate::graph::MemRef::Alloc(Handle::from_usize(0).unwrap_or_else(|| unreachable!())),
+                    offset: 0,
+                },
+                value: 0,
+                bytes: 4,
+            },
+        ];
+        let a = graph(&nodes, &[]);
+        let mut b = graph(&nodes, &[]);
+        if let Some(n) = Handle::from_usize(1).and_then(|h| b.nodes.try_get_mut(h)) {
+            n.device = Some(1);
+        }
+        let err = check(a, b).expect_err("moved");
+        assert_eq!(err.mismatch, Mismatch::Device { a: 0, b: 1 });
+        assert!(err.to_string().contains("runs on device 0 in one graph and 1 in the other"), "{err}");
     }
 
     #[test]

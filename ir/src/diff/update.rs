@@ -448,6 +448,9 @@ fn mismatch_words(m: &Mismatch, e: &Graph, s: &Graph) -> String {
         Mismatch::EdgeCount { a, b } => format!("the executable graph has {a} edge(s) and the source {b}"),
         Mismatch::NodeType { a, b } => format!("node types differ ({} vs {})", a.name(), b.name()),
         Mismatch::Kernel { a, b } => format!("kernels differ (@{a} vs @{b})"),
+        Mismatch::Device { a, b } => {
+            format!("the node runs on device {a} in the executable graph and {b} in the source")
+        }
         Mismatch::InDegree { a, b } => {
             format!("the node has {a} incoming edge(s) in the executable graph and {b} in the source")
         }
