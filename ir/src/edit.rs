@@ -174,7 +174,7 @@ pub fn referenced_nodes(graph: &Graph, kind: &NodeKind) -> Vec<Handle<Node>> {
             out.push(*n);
         }
     };
-    visit_kind(kind, &mut push);
+    memrefs(kind, &mut push);
     match kind {
         NodeKind::AsyncFree { alloc } => out.push(*alloc),
         NodeKind::Barrier { wait } => out.extend(wait.iter().copied()),
@@ -200,18 +200,12 @@ fn value_memref(value: &ArgValue) -> Option<MemRef> {
     }
 }
 
-/// Calls `f` on every memory reference inside a command (not barrier waits or `async_free`).
-fn visit_kind(kind: &NodeKind, f: &mut impl FnMut(&MemRef)) {
+/// Calls `f` on every memory reference inside a command: arguments given as values (not
+/// dynamic parameters), copy and fill ends, ranges, conditions, access lists; not barrier
+/// waits or `async_free` targets.
+pub fn memrefs(kind: &NodeKind, f: &mut impl FnMut(&MemRef)) {
     match kind {
-        NodeKind::Kernel(cmd) => {
-            for arg in &cmd.args {
-                if let Arg::Value(v) = arg {
-                    if let Some(m) = value_memref(v) {
-                        f(&m);
-                    }
-                }
-            }
-        }
+        NodeKind::Kernel(cmd) => kernel_memrefs(cmd, f),
         NodeKind::Memcpy { dst, src, .. } => {
             f(&dst.base);
             f(&src.base);
@@ -221,6 +215,42 @@ fn visit_kind(kind: &NodeKind, f: &mut impl FnMut(&MemRef)) {
             f(&ptr.base)
         }
         NodeKind::HostTask(t) | NodeKind::Native(t) => t.access.iter().for_each(|a| f(&a.mem)),
+        _ => {}
+    }
+}
+
+/// [`memrefs`] of a kernel command (a node's, or a dynamic command group alternative's).
+pub fn kernel_memrefs(cmd: &KernelCommand, f: &mut impl FnMut(&MemRef)) {
+    for arg in &cmd.args {
+        if let Arg::Value(v) = arg {
+            if let Some(m) = value_memref(v) {
+                f(&m);
+            }
+        }
+    }
+}
+
+/// [`memrefs`] with each reference changeable in place.
+pub fn memrefs_mut(kind: &mut NodeKind, f: &mut impl FnMut(&mut MemRef)) {
+    match kind {
+        NodeKind::Kernel(cmd) => {
+            for arg in &mut cmd.args {
+                match arg {
+                    Arg::Value(ArgValue::Pointer(p)) => f(&mut p.base),
+                    Arg::Value(ArgValue::Accessor(a)) => f(&mut a.buffer),
+                    _ => {}
+                }
+            }
+        }
+        NodeKind::Memcpy { dst, src, .. } => {
+            f(&mut dst.base);
+            f(&mut src.base);
+        }
+        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => f(&mut dst.base),
+        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } | NodeKind::Conditional { cond: ptr, .. } => {
+            f(&mut ptr.base)
+        }
+        NodeKind::HostTask(t) | NodeKind::Native(t) => t.access.iter_mut().for_each(|a| f(&mut a.mem)),
         _ => {}
     }
 }
@@ -236,7 +266,7 @@ fn check_references(graph: &Graph, map: &NodeMap) -> Result<(), DanglingReferenc
             continue;
         }
         let mut bad = None;
-        visit_kind(&node.kind, &mut |m| bad = bad.or(dangling(m)));
+        memrefs(&node.kind, &mut |m| bad = bad.or(dangling(m)));
         if let NodeKind::AsyncFree { alloc } = node.kind {
             if map.node(alloc).is_none() {
                 bad = Some(alloc);
@@ -255,11 +285,9 @@ fn check_references(graph: &Graph, map: &NodeMap) -> Result<(), DanglingReferenc
         for alt in &d.alternatives {
             let mut bad = None;
             match alt {
-                Alternative::Kernel(cmd) => {
-                    visit_kind(&NodeKind::Kernel(cmd.clone()), &mut |m| bad = bad.or(dangling(m)))
-                }
+                Alternative::Kernel(cmd) => kernel_memrefs(cmd, &mut |m| bad = bad.or(dangling(m))),
                 Alternative::HostTask(t) => t.access.iter().for_each(|a| bad = bad.or(dangling(&a.mem))),
-                Alternative::Other(kind) => visit_kind(kind, &mut |m| bad = bad.or(dangling(m))),
+                Alternative::Other(kind) => memrefs(kind, &mut |m| bad = bad.or(dangling(m))),
             }
             if let Some(n) = bad {
                 return Err(DanglingReference { holder: d.name.clone(), removed: name(n) });
@@ -305,17 +333,8 @@ fn remap_access(t: &mut HostTaskCommand, map: &NodeMap) {
 }
 
 fn remap_kind(kind: &mut NodeKind, map: &NodeMap) {
+    memrefs_mut(kind, &mut |m| remap_memref(m, map));
     match kind {
-        NodeKind::Kernel(cmd) => remap_kernel(cmd, map),
-        NodeKind::Memcpy { dst, src, .. } => {
-            remap_pointer(dst, map);
-            remap_pointer(src, map);
-        }
-        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => remap_pointer(dst, map),
-        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } | NodeKind::Conditional { cond: ptr, .. } => {
-            remap_pointer(ptr, map)
-        }
-        NodeKind::HostTask(t) | NodeKind::Native(t) => remap_access(t, map),
         NodeKind::Barrier { wait } => {
             *wait = wait.iter().filter_map(|w| map.node(*w)).collect();
         }
@@ -324,7 +343,7 @@ fn remap_kind(kind: &mut NodeKind, map: &NodeMap) {
                 *alloc = new;
             }
         }
-        NodeKind::Empty | NodeKind::Subgraph { .. } | NodeKind::AsyncMalloc { .. } | NodeKind::Dynamic { .. } => {}
+        _ => {}
     }
 }
 

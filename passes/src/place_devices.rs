@@ -266,37 +266,24 @@ fn written_anywhere(module: &Module) -> BTreeSet<usize> {
 fn used_by_graphs(module: &Module) -> std::collections::BTreeMap<usize, BTreeSet<usize>> {
     let mut out: std::collections::BTreeMap<usize, BTreeSet<usize>> = Default::default();
     for (gh, graph) in module.graphs.iter() {
+        let mut mark = |r: &MemRef| {
+            if let MemRef::Memory(h) = r {
+                out.entry(h.index()).or_default().insert(gh.index());
+            }
+        };
         for (nh, n) in graph.nodes.iter() {
-            let mut refs: Vec<MemRef> = Vec::new();
-            match &n.kind {
-                NodeKind::Memcpy { dst, src, .. } => refs.extend([dst.base, src.base]),
-                NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => refs.push(dst.base),
-                NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => refs.push(ptr.base),
-                NodeKind::Conditional { cond, .. } => refs.push(cond.base),
-                NodeKind::HostTask(t) | NodeKind::Native(t) => refs.extend(t.access.iter().map(|a| a.mem)),
-                _ => {}
-            }
-            for (_, cmd) in graph.kernel_commands(nh) {
-                for a in &cmd.args {
-                    match a {
-                        Arg::Value(ArgValue::Pointer(p)) => refs.push(p.base),
-                        Arg::Value(ArgValue::Accessor(acc)) => refs.push(acc.buffer),
-                        _ => {}
-                    }
-                }
-            }
-            for r in refs {
-                if let MemRef::Memory(h) = r {
-                    out.entry(h.index()).or_default().insert(gh.index());
+            cmdgraph_ir::edit::memrefs(&n.kind, &mut mark);
+            // Dynamic command groups' alternatives.
+            if matches!(n.kind, NodeKind::Dynamic { .. }) {
+                for (_, cmd) in graph.kernel_commands(nh) {
+                    cmdgraph_ir::edit::kernel_memrefs(cmd, &mut mark);
                 }
             }
         }
         // Dynamic parameters name memory too.
         for (_, p) in graph.dyn_params.iter() {
             if let ArgValue::Pointer(ptr) = &p.value {
-                if let MemRef::Memory(h) = ptr.base {
-                    out.entry(h.index()).or_default().insert(gh.index());
-                }
+                mark(&ptr.base);
             }
         }
     }

@@ -15,7 +15,7 @@
 
 use crate::analysis::{topological_order, Csr};
 use crate::{PassContext, PassError, PassInfo};
-use cmdgraph_ir::graph::{Arg, ArgValue, Edge, EdgeKind, Graph, MemRef, Node, NodeKind, Stmt};
+use cmdgraph_ir::graph::{Edge, EdgeKind, Graph, MemRef, Node, NodeKind, Stmt};
 use cmdgraph_ir::module::{Home, Item, MemoryKind, MemoryObject, UsmKind};
 use cmdgraph_ir::placement::{stage_graph_name, stages, Stages};
 use cmdgraph_ir::{Handle, Module, Span};
@@ -142,27 +142,12 @@ fn remap(kind: &NodeKind, map: &BTreeMap<Handle<Node>, Handle<Node>>) -> Result<
             }
         }
     };
-    match &mut kind {
-        NodeKind::Kernel(cmd) => {
-            for a in &mut cmd.args {
-                match a {
-                    Arg::Value(ArgValue::Pointer(p)) => fix(&mut p.base),
-                    Arg::Value(ArgValue::Accessor(acc)) => fix(&mut acc.buffer),
-                    _ => {}
-                }
-            }
-        }
-        NodeKind::Memcpy { dst, src, .. } => {
-            fix(&mut dst.base);
-            fix(&mut src.base);
-        }
-        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => fix(&mut dst.base),
-        NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => fix(&mut ptr.base),
-        NodeKind::AsyncFree { alloc } => match map.get(alloc) {
+    cmdgraph_ir::edit::memrefs_mut(&mut kind, &mut fix);
+    if let NodeKind::AsyncFree { alloc } = &mut kind {
+        match map.get(alloc) {
             Some(&b) => *alloc = b,
             None => missing = Some(*alloc),
-        },
-        _ => {}
+        }
     }
     match missing {
         Some(a) => Err(a),
@@ -229,13 +214,6 @@ fn promote(module: &mut Module, gh: Handle<Graph>, allocs: &[Handle<Node>]) {
     let handles: Vec<Handle<Node>> = graph.nodes.handles().collect();
     for h in handles {
         let Some(node) = graph.nodes.try_get_mut(h) else { continue };
-        let fix = |r: &mut MemRef| {
-            if let MemRef::Alloc(a) = r {
-                if let Some(&m) = renames.get(a) {
-                    *r = MemRef::Memory(m);
-                }
-            }
-        };
         match &mut node.kind {
             NodeKind::AsyncMalloc { elem, count, zero_init, .. } if renames.contains_key(&h) => {
                 let bytes = elem.size().saturating_mul(*count);
@@ -255,22 +233,13 @@ fn promote(module: &mut Module, gh: Handle<Graph>, allocs: &[Handle<Node>]) {
                 node.kind = NodeKind::Empty;
                 node.device = None;
             }
-            NodeKind::Kernel(cmd) => {
-                for a in &mut cmd.args {
-                    match a {
-                        Arg::Value(ArgValue::Pointer(p)) => fix(&mut p.base),
-                        Arg::Value(ArgValue::Accessor(acc)) => fix(&mut acc.buffer),
-                        _ => {}
+            kind => cmdgraph_ir::edit::memrefs_mut(kind, &mut |r| {
+                if let MemRef::Alloc(a) = r {
+                    if let Some(&m) = renames.get(a) {
+                        *r = MemRef::Memory(m);
                     }
                 }
-            }
-            NodeKind::Memcpy { dst, src, .. } => {
-                fix(&mut dst.base);
-                fix(&mut src.base);
-            }
-            NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => fix(&mut dst.base),
-            NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => fix(&mut ptr.base),
-            _ => {}
+            }),
         }
     }
 }

@@ -351,24 +351,9 @@ fn fresh(base: &str, taken: impl Fn(&str) -> bool) -> String {
 
 /// Renames memory references of a command (pointer arguments, copy and fill ends).
 fn rename(kind: &mut NodeKind, renames: &[(MemRef, MemRef)]) {
-    let map = |r: &mut MemRef| {
+    cmdgraph_ir::edit::memrefs_mut(kind, &mut |r| {
         if let Some((_, to)) = renames.iter().find(|(from, _)| from == r) {
             *r = *to;
         }
-    };
-    match kind {
-        NodeKind::Kernel(cmd) => {
-            for a in &mut cmd.args {
-                if let cmdgraph_ir::graph::Arg::Value(cmdgraph_ir::graph::ArgValue::Pointer(p)) = a {
-                    map(&mut p.base);
-                }
-            }
-        }
-        NodeKind::Memcpy { dst, src, .. } => {
-            map(&mut dst.base);
-            map(&mut src.base);
-        }
-        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => map(&mut dst.base),
-        _ => {}
-    }
+    });
 }
