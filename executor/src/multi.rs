@@ -168,7 +168,7 @@ impl MultiExecutor {
                 self.devices.len()
             )));
         }
-        let order = topological(graph).ok_or_else(|| ExecError::Invalid(format!("@{name} has a cycle")))?;
+        let order = crate::schedule::topological(&crate::schedule::predecessors(graph))?;
         let st = stages(m, graph, &order)
             .map_err(|(h, why)| ExecError::Invalid(format!("@{name} %{}: {why}", graph.nodes[h].name)))?;
         let mut plan: Vec<Stage> = (0..=st.count).map(|_| Stage::default()).collect();
@@ -270,16 +270,20 @@ impl MultiExecutor {
 
     /// How transfers go: `"imported host memory"` or `"host buffer (CPU copies)"`.
     pub fn transfer_path(&self) -> &'static str {
-        if self.use_bridge && self.devices.iter().all(|e| e.context().external_memory_host.is_some()) {
-            "imported host memory"
-        } else {
-            "host buffer (CPU copies)"
+        match self.imports() {
+            true => "imported host memory",
+            false => "host buffer (CPU copies)",
         }
+    }
+
+    /// Whether transfers go through host memory imported into every device.
+    fn imports(&self) -> bool {
+        self.use_bridge && self.devices.iter().all(|e| e.context().external_memory_host.is_some())
     }
 
     /// Whether a transfer of `bytes` goes through the bridge, which is made or grown now.
     fn bridge_for(&mut self, bytes: u64) -> bool {
-        if self.transfer_path() != "imported host memory" {
+        if !self.imports() {
             return false;
         }
         if self.bridge.as_ref().is_some_and(|b| b.size() >= bytes) {
@@ -301,29 +305,6 @@ impl MultiExecutor {
             }
         }
     }
-}
-
-/// A topological order of `graph`'s node indices (Kahn, lowest index first).
-fn topological(graph: &Graph) -> Option<Vec<usize>> {
-    let n = graph.nodes.len();
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut indegree = vec![0usize; n];
-    for (_, e) in graph.edges.iter() {
-        succ[e.from.index()].push(e.to.index());
-        indegree[e.to.index()] += 1;
-    }
-    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&v| indegree[v] == 0).collect();
-    let mut out = Vec::with_capacity(n);
-    while let Some(v) = ready.pop_first() {
-        out.push(v);
-        for &w in &succ[v] {
-            indegree[w] -= 1;
-            if indegree[w] == 0 {
-                ready.insert(w);
-            }
-        }
-    }
-    (out.len() == n).then_some(out)
 }
 
 /// The transfer node `t` as the host makes it.

@@ -153,16 +153,7 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
             return Err(ExecError::Bundle(format!("schedule misses %{}", node.name)));
         }
     }
-    // Each node's predecessors, in edge creation order (edges naming a missing node are
-    // left out: the loader's verifier rejects them before this).
-    let pairs: Vec<(u32, u32)> = graph
-        .edges
-        .iter()
-        .map(|(_, e)| (e.to.index(), e.from.index()))
-        .filter(|&(t, f)| t < n && f < n)
-        .map(|(t, f)| (t as u32, f as u32))
-        .collect();
-    let preds = Csr::new(n, &pairs);
+    let preds = predecessors(graph);
     // `after[i]`: the latest scheduled position node i's work comes after (its own position
     // if it is scheduled); filled in topological order.
     let mut after: Vec<Option<(usize, usize)>> = vec![None; n];
@@ -187,8 +178,22 @@ pub fn from_plan(graph: &Graph, segments: &[Segment]) -> Result<Vec<Seg>> {
     Ok(out)
 }
 
+/// Each node's predecessors, in edge creation order (edges naming a missing node are left
+/// out: the loader's verifier rejects them before this).
+pub(crate) fn predecessors(graph: &Graph) -> Csr {
+    let n = graph.nodes.len();
+    let pairs: Vec<(u32, u32)> = graph
+        .edges
+        .iter()
+        .map(|(_, e)| (e.to.index(), e.from.index()))
+        .filter(|&(t, f)| t < n && f < n)
+        .map(|(t, f)| (t as u32, f as u32))
+        .collect();
+    Csr::new(n, &pairs)
+}
+
 /// Node indices in a topological order of `preds` (an error on a cycle).
-fn topological(preds: &Csr) -> Result<Vec<usize>> {
+pub(crate) fn topological(preds: &Csr) -> Result<Vec<usize>> {
     let n = preds.len();
     let mut indeg: Vec<usize> = (0..n).map(|i| preds.next(i).len()).collect();
     let succ = preds.transpose();

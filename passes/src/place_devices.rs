@@ -18,7 +18,6 @@ pub mod cost;
 pub mod heft;
 pub mod transfers;
 
-use crate::analysis::{topological_order, Csr};
 use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::graph::{Arg, ArgValue, Graph, MemRef, NodeKind};
 use cmdgraph_ir::kernel::ParamType;
@@ -131,7 +130,6 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 _ => schedule,
             },
         };
-        let Some(order) = topological_order(&Csr::successors(graph)) else { continue };
         // Replicate what is read on a device other than the graph's.
         let mut replicate = BTreeSet::new();
         for (i, list) in touches.iter().enumerate() {
@@ -168,7 +166,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 m.home = Home::Replicated;
             }
         }
-        let added = transfers::rewrite(module, gh, schedule.device, &touches, &order, &floating);
+        let added = transfers::rewrite(module, gh, schedule.device, &touches, &schedule.order, &floating);
         for (node, mem, from, to, bytes) in &added.transfers {
             let _ = writeln!(remark, "  transfer %{node}: {mem}, device {from} -> {to}, {bytes} bytes");
         }

@@ -62,14 +62,16 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             .into_iter()
             .map(|v| v as usize)
             .collect();
-        let st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
+        let mut st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
         let spanning = spanning_allocations(graph, &st);
         let promoted = spanning.len() as u64;
         if !spanning.is_empty() {
+            // The promoted allocations' nodes are fills or ordering nodes now: stages again.
             promote(module, gh, &spanning);
+            let graph = &module.graphs[gh];
+            st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
         }
         let graph = &module.graphs[gh];
-        let st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
         let mut made = Vec::new();
         for &(s, d) in &st.parts {
             let part = |h: Handle<Node>| {

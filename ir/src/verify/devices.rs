@@ -211,13 +211,11 @@ impl Cx<'_> {
     }
 
     fn place(&self, r: MemRef) -> Place {
-        match r {
-            MemRef::Memory(h) => match self.m.memories.try_get(h) {
-                Some(mem) if matches!(mem.kind, MemoryKind::DeviceGlobal(_)) => Place::PerDevice,
-                Some(mem) => mem.home.device_in(self.g.device).map_or(Place::Everywhere, Place::On),
-                None => Place::On(self.g.device),
-            },
-            MemRef::Alloc(node) => Place::On(self.g.node_device(node)),
+        let global = |h| self.m.memories.try_get(h).is_some_and(|m| matches!(m.kind, MemoryKind::DeviceGlobal(_)));
+        match crate::placement::memory_device(self.m, self.g, r) {
+            Some(d) => Place::On(d),
+            None if matches!(r, MemRef::Memory(h) if global(h)) => Place::PerDevice,
+            None => Place::Everywhere,
         }
     }
 

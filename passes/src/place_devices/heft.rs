@@ -22,6 +22,8 @@ pub struct Schedule {
     pub finish: Vec<Vec<f64>>,
     /// Estimated length of the whole schedule (µs).
     pub makespan: f64,
+    /// The topological order of node indices the schedule was computed in.
+    pub order: Vec<u32>,
 }
 
 /// Whether node kind `k` runs on a device and is placed by the scheduler.
@@ -157,5 +159,5 @@ pub fn schedule(
         }
     }
     let makespan = finish.iter().copied().fold(0.0, f64::max);
-    Some(Schedule { device, finish: per_device, makespan })
+    Some(Schedule { device, finish: per_device, makespan, order })
 }
