@@ -196,6 +196,12 @@ fn a_diamond_across_two_devices_matches_one_device_and_the_interpreter() {
     let mut lone = MultiExecutor::new(&bundle, &devices(1)).unwrap();
     let err = lone.finalize("g").expect_err("device 1 is missing").to_string();
     assert!(err.contains(": the node runs on device 1, and this executor has 1 device(s)"), "{err}");
+    // A transfer run on device 0 whose other end lives on device 1, with one device.
+    let text = "usm @a : f32[4]\nusm @b : f32[4] home(1)\n\ngraph @t {\n  %c = memcpy @b, @a, 16\n}\n";
+    let far = compile(&parse(text), None, 10);
+    let mut lone = MultiExecutor::new(&far, &devices(1)).unwrap();
+    let err = lone.finalize("t").expect_err("device 1 is missing").to_string();
+    assert!(err.contains("%c: the transfer reaches memory on device 1, and this executor has 1 device(s)"), "{err}");
 }
 
 #[test]

@@ -176,6 +176,14 @@ impl MultiExecutor {
             let before = st.stage[t.index()].unwrap_or(0) as usize;
             let transfer = transfer_of(m, graph, t)
                 .map_err(|why| ExecError::Invalid(format!("@{name} %{}: {why}", graph.nodes[t].name)))?;
+            // A transfer's other end may live on a device the node does not run on.
+            if let Some(d) = [transfer.from, transfer.to].into_iter().find(|&d| d >= self.devices.len()) {
+                return Err(ExecError::Invalid(format!(
+                    "@{name} %{}: the transfer reaches memory on device {d}, and this executor has {} device(s)",
+                    graph.nodes[t].name,
+                    self.devices.len()
+                )));
+            }
             plan[before].transfers.push(transfer);
         }
         let parts: Vec<(u32, u32, String)> =
