@@ -206,7 +206,7 @@ fn a_diamond_across_two_devices_matches_one_device_and_the_interpreter() {
 
 #[test]
 fn random_graphs_placed_on_two_devices_match_one_device_and_the_interpreter() {
-    let (mut ran, mut stage_graphs) = (0usize, 0usize);
+    let (mut ran, mut stage_graphs, mut updated) = (0usize, 0usize, 0usize);
     for seed in 0..28u64 {
         let text = gen::module(0x34_1000 + seed, 4);
         let source = parse(&text);
@@ -217,17 +217,169 @@ fn random_graphs_placed_on_two_devices_match_one_device_and_the_interpreter() {
         let mut check = Check::new(&source, &placed, &unplaced, 2);
         check.bind(&inputs(&source, seed));
         for (_, g) in source.graphs.iter() {
-            // Graphs the pass left as they were (host tasks, updates, ...) are not run.
+            // Graphs the pass left as they were (host tasks, dynamic command groups, ...) are
+            // not run.
             if !optimized.graph_by_name(&g.name).is_some_and(|h| optimized.graphs[h].is_multi_device()) {
                 continue;
             }
             check.run(&g.name, &format!("seed {seed} @{}", g.name));
             ran += 1;
+            // Every f32 parameter scaled by -1.5 (exact), reaching whichever devices use it.
+            let mut changed = false;
+            for (_, p) in g.dyn_params.iter() {
+                use cmdgraph_ir::{ArgValue, LitValue, Literal, ScalarType};
+                if let ArgValue::Scalar(Literal { value: LitValue::Float(v), ty: Some(ScalarType::F32) }) = p.value {
+                    check.update(&g.name, &p.name, |_| scalar(v * -1.5));
+                    changed = true;
+                }
+            }
+            if changed {
+                check.run(&g.name, &format!("seed {seed} @{} updated", g.name));
+                updated += 1;
+            }
             let prefix = format!("{}.s", g.name);
             stage_graphs += optimized.graphs.iter().filter(|(_, x)| x.name.starts_with(&prefix)).count();
         }
         check.quiet();
     }
-    eprintln!("multi-device: {ran} random graphs on two devices, {stage_graphs} stage graphs");
+    eprintln!("multi-device: {ran} random graphs on two devices, {stage_graphs} stage graphs, {updated} updated");
     assert!(ran >= 6 && stage_graphs >= 2 * ran, "{ran} graphs, {stage_graphs} stage graphs");
+    assert!(updated >= 1, "no placed graph had a dynamic parameter to update");
+}
+
+/// An updatable graph across two devices: `%s` is used on both, `%src` and the group `%act`
+/// by nodes of device 1 only.
+const UPDATABLE: &str = "kernel @axpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %r = fma %a, %xv, %yv
+  store %y[%i], %r
+}
+
+kernel @scale(%x: buf<f32, read>, %y: buf<f32, write>, %s: f32) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %r = mul %v, %s
+  store %y[%i], %r
+}
+
+kernel @leaky(%x: buf<f32, read>, %y: buf<f32, write>, %slope: f32) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %zero = const 0.0 : f32
+  %pos = gt %v, %zero
+  %neg = mul %v, %slope
+  %r = select %pos, %v, %neg
+  store %y[%i], %r
+}
+
+usm @w : f32[256] replicated
+usm @a : f32[256]
+usm @b : f32[256] home(1)
+usm @b2 : f32[256] home(1)
+usm @c : f32[256] home(1)
+usm @out : f32[256]
+
+graph @u properties(updatable) {
+  dyn %s = 1.5 : f32
+  dyn %src = @b
+  dyn %slope = 0.25 : f32
+  dcg %act active(0) {
+    kernel @scale range(256) args(@c, @b, %slope)
+    kernel @leaky range(256) args(@c, @b, %slope)
+  }
+  %k0 = kernel @axpy range(256) args(@w, @a, %s)
+  %t = memcpy @b, @a, 1024 after(%k0)
+  %k1 = kernel @scale range(256) args(%src, @c, %s) device(1) after(%t)
+  %d = dynamic %act device(1) after(%k1)
+  %back = memcpy @out, @b, 1024 after(%d)
+  %k2 = kernel @axpy range(256) args(@w, @out, 0.5) after(%back)
+}
+";
+
+/// Memory `name` of `m` as a dynamic parameter's value.
+fn pointer(m: &Module, name: &str) -> cmdgraph_ir::ArgValue {
+    let base = cmdgraph_ir::MemRef::Memory(m.memory_by_name(name).unwrap());
+    cmdgraph_ir::ArgValue::Pointer(cmdgraph_ir::graph::Pointer { base, offset: 0 })
+}
+
+fn scalar(v: f64) -> cmdgraph_ir::ArgValue {
+    use cmdgraph_ir::{LitValue, Literal, ScalarType};
+    cmdgraph_ir::ArgValue::Scalar(Literal { value: LitValue::Float(v), ty: Some(ScalarType::F32) })
+}
+
+impl Check {
+    /// Sets parameter `param` of graph `graph` to `value(module)` everywhere.
+    fn update(&mut self, graph: &str, param: &str, value: impl Fn(&Module) -> cmdgraph_ir::ArgValue) {
+        let (e, se, ie) = self.execs[graph];
+        let multi = value(self.multi.device(0).unwrap().module());
+        self.multi.update_param(e, param, multi).unwrap_or_else(|e| panic!("{param}: {e}"));
+        let single = value(self.single.module());
+        self.single.update_param(se, param, single).unwrap();
+        for (it, ie) in self.interps.iter_mut().zip(ie) {
+            let v = value(it.module());
+            it.update_param(ie, param, v).unwrap();
+        }
+    }
+
+    fn set_active(&mut self, graph: &str, dcg: &str, index: u32) {
+        let (e, se, ie) = self.execs[graph];
+        self.multi.set_active(e, dcg, index).unwrap_or_else(|e| panic!("{dcg}: {e}"));
+        self.single.set_active(se, dcg, index).unwrap();
+        for (it, ie) in self.interps.iter_mut().zip(ie) {
+            it.set_active(ie, dcg, index).unwrap();
+        }
+    }
+}
+
+#[test]
+fn updates_of_parameters_and_groups_on_the_second_device_match_the_interpreter() {
+    let source = parse(UPDATABLE);
+    let bundle = compile(&source, None, 10);
+    let optimized = cmdgraph_ir::bundle::Bundle::from_bytes(&bundle).unwrap().optimized;
+    let stage1 = optimized.split("graph @u.s1.d1").nth(1).unwrap_or_else(|| panic!("no stage graph in:\n{optimized}"));
+    let stage1 = stage1.split("\n}\n").next().unwrap();
+    for carried in ["properties(updatable)", "dyn %s = ", "dyn %src = @b", "dcg %act active(0)"] {
+        assert!(stage1.contains(carried), "device 1's stage graph lacks `{carried}`:\n{stage1}");
+    }
+    let one = UPDATABLE.replace(" replicated", "").replace(" home(1)", "").replace(" device(1)", "");
+    let unplaced = compile(&parse(&one), None, 10);
+    let mut check = Check::new(&source, &bundle, &unplaced, 2);
+    check.bind(&inputs(&source, 7));
+    check.run("u", "as compiled");
+    // %s reaches nodes of both devices; %src and %act only device 1's.
+    check.update("u", "s", |_| scalar(-0.734_812_5));
+    check.run("u", "%s updated");
+    check.update("u", "src", |m| pointer(m, "b2"));
+    check.run("u", "%src on @b2");
+    check.set_active("u", "act", 1);
+    check.update("u", "slope", |_| scalar(0.062_5));
+    check.run("u", "%act on @leaky, %slope updated");
+    check.update("u", "src", |m| pointer(m, "w"));
+    check.run("u", "%src on replicated @w");
+    // Memory of device 0 for a node of device 1: refused, naming the node; nothing changes.
+    let (e, _, _) = check.execs["u"];
+    let a = pointer(check.multi.device(0).unwrap().module(), "a");
+    let err = check.multi.update_param(e, "src", a).expect_err("@a lives on device 0").to_string();
+    assert!(err.contains("%k1 runs on device 1; @a lives on device 0"), "{err}");
+    check.run("u", "after a refused update");
+    let err = check.multi.update_param(e, "nothing", scalar(1.0)).expect_err("no such parameter").to_string();
+    assert!(err.contains("%nothing"), "{err}");
+    // A launch of a node on device 1: half the range, the same on one device.
+    let half = cmdgraph_ir::Launch::Range(vec![128]);
+    check.multi.update_launch(e, "k1", half.clone()).unwrap();
+    let se = check.execs["u"].1;
+    check.single.update_launch(se, "k1", half).unwrap();
+    check.multi.run(e).unwrap();
+    check.single.run(se).unwrap();
+    check.single.wait(se).unwrap();
+    for name in ["a", "b", "b2", "c", "out", "w"] {
+        assert_eq!(
+            check.multi.read(name).unwrap(),
+            check.single.read(name).unwrap(),
+            "@{name} after the launch update"
+        );
+    }
+    check.quiet();
 }

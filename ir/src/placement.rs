@@ -91,7 +91,19 @@ pub fn stages(m: &Module, graph: &Graph, order: &[usize]) -> Result<Stages, (Han
             | NodeKind::Prefetch { .. }
             | NodeKind::Memadvise { .. }
             | NodeKind::AsyncMalloc { .. }
-            | NodeKind::AsyncFree { .. } => {
+            | NodeKind::AsyncFree { .. }
+            | NodeKind::Dynamic { .. } => {
+                if let NodeKind::Dynamic { dcg } = &node.kind {
+                    let host = graph.dcgs.try_get(*dcg).is_some_and(|d| {
+                        d.alternatives.iter().any(|a| !matches!(a, crate::graph::Alternative::Kernel(_)))
+                    });
+                    if host {
+                        return Err((
+                            h,
+                            "a dynamic command group of host tasks in a multi-device graph does not run on several devices yet (groups of kernels do)".into(),
+                        ));
+                    }
+                }
                 let d = graph.node_device(h);
                 // A transfer's stage is the one it runs before: after every device node it
                 // follows (the stage after theirs) and every transfer it follows.
@@ -118,7 +130,7 @@ pub fn stages(m: &Module, graph: &Graph, order: &[usize]) -> Result<Stages, (Han
                 return Err((
                     h,
                     format!(
-                        "a {} node in a multi-device graph does not run on several devices yet (kernels, copies, fills, allocations and ordering nodes do)",
+                        "a {} node in a multi-device graph does not run on several devices yet (kernels, dynamic command groups of kernels, copies, fills, allocations and ordering nodes do)",
                         other.node_type().name()
                     ),
                 ))

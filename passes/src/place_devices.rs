@@ -11,8 +11,8 @@
 //! check on the interpreter.
 //!
 //! Left as they are (with a remark): graphs with sub-graph, conditional, dynamic, host-task
-//! or native nodes, dynamic parameters or accessors, and `updatable` graphs (an update could
-//! rebind memory the transfers were planned for).
+//! or native nodes, accessors, and dynamic parameters that hold memory (an update could move
+//! it to another device than the transfers were planned for).
 
 pub mod cost;
 pub mod heft;
@@ -70,9 +70,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         }
         let touches: Option<Vec<_>> = graph.nodes.iter().map(|(_, n)| cost::touches(module, n)).collect();
         let Some(touches) = touches else {
-            ctx.remarks.push(format!(
-                "place-devices @{name}: not placed: a node names memory through an accessor or a dynamic parameter\n"
-            ));
+            ctx.remarks.push(format!("place-devices @{name}: not placed: a node names memory through an accessor\n"));
             continue;
         };
         let graph_device = graph.device;
@@ -190,11 +188,13 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
 
 /// Why the pass leaves `graph` as it is, if it does.
 fn eligible(graph: &Graph) -> Result<(), String> {
-    if graph.properties.updatable {
-        return Err("the graph is updatable (an update could rebind memory the transfers were planned for)".into());
-    }
-    if !graph.dyn_params.is_empty() {
-        return Err("the graph has dynamic parameters".into());
+    // Scalars may change after placement; a pointer could move a node's memory to another
+    // device than the transfers were planned for.
+    if let Some((_, p)) = graph.dyn_params.iter().find(|(_, p)| !matches!(p.value, ArgValue::Scalar(_))) {
+        return Err(format!(
+            "dynamic parameter %{} holds memory (an update could move it to another device than the transfers were planned for; place the graph by hand)",
+            p.name
+        ));
     }
     for (_, n) in graph.nodes.iter() {
         let what = match n.kind {

@@ -12,10 +12,16 @@
 //! becomes a `memset` to zero where it was `zero_init` and an empty node otherwise, its
 //! frees empty nodes. The contents of an allocation are undefined until written, so this
 //! changes no result.
+//!
+//! Dynamic parameters and dynamic command groups go, under their own names, into every
+//! stage graph whose nodes use them, and `updatable` stays, so the runtime updates a
+//! multi-device executable by name on each device it reaches.
 
 use crate::analysis::{topological_order, Csr};
 use crate::{PassContext, PassError, PassInfo};
-use cmdgraph_ir::graph::{Edge, EdgeKind, Graph, MemRef, Node, NodeKind, Stmt};
+use cmdgraph_ir::graph::{
+    Alternative, Arg, ArgValue, DynCommandGroup, DynParam, Edge, EdgeKind, Graph, MemRef, Node, NodeKind, Stmt,
+};
 use cmdgraph_ir::module::{Home, Item, MemoryKind, MemoryObject, UsmKind};
 use cmdgraph_ir::placement::{stage_graph_name, stages, Stages};
 use cmdgraph_ir::{Handle, Module, Span};
@@ -46,10 +52,10 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let name = graph.name.clone();
         let fail_early =
             |m: &str| PassError::Failed { pass: INFO.name, graph: name.clone(), node: None, message: m.into() };
-        if !graph.dyn_params.is_empty() || graph.properties.updatable {
-            return Err(fail_early(
-                "a multi-device graph with dynamic parameters or `updatable` does not run on several devices yet",
-            ));
+        if let Some(what) = dynamic_allocation(graph) {
+            return Err(fail_early(&format!(
+                "{what} names a graph allocation: in a multi-device graph, dynamic parameters and command groups name memory objects"
+            )));
         }
         let fail = |node: Option<String>, message: String| PassError::Failed {
             pass: INFO.name,
@@ -87,8 +93,8 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 properties: graph.properties,
                 ..Graph::default()
             };
-            g.properties.updatable = false;
             let mut map: BTreeMap<Handle<Node>, Handle<Node>> = BTreeMap::new();
+            let mut dynamic = DynamicMap::default();
             for &i in &order {
                 let Some(h) = Handle::<Node>::from_usize(i) else { continue };
                 if !part(h) {
@@ -104,6 +110,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                         ),
                     )
                 })?;
+                let kind = dynamic.carry(graph, &mut g, kind);
                 let copy =
                     Node { name: node.name.clone(), kind, queue: None, device: None, comments: Default::default() };
                 let nh = g.nodes.append(copy, graph.nodes.span(h));
@@ -242,6 +249,84 @@ fn promote(module: &mut Module, gh: Handle<Graph>, allocs: &[Handle<Node>]) {
                     }
                 }
             }),
+        }
+    }
+}
+
+/// The dynamic parameter or command group of `graph` whose value or alternatives name a
+/// graph allocation, if one does (promotion does not rewrite those).
+fn dynamic_allocation(graph: &Graph) -> Option<String> {
+    let alloc = |v: &ArgValue| match v {
+        ArgValue::Pointer(p) => matches!(p.base, MemRef::Alloc(_)),
+        ArgValue::Accessor(a) => matches!(a.buffer, MemRef::Alloc(_)),
+        _ => false,
+    };
+    if let Some((_, p)) = graph.dyn_params.iter().find(|(_, p)| alloc(&p.value)) {
+        return Some(format!("dynamic parameter %{}", p.name));
+    }
+    let names_alloc = |a: &Alternative| match a {
+        Alternative::Kernel(cmd) => cmd.args.iter().any(|x| matches!(x, Arg::Value(v) if alloc(v))),
+        Alternative::HostTask(t) => t.access.iter().any(|x| matches!(x.mem, MemRef::Alloc(_))),
+        Alternative::Other(_) => false,
+    };
+    graph
+        .dcgs
+        .iter()
+        .find(|(_, d)| d.alternatives.iter().any(names_alloc))
+        .map(|(_, d)| format!("dynamic command group %{}", d.name))
+}
+
+/// The dynamic parameters and command groups a stage graph took from its graph, by handle
+/// there: each is carried, under its own name, into the stage graphs whose nodes use it, so
+/// an update by name reaches every node it reached before.
+#[derive(Default)]
+struct DynamicMap {
+    params: BTreeMap<Handle<DynParam>, Handle<DynParam>>,
+    groups: BTreeMap<Handle<DynCommandGroup>, Handle<DynCommandGroup>>,
+}
+
+impl DynamicMap {
+    /// `kind` (a node of `from` being copied into stage graph `to`) with its dynamic
+    /// parameters and group those of `to`, carried there first (their statements before the
+    /// node's). Their values name no graph allocation ([`dynamic_allocation`]).
+    fn carry(&mut self, from: &Graph, to: &mut Graph, mut kind: NodeKind) -> NodeKind {
+        match &mut kind {
+            NodeKind::Kernel(cmd) => self.args(from, to, &mut cmd.args),
+            NodeKind::Dynamic { dcg } => {
+                let group = match self.groups.get(dcg) {
+                    Some(&g) => g,
+                    None => {
+                        let Some(d) = from.dcgs.try_get(*dcg) else { return kind };
+                        let mut d = d.clone();
+                        for alt in &mut d.alternatives {
+                            if let Alternative::Kernel(cmd) = alt {
+                                self.args(from, to, &mut cmd.args);
+                            }
+                        }
+                        let g = to.dcgs.append(d, from.dcgs.span(*dcg));
+                        to.body.push(Stmt::Dcg(g));
+                        self.groups.insert(*dcg, g);
+                        g
+                    }
+                };
+                *dcg = group;
+            }
+            _ => {}
+        }
+        kind
+    }
+
+    /// `args` naming the parameters of `to`, each carried there at its first use.
+    fn args(&mut self, from: &Graph, to: &mut Graph, args: &mut [Arg]) {
+        for a in args {
+            let Arg::Dyn(p) = a else { continue };
+            let Some(param) = from.dyn_params.try_get(*p) else { continue };
+            let mine = *self.params.entry(*p).or_insert_with(|| {
+                let h = to.dyn_params.append(param.clone(), from.dyn_params.span(*p));
+                to.body.push(Stmt::DynParam(h));
+                h
+            });
+            *a = Arg::Dyn(mine);
         }
     }
 }

@@ -33,7 +33,8 @@ pub struct Touch {
 }
 
 /// The memory a node reads and writes, in argument order (`None`: the node names memory in
-/// a way the pass does not rewrite, such as an accessor or a dynamic parameter).
+/// a way the pass does not rewrite, such as an accessor). A dynamic parameter is a scalar
+/// here: the pass places no graph with a pointer parameter.
 pub fn touches(module: &Module, node: &Node) -> Option<Vec<Touch>> {
     let t = |mem: MemRef, reads: bool, writes: bool| Touch { mem, reads, writes };
     Some(match &node.kind {
@@ -49,8 +50,8 @@ pub fn touches(module: &Module, node: &Node) -> Option<Vec<Touch>> {
                         };
                         out.push(t(p.base, access != Access::Write, access != Access::Read));
                     }
-                    Arg::Value(ArgValue::Accessor(_)) | Arg::Dyn(_) => return None,
-                    Arg::Value(_) => {}
+                    Arg::Value(ArgValue::Accessor(_)) => return None,
+                    Arg::Value(_) | Arg::Dyn(_) => {}
                 }
             }
             out

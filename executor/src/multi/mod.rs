@@ -23,6 +23,8 @@ use cmdgraph_ir::module::Home;
 use cmdgraph_ir::placement::{stage_graph_name, stages};
 use cmdgraph_ir::{Handle, Module};
 
+mod update;
+
 /// Several devices, one executor each.
 pub struct MultiExecutor {
     devices: Vec<Executor>,
@@ -56,6 +58,21 @@ pub struct MultiExecId(usize);
 struct MultiExec {
     /// Stages in order: the transfers made before the stage, then (device, executable) run.
     stages: Vec<Stage>,
+    /// Every stage graph: its device, executable and name (updates find nodes and
+    /// parameters by it).
+    parts: Vec<Part>,
+    /// The values of the dynamic parameters and the active alternatives of the dynamic
+    /// command groups, by name, as the stage graphs hold them now (an update that fails on
+    /// one device puts the others back to these).
+    params: std::collections::BTreeMap<String, cmdgraph_ir::graph::ArgValue>,
+    active: std::collections::BTreeMap<String, u32>,
+}
+
+/// One stage graph of a multi-device executable.
+struct Part {
+    device: usize,
+    exec: ExecId,
+    graph: Handle<Graph>,
 }
 
 #[derive(Default)]
@@ -195,22 +212,34 @@ impl MultiExecutor {
                 )));
             }
         }
-        let mut made: Vec<(usize, ExecId)> = Vec::new();
-        for (s, d, part) in parts {
+        let (mut params, mut active) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
+        let mut handles = Vec::with_capacity(parts.len());
+        for (_, _, part) in &parts {
+            let graph = m.graph_by_name(part).unwrap_or(gh);
+            for (_, p) in m.graphs[graph].dyn_params.iter() {
+                params.insert(p.name.clone(), p.value.clone());
+            }
+            for (_, g) in m.graphs[graph].dcgs.iter() {
+                active.insert(g.name.clone(), g.active);
+            }
+            handles.push(graph);
+        }
+        let mut made: Vec<Part> = Vec::new();
+        for ((s, d, part), graph) in parts.into_iter().zip(handles) {
             match self.devices[d as usize].finalize(&part) {
-                Ok(id) => {
-                    made.push((d as usize, id));
-                    plan[s as usize].runs.push((d as usize, id));
+                Ok(exec) => {
+                    made.push(Part { device: d as usize, exec, graph });
+                    plan[s as usize].runs.push((d as usize, exec));
                 }
                 Err(e) => {
-                    for (d, id) in made {
-                        let _ = self.devices[d].drop_exec(id);
+                    for p in made {
+                        let _ = self.devices[p.device].drop_exec(p.exec);
                     }
                     return Err(e);
                 }
             }
         }
-        self.execs.push(MultiExec { stages: plan });
+        self.execs.push(MultiExec { stages: plan, parts: made, params, active });
         Ok(MultiExecId(self.execs.len() - 1))
     }
 
