@@ -383,3 +383,144 @@ fn updates_of_parameters_and_groups_on_the_second_device_match_the_interpreter()
     }
     check.quiet();
 }
+
+/// Every node kind a device runs, across two devices: kernels, transfers both ways, a fill,
+/// a memset, prefetch and memadvise, a `while` and an `if` whose bodies run on device 1, a
+/// sub-graph of device 1 (inlined), a graph allocation, host tasks beside each device's
+/// memory, and ordering nodes.
+const EVERY_KIND: &str = "kernel @axpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %r = fma %a, %xv, %yv
+  store %y[%i], %r
+}
+
+kernel @scale(%x: buf<f32, read>, %y: buf<f32, write>, %s: f32) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %r = mul %v, %s
+  store %y[%i], %r
+}
+
+kernel @halve_and_count(%x: buf<f32, read_write>, %c: buf<u32, read_write>) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %half = const 0.5 : f32
+  %h = mul %v, %half
+  store %x[%i], %h
+  %zero = const 0 : u32
+  %first = eq %i, %zero
+  if %first {
+    %one = const 1 : u32
+    %n = load %c[%zero]
+    %n1 = sub %n, %one
+    store %c[%zero], %n1
+  }
+}
+
+usm @w : f32[256] replicated
+usm @a : f32[256]
+usm @b : f32[256] home(1)
+usm @flags : u32[4] home(1)
+usm @out : f32[256]
+
+graph @halve {
+  %k = kernel @halve_and_count range(256) args(@b, @flags) device(1)
+}
+
+graph @plus {
+  %k = kernel @axpy range(256) args(@w, @b, 1.0) device(1)
+}
+
+graph @child {
+  %k = kernel @axpy range(256) args(@w, @b, 0.25) device(1)
+}
+
+graph @g {
+  queue @q0
+  %k0 = kernel @axpy range(256) args(@w, @a, 1.25)
+  %h0 = host_task \"negate_a\" access(@a read_write) after(%k0)
+  %f = memfill @a, 0.5 : f32, 64 after(%h0)
+  %t = memcpy @b, @a, 1024 after(%f)
+  %p = prefetch @b, 1024 device(1) after(%t)
+  %ad = memadvise @b, 1024, 2 device(1) after(%p)
+  %s = memset @flags, 0, 16 device(1) after(%ad)
+  %c = memfill @flags, 3 : u32, 2 device(1) after(%s)
+  %wl = while @flags do @halve device(1) after(%c)
+  %i = if @flags + 4 then @plus device(1) after(%wl)
+  %sg = subgraph @child after(%i)
+  %m = async_malloc f32[256] device(1) after(%sg)
+  %k1 = kernel @scale range(256) args(@b, %m, 3.0) device(1) after(%m)
+  %k2 = kernel @axpy range(256) args(%m, @b, -0.5) device(1) after(%k1)
+  %fr = async_free %m device(1) after(%k2)
+  %h1 = host_task \"negate_b\" access(@b read_write) after(%k2)
+  %bar = barrier on @q0 after(%h1)
+  %back = memcpy @out, @b, 1024 after(%bar)
+  %e = empty after(%back)
+  %k3 = kernel @axpy range(256) args(@a, @out, 2.0) after(%e)
+}
+";
+
+/// A host callback that multiplies the `f32`s of memory `name` by -2 (exact).
+fn negate(
+    name: &'static str,
+) -> impl FnMut(&mut dyn cmdgraph_ir::host::HostMemory) -> Result<(), cmdgraph_ir::host::HostError> + Send + Clone + 'static
+{
+    move |mem| {
+        let v: Vec<f32> = mem.read_as(name)?;
+        let out: Vec<f32> = v.iter().map(|x| x * -2.0).collect();
+        mem.write_as(name, 0, &out)
+    }
+}
+
+#[test]
+fn every_node_kind_runs_across_two_devices_as_on_the_interpreter() {
+    let source = parse(EVERY_KIND);
+    let bundle = compile(&source, None, 10);
+    let optimized = cmdgraph_ir::bundle::Bundle::from_bytes(&bundle).unwrap().optimized;
+    let device1: String = optimized
+        .split("\ngraph @g.s")
+        .skip(1)
+        .filter(|g| g.contains(" device(1)"))
+        .map(|g| g.split("\n}\n").next().unwrap_or(""))
+        .collect();
+    for kind in [
+        "= while @flags do @halve",
+        "= if @flags + 4 then @plus",
+        "= host_task \"negate_b\"",
+        "= memfill @flags",
+        "= prefetch @b",
+        "= memadvise @b",
+        "= memset @flags",
+    ] {
+        assert!(device1.contains(kind), "device 1's stage graphs lack `{kind}`:\n{optimized}");
+    }
+    let one = EVERY_KIND.replace(" replicated", "").replace(" home(1)", "").replace(" device(1)", "");
+    let unplaced = compile(&parse(&one), None, 10);
+    let mut check = Check::new(&source, &bundle, &unplaced, 2);
+    for name in ["a", "b"] {
+        let callback = if name == "a" { "negate_a" } else { "negate_b" };
+        check.multi.register_callback(callback, negate(name));
+        check.single.register_callback(callback, negate(name));
+        for it in &mut check.interps {
+            it.register_callback(callback, negate(name));
+        }
+    }
+    for seed in [11u64, 12, 13] {
+        check.bind(&inputs(&source, seed));
+        check.run("g", &format!("seed {seed}"));
+        assert_eq!(check.multi.last_transfers().1, 2048, "seed {seed}: a transfer there and one back");
+    }
+    check.quiet();
+    // A host task touching memory of both devices cannot run beside one: refused, named.
+    let text = EVERY_KIND.replace("access(@b read_write)", "access(@b read_write, @a read)");
+    let bad = parse(&text);
+    let passes = with_place_devices(default_pipeline());
+    let pipeline = PipelineOptions { verify_each: true, ..PipelineOptions::default() };
+    let err = match compile_module_configured(&bad, &passes, &pipeline, &Options::default(), &Llvm, &mut |_| {}) {
+        Ok(_) => panic!("a host task on two devices' memory compiled"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("%h1") && err.contains("touches memory of devices 0 and 1"), "{err}");
+}

@@ -41,6 +41,8 @@ pub struct Stages {
     /// runs before (the host makes it once the stages before have finished; `count` for
     /// one after the last); `None` for ordering-only nodes.
     pub stage: Vec<Option<u32>>,
+    /// By node index: the device it runs on ([`run_device`]; the graph's for ordering nodes).
+    pub device: Vec<u32>,
     /// By node index: the nodes that order it, ordering-only nodes looked through.
     pub preds: Vec<Vec<Handle<Node>>>,
     /// The transfers, in an order that respects the edges between them.
@@ -54,8 +56,89 @@ pub fn stage_graph_name(graph: &str, stage: u32, device: u32) -> String {
     format!("{graph}.s{stage}.d{device}")
 }
 
+/// The device node `node` of `graph` runs on in stages: its own ([`Graph::node_device`]),
+/// except for a host task or native command, which runs beside the device whose memory it
+/// touches (the graph's device when it touches none, or only replicated memory). `Err`
+/// says why a host task touching memory of two devices cannot run.
+pub fn run_device(m: &Module, graph: &Graph, node: Handle<Node>) -> Result<u32, String> {
+    let Some(n) = graph.nodes.try_get(node) else { return Ok(graph.device) };
+    let (NodeKind::HostTask(t) | NodeKind::Native(t)) = &n.kind else { return Ok(graph.node_device(node)) };
+    let devices: std::collections::BTreeSet<u32> =
+        t.access.iter().filter_map(|a| memory_device(m, graph, a.mem)).collect();
+    match devices.len() {
+        0 => Ok(graph.device),
+        1 => Ok(devices.into_iter().next().unwrap_or(graph.device)),
+        _ => Err(format!(
+            "the {} touches memory of devices {}: it runs beside one device; transfer the memory to one of them first",
+            n.kind.node_type().name(),
+            devices.iter().map(u32::to_string).collect::<Vec<_>>().join(" and ")
+        )),
+    }
+}
+
+/// A transfer inside body graph `b` of a conditional node or anything it runs: (body, node).
+fn body_transfer(
+    m: &Module,
+    b: Handle<Graph>,
+    seen: &mut std::collections::BTreeSet<Handle<Graph>>,
+) -> Option<(String, String)> {
+    if !seen.insert(b) {
+        return None;
+    }
+    let body = m.graphs.try_get(b)?;
+    for (h, n) in body.nodes.iter() {
+        if transfer(m, body, h).is_some() {
+            return Some((body.name.clone(), n.name.clone()));
+        }
+        let inner: &[Handle<Graph>] = match &n.kind {
+            NodeKind::Subgraph { graph } => std::slice::from_ref(graph),
+            NodeKind::Conditional { bodies, .. } => bodies,
+            _ => &[],
+        };
+        if let Some(found) = inner.iter().find_map(|&c| body_transfer(m, c, seen)) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// Why node `h` (not an ordering node) cannot run in a stage of one device, if it cannot.
+fn stage_refusal(m: &Module, graph: &Graph, h: Handle<Node>) -> Option<String> {
+    match &graph.nodes[h].kind {
+        NodeKind::Kernel(_)
+        | NodeKind::Memcpy { .. }
+        | NodeKind::Memset { .. }
+        | NodeKind::Memfill { .. }
+        | NodeKind::Prefetch { .. }
+        | NodeKind::Memadvise { .. }
+        | NodeKind::AsyncMalloc { .. }
+        | NodeKind::AsyncFree { .. }
+        | NodeKind::HostTask(_)
+        | NodeKind::Native(_) => None,
+        NodeKind::Dynamic { dcg } => graph
+            .dcgs
+            .try_get(*dcg)
+            .is_some_and(|d| d.alternatives.iter().any(|a| !matches!(a, crate::graph::Alternative::Kernel(_))))
+            .then(|| "a dynamic command group of host tasks in a multi-device graph does not run on several devices yet (groups of kernels do)".into()),
+        NodeKind::Conditional { bodies, .. } => {
+            let mut seen = std::collections::BTreeSet::new();
+            bodies.iter().find_map(|&b| body_transfer(m, b, &mut seen)).map(|(body, node)| {
+                format!(
+                    "its body @{body} moves memory between devices (%{node}); a conditional node runs on one device: make the transfer before or after it"
+                )
+            })
+        }
+        other => Some(format!(
+            "a {} node in a multi-device graph does not run on several devices yet (inline sub-graphs first)",
+            other.node_type().name()
+        )),
+    }
+}
+
 /// The stages of `graph` (see [`Stages`]), or why it cannot run in stages: a node kind the
-/// stages do not take yet, or a cycle. `order` is a topological order of its node indices.
+/// stages do not take, a host task touching memory of two devices, a conditional node whose
+/// bodies move memory between devices, or a cycle. `order` is a topological order of its
+/// node indices.
 pub fn stages(m: &Module, graph: &Graph, order: &[usize]) -> Result<Stages, (Handle<Node>, String)> {
     let n = graph.nodes.len();
     let mut direct: Vec<Vec<Handle<Node>>> = vec![Vec::new(); n];
@@ -66,6 +149,7 @@ pub fn stages(m: &Module, graph: &Graph, order: &[usize]) -> Result<Stages, (Han
     }
     let mut preds: Vec<Vec<Handle<Node>>> = vec![Vec::new(); n];
     let mut stage: Vec<Option<u32>> = vec![None; n];
+    let mut device: Vec<u32> = vec![graph.device; n];
     let mut transfers = Vec::new();
     let mut parts = std::collections::BTreeSet::new();
     for &i in order {
@@ -81,64 +165,37 @@ pub fn stages(m: &Module, graph: &Graph, order: &[usize]) -> Result<Stages, (Han
         }
         mine.sort_unstable();
         mine.dedup();
-        let is_transfer = transfer(m, graph, h).is_some();
-        match &node.kind {
-            NodeKind::Empty | NodeKind::Barrier { .. } => {}
-            NodeKind::Kernel(_)
-            | NodeKind::Memcpy { .. }
-            | NodeKind::Memset { .. }
-            | NodeKind::Memfill { .. }
-            | NodeKind::Prefetch { .. }
-            | NodeKind::Memadvise { .. }
-            | NodeKind::AsyncMalloc { .. }
-            | NodeKind::AsyncFree { .. }
-            | NodeKind::Dynamic { .. } => {
-                if let NodeKind::Dynamic { dcg } = &node.kind {
-                    let host = graph.dcgs.try_get(*dcg).is_some_and(|d| {
-                        d.alternatives.iter().any(|a| !matches!(a, crate::graph::Alternative::Kernel(_)))
-                    });
-                    if host {
-                        return Err((
-                            h,
-                            "a dynamic command group of host tasks in a multi-device graph does not run on several devices yet (groups of kernels do)".into(),
-                        ));
-                    }
-                }
-                let d = graph.node_device(h);
-                // A transfer's stage is the one it runs before: after every device node it
-                // follows (the stage after theirs) and every transfer it follows.
-                let mut s = 0u32;
-                for &p in &mine {
-                    let ps = stage[p.index()].unwrap_or(0);
-                    let from_transfer = transfer(m, graph, p).is_some();
-                    let next = match (is_transfer, from_transfer) {
-                        (true, true) | (false, true) => ps,
-                        (true, false) => ps + 1,
-                        (false, false) if graph.node_device(p) != d => ps + 1,
-                        (false, false) => ps,
-                    };
-                    s = s.max(next);
-                }
-                stage[i] = Some(s);
-                if is_transfer {
-                    transfers.push(h);
-                } else {
-                    parts.insert((s, d));
-                }
+        if !matches!(node.kind, NodeKind::Empty | NodeKind::Barrier { .. }) {
+            if let Some(why) = stage_refusal(m, graph, h) {
+                return Err((h, why));
             }
-            other => {
-                return Err((
-                    h,
-                    format!(
-                        "a {} node in a multi-device graph does not run on several devices yet (kernels, dynamic command groups of kernels, copies, fills, allocations and ordering nodes do)",
-                        other.node_type().name()
-                    ),
-                ))
+            let is_transfer = transfer(m, graph, h).is_some();
+            let d = run_device(m, graph, h).map_err(|why| (h, why))?;
+            device[i] = d;
+            // A transfer's stage is the one it runs before: after every device node it
+            // follows (the stage after theirs) and every transfer it follows.
+            let mut s = 0u32;
+            for &p in &mine {
+                let ps = stage[p.index()].unwrap_or(0);
+                let from_transfer = transfer(m, graph, p).is_some();
+                let next = match (is_transfer, from_transfer) {
+                    (true, true) | (false, true) => ps,
+                    (true, false) => ps + 1,
+                    (false, false) if device[p.index()] != d => ps + 1,
+                    (false, false) => ps,
+                };
+                s = s.max(next);
+            }
+            stage[i] = Some(s);
+            if is_transfer {
+                transfers.push(h);
+            } else {
+                parts.insert((s, d));
             }
         }
         preds[i] = mine;
     }
     let runs = parts.iter().map(|&(s, _)| s + 1).max().unwrap_or(0);
     let count = transfers.iter().filter_map(|t: &Handle<Node>| stage[t.index()]).max().unwrap_or(0).max(runs);
-    Ok(Stages { count, stage, preds, transfers, parts: parts.into_iter().collect() })
+    Ok(Stages { count, stage, device, preds, transfers, parts: parts.into_iter().collect() })
 }

@@ -13,9 +13,15 @@
 //! frees empty nodes. The contents of an allocation are undefined until written, so this
 //! changes no result.
 //!
+//! A conditional node's bodies are graphs of the node's graph's device whose nodes name the
+//! node's; a stage graph of another device runs copies of them for that device
+//! (`@<body>.d1`, [`bodies`]).
+//!
 //! Dynamic parameters and dynamic command groups go, under their own names, into every
 //! stage graph whose nodes use them, and `updatable` stays, so the runtime updates a
 //! multi-device executable by name on each device it reaches.
+
+mod bodies;
 
 use crate::analysis::{topological_order, Csr};
 use crate::{PassContext, PassError, PassInfo};
@@ -37,6 +43,7 @@ pub const INFO: PassInfo = PassInfo {
         ("stages", "stages, summed over graphs"),
         ("host-transfers", "transfers the runtime makes between stages"),
         ("allocations-promoted", "graph allocations spanning stage graphs made memory objects of their device"),
+        ("bodies-copied", "conditional bodies copied for the device their node runs on"),
     ],
     preserves: "every graph as it was (stage graphs are added beside them)",
     run,
@@ -77,12 +84,22 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             let graph = &module.graphs[gh];
             st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
         }
+        let conditionals: Vec<(Vec<Handle<Graph>>, u32)> = module.graphs[gh]
+            .nodes
+            .iter()
+            .filter_map(|(h, n)| match &n.kind {
+                NodeKind::Conditional { bodies, .. } => Some((bodies.clone(), st.device[h.index()])),
+                _ => None,
+            })
+            .collect();
+        let mut body_copies = 0;
+        let body_map = bodies::for_devices(module, &conditionals, &mut body_copies);
         let graph = &module.graphs[gh];
         let mut made = Vec::new();
         for &(s, d) in &st.parts {
             let part = |h: Handle<Node>| {
                 st.stage[h.index()] == Some(s)
-                    && graph.node_device(h) == d
+                    && st.device[h.index()] == d
                     && !st.transfers.contains(&h)
                     && !matches!(graph.nodes[h].kind, NodeKind::Empty | NodeKind::Barrier { .. })
             };
@@ -110,7 +127,12 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                         ),
                     )
                 })?;
-                let kind = dynamic.carry(graph, &mut g, kind);
+                let mut kind = dynamic.carry(graph, &mut g, kind);
+                if let NodeKind::Conditional { bodies, .. } = &mut kind {
+                    for b in bodies.iter_mut() {
+                        *b = body_map.get(&(*b, d)).copied().unwrap_or(*b);
+                    }
+                }
                 let copy =
                     Node { name: node.name.clone(), kind, queue: None, device: None, comments: Default::default() };
                 let nh = g.nodes.append(copy, graph.nodes.span(h));
@@ -129,6 +151,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         ctx.bump("stages", u64::from(st.count));
         ctx.bump("host-transfers", st.transfers.len() as u64);
         ctx.bump("allocations-promoted", promoted);
+        ctx.bump("bodies-copied", body_copies);
         let at = module.items.iter().position(|i| *i == Item::Graph(gh)).map_or(module.items.len(), |i| i + 1);
         for (k, g) in made.into_iter().enumerate() {
             let h = module.graphs.append(g, Span::UNDEFINED);
@@ -169,7 +192,7 @@ fn spanning_allocations(graph: &Graph, st: &Stages) -> Vec<Handle<Node>> {
     let mut parts: BTreeMap<Handle<Node>, Vec<Option<(u32, u32)>>> = BTreeMap::new();
     let part = |h: Handle<Node>| match st.transfers.contains(&h) {
         true => None,
-        false => st.stage[h.index()].map(|s| (s, graph.node_device(h))),
+        false => st.stage[h.index()].map(|s| (s, st.device[h.index()])),
     };
     for (h, n) in graph.nodes.iter() {
         if matches!(n.kind, NodeKind::AsyncMalloc { .. }) {

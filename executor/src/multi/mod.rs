@@ -125,6 +125,45 @@ impl MultiExecutor {
         self.devices.is_empty()
     }
 
+    /// Registers the callback of `host_task "name"` nodes on every device: a host task of
+    /// a multi-device graph runs beside the device whose memory it touches
+    /// (`cmdgraph_ir::placement::run_device`), and sees that device's memory. One closure
+    /// serves all, never two at once.
+    pub fn register_callback<F>(&mut self, name: &str, f: F)
+    where
+        F: FnMut(&mut dyn cmdgraph_ir::host::HostMemory) -> std::result::Result<(), cmdgraph_ir::host::HostError>
+            + Send
+            + 'static,
+    {
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(f));
+        for d in &mut self.devices {
+            let f = std::sync::Arc::clone(&shared);
+            d.register_callback(name, move |mem| match f.lock() {
+                Ok(mut f) => f(mem),
+                Err(_) => {
+                    Err(cmdgraph_ir::host::HostError::failed("the host task's callback panicked in an earlier run"))
+                }
+            });
+        }
+    }
+
+    /// Registers the callback of `native "name"` nodes on every device (called when the
+    /// stage graph holding the node is recorded, with that device's context).
+    pub fn register_native<F>(&mut self, name: &str, f: F)
+    where
+        F: FnMut(&crate::NativeContext<'_>) + Send + 'static,
+    {
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(f));
+        for d in &mut self.devices {
+            let f = std::sync::Arc::clone(&shared);
+            d.register_native(name, move |cx| {
+                if let Ok(mut f) = f.lock() {
+                    f(cx);
+                }
+            });
+        }
+    }
+
     fn module(&self) -> &Module {
         self.devices[0].module()
     }
@@ -177,17 +216,22 @@ impl MultiExecutor {
                 graph.device
             )));
         }
-        if let Some((_, n)) = graph.nodes.iter().find(|(h, _)| graph.node_device(*h) as usize >= self.devices.len()) {
-            return Err(ExecError::Invalid(format!(
-                "@{name} %{}: the node runs on device {}, and this executor has {} device(s)",
-                n.name,
-                n.device.unwrap_or(graph.device),
-                self.devices.len()
-            )));
-        }
         let order = crate::schedule::topological(&crate::schedule::predecessors(graph))?;
         let st = stages(m, graph, &order)
             .map_err(|(h, why)| ExecError::Invalid(format!("@{name} %{}: {why}", graph.nodes[h].name)))?;
+        // A host task runs beside the device of its memory (placement::run_device).
+        let missing = graph.nodes.iter().find(|(h, n)| {
+            !matches!(n.kind, NodeKind::Empty | NodeKind::Barrier { .. })
+                && st.device[h.index()] as usize >= self.devices.len()
+        });
+        if let Some((h, n)) = missing {
+            return Err(ExecError::Invalid(format!(
+                "@{name} %{}: the node runs on device {}, and this executor has {} device(s)",
+                n.name,
+                st.device[h.index()],
+                self.devices.len()
+            )));
+        }
         let mut plan: Vec<Stage> = (0..=st.count).map(|_| Stage::default()).collect();
         for &t in &st.transfers {
             let before = st.stage[t.index()].unwrap_or(0) as usize;
