@@ -350,40 +350,6 @@ impl Executor {
         self.transfers.download_into(&self.ctx, buf, buf.base + offset, out)
     }
 
-    /// Copies `len` bytes between a user memory object (from byte `offset`) and byte
-    /// `at` of `other`, a buffer of this device imported from elsewhere (a host bridge):
-    /// into `other` when `out`, else from it. Ordered after everything submitted so far and
-    /// waited for (docs/multi-device.md).
-    pub(crate) fn copy_external(
-        &self,
-        name: &str,
-        offset: u64,
-        other: ash::vk::Buffer,
-        at: u64,
-        len: u64,
-        out: bool,
-    ) -> Result<()> {
-        self.worker.drain();
-        let (_, buf, size) = self.user(name)?;
-        if offset.checked_add(len).is_none_or(|end| end > size) {
-            return Err(ExecError::Invalid(format!("{name} has {size} bytes; {len} from byte {offset} asked for")));
-        }
-        if len == 0 {
-            return Ok(());
-        }
-        let mine = buf.buffer;
-        let here = buf.base + offset;
-        self.transfers.run(&self.ctx, |d, cb| {
-            let (src, dst, region) = match out {
-                true => (mine, other, ash::vk::BufferCopy { src_offset: here, dst_offset: at, size: len }),
-                false => (other, mine, ash::vk::BufferCopy { src_offset: at, dst_offset: here, size: len }),
-            };
-            // SAFETY: `cb` is recording (Transfers::run); both ranges lie inside their
-            // buffers (checked above, and the bridge is as large as the transfer).
-            unsafe { d.cmd_copy_buffer(cb, src, dst, &[region]) };
-        })
-    }
-
     /// Writes `bytes` into a user memory object from byte `offset`. Waits for earlier work.
     pub fn write_range(&mut self, name: &str, offset: u64, bytes: &[u8]) -> Result<()> {
         self.worker.drain();

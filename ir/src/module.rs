@@ -125,16 +125,20 @@ pub enum Home {
     /// `replicated`: one copy per device, each written by the host when the application
     /// binds it; nodes only read it.
     Replicated,
+    /// `home(host)`: one copy in host memory that every device reaches (imported into each,
+    /// `VK_EXT_external_memory_host`), read and written by nodes of any device. `split-devices`
+    /// moves data between devices through such memory; the stages order its uses.
+    Host,
 }
 
 impl Home {
     /// The device this memory lives on in a graph targeting `graph_device` (`None`:
-    /// replicated, on every device).
+    /// replicated, on every device, or on the host, reached by every device).
     pub fn device_in(self, graph_device: u32) -> Option<u32> {
         match self {
             Home::Graph => Some(graph_device),
             Home::Device(d) => Some(d),
-            Home::Replicated => None,
+            Home::Replicated | Home::Host => None,
         }
     }
 }

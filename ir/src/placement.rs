@@ -27,6 +27,12 @@ pub fn transfer(m: &Module, graph: &Graph, node: Handle<Node>) -> Option<(u32, u
     (s != d).then_some((s, d))
 }
 
+/// Whether `graph` spans devices: a node runs on another device than the graph's, or a
+/// copy moves memory between two devices (a transfer), so it runs in stages.
+pub fn spans_devices(m: &Module, graph: &Graph) -> bool {
+    graph.is_multi_device() || graph.nodes.handles().any(|h| transfer(m, graph, h).is_some())
+}
+
 /// How a multi-device graph runs on one executor per device: in *stages*. In each stage,
 /// every device runs one single-device graph of its nodes (named by [`stage_graph_name`]);
 /// between stages the host makes the transfers the next stages need. A node's stage is the
@@ -54,6 +60,16 @@ pub struct Stages {
 /// The name of the graph of `graph`'s nodes that device `device` runs in stage `stage`.
 pub fn stage_graph_name(graph: &str, stage: u32, device: u32) -> String {
     format!("{graph}.s{stage}.d{device}")
+}
+
+/// The (stage, device) of `candidate` when it is a stage graph name of `graph`
+/// ([`stage_graph_name`]).
+pub fn parse_stage_graph_name(graph: &str, candidate: &str) -> Option<(u32, u32)> {
+    let rest = candidate.strip_prefix(graph)?.strip_prefix(".s")?;
+    let (stage, device) = rest.split_once(".d")?;
+    let number = |t: &str| (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<u32>().ok())?;
+    let (s, d) = (number(stage)?, number(device)?);
+    (stage_graph_name(graph, s, d) == candidate).then_some((s, d))
 }
 
 /// The device node `node` of `graph` runs on in stages: its own ([`Graph::node_device`]),

@@ -22,6 +22,7 @@
 //! multi-device executable by name on each device it reaches.
 
 mod bodies;
+mod lower;
 
 use crate::analysis::{topological_order, Csr};
 use crate::{PassContext, PassError, PassInfo};
@@ -41,7 +42,7 @@ pub const INFO: PassInfo = PassInfo {
         ("graphs-split", "multi-device graphs given stage graphs"),
         ("stage-graphs", "single-device graphs added"),
         ("stages", "stages, summed over graphs"),
-        ("host-transfers", "transfers the runtime makes between stages"),
+        ("transfers-lowered", "transfers made two device copies through host memory every device reaches"),
         ("allocations-promoted", "graph allocations spanning stage graphs made memory objects of their device"),
         ("bodies-copied", "conditional bodies copied for the device their node runs on"),
     ],
@@ -53,7 +54,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     let graphs: Vec<Handle<Graph>> = module.graphs.handles().collect();
     for gh in graphs {
         let graph = &module.graphs[gh];
-        if !graph.is_multi_device() {
+        if !cmdgraph_ir::placement::spans_devices(module, graph) {
             continue;
         }
         let name = graph.name.clone();
@@ -75,16 +76,25 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             .into_iter()
             .map(|v| v as usize)
             .collect();
-        let mut st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
+        let st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
         let spanning = spanning_allocations(graph, &st);
         let promoted = spanning.len() as u64;
         if !spanning.is_empty() {
-            // The promoted allocations' nodes are fills or ordering nodes now: stages again.
+            // The promoted allocations' nodes are fills or ordering nodes now.
             promote(module, gh, &spanning);
-            let graph = &module.graphs[gh];
-            st = stages(module, graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
         }
-        let conditionals: Vec<(Vec<Handle<Graph>>, u32)> = module.graphs[gh]
+        // The transfers become device copies through host memory; the stages of what is
+        // left are the ones the devices run.
+        let mut lowered = 0;
+        let source = module.graphs[gh].clone();
+        let graph = lower::transfers(module, &source, &mut lowered);
+        let order: Vec<usize> = topological_order(&Csr::successors(&graph))
+            .ok_or_else(|| fail(None, "the graph has a cycle".into()))?
+            .into_iter()
+            .map(|v| v as usize)
+            .collect();
+        let st = stages(module, &graph, &order).map_err(|(h, m)| fail(Some(graph.nodes[h].name.clone()), m))?;
+        let conditionals: Vec<(Vec<Handle<Graph>>, u32)> = graph
             .nodes
             .iter()
             .filter_map(|(h, n)| match &n.kind {
@@ -94,7 +104,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             .collect();
         let mut body_copies = 0;
         let body_map = bodies::for_devices(module, &conditionals, &mut body_copies);
-        let graph = &module.graphs[gh];
+        let graph = &graph;
         let mut made = Vec::new();
         for &(s, d) in &st.parts {
             let part = |h: Handle<Node>| {
@@ -149,7 +159,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         ctx.bump("graphs-split", 1);
         ctx.bump("stage-graphs", made.len() as u64);
         ctx.bump("stages", u64::from(st.count));
-        ctx.bump("host-transfers", st.transfers.len() as u64);
+        ctx.bump("transfers-lowered", lowered);
         ctx.bump("allocations-promoted", promoted);
         ctx.bump("bodies-copied", body_copies);
         let at = module.items.iter().position(|i| *i == Item::Graph(gh)).map_or(module.items.len(), |i| i + 1);

@@ -1,18 +1,20 @@
 //! One graph on several devices (docs/multi-device.md, "Running on several devices"): one
 //! [`Executor`] per device, each with its own Vulkan device and memory, loading the same
-//! bundle. A multi-device graph runs in stages (`cmdgraph_ir::placement::stages`): in each,
-//! every device runs its stage graph (made by the `split-devices` pass) and all run at once;
-//! between stages the host makes the transfers, reading the source device's memory and
-//! writing the destination's.
+//! bundle. `split-devices` gave each multi-device graph `@g` its stage graphs `@g.sS.dD`:
+//! what device D runs in stage S, transfers made device copies through `home(host)` memory.
 //!
-//! A stage's graphs are submitted together and waited for together. A transfer goes through
-//! host memory imported into every device (`VK_EXT_external_memory_host`, vk/host_bridge.rs)
-//! where all have it: the source device copies into it, the destination copies out, no CPU
-//! copy; otherwise through a host buffer the CPU copies into and out of. Timeline semaphores
-//! across devices are not built yet.
+//! That memory is one host allocation imported into every device
+//! (`VK_EXT_external_memory_host`, vk/host_bridge.rs), so the devices move the data
+//! themselves. A run then submits every stage graph at once, each waiting for the stage
+//! graphs before it on every device through timeline semaphores ([`relay`]), and returns;
+//! [`wait`](MultiExecutor::wait) waits for all. Where a device lacks the extension (or
+//! [`set_imported_transfers`](MultiExecutor::set_imported_transfers) turned it off), each
+//! device has its own copy of the `home(host)` memory and a run goes stage by stage: the host
+//! copies what a stage wrote there to the other devices before the next stage starts.
 //!
 //! Memory lives where its `home(N)` says (without one: device 0, the device multi-device
 //! graphs must target); `replicated` memory is bound on every device and read from device 0.
+#![allow(unsafe_code)]
 
 use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor};
@@ -20,32 +22,45 @@ use crate::load::load_bytes;
 use crate::vk::ContextOptions;
 use cmdgraph_ir::graph::{Graph, MemRef, NodeKind};
 use cmdgraph_ir::module::Home;
-use cmdgraph_ir::placement::{stage_graph_name, stages};
+use cmdgraph_ir::placement::{parse_stage_graph_name, stages, transfer};
 use cmdgraph_ir::{Handle, Module};
 
+mod relay;
+mod run;
 mod update;
 
 /// Several devices, one executor each.
 pub struct MultiExecutor {
     devices: Vec<Executor>,
     execs: Vec<MultiExec>,
-    /// The host time the last run spent in transfers, and the bytes they moved.
+    /// The host time the last run spent copying between devices, and the bytes the
+    /// devices exchanged.
     last_transfers: (std::time::Duration, u64),
-    /// The host buffer transfers pass through, kept between runs (a fresh one per transfer
+    /// The host buffer host copies pass through, kept between runs (a fresh one per copy
     /// costs its page faults: 40 ms for 64 MiB on the H200's host).
     staging: Vec<u8>,
-    /// Host memory imported into every device, grown to the largest transfer; `None` until a
-    /// transfer needs it, or where a device lacks the extension.
+    /// The `home(host)` memory imported into every device, once a graph is finalized with
+    /// imported transfers.
     bridge: Option<crate::vk::host_bridge::HostBridge>,
-    /// Whether transfers may use the bridge (`set_imported_transfers`).
+    /// Whether transfers may use imported host memory ([`set_imported_transfers`](Self::set_imported_transfers)).
     use_bridge: bool,
+    /// Set by the first finalize: whether `home(host)` memory is the imported bridge.
+    imported: Option<bool>,
+    /// The semaphores across devices, made by the first finalize with imported transfers.
+    relay: Option<relay::Relay>,
 }
 
 impl Drop for MultiExecutor {
     fn drop(&mut self) {
+        // Nothing may be pending on the semaphores and the bridge when they go.
+        for d in &self.devices {
+            let _ = d.wait_idle();
+        }
+        let ctxs: Vec<&crate::vk::Context> = self.devices.iter().map(|e| e.context()).collect();
+        if let Some(mut r) = self.relay.take() {
+            r.destroy(&ctxs);
+        }
         if let Some(b) = self.bridge.take() {
-            let ctxs: Vec<&crate::vk::Context> = self.devices.iter().map(|e| e.context()).collect();
-            // Every copy through it was waited for.
             b.destroy(&ctxs);
         }
     }
@@ -56,11 +71,13 @@ impl Drop for MultiExecutor {
 pub struct MultiExecId(usize);
 
 struct MultiExec {
-    /// Stages in order: the transfers made before the stage, then (device, executable) run.
-    stages: Vec<Stage>,
-    /// Every stage graph: its device, executable and name (updates find nodes and
-    /// parameters by it).
+    /// Every stage graph, in stage order.
     parts: Vec<Part>,
+    /// By stage: the host copies after it, where `home(host)` memory is not imported: the
+    /// memory, the device that wrote it, and its bytes.
+    host_copies: Vec<Vec<(String, usize, u64)>>,
+    /// Bytes the devices exchange per run (the transfers of the graph).
+    transfer_bytes: u64,
     /// The values of the dynamic parameters and the active alternatives of the dynamic
     /// command groups, by name, as the stage graphs hold them now (an update that fails on
     /// one device puts the others back to these).
@@ -70,24 +87,10 @@ struct MultiExec {
 
 /// One stage graph of a multi-device executable.
 struct Part {
+    stage: u32,
     device: usize,
     exec: ExecId,
     graph: Handle<Graph>,
-}
-
-#[derive(Default)]
-struct Stage {
-    transfers: Vec<Transfer>,
-    runs: Vec<(usize, ExecId)>,
-}
-
-/// One transfer between stages: `bytes` from `src` on device `from` to `dst` on `to`.
-struct Transfer {
-    from: usize,
-    src: (String, u64),
-    to: usize,
-    dst: (String, u64),
-    bytes: u64,
 }
 
 impl MultiExecutor {
@@ -107,6 +110,8 @@ impl MultiExecutor {
             staging: Vec::new(),
             bridge: None,
             use_bridge: true,
+            imported: None,
+            relay: None,
         })
     }
 
@@ -168,7 +173,8 @@ impl MultiExecutor {
         self.devices[0].module()
     }
 
-    /// The devices memory `name` lives on: its home, or all for replicated memory.
+    /// The devices memory `name` lives on: its home, or all for replicated memory and for
+    /// `home(host)` memory each device holds a copy of.
     fn homes(&self, name: &str) -> Result<Vec<usize>> {
         let name = name.strip_prefix('@').unwrap_or(name);
         let m = self.module();
@@ -176,7 +182,8 @@ impl MultiExecutor {
         let out: Vec<usize> = match m.memories[h].home {
             Home::Graph => vec![0],
             Home::Device(d) => vec![d as usize],
-            Home::Replicated => (0..self.devices.len()).collect(),
+            Home::Host if self.imported == Some(true) => vec![0],
+            Home::Replicated | Home::Host => (0..self.devices.len()).collect(),
         };
         match out.iter().find(|&&d| d >= self.devices.len()) {
             Some(d) => Err(ExecError::Invalid(format!(
@@ -188,7 +195,9 @@ impl MultiExecutor {
     }
 
     /// Sets memory `name` on the device it lives on (every device for replicated memory).
+    /// Waits for runs in flight.
     pub fn bind(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.wait_all()?;
         for d in self.homes(name)? {
             self.devices[d].bind(name, bytes)?;
         }
@@ -196,15 +205,20 @@ impl MultiExecutor {
     }
 
     /// Memory `name` as the device it lives on holds it (device 0 for replicated memory).
+    /// Waits for runs in flight.
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        for d in &self.devices {
+            d.wait_idle()?;
+        }
         let d = self.homes(name)?.first().copied().unwrap_or(0);
         self.devices[d].read(name)
     }
 
-    /// Makes graph `name` (compiled with `split-devices`) runnable: each device's stage
-    /// graphs finalized on its executor, the transfers between stages planned. A node on a
-    /// device this executor does not have, and a node kind the stages do not take, are
-    /// errors naming the node, before anything is made.
+    /// Makes graph `name` (compiled with `split-devices`) runnable: each of its stage graphs
+    /// finalized on its device. A node on a device this executor does not have, a transfer
+    /// reaching one, and a node kind the stages do not take are errors naming the node,
+    /// before anything is made. The first finalize also fixes how transfers go
+    /// ([`transfer_path`](Self::transfer_path)).
     pub fn finalize(&mut self, name: &str) -> Result<MultiExecId> {
         let name = name.strip_prefix('@').unwrap_or(name);
         let m = self.module();
@@ -216,65 +230,84 @@ impl MultiExecutor {
                 graph.device
             )));
         }
+        let n = self.devices.len();
         let order = crate::schedule::topological(&crate::schedule::predecessors(graph))?;
         let st = stages(m, graph, &order)
             .map_err(|(h, why)| ExecError::Invalid(format!("@{name} %{}: {why}", graph.nodes[h].name)))?;
         // A host task runs beside the device of its memory (placement::run_device).
-        let missing = graph.nodes.iter().find(|(h, n)| {
-            !matches!(n.kind, NodeKind::Empty | NodeKind::Barrier { .. })
-                && st.device[h.index()] as usize >= self.devices.len()
+        let missing = graph.nodes.iter().find(|(h, node)| {
+            !matches!(node.kind, NodeKind::Empty | NodeKind::Barrier { .. }) && st.device[h.index()] as usize >= n
         });
-        if let Some((h, n)) = missing {
+        if let Some((h, node)) = missing {
             return Err(ExecError::Invalid(format!(
-                "@{name} %{}: the node runs on device {}, and this executor has {} device(s)",
-                n.name,
-                st.device[h.index()],
-                self.devices.len()
+                "@{name} %{}: the node runs on device {}, and this executor has {n} device(s)",
+                node.name,
+                st.device[h.index()]
             )));
         }
-        let mut plan: Vec<Stage> = (0..=st.count).map(|_| Stage::default()).collect();
+        let mut transfer_bytes = 0;
         for &t in &st.transfers {
-            let before = st.stage[t.index()].unwrap_or(0) as usize;
-            let transfer = transfer_of(m, graph, t)
-                .map_err(|why| ExecError::Invalid(format!("@{name} %{}: {why}", graph.nodes[t].name)))?;
+            let Some((from, to)) = transfer(m, graph, t) else { continue };
             // A transfer's other end may live on a device the node does not run on.
-            if let Some(d) = [transfer.from, transfer.to].into_iter().find(|&d| d >= self.devices.len()) {
+            if let Some(d) = [from, to].into_iter().find(|&d| d as usize >= n) {
                 return Err(ExecError::Invalid(format!(
-                    "@{name} %{}: the transfer reaches memory on device {d}, and this executor has {} device(s)",
-                    graph.nodes[t].name,
-                    self.devices.len()
+                    "@{name} %{}: the transfer reaches memory on device {d}, and this executor has {n} device(s)",
+                    graph.nodes[t].name
                 )));
             }
-            plan[before].transfers.push(transfer);
-        }
-        let parts: Vec<(u32, u32, String)> =
-            st.parts.iter().map(|&(s, d)| (s, d, stage_graph_name(name, s, d))).collect();
-        for (_, _, part) in &parts {
-            if m.graph_by_name(part).is_none() {
-                return Err(ExecError::Bundle(format!(
-                    "@{name}: the bundle has no stage graph @{part}; compile the module with the `split-devices` pass (docs/multi-device.md)"
-                )));
+            if let NodeKind::Memcpy { bytes, .. } = graph.nodes[t].kind {
+                transfer_bytes += bytes;
             }
         }
+        // A graph that does not span devices runs whole on device 0.
+        let mut parts: Vec<(u32, u32, Handle<Graph>)> = match cmdgraph_ir::placement::spans_devices(m, graph) {
+            true => m
+                .graphs
+                .iter()
+                .filter_map(|(h, g)| parse_stage_graph_name(name, &g.name).map(|(s, d)| (s, d, h)))
+                .collect(),
+            false => vec![(0, 0, gh)],
+        };
+        parts.sort_unstable_by_key(|&(s, d, _)| (s, d));
+        if parts.is_empty() && !graph.nodes.is_empty() {
+            return Err(ExecError::Bundle(format!(
+                "@{name}: the bundle has no stage graphs @{name}.sS.dD; compile the module with the `split-devices` pass (docs/multi-device.md)"
+            )));
+        }
+        if let Some(&(_, d, h)) = parts.iter().find(|p| p.1 as usize >= n) {
+            return Err(ExecError::Invalid(format!(
+                "@{}: a stage graph of device {d}, and this executor has {n} device(s)",
+                m.graphs[h].name
+            )));
+        }
+        let stage_count = parts.last().map_or(0, |p| p.0 as usize + 1);
+        let mut host_copies: Vec<Vec<(String, usize, u64)>> = vec![Vec::new(); stage_count];
         let (mut params, mut active) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
-        let mut handles = Vec::with_capacity(parts.len());
-        for (_, _, part) in &parts {
-            let graph = m.graph_by_name(part).unwrap_or(gh);
-            for (_, p) in m.graphs[graph].dyn_params.iter() {
+        for &(s, d, h) in &parts {
+            let g = &m.graphs[h];
+            for (_, p) in g.dyn_params.iter() {
                 params.insert(p.name.clone(), p.value.clone());
             }
-            for (_, g) in m.graphs[graph].dcgs.iter() {
-                active.insert(g.name.clone(), g.active);
+            for (_, x) in g.dcgs.iter() {
+                active.insert(x.name.clone(), x.active);
             }
-            handles.push(graph);
-        }
-        let mut made: Vec<Part> = Vec::new();
-        for ((s, d, part), graph) in parts.into_iter().zip(handles) {
-            match self.devices[d as usize].finalize(&part) {
-                Ok(exec) => {
-                    made.push(Part { device: d as usize, exec, graph });
-                    plan[s as usize].runs.push((d as usize, exec));
+            for (_, node) in g.nodes.iter() {
+                if let NodeKind::Memcpy { dst, .. } = &node.kind {
+                    if let MemRef::Memory(mh) = dst.base {
+                        let mem = &m.memories[mh];
+                        if mem.home == Home::Host {
+                            host_copies[s as usize].push((mem.name.clone(), d as usize, mem.size_bytes()));
+                        }
+                    }
                 }
+            }
+        }
+        self.fix_transfer_path()?;
+        let mut made: Vec<Part> = Vec::new();
+        for (stage, d, graph) in parts {
+            let part_name = self.module().graphs[graph].name.clone();
+            match self.devices[d as usize].finalize(&part_name) {
+                Ok(exec) => made.push(Part { stage, device: d as usize, exec, graph }),
                 Err(e) => {
                     for p in made {
                         let _ = self.devices[p.device].drop_exec(p.exec);
@@ -283,129 +316,97 @@ impl MultiExecutor {
                 }
             }
         }
-        self.execs.push(MultiExec { stages: plan, parts: made, params, active });
+        self.execs.push(MultiExec { parts: made, host_copies, transfer_bytes, params, active });
         Ok(MultiExecId(self.execs.len() - 1))
     }
 
-    /// Runs graph `id` once and waits for it: stage by stage, each stage's graphs submitted
-    /// on every device before any is waited for, the transfers between stages made by the host.
-    pub fn run(&mut self, id: MultiExecId) -> Result<()> {
-        // Taken out while it runs: the run needs the executor mutably (the bridge grows).
-        let execs = std::mem::take(&mut self.execs);
-        let r = match execs.get(id.0) {
-            Some(exec) => self.run_stages(exec),
-            None => Err(ExecError::Unknown(format!("multi-device executable {}", id.0))),
+    /// Fixes, once, how `home(host)` memory is held: one host allocation imported into every
+    /// device with the semaphores across them, or a copy per device.
+    fn fix_transfer_path(&mut self) -> Result<()> {
+        if self.imported.is_some() {
+            return Ok(());
+        }
+        let imports = self.use_bridge && self.devices.iter().all(|e| e.context().external_memory_host.is_some());
+        if !imports {
+            self.imported = Some(false);
+            return Ok(());
+        }
+        let m = self.module();
+        let align = self
+            .devices
+            .iter()
+            .map(|e| e.context().props.limits.min_storage_buffer_offset_alignment)
+            .fold(256u64, u64::max);
+        let mut ranges = Vec::new();
+        let mut total = 0u64;
+        for (_, mem) in m.memories.iter().filter(|(_, x)| x.home == Home::Host) {
+            let size = mem.size_bytes().max(4).next_multiple_of(4);
+            ranges.push((mem.name.clone(), total, size));
+            total = (total + size).next_multiple_of(align);
+        }
+        let ctxs: Vec<&crate::vk::Context> = self.devices.iter().map(|e| e.context()).collect();
+        let relay = relay::Relay::new(&ctxs)?;
+        let bridge = match crate::vk::host_bridge::HostBridge::new(&ctxs, total.max(4)) {
+            Ok(b) => b,
+            Err(_) => {
+                // A device that cannot import it: a copy per device.
+                let mut relay = relay;
+                relay.destroy(&ctxs);
+                self.imported = Some(false);
+                return Ok(());
+            }
         };
-        self.execs = execs;
-        r
-    }
-
-    fn run_stages(&mut self, exec: &MultiExec) -> Result<()> {
-        self.last_transfers = (std::time::Duration::ZERO, 0);
-        for stage in &exec.stages {
-            let started = std::time::Instant::now();
-            for t in &stage.transfers {
-                if self.bridge_for(t.bytes) {
-                    let bridge = self.bridge.as_ref().ok_or_else(|| ExecError::Invalid("no host bridge".into()))?;
-                    let (from, to) = (bridge.buffer(t.from), bridge.buffer(t.to));
-                    let (Some(from), Some(to)) = (from, to) else {
-                        return Err(ExecError::Invalid("the host bridge lacks a device".into()));
-                    };
-                    self.devices[t.from].copy_external(&t.src.0, t.src.1, from, 0, t.bytes, true)?;
-                    self.devices[t.to].copy_external(&t.dst.0, t.dst.1, to, 0, t.bytes, false)?;
-                } else {
-                    let len = usize::try_from(t.bytes).map_err(|_| ExecError::Invalid("transfer too large".into()))?;
-                    if self.staging.len() < len {
-                        self.staging.resize(len, 0);
-                    }
-                    let bytes = &mut self.staging[..len];
-                    self.devices[t.from].read_range_into(&t.src.0, t.src.1, bytes)?;
-                    self.devices[t.to].write_range(&t.dst.0, t.dst.1, bytes)?;
-                }
-                self.last_transfers.1 += t.bytes;
-            }
-            self.last_transfers.0 += started.elapsed();
-            for &(d, e) in &stage.runs {
-                self.devices[d].run(e)?;
-            }
-            for &(d, e) in &stage.runs {
-                self.devices[d].wait(e)?;
+        drop(ctxs);
+        for (d, dev) in self.devices.iter_mut().enumerate() {
+            let Some(buffer) = bridge.buffer(d) else { continue };
+            for (name, offset, size) in &ranges {
+                // SAFETY: `buffer` is the bridge's live buffer on this device, bound to the
+                // imported memory and created with storage and transfer usage; `offset +
+                // size` lies inside it; it outlives the executor's use of it (the bridge is
+                // destroyed in Drop after every device is idle).
+                unsafe { dev.import_buffer(name, buffer, *offset, *size) }?;
             }
         }
+        self.bridge = Some(bridge);
+        self.relay = Some(relay);
+        self.imported = Some(true);
         Ok(())
     }
 }
 
 impl MultiExecutor {
-    /// The host time the last [`run`](Self::run) spent in transfers, and the bytes they moved.
+    /// The host time the last [`run`](Self::run) spent copying between devices (zero with
+    /// imported host memory: the devices copy), and the bytes its transfers moved.
     pub fn last_transfers(&self) -> (std::time::Duration, u64) {
         self.last_transfers
     }
 
     /// Whether transfers may go through host memory imported into the devices (on by
-    /// default where every device has `VK_EXT_external_memory_host`); off, they go through a
-    /// host buffer the CPU copies into and out of (benchmarks compare the two).
-    pub fn set_imported_transfers(&mut self, on: bool) {
-        self.use_bridge = on;
+    /// default where every device has `VK_EXT_external_memory_host`); off, each device holds
+    /// its own copy of the `home(host)` memory and the host copies between them after each
+    /// stage (benchmarks compare the two). Fixed by the first [`finalize`](Self::finalize):
+    /// a change after it is an error.
+    pub fn set_imported_transfers(&mut self, on: bool) -> Result<()> {
+        match self.imported {
+            Some(_) if on != self.use_bridge => Err(ExecError::Invalid(
+                "the transfer path is fixed by the first finalize: choose it before, or make another executor".into(),
+            )),
+            _ => {
+                self.use_bridge = on;
+                Ok(())
+            }
+        }
     }
 
-    /// How transfers go: `"imported host memory"` or `"host buffer (CPU copies)"`.
+    /// How transfers go: `"imported host memory"` or `"host buffer (CPU copies)"` (what the
+    /// first finalize fixes, or would).
     pub fn transfer_path(&self) -> &'static str {
-        match self.imports() {
+        let imports = self.imported.unwrap_or_else(|| {
+            self.use_bridge && self.devices.iter().all(|e| e.context().external_memory_host.is_some())
+        });
+        match imports {
             true => "imported host memory",
             false => "host buffer (CPU copies)",
         }
     }
-
-    /// Whether transfers go through host memory imported into every device.
-    fn imports(&self) -> bool {
-        self.use_bridge && self.devices.iter().all(|e| e.context().external_memory_host.is_some())
-    }
-
-    /// Whether a transfer of `bytes` goes through the bridge, which is made or grown now.
-    fn bridge_for(&mut self, bytes: u64) -> bool {
-        if !self.imports() {
-            return false;
-        }
-        if self.bridge.as_ref().is_some_and(|b| b.size() >= bytes) {
-            return true;
-        }
-        let ctxs: Vec<&crate::vk::Context> = self.devices.iter().map(|e| e.context()).collect();
-        if let Some(old) = self.bridge.take() {
-            old.destroy(&ctxs);
-        }
-        match crate::vk::host_bridge::HostBridge::new(&ctxs, bytes) {
-            Ok(b) => {
-                self.bridge = Some(b);
-                true
-            }
-            // A device that cannot import it: the host buffer path, from now on.
-            Err(_) => {
-                self.use_bridge = false;
-                false
-            }
-        }
-    }
-}
-
-/// The transfer node `t` as the host makes it.
-fn transfer_of(m: &Module, graph: &Graph, t: Handle<cmdgraph_ir::Node>) -> std::result::Result<Transfer, String> {
-    let Some((from, to)) = cmdgraph_ir::placement::transfer(m, graph, t) else {
-        return Err("not a transfer".into());
-    };
-    let NodeKind::Memcpy { dst, src, bytes } = &graph.nodes[t].kind else { return Err("not a copy".into()) };
-    let name = |r: MemRef| match r {
-        MemRef::Memory(h) => Ok(m.memories[h].name.clone()),
-        MemRef::Alloc(_) => {
-            Err("a transfer of a graph allocation between devices does not run yet: copy through a memory object"
-                .to_string())
-        }
-    };
-    Ok(Transfer {
-        from: from as usize,
-        src: (name(src.base)?, src.offset),
-        to: to as usize,
-        dst: (name(dst.base)?, dst.offset),
-        bytes: *bytes,
-    })
 }

@@ -125,7 +125,7 @@ impl MultiExecutor {
             Home::Replicated if writes => {
                 Err(refuse(format!("it writes through the parameter, and @{} is replicated (read only)", mem.name)))
             }
-            Home::Replicated => Ok(()),
+            Home::Replicated | Home::Host => Ok(()),
             Home::Graph if device == 0 => Ok(()),
             Home::Device(d) if d as usize == device => Ok(()),
             Home::Graph | Home::Device(_) => Err(refuse(format!(

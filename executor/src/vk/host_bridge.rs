@@ -96,7 +96,11 @@ fn import(ctx: &Context, ptr: *mut u8, size: u64) -> Result<(vk::Buffer, vk::Dev
     let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
     let info = vk::BufferCreateInfo::default()
         .size(size)
-        .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST)
+        .usage(
+            vk::BufferUsageFlags::TRANSFER_SRC
+                | vk::BufferUsageFlags::TRANSFER_DST
+                | vk::BufferUsageFlags::STORAGE_BUFFER,
+        )
         .sharing_mode(vk::SharingMode::EXCLUSIVE)
         .push_next(&mut external);
     // SAFETY: a valid create info; destroyed on the error paths below or by `destroy`.

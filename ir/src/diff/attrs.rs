@@ -277,6 +277,7 @@ pub(crate) fn memory_attrs(m: &MemoryObject) -> Vec<Attr> {
         Home::Graph => {}
         Home::Device(d) => out.push(attr("home", d.to_string())),
         Home::Replicated => out.push(attr("home", "replicated".to_string())),
+        Home::Host => out.push(attr("home", "host".to_string())),
     }
     out
 }
@@ -287,6 +288,7 @@ fn home_text(home: Home) -> Option<String> {
         Home::Graph => None,
         Home::Device(d) => Some(format!("home({d})")),
         Home::Replicated => Some("replicated".to_string()),
+        Home::Host => Some("home(host)".to_string()),
     }
 }
 

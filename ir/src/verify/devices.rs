@@ -41,6 +41,8 @@ enum Place {
     /// A `device_global`: an instance per device, which only kernels reach (not through
     /// arguments); other rules report other uses.
     PerDevice,
+    /// `home(host)`: host memory every device reaches, read and written.
+    Host,
 }
 
 impl Cx<'_> {
@@ -130,7 +132,7 @@ impl Cx<'_> {
         let (s, t) = (self.place(src.base), self.place(dst.base));
         let here = |p: &Place| match p {
             Place::On(d) => *d == device,
-            Place::Everywhere | Place::PerDevice => true,
+            Place::Everywhere | Place::PerDevice | Place::Host => true,
         };
         if here(&s) || here(&t) {
             return;
@@ -212,8 +214,10 @@ impl Cx<'_> {
 
     fn place(&self, r: MemRef) -> Place {
         let global = |h| self.m.memories.try_get(h).is_some_and(|m| matches!(m.kind, MemoryKind::DeviceGlobal(_)));
+        let host = |h| self.m.memories.try_get(h).is_some_and(|m| m.home == crate::module::Home::Host);
         match crate::placement::memory_device(self.m, self.g, r) {
             Some(d) => Place::On(d),
+            None if matches!(r, MemRef::Memory(h) if host(h)) => Place::Host,
             None if matches!(r, MemRef::Memory(h) if global(h)) => Place::PerDevice,
             None => Place::Everywhere,
         }

@@ -9,8 +9,8 @@ use crate::text::keyword::Kw;
 use crate::text::lexer::TokenKind;
 use crate::types::Literal;
 
-const MEMORY_HINT: &str = "memory is declared as `usm @x : f32[N] [shared|host] [home(N)|replicated]`, \
-                           `buffer @b : f32[N] [home(N)|replicated]` \
+const MEMORY_HINT: &str = "memory is declared as `usm @x : f32[N] [shared|host] [home(N)|home(host)|replicated]`, \
+                           `buffer @b : f32[N] [home(N)|home(host)|replicated]` \
                            or `device_global @g : T[N] [= [lit, ...]] [properties(...)]`";
 
 const ITEMS: &str = "kernel, func, usm, buffer, device_global, graph";
@@ -85,7 +85,13 @@ impl<'s> Parser<'s> {
         if !matches!(kind, MemoryKind::DeviceGlobal(_)) {
             if self.eat_keyword(Kw::Home)? {
                 self.expect(TokenKind::LParen)?;
-                home = Home::Device(self.expect_u32("a device index")?);
+                let t = self.peek()?;
+                home = if t.kind == TokenKind::Ident && self.text(t) == "host" {
+                    self.bump()?;
+                    Home::Host
+                } else {
+                    Home::Device(self.expect_u32("a device index or `host`")?)
+                };
                 self.expect(TokenKind::RParen)?;
             } else if self.eat_keyword(Kw::Replicated)? {
                 home = Home::Replicated;

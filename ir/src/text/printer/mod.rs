@@ -261,6 +261,7 @@ impl Printer<'_> {
                 self.out.push(')');
             }
             Home::Replicated => self.out.push_str(" replicated"),
+            Home::Host => self.out.push_str(" home(host)"),
         }
         self.end_line(&m.comments);
     }
