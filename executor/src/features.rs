@@ -74,6 +74,10 @@ pub enum Feature {
     /// `VK_EXT_external_memory_host`: host memory imported into the device, through which
     /// transfers between devices pass without a CPU copy (docs/multi-device.md).
     ExternalMemoryHost,
+    /// `VK_KHR_external_semaphore_fd`: timeline semaphores exported as OPAQUE_FD and imported
+    /// into another device, so a device waits on another's progress without a host thread
+    /// (docs/multi-device.md).
+    ExternalSemaphoreFd,
 }
 
 impl fmt::Display for Feature {
@@ -105,6 +109,7 @@ impl fmt::Display for Feature {
             Feature::SubgroupSizeControl => "subgroupSizeControl",
             Feature::ConditionalRendering => "conditionalRendering (VK_EXT_conditional_rendering)",
             Feature::ExternalMemoryHost => "VK_EXT_external_memory_host",
+            Feature::ExternalSemaphoreFd => "VK_KHR_external_semaphore_fd",
             Feature::FloatAtomics { shared, width, op } => {
                 let memory = if *shared { "Shared" } else { "Buffer" };
                 let (what, ext) = match (op, width) {

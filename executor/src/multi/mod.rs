@@ -381,6 +381,14 @@ impl MultiExecutor {
         self.last_transfers
     }
 
+    /// How a device waits for another's stage graphs: `"shared semaphores (OPAQUE_FD)"`
+    /// (progress semaphores imported into the other devices), `"host relay"` (a host thread
+    /// mirrors them), or `"host, stage by stage"` without imported memory (and before the
+    /// first finalize).
+    pub fn semaphore_path(&self) -> &'static str {
+        self.relay.as_ref().map_or("host, stage by stage", |r| r.path())
+    }
+
     /// Whether transfers may go through host memory imported into the devices (on by
     /// default where every device has `VK_EXT_external_memory_host`); off, each device holds
     /// its own copy of the `home(host)` memory and the host copies between them after each

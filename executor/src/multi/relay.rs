@@ -1,11 +1,13 @@
 //! Timeline semaphores across devices. Each device has a *progress* semaphore its stage
 //! graphs signal, one value per stage graph in submission order. A stage graph of device
 //! `d` waits for the work before it on every other device `e` through a *mirror*: a
-//! semaphore of device `d` that a host thread, the relay, sets to the value `e`'s progress
-//! semaphore reached (`vkWaitSemaphores` on `e`, then `vkSignalSemaphore` on `d`). The
-//! relay is the bridge the Vulkan specification leaves to applications: semaphores of two
-//! physical devices are not shared by the API (an OPAQUE_FD import between two GPUs is a
-//! driver's choice; not tried yet).
+//! semaphore of device `d` standing for `e`'s progress. Where every device has
+//! `VK_KHR_external_semaphore_fd`, the mirror is `e`'s progress semaphore itself, exported
+//! as an OPAQUE_FD and imported into `d` (the two H200s allow it: semaphore_probe.rs), and
+//! the GPUs wait on each other directly. Otherwise a host thread, the relay, sets the mirror
+//! to the value `e`'s progress reached (`vkWaitSemaphores` on `e`, then `vkSignalSemaphore`
+//! on `d`): the bridge the Vulkan specification leaves to applications, since semaphores of
+//! two physical devices are not shared by the core API.
 //!
 //! The relay takes jobs in submission order, so a job only ever waits for work submitted
 //! before it. A wait that runs past the context's deadline still signals the mirror (the
@@ -42,6 +44,8 @@ pub(super) struct Relay {
     /// `mirrors[to][from]`: device `to`'s mirror of device `from`'s progress (null on the
     /// diagonal).
     mirrors: Vec<Vec<vk::Semaphore>>,
+    /// Whether the mirrors are the progress semaphores imported (no relay jobs).
+    shared: bool,
     /// By device: the last progress value submitted, and by (to, from) the last relayed.
     pub(super) submitted: Vec<u64>,
     relayed: Vec<Vec<u64>>,
@@ -57,19 +61,29 @@ impl Relay {
         let mut relay = Relay {
             sides: Vec::with_capacity(n),
             mirrors: vec![vec![vk::Semaphore::null(); n]; n],
+            shared: false,
             submitted: vec![0; n],
             relayed: vec![vec![0; n]; n],
             tx: None,
             handle: None,
             error: Arc::new(Mutex::new(None)),
         };
+        let exportable = n > 1 && ctxs.iter().all(|c| c.external_semaphore_fd.is_some());
         for ctx in ctxs {
-            let progress = timeline(ctx).inspect_err(|_| relay.destroy(ctxs))?;
+            let progress = timeline(ctx, exportable).inspect_err(|_| relay.destroy(ctxs))?;
             relay.sides.push(Side { device: ctx.device.clone(), progress, timeout: ctx.timeout() });
         }
         for to in 0..n {
             for from in (0..n).filter(|&f| f != to) {
-                relay.mirrors[to][from] = timeline(ctxs[to]).inspect_err(|_| relay.destroy(ctxs))?;
+                relay.mirrors[to][from] = timeline(ctxs[to], false).inspect_err(|_| relay.destroy(ctxs))?;
+            }
+        }
+        // Share where the drivers allow; any failure leaves host-signalled mirrors (an import
+        // that failed leaves its semaphore as it was, and the others are made again).
+        if exportable {
+            match relay.import_progress(ctxs) {
+                Ok(()) => relay.shared = true,
+                Err(_) => relay.remake_mirrors(ctxs)?,
             }
         }
         let (tx, rx) = channel::<Job>();
@@ -92,6 +106,55 @@ impl Relay {
         }
     }
 
+    /// Imports every device's progress semaphore into each other device's mirror of it.
+    fn import_progress(&mut self, ctxs: &[&Context]) -> Result<()> {
+        for to in 0..ctxs.len() {
+            for from in (0..ctxs.len()).filter(|&f| f != to) {
+                let (Some(export), Some(import)) =
+                    (ctxs[from].external_semaphore_fd.as_ref(), ctxs[to].external_semaphore_fd.as_ref())
+                else {
+                    return Err(ExecError::Invalid("no VK_KHR_external_semaphore_fd".into()));
+                };
+                let handle = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+                let get = vk::SemaphoreGetFdInfoKHR::default().semaphore(self.sides[from].progress).handle_type(handle);
+                // SAFETY: the progress semaphore was created exportable as OPAQUE_FD on its device.
+                let fd = unsafe { export.get_semaphore_fd(&get) }?;
+                let info = vk::ImportSemaphoreFdInfoKHR::default()
+                    .semaphore(self.mirrors[to][from])
+                    .handle_type(handle)
+                    .fd(fd);
+                // SAFETY: a fresh timeline semaphore of device `to`, unused; on success the
+                // driver owns `fd`, on failure it is closed here.
+                if let Err(e) = unsafe { import.import_semaphore_fd(&info) } {
+                    // SAFETY: the import failed, so the fd is still this process's.
+                    unsafe { close(fd) };
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Mirrors made again as plain semaphores (after a failed import).
+    fn remake_mirrors(&mut self, ctxs: &[&Context]) -> Result<()> {
+        for (to, row) in self.mirrors.iter_mut().enumerate() {
+            for s in row.iter_mut().filter(|s| **s != vk::Semaphore::null()) {
+                // SAFETY: created on device `to`; nothing uses it yet.
+                unsafe { ctxs[to].device.destroy_semaphore(*s, None) };
+                *s = timeline(ctxs[to], false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `"shared semaphores (OPAQUE_FD)"` or `"host relay"`: how devices wait on each other.
+    pub(super) fn path(&self) -> &'static str {
+        match self.shared {
+            true => "shared semaphores (OPAQUE_FD)",
+            false => "host relay",
+        }
+    }
+
     /// Device `d`'s progress semaphore.
     pub(super) fn progress(&self, d: usize) -> vk::Semaphore {
         self.sides[d].progress
@@ -111,7 +174,7 @@ impl Relay {
                 continue;
             }
             let mirror = self.mirrors[to][from];
-            if self.relayed[to][from] < value {
+            if !self.shared && self.relayed[to][from] < value {
                 let tx = self.tx.as_ref().ok_or_else(|| ExecError::Invalid("the relay thread is gone".into()))?;
                 tx.send(Job { from, to, mirror, value })
                     .map_err(|_| ExecError::Invalid("the semaphore relay thread stopped".into()))?;
@@ -160,10 +223,15 @@ impl Relay {
     }
 }
 
-/// A timeline semaphore at 0 on `ctx`'s device.
-fn timeline(ctx: &Context) -> Result<vk::Semaphore> {
+/// A timeline semaphore at 0 on `ctx`'s device, exportable as an OPAQUE_FD when asked.
+fn timeline(ctx: &Context, exportable: bool) -> Result<vk::Semaphore> {
     let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
-    let info = vk::SemaphoreCreateInfo::default().push_next(&mut ty);
+    let mut export =
+        vk::ExportSemaphoreCreateInfo::default().handle_types(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+    let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut ty);
+    if exportable {
+        info = info.push_next(&mut export);
+    }
     // SAFETY: a valid create info; the relay destroys it.
     Ok(unsafe { ctx.device.create_semaphore(&info, None) }?)
 }
@@ -208,4 +276,9 @@ fn relay_loop(sides: &[Side], rx: &Receiver<Job>, error: &Mutex<Option<ExecError
             }
         }
     }
+}
+
+extern "C" {
+    /// POSIX `close`, for an exported semaphore fd a failed import left with this process.
+    fn close(fd: i32) -> i32;
 }

@@ -171,6 +171,8 @@ pub struct Context {
     /// `VK_EXT_external_memory_host`'s commands and `minImportedHostPointerAlignment`, where
     /// the device was created with it.
     pub(crate) external_memory_host: Option<(ash::ext::external_memory_host::Device, u64)>,
+    /// `VK_KHR_external_semaphore_fd`'s commands, where the device has the extension.
+    pub(crate) external_semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
 }
 
 /// The Vulkan handles a context runs on.
@@ -410,6 +412,9 @@ impl Context {
             let alignment = host.min_imported_host_pointer_alignment.max(1);
             (ash::ext::external_memory_host::Device::new(&h.instance, &h.device), alignment)
         });
+        let external_semaphore_fd = features
+            .has(Feature::ExternalSemaphoreFd)
+            .then(|| ash::khr::external_semaphore_fd::Device::new(&h.instance, &h.device));
         Context {
             _entry: h.entry,
             instance: h.instance,
@@ -432,6 +437,7 @@ impl Context {
             external,
             conditional_rendering,
             external_memory_host,
+            external_semaphore_fd,
         }
     }
 
@@ -757,6 +763,7 @@ fn create_device(
     let (af1, af2) = (has(ash::ext::shader_atomic_float::NAME), has(ash::ext::shader_atomic_float2::NAME));
     let cr = has(ash::ext::conditional_rendering::NAME);
     let emh = has(ash::ext::external_memory_host::NAME);
+    let esf = has(ash::khr::external_semaphore_fd::NAME);
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
@@ -803,6 +810,10 @@ fn create_device(
     // Transfers between devices through host memory imported into both (docs/multi-device.md).
     if emh {
         ext_names.push(ash::ext::external_memory_host::NAME.as_ptr());
+    }
+    // Semaphores shared between devices (docs/multi-device.md, "One run, one wait").
+    if esf {
+        ext_names.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
     }
     if h12.timeline_semaphore == 0 || h13.synchronization2 == 0 {
         return Err(ExecError::Vulkan("device lacks timeline semaphores or synchronization2".into()));
@@ -855,6 +866,7 @@ fn create_device(
     enabled.set(Feature::SubgroupSizeControl, h13.subgroup_size_control != 0);
     enabled.set(Feature::ConditionalRendering, cr);
     enabled.set(Feature::ExternalMemoryHost, emh);
+    enabled.set(Feature::ExternalSemaphoreFd, esf);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut info = vk::DeviceCreateInfo::default()

@@ -8,6 +8,7 @@ pub mod external;
 pub mod host_bridge;
 pub mod pipeline;
 pub mod predicate;
+pub mod semaphore_probe;
 pub mod subgroup;
 pub mod transfers;
 
