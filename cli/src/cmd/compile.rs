@@ -126,7 +126,10 @@ pub fn run(args: &CompileArgs) -> Outcome {
         Some(p) => p.0.clone(),
         None => cmdgraph_passes::default_pipeline(),
     };
-    if args.devices.is_some_and(|d| d > 1) {
+    // A module whose graphs span devices as written needs its stage graphs to run at all:
+    // `split-devices` is added with the default pipeline (placement kept as written).
+    let spans = module.graphs.iter().any(|(_, g)| cmdgraph_ir::placement::spans_devices(&module, g));
+    if args.devices.is_some_and(|d| d > 1) || (spans && args.passes.is_none()) {
         passes = cmdgraph_passes::with_place_devices(passes);
     }
     let options = Options { opt_level: args.opt_level };
@@ -317,7 +320,13 @@ fn spirv_clause(mut d: cmdgraph_ir::diag::Diagnostic, source: &str) -> cmdgraph_
 pub(crate) fn bundle_bytes(path: &Path, input: &io::Input, module: &cmdgraph_ir::Module) -> Result<Vec<u8>, Failure> {
     let external = externals(path, input, module)?;
     let compiler = WithExternal { inner: &Llvm, external: &external };
-    let passes = cmdgraph_passes::default_pipeline();
+    // A module whose graphs span devices gets its stage graphs (`split-devices`; placement
+    // stays as written: `place-devices` places nothing without a device count).
+    let spans = module.graphs.iter().any(|(_, g)| cmdgraph_ir::placement::spans_devices(module, g));
+    let passes = match spans {
+        true => cmdgraph_passes::with_place_devices(cmdgraph_passes::default_pipeline()),
+        false => cmdgraph_passes::default_pipeline(),
+    };
     let pipeline = cmdgraph_codegen::bundle::PipelineOptions::default();
     let (bundle, _) =
         compile_module_configured(module, &passes, &pipeline, &Options::default(), &compiler, &mut |_| {}).map_err(

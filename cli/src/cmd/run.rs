@@ -9,7 +9,8 @@
 //! graph before a step's `--runs` runs, `--then` starts the next step; outputs are read
 //! after the last step.
 //! With `--validation` every message of the layer is printed, also when an error ends the run
-//! first (the layer often explains the error).
+//! first (the layer often explains the error). A graph that spans devices runs on several
+//! devices (`multi.rs`).
 
 use super::interp::data;
 use super::interp::{
@@ -26,6 +27,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod multi;
 mod source;
 pub(crate) mod steps;
 pub use steps::Steps;
@@ -76,6 +78,11 @@ pub struct RunArgs {
     /// virtual, then CPU).
     #[arg(long, value_name = "D")]
     pub device: Option<String>,
+    /// For a graph that spans devices: the Vulkan device of each of its devices, in order
+    /// (indices or name substrings, comma-separated; default: the first GPUs, or logical
+    /// devices of the default device where there are too few).
+    #[arg(long, value_name = "D0,D1,...", value_delimiter = ',', conflicts_with = "device")]
+    pub devices: Vec<String>,
     /// Enable the Khronos validation layer (with synchronization validation); any message
     /// fails the run.
     #[arg(long)]
@@ -133,7 +140,23 @@ pub fn run(args: &RunArgs) -> Outcome {
     for (b, layout) in &inputs {
         bound.push((b.name.clone(), read_data(&b.path, &format!("@{}", b.name), *layout)?));
     }
-    let done = on_device(args, loaded, &module, &graph, (&bound, &outputs), &plan, &mut shown);
+    let spans =
+        module.graph_by_name(&graph).is_some_and(|h| cmdgraph_ir::placement::spans_devices(&module, &module.graphs[h]));
+    let done = if spans {
+        multi::check(args, &graph, &plan, &outputs)?;
+        shown.update("creating the devices and pipelines", None);
+        multi::on_devices(
+            args,
+            &input.bytes,
+            &module,
+            &graph,
+            (&bound, &outputs),
+            &plan,
+            &context_options(args, DeviceChoice::Default),
+        )
+    } else {
+        on_device(args, loaded, &module, &graph, (&bound, &outputs), &plan, &mut shown)
+    };
     shown.finish();
     // `on_device` has dropped the executor and with it the Vulkan context, which keeps the
     // layer messages nobody took: on an error path they explain the error (the layer's "ID
@@ -162,12 +185,7 @@ fn on_device(
     shown: &mut crate::progress::Progress,
 ) -> Result<(String, Files), Failure> {
     let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
-    let timeout = match args.timeout {
-        Some(t) if t.is_zero() => None,
-        Some(t) => Some(t),
-        None => ContextOptions::default().timeout,
-    };
-    let opts = ContextOptions { validation: args.validation, device, timeout };
+    let opts = context_options(args, device);
     let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
     shown.update("creating the device and pipelines", None);
     let mut ex = Executor::new(loaded, &opts).map_err(fail)?;
@@ -246,6 +264,16 @@ fn on_device(
         )));
     }
     Ok((summary, files))
+}
+
+/// The context options `--validation` and `--timeout` ask for, on `device`.
+fn context_options(args: &RunArgs, device: DeviceChoice) -> ContextOptions {
+    let timeout = match args.timeout {
+        Some(t) if t.is_zero() => None,
+        Some(t) => Some(t),
+        None => ContextOptions::default().timeout,
+    };
+    ContextOptions { validation: args.validation, device, timeout }
 }
 
 /// `failure` with the validation layer's `messages` after it, so that an error that ends a
