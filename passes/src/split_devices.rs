@@ -228,17 +228,7 @@ fn promote(module: &mut Module, gh: Handle<Graph>, allocs: &[Handle<Node>]) {
         let graph = &module.graphs[gh];
         let NodeKind::AsyncMalloc { elem, count, .. } = graph.nodes[a].kind else { continue };
         let device = graph.node_device(a);
-        let base = format!("{}.{}", graph.name, graph.nodes[a].name);
-        let taken = |s: &str| {
-            module.memory_by_name(s).is_some()
-                || module.graph_by_name(s).is_some()
-                || module.kernels.iter().any(|(_, k)| k.name == s)
-        };
-        let name = if taken(&base) {
-            (2u64..).map(|i| format!("{base}.{i}")).find(|s| !taken(s)).unwrap_or(base)
-        } else {
-            base
-        };
+        let name = unused_name(module, &format!("{}.{}", graph.name, graph.nodes[a].name));
         let object = MemoryObject {
             name,
             elem,
@@ -362,4 +352,17 @@ impl DynamicMap {
             *a = Arg::Dyn(mine);
         }
     }
+}
+
+/// `base`, or `base.2`, `base.3`, ... : the first name no memory, graph or kernel has.
+fn unused_name(module: &Module, base: &str) -> String {
+    let taken = |s: &str| {
+        module.memory_by_name(s).is_some()
+            || module.graph_by_name(s).is_some()
+            || module.kernels.iter().any(|(_, k)| k.name == s)
+    };
+    if !taken(base) {
+        return base.to_string();
+    }
+    (2u64..).map(|i| format!("{base}.{i}")).find(|s| !taken(s)).unwrap_or_else(|| base.to_string())
 }

@@ -33,13 +33,7 @@ fn copy(module: &mut Module, b: Handle<Graph>, d: u32, map: &mut BodyMap, copies
         return c;
     }
     let mut g = module.graphs[b].clone();
-    let base = format!("{}.d{d}", g.name);
-    let taken = |m: &Module, s: &str| m.graph_by_name(s).is_some() || m.memory_by_name(s).is_some();
-    g.name = if taken(module, &base) {
-        (2u64..).map(|i| format!("{base}.{i}")).find(|s| !taken(module, s)).unwrap_or(base)
-    } else {
-        base
-    };
+    g.name = super::unused_name(module, &format!("{}.d{d}", g.name));
     g.device = d;
     let span = module.graphs.span(b);
     let h = module.graphs.append(g, span);

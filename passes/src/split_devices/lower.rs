@@ -6,6 +6,7 @@
 //! the other device: the devices move the data themselves, and the host only orders the
 //! stages.
 
+use super::unused_name;
 use cmdgraph_ir::graph::{Edge, EdgeKind, Graph, MemRef, Node, NodeKind, Pointer, Stmt};
 use cmdgraph_ir::module::{Home, Item, MemoryKind, MemoryObject, UsmKind};
 use cmdgraph_ir::placement::transfer;
@@ -58,17 +59,4 @@ pub fn transfers(module: &mut Module, graph: &Graph, lowered: &mut u64) -> Graph
         *lowered += 1;
     }
     w
-}
-
-/// `base`, or `base.2`, `base.3`, ... : the first name no memory, graph or kernel has.
-fn unused_name(module: &Module, base: &str) -> String {
-    let taken = |s: &str| {
-        module.memory_by_name(s).is_some()
-            || module.graph_by_name(s).is_some()
-            || module.kernels.iter().any(|(_, k)| k.name == s)
-    };
-    if !taken(base) {
-        return base.to_string();
-    }
-    (2u64..).map(|i| format!("{base}.{i}")).find(|s| !taken(s)).unwrap_or_else(|| base.to_string())
 }
