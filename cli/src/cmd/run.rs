@@ -226,7 +226,7 @@ fn on_device(
     summary.push_str(&step_lines);
     let mut files = Vec::new();
     for out in outputs {
-        let (b, layout) = (&out.binding, out.layout);
+        let b = &out.binding;
         let dev = module.graph_by_name(graph).map_or(0, |h| module.graphs[h].device);
         let bytes = match out.place {
             Place::Memory => ex.read(&b.name),
@@ -234,16 +234,7 @@ fn on_device(
             Place::Alloc => ex.read_alloc(exec, &b.name),
         }
         .map_err(fail)?;
-        let _ = writeln!(
-            summary,
-            "output {} -> {}: {}, {}",
-            out.shown(),
-            b.path.display(),
-            layout.describe(),
-            data::checksum(&bytes, layout)
-        );
-        let bytes = if is_npy(&b.path) { data::to_npy(&bytes, layout) } else { bytes };
-        files.push((b.path.clone(), bytes));
+        files.push(output_file(&mut summary, out, bytes));
     }
     if let Some(p) = &profile {
         summary.push_str(&profile_table(p));
@@ -255,15 +246,36 @@ fn on_device(
             let _ = writeln!(summary, "while %{node}: {rounds} round(s) in the last run");
         }
     }
-    let messages = ex.context().take_messages();
-    if !messages.is_empty() {
-        return Err(Failure::Rejected(format!(
-            "error: the validation layer reported {} message(s); no output file was written:\n{}",
-            messages.len(),
-            messages.join("\n")
-        )));
-    }
+    layer_rejection(ex.context().take_messages())?;
     Ok((summary, files))
+}
+
+/// Output `out` read as `bytes`: its summary line added to `summary`, and the file to write
+/// (`.npy` or raw).
+fn output_file(summary: &mut String, out: &Output, bytes: Vec<u8>) -> (PathBuf, Vec<u8>) {
+    let (b, layout) = (&out.binding, out.layout);
+    let _ = writeln!(
+        summary,
+        "output {} -> {}: {}, {}",
+        out.shown(),
+        b.path.display(),
+        layout.describe(),
+        data::checksum(&bytes, layout)
+    );
+    let bytes = if is_npy(&b.path) { data::to_npy(&bytes, layout) } else { bytes };
+    (b.path.clone(), bytes)
+}
+
+/// A run the validation layer said anything about fails, writing no output file.
+fn layer_rejection(messages: Vec<String>) -> Result<(), Failure> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Rejected(format!(
+        "error: the validation layer reported {} message(s); no output file was written:\n{}",
+        messages.len(),
+        messages.join("\n")
+    )))
 }
 
 /// The context options `--validation` and `--timeout` ask for, on `device`.

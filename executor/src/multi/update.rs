@@ -12,7 +12,7 @@
 
 use super::{MultiExecId, MultiExecutor, Part};
 use crate::error::{ExecError, Result};
-use cmdgraph_ir::graph::{Alternative, Arg, ArgValue, Graph, Launch, MemRef, NodeKind};
+use cmdgraph_ir::graph::{Arg, ArgValue, Graph, Launch, MemRef};
 use cmdgraph_ir::kernel::ParamType;
 use cmdgraph_ir::module::Home;
 use cmdgraph_ir::types::Access;
@@ -144,25 +144,8 @@ impl MultiExecutor {
 /// command group), each with whether it may write through it.
 fn param_uses(m: &Module, graph: &Graph, p: cmdgraph_ir::Handle<cmdgraph_ir::graph::DynParam>) -> Vec<(String, bool)> {
     let mut out = Vec::new();
-    for (_, n) in graph.nodes.iter() {
-        let cmds: Vec<&cmdgraph_ir::graph::KernelCommand> = match &n.kind {
-            NodeKind::Kernel(cmd) => vec![cmd],
-            NodeKind::Dynamic { dcg } => graph
-                .dcgs
-                .try_get(*dcg)
-                .map(|d| {
-                    d.alternatives
-                        .iter()
-                        .filter_map(|a| match a {
-                            Alternative::Kernel(c) => Some(c),
-                            _ => None,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            _ => continue,
-        };
-        for cmd in cmds {
+    for (h, n) in graph.nodes.iter() {
+        for (_, cmd) in graph.kernel_commands(h) {
             let params = m.kernels.try_get(cmd.kernel).map(|k| k.params.as_slice()).unwrap_or(&[]);
             for (i, a) in cmd.args.iter().enumerate() {
                 if *a == Arg::Dyn(p) {

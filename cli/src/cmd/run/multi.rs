@@ -8,13 +8,11 @@
 
 use super::steps::{step_line, Planned, Resolved};
 use super::{Files, RunArgs};
-use crate::cmd::interp::data;
-use crate::cmd::interp::{is_npy, Output, Place};
+use crate::cmd::interp::{Output, Place};
 use crate::exit::Failure;
 use cmdgraph_executor::{ContextOptions, DeviceChoice, DeviceKind, ExecError, MultiExecutor};
 use cmdgraph_ir::module::Home;
 use cmdgraph_ir::Module;
-use std::fmt::Write as _;
 
 /// How many devices `module` names: one past the highest `device(N)` of a node or graph and
 /// `home(N)` of a memory object.
@@ -135,18 +133,8 @@ pub fn on_devices(
     summary.push_str(&lines);
     let mut files = Vec::new();
     for out in outputs {
-        let (b, layout) = (&out.binding, out.layout);
-        let bytes = multi.read(&b.name).map_err(fail)?;
-        let _ = writeln!(
-            summary,
-            "output {} -> {}: {}, {}",
-            out.shown(),
-            b.path.display(),
-            layout.describe(),
-            data::checksum(&bytes, layout)
-        );
-        let bytes = if is_npy(&b.path) { data::to_npy(&bytes, layout) } else { bytes };
-        files.push((b.path.clone(), bytes));
+        let bytes = multi.read(&out.binding.name).map_err(fail)?;
+        files.push(super::output_file(&mut summary, out, bytes));
     }
     let mut messages = Vec::new();
     for d in 0..multi.len() {
@@ -154,12 +142,6 @@ pub fn on_devices(
             messages.extend(ex.context().take_messages().into_iter().map(|m| format!("device {d}: {m}")));
         }
     }
-    if !messages.is_empty() {
-        return Err(Failure::Rejected(format!(
-            "error: the validation layer reported {} message(s); no output file was written:\n{}",
-            messages.len(),
-            messages.join("\n")
-        )));
-    }
+    super::layer_rejection(messages)?;
     Ok((summary, files))
 }
