@@ -1,8 +1,9 @@
 //! `cmdgraph run` of a graph that spans devices (docs/cli.md, docs/multi-device.md): two
 //! logical devices of the default device (llvmpipe in CI), validation on. The outputs match
 //! the interpreter under the float rules (`interp --compare`) and, bit for bit, the same
-//! graph run on one device; `--set` reaches the second device; what the multi-device path does
-//! not do is refused before a device is touched.
+//! graph run on one device; `--set` reaches the second device; `--profile` shows every stage
+//! graph's nodes on its device; what the multi-device path does not do is refused before a
+//! device is touched.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -110,14 +111,37 @@ fn a_graph_across_two_devices_runs_as_on_one_device_and_the_interpreter() {
     assert!(o.status.success(), "{}", text(&o));
     // Refused before a device is touched.
     let bundle = path(d, "placed.cgb");
-    for (extra, says) in [
-        (vec!["--devices", "0"], "the module names 2 devices and `--devices` gives 1"),
-        (vec!["--profile"], "`--profile` is not available for a multi-device graph yet"),
-    ] {
-        let mut args = vec!["run", bundle.as_str()];
-        args.extend(extra);
-        let o = cmdgraph(&args);
-        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-        assert!(text(&o).contains(says), "{}", text(&o));
+    let o = cmdgraph(&["run", bundle.as_str(), "--devices", "0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("the module names 2 devices and `--devices` gives 1"), "{}", text(&o));
+}
+
+#[test]
+fn profile_shows_every_stage_graph_with_its_nodes_on_its_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = PLACED.replace("properties(updatable)", "properties(updatable, enable_profiling)");
+    std::fs::write(d.join("p.cgir"), src).unwrap();
+    let o = cmdgraph(&["run", "--validation", &path(d, "p.cgir"), "--profile", "--runs", "2"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("profile of the last run, per stage graph"), "{t}");
+    // Each stage graph under its heading, each node in the table of the device it ran on.
+    let table = |heading: &str| {
+        let at = t.find(heading).unwrap_or_else(|| panic!("no `{heading}` in {t}"));
+        let rest = &t[at + heading.len()..];
+        rest[..rest.find("\n  run ").expect("a run row")].to_string()
+    };
+    let first = table("@g.s0.d0 (stage 0, device 0):");
+    assert!(first.contains("%k0 ") && first.contains("%t.out "), "{first}");
+    let second = table("@g.s1.d1 (stage 1, device 1):");
+    assert!(second.contains("%t.in ") && second.contains("%k1 ") && second.contains("%back.out "), "{second}");
+    assert!(!second.contains("%k0 "), "{second}");
+    let third = table("@g.s2.d0 (stage 2, device 0):");
+    assert!(third.contains("%back.in ") && third.contains("%k2 "), "{third}");
+    // Durations are numbers that add up: every node ends after it starts.
+    for line in [first, second, third].iter().flat_map(|x| x.lines()).filter(|l| l.trim_start().starts_with('%')) {
+        let cols: Vec<f64> = line.split_whitespace().skip(1).map(|c| c.parse().unwrap()).collect();
+        assert!(cols.len() == 3 && cols[1] >= cols[0] && (cols[1] - cols[0] - cols[2]).abs() < 0.002, "{line}");
     }
 }

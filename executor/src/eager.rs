@@ -23,7 +23,7 @@ impl Executor {
             return Err(e);
         }
         // The queue is used by one thread at a time: wait until the host-task thread is idle.
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         self.with_exec(id, |ex, exe| {
             let graph = ex.loaded.module.graphs.try_get(exe.graph).ok_or_else(|| ExecError::Ir("bad graph".into()))?;
             let mut nodes = Vec::new();

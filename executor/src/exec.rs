@@ -317,7 +317,7 @@ impl Executor {
 
     /// Sets a user memory object; the length must be its exact size. Waits for earlier work.
     pub fn bind(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let (_, buf, size) = self.user(name)?;
         if bytes.len() as u64 != size {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} given", bytes.len())));
@@ -332,7 +332,7 @@ impl Executor {
 
     /// A user memory object's contents, after everything submitted so far.
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let (_, buf, size) = self.user(name)?;
         self.transfers.download(&self.ctx, buf, buf.base, size)
     }
@@ -341,7 +341,7 @@ impl Executor {
     /// everything submitted so far (a transfer between devices reads its source this way,
     /// into a buffer it keeps).
     pub fn read_range_into(&self, name: &str, offset: u64, out: &mut [u8]) -> Result<()> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let (_, buf, size) = self.user(name)?;
         let len = out.len() as u64;
         if offset.checked_add(len).is_none_or(|end| end > size) {
@@ -352,7 +352,7 @@ impl Executor {
 
     /// Writes `bytes` into a user memory object from byte `offset`. Waits for earlier work.
     pub fn write_range(&mut self, name: &str, offset: u64, bytes: &[u8]) -> Result<()> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let (_, buf, size) = self.user(name)?;
         if offset.checked_add(bytes.len() as u64).is_none_or(|end| end > size) {
             return Err(ExecError::Invalid(format!(
@@ -367,7 +367,7 @@ impl Executor {
     /// staging buffer's bytes are copied straight into it (language bindings read into
     /// arrays they own this way, without a second copy).
     pub fn read_into(&self, name: &str, out: &mut [u8]) -> Result<()> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let (_, buf, size) = self.user(name)?;
         if out.len() as u64 != size {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} asked for", out.len())));
@@ -405,7 +405,7 @@ impl Executor {
 
     /// The device global `name` on `device`, created from its initialiser on first use.
     pub(crate) fn global(&mut self, device: u32, name: &str) -> Result<(vk::Buffer, u64)> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let name = name.strip_prefix('@').unwrap_or(name);
         let h = self
             .loaded
@@ -463,7 +463,7 @@ impl Executor {
 
     /// Waits until every submitted run has finished.
     pub fn wait_idle(&self) -> Result<()> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         self.ctx.wait_idle()
     }
 }

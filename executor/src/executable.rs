@@ -334,7 +334,7 @@ impl Executor {
     /// its predicate, and the predicate buffer of the executable holding the node; nothing is
     /// recorded then).
     pub(crate) fn finalize_in(&mut self, name: &str, enclosing: Option<conditional::Enclosing>) -> Result<ExecId> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let name = name.strip_prefix('@').unwrap_or(name);
         let gh = self.loaded.module.graph_by_name(name).ok_or_else(|| ExecError::Unknown(format!("graph @{name}")))?;
         one_device(&self.loaded.module.graphs[gh], self.ctx.device_name())?;
@@ -800,9 +800,9 @@ impl Executor {
         // A `while` node's run is on the host-task thread and short: poll for it on a GPU.
         let loops = exe.sched.iter().any(|s| matches!(s, Seg::Loop(_)));
         if loops && !self.ctx.wait_spin().is_zero() {
-            self.worker.drain_spinning(crate::worker::LOOP_SPIN);
+            self.worker.drain_spinning(crate::worker::LOOP_SPIN, self.ctx.timeout())?;
         } else {
-            self.worker.drain();
+            self.worker.drain(self.ctx.timeout())?;
         }
         wait_timeline(&self.ctx, exe.timeline, value)
     }
@@ -889,7 +889,7 @@ impl Executor {
 
     /// The bytes of a graph allocation of an executable (after its submitted runs).
     pub fn read_alloc(&self, id: ExecId, node: &str) -> Result<Vec<u8>> {
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         let exe = self.exec_ref(id)?;
         let node = node.trim_start_matches('%');
         let (_, off, size) = exe

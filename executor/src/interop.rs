@@ -129,7 +129,7 @@ impl Executor {
         if offset.checked_add(size).is_none() {
             return Err(ExecError::Invalid(format!("@{name}: offset {offset} + size {size} overflows")));
         }
-        self.worker.drain();
+        self.worker.drain(self.ctx.timeout())?;
         self.ctx.wait_idle()?;
         let Some(slot) = self.memories.get_mut(index) else {
             return Err(ExecError::Invalid(format!("@{name} is not user memory")));

@@ -35,7 +35,7 @@ pub use executable::conditional::LADDER as LOOP_LADDER;
 pub use executable::copies::CopyPath;
 pub use interop::{RunSync, SemaphoreValue};
 pub use load::{load_bytes, Loaded};
-pub use multi::{MultiExecId, MultiExecutor};
+pub use multi::{MultiExecId, MultiExecutor, StageProfile};
 pub use profile::{NodeProfile, Profile};
 pub use vk::{
     vulkan_devices, ContextOptions, DeviceChoice, DeviceDescription, DeviceKind, ExternalVulkan, DEFAULT_TIMEOUT,

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// Host-task callbacks by name, shared with the worker.
 pub(crate) type Callbacks = Arc<Mutex<BTreeMap<String, BoxedHostFn>>>;
@@ -162,27 +163,43 @@ impl Worker {
 
     /// [`drain`](Self::drain), polling for up to `spin` first (a condition variable's wake-up
     /// costs microseconds a short run notices).
-    pub(crate) fn drain_spinning(&self, spin: std::time::Duration) {
-        let start = std::time::Instant::now();
+    pub(crate) fn drain_spinning(&self, spin: Duration, limit: Option<Duration>) -> Result<()> {
+        let start = Instant::now();
         while start.elapsed() < spin {
             if self.idle() {
-                return;
+                return Ok(());
             }
             std::hint::spin_loop();
         }
-        self.drain();
+        self.drain(limit)
     }
 
-    /// Waits until every queued job is done.
-    pub(crate) fn drain(&self) {
+    /// Waits until every queued job is done, at most `limit`: a host-task callback still
+    /// running then is [`ExecError::Timeout`] (it goes on; waiting again waits for it).
+    pub(crate) fn drain(&self, limit: Option<Duration>) -> Result<()> {
+        let start = Instant::now();
         let (lock, cv) = &*self.pending;
-        let Ok(mut n) = lock.lock() else { return };
+        let Ok(mut n) = lock.lock() else { return Ok(()) };
         while *n > 0 {
-            match cv.wait(n) {
-                Ok(g) => n = g,
-                Err(_) => return,
+            let left = match limit {
+                Some(t) => match t.checked_sub(start.elapsed()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => {
+                        return Err(ExecError::Timeout {
+                            what: "the host-task thread (a callback still running, or the device work it waits for)"
+                                .into(),
+                            after: t,
+                        })
+                    }
+                },
+                None => Duration::from_secs(3600),
+            };
+            match cv.wait_timeout(n, left) {
+                Ok((g, _)) => n = g,
+                Err(_) => return Ok(()),
             }
         }
+        Ok(())
     }
 
     /// The error of `exec`'s failed run, if any (reported once).
@@ -240,7 +257,7 @@ impl Worker {
 
     /// Finishes the queued jobs and stops the thread.
     pub(crate) fn stop(&mut self) {
-        self.drain();
+        let _ = self.drain(None);
         self.tx = None;
         if let Some(h) = self.handle.take() {
             let _ = h.join();

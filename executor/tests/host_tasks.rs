@@ -191,3 +191,37 @@ fn a_swallowed_violation_fails_the_run_on_both_runtimes() {
         assert!(!m.contains("declared `read`"), "the first violation is the one reported: {m}");
     }
 }
+
+/// A callback that holds past the deadline: `wait` (and what waits for the host-task thread,
+/// such as `read`) returns `ExecError::Timeout` at the deadline instead of blocking; once
+/// the callback returns, waiting again completes and the results are the callback's.
+#[test]
+fn a_callback_holding_past_the_deadline_ends_the_wait_there() {
+    const DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
+    let ir = ir();
+    let loaded = cmdgraph_executor::load::check(bundle(&ir, vec![], vec![])).unwrap();
+    let opts = cmdgraph_executor::ContextOptions { validation: true, timeout: Some(DEADLINE), ..Default::default() };
+    let mut ex = cmdgraph_executor::Executor::new(loaded, &opts).unwrap();
+    let (go, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    ex.register_callback("negate", move |ctx| {
+        // Never forever: a test that fails before letting go still ends.
+        let _ = held.lock().unwrap().recv_timeout(std::time::Duration::from_secs(60));
+        let a: Vec<f32> = ctx.read_as("a")?;
+        let neg: Vec<f32> = a.iter().map(|v| -v).collect();
+        ctx.write_as("h", 0, &neg)
+    });
+    let e = ex.finalize("g").unwrap();
+    ex.run(e).unwrap();
+    let started = std::time::Instant::now();
+    let err = ex.wait(e).expect_err("a held callback let the wait finish");
+    assert!(matches!(err, cmdgraph_executor::ExecError::Timeout { after, .. } if after == DEADLINE), "{err}");
+    assert!(err.to_string().contains("host-task thread"), "{err}");
+    assert!(started.elapsed() < DEADLINE * 8, "{:?}", started.elapsed());
+    assert!(ex.read("out").is_err(), "a read waits for the host-task thread too");
+    go.send(()).unwrap();
+    ex.wait(e).unwrap();
+    let got: Vec<f32> = ex.read_as("out").unwrap();
+    assert_eq!(got[5], -15.0);
+    no_messages(&ex);
+}

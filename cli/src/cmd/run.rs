@@ -143,7 +143,7 @@ pub fn run(args: &RunArgs) -> Outcome {
     let spans =
         module.graph_by_name(&graph).is_some_and(|h| cmdgraph_ir::placement::spans_devices(&module, &module.graphs[h]));
     let done = if spans {
-        multi::check(args, &graph, &plan, &outputs)?;
+        multi::check(&graph, &plan, &outputs)?;
         shown.update("creating the devices and pipelines", None);
         multi::on_devices(
             args,
@@ -324,9 +324,17 @@ fn host_callbacks(module: &Module) -> BTreeSet<String> {
 /// The profile as a table: one row per node in schedule order, then the run; times in
 /// microseconds relative to the run's device start, fixed column widths.
 pub fn profile_table(p: &Profile) -> String {
+    let mut t = String::from("profile of the last run (device time, microseconds from the run's start):\n");
+    t.push_str(&profile_rows(p));
+    t
+}
+
+/// The rows of [`profile_table`] under its heading, the last one `run` (a stage graph's, on
+/// several devices).
+pub fn profile_rows(p: &Profile) -> String {
     let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
     let width = p.nodes.iter().map(|n| n.node.len() + 1).chain([4]).max().unwrap_or(4);
-    let mut t = String::from("profile of the last run (device time, microseconds from the run's start):\n");
+    let mut t = String::new();
     let _ = writeln!(t, "  {:<width$}  {:>12}  {:>12}  {:>12}", "node", "start", "end", "duration");
     for n in &p.nodes {
         let _ = writeln!(

@@ -25,9 +25,12 @@ use cmdgraph_ir::module::Home;
 use cmdgraph_ir::placement::{parse_stage_graph_name, stages, transfer};
 use cmdgraph_ir::{Handle, Module};
 
+mod profile;
 mod relay;
 mod run;
 mod update;
+
+pub use profile::StageProfile;
 
 /// Several devices, one executor each.
 pub struct MultiExecutor {
@@ -52,9 +55,17 @@ pub struct MultiExecutor {
 
 impl Drop for MultiExecutor {
     fn drop(&mut self) {
-        // Nothing may be pending on the semaphores and the bridge when they go.
-        for d in &self.devices {
-            let _ = d.wait_idle();
+        // Nothing may be pending on the semaphores and the bridge when they go. A device
+        // still busy past its deadline keeps them: they are leaked (as `Executor` leaks its
+        // device objects then), never destroyed under running work.
+        let busy = self.devices.iter().map(|d| d.wait_idle().is_err()).fold(false, |a, b| a | b);
+        if busy {
+            // The relay thread must not signal a device that its executor destroys next.
+            if let Some(r) = self.relay.as_mut() {
+                r.stop();
+            }
+            std::mem::forget(self.bridge.take());
+            return;
         }
         let ctxs: Vec<&crate::vk::Context> = self.devices.iter().map(|e| e.context()).collect();
         if let Some(mut r) = self.relay.take() {

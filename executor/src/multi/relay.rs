@@ -10,13 +10,17 @@
 //! two physical devices are not shared by the core API.
 //!
 //! The relay takes jobs in submission order, so a job only ever waits for work submitted
-//! before it. A wait that runs past the context's deadline still signals the mirror (the
-//! waiting device must not hang) and reports the error to the next [`Relay::take_error`].
+//! before it. It waits as long as the other device takes: giving up at a deadline would let
+//! the waiting device run on data not yet there, and the deadline is kept where the
+//! application waits (`MultiExecutor::wait`, each device's own). When the executor goes,
+//! [`Relay::stop`] makes it signal what it still waits for, so no device waits forever; a
+//! Vulkan error goes to the next [`Relay::take_error`].
 #![allow(unsafe_code)]
 
 use crate::error::{ExecError, Result};
 use crate::vk::Context;
 use ash::vk;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -52,6 +56,8 @@ pub(super) struct Relay {
     tx: Option<Sender<Job>>,
     handle: Option<JoinHandle<()>>,
     error: Arc<Mutex<Option<ExecError>>>,
+    /// Set by [`Relay::stop`]: the thread signals its mirrors without waiting further.
+    stopping: Arc<AtomicBool>,
 }
 
 impl Relay {
@@ -67,6 +73,7 @@ impl Relay {
             tx: None,
             handle: None,
             error: Arc::new(Mutex::new(None)),
+            stopping: Arc::new(AtomicBool::new(false)),
         };
         let exportable = n > 1 && ctxs.iter().all(|c| c.external_semaphore_fd.is_some());
         for ctx in ctxs {
@@ -88,10 +95,10 @@ impl Relay {
         }
         let (tx, rx) = channel::<Job>();
         let sides = relay.sides.clone();
-        let error = Arc::clone(&relay.error);
+        let (error, stopping) = (Arc::clone(&relay.error), Arc::clone(&relay.stopping));
         let handle = std::thread::Builder::new()
             .name("cmdgraph-relay".into())
-            .spawn(move || relay_loop(&sides, &rx, &error))
+            .spawn(move || relay_loop(&sides, &rx, &error, &stopping))
             .map_err(|e| ExecError::Invalid(format!("cannot start the semaphore relay thread: {e}")));
         match handle {
             Ok(h) => {
@@ -189,7 +196,7 @@ impl Relay {
     /// (so nothing waiting for it hangs), once its earlier work is done.
     pub(super) fn release(&self, d: usize, value: u64) {
         let side = &self.sides[d];
-        let _ = wait(side, side.progress, value.saturating_sub(1));
+        let _ = wait(side, side.progress, value.saturating_sub(1), side.timeout, &self.stopping);
         // SAFETY: a live timeline semaphore of this device; `value` is above every value
         // signalled or pending on it (the failed submission was its only signal of it).
         let _ = unsafe {
@@ -202,12 +209,19 @@ impl Relay {
         self.error.lock().ok().and_then(|mut e| e.take())
     }
 
-    /// Stops the thread and destroys the semaphores; no submitted work may use them.
-    pub(super) fn destroy(&mut self, ctxs: &[&Context]) {
+    /// Stops the thread once it has done the jobs it has (each wait bounded by its device's
+    /// deadline), leaving the semaphores.
+    pub(super) fn stop(&mut self) {
+        self.stopping.store(true, Ordering::Release);
         self.tx = None;
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+
+    /// Stops the thread and destroys the semaphores; no submitted work may use them.
+    pub(super) fn destroy(&mut self, ctxs: &[&Context]) {
+        self.stop();
         for (to, row) in self.mirrors.iter_mut().enumerate() {
             for s in row.iter_mut().filter(|s| **s != vk::Semaphore::null()) {
                 // SAFETY: created on device `to`; no pending work uses it (the caller's
@@ -236,8 +250,9 @@ fn timeline(ctx: &Context, exportable: bool) -> Result<vk::Semaphore> {
     Ok(unsafe { ctx.device.create_semaphore(&info, None) }?)
 }
 
-/// Waits until `sem` of `side`'s device reaches `value`, at most the device's deadline.
-fn wait(side: &Side, sem: vk::Semaphore, value: u64) -> Result<()> {
+/// Waits until `sem` of `side`'s device reaches `value`, at most `limit`, and not once
+/// `stopping` is set.
+fn wait(side: &Side, sem: vk::Semaphore, value: u64, limit: Option<Duration>, stopping: &AtomicBool) -> Result<()> {
     let start = Instant::now();
     let sems = [sem];
     let values = [value];
@@ -250,18 +265,21 @@ fn wait(side: &Side, sem: vk::Semaphore, value: u64) -> Result<()> {
             Err(vk::Result::TIMEOUT) => {}
             Err(e) => return Err(e.into()),
         }
-        if let Some(after) = side.timeout.filter(|&t| start.elapsed() > t) {
+        if let Some(after) = limit.filter(|&t| start.elapsed() > t) {
             return Err(ExecError::Timeout {
-                what: format!("another device's stage graphs (progress value {value}), which this device's wait for"),
+                what: format!("this device's work before progress value {value}"),
                 after,
             });
+        }
+        if stopping.load(Ordering::Acquire) {
+            return Ok(());
         }
     }
 }
 
-fn relay_loop(sides: &[Side], rx: &Receiver<Job>, error: &Mutex<Option<ExecError>>) {
+fn relay_loop(sides: &[Side], rx: &Receiver<Job>, error: &Mutex<Option<ExecError>>, stopping: &AtomicBool) {
     for job in rx.iter() {
-        if let Err(e) = wait(&sides[job.from], sides[job.from].progress, job.value) {
+        if let Err(e) = wait(&sides[job.from], sides[job.from].progress, job.value, None, stopping) {
             if let Ok(mut slot) = error.lock() {
                 slot.get_or_insert(e);
             }

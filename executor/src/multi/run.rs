@@ -26,14 +26,24 @@ impl MultiExecutor {
     }
 
     /// Waits until run `id` is done on every device, and reports the first error of any
-    /// (a host task's, a missed deadline).
+    /// (a host task's, a missed deadline). A stage graph still running at its device's
+    /// deadline ends the wait there with [`ExecError::Timeout`] naming the device and stage
+    /// graph: the work goes on, and waiting again returns once it is done.
     pub fn wait(&mut self, id: MultiExecId) -> Result<()> {
         let exec =
             self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
         let mut first = None;
         for p in &exec.parts {
-            if let Err(e) = self.devices[p.device].wait(p.exec) {
-                first.get_or_insert(e);
+            match self.devices[p.device].wait(p.exec) {
+                Ok(()) => {}
+                Err(ExecError::Timeout { what, after }) => {
+                    let graph = &self.devices[p.device].module().graphs[p.graph].name;
+                    let what = format!("device {} (stage graph @{graph}): {what}", p.device);
+                    return Err(ExecError::Timeout { what, after });
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
             }
         }
         match first.or_else(|| self.relay.as_ref().and_then(|r| r.take_error())) {

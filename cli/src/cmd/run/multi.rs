@@ -3,8 +3,9 @@
 //! first GPUs, or logical devices of the default device where there are too few). Inputs are
 //! bound where their memory lives, the steps' `--set` and `--activate` go to every device
 //! they reach, one `run` per run, one `wait` at the end; outputs are read where they live.
-//! `--update-from`, `--profile`, and outputs of device globals or graph allocations are
-//! refused before a device is touched.
+//! `--profile` prints one table per stage graph, each on its device's clock.
+//! `--update-from`, and outputs of device globals or graph allocations are refused before a
+//! device is touched.
 
 use super::steps::{step_line, Planned, Resolved};
 use super::{Files, RunArgs};
@@ -26,15 +27,12 @@ pub fn devices_named(module: &Module) -> u32 {
 }
 
 /// Refuses what the multi-device path does not do, before a device is touched.
-pub fn check(args: &RunArgs, graph: &str, plan: &[Planned], outputs: &[Output]) -> Result<(), Failure> {
+pub fn check(graph: &str, plan: &[Planned], outputs: &[Output]) -> Result<(), Failure> {
     let refuse = |what: &str| {
         Failure::Rejected(format!(
             "error: @{graph} spans devices, and {what} is not available for a multi-device graph yet (docs/multi-device.md)"
         ))
     };
-    if args.profile {
-        return Err(refuse("`--profile`"));
-    }
     if plan.iter().any(|p| p.update.is_some()) {
         return Err(refuse("`--update-from`"));
     }
@@ -92,6 +90,11 @@ pub fn on_devices(
     for name in &callbacks {
         multi.register_callback(name, |_| Ok(()));
     }
+    if args.profile {
+        // Per-node timestamps only when asked: they serialise a stage's commands.
+        let options = cmdgraph_executor::RecordOptions { node_profiling: true, ..multi.record_options() };
+        multi.set_record_options(options);
+    }
     let exec = multi.finalize(graph).map_err(fail)?;
     let several = plan.len() > 1 || plan.iter().any(|p| !p.actions.is_empty());
     let mut lines = String::new();
@@ -136,6 +139,9 @@ pub fn on_devices(
         let bytes = multi.read(&out.binding.name).map_err(fail)?;
         files.push(super::output_file(&mut summary, out, bytes));
     }
+    if args.profile {
+        summary.push_str(&profile_tables(&multi.profile(exec).map_err(fail)?));
+    }
     let mut messages = Vec::new();
     for d in 0..multi.len() {
         if let Some(ex) = multi.device(d) {
@@ -144,4 +150,15 @@ pub fn on_devices(
     }
     super::layer_rejection(messages)?;
     Ok((summary, files))
+}
+
+/// One profile table per stage graph, in stage order; each device counts on its own clock,
+/// so times start at that stage graph's own start.
+fn profile_tables(stages: &[cmdgraph_executor::StageProfile]) -> String {
+    let mut t = String::from("profile of the last run, per stage graph (device time, microseconds from the stage graph's start; each device has its own clock):\n");
+    for s in stages {
+        t.push_str(&format!("@{} (stage {}, device {}):\n", s.graph, s.stage, s.device));
+        t.push_str(&super::profile_rows(&s.profile));
+    }
+    t
 }
