@@ -72,6 +72,23 @@ pub fn parse_stage_graph_name(graph: &str, candidate: &str) -> Option<(u32, u32)
     (stage_graph_name(graph, s, d) == candidate).then_some((s, d))
 }
 
+/// How many devices `module` names: one past the highest `device(N)` of a node or graph and
+/// `home(N)` of a memory object (1 for a module that names none).
+pub fn devices_named(module: &Module) -> u32 {
+    let nodes = module.graphs.iter().flat_map(|(_, g)| g.nodes.iter().filter_map(|(_, n)| n.device).chain([g.device]));
+    let homes = module.memories.iter().filter_map(|(_, m)| match m.home {
+        crate::module::Home::Device(d) => Some(d),
+        _ => None,
+    });
+    nodes.chain(homes).max().map_or(1, |d| d.saturating_add(1))
+}
+
+/// Whether `name` is a stage graph (`@g.sS.dD`) of another graph of `m`: it runs as part
+/// of that graph, never alone.
+pub fn is_stage_graph(m: &Module, name: &str) -> bool {
+    m.graphs.iter().any(|(_, g)| parse_stage_graph_name(&g.name, name).is_some())
+}
+
 /// The device node `node` of `graph` runs on in stages: its own ([`Graph::node_device`]),
 /// except for a host task or native command, which runs beside the device whose memory it
 /// touches (the graph's device when it touches none, or only replicated memory). `Err`

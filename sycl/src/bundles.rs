@@ -80,7 +80,11 @@ fn compile_missing(exec: &ExecutableGraph, path: &std::path::Path) -> Result<()>
     use cmdgraph_codegen::bundle::{compile_module, Llvm};
     let fail = |what: String| SyclError::invalid(0, format!("finalize: compiling `{}`: {what}", path.display()));
     let module = exec.0.state.borrow().module.clone();
-    let passes = cmdgraph_passes::default_pipeline();
+    let spans = module.graphs.iter().any(|(_, g)| cmdgraph_ir::placement::spans_devices(&module, g));
+    let passes = match spans {
+        true => cmdgraph_passes::with_place_devices(cmdgraph_passes::default_pipeline()),
+        false => cmdgraph_passes::default_pipeline(),
+    };
     let (bundle, _) = compile_module(&module, &passes, &cmdgraph_codegen::Options::default(), &Llvm)
         .map_err(|e| fail(e.to_string()))?;
     let bytes = bundle.to_bytes().map_err(|e| fail(e.to_string()))?;
@@ -101,13 +105,12 @@ fn write_bundle(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
-/// An executor on the default Vulkan device for `exec`'s bundle. The bundle must have been
-/// made from exactly this module: its source's key is checked against the graph's.
-pub(crate) fn from_bundle(
+/// The bytes of `exec`'s bundle, checked to have been made from exactly this module, and
+/// its path (for messages).
+fn checked_bundle(
     exec: &ExecutableGraph,
     source: &BundleSource,
-    device: cmdgraph_executor::DeviceChoice,
-) -> Result<Box<dyn Runtime>> {
+) -> Result<(Vec<u8>, cmdgraph_executor::Loaded, std::path::PathBuf)> {
     let (path, key) = bundle_path(exec, source)?;
     let fail = |what: String| SyclError::invalid(0, format!("bundle `{}`: {what}", path.display()));
     let bytes = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
@@ -116,6 +119,50 @@ pub(crate) fn from_bundle(
     if made_from != key {
         return Err(fail(format!("it was made from another module (key {made_from}, the graph's is {key})")));
     }
+    Ok((bytes, loaded, path))
+}
+
+/// A multi-device executor for `exec`'s bundle, whose graph has nodes on several devices of
+/// its context (docs/multi-device.md, "The SYCL-like API"): IR device N is the context's
+/// device with id N, on its Vulkan device (the default one for an interpreter device); the
+/// ids must run from 0 with the graph's device 0, as `MultiExecutor` numbers devices.
+pub(crate) fn from_bundle_on_devices(exec: &ExecutableGraph, source: &BundleSource) -> Result<Box<dyn Runtime>> {
+    use crate::platform::Backend;
+    use cmdgraph_executor::DeviceChoice;
+    let (bytes, loaded, path) = checked_bundle(exec, source)?;
+    let fail = |what: String| SyclError::invalid(0, format!("bundle `{}`: {what}", path.display()));
+    let named = cmdgraph_ir::placement::devices_named(&loaded.module);
+    let devices = exec.0.ctx.devices();
+    let mut options = Vec::with_capacity(named as usize);
+    for n in 0..named {
+        let dev = devices.iter().find(|d| d.id() == n).ok_or_else(|| {
+            SyclError::invalid(
+                0,
+                format!(
+                    "finalize: the graph runs on device {n}, and context {} has no device with id {n}; a multi-device graph's devices are numbered from 0",
+                    exec.0.ctx.id()
+                ),
+            )
+        })?;
+        let device = match dev.backend() {
+            Backend::Vulkan { index, .. } => DeviceChoice::Index(*index),
+            Backend::Interpreter => DeviceChoice::Default,
+        };
+        options.push(cmdgraph_executor::ContextOptions { validation: source.validation, device, ..Default::default() });
+    }
+    let multi = cmdgraph_executor::MultiExecutor::new(&bytes, &options).map_err(|e| fail(e.to_string()))?;
+    Ok(Box::new(multi))
+}
+
+/// An executor on the default Vulkan device for `exec`'s bundle. The bundle must have been
+/// made from exactly this module: its source's key is checked against the graph's.
+pub(crate) fn from_bundle(
+    exec: &ExecutableGraph,
+    source: &BundleSource,
+    device: cmdgraph_executor::DeviceChoice,
+) -> Result<Box<dyn Runtime>> {
+    let (_, loaded, path) = checked_bundle(exec, source)?;
+    let fail = |what: String| SyclError::invalid(0, format!("bundle `{}`: {what}", path.display()));
     let options = cmdgraph_executor::ContextOptions { validation: source.validation, device, ..Default::default() };
     let executor = cmdgraph_executor::Executor::new(loaded, &options).map_err(|e| fail(e.to_string()))?;
     Ok(Box::new(executor))

@@ -11,6 +11,7 @@
 //! | USM allocation, `buffer`, `accessor`, `device_global` | [`Usm`], [`Buffer`], [`Accessor`], [`DeviceGlobal`] |
 //! | property lists | [`GraphProps`], [`FinalizeProps`], [`NodeProps`], [`QueueProps`], [`RecordingProps`], [`MemoryPool`] |
 //! | synchronous exceptions | [`SyclError`] with its [`Errc`] and §22 row |
+//! | multi-device graphs (extension) | [`NodeProps::on_device`], [`Usm::device_on`] (docs/multi-device.md) |
 //!
 //! Handles have SYCL's common reference semantics: copies share one object. Every graph
 //! writes an IR [`cmdgraph_ir::Graph`] as it is built: nodes and edges in creation order,

@@ -254,6 +254,23 @@ impl Usm {
         Usm::new(ctx, None, T::TYPE, count, UsmKind::Device)
     }
 
+    /// `sycl::malloc_device<T>(count, dev, ctx)`: device memory that lives on `dev`, a device
+    /// of `ctx` (`home(N)` in the IR, N the device's id). Nodes on other devices reach it only
+    /// through copies (the multi-device extension, [`NodeProps::on_device`](crate::NodeProps::on_device)).
+    pub fn device_on<T: Element>(ctx: &Context, dev: &crate::Device, count: u64) -> Result<Usm> {
+        if !ctx.contains(dev) {
+            return Err(SyclError::invalid(
+                0,
+                format!("malloc_device: device {} is not in context {}; pick one of its devices", dev.id(), ctx.id()),
+            ));
+        }
+        let usm = Usm::device::<T>(ctx, count)?;
+        if let Some(m) = ctx.0.borrow_mut().memories.try_get_mut(usm.mem.handle) {
+            m.home = cmdgraph_ir::module::Home::Device(dev.id());
+        }
+        Ok(usm)
+    }
+
     /// `sycl::malloc_shared<T>(count, ctx)`.
     pub fn shared<T: Element>(ctx: &Context, count: u64) -> Result<Usm> {
         Usm::new(ctx, None, T::TYPE, count, UsmKind::Shared)

@@ -64,6 +64,8 @@ pub struct RecordingProps {
 pub struct NodeProps {
     pub(crate) depends_on: Vec<Node>,
     pub(crate) all_leaves: bool,
+    /// Extension (docs/multi-device.md, "The SYCL-like API"): the device the node runs on.
+    pub(crate) device: Option<crate::Device>,
 }
 
 impl NodeProps {
@@ -74,17 +76,32 @@ impl NodeProps {
 
     /// `property::node::depends_on(nodes...)`: an edge from each node, in order.
     pub fn depends_on(nodes: &[&Node]) -> NodeProps {
-        NodeProps { depends_on: nodes.iter().map(|n| (*n).clone()).collect(), all_leaves: false }
+        NodeProps { depends_on: nodes.iter().map(|n| (*n).clone()).collect(), ..NodeProps::default() }
     }
 
     /// `property::node::depends_on_all_leaves()`.
     pub fn all_leaves() -> NodeProps {
-        NodeProps { depends_on: Vec::new(), all_leaves: true }
+        NodeProps { all_leaves: true, ..NodeProps::default() }
     }
 
     /// Adds `depends_on_all_leaves` to this list.
     pub fn and_all_leaves(mut self) -> NodeProps {
         self.all_leaves = true;
+        self
+    }
+
+    /// `property::node::device(dev)`, this crate's multi-device extension: the node runs on
+    /// `dev`, a device of the graph's context, instead of the graph's device. A graph with
+    /// such nodes is a multi-device graph (`device(N)` in the IR, N the device's id); data
+    /// moves between devices only through copies between memory of each
+    /// ([`Usm::device_on`](crate::Usm::device_on)), as CUDA's peer copies.
+    pub fn on_device(dev: &crate::Device) -> NodeProps {
+        NodeProps { device: Some(dev.clone()), ..NodeProps::default() }
+    }
+
+    /// Adds [`on_device`](Self::on_device) to this list.
+    pub fn and_on_device(mut self, dev: &crate::Device) -> NodeProps {
+        self.device = Some(dev.clone());
         self
     }
 }

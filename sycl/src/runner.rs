@@ -132,13 +132,18 @@ impl Runner {
         }
         let placement = crate::bundles::placement(exec)?;
         let asynchronous = placement.is_some();
+        let spans = cmdgraph_ir::placement::spans_devices(&module, &module.graphs[graph]);
         let mut runtime: Box<dyn Runtime> = match placement {
+            Some((source, _)) if spans => crate::bundles::from_bundle_on_devices(exec, &source)?,
             Some((source, device)) => crate::bundles::from_bundle(exec, &source, device)?,
             None => Box::new(Interpreter::new(&module).map_err(run_error)?),
         };
         // A bundle is found by a key that leaves the graph's name out (two graphs built the
-        // same way share it), so its executable graph is its module's last, whatever its name.
-        let name = match runtime.module().graphs.iter().last() {
+        // same way share it), so its executable graph is its module's last, whatever its
+        // name, before the stage graphs `split-devices` appends.
+        let m = runtime.module();
+        let last = m.graphs.iter().rev().find(|(_, g)| !cmdgraph_ir::placement::is_stage_graph(m, &g.name));
+        let name = match last {
             Some((_, g)) if asynchronous => g.name.clone(),
             _ => module.graphs[graph].name.clone(),
         };

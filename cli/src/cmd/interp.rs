@@ -449,14 +449,12 @@ pub(crate) fn pick_graph(module: &Module, wanted: Option<&str>, file: &str) -> R
         }
         // Stage graphs (`@g.s0.d1`, made by `split-devices`) run as part of their graph.
         None => {
-            let stage = |name: &str| {
-                module
-                    .graphs
-                    .iter()
-                    .any(|(_, o)| cmdgraph_ir::placement::parse_stage_graph_name(&o.name, name).is_some())
-            };
-            let runnable: Vec<&str> =
-                module.graphs.iter().map(|(_, g)| g.name.as_str()).filter(|n| !stage(n)).collect();
+            let runnable: Vec<&str> = module
+                .graphs
+                .iter()
+                .map(|(_, g)| g.name.as_str())
+                .filter(|n| !cmdgraph_ir::placement::is_stage_graph(module, n))
+                .collect();
             match runnable.as_slice() {
                 [only] => Ok(only.to_string()),
                 [] if names.is_empty() => Err(Failure::Rejected(format!("error: `{file}` has no graph to run"))),

@@ -28,6 +28,7 @@ use cmdgraph_ir::{Handle, Module};
 mod profile;
 mod relay;
 mod run;
+mod runtime;
 mod update;
 
 pub use profile::StageProfile;
@@ -35,7 +36,8 @@ pub use profile::StageProfile;
 /// Several devices, one executor each.
 pub struct MultiExecutor {
     devices: Vec<Executor>,
-    execs: Vec<MultiExec>,
+    /// By [`MultiExecId`]; `None` once dropped.
+    execs: Vec<Option<MultiExec>>,
     /// The host time the last run spent copying between devices, and the bytes the
     /// devices exchanged.
     last_transfers: (std::time::Duration, u64),
@@ -94,6 +96,8 @@ struct MultiExec {
     /// one device puts the others back to these).
     params: std::collections::BTreeMap<String, cmdgraph_ir::graph::ArgValue>,
     active: std::collections::BTreeMap<String, u32>,
+    /// Runs submitted.
+    runs: u64,
 }
 
 /// One stage graph of a multi-device executable.
@@ -180,8 +184,23 @@ impl MultiExecutor {
         }
     }
 
-    fn module(&self) -> &Module {
+    /// The module every device loaded.
+    pub fn module(&self) -> &Module {
         self.devices[0].module()
+    }
+
+    fn exec(&self, id: MultiExecId) -> Result<&MultiExec> {
+        self.execs
+            .get(id.0)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))
+    }
+
+    fn exec_mut(&mut self, id: MultiExecId) -> Result<&mut MultiExec> {
+        self.execs
+            .get_mut(id.0)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))
     }
 
     /// The devices memory `name` lives on: its home, or all for replicated memory and for
@@ -327,7 +346,7 @@ impl MultiExecutor {
                 }
             }
         }
-        self.execs.push(MultiExec { parts: made, host_copies, transfer_bytes, params, active });
+        self.execs.push(Some(MultiExec { parts: made, host_copies, transfer_bytes, params, active, runs: 0 }));
         Ok(MultiExecId(self.execs.len() - 1))
     }
 

@@ -39,8 +39,7 @@ impl MultiExecutor {
     /// `enable_profiling` (its stage graphs inherit it) and every device timestamps; the
     /// error otherwise is the device's, naming the stage graph.
     pub fn profile(&self, id: MultiExecId) -> Result<Vec<StageProfile>> {
-        let exec =
-            self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        let exec = self.exec(id)?;
         let mut out = Vec::with_capacity(exec.parts.len());
         for p in &exec.parts {
             let dev = &self.devices[p.device];

@@ -16,13 +16,13 @@ impl MultiExecutor {
         if let Some(e) = self.relay.as_ref().and_then(|r| r.take_error()) {
             return Err(e);
         }
-        if id.0 >= self.execs.len() {
-            return Err(ExecError::Unknown(format!("multi-device executable {}", id.0)));
-        }
+        self.exec(id)?;
         match self.imported {
-            Some(true) => self.submit_all(id.0),
-            _ => self.run_stages(id.0),
+            Some(true) => self.submit_all(id)?,
+            _ => self.run_stages(id)?,
         }
+        self.exec_mut(id)?.runs += 1;
+        Ok(())
     }
 
     /// Waits until run `id` is done on every device, and reports the first error of any
@@ -30,8 +30,7 @@ impl MultiExecutor {
     /// deadline ends the wait there with [`ExecError::Timeout`] naming the device and stage
     /// graph: the work goes on, and waiting again returns once it is done.
     pub fn wait(&mut self, id: MultiExecId) -> Result<()> {
-        let exec =
-            self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        let exec = self.exec(id)?;
         let mut first = None;
         for p in &exec.parts {
             match self.devices[p.device].wait(p.exec) {
@@ -60,8 +59,9 @@ impl MultiExecutor {
         Ok(())
     }
 
-    fn submit_all(&mut self, index: usize) -> Result<()> {
-        let exec = &self.execs[index];
+    fn submit_all(&mut self, id: MultiExecId) -> Result<()> {
+        let exec =
+            self.execs[id.0].as_ref().ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
         let relay = self.relay.as_mut().ok_or_else(|| ExecError::Invalid("no semaphores across devices".into()))?;
         self.last_transfers = (Duration::ZERO, exec.transfer_bytes);
         let mut upto = relay.submitted.clone();
@@ -91,8 +91,9 @@ impl MultiExecutor {
         Ok(())
     }
 
-    fn run_stages(&mut self, index: usize) -> Result<()> {
-        let exec = &self.execs[index];
+    fn run_stages(&mut self, id: MultiExecId) -> Result<()> {
+        let exec =
+            self.execs[id.0].as_ref().ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
         let mut host = Duration::ZERO;
         let mut i = 0;
         while i < exec.parts.len() {
@@ -123,5 +124,55 @@ impl MultiExecutor {
         }
         self.last_transfers = (host, exec.transfer_bytes);
         Ok(())
+    }
+}
+
+impl MultiExecutor {
+    /// How many runs of `id` were submitted.
+    pub fn submitted_runs(&self, id: MultiExecId) -> Result<u64> {
+        Ok(self.exec(id)?.runs)
+    }
+
+    /// How many runs of `id` are complete on every device, without waiting (runs complete
+    /// in order, so this is the fewest any of its stage graphs completed).
+    pub fn completed_runs(&mut self, id: MultiExecId) -> Result<u64> {
+        let parts: Vec<(usize, crate::ExecId)> = self.exec(id)?.parts.iter().map(|p| (p.device, p.exec)).collect();
+        let mut done = self.exec(id)?.runs;
+        for (d, e) in parts {
+            done = done.min(self.devices[d].completed_runs(e)?);
+        }
+        Ok(done)
+    }
+
+    /// Releases executable `id` on every device, after its runs complete.
+    pub fn drop_exec(&mut self, id: MultiExecId) -> Result<()> {
+        self.wait(id)?;
+        let exec = self.execs.get_mut(id.0).and_then(Option::take);
+        let mut first = None;
+        for p in exec.map(|e| e.parts).unwrap_or_default() {
+            if let Err(e) = self.devices[p.device].drop_exec(p.exec) {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// The bytes of `device_global` `name` on device `device` (each device holds its own).
+    pub fn read_device_global(&mut self, name: &str, device: u32) -> Result<Vec<u8>> {
+        self.wait_all()?;
+        self.global_device(device)?.read_device_global(name, device)
+    }
+
+    /// Sets the bytes of `device_global` `name` on device `device`, for later runs.
+    pub fn write_device_global(&mut self, name: &str, device: u32, bytes: &[u8]) -> Result<()> {
+        self.wait_all()?;
+        self.global_device(device)?.write_device_global(name, device, bytes)
+    }
+
+    fn global_device(&mut self, device: u32) -> Result<&mut crate::Executor> {
+        let n = self.devices.len();
+        self.devices
+            .get_mut(device as usize)
+            .ok_or_else(|| ExecError::Invalid(format!("device {device}, and this executor has {n} device(s)")))
     }
 }

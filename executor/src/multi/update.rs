@@ -25,8 +25,7 @@ impl MultiExecutor {
     /// writes, or to a graph allocation is refused, naming the node; nothing changes then.
     pub fn update_param(&mut self, id: MultiExecId, param: &str, value: ArgValue) -> Result<()> {
         let param = param.trim_start_matches('%').to_string();
-        let exec =
-            self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        let exec = self.exec(id)?;
         let m = self.module();
         let mut reached = Vec::new();
         for part in &exec.parts {
@@ -51,7 +50,7 @@ impl MultiExecutor {
                 return Err(err);
             }
         }
-        if let Some(exec) = self.execs.get_mut(id.0) {
+        if let Ok(exec) = self.exec_mut(id) {
             exec.params.insert(param, value);
         }
         Ok(())
@@ -61,8 +60,7 @@ impl MultiExecutor {
     /// ([`Executor::update_launch`](crate::Executor::update_launch)).
     pub fn update_launch(&mut self, id: MultiExecId, node: &str, launch: Launch) -> Result<()> {
         let node = node.trim_start_matches('%');
-        let exec =
-            self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        let exec = self.exec(id)?;
         let m = self.module();
         let part = exec
             .parts
@@ -77,8 +75,7 @@ impl MultiExecutor {
     /// device whose stage graphs hold it ([`Executor::set_active`](crate::Executor::set_active)).
     pub fn set_active(&mut self, id: MultiExecId, dcg: &str, index: u32) -> Result<()> {
         let dcg = dcg.trim_start_matches('%').to_string();
-        let exec =
-            self.execs.get(id.0).ok_or_else(|| ExecError::Unknown(format!("multi-device executable {}", id.0)))?;
+        let exec = self.exec(id)?;
         let m = self.module();
         let reached: Vec<(usize, crate::ExecId)> = exec
             .parts
@@ -100,7 +97,7 @@ impl MultiExecutor {
                 return Err(err);
             }
         }
-        if let Some(exec) = self.execs.get_mut(id.0) {
+        if let Ok(exec) = self.exec_mut(id) {
             exec.active.insert(dcg, index);
         }
         Ok(())

@@ -36,9 +36,30 @@ use std::rc::Rc;
 pub(crate) fn add_empty(rc: &Rc<RefCell<GraphInner>>, props: &NodeProps) -> Result<Handle<Node>> {
     let mut inner = rc.borrow_mut();
     inner.check_not_recording(4, "add (empty node)")?;
+    ensure(props.device.is_none(), 0, || {
+        format!(
+            "add: an empty node runs on no device; property::node::device is for commands (graph `@{}`)",
+            inner.ir.name
+        )
+    })?;
     let mut deps = Deps::default();
     explicit_deps(rc, &inner, props, &mut deps)?;
     Ok(inner.push_node(NodeKind::Empty, None, &deps.list, Vec::new()))
+}
+
+/// The IR device of a node with `props` (the multi-device extension): `None` on the graph's
+/// own device; a device outside the graph's context is an error.
+fn node_device(inner: &GraphInner, props: &NodeProps) -> Result<Option<u32>> {
+    let Some(dev) = &props.device else { return Ok(None) };
+    ensure(inner.ctx.contains(dev), 0, || {
+        format!(
+            "property::node::device: device {} is not in graph `@{}`'s context {}; pick one of its devices",
+            dev.id(),
+            inner.ir.name,
+            inner.ctx.id()
+        )
+    })?;
+    Ok((dev.id() != inner.device.id()).then_some(dev.id()))
 }
 
 /// Edges 2 and 3: `depends_on` and `depends_on_all_leaves`.
@@ -77,6 +98,7 @@ impl GraphInner {
         if via == Via::Explicit {
             inner.check_not_recording(5, "add")?;
         }
+        let device = node_device(&inner, props)?;
         check_banned(&h.command, h.scratch)?;
         check_dynamic(&h, via)?;
         let expected = match &h.command {
@@ -131,6 +153,7 @@ impl GraphInner {
         let is_barrier = matches!(converted.kind, NodeKind::Barrier { .. });
         let queue_ir = rec.map(|r| inner.queues[r].ir);
         let handle = inner.push_node(converted.kind, queue_ir, &deps.list, ir_reqs);
+        inner.ir.nodes[handle].device = device;
         inner.register_slots(SlotOwner::Node(handle), &converted.regs);
         if let Some(r) = rec {
             inner.queues[r].last = Some(handle);
@@ -204,5 +227,8 @@ pub(crate) fn add_dynamic(
         deps.push(n, k);
     }
     let reqs = side.reqs.iter().flatten().copied().collect();
-    Ok(inner.push_node(NodeKind::Dynamic { dcg: dcg.handle }, None, &deps.list, reqs))
+    let device = node_device(inner, props)?;
+    let handle = inner.push_node(NodeKind::Dynamic { dcg: dcg.handle }, None, &deps.list, reqs);
+    inner.ir.nodes[handle].device = device;
+    Ok(handle)
 }

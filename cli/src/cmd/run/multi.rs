@@ -12,19 +12,7 @@ use super::{Files, RunArgs};
 use crate::cmd::interp::{Output, Place};
 use crate::exit::Failure;
 use cmdgraph_executor::{ContextOptions, DeviceChoice, DeviceKind, ExecError, MultiExecutor};
-use cmdgraph_ir::module::Home;
 use cmdgraph_ir::Module;
-
-/// How many devices `module` names: one past the highest `device(N)` of a node or graph and
-/// `home(N)` of a memory object.
-pub fn devices_named(module: &Module) -> u32 {
-    let nodes = module.graphs.iter().flat_map(|(_, g)| g.nodes.iter().filter_map(|(_, n)| n.device).chain([g.device]));
-    let homes = module.memories.iter().filter_map(|(_, m)| match m.home {
-        Home::Device(d) => Some(d),
-        _ => None,
-    });
-    nodes.chain(homes).max().map_or(1, |d| d.saturating_add(1))
-}
 
 /// Refuses what the multi-device path does not do, before a device is touched.
 pub fn check(graph: &str, plan: &[Planned], outputs: &[Output]) -> Result<(), Failure> {
@@ -81,7 +69,7 @@ pub fn on_devices(
     base: &ContextOptions,
 ) -> Result<(String, Files), Failure> {
     let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
-    let (opts, names) = device_options(args, devices_named(module), base)?;
+    let (opts, names) = device_options(args, cmdgraph_ir::placement::devices_named(module), base)?;
     let mut multi = MultiExecutor::new(bundle, &opts).map_err(fail)?;
     for (name, bytes) in bound {
         multi.bind(name, bytes).map_err(fail)?;
