@@ -83,6 +83,11 @@ typedef struct cmdgraph_executor cmdgraph_executor;
 // declared modes; a violation fails the run even if the callback ignores the error. Opaque.
 typedef struct cmdgraph_host_memory cmdgraph_host_memory;
 
+// A loaded bundle on several Vulkan devices (device N of the module on entry N of the
+// options given to `cmdgraph_multi_executor_create`), its memory, executables and host-task
+// callbacks. Opaque; not for use from two threads at once.
+typedef struct cmdgraph_multi_executor cmdgraph_multi_executor;
+
 // The profile of an executable's last run (`cmdgraph_exec_profile`).
 typedef struct cmdgraph_profile {
     // Host time of the submission, in nanoseconds since the executor was created (not
@@ -671,6 +676,153 @@ enum cmdgraph_status cmdgraph_host_memory_set_error(struct cmdgraph_host_memory 
 // # Safety
 // `memory` is NULL or the callback's live host memory.
 const char *cmdgraph_host_memory_last_error(struct cmdgraph_host_memory *memory);
+
+// Creates a multi-device executor for `bundle`: one Vulkan device per entry of `devices`
+// (`count` entries, each as for `cmdgraph_executor_create`; two entries naming one physical
+// device make two logical devices). The bundle is copied. On success `*out` is a new
+// executor to free with `cmdgraph_multi_executor_destroy`; on error NULL, and the message is
+// the bundle's and the thread's.
+//
+// # Safety
+// `bundle` is NULL or a live bundle; `devices` NULL or `count` readable options; `out` NULL
+// or writable.
+enum cmdgraph_status cmdgraph_multi_executor_create(struct cmdgraph_bundle *bundle,
+                                                    const struct cmdgraph_executor_options *devices,
+                                                    size_t count,
+                                                    struct cmdgraph_multi_executor **out);
+
+// Frees the executor after its runs finish (bounded by each device's timeout); NULL does
+// nothing.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor, not used afterwards.
+void cmdgraph_multi_executor_destroy(struct cmdgraph_multi_executor *mx);
+
+// The message of the last call on `mx` ("" after a success); with NULL, the thread's.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor.
+const char *cmdgraph_multi_executor_last_error(struct cmdgraph_multi_executor *mx);
+
+// Sets user memory `memory` on the device it lives on (every device for replicated memory)
+// to the `len` bytes at `data`, its exact size. Waits for runs in flight.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `memory` NULL or a string; `data` NULL or
+// `len` bytes.
+enum cmdgraph_status cmdgraph_multi_executor_bind(struct cmdgraph_multi_executor *mx,
+                                                  const char *memory,
+                                                  const void *data,
+                                                  size_t len);
+
+// Copies user memory `memory` as the device it lives on holds it, after the runs submitted
+// so far, to `dst` (`capacity` bytes), as `cmdgraph_executor_read` does (`*size` gets its
+// size; a short or NULL buffer is a size query, `CMDGRAPH_ERROR_BUFFER_TOO_SMALL`).
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `memory` NULL or a string; `dst` NULL or
+// `capacity` writable bytes; `size` NULL or writable.
+enum cmdgraph_status cmdgraph_multi_executor_read(struct cmdgraph_multi_executor *mx,
+                                                  const char *memory,
+                                                  void *dst,
+                                                  size_t capacity,
+                                                  size_t *size);
+
+// Registers `callback` for `host_task "name"` nodes on every device (a host task runs
+// beside the device whose memory it touches), as `cmdgraph_executor_register_callback`.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `name` NULL or a string; `callback` NULL or
+// a function following the contract of `cmdgraph_host_fn`; `user` valid until `mx` is
+// destroyed.
+enum cmdgraph_status cmdgraph_multi_executor_register_callback(struct cmdgraph_multi_executor *mx,
+                                                               const char *name,
+                                                               cmdgraph_host_fn callback,
+                                                               void *user);
+
+// Makes graph `graph` (`"g"` or `"@g"`, compiled with `split-devices`) runnable on the
+// devices; `*exec` gets its number for the calls below. A node on a device this executor
+// does not have is an error naming it.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `graph` NULL or a string; `exec` NULL or
+// writable.
+enum cmdgraph_status cmdgraph_multi_executor_finalize(struct cmdgraph_multi_executor *mx,
+                                                      const char *graph,
+                                                      uint32_t *exec);
+
+// Runs executable `exec` once across the devices: every stage graph is submitted, ordered
+// by semaphores across devices, and the call returns (stage by stage, returning when done,
+// where the devices cannot import host memory).
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor.
+enum cmdgraph_status cmdgraph_multi_executor_run(struct cmdgraph_multi_executor *mx,
+                                                 uint32_t exec);
+
+// Waits until the runs of `exec` are done on every device; the first error of any. A stage
+// graph past its device's timeout is `CMDGRAPH_ERROR_TIMEOUT` naming the device; waiting
+// again waits for the rest.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor.
+enum cmdgraph_status cmdgraph_multi_executor_wait(struct cmdgraph_multi_executor *mx,
+                                                  uint32_t exec);
+
+// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) of `exec` to an `f32`, on every
+// device that uses it.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `param` NULL or a string.
+enum cmdgraph_status cmdgraph_multi_executor_update_f32(struct cmdgraph_multi_executor *mx,
+                                                        uint32_t exec,
+                                                        const char *param,
+                                                        float value);
+
+// Sets integer dynamic parameter `param` (`i8` to `i64`, `u8` to `u64`) of `exec` to
+// `value`, checked to fit the parameter's type, on every device that uses it.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `param` NULL or a string.
+enum cmdgraph_status cmdgraph_multi_executor_update_int(struct cmdgraph_multi_executor *mx,
+                                                        uint32_t exec,
+                                                        const char *param,
+                                                        int64_t value);
+
+// `cmdgraph_multi_executor_update_int` for values past `INT64_MAX` of a `u64` parameter.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `param` NULL or a string.
+enum cmdgraph_status cmdgraph_multi_executor_update_uint(struct cmdgraph_multi_executor *mx,
+                                                         uint32_t exec,
+                                                         const char *param,
+                                                         uint64_t value);
+
+// Makes alternative `index` of dynamic command group `dcg` of `exec` active on every device
+// that holds it.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `dcg` NULL or a string.
+enum cmdgraph_status cmdgraph_multi_executor_set_active(struct cmdgraph_multi_executor *mx,
+                                                        uint32_t exec,
+                                                        const char *dcg,
+                                                        uint32_t index);
+
+// Takes the validation messages of every device since the last call ("device N: ..."):
+// `*count` gets how many, `cmdgraph_multi_executor_message` returns each.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `count` NULL or writable.
+enum cmdgraph_status cmdgraph_multi_executor_take_messages(struct cmdgraph_multi_executor *mx,
+                                                           size_t *count);
+
+// Message `index` of the last `cmdgraph_multi_executor_take_messages`, or NULL past the end
+// (or for NULL `mx`).
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor.
+const char *cmdgraph_multi_executor_message(struct cmdgraph_multi_executor *mx,
+                                            size_t index);
 
 // Gives kernel node `node` (`"k"` or `"%k"`) of `exec` the launch `range(global...)`:
 // `dims` values at `global`, as many dimensions as its launch has. Runs in flight keep the

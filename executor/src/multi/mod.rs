@@ -111,9 +111,14 @@ struct Part {
 impl MultiExecutor {
     /// One executor per entry of `devices`, each loading `bundle` (checked by each loader).
     pub fn new(bundle: &[u8], devices: &[ContextOptions]) -> Result<MultiExecutor> {
+        MultiExecutor::from_loaded(load_bytes(bundle)?, devices)
+    }
+
+    /// [`new`](Self::new) for a bundle already checked by the loader.
+    pub fn from_loaded(loaded: crate::Loaded, devices: &[ContextOptions]) -> Result<MultiExecutor> {
         let mut out = Vec::with_capacity(devices.len());
         for opts in devices {
-            out.push(Executor::new(load_bytes(bundle)?, opts)?);
+            out.push(Executor::new(loaded.clone(), opts)?);
         }
         if out.is_empty() {
             return Err(ExecError::Invalid("a multi-device executor needs at least one device".into()));
