@@ -302,6 +302,18 @@ const LAYER_SELF_REPORTS: &[&str] = &["UNASSIGNED-VkSemaphore-state-timeout"];
 
 static SELF_REPORTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Whether message id `id` is one of the layer's reports of its own failures
+/// ([`LAYER_SELF_REPORTS`]); counted by [`count_layer_self_report`] instead of reported, by
+/// the executor's messenger and by an application's that follows it.
+pub fn is_layer_self_report(id: &str) -> bool {
+    LAYER_SELF_REPORTS.contains(&id)
+}
+
+/// Counts one of the layer's self-reports ([`layer_self_reports`]).
+pub fn count_layer_self_report() {
+    SELF_REPORTED.fetch_add(1, Ordering::Relaxed);
+}
+
 /// How many messages about the validation layer's own failures ([`LAYER_SELF_REPORTS`])
 /// every context of the process has received and not reported.
 pub fn layer_self_reports() -> u64 {
@@ -321,8 +333,8 @@ unsafe extern "system" fn on_message(
             return vk::FALSE;
         }
         let id = (*data).message_id_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        if LAYER_SELF_REPORTS.contains(&id.as_str()) {
-            SELF_REPORTED.fetch_add(1, Ordering::Relaxed);
+        if is_layer_self_report(&id) {
+            count_layer_self_report();
             return vk::FALSE;
         }
         let msg = (*data).message_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
