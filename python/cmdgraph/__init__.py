@@ -17,6 +17,7 @@ from ._cmdgraph import (
     __version__,
     devices,
     load_bundle,
+    load_on_devices,
     parse,
     parse_file,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "__version__",
     "devices",
     "load_bundle",
+    "load_on_devices",
     "parse",
     "parse_file",
     "sycl",

@@ -148,3 +148,11 @@ def load_bundle(source: Union[_Path, bytes, bytearray, Bundle]) -> Bundle:
 
 def devices() -> List[Device]:
     """Every Vulkan device the executor can use."""
+
+def load_on_devices(
+    bundle: Bundle,
+    devices: Sequence[Device],
+    *,
+    host_tasks: Optional[Mapping[str, Callable[[Dict[str, np.ndarray]], Any]]] = None,
+) -> Executable:
+    """Loads a bundle whose graphs span devices: device N of its module on `devices[N]`."""

@@ -4,9 +4,10 @@
 
 use crate::arrays::{self, Layout};
 use crate::bundle::Bundle;
+use crate::engine::{Engine, Exec};
 use crate::errors::{exec, Error, Kind, Result};
 use crate::params::Update;
-use cmdgraph_executor::{ContextOptions, DeviceChoice, DeviceDescription, ExecId, Executor, RecordOptions};
+use cmdgraph_executor::{ContextOptions, DeviceChoice, DeviceDescription, Executor, RecordOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::BTreeMap;
@@ -115,11 +116,7 @@ impl Device {
                     (name, Box::new(crate::host::callback(f, &arrays::layouts(source))) as crate::module::HostCallback)
                 })
                 .collect();
-        let opts = ContextOptions {
-            validation: self.validation,
-            device: DeviceChoice::Index(self.desc.index),
-            ..ContextOptions::default()
-        };
+        let opts = self.options();
         let loaded = bundle.loaded.clone();
         let ex = py.detach(move || -> Result<Executor> {
             let mut ex = Executor::new(loaded, &opts).map_err(|e| exec("load", &e))?;
@@ -134,30 +131,34 @@ impl Device {
                 let options = RecordOptions { node_profiling: true, ..ex.record_options() };
                 ex.set_record_options(options);
             }
-            layer_messages(&ex)?;
+            layer_messages(ex.context().take_messages())?;
             Ok(ex)
         })?;
-        let layouts = arrays::layouts(ex.module());
-        let module = ex.module().clone();
-        let graphs = ex.module().graphs.iter().map(|(_, g)| g.name.clone()).collect();
         let warnings = ex.warnings().to_vec();
         let validation = ex.context().validation();
-        Ok(Executable {
-            inner: Mutex::new(Inner { ex, execs: BTreeMap::new() }),
-            module,
-            layouts,
-            graphs,
-            warnings,
-            validation,
-            device: self.desc.name.clone(),
-        })
+        Ok(Executable::new(Engine::One(Box::new(ex)), warnings, validation, self.desc.name.clone()))
+    }
+}
+
+impl Device {
+    /// The executor options of this device.
+    pub(crate) fn options(&self) -> ContextOptions {
+        ContextOptions {
+            validation: self.validation,
+            device: DeviceChoice::Index(self.desc.index),
+            ..ContextOptions::default()
+        }
+    }
+
+    /// `deviceName`.
+    pub(crate) fn device_name(&self) -> &str {
+        &self.desc.name
     }
 }
 
 /// Fails when the validation layer said anything (every message is a failure, as for
 /// `cmdgraph run --validation`).
-fn layer_messages(ex: &Executor) -> Result<()> {
-    let messages = ex.context().take_messages();
+pub(crate) fn layer_messages(messages: Vec<String>) -> Result<()> {
     if messages.is_empty() {
         return Ok(());
     }
@@ -169,13 +170,13 @@ fn layer_messages(ex: &Executor) -> Result<()> {
 
 /// The executor and the graphs finalized so far.
 struct Inner {
-    ex: Executor,
-    execs: BTreeMap<String, ExecId>,
+    ex: Engine,
+    execs: BTreeMap<String, Exec>,
 }
 
 impl Inner {
     /// The executable graph of `graph`, finalized on first use.
-    fn exec(&mut self, graph: &str) -> Result<ExecId> {
+    fn exec(&mut self, graph: &str) -> Result<Exec> {
         if let Some(id) = self.execs.get(graph) {
             return Ok(*id);
         }
@@ -204,6 +205,28 @@ pub struct Executable {
 }
 
 impl Executable {
+    /// An executable of `engine`; its graphs are those of the module that run alone (not the
+    /// stage graphs `split-devices` made, which run as part of theirs).
+    pub(crate) fn new(engine: Engine, warnings: Vec<String>, validation: bool, device: String) -> Executable {
+        let module = engine.module().clone();
+        let layouts = arrays::layouts(&module);
+        let graphs = module
+            .graphs
+            .iter()
+            .map(|(_, g)| g.name.clone())
+            .filter(|n| !cmdgraph_ir::placement::is_stage_graph(&module, n))
+            .collect();
+        Executable {
+            inner: Mutex::new(Inner { ex: engine, execs: BTreeMap::new() }),
+            module,
+            layouts,
+            graphs,
+            warnings,
+            validation,
+            device,
+        }
+    }
+
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>> {
         self.inner.lock().map_err(|_| Error::new(Kind::Device, "error: an earlier run panicked; load the bundle again"))
     }
@@ -299,7 +322,7 @@ impl Executable {
                     None => vec3.push(inner.ex.read(&l.name).map_err(|e| exec(&at, &e))?),
                 }
             }
-            layer_messages(&inner.ex)?;
+            layer_messages(inner.ex.take_messages())?;
             Ok(vec3)
         })?;
         drop(targets);
@@ -342,7 +365,7 @@ impl Executable {
                 }
             }
             let seconds = start.elapsed().as_secs_f64();
-            layer_messages(&inner.ex)?;
+            layer_messages(inner.ex.take_messages())?;
             Ok(seconds)
         })?;
         Ok(seconds)
@@ -360,7 +383,16 @@ impl Executable {
             let id = inner.execs.get(&graph).copied().ok_or_else(|| {
                 Error::new(Kind::Device, format!("error: @{graph} has not run: profile() reads the last run"))
             })?;
-            inner.ex.profile(id).map_err(|e| exec(&format!("@{graph}"), &e))
+            match (&inner.ex, id) {
+                (Engine::One(ex), Exec::One(id)) => ex.profile(id).map_err(|e| exec(&format!("@{graph}"), &e)),
+                _ => Err(Error::new(
+                    Kind::Device,
+                    format!(
+                        "error: @{graph} runs on several devices, which share no clock: profile() gives one device's \
+                         run; `cmdgraph run --profile` prints each stage graph's"
+                    ),
+                )),
+            }
         })?;
         let out = PyDict::new(py);
         out.set_item("submit_host_ns", p.submit_host_ns)?;

@@ -3,7 +3,8 @@
 //! Everything here calls the same library functions as the `cmdgraph` command line, so that
 //! a module parsed, verified, drawn or compiled from Python gives the CLI's bytes and its
 //! diagnostic text: [`module`] (parse, print, verify, DOT, compile, the interpreter),
-//! [`bundle`] (compiled bundles), [`device`] (Vulkan devices and executables), [`sycl`] (the
+//! [`bundle`] (compiled bundles), [`device`] (Vulkan devices and executables, on one device or,
+//! through [`multi`] and [`engine`], on several), [`sycl`] (the
 //! SYCL-like graph API of `cmdgraph-sycl`, `cmdgraph.sycl`), [`host`] (host tasks written in
 //! Python). `cmdgraph/_arrays.py` checks NumPy arrays against memory objects ([`arrays`] calls
 //! it); their memory crosses by address ([`raw`], `unsafe`: the abi3 limited API of CPython 3.9
@@ -17,9 +18,11 @@ use pyo3::prelude::*;
 pub mod arrays;
 pub mod bundle;
 pub mod device;
+pub mod engine;
 pub mod errors;
 pub mod host;
 pub mod module;
+pub mod multi;
 pub mod params;
 pub mod raw;
 pub mod sycl;
@@ -35,6 +38,7 @@ fn _cmdgraph(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(bundle::load_bundle, m)?)?;
     m.add_function(wrap_pyfunction!(device::devices, m)?)?;
+    m.add_function(wrap_pyfunction!(multi::load_on_devices, m)?)?;
     sycl::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -275,7 +275,12 @@ impl Module {
         if opt_level > 3 {
             return Err(Error::value(format!("opt_level must be 0 to 3, not {opt_level}")).into());
         }
-        let passes = pipeline(passes)?;
+        // As `cmdgraph compile`: a module that spans devices gets `split-devices` by default.
+        let spans = self.module.graphs.iter().any(|(_, g)| cmdgraph_ir::placement::spans_devices(&self.module, g));
+        let passes = match (pipeline(passes.filter(|p| !p.is_none()))?, spans && passes.is_none_or(|p| p.is_none())) {
+            (list, true) => cmdgraph_passes::with_place_devices(list),
+            (list, false) => list,
+        };
         self.check(allow_races)?;
         let external = self.externals()?;
         // `progress=True`: the stderr line of `cmdgraph/_progress.py`; False: none.
