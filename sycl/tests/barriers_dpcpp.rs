@@ -448,19 +448,6 @@ fn barrier_on_in_order_queue_is_one_link_of_the_chain() {
     assert!(!text.contains("via barrier"), "{text}");
 }
 
-/// Full-precision pseudo-random floats in [-8, 8).
-fn random(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 8) as f32 / (1u32 << 24) as f32 * 16.0 - 8.0
-        })
-        .collect()
-}
-
 /// `sycl/test-e2e/Graph/RecordReplay/barrier_with_work.cpp`: increment A; barrier; B += A
 /// and C -= A; barrier; B -= 1 and C -= 1; USM, so only the barriers (or the in-order
 /// chain) order the kernels. Run three times on an out-of-order queue and on an in-order
@@ -471,7 +458,11 @@ fn barrier_with_work_runs_on_both_queue_kinds() {
     let n = 64usize;
     for in_order in [false, true] {
         let env = Env::new();
-        let (a0, b0, c0) = (random(n, 7), random(n, 11), random(n, 13));
+        let (a0, b0, c0) = (
+            common::random_f32(n, 7, -8.0, 16.0),
+            common::random_f32(n, 11, -8.0, 16.0),
+            common::random_f32(n, 13, -8.0, 16.0),
+        );
         let (a, b, c) = (env.usm_f32(&a0), env.usm_f32(&b0), env.usm_f32(&c0));
         let q = env.queue(if in_order { QueueProps::in_order() } else { QueueProps::none() });
         let graph = env.graph(GraphProps::none());
@@ -520,7 +511,7 @@ fn barrier_with_work_runs_on_both_queue_kinds() {
 fn barrier_multi_queue_orders_copy_after_kernel_of_other_queue() {
     let env = Env::new();
     let n = 48usize;
-    let input = random(n, 29);
+    let input = common::random_f32(n, 29, -8.0, 16.0);
     let src = env.usm_f32(&input);
     let (a, b) = (env.usm_f32(&vec![0.0; n]), env.usm_f32(&vec![0.0; n]));
     let [q1, q2] = ["iq1", "iq2"].map(|name| env.named_queue(name, QueueProps::in_order()));

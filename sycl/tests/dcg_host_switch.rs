@@ -4,6 +4,8 @@
 //! alternative was active at finalize.
 #![cfg(feature = "jit")]
 
+mod common;
+
 use cmdgraph_sycl::*;
 
 const KERNELS: &str = r#"
@@ -23,19 +25,6 @@ const FACTOR: f32 = 1.718_281_7;
 type OnElement = fn(f32) -> f32;
 
 const CALLBACKS: [(&str, OnElement); 3] = [("negate", |v| -v), ("cube", |v| v * v * v), ("recip", |v| 1.0 / v)];
-
-/// Full-precision pseudo-random floats in [-1, 1).
-fn random(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
-        })
-        .collect()
-}
 
 /// One runtime's side: its context, memory, group, dynamic node and executable graph.
 struct Side {
@@ -103,7 +92,7 @@ fn host_task_alternative_switches_on_vulkan_run_what_the_interpreter_runs() {
     let vk = all.iter().find(|d| matches!(d.backend(), Backend::Vulkan { .. })).cloned().expect("a Vulkan device");
     let interp = all.last().unwrap().clone();
     let dir = std::env::temp_dir().join(format!("cmdgraph-dcg-host-switch-{}", std::process::id()));
-    let x = random(N as usize, 28);
+    let x = common::random_f32(N as usize, 28, -1.0, 2.0);
     for start in [0usize, 1] {
         let on_vk = side(&vk, Some(&dir), &x, start);
         let on_interp = side(&interp, None, &x, start);

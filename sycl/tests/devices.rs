@@ -4,20 +4,11 @@
 //! bytes as the same graph on the interpreter; without a bundle source such a graph does not
 //! finalize.
 
+mod common;
+
 use cmdgraph_sycl::*;
 
-const KERNELS: &str = r#"
-// Separate multiply and add: each rounds once on every runtime (an `fma` may round once
-// or twice, docs/ir.md, so it would not be byte-exact across runtimes).
-kernel @saxpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
-  %i = global_id 0
-  %xv = load %x[%i]
-  %yv = load %y[%i]
-  %p = mul %a, %xv
-  %r = add %p, %yv
-  store %y[%i], %r
-}
-"#;
+const KERNELS: &str = common::SAXPY_EXACT;
 
 #[test]
 fn the_interpreter_is_listed_last_and_ids_are_distinct() {
@@ -65,19 +56,6 @@ fn saxpy_graph(ctx: &Context, dev: &Device, x: &Usm, y: &Usm) -> ExecutableGraph
     g.finalize(FinalizeProps::none()).unwrap()
 }
 
-#[cfg(feature = "jit")]
-fn random(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
-        })
-        .collect()
-}
-
 #[test]
 fn a_vulkan_device_without_a_bundle_source_does_not_finalize() {
     let all = Device::all();
@@ -121,8 +99,8 @@ fn a_graph_on_a_listed_vulkan_device_runs_there_with_the_interpreters_bytes() {
     let x = Usm::device::<f32>(&ctx, n).unwrap();
     let y_vk = Usm::device::<f32>(&ctx, n).unwrap();
     let y_interp = Usm::device::<f32>(&ctx, n).unwrap();
-    x.write(&random(n as usize, 7)).unwrap();
-    let y0 = random(n as usize, 11);
+    x.write(&common::random_f32(n as usize, 7, -1.0, 2.0)).unwrap();
+    let y0 = common::random_f32(n as usize, 11, -1.0, 2.0);
     y_vk.write(&y0).unwrap();
     y_interp.write(&y0).unwrap();
     let on_vk = saxpy_graph(&ctx, &vk, &x, &y_vk);

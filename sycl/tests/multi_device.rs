@@ -6,34 +6,13 @@
 //! on) with the interpreter's bytes, before and after an update of a parameter of a node on
 //! the second device. Devices outside the context and empty nodes with a device are refused.
 
+mod common;
+
 use cmdgraph_sycl::*;
 
-const KERNELS: &str = r#"
-// Separate multiply and add: each rounds once on every runtime (an `fma` may round once
-// or twice, docs/ir.md), so the runtimes agree byte for byte.
-kernel @saxpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
-  %i = global_id 0
-  %xv = load %x[%i]
-  %yv = load %y[%i]
-  %p = mul %a, %xv
-  %r = add %p, %yv
-  store %y[%i], %r
-}
-"#;
+const KERNELS: &str = common::SAXPY_EXACT;
 
 const N: u64 = 1000;
-
-fn random(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
-        })
-        .collect()
-}
 
 /// The memory of one run: `x` and `a` on device 0, `b` on device 1, `out` on device 0.
 struct Mem {
@@ -50,10 +29,10 @@ fn memory(ctx: &Context, d1: &Device) -> Mem {
         b: Usm::device_on::<f32>(ctx, d1, N).unwrap(),
         out: Usm::device::<f32>(ctx, N).unwrap(),
     };
-    m.x.write(&random(N as usize, 3)).unwrap();
-    m.a.write(&random(N as usize, 5)).unwrap();
-    m.b.write(&random(N as usize, 7)).unwrap();
-    m.out.write(&random(N as usize, 9)).unwrap();
+    m.x.write(&common::random_f32(N as usize, 3, -1.0, 2.0)).unwrap();
+    m.a.write(&common::random_f32(N as usize, 5, -1.0, 2.0)).unwrap();
+    m.b.write(&common::random_f32(N as usize, 7, -1.0, 2.0)).unwrap();
+    m.out.write(&common::random_f32(N as usize, 9, -1.0, 2.0)).unwrap();
     m
 }
 

@@ -201,3 +201,29 @@ pub fn expect_err<T: std::fmt::Debug>(r: Result<T>, code: Errc, row: u32) -> Str
         }
     }
 }
+
+/// `@saxpy` with a separate multiply and add: each rounds once on every runtime (an `fma`
+/// may round once or twice, docs/ir.md), so the runtimes agree byte for byte.
+pub const SAXPY_EXACT: &str = r#"
+kernel @saxpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %p = mul %a, %xv
+  %r = add %p, %yv
+  store %y[%i], %r
+}
+"#;
+
+/// `n` full-precision pseudo-random floats in [`lo`, `lo + width`) from `seed` (xorshift).
+pub fn random_f32(n: usize, seed: u32, lo: f32, width: f32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s >> 8) as f32 / (1u32 << 24) as f32 * width + lo
+        })
+        .collect()
+}
