@@ -152,3 +152,36 @@ graph @g {{
     assert!(remarks.contains("%b0 -> device 1: finishes first there"), "{remarks}");
     assert!(remarks.contains("transfer %b.to0: @b, device 1 -> 0, 67108864 bytes"), "{remarks}");
 }
+
+/// `--transfer-bandwidth measure` times a transfer between two devices of this machine (two
+/// logical devices of llvmpipe in CI) and prices transfers at it; a value that is neither a
+/// number nor `measure` is a usage error.
+#[test]
+fn the_transfer_bandwidth_can_be_measured_on_this_machines_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("chains.cgir");
+    let n = 1 << 20;
+    let text = format!(
+        "kernel @work(%x: buf<f32, read_write>) {{\n  %i = global_id 0\n  %v = load %x[%i]\n  %two = const 2.0 : f32\n  %r = mul %v, %two\n  store %x[%i], %r\n}}\n\nusm @a : f32[{n}]\nusm @b : f32[{n}]\n\ngraph @g {{\n  %k0 = kernel @work range({n}) args(@a)\n  %k1 = kernel @work range({n}) args(@b)\n}}\n"
+    );
+    std::fs::write(&src, text).unwrap();
+    let cmdgraph =
+        |args: &[&str]| std::process::Command::new(env!("CARGO_BIN_EXE_cmdgraph")).args(args).output().unwrap();
+    let src = src.to_string_lossy().into_owned();
+    let o =
+        cmdgraph(&["opt", &src, "--devices", "2", "--transfer-bandwidth", "measure", "--explain", "-o", "/dev/null"]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let line =
+        err.lines().find(|l| l.starts_with("note: measured transfer bandwidth ")).unwrap_or_else(|| panic!("{err}"));
+    let gbps: f64 = line["note: measured transfer bandwidth ".len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!(gbps > 0.01 && gbps < 10_000.0, "{line}");
+    assert!(line.contains("from device 0 to 1") && line.contains("through "), "{line}");
+    assert!(err.contains("place-devices @g:"), "the pass did not run: {err}");
+    // Without --devices nothing is placed, so nothing is measured.
+    let o = cmdgraph(&["opt", &src, "--transfer-bandwidth", "measure", "-o", "/dev/null"]);
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("measured"));
+    let o = cmdgraph(&["compile", &src, "--devices", "2", "--transfer-bandwidth", "fast", "-o", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`fast` is not a bandwidth"), "{o:?}");
+}

@@ -85,9 +85,10 @@ pub struct CompileArgs {
     /// stage graphs each device runs (as `opt --devices`; docs/multi-device.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub devices: Option<u32>,
-    /// The bandwidth between devices `place-devices` assumes, in GB/s (default 10).
-    #[arg(long, value_name = "GBPS", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub transfer_bandwidth: Option<u64>,
+    /// The bandwidth between devices `place-devices` prices transfers at, in GB/s (default
+    /// 10), or `measure`: a transfer timed on this machine's devices.
+    #[arg(long, value_name = "GBPS|measure", value_parser = crate::cmd::bandwidth::parse)]
+    pub transfer_bandwidth: Option<crate::cmd::bandwidth::TransferBandwidth>,
     /// Sign the bundle with the ed25519 key in SEEDFILE (`cmdgraph keygen` writes one): a
     /// trailer after the content, which `cmdgraph run --trust` requires (docs/bundle.md).
     #[arg(long, value_name = "SEEDFILE", conflicts_with = "emit")]
@@ -145,7 +146,7 @@ pub fn run(args: &CompileArgs) -> Outcome {
         Step::Codegen { done, total, kernel } => shown.update(&format!("codegen @{kernel}"), Some((done, total))),
         Step::Finishing => shown.update("printing and hashing the bundle", None),
     };
-    let pipeline = pipeline_options(args);
+    let pipeline = pipeline_options(args)?;
     let compiled = compile_module_configured(&module, &passes, &pipeline, &options, &compiler, &mut on_step);
     let (bundle, report) = compiled.map_err(|e| match e {
         // Diagnostics of the source module point into the input: render them there.
@@ -189,14 +190,16 @@ pub fn run(args: &CompileArgs) -> Outcome {
 }
 
 /// The pipeline options `compile` shares with `opt` (one spelling for both).
-fn pipeline_options(args: &CompileArgs) -> cmdgraph_codegen::bundle::PipelineOptions {
-    cmdgraph_codegen::bundle::PipelineOptions {
+fn pipeline_options(args: &CompileArgs) -> Result<cmdgraph_codegen::bundle::PipelineOptions, Failure> {
+    // Measured only where place-devices runs.
+    let bandwidth = args.transfer_bandwidth.filter(|_| args.devices.is_some_and(|d| d > 1));
+    Ok(cmdgraph_codegen::bundle::PipelineOptions {
         verify_each: args.verify_each,
         fuse_fp_reassoc: args.fuse_fp_reassoc,
         memory_alignment: args.memory_alignment,
         devices: args.devices,
-        transfer_bytes_per_us: args.transfer_bandwidth.map(|g| g.saturating_mul(1000)),
-    }
+        transfer_bytes_per_us: bandwidth.map(|b| b.bytes_per_us()).transpose()?,
+    })
 }
 
 /// The phases `cmdgraph compile` times around the compiler's own report.
@@ -219,7 +222,7 @@ fn emit(
     passes: &[&'static PassInfo],
     what: EmitKind,
 ) -> Outcome {
-    let optimized = compile_emit::optimize(module, passes, &pipeline_options(args)).map_err(|e| match e {
+    let optimized = compile_emit::optimize(module, passes, &pipeline_options(args)?).map_err(|e| match e {
         CompileError::Invalid(d) => super::reject(input, &d),
         e => located(input, e.diagnostic(), e.is_internal(), &e),
     })?;

@@ -1,6 +1,7 @@
 //! One module per subcommand, plus the parse and verify steps they share.
 
 pub mod abi;
+pub mod bandwidth;
 pub mod compile;
 pub mod compile_emit;
 pub mod diff;

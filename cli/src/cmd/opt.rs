@@ -79,10 +79,10 @@ pub struct OptArgs {
     /// before `plan-memory` when the pipeline does not name it; docs/multi-device.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub devices: Option<u32>,
-    /// The host-staged bandwidth between devices `place-devices` assumes, in GB/s
-    /// (default 10).
-    #[arg(long, value_name = "GBPS", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub transfer_bandwidth: Option<u64>,
+    /// The bandwidth between devices `place-devices` prices transfers at, in GB/s (default
+    /// 10), or `measure`: a transfer timed on this machine's devices.
+    #[arg(long, value_name = "GBPS|measure", value_parser = crate::cmd::bandwidth::parse)]
+    pub transfer_bandwidth: Option<crate::cmd::bandwidth::TransferBandwidth>,
     /// List the registered passes and the default pipeline, then exit.
     #[arg(long)]
     pub list_passes: bool,
@@ -153,8 +153,9 @@ pub fn run(args: &OptArgs) -> Outcome {
     let mut ctx = PassContext { memory_alignment: args.memory_alignment, ..PassContext::default() };
     ctx.options.fuse_fp_reassoc = args.fuse_fp_reassoc;
     ctx.options.devices = args.devices;
-    // GB/s are bytes per nanosecond: a thousand bytes per microsecond each.
-    ctx.options.transfer_bytes_per_us = args.transfer_bandwidth.map(|g| g.saturating_mul(1000));
+    // Measured only where place-devices runs.
+    let bandwidth = args.transfer_bandwidth.filter(|_| args.devices.is_some_and(|d| d > 1));
+    ctx.options.transfer_bytes_per_us = bandwidth.map(|b| b.bytes_per_us()).transpose()?;
     let report = pipeline::run_pipeline(&mut module, &passes, &options, &mut ctx, &mut on_event)
         .map_err(|e| Failure::Rejected(format!("error: {e}")));
     // End the progress line (clearing it) before anything else goes to stderr.

@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-mod multi;
+pub(crate) mod multi;
 mod source;
 pub(crate) mod steps;
 pub use steps::Steps;

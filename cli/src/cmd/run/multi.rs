@@ -44,6 +44,13 @@ fn device_options(args: &RunArgs, count: u32, base: &ContextOptions) -> Result<(
         let opts = args.devices.iter().map(|d| with(DeviceChoice::parse(d))).collect();
         return Ok((opts, format!("devices {}", args.devices.join(", "))));
     }
+    Ok(default_devices(count, base))
+}
+
+/// `count` devices when none are given: the first `count` GPUs, else `count` logical devices
+/// of the default device; and their names.
+pub fn default_devices(count: u32, base: &ContextOptions) -> (Vec<ContextOptions>, String) {
+    let with = |device| ContextOptions { device, ..base.clone() };
     let gpus: Vec<_> = cmdgraph_executor::vulkan_devices()
         .unwrap_or_default()
         .into_iter()
@@ -52,10 +59,10 @@ fn device_options(args: &RunArgs, count: u32, base: &ContextOptions) -> Result<(
     if gpus.len() >= count as usize {
         let opts = gpus.iter().take(count as usize).map(|g| with(DeviceChoice::Index(g.index))).collect();
         let names: Vec<String> = gpus.iter().take(count as usize).map(|g| g.name.clone()).collect();
-        return Ok((opts, names.join(", ")));
+        return (opts, names.join(", "));
     }
     let opts = (0..count).map(|_| with(DeviceChoice::Default)).collect();
-    Ok((opts, format!("{count} logical devices of the default device")))
+    (opts, format!("{count} logical devices of the default device"))
 }
 
 /// Everything that touches Vulkan for a multi-device graph (as `on_device` for one).
