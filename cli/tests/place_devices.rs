@@ -50,6 +50,8 @@ fn run_all(m: &Module, inputs: &[(String, Vec<u8>)], names: &[String]) -> Vec<Ve
 #[test]
 fn placed_random_graphs_compute_what_they_computed_on_one_device() {
     let (mut placed, mut elsewhere, mut transfers, mut mirrors, mut graphs) = (0u64, 0u64, 0u64, 0u64, 0usize);
+    // Graphs spread over devices that run host tasks (pinned beside their memory).
+    let mut with_host_tasks = 0usize;
     for seed in 0..64u64 {
         let text = gen::module(0x34_0000 + seed, 4);
         let source = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("seed {seed}: {d:?}"));
@@ -65,6 +67,12 @@ fn placed_random_graphs_compute_what_they_computed_on_one_device() {
         transfers += stat("transfers");
         mirrors += stat("mirrors");
         graphs += source.graphs.len();
+        with_host_tasks += module
+            .graphs
+            .iter()
+            .filter(|(_, g)| g.is_multi_device())
+            .filter(|(_, g)| g.nodes.iter().any(|(_, n)| matches!(n.kind, cmdgraph_ir::NodeKind::HostTask(_))))
+            .count();
         // The source module's memory (mirrors are the pass's own), from random bytes.
         let mut rng = Rng(seed);
         let names: Vec<String> = source
@@ -92,8 +100,9 @@ fn placed_random_graphs_compute_what_they_computed_on_one_device() {
         }
     }
     eprintln!(
-        "place-devices: {placed} of {graphs} graphs placed, {elsewhere} nodes on another device, {transfers} transfers, {mirrors} mirrors"
+        "place-devices: {placed} of {graphs} graphs placed ({with_host_tasks} across devices with host tasks), {elsewhere} nodes on another device, {transfers} transfers, {mirrors} mirrors"
     );
+    assert!(with_host_tasks >= 10, "only {with_host_tasks} graphs with host tasks spread over devices");
     // The placements really spread work and moved data.
     assert!(placed * 4 >= graphs as u64, "only {placed} of {graphs} graphs were placed");
     assert!(

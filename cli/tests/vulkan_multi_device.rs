@@ -109,8 +109,14 @@ struct Check {
 
 impl Check {
     fn new(source: &Module, placed: &[u8], unplaced: &[u8], devices_n: usize) -> Check {
-        let multi = MultiExecutor::new(placed, &devices(devices_n)).unwrap_or_else(|e| panic!("{e}"));
-        let single = support::executor(unplaced).unwrap();
+        let mut multi = MultiExecutor::new(placed, &devices(devices_n)).unwrap_or_else(|e| panic!("{e}"));
+        let mut single = support::executor(unplaced).unwrap();
+        for (name, f) in support::host_callbacks(source) {
+            multi.register_callback(&name, f);
+        }
+        for (name, f) in support::host_callbacks(source) {
+            single.register_callback(&name, f);
+        }
         let mut interps = [Interpreter::new(source).unwrap(), Interpreter::new(source).unwrap()];
         for it in &mut interps {
             support::register_interp_callbacks(it, source);
@@ -218,7 +224,7 @@ fn a_diamond_across_two_devices_matches_one_device_and_the_interpreter() {
 
 #[test]
 fn random_graphs_placed_on_two_devices_match_one_device_and_the_interpreter() {
-    let (mut ran, mut stage_graphs, mut updated) = (0usize, 0usize, 0usize);
+    let (mut ran, mut stage_graphs, mut updated, mut host) = (0usize, 0usize, 0usize, 0usize);
     for seed in 0..28u64 {
         let text = gen::module(0x34_1000 + seed, 4);
         let source = parse(&text);
@@ -236,6 +242,7 @@ fn random_graphs_placed_on_two_devices_match_one_device_and_the_interpreter() {
             }
             check.run(&g.name, &format!("seed {seed} @{}", g.name));
             ran += 1;
+            host += usize::from(g.nodes.iter().any(|(_, n)| matches!(n.kind, cmdgraph_ir::NodeKind::HostTask(_))));
             // Every f32 parameter scaled by -1.5 (exact), reaching whichever devices use it.
             let mut changed = false;
             for (_, p) in g.dyn_params.iter() {
@@ -254,7 +261,10 @@ fn random_graphs_placed_on_two_devices_match_one_device_and_the_interpreter() {
         }
         check.quiet();
     }
-    eprintln!("multi-device: {ran} random graphs on two devices, {stage_graphs} stage graphs, {updated} updated");
+    eprintln!(
+        "multi-device: {ran} random graphs on two devices ({host} with host tasks), {stage_graphs} stage graphs, {updated} updated"
+    );
+    assert!(host >= 2, "only {host} placed graphs with host tasks ran");
     assert!(ran >= 6 && stage_graphs >= 2 * ran, "{ran} graphs, {stage_graphs} stage graphs");
     assert!(updated >= 1, "no placed graph had a dynamic parameter to update");
 }

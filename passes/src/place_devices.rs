@@ -10,9 +10,15 @@
 //! is the same computation: every memory object ends with the same bytes, which the tests
 //! check on the interpreter.
 //!
-//! Left as they are (with a remark): graphs with sub-graph, conditional, dynamic, host-task
-//! or native nodes, accessors, and dynamic parameters that hold memory (an update could move
-//! it to another device than the transfers were planned for).
+//! A host task or native command runs on the host beside the device its memory lives on
+//! (`placement::run_device`): it is pinned there, its memory stays home (it names memory as
+//! the application's callback knows it, so it never works on a mirror), and transfers bring
+//! that memory's contents home before it.
+//!
+//! Left as they are (with a remark): graphs with sub-graph, conditional or dynamic nodes,
+//! host tasks touching memory of two devices or a graph allocation, accessors, and dynamic
+//! parameters that hold memory (an update could move it to another device than the
+//! transfers were planned for).
 
 pub mod cost;
 pub mod heft;
@@ -87,6 +93,13 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         };
         // Memory with no home written that only this graph uses goes where it is used first:
         // it costs no transfer to start with.
+        // ... unless a host task touches it: the host task stays beside its home.
+        let on_host: BTreeSet<MemRef> = graph
+            .nodes
+            .iter()
+            .filter(|(_, n)| matches!(n.kind, NodeKind::HostTask(_) | NodeKind::Native(_)))
+            .flat_map(|(h, _)| touches[h.index()].iter().map(|t| t.mem))
+            .collect();
         let floating: BTreeSet<usize> = module
             .memories
             .iter()
@@ -94,6 +107,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 m.home == Home::Graph
                     && matches!(m.kind, MemoryKind::Usm(_) | MemoryKind::Buffer)
                     && !replicable(MemRef::Memory(*h))
+                    && !on_host.contains(&MemRef::Memory(*h))
                     && used_by.get(&h.index()).is_some_and(|g| g.len() == 1 && g.contains(&gh.index()))
             })
             .map(|(h, _)| h.index())
@@ -109,7 +123,14 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             }
             cmdgraph_ir::placement::memory_device(module, graph, r).or(Some(graph_device))
         };
-        let Some(schedule) = heft::schedule(module, graph, devices, bandwidth, &touches, &home) else {
+        let pinned = match pin_host_tasks(graph, &touches, &home) {
+            Ok(p) => p,
+            Err(why) => {
+                ctx.remarks.push(format!("place-devices @{name}: not placed: {why}\n"));
+                continue;
+            }
+        };
+        let Some(schedule) = heft::schedule(module, graph, devices, bandwidth, &touches, &home, &pinned) else {
             ctx.remarks.push(format!("place-devices @{name}: not placed: the graph has a cycle\n"));
             continue;
         };
@@ -117,7 +138,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         // shorter than one device's keeps everything on the graph's device.
         let schedule = match graph.nodes.iter().any(|(_, n)| n.device.is_some()) {
             true => schedule,
-            false => match heft::schedule(module, graph, 1, bandwidth, &touches, &home) {
+            false => match heft::schedule(module, graph, 1, bandwidth, &touches, &home, &on_one(&pinned)) {
                 Some(one) if one.makespan <= schedule.makespan => {
                     ctx.remarks.push(format!(
                         "place-devices @{name}: kept on device {graph_device}: the estimate on {devices} devices ({:.1} µs) is no shorter than on one ({:.1} µs)\n",
@@ -201,12 +222,48 @@ fn eligible(graph: &Graph) -> Result<(), String> {
             NodeKind::Subgraph { .. } => "a sub-graph node (run inline-subgraphs first)",
             NodeKind::Conditional { .. } => "a conditional node",
             NodeKind::Dynamic { .. } => "a dynamic command group",
-            NodeKind::HostTask(_) | NodeKind::Native(_) => "a host task or native command",
             _ => continue,
         };
         return Err(format!("%{} is {what}", n.name));
     }
     Ok(())
+}
+
+/// By node index: the device each host task or native command is pinned to, the one its
+/// memory lives on (the graph's when all it touches is replicated). Memory of two devices,
+/// or a graph allocation (which lives where its first user runs, chosen by the schedule), is
+/// an error saying why the graph is left.
+fn pin_host_tasks(
+    graph: &Graph,
+    touches: &[Vec<cost::Touch>],
+    home: &dyn Fn(MemRef) -> Option<u32>,
+) -> Result<Vec<Option<u32>>, String> {
+    let mut pinned = vec![None; graph.nodes.len()];
+    for (h, n) in graph.nodes.iter() {
+        if !matches!(n.kind, NodeKind::HostTask(_) | NodeKind::Native(_)) {
+            continue;
+        }
+        let mut devices = BTreeSet::new();
+        for t in &touches[h.index()] {
+            if let MemRef::Alloc(a) = t.mem {
+                let alloc = graph.nodes.try_get(a).map_or("?", |x| x.name.as_str());
+                return Err(format!("host task %{} touches graph allocation %{alloc}", n.name));
+            }
+            devices.extend(home(t.mem));
+        }
+        let list: Vec<String> = devices.iter().map(u32::to_string).collect();
+        pinned[h.index()] = match list.len() {
+            0 => Some(graph.device),
+            1 => devices.first().copied(),
+            _ => return Err(format!("host task %{} touches memory of devices {}", n.name, list.join(" and "))),
+        };
+    }
+    Ok(pinned)
+}
+
+/// `pinned` for the one-device estimate: every pinned node on device 0.
+fn on_one(pinned: &[Option<u32>]) -> Vec<Option<u32>> {
+    pinned.iter().map(|p| p.map(|_| 0)).collect()
 }
 
 /// Memory objects some node of some graph writes (or might: dynamic parameters, host tasks).

@@ -280,23 +280,37 @@ fn canonical(ty: Type, mut bytes: Vec<u8>) -> Vec<u8> {
 
 /// Registers on `interp` the generic host callbacks of `source`'s host tasks.
 pub fn register_interp_callbacks(interp: &mut Interpreter, source: &Module) {
-    let summable = summable_memories(source);
-    for (name, a) in callbacks(source) {
-        let summable = summable.clone();
-        interp.register_callback(&name, move |ctx| {
-            let reads: Vec<Vec<u8>> = a
-                .iter()
-                .filter(|x| x.1)
-                .map(|x| ctx.read(&x.0).map(|b| canonical(x.3, b)))
-                .collect::<Result<_, _>>()?;
-            let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
-            let out = host_effect(&reads, &ws.iter().map(|x| (x.3, x.4, summable.contains(&x.0))).collect::<Vec<_>>());
-            for (w, bytes) in ws.iter().zip(out) {
-                ctx.write(&w.0, 0, &bytes)?;
-            }
-            Ok(())
-        });
+    for (name, f) in host_callbacks(source) {
+        interp.register_callback(&name, f);
     }
+}
+
+/// The host-task callbacks of `source`'s random graphs, one per callback name, for any
+/// runtime (the interpreter, an executor, a multi-device executor): each reads what its
+/// node declares it reads and writes a deterministic function of it (`host_effect`).
+pub fn host_callbacks(source: &Module) -> Vec<(String, Box<cmdgraph_ir::host::HostFn>)> {
+    let summable = summable_memories(source);
+    callbacks(source)
+        .into_iter()
+        .map(|(name, a)| {
+            let summable = summable.clone();
+            let f: Box<cmdgraph_ir::host::HostFn> = Box::new(move |ctx| {
+                let reads: Vec<Vec<u8>> = a
+                    .iter()
+                    .filter(|x| x.1)
+                    .map(|x| ctx.read(&x.0).map(|b| canonical(x.3, b)))
+                    .collect::<Result<_, _>>()?;
+                let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
+                let out =
+                    host_effect(&reads, &ws.iter().map(|x| (x.3, x.4, summable.contains(&x.0))).collect::<Vec<_>>());
+                for (w, bytes) in ws.iter().zip(out) {
+                    ctx.write(&w.0, 0, &bytes)?;
+                }
+                Ok(())
+            });
+            (name, f)
+        })
+        .collect()
 }
 
 /// Graph `graph` of `module` as the executor recorded it, from `Executor::barrier_groups`:
@@ -445,23 +459,8 @@ impl Both {
         for t in twice.iter_mut().chain(flush.iter_mut()) {
             register_interp_callbacks(t, source);
         }
-        for (name, access) in callbacks(source) {
-            let a = access;
-            let summable = summable.clone();
-            ex.register_callback(&name, move |ctx| {
-                let reads: Vec<Vec<u8>> = a
-                    .iter()
-                    .filter(|x| x.1)
-                    .map(|x| ctx.read(&x.0).map(|b| canonical(x.3, b)))
-                    .collect::<Result<_, _>>()?;
-                let ws: Vec<_> = a.iter().filter(|x| x.2).collect();
-                let out =
-                    host_effect(&reads, &ws.iter().map(|x| (x.3, x.4, summable.contains(&x.0))).collect::<Vec<_>>());
-                for (w, bytes) in ws.iter().zip(out) {
-                    ctx.write(&w.0, 0, &bytes)?;
-                }
-                Ok(())
-            });
+        for (name, f) in host_callbacks(source) {
+            ex.register_callback(&name, f);
         }
         Ok(Both {
             ex,

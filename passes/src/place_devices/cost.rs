@@ -16,6 +16,9 @@ pub const OPS_PER_US: f64 = 1.0e6;
 pub const DEVICE_BYTES_PER_US: f64 = 1.0e6;
 /// What one command costs on top of its work.
 pub const LAUNCH_US: f64 = 2.0;
+/// Bytes a host task is taken to read and write per microsecond (nominal: 10 GB/s), plus
+/// `LAUNCH_US` for the device to wait for it.
+pub const HOST_BYTES_PER_US: f64 = 1.0e4;
 /// What one transfer costs on top of its bytes.
 pub const TRANSFER_LATENCY_US: f64 = 10.0;
 /// The host-staged bandwidth assumed when the option does not give one: 10 GB/s.
@@ -58,6 +61,10 @@ pub fn touches(module: &Module, node: &Node) -> Option<Vec<Touch>> {
         }
         NodeKind::Memcpy { dst, src, .. } => vec![t(src.base, true, false), t(dst.base, false, true)],
         NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => vec![t(dst.base, false, true)],
+        // The host touches what the node declares, beside the device that memory lives on.
+        NodeKind::HostTask(task) | NodeKind::Native(task) => {
+            task.access.iter().map(|a| t(a.mem, a.mode != Access::Write, a.mode != Access::Read)).collect()
+        }
         NodeKind::Empty | NodeKind::Barrier { .. } => Vec::new(),
         NodeKind::Prefetch { .. } | NodeKind::Memadvise { .. } => Vec::new(),
         NodeKind::AsyncMalloc { .. } | NodeKind::AsyncFree { .. } => Vec::new(),
@@ -94,6 +101,10 @@ pub fn node_us(module: &Module, graph: &Graph, h: Handle<Node>) -> f64 {
         NodeKind::Memfill { pattern, count, .. } => {
             let elem = pattern.ty.map_or(4, |t| t.size());
             LAUNCH_US + elem.saturating_mul(*count) as f64 / DEVICE_BYTES_PER_US
+        }
+        NodeKind::HostTask(task) | NodeKind::Native(task) => {
+            let bytes: u64 = task.access.iter().map(|a| size_of(module, graph, a.mem)).sum();
+            LAUNCH_US + bytes as f64 / HOST_BYTES_PER_US
         }
         _ => 0.0,
     }

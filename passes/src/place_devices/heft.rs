@@ -47,7 +47,9 @@ impl Ord for Ready {
 }
 
 /// Schedules `graph` on `devices` devices; `touches` by node index (`cost::touches`),
-/// `home(r)` the device memory `r` starts on (`None`: everywhere).
+/// `home(r)` the device memory `r` starts on (`None`: everywhere), `pinned` by node index
+/// the device of a host task or native command (beside the memory it touches) or of a node
+/// that names one.
 pub fn schedule(
     module: &Module,
     graph: &Graph,
@@ -55,13 +57,15 @@ pub fn schedule(
     bytes_per_us: u64,
     touches: &[Vec<Touch>],
     home: &dyn Fn(MemRef) -> Option<u32>,
+    pinned: &[Option<u32>],
 ) -> Option<Schedule> {
     let n = graph.nodes.len();
     let succ = Csr::successors(graph);
     let pred = Csr::predecessors(graph);
     let order = topological_order(&succ)?;
     let kinds: Vec<&NodeKind> = graph.nodes.iter().map(|(_, x)| &x.kind).collect();
-    let runs: Vec<bool> = kinds.iter().map(|k| scheduled(k)).collect();
+    let runs: Vec<bool> =
+        kinds.iter().enumerate().map(|(i, k)| scheduled(k) || pinned.get(i).is_some_and(|p| p.is_some())).collect();
     let costs: Vec<f64> = graph.nodes.handles().map(|h| cost::node_us(module, graph, h)).collect();
     let share = f64::from(devices.saturating_sub(1)) / f64::from(devices.max(1));
     // Data moves from the last node that wrote a memory to the next that touches it (the
@@ -124,7 +128,7 @@ pub fn schedule(
             ready
         };
         if runs[vi] {
-            let candidates: Vec<u32> = match node.device {
+            let candidates: Vec<u32> = match pinned.get(vi).copied().flatten().or(node.device) {
                 Some(d) => vec![d],
                 None => (0..devices).collect(),
             };

@@ -140,7 +140,9 @@ pub fn rewrite(
     for (i, d) in device.iter().enumerate() {
         if let (Some(d), Some(h)) = (d, Handle::<Node>::from_usize(i)) {
             if let Some(n) = graph.nodes.try_get_mut(h) {
-                if n.device.is_none() && *d != home_device {
+                // A host task or native command runs beside its memory and names no device.
+                let on_host = matches!(n.kind, NodeKind::HostTask(_) | NodeKind::Native(_));
+                if n.device.is_none() && *d != home_device && !on_host {
                     n.device = Some(*d);
                 }
             }
