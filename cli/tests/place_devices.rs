@@ -50,8 +50,9 @@ fn run_all(m: &Module, inputs: &[(String, Vec<u8>)], names: &[String]) -> Vec<Ve
 #[test]
 fn placed_random_graphs_compute_what_they_computed_on_one_device() {
     let (mut placed, mut elsewhere, mut transfers, mut mirrors, mut graphs) = (0u64, 0u64, 0u64, 0u64, 0usize);
-    // Graphs spread over devices that run host tasks (pinned beside their memory).
-    let mut with_host_tasks = 0usize;
+    // Graphs spread over devices that run host tasks, dynamic command groups and conditional
+    // nodes (pinned beside their memory).
+    let (mut with_host_tasks, mut with_groups, mut with_conditionals) = (0usize, 0usize, 0usize);
     for seed in 0..64u64 {
         let text = gen::module(0x34_0000 + seed, 4);
         let source = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("seed {seed}: {d:?}"));
@@ -67,12 +68,16 @@ fn placed_random_graphs_compute_what_they_computed_on_one_device() {
         transfers += stat("transfers");
         mirrors += stat("mirrors");
         graphs += source.graphs.len();
-        with_host_tasks += module
-            .graphs
-            .iter()
-            .filter(|(_, g)| g.is_multi_device())
-            .filter(|(_, g)| g.nodes.iter().any(|(_, n)| matches!(n.kind, cmdgraph_ir::NodeKind::HostTask(_))))
-            .count();
+        let spread_with = |kind: fn(&cmdgraph_ir::NodeKind) -> bool| {
+            module
+                .graphs
+                .iter()
+                .filter(|(_, g)| g.is_multi_device() && g.nodes.iter().any(|(_, n)| kind(&n.kind)))
+                .count()
+        };
+        with_host_tasks += spread_with(|k| matches!(k, cmdgraph_ir::NodeKind::HostTask(_)));
+        with_groups += spread_with(|k| matches!(k, cmdgraph_ir::NodeKind::Dynamic { .. }));
+        with_conditionals += spread_with(|k| matches!(k, cmdgraph_ir::NodeKind::Conditional { .. }));
         // The source module's memory (mirrors are the pass's own), from random bytes.
         let mut rng = Rng(seed);
         let names: Vec<String> = source
@@ -100,7 +105,7 @@ fn placed_random_graphs_compute_what_they_computed_on_one_device() {
         }
     }
     eprintln!(
-        "place-devices: {placed} of {graphs} graphs placed ({with_host_tasks} across devices with host tasks), {elsewhere} nodes on another device, {transfers} transfers, {mirrors} mirrors"
+        "place-devices: {placed} of {graphs} graphs placed (across devices: {with_host_tasks} with host tasks, {with_groups} with dynamic command groups, {with_conditionals} with conditional nodes), {elsewhere} nodes on another device, {transfers} transfers, {mirrors} mirrors"
     );
     assert!(with_host_tasks >= 10, "only {with_host_tasks} graphs with host tasks spread over devices");
     // The placements really spread work and moved data.
@@ -193,4 +198,100 @@ fn the_transfer_bandwidth_can_be_measured_on_this_machines_devices() {
     let o = cmdgraph(&["compile", &src, "--devices", "2", "--transfer-bandwidth", "fast", "-o", "/dev/null"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("`fast` is not a bandwidth"), "{o:?}");
+}
+
+/// Pinned nodes: a `while` loop, a host task and a dynamic command group stay beside the
+/// memory they touch (device 0: memory a host task touches never floats), while the heavy
+/// independent chain moves to device 1 and transfers bring back what they need; the placed
+/// module computes what the unplaced one does, on the interpreter. A host task over memory
+/// of two devices leaves its graph as it was, saying why.
+#[test]
+fn loops_host_tasks_and_groups_stay_beside_their_memory() {
+    let n = 1 << 20;
+    let text = format!(
+        "kernel @axpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {{
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %p = mul %a, %xv
+  %r = add %p, %yv
+  store %y[%i], %r
+}}
+
+kernel @count_down(%c: buf<u32, read_write>) {{
+  %zero = const 0 : u32
+  %one = const 1 : u32
+  %v = load %c[%zero]
+  %d = sub %v, %one
+  store %c[%zero], %d
+}}
+
+usm @w : f32[{n}]
+usm @a : f32[{n}]
+usm @b : f32[{n}]
+usm @flags : u32[1]
+usm @x : f32[16] home(1)
+
+graph @body {{
+  %k = kernel @count_down single_task args(@flags)
+}}
+
+graph @g {{
+  dcg %pick active(1) {{
+    kernel @axpy range({n}) args(@w, @b, 2.0)
+    kernel @axpy range({n}) args(@w, @b, -3.0)
+  }}
+  %a0 = kernel @axpy range({n}) args(@w, @a, 1.5)
+  %a1 = kernel @axpy range({n}) args(@w, @a, 0.5) after(%a0)
+  %a2 = kernel @axpy range({n}) args(@w, @a, 0.25) after(%a1)
+  %b0 = kernel @axpy range({n}) args(@w, @b, 1.25)
+  %x0 = memfill @x, 1.0 : f32, 16 device(1)
+  %h = host_task \"negate_b\" access(@b read_write) after(%b0, %x0)
+  %d = dynamic %pick after(%h)
+  %f = memfill @flags, 3 : u32, 1
+  %loop = while @flags do @body after(%f)
+  %j = kernel @axpy range({n}) args(@b, @a, 1.0) after(%a2, %d)
+}}
+"
+    );
+    let source = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
+    let mut module = source.clone();
+    let ctx = place(&mut module, 2, 2000);
+    let printed = cmdgraph_ir::text::print(&module);
+    let remarks = ctx.remarks.concat();
+    assert!(module.graphs.iter().any(|(_, g)| g.is_multi_device()), "{printed}\n{remarks}");
+    // Beside `@b` and `@flags` (device 0): the host task, the group and the loop.
+    for (node, line) in [
+        ("%h", "%h = host_task \"negate_b\" access(@b read_write) after(%b0, %x0)\n"),
+        ("%d", "%d = dynamic %pick after(%h)\n"),
+        ("%loop", "%loop = while @flags do @body after(%f)\n"),
+    ] {
+        assert!(printed.contains(line), "{node} moved:\n{printed}");
+    }
+    assert!(remarks.contains("%d -> device 0: the only choice"), "{remarks}");
+    assert!(remarks.contains("%h -> device 0: the only choice"), "{remarks}");
+    assert!(ctx.stats.get("nodes-elsewhere").copied().unwrap_or(0) >= 1, "{remarks}");
+    let negate = |mem: &mut dyn cmdgraph_ir::host::HostMemory| {
+        let v: Vec<f32> = mem.read_as("b")?;
+        mem.write_as("b", 0, &v.iter().map(|x| -x).collect::<Vec<f32>>())
+    };
+    let run = |m: &Module| {
+        let mut it = Interpreter::new(m).unwrap();
+        it.register_callback("negate_b", negate);
+        let mut rng = Rng(7);
+        for name in ["w", "a", "b"] {
+            it.bind(name, &random_bytes(cmdgraph_ir::Type::scalar(cmdgraph_ir::ScalarType::F32), n, &mut rng)).unwrap();
+        }
+        let e = it.finalize("g").unwrap();
+        it.run(e).unwrap();
+        ["w", "a", "b", "flags", "x"].map(|x| it.read(x).unwrap().to_vec())
+    };
+    assert!(run(&source) == run(&module), "the placed graph computes something else\n{printed}");
+    // Memory of two devices for one host task: left as it was.
+    let two = text.replace("access(@b read_write)", "access(@b read_write, @x read)");
+    let mut left = cmdgraph_ir::text::parse(&two).unwrap();
+    let ctx = place(&mut left, 2, 2000);
+    let remarks = ctx.remarks.concat();
+    assert!(remarks.contains("not placed: %h touches memory of devices 0 and 1"), "{remarks}");
+    assert_eq!(ctx.stats.get("graphs-placed").copied().unwrap_or(0), 0, "{remarks}");
 }

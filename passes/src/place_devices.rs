@@ -11,14 +11,15 @@
 //! check on the interpreter.
 //!
 //! A host task or native command runs on the host beside the device its memory lives on
-//! (`placement::run_device`): it is pinned there, its memory stays home (it names memory as
-//! the application's callback knows it, so it never works on a mirror), and transfers bring
-//! that memory's contents home before it.
+//! (`placement::run_device`); a dynamic command group's alternatives and a conditional
+//! node's bodies name memory the pass does not rewrite. So these are pinned beside their
+//! memory (a conditional node on the graph's device only), their memory stays home (never
+//! a mirror), and transfers bring its contents home before them.
 //!
-//! Left as they are (with a remark): graphs with sub-graph, conditional or dynamic nodes,
-//! host tasks touching memory of two devices or a graph allocation, accessors, and dynamic
-//! parameters that hold memory (an update could move it to another device than the
-//! transfers were planned for).
+//! Left as they are (with a remark): graphs with sub-graph nodes, pinned nodes touching
+//! memory of two devices or a graph allocation, conditional nodes touching memory of
+//! another device, accessors, and dynamic parameters that hold memory (an update could move
+//! it to another device than the transfers were planned for).
 
 pub mod cost;
 pub mod heft;
@@ -74,7 +75,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 ),
             });
         }
-        let touches: Option<Vec<_>> = graph.nodes.iter().map(|(_, n)| cost::touches(module, n)).collect();
+        let touches: Option<Vec<_>> = graph.nodes.handles().map(|h| cost::touches(module, graph, h)).collect();
         let Some(touches) = touches else {
             ctx.remarks.push(format!("place-devices @{name}: not placed: a node names memory through an accessor\n"));
             continue;
@@ -97,7 +98,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let on_host: BTreeSet<MemRef> = graph
             .nodes
             .iter()
-            .filter(|(_, n)| matches!(n.kind, NodeKind::HostTask(_) | NodeKind::Native(_)))
+            .filter(|(_, n)| pinned_kind(&n.kind))
             .flat_map(|(h, _)| touches[h.index()].iter().map(|t| t.mem))
             .collect();
         let floating: BTreeSet<usize> = module
@@ -220,8 +221,6 @@ fn eligible(graph: &Graph) -> Result<(), String> {
     for (_, n) in graph.nodes.iter() {
         let what = match n.kind {
             NodeKind::Subgraph { .. } => "a sub-graph node (run inline-subgraphs first)",
-            NodeKind::Conditional { .. } => "a conditional node",
-            NodeKind::Dynamic { .. } => "a dynamic command group",
             _ => continue,
         };
         return Err(format!("%{} is {what}", n.name));
@@ -229,10 +228,22 @@ fn eligible(graph: &Graph) -> Result<(), String> {
     Ok(())
 }
 
-/// By node index: the device each host task or native command is pinned to, the one its
-/// memory lives on (the graph's when all it touches is replicated). Memory of two devices,
-/// or a graph allocation (which lives where its first user runs, chosen by the schedule), is
-/// an error saying why the graph is left.
+/// Nodes pinned beside the memory they touch rather than placed freely: host tasks and
+/// native commands (the application's callback names memory as it knows it), dynamic
+/// command groups (their alternatives' arguments are not rewritten to mirrors) and
+/// conditional nodes (their bodies are graphs of the graph's device).
+fn pinned_kind(kind: &NodeKind) -> bool {
+    matches!(
+        kind,
+        NodeKind::HostTask(_) | NodeKind::Native(_) | NodeKind::Dynamic { .. } | NodeKind::Conditional { .. }
+    )
+}
+
+/// By node index: the device each pinned node ([`pinned_kind`]) runs on, the one its memory
+/// lives on (the graph's when all it touches is replicated); a conditional node only on the
+/// graph's device. Memory of two devices, a graph allocation (it lives where its first user
+/// runs, which the schedule chooses), or a conditional node's memory on another device is an
+/// error saying why the graph is left.
 fn pin_host_tasks(
     graph: &Graph,
     touches: &[Vec<cost::Touch>],
@@ -240,23 +251,30 @@ fn pin_host_tasks(
 ) -> Result<Vec<Option<u32>>, String> {
     let mut pinned = vec![None; graph.nodes.len()];
     for (h, n) in graph.nodes.iter() {
-        if !matches!(n.kind, NodeKind::HostTask(_) | NodeKind::Native(_)) {
+        if !pinned_kind(&n.kind) {
             continue;
         }
         let mut devices = BTreeSet::new();
         for t in &touches[h.index()] {
             if let MemRef::Alloc(a) = t.mem {
                 let alloc = graph.nodes.try_get(a).map_or("?", |x| x.name.as_str());
-                return Err(format!("host task %{} touches graph allocation %{alloc}", n.name));
+                return Err(format!("%{} touches graph allocation %{alloc}", n.name));
             }
             devices.extend(home(t.mem));
         }
         let list: Vec<String> = devices.iter().map(u32::to_string).collect();
-        pinned[h.index()] = match list.len() {
-            0 => Some(graph.device),
-            1 => devices.first().copied(),
-            _ => return Err(format!("host task %{} touches memory of devices {}", n.name, list.join(" and "))),
+        let d = match list.len() {
+            0 => graph.device,
+            1 => devices.first().copied().unwrap_or(graph.device),
+            _ => return Err(format!("%{} touches memory of devices {}", n.name, list.join(" and "))),
         };
+        if matches!(n.kind, NodeKind::Conditional { .. }) && d != graph.device {
+            return Err(format!(
+                "conditional node %{} touches memory of device {d}, and its bodies run on the graph's device {}",
+                n.name, graph.device
+            ));
+        }
+        pinned[h.index()] = Some(d);
     }
     Ok(pinned)
 }

@@ -35,26 +35,40 @@ pub struct Touch {
     pub writes: bool,
 }
 
-/// The memory a node reads and writes, in argument order (`None`: the node names memory in
-/// a way the pass does not rewrite, such as an accessor). A dynamic parameter is a scalar
-/// here: the pass places no graph with a pointer parameter.
-pub fn touches(module: &Module, node: &Node) -> Option<Vec<Touch>> {
+/// The memory node `h` of `graph` reads and writes, in argument order (`None`: the node
+/// names memory in a way the pass does not rewrite, such as an accessor). A dynamic
+/// parameter is a scalar here: the pass places no graph with a pointer parameter. A dynamic
+/// command group touches what all its kernel alternatives touch; a conditional node its
+/// condition and the module memory its bodies touch (their own allocations stay inside).
+pub fn touches(module: &Module, graph: &Graph, h: Handle<Node>) -> Option<Vec<Touch>> {
+    touches_within(module, graph, h, 0)
+}
+
+/// Conditional bodies nest; the verifier bounds the depth, and so does this.
+const MAX_BODY_DEPTH: u32 = 64;
+
+fn touches_within(module: &Module, graph: &Graph, h: Handle<Node>, depth: u32) -> Option<Vec<Touch>> {
     let t = |mem: MemRef, reads: bool, writes: bool| Touch { mem, reads, writes };
+    let node = graph.nodes.try_get(h)?;
     Some(match &node.kind {
-        NodeKind::Kernel(cmd) => {
-            let kernel = module.kernels.try_get(cmd.kernel)?;
-            let mut out = Vec::new();
-            for (i, a) in cmd.args.iter().enumerate() {
-                match a {
-                    Arg::Value(ArgValue::Pointer(p)) => {
-                        let access = match kernel.params.get(i).map(|p| p.ty) {
-                            Some(ParamType::Buffer { access, .. }) => access,
-                            _ => Access::ReadWrite,
-                        };
-                        out.push(t(p.base, access != Access::Write, access != Access::Read));
-                    }
-                    Arg::Value(ArgValue::Accessor(_)) => return None,
-                    Arg::Value(_) | Arg::Dyn(_) => {}
+        NodeKind::Kernel(_) => kernel_touches(module, graph, h)?,
+        NodeKind::Dynamic { dcg } => {
+            let group = graph.dcgs.try_get(*dcg)?;
+            if !group.alternatives.iter().all(|a| matches!(a, cmdgraph_ir::graph::Alternative::Kernel(_))) {
+                return None;
+            }
+            kernel_touches(module, graph, h)?
+        }
+        NodeKind::Conditional { cond, bodies, .. } => {
+            if depth >= MAX_BODY_DEPTH {
+                return None;
+            }
+            let mut out = vec![t(cond.base, true, false)];
+            for &b in bodies {
+                let body = module.graphs.try_get(b)?;
+                for bh in body.nodes.handles() {
+                    let inner = touches_within(module, body, bh, depth + 1)?;
+                    out.extend(inner.into_iter().filter(|x| matches!(x.mem, MemRef::Memory(_))));
                 }
             }
             out
@@ -72,6 +86,32 @@ pub fn touches(module: &Module, node: &Node) -> Option<Vec<Touch>> {
     })
 }
 
+/// The pointer arguments of the kernel commands of node `h` (its alternatives, for a dynamic
+/// command group), with the access each kernel parameter declares.
+fn kernel_touches(module: &Module, graph: &Graph, h: Handle<Node>) -> Option<Vec<Touch>> {
+    let mut out: Vec<Touch> = Vec::new();
+    for (_, cmd) in graph.kernel_commands(h) {
+        let kernel = module.kernels.try_get(cmd.kernel)?;
+        for (i, a) in cmd.args.iter().enumerate() {
+            match a {
+                Arg::Value(ArgValue::Pointer(p)) => {
+                    let access = match kernel.params.get(i).map(|p| p.ty) {
+                        Some(ParamType::Buffer { access, .. }) => access,
+                        _ => Access::ReadWrite,
+                    };
+                    let touch = Touch { mem: p.base, reads: access != Access::Write, writes: access != Access::Read };
+                    if !out.contains(&touch) {
+                        out.push(touch);
+                    }
+                }
+                Arg::Value(ArgValue::Accessor(_)) => return None,
+                Arg::Value(_) | Arg::Dyn(_) => {}
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Bytes of memory `r`.
 pub fn size_of(module: &Module, graph: &Graph, r: MemRef) -> u64 {
     match r {
@@ -86,15 +126,18 @@ pub fn size_of(module: &Module, graph: &Graph, r: MemRef) -> u64 {
 /// Estimated microseconds node `h` runs on a device (0 for ordering-only nodes).
 pub fn node_us(module: &Module, graph: &Graph, h: Handle<Node>) -> f64 {
     let Some(node) = graph.nodes.try_get(h) else { return 0.0 };
+    let kernel_us = |cmd: &cmdgraph_ir::graph::KernelCommand| {
+        let ops = match module.kernels.try_get(cmd.kernel).map(|k| &k.body) {
+            Some(KernelBody::Ir(body)) => body.ops.len().max(1) as f64,
+            _ => 16.0,
+        };
+        let items = cmd.launch.work_items().unwrap_or(u64::MAX) as f64;
+        LAUNCH_US + items * ops / OPS_PER_US
+    };
     match &node.kind {
-        NodeKind::Kernel(cmd) => {
-            let ops = match module.kernels.try_get(cmd.kernel).map(|k| &k.body) {
-                Some(KernelBody::Ir(body)) => body.ops.len().max(1) as f64,
-                _ => 16.0,
-            };
-            let items = cmd.launch.work_items().unwrap_or(u64::MAX) as f64;
-            LAUNCH_US + items * ops / OPS_PER_US
-        }
+        NodeKind::Kernel(cmd) => kernel_us(cmd),
+        // The costliest alternative: any may be active.
+        NodeKind::Dynamic { .. } => graph.kernel_commands(h).map(|(_, cmd)| kernel_us(cmd)).fold(0.0, f64::max),
         NodeKind::Memcpy { bytes, .. } | NodeKind::Memset { bytes, .. } => {
             LAUNCH_US + *bytes as f64 / DEVICE_BYTES_PER_US
         }
