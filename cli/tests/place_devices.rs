@@ -295,3 +295,72 @@ graph @g {{
     assert!(remarks.contains("not placed: %h touches memory of devices 0 and 1"), "{remarks}");
     assert_eq!(ctx.stats.get("graphs-placed").copied().unwrap_or(0), 0, "{remarks}");
 }
+
+/// A node that surely overwrites all of a memory without reading it (a write-only argument
+/// stored at `global_id 0` of a `range` covering it) needs no transfer into its device
+/// first: only the transfer home at the end remains, and the results are the same.
+#[test]
+fn memory_a_node_overwrites_whole_is_not_brought_to_its_device_first() {
+    let n = 1u64 << 20;
+    let text = |produce_reads: bool| {
+        let access = if produce_reads { "read_write" } else { "write" };
+        format!(
+            "kernel @axpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {{
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %p = mul %a, %xv
+  %r = add %p, %yv
+  store %y[%i], %r
+}}
+
+kernel @produce(%x: buf<f32, read>, %y: buf<f32, {access}>) {{
+  %i = global_id 0
+  %v = load %x[%i]
+  %two = const 2.0 : f32
+  %r = mul %v, %two
+  store %y[%i], %r
+}}
+
+usm @w : f32[{n}]
+usm @a : f32[{n}]
+usm @o : f32[{n}] home(0)
+
+graph @g {{
+  %a0 = kernel @axpy range({n}) args(@w, @a, 1.5)
+  %a1 = kernel @axpy range({n}) args(@w, @a, 0.5) after(%a0)
+  %a2 = kernel @axpy range({n}) args(@w, @a, 0.25) after(%a1)
+  %o0 = kernel @produce range({n}) args(@w, @o)
+  %o1 = kernel @axpy range({n}) args(@w, @o, 0.5) after(%o0)
+  %o2 = kernel @axpy range({n}) args(@w, @o, 0.25) after(%o1)
+}}
+"
+        )
+    };
+    let source = cmdgraph_ir::text::parse(&text(false)).unwrap_or_else(|d| panic!("{d:?}"));
+    let mut module = source.clone();
+    let ctx = place(&mut module, 2, 2000);
+    let printed = cmdgraph_ir::text::print(&module);
+    assert!(printed.contains("%o0 = kernel @produce range(1048576) args(@w, @o.on1) device(1)"), "{printed}");
+    assert!(!printed.contains("%o.to1 ="), "a transfer into memory the node overwrites:\n{printed}");
+    assert!(printed.contains("%o.to0 = memcpy @o, @o.on1, 4194304"), "{printed}");
+    // With `@o` read too, moving its chain would need the transfer in: wherever the chain
+    // goes, a node on device 1 that reads `@o` gets it first.
+    let mut reading = cmdgraph_ir::text::parse(&text(true)).unwrap();
+    place(&mut reading, 2, 2000);
+    let printed_reading = cmdgraph_ir::text::print(&reading);
+    let moved = printed_reading.contains("args(@w, @o.on1) device(1)");
+    assert!(!moved || printed_reading.contains("%o.to1 = memcpy @o.on1, @o, 4194304"), "{printed_reading}");
+    let run = |m: &Module| {
+        let mut it = Interpreter::new(m).unwrap();
+        let mut rng = Rng(11);
+        for name in ["w", "a", "o"] {
+            it.bind(name, &random_bytes(cmdgraph_ir::Type::scalar(cmdgraph_ir::ScalarType::F32), n, &mut rng)).unwrap();
+        }
+        let e = it.finalize("g").unwrap();
+        it.run(e).unwrap();
+        ["w", "a", "o"].map(|x| it.read(x).unwrap().to_vec())
+    };
+    assert!(run(&source) == run(&module), "the placed graph computes something else\n{printed}");
+    assert_eq!(ctx.stats.get("transfers").copied(), Some(1 + printed.matches("%a.to").count() as u64), "{printed}");
+}

@@ -11,6 +11,9 @@
 
 mod interval;
 mod launch;
+mod must;
+
+pub use must::surely_written;
 
 use crate::arena::{Arena, Handle};
 use crate::graph::Launch;

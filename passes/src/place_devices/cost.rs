@@ -33,6 +33,10 @@ pub struct Touch {
     pub reads: bool,
     /// The node writes it (some of it, perhaps).
     pub writes: bool,
+    /// The node writes every byte of it for certain (`footprint::surely_written` for a
+    /// kernel; a copy or fill from its start over its size): with `reads` false, its
+    /// earlier contents are not needed where the node runs.
+    pub covers: bool,
 }
 
 /// The memory node `h` of `graph` reads and writes, in argument order (`None`: the node
@@ -48,7 +52,12 @@ pub fn touches(module: &Module, graph: &Graph, h: Handle<Node>) -> Option<Vec<To
 const MAX_BODY_DEPTH: u32 = 64;
 
 fn touches_within(module: &Module, graph: &Graph, h: Handle<Node>, depth: u32) -> Option<Vec<Touch>> {
-    let t = |mem: MemRef, reads: bool, writes: bool| Touch { mem, reads, writes };
+    let t = |mem: MemRef, reads: bool, writes: bool| Touch { mem, reads, writes, covers: false };
+    // A copy or fill from the start of `dst` over at least its size.
+    let whole = |dst: &cmdgraph_ir::graph::Pointer, bytes: u64| {
+        let covers = dst.offset == 0 && bytes >= size_of(module, graph, dst.base);
+        Touch { mem: dst.base, reads: false, writes: true, covers }
+    };
     let node = graph.nodes.try_get(h)?;
     Some(match &node.kind {
         NodeKind::Kernel(_) => kernel_touches(module, graph, h)?,
@@ -73,8 +82,11 @@ fn touches_within(module: &Module, graph: &Graph, h: Handle<Node>, depth: u32) -
             }
             out
         }
-        NodeKind::Memcpy { dst, src, .. } => vec![t(src.base, true, false), t(dst.base, false, true)],
-        NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => vec![t(dst.base, false, true)],
+        NodeKind::Memcpy { dst, src, bytes } => vec![t(src.base, true, false), whole(dst, *bytes)],
+        NodeKind::Memset { dst, bytes, .. } => vec![whole(dst, *bytes)],
+        NodeKind::Memfill { dst, pattern, count } => {
+            vec![whole(dst, pattern.ty.map_or(0, |ty| ty.size()).saturating_mul(*count))]
+        }
         // The host touches what the node declares, beside the device that memory lives on.
         NodeKind::HostTask(task) | NodeKind::Native(task) => {
             task.access.iter().map(|a| t(a.mem, a.mode != Access::Write, a.mode != Access::Read)).collect()
@@ -87,19 +99,28 @@ fn touches_within(module: &Module, graph: &Graph, h: Handle<Node>, depth: u32) -
 }
 
 /// The pointer arguments of the kernel commands of node `h` (its alternatives, for a dynamic
-/// command group), with the access each kernel parameter declares.
+/// command group), with the access each kernel parameter declares; a kernel node's
+/// write-only argument it surely writes whole covers its memory.
 fn kernel_touches(module: &Module, graph: &Graph, h: Handle<Node>) -> Option<Vec<Touch>> {
+    let single = matches!(graph.nodes.try_get(h).map(|n| &n.kind), Some(NodeKind::Kernel(_)));
     let mut out: Vec<Touch> = Vec::new();
     for (_, cmd) in graph.kernel_commands(h) {
         let kernel = module.kernels.try_get(cmd.kernel)?;
+        let written = match single {
+            true => cmdgraph_ir::footprint::surely_written(kernel, &cmd.launch),
+            false => Default::default(),
+        };
         for (i, a) in cmd.args.iter().enumerate() {
             match a {
                 Arg::Value(ArgValue::Pointer(p)) => {
-                    let access = match kernel.params.get(i).map(|p| p.ty) {
-                        Some(ParamType::Buffer { access, .. }) => access,
-                        _ => Access::ReadWrite,
+                    let (access, elem) = match kernel.params.get(i).map(|p| p.ty) {
+                        Some(ParamType::Buffer { access, elem }) => (access, elem.size()),
+                        _ => (Access::ReadWrite, 0),
                     };
-                    let touch = Touch { mem: p.base, reads: access != Access::Write, writes: access != Access::Read };
+                    let surely = written.get(&(i as u32)).map_or(0, |n| n.saturating_mul(elem));
+                    let covers = access == Access::Write && p.offset == 0 && surely >= size_of(module, graph, p.base);
+                    let touch =
+                        Touch { mem: p.base, reads: access != Access::Write, writes: access != Access::Read, covers };
                     if !out.contains(&touch) {
                         out.push(touch);
                     }

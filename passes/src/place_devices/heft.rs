@@ -74,7 +74,8 @@ pub fn schedule(
     let mut consumers: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
     let mut last: std::collections::BTreeMap<MemRef, u32> = std::collections::BTreeMap::new();
     for &v in &order {
-        for t in &touches[v as usize] {
+        // A node that overwrites all of a memory without reading it needs none of its data.
+        for t in touches[v as usize].iter().filter(|t| t.reads || !t.covers) {
             if let Some(&w) = last.get(&t.mem) {
                 let bytes = cost::size_of(module, graph, t.mem);
                 producers[v as usize].push((w, bytes));
@@ -116,7 +117,7 @@ pub fn schedule(
                 }
             }
             // Memory no node wrote before starts on its home.
-            for t in &touches[vi] {
+            for t in touches[vi].iter().filter(|t| t.reads || !t.covers) {
                 let written_before =
                     producers[vi].iter().any(|&(w, _)| touches[w as usize].iter().any(|q| q.writes && q.mem == t.mem));
                 if let (false, Some(h)) = (written_before, home(t.mem)) {

@@ -7,8 +7,8 @@
 //! allocation, so that nodes created earlier may name it). Walking the nodes in a
 //! topological order, the pass knows which devices hold the current contents of each
 //! memory: a node on device `d` that reads or writes memory `d` does not hold gets a transfer
-//! into `d` first (a write counts as a read: the pass does not know whether it covers every
-//! byte), and a write leaves only `d` holding it. At the end, memory whose contents are not
+//! into `d` first (a write counts as a read unless the node surely overwrites every byte
+//! without reading: `Touch::covers`), and a write leaves only `d` holding it. At the end, memory whose contents are not
 //! on its home is transferred home. A graph allocation lives on the device of its first
 //! user, and its frees wait for the transfers that read it.
 //!
@@ -177,7 +177,8 @@ impl Rewrite<'_> {
         for t in touches {
             let Some(home) = self.homes.get(&t.mem).copied().flatten() else { continue };
             let st = self.states.entry(t.mem).or_insert_with(|| State { valid: [home].into(), ..State::default() });
-            if !st.valid.contains(&d) {
+            // A node that overwrites all of it without reading needs no earlier contents.
+            if !st.valid.contains(&d) && !(t.covers && !t.reads) {
                 self.transfer_to(t.mem, d);
             }
             let st = self.states.entry(t.mem).or_default();
