@@ -178,7 +178,7 @@ impl Rewrite<'_> {
             let Some(home) = self.homes.get(&t.mem).copied().flatten() else { continue };
             let st = self.states.entry(t.mem).or_insert_with(|| State { valid: [home].into(), ..State::default() });
             // A node that overwrites all of it without reading needs no earlier contents.
-            if !st.valid.contains(&d) && !(t.covers && !t.reads) {
+            if !st.valid.contains(&d) && (t.reads || !t.covers) {
                 self.transfer_to(t.mem, d);
             }
             let st = self.states.entry(t.mem).or_default();
