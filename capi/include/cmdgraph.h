@@ -146,6 +146,22 @@ typedef struct cmdgraph_finalize_options {
     bool node_profiling;
 } cmdgraph_finalize_options;
 
+// One stage graph's part of a multi-device run's profile (`cmdgraph_multi_executor_profile`).
+typedef struct cmdgraph_stage_profile {
+    // The stage (`@g.sS.dD`'s S).
+    uint32_t stage;
+    // The device that ran it (its index in the options given at creation).
+    uint32_t device;
+    // The stage graph's name (without `@`), valid until the next
+    // `cmdgraph_multi_executor_profile` or the executor's destruction.
+    const char *graph;
+    // That device's time before its first command, in nanoseconds (each device has its own
+    // clock: compare only within one device).
+    uint64_t start_ns;
+    // That device's time after its last command.
+    uint64_t end_ns;
+} cmdgraph_stage_profile;
+
 // `vkGetInstanceProcAddr`'s type, with `VkInstance` as `void*`.
 typedef void (*(*cmdgraph_get_instance_proc_addr)(void *instance,
                                                   const char *name))(void);
@@ -823,6 +839,50 @@ enum cmdgraph_status cmdgraph_multi_executor_take_messages(struct cmdgraph_multi
 // `mx` is NULL or a live multi-device executor.
 const char *cmdgraph_multi_executor_message(struct cmdgraph_multi_executor *mx,
                                             size_t index);
+
+// Sets pointer dynamic parameter `param` of `exec` to user memory `memory` (`"x"` or
+// `"@x"`) plus `offset` bytes, on every device that uses it. The memory must live where
+// each node using the parameter runs (its device, or replicated memory it only reads);
+// otherwise the update is refused naming the node, and nothing changes.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `param` and `memory` NULL or strings.
+enum cmdgraph_status cmdgraph_multi_executor_update_pointer(struct cmdgraph_multi_executor *mx,
+                                                            uint32_t exec,
+                                                            const char *param,
+                                                            const char *memory,
+                                                            uint64_t offset);
+
+// Gives kernel node `node` of `exec` the launch `range(global...)` (`dims` values at
+// `global`), on the device it runs on, as `cmdgraph_exec_update_range`.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `node` NULL or a string; `global` NULL or
+// `dims` readable values.
+enum cmdgraph_status cmdgraph_multi_executor_update_range(struct cmdgraph_multi_executor *mx,
+                                                          uint32_t exec,
+                                                          const char *node,
+                                                          const uint64_t *global,
+                                                          uint32_t dims);
+
+// The profile of `exec`'s last run (waits for it): `*count` gets how many stage graphs it
+// ran, and `cmdgraph_multi_executor_stage_profile` reads each. The graph needs
+// `properties(enable_profiling)` (`CMDGRAPH_ERROR_INVALID_ARGUMENT` otherwise, naming the
+// device and stage graph).
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `count` NULL or writable.
+enum cmdgraph_status cmdgraph_multi_executor_profile(struct cmdgraph_multi_executor *mx,
+                                                     uint32_t exec,
+                                                     size_t *count);
+
+// Stage graph `index` (stage order) of the last `cmdgraph_multi_executor_profile`, in `*out`.
+//
+// # Safety
+// `mx` is NULL or a live multi-device executor; `out` NULL or writable.
+enum cmdgraph_status cmdgraph_multi_executor_stage_profile(struct cmdgraph_multi_executor *mx,
+                                                           size_t index,
+                                                           struct cmdgraph_stage_profile *out);
 
 // Gives kernel node `node` (`"k"` or `"%k"`) of `exec` the launch `range(global...)`:
 // `dims` values at `global`, as many dimensions as its launch has. Runs in flight keep the

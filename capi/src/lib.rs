@@ -38,7 +38,7 @@ pub use error::cmdgraph_status;
 pub use exec::{cmdgraph_exec, cmdgraph_finalize_options, cmdgraph_node_profile, cmdgraph_profile};
 pub use executor::{cmdgraph_executor, cmdgraph_executor_options};
 pub use host::{cmdgraph_host_fn, cmdgraph_host_memory};
-pub use multi::cmdgraph_multi_executor;
+pub use multi::{cmdgraph_multi_executor, cmdgraph_stage_profile};
 pub use vulkan::{cmdgraph_get_instance_proc_addr, cmdgraph_semaphore_value, cmdgraph_vulkan_objects};
 
 /// The message of the last call made on the calling thread: "" after a success. Calls that

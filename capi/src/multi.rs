@@ -1,6 +1,7 @@
 //! `cmdgraph_multi_executor`: a bundle on several Vulkan devices, one per device its
 //! multi-device graphs name (docs/multi-device.md). Executables are numbered, not handles:
-//! they live as long as the multi-executor.
+//! they live as long as the multi-executor. Profiles give each stage graph's times on its
+//! own device's clock.
 
 use crate::bundle::cmdgraph_bundle;
 use crate::error::{c_string, cmdgraph_status, Error, LastError, Result};
@@ -20,6 +21,8 @@ pub struct cmdgraph_multi_executor {
     inner: MultiExecutor,
     execs: Vec<MultiExecId>,
     messages: Vec<CString>,
+    /// The stage graphs of the last profile: stage, device, name, start, end.
+    profile: Vec<(u32, u32, CString, u64, u64)>,
     error: LastError,
 }
 
@@ -69,8 +72,13 @@ pub unsafe extern "C" fn cmdgraph_multi_executor_create(
         let list = unsafe { std::slice::from_raw_parts(devices, count) };
         let opts = list.iter().map(context_options).collect::<Result<Vec<_>>>()?;
         let inner = MultiExecutor::from_loaded(b.loaded.clone(), &opts)?;
-        let handle =
-            cmdgraph_multi_executor { inner, execs: Vec::new(), messages: Vec::new(), error: LastError::default() };
+        let handle = cmdgraph_multi_executor {
+            inner,
+            execs: Vec::new(),
+            messages: Vec::new(),
+            profile: Vec::new(),
+            error: LastError::default(),
+        };
         // SAFETY: checked not NULL above; writable by the caller's contract.
         unsafe { put(out, Box::into_raw(Box::new(handle)), "executor") }
     };
@@ -387,4 +395,131 @@ pub unsafe extern "C" fn cmdgraph_multi_executor_message(
         Some(m) => m.messages.get(index).map_or(std::ptr::null(), |s| s.as_ptr()),
         None => std::ptr::null(),
     }
+}
+
+/// Sets pointer dynamic parameter `param` of `exec` to user memory `memory` (`"x"` or
+/// `"@x"`) plus `offset` bytes, on every device that uses it. The memory must live where
+/// each node using the parameter runs (its device, or replicated memory it only reads);
+/// otherwise the update is refused naming the node, and nothing changes.
+///
+/// # Safety
+/// `mx` is NULL or a live multi-device executor; `param` and `memory` NULL or strings.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_multi_executor_update_pointer(
+    mx: *mut cmdgraph_multi_executor,
+    exec: u32,
+    param: *const c_char,
+    memory: *const c_char,
+    offset: u64,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract for `memory`; read here only to find the object.
+    let target = unsafe { name(memory, "memory name") }.map(|m| m.trim_start_matches('@').to_string());
+    let pointer = move |mx: &MultiExecutor| {
+        let target = target?;
+        let h = mx
+            .module()
+            .memory_by_name(&target)
+            .ok_or_else(|| Error::from(::cmdgraph_executor::ExecError::Unknown(format!("memory @{target}"))))?;
+        let base = cmdgraph_ir::graph::MemRef::Memory(h);
+        Ok(ArgValue::Pointer(cmdgraph_ir::graph::Pointer { base, offset }))
+    };
+    // SAFETY: the caller's contract.
+    unsafe { update(mx, exec, param, pointer) }
+}
+
+/// Gives kernel node `node` of `exec` the launch `range(global...)` (`dims` values at
+/// `global`), on the device it runs on, as `cmdgraph_exec_update_range`.
+///
+/// # Safety
+/// `mx` is NULL or a live multi-device executor; `node` NULL or a string; `global` NULL or
+/// `dims` readable values.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_multi_executor_update_range(
+    mx: *mut cmdgraph_multi_executor,
+    exec: u32,
+    node: *const c_char,
+    global: *const u64,
+    dims: u32,
+) -> cmdgraph_status {
+    let body = |m: &mut cmdgraph_multi_executor| {
+        // SAFETY: the caller's contract for `node` and `global`.
+        let (n, g) = unsafe { (name(node, "node name")?, crate::update::sizes(global, dims, "global")?) };
+        let id = m.exec(exec)?;
+        Ok(m.inner.update_launch(id, n, cmdgraph_ir::graph::Launch::Range(g.to_vec()))?)
+    };
+    // SAFETY: the caller's contract for `mx`.
+    unsafe { with(mx, body) }
+}
+
+/// One stage graph's part of a multi-device run's profile (`cmdgraph_multi_executor_profile`).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cmdgraph_stage_profile {
+    /// The stage (`@g.sS.dD`'s S).
+    pub stage: u32,
+    /// The device that ran it (its index in the options given at creation).
+    pub device: u32,
+    /// The stage graph's name (without `@`), valid until the next
+    /// `cmdgraph_multi_executor_profile` or the executor's destruction.
+    pub graph: *const c_char,
+    /// That device's time before its first command, in nanoseconds (each device has its own
+    /// clock: compare only within one device).
+    pub start_ns: u64,
+    /// That device's time after its last command.
+    pub end_ns: u64,
+}
+
+/// The profile of `exec`'s last run (waits for it): `*count` gets how many stage graphs it
+/// ran, and `cmdgraph_multi_executor_stage_profile` reads each. The graph needs
+/// `properties(enable_profiling)` (`CMDGRAPH_ERROR_INVALID_ARGUMENT` otherwise, naming the
+/// device and stage graph).
+///
+/// # Safety
+/// `mx` is NULL or a live multi-device executor; `count` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_multi_executor_profile(
+    mx: *mut cmdgraph_multi_executor,
+    exec: u32,
+    count: *mut usize,
+) -> cmdgraph_status {
+    let body = |m: &mut cmdgraph_multi_executor| {
+        let stages = m.inner.profile(m.exec(exec)?)?;
+        m.profile = stages
+            .iter()
+            .map(|s| (s.stage, s.device as u32, c_string(&s.graph), s.profile.start_ns, s.profile.end_ns))
+            .collect();
+        // SAFETY: the caller's contract for `count`.
+        unsafe { put(count, m.profile.len(), "count") }
+    };
+    // SAFETY: the caller's contract for `mx`.
+    unsafe { with(mx, body) }
+}
+
+/// Stage graph `index` (stage order) of the last `cmdgraph_multi_executor_profile`, in `*out`.
+///
+/// # Safety
+/// `mx` is NULL or a live multi-device executor; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_multi_executor_stage_profile(
+    mx: *mut cmdgraph_multi_executor,
+    index: usize,
+    out: *mut cmdgraph_stage_profile,
+) -> cmdgraph_status {
+    let body = |m: &mut cmdgraph_multi_executor| {
+        let (stage, device, graph, start_ns, end_ns) = m.profile.get(index).ok_or_else(|| {
+            Error::invalid(format!("stage profile {index}: the last profile has {} stage graphs", m.profile.len()))
+        })?;
+        let p = cmdgraph_stage_profile {
+            stage: *stage,
+            device: *device,
+            graph: graph.as_ptr(),
+            start_ns: *start_ns,
+            end_ns: *end_ns,
+        };
+        // SAFETY: the caller's contract for `out`.
+        unsafe { put(out, p, "stage profile") }
+    };
+    // SAFETY: the caller's contract for `mx`.
+    unsafe { with(mx, body) }
 }

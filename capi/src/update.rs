@@ -14,7 +14,7 @@ use std::ffi::c_char;
 ///
 /// # Safety
 /// `sizes` is NULL or points to `dims` readable `uint64_t`s.
-unsafe fn sizes<'a>(sizes: *const u64, dims: u32, what: &str) -> Result<&'a [u64]> {
+pub(crate) unsafe fn sizes<'a>(sizes: *const u64, dims: u32, what: &str) -> Result<&'a [u64]> {
     if !(1..=3).contains(&dims) {
         return Err(Error::invalid(format!("a launch has 1 to 3 dimensions, not {dims}")));
     }

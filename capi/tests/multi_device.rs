@@ -246,3 +246,149 @@ fn creating_without_devices_or_out_pointer_is_refused() {
         cmdgraph_bundle_destroy(bundle);
     }
 }
+
+/// A pointer parameter of a node on device 1 and that node's range, updated through the C
+/// API, and a profile per stage graph.
+const POINTER_IR: &str = "kernel @saxpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %p = mul %a, %xv
+  %r = add %p, %yv
+  store %y[%i], %r
+}
+
+usm @w : f32[512] replicated
+usm @a : f32[512]
+usm @b : f32[512] home(1)
+usm @c : f32[512] home(1)
+usm @d : f32[512] home(1)
+usm @out : f32[512]
+
+graph @g properties(updatable, enable_profiling) {
+  dyn %src = @b
+  %k0 = kernel @saxpy range(512) args(@w, @a, 1.25)
+  %t = memcpy @b, @a, 2048 after(%k0)
+  %k1 = kernel @saxpy range(512) args(%src, @d, 0.5) device(1) after(%t)
+  %back = memcpy @out, @d, 2048 after(%k1)
+}
+";
+
+const POINTER_NAMES: [&str; 6] = ["w", "a", "b", "c", "d", "out"];
+
+/// One run of `text` on the interpreter from `inputs` with `%src` pointing at `src`.
+fn reference_once(text: &str, inputs: &[(String, Vec<u8>)], src: &str) -> Vec<Vec<u8>> {
+    let module = cmdgraph_ir::text::parse(text).unwrap();
+    let mut it = Interpreter::new(&module).unwrap();
+    for (n, b) in inputs {
+        it.bind(n, b).unwrap();
+    }
+    let e = it.finalize("g").unwrap();
+    let base = cmdgraph_ir::graph::MemRef::Memory(module.memory_by_name(src).unwrap());
+    it.update_param(e, "src", ArgValue::Pointer(cmdgraph_ir::graph::Pointer { base, offset: 0 })).unwrap();
+    it.run(e).unwrap();
+    POINTER_NAMES.iter().map(|n| it.read(n).unwrap().to_vec()).collect()
+}
+
+#[test]
+fn pointer_and_range_updates_and_profiles_reach_the_second_device() {
+    use cmdgraph_codegen::bundle::{compile_module, Llvm};
+    let module = cmdgraph_ir::text::parse(POINTER_IR).unwrap();
+    let passes = cmdgraph_passes::with_place_devices(cmdgraph_passes::default_pipeline());
+    let (bundle, _) = compile_module(&module, &passes, &cmdgraph_codegen::Options::default(), &Llvm).unwrap();
+    let bytes = bundle.to_bytes().unwrap();
+    let mut b = null_mut();
+    // SAFETY: valid bytes and out-pointer.
+    assert_eq!(unsafe { cmdgraph_bundle_from_memory(bytes.as_ptr().cast(), bytes.len(), &mut b) }, CMDGRAPH_OK);
+    let mut opts = cmdgraph_executor_options_default();
+    opts.validation = true;
+    let devices = [opts, opts];
+    let mut mx = null_mut();
+    // SAFETY: live bundle, two options, a writable out-pointer.
+    assert_eq!(unsafe { cmdgraph_multi_executor_create(b, devices.as_ptr(), 2, &mut mx) }, CMDGRAPH_OK);
+    // SAFETY: live bundle, not used afterwards.
+    unsafe { cmdgraph_bundle_destroy(b) };
+    // SAFETY: live executor.
+    let err = |st: cmdgraph_status| (st, text(unsafe { cmdgraph_multi_executor_last_error(mx) }));
+    let inputs: Vec<(String, Vec<u8>)> =
+        POINTER_NAMES.iter().zip(11..).map(|(n, seed)| (n.to_string(), random_bytes(seed * 104729))).collect();
+    let bind_all = || {
+        for (n, bytes) in &inputs {
+            // SAFETY: live executor, `bytes.len()` readable bytes.
+            let st = unsafe { cmdgraph_multi_executor_bind(mx, c(n).as_ptr(), bytes.as_ptr().cast(), bytes.len()) };
+            assert_eq!(st, CMDGRAPH_OK, "{:?}", err(st));
+        }
+    };
+    let read = || -> Vec<Vec<u8>> {
+        POINTER_NAMES
+            .iter()
+            .map(|n| {
+                let mut out = vec![0u8; 2048];
+                // SAFETY: live executor, a buffer of 2048 bytes.
+                let st = unsafe {
+                    cmdgraph_multi_executor_read(mx, c(n).as_ptr(), out.as_mut_ptr().cast(), out.len(), null_mut())
+                };
+                assert_eq!(st, CMDGRAPH_OK);
+                out
+            })
+            .collect()
+    };
+    let run_once = || {
+        // SAFETY: live executor.
+        assert_eq!(unsafe { cmdgraph_multi_executor_run(mx, 0) }, CMDGRAPH_OK);
+        // SAFETY: live executor.
+        let st = unsafe { cmdgraph_multi_executor_wait(mx, 0) };
+        assert_eq!(st, CMDGRAPH_OK, "{:?}", err(st));
+    };
+    bind_all();
+    let mut exec = 9;
+    // SAFETY: live executor, a writable number.
+    assert_eq!(unsafe { cmdgraph_multi_executor_finalize(mx, c("g").as_ptr(), &mut exec) }, CMDGRAPH_OK);
+    // `%src` to other memory of device 1.
+    // SAFETY: live executor, string names.
+    let st = unsafe { cmdgraph_multi_executor_update_pointer(mx, exec, c("src").as_ptr(), c("@c").as_ptr(), 0) };
+    assert_eq!(st, CMDGRAPH_OK, "{:?}", err(st));
+    run_once();
+    assert!(
+        read() == reference_once(POINTER_IR, &inputs, "c"),
+        "differs from the interpreter after the pointer update"
+    );
+    // Memory of device 0 for a node on device 1: refused, naming the node.
+    // SAFETY: live executor, string names.
+    let st = unsafe { cmdgraph_multi_executor_update_pointer(mx, exec, c("src").as_ptr(), c("a").as_ptr(), 0) };
+    let (st, why) = err(st);
+    assert_eq!(st, CMDGRAPH_ERROR_INVALID_ARGUMENT, "{why}");
+    assert!(why.contains("%k1 runs on device 1") && why.contains("@a lives on device 0"), "{why}");
+    // Half the range on device 1, from fresh inputs.
+    bind_all();
+    let global = [256u64];
+    // SAFETY: live executor, a string name, one readable size.
+    let st = unsafe { cmdgraph_multi_executor_update_range(mx, exec, c("k1").as_ptr(), global.as_ptr(), 1) };
+    assert_eq!(st, CMDGRAPH_OK, "{:?}", err(st));
+    run_once();
+    let halved = POINTER_IR.replace("%k1 = kernel @saxpy range(512)", "%k1 = kernel @saxpy range(256)");
+    assert!(read() == reference_once(&halved, &inputs, "c"), "differs from the interpreter after the range update");
+    // One profile entry per stage graph, each on the device its name says.
+    let mut count = 0usize;
+    // SAFETY: live executor, a writable count.
+    let st = unsafe { cmdgraph_multi_executor_profile(mx, exec, &mut count) };
+    assert_eq!(st, CMDGRAPH_OK, "{:?}", err(st));
+    assert_eq!(count, 3, "stage graphs @g.s0.d0, @g.s1.d1, @g.s2.d0");
+    for i in 0..count {
+        let mut p = cmdgraph_stage_profile { stage: 9, device: 9, graph: null(), start_ns: 0, end_ns: 0 };
+        // SAFETY: live executor, a writable profile.
+        assert_eq!(unsafe { cmdgraph_multi_executor_stage_profile(mx, i, &mut p) }, CMDGRAPH_OK);
+        assert_eq!(text(p.graph), format!("g.s{}.d{}", p.stage, p.device));
+        assert_eq!(p.stage as usize, i);
+        assert!(p.end_ns > p.start_ns, "{i}: {} .. {}", p.start_ns, p.end_ns);
+    }
+    let mut p = cmdgraph_stage_profile { stage: 0, device: 0, graph: null(), start_ns: 0, end_ns: 0 };
+    // SAFETY: live executor, a writable profile.
+    assert_eq!(unsafe { cmdgraph_multi_executor_stage_profile(mx, 3, &mut p) }, CMDGRAPH_ERROR_INVALID_ARGUMENT);
+    let mut n = usize::MAX;
+    // SAFETY: live executor, a writable count.
+    assert_eq!(unsafe { cmdgraph_multi_executor_take_messages(mx, &mut n) }, CMDGRAPH_OK);
+    assert_eq!(n, 0);
+    // SAFETY: live executor, not used afterwards.
+    unsafe { cmdgraph_multi_executor_destroy(mx) };
+}
