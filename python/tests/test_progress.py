@@ -77,9 +77,13 @@ def test_an_exception_from_progress_stops_the_compile():
     assert "finishing" not in calls
 
 
+# A child started from a shell that ran its caller in the background without job control
+# inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler: each child
+# puts the default one back, so the tests do not depend on how they were started.
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {tests!r})
     import cmdgraph
     from test_progress import large_module
@@ -127,7 +131,8 @@ def test_ctrl_c_interrupts_a_long_compile():
 
 SYCL_CHILD = textwrap.dedent(
     """
-    import time
+    import signal, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     from cmdgraph import sycl
     n = {kernels}
