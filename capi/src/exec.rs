@@ -158,7 +158,8 @@ unsafe fn update(
     unsafe { on(exec, body) }
 }
 
-fn scalar(value: LitValue, ty: ScalarType) -> Result<ArgValue> {
+/// A typed scalar parameter value.
+pub(crate) fn scalar(value: LitValue, ty: ScalarType) -> Result<ArgValue> {
     Ok(ArgValue::Scalar(Literal { value, ty: Some(ty) }))
 }
 

@@ -5,6 +5,7 @@
 
 use crate::bundle::cmdgraph_bundle;
 use crate::error::{c_string, cmdgraph_status, Error, LastError, Result};
+use crate::exec::scalar;
 use crate::executor::{context_options, copy_out};
 use crate::host::{callback, cmdgraph_host_fn};
 use crate::{bytes, destroy, last_error_of, name, put, with, Handle};
@@ -252,10 +253,6 @@ unsafe fn update(
     };
     // SAFETY: the caller's contract for `mx`.
     unsafe { with(mx, body) }
-}
-
-fn scalar(value: LitValue, ty: ScalarType) -> Result<ArgValue> {
-    Ok(ArgValue::Scalar(Literal { value, ty: Some(ty) }))
 }
 
 /// Sets scalar dynamic parameter `param` (`"p"` or `"%p"`) of `exec` to an `f32`, on every

@@ -124,7 +124,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             }
             cmdgraph_ir::placement::memory_device(module, graph, r).or(Some(graph_device))
         };
-        let pinned = match pin_host_tasks(graph, &touches, &home) {
+        let pinned = match pin_nodes(graph, &touches, &home) {
             Ok(p) => p,
             Err(why) => {
                 ctx.remarks.push(format!("place-devices @{name}: not placed: {why}\n"));
@@ -244,7 +244,7 @@ fn pinned_kind(kind: &NodeKind) -> bool {
 /// graph's device. Memory of two devices, a graph allocation (it lives where its first user
 /// runs, which the schedule chooses), or a conditional node's memory on another device is an
 /// error saying why the graph is left.
-fn pin_host_tasks(
+fn pin_nodes(
     graph: &Graph,
     touches: &[Vec<cost::Touch>],
     home: &dyn Fn(MemRef) -> Option<u32>,

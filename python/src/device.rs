@@ -108,14 +108,7 @@ impl Device {
         profile: bool,
         host_tasks: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Executable> {
-        let source = bundle.loaded.source().map_err(|e| exec("load", &e))?;
-        let host: Vec<(String, crate::module::HostCallback)> =
-            crate::host::given(host_tasks, &crate::module::host_callbacks(source))?
-                .into_iter()
-                .map(|(name, f)| {
-                    (name, Box::new(crate::host::callback(f, &arrays::layouts(source))) as crate::module::HostCallback)
-                })
-                .collect();
+        let host = bundle_host_tasks(bundle, host_tasks)?;
         let opts = self.options();
         let loaded = bundle.loaded.clone();
         let ex = py.detach(move || -> Result<Executor> {
@@ -154,6 +147,20 @@ impl Device {
     pub(crate) fn device_name(&self) -> &str {
         &self.desc.name
     }
+}
+
+/// The callbacks `host_tasks=` gives for `bundle`'s host tasks (checked against the
+/// callback names its module uses), each seeing its node's memory as NumPy arrays.
+pub(crate) fn bundle_host_tasks(
+    bundle: &Bundle,
+    host_tasks: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<(String, crate::module::HostCallback)>> {
+    let source = bundle.loaded.source().map_err(|e| exec("load", &e))?;
+    let layouts = arrays::layouts(source);
+    Ok(crate::host::given(host_tasks, &crate::module::host_callbacks(source))?
+        .into_iter()
+        .map(|(name, f)| (name, Box::new(crate::host::callback(f, &layouts)) as crate::module::HostCallback))
+        .collect())
 }
 
 /// Fails when the validation layer said anything (every message is a failure, as for

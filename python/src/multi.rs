@@ -26,17 +26,7 @@ pub fn load_on_devices(
     devices: Vec<PyRef<'_, Device>>,
     host_tasks: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Executable> {
-    let source = bundle.loaded.source().map_err(|e| exec("load", &e))?;
-    let host: Vec<(String, crate::module::HostCallback)> =
-        crate::host::given(host_tasks, &crate::module::host_callbacks(source))?
-            .into_iter()
-            .map(|(name, f)| {
-                (
-                    name,
-                    Box::new(crate::host::callback(f, &crate::arrays::layouts(source))) as crate::module::HostCallback,
-                )
-            })
-            .collect();
+    let host = crate::device::bundle_host_tasks(bundle, host_tasks)?;
     let options: Vec<_> = devices.iter().map(|d| d.options()).collect();
     let names: Vec<String> = devices.iter().map(|d| d.device_name().to_string()).collect();
     let validation = options.iter().any(|o| o.validation);

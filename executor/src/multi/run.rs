@@ -136,8 +136,9 @@ impl MultiExecutor {
     /// How many runs of `id` are complete on every device, without waiting (runs complete
     /// in order, so this is the fewest any of its stage graphs completed).
     pub fn completed_runs(&mut self, id: MultiExecId) -> Result<u64> {
-        let parts: Vec<(usize, crate::ExecId)> = self.exec(id)?.parts.iter().map(|p| (p.device, p.exec)).collect();
-        let mut done = self.exec(id)?.runs;
+        let exec = self.exec(id)?;
+        let parts: Vec<(usize, crate::ExecId)> = exec.parts.iter().map(|p| (p.device, p.exec)).collect();
+        let mut done = exec.runs;
         for (d, e) in parts {
             done = done.min(self.devices[d].completed_runs(e)?);
         }
