@@ -360,6 +360,7 @@ fn type_name(t: NodeType) -> &'static CStr {
         NodeType::AsyncFree => c"async_free",
         NodeType::NativeCommand => c"native_command",
         NodeType::Conditional => c"conditional",
+        NodeType::Communication => c"communication",
     }
 }
 

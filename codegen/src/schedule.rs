@@ -46,6 +46,7 @@ pub fn role(graph: &Graph, node: cmdgraph_ir::Handle<cmdgraph_ir::Node>) -> Role
             Role::OrderingOnly
         }
         NodeKind::HostTask(_)
+        | NodeKind::Comm(_)
         | NodeKind::Native(_)
         | NodeKind::Conditional { kind: cmdgraph_ir::graph::CondKind::While, .. } => Role::Host,
         NodeKind::Dynamic { .. } if graph.node_type(node) == NodeType::HostTask => Role::Host,

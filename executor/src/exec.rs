@@ -295,6 +295,17 @@ impl Executor {
         }
     }
 
+    /// Runs the module's communication nodes (`send`, `recv`, `allreduce`) through `comm`,
+    /// this process's rank: MPI (`cmdgraph-mpi`), or one rank of
+    /// `cmdgraph_ir::comm::local::ranks` in tests. They run on the host-task thread, which
+    /// is the MPI proxy thread of docs/mpi.md: it waits on the timeline for the node's
+    /// inputs, and the device runs on around it.
+    pub fn set_communicator(&mut self, comm: &cmdgraph_ir::comm::SharedCommunicator) {
+        if let Ok(mut m) = self.host.lock() {
+            m.extend(cmdgraph_ir::comm::callbacks(&self.loaded.module, comm));
+        }
+    }
+
     /// Registers the callback of `native "name"` nodes (called at record time).
     pub fn register_native<F>(&mut self, name: &str, f: F)
     where

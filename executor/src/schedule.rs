@@ -18,9 +18,10 @@ pub enum Seg {
     Loop(Handle<Node>),
 }
 
-/// Whether a node runs on the host (a host task, or a dynamic group of host tasks).
+/// Whether a node runs on the host (a host task, a dynamic group of host tasks, or a
+/// communication node, which runs as a host task).
 pub fn is_host(graph: &Graph, node: Handle<Node>) -> bool {
-    graph.node_type(node) == NodeType::HostTask
+    matches!(graph.node_type(node), NodeType::HostTask | NodeType::Communication)
 }
 
 /// Whether a node is a `while` node (a segment of its own).

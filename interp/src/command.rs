@@ -163,6 +163,21 @@ impl NodeCtx<'_, '_> {
                 self.host(cmd)?;
                 Ok(0)
             }
+            // A host task whose callback the communicator supplies (cmdgraph_ir::comm).
+            NodeKind::Comm(c) => {
+                self.range(c.ptr, c.bytes)?;
+                let task = cmdgraph_ir::comm::host_task(&self.graph.name, &node.name, c);
+                if !self.callbacks.contains(&task.callback) {
+                    let what = format!(
+                        "`{}` needs a communicator: run the module's rank graphs with `cmdgraph interp --ranks N`, \
+                         or each rank under mpiexec",
+                        c.op.keyword()
+                    );
+                    return Err(self.fault(FaultKind::Other(what)));
+                }
+                self.host(&task)?;
+                Ok(0)
+            }
             NodeKind::AsyncMalloc { .. } => {
                 let space = self.space(MemRef::Alloc(handle))?;
                 self.mem.allocs.life.insert(handle, Life::Live);

@@ -33,6 +33,11 @@ impl HostCallbacks {
         self.map.insert(name.to_string(), Box::new(callback));
     }
 
+    /// Registers (or replaces) an already boxed callback called `name`.
+    pub fn register_boxed(&mut self, name: &str, callback: Box<HostFn>) {
+        self.map.insert(name.to_string(), callback);
+    }
+
     /// Whether a callback is registered under `name`.
     pub fn contains(&self, name: &str) -> bool {
         self.map.contains_key(name)

@@ -34,6 +34,7 @@ mod host;
 pub mod kernel;
 mod memory;
 mod race;
+pub mod ranks;
 mod runtime;
 mod scalar;
 mod schedule;
@@ -270,6 +271,14 @@ impl Interpreter {
     /// The host callback registry.
     pub fn callbacks_mut(&mut self) -> &mut HostCallbacks {
         &mut self.callbacks
+    }
+
+    /// Runs the module's communication nodes through `comm`, this interpreter's rank (see
+    /// [`ranks::simulate`], which gives every rank of a module its interpreter).
+    pub fn set_communicator(&mut self, comm: &cmdgraph_ir::comm::SharedCommunicator) {
+        for (name, f) in cmdgraph_ir::comm::callbacks(&self.module, comm) {
+            self.callbacks.register_boxed(&name, f);
+        }
     }
 
     /// Registers the callback for `host_task "name"` / `native "name"` nodes.

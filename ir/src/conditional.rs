@@ -71,7 +71,7 @@ pub fn not_in_bodies(module: &Module) -> Vec<NotInBody> {
                     "a copy or fill inside a conditional body does not run on Vulkan yet (conditional rendering predicates dispatches only)",
                     "write the copy or fill as a kernel in the body, or move it out of the body",
                 ),
-                NodeKind::HostTask(_) | NodeKind::Native(_) => refuse(
+                NodeKind::HostTask(_) | NodeKind::Native(_) | NodeKind::Comm(_) => refuse(
                     "host work inside a conditional body does not run on Vulkan yet",
                     "move the host task out of the body, or run the graph with `cmdgraph interp`",
                 ),

@@ -17,6 +17,7 @@ mod legend;
 #[cfg(test)]
 mod tests;
 
+use crate::comm::CommOp;
 use crate::graph::{Alternative, CondKind, EdgeKind, Graph, KernelCommand, Node, NodeKind, NodeType};
 use crate::module::{Module, UsmKind};
 use crate::Handle;
@@ -315,6 +316,15 @@ impl<'m> Writer<'m> {
                 lines.push(format!("pattern: {}", label::literal(pattern)));
                 lines.push(format!("count: {count}"));
             }
+            NodeKind::Comm(c) => {
+                lines.push(format!("ptr: {}", ptr(&c.ptr)));
+                lines.push(format!("size: {} bytes", c.bytes));
+                match c.op {
+                    CommOp::Send { peer, tag } => lines.push(format!("to rank {peer}, tag {tag}")),
+                    CommOp::Recv { peer, tag } => lines.push(format!("from rank {peer}, tag {tag}")),
+                    CommOp::AllReduce(op) => lines.push(format!("op: {}", op.keyword())),
+                }
+            }
             NodeKind::Prefetch { ptr: p, bytes } => {
                 lines.push(format!("ptr: {}", ptr(p)));
                 lines.push(format!("size: {bytes} bytes"));
@@ -423,6 +433,7 @@ fn node_style(ty: NodeType, kind: &NodeKind) -> &'static [&'static str] {
         NodeType::Empty => &["shape=ellipse", "style=dashed"],
         NodeType::Subgraph => &["shape=box3d"],
         NodeType::Conditional => &["shape=diamond"],
+        NodeType::Communication => &["shape=parallelogram", "color=darkorange"],
         NodeType::AsyncMalloc => &["shape=cylinder"],
         NodeType::AsyncFree => &["shape=cylinder", "style=dashed"],
     }

@@ -215,6 +215,7 @@ pub fn memrefs(kind: &NodeKind, f: &mut impl FnMut(&MemRef)) {
             f(&ptr.base)
         }
         NodeKind::HostTask(t) | NodeKind::Native(t) => t.access.iter().for_each(|a| f(&a.mem)),
+        NodeKind::Comm(c) => f(&c.ptr.base),
         _ => {}
     }
 }
@@ -251,6 +252,7 @@ pub fn memrefs_mut(kind: &mut NodeKind, f: &mut impl FnMut(&mut MemRef)) {
             f(&mut ptr.base)
         }
         NodeKind::HostTask(t) | NodeKind::Native(t) => t.access.iter_mut().for_each(|a| f(&mut a.mem)),
+        NodeKind::Comm(c) => f(&mut c.ptr.base),
         _ => {}
     }
 }

@@ -252,6 +252,8 @@ pub enum NodeType {
     /// `if`, `while` or `switch` over body graphs (CUDA's conditional node; no `node_type`
     /// in the spec; docs/conditional.md).
     Conditional,
+    /// `send`, `recv` or `allreduce` between ranks (no `node_type` in the spec; docs/mpi.md).
+    Communication,
 }
 
 impl NodeType {
@@ -272,6 +274,7 @@ impl NodeType {
             NodeType::AsyncFree => "async_free",
             NodeType::NativeCommand => "native_command",
             NodeType::Conditional => "conditional",
+            NodeType::Communication => "communication",
         }
     }
 }
@@ -374,6 +377,9 @@ pub enum NodeKind {
         /// The bodies: `if` then (and else), `while` the body, `switch` the cases in order.
         bodies: Vec<Handle<crate::graph::Graph>>,
     },
+    /// `send @x, N to(R) tag(T)`, `recv @x, N from(R) tag(T)`, `allreduce sum @x, N`:
+    /// communication between ranks (docs/mpi.md).
+    Comm(crate::comm::CommCommand),
 }
 
 /// The construct of a conditional node.
@@ -444,6 +450,7 @@ impl NodeKind {
             NodeKind::AsyncFree { .. } => NodeType::AsyncFree,
             NodeKind::Native(_) => NodeType::NativeCommand,
             NodeKind::Conditional { .. } => NodeType::Conditional,
+            NodeKind::Comm(_) => NodeType::Communication,
         }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod arena;
 pub mod bundle;
+pub mod comm;
 pub mod conditional;
 pub mod csr;
 pub mod data;

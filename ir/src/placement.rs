@@ -153,6 +153,9 @@ fn stage_refusal(m: &Module, graph: &Graph, h: Handle<Node>) -> Option<String> {
             .try_get(*dcg)
             .is_some_and(|d| d.alternatives.iter().any(|a| !matches!(a, crate::graph::Alternative::Kernel(_))))
             .then(|| "a dynamic command group of host tasks in a multi-device graph does not run on several devices yet (groups of kernels do)".into()),
+        NodeKind::Comm(_) => Some(
+            "communication between ranks in a graph split across devices does not run yet: give each rank one device".into(),
+        ),
         NodeKind::Conditional { bodies, .. } => {
             let mut seen = std::collections::BTreeSet::new();
             bodies.iter().find_map(|&b| body_transfer(m, b, &mut seen)).map(|(body, node)| {

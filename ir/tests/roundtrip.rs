@@ -243,6 +243,9 @@ graph @main device(1) context(2) properties(no_cycle_check, assume_buffer_outliv
   %fl2 = memfill %t2, -7 : i32, 3
   %p = prefetch @x, 4096
   %a = memadvise @x, 4096, -2
+  %snd = send @x + 64, 256 to(1) tag(7)
+  %rcv = recv %t, 256 from(2) tag(4294967295) after(%snd)
+  %red = allreduce max @x, 4096 after(%rcv)
   %b = barrier wait(%k0, %c) on @q0 after(%k0 via barrier, %c via barrier)
   %b2 = barrier on @q1
   %h = host_task "log \"stats\"\n\tdone" access(@x read, %t write, @img read_write, @y no_init) after(%k2 via accessor)
@@ -374,7 +377,7 @@ fn the_canonical_module_uses_every_construct() {
             args.insert(format!("dyn:{}", variant(format!("{:?}", p.value))));
         }
     }
-    assert_eq!(commands.len(), 14 + 3, "{commands:?}");
+    assert_eq!(commands.len(), 15 + 3, "{commands:?}");
     assert_eq!(edges.len(), EdgeKind::ALL.len(), "{edges:?}");
     assert_eq!(args.len(), 6 + 5, "{args:?}");
     assert_eq!(launches.len(), 3 + 2, "{launches:?}");
@@ -466,7 +469,7 @@ fn deleting_any_line_of_the_canonical_module_parses_or_fails_cleanly() {
 }
 
 /// Tokens and fragments of the language, to build plausible garbage from.
-const VOCABULARY: [&str; 49] = [
+const VOCABULARY: [&str; 52] = [
     "kernel",
     "graph",
     "usm",
@@ -516,6 +519,9 @@ const VOCABULARY: [&str; 49] = [
     "// c\n",
     "\n",
     "range",
+    "send",
+    "allreduce",
+    "tag",
 ];
 
 proptest! {
@@ -593,7 +599,7 @@ fn the_generator_covers_the_language() {
     }
     let count = |prefix: &str| seen.iter().filter(|s| s.starts_with(prefix)).count();
     assert_eq!(count("op:"), 22, "{seen:?}");
-    assert_eq!(count("node:"), 14, "{seen:?}");
+    assert_eq!(count("node:"), 15, "{seen:?}");
     assert_eq!(count("edge:"), 8, "{seen:?}");
     assert_eq!(count("alt:"), 3, "{seen:?}");
     assert_eq!(count("dyn:"), 5, "{seen:?}");

@@ -38,7 +38,7 @@ fn node_kind(kind: u8, a: u8, b: u8, c: u8) -> NodeKind {
         Arg::Value(arg_value(a, b)),
         if c.is_multiple_of(2) { Arg::Dyn(h(c % 4)) } else { Arg::Value(arg_value(c, a)) },
     ];
-    match kind % 14 {
+    match kind % 15 {
         0 => NodeKind::Empty,
         1 => NodeKind::Kernel(KernelCommand {
             kernel: h(a % 3),
@@ -72,6 +72,11 @@ fn node_kind(kind: u8, a: u8, b: u8, c: u8) -> NodeKind {
         },
         11 => NodeKind::AsyncFree { alloc: h(a % 9) },
         12 => NodeKind::Native(HostTaskCommand { callback: "n".into(), access: vec![] }),
+        13 => NodeKind::Comm(cmdgraph_ir::comm::CommCommand {
+            op: cmdgraph_ir::comm::CommOp::Send { peer: b as u32, tag: c as u32 },
+            ptr: ptr(a),
+            bytes: c as u64,
+        }),
         _ => NodeKind::Dynamic { dcg: h(a % 3) },
     }
 }

@@ -201,6 +201,11 @@ fn effects(graph: &Graph, node: &Node, kernels: &KernelEffects) -> Effects {
                 read(graph, &mut e, &a.mem);
             }
         }
+        // Other ranks wait for it: never removed, whatever its memory is used for after.
+        NodeKind::Comm(c) => {
+            e.pinned = true;
+            read(graph, &mut e, &c.ptr.base);
+        }
         // Its bodies' effects are their graphs' (module memory only): kept, as a host task is.
         NodeKind::Conditional { cond, .. } => {
             e.pinned = true;

@@ -221,6 +221,7 @@ fn eligible(graph: &Graph) -> Result<(), String> {
     for (_, n) in graph.nodes.iter() {
         let what = match n.kind {
             NodeKind::Subgraph { .. } => "a sub-graph node (run inline-subgraphs first)",
+            NodeKind::Comm(_) => "a communication node (a rank runs on one device: give each rank its own graph)",
             _ => continue,
         };
         return Err(format!("%{} is {what}", n.name));

@@ -140,6 +140,7 @@ impl Executor {
             // An update replaced the node's command.
             (Some(c), _) => c.clone(),
             (None, NodeKind::HostTask(c)) => c.clone(),
+            (None, NodeKind::Comm(c)) => cmdgraph_ir::comm::host_task(&graph.name, &n.name, c),
             (None, NodeKind::Dynamic { dcg }) => {
                 let d = &graph.dcgs[*dcg];
                 let i = exe.active.get(dcg.index()).copied().unwrap_or(d.active);

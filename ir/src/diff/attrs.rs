@@ -7,6 +7,7 @@
 //! attribute name gives the `old -> new` lines of the report.
 
 use crate::arena::Handle;
+use crate::comm::CommOp;
 use crate::dot::label;
 use crate::graph::{Alternative, Arg, DynCommandGroup, Graph, HostTaskCommand, KernelCommand, Node, NodeKind};
 use crate::kernel::Kernel;
@@ -47,6 +48,7 @@ pub(crate) fn command_keyword(kind: &NodeKind) -> &'static str {
         NodeKind::AsyncFree { .. } => "async_free",
         NodeKind::Dynamic { .. } => "dynamic",
         NodeKind::Conditional { kind, .. } => kind.keyword(),
+        NodeKind::Comm(c) => c.op.keyword(),
     }
 }
 
@@ -104,6 +106,15 @@ pub(crate) fn command_attrs(module: &Module, graph: &Graph, kind: &NodeKind, dyn
             out.extend([attr("dst", ptr(dst)), attr("pattern", pattern), attr("count", count.to_string())]);
         }
         NodeKind::Prefetch { ptr: p, bytes } => out.extend([attr("ptr", ptr(p)), attr("bytes", bytes.to_string())]),
+        NodeKind::Comm(c) => {
+            out.extend([attr("ptr", ptr(&c.ptr)), attr("bytes", c.bytes.to_string())]);
+            match c.op {
+                CommOp::Send { peer, tag } | CommOp::Recv { peer, tag } => {
+                    out.extend([attr("peer", peer.to_string()), attr("tag", tag.to_string())]);
+                }
+                CommOp::AllReduce(op) => out.push(attr("op", op.keyword().to_string())),
+            }
+        }
         NodeKind::Memadvise { ptr: p, bytes, advice } => {
             out.extend([attr("ptr", ptr(p)), attr("bytes", bytes.to_string()), attr("advice", advice.to_string())]);
         }
@@ -159,6 +170,7 @@ pub(crate) fn command_text(module: &Module, graph: &Graph, kind: &NodeKind) -> S
             format!("memfill {}, {}, {count}", ptr(dst), label::literal(pattern))
         }
         NodeKind::Prefetch { ptr: p, bytes } => format!("prefetch {}, {bytes}", ptr(p)),
+        NodeKind::Comm(c) => c.text(&ptr(&c.ptr)),
         NodeKind::Memadvise { ptr: p, bytes, advice } => format!("memadvise {}, {bytes}, {advice}", ptr(p)),
         NodeKind::Barrier { wait } if wait.is_empty() => "barrier".to_string(),
         NodeKind::Barrier { wait } => {

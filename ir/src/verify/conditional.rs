@@ -25,6 +25,7 @@ pub(super) fn may_write(m: &Module, g: Handle<Graph>, word: Handle<MemoryObject>
                     dst.base == MemRef::Memory(word)
                 }
                 NodeKind::HostTask(t) | NodeKind::Native(t) => task_writes(t, word),
+                NodeKind::Comm(c) => c.ptr.base == MemRef::Memory(word) && c.op.access().writes(),
                 NodeKind::Kernel(cmd) => kernel_writes(m, graph, cmd, word),
                 NodeKind::Dynamic { dcg } => graph.dcgs.try_get(*dcg).is_some_and(|d| {
                     d.alternatives.iter().any(|a| match a {

@@ -57,6 +57,7 @@ impl Cx<'_> {
                     | NodeKind::Subgraph { .. }
                     | NodeKind::HostTask(_)
                     | NodeKind::Native(_)
+                    | NodeKind::Comm(_)
             )
         {
             self.errors.push(VerifyError::DeviceOnHostNode {
@@ -186,7 +187,11 @@ impl Cx<'_> {
         for (h, inner) in body.nodes.iter() {
             let runs_on_device = !matches!(
                 inner.kind,
-                NodeKind::Empty | NodeKind::Barrier { .. } | NodeKind::HostTask(_) | NodeKind::Native(_)
+                NodeKind::Empty
+                    | NodeKind::Barrier { .. }
+                    | NodeKind::HostTask(_)
+                    | NodeKind::Native(_)
+                    | NodeKind::Comm(_)
             );
             let d = body.node_device(h);
             if runs_on_device && d != device {

@@ -311,6 +311,10 @@ impl VerifyError {
                 "bad pattern",
                 "write the pattern with its type, e.g. `1.5 : f32`",
             ),
+            E::CommOperand { node, problem, help, span } => {
+                diag("E0294", format!("communication node {node}: {problem}"), *span, "bad operand", help)
+            }
+            E::CommUnmatched { problem, help, span } => diag("E0295", problem.clone(), *span, "unmatched", help),
             E::BufferWithoutAssume { buffer, graph, span } => diag(
                 "E0234",
                 format!("buffer {buffer} is used in graph {graph}, which lacks assume_buffer_outlives_graph"),

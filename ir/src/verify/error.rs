@@ -363,6 +363,28 @@ pub enum VerifyError {
         /// The command.
         span: Span,
     },
+    /// E0294: a communication node's operand that cannot work (its peer, or the type or
+    /// alignment of an all-reduce).
+    CommOperand {
+        /// The node, `%n`.
+        node: String,
+        /// What is wrong.
+        problem: String,
+        /// What to do.
+        help: String,
+        /// The node.
+        span: Span,
+    },
+    /// E0295: across a module's rank graphs, a send without its receive (or one of another
+    /// size), or all-reduces the ranks do not agree on.
+    CommUnmatched {
+        /// What does not match, naming both sides.
+        problem: String,
+        /// What to do.
+        help: String,
+        /// The node left unmatched.
+        span: Span,
+    },
     /// E0234: a buffer used by a graph without `assume_buffer_outlives_graph` (§22 #6, #12,
     /// #53).
     BufferWithoutAssume {

@@ -168,6 +168,7 @@ fn check_node(gx: &Gx<'_>, n: Handle<Node>, node: &Node, waits: &[Vec<usize>], e
                 }
             }
         }
+        NodeKind::Comm(c) => super::comm::check_node(gx, n, c, errors),
         NodeKind::Subgraph { graph } => check_subgraph(gx, *graph, span, errors),
         NodeKind::Conditional { kind, cond, bodies } => check_conditional(gx, *kind, cond, bodies, span, errors),
         NodeKind::AsyncMalloc { elem, count, kind, .. } => {

@@ -228,6 +228,7 @@
 mod alloc;
 mod args;
 mod batch;
+mod comm;
 mod conditional;
 mod control;
 mod ctx;
@@ -331,6 +332,7 @@ fn check_all(module: &Module) -> Vec<VerifyError> {
     }
     subgraph::check(module, &mut errors);
     devices::check(module, &mut errors);
+    comm::check_ranks(module, &mut errors);
     // Stable: errors at one position keep the order in which the checks found them.
     errors.sort_by_cached_key(|e| e.span().start);
     // One op can break one rule through two operands (`add %buf, %buf`): say it once. Without

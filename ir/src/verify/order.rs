@@ -201,6 +201,7 @@ fn node_refs(node: &Node, out: &mut Vec<Ref>) {
         NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } | NodeKind::Conditional { cond: ptr, .. } => {
             out.extend(mem_ref(ptr.base))
         }
+        NodeKind::Comm(c) => out.extend(mem_ref(c.ptr.base)),
         NodeKind::Barrier { wait } => out.extend(wait.iter().map(|w| Ref::Node(*w))),
         NodeKind::HostTask(t) | NodeKind::Native(t) => out.extend(t.access.iter().filter_map(|a| mem_ref(a.mem))),
         NodeKind::AsyncFree { alloc } => out.push(Ref::Node(*alloc)),

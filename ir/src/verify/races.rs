@@ -110,6 +110,16 @@ impl<'a> Touches<'a> {
                 self.push(g, dst.base, dst.offset, bytes, true, out);
             }
             NodeKind::HostTask(t) | NodeKind::Native(t) => self.host(g, t, out),
+            // A send reads its bytes, a receive writes them, an all-reduce does both.
+            NodeKind::Comm(c) => {
+                let a = c.op.access();
+                if a.reads() {
+                    self.push(g, c.ptr.base, c.ptr.offset, c.bytes, false, out);
+                }
+                if a.writes() {
+                    self.push(g, c.ptr.base, c.ptr.offset, c.bytes, true, out);
+                }
+            }
             NodeKind::Dynamic { dcg } => {
                 for alt in g.dcgs.try_get(*dcg).into_iter().flat_map(|d| &d.alternatives) {
                     match alt {

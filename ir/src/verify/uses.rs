@@ -117,6 +117,7 @@ pub(super) fn for_each_node_use(gx: &Gx<'_>, n: Handle<Node>, node: &Node, f: &m
         }
         NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => f(at_node(dst.base, Access::Write)),
         NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => f(at_node(ptr.base, Access::Read)),
+        NodeKind::Comm(c) => f(at_node(c.ptr.base, c.op.access())),
         NodeKind::HostTask(task) | NodeKind::Native(task) => {
             for (i, a) in task.access.iter().enumerate() {
                 let site = Some(Site::NodeListItem(n, i as u32));

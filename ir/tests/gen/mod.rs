@@ -619,7 +619,7 @@ impl Gen<'_> {
     }
 
     fn command(&mut self, g: &Graph, ctx: &GraphGen) -> NodeKind {
-        let choice = self.below(14);
+        let choice = self.below(15);
         let ptr = |s: &mut Self| s.pointer(ctx);
         let kind = match choice {
             1 if ctx.nk > 0 => {
@@ -673,6 +673,16 @@ impl Gen<'_> {
             }),
             12 if !g.nodes.is_empty() => Some(NodeKind::AsyncFree { alloc: self.node(g) }),
             13 if !g.dcgs.is_empty() => Some(NodeKind::Dynamic { dcg: pick_handle(self, &g.dcgs) }),
+            14 => ptr(self).map(|p| {
+                use cmdgraph_ir::comm::{CommCommand, CommOp, ReduceOp};
+                let (peer, tag) = (self.below(4) as u32, self.u64() as u32);
+                let op = match self.below(3) {
+                    0 => CommOp::Send { peer, tag },
+                    1 => CommOp::Recv { peer, tag },
+                    _ => CommOp::AllReduce(self.pick(&ReduceOp::ALL)),
+                };
+                NodeKind::Comm(CommCommand { op, ptr: p, bytes: self.count() })
+            }),
             _ => None,
         };
         kind.unwrap_or(NodeKind::Empty)

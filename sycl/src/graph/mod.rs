@@ -179,6 +179,7 @@ fn node_prefix(kind: &NodeKind) -> &'static str {
         NodeKind::Native(_) => "native",
         NodeKind::Dynamic { .. } => "dyn",
         NodeKind::Conditional { .. } => "cond",
+        NodeKind::Comm(c) => c.op.keyword(),
     }
 }
 

@@ -6,6 +6,7 @@ use super::items::unknown;
 use super::resolve::{handle, ItemKind};
 use super::{PResult, ParseError, Parser};
 use crate::arena::Handle;
+use crate::comm::{CommCommand, CommOp, ReduceOp};
 use crate::graph::{
     Accessor, Arg, ArgValue, CondKind, Graph, HostTaskCommand, KernelCommand, Launch, MemAccess, MemRef, Node,
     NodeKind, Pointer,
@@ -16,7 +17,7 @@ use crate::text::lexer::TokenKind;
 use crate::types::Literal;
 
 const COMMANDS: &str = "empty, kernel, memcpy, memset, memfill, prefetch, memadvise, barrier, host_task, native, \
-                        subgraph, async_malloc, async_free, dynamic";
+                        subgraph, async_malloc, async_free, dynamic, if, while, switch, send, recv, allreduce";
 
 /// Spans of the parts of a command that diagnostics point at.
 #[derive(Default)]
@@ -94,6 +95,35 @@ impl<'s> Parser<'s> {
                 self.expect(TokenKind::Comma)?;
                 let advice = self.int_in("an advice value", "-2147483648..=2147483647")?;
                 NodeKind::Memadvise { ptr, bytes, advice }
+            }
+            Kw::Send | Kw::Recv => {
+                self.hint = "a send is `send <ptr>, <bytes> to(<rank>) tag(<tag>)`, a receive \
+                             `recv <ptr>, <bytes> from(<rank>) tag(<tag>)`";
+                let ptr = self.pointer(graph, scope)?;
+                self.expect(TokenKind::Comma)?;
+                let bytes = self.expect_u64("a byte count")?;
+                let send = t.kw == Kw::Send;
+                self.expect_keyword(if send { Kw::To } else { Kw::From })?;
+                self.expect(TokenKind::LParen)?;
+                let peer = self.int_in("a rank", "0..=4294967295")?;
+                self.expect(TokenKind::RParen)?;
+                self.expect_keyword(Kw::Tag)?;
+                self.expect(TokenKind::LParen)?;
+                let tag = self.int_in("a tag", "0..=4294967295")?;
+                self.expect(TokenKind::RParen)?;
+                let op = if send { CommOp::Send { peer, tag } } else { CommOp::Recv { peer, tag } };
+                NodeKind::Comm(CommCommand { op, ptr, bytes })
+            }
+            Kw::Allreduce => {
+                self.hint = "an all-reduce is `allreduce sum|min|max <ptr>, <bytes>`";
+                let t = self.peek()?;
+                let op = (t.kind == TokenKind::Ident).then(|| ReduceOp::from_keyword(self.text(t))).flatten();
+                let Some(op) = op else { return Err(self.unexpected(t, "`sum`, `min` or `max`")) };
+                self.bump()?;
+                let ptr = self.pointer(graph, scope)?;
+                self.expect(TokenKind::Comma)?;
+                let bytes = self.expect_u64("a byte count")?;
+                NodeKind::Comm(CommCommand { op: CommOp::AllReduce(op), ptr, bytes })
             }
             Kw::Barrier => {
                 self.hint = "a barrier is `barrier [wait(%a, %b, ...)]`";

@@ -315,6 +315,7 @@ fn walk_node_kind(kind: &mut NodeKind, r: &mut impl Rewrite) {
         }
         NodeKind::Memset { dst, .. } | NodeKind::Memfill { dst, .. } => walk_mem_ref(&mut dst.base, r),
         NodeKind::Prefetch { ptr, .. } | NodeKind::Memadvise { ptr, .. } => walk_mem_ref(&mut ptr.base, r),
+        NodeKind::Comm(c) => walk_mem_ref(&mut c.ptr.base, r),
         NodeKind::HostTask(task) | NodeKind::Native(task) => {
             task.access.iter_mut().for_each(|a| walk_mem_ref(&mut a.mem, r))
         }

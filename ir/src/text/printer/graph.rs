@@ -220,6 +220,13 @@ impl Printer<'_> {
                 self.out.push_str(", ");
                 self.u64(*count);
             }
+            NodeKind::Comm(c) => {
+                let mut ptr = String::new();
+                std::mem::swap(&mut ptr, &mut self.out);
+                self.pointer(g, &c.ptr);
+                std::mem::swap(&mut ptr, &mut self.out);
+                self.out.push_str(&c.text(&ptr));
+            }
             NodeKind::Prefetch { ptr, bytes } => {
                 self.out.push_str("prefetch ");
                 self.pointer(g, ptr);

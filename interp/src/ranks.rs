@@ -1,0 +1,75 @@
+//! Several ranks in one process: the oracle of communication nodes (docs/mpi.md).
+//!
+//! Each rank gets an [`Interpreter`] of its own, so its own memory, as each MPI process
+//! has, and runs on a thread of its own; their communication nodes meet in
+//! [`cmdgraph_ir::comm::local`], which matches messages as MPI does and combines
+//! all-reduces in rank order. A rank that fails ends its communicator, so the ranks waiting
+//! on it fail too (naming it) instead of hanging.
+
+use crate::{InterpError, Interpreter, RunOptions};
+use cmdgraph_ir::comm::{self, local, SharedCommunicator};
+use cmdgraph_ir::module::Module;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How one simulation runs.
+pub struct Simulation<'a> {
+    /// The module of every rank.
+    pub module: &'a Module,
+    /// The graph: rank `r` runs `@graph.rR`, or `@graph` when the module has no such graph.
+    pub graph: &'a str,
+    /// How many ranks.
+    pub size: u32,
+    /// Runs of each rank's executable graph.
+    pub runs: u64,
+    /// The options of every run.
+    pub options: RunOptions,
+    /// How long a rank waits for another before it fails.
+    pub timeout: Duration,
+}
+
+/// A rank's setup before its graph is finalized: binds its inputs, registers its callbacks.
+pub type Setup<'s> = dyn Fn(u32, &mut Interpreter) -> Result<(), InterpError> + Sync + 's;
+
+/// Runs every rank of `sim` to the end, each set up by `setup`; returns each rank's
+/// interpreter (to read its memory), or the error that ended it, rank 0 first.
+pub fn simulate(sim: &Simulation<'_>, setup: &Setup<'_>) -> Vec<Result<Interpreter, InterpError>> {
+    let comms = local::ranks(sim.size, sim.timeout);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .into_iter()
+            .enumerate()
+            .map(|(rank, c)| {
+                let rank = rank as u32;
+                s.spawn(move || {
+                    let c = Arc::new(Mutex::new(c));
+                    let r = run_rank(sim, setup, rank, Arc::clone(&c) as SharedCommunicator);
+                    if let Ok(c) = c.lock() {
+                        c.end();
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(InterpError::api("a rank's thread panicked"))))
+            .collect()
+    })
+}
+
+fn run_rank(
+    sim: &Simulation<'_>,
+    setup: &Setup<'_>,
+    rank: u32,
+    comm: SharedCommunicator,
+) -> Result<Interpreter, InterpError> {
+    let mut interp = Interpreter::new(sim.module)?;
+    interp.set_communicator(&comm);
+    setup(rank, &mut interp)?;
+    let exec = interp.finalize(&comm::graph_for_rank(sim.module, sim.graph, rank))?;
+    for _ in 0..sim.runs {
+        interp.run_with(exec, &sim.options)?;
+    }
+    Ok(interp)
+}
