@@ -32,7 +32,7 @@ fn jacobi(ranks: u32, field: &[f32]) -> (Vec<f32>, f32) {
     for r in out {
         let i = r.expect("every rank runs");
         rows.extend_from_slice(j.owned(&i.read_as::<f32>("u").unwrap()));
-        errs.push(i.read_as::<f32>("err").unwrap()[0]);
+        errs.push(f32::from_bits(i.read_as::<u32>("err").unwrap()[0]));
     }
     assert!(errs.iter().all(|e| e.to_bits() == errs[0].to_bits()), "every rank has the all-reduced residual: {errs:?}");
     (rows, errs[0])
@@ -58,7 +58,8 @@ fn all_reduce_combines_full_precision_floats_in_rank_order() {
     let n = 4096;
     let module = parse(&allreduce_module(n)).unwrap();
     let xs: Vec<Vec<f32>> = (0..3).map(|r| random_f32(100 + r, n as usize)).collect();
-    let ms: Vec<Vec<i32>> = (0..3).map(|r| random_f32(200 + r, n as usize).iter().map(|v| (v * 1e6) as i32).collect()).collect();
+    let ms: Vec<Vec<i32>> =
+        (0..3).map(|r| random_f32(200 + r, n as usize).iter().map(|v| (v * 1e6) as i32).collect()).collect();
     let setup = |rank: u32, i: &mut Interpreter| {
         i.bind_as("x", &xs[rank as usize])?;
         i.bind_as("m", &ms[rank as usize])
@@ -117,7 +118,8 @@ fn ranks_that_each_receive_first_are_a_deadlock_naming_both() {
     let module = parse(text).unwrap();
     cmdgraph_ir::verify::verify(&module).unwrap();
     let start = Instant::now();
-    let e = errors(simulate(&Simulation { timeout: Duration::from_secs(60), ..sim(&module, "g", 2, 1) }, &|_, _| Ok(())));
+    let e =
+        errors(simulate(&Simulation { timeout: Duration::from_secs(60), ..sim(&module, "g", 2, 1) }, &|_, _| Ok(())));
     assert!(start.elapsed() < Duration::from_secs(30));
     let all = e.join(" | ");
     assert!(all.contains("every rank is waiting"), "{all}");

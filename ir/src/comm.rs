@@ -220,9 +220,9 @@ pub fn run(
             mem.write(&name, cmd.ptr.offset, &bytes)
         }
         CommOp::AllReduce(op) => {
-            let ty = elem.filter(|t| reducible(*t)).ok_or_else(|| {
-                HostError::failed(format!("{name} holds no integer, f32 or f64 elements to reduce"))
-            })?;
+            let ty = elem
+                .filter(|t| reducible(*t))
+                .ok_or_else(|| HostError::failed(format!("{name} holds no integer, f32 or f64 elements to reduce")))?;
             let mut bytes = mem.read_bytes(&name, cmd.ptr.offset, cmd.bytes)?;
             comm.allreduce(&node, op, ty, &mut bytes).map_err(failed)?;
             mem.write(&name, cmd.ptr.offset, &bytes)
@@ -342,11 +342,26 @@ pub fn combine(op: ReduceOp, ty: ScalarType, acc: &mut [u8], next: &[u8]) {
         ($t:ty, $sum:expr) => {{
             const N: usize = std::mem::size_of::<$t>();
             for (a, b) in acc.chunks_exact_mut(N).zip(next.chunks_exact(N)) {
-                let (x, y) = (<$t>::from_le_bytes(a.try_into().unwrap_or([0; N])), <$t>::from_le_bytes(b.try_into().unwrap_or([0; N])));
+                let (x, y) = (
+                    <$t>::from_le_bytes(a.try_into().unwrap_or([0; N])),
+                    <$t>::from_le_bytes(b.try_into().unwrap_or([0; N])),
+                );
                 let r: $t = match op {
                     ReduceOp::Sum => $sum(x, y),
-                    ReduceOp::Min => if y < x { y } else { x },
-                    ReduceOp::Max => if y > x { y } else { x },
+                    ReduceOp::Min => {
+                        if y < x {
+                            y
+                        } else {
+                            x
+                        }
+                    }
+                    ReduceOp::Max => {
+                        if y > x {
+                            y
+                        } else {
+                            x
+                        }
+                    }
                 };
                 a.copy_from_slice(&r.to_le_bytes());
             }
@@ -356,7 +371,10 @@ pub fn combine(op: ReduceOp, ty: ScalarType, acc: &mut [u8], next: &[u8]) {
         ($t:ty) => {{
             const N: usize = std::mem::size_of::<$t>();
             for (a, b) in acc.chunks_exact_mut(N).zip(next.chunks_exact(N)) {
-                let (x, y) = (<$t>::from_le_bytes(a.try_into().unwrap_or([0; N])), <$t>::from_le_bytes(b.try_into().unwrap_or([0; N])));
+                let (x, y) = (
+                    <$t>::from_le_bytes(a.try_into().unwrap_or([0; N])),
+                    <$t>::from_le_bytes(b.try_into().unwrap_or([0; N])),
+                );
                 let r = match op {
                     ReduceOp::Sum => x + y,
                     ReduceOp::Min => x.min(y),

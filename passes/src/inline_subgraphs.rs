@@ -670,7 +670,9 @@ fn remap_kind(kind: &NodeKind, maps: &Maps) -> Option<NodeKind> {
         NodeKind::Barrier { wait } => NodeKind::Barrier { wait: wait.iter().flat_map(|w| maps.sources(*w)).collect() },
         NodeKind::HostTask(t) => NodeKind::HostTask(remap_access(t, maps)?),
         NodeKind::Native(t) => NodeKind::Native(remap_access(t, maps)?),
-        NodeKind::Comm(c) => NodeKind::Comm(cmdgraph_ir::comm::CommCommand { ptr: remap_pointer(c.ptr, maps)?, ..c.clone() }),
+        NodeKind::Comm(c) => {
+            NodeKind::Comm(cmdgraph_ir::comm::CommCommand { ptr: remap_pointer(c.ptr, maps)?, ..c.clone() })
+        }
         NodeKind::AsyncFree { alloc } => match maps.nodes.get(alloc.index()) {
             Some(Slot::Kept(h)) => NodeKind::AsyncFree { alloc: *h },
             _ => return None,

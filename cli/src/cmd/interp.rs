@@ -21,7 +21,7 @@ use cmdgraph_interp::{
 use cmdgraph_ir::graph::{Alternative, NodeKind};
 use cmdgraph_ir::module::{MemoryKind, Module};
 use data::Layout;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -434,6 +434,31 @@ fn summary_head(module: &Module, graph: &str, args: &InterpArgs, ran: &Ran, inpu
 }
 
 /// The graph to run: `--graph`, or the module's only graph.
+/// The graph ranks run (docs/mpi.md): `--graph g` runs `@g.rR` on rank R, or `@g` on every
+/// rank when the module has no rank graphs of it; without `--graph`, the module's one group
+/// of rank graphs, or its one graph.
+pub(crate) fn pick_rank_base(module: &Module, wanted: Option<&str>, file: &str) -> Result<String, Failure> {
+    let bases: BTreeSet<&str> =
+        module.graphs.iter().filter_map(|(_, g)| cmdgraph_ir::comm::rank_of(&g.name).map(|(b, _)| b)).collect();
+    match wanted {
+        Some(name) => {
+            let bare = name.strip_prefix('@').unwrap_or(name);
+            if bases.contains(bare) {
+                Ok(bare.to_string())
+            } else {
+                pick_graph(module, Some(bare), file)
+            }
+        }
+        None if bases.len() == 1 => Ok(bases.into_iter().next().unwrap_or_default().to_string()),
+        None if bases.is_empty() => pick_graph(module, None, file),
+        None => Err(Failure::Rejected(format!(
+            "error: `{file}` has rank graphs of {} graphs; choose one with --graph ({})",
+            bases.len(),
+            bases.iter().map(|b| format!("@{b}")).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
 pub(crate) fn pick_graph(module: &Module, wanted: Option<&str>, file: &str) -> Result<String, Failure> {
     let names: Vec<String> = module.graphs.iter().map(|(_, g)| format!("@{}", g.name)).collect();
     let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };

@@ -14,7 +14,8 @@
 
 use super::interp::data;
 use super::interp::{
-    is_npy, parse_binding, pick_graph, read_data, resolve_inputs, resolve_outputs, Binding, Output, Place,
+    is_npy, parse_binding, pick_graph, pick_rank_base, read_data, resolve_inputs, resolve_outputs, Binding, Output,
+    Place,
 };
 use crate::exit::{Failure, Outcome};
 use crate::io;
@@ -28,6 +29,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub(crate) mod multi;
+mod ranks;
 mod source;
 pub(crate) mod steps;
 pub use steps::Steps;
@@ -100,6 +102,17 @@ pub struct RunArgs {
     /// `always` (one line per phase) or `never`.
     #[arg(long, value_name = "WHEN", default_value = "auto")]
     pub progress: crate::progress::When,
+    /// Run the module's rank graphs (`@g.r0`, `@g.r1`, ...; docs/mpi.md) as N ranks in this
+    /// process, one thread and one device context each, their communication nodes meeting
+    /// in a simulated communicator. `{rank}` in an --input/--output file or --device is the
+    /// rank.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), conflicts_with_all = ["devices", "mpi"])]
+    pub ranks: Option<u32>,
+    /// Run as one rank of an MPI job (`mpiexec -n N cmdgraph run --mpi ...`): the graph of
+    /// this process's rank, its communication nodes over MPI (needs a build with the `mpi`
+    /// feature). `{rank}` in an --input/--output file or --device is the rank.
+    #[arg(long, conflicts_with = "devices")]
+    pub mpi: bool,
 }
 
 /// A `--timeout` value: seconds (fractions allowed), 0 for none.
@@ -132,6 +145,14 @@ pub fn run(args: &RunArgs) -> Outcome {
     let loaded = cmdgraph_executor::load::load_bytes_with(&input.bytes, &options)
         .map_err(|e| super::inspect::load_error(&file, &input.bytes, &e))?;
     let module = loaded.module.clone();
+    if args.ranks.is_some() || args.mpi {
+        let job = ranks::Job { args, loaded: &loaded, module: &module, file: &file, options: &options };
+        let done = match args.ranks {
+            Some(n) => ranks::in_process(&job, n),
+            None => ranks::mpi(&job),
+        };
+        return finish(done, &mut shown);
+    }
     let graph = pick_graph(&module, args.graph.as_deref(), &file)?;
     let plan = steps::plan(&args.steps, &loaded, &graph, &options)?;
     let inputs = resolve_inputs(&module, &args.inputs, &file)?;
@@ -155,8 +176,14 @@ pub fn run(args: &RunArgs) -> Outcome {
             &context_options(args, DeviceChoice::Default),
         )
     } else {
-        on_device(args, loaded, &module, &graph, (&bound, &outputs), &plan, &mut shown)
+        let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
+        on_device(args, loaded, &module, &graph, (&bound, &outputs), &plan, &mut shown, device, None)
     };
+    finish(done, &mut shown)
+}
+
+/// Writes the output files of a run that succeeded and prints its summary.
+fn finish(done: Result<(String, Files), Failure>, shown: &mut crate::progress::Progress) -> Outcome {
     shown.finish();
     // `on_device` has dropped the executor and with it the Vulkan context, which keeps the
     // layer messages nobody took: on an error path they explain the error (the layer's "ID
@@ -172,9 +199,11 @@ pub fn run(args: &RunArgs) -> Outcome {
 /// The output files to write, each with its bytes.
 type Files = Vec<(PathBuf, Vec<u8>)>;
 
-/// Everything that touches Vulkan: create the executor, bind, finalize, run, read the
-/// outputs back. Returns the summary for stdout and the output files; fails when any step
-/// fails or the validation layer said anything.
+/// Everything that touches Vulkan: create the executor on `device`, bind, finalize, run,
+/// read the outputs back. Communication nodes run through `comm`. Returns the summary for
+/// stdout and the output files; fails when any step fails or the validation layer said
+/// anything.
+#[allow(clippy::too_many_arguments)]
 fn on_device(
     args: &RunArgs,
     loaded: cmdgraph_executor::Loaded,
@@ -183,8 +212,9 @@ fn on_device(
     (bound, outputs): (&[(String, Vec<u8>)], &[Output]),
     plan: &[steps::Planned],
     shown: &mut crate::progress::Progress,
+    device: DeviceChoice,
+    comm: Option<&cmdgraph_ir::comm::SharedCommunicator>,
 ) -> Result<(String, Files), Failure> {
-    let device = args.device.as_deref().map_or(DeviceChoice::Default, DeviceChoice::parse);
     let opts = context_options(args, device);
     let fail = |e: ExecError| Failure::Rejected(format!("error: @{graph}: {e}"));
     shown.update("creating the device and pipelines", None);
@@ -199,6 +229,9 @@ fn on_device(
     shown.update("binding inputs", None);
     for (name, bytes) in bound {
         ex.bind(name, bytes).map_err(fail)?;
+    }
+    if let Some(comm) = comm {
+        ex.set_communicator(comm);
     }
     let callbacks = host_callbacks(module);
     for name in &callbacks {

@@ -55,16 +55,19 @@ kernel @jacobi(%src: buf<f32, read>, %dst: buf<f32, write>, %w: u32, %h: u32, %r
   store %dst[%c], %next
 }
 
-// max |a - b| over this rank's rows into %err[0].
-kernel @residual(%a: buf<f32, read>, %b: buf<f32, read>, %err: buf<f32, read_write>, %w: u32) {
+// max |a - b| over this rank's rows into %err[0], as the bits of the float: for floats of
+// one sign their bits order as they do (a u32 atomic max is native on every device, an f32
+// one a compare-and-swap loop that llvmpipe may cut short).
+kernel @residual(%a: buf<f32, read>, %b: buf<f32, read>, %err: buf<u32, read_write>, %w: u32) {
   %i = global_id 0
   %j = add %i, %w
   %va = load %a[%j]
   %vb = load %b[%j]
   %d = sub %va, %vb
   %ad = abs %d
+  %bits = bitcast %ad to u32
   %zero = const 0 : u32
-  %old = atomic max %err[%zero], %ad
+  %old = atomic max %err[%zero], %bits
 }
 "#;
 
@@ -78,7 +81,11 @@ impl Jacobi {
     pub fn module(&self) -> String {
         let (w, h, rows) = (self.w, self.h, self.rows());
         let mut s = String::from(KERNELS);
-        s.push_str(&format!("\nusm @u : f32[{}]\nusm @v : f32[{}]\nusm @err : f32[1]\n", (rows + 2) * w, (rows + 2) * w));
+        s.push_str(&format!(
+            "\nusm @u : f32[{}]\nusm @v : f32[{}]\nusm @err : u32[1]\n",
+            (rows + 2) * w,
+            (rows + 2) * w
+        ));
         for rank in 0..self.ranks {
             let name = if self.ranks == 1 { "step".to_string() } else { format!("step.r{rank}") };
             s.push_str(&format!("\ngraph @{name} {{\n"));
@@ -87,28 +94,53 @@ impl Jacobi {
             let exchange = |s: &mut String, mem: &str, tags: (u32, u32), after: &str| -> Vec<String> {
                 let mut waits = Vec::new();
                 if rank > 0 {
-                    s.push_str(&format!("  %{mem}_send_up = send @{mem} + {row_bytes}, {row_bytes} to({}) tag({}){after}\n", rank - 1, tags.0));
-                    s.push_str(&format!("  %{mem}_recv_up = recv @{mem}, {row_bytes} from({}) tag({}){after}\n", rank - 1, tags.1));
+                    s.push_str(&format!(
+                        "  %{mem}_send_up = send @{mem} + {row_bytes}, {row_bytes} to({}) tag({}){after}\n",
+                        rank - 1,
+                        tags.0
+                    ));
+                    s.push_str(&format!(
+                        "  %{mem}_recv_up = recv @{mem}, {row_bytes} from({}) tag({}){after}\n",
+                        rank - 1,
+                        tags.1
+                    ));
                     waits.extend([format!("%{mem}_send_up"), format!("%{mem}_recv_up")]);
                 }
                 if rank + 1 < self.ranks {
                     let last = rows * row_bytes;
                     let halo = (rows + 1) * row_bytes;
-                    s.push_str(&format!("  %{mem}_send_down = send @{mem} + {last}, {row_bytes} to({}) tag({}){after}\n", rank + 1, tags.1));
-                    s.push_str(&format!("  %{mem}_recv_down = recv @{mem} + {halo}, {row_bytes} from({}) tag({}){after}\n", rank + 1, tags.0));
+                    s.push_str(&format!(
+                        "  %{mem}_send_down = send @{mem} + {last}, {row_bytes} to({}) tag({}){after}\n",
+                        rank + 1,
+                        tags.1
+                    ));
+                    s.push_str(&format!(
+                        "  %{mem}_recv_down = recv @{mem} + {halo}, {row_bytes} from({}) tag({}){after}\n",
+                        rank + 1,
+                        tags.0
+                    ));
                     waits.extend([format!("%{mem}_send_down"), format!("%{mem}_recv_down")]);
                 }
                 waits
             };
             let after = |w: &[String]| if w.is_empty() { String::new() } else { format!(" after({})", w.join(", ")) };
             let u_waits = exchange(&mut s, "u", (0, 1), "");
-            s.push_str(&format!("  %s0 = kernel @jacobi range({rows}, {w}) args(@u, @v, {w}, {h}, {row0}){}\n", after(&u_waits)));
+            s.push_str(&format!(
+                "  %s0 = kernel @jacobi range({rows}, {w}) args(@u, @v, {w}, {h}, {row0}){}\n",
+                after(&u_waits)
+            ));
             let v_waits = exchange(&mut s, "v", (2, 3), " after(%s0)");
             let mut s1_waits = v_waits.clone();
             s1_waits.push("%s0".into());
-            s.push_str(&format!("  %s1 = kernel @jacobi range({rows}, {w}) args(@v, @u, {w}, {h}, {row0}){}\n", after(&s1_waits)));
+            s.push_str(&format!(
+                "  %s1 = kernel @jacobi range({rows}, {w}) args(@v, @u, {w}, {h}, {row0}){}\n",
+                after(&s1_waits)
+            ));
             s.push_str("  %clear = memset @err, 0, 4\n");
-            s.push_str(&format!("  %res = kernel @residual range({}) args(@u, @v, @err, {w}) after(%s1, %clear)\n", rows * w));
+            s.push_str(&format!(
+                "  %res = kernel @residual range({}) args(@u, @v, @err, {w}) after(%s1, %clear)\n",
+                rows * w
+            ));
             if self.ranks > 1 {
                 s.push_str("  %all = allreduce max @err, 4 after(%res)\n");
             }

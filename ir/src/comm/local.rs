@@ -86,7 +86,8 @@ impl State {
             }
             Wait::Reduce { round } => {
                 let r = &self.rounds[round];
-                r.result.is_some() || self.gone.iter().enumerate().any(|(i, g)| *g && !r.parts.contains_key(&(i as u32)))
+                r.result.is_some()
+                    || self.gone.iter().enumerate().any(|(i, g)| *g && !r.parts.contains_key(&(i as u32)))
             }
         }
     }
@@ -112,7 +113,11 @@ impl State {
 
     /// Messages queued for `rank` from `from`, by tag (for a diagnostic).
     fn pending_tags(&self, from: u32, rank: u32) -> Vec<u32> {
-        self.queues.iter().filter(|((s, d, _), q)| *s == from && *d == rank && !q.is_empty()).map(|(k, _)| k.2).collect()
+        self.queues
+            .iter()
+            .filter(|((s, d, _), q)| *s == from && *d == rank && !q.is_empty())
+            .map(|(k, _)| k.2)
+            .collect()
     }
 }
 

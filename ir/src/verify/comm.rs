@@ -132,7 +132,9 @@ pub(super) fn check_ranks(m: &Module, errors: &mut Vec<VerifyError>) {
                     ),
                     (None, None) => continue,
                 };
-                let help = "pair each send with a receive of the same byte count and tag on its peer, in the same order".to_string();
+                let help =
+                    "pair each send with a receive of the same byte count and tag on its peer, in the same order"
+                        .to_string();
                 errors.push(VerifyError::CommUnmatched { problem, help, span: at });
             }
         }
@@ -153,16 +155,27 @@ pub(super) fn check_ranks(m: &Module, errors: &mut Vec<VerifyError>) {
                         span_of(*rank, nb),
                     ),
                     (Some((na, _)), None) => (
-                        format!("@{base}.r{rank} runs {} all-reduces, but rank 0 runs %{} as all-reduce {}", mine.len(), na.name, i + 1),
+                        format!(
+                            "@{base}.r{rank} runs {} all-reduces, but rank 0 runs %{} as all-reduce {}",
+                            mine.len(),
+                            na.name,
+                            i + 1
+                        ),
                         span_of(0, na),
                     ),
                     (None, Some((nb, _))) => (
-                        format!("@{base}.r{rank} runs %{} as all-reduce {}, but rank 0 runs {}", nb.name, i + 1, first.len()),
+                        format!(
+                            "@{base}.r{rank} runs %{} as all-reduce {}, but rank 0 runs {}",
+                            nb.name,
+                            i + 1,
+                            first.len()
+                        ),
                         span_of(*rank, nb),
                     ),
                     (None, None) => continue,
                 };
-                let help = "every rank runs the same all-reduces (operation and byte count), in the same order".to_string();
+                let help =
+                    "every rank runs the same all-reduces (operation and byte count), in the same order".to_string();
                 errors.push(VerifyError::CommUnmatched { problem, help, span: at });
                 break;
             }

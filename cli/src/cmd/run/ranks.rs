@@ -1,0 +1,161 @@
+//! `cmdgraph run --ranks N` and `cmdgraph run --mpi`: a module's rank graphs (`@g.r0`,
+//! `@g.r1`, ...; docs/mpi.md), each rank on its own Vulkan device context with its
+//! communication nodes running through a communicator.
+//!
+//! With `--ranks N` every rank runs in this process, one thread each, on the simulated
+//! communicator of `cmdgraph_ir::comm::local` (what the interpreter's oracle uses), so a
+//! multi-rank graph runs on Vulkan without MPI. With `--mpi` (the `mpi` cargo feature) this
+//! process is one rank of an MPI job, `mpiexec -n N cmdgraph run --mpi ...`, and runs the
+//! graph of its rank. In both, `{rank}` in an `--input`/`--output` file or in `--device`
+//! stands for the rank.
+
+use super::{on_device, pick_rank_base, steps, Files, RunArgs};
+use crate::cmd::interp::{read_data, resolve_inputs, resolve_outputs, Binding};
+use crate::exit::Failure;
+use cmdgraph_executor::DeviceChoice;
+use cmdgraph_ir::comm::{self, local, SharedCommunicator};
+use cmdgraph_ir::Module;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a rank waits for another when `--timeout` says nothing (the executor's own
+/// default deadline).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What every rank shares: the bundle, its module and the graph's base name.
+pub(super) struct Job<'a> {
+    pub args: &'a RunArgs,
+    pub loaded: &'a cmdgraph_executor::Loaded,
+    pub module: &'a Module,
+    pub file: &'a str,
+    pub options: &'a cmdgraph_executor::load::LoadOptions,
+}
+
+/// `args.timeout`, or the default; no deadline (0) waits a very long time.
+fn timeout(args: &RunArgs) -> Duration {
+    match args.timeout {
+        Some(t) if t.is_zero() => Duration::from_secs(u32::MAX as u64),
+        Some(t) => t,
+        None => DEFAULT_TIMEOUT,
+    }
+}
+
+/// `path` with `{rank}` replaced.
+fn for_rank(path: &std::path::Path, rank: u32) -> PathBuf {
+    PathBuf::from(path.to_string_lossy().replace("{rank}", &rank.to_string()))
+}
+
+fn bindings(list: &[Binding], rank: u32) -> Vec<Binding> {
+    list.iter().map(|b| Binding { name: b.name.clone(), path: for_rank(&b.path, rank) }).collect()
+}
+
+/// Runs rank `rank` of `size` through `comm`: its summary (headed by the rank) and files.
+fn run_rank(
+    job: &Job<'_>,
+    base: &str,
+    rank: u32,
+    size: u32,
+    comm: &SharedCommunicator,
+) -> Result<(String, Files), Failure> {
+    let args = job.args;
+    let graph = comm::graph_for_rank(job.module, base, rank);
+    let plan = steps::plan(&args.steps, job.loaded, &graph, job.options)?;
+    let inputs = resolve_inputs(job.module, &bindings(&args.inputs, rank), job.file)?;
+    let outputs = resolve_outputs(job.module, &graph, &bindings(&args.outputs, rank), job.file, true)?;
+    let mut bound = Vec::new();
+    for (b, layout) in &inputs {
+        bound.push((b.name.clone(), read_data(&b.path, &format!("@{}", b.name), *layout)?));
+    }
+    let device = args
+        .device
+        .as_deref()
+        .map_or(DeviceChoice::Default, |d| DeviceChoice::parse(&d.replace("{rank}", &rank.to_string())));
+    let mut shown = crate::progress::Progress::new(crate::progress::When::Never);
+    let loaded = job.loaded.clone();
+    let (summary, files) =
+        on_device(args, loaded, job.module, &graph, (&bound, &outputs), &plan, &mut shown, device, Some(comm))
+            .map_err(|f| match f {
+                Failure::Rejected(text) => Failure::Rejected(format!("rank {rank} of {size}: {text}")),
+                other => other,
+            })?;
+    let mut out = String::new();
+    for line in summary.lines() {
+        let _ = writeln!(out, "rank {rank}: {line}");
+    }
+    Ok((out, files))
+}
+
+/// `--ranks N`: every rank on a thread of this process, on the simulated communicator.
+pub(super) fn in_process(job: &Job<'_>, size: u32) -> Result<(String, Files), Failure> {
+    let base = pick_rank_base(job.module, job.args.graph.as_deref(), job.file)?;
+    let comms = local::ranks(size, timeout(job.args));
+    let results: Vec<Result<(String, Files), Failure>> = std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .into_iter()
+            .enumerate()
+            .map(|(rank, c)| {
+                let base = &base;
+                s.spawn(move || {
+                    let c = Arc::new(Mutex::new(c));
+                    let shared: SharedCommunicator = c.clone();
+                    let r = run_rank(job, base, rank as u32, size, &shared);
+                    // A rank that ended (well or not) fails what the others still wait on
+                    // from it, at once.
+                    if let Ok(c) = c.lock() {
+                        c.end();
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Rejected("error: a rank's thread panicked".into()))))
+            .collect()
+    });
+    let mut summary = String::new();
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok((s, f)) => {
+                summary.push_str(&s);
+                files.extend(f);
+            }
+            Err(Failure::Rejected(text)) => errors.push(text),
+            Err(other) => return Err(other),
+        }
+    }
+    if !errors.is_empty() {
+        // Every rank's error: the first is usually the cause, the rest its consequences.
+        return Err(Failure::Rejected(errors.join("\n")));
+    }
+    Ok((summary, files))
+}
+
+/// `--mpi`: this process is one rank of an MPI job.
+#[cfg(feature = "mpi")]
+pub(super) fn mpi(job: &Job<'_>) -> Result<(String, Files), Failure> {
+    use cmdgraph_ir::comm::Communicator as _;
+    let base = pick_rank_base(job.module, job.args.graph.as_deref(), job.file)?;
+    let comm = cmdgraph_mpi::MpiCommunicator::init(timeout(job.args))
+        .map_err(|e| Failure::Rejected(format!("error: cannot start MPI: {e}")))?;
+    let (rank, size) = (comm.rank(), comm.size());
+    let shared: SharedCommunicator = Arc::new(Mutex::new(comm));
+    run_rank(job, &base, rank, size, &shared)
+    // The executor is gone; the last reference to the communicator goes here, which
+    // delivers queued sends and finalizes MPI.
+}
+
+/// `--mpi` in a build without MPI.
+#[cfg(not(feature = "mpi"))]
+pub(super) fn mpi(_job: &Job<'_>) -> Result<(String, Files), Failure> {
+    Err(Failure::Rejected(
+        "error: --mpi: this cmdgraph was built without MPI; build it with `cargo build -p cmdgraph-cli --features mpi` \
+         (needs Debian's libmpich-dev and libclang-dev, which scripts/setup.sh installs), or run every rank in one \
+         process with --ranks N"
+            .into(),
+    ))
+}
