@@ -14,7 +14,7 @@ use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 use cmdgraph_ir::types::Access;
 use cmdgraph_ir::{MemAccess, MemRef, MemoryKind, Module};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A registered host-task callback (`cmdgraph_ir::host::HostFn`, the one callback type of
 /// every runtime).
@@ -291,7 +291,7 @@ impl Executor {
         F: FnMut(&mut dyn HostMemory) -> std::result::Result<(), HostError> + Send + 'static,
     {
         if let Ok(mut m) = self.host.lock() {
-            m.insert(name.to_string(), Box::new(f));
+            m.insert(name.to_string(), Arc::new(Mutex::new(Box::new(f))));
         }
     }
 
@@ -302,7 +302,8 @@ impl Executor {
     /// inputs, and the device runs on around it.
     pub fn set_communicator(&mut self, comm: &cmdgraph_ir::comm::SharedCommunicator) {
         if let Ok(mut m) = self.host.lock() {
-            m.extend(cmdgraph_ir::comm::callbacks(&self.loaded.module, comm));
+            let comm = cmdgraph_ir::comm::callbacks(&self.loaded.module, comm);
+            m.extend(comm.into_iter().map(|(name, f)| (name, Arc::new(Mutex::new(f)))));
         }
     }
 
@@ -487,7 +488,10 @@ const _: fn() = || {
 
 impl Drop for Executor {
     fn drop(&mut self) {
-        self.worker.stop();
+        if !self.worker.stop(self.ctx.timeout()) {
+            // A host task still running past the deadline may touch this executor's memory.
+            return;
+        }
         if self.ctx.wait_idle().is_err() {
             // Runs still going past the deadline (ContextOptions::timeout): destroying what
             // they use would be undefined and waiting longer is what the deadline forbids, so

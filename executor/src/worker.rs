@@ -25,8 +25,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Host-task callbacks by name, shared with the worker.
-pub(crate) type Callbacks = Arc<Mutex<BTreeMap<String, BoxedHostFn>>>;
+/// Host-task callbacks by name, shared with the worker. Each sits behind a lock of its own,
+/// so that a callback stays registered while it runs (a run submitted meanwhile checks that
+/// its callbacks are registered) and registering another does not wait for it.
+pub(crate) type Callbacks = Arc<Mutex<BTreeMap<String, Arc<Mutex<BoxedHostFn>>>>>;
 
 /// One step of a run.
 #[derive(Clone)]
@@ -132,6 +134,8 @@ pub(crate) struct Worker {
     queued: u64,
     /// Jobs carried out so far (in queue order, so job `n` is done when this is `>= n`).
     done: Arc<std::sync::atomic::AtomicU64>,
+    /// Set when the executor goes: jobs not yet started are dropped rather than run.
+    cancelled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Worker {
@@ -143,6 +147,7 @@ impl Worker {
             errors: Arc::new(Mutex::new(BTreeMap::new())),
             queued: 0,
             done: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            cancelled: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 
@@ -215,13 +220,20 @@ impl Worker {
             let (ctx, callbacks) = (Arc::clone(ctx), Arc::clone(callbacks));
             let (pending, errors) = (Arc::clone(&self.pending), Arc::clone(&self.errors));
             let done = Arc::clone(&self.done);
+            let cancelled = Arc::clone(&self.cancelled);
             let handle = std::thread::Builder::new()
                 .name("cmdgraph-host-tasks".into())
                 .spawn(move || {
                     let mut transfers = transfers;
                     for job in rx {
                         let exec = job.exec;
-                        if let Err(e) = carry_out(&ctx, &transfers, &callbacks, job) {
+                        // Runs queued behind the executor's end submit nothing (nothing
+                        // waits for them), unless the application waits on their semaphores.
+                        let dropped =
+                            cancelled.load(std::sync::atomic::Ordering::Acquire) && job.sync.signal.is_empty();
+                        if dropped {
+                            // Counted as done below, run or not.
+                        } else if let Err(e) = carry_out(&ctx, &transfers, &callbacks, job) {
                             if let Ok(mut errs) = errors.lock() {
                                 errs.entry(exec).or_insert(e);
                             }
@@ -255,13 +267,24 @@ impl Worker {
         Ok(())
     }
 
-    /// Finishes the queued jobs and stops the thread.
-    pub(crate) fn stop(&mut self) {
-        let _ = self.drain(None);
+    /// Stops the thread once the queued jobs are done. When they are not done within `limit`
+    /// (a communication whose peer is gone holds each run), the ones not yet started are
+    /// dropped and the one under way gets `limit` again. Returns whether the thread ended;
+    /// when it has not, it is left to end on its own and what it may still touch must not
+    /// be destroyed.
+    pub(crate) fn stop(&mut self, limit: Option<Duration>) -> bool {
+        let mut ended = self.drain(limit).is_ok();
+        if !ended {
+            self.cancelled.store(true, std::sync::atomic::Ordering::Release);
+            ended = self.drain(limit).is_ok();
+        }
         self.tx = None;
         if let Some(h) = self.handle.take() {
-            let _ = h.join();
+            if ended {
+                let _ = h.join();
+            }
         }
+        ended
     }
 }
 
@@ -480,14 +503,11 @@ fn call(
     access: &[Declared],
 ) -> Result<()> {
     let host_err = |reason: String| ExecError::Host { node: node.to_string(), reason };
-    // Taken out of the map while it runs, so registering others does not wait for it.
-    let f = callbacks.lock().ok().and_then(|mut m| m.remove(callback));
-    let mut f = f.ok_or_else(|| host_err(format!("callback \"{callback}\" is not registered")))?;
+    let f = callbacks.lock().ok().and_then(|m| m.get(callback).cloned());
+    let f = f.ok_or_else(|| host_err(format!("callback \"{callback}\" is not registered")))?;
+    let mut f = f.lock().map_err(|_| host_err(format!("callback \"{callback}\" panicked in an earlier run")))?;
     let mut hc = HostContext { ctx, transfers, node, access: access.to_vec(), violation: None };
-    let r = f(&mut hc as &mut dyn HostMemory);
-    if let Ok(mut m) = callbacks.lock() {
-        m.entry(callback.to_string()).or_insert(f);
-    }
+    let r = (*f)(&mut hc as &mut dyn HostMemory);
     // A violation fails the run even when the callback swallowed the error (as on the
     // interpreter); the callback's own error otherwise.
     match (r, hc.violation) {

@@ -210,7 +210,12 @@ impl Communicator for MpiCommunicator {
             }
             let waited = start.elapsed();
             if waited >= self.timeout {
-                let waiting_for = format!("%{node}'s message from rank {from} with tag {tag}");
+                // What the peer did send, for the error: a tag mismatch shows here.
+                let other = process.immediate_probe().map(|s| s.tag());
+                let hint = other
+                    .map(|t| format!(" (rank {from} sent a message with tag {t}, which no receive took)"))
+                    .unwrap_or_default();
+                let waiting_for = format!("%{node}'s message from rank {from} with tag {tag}{hint}");
                 return Err(self.fail(CommError::Timeout { waiting_for, millis: self.timeout.as_millis() }));
             }
             // Spin for the first millisecond (a halo usually arrives within it), then poll

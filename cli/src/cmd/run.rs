@@ -124,6 +124,9 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// Runs `cmdgraph run`.
 pub fn run(args: &RunArgs) -> Outcome {
     let Some(path) = args.bundle.as_deref() else { return source::list_devices() };
+    let me = ranks::start_mpi(args)?;
+    let rank_path = me.as_ref().map(|m| m.bundle(path));
+    let path = rank_path.as_deref().unwrap_or(path);
     let mut shown = crate::progress::Progress::new(args.progress);
     shown.update("reading the bundle", None);
     let mut input = io::read_input_bytes(path)?;
@@ -147,9 +150,10 @@ pub fn run(args: &RunArgs) -> Outcome {
     let module = loaded.module.clone();
     if args.ranks.is_some() || args.mpi {
         let job = ranks::Job { args, loaded: &loaded, module: &module, file: &file, options: &options };
-        let done = match args.ranks {
-            Some(n) => ranks::in_process(&job, n),
-            None => ranks::mpi(&job),
+        let done = match (args.ranks, me) {
+            (Some(n), _) => ranks::in_process(&job, n),
+            (None, Some(me)) => ranks::mpi(&job, me),
+            (None, None) => Err(Failure::Rejected("error: --mpi: MPI did not start".into())),
         };
         return finish(done, &mut shown);
     }

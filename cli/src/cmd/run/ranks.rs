@@ -33,12 +33,15 @@ pub(super) struct Job<'a> {
     pub options: &'a cmdgraph_executor::load::LoadOptions,
 }
 
-/// `args.timeout`, or the default; no deadline (0) waits a very long time.
+/// How long a rank waits for another: nine tenths of `--timeout` (or of its default), so
+/// that a peer that never answers is reported by the communicator, naming the peer, the tag
+/// and the node, before the executor's own deadline would report only that the host-task
+/// thread is still busy. No deadline (0) waits a very long time.
 fn timeout(args: &RunArgs) -> Duration {
     match args.timeout {
         Some(t) if t.is_zero() => Duration::from_secs(u32::MAX as u64),
-        Some(t) => t,
-        None => DEFAULT_TIMEOUT,
+        Some(t) => t.mul_f64(0.9),
+        None => DEFAULT_TIMEOUT.mul_f64(0.9),
     }
 }
 
@@ -135,23 +138,47 @@ pub(super) fn in_process(job: &Job<'_>, size: u32) -> Result<(String, Files), Fa
     Ok((summary, files))
 }
 
-/// `--mpi`: this process is one rank of an MPI job.
-#[cfg(feature = "mpi")]
-pub(super) fn mpi(job: &Job<'_>) -> Result<(String, Files), Failure> {
-    use cmdgraph_ir::comm::Communicator as _;
+/// This process's rank of an MPI job: rank, size and communicator.
+pub(super) struct MpiRank {
+    pub rank: u32,
+    size: u32,
+    comm: SharedCommunicator,
+}
+
+impl MpiRank {
+    /// `path` with `{rank}` replaced: each rank may load a bundle of its own.
+    pub fn bundle(&self, path: &std::path::Path) -> PathBuf {
+        for_rank(path, self.rank)
+    }
+}
+
+/// `--mpi`: this process is one rank of an MPI job; the graph of its rank runs.
+pub(super) fn mpi(job: &Job<'_>, me: MpiRank) -> Result<(String, Files), Failure> {
     let base = pick_rank_base(job.module, job.args.graph.as_deref(), job.file)?;
-    let comm = cmdgraph_mpi::MpiCommunicator::init(timeout(job.args))
+    run_rank(job, &base, me.rank, me.size, &me.comm)
+    // The executor is gone; the last reference to the communicator goes with `me`, which
+    // delivers queued sends and finalizes MPI.
+}
+
+/// Starts MPI for `--mpi` (before the bundle is read: its path may name the rank).
+#[cfg(feature = "mpi")]
+pub(super) fn start_mpi(args: &RunArgs) -> Result<Option<MpiRank>, Failure> {
+    use cmdgraph_ir::comm::Communicator as _;
+    if !args.mpi {
+        return Ok(None);
+    }
+    let comm = cmdgraph_mpi::MpiCommunicator::init(timeout(args))
         .map_err(|e| Failure::Rejected(format!("error: cannot start MPI: {e}")))?;
     let (rank, size) = (comm.rank(), comm.size());
-    let shared: SharedCommunicator = Arc::new(Mutex::new(comm));
-    run_rank(job, &base, rank, size, &shared)
-    // The executor is gone; the last reference to the communicator goes here, which
-    // delivers queued sends and finalizes MPI.
+    Ok(Some(MpiRank { rank, size, comm: Arc::new(Mutex::new(comm)) }))
 }
 
 /// `--mpi` in a build without MPI.
 #[cfg(not(feature = "mpi"))]
-pub(super) fn mpi(_job: &Job<'_>) -> Result<(String, Files), Failure> {
+pub(super) fn start_mpi(args: &RunArgs) -> Result<Option<MpiRank>, Failure> {
+    if !args.mpi {
+        return Ok(None);
+    }
     Err(Failure::Rejected(
         "error: --mpi: this cmdgraph was built without MPI; build it with `cargo build -p cmdgraph-cli --features mpi` \
          (needs Debian's libmpich-dev and libclang-dev, which scripts/setup.sh installs), or run every rank in one \
