@@ -20,6 +20,9 @@
 #                                                         (capi/tests/c_example.rs, test.sh)
 #   python3-venv                                          the virtual environment of the Python package
 #                                                         (python/, docs/python.md)
+#   mpich libmpich-dev libclang-dev                       MPI for communication nodes (cmdgraph-mpi, the
+#                                                         cli's `mpi` feature, docs/mpi.md): mpiexec and
+#                                                         MPICH's headers, and libclang for rsmpi's bindgen
 # clang is not needed: libFuzzer (fuzz/) and every -sys crate build with the machine's gcc.
 set -euo pipefail
 
@@ -28,6 +31,7 @@ PACKAGES=(
   graphviz spirv-tools glslang-tools glslc
   mesa-vulkan-drivers libvulkan1 vulkan-validationlayers vulkan-tools
   python3 gcc g++ libvulkan-dev python3-venv
+  mpich libmpich-dev libclang-dev
 )
 
 die() {

@@ -44,9 +44,15 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo clippy -p cmdgraph-sycl --features jit --all-targets -- -D warnings"
 cargo clippy -p cmdgraph-sycl --features jit --all-targets -- -D warnings
 
+step "cargo clippy -p cmdgraph-cli --features mpi --all-targets -- -D warnings"
+cargo clippy -p cmdgraph-cli --features mpi --all-targets -- -D warnings
+
 step "cargo test --workspace"
 test_log="$(mktemp)"
 cargo test --workspace 2>&1 | tee "$test_log"
+# Communication nodes over MPI (docs/mpi.md): `mpiexec -n 2` and `-n 3` on this machine,
+# each rank its own process and llvmpipe device. Same log, so the closing count includes it.
+cargo test -p cmdgraph-cli --features mpi --test mpi 2>&1 | tee -a "$test_log"
 # Nothing in the suite may replace a device it writes to (`-o /dev/null` in lit tests).
 [ -c /dev/null ] || { echo "the test suite left /dev/null a $(stat -c %F /dev/null)" >&2; false; }
 

@@ -41,7 +41,7 @@ pub(super) fn check_node(gx: &Gx<'_>, n: Handle<Node>, cmd: &CommCommand, errors
                     format!("`{}` over {}, which holds {}", op.keyword(), info.name(), ty.keyword()),
                     "reduce integer, f32 or f64 memory".to_string(),
                 );
-            } else if cmd.ptr.offset % ty.size() != 0 || cmd.bytes % ty.size() != 0 {
+            } else if !cmd.ptr.offset.is_multiple_of(ty.size()) || !cmd.bytes.is_multiple_of(ty.size()) {
                 refuse(
                     format!(
                         "bytes {}..{} of {} are not whole {} elements",
@@ -64,6 +64,9 @@ fn rank_count(m: &Module, base: &str) -> Option<u32> {
     let n = (0u32..).take_while(|r| names.contains(format!("{base}.r{r}").as_str())).count() as u32;
     (n > 0).then_some(n)
 }
+
+/// One rank's all-reduces, in node order.
+type Reduces<'g> = Vec<(&'g Node, &'g CommCommand)>;
 
 /// Sends and receives by (source, destination, tag), each side in node order.
 type Traffic<'g> = BTreeMap<(u32, u32, u32), (Vec<(&'g Node, u64)>, Vec<(&'g Node, u64)>)>;
@@ -91,7 +94,7 @@ pub(super) fn check_ranks(m: &Module, errors: &mut Vec<VerifyError>) {
             continue;
         }
         let mut traffic: Traffic = BTreeMap::new();
-        let mut reduces: Vec<(u32, &Graph, Vec<(&Node, &CommCommand)>)> = Vec::new();
+        let mut reduces: Vec<(u32, Reduces)> = Vec::new();
         for (&rank, g) in &ranks {
             let mut mine = Vec::new();
             for (_, node) in g.nodes.iter() {
@@ -102,7 +105,7 @@ pub(super) fn check_ranks(m: &Module, errors: &mut Vec<VerifyError>) {
                     CommOp::AllReduce(_) => mine.push((node, c)),
                 }
             }
-            reduces.push((rank, g, mine));
+            reduces.push((rank, mine));
         }
         let span_of = |rank: u32, node: &Node| {
             let g = ranks[&rank];
@@ -138,8 +141,8 @@ pub(super) fn check_ranks(m: &Module, errors: &mut Vec<VerifyError>) {
                 errors.push(VerifyError::CommUnmatched { problem, help, span: at });
             }
         }
-        let Some((_, _, first)) = reduces.first() else { continue };
-        for (rank, _, mine) in &reduces[1..] {
+        let Some((_, first)) = reduces.first() else { continue };
+        for (rank, mine) in &reduces[1..] {
             for i in 0..first.len().max(mine.len()) {
                 let (problem, at) = match (first.get(i), mine.get(i)) {
                     (Some((_, a)), Some((_, b))) if a.op == b.op && a.bytes == b.bytes => continue,
