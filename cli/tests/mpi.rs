@@ -7,8 +7,11 @@
 
 #[path = "../../interp/tests/comm_support/mod.rs"]
 mod comm_support;
+#[path = "support/ranks.rs"]
+mod ranks;
 
 use comm_support::{allreduce_module, random_f32, Jacobi};
+use ranks::{floats, text, write_floats};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -20,18 +23,6 @@ fn mpiexec(n: u32, args: &[&str]) -> Output {
     let mut c = Command::new("mpiexec");
     c.args(["-n", &n.to_string(), CMDGRAPH, "run", "--mpi"]).args(args);
     c.output().expect("mpiexec runs (scripts/setup.sh installs mpich)")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn floats(path: &Path) -> Vec<f32> {
-    std::fs::read(path).unwrap().chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-fn write_floats(path: &Path, v: &[f32]) {
-    std::fs::write(path, v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
 }
 
 /// Processes whose command line mentions `dir` (what a test started), still running.
@@ -255,4 +246,9 @@ fn a_rank_that_dies_ends_the_job_and_one_that_hangs_fails_the_others_at_the_dead
     assert!(t.contains("timed out after 4500 ms waiting for"), "{t}");
     assert!(t.contains("from rank 2") || t.contains("join the all-reduce"), "{t}");
     assert!(left_running(d).is_empty(), "{:?}", left_running(d));
+}
+
+#[test]
+fn a_graph_split_by_compile_ranks_runs_under_mpiexec_as_it_ran_in_one_process() {
+    ranks::split_against_one_process(&|args| mpiexec(2, args));
 }

@@ -5,28 +5,19 @@
 
 #[path = "../../interp/tests/comm_support/mod.rs"]
 mod comm_support;
+#[path = "support/ranks.rs"]
+mod ranks;
 
 use cmdgraph_interp::ranks::{simulate, Simulation};
 use cmdgraph_interp::{Interpreter, RunOptions};
 use comm_support::{random_f32, Jacobi};
+use ranks::{floats, text, write_floats};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn cmdgraph(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cmdgraph")).arg("run").args(args).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn floats(path: &Path) -> Vec<f32> {
-    std::fs::read(path).unwrap().chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-fn write_floats(path: &Path, v: &[f32]) {
-    std::fs::write(path, v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
 }
 
 /// Runs the Jacobi problem on `ranks` ranks with `cmdgraph run --ranks`: every rank's
@@ -150,4 +141,11 @@ fn mpi_without_the_feature_and_ranks_without_rank_graphs_say_what_to_do() {
         assert_eq!(o.status.code(), Some(1));
         assert!(text(&o).contains("built without MPI") && text(&o).contains("--features mpi"), "{}", text(&o));
     }
+}
+
+#[test]
+fn a_graph_split_by_compile_ranks_runs_as_two_ranks_as_it_ran_in_one_process() {
+    ranks::split_against_one_process(&|args| {
+        Command::new(env!("CARGO_BIN_EXE_cmdgraph")).arg("run").args(args).args(["--ranks", "2"]).output().unwrap()
+    });
 }

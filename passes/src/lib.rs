@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod place_devices;
 pub mod reduce;
 pub mod split_devices;
+pub mod split_ranks;
 pub mod tile_contractions;
 pub mod transitive_reduction;
 pub mod work;
@@ -65,6 +66,7 @@ pub static REGISTRY: &[PassInfo] = &[
     tile_contractions::INFO,
     place_devices::INFO,
     split_devices::INFO,
+    split_ranks::INFO,
     memory::INFO,
 ];
 
@@ -92,6 +94,20 @@ pub fn default_pipeline() -> Vec<&'static PassInfo> {
 /// already): before `plan-memory`, so that each stage graph gets its pool, else at the end.
 pub fn with_place_devices(mut passes: Vec<&'static PassInfo>) -> Vec<&'static PassInfo> {
     for info in [&place_devices::INFO, &split_devices::INFO] {
+        if passes.iter().any(|p| p.name == info.name) {
+            continue;
+        }
+        let at = passes.iter().position(|p| p.name == memory::INFO.name).unwrap_or(passes.len());
+        passes.insert(at, info);
+    }
+    passes
+}
+
+/// `passes` with `place-devices` and then `split-ranks` in it (each unless it is there
+/// already), before `plan-memory`: what `compile --ranks N` runs (docs/mpi.md).
+pub fn with_split_ranks(mut passes: Vec<&'static PassInfo>) -> Vec<&'static PassInfo> {
+    passes.retain(|p| p.name != split_devices::INFO.name);
+    for info in [&place_devices::INFO, &split_ranks::INFO] {
         if passes.iter().any(|p| p.name == info.name) {
             continue;
         }
@@ -142,6 +158,9 @@ pub struct PassOptions {
     /// `place-devices`: the devices to place nodes on (`--devices N`); `None` or 1: the pass
     /// changes nothing.
     pub devices: Option<u32>,
+    /// `split-ranks`: the ranks to split multi-device graphs into (`--ranks N`); `None`: as
+    /// many as [`PassOptions::devices`], else 1.
+    pub ranks: Option<u32>,
     /// `place-devices`: the host-staged bandwidth between devices in bytes per microsecond
     /// (`--transfer-bandwidth`, in GB/s on the command line); `None`:
     /// [`place_devices::cost::DEFAULT_TRANSFER_BYTES_PER_US`].

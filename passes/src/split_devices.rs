@@ -278,7 +278,7 @@ fn promote(module: &mut Module, gh: Handle<Graph>, allocs: &[Handle<Node>]) {
 
 /// The dynamic parameter or command group of `graph` whose value or alternatives name a
 /// graph allocation, if one does (promotion does not rewrite those).
-fn dynamic_allocation(graph: &Graph) -> Option<String> {
+pub(crate) fn dynamic_allocation(graph: &Graph) -> Option<String> {
     let alloc = |v: &ArgValue| match v {
         ArgValue::Pointer(p) => matches!(p.base, MemRef::Alloc(_)),
         ArgValue::Accessor(a) => matches!(a.buffer, MemRef::Alloc(_)),
@@ -303,7 +303,7 @@ fn dynamic_allocation(graph: &Graph) -> Option<String> {
 /// there: each is carried, under its own name, into the stage graphs whose nodes use it, so
 /// an update by name reaches every node it reached before.
 #[derive(Default)]
-struct DynamicMap {
+pub(crate) struct DynamicMap {
     params: BTreeMap<Handle<DynParam>, Handle<DynParam>>,
     groups: BTreeMap<Handle<DynCommandGroup>, Handle<DynCommandGroup>>,
 }
@@ -312,7 +312,7 @@ impl DynamicMap {
     /// `kind` (a node of `from` being copied into stage graph `to`) with its dynamic
     /// parameters and group those of `to`, carried there first (their statements before the
     /// node's). Their values name no graph allocation ([`dynamic_allocation`]).
-    fn carry(&mut self, from: &Graph, to: &mut Graph, mut kind: NodeKind) -> NodeKind {
+    pub(crate) fn carry(&mut self, from: &Graph, to: &mut Graph, mut kind: NodeKind) -> NodeKind {
         match &mut kind {
             NodeKind::Kernel(cmd) => self.args(from, to, &mut cmd.args),
             NodeKind::Dynamic { dcg } => {

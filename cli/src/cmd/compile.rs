@@ -85,6 +85,12 @@ pub struct CompileArgs {
     /// stage graphs each device runs (as `opt --devices`; docs/multi-device.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub devices: Option<u32>,
+    /// Split each graph into one graph per MPI rank (`@g.r0`, `@g.r1`, ...; docs/mpi.md):
+    /// nodes placed on N devices as `--devices N` places them (or as written), each device a
+    /// rank, transfers made send/receive pairs. Run with `mpiexec -n N cmdgraph run --mpi`
+    /// or `cmdgraph run --ranks N`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), conflicts_with = "devices")]
+    pub ranks: Option<u32>,
     /// The bandwidth between devices `place-devices` prices transfers at, in GB/s (default
     /// 10), or `measure`: a transfer timed on this machine's devices.
     #[arg(long, value_name = "GBPS|measure", value_parser = crate::cmd::bandwidth::parse)]
@@ -130,7 +136,9 @@ pub fn run(args: &CompileArgs) -> Outcome {
     // A module whose graphs span devices as written needs its stage graphs to run at all:
     // `split-devices` is added with the default pipeline (placement kept as written).
     let spans = module.graphs.iter().any(|(_, g)| cmdgraph_ir::placement::spans_devices(&module, g));
-    if args.devices.is_some_and(|d| d > 1) || (spans && args.passes.is_none()) {
+    if args.ranks.is_some() {
+        passes = cmdgraph_passes::with_split_ranks(passes);
+    } else if args.devices.is_some_and(|d| d > 1) || (spans && args.passes.is_none()) {
         passes = cmdgraph_passes::with_place_devices(passes);
     }
     let options = Options { opt_level: args.opt_level };
@@ -146,7 +154,7 @@ pub fn run(args: &CompileArgs) -> Outcome {
         Step::Codegen { done, total, kernel } => shown.update(&format!("codegen @{kernel}"), Some((done, total))),
         Step::Finishing => shown.update("printing and hashing the bundle", None),
     };
-    let pipeline = pipeline_options(args)?;
+    let pipeline = pipeline_options(args, &module)?;
     let compiled = compile_module_configured(&module, &passes, &pipeline, &options, &compiler, &mut on_step);
     let (bundle, report) = compiled.map_err(|e| match e {
         // Diagnostics of the source module point into the input: render them there.
@@ -190,15 +198,22 @@ pub fn run(args: &CompileArgs) -> Outcome {
 }
 
 /// The pipeline options `compile` shares with `opt` (one spelling for both).
-fn pipeline_options(args: &CompileArgs) -> Result<cmdgraph_codegen::bundle::PipelineOptions, Failure> {
+fn pipeline_options(
+    args: &CompileArgs,
+    module: &cmdgraph_ir::Module,
+) -> Result<cmdgraph_codegen::bundle::PipelineOptions, Failure> {
+    // `--ranks N` places on N devices, unless the module is placed as written already.
+    let placed = module.graphs.iter().any(|(_, g)| cmdgraph_ir::placement::spans_devices(module, g));
+    let devices = args.devices.or(args.ranks.filter(|_| !placed));
     // Measured only where place-devices runs.
-    let bandwidth = args.transfer_bandwidth.filter(|_| args.devices.is_some_and(|d| d > 1));
+    let bandwidth = args.transfer_bandwidth.filter(|_| devices.is_some_and(|d| d > 1));
     Ok(cmdgraph_codegen::bundle::PipelineOptions {
         verify_each: args.verify_each,
         fuse_fp_reassoc: args.fuse_fp_reassoc,
         memory_alignment: args.memory_alignment,
-        devices: args.devices,
+        devices,
         transfer_bytes_per_us: bandwidth.map(|b| b.bytes_per_us()).transpose()?,
+        ranks: args.ranks,
     })
 }
 
@@ -222,7 +237,7 @@ fn emit(
     passes: &[&'static PassInfo],
     what: EmitKind,
 ) -> Outcome {
-    let optimized = compile_emit::optimize(module, passes, &pipeline_options(args)?).map_err(|e| match e {
+    let optimized = compile_emit::optimize(module, passes, &pipeline_options(args, module)?).map_err(|e| match e {
         CompileError::Invalid(d) => super::reject(input, &d),
         e => located(input, e.diagnostic(), e.is_internal(), &e),
     })?;

@@ -194,6 +194,8 @@ pub struct PipelineOptions {
     pub devices: Option<u32>,
     /// `place-devices`' bandwidth between devices in bytes per microsecond.
     pub transfer_bytes_per_us: Option<u64>,
+    /// `split-ranks`' rank count (`--ranks`); `None`: as many as `devices`.
+    pub ranks: Option<u32>,
 }
 
 /// [`compile_module`], telling `progress` what it is doing as it goes.
@@ -228,6 +230,7 @@ pub fn compile_module_configured(
     ctx.options.fuse_fp_reassoc = pipeline.fuse_fp_reassoc;
     ctx.options.devices = pipeline.devices;
     ctx.options.transfer_bytes_per_us = pipeline.transfer_bytes_per_us;
+    ctx.options.ranks = pipeline.ranks;
     let verify_time = start.elapsed();
     let mut on_event = |event| {
         if let PipelineEvent::PassStarted { index, total, pass } = event {

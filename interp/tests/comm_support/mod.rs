@@ -187,3 +187,35 @@ pub fn allreduce_module(n: u32) -> String {
         b = 4 * n
     )
 }
+
+/// A graph placed by hand on two devices (a kernel on each, transfers both ways, a
+/// replicated input), for `compile --ranks 2`: each device becomes a rank.
+pub const PLACED: &str = "kernel @axpy(%x: buf<f32, read>, %y: buf<f32, read_write>, %a: f32) {
+  %i = global_id 0
+  %xv = load %x[%i]
+  %yv = load %y[%i]
+  %r = fma %a, %xv, %yv
+  store %y[%i], %r
+}
+
+usm @w : f32[256] replicated
+usm @a : f32[256]
+usm @b : f32[256] home(1)
+usm @out : f32[256]
+
+graph @g {
+  %k0 = kernel @axpy range(256) args(@w, @a, 1.25)
+  %t = memcpy @b, @a, 1024 after(%k0)
+  %k1 = kernel @axpy range(256) args(@w, @b, 1.5) device(1) after(%t)
+  %back = memcpy @out, @b, 1024 after(%k1)
+  %k2 = kernel @axpy range(256) args(@a, @out, 0.5) after(%back)
+}
+";
+
+/// [`PLACED`]'s memory objects that the runs change, each with the rank (device) it lives on.
+pub const PLACED_HOMES: [(&str, u32); 3] = [("a", 0), ("b", 1), ("out", 0)];
+
+/// Whether `got` matches `want` within the float rules of an `fma` rounded once or twice.
+pub fn close(got: &[f32], want: &[f32]) -> bool {
+    got.len() == want.len() && got.iter().zip(want).all(|(a, b)| (a - b).abs() <= 1e-5 * b.abs().max(1.0))
+}
