@@ -18,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SUITES=(replay latency update barrier-run load fusion-run mlp copy shader-run cond)
-# Needs two GPUs (the nvidia-h200-x2 kind); run on its own: `device multi-device`.
-MULTI_SUITES=(multi-device)
+# Needs two GPUs (the nvidia-h200-x2 kind); run on its own: `device multi-device`, `device mpi`.
+MULTI_SUITES=(multi-device mpi)
 FUSION_SIZES=16777216,67108864
 MLP_SHAPES=8x512x4,256x1024x4
 SHADER_SAXPY=16777216,67108864
@@ -27,7 +27,11 @@ SHADER_MATMUL=1024,2048
 
 prepare() {
   . scripts/env.sh
-  [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p cmdgraph-bench
+  # With MPI (the `mpi` suite runs as `mpiexec -n 2`): the GPU machine has none, so Debian's
+  # MPICH and what it loads travel in .mpi/ and `device` unpacks them (../shared/GPU.md).
+  [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p cmdgraph-bench --features mpi
+  mkdir -p .mpi && (cd .mpi && apt-get download -q mpich libmpich12 libhwloc15 libnuma1 libslurm38 libucx0 \
+    libnl-3-200 libnl-route-3-200 libibverbs1 librdmacm1)
   rm -rf .bin && mkdir -p .bin/perf
   strip -o .bin/cmdgraph-bench target/release/cmdgraph-bench
   pwd > .bin/build-root
@@ -44,6 +48,7 @@ prepare() {
   $bench copy --prepare .bin/perf/copy
   $bench cond --prepare .bin/perf/cond
   $bench multi-device --prepare .bin/perf/multi-device
+  $bench mpi --prepare .bin/perf/mpi
   $bench shader-run --prepare .bin/perf/shader-run --saxpy "$SHADER_SAXPY" --matmul "$SHADER_MATMUL"
   # IREE's modules of the same workloads and its benchmark binary (pip packages, .venv-iree).
   python3 scripts/iree_peer.py prepare .bin/perf/iree --sizes "$FUSION_SIZES" --shapes "$MLP_SHAPES"
@@ -64,6 +69,11 @@ torch() {
 
 device() {
   local out=${OUT:-.} driver
+  # MPICH for the bench binary (linked with it) and mpiexec.
+  if [ -d .mpi ]; then
+    for f in .mpi/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+  fi
   xz -d -k -f .bin/cmdgraph-bench.xz
   chmod +x .bin/cmdgraph-bench
   driver="NVIDIA $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
@@ -105,7 +115,11 @@ PY
       tail -n 40 "$out/memory.log"
       continue
     fi
-    timeout "${SUITE_TIMEOUT:-240}" .bin/cmdgraph-bench "$suite" --from ".bin/perf/$suite" "${torch[@]}" "${extra[@]}" \
+    local launch=()
+    # Two ranks, one GPU each (MPICH's hydra; root is allowed here).
+    # `mpiexec.hydra` by name: another MPI's `mpiexec` may come first in PATH there.
+    [ "$suite" = mpi ] && launch=(mpiexec.hydra -n 2)
+    timeout "${SUITE_TIMEOUT:-240}" "${launch[@]}" .bin/cmdgraph-bench "$suite" --from ".bin/perf/$suite" "${torch[@]}" "${extra[@]}" \
       --write-to "$out/performance.md" > "$out/$suite.log" 2>&1 || { echo "$suite FAILED ($?)"; status=1; }
     tail -n 30 "$out/$suite.log"
   done

@@ -147,6 +147,8 @@ enum Command {
     Cond(runtime::cond::Args),
     /// One graph on several GPUs against one GPU; transfers against a hand-written copy (runtime).
     MultiDevice(runtime::multi_device::Args),
+    /// A Jacobi stencil over two MPI ranks with halo exchange against one GPU and hand-written MPI (runtime; `mpiexec -n 2`, the `mpi` feature).
+    Mpi(runtime::mpi::Args),
     /// Barrier and empty-node elimination at run time (runtime).
     BarrierRun(runtime::barrier_run::Args),
     /// From IR to a running executable: compile per pass against load + finalize (runtime).
@@ -543,6 +545,7 @@ fn main() -> ExitCode {
         Command::Update(args) => runtime::update::main(&args),
         Command::Cond(args) => runtime::cond::main(&args),
         Command::MultiDevice(args) => runtime::multi_device::main(&args),
+        Command::Mpi(args) => runtime::mpi::main(&args),
         Command::BarrierRun(args) => runtime::barrier_run::main(&args),
         Command::Load(args) => runtime::load::main(&args),
         Command::Copy(args) => runtime::copy::main(&args),
