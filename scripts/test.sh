@@ -44,8 +44,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo clippy -p cmdgraph-sycl --features jit --all-targets -- -D warnings"
 cargo clippy -p cmdgraph-sycl --features jit --all-targets -- -D warnings
 
-step "cargo clippy -p cmdgraph-cli --features mpi --all-targets -- -D warnings"
-cargo clippy -p cmdgraph-cli --features mpi --all-targets -- -D warnings
+step "cargo clippy -p cmdgraph-cli -p cmdgraph-bench --features cmdgraph-cli/mpi,cmdgraph-bench/mpi --all-targets -- -D warnings"
+cargo clippy -p cmdgraph-cli -p cmdgraph-bench --features cmdgraph-cli/mpi,cmdgraph-bench/mpi --all-targets -- -D warnings
 
 step "cargo test --workspace"
 test_log="$(mktemp)"

@@ -262,6 +262,12 @@ impl<'m> Writer<'m> {
             NodeKind::Conditional { kind, cond, .. } => {
                 lines.push(format!("{} {}", kind.keyword(), label::pointer(module, graph, cond)))
             }
+            // The operation and its peer: a picture of rank graphs shows who talks to whom.
+            NodeKind::Comm(c) => lines.push(match c.op {
+                CommOp::Send { peer, tag } => format!("send to rank {peer}, tag {tag}"),
+                CommOp::Recv { peer, tag } => format!("recv from rank {peer}, tag {tag}"),
+                CommOp::AllReduce(op) => format!("allreduce {}", op.keyword()),
+            }),
             NodeKind::Dynamic { dcg } => {
                 let active = graph.dcgs.try_get(*dcg).and_then(|d| d.alternatives.get(d.active as usize));
                 if let Some(Alternative::Kernel(cmd)) = active {
@@ -282,6 +288,7 @@ impl<'m> Writer<'m> {
                         | NodeKind::Subgraph { .. }
                         | NodeKind::HostTask(_)
                         | NodeKind::Native(_)
+                        | NodeKind::Comm(_)
                 ) =>
                 {
                     lines.push(format!("device {}", graph.node_device(h)))

@@ -10,6 +10,7 @@
 mod compare;
 pub(crate) mod data;
 mod locate;
+mod ranks;
 
 use super::run::steps::{self, Resolved};
 use super::run::Steps;
@@ -61,7 +62,7 @@ pub(crate) fn parse_binding(text: &str) -> Result<Binding, String> {
 }
 
 /// Arguments of `cmdgraph interp`.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 #[command(after_help = EXAMPLES)]
 pub struct InterpArgs {
     /// The module to run; `-` reads stdin.
@@ -112,6 +113,11 @@ pub struct InterpArgs {
     /// then the sum, as a conforming Vulkan device may compute it, e.g. llvmpipe).
     #[arg(long, value_name = "RULE", default_value = "once")]
     pub fma: FmaArg,
+    /// Run the module's rank graphs (`@g.r0`, `@g.r1`, ...; docs/mpi.md) as N ranks, each with
+    /// its own memory, their communication nodes matched as MPI matches them. `{rank}` in an
+    /// --input/--output file is the rank.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64), conflicts_with_all = ["compares", "seed"])]
+    pub ranks: Option<u32>,
     /// Lanes per subgroup the interpreter models (subgroup ops depend on it; docs/ir.md,
     /// "Subgroups"): a power of two from 1 to 128, or `device` for the subgroup size of the
     /// Vulkan device `cmdgraph run` picks by default. 8 is llvmpipe's.
@@ -160,7 +166,59 @@ pub fn run(args: &InterpArgs) -> Outcome {
     let input = io::read_input(&args.input)?;
     let module = super::parse(&input)?;
     super::print_warnings(&super::verify_with(&input, &module, args.allow_races)?);
+    if let Some(n) = args.ranks {
+        return ranks::run(args, &input, &module, n);
+    }
     let graph = pick_graph(&module, args.graph.as_deref(), &input.name)?;
+    run_on(args, &input, &module, &graph, None)?.finish()
+}
+
+/// What one run of the command did: its summary, the files to write, the races found and
+/// the compared objects no rule matched.
+pub(crate) struct Done {
+    pub summary: String,
+    pub files: Vec<(PathBuf, Vec<u8>)>,
+    races: usize,
+    differ: Vec<String>,
+    compared: usize,
+}
+
+impl Done {
+    /// Writes the files (none when races were found) and the summary; the exit status.
+    pub(crate) fn finish(self) -> Outcome {
+        if self.races > 0 {
+            io::write_output(None, &self.summary)?;
+            let outputs = if self.files.is_empty() { "" } else { "; no output file was written" };
+            return Err(Failure::Rejected(format!("error: {} data race(s) found{outputs}", self.races)));
+        }
+        for (path, file) in &self.files {
+            io::write_atomic(path, file)
+                .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
+        }
+        io::write_output(None, &self.summary)?;
+        if self.differ.is_empty() {
+            Ok(())
+        } else {
+            Err(Failure::Rejected(format!(
+                "error: {} of {} compared object(s) match no rule of docs/ir.md \"Float precision\": {}",
+                self.differ.len(),
+                self.compared,
+                self.differ.join(", ")
+            )))
+        }
+    }
+}
+
+/// Runs `graph` of `module` as `args` say, its communication nodes through `comm` (one
+/// rank of `--ranks`); nothing written yet.
+pub(crate) fn run_on(
+    args: &InterpArgs,
+    input: &io::Input,
+    module: &Module,
+    graph: &str,
+    comm: Option<&cmdgraph_ir::comm::SharedCommunicator>,
+) -> Result<Done, Failure> {
+    let (module, graph, input) = (module, graph.to_string(), input);
     if let Some(path) = args.steps.0.iter().find_map(|s| s.update_from.as_ref()) {
         return Err(Failure::Rejected(format!(
             "error: --update-from `{}`: a whole-graph update needs a compiled bundle and an executor; \
@@ -170,11 +228,11 @@ pub fn run(args: &InterpArgs) -> Outcome {
             path.display()
         )));
     }
-    let plan = steps::resolve(&module, &graph, &args.steps)?;
-    let inputs = resolve_inputs(&module, &args.inputs, &input.name)?;
-    let outputs = resolve_outputs(&module, &graph, &args.outputs, &input.name, false)?;
-    let compares = resolve_outputs(&module, &graph, &args.compares, &input.name, false)?;
-    let fail = |e: InterpError| Failure::Rejected(locate::render(&e, &module, &graph, &input));
+    let plan = steps::resolve(module, &graph, &args.steps)?;
+    let inputs = resolve_inputs(module, &args.inputs, &input.name)?;
+    let outputs = resolve_outputs(module, &graph, &args.outputs, &input.name, false)?;
+    let compares = resolve_outputs(module, &graph, &args.compares, &input.name, false)?;
+    let fail = |e: InterpError| Failure::Rejected(locate::render(&e, module, &graph, input));
 
     let mut bound = Vec::new();
     for (b, layout) in &inputs {
@@ -186,12 +244,12 @@ pub fn run(args: &InterpArgs) -> Outcome {
     }
     let calls = Arc::new(Mutex::new(BTreeMap::new()));
     let subgroup = subgroup_size(&args.subgroup_size)?;
-    let run = Execution { module: &module, graph: &graph, args, plan: &plan, bound: &bound, subgroup };
+    let run = Execution { module, graph: &graph, args, plan: &plan, bound: &bound, subgroup, comm };
     let (mut interp, exec, ran) = run.execute(args.fma.rounding(), Some(&calls)).map_err(fail)?;
     note_no_ops(&calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
 
     let device = module.graph_by_name(&graph).map_or(0, |h| module.graphs[h].device);
-    let mut summary = summary_head(&module, &graph, args, &ran, &inputs);
+    let mut summary = summary_head(module, &graph, args, &ran, &inputs);
     let mut files = Vec::new();
     for out in &outputs {
         let bytes = read_output(&mut interp, exec, out, device).map_err(fail)?;
@@ -203,42 +261,25 @@ pub fn run(args: &InterpArgs) -> Outcome {
             data::checksum(&bytes, out.layout)
         ));
         let file = if is_npy(&out.binding.path) { data::to_npy(&bytes, out.layout) } else { bytes };
-        files.push((&out.binding.path, file));
+        files.push((out.binding.path.clone(), file));
     }
     let differ = if compares.is_empty() {
         Vec::new()
     } else {
         compare_outputs(&run, (&mut interp, exec), &compares, &expected, &mut summary).map_err(fail)?
     };
+    let races = ran.races.len();
     if !args.races {
         summary.push_str("races: not checked (use --races)\n");
     } else if ran.races.is_empty() {
         summary.push_str("races: none\n");
     } else {
-        let races = &ran.races;
-        summary.push_str(&format!("races: {} found\n", races.len()));
-        for race in races {
+        summary.push_str(&format!("races: {races} found\n"));
+        for race in &ran.races {
             summary.push_str(&format!("  {race}\n"));
         }
-        io::write_output(None, &summary)?;
-        let outputs = if files.is_empty() { "" } else { "; no output file was written" };
-        return Err(Failure::Rejected(format!("error: {} data race(s) found{outputs}", races.len())));
     }
-    for (path, file) in files {
-        io::write_atomic(path, &file)
-            .map_err(|e| Failure::Io(format!("error: cannot write `{}`: {e}", path.display())))?;
-    }
-    io::write_output(None, &summary)?;
-    if differ.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure::Rejected(format!(
-            "error: {} of {} compared object(s) match no rule of docs/ir.md \"Float precision\": {}",
-            differ.len(),
-            compares.len(),
-            differ.join(", ")
-        )))
-    }
+    Ok(Done { summary, files, races, differ, compared: compares.len() })
 }
 
 /// One way of running the graph: everything but the `fma` rounding, so that `--compare`
@@ -251,6 +292,8 @@ struct Execution<'a> {
     bound: &'a [(&'a str, Vec<u8>)],
     /// `--subgroup-size`.
     subgroup: SubgroupSize,
+    /// The communicator of this rank (`--ranks`).
+    comm: Option<&'a cmdgraph_ir::comm::SharedCommunicator>,
 }
 
 /// Calls of each no-op host callback, for the note.
@@ -277,6 +320,9 @@ impl<'a> Execution<'a> {
         if !self.args.strict_host {
             let fresh = Arc::new(Mutex::new(BTreeMap::new()));
             register_no_ops(&mut interp, self.module, calls.unwrap_or(&fresh));
+        }
+        if let Some(comm) = self.comm {
+            interp.set_communicator(comm);
         }
         let (exec, ran) = run_graph(&mut interp, self.graph, self.args, self.plan, (fma, denormals, self.subgroup))?;
         Ok((interp, exec, ran))

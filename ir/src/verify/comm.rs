@@ -112,8 +112,8 @@ pub(super) fn check_ranks(m: &Module, errors: &mut Vec<VerifyError>) {
             g.nodes.iter().find(|(_, n)| std::ptr::eq(*n, node)).map(|(h, _)| g.nodes.span(h)).unwrap_or_default()
         };
         for ((from, to, tag), (sends, recvs)) in &traffic {
-            if *from >= size || *to >= size {
-                continue; // reported at the node
+            if *from >= size || *to >= size || from == to {
+                continue; // a bad peer, reported at the node (E0294)
             }
             for i in 0..sends.len().max(recvs.len()) {
                 let (problem, at) = match (sends.get(i), recvs.get(i)) {
