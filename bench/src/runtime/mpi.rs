@@ -129,6 +129,7 @@ fn compile(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// The initial value at (global row, column): full-precision floats in [-1, 1).
+#[cfg(feature = "mpi")]
 fn initial(row: u64, col: u64) -> f32 {
     let mut x = (row << 32 | col).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     x ^= x >> 29;
@@ -137,6 +138,7 @@ fn initial(row: u64, col: u64) -> f32 {
 }
 
 /// Rows `first..first + rows` of the domain between zero halos, `w` wide.
+#[cfg(feature = "mpi")]
 fn field(first: u32, rows: u32, w: u32) -> Vec<f32> {
     let w64 = u64::from(w);
     let mut u = vec![0.0f32; (rows as usize + 2) * w as usize];
