@@ -47,25 +47,10 @@ fn jacobi_halo_exchange_on_two_and_three_processes_matches_one_process_bit_for_b
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text(&o));
-        for r in 0..n {
-            write_floats(&d.join(format!("u{n}.{r}.bin")), &j.initial(&field, r));
-        }
-        let input = format!("u={}/u{n}.{{rank}}.bin", d.display());
         let run = |tag: &str, extra: &[&str], mpi: bool| {
-            let out = format!("u={}/{tag}{n}.{{rank}}.bin", d.display());
-            let err = format!("err={}/{tag}err{n}.{{rank}}.bin", d.display());
-            let mut args = vec![
-                module.to_str().unwrap(),
-                "--validation",
-                "--runs",
-                "25",
-                "--input",
-                &input,
-                "--output",
-                &out,
-                "--output",
-                &err,
-            ];
+            let opts = ranks::jacobi_run(d, &j, &field, tag);
+            let mut args: Vec<&str> = vec![module.to_str().unwrap()];
+            args.extend(opts.iter().map(String::as_str));
             args.extend(extra);
             let o =
                 if mpi { mpiexec(n, &args) } else { Command::new(CMDGRAPH).arg("run").args(&args).output().unwrap() };

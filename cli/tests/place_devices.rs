@@ -9,25 +9,12 @@ mod support;
 
 use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::{MemoryKind, Module};
-use cmdgraph_passes::pipeline::{run_pipeline, RunOptions};
-use cmdgraph_passes::{lookup, PassContext};
+use cmdgraph_passes::PassContext;
 use support::{gen, random_bytes, Rng};
 
-/// Runs `names` on `module` with `devices` devices and `gbps` between them.
+/// Inlines and places `module` on `devices` devices with `gbps` between them.
 fn place(module: &mut Module, devices: u32, gbps: u64) -> PassContext {
-    let passes: Vec<_> =
-        ["inline-calls", "inline-subgraphs", "place-devices"].iter().filter_map(|n| lookup(n)).collect();
-    let mut ctx = PassContext::default();
-    ctx.options.devices = Some(devices);
-    ctx.options.transfer_bytes_per_us = Some(gbps * 1000);
-    let options = RunOptions { verify_each: true, ..RunOptions::default() };
-    let report = run_pipeline(module, &passes, &options, &mut ctx, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
-    for p in &report.passes {
-        for (name, value) in &p.stats {
-            *ctx.stats.entry(name).or_insert(0) += value;
-        }
-    }
-    ctx
+    support::run_passes(module, &["inline-calls", "inline-subgraphs", "place-devices"], devices, gbps * 1000)
 }
 
 /// Every graph of `m` run once, in module order, on one interpreter from `inputs`; the

@@ -11,7 +11,7 @@ mod ranks;
 use cmdgraph_interp::ranks::{simulate, Simulation};
 use cmdgraph_interp::{Interpreter, RunOptions};
 use comm_support::{random_f32, Jacobi};
-use ranks::{floats, text, write_floats};
+use ranks::{floats, text};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -25,32 +25,13 @@ fn cmdgraph(args: &[&str]) -> Output {
 fn on_vulkan(dir: &Path, j: &Jacobi, field: &[f32]) -> (Vec<f32>, Vec<f32>, String) {
     let module = dir.join(format!("jacobi{}.cgir", j.ranks));
     std::fs::write(&module, j.module()).unwrap();
-    for r in 0..j.ranks {
-        write_floats(&dir.join(format!("u{}.{r}.bin", j.ranks)), &j.initial(field, r));
-    }
-    let d = dir.display();
     let n = j.ranks;
-    let (input, out, err) = (
-        format!("u={d}/u{n}.{{rank}}.bin"),
-        format!("u={d}/out{n}.{{rank}}.bin"),
-        format!("err={d}/err{n}.{{rank}}.bin"),
-    );
     let ranks = n.to_string();
     // One rank runs `@step` (the module has no rank graphs then), more run `@step.rR`.
-    let args = [
-        module.to_str().unwrap(),
-        "--validation",
-        "--runs",
-        "25",
-        "--input",
-        &input,
-        "--output",
-        &out,
-        "--output",
-        &err,
-        "--ranks",
-        &ranks,
-    ];
+    let mut args = ranks::jacobi_run(dir, j, field, "out");
+    args.extend(["--ranks".to_string(), ranks]);
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.insert(0, module.to_str().unwrap());
     let o = cmdgraph(&args);
     assert!(o.status.success(), "{}", text(&o));
     let at = |what: &str, r: u32| dir.join(format!("{what}{n}.{r}.bin"));
@@ -58,7 +39,7 @@ fn on_vulkan(dir: &Path, j: &Jacobi, field: &[f32]) -> (Vec<f32>, Vec<f32>, Stri
     let mut errs = Vec::new();
     for r in 0..n {
         rows.extend_from_slice(j.owned(&floats(&at("out", r))));
-        errs.extend(floats(&at("err", r)));
+        errs.extend(floats(&at("outerr", r)));
     }
     (rows, errs, text(&o))
 }

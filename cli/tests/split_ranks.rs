@@ -11,26 +11,14 @@ use cmdgraph_interp::Interpreter;
 use cmdgraph_ir::comm::{graph_for_rank, local, SharedCommunicator};
 use cmdgraph_ir::module::Home;
 use cmdgraph_ir::{MemoryKind, Module};
-use cmdgraph_passes::pipeline::{run_pipeline, RunOptions};
-use cmdgraph_passes::{lookup, PassContext};
+use cmdgraph_passes::PassContext;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{gen, random_bytes, Rng};
 
 /// Runs `names` on `module` with `devices` devices (fast links, so that nodes spread).
 fn passes(module: &mut Module, names: &[&str], devices: u32) -> PassContext {
-    let passes: Vec<_> = names.iter().filter_map(|n| lookup(n)).collect();
-    let mut ctx = PassContext::default();
-    ctx.options.devices = Some(devices);
-    ctx.options.transfer_bytes_per_us = Some(1_000_000_000);
-    let options = RunOptions { verify_each: true, ..RunOptions::default() };
-    let report = run_pipeline(module, &passes, &options, &mut ctx, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
-    for p in &report.passes {
-        for (name, value) in &p.stats {
-            *ctx.stats.entry(name).or_insert(0) += value;
-        }
-    }
-    ctx
+    support::run_passes(module, names, devices, 1_000_000_000)
 }
 
 /// Every graph of `source`'s order run once on rank `rank` of `split`; the bytes of `names`

@@ -46,6 +46,29 @@ pub fn passes(pipeline: Option<&str>) -> Vec<&'static PassInfo> {
     }
 }
 
+/// Runs the passes `names` on `module` with `devices` devices and transfers priced at
+/// `bytes_per_us` (verifying after each); the context with every pass's statistics summed.
+pub fn run_passes(
+    module: &mut Module,
+    names: &[&str],
+    devices: u32,
+    bytes_per_us: u64,
+) -> cmdgraph_passes::PassContext {
+    use cmdgraph_passes::pipeline::{run_pipeline, RunOptions};
+    let passes: Vec<_> = names.iter().filter_map(|n| cmdgraph_passes::lookup(n)).collect();
+    let mut ctx = cmdgraph_passes::PassContext::default();
+    ctx.options.devices = Some(devices);
+    ctx.options.transfer_bytes_per_us = Some(bytes_per_us);
+    let options = RunOptions { verify_each: true, ..RunOptions::default() };
+    let report = run_pipeline(module, &passes, &options, &mut ctx, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    for p in &report.passes {
+        for (name, value) in &p.stats {
+            *ctx.stats.entry(name).or_insert(0) += value;
+        }
+    }
+    ctx
+}
+
 /// Compiles `module` with `pipeline` to bundle bytes, as `cmdgraph compile` does.
 pub fn compile(module: &Module, pipeline: Option<&str>) -> Result<Vec<u8>, String> {
     let (bundle, _) =

@@ -2,7 +2,7 @@
 //! text, and the check of a graph split by `compile --ranks 2`.
 #![allow(dead_code)]
 
-use super::comm_support::{self, random_f32};
+use super::comm_support::{self, random_f32, Jacobi};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -62,4 +62,27 @@ pub fn split_against_one_process(run: &dyn Fn(&[&str]) -> Output) {
         assert!(want.iter().any(|v| *v != 0.0), "@{name} is computed");
         assert!(comm_support::close(&got, &want), "@{name} on rank {rank} differs from one process");
     }
+}
+
+/// Writes each rank's initial field of `j` as `u{N}.{rank}.bin` in `dir`; returns the
+/// options of a Jacobi run from them: 25 runs with validation, `@u` and `@err` written as
+/// `{tag}{N}.{rank}.bin` and `{tag}err{N}.{rank}.bin`.
+pub fn jacobi_run(dir: &Path, j: &Jacobi, field: &[f32], tag: &str) -> Vec<String> {
+    let n = j.ranks;
+    for r in 0..n {
+        write_floats(&dir.join(format!("u{n}.{r}.bin")), &j.initial(field, r));
+    }
+    let d = dir.display();
+    ["--validation", "--runs", "25"]
+        .into_iter()
+        .map(str::to_string)
+        .chain([
+            "--input".into(),
+            format!("u={d}/u{n}.{{rank}}.bin"),
+            "--output".into(),
+            format!("u={d}/{tag}{n}.{{rank}}.bin"),
+            "--output".into(),
+            format!("err={d}/{tag}err{n}.{{rank}}.bin"),
+        ])
+        .collect()
 }
