@@ -109,7 +109,7 @@ rm -rf "$capi_tmp"
 step "SYCL tests on the interpreter and on Vulkan from bundles (jit, validation on), memory compared"
 sycl_tests=(--test samples --test recording --test update --test explicit --test errors --test required_mem_size
   --test asynchrony --test memory_data --test devices --test barriers_dpcpp --test dcg_host_switch --test conditional
-  --test multi_device)
+  --test multi_device --test comm)
 trace_interp="$(mktemp -d)"
 trace_vulkan="$(mktemp -d)"
 bundle_dir="$(mktemp -d)"

@@ -82,6 +82,7 @@ pub(crate) enum Command {
     AsyncFree { ptr: Ptr },
     Subgraph { exec: ExecutableGraph, shortcut: bool },
     Conditional { kind: cmdgraph_ir::CondKind, cond: Ptr, bodies: Vec<ExecutableGraph> },
+    Comm { op: cmdgraph_ir::comm::CommOp, ptr: Ptr, bytes: u64 },
     DeviceGlobalCopy { global: DeviceGlobal, offset: u64, data: Vec<u8> },
     Banned(Banned),
 }
@@ -99,6 +100,7 @@ impl Command {
             Command::Fill { .. } => "a fill",
             Command::Prefetch { .. } => "a prefetch",
             Command::Advise { .. } => "a mem_advise",
+            Command::Comm { .. } => "a communication command",
             Command::HostTask { .. } => "a host_task",
             Command::Native { .. } => "a native command",
             Command::Barrier { .. } => "a barrier",
@@ -353,6 +355,28 @@ impl Handler {
     /// `mem_advise(ptr, bytes, advice)`.
     pub fn mem_advise(&mut self, ptr: impl Into<Ptr>, bytes: u64, advice: i32) {
         self.set_command(Command::Advise { ptr: ptr.into(), bytes, advice });
+    }
+
+    /// `ext_send(ptr, bytes, to, tag)` (communication between ranks, docs/mpi.md): sends
+    /// `bytes` bytes from `ptr` to rank `to` with `tag`, through the context's communicator
+    /// ([`crate::Context::set_communicator`]). Buffered: it completes once the bytes are out.
+    pub fn ext_send(&mut self, ptr: impl Into<Ptr>, bytes: u64, to: u32, tag: u32) {
+        let op = cmdgraph_ir::comm::CommOp::Send { peer: to, tag };
+        self.set_command(Command::Comm { op, ptr: ptr.into(), bytes });
+    }
+
+    /// `ext_recv(ptr, bytes, from, tag)`: receives `bytes` bytes into `ptr` from rank `from`
+    /// with `tag` (messages between two ranks with one tag arrive in the order sent).
+    pub fn ext_recv(&mut self, ptr: impl Into<Ptr>, bytes: u64, from: u32, tag: u32) {
+        let op = cmdgraph_ir::comm::CommOp::Recv { peer: from, tag };
+        self.set_command(Command::Comm { op, ptr: ptr.into(), bytes });
+    }
+
+    /// `ext_allreduce(op, ptr, bytes)`: replaces the bytes at `ptr` with `op` over every
+    /// rank's, element-wise over the memory's element type, combined in rank order.
+    pub fn ext_allreduce(&mut self, op: cmdgraph_ir::comm::ReduceOp, ptr: impl Into<Ptr>, bytes: u64) {
+        let op = cmdgraph_ir::comm::CommOp::AllReduce(op);
+        self.set_command(Command::Comm { op, ptr: ptr.into(), bytes });
     }
 
     /// `host_task(callable)`: the callback registered under `callback` with

@@ -41,6 +41,7 @@ pub use args::{KArg, NdRange, Range};
 pub use buffer::{Accessor, Buffer};
 pub use cmdgraph_executor::DeviceKind;
 pub use cmdgraph_interp::{HostError, HostMemory};
+pub use cmdgraph_ir::comm::{ReduceOp, SharedCommunicator};
 pub use cmdgraph_ir::data::half::{self, f16};
 pub use cmdgraph_ir::{Access, NodeType, Type, UsmKind};
 /// The argument values the runtimes take (`Runtime::update_param`, the interpreter's and

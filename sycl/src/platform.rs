@@ -164,6 +164,8 @@ pub(crate) struct ContextInner {
     pub(crate) compiler: Option<BundleCompiler>,
     /// Which runtime holds the memory now, and the runs not settled yet.
     pub(crate) in_flight: crate::runner::InFlight,
+    /// This process's rank, for communication commands ([`Context::set_communicator`]).
+    pub(crate) communicator: Option<cmdgraph_ir::comm::SharedCommunicator>,
 }
 
 /// Compiles a graph's module into bundle bytes (as `cmdgraph compile` does), or says why
@@ -258,6 +260,7 @@ impl Context {
             store: Vec::new(),
             callbacks: Callbacks::default(),
             in_flight: Default::default(),
+            communicator: None,
             compiler: None,
             bundles: std::env::var_os(BUNDLE_DIR_VAR).map(|dir| BundleSource {
                 dir: dir.into(),
@@ -281,6 +284,14 @@ impl Context {
     /// that no build of the workspace turns `jit` on for everyone (Cargo unifies features).
     pub fn compile_missing_bundles_with(&self, compiler: BundleCompiler) {
         self.0.borrow_mut().compiler = Some(compiler);
+    }
+
+    /// Runs the communication commands of this context's graphs (`handler.ext_send`,
+    /// `ext_recv`, `ext_allreduce`; docs/mpi.md) through `comm`: this process's rank of an
+    /// MPI job (`cmdgraph-mpi`), or one rank of `cmdgraph_ir::comm::local::ranks`, whichever
+    /// runtime runs them (the interpreter, or the executor's host-task thread).
+    pub fn set_communicator(&self, comm: cmdgraph_ir::comm::SharedCommunicator) {
+        self.0.borrow_mut().communicator = Some(comm);
     }
 
     /// Undoes [`Context::run_from_bundles`] (and `CMDGRAPH_BUNDLE_DIR`) for graphs finalized

@@ -283,6 +283,11 @@ impl Runner {
         for name in inner.callbacks.native_without_work() {
             self.runtime.register_host_task(&name, host_task(|_| Ok(())));
         }
+        if let Some(comm) = &inner.communicator {
+            for (name, f) in cmdgraph_ir::comm::callbacks(self.runtime.module(), comm) {
+                self.runtime.register_host_task(&name, f);
+            }
+        }
     }
 }
 

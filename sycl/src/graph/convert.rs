@@ -541,6 +541,10 @@ pub(crate) fn convert(
         Some(Command::Prefetch { ptr, bytes }) => {
             NodeKind::Prefetch { ptr: pointer(rc, inner, &ptr, bytes, "prefetch")?, bytes }
         }
+        Some(Command::Comm { op, ptr, bytes }) => {
+            let ptr = pointer(rc, inner, &ptr, bytes, op.keyword())?;
+            NodeKind::Comm(cmdgraph_ir::comm::CommCommand { op, ptr, bytes })
+        }
         Some(Command::Advise { ptr, bytes, advice }) => {
             NodeKind::Memadvise { ptr: pointer(rc, inner, &ptr, bytes, "mem_advise")?, bytes, advice }
         }
