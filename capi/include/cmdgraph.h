@@ -88,6 +88,51 @@ typedef struct cmdgraph_host_memory cmdgraph_host_memory;
 // callbacks. Opaque; not for use from two threads at once.
 typedef struct cmdgraph_multi_executor cmdgraph_multi_executor;
 
+// Sends `len` bytes at `bytes` to rank `to` with `tag`. The bytes are valid during the
+// call only. It must not wait for the peer's receive (copy the bytes and send them
+// buffered, as `MPI_Bsend` or an `MPI_Isend` of a copy completed later does): ranks that
+// send before they receive would otherwise wait on each other. Returns 0, or non-zero for a
+// failure (which fails the run, naming the node and the value).
+typedef int (*cmdgraph_send_fn)(void *user,
+                                uint32_t to,
+                                uint32_t tag,
+                                const void *bytes,
+                                uint64_t len);
+
+// Receives exactly `len` bytes from rank `from` with `tag` into `out` (messages between two
+// ranks with one tag in the order sent, as MPI matches them). Returns 0, or non-zero (also
+// for a message of another size).
+typedef int (*cmdgraph_recv_fn)(void *user,
+                                uint32_t from,
+                                uint32_t tag,
+                                void *out,
+                                uint64_t len);
+
+// Gathers every rank's `len` bytes at `mine` into `all` (`size * len` bytes, rank 0 first),
+// as `MPI_Allgather` does; every rank calls it for the same all-reduce. The library combines
+// them in rank order. Returns 0, or non-zero.
+typedef int (*cmdgraph_allgather_fn)(void *user,
+                                     const void *mine,
+                                     uint64_t len,
+                                     void *all);
+
+// This process's rank: its number, how many there are, and the functions that move bytes.
+// The functions are called on the executor's host-task thread, one at a time, with `user`.
+typedef struct cmdgraph_communicator {
+    // This rank, below `size`.
+    uint32_t rank;
+    // How many ranks.
+    uint32_t size;
+    // Sends (buffered).
+    cmdgraph_send_fn send;
+    // Receives.
+    cmdgraph_recv_fn recv;
+    // Gathers for all-reduces.
+    cmdgraph_allgather_fn allgather;
+    // Passed to every function.
+    void *user;
+} cmdgraph_communicator;
+
 // The profile of an executable's last run (`cmdgraph_exec_profile`).
 typedef struct cmdgraph_profile {
     // Host time of the submission, in nanoseconds since the executor was created (not
@@ -287,6 +332,17 @@ enum cmdgraph_status cmdgraph_bundle_memory(struct cmdgraph_bundle *bundle,
                                             size_t index,
                                             const char **name,
                                             uint64_t *size);
+
+// Runs the bundle's communication nodes (`send`, `recv`, `allreduce`) through `comm`, this
+// process's rank (copied; docs/mpi.md). Call it before running a graph with such nodes;
+// each process runs the graph of its rank (`@g.r0`, `@g.r1`, ...).
+//
+// # Safety
+// `ex` is NULL or a live executor; `comm` NULL or readable, its functions following the
+// contracts of `cmdgraph_send_fn`, `cmdgraph_recv_fn` and `cmdgraph_allgather_fn`, callable
+// with `user` from the executor's host-task thread until `ex` is destroyed.
+enum cmdgraph_status cmdgraph_executor_set_communicator(struct cmdgraph_executor *ex,
+                                                        const struct cmdgraph_communicator *comm);
 
 // Copies the instance of device global `global` (`"g"` or `"@g"`) on IR device `device` (0
 // unless the module's graphs name others), after every run submitted so far, to `dst`

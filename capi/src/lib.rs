@@ -21,6 +21,7 @@
 #![allow(unsafe_code)]
 
 pub mod bundle;
+pub mod comm;
 pub mod device_global;
 pub mod error;
 pub mod exec;

@@ -1,0 +1,152 @@
+//! Communication nodes from C (docs/mpi.md, docs/capi.md "Ranks"): the application supplies
+//! its rank's communicator as three functions over its own MPI (or any transport), and the
+//! executor's host-task thread calls them for `send`, `recv` and `allreduce` nodes. The
+//! library links no MPI, so an application keeps the MPI it has (MPICH, Open MPI, a
+//! vendor's), initialized as it likes.
+
+use crate::error::{cmdgraph_status, Error};
+use crate::executor::{borrow, cmdgraph_executor};
+use crate::with;
+use cmdgraph_ir::comm::{combine, CommError, Communicator, ReduceOp};
+use cmdgraph_ir::types::ScalarType;
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+/// Sends `len` bytes at `bytes` to rank `to` with `tag`. The bytes are valid during the
+/// call only. It must not wait for the peer's receive (copy the bytes and send them
+/// buffered, as `MPI_Bsend` or an `MPI_Isend` of a copy completed later does): ranks that
+/// send before they receive would otherwise wait on each other. Returns 0, or non-zero for a
+/// failure (which fails the run, naming the node and the value).
+#[allow(non_camel_case_types)]
+pub type cmdgraph_send_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, to: u32, tag: u32, bytes: *const c_void, len: u64) -> c_int>;
+
+/// Receives exactly `len` bytes from rank `from` with `tag` into `out` (messages between two
+/// ranks with one tag in the order sent, as MPI matches them). Returns 0, or non-zero (also
+/// for a message of another size).
+#[allow(non_camel_case_types)]
+pub type cmdgraph_recv_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, from: u32, tag: u32, out: *mut c_void, len: u64) -> c_int>;
+
+/// Gathers every rank's `len` bytes at `mine` into `all` (`size * len` bytes, rank 0 first),
+/// as `MPI_Allgather` does; every rank calls it for the same all-reduce. The library combines
+/// them in rank order. Returns 0, or non-zero.
+#[allow(non_camel_case_types)]
+pub type cmdgraph_allgather_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, mine: *const c_void, len: u64, all: *mut c_void) -> c_int>;
+
+/// This process's rank: its number, how many there are, and the functions that move bytes.
+/// The functions are called on the executor's host-task thread, one at a time, with `user`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct cmdgraph_communicator {
+    /// This rank, below `size`.
+    pub rank: u32,
+    /// How many ranks.
+    pub size: u32,
+    /// Sends (buffered).
+    pub send: cmdgraph_send_fn,
+    /// Receives.
+    pub recv: cmdgraph_recv_fn,
+    /// Gathers for all-reduces.
+    pub allgather: cmdgraph_allgather_fn,
+    /// Passed to every function.
+    pub user: *mut c_void,
+}
+
+/// The application's communicator behind the library's trait.
+struct FromC(cmdgraph_communicator);
+
+// SAFETY: `cmdgraph_executor_set_communicator`'s contract: the functions and `user` may be
+// used from the executor's host-task thread for the executor's life; this crate never
+// dereferences `user`.
+unsafe impl Send for FromC {}
+
+impl FromC {
+    fn check(&self, what: &str, code: c_int) -> Result<(), CommError> {
+        match code {
+            0 => Ok(()),
+            c => Err(CommError::Transport(format!("the application's {what} function returned {c}"))),
+        }
+    }
+
+    fn peer(&self, peer: u32) -> Result<(), CommError> {
+        if peer >= self.0.size || peer == self.0.rank {
+            return Err(CommError::BadPeer { peer, size: self.0.size });
+        }
+        Ok(())
+    }
+}
+
+impl Communicator for FromC {
+    fn rank(&self) -> u32 {
+        self.0.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.0.size
+    }
+
+    fn send(&mut self, _node: &str, to: u32, tag: u32, bytes: &[u8]) -> Result<(), CommError> {
+        self.peer(to)?;
+        let f = self.0.send.ok_or_else(|| CommError::Transport("no send function".into()))?;
+        // SAFETY: the registration's contract; `bytes` is valid for `len` bytes during the call.
+        let code = unsafe { f(self.0.user, to, tag, bytes.as_ptr().cast(), bytes.len() as u64) };
+        self.check("send", code)
+    }
+
+    fn recv(&mut self, _node: &str, from: u32, tag: u32, out: &mut [u8]) -> Result<(), CommError> {
+        self.peer(from)?;
+        let f = self.0.recv.ok_or_else(|| CommError::Transport("no recv function".into()))?;
+        // SAFETY: as above; `out` is writable for `len` bytes during the call.
+        let code = unsafe { f(self.0.user, from, tag, out.as_mut_ptr().cast(), out.len() as u64) };
+        self.check("recv", code)
+    }
+
+    fn allreduce(&mut self, _node: &str, op: ReduceOp, ty: ScalarType, data: &mut [u8]) -> Result<(), CommError> {
+        let f = self.0.allgather.ok_or_else(|| CommError::Transport("no allgather function".into()))?;
+        let n = data.len();
+        let mut all = vec![0u8; n * self.0.size as usize];
+        // SAFETY: as above; `all` is writable for `size * len` bytes during the call.
+        let code = unsafe { f(self.0.user, data.as_ptr().cast(), n as u64, all.as_mut_ptr().cast()) };
+        self.check("allgather", code)?;
+        let mut acc = all[..n].to_vec();
+        for r in 1..self.0.size as usize {
+            combine(op, ty, &mut acc, &all[r * n..(r + 1) * n]);
+        }
+        data.copy_from_slice(&acc);
+        Ok(())
+    }
+}
+
+/// Runs the bundle's communication nodes (`send`, `recv`, `allreduce`) through `comm`, this
+/// process's rank (copied; docs/mpi.md). Call it before running a graph with such nodes;
+/// each process runs the graph of its rank (`@g.r0`, `@g.r1`, ...).
+///
+/// # Safety
+/// `ex` is NULL or a live executor; `comm` NULL or readable, its functions following the
+/// contracts of `cmdgraph_send_fn`, `cmdgraph_recv_fn` and `cmdgraph_allgather_fn`, callable
+/// with `user` from the executor's host-task thread until `ex` is destroyed.
+#[no_mangle]
+pub unsafe extern "C" fn cmdgraph_executor_set_communicator(
+    ex: *mut cmdgraph_executor,
+    comm: *const cmdgraph_communicator,
+) -> cmdgraph_status {
+    // SAFETY: the caller's contract for `comm`.
+    let c = unsafe { comm.as_ref() }.copied();
+    let body = |e: &mut cmdgraph_executor| {
+        let c = c.ok_or_else(|| Error::invalid("the communicator is NULL"))?;
+        if c.rank >= c.size {
+            return Err(Error::invalid(format!("rank {} is not below the rank count {}", c.rank, c.size)));
+        }
+        if c.send.is_none() || c.recv.is_none() || c.allgather.is_none() {
+            return Err(Error::invalid("the communicator needs its send, recv and allgather functions"));
+        }
+        let shared: cmdgraph_ir::comm::SharedCommunicator = Arc::new(Mutex::new(FromC(c)));
+        borrow(&e.inner)?.set_communicator(&shared);
+        Ok(())
+    };
+    // SAFETY: the caller's contract for `ex`.
+    unsafe { with(ex, body) }
+}
