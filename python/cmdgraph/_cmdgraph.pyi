@@ -127,6 +127,8 @@ class Executable:
         """Binds the arrays, runs the graph, returns the memory objects as new arrays."""
     def profile(self, graph: Optional[str] = None) -> Dict[str, object]:
         """Per-node device times of the last run (needs `profile=True` and `enable_profiling`)."""
+    def set_communicator(self, comm: object) -> None:
+        """Runs communication nodes through `comm` (rank, size, send, recv, allgather)."""
     def _native_seconds(
         self,
         runs: int,

@@ -378,6 +378,29 @@ impl Executable {
         Ok(seconds)
     }
 
+    /// Runs the bundle's communication nodes (`send`, `recv`, `allreduce`; docs/mpi.md)
+    /// through `comm`, this process's rank: an object with `rank` and `size`, `send(to, tag,
+    /// data)` (which must not wait for the peer's receive), `recv(source, tag, nbytes) ->
+    /// bytes` and `allgather(data) -> [bytes, ...]` in rank order, e.g. over mpi4py
+    /// (docs/python.md, "Ranks"). They are called on the device's host-task thread with the
+    /// GIL; all-reduces are combined in rank order. Each process then runs the graph of its
+    /// rank (`graph="g.r1"`).
+    fn set_communicator(&self, comm: &Bound<'_, PyAny>) -> PyResult<()> {
+        let c = crate::comm::PyCommunicator::new(comm)?;
+        let shared: cmdgraph_ir::comm::SharedCommunicator = std::sync::Arc::new(std::sync::Mutex::new(c));
+        let mut inner = self.lock()?;
+        match &mut inner.ex {
+            crate::engine::Engine::One(e) => {
+                e.set_communicator(&shared);
+                Ok(())
+            }
+            crate::engine::Engine::Many(_) => {
+                Err(Error::value("set_communicator: a bundle loaded on several devices runs no communication nodes")
+                    .into())
+            }
+        }
+    }
+
     /// The last run of `graph` per node, in device nanoseconds: `{"start_ns", "end_ns",
     /// "submit_host_ns", "nodes": {name: {"start_ns", "end_ns", "duration_ns"}}}` (nodes in
     /// schedule order). Needs `Device.load(..., profile=True)` and a graph with

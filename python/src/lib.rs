@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 
 pub mod arrays;
 pub mod bundle;
+pub mod comm;
 pub mod device;
 pub mod engine;
 pub mod errors;
