@@ -7,7 +7,7 @@
 use crate::error::{cmdgraph_status, Error};
 use crate::executor::{borrow, cmdgraph_executor};
 use crate::with;
-use cmdgraph_ir::comm::{combine, CommError, Communicator, ReduceOp};
+use cmdgraph_ir::comm::{check_peer, reduce_in_rank_order, CommError, Communicator, ReduceOp};
 use cmdgraph_ir::types::ScalarType;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
@@ -72,10 +72,7 @@ impl FromC {
     }
 
     fn peer(&self, peer: u32) -> Result<(), CommError> {
-        if peer >= self.0.size || peer == self.0.rank {
-            return Err(CommError::BadPeer { peer, size: self.0.size });
-        }
-        Ok(())
+        check_peer(peer, self.0.rank, self.0.size)
     }
 }
 
@@ -111,11 +108,9 @@ impl Communicator for FromC {
         // SAFETY: as above; `all` is writable for `size * len` bytes during the call.
         let code = unsafe { f(self.0.user, data.as_ptr().cast(), n as u64, all.as_mut_ptr().cast()) };
         self.check("allgather", code)?;
-        let mut acc = all[..n].to_vec();
-        for r in 1..self.0.size as usize {
-            combine(op, ty, &mut acc, &all[r * n..(r + 1) * n]);
+        if n > 0 {
+            reduce_in_rank_order(op, ty, all.chunks_exact(n), data);
         }
-        data.copy_from_slice(&acc);
         Ok(())
     }
 }

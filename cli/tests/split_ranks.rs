@@ -12,7 +12,6 @@ use cmdgraph_ir::comm::{graph_for_rank, local, SharedCommunicator};
 use cmdgraph_ir::module::Home;
 use cmdgraph_ir::{MemoryKind, Module};
 use cmdgraph_passes::PassContext;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{gen, random_bytes, Rng};
 
@@ -101,23 +100,8 @@ fn random_graphs_split_into_ranks_compute_what_one_process_computed() {
             want.push(names.iter().map(|n| it.read(n).unwrap().to_vec()).collect::<Vec<_>>());
         }
         // The ranks, each in its own interpreter.
-        let comms = local::ranks(devices, Duration::from_secs(60));
-        let got: Vec<Result<Vec<Vec<Vec<u8>>>, String>> = std::thread::scope(|s| {
-            let hs: Vec<_> = comms
-                .into_iter()
-                .enumerate()
-                .map(|(r, c)| {
-                    let (split, graphs, inputs, names) = (&split, &graphs, &inputs, &names);
-                    s.spawn(move || {
-                        let c = Arc::new(Mutex::new(c));
-                        let out = run_rank(split, graphs, r as u32, c.clone(), inputs, names);
-                        c.lock().unwrap().end();
-                        out
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+        let got = local::run(devices, Duration::from_secs(60), |r, c| run_rank(&split, &graphs, r, c, &inputs, &names));
+        let got: Vec<Result<Vec<Vec<Vec<u8>>>, String>> = got.into_iter().map(|r| r.unwrap()).collect();
         let got: Vec<Vec<Vec<Vec<u8>>>> = got
             .into_iter()
             .map(|r| r.unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", cmdgraph_ir::text::print(&split))))

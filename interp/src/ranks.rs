@@ -9,7 +9,6 @@
 use crate::{InterpError, Interpreter, RunOptions};
 use cmdgraph_ir::comm::{self, local, SharedCommunicator};
 use cmdgraph_ir::module::Module;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How one simulation runs.
@@ -34,28 +33,10 @@ pub type Setup<'s> = dyn Fn(u32, &mut Interpreter) -> Result<(), InterpError> + 
 /// Runs every rank of `sim` to the end, each set up by `setup`; returns each rank's
 /// interpreter (to read its memory), or the error that ended it, rank 0 first.
 pub fn simulate(sim: &Simulation<'_>, setup: &Setup<'_>) -> Vec<Result<Interpreter, InterpError>> {
-    let comms = local::ranks(sim.size, sim.timeout);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = comms
-            .into_iter()
-            .enumerate()
-            .map(|(rank, c)| {
-                let rank = rank as u32;
-                s.spawn(move || {
-                    let c = Arc::new(Mutex::new(c));
-                    let r = run_rank(sim, setup, rank, Arc::clone(&c) as SharedCommunicator);
-                    if let Ok(c) = c.lock() {
-                        c.end();
-                    }
-                    r
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(InterpError::api("a rank's thread panicked"))))
-            .collect()
-    })
+    local::run(sim.size, sim.timeout, |rank, comm| run_rank(sim, setup, rank, comm))
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|_| Err(InterpError::api("a rank's thread panicked"))))
+        .collect()
 }
 
 fn run_rank(

@@ -335,6 +335,34 @@ impl fmt::Display for CommError {
     }
 }
 
+/// Whether rank `rank` of `size` may talk to `peer`: another rank that exists.
+pub fn check_peer(peer: u32, rank: u32, size: u32) -> Result<(), CommError> {
+    if peer >= size || peer == rank {
+        return Err(CommError::BadPeer { peer, size });
+    }
+    Ok(())
+}
+
+/// `data` replaced by `parts` (every rank's bytes, rank 0 first, each `data.len()` long)
+/// combined in rank order with `op`: how every communicator that gathers finishes an
+/// all-reduce, so that all of them give the simulation's bits.
+pub fn reduce_in_rank_order<'a>(
+    op: ReduceOp,
+    ty: ScalarType,
+    parts: impl IntoIterator<Item = &'a [u8]>,
+    data: &mut [u8],
+) {
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else { return };
+    let mut acc = first.to_vec();
+    for p in parts {
+        combine(op, ty, &mut acc, p);
+    }
+    if acc.len() == data.len() {
+        data.copy_from_slice(&acc);
+    }
+}
+
 /// `acc = acc op next`, element-wise over `ty`. `f32`/`f64` `min`/`max` follow IEEE
 /// `minNum`/`maxNum` as Rust's `f32::min` does (a NaN loses to a number).
 pub fn combine(op: ReduceOp, ty: ScalarType, acc: &mut [u8], next: &[u8]) {

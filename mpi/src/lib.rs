@@ -22,7 +22,7 @@
 //! After one has, the communicator is broken (a thread of it may still be inside MPI): later
 //! calls fail at once, and dropping it does not finalize MPI, which would wait on that call.
 
-use cmdgraph_ir::comm::{combine, CommError, Communicator, ReduceOp};
+use cmdgraph_ir::comm::{reduce_in_rank_order, CommError, Communicator, ReduceOp};
 use cmdgraph_ir::types::ScalarType;
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
@@ -124,8 +124,8 @@ impl MpiCommunicator {
             )));
         }
         match peer {
-            Some(p) if p >= self.size || p == self.rank => Err(CommError::BadPeer { peer: p, size: self.size }),
-            _ => Ok(()),
+            Some(p) => cmdgraph_ir::comm::check_peer(p, self.rank, self.size),
+            None => Ok(()),
         }
     }
 
@@ -265,11 +265,9 @@ impl Communicator for MpiCommunicator {
         }
         let all = self.gather(node, data.to_vec())?;
         let n = data.len();
-        let mut acc = all[..n].to_vec();
-        for r in 1..self.size as usize {
-            combine(op, ty, &mut acc, &all[r * n..(r + 1) * n]);
+        if n > 0 {
+            reduce_in_rank_order(op, ty, all.chunks_exact(n), data);
         }
-        data.copy_from_slice(&acc);
         Ok(())
     }
 }

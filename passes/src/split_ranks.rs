@@ -84,6 +84,9 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             preds[e.to.index()].push(e.from);
         }
         let mut placed: Vec<Placed> = vec![Vec::new(); graph.nodes.len()];
+        // By node, then rank: the nodes of that rank the node's part there (or, without one,
+        // its successors' parts there) come after; see [`nearest_on`].
+        let mut frontier: Vec<Vec<Vec<Handle<Node>>>> = vec![Vec::new(); graph.nodes.len()];
         let (mut tag, mut transfers, mut tokens) = (0u32, 0u64, 0u64);
         // In topological order, so that every edge of a rank graph goes from an earlier
         // statement to a later one, as the text writes edges.
@@ -137,7 +140,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
             // receive) to where the node starts (a transfer's send).
             let mut before: Vec<Vec<Handle<Node>>> = vec![Vec::new(); halves.len()];
             for (k, (rank, _, _)) in halves.iter().enumerate() {
-                before[k] = nearest_on(*rank, &preds, &placed, i as usize);
+                before[k] = nearest_on(*rank, &preds[i as usize], &frontier);
             }
             for p in &preds[i as usize] {
                 let from = &placed[p.index()];
@@ -171,6 +174,12 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 .zip(before)
                 .map(|((rank, name, kind), before)| {
                     (rank, append(&mut parts[rank as usize], name, kind, &before, span))
+                })
+                .collect();
+            frontier[i as usize] = (0..ranks)
+                .map(|r| match placed[i as usize].iter().find(|(q, _)| *q == r) {
+                    Some(&(_, here)) => vec![here],
+                    None => nearest_on(r, &preds[i as usize], &frontier),
                 })
                 .collect();
         }
@@ -211,28 +220,16 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     Ok(())
 }
 
-/// The nodes of rank `rank` that node `v` of the source graph comes after: each nearest
-/// ancestor with a part on `rank`, along paths through other ranks' nodes too. Those paths
-/// order them at run time (each crossing is a message), and the rank graph says so with an
-/// edge, so that the verifier sees the order (a send before a receive into the same memory).
-fn nearest_on(rank: u32, preds: &[Vec<Handle<Node>>], placed: &[Placed], v: usize) -> Vec<Handle<Node>> {
-    let mut found = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    let mut stack: Vec<Handle<Node>> = preds[v].clone();
-    while let Some(u) = stack.pop() {
-        if !seen.insert(u) {
-            continue;
-        }
-        match placed[u.index()].iter().find(|(r, _)| *r == rank) {
-            Some(&(_, here)) => {
-                if !found.contains(&here) {
-                    found.push(here);
-                }
-            }
-            None => stack.extend(preds[u.index()].iter().copied()),
-        }
-    }
+/// The nodes of rank `rank` that a node with predecessors `preds` comes after: each nearest
+/// ancestor with a part on `rank`, along paths through other ranks' nodes too (`frontier`
+/// holds them for every node placed so far, computed once each in topological order). Those
+/// paths order them at run time (each crossing is a message), and the rank graph says so with
+/// an edge, so that the verifier sees the order (a send before a receive into the same memory).
+fn nearest_on(rank: u32, preds: &[Handle<Node>], frontier: &[Vec<Vec<Handle<Node>>>]) -> Vec<Handle<Node>> {
+    let mut found: Vec<Handle<Node>> =
+        preds.iter().filter_map(|p| frontier[p.index()].get(rank as usize)).flatten().copied().collect();
     found.sort();
+    found.dedup();
     found
 }
 

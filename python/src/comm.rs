@@ -4,7 +4,7 @@
 //! `recv` and `allreduce` nodes. The package links no MPI.
 
 use crate::host::guarded;
-use cmdgraph_ir::comm::{combine, CommError, Communicator, ReduceOp};
+use cmdgraph_ir::comm::{check_peer, reduce_in_rank_order, CommError, Communicator, ReduceOp};
 use cmdgraph_ir::types::ScalarType;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -53,10 +53,7 @@ impl PyCommunicator {
     }
 
     fn peer(&self, peer: u32) -> Result<(), CommError> {
-        if peer >= self.size || peer == self.rank {
-            return Err(CommError::BadPeer { peer, size: self.size });
-        }
-        Ok(())
+        check_peer(peer, self.rank, self.size)
     }
 }
 
@@ -105,11 +102,7 @@ impl Communicator for PyCommunicator {
                 ),
             });
         }
-        let mut acc = parts[0].clone();
-        for p in &parts[1..] {
-            combine(op, ty, &mut acc, p);
-        }
-        data.copy_from_slice(&acc);
+        reduce_in_rank_order(op, ty, parts.iter().map(Vec::as_slice), data);
         Ok(())
     }
 }

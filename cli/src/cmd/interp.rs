@@ -218,7 +218,7 @@ pub(crate) fn run_on(
     graph: &str,
     comm: Option<&cmdgraph_ir::comm::SharedCommunicator>,
 ) -> Result<Done, Failure> {
-    let (module, graph, input) = (module, graph.to_string(), input);
+    let graph = graph.to_string();
     if let Some(path) = args.steps.0.iter().find_map(|s| s.update_from.as_ref()) {
         return Err(Failure::Rejected(format!(
             "error: --update-from `{}`: a whole-graph update needs a compiled bundle and an executor; \

@@ -29,6 +29,35 @@ pub fn ranks(size: u32, timeout: Duration) -> Vec<LocalCommunicator> {
     (0..size).map(|rank| LocalCommunicator { rank, hub: Arc::clone(&hub), timeout }).collect()
 }
 
+/// Runs `f` for every rank of [`ranks`]`(size, timeout)` on a thread of its own, with the
+/// rank and its communicator, and ends each rank when its `f` returns (so that what the others
+/// still wait on from it fails at once); each rank's result, rank 0 first (`Err` where `f`
+/// panicked).
+pub fn run<T: Send>(
+    size: u32,
+    timeout: Duration,
+    f: impl Fn(u32, super::SharedCommunicator) -> T + Sync,
+) -> Vec<std::thread::Result<T>> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ranks(size, timeout)
+            .into_iter()
+            .map(|c| {
+                s.spawn(move || {
+                    let rank = c.rank;
+                    let c = Arc::new(Mutex::new(c));
+                    let out = f(rank, Arc::clone(&c) as super::SharedCommunicator);
+                    if let Ok(c) = c.lock() {
+                        c.end();
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join()).collect()
+    })
+}
+
 /// One rank's end of [`ranks`]. Dropping it ends the rank: its peers' waits on it fail.
 pub struct LocalCommunicator {
     rank: u32,
@@ -127,10 +156,7 @@ impl LocalCommunicator {
     }
 
     fn check_peer(&self, peer: u32) -> Result<(), CommError> {
-        if peer >= self.hub.size || peer == self.rank {
-            return Err(CommError::BadPeer { peer, size: self.hub.size });
-        }
-        Ok(())
+        super::check_peer(peer, self.rank, self.hub.size)
     }
 
     /// Waits until `wait` is ready, a deadlock, or the deadline.

@@ -10,7 +10,6 @@ use crate::io;
 use cmdgraph_ir::comm::{self, local, SharedCommunicator};
 use cmdgraph_ir::Module;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a rank waits for another. The simulation sees every rank, so a rank that waits
@@ -24,40 +23,19 @@ fn for_rank(list: &[Binding], rank: u32) -> Vec<Binding> {
 
 pub(super) fn run(args: &InterpArgs, input: &io::Input, module: &Module, size: u32) -> Outcome {
     let base = pick_rank_base(module, args.graph.as_deref(), &input.name)?;
-    let comms = local::ranks(size, TIMEOUT);
-    let results: Vec<Result<Done, Failure>> = std::thread::scope(|s| {
-        let handles: Vec<_> = comms
-            .into_iter()
-            .enumerate()
-            .map(|(rank, c)| {
-                let base = &base;
-                s.spawn(move || {
-                    let rank = rank as u32;
-                    let mine = InterpArgs {
-                        inputs: for_rank(&args.inputs, rank),
-                        outputs: for_rank(&args.outputs, rank),
-                        ..args.clone()
-                    };
-                    let c = Arc::new(Mutex::new(c));
-                    let shared: SharedCommunicator = c.clone();
-                    let graph = comm::graph_for_rank(module, base, rank);
-                    let r = run_on(&mine, input, module, &graph, Some(&shared));
-                    // Ended: what the others wait on from this rank fails from now on.
-                    if let Ok(c) = c.lock() {
-                        c.end();
-                    }
-                    r.map_err(|f| match f {
-                        Failure::Rejected(t) => Failure::Rejected(format!("rank {rank} of {size}: {t}")),
-                        other => other,
-                    })
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Rejected("error: a rank panicked".into()))))
-            .collect()
-    });
+    let one = |rank: u32, comm: SharedCommunicator| {
+        let mine =
+            InterpArgs { inputs: for_rank(&args.inputs, rank), outputs: for_rank(&args.outputs, rank), ..args.clone() };
+        let graph = comm::graph_for_rank(module, &base, rank);
+        run_on(&mine, input, module, &graph, Some(&comm)).map_err(|f| match f {
+            Failure::Rejected(t) => Failure::Rejected(format!("rank {rank} of {size}: {t}")),
+            other => other,
+        })
+    };
+    let results: Vec<Result<Done, Failure>> = local::run(size, TIMEOUT, one)
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|_| Err(Failure::Rejected("error: a rank panicked".into()))))
+        .collect();
     let mut all = Done { summary: String::new(), files: Vec::new(), races: 0, differ: Vec::new(), compared: 0 };
     let mut errors = Vec::new();
     for (rank, r) in results.into_iter().enumerate() {

@@ -17,7 +17,6 @@ use cmdgraph_ir::comm::{self, local, SharedCommunicator};
 use cmdgraph_ir::Module;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a rank waits for another when `--timeout` says nothing (the executor's own
@@ -93,31 +92,11 @@ fn run_rank(
 /// `--ranks N`: every rank on a thread of this process, on the simulated communicator.
 pub(super) fn in_process(job: &Job<'_>, size: u32) -> Result<(String, Files), Failure> {
     let base = pick_rank_base(job.module, job.args.graph.as_deref(), job.file)?;
-    let comms = local::ranks(size, timeout(job.args));
-    let results: Vec<Result<(String, Files), Failure>> = std::thread::scope(|s| {
-        let handles: Vec<_> = comms
+    let results: Vec<Result<(String, Files), Failure>> =
+        local::run(size, timeout(job.args), |rank, comm| run_rank(job, &base, rank, size, &comm))
             .into_iter()
-            .enumerate()
-            .map(|(rank, c)| {
-                let base = &base;
-                s.spawn(move || {
-                    let c = Arc::new(Mutex::new(c));
-                    let shared: SharedCommunicator = c.clone();
-                    let r = run_rank(job, base, rank as u32, size, &shared);
-                    // A rank that ended (well or not) fails what the others still wait on
-                    // from it, at once.
-                    if let Ok(c) = c.lock() {
-                        c.end();
-                    }
-                    r
-                })
-            })
+            .map(|r| r.unwrap_or_else(|_| Err(Failure::Rejected("error: a rank's thread panicked".into()))))
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Rejected("error: a rank's thread panicked".into()))))
-            .collect()
-    });
     let mut summary = String::new();
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -170,7 +149,7 @@ pub(super) fn start_mpi(args: &RunArgs) -> Result<Option<MpiRank>, Failure> {
     let comm = cmdgraph_mpi::MpiCommunicator::init(timeout(args))
         .map_err(|e| Failure::Rejected(format!("error: cannot start MPI: {e}")))?;
     let (rank, size) = (comm.rank(), comm.size());
-    Ok(Some(MpiRank { rank, size, comm: Arc::new(Mutex::new(comm)) }))
+    Ok(Some(MpiRank { rank, size, comm: std::sync::Arc::new(std::sync::Mutex::new(comm)) }))
 }
 
 /// `--mpi` in a build without MPI.
