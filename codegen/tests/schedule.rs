@@ -38,11 +38,39 @@ fn independent_nodes_share_a_stage_and_a_chain_takes_one_stage_each() {
 
 #[test]
 fn host_tasks_split_segments_and_independent_work_runs_before_them() {
-    // %late depends on the host task; %free does not and goes to the first segment.
+    // %late depends on the host task; %free does not and goes before it, in a segment of
+    // its own after %a's: the host task waits only for %a.
     let m = graph(
         "  %a = memset @x, 0, 4\n  %h = host_task \"cb\" after(%a)\n  %late = memset @x, 1, 4 after(%h)\n  %free = memset @x + 8, 0, 4\n",
     );
-    assert_eq!(schedule(only(&m)).expect("schedules"), vec![dev(&[&["a", "free"]]), host("h"), dev(&[&["late"]])]);
+    assert_eq!(
+        schedule(only(&m)).expect("schedules"),
+        vec![dev(&[&["a"]]), dev(&[&["free"]]), host("h"), dev(&[&["late"]])]
+    );
+}
+
+#[test]
+fn work_a_host_task_does_not_need_is_split_off_and_restaged() {
+    // A halo exchange: %edge feeds the send, %inner (after %prev, as %edge is) does not.
+    // Without the split one segment would hold [prev], [edge, inner], and the send would
+    // wait for %inner; split, the rest is one stage of its own, submitted before the send.
+    let m = graph(concat!(
+        "  %prev = memset @x, 0, 4\n",
+        "  %edge = memset @x + 4, 0, 4 after(%prev)\n",
+        "  %inner = memset @x + 8, 0, 4 after(%prev)\n",
+        "  %deep = memset @x + 12, 0, 4 after(%inner)\n",
+        "  %loose = memset @x + 16, 0, 4\n",
+        "  %send = host_task \"send\" after(%edge)\n",
+        "  %next = memset @x + 4, 1, 4 after(%send, %deep)\n",
+    ));
+    let s = schedule(only(&m)).expect("schedules");
+    assert_eq!(
+        s,
+        vec![dev(&[&["prev"], &["edge"]]), dev(&[&["inner", "loose"], &["deep"]]), host("send"), dev(&[&["next"]])]
+    );
+    // A group whose device work all leads to its host tasks stays one segment.
+    let m = graph("  %a = memset @x, 0, 4\n  %b = memset @x + 4, 0, 4 after(%a)\n  %h = host_task \"cb\" after(%b)\n");
+    assert_eq!(schedule(only(&m)).expect("schedules"), vec![dev(&[&["a"], &["b"]]), host("h")]);
 }
 
 #[test]

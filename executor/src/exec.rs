@@ -12,7 +12,7 @@ use ash::vk;
 use cmdgraph_ir::data::{from_bytes, to_bytes, Element};
 use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 use cmdgraph_ir::types::Access;
-use cmdgraph_ir::{MemAccess, MemRef, MemoryKind, Module};
+use cmdgraph_ir::{MemAccess, MemRef, MemoryKind, Module, UsmKind};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -223,19 +223,27 @@ impl Executor {
             let p = KernelPipeline::new(&ex.ctx, ex.cache, k)?;
             ex.pipelines.push(p);
         }
-        let mems: Vec<(u64, bool)> = ex
+        let mems: Vec<(u64, bool, Place)> = ex
             .loaded
             .module
             .memories
             .iter()
-            .map(|(_, m)| (m.size_bytes(), matches!(m.kind, MemoryKind::DeviceGlobal(_))))
+            .map(|(_, m)| {
+                let place = match m.kind {
+                    MemoryKind::Usm(UsmKind::Host) => Place::HostCached,
+                    _ => Place::Device,
+                };
+                (m.size_bytes(), matches!(m.kind, MemoryKind::DeviceGlobal(_)), place)
+            })
             .collect();
-        for (size, global) in mems {
+        for (size, global, place) in mems {
             if global {
                 ex.memories.push(None);
                 continue;
             }
-            let buf = Buffer::new(&ex.ctx, size, Place::Device)?;
+            // `host` USM in host-cached memory the host maps: host tasks read and write it
+            // without a transfer.
+            let buf = Buffer::new(&ex.ctx, size, place)?;
             let zero = |d: &ash::Device, cb: vk::CommandBuffer| {
                 // SAFETY: `buf` is live; the whole buffer is filled.
                 unsafe { d.cmd_fill_buffer(cb, buf.buffer, 0, vk::WHOLE_SIZE, 0) }
@@ -531,6 +539,9 @@ pub struct HostContext<'a> {
     pub(crate) node: &'a str,
     /// (name, mode, buffer, byte offset, size) per declared access.
     pub(crate) access: Vec<Declared>,
+    /// The timeline value the host task's run waited for: its staged reads and writes wait
+    /// for it on the queue (not for device work submitted since, which may still run).
+    pub(crate) after: (ash::vk::Semaphore, u64),
     /// The first access violation.
     pub(crate) violation: Option<HostError>,
 }
@@ -591,16 +602,20 @@ impl HostMemory for HostContext<'_> {
     fn read_bytes(&mut self, name: &str, offset: u64, len: u64) -> std::result::Result<Vec<u8>, HostError> {
         let a = self.find(name, "read")?;
         self.in_range(&a, offset, len)?;
-        let bytes =
-            self.transfers.download(self.ctx, a.2, a.3 + offset, len).map_err(|e| HostError::Failed(e.to_string()));
+        let bytes = self
+            .transfers
+            .download_after(self.ctx, a.2, a.3 + offset, len, self.after)
+            .map_err(|e| HostError::Failed(e.to_string()));
         self.note(bytes)
     }
 
     fn write(&mut self, name: &str, offset: u64, bytes: &[u8]) -> std::result::Result<(), HostError> {
         let a = self.find(name, "write")?;
         self.in_range(&a, offset, bytes.len() as u64)?;
-        let done =
-            self.transfers.upload(self.ctx, a.2, a.3 + offset, bytes).map_err(|e| HostError::Failed(e.to_string()));
+        let done = self
+            .transfers
+            .upload_after(self.ctx, a.2, a.3 + offset, bytes, self.after)
+            .map_err(|e| HostError::Failed(e.to_string()));
         self.note(done)
     }
 }

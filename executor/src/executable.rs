@@ -25,9 +25,10 @@ pub(crate) mod conditional;
 pub(crate) mod copies;
 mod effects;
 mod lifetimes;
-mod plan;
+pub(crate) mod plan;
 mod record;
 mod sets;
+mod waits;
 
 /// Which kernel resources: (node index, alternative index of a `dynamic` node; `None` for a
 /// kernel node). Stable for the executable's life: updates change a [`KNode`]'s command,

@@ -33,6 +33,7 @@ pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
 pub use exec::{BarrierPolicy, CopyPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
 pub use executable::conditional::LADDER as LOOP_LADDER;
 pub use executable::copies::CopyPath;
+pub use executable::plan::HostTaskWait;
 pub use interop::{RunSync, SemaphoreValue};
 pub use load::{load_bytes, Loaded};
 pub use multi::{MultiExecId, MultiExecutor, StageProfile};

@@ -57,9 +57,8 @@ pub fn plan(graph: &Graph) -> Result<Vec<Seg>> {
             if ready.is_empty() {
                 return Err(ExecError::Ir("the graph has a cycle".into()));
             }
-            if !stages.is_empty() {
-                out.push(Seg::Device(std::mem::take(&mut stages)));
-            }
+            let stages = std::mem::take(&mut stages);
+            out.extend(split_for(&succ, &ready, &handles, stages).into_iter().map(Seg::Device));
             out.extend(ready.iter().map(|&i| match is_loop(graph, handles[i]) {
                 true => Seg::Loop(handles[i]),
                 false => Seg::Host(handles[i]),
@@ -81,6 +80,36 @@ pub fn plan(graph: &Graph) -> Result<Vec<Seg>> {
         out.push(Seg::Device(stages));
     }
     Ok(out)
+}
+
+/// The device segment `stages` before the host tasks `hosts`: the nodes that lead to them
+/// first, then the rest (submitted before the host tasks run, which wait only for the
+/// first), as codegen splits (codegen/src/schedule.rs). Empty parts are left out.
+fn split_for(
+    succ: &[Vec<usize>],
+    hosts: &[usize],
+    handles: &[Handle<Node>],
+    stages: Vec<Vec<Handle<Node>>>,
+) -> Vec<Vec<Vec<Handle<Node>>>> {
+    let mut member = vec![false; handles.len()];
+    for h in stages.iter().flatten() {
+        member[h.index()] = true;
+    }
+    // Later stages first: a node leads when a successor is one of the host tasks or leads.
+    let mut leads = vec![false; handles.len()];
+    let is_host: std::collections::BTreeSet<usize> = hosts.iter().copied().collect();
+    for h in stages.iter().rev().flat_map(|s| s.iter()) {
+        let i = h.index();
+        leads[i] = succ[i].iter().any(|&s| is_host.contains(&s) || (member[s] && leads[s]));
+    }
+    let part = |want: bool| -> Vec<Vec<Handle<Node>>> {
+        stages
+            .iter()
+            .map(|s| s.iter().copied().filter(|h| leads[h.index()] == want).collect::<Vec<_>>())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    [part(true), part(false)].into_iter().filter(|p| !p.is_empty()).collect()
 }
 
 /// Converts the bundle's schedule to handles and checks it: every node exactly once, host

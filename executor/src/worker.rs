@@ -43,6 +43,10 @@ pub(crate) enum Step {
         callback: String,
         /// The memory it may touch.
         access: Vec<Declared>,
+        /// The timeline steps from the run's start it waits for: the device segments that
+        /// hold its ancestors or touch its memory (executable/waits.rs). Later segments
+        /// submitted before it keep running while it does.
+        need: u64,
     },
     /// Run a `while` node: its first chunk of rounds as a device segment, then more chunks
     /// while the host reads that the loop still runs.
@@ -447,9 +451,10 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
                     submit(ctx, job.timeline, at, *cb)?;
                     at += 1;
                 }
-                Step::Host { node, callback, access } => {
-                    wait_timeline(ctx, job.timeline, at)?;
-                    call(ctx, transfers, callbacks, node, callback, access)?;
+                Step::Host { node, callback, access, need } => {
+                    let after = (job.timeline, job.start + need);
+                    wait_timeline(ctx, after.0, after.1)?;
+                    call(ctx, transfers, callbacks, (node, callback), access, after)?;
                 }
                 Step::Loop(l) => run_loop(ctx, job.timeline, &mut at, l, &std::mem::take(&mut deferred))?,
             }
@@ -457,10 +462,10 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
         Ok(())
     })();
     if r.is_err() && at < end {
-        // Usually everything submitted has completed (waited for before the host task), so
-        // the timeline is at `at` and may be moved to the run's end from the host. When a
-        // wait timed out, the submitted work may still be running: the queue moves the
-        // timeline after it instead.
+        // Usually everything submitted completes (a host task waits only for what it needs,
+        // so the rest is waited for here), and the timeline may then be moved from `at` to the
+        // run's end from the host. When a wait timed out, the submitted work may still be
+        // running: the queue moves the timeline after it instead.
         let done = !matches!(r, Err(ExecError::Timeout { .. })) && wait_timeline(ctx, job.timeline, at).is_ok();
         if done {
             let info = vk::SemaphoreSignalInfo::default().semaphore(job.timeline).value(end);
@@ -494,19 +499,21 @@ fn signal_after(ctx: &Context, timeline: vk::Semaphore, end: u64, sync: &RunSync
     Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)
 }
 
+/// Calls host task `node`'s `callback`; its staged reads and writes wait on the queue for
+/// `after` (the timeline value its run waited for), not for everything submitted before.
 fn call(
     ctx: &Context,
     transfers: &Transfers,
     callbacks: &Callbacks,
-    node: &str,
-    callback: &str,
+    (node, callback): (&str, &str),
     access: &[Declared],
+    after: (vk::Semaphore, u64),
 ) -> Result<()> {
     let host_err = |reason: String| ExecError::Host { node: node.to_string(), reason };
     let f = callbacks.lock().ok().and_then(|m| m.get(callback).cloned());
     let f = f.ok_or_else(|| host_err(format!("callback \"{callback}\" is not registered")))?;
     let mut f = f.lock().map_err(|_| host_err(format!("callback \"{callback}\" panicked in an earlier run")))?;
-    let mut hc = HostContext { ctx, transfers, node, access: access.to_vec(), violation: None };
+    let mut hc = HostContext { ctx, transfers, node, access: access.to_vec(), after, violation: None };
     let r = (*f)(&mut hc as &mut dyn HostMemory);
     // A violation fails the run even when the callback swallowed the error (as on the
     // interpreter); the callback's own error otherwise.

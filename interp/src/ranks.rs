@@ -21,7 +21,7 @@ pub struct Simulation<'a> {
     pub size: u32,
     /// Runs of each rank's executable graph.
     pub runs: u64,
-    /// The options of every run.
+    /// The options of every run (with `check_races`, a race fails the rank).
     pub options: RunOptions,
     /// How long a rank waits for another before it fails.
     pub timeout: Duration,
@@ -50,7 +50,12 @@ fn run_rank(
     setup(rank, &mut interp)?;
     let exec = interp.finalize(&comm::graph_for_rank(sim.module, sim.graph, rank))?;
     for _ in 0..sim.runs {
-        interp.run_with(exec, &sim.options)?;
+        let stats = interp.run_with(exec, &sim.options)?;
+        // With `check_races`, a race is the simulation's failure: its outputs would depend
+        // on an order the graph does not fix.
+        if let Some(race) = stats.races.first() {
+            return Err(InterpError::api(format!("rank {rank}: {race}")));
+        }
     }
     Ok(interp)
 }

@@ -36,6 +36,7 @@ impl Executor {
         let mut copy_steps = Vec::with_capacity(exe.sched.len());
         let mut copy_cbs = Vec::new();
         let cmds = exe.cmds.get(copy).map_or(&[][..], Vec::as_slice);
+        let waits = self.host_waits(exe, graph);
         for (si, seg) in exe.sched.iter().enumerate() {
             match seg {
                 Seg::Device(_) => {
@@ -43,7 +44,9 @@ impl Executor {
                     copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
                     copy_steps.push(Ok(Step::Device(cb)));
                 }
-                Seg::Host(h) => copy_steps.push(self.host_step(exe, graph, *h)),
+                Seg::Host(h) => {
+                    copy_steps.push(self.host_step(exe, graph, *h, |access| waits.steps_before(h.index(), si, access)))
+                }
                 Seg::Loop(h) => {
                     let cb = cmds.get(si).copied().unwrap_or_default();
                     copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
@@ -132,9 +135,36 @@ impl Executor {
         })
     }
 
+    /// Per host task of executable `id`, in schedule order: its node, the device segments
+    /// its run submits before it, and how many of those it waits for (the first ones: those
+    /// holding its ancestors or touching its memory, docs/executor.md, "Host tasks and
+    /// overlap"). The rest keep running while it does.
+    pub fn host_task_waits(&self, id: ExecId) -> Result<Vec<HostTaskWait>> {
+        let exe = self.exec_ref(id)?;
+        let mut out = Vec::new();
+        let mut before = 0u64;
+        for step in exe.steps.first().into_iter().flatten() {
+            match step {
+                Ok(Step::Device(_) | Step::Loop(_)) => before += 1,
+                Ok(Step::Host { node, need, .. }) => {
+                    out.push(HostTaskWait { node: node.clone(), submitted_before: before, waits_for: *need })
+                }
+                Err(e) => return Err(e.clone()),
+            }
+        }
+        Ok(out)
+    }
+
     /// A host task of a run: its current command and the memory it declares, resolved (at
-    /// finalize, and again when an update changes its callback).
-    fn host_step(&self, exe: &Executable, graph: &Graph, h: Handle<Node>) -> Result<Step> {
+    /// finalize, and again when an update changes its callback), and the timeline steps it
+    /// waits for (`need`, given what it declares).
+    fn host_step(
+        &self,
+        exe: &Executable,
+        graph: &Graph,
+        h: Handle<Node>,
+        need: impl FnOnce(&[cmdgraph_ir::MemAccess]) -> u64,
+    ) -> Result<Step> {
         let n = &graph.nodes[h];
         let cmd = match (exe.hosts.get(&h.index()), &n.kind) {
             // An update replaced the node's command.
@@ -158,8 +188,19 @@ impl Executor {
         };
         let pool = exe.pool.as_ref().map(|p| (p, &place as &dyn Fn(MemRef) -> Option<(String, u64, u64)>));
         let access = declared(&self.loaded.module, &self.memories, pool, &cmd.access).map_err(host_err)?;
-        Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access })
+        Ok(Step::Host { node: n.name.clone(), callback: cmd.callback, access, need: need(&cmd.access) })
     }
+}
+
+/// What one host task waits for ([`Executor::host_task_waits`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostTaskWait {
+    /// The host task's node (without `%`).
+    pub node: String,
+    /// Device segments (and `while` nodes) its run submits before it.
+    pub submitted_before: u64,
+    /// How many of those, the first ones, it waits for.
+    pub waits_for: u64,
 }
 
 /// The run step of `while` node `h`, whose segment's command buffer is `first`.

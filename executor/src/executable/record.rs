@@ -245,6 +245,11 @@ impl Executor {
             self.record(exe, si)?;
         }
         let stale = std::mem::take(&mut exe.stale_nodes);
+        // A kernel that now touches other memory may conflict with a host task that did not
+        // wait for its segment: the run plan's waits are worked out again.
+        if exe.has_host && !stale.is_empty() {
+            self.build_steps(exe);
+        }
         let mut by_segment: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for (si, node) in stale {
             by_segment.entry(si).or_default().push(node);

@@ -273,14 +273,14 @@ impl TransferPeer {
             )));
         }
         let t = self.transfers.as_ref().ok_or_else(|| ExecError::Invalid("peer not built".into()))?;
-        t.upload(ctx, BufRef { buffer: self.src.buffer, size: self.bytes }, 0, data)
+        t.upload(ctx, BufRef { buffer: self.src.buffer, size: self.bytes, mapped: None }, 0, data)
     }
 
     /// The destination's bytes after the last run, through a staging buffer.
     pub fn read_dst(&self, ctx: &Context) -> Result<Vec<u8>> {
         self.check(ctx)?;
         let t = self.transfers.as_ref().ok_or_else(|| ExecError::Invalid("peer not built".into()))?;
-        t.download(ctx, BufRef { buffer: self.dst.buffer, size: self.bytes }, 0, self.bytes)
+        t.download(ctx, BufRef { buffer: self.dst.buffer, size: self.bytes, mapped: None }, 0, self.bytes)
     }
 
     /// What the peer records and the size.
