@@ -45,7 +45,39 @@ pub struct Args {
 /// its global row. `@jacobi_edge`: one row next to a neighbour, whose row comes from `%halo`
 /// (above it when `%above` is 1, below otherwise) instead of from `%src`; the row computed
 /// also goes to `%out`, the host memory the neighbour's copy is sent from.
-const KERNEL: &str = "kernel @jacobi(%src: buf<f32, read>, %dst: buf<f32, write>, %w: u32, %h: u32, %grow0: u32) {
+fn kernels() -> String {
+    // Both kernels: whether (%grow, %col) is an interior point, then, inside, the average
+    // of %vl, %vr, %vu, %vd with the centre %vc (the same operations in the same order, so
+    // a row is the same bits whichever kernel computes it).
+    const INTERIOR: &str = "  %last_c = sub %w, %one
+  %last_r = sub %h, %one
+  %has_u = gt %grow, %zero
+  %has_d = lt %grow, %last_r
+  %has_l = gt %col, %zero
+  %has_r = lt %col, %last_c
+  %in_rows = and %has_u, %has_d
+  %in_cols = and %has_l, %has_r
+  %interior = and %in_rows, %in_cols
+  %next = if %interior -> f32 {
+    %il = sub %c, %one
+    %ir = add %c, %one
+    %vl = load %src[%il]
+    %vr = load %src[%ir]
+";
+    const SMOOTH: &str = "    %horiz = add %vl, %vr
+    %vert = add %vu, %vd
+    %around = add %horiz, %vert
+    %half = const 0.5 : f32
+    %eighth = const 0.125 : f32
+    %centre = mul %vc, %half
+    %smooth = fma %around, %eighth, %centre
+    yield %smooth
+  } else {
+    yield %vc
+  }
+";
+    format!(
+        "kernel @jacobi(%src: buf<f32, read>, %dst: buf<f32, write>, %w: u32, %h: u32, %grow0: u32) {{
   %i = global_id 0
   %zero = const 0 : u32
   %one = const 1 : u32
@@ -54,88 +86,40 @@ const KERNEL: &str = "kernel @jacobi(%src: buf<f32, read>, %dst: buf<f32, write>
   %grow = add %grow0, %r
   %c = add %i, %w
   %vc = load %src[%c]
-  %last_c = sub %w, %one
-  %last_r = sub %h, %one
-  %has_u = gt %grow, %zero
-  %has_d = lt %grow, %last_r
-  %has_l = gt %col, %zero
-  %has_r = lt %col, %last_c
-  %in_rows = and %has_u, %has_d
-  %in_cols = and %has_l, %has_r
-  %interior = and %in_rows, %in_cols
-  %next = if %interior -> f32 {
-    %il = sub %c, %one
-    %ir = add %c, %one
-    %id = add %c, %w
-    %vl = load %src[%il]
-    %vr = load %src[%ir]
+{INTERIOR}    %id = add %c, %w
     %vu = load %src[%i]
     %vd = load %src[%id]
-    %horiz = add %vl, %vr
-    %vert = add %vu, %vd
-    %around = add %horiz, %vert
-    %half = const 0.5 : f32
-    %eighth = const 0.125 : f32
-    %centre = mul %vc, %half
-    %smooth = fma %around, %eighth, %centre
-    yield %smooth
-  } else {
-    yield %vc
-  }
-  store %dst[%i], %next
-}
+{SMOOTH}  store %dst[%i], %next
+}}
 
-kernel @jacobi_edge(%src: buf<f32, read>, %halo: buf<f32, read>, %dst: buf<f32, write>, %out: buf<f32, write>, %w: u32, %h: u32, %grow: u32, %above: u32) {
+kernel @jacobi_edge(%src: buf<f32, read>, %halo: buf<f32, read>, %dst: buf<f32, write>, %out: buf<f32, write>, %w: u32, %h: u32, %grow: u32, %above: u32) {{
   %col = global_id 0
   %zero = const 0 : u32
   %one = const 1 : u32
   %c = add %col, %w
   %vc = load %src[%c]
-  %last_c = sub %w, %one
-  %last_r = sub %h, %one
-  %has_u = gt %grow, %zero
-  %has_d = lt %grow, %last_r
-  %has_l = gt %col, %zero
-  %has_r = lt %col, %last_c
-  %in_rows = and %has_u, %has_d
-  %in_cols = and %has_l, %has_r
-  %interior = and %in_rows, %in_cols
-  %next = if %interior -> f32 {
-    %il = sub %c, %one
-    %ir = add %c, %one
-    %vl = load %src[%il]
-    %vr = load %src[%ir]
-    %up = eq %above, %one
-    %vu = if %up -> f32 {
+{INTERIOR}    %up = eq %above, %one
+    %vu = if %up -> f32 {{
       %hu = load %halo[%col]
       yield %hu
-    } else {
+    }} else {{
       %su = load %src[%col]
       yield %su
-    }
-    %vd = if %up -> f32 {
+    }}
+    %vd = if %up -> f32 {{
       %id = add %c, %w
       %sd = load %src[%id]
       yield %sd
-    } else {
+    }} else {{
       %hd = load %halo[%col]
       yield %hd
-    }
-    %horiz = add %vl, %vr
-    %vert = add %vu, %vd
-    %around = add %horiz, %vert
-    %half = const 0.5 : f32
-    %eighth = const 0.125 : f32
-    %centre = mul %vc, %half
-    %smooth = fma %around, %eighth, %centre
-    yield %smooth
-  } else {
-    yield %vc
-  }
-  store %dst[%col], %next
+    }}
+{SMOOTH}  store %dst[%col], %next
   store %out[%col], %next
+}}
+"
+    )
 }
-";
 
 /// A module of `ranks` ranks of `rows` rows each, `w` columns: per rank, `@step` (two sweeps
 /// and their halo exchanges; `.rR` with more than one rank) and, for the hand-written peer,
@@ -151,7 +135,7 @@ kernel @jacobi_edge(%src: buf<f32, read>, %halo: buf<f32, read>, %dst: buf<f32, 
 fn module(rows: u32, w: u32, ranks: u32) -> String {
     let h = rows * ranks;
     let n = u64::from(rows + 2) * u64::from(w);
-    let mut s = format!("{KERNEL}\nusm @u : f32[{n}]\nusm @v : f32[{n}]\n");
+    let mut s = format!("{}\nusm @u : f32[{n}]\nusm @v : f32[{n}]\n", kernels());
     // Halos in (`@hu`, `@hv`) and edge rows out (`@ou`, `@ov`): host memory, which the
     // communication nodes read and write through its mapping, with no transfer on the queue.
     for m in ["hu", "hv", "ou", "ov"] {
