@@ -68,6 +68,9 @@ pub enum Op {
     Graph(s::ExecutableGraph),
     /// cmdgraph's `ext_cmdgraph_if` / `_while` / `_switch`: the kind, the condition, the bodies.
     Conditional(cmdgraph_ir::CondKind, s::Ptr, Vec<s::ExecutableGraph>),
+    /// cmdgraph's `ext_send` / `ext_recv` / `ext_allreduce`: the operation, the memory, the
+    /// bytes.
+    Comm(cmdgraph_ir::comm::CommOp, s::Ptr, u64),
 }
 
 /// Replays `ops` on the crate's handler.
@@ -98,6 +101,9 @@ pub fn replay(ops: Vec<Op>, h: &mut s::Handler) {
             Op::Conditional(cmdgraph_ir::CondKind::Switch, c, b) => {
                 h.ext_cmdgraph_switch(&c, &b.iter().collect::<Vec<_>>())
             }
+            Op::Comm(cmdgraph_ir::comm::CommOp::Send { peer, tag }, p, n) => h.ext_send(p, n, peer, tag),
+            Op::Comm(cmdgraph_ir::comm::CommOp::Recv { peer, tag }, p, n) => h.ext_recv(p, n, peer, tag),
+            Op::Comm(cmdgraph_ir::comm::CommOp::AllReduce(op), p, n) => h.ext_allreduce(op, p, n),
         }
     }
 }
@@ -436,6 +442,32 @@ impl Handler {
         let (c, _) = pointer(cond)?;
         let bodies = std::iter::once(then.0.clone()).chain(otherwise.map(|o| o.0.clone())).collect();
         self.push(Op::Conditional(cmdgraph_ir::CondKind::If, c, bodies))
+    }
+
+    /// cmdgraph's `ext_send(ptr, num_bytes, to, tag)`: sends `num_bytes` bytes at `ptr` to
+    /// rank `to` with `tag`, through the context's communicator
+    /// (`Context.set_communicator`; docs/mpi.md).
+    fn ext_send(&mut self, ptr: &Bound<'_, PyAny>, num_bytes: u64, to: u32, tag: u32) -> PyResult<()> {
+        let (p, _) = pointer(ptr)?;
+        self.push(Op::Comm(cmdgraph_ir::comm::CommOp::Send { peer: to, tag }, p, num_bytes))
+    }
+
+    /// cmdgraph's `ext_recv(ptr, num_bytes, source, tag)`: receives `num_bytes` bytes into
+    /// `ptr` from rank `source` with `tag` (messages between two ranks with one tag arrive in
+    /// the order sent).
+    fn ext_recv(&mut self, ptr: &Bound<'_, PyAny>, num_bytes: u64, source: u32, tag: u32) -> PyResult<()> {
+        let (p, _) = pointer(ptr)?;
+        self.push(Op::Comm(cmdgraph_ir::comm::CommOp::Recv { peer: source, tag }, p, num_bytes))
+    }
+
+    /// cmdgraph's `ext_allreduce(op, ptr, num_bytes)`: replaces the bytes at `ptr` with `op`
+    /// (`"sum"`, `"min"` or `"max"`) over every rank's, element-wise over the memory's
+    /// element type, combined in rank order.
+    fn ext_allreduce(&mut self, op: &str, ptr: &Bound<'_, PyAny>, num_bytes: u64) -> PyResult<()> {
+        let reduce = cmdgraph_ir::comm::ReduceOp::from_keyword(op)
+            .ok_or_else(|| PyValueError::new_err(format!("ext_allreduce: `{op}` is not sum, min or max")))?;
+        let (p, _) = pointer(ptr)?;
+        self.push(Op::Comm(cmdgraph_ir::comm::CommOp::AllReduce(reduce), p, num_bytes))
     }
 
     /// `ext_cmdgraph_while(cond, body)`: runs `body` while the `u32` at `cond` is non-zero.

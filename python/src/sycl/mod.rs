@@ -406,6 +406,17 @@ impl Context {
         Ok(kernels.into_iter().map(Kernel).collect())
     }
 
+    /// This process's rank for the communication nodes of the context's graphs
+    /// (`Handler.ext_send`, `ext_recv`, `ext_allreduce`): an object with `rank` and `size`
+    /// and `send(to, tag, data)`, `recv(source, tag, nbytes) -> bytes` and
+    /// `allgather(data) -> list of bytes`, e.g. over mpi4py (docs/python.md, "Ranks"). It is
+    /// called with the GIL, on the host-task thread of a Vulkan device.
+    fn set_communicator(&self, comm: &Bound<'_, PyAny>) -> PyResult<()> {
+        let c = crate::comm::PyCommunicator::new(comm)?;
+        self.0.set_communicator(std::sync::Arc::new(std::sync::Mutex::new(c)));
+        Ok(())
+    }
+
     /// The `device_global` `name` of this context (declared by kernel text), or None.
     fn device_global(&self, name: &str) -> Option<graph::DeviceGlobal> {
         self.0.device_global(name.trim_start_matches('@')).map(graph::DeviceGlobal)
