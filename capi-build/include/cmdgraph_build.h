@@ -168,6 +168,16 @@ typedef enum cmdgraph_sycl_access_mode {
     CMDGRAPH_SYCL_READ_WRITE = 2,
 } cmdgraph_sycl_access_mode;
 
+// The reductions of `cmdgraph_sycl_cg_allreduce`.
+typedef enum cmdgraph_sycl_reduce_op {
+    // Element-wise sum.
+    CMDGRAPH_SYCL_REDUCE_SUM = 0,
+    // Element-wise minimum.
+    CMDGRAPH_SYCL_REDUCE_MIN = 1,
+    // Element-wise maximum.
+    CMDGRAPH_SYCL_REDUCE_MAX = 2,
+} cmdgraph_sycl_reduce_op;
+
 // A command group: at most one command and any number of event dependencies. It may be
 // added or submitted any number of times; each time is one command group function call.
 // Opaque.
@@ -236,6 +246,47 @@ typedef struct cmdgraph_sycl_access {
     // A `cmdgraph_sycl_access_mode`.
     int32_t mode;
 } cmdgraph_sycl_access;
+
+// Sends `len` bytes at `bytes` to rank `to` with `tag`; the bytes are valid during the call
+// only. It must not wait for the peer's receive (send a copy, buffered). Returns 0, or
+// non-zero for a failure (which fails the run, naming the node).
+typedef int (*cmdgraph_sycl_send_fn)(void *user,
+                                     uint32_t to,
+                                     uint32_t tag,
+                                     const void *bytes,
+                                     uint64_t len);
+
+// Receives exactly `len` bytes from rank `from` with `tag` into `out` (messages between two
+// ranks with one tag in the order sent). Returns 0, or non-zero.
+typedef int (*cmdgraph_sycl_recv_fn)(void *user,
+                                     uint32_t from,
+                                     uint32_t tag,
+                                     void *out,
+                                     uint64_t len);
+
+// Gathers every rank's `len` bytes at `mine` into `all` (`size * len` bytes, rank 0 first),
+// as `MPI_Allgather`; the library combines them in rank order. Returns 0, or non-zero.
+typedef int (*cmdgraph_sycl_allgather_fn)(void *user,
+                                          const void *mine,
+                                          uint64_t len,
+                                          void *all);
+
+// This process's rank: its number, how many there are, and the functions that move bytes,
+// called one at a time with `user` (on the host-task thread of a Vulkan context).
+typedef struct cmdgraph_sycl_communicator {
+    // This rank, below `size`.
+    uint32_t rank;
+    // How many ranks.
+    uint32_t size;
+    // Sends (buffered).
+    cmdgraph_sycl_send_fn send;
+    // Receives.
+    cmdgraph_sycl_recv_fn recv;
+    // Gathers for all-reduces.
+    cmdgraph_sycl_allgather_fn allgather;
+    // Passed to every function.
+    void *user;
+} cmdgraph_sycl_communicator;
 
 // Options of `cmdgraph_sycl_context_create`.
 typedef struct cmdgraph_sycl_context_options {
@@ -441,6 +492,50 @@ const char *cmdgraph_sycl_cg_last_error(struct cmdgraph_sycl_cg *cg);
 // # Safety
 // `cg` is NULL or a live command group, not used afterwards.
 void cmdgraph_sycl_cg_destroy(struct cmdgraph_sycl_cg *cg);
+
+// Gives the context's graphs this process's rank (`comm` is copied): their communication
+// nodes call its functions. Set it before a graph with such nodes runs; each process then
+// runs the graph of its rank.
+//
+// # Safety
+// `ctx` is NULL or a live context; `comm` NULL or readable, its functions following the
+// contracts of their typedefs and callable with `user` from another thread while the
+// context lives.
+enum cmdgraph_sycl_status cmdgraph_sycl_context_set_communicator(struct cmdgraph_sycl_context *ctx,
+                                                                 const struct cmdgraph_sycl_communicator *comm);
+
+// cmdgraph's `ext_send(ptr, bytes, to, tag)`: sends `bytes` bytes of the USM at `ptr` to
+// rank `to` with `tag` through the context's communicator (docs/mpi.md).
+//
+// # Safety
+// `cg` is NULL or a live command group.
+enum cmdgraph_sycl_status cmdgraph_sycl_cg_send(struct cmdgraph_sycl_cg *cg,
+                                                void *ptr,
+                                                uint64_t bytes,
+                                                uint32_t to,
+                                                uint32_t tag);
+
+// cmdgraph's `ext_recv(ptr, bytes, from, tag)`: receives `bytes` bytes into the USM at
+// `ptr` from rank `from` with `tag`.
+//
+// # Safety
+// `cg` is NULL or a live command group.
+enum cmdgraph_sycl_status cmdgraph_sycl_cg_recv(struct cmdgraph_sycl_cg *cg,
+                                                void *ptr,
+                                                uint64_t bytes,
+                                                uint32_t from,
+                                                uint32_t tag);
+
+// cmdgraph's `ext_allreduce(op, ptr, bytes)`: replaces `bytes` bytes of the USM at `ptr`
+// with `op` (a `cmdgraph_sycl_reduce_op`) over every rank's, element-wise over the memory's
+// element type, combined in rank order.
+//
+// # Safety
+// `cg` is NULL or a live command group.
+enum cmdgraph_sycl_status cmdgraph_sycl_cg_allreduce(struct cmdgraph_sycl_cg *cg,
+                                                     int32_t op,
+                                                     void *ptr,
+                                                     uint64_t bytes);
 
 // The default options: Vulkan, no validation, a private bundle directory.
 struct cmdgraph_sycl_context_options cmdgraph_sycl_context_options_default(void);

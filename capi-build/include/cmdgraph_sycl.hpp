@@ -221,6 +221,11 @@ class context {
     state_->ctx = detail::own<cmdgraph_sycl_context, cmdgraph_sycl_context_destroy>(c);
   }
   device get_device() const { return device(cmdgraph_sycl_context_device_name(raw())); }
+  /// This process's rank for the context's communication nodes (docs/mpi.md): `comm`'s
+  /// functions over the application's MPI, called on the runtime's host-task thread.
+  void set_communicator(const cmdgraph_sycl_communicator &comm) {
+    detail::check(cmdgraph_sycl_context_set_communicator(raw(), &comm));
+  }
   cmdgraph_sycl_context *raw() const { return state_->ctx.get(); }
   const std::shared_ptr<detail::context_state> &state() const { return state_; }
   bool operator==(const context &o) const { return state_ == o.state_; }
@@ -407,6 +412,18 @@ class handler {
     for (const auto &a : access) acc.push_back({a.ptr, static_cast<int32_t>(a.mode)});
     detail::check(cmdgraph_sycl_cg_host_task(cg_.get(), &detail::host_trampoline, fn.get(), acc.data(), acc.size()));
     ctx_->callbacks.push_back(std::move(fn));
+  }
+  /// cmdgraph's `ext_send`: `bytes` bytes of the USM at `ptr` to rank `to` with `tag`.
+  void ext_send(void *ptr, size_t bytes, uint32_t to, uint32_t tag) {
+    detail::check(cmdgraph_sycl_cg_send(cg_.get(), ptr, bytes, to, tag));
+  }
+  /// cmdgraph's `ext_recv`: `bytes` bytes into the USM at `ptr` from rank `from` with `tag`.
+  void ext_recv(void *ptr, size_t bytes, uint32_t from, uint32_t tag) {
+    detail::check(cmdgraph_sycl_cg_recv(cg_.get(), ptr, bytes, from, tag));
+  }
+  /// cmdgraph's `ext_allreduce`: `op` over every rank's bytes at `ptr`, in rank order.
+  void ext_allreduce(cmdgraph_sycl_reduce_op op, void *ptr, size_t bytes) {
+    detail::check(cmdgraph_sycl_cg_allreduce(cg_.get(), static_cast<int32_t>(op), ptr, bytes));
   }
   void depends_on(const event &e) { detail::check(cmdgraph_sycl_cg_depends_on(cg_.get(), e.raw())); }
   void depends_on(const std::vector<event> &es) {

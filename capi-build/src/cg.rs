@@ -141,17 +141,54 @@ pub(crate) fn karg(shared: &Shared, a: &cmdgraph_sycl_arg, what: &str) -> Result
 
 /// The one command of a command group.
 #[derive(Clone)]
-enum Command {
-    Kernel { kernel: KernelRef, nd: Option<NdRange>, range: Range, args: Vec<KArg> },
-    Memcpy { dst: Ptr, src: Ptr, bytes: u64 },
-    Memset { dst: Ptr, value: u8, bytes: u64 },
-    Fill { dst: Ptr, pattern: KArg, count: u64 },
-    HostTask { callback: String, usm: Vec<(Ptr, Access)> },
-    Barrier { wait: Vec<Event> },
+pub(crate) enum Command {
+    Kernel {
+        kernel: KernelRef,
+        nd: Option<NdRange>,
+        range: Range,
+        args: Vec<KArg>,
+    },
+    Memcpy {
+        dst: Ptr,
+        src: Ptr,
+        bytes: u64,
+    },
+    Memset {
+        dst: Ptr,
+        value: u8,
+        bytes: u64,
+    },
+    Fill {
+        dst: Ptr,
+        pattern: KArg,
+        count: u64,
+    },
+    HostTask {
+        callback: String,
+        usm: Vec<(Ptr, Access)>,
+    },
+    Barrier {
+        wait: Vec<Event>,
+    },
     Subgraph(ExecutableGraph),
-    Conditional { kind: cmdgraph_ir::CondKind, cond: Ptr, bodies: Vec<ExecutableGraph> },
-    AsyncMalloc { kind: UsmKind, elem: Type, count: u64, slot: Rc<RefCell<Option<Ptr>>> },
+    Conditional {
+        kind: cmdgraph_ir::CondKind,
+        cond: Ptr,
+        bodies: Vec<ExecutableGraph>,
+    },
+    AsyncMalloc {
+        kind: UsmKind,
+        elem: Type,
+        count: u64,
+        slot: Rc<RefCell<Option<Ptr>>>,
+    },
     AsyncFree(Ptr),
+    /// `ext_send` / `ext_recv` / `ext_allreduce` (comm.rs).
+    Comm {
+        op: cmdgraph_ir::comm::CommOp,
+        ptr: Ptr,
+        bytes: u64,
+    },
 }
 
 /// A command group: at most one command and any number of event dependencies. It may be
@@ -173,7 +210,7 @@ impl Handle for cmdgraph_sycl_cg {
 }
 
 impl cmdgraph_sycl_cg {
-    fn set(&mut self, command: Command) -> Result<()> {
+    pub(crate) fn set(&mut self, command: Command) -> Result<()> {
         if self.command.is_some() {
             return Err(Error::new(
                 cmdgraph_sycl_status::CMDGRAPH_SYCL_ERROR_INVALID,
@@ -212,6 +249,7 @@ impl cmdgraph_sycl_cg {
                     | Command::Memset { .. }
                     | Command::Fill { .. }
                     | Command::HostTask { .. }
+                    | Command::Comm { .. }
             )
         )
     }
@@ -239,6 +277,11 @@ impl cmdgraph_sycl_cg {
                 *slot.borrow_mut() = Some(p);
             }
             Some(Command::AsyncFree(p)) => h.async_free(&p),
+            Some(Command::Comm { op, ptr, bytes }) => match op {
+                cmdgraph_ir::comm::CommOp::Send { peer, tag } => h.ext_send(ptr, bytes, peer, tag),
+                cmdgraph_ir::comm::CommOp::Recv { peer, tag } => h.ext_recv(ptr, bytes, peer, tag),
+                cmdgraph_ir::comm::CommOp::AllReduce(r) => h.ext_allreduce(r, ptr, bytes),
+            },
         }
     }
 }

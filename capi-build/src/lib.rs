@@ -24,6 +24,7 @@
 #![allow(unsafe_code)]
 
 pub mod cg;
+pub mod comm;
 pub mod context;
 pub mod dynamic;
 pub mod error;

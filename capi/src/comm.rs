@@ -7,8 +7,7 @@
 use crate::error::{cmdgraph_status, Error};
 use crate::executor::{borrow, cmdgraph_executor};
 use crate::with;
-use cmdgraph_ir::comm::{check_peer, reduce_in_rank_order, CommError, Communicator, ReduceOp};
-use cmdgraph_ir::types::ScalarType;
+use cmdgraph_capi_comm::CCommunicator;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
@@ -55,66 +54,6 @@ pub struct cmdgraph_communicator {
     pub user: *mut c_void,
 }
 
-/// The application's communicator behind the library's trait.
-struct FromC(cmdgraph_communicator);
-
-// SAFETY: `cmdgraph_executor_set_communicator`'s contract: the functions and `user` may be
-// used from the executor's host-task thread for the executor's life; this crate never
-// dereferences `user`.
-unsafe impl Send for FromC {}
-
-impl FromC {
-    fn check(&self, what: &str, code: c_int) -> Result<(), CommError> {
-        match code {
-            0 => Ok(()),
-            c => Err(CommError::Transport(format!("the application's {what} function returned {c}"))),
-        }
-    }
-
-    fn peer(&self, peer: u32) -> Result<(), CommError> {
-        check_peer(peer, self.0.rank, self.0.size)
-    }
-}
-
-impl Communicator for FromC {
-    fn rank(&self) -> u32 {
-        self.0.rank
-    }
-
-    fn size(&self) -> u32 {
-        self.0.size
-    }
-
-    fn send(&mut self, _node: &str, to: u32, tag: u32, bytes: &[u8]) -> Result<(), CommError> {
-        self.peer(to)?;
-        let f = self.0.send.ok_or_else(|| CommError::Transport("no send function".into()))?;
-        // SAFETY: the registration's contract; `bytes` is valid for `len` bytes during the call.
-        let code = unsafe { f(self.0.user, to, tag, bytes.as_ptr().cast(), bytes.len() as u64) };
-        self.check("send", code)
-    }
-
-    fn recv(&mut self, _node: &str, from: u32, tag: u32, out: &mut [u8]) -> Result<(), CommError> {
-        self.peer(from)?;
-        let f = self.0.recv.ok_or_else(|| CommError::Transport("no recv function".into()))?;
-        // SAFETY: as above; `out` is writable for `len` bytes during the call.
-        let code = unsafe { f(self.0.user, from, tag, out.as_mut_ptr().cast(), out.len() as u64) };
-        self.check("recv", code)
-    }
-
-    fn allreduce(&mut self, _node: &str, op: ReduceOp, ty: ScalarType, data: &mut [u8]) -> Result<(), CommError> {
-        let f = self.0.allgather.ok_or_else(|| CommError::Transport("no allgather function".into()))?;
-        let n = data.len();
-        let mut all = vec![0u8; n * self.0.size as usize];
-        // SAFETY: as above; `all` is writable for `size * len` bytes during the call.
-        let code = unsafe { f(self.0.user, data.as_ptr().cast(), n as u64, all.as_mut_ptr().cast()) };
-        self.check("allgather", code)?;
-        if n > 0 {
-            reduce_in_rank_order(op, ty, all.chunks_exact(n), data);
-        }
-        Ok(())
-    }
-}
-
 /// Runs the bundle's communication nodes (`send`, `recv`, `allreduce`) through `comm`, this
 /// process's rank (copied; docs/mpi.md). Call it before running a graph with such nodes;
 /// each process runs the graph of its rank (`@g.r0`, `@g.r1`, ...).
@@ -132,13 +71,11 @@ pub unsafe extern "C" fn cmdgraph_executor_set_communicator(
     let c = unsafe { comm.as_ref() }.copied();
     let body = |e: &mut cmdgraph_executor| {
         let c = c.ok_or_else(|| Error::invalid("the communicator is NULL"))?;
-        if c.rank >= c.size {
-            return Err(Error::invalid(format!("rank {} is not below the rank count {}", c.rank, c.size)));
-        }
-        if c.send.is_none() || c.recv.is_none() || c.allgather.is_none() {
-            return Err(Error::invalid("the communicator needs its send, recv and allgather functions"));
-        }
-        let shared: cmdgraph_ir::comm::SharedCommunicator = Arc::new(Mutex::new(FromC(c)));
+        // SAFETY: the caller's contract: the functions follow their typedefs' contracts and
+        // may be called with `user` from the host-task thread until `ex` is destroyed.
+        let rank = unsafe { CCommunicator::new(c.rank, c.size, c.send, c.recv, c.allgather, c.user) }
+            .map_err(Error::invalid)?;
+        let shared: cmdgraph_ir::comm::SharedCommunicator = Arc::new(Mutex::new(rank));
         borrow(&e.inner)?.set_communicator(&shared);
         Ok(())
     };

@@ -240,7 +240,7 @@ fn bad_communicators_and_a_failing_transport_are_errors_with_messages() {
     };
     // SAFETY: live executor, readable communicator.
     assert_eq!(unsafe { cmdgraph_executor_set_communicator(ex, &comm) }, CMDGRAPH_ERROR_INVALID_ARGUMENT);
-    assert!(err().contains("rank 2 is not below the rank count 2"), "{}", err());
+    assert!(err().contains("rank 2 is not below its size 2"), "{}", err());
     comm.rank = 0;
     comm.allgather = None;
     // SAFETY: as above.

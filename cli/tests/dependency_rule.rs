@@ -82,15 +82,16 @@ fn sycl_links_no_llvm() {
 }
 
 /// The C library (issue 21) is what C and C++ applications link to load bundles: the executor,
-/// the IR and the C boundary's error machinery (`capi-error`, shared with `libcmdgraph_build`),
-/// never LLVM, the optimizer or the interpreter (those are its tests' only).
+/// the IR and the C boundary's error machinery and communicator adapter (`capi-error`,
+/// `capi-comm`, shared with `libcmdgraph_build`), never LLVM, the optimizer or the
+/// interpreter (those are its tests' only).
 #[test]
 fn the_c_library_links_the_executor_and_no_llvm() {
     let names = dependency_names("cmdgraph-capi");
     let workspace: Vec<&String> = names.iter().filter(|n| n.starts_with("cmdgraph-")).collect();
     assert_eq!(
         workspace,
-        ["cmdgraph-capi", "cmdgraph-capi-error", "cmdgraph-executor", "cmdgraph-ir"],
+        ["cmdgraph-capi", "cmdgraph-capi-comm", "cmdgraph-capi-error", "cmdgraph-executor", "cmdgraph-ir"],
         "the C library's crates"
     );
     for forbidden in ["inkwell", "llvm-sys", "egg"] {

@@ -82,20 +82,6 @@ impl Drop for Ctx {
     }
 }
 
-/// Adds `cg` (destroyed afterwards) after `deps`; returns the node.
-fn add(
-    g: *mut cmdgraph_sycl_graph,
-    cg: *mut cmdgraph_sycl_cg,
-    deps: &[*mut cmdgraph_sycl_node],
-) -> *mut cmdgraph_sycl_node {
-    let deps: Vec<*const cmdgraph_sycl_node> = deps.iter().map(|&d| d.cast_const()).collect();
-    let mut node = null_mut();
-    let st = c!(cmdgraph_sycl_graph_add(g, cg, deps.as_ptr(), deps.len(), 0, &mut node));
-    c!(cmdgraph_sycl_cg_destroy(cg));
-    ok(st);
-    node
-}
-
 fn kernel(cg: *mut cmdgraph_sycl_cg, name: &str, global: &[u64], local: Option<&[u64]>, args: &[cmdgraph_sycl_arg]) {
     let k = cs(name);
     match local {

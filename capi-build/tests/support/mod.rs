@@ -112,3 +112,17 @@ pub fn run(cmd: &mut Command) -> (String, String) {
     assert!(out.status.success(), "{cmd:?} failed ({}):\n{stderr}{stdout}", out.status);
     (stdout, stderr)
 }
+
+/// Adds `cg` (destroyed afterwards) after `deps`; returns the node.
+pub fn add(
+    g: *mut cmdgraph_build::graph::cmdgraph_sycl_graph,
+    cg: *mut cmdgraph_build::cg::cmdgraph_sycl_cg,
+    deps: &[*mut cmdgraph_build::graph::cmdgraph_sycl_node],
+) -> *mut cmdgraph_build::graph::cmdgraph_sycl_node {
+    let deps: Vec<*const cmdgraph_build::graph::cmdgraph_sycl_node> = deps.iter().map(|&d| d.cast_const()).collect();
+    let mut node = std::ptr::null_mut();
+    let st = c!(cmdgraph_build::graph::cmdgraph_sycl_graph_add(g, cg, deps.as_ptr(), deps.len(), 0, &mut node));
+    c!(cmdgraph_build::cg::cmdgraph_sycl_cg_destroy(cg));
+    ok(st);
+    node
+}
