@@ -3,9 +3,9 @@
 //! submitted before it, and keeps running while it runs; work that touches memory it
 //! declares is waited for. Checked on the default device with validation (synchronization
 //! validation included): which segments each host task waits for, the results against a
-//! host computation, and that the overlap shows in the wall time. The host task reads device
-//! memory (`@edge`, a staged transfer that waits on the timeline) and writes `host` USM
-//! (`@got`, through its mapping).
+//! host computation, and that the overlap shows in the wall time. The host task reads and
+//! writes `host` USM, through its mapping (device memory would be staged through a transfer
+//! on the queue, behind the running kernel).
 
 mod support;
 
@@ -48,7 +48,7 @@ kernel @twice(%x: buf<f32, read>, %y: buf<f32, write>) {{
   store %y[%i], %r
 }}
 
-usm @edge : f32[64]
+usm @edge : f32[64] host
 usm @got : f32[64] host
 usm @out : f32[64]
 usm @big : f32[{ITEMS}]

@@ -143,6 +143,11 @@ pub struct Executor {
     /// Rounds after which a `while` node that still runs fails its run
     /// ([`set_loop_round_limit`](Self::set_loop_round_limit)).
     pub(crate) loop_round_limit: u64,
+    /// Whether a host task waits only for the device work it needs (docs/executor.md,
+    /// "Host tasks and overlap"); off in a multi-device executor's devices, whose stage
+    /// graphs wait on each other's semaphores: there the validation layer's semaphore
+    /// tracking stalled for 10 s when a held host task ran beside them.
+    pub(crate) overlap_host_tasks: bool,
     pub(crate) host: Callbacks,
     /// Runs with host tasks (docs/executor.md, "Running").
     pub(crate) worker: Worker,
@@ -181,6 +186,7 @@ impl Executor {
             predicate_kernel: None,
             pred_stack: Default::default(),
             loop_round_limit: crate::executable::conditional::ROUND_LIMIT,
+            overlap_host_tasks: true,
             host: Arc::new(std::sync::Mutex::new(BTreeMap::new())),
             worker: Worker::new(),
             native: BTreeMap::new(),
@@ -539,9 +545,6 @@ pub struct HostContext<'a> {
     pub(crate) node: &'a str,
     /// (name, mode, buffer, byte offset, size) per declared access.
     pub(crate) access: Vec<Declared>,
-    /// The timeline value the host task's run waited for: its staged reads and writes wait
-    /// for it on the queue (not for device work submitted since, which may still run).
-    pub(crate) after: (ash::vk::Semaphore, u64),
     /// The first access violation.
     pub(crate) violation: Option<HostError>,
 }
@@ -604,7 +607,7 @@ impl HostMemory for HostContext<'_> {
         self.in_range(&a, offset, len)?;
         let bytes = self
             .transfers
-            .download_after(self.ctx, a.2, a.3 + offset, len, self.after)
+            .download_for_host_task(self.ctx, a.2, a.3 + offset, len)
             .map_err(|e| HostError::Failed(e.to_string()));
         self.note(bytes)
     }
@@ -614,7 +617,7 @@ impl HostMemory for HostContext<'_> {
         self.in_range(&a, offset, bytes.len() as u64)?;
         let done = self
             .transfers
-            .upload_after(self.ctx, a.2, a.3 + offset, bytes, self.after)
+            .upload_for_host_task(self.ctx, a.2, a.3 + offset, bytes)
             .map_err(|e| HostError::Failed(e.to_string()));
         self.note(done)
     }

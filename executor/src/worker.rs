@@ -452,9 +452,8 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
                     at += 1;
                 }
                 Step::Host { node, callback, access, need } => {
-                    let after = (job.timeline, job.start + need);
-                    wait_timeline(ctx, after.0, after.1)?;
-                    call(ctx, transfers, callbacks, (node, callback), access, after)?;
+                    wait_timeline(ctx, job.timeline, job.start + need)?;
+                    call(ctx, transfers, callbacks, (node, callback), access)?;
                 }
                 Step::Loop(l) => run_loop(ctx, job.timeline, &mut at, l, &std::mem::take(&mut deferred))?,
             }
@@ -499,21 +498,19 @@ fn signal_after(ctx: &Context, timeline: vk::Semaphore, end: u64, sync: &RunSync
     Ok(unsafe { ctx.device.queue_submit2(ctx.queue, &submit, vk::Fence::null()) }?)
 }
 
-/// Calls host task `node`'s `callback`; its staged reads and writes wait on the queue for
-/// `after` (the timeline value its run waited for), not for everything submitted before.
+/// Calls host task `node`'s `callback` with its declared memory.
 fn call(
     ctx: &Context,
     transfers: &Transfers,
     callbacks: &Callbacks,
     (node, callback): (&str, &str),
     access: &[Declared],
-    after: (vk::Semaphore, u64),
 ) -> Result<()> {
     let host_err = |reason: String| ExecError::Host { node: node.to_string(), reason };
     let f = callbacks.lock().ok().and_then(|m| m.get(callback).cloned());
     let f = f.ok_or_else(|| host_err(format!("callback \"{callback}\" is not registered")))?;
     let mut f = f.lock().map_err(|_| host_err(format!("callback \"{callback}\" panicked in an earlier run")))?;
-    let mut hc = HostContext { ctx, transfers, node, access: access.to_vec(), after, violation: None };
+    let mut hc = HostContext { ctx, transfers, node, access: access.to_vec(), violation: None };
     let r = (*f)(&mut hc as &mut dyn HostMemory);
     // A violation fails the run even when the callback swallowed the error (as on the
     // interpreter); the callback's own error otherwise.

@@ -37,8 +37,10 @@ impl Executor {
         let mut copy_cbs = Vec::new();
         let cmds = exe.cmds.get(copy).map_or(&[][..], Vec::as_slice);
         // Only a schedule with host tasks needs their waits (each node's memory effect: O(nodes),
-        // not to be paid for a second copy recorded on a run's path).
-        let waits = exe.sched.iter().any(|s| matches!(s, Seg::Host(_))).then(|| self.host_waits(exe, graph));
+        // not to be paid for a second copy recorded on a run's path), and only an executor that
+        // lets them overlap device work.
+        let waits = (self.overlap_host_tasks && exe.sched.iter().any(|s| matches!(s, Seg::Host(_))))
+            .then(|| self.host_waits(exe, graph));
         for (si, seg) in exe.sched.iter().enumerate() {
             match seg {
                 Seg::Device(_) => {
@@ -46,9 +48,13 @@ impl Executor {
                     copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));
                     copy_steps.push(Ok(Step::Device(cb)));
                 }
-                Seg::Host(h) => copy_steps.push(self.host_step(exe, graph, *h, |access| {
-                    waits.as_ref().map_or(0, |w| w.steps_before(h.index(), si, access))
-                })),
+                Seg::Host(h) => {
+                    // Without waits worked out, a host task waits for everything before it.
+                    let all = copy_cbs.len() as u64;
+                    copy_steps.push(self.host_step(exe, graph, *h, |access| {
+                        waits.as_ref().map_or(all, |w| w.steps_before(h.index(), si, access))
+                    }))
+                }
                 Seg::Loop(h) => {
                     let cb = cmds.get(si).copied().unwrap_or_default();
                     copy_cbs.push(vk::CommandBufferSubmitInfo::default().command_buffer(cb));

@@ -118,7 +118,9 @@ impl MultiExecutor {
     pub fn from_loaded(loaded: crate::Loaded, devices: &[ContextOptions]) -> Result<MultiExecutor> {
         let mut out = Vec::with_capacity(devices.len());
         for opts in devices {
-            out.push(Executor::new(loaded.clone(), opts)?);
+            let mut ex = Executor::new(loaded.clone(), opts)?;
+            ex.overlap_host_tasks = false;
+            out.push(ex);
         }
         if out.is_empty() {
             return Err(ExecError::Invalid("a multi-device executor needs at least one device".into()));

@@ -1,6 +1,5 @@
-//! Transfers between host memory and buffers: a copy recorded between full barriers (or, for
-//! a host task's, after a timeline value and before a full barrier), submitted, and waited
-//! for.
+//! Transfers between host memory and buffers: a copy recorded between full barriers,
+//! submitted, and waited for.
 //!
 //! The command buffer and a host-visible staging buffer are kept from one transfer to the
 //! next. Allocating and mapping fresh memory for each one cost about a millisecond of host
@@ -83,18 +82,13 @@ impl Transfers {
     /// waits.
     pub fn run(&self, ctx: &Context, f: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
         let mut state = self.lock();
-        self.run_locked(ctx, &mut state, None, f)
+        self.run_locked(ctx, &mut state, f)
     }
 
-    /// Records `f` and submits it, ordered after everything submitted before (a full
-    /// barrier) or, given `after`, only after that timeline value (a semaphore wait: device
-    /// work submitted since keeps running beside it; what it touches must not conflict).
-    /// Everything submitted later is ordered after it, host reads included.
     fn run_locked(
         &self,
         ctx: &Context,
         state: &mut State,
-        after: Option<(vk::Semaphore, u64)>,
         f: impl FnOnce(&ash::Device, vk::CommandBuffer),
     ) -> Result<()> {
         // After a timed-out wait the queue may still be busy, and the fence and command
@@ -117,20 +111,12 @@ impl Transfers {
         let cb = state.cb;
         // SAFETY: `cb` is not pending (its last submission was waited for, or the queue
         // settled above); beginning it resets it (the pool allows resets). The lock held
-        // makes this thread the pool's only user. A semaphore in `after` is a live timeline
-        // of this device (the caller's executable's) at or past the value waited for.
+        // makes this thread the pool's only user.
         let result = unsafe {
             (|| {
                 let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
                 ctx.device.begin_command_buffer(cb, &begin)?;
-                if after.is_none() {
-                    full_barrier(
-                        &ctx.device,
-                        cb,
-                        vk::PipelineStageFlags2::ALL_COMMANDS,
-                        vk::PipelineStageFlags2::TRANSFER,
-                    );
-                }
+                full_barrier(&ctx.device, cb, vk::PipelineStageFlags2::ALL_COMMANDS, vk::PipelineStageFlags2::TRANSFER);
                 f(&ctx.device, cb);
                 full_barrier(
                     &ctx.device,
@@ -140,17 +126,7 @@ impl Transfers {
                 );
                 ctx.device.end_command_buffer(cb)?;
                 let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cb)];
-                // The wait makes the writes of what signalled `after` visible to the copy.
-                let waits: Vec<vk::SemaphoreSubmitInfo> = after
-                    .map(|(semaphore, value)| {
-                        vk::SemaphoreSubmitInfo::default()
-                            .semaphore(semaphore)
-                            .value(value)
-                            .stage_mask(vk::PipelineStageFlags2::TRANSFER)
-                    })
-                    .into_iter()
-                    .collect();
-                let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos).wait_semaphore_infos(&waits)];
+                let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos)];
                 ctx.device.queue_submit2(ctx.queue, &submit, self.fence)?;
                 // Poll first, as waits for runs do (Context::wait_spin): a small copy is done
                 // before a blocking wait would have slept.
@@ -185,31 +161,7 @@ impl Transfers {
 
     /// Copies `bytes` into `dst` at `offset` through the staging buffer.
     pub fn upload(&self, ctx: &Context, dst: impl Into<BufRef>, offset: u64, bytes: &[u8]) -> Result<()> {
-        self.upload_ordered(ctx, dst.into(), offset, bytes, None)
-    }
-
-    /// [`upload`](Self::upload) ordered only after timeline value `after` (a host task's
-    /// write: device work submitted after its ancestors may still run). Memory the host maps
-    /// (`host` USM) is written through its mapping, with no command at all.
-    pub(crate) fn upload_after(
-        &self,
-        ctx: &Context,
-        dst: BufRef,
-        offset: u64,
-        bytes: &[u8],
-        after: (vk::Semaphore, u64),
-    ) -> Result<()> {
-        self.upload_ordered(ctx, dst, offset, bytes, Some(after))
-    }
-
-    fn upload_ordered(
-        &self,
-        ctx: &Context,
-        dst: BufRef,
-        offset: u64,
-        bytes: &[u8],
-        after: Option<(vk::Semaphore, u64)>,
-    ) -> Result<()> {
+        let dst: BufRef = dst.into();
         if bytes.is_empty() {
             return Ok(());
         }
@@ -220,16 +172,6 @@ impl Transfers {
                 dst.size
             )));
         }
-        if let (Some(_), Some(base)) = (after, dst.mapped) {
-            // SAFETY: `base` maps the whole buffer (host-coherent) and its owner outlives this
-            // call; the range was checked against the buffer's size. A host task's caller
-            // waited for the device work it must follow, and device work submitted later
-            // sees the write (a queue submission makes host writes visible).
-            unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), (base as *mut u8).add(offset as usize), bytes.len())
-            };
-            return Ok(());
-        }
         let mut state = self.lock();
         ctx.settle()?;
         for (i, piece) in bytes.chunks(KEPT_STAGING as usize).enumerate() {
@@ -239,40 +181,54 @@ impl Transfers {
             let src = staging.buffer;
             let region = [vk::BufferCopy { src_offset: 0, dst_offset: at, size: piece.len() as u64 }];
             // SAFETY: both buffers are live and the region is inside both.
-            self.run_locked(ctx, &mut state, after, |d, cb| unsafe {
-                d.cmd_copy_buffer(cb, src, dst.buffer, &region)
-            })?;
+            self.run_locked(ctx, &mut state, |d, cb| unsafe { d.cmd_copy_buffer(cb, src, dst.buffer, &region) })?;
         }
         Ok(())
     }
 
+    /// A host task's write: memory the host maps (`host` USM) is written through its
+    /// mapping, with no command on the queue (device work submitted after the task's
+    /// ancestors may still run: the run plan made the task wait for whatever conflicts,
+    /// executable/waits.rs); other memory through [`upload`](Self::upload), after everything
+    /// submitted before.
+    pub(crate) fn upload_for_host_task(&self, ctx: &Context, dst: BufRef, offset: u64, bytes: &[u8]) -> Result<()> {
+        match dst.mapped {
+            Some(base) if offset.checked_add(bytes.len() as u64).is_some_and(|e| e <= dst.size) => {
+                // SAFETY: `base` maps the whole buffer (host-coherent) and its owner outlives
+                // this call; the range is inside it (checked above). The device work the task
+                // follows is complete, and device work submitted later sees the write (a
+                // queue submission makes host writes visible).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), (base as *mut u8).add(offset as usize), bytes.len())
+                };
+                Ok(())
+            }
+            _ => self.upload(ctx, dst, offset, bytes),
+        }
+    }
+
+    /// A host task's read: through the mapping of memory the host maps (as
+    /// [`upload_for_host_task`](Self::upload_for_host_task)), other memory through
+    /// [`download`](Self::download).
+    pub(crate) fn download_for_host_task(&self, ctx: &Context, src: BufRef, offset: u64, len: u64) -> Result<Vec<u8>> {
+        match src.mapped {
+            Some(base) if offset.checked_add(len).is_some_and(|e| e <= src.size) => {
+                let mut out = vec![0u8; len as usize];
+                // SAFETY: as in `upload_for_host_task`; the device work that wrote the range
+                // completed (the task waited for it) and each segment's closing barrier makes
+                // its writes available to the host.
+                unsafe {
+                    std::ptr::copy_nonoverlapping((base as *const u8).add(offset as usize), out.as_mut_ptr(), out.len())
+                };
+                Ok(out)
+            }
+            _ => self.download(ctx, src, offset, len),
+        }
+    }
+
     /// Reads `len` bytes of `src` at `offset` through the staging buffer.
     pub fn download(&self, ctx: &Context, src: impl Into<BufRef>, offset: u64, len: u64) -> Result<Vec<u8>> {
-        self.download_ordered(ctx, src.into(), offset, len, None)
-    }
-
-    /// [`download`](Self::download) ordered only after timeline value `after` (a host
-    /// task's read: device work submitted after its ancestors may still run). Memory the
-    /// host maps is read through its mapping.
-    pub(crate) fn download_after(
-        &self,
-        ctx: &Context,
-        src: BufRef,
-        offset: u64,
-        len: u64,
-        after: (vk::Semaphore, u64),
-    ) -> Result<Vec<u8>> {
-        self.download_ordered(ctx, src, offset, len, Some(after))
-    }
-
-    fn download_ordered(
-        &self,
-        ctx: &Context,
-        src: BufRef,
-        offset: u64,
-        len: u64,
-        after: Option<(vk::Semaphore, u64)>,
-    ) -> Result<Vec<u8>> {
+        let src: BufRef = src.into();
         // Checked before the allocation: a length past the buffer is an error, not an abort.
         if offset.checked_add(len).is_none_or(|e| e > src.size) {
             return Err(ExecError::Invalid(format!(
@@ -281,24 +237,14 @@ impl Transfers {
             )));
         }
         let mut out = vec![0u8; len as usize];
-        self.download_into_ordered(ctx, src, offset, &mut out, after)?;
+        self.download_into(ctx, src, offset, &mut out)?;
         Ok(out)
     }
 
     /// [`download`](Self::download) into `out` (its length is the byte count): the staging
     /// buffer's bytes go straight into the caller's memory.
     pub fn download_into(&self, ctx: &Context, src: impl Into<BufRef>, offset: u64, out: &mut [u8]) -> Result<()> {
-        self.download_into_ordered(ctx, src.into(), offset, out, None)
-    }
-
-    fn download_into_ordered(
-        &self,
-        ctx: &Context,
-        src: BufRef,
-        offset: u64,
-        out: &mut [u8],
-        after: Option<(vk::Semaphore, u64)>,
-    ) -> Result<()> {
+        let src: BufRef = src.into();
         let len = out.len() as u64;
         if len == 0 {
             return Ok(());
@@ -309,15 +255,6 @@ impl Transfers {
                 src.size
             )));
         }
-        if let (Some(_), Some(base)) = (after, src.mapped) {
-            // SAFETY: as in `upload_ordered`; the device work that wrote the range completed
-            // (the caller waited) and each segment's closing barrier makes its writes
-            // available to the host.
-            unsafe {
-                std::ptr::copy_nonoverlapping((base as *const u8).add(offset as usize), out.as_mut_ptr(), out.len())
-            };
-            return Ok(());
-        }
         let mut state = self.lock();
         ctx.settle()?;
         for (i, piece) in out.chunks_mut(KEPT_STAGING as usize).enumerate() {
@@ -326,9 +263,7 @@ impl Transfers {
             let dst = Self::staging(ctx, &mut state, n)?.buffer;
             let region = [vk::BufferCopy { src_offset: at, dst_offset: 0, size: n }];
             // SAFETY: both buffers are live and the region is inside both.
-            self.run_locked(ctx, &mut state, after, |d, cb| unsafe {
-                d.cmd_copy_buffer(cb, src.buffer, dst, &region)
-            })?;
+            self.run_locked(ctx, &mut state, |d, cb| unsafe { d.cmd_copy_buffer(cb, src.buffer, dst, &region) })?;
             Self::staging(ctx, &mut state, n)?.read_into(0, piece)?;
         }
         Ok(())
