@@ -51,7 +51,9 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_outside_the_checkout(tmp_
     whl = wheel()
     assert whl.exists(), whl
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+    # ensurepip's own output says why a venv could not be made (a full disk, say).
+    assert made.returncode == 0, made.stdout + made.stderr
     py = venv / "bin" / "python"
     # numpy comes from the index (PyPI), as for any user.
     subprocess.run([str(py), "-m", "pip", "install", "-q", str(whl)], check=True, timeout=600)
