@@ -79,3 +79,33 @@ fn sizes_that_fill_cannot_take_are_refused() {
     }
     assert!(ctx.take_messages().is_empty());
 }
+
+#[test]
+fn queue_stamps_enclose_the_work_submitted_between_them() {
+    use cmdgraph_executor::peer::stamps::QueueStamps;
+    let ctx = context();
+    if ctx.timestamp_bits() == 0 {
+        assert!(QueueStamps::new(&ctx).is_err(), "a queue without timestamps is refused");
+        return;
+    }
+    let mut stamps = QueueStamps::new(&ctx).unwrap_or_else(|e| panic!("{e}"));
+    assert!(stamps.close(&ctx).is_err(), "a close without an open is refused");
+    let mut fill = TransferPeer::new(&ctx, TransferOp::Fill(7), BYTES).unwrap_or_else(|e| panic!("{e}"));
+    for round in 0..2 {
+        stamps.open(&ctx).unwrap_or_else(|e| panic!("{e}"));
+        assert!(stamps.open(&ctx).is_err(), "a second open is refused");
+        for _ in 0..3 {
+            fill.run(&ctx).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let between = stamps.close(&ctx).unwrap_or_else(|e| panic!("{e}"));
+        // The last fill ran between the stamps: its own two timestamps lie inside them.
+        let last = fill.gpu_ns(&ctx).unwrap_or_else(|e| panic!("{e}")).unwrap_or(u64::MAX);
+        assert!(between >= last, "round {round}: {between} ns between the stamps, the last fill alone {last} ns");
+    }
+    // Destroying open stamps closes them first.
+    stamps.open(&ctx).unwrap_or_else(|e| panic!("{e}"));
+    stamps.destroy(&ctx);
+    fill.destroy(&ctx);
+    let m = ctx.take_messages();
+    assert!(m.is_empty(), "validation messages:\n{}", m.join("\n"));
+}

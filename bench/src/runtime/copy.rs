@@ -8,6 +8,7 @@
 //! for byte, and each row names the path the executor chose (`Executor::copy_paths`).
 
 use super::harness::{self, Common, Phase};
+use cmdgraph_executor::peer::stamps::QueueStamps;
 use cmdgraph_executor::peer::transfer::{TransferOp, TransferPeer};
 use cmdgraph_executor::{CopyPath, ExecId, Executor};
 use cmdgraph_ir::graph::NodeKind;
@@ -111,6 +112,9 @@ struct Row {
     /// Median GPU seconds of the executor and of the hand peer.
     exec: f64,
     hand: f64,
+    /// Median GPU seconds per run of the executor in [`BURST`] back-to-back runs between
+    /// two queue stamps, as CUDA's replays are timed.
+    burst: f64,
     /// The larger of the two peers' slowest / fastest repetition.
     spread: f64,
     /// How the executor recorded the node: `kernel (16 B)`, `copy command`, `fill command`.
@@ -134,7 +138,17 @@ impl Row {
     fn cuda_ratio(&self) -> Option<f64> {
         self.cuda.map(|c| self.exec_gbs() / c.max(1e-12))
     }
+    fn burst_gbs(&self) -> f64 {
+        self.op.moved(self.bytes) / self.burst.max(1e-12) / 1e9
+    }
+    /// Back-to-back executor bandwidth as a fraction of CUDA Graph's (timed the same way).
+    fn burst_cuda_ratio(&self) -> Option<f64> {
+        self.cuda.map(|c| self.burst_gbs() / c.max(1e-12))
+    }
 }
+
+/// Runs per back-to-back measurement: scripts/torch_copy.py's `BATCH`.
+const BURST: u32 = 20;
 
 /// What the findings paragraph reports besides the rows.
 struct Seen {
@@ -230,6 +244,18 @@ fn offsets(ex: &Executor) -> Vec<(String, Vec<u64>)> {
         .collect()
 }
 
+/// GPU seconds per run of [`BURST`] runs of `id` submitted back to back, between two
+/// queue stamps (as CUDA events around back-to-back replays).
+fn burst_secs(ex: &mut Executor, stamps: &mut QueueStamps, id: ExecId) -> Result<f64, String> {
+    stamps.open(ex.context()).map_err(|e| e.to_string())?;
+    for _ in 0..BURST {
+        ex.run(id).map_err(|e| e.to_string())?;
+    }
+    let ns = stamps.close(ex.context()).map_err(|e| e.to_string())?;
+    ex.wait(id).map_err(|e| e.to_string())?;
+    Ok(ns as f64 * 1e-9 / f64::from(BURST))
+}
+
 /// GPU seconds of one run of `id` from its profile.
 fn exec_secs(ex: &mut Executor, id: ExecId) -> Result<f64, String> {
     ex.run(id).map_err(|e| e.to_string())?;
@@ -244,7 +270,9 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
     ex.bind("src", &src).map_err(|e| e.to_string())?;
     let ids = OPS.iter().map(|op| ex.finalize(op.graph).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let mut peers = Vec::new();
+    let mut stamps = QueueStamps::new(ex.context()).map_err(|e| e.to_string())?;
     let r = (|| {
+        let stamps = &mut stamps;
         for op in OPS {
             peers.push(TransferPeer::new(ex.context(), op.peer, bytes).map_err(|e| e.to_string())?);
         }
@@ -255,8 +283,10 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
         }
         seen.described = peers[0].describe();
         let mut times = vec![(Vec::new(), Vec::new()); OPS.len()];
+        let mut bursts = vec![Vec::new(); OPS.len()];
         for round in 0..=reps.max(1) {
             for (i, peer) in peers.iter_mut().enumerate() {
+                let b = burst_secs(ex, stamps, ids[i])?;
                 let e = exec_secs(ex, ids[i])?;
                 peer.run(ex.context()).map_err(|e| e.to_string())?;
                 let h = peer.gpu_ns(ex.context()).map_err(|e| e.to_string())?;
@@ -264,6 +294,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
                 if round > 0 {
                     times[i].0.push(e);
                     times[i].1.push(h);
+                    bursts[i].push(b);
                 }
             }
         }
@@ -281,15 +312,17 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
                 bytes,
                 exec: harness::median(e),
                 hand: harness::median(h),
+                burst: harness::median(&bursts[i]),
                 spread: spread(e).max(spread(h)),
                 path: path_of(ex, ids[i])?,
                 cuda: None,
             };
             eprintln!(
-                "copy: {} {bytes} B ({}): executor {:.1} GB/s, hand {:.1} GB/s ({:.0}%)",
+                "copy: {} {bytes} B ({}): executor {:.1} GB/s ({:.1} back to back), hand {:.1} GB/s ({:.0}%)",
                 op.name,
                 row.path,
                 row.exec_gbs(),
+                row.burst_gbs(),
                 row.hand_gbs(),
                 100.0 * row.ratio()
             );
@@ -300,6 +333,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
     for p in peers {
         p.destroy(ex.context());
     }
+    stamps.destroy(ex.context());
     r
 }
 
@@ -331,23 +365,26 @@ fn size(bytes: u64) -> String {
 
 fn table(rows: &[Row], missing: Option<&str>) -> String {
     let mut s = String::from(
-        "| op | bytes | executor path | executor GPU µs | executor GB/s | hand command GB/s | CUDA Graph GB/s | \
-         executor/CUDA | executor/hand |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n",
+        "| op | bytes | executor path | executor GPU µs | executor GB/s | back to back µs per run | back to back GB/s | \
+         hand command GB/s | CUDA Graph GB/s | executor/CUDA | back to back/CUDA | executor/hand |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
-        let (cuda, vs) = match (r.cuda, r.cuda_ratio()) {
-            (Some(c), Some(v)) => (format!("{c:.1}"), format!("{:.2}x", v)),
-            _ => (missing.unwrap_or("n/a").to_string(), "—".into()),
+        let (cuda, vs, burst_vs) = match (r.cuda, r.cuda_ratio(), r.burst_cuda_ratio()) {
+            (Some(c), Some(v), Some(b)) => (format!("{c:.1}"), format!("{v:.2}x"), format!("{b:.2}x")),
+            _ => (missing.unwrap_or("n/a").to_string(), "—".into(), "—".into()),
         };
         let _ = writeln!(
             s,
-            "| {} | {} (2^{} floats) | {} | {} | {:.1} | {:.1} | {cuda} | {vs} | {:.0}% |",
+            "| {} | {} (2^{} floats) | {} | {} | {:.1} | {} | {:.1} | {:.1} | {cuda} | {vs} | {burst_vs} | {:.0}% |",
             r.op.name,
             size(r.bytes),
             (r.bytes / 4).trailing_zeros(),
             r.path,
             harness::us(r.exec),
             r.exec_gbs(),
+            harness::us(r.burst),
+            r.burst_gbs(),
             r.hand_gbs(),
             100.0 * r.ratio()
         );
@@ -358,33 +395,43 @@ fn table(rows: &[Row], missing: Option<&str>) -> String {
 /// The issue-32 target: at least 0.9x CUDA Graph's bandwidth on every row.
 const CUDA_TARGET: f64 = 0.9;
 
-fn targets(rows: &[Row]) -> String {
-    let mut s = String::new();
+/// The CUDA target judged on one measure of the executor's bandwidth (`ratio`).
+fn cuda_target(s: &mut String, rows: &[Row], label: &str, ratio: fn(&Row) -> Option<f64>) {
     let with_cuda: Vec<&Row> = rows.iter().filter(|r| r.cuda.is_some()).collect();
     if with_cuda.is_empty() {
-        s.push_str("- executor ≥ 0.9x CUDA Graph's bandwidth on every row: not measured here (no CUDA).\n");
-    } else {
-        let missed: Vec<String> = with_cuda
-            .iter()
-            .filter_map(|r| {
-                let v = r.cuda_ratio()?;
-                (v < CUDA_TARGET).then(|| format!("{} {} ({:.2}x)", r.op.name, size(r.bytes), v))
-            })
-            .collect();
-        let lowest = with_cuda.iter().filter_map(|r| r.cuda_ratio()).fold(f64::INFINITY, f64::min);
-        if missed.is_empty() {
-            let _ =
-                writeln!(s, "- executor ≥ 0.9x CUDA Graph's bandwidth on every row: **met** (lowest {lowest:.2}x).");
-        } else {
-            let _ = writeln!(
-                s,
-                "- executor ≥ 0.9x CUDA Graph's bandwidth on every row: **missed** on {} of {} rows: {}.",
-                missed.len(),
-                with_cuda.len(),
-                missed.join(", ")
-            );
-        }
+        let _ = writeln!(s, "- {label} ≥ 0.9x CUDA Graph's bandwidth on every row: not measured here (no CUDA).");
+        return;
     }
+    let missed: Vec<String> = with_cuda
+        .iter()
+        .filter_map(|r| {
+            let v = ratio(r)?;
+            (v < CUDA_TARGET).then(|| format!("{} {} ({:.2}x)", r.op.name, size(r.bytes), v))
+        })
+        .collect();
+    let lowest = with_cuda.iter().filter_map(|r| ratio(r)).fold(f64::INFINITY, f64::min);
+    if missed.is_empty() {
+        let _ = writeln!(s, "- {label} ≥ 0.9x CUDA Graph's bandwidth on every row: **met** (lowest {lowest:.2}x).");
+    } else {
+        let _ = writeln!(
+            s,
+            "- {label} ≥ 0.9x CUDA Graph's bandwidth on every row: **missed** on {} of {} rows: {}.",
+            missed.len(),
+            with_cuda.len(),
+            missed.join(", ")
+        );
+    }
+}
+
+fn targets(rows: &[Row]) -> String {
+    let mut s = String::new();
+    cuda_target(&mut s, rows, "executor, one run", Row::cuda_ratio);
+    cuda_target(
+        &mut s,
+        rows,
+        &format!("executor, {BURST} runs back to back (timed as CUDA's replays are)"),
+        Row::burst_cuda_ratio,
+    );
     let missed: Vec<String> = rows
         .iter()
         .filter(|r| r.ratio() < 0.85)
@@ -475,7 +522,7 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
     let runs = rounds(args);
     let how = format!(
         "GPU time, median of {runs} runs after one warm-up run per peer: the executor's from its profile (first \
-         segment start to last segment end), the hand peer's from its two timestamps around the command; the \
+         segment start to last segment end) and per run of {BURST} back-to-back runs, the hand peer's from its two timestamps around the command; the \
          executor and the hand peer of each operation run one after the other, round by round, in one process \
          on one device and queue."
     );
@@ -491,7 +538,10 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
          transfer barrier, timestamp, `vkCmdCopyBuffer` or `vkCmdFillBuffer`, timestamp). *CUDA Graph*: \
          scripts/torch_copy.py in the same machine session, one-node CUDA Graphs from PyTorch: `copy_` of \
          contiguous float32 tensors (a `cudaMemcpyAsync` device-to-device node) and `fill_` (PyTorch's fill \
-         kernel; uint8 for memset), GPU time per replay from CUDA events around 20 back-to-back replays. GB/s counts read + \
+         kernel; uint8 for memset), GPU time per replay from CUDA events around {BURST} back-to-back replays. *back to back*: the \
+         executor's `run` submitted {BURST} times without a wait between two timestamps written on its queue \
+         (executor/src/peer/stamps.rs, each once every command submitted before it has completed), divided by \
+         {BURST}: CUDA's measure. GB/s counts read + \
          written bytes for copies and written bytes for fills. Checked after the timed runs: every copy \
          equals the random input and every fill its pattern, byte for byte, for the executor and the peers; \
          a mismatch fails the suite.\n\n{}\nAgainst the targets:\n\n{}\n{}",
@@ -523,6 +573,7 @@ mod tests {
             bytes: 4 << 20,
             exec,
             hand: 1.0,
+            burst: exec / 2.0,
             spread: 1.0,
             path: "copy command".into(),
             cuda,
@@ -533,7 +584,15 @@ mod tests {
         assert!(targets(&[row(OPS[3], 1.0 / 1.1, None)]).contains("**met** (lowest 110%)"));
         // Copy of 2^20 floats in 1 s moves 8 MiB: 0.0084 GB/s; CUDA at twice that is 0.50x.
         let slow = row(OPS[0], 1.0, Some(2.0 * 8.0 * 1048576.0 / 1e9));
-        assert!(targets(&[slow]).contains("**missed** on 1 of 1 rows: memcpy 4 MiB (0.50x)"));
+        let t = targets(&[slow]);
+        assert!(
+            t.contains(
+                "one run ≥ 0.9x CUDA Graph's bandwidth on every row: **missed** on 1 of 1 rows: memcpy 4 MiB (0.50x)"
+            ),
+            "{t}"
+        );
+        // Back to back the same row runs twice as fast: 1.00x, met.
+        assert!(t.contains("back to back (timed as CUDA's replays are) ≥ 0.9x CUDA Graph's bandwidth on every row: **met** (lowest 1.00x)"), "{t}");
         assert_eq!(OPS[3].expected(&[0; 8])[..4], FILL.to_le_bytes());
         assert_eq!(OPS[1].expected(&[7; 12]), vec![0, 0, 0, 0, 7, 7, 7, 7, 0, 0, 0, 0]);
         assert!((row(OPS[0], 1.0, None).exec_gbs() - 2.0 * 4.0 * 1048576.0 / 1e9).abs() < 1e-9);

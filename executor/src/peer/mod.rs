@@ -5,4 +5,5 @@
 //! Nothing here is used by the executor itself.
 
 pub mod dispatch;
+pub mod stamps;
 pub mod transfer;
