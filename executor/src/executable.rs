@@ -97,6 +97,11 @@ pub(crate) struct Executable {
     pub(crate) copy_end: Vec<u64>,
     /// Runs submitted (once both copies are live, the next run uses copy `runs % cmds.len()`).
     pub(crate) runs: u64,
+    /// Whether the last run was one submission to the queue that signals `submitted`: the
+    /// next run then needs no wait on the timeline, since queue order and its segments'
+    /// opening barriers (after all earlier work) order it after that run. A run through the
+    /// host-task thread may signal from the host, which only a semaphore wait orders.
+    pub(crate) queue_ordered: bool,
     /// The kernel each node runs now (a `dynamic` node: its active alternative's resources).
     pub(crate) kernels: BTreeMap<usize, KNode>,
     /// The other kernel alternatives of `dynamic` nodes, recorded next to the active one with
@@ -542,6 +547,7 @@ impl Executor {
             // which cannot tell when a copy is free again: it keeps one simultaneous-use copy.
             cmds: vec![vec![vk::CommandBuffer::null(); sched.len()]; copies],
             live_copies: 1,
+            queue_ordered: true,
             options: RecordOptions { simultaneous_use: copies == 1, ..options },
             plans: vec![None; sched.len()],
             stale_nodes: BTreeSet::new(),

@@ -225,3 +225,71 @@ fn a_callback_holding_past_the_deadline_ends_the_wait_there() {
     assert_eq!(got[5], -15.0);
     no_messages(&ex);
 }
+
+/// Runs submitted straight to the queue wait for nothing on the timeline (queue order and each
+/// segment's opening barrier order them), while a run that follows one made by the host-task
+/// thread (whose end may be signalled from the host) waits for it: an executable run back to
+/// back, then through the busy host-task thread, then straight again, accumulates exactly what
+/// the interpreter does, under synchronization validation.
+#[test]
+fn back_to_back_runs_around_the_host_task_thread_accumulate_in_order() {
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+    let ir = format!(
+        "{KERNELS_IR}
+usm @acc : f32[256]
+usm @step : f32[256]
+usm @tmp : f32[256]
+usm @h : f32[256]
+
+graph @add {{
+  %k1 = kernel @add2 range(256) args(@acc, @step, @tmp)
+  %k2 = kernel @scale range(256) args(@tmp, @acc, 1.0) after(%k1)
+}}
+
+graph @hold {{
+  %host = host_task \"hold\" access(@h write)
+}}
+"
+    );
+    let mut ex = executor(bundle(&ir, vec![], vec![]));
+    let (go_tx, go_rx) = channel::<()>();
+    ex.register_callback("hold", move |ctx| {
+        go_rx.recv_timeout(Duration::from_secs(20)).map_err(|e| format!("never released: {e}"))?;
+        ctx.write_as("h", 0, &[1.0f32])
+    });
+    let module = cmdgraph_ir::text::parse(&ir).unwrap();
+    let mut it = Interpreter::new(&module).unwrap();
+    let (acc, step) = (random(256, 11), random(256, 12));
+    for (name, v) in [("acc", &acc), ("step", &step)] {
+        ex.bind_as(name, v).unwrap();
+        it.bind_as(name, v).unwrap();
+    }
+    let (add, hold, iadd) = (ex.finalize("add").unwrap(), ex.finalize("hold").unwrap(), it.finalize("add").unwrap());
+    for _ in 0..4 {
+        ex.run(add).unwrap();
+    }
+    ex.run(hold).unwrap();
+    // The host-task thread is busy: these runs go through it, after the held one.
+    for _ in 0..3 {
+        ex.run(add).unwrap();
+    }
+    go_tx.send(()).unwrap();
+    ex.wait(hold).unwrap();
+    ex.wait(add).unwrap();
+    // Straight to the queue again; the first waits for the thread's last run on the timeline.
+    for _ in 0..5 {
+        ex.run(add).unwrap();
+    }
+    ex.wait(add).unwrap();
+    for _ in 0..12 {
+        it.run(iadd).unwrap();
+    }
+    let (got, want): (Vec<f32>, Vec<f32>) = (ex.read_as("acc").unwrap(), it.read_as("acc").unwrap());
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    assert_ne!(got, acc, "the runs changed the accumulator");
+    no_messages(&ex);
+}

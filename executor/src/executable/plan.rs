@@ -130,9 +130,12 @@ impl Executor {
                 let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps, sync: sync.clone() };
                 ex.worker.push(&ex.ctx, &ex.host, job)?;
                 job_seq = ex.worker.queued();
+                exe.queue_ordered = false;
             } else if !cbs.is_empty() || !sync.is_empty() {
                 crate::worker::wait_timeline(&ex.ctx, exe.timeline, ready)?;
-                submit_all(&ex.ctx, exe.timeline, cbs, (start, end), sync)?;
+                let wait_for = if exe.queue_ordered { 0 } else { start };
+                submit_all(&ex.ctx, exe.timeline, cbs, (wait_for, start, end), sync)?;
+                exe.queue_ordered = end > start || exe.queue_ordered;
             }
             exe.runs_submitted += 1;
             exe.run_tickets.push_back((end, job_seq));
@@ -236,14 +239,19 @@ pub(super) fn timeline_value(ctx: &crate::vk::Context, timeline: vk::Semaphore) 
 }
 
 /// One `vkQueueSubmit` of every device segment of a run in order: it waits for timeline
-/// value `start` (the previous run) and the application's semaphores, and signals `end` and
-/// the application's. Within the batch, each command buffer opens with a barrier after all
-/// earlier work, so segments run in submission order.
+/// value `wait_for` (the previous run, when that run may be signalled from the host; 0: no
+/// wait) and the application's semaphores, and signals `end` (when above `start`) and the
+/// application's. Each command buffer opens with a barrier after all earlier work, so
+/// segments, within the batch and after earlier submissions, run in submission order.
+///
+/// Waiting on the timeline for a value an earlier submission to the same queue signals
+/// orders nothing the opening barrier does not, and on NVIDIA it cost about 17 µs per run of
+/// back-to-back runs (docs/performance.md, `copy`).
 fn submit_all(
     ctx: &crate::vk::Context,
     timeline: vk::Semaphore,
     cbs: &[vk::CommandBufferSubmitInfo<'static>],
-    (start, end): (u64, u64),
+    (wait_for, start, end): (u64, u64, u64),
     sync: &RunSync,
 ) -> Result<()> {
     let on = |value| {
@@ -252,8 +260,8 @@ fn submit_all(
             .value(value)
             .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
     };
-    let (own_wait, own_signal) = ([on(start)], [on(end)]);
-    let (own_wait, own_signal) = (&own_wait[..usize::from(start > 0)], &own_signal[..usize::from(end > start)]);
+    let (own_wait, own_signal) = ([on(wait_for)], [on(end)]);
+    let (own_wait, own_signal) = (&own_wait[..usize::from(wait_for > 0)], &own_signal[..usize::from(end > start)]);
     // A plain run (the replay path) allocates nothing; only the application's semaphores
     // (`run_with`) make lists.
     let (joined_waits, joined_signals);

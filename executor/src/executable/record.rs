@@ -166,8 +166,8 @@ impl Executor {
             }
             let cb = exe.cmds[copy][si];
             // Two ordinary copies used in turn need no flag; one copy that a later run may
-            // submit while it is pending must be simultaneous-use (the timeline wait keeps
-            // the two runs from overlapping on the device).
+            // submit while it is pending must be simultaneous-use (its opening barrier, after
+            // all earlier work on the queue, keeps the two runs from overlapping).
             let flags = if exe.options.simultaneous_use {
                 vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
             } else {
