@@ -77,18 +77,26 @@ impl Op {
     }
 }
 
-/// The module of one size: five `usm` objects and one graph per operation.
+/// The module of one size: five `usm` objects and two graphs per operation: `@<op>` with
+/// `enable_profiling` (one run, timed by its profile) and `@<op>_plain` without it (runs back
+/// to back between queue stamps, as CUDA's graphs run with no profiling either).
 pub fn module_text(n: u64) -> String {
     let b = n * 4;
     let inner = b - 8;
-    format!(
+    let mut text = format!(
         "usm @src : f32[{n}]\nusm @copied : f32[{n}]\nusm @shifted : f32[{n}]\nusm @set_out : f32[{n}]\n\
-         usm @fill_out : f32[{n}]\n\n\
-         graph @copy properties(enable_profiling) {{\n  %memcpy = memcpy @copied, @src, {b}\n}}\n\n\
-         graph @copy4 properties(enable_profiling) {{\n  %memcpy4 = memcpy @shifted + 4, @src + 4, {inner}\n}}\n\n\
-         graph @set properties(enable_profiling) {{\n  %memset = memset @set_out, {SET_BYTE}, {b}\n}}\n\n\
-         graph @fill properties(enable_profiling) {{\n  %memfill = memfill @fill_out, {FILL:?} : f32, {n}\n}}\n"
-    )
+         usm @fill_out : f32[{n}]\n"
+    );
+    for (suffix, props) in [("", " properties(enable_profiling)"), ("_plain", "")] {
+        let _ = write!(
+            text,
+            "\ngraph @copy{suffix}{props} {{\n  %memcpy = memcpy @copied, @src, {b}\n}}\n\n\
+             graph @copy4{suffix}{props} {{\n  %memcpy4 = memcpy @shifted + 4, @src + 4, {inner}\n}}\n\n\
+             graph @set{suffix}{props} {{\n  %memset = memset @set_out, {SET_BYTE}, {b}\n}}\n\n\
+             graph @fill{suffix}{props} {{\n  %memfill = memfill @fill_out, {FILL:?} : f32, {n}\n}}\n"
+        );
+    }
+    text
 }
 
 /// Deterministic pseudo-random bytes (splitmix64).
@@ -234,7 +242,8 @@ fn path_of(ex: &Executor, id: ExecId) -> Result<String, String> {
 
 /// The byte offsets of every transfer node's pointers in the executor's module.
 fn offsets(ex: &Executor) -> Vec<(String, Vec<u64>)> {
-    let nodes = ex.module().graphs.iter().flat_map(|(_, g)| g.nodes.iter().map(|(_, n)| n));
+    let profiled = ex.module().graphs.iter().filter(|(_, g)| g.properties.enable_profiling);
+    let nodes = profiled.flat_map(|(_, g)| g.nodes.iter().map(|(_, n)| n));
     nodes
         .filter_map(|n| match &n.kind {
             NodeKind::Memcpy { dst, src, .. } => Some((n.name.clone(), vec![src.offset, dst.offset])),
@@ -269,6 +278,10 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
     let src = random_bytes(bytes as usize);
     ex.bind("src", &src).map_err(|e| e.to_string())?;
     let ids = OPS.iter().map(|op| ex.finalize(op.graph).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    let plain = OPS
+        .iter()
+        .map(|op| ex.finalize(&format!("{}_plain", op.graph)).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut peers = Vec::new();
     let mut stamps = QueueStamps::new(ex.context()).map_err(|e| e.to_string())?;
     let r = (|| {
@@ -286,7 +299,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
         let mut bursts = vec![Vec::new(); OPS.len()];
         for round in 0..=reps.max(1) {
             for (i, peer) in peers.iter_mut().enumerate() {
-                let b = burst_secs(ex, stamps, ids[i])?;
+                let b = burst_secs(ex, stamps, plain[i])?;
                 let e = exec_secs(ex, ids[i])?;
                 peer.run(ex.context()).map_err(|e| e.to_string())?;
                 let h = peer.gpu_ns(ex.context()).map_err(|e| e.to_string())?;
@@ -529,8 +542,8 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
     let mut s = harness::header("Copies and fills at copy speed", &seen.device, &args.common, &how);
     let _ = write!(
         s,
-        "Input (bench/src/runtime/copy.rs): per size N, one bundle compiled with no passes holding four \
-         graphs with `enable_profiling`, each one node: `memcpy` of N floats between two `usm` objects, the \
+        "Input (bench/src/runtime/copy.rs): per size N, one bundle compiled with no passes holding, per \
+         operation, a graph of one node with `enable_profiling` and its twin without: `memcpy` of N floats between two `usm` objects, the \
          same from byte 4 to byte 4N-4 of both (`memcpy+4`: 4-byte elements), `memset` of 4N bytes to \
          {SET_BYTE:#04x}, `memfill` of N `f32` {FILL:?}. Each runs on the executor (default record options: \
          the *executor path* column is what `Executor::copy_paths` reports) beside a hand-recorded peer of \
@@ -539,7 +552,7 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
          scripts/torch_copy.py in the same machine session, one-node CUDA Graphs from PyTorch: `copy_` of \
          contiguous float32 tensors (a `cudaMemcpyAsync` device-to-device node) and `fill_` (PyTorch's fill \
          kernel; uint8 for memset), GPU time per replay from CUDA events around {BURST} back-to-back replays. *back to back*: the \
-         executor's `run` submitted {BURST} times without a wait between two timestamps written on its queue \
+         executor's `run` of the same node in a graph without `enable_profiling` submitted {BURST} times without a wait between two timestamps written on its queue \
          (executor/src/peer/stamps.rs, each once every command submitted before it has completed), divided by \
          {BURST}: CUDA's measure. GB/s counts read + \
          written bytes for copies and written bytes for fills. Checked after the timed runs: every copy \
@@ -562,8 +575,10 @@ mod tests {
         let m = cmdgraph_ir::text::parse(&text)
             .unwrap_or_else(|d| panic!("{}", cmdgraph_ir::diag::render_all(&d, "m", &text)));
         assert!(cmdgraph_ir::verify::verify(&m).is_ok());
-        assert_eq!(m.graphs.iter().count(), 4);
-        assert!(m.graphs.iter().all(|(_, g)| g.properties.enable_profiling && g.nodes.iter().count() == 1));
+        assert_eq!(m.graphs.iter().count(), 8);
+        assert!(m.graphs.iter().all(|(_, g)| g.nodes.iter().count() == 1));
+        let profiled = m.graphs.iter().filter(|(_, g)| g.properties.enable_profiling).count();
+        assert_eq!(profiled, 4, "one profiled and one plain graph per operation");
     }
 
     #[test]
