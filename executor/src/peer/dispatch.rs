@@ -288,22 +288,8 @@ impl DispatchPeer {
         if !self.ran || bits == 0 || self.objects.queries == vk::QueryPool::null() {
             return Ok(None);
         }
-        let mut data = [[0u64; 2]; 2];
         // SAFETY: the pool has 2 queries, written by a run that has completed (fence waited).
-        unsafe {
-            self.ctx.device.get_query_pool_results(
-                self.objects.queries,
-                0,
-                &mut data,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
-            )
-        }?;
-        if data.iter().any(|[_, avail]| *avail == 0) {
-            return Ok(None);
-        }
-        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        let ticks = (data[1][0] & mask).wrapping_sub(data[0][0] & mask) & mask;
-        Ok(Some((ticks as f64 * f64::from(self.ctx.props.limits.timestamp_period)) as u64))
+        unsafe { super::elapsed_ns(&self.ctx, self.objects.queries) }
     }
 
     /// Sets every element of the buffer to 0.0 (a fill between full barriers, waited for).

@@ -113,23 +113,10 @@ impl QueueStamps {
             ctx.device.reset_fences(&[self.fence])?;
         }
         self.open = false;
-        let mut data = [[0u64; 2]; 2];
         // SAFETY: both queries were written by completed submissions (queue order puts the
         // opening one before the closing one, whose fence was waited for).
-        unsafe {
-            ctx.device.get_query_pool_results(
-                self.queries,
-                0,
-                &mut data,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
-            )
-        }?;
-        if data.iter().any(|[_, avail]| *avail == 0) {
-            return Err(ExecError::Invalid("queue stamps: a timestamp is not available".into()));
-        }
-        let mask = if ctx.timestamp_bits >= 64 { u64::MAX } else { (1u64 << ctx.timestamp_bits) - 1 };
-        let ticks = (data[1][0] & mask).wrapping_sub(data[0][0] & mask) & mask;
-        Ok((ticks as f64 * f64::from(ctx.props.limits.timestamp_period)) as u64)
+        unsafe { super::elapsed_ns(ctx, self.queries) }?
+            .ok_or_else(|| ExecError::Invalid("queue stamps: a timestamp is not available".into()))
     }
 
     fn submit(&self, ctx: &Context, which: usize, fence: vk::Fence) -> Result<()> {

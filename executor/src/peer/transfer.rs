@@ -242,22 +242,8 @@ impl TransferPeer {
         if !self.ran || ctx.timestamp_bits == 0 {
             return Ok(None);
         }
-        let mut data = [[0u64; 2]; 2];
         // SAFETY: the pool has 2 queries, written by a run that has completed (fence waited).
-        unsafe {
-            ctx.device.get_query_pool_results(
-                self.queries,
-                0,
-                &mut data,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
-            )
-        }?;
-        if data.iter().any(|[_, avail]| *avail == 0) {
-            return Ok(None);
-        }
-        let mask = if ctx.timestamp_bits >= 64 { u64::MAX } else { (1u64 << ctx.timestamp_bits) - 1 };
-        let ticks = (data[1][0] & mask).wrapping_sub(data[0][0] & mask) & mask;
-        Ok(Some((ticks as f64 * f64::from(ctx.props.limits.timestamp_period)) as u64))
+        unsafe { super::elapsed_ns(ctx, self.queries) }
     }
 
     /// Sets the copy's source (exactly `bytes` long) through a staging buffer; an error for
