@@ -117,6 +117,9 @@ pub(crate) struct Job {
     /// The application's semaphores: waited for on the host before the first step,
     /// signalled by the queue after the run's end (also when it failed, once released).
     pub(crate) sync: RunSync,
+    /// Set when `run` already made the first submission of the job's first `while` node
+    /// (with the device segment before it): the job carries on from there.
+    pub(crate) begun: Option<LoopStart>,
 }
 
 impl Job {
@@ -346,35 +349,54 @@ pub(crate) fn wait_timeline(ctx: &Context, timeline: vk::Semaphore, value: u64) 
     ctx.waited(r, || format!("a graph run on the device (timeline value {value})"))
 }
 
-/// A `while` node's run: the segment's command buffer and chunks of as many rounds as the
-/// last run took ([`FIRST_ROUNDS`] the first time) in one submission on `timeline` (waiting
-/// for `at`, signalling `at + 1`, and moving `at` there once submitted); then, while the host reads that the loop still runs, more
-/// (what is left of that prediction, else as many rounds again as ran so far) on the loop's
-/// own timeline, until the loop ends or its round limit has run.
+/// What the first submission of a `while` node's run leaves for the rest of it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LoopStart {
+    /// Rounds submitted.
+    rounds: u64,
+    /// Rounds the run expects to take (the last run's).
+    predicted: u64,
+}
+
+/// The first submission of a `while` node's run: the device segments `before` it, the
+/// segment's command buffer and chunks of as many rounds as the last run took
+/// ([`FIRST_ROUNDS`] the first time), waiting for `at`, signalling `at + before.len() + 1`
+/// and moving `at` there. [`finish_loop`] does the rest; `run` makes this submission itself
+/// when the worker is idle, so the device starts without waiting for the worker to wake.
 ///
 /// [`FIRST_ROUNDS`]: crate::executable::conditional::FIRST_ROUNDS
-fn run_loop(
+pub(crate) fn start_loop(
     ctx: &Context,
     timeline: vk::Semaphore,
     at: &mut u64,
     l: &LoopStep,
     before: &[vk::CommandBuffer],
-) -> Result<()> {
+) -> Result<LoopStart> {
     use std::sync::atomic::Ordering;
     let predicted = match l.last.load(Ordering::Relaxed) {
         0 => crate::executable::conditional::FIRST_ROUNDS,
         n => n,
     };
     let batch = l.chunks_for(predicted);
-    let mut rounds: u64 = batch.iter().map(|c| u64::from(c.1)).sum();
+    let rounds: u64 = batch.iter().map(|c| u64::from(c.1)).sum();
     let cbs: Vec<vk::CommandBuffer> =
         before.iter().copied().chain(std::iter::once(l.first)).chain(batch.iter().map(|c| c.0)).collect();
     let to = *at + before.len() as u64 + 1;
     submit_to(ctx, timeline, *at, to, &cbs)?;
     *at = to;
+    Ok(LoopStart { rounds, predicted })
+}
+
+/// The rest of a `while` node's run after [`start_loop`] moved the timeline to `at`: while
+/// the host reads that the loop still runs, more chunks (what is left of the prediction, else
+/// as many rounds again as ran so far) on the loop's own timeline, until the loop ends or its
+/// round limit has run.
+fn finish_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep, start: LoopStart) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    let LoopStart { mut rounds, predicted } = start;
     // The host has nothing to do until the loop's first answer: on a GPU, poll for longer
     // than other waits do (a blocking wait costs about 21 µs more on NVIDIA).
-    wait_timeline_spinning(ctx, timeline, *at)?;
+    wait_timeline_spinning(ctx, timeline, at)?;
     while l.read(0) != 0 {
         if rounds >= l.limit {
             return Err(ExecError::Invalid(format!(
@@ -436,7 +458,10 @@ fn release_on_queue(ctx: &Context, timeline: vk::Semaphore, at: u64, end: u64) -
 /// (and the next run) are released.
 fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: Job) -> Result<()> {
     let end = job.end();
-    let mut at = job.start;
+    // When `run` made the first submission of the first loop (with the segment before it),
+    // the timeline is already moving past both: the job carries on from the loop's answer.
+    let begun = job.begun.and_then(|b| Some((job.steps.iter().position(|s| matches!(s, Step::Loop(_)))?, b)));
+    let mut at = job.start + begun.map_or(0, |(k, _)| k as u64 + 1);
     let r = (|| {
         wait_timeline(ctx, job.timeline, job.ready)?;
         // A host task must not start before the application's writes are done either.
@@ -444,7 +469,15 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
         // Device segments right before a `while` node go in its first submission (one
         // `vkQueueSubmit` fewer per run; the timeline moves past all of them at once).
         let mut deferred: Vec<vk::CommandBuffer> = Vec::new();
-        for (i, step) in job.steps.iter().enumerate() {
+        let mut first = 0;
+        if let Some((k, b)) = begun {
+            let Some(Step::Loop(l)) = job.steps.get(k) else {
+                return Err(ExecError::Invalid("a run begun by `run` has no `while` step".into()));
+            };
+            finish_loop(ctx, job.timeline, at, l, b)?;
+            first = k + 1;
+        }
+        for (i, step) in job.steps.iter().enumerate().skip(first) {
             match step {
                 Step::Device(cb) if matches!(job.steps.get(i + 1), Some(Step::Loop(_))) => deferred.push(*cb),
                 Step::Device(cb) => {
@@ -455,7 +488,10 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
                     wait_timeline(ctx, job.timeline, job.start + need)?;
                     call(ctx, transfers, callbacks, (node, callback), access)?;
                 }
-                Step::Loop(l) => run_loop(ctx, job.timeline, &mut at, l, &std::mem::take(&mut deferred))?,
+                Step::Loop(l) => {
+                    let b = start_loop(ctx, job.timeline, &mut at, l, &std::mem::take(&mut deferred))?;
+                    finish_loop(ctx, job.timeline, at, l, b)?;
+                }
             }
         }
         Ok(())

@@ -126,8 +126,13 @@ impl Executor {
             exe.last_run_steps = steps.len() as u64;
             let mut job_seq = 0;
             if exe.has_host || !ex.worker.idle() {
-                let steps = steps.iter().filter_map(|s| s.as_ref().ok().cloned()).collect();
-                let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps, sync: sync.clone() };
+                let steps: Vec<Step> = steps.iter().filter_map(|s| s.as_ref().ok().cloned()).collect();
+                let begun = if ex.worker.idle() && sync.is_empty() {
+                    begin_loop(&ex.ctx, exe.timeline, (start, ready), &steps)?
+                } else {
+                    None
+                };
+                let job = Job { exec: id.0, timeline: exe.timeline, start, ready, steps, sync: sync.clone(), begun };
                 ex.worker.push(&ex.ctx, &ex.host, job)?;
                 job_seq = ex.worker.queued();
                 exe.queue_ordered = false;
@@ -231,6 +236,31 @@ fn loop_step(exe: &Executable, graph: &Graph, h: Handle<Node>, first: vk::Comman
         counter: l.counter.clone(),
         limit,
     }))
+}
+
+/// When a run's first steps are at most one device segment and a `while` node, makes the
+/// loop's first submission (with that segment) from `run` itself, so the device starts at
+/// once rather than when the host-task thread wakes for the job (docs/executor.md,
+/// "Conditional nodes"); the job then carries on from the loop's answer. The worker must be
+/// idle (nothing queued may come first) and the run without the application's semaphores.
+fn begin_loop(
+    ctx: &crate::vk::Context,
+    timeline: vk::Semaphore,
+    (start, ready): (u64, u64),
+    steps: &[Step],
+) -> Result<Option<crate::worker::LoopStart>> {
+    let Some(k) = steps.iter().position(|s| matches!(s, Step::Loop(_))) else { return Ok(None) };
+    let before: Vec<vk::CommandBuffer> = steps[..k]
+        .iter()
+        .filter_map(|s| match s {
+            Step::Device(cb) => Some(*cb),
+            _ => None,
+        })
+        .collect();
+    let (Some(Step::Loop(l)), true) = (steps.get(k), k <= 1 && before.len() == k) else { return Ok(None) };
+    crate::worker::wait_timeline(ctx, timeline, ready)?;
+    let mut at = start;
+    crate::worker::start_loop(ctx, timeline, &mut at, l, &before).map(Some)
 }
 
 /// The timeline's current value (what the runs submitted so far have signalled).
