@@ -9,7 +9,7 @@
 //! `ALL_COMMANDS`, which orders them against earlier submissions to the queue in submission
 //! order, as CUDA's events are ordered in their stream. Submissions must come from the thread
 //! that also submits the runs (the queue is externally synchronised); an executor submits
-//! from its own worker thread only for graphs with host tasks.
+//! from its own worker thread for graphs with host tasks or `while` nodes.
 #![allow(unsafe_code)]
 
 use crate::error::{ExecError, Result};
