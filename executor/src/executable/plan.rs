@@ -138,10 +138,9 @@ impl Executor {
                 exe.queue_ordered = false;
             } else if !cbs.is_empty() || !sync.is_empty() {
                 crate::worker::wait_timeline(&ex.ctx, exe.timeline, ready)?;
-                let wait_for =
-                    if exe.queue_ordered && std::env::var_os("CMDGRAPH_EXP_WAIT").is_none() { 0 } else { start };
+                let wait_for = if exe.queue_ordered { 0 } else { start };
                 submit_all(&ex.ctx, exe.timeline, cbs, (wait_for, start, end), sync)?;
-                exe.queue_ordered = end > start || exe.queue_ordered;
+                exe.queue_ordered |= end > start;
             }
             exe.runs_submitted += 1;
             exe.run_tickets.push_back((end, job_seq));
