@@ -3,7 +3,9 @@
 Graphs, captured from PyTorch and replayed. `dst.copy_(src)` of contiguous float32 tensors
 on one device is a `cudaMemcpyAsync` device-to-device node (CUDA's own copy); `fill_` of a
 uint8 tensor with 0x5A (memset) and of a float32 tensor with 1.5 (memfill) are PyTorch's fill
-kernel. The offset rows copy `src[1:-1]` into `dst[1:-1]` (4-byte offsets, 8 bytes fewer).
+kernel. The offset rows copy `src[1:-1]` into `dst[1:-1]` (4-byte offsets, 8 bytes fewer), and
+4N-8 bytes from byte 3 of `src` to byte 1 of `dst` through uint8 views (`memcpy+3/1`: a
+`cudaMemcpyAsync` between byte-granular addresses, as the suite's byte-granular copy).
 
     python3 scripts/torch_copy.py --json OUT.json [LOG2 ...]     (default: 20 24 26)
 
@@ -64,6 +66,8 @@ def measure(torch, log2, reps):
     src = torch.rand(n, device="cuda", dtype=torch.float32, generator=gen)
     dst = torch.zeros(n, device="cuda", dtype=torch.float32)
     shifted = torch.zeros(n, device="cuda", dtype=torch.float32)
+    byte_dst = torch.zeros(4 * n, device="cuda", dtype=torch.uint8)
+    byte_src = src.view(torch.uint8)
     set_out = torch.zeros(4 * n, device="cuda", dtype=torch.uint8)
     fill_out = torch.zeros(n, device="cuda", dtype=torch.float32)
     ops = [
@@ -73,6 +77,12 @@ def measure(torch, log2, reps):
             lambda: shifted[1:-1].copy_(src[1:-1]),
             8 * (n - 2),
             lambda: torch.equal(shifted[1:-1], src[1:-1]),
+        ),
+        (
+            "memcpy+3/1",
+            lambda: byte_dst[1 : 4 * n - 7].copy_(byte_src[3 : 4 * n - 5]),
+            2 * (4 * n - 8),
+            lambda: torch.equal(byte_dst[1 : 4 * n - 7], byte_src[3 : 4 * n - 5]),
         ),
         ("memset", lambda: set_out.fill_(SET_BYTE), 4 * n, lambda: bool(torch.all(set_out == SET_BYTE).item())),
         ("memfill", lambda: fill_out.fill_(FILL), 4 * n, lambda: bool(torch.all(fill_out == FILL).item())),

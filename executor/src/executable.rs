@@ -870,7 +870,7 @@ impl Executor {
                 .filter(|k| k.set != vk::DescriptorSet::null())
                 .count()
                 + copy_sets,
-            pipelines: self.pipelines.len() + if self.copy_kernels.is_some() { 2 } else { 0 },
+            pipelines: self.pipelines.len() + self.copy_kernels.as_ref().map_or(0, crate::vk::copy::CopyKernels::count),
         })
     }
 

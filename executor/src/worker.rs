@@ -118,8 +118,9 @@ pub(crate) struct Job {
     /// signalled by the queue after the run's end (also when it failed, once released).
     pub(crate) sync: RunSync,
     /// Set when `run` already made the first submission of the job's first `while` node
-    /// (with the device segment before it): the job carries on from there.
-    pub(crate) begun: Option<LoopStart>,
+    /// (with the device segment before it): that node's index in `steps`, and what the
+    /// submission left; the job carries on from there.
+    pub(crate) begun: Option<(usize, LoopStart)>,
 }
 
 impl Job {
@@ -460,7 +461,7 @@ fn carry_out(ctx: &Context, transfers: &Transfers, callbacks: &Callbacks, job: J
     let end = job.end();
     // When `run` made the first submission of the first loop (with the segment before it),
     // the timeline is already moving past both: the job carries on from the loop's answer.
-    let begun = job.begun.and_then(|b| Some((job.steps.iter().position(|s| matches!(s, Step::Loop(_)))?, b)));
+    let begun = job.begun;
     let mut at = job.start + begun.map_or(0, |(k, _)| k as u64 + 1);
     let r = (|| {
         wait_timeline(ctx, job.timeline, job.ready)?;

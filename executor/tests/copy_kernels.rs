@@ -1,8 +1,9 @@
 //! The copy kernel (executor/src/vk/copy.rs) against the reference interpreter, on llvmpipe
 //! with validation (synchronization included) on: `memcpy` nodes of 16- and 4-byte alignment,
 //! between user memory and graph allocations, next to kernels that produce and consume their
-//! bytes, a pattern fill copied from the pattern buffer, and the copies it must leave to
-//! `vkCmdCopyBuffer` (unaligned, overlapping). Each choice is counted through
+//! bytes, a pattern fill copied from the pattern buffer, byte-granular copies (the byte
+//! kernel) beside independent copies that write the neighbouring bytes, and what it must leave
+//! to `vkCmdCopyBuffer` (overlapping copies). Each choice is counted through
 //! `Executor::copy_paths`, so the kernel path really runs. Also: the checked-in SPIR-V is its
 //! assembly, assembled, and passes `spirv-val`.
 
@@ -17,7 +18,7 @@ const N: usize = 20_011;
 
 /// Every kind of copy in one graph. `%t` is a graph allocation the scale kernel writes and a
 /// copy reads; `%v4` (16-byte aligned) and `%v1` (4-byte aligned) take the kernel; `%odd` (byte
-/// offsets) takes the copy command, and `%plain` copies what it wrote; `%pat` fills f64s, a pattern
+/// offsets) takes the byte kernel, and `%plain` copies what it wrote; `%pat` fills f64s, a pattern
 /// `vkCmdFillBuffer` cannot repeat; `%after` reads what `%v4` wrote.
 fn ir() -> String {
     format!(
@@ -93,14 +94,14 @@ fn kernel_copies_match_the_interpreter_and_each_copy_takes_the_path_it_can() {
     let path = |n: &str| paths.iter().find(|(p, _)| p == n).map(|(_, p)| *p);
     assert_eq!(path("v4"), Some(CopyPath::Kernel { elem: 16 }));
     assert_eq!(path("v1"), Some(CopyPath::Kernel { elem: 4 }));
-    assert_eq!(path("odd"), Some(CopyPath::Transfer), "byte offsets cannot be kernel elements");
+    assert_eq!(path("odd"), Some(CopyPath::Kernel { elem: 1 }), "byte offsets take the byte kernel");
     assert_eq!(path("plain"), Some(CopyPath::Kernel { elem: 4 }));
     assert!(matches!(path("pat"), Some(CopyPath::Kernel { .. })), "{paths:?}");
     assert_eq!(paths.len(), 5, "{paths:?}");
-    // One set per pair of windows (%v4, %v1, %plain, %pat), beside the two kernel launches'
-    // sets. Two more pipelines.
-    assert_eq!(objects.descriptor_sets, 2 + 4, "{objects:?}");
-    assert_eq!(objects.pipelines, 3 + 2, "{objects:?}");
+    // One set per pair of windows (%v4, %v1, %odd, %plain, %pat), beside the two kernel
+    // launches' sets. Three more pipelines (llvmpipe stores bytes).
+    assert_eq!(objects.descriptor_sets, 2 + 5, "{objects:?}");
+    assert_eq!(objects.pipelines, 3 + 3, "{objects:?}");
 }
 
 #[test]
@@ -111,7 +112,7 @@ fn one_group_loops_over_every_element_with_the_same_result() {
     let want = interpreted();
     let (got, paths, _) = run(RecordOptions { copies: CopyPolicy::Shader, copy_groups: 1, ..Default::default() });
     assert_same(&got, &want, "one group");
-    assert_eq!(paths.iter().filter(|(_, p)| matches!(p, CopyPath::Kernel { .. })).count(), 4);
+    assert_eq!(paths.iter().filter(|(_, p)| matches!(p, CopyPath::Kernel { .. })).count(), 5);
 }
 
 #[test]
@@ -182,6 +183,81 @@ graph @g {{
         ex.run(id).unwrap();
         ex.wait(id).unwrap();
         assert_eq!(ex.read_as::<f32>("out").unwrap(), vec![0.0; 257], "{barriers:?}");
+        no_messages(&ex);
+    }
+}
+
+/// Byte-granular copies: every pair of source and destination offsets modulo 4, lengths from
+/// one byte (inside one word) to whole multiples of the kernel's four-word steps, all
+/// independent in one stage and packed into one destination with gaps of 0 to 3 bytes, so
+/// the neighbouring bytes of each copy belong to another copy or to nobody. Under validation
+/// (synchronization included) the destination must equal the interpreter's byte for byte,
+/// with one group (every invocation loops over many steps) and with as many as the copies
+/// want, and every copy must take the byte kernel.
+#[test]
+fn byte_granular_copies_take_the_byte_kernel_and_leave_their_neighbours_alone() {
+    const SRC: usize = 40_000;
+    const DST: usize = 60_000;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |m: u64| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % m
+    };
+    let mut nodes = String::new();
+    let mut at = 1u64; // destination byte offset of the next copy
+    let mut count = 0;
+    let mut lens: Vec<u64> = (1..=13).collect();
+    lens.extend([31, 64, 1023, 4099, 16_385, 60_001 / 4]);
+    for (i, len) in lens.iter().enumerate() {
+        for rel in 0..4u64 {
+            let src = (4 * next(((SRC as u64 * 4) - len - 8) / 4)) + (at + rel) % 4;
+            if at + len + 3 > DST as u64 * 4 {
+                break;
+            }
+            let _ = std::fmt::Write::write_fmt(
+                &mut nodes,
+                format_args!("  %c{i}_{rel} = memcpy @dst + {at}, @src + {src}, {len}\n"),
+            );
+            count += 1;
+            at += len + next(4);
+        }
+    }
+    let ir = format!(
+        "{KERNELS_IR}
+usm @src : f32[{SRC}]
+usm @dst : f32[{DST}]
+
+graph @g {{
+{nodes}}}
+"
+    );
+    let src = f32_bytes(&random(SRC, 7));
+    let dst = f32_bytes(&random(DST, 8));
+    let module = cmdgraph_ir::text::parse(&ir).unwrap();
+    let mut it = Interpreter::new(&module).unwrap();
+    it.bind("src", &src).unwrap();
+    it.bind("dst", &dst).unwrap();
+    let id = it.finalize("g").unwrap();
+    it.run(id).unwrap();
+    let want = it.read("dst").unwrap().to_vec();
+    assert!(want != dst, "the copies change the destination");
+    for copy_groups in [1, u32::MAX] {
+        let mut ex = executor(bundle(&ir, vec![], vec![]));
+        ex.set_record_options(RecordOptions { copies: CopyPolicy::Shader, copy_groups, ..Default::default() });
+        let id = ex.finalize("g").unwrap();
+        let paths = ex.copy_paths(id).unwrap();
+        assert_eq!(paths.len(), count);
+        let bytes = paths.iter().filter(|(_, p)| *p == CopyPath::Kernel { elem: 1 }).count();
+        // The copies whose offsets and length are all multiples of 4 take the word kernels.
+        assert!(bytes >= count - 8, "{bytes} of {count} copies took the byte kernel: {paths:?}");
+        ex.bind("src", &src).unwrap();
+        ex.bind("dst", &dst).unwrap();
+        ex.run(id).unwrap();
+        ex.wait(id).unwrap();
+        let got = ex.read("dst").unwrap();
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+            panic!("copy_groups {copy_groups}: byte {i} of @dst is {} where the interpreter has {}", got[i], want[i]);
+        }
         no_messages(&ex);
     }
 }

@@ -38,38 +38,42 @@ struct Op {
     /// The memory object the node writes.
     out: &'static str,
     peer: TransferOp,
-    /// Bytes left out at each end (the same offset into source and destination): 4 makes a
-    /// copy of 4-byte elements, not 16-byte ones. The hand peer copies the whole buffer.
-    edge: u64,
+    /// Where the copy starts in the source and in the destination, and the bytes it leaves
+    /// out: (4, 4, 8) makes a copy of 4-byte elements, not 16-byte ones; (3, 1, 8) a
+    /// byte-granular copy whose source and destination differ by 2 bytes modulo 4. The hand
+    /// peer copies the whole buffer.
+    shift: (u64, u64, u64),
 }
 
-const OPS: [Op; 4] = [
-    Op { name: "memcpy", graph: "copy", out: "copied", peer: TransferOp::Copy, edge: 0 },
-    Op { name: "memcpy+4", graph: "copy4", out: "shifted", peer: TransferOp::Copy, edge: 4 },
+const OPS: [Op; 5] = [
+    Op { name: "memcpy", graph: "copy", out: "copied", peer: TransferOp::Copy, shift: (0, 0, 0) },
+    Op { name: "memcpy+4", graph: "copy4", out: "shifted", peer: TransferOp::Copy, shift: (4, 4, 8) },
+    Op { name: "memcpy+3/1", graph: "copyb", out: "bytes", peer: TransferOp::Copy, shift: (3, 1, 8) },
     Op {
         name: "memset",
         graph: "set",
         out: "set_out",
         peer: TransferOp::Fill(u32::from_le_bytes([SET_BYTE; 4])),
-        edge: 0,
+        shift: (0, 0, 0),
     },
-    Op { name: "memfill", graph: "fill", out: "fill_out", peer: TransferOp::Fill(FILL.to_bits()), edge: 0 },
+    Op { name: "memfill", graph: "fill", out: "fill_out", peer: TransferOp::Fill(FILL.to_bits()), shift: (0, 0, 0) },
 ];
 
 impl Op {
     /// Bytes moved per run for GB/s: a copy reads and writes, a fill only writes.
     fn moved(self, bytes: u64) -> f64 {
         let factor = if self.peer == TransferOp::Copy { 2.0 } else { 1.0 };
-        factor * (bytes - 2 * self.edge) as f64
+        factor * (bytes - self.shift.2) as f64
     }
-    /// What the destination must hold: the source for the copy (zero at the edges left out),
-    /// the word repeated for a fill.
+    /// What the destination must hold: the source's bytes from its start offset at the
+    /// destination's (zero where nothing is copied), the word repeated for a fill.
     fn expected(self, src: &[u8]) -> Vec<u8> {
         match self.peer {
             TransferOp::Copy => {
-                let e = self.edge as usize;
+                let (s, d, less) = (self.shift.0 as usize, self.shift.1 as usize, self.shift.2 as usize);
+                let len = src.len() - less;
                 let mut out = vec![0u8; src.len()];
-                out[e..src.len() - e].copy_from_slice(&src[e..src.len() - e]);
+                out[d..d + len].copy_from_slice(&src[s..s + len]);
                 out
             }
             TransferOp::Fill(w) => w.to_le_bytes().iter().copied().cycle().take(src.len()).collect(),
@@ -84,14 +88,15 @@ pub fn module_text(n: u64) -> String {
     let b = n * 4;
     let inner = b - 8;
     let mut text = format!(
-        "usm @src : f32[{n}]\nusm @copied : f32[{n}]\nusm @shifted : f32[{n}]\nusm @set_out : f32[{n}]\n\
-         usm @fill_out : f32[{n}]\n"
+        "usm @src : f32[{n}]\nusm @copied : f32[{n}]\nusm @shifted : f32[{n}]\nusm @bytes : f32[{n}]\n\
+         usm @set_out : f32[{n}]\nusm @fill_out : f32[{n}]\n"
     );
     for (suffix, props) in [("", " properties(enable_profiling)"), ("_plain", "")] {
         let _ = write!(
             text,
             "\ngraph @copy{suffix}{props} {{\n  %memcpy = memcpy @copied, @src, {b}\n}}\n\n\
              graph @copy4{suffix}{props} {{\n  %memcpy4 = memcpy @shifted + 4, @src + 4, {inner}\n}}\n\n\
+             graph @copyb{suffix}{props} {{\n  %memcpyb = memcpy @bytes + 1, @src + 3, {inner}\n}}\n\n\
              graph @set{suffix}{props} {{\n  %memset = memset @set_out, {SET_BYTE}, {b}\n}}\n\n\
              graph @fill{suffix}{props} {{\n  %memfill = memfill @fill_out, {FILL:?} : f32, {n}\n}}\n"
         );
@@ -136,7 +141,7 @@ impl Row {
         self.op.moved(self.bytes) / self.exec.max(1e-12) / 1e9
     }
     fn hand_gbs(&self) -> f64 {
-        Op { edge: 0, ..self.op }.moved(self.bytes) / self.hand.max(1e-12) / 1e9
+        Op { shift: (0, 0, 0), ..self.op }.moved(self.bytes) / self.hand.max(1e-12) / 1e9
     }
     /// Executor bandwidth as a fraction of the hand peer's (which moves the whole buffer).
     fn ratio(&self) -> f64 {
@@ -317,7 +322,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
             let got = ex.read(op.out).map_err(|e| e.to_string())?;
             check(&format!("{} 2^{} executor", op.name, (bytes / 4).trailing_zeros()), &got, &want)?;
             let got = peers[i].read_dst(ex.context()).map_err(|e| e.to_string())?;
-            let whole = Op { edge: 0, ..op }.expected(&src);
+            let whole = Op { shift: (0, 0, 0), ..op }.expected(&src);
             check(&format!("{} 2^{} hand peer", op.name, (bytes / 4).trailing_zeros()), &got, &whole)?;
             let (e, h) = &times[i];
             let row = Row {
@@ -544,7 +549,8 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
         s,
         "Input (bench/src/runtime/copy.rs): per size N, one bundle compiled with no passes holding, per \
          operation, a graph of one node with `enable_profiling` and its twin without: `memcpy` of N floats between two `usm` objects, the \
-         same from byte 4 to byte 4N-4 of both (`memcpy+4`: 4-byte elements), `memset` of 4N bytes to \
+         same from byte 4 to byte 4N-4 of both (`memcpy+4`: 4-byte elements), 4N-8 bytes from byte 3 of the source to byte 1 of \
+         the destination (`memcpy+3/1`: byte-granular, offsets 2 apart modulo 4), `memset` of 4N bytes to \
          {SET_BYTE:#04x}, `memfill` of N `f32` {FILL:?}. Each runs on the executor (default record options: \
          the *executor path* column is what `Executor::copy_paths` reports) beside a hand-recorded peer of \
          the whole buffer (executor/src/peer/transfer.rs: device-local buffers, one command buffer: a \
@@ -575,10 +581,10 @@ mod tests {
         let m = cmdgraph_ir::text::parse(&text)
             .unwrap_or_else(|d| panic!("{}", cmdgraph_ir::diag::render_all(&d, "m", &text)));
         assert!(cmdgraph_ir::verify::verify(&m).is_ok());
-        assert_eq!(m.graphs.iter().count(), 8);
+        assert_eq!(m.graphs.iter().count(), 10);
         assert!(m.graphs.iter().all(|(_, g)| g.nodes.iter().count() == 1));
         let profiled = m.graphs.iter().filter(|(_, g)| g.properties.enable_profiling).count();
-        assert_eq!(profiled, 4, "one profiled and one plain graph per operation");
+        assert_eq!(profiled, 5, "one profiled and one plain graph per operation");
     }
 
     #[test]
@@ -593,10 +599,10 @@ mod tests {
             path: "copy command".into(),
             cuda,
         };
-        let t = targets(&[row(OPS[0], 1.0, None), row(OPS[2], 2.0, None)]);
+        let t = targets(&[row(OPS[0], 1.0, None), row(OPS[3], 2.0, None)]);
         assert!(t.contains("**missed** on 1 of 2 rows: memset 4 MiB (50%)"), "{t}");
         assert!(t.contains("not measured here (no CUDA)"), "{t}");
-        assert!(targets(&[row(OPS[3], 1.0 / 1.1, None)]).contains("**met** (lowest 110%)"));
+        assert!(targets(&[row(OPS[4], 1.0 / 1.1, None)]).contains("**met** (lowest 110%)"));
         // Copy of 2^20 floats in 1 s moves 8 MiB: 0.0084 GB/s; CUDA at twice that is 0.50x.
         let slow = row(OPS[0], 1.0, Some(2.0 * 8.0 * 1048576.0 / 1e9));
         let t = targets(&[slow]);
@@ -608,8 +614,10 @@ mod tests {
         );
         // Back to back the same row runs twice as fast: 1.00x, met.
         assert!(t.contains("back to back (timed as CUDA's replays are) ≥ 0.9x CUDA Graph's bandwidth on every row: **met** (lowest 1.00x)"), "{t}");
-        assert_eq!(OPS[3].expected(&[0; 8])[..4], FILL.to_le_bytes());
+        assert_eq!(OPS[4].expected(&[0; 8])[..4], FILL.to_le_bytes());
         assert_eq!(OPS[1].expected(&[7; 12]), vec![0, 0, 0, 0, 7, 7, 7, 7, 0, 0, 0, 0]);
+        let bytes: Vec<u8> = (1..=12).collect();
+        assert_eq!(OPS[2].expected(&bytes), vec![0, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0]);
         assert!((row(OPS[0], 1.0, None).exec_gbs() - 2.0 * 4.0 * 1048576.0 / 1e9).abs() < 1e-9);
         // memcpy+4 moves 8 bytes fewer each way; the hand peer moves the whole buffer.
         let inner = row(OPS[1], 1.0, None);

@@ -26,7 +26,8 @@ use std::collections::BTreeMap;
 pub enum CopyPath {
     /// `vkCmdCopyBuffer`.
     Transfer,
-    /// The copy kernel, moving elements of this many bytes (16 or 4).
+    /// The copy kernel, moving elements of this many bytes (16 or 4; 1: the byte kernel, for
+    /// byte-granular offsets or sizes).
     Kernel {
         /// Element size in bytes.
         elem: u32,
@@ -64,6 +65,8 @@ pub(crate) struct CopyLimits {
     pub(crate) min_align: u64,
     pub(crate) max_range: u64,
     pub(crate) max_groups: u32,
+    /// Whether the byte kernel exists (the device stores single bytes).
+    pub(crate) bytes: bool,
 }
 
 /// The window of `end` a descriptor binds for `bytes` bytes of `elem`-byte elements, and the
@@ -83,8 +86,9 @@ fn window(end: &End, bytes: u64, elem: u64, l: &CopyLimits) -> Option<(Window, u
     fits.then_some(((end.buffer, lo, range), first as u32))
 }
 
-/// The kernel copy of `bytes` bytes from `src` to `dst`, if the kernel can make it: offsets
-/// and size multiples of 4 bytes (16-byte elements when all are multiples of 16), fewer than
+/// The kernel copy of `bytes` bytes from `src` to `dst`, if a kernel can make it: 16-byte
+/// elements when the offsets and the size are multiples of 16, else 4-byte elements when they
+/// are multiples of 4, else bytes (where the device has the byte kernel); fewer than
 /// [`MAX_COUNT`] elements, windows within `maxStorageBufferRange`.
 pub(crate) fn plan_kernel(src: End, dst: End, bytes: u64, l: &CopyLimits) -> Option<KernelCopy> {
     let aligned = |a: u64| src.offset.is_multiple_of(a) && dst.offset.is_multiple_of(a) && bytes.is_multiple_of(a);
@@ -92,6 +96,8 @@ pub(crate) fn plan_kernel(src: End, dst: End, bytes: u64, l: &CopyLimits) -> Opt
         16
     } else if aligned(4) {
         4
+    } else if l.bytes {
+        1
     } else {
         return None;
     };
@@ -101,7 +107,9 @@ pub(crate) fn plan_kernel(src: End, dst: End, bytes: u64, l: &CopyLimits) -> Opt
     }
     let (sw, s0) = window(&src, bytes, elem, l)?;
     let (dw, d0) = window(&dst, bytes, elem, l)?;
-    let per_group = u64::from(copy::GROUP_SIZE * PER_STEP);
+    // The byte kernel's invocations take words (four bytes) per step where the others take
+    // elements.
+    let per_group = u64::from(copy::GROUP_SIZE * PER_STEP) * if elem == 1 { 4 } else { 1 };
     let cap = if l.max_groups == 0 { MAX_GROUPS } else { l.max_groups.min(MAX_GROUPS) };
     let groups = count.div_ceil(per_group).clamp(1, u64::from(cap)) as u32;
     Some(KernelCopy { elem, src: sw, dst: dw, push: [s0, d0, count as u32], groups })
@@ -166,6 +174,7 @@ impl Executor {
             min_align: limits.min_storage_buffer_offset_alignment.max(4),
             max_range: u64::from(limits.max_storage_buffer_range),
             max_groups: exe.options.copy_groups.min(limits.max_compute_work_group_count[0]),
+            bytes: self.copy_kernels.as_ref().is_some_and(|k| k.bytes()),
         })
     }
 

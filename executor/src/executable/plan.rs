@@ -242,12 +242,13 @@ fn loop_step(exe: &Executable, graph: &Graph, h: Handle<Node>, first: vk::Comman
 /// once rather than when the host-task thread wakes for the job (docs/executor.md,
 /// "Conditional nodes"); the job then carries on from the loop's answer. The worker must be
 /// idle (nothing queued may come first) and the run without the application's semaphores.
+/// Returns the loop's index in `steps` with what its first submission left.
 fn begin_loop(
     ctx: &crate::vk::Context,
     timeline: vk::Semaphore,
     (start, ready): (u64, u64),
     steps: &[Step],
-) -> Result<Option<crate::worker::LoopStart>> {
+) -> Result<Option<(usize, crate::worker::LoopStart)>> {
     let Some(k) = steps.iter().position(|s| matches!(s, Step::Loop(_))) else { return Ok(None) };
     let before: Vec<vk::CommandBuffer> = steps[..k]
         .iter()
@@ -259,7 +260,7 @@ fn begin_loop(
     let (Some(Step::Loop(l)), true) = (steps.get(k), k <= 1 && before.len() == k) else { return Ok(None) };
     crate::worker::wait_timeline(ctx, timeline, ready)?;
     let mut at = start;
-    crate::worker::start_loop(ctx, timeline, &mut at, l, &before).map(Some)
+    crate::worker::start_loop(ctx, timeline, &mut at, l, &before).map(|b| Some((k, b)))
 }
 
 /// The timeline's current value (what the runs submitted so far have signalled).
