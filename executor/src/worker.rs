@@ -58,16 +58,17 @@ pub(crate) enum Step {
 pub(crate) struct LoopStep {
     /// The node's name (for errors).
     pub(crate) node: String,
-    /// The segment's command buffer: resets the round tally, runs no round.
+    /// The segment's command buffer, last in every submission of rounds: makes their writes
+    /// visible to the host. Runs no round.
     pub(crate) first: vk::CommandBuffer,
     /// Chunks of rounds, ascending: command buffer, rounds.
     pub(crate) chunks: Vec<(vk::CommandBuffer, u32)>,
     /// The rounds the last run took (what this run submits at once).
     pub(crate) last: Arc<std::sync::atomic::AtomicU64>,
-    /// Address of the mapped, host-coherent words each chunk ends by writing: non-zero while
-    /// the loop still runs, and the rounds run so far. Its executable (alive while its runs
-    /// are) owns the buffer.
-    pub(crate) readback: usize,
+    /// Address of the loop's mapped, host-coherent words: per parity of rounds, the
+    /// predicate of the next round of that parity (non-zero while the loop still runs) and
+    /// the tally of such rounds run. Its executable (alive while its runs are) owns the buffer.
+    pub(crate) words: usize,
     /// Timeline of the further submissions, and its last value.
     pub(crate) sem: vk::Semaphore,
     pub(crate) counter: Arc<std::sync::atomic::AtomicU64>,
@@ -93,14 +94,45 @@ impl LoopStep {
         out
     }
 
-    /// Word `i` of the readback buffer: 0 the predicate of the next round, 1 and 2 the even
-    /// and odd rounds' tallies.
-    fn read(&self, i: usize) -> u32 {
-        // SAFETY: the address is the mapping of the loop's 12-byte host-coherent readback
-        // buffer, alive as long as the executable whose run this is; the chunk that wrote it
-        // completed (the caller waited) and made the write visible to the host (its last
-        // barrier).
-        unsafe { std::ptr::read_volatile((self.readback as *const u32).add(i.min(2))) }
+    /// The loop's word at byte `at` (the predicate of parity 0 at 0, its tally at 4; parity
+    /// 1's at [`LOOP_WINDOW`] and 4 bytes after).
+    ///
+    /// [`LOOP_WINDOW`]: crate::executable::conditional::LOOP_WINDOW
+    fn word(&self, at: u64) -> *mut u32 {
+        (self.words + (at.min(2 * crate::executable::conditional::LOOP_WINDOW - 4) & !3) as usize) as *mut u32
+    }
+
+    /// Whether the loop still runs after a submission whose last chunk ran `last_chunk`
+    /// rounds (each chunk starts at parity 0, so the next round's predicate is in the window
+    /// of that count's parity).
+    fn running(&self, last_chunk: u32) -> bool {
+        let at = u64::from(last_chunk % 2) * crate::executable::conditional::LOOP_WINDOW;
+        // SAFETY: the address is inside the mapping of the loop's host-coherent words, alive
+        // as long as the executable whose run this is; the submission that wrote it completed
+        // (the caller waited) and its last command buffer made the writes visible to the host.
+        unsafe { std::ptr::read_volatile(self.word(at)) != 0 }
+    }
+
+    /// The rounds this run has run so far: both parities' tallies.
+    fn rounds_run(&self) -> u64 {
+        let w = crate::executable::conditional::LOOP_WINDOW;
+        // SAFETY: as in `running`.
+        unsafe {
+            u64::from(std::ptr::read_volatile(self.word(4))) + u64::from(std::ptr::read_volatile(self.word(w + 4)))
+        }
+    }
+
+    /// Zeroes both tallies before a run's first submission of rounds. No submitted work
+    /// touches the words then: the previous run's loop has ended (its job finished on this
+    /// thread, or the thread was idle), and the host's writes before `vkQueueSubmit` are
+    /// visible to the device.
+    fn reset_tally(&self) {
+        let w = crate::executable::conditional::LOOP_WINDOW;
+        // SAFETY: as in `running`; nothing on the device accesses the words now (above).
+        unsafe {
+            std::ptr::write_volatile(self.word(4), 0);
+            std::ptr::write_volatile(self.word(w + 4), 0);
+        }
     }
 }
 
@@ -357,6 +389,8 @@ pub(crate) struct LoopStart {
     rounds: u64,
     /// Rounds the run expects to take (the last run's).
     predicted: u64,
+    /// Rounds of the last chunk submitted (where the next round's predicate is).
+    last_chunk: u32,
 }
 
 /// The first submission of a `while` node's run: the device segments `before` it, the
@@ -380,12 +414,14 @@ pub(crate) fn start_loop(
     };
     let batch = l.chunks_for(predicted);
     let rounds: u64 = batch.iter().map(|c| u64::from(c.1)).sum();
+    let last_chunk = batch.last().map_or(0, |c| c.1);
     let cbs: Vec<vk::CommandBuffer> =
-        before.iter().copied().chain(std::iter::once(l.first)).chain(batch.iter().map(|c| c.0)).collect();
+        before.iter().copied().chain(batch.iter().map(|c| c.0)).chain(std::iter::once(l.first)).collect();
     let to = *at + before.len() as u64 + 1;
+    l.reset_tally();
     submit_to(ctx, timeline, *at, to, &cbs)?;
     *at = to;
-    Ok(LoopStart { rounds, predicted })
+    Ok(LoopStart { rounds, predicted, last_chunk })
 }
 
 /// The rest of a `while` node's run after [`start_loop`] moved the timeline to `at`: while
@@ -394,11 +430,11 @@ pub(crate) fn start_loop(
 /// round limit has run.
 fn finish_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep, start: LoopStart) -> Result<()> {
     use std::sync::atomic::Ordering;
-    let LoopStart { mut rounds, predicted } = start;
+    let LoopStart { mut rounds, predicted, mut last_chunk } = start;
     // The host has nothing to do until the loop's first answer: on a GPU, poll for longer
     // than other waits do (a blocking wait costs about 21 µs more on NVIDIA).
     wait_timeline_spinning(ctx, timeline, at)?;
-    while l.read(0) != 0 {
+    while l.running(last_chunk) {
         if rounds >= l.limit {
             return Err(ExecError::Invalid(format!(
                 "%{}: the `while` loop still runs after {rounds} rounds (the round limit is {}); does its body set its condition to 0?",
@@ -407,13 +443,14 @@ fn finish_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep, st
         }
         let want = if predicted > rounds { predicted - rounds } else { rounds };
         let batch = l.chunks_for(want.min(l.limit - rounds).max(1));
-        let cbs: Vec<vk::CommandBuffer> = batch.iter().map(|c| c.0).collect();
+        let cbs: Vec<vk::CommandBuffer> = batch.iter().map(|c| c.0).chain(std::iter::once(l.first)).collect();
         let v = l.counter.fetch_add(1, Ordering::SeqCst);
         submit_many(ctx, l.sem, v, &cbs)?;
         wait_timeline_spinning(ctx, l.sem, v + 1)?;
         rounds += batch.iter().map(|c| u64::from(c.1)).sum::<u64>();
+        last_chunk = batch.last().map_or(0, |c| c.1);
     }
-    l.last.store(u64::from(l.read(1)) + u64::from(l.read(2)), Ordering::Relaxed);
+    l.last.store(l.rounds_run(), Ordering::Relaxed);
     Ok(())
 }
 

@@ -29,7 +29,7 @@ use super::Executable;
 use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor};
 use crate::vk::predicate;
-use crate::vk::{Buffer, Context, Place};
+use crate::vk::{Buffer, Context};
 use ash::vk;
 use cmdgraph_ir::bundle::MemorySlot;
 use cmdgraph_ir::graph::CondKind;
@@ -48,7 +48,7 @@ pub const FIRST_ROUNDS: u64 = 16;
 /// must start at a multiple of `minStorageBufferOffsetAlignment` (at most 256), and disjoint
 /// windows keep the validation layer from taking one round's predicate write for a hazard
 /// with the other's reads.
-const LOOP_WINDOW: u64 = 256;
+pub(crate) const LOOP_WINDOW: u64 = 256;
 /// The most body commands one chunk of rounds records.
 const MAX_CHUNK_COMMANDS: u64 = 1 << 16;
 /// Rounds after which a loop that still runs is an error: the interpreter's default round
@@ -158,14 +158,11 @@ pub(crate) struct CondNode {
     pub(crate) cond_place: (crate::args::Target, u64),
 }
 
-/// What a `while` node's run needs beyond its segment's command buffer (which resets the
-/// round tally and runs no round).
+/// What a `while` node's run needs beyond its segment's command buffer (which ends each
+/// submission of rounds: it makes their writes visible to the host, and runs no round).
 pub(crate) struct LoopRes {
     /// Chunks of rounds: (command buffer, rounds), rounds ascending ([`LADDER`]).
     pub(crate) chunks: Vec<(vk::CommandBuffer, u32)>,
-    /// Host-visible words each chunk ends by writing: the predicate of the round after it,
-    /// and the rounds run so far in this run.
-    pub(crate) readback: Buffer,
     /// The rounds the last run took: what the next run submits at once.
     pub(crate) last: Arc<AtomicU64>,
     /// The next round's predicate is computed inside the body, beside its commands after
@@ -224,7 +221,7 @@ impl Executor {
                 bodies.iter().all(|b| m.graph_by_name(b).is_some_and(|h| !touches_or_branches(m, h, cond.base)))
             };
             let loop_words = match kind {
-                CondKind::While => match Buffer::predicates(&self.ctx, 2 * LOOP_WINDOW) {
+                CondKind::While => match Buffer::loop_words(&self.ctx, 2 * LOOP_WINDOW) {
                     Ok(b) => Some(b),
                     Err(e) => {
                         self.free_conditionals(state);
@@ -354,8 +351,7 @@ impl Executor {
             if let Some(mut b) = c.loop_words.take() {
                 b.destroy(&self.ctx);
             }
-            if let Some(mut l) = c.looping.take() {
-                l.readback.destroy(&self.ctx);
+            if let Some(l) = c.looping.take() {
                 // SAFETY: no submission using the semaphore is pending (the caller's contract).
                 unsafe { self.ctx.device.destroy_semaphore(l.sem, None) };
             }
@@ -363,8 +359,7 @@ impl Executor {
         state.preds.destroy(&self.ctx);
     }
 
-    /// The predicate kernel's descriptor sets and the `while` nodes' readback words and
-    /// semaphores, once the executable has its pools. `enclosing`: see
+    /// The predicate kernel's descriptor sets and the `while` nodes' semaphores, once the executable has its pools. `enclosing`: see
     /// [`prepare_conditionals`](Self::prepare_conditionals).
     pub(crate) fn conditional_resources(&self, exe: &mut Executable, enclosing: Option<vk::Buffer>) -> Result<()> {
         let Some(mut state) = exe.cond.take() else { return Ok(()) };
@@ -464,25 +459,19 @@ fn touches_or_branches(m: &Module, g: Handle<Graph>, mem: MemRef) -> bool {
     })
 }
 
-/// A `while` node's readback word and semaphore.
+/// A `while` node's semaphore (its words are made with the node).
 fn loop_resources(ctx: &Context) -> Result<LoopRes> {
-    let mut readback = Buffer::new(ctx, 12, Place::Host)?;
     let mut type_info =
         vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
     // SAFETY: a valid create info on a live device.
-    match unsafe { ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut type_info), None) } {
-        Ok(sem) => Ok(LoopRes {
-            chunks: Vec::new(),
-            sets: [(vk::DescriptorPool::null(), vk::DescriptorSet::null()); 2],
-            readback,
-            last: Arc::new(AtomicU64::new(0)),
-            split: false,
-            sem,
-            counter: Arc::new(AtomicU64::new(0)),
-        }),
-        Err(e) => {
-            readback.destroy(ctx);
-            Err(e.into())
-        }
-    }
+    let sem =
+        unsafe { ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut type_info), None) }?;
+    Ok(LoopRes {
+        chunks: Vec::new(),
+        sets: [(vk::DescriptorPool::null(), vk::DescriptorSet::null()); 2],
+        last: Arc::new(AtomicU64::new(0)),
+        split: false,
+        sem,
+        counter: Arc::new(AtomicU64::new(0)),
+    })
 }

@@ -224,13 +224,15 @@ fn loop_step(exe: &Executable, graph: &Graph, h: Handle<Node>, first: vk::Comman
     let node = graph.nodes[h].name.clone();
     let l = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index())).and_then(|c| c.looping.as_ref());
     let l = l.ok_or_else(|| ExecError::Invalid(format!("%{node}: a `while` node without its resources")))?;
-    let readback = l.readback.mapped_addr().ok_or_else(|| ExecError::Invalid(format!("%{node}: unmapped readback")))?;
+    let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
+    let words = c.and_then(|c| c.loop_words.as_ref()).and_then(crate::vk::Buffer::mapped_addr);
+    let words = words.ok_or_else(|| ExecError::Invalid(format!("%{node}: the loop's words are not mapped")))?;
     Ok(Step::Loop(crate::worker::LoopStep {
         node,
         first,
         chunks: l.chunks.clone(),
         last: l.last.clone(),
-        readback,
+        words,
         sem: l.sem,
         counter: l.counter.clone(),
         limit,

@@ -81,6 +81,14 @@ impl Buffer {
         Buffer::with_usage(ctx, size, Place::Device, ALL_USAGE | vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT)
     }
 
+    /// A `while` node's words: predicate words as [`predicates`](Self::predicates), in
+    /// [`Place::Shared`] memory (mapped; device-local where the device has such a host-visible
+    /// type), so that the host reads whether the loop still runs and resets the round tally
+    /// through the mapping, with no transfer command on the queue (docs/conditional.md).
+    pub(crate) fn loop_words(ctx: &Context, size: u64) -> Result<Buffer> {
+        Buffer::with_usage(ctx, size, Place::Shared, ALL_USAGE | vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT)
+    }
+
     /// The address the host reads a mapped buffer at (`None`: not mapped). For a reader on
     /// another thread that holds no borrow of the buffer: its owner keeps it alive longer.
     pub(crate) fn mapped_addr(&self) -> Option<usize> {

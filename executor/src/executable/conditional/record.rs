@@ -158,20 +158,6 @@ pub(super) unsafe fn compute_to_compute(d: &ash::Device, cb: vk::CommandBuffer) 
     unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
 }
 
-/// Every earlier command's writes visible to every later command (the condition word a
-/// fill or the host wrote).
-///
-/// # Safety
-/// `cb` is recording.
-pub(super) unsafe fn all_to_all(d: &ash::Device, cb: vk::CommandBuffer) {
-    crate::vk::buffer::full_barrier(
-        d,
-        cb,
-        vk::PipelineStageFlags2::ALL_COMMANDS,
-        vk::PipelineStageFlags2::ALL_COMMANDS,
-    );
-}
-
 /// The predicate kernel's writes visible to the bodies' kernels (which test them) and, where a
 /// body runs under conditional rendering, to the command processor that reads them.
 ///

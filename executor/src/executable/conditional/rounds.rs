@@ -2,7 +2,7 @@
 //! "Executor").
 #![allow(unsafe_code)]
 
-use super::record::{all_to_all, begin_rendering, compute_to_compute, end_rendering, predicate_barrier};
+use super::record::{begin_rendering, compute_to_compute, end_rendering, predicate_barrier};
 use super::{Executable, LADDER, LOOP_WINDOW, MAX_CHUNK_COMMANDS};
 use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor, NativeFn};
@@ -43,8 +43,9 @@ impl Executor {
         Ok((from..order.len()).find(|&k| k > 0 && matches!(plan.before.get(k), Some(Some(_)))))
     }
 
-    /// Records `while` segment `si` (node `h`): the segment's command buffer (each live copy)
-    /// resets the round tally; the chunks of rounds are recorded once.
+    /// Records `while` segment `si` (node `h`): the segment's command buffer (each live copy),
+    /// which ends every submission of rounds, makes their writes visible to the host; the
+    /// chunks of rounds are recorded once.
     pub(crate) fn record_loop(
         &self,
         exe: &mut Executable,
@@ -74,22 +75,14 @@ impl Executor {
         } else {
             vk::CommandBufferUsageFlags::empty()
         };
-        let words = {
-            let state = exe.cond.as_ref().ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
-            let c = state.nodes.get(&h.index()).ok_or_else(|| ExecError::Invalid("no conditional resources".into()))?;
-            c.loop_words.as_ref().map(|b| b.buffer).ok_or_else(|| ExecError::Invalid("no loop words".into()))?
-        };
         for copy in 0..exe.live_copies.min(exe.cmds.len()) {
             let cb = allocate_or_reset(&d, exe.cmd_pool, exe.cmds[copy][si])?;
             exe.cmds[copy][si] = cb;
             // SAFETY: the command buffer is this executable's and not pending (the executable
-            // is idle whenever it is recorded); the tally words are inside the loop's words.
+            // is idle whenever it is recorded).
             unsafe {
                 d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))?;
-                all_to_all(&d, cb);
-                d.cmd_fill_buffer(cb, words, 4, 4, 0);
-                d.cmd_fill_buffer(cb, words, LOOP_WINDOW + 4, 4, 0);
-                all_to_all(&d, cb);
+                to_host(&d, cb);
                 d.end_command_buffer(cb)?;
             }
         }
@@ -128,8 +121,9 @@ impl Executor {
         Ok(())
     }
 
-    /// Records `rounds` rounds of `while` node `h` into `cb`, then copies the predicate of the
-    /// round after them and the rounds' tallies into the host-visible words.
+    /// Records `rounds` rounds of `while` node `h` into `cb`. The predicate of the round after
+    /// them is left in the window of parity `rounds % 2`, where the host reads it once the
+    /// submission's last command buffer (the segment's, [`to_host`]) has run.
     ///
     /// Even rounds run body 0, which reads the predicate at the loop's words' byte 0; odd
     /// rounds body 1, reading byte [`LOOP_WINDOW`]. The predicate kernel computes round j+1's
@@ -164,7 +158,7 @@ impl Executor {
             unsafe { predicate::record(d, cb, kernel, l.sets[(j % 2) as usize].1, push) };
         };
         // SAFETY: `cb` is recording; set, buffers and words are this executable's.
-        unsafe { all_to_all(d, cb) };
+        unsafe { into_rounds(d, cb, under) };
         predicate(cb, 0, rounds > 0);
         // SAFETY: as above.
         unsafe { predicate_barrier(d, cb, under) };
@@ -194,30 +188,47 @@ impl Executor {
                 unsafe { predicate_barrier(d, cb, under) };
             }
         }
-        let last = u64::from(rounds % 2) * LOOP_WINDOW;
-        let regions = [
-            vk::BufferCopy { src_offset: last, dst_offset: 0, size: 4 },
-            vk::BufferCopy { src_offset: 4, dst_offset: 4, size: 4 },
-            vk::BufferCopy { src_offset: LOOP_WINDOW + 4, dst_offset: 8, size: 4 },
-        ];
-        // SAFETY: as above; the readback buffer holds 12 bytes.
-        unsafe {
-            crate::vk::buffer::full_barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags2::COMPUTE_SHADER,
-                vk::PipelineStageFlags2::TRANSFER,
-            );
-            d.cmd_copy_buffer(cb, words, l.readback.buffer, &regions);
-            crate::vk::buffer::full_barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags2::TRANSFER,
-                vk::PipelineStageFlags2::HOST | vk::PipelineStageFlags2::ALL_COMMANDS,
-            );
-        }
         Ok(())
     }
+}
+
+/// Orders a chunk of rounds after everything submitted before it (the device segment before
+/// the loop, earlier chunks): their writes visible to the chunk's compute work, and, where a
+/// body runs under conditional rendering, to the command processor. Narrower than a full
+/// barrier on purpose: on an H200 each `ALL_COMMANDS` → `ALL_COMMANDS` barrier cost about
+/// 2.7 µs inside a loop (docs/conditional.md, "Executor").
+///
+/// # Safety
+/// `cb` is recording.
+unsafe fn into_rounds(d: &ash::Device, cb: vk::CommandBuffer, rendering: bool) {
+    let (mut stages, mut access) =
+        (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_READ | vk::AccessFlags2::SHADER_WRITE);
+    if rendering {
+        stages |= vk::PipelineStageFlags2::CONDITIONAL_RENDERING_EXT;
+        access |= vk::AccessFlags2::CONDITIONAL_RENDERING_READ_EXT;
+    }
+    let barrier = [vk::MemoryBarrier2::default()
+        .src_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        .src_access_mask(vk::AccessFlags2::MEMORY_WRITE)
+        .dst_stage_mask(stages)
+        .dst_access_mask(access)];
+    // SAFETY: the caller's contract.
+    unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
+}
+
+/// The rounds' writes (the loop's words: whether it still runs, the tallies) visible to the
+/// host, which reads them through the mapping once the submission has completed.
+///
+/// # Safety
+/// `cb` is recording.
+unsafe fn to_host(d: &ash::Device, cb: vk::CommandBuffer) {
+    let barrier = [vk::MemoryBarrier2::default()
+        .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
+        .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
+        .dst_stage_mask(vk::PipelineStageFlags2::HOST)
+        .dst_access_mask(vk::AccessFlags2::HOST_READ)];
+    // SAFETY: the caller's contract.
+    unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
 }
 
 /// A fresh command buffer from `pool` (`cb` null), or `cb` reset.
