@@ -13,6 +13,7 @@ use cmdgraph_executor::peer::transfer::{TransferOp, TransferPeer};
 use cmdgraph_executor::{CopyPath, ExecId, Executor};
 use cmdgraph_ir::graph::NodeKind;
 use std::fmt::Write as _;
+use std::time::Instant;
 
 /// Options of `cmdgraph-bench copy`.
 #[derive(clap::Args, Clone, Debug)]
@@ -170,6 +171,9 @@ struct Seen {
     described: String,
     /// (node, byte offsets of its pointers) from the executor's module.
     offsets: Vec<(String, Vec<u64>)>,
+    /// Per size: (bytes, seconds of `bind` of the source, median seconds of a `read` of one
+    /// operation's output), both through the executor's staging buffer.
+    host: Vec<(u64, f64, f64)>,
 }
 
 /// Timed rounds: four per `--runs` (one round is short, and the CI machine is shared).
@@ -208,7 +212,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let manifest = harness::read(&phase.dir().join("copy.manifest"))?;
     let torch = harness::torch(&args.common)?;
     let (mut rows, mut seen) =
-        (Vec::new(), Seen { device: String::new(), described: String::new(), offsets: Vec::new() });
+        (Vec::new(), Seen { device: String::new(), described: String::new(), offsets: Vec::new(), host: Vec::new() });
     for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
         let s: u32 = line.trim().parse().map_err(|_| format!("copy.manifest: bad line `{line}`"))?;
         let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &file(s))?, &args.common)?;
@@ -281,7 +285,10 @@ fn exec_secs(ex: &mut Executor, id: ExecId) -> Result<f64, String> {
 /// `reps` rounds of executor and peer per operation; outputs checked after the last round.
 fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Result<Vec<Row>, String> {
     let src = random_bytes(bytes as usize);
+    let t = Instant::now();
     ex.bind("src", &src).map_err(|e| e.to_string())?;
+    let bind = t.elapsed().as_secs_f64();
+    let mut reads = Vec::new();
     let ids = OPS.iter().map(|op| ex.finalize(op.graph).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let plain = OPS
         .iter()
@@ -319,7 +326,9 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
         let mut rows = Vec::new();
         for (i, op) in OPS.into_iter().enumerate() {
             let want = op.expected(&src);
+            let t = Instant::now();
             let got = ex.read(op.out).map_err(|e| e.to_string())?;
+            reads.push(t.elapsed().as_secs_f64());
             check(&format!("{} 2^{} executor", op.name, (bytes / 4).trailing_zeros()), &got, &want)?;
             let got = peers[i].read_dst(ex.context()).map_err(|e| e.to_string())?;
             let whole = Op { shift: (0, 0, 0), ..op }.expected(&src);
@@ -346,6 +355,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
             );
             rows.push(row);
         }
+        seen.host.push((bytes, bind, harness::median(&reads)));
         Ok(rows)
     })();
     for p in peers {
@@ -515,6 +525,25 @@ fn findings(rows: &[Row], seen: &Seen) -> String {
                 Some(v) => format!(" and {v:.2}x CUDA Graph's copy ({:.1} GB/s)", c.cuda.unwrap_or(0.0)),
                 None => String::new(),
             }
+        );
+    }
+    if !seen.host.is_empty() {
+        let rates: Vec<String> = seen
+            .host
+            .iter()
+            .map(|&(b, up, down)| {
+                format!(
+                    "{}: {:.1} GB/s up, {:.1} GB/s down",
+                    size(b),
+                    b as f64 / up.max(1e-12) / 1e9,
+                    b as f64 / down.max(1e-12) / 1e9
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "- Host transfers through the executor's staging buffer (`bind` of the source, once; `read` of an output, median over the operations; wall time, `Instant`): {}.",
+            rates.join("; ")
         );
     }
     let worst = rows.iter().max_by(|a, b| a.spread.total_cmp(&b.spread));
