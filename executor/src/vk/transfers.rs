@@ -154,8 +154,8 @@ impl Transfers {
         }
         if state.staging.is_none() {
             let size = len.next_power_of_two().clamp(MIN_STAGING, KEPT_STAGING);
-            // Host-cached: `read` copies out of it on the host, which uncached memory makes
-            // slow; uploads measured no slower (docs/performance.md, "Host transfers").
+            // Host-cached: `read` copies out of it on the host, which uncached memory would
+            // make slow; uploads measured no slower (docs/performance.md, "Host transfers").
             state.staging = Some(Buffer::new(ctx, size, Place::HostCached)?);
         }
         state.staging.as_mut().ok_or_else(|| ExecError::Vulkan("no staging buffer".into()))
