@@ -164,14 +164,31 @@ pub(super) unsafe fn compute_to_compute(d: &ash::Device, cb: vk::CommandBuffer) 
 /// # Safety
 /// `cb` is recording.
 pub(super) unsafe fn predicate_barrier(d: &ash::Device, cb: vk::CommandBuffer, rendering: bool) {
-    let (mut stages, mut access) = (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_READ);
+    let src = (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_WRITE);
+    // SAFETY: the caller's contract.
+    unsafe { into_compute(d, cb, src, vk::AccessFlags2::SHADER_READ, rendering) };
+}
+
+/// The writes of `src` (stages, accesses) visible to compute work's `access` and, where a body
+/// runs under conditional rendering, to the command processor that reads its predicate.
+///
+/// # Safety
+/// `cb` is recording.
+pub(super) unsafe fn into_compute(
+    d: &ash::Device,
+    cb: vk::CommandBuffer,
+    src: (vk::PipelineStageFlags2, vk::AccessFlags2),
+    mut access: vk::AccessFlags2,
+    rendering: bool,
+) {
+    let mut stages = vk::PipelineStageFlags2::COMPUTE_SHADER;
     if rendering {
         stages |= vk::PipelineStageFlags2::CONDITIONAL_RENDERING_EXT;
         access |= vk::AccessFlags2::CONDITIONAL_RENDERING_READ_EXT;
     }
     let barrier = [vk::MemoryBarrier2::default()
-        .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
+        .src_stage_mask(src.0)
+        .src_access_mask(src.1)
         .dst_stage_mask(stages)
         .dst_access_mask(access)];
     // SAFETY: the caller's contract.

@@ -2,7 +2,7 @@
 //! "Executor").
 #![allow(unsafe_code)]
 
-use super::record::{begin_rendering, compute_to_compute, end_rendering, predicate_barrier};
+use super::record::{begin_rendering, compute_to_compute, end_rendering, into_compute, predicate_barrier};
 use super::{Executable, LADDER, LOOP_WINDOW, MAX_CHUNK_COMMANDS};
 use crate::error::{ExecError, Result};
 use crate::exec::{ExecId, Executor, NativeFn};
@@ -201,19 +201,10 @@ impl Executor {
 /// # Safety
 /// `cb` is recording.
 unsafe fn into_rounds(d: &ash::Device, cb: vk::CommandBuffer, rendering: bool) {
-    let (mut stages, mut access) =
-        (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_READ | vk::AccessFlags2::SHADER_WRITE);
-    if rendering {
-        stages |= vk::PipelineStageFlags2::CONDITIONAL_RENDERING_EXT;
-        access |= vk::AccessFlags2::CONDITIONAL_RENDERING_READ_EXT;
-    }
-    let barrier = [vk::MemoryBarrier2::default()
-        .src_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
-        .src_access_mask(vk::AccessFlags2::MEMORY_WRITE)
-        .dst_stage_mask(stages)
-        .dst_access_mask(access)];
+    let src = (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::MEMORY_WRITE);
+    let access = vk::AccessFlags2::SHADER_READ | vk::AccessFlags2::SHADER_WRITE;
     // SAFETY: the caller's contract.
-    unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
+    unsafe { into_compute(d, cb, src, access, rendering) };
 }
 
 /// The rounds' writes (the loop's words: whether it still runs, the tallies) visible to the
