@@ -255,8 +255,15 @@ pub const PARALLEL_COPY: usize = 4 << 20;
 /// yet, and on the H200 machine (a virtual machine) the page faults, not the copy, made one
 /// thread move 1.6 GB/s out of the staging buffer (docs/performance.md, "Host transfers").
 pub fn host_copy(dst: &mut [u8], src: &[u8]) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    if dst.len() < PARALLEL_COPY || threads < 2 || dst.len() != src.len() {
+    if dst.len() < PARALLEL_COPY || dst.len() != src.len() {
+        dst.copy_from_slice(src);
+        return;
+    }
+    // Asked once: `available_parallelism` reads the cgroup's files on Linux, tens of
+    // microseconds that every argument-block write paid when it was asked per copy.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(8));
+    if threads < 2 {
         dst.copy_from_slice(src);
         return;
     }
