@@ -60,7 +60,7 @@ pub(crate) struct LoopStep {
     pub(crate) node: String,
     /// The segment's command buffer, last in every submission of rounds: makes their writes
     /// visible to the host. Runs no round.
-    pub(crate) first: vk::CommandBuffer,
+    pub(crate) tail: vk::CommandBuffer,
     /// Chunks of rounds, ascending: command buffer, rounds.
     pub(crate) chunks: Vec<(vk::CommandBuffer, u32)>,
     /// The rounds the last run took (what this run submits at once).
@@ -416,7 +416,7 @@ pub(crate) fn start_loop(
     let rounds: u64 = batch.iter().map(|c| u64::from(c.1)).sum();
     let last_chunk = batch.last().map_or(0, |c| c.1);
     let cbs: Vec<vk::CommandBuffer> =
-        before.iter().copied().chain(batch.iter().map(|c| c.0)).chain(std::iter::once(l.first)).collect();
+        before.iter().copied().chain(batch.iter().map(|c| c.0)).chain(std::iter::once(l.tail)).collect();
     let to = *at + before.len() as u64 + 1;
     l.reset_tally();
     submit_to(ctx, timeline, *at, to, &cbs)?;
@@ -443,7 +443,7 @@ fn finish_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep, st
         }
         let want = if predicted > rounds { predicted - rounds } else { rounds };
         let batch = l.chunks_for(want.min(l.limit - rounds).max(1));
-        let cbs: Vec<vk::CommandBuffer> = batch.iter().map(|c| c.0).chain(std::iter::once(l.first)).collect();
+        let cbs: Vec<vk::CommandBuffer> = batch.iter().map(|c| c.0).chain(std::iter::once(l.tail)).collect();
         let v = l.counter.fetch_add(1, Ordering::SeqCst);
         submit_many(ctx, l.sem, v, &cbs)?;
         wait_timeline_spinning(ctx, l.sem, v + 1)?;

@@ -359,7 +359,8 @@ impl Executor {
         state.preds.destroy(&self.ctx);
     }
 
-    /// The predicate kernel's descriptor sets and the `while` nodes' semaphores, once the executable has its pools. `enclosing`: see
+    /// The predicate kernel's descriptor sets and the `while` nodes' semaphores, once the
+    /// executable has its pools. `enclosing`: see
     /// [`prepare_conditionals`](Self::prepare_conditionals).
     pub(crate) fn conditional_resources(&self, exe: &mut Executable, enclosing: Option<vk::Buffer>) -> Result<()> {
         let Some(mut state) = exe.cond.take() else { return Ok(()) };

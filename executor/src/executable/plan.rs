@@ -219,17 +219,18 @@ pub struct HostTaskWait {
     pub waits_for: u64,
 }
 
-/// The run step of `while` node `h`, whose segment's command buffer is `first`.
-fn loop_step(exe: &Executable, graph: &Graph, h: Handle<Node>, first: vk::CommandBuffer, limit: u64) -> Result<Step> {
+/// The run step of `while` node `h`, whose segment's command buffer is `tail`.
+fn loop_step(exe: &Executable, graph: &Graph, h: Handle<Node>, tail: vk::CommandBuffer, limit: u64) -> Result<Step> {
     let node = graph.nodes[h].name.clone();
-    let l = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index())).and_then(|c| c.looping.as_ref());
-    let l = l.ok_or_else(|| ExecError::Invalid(format!("%{node}: a `while` node without its resources")))?;
     let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
-    let words = c.and_then(|c| c.loop_words.as_ref()).and_then(crate::vk::Buffer::mapped_addr);
-    let words = words.ok_or_else(|| ExecError::Invalid(format!("%{node}: the loop's words are not mapped")))?;
+    let (Some(l), Some(words)) = (c.and_then(|c| c.looping.as_ref()), c.and_then(|c| c.loop_words.as_ref())) else {
+        return Err(ExecError::Invalid(format!("%{node}: a `while` node without its resources")));
+    };
+    let words =
+        words.mapped_addr().ok_or_else(|| ExecError::Invalid(format!("%{node}: the loop's words are not mapped")))?;
     Ok(Step::Loop(crate::worker::LoopStep {
         node,
-        first,
+        tail,
         chunks: l.chunks.clone(),
         last: l.last.clone(),
         words,

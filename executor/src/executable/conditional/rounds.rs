@@ -82,7 +82,14 @@ impl Executor {
             // is idle whenever it is recorded).
             unsafe {
                 d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))?;
-                to_host(&d, cb);
+                // The rounds' writes (whether the loop still runs, the tallies) visible to
+                // the host, which reads them through the mapping.
+                crate::vk::buffer::full_barrier(
+                    &d,
+                    cb,
+                    vk::PipelineStageFlags2::COMPUTE_SHADER,
+                    vk::PipelineStageFlags2::HOST,
+                );
                 d.end_command_buffer(cb)?;
             }
         }
@@ -123,7 +130,7 @@ impl Executor {
 
     /// Records `rounds` rounds of `while` node `h` into `cb`. The predicate of the round after
     /// them is left in the window of parity `rounds % 2`, where the host reads it once the
-    /// submission's last command buffer (the segment's, [`to_host`]) has run.
+    /// submission's last command buffer (the segment's, a barrier to the host) has run.
     ///
     /// Even rounds run body 0, which reads the predicate at the loop's words' byte 0; odd
     /// rounds body 1, reading byte [`LOOP_WINDOW`]. The predicate kernel computes round j+1's
@@ -205,21 +212,6 @@ unsafe fn into_rounds(d: &ash::Device, cb: vk::CommandBuffer, rendering: bool) {
     let access = vk::AccessFlags2::SHADER_READ | vk::AccessFlags2::SHADER_WRITE;
     // SAFETY: the caller's contract.
     unsafe { into_compute(d, cb, src, access, rendering) };
-}
-
-/// The rounds' writes (the loop's words: whether it still runs, the tallies) visible to the
-/// host, which reads them through the mapping once the submission has completed.
-///
-/// # Safety
-/// `cb` is recording.
-unsafe fn to_host(d: &ash::Device, cb: vk::CommandBuffer) {
-    let barrier = [vk::MemoryBarrier2::default()
-        .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .src_access_mask(vk::AccessFlags2::SHADER_WRITE)
-        .dst_stage_mask(vk::PipelineStageFlags2::HOST)
-        .dst_access_mask(vk::AccessFlags2::HOST_READ)];
-    // SAFETY: the caller's contract.
-    unsafe { d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier)) };
 }
 
 /// A fresh command buffer from `pool` (`cb` null), or `cb` reset.
