@@ -50,6 +50,66 @@ const NORM: &str = "kernel @norm(%x: buf<f32, read_write>) {
 }
 ";
 
+/// A solver's iteration in miniature (lit-tests/passes/fuse-stages/
+/// loops_small_launches_inside_one_work_group.cgir): `y[i] = (x[i] + x[i+1]) / 2` over a
+/// range of 250, the sum of `y` by one work-group of 64 (each work-item adds 4 consecutive
+/// elements, which other work-items' loop turns wrote), the copy of `y` back into `x` over
+/// the range: the two ranges loop inside the group, and a missing barrier changes the sum
+/// (checked: dropping the barriers around looped stages fails this test on llvmpipe).
+const LOOPED: &str = "kernel @halve(%x: buf<f32, read>, %y: buf<f32, write>) {
+  %i = global_id 0
+  %n = global_range 0
+  %one = const 1 : u32
+  %last = sub %n, %one
+  %next = add %i, %one
+  %j = min %next, %last
+  %v = load %x[%i]
+  %w = load %x[%j]
+  %s = add %v, %w
+  %half = const 0.5 : f32
+  %r = mul %s, %half
+  store %y[%i], %r
+}
+
+kernel @total(%y: buf<f32, read>, %s: buf<f32, write>) {
+  %t = local f32[64]
+  %l = local_id 0
+  %zero = const 0 : u32
+  %n = const 250 : u32
+  %c4 = const 4 : u32
+  %step = const 1 : u32
+  %fz = const 0.0 : f32
+  %lo = mul %l, %c4
+  %hi0 = add %lo, %c4
+  %hi = min %hi0, %n
+  %acc = for %k = %lo to %hi step %step carry(%a = %fz) {
+    %e = load %y[%k]
+    %a2 = add %a, %e
+    yield %a2
+  }
+  store %t[%l], %acc
+  group_barrier
+  %first = eq %l, %zero
+  if %first {
+    %c64 = const 64 : u32
+    %one = const 1 : u32
+    %sum = for %q = %zero to %c64 step %one carry(%b = %fz) {
+      %f = load %t[%q]
+      %b2 = add %b, %f
+      yield %b2
+    }
+    store %s[%zero], %sum
+  }
+}
+
+kernel @copy(%y: buf<f32, read>, %x: buf<f32, write>) {
+  %i = global_id 0
+  %v = load %y[%i]
+  store %x[%i], %v
+}
+
+";
+
 /// `y[l] = y[l] * s + x[63 - l]`.
 const MIX: &str = "kernel @mix(%x: buf<f32, read>, %y: buf<f32, read_write>, %s: f32) {
   %l = local_id 0
@@ -252,7 +312,17 @@ graph @g {{
 }}
 "
     );
+    let looped = format!(
+        "{LOOPED}\nusm @x : f32[250]\nusm @y : f32[250]\nusm @s : f32[1]\n
+graph @g {{
+  %sweep = kernel @halve range(250) args(@x, @y)
+  %sum = kernel @total nd_range(global(64), local(64)) args(@y, @s) after(%sweep)
+  %commit = kernel @copy range(250) args(@y, @x) after(%sum)
+}}
+"
+    );
     vec![
+        Case { name: "small ranges looped inside one work-group", text: looped, fusions: 1, fused: 3 },
         Case { name: "through a temporary freed inside the chain", text: temporaries, fusions: 1, fused: 3 },
         Case { name: "a path around the link", text: around, fusions: 1, fused: 2 },
         Case { name: "one work-group, five kernels", text: one_group, fusions: 1, fused: 5 },

@@ -15,8 +15,9 @@
 use std::collections::HashSet;
 
 use crate::arena::{Arena, Handle};
-use crate::kernel::{Body, Function, Kernel, KernelBody, Op, OpKind, Region, Value, ValueDef, V};
+use crate::kernel::{Body, Builtin, Function, Kernel, KernelBody, Op, OpKind, Region, Value, ValueDef, ValueType, V};
 use crate::module::Module;
+use crate::types::{LitValue, Literal, ScalarType, Type};
 
 /// Calls nested deeper than this are refused: the verifier refuses recursion (E0341), so
 /// only a module built through the API and not verified gets here.
@@ -97,7 +98,7 @@ fn inline_body_counted(
         let value = Value { name: p.name.clone(), ty: p.ty.into(), def: ValueDef::Param(i as u32) };
         map[i] = Some(b.out.values.append(value, span));
     }
-    let mut frame = Frame { body, map, prefix: None, depth: 0 };
+    let mut frame = Frame { body, map, prefix: None, depth: 0, coarse: None };
     b.out.entry = b.region(&mut frame, &body.entry)?;
     Ok((b.out, b.calls))
 }
@@ -109,6 +110,10 @@ struct Frame<'a> {
     /// `Some(prefix)` in an inlined function: its values are renamed `prefix.name`.
     prefix: Option<String>,
     depth: usize,
+    /// In a coarsened stage ([`Stage::coarse`]): the loop's induction variable, which
+    /// stands for `global_id 0`, and the stage's item count, which stands for
+    /// `global_range 0`.
+    coarse: Option<(V, V)>,
 }
 
 struct Builder<'a> {
@@ -154,6 +159,17 @@ impl Builder<'_> {
         let mut ops = Vec::with_capacity(region.ops.len());
         for &h in &region.ops {
             let op = f.body.ops.try_get(h).ok_or_else(|| self.error("a dangling op"))?;
+            // In a coarsened stage the loop's variable and the item count replace the
+            // builtins they stand for (the op itself is dropped).
+            if let (Some((var, items)), OpKind::Builtin(b @ (Builtin::GlobalId | Builtin::GlobalRange), 0)) =
+                (f.coarse, &op.kind)
+            {
+                let to = if *b == Builtin::GlobalId { var } else { items };
+                if let Some(slot) = op.results.first().and_then(|r| f.map.get_mut(r.index())) {
+                    *slot = Some(to);
+                }
+                continue;
+            }
             if let OpKind::Call { func, args } = &op.kind {
                 self.call(f, op, *func, args, &mut ops)?;
             } else {
@@ -161,6 +177,50 @@ impl Builder<'_> {
             }
         }
         Ok(Region { ops, closing_comments: region.closing_comments.clone() })
+    }
+
+    /// A new op of `kind` with one `u32` result named `name`, appended in pre-order.
+    fn u32_op(&mut self, kind: OpKind, name: String) -> (Handle<Op>, V) {
+        let op =
+            self.out.ops.append(Op { kind, results: Vec::new(), comments: Default::default() }, crate::Span::UNDEFINED);
+        let name = self.unique(name);
+        let value = Value { name, ty: ValueType::Data(Type::U32), def: ValueDef::Result(op, 0) };
+        let v = self.out.values.append(value, crate::Span::UNDEFINED);
+        self.out.ops[op].results.push(v);
+        (op, v)
+    }
+
+    /// The ops of a coarsened stage ([`Stage::coarse`]): the loop's bounds, then the loop
+    /// over `region`.
+    fn coarse_loop(
+        &mut self,
+        f: &mut Frame<'_>,
+        region: &Region,
+        prefix: &str,
+        items: u64,
+        group: u64,
+    ) -> Result<Vec<Handle<Op>>, InlineError> {
+        let int = |n: u64| {
+            OpKind::Const(Literal { value: LitValue::Int(i128::from(n)), ty: Some(ScalarType::U32) }, Type::U32)
+        };
+        let (lid_op, lid) = self.u32_op(OpKind::Builtin(Builtin::LocalId, 0), format!("{prefix}.item0"));
+        let (n_op, n) = self.u32_op(int(items), format!("{prefix}.items"));
+        let (step_op, step) = self.u32_op(int(group), format!("{prefix}.group"));
+        let placeholder = OpKind::GroupBarrier;
+        let looped = self.out.ops.append(
+            Op { kind: placeholder, results: Vec::new(), comments: Default::default() },
+            crate::Span::UNDEFINED,
+        );
+        let name = self.unique(format!("{prefix}.item"));
+        let var = self.out.values.append(
+            Value { name, ty: ValueType::Data(Type::U32), def: ValueDef::LoopVar(looped) },
+            crate::Span::UNDEFINED,
+        );
+        f.coarse = Some((var, n));
+        let body = self.region(f, region)?;
+        f.coarse = None;
+        self.out.ops[looped].kind = OpKind::For { var, lo: lid, hi: n, step, carried: Vec::new(), body };
+        Ok(vec![lid_op, n_op, step_op, looped])
     }
 
     /// Copies one op (not a call) and, in pre-order, its values and regions.
@@ -270,7 +330,7 @@ impl Builder<'_> {
             Some(outer) => format!("{outer}.{stem}.{n}"),
             None => format!("{stem}.{n}"),
         };
-        let mut inner = Frame { body, map, prefix: Some(prefix), depth: f.depth + 1 };
+        let mut inner = Frame { body, map, prefix: Some(prefix), depth: f.depth + 1, coarse: f.coarse };
         let mut renames = Vec::new();
         for (&ret, &res) in returned.iter().zip(&call.results) {
             let param = body.values.try_get(ret).is_some_and(|v| matches!(v.def, ValueDef::Param(_)));
@@ -325,6 +385,13 @@ pub struct Stage<'a> {
     pub params: Vec<usize>,
     /// Prefix of the stage's value names in the fused body (`<prefix>.<name>`).
     pub prefix: String,
+    /// `Some((items, group))`: the kernel was launched over `items` work-items in one
+    /// dimension and the fused kernel runs as one work-group of `group`: the stage becomes
+    /// `for %v = local_id 0 to items step group { body }`, with `%v` for `global_id 0` and
+    /// `items` for `global_range 0`. Only for a body that uses no other builtin, no
+    /// work-group memory, barrier or subgroup operation (the caller checks), so every
+    /// work-item the launch had runs once, in the same order of its own operations.
+    pub coarse: Option<(u64, u64)>,
 }
 
 /// A kernel named `name` with parameters `params` whose body runs the bodies of `stages` one
@@ -361,9 +428,11 @@ pub fn concat_stages(
             let op = Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() };
             ops.push(b.out.ops.append(op, crate::Span::UNDEFINED));
         }
-        let mut frame = Frame { body, map, prefix: Some(stage.prefix.clone()), depth: 0 };
-        let region = b.region(&mut frame, &body.entry)?;
-        ops.extend(region.ops);
+        let mut frame = Frame { body, map, prefix: Some(stage.prefix.clone()), depth: 0, coarse: None };
+        match stage.coarse {
+            None => ops.extend(b.region(&mut frame, &body.entry)?.ops),
+            Some((items, group)) => ops.extend(b.coarse_loop(&mut frame, &body.entry, &stage.prefix, items, group)?),
+        }
     }
     b.out.entry = Region { ops, closing_comments: Vec::new() };
     Ok(Kernel {

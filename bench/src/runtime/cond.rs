@@ -35,6 +35,41 @@ pub struct Args {
     pub limits: Vec<u32>,
 }
 
+/// Graph `@unrolled_{k}`: the reset, then `k` copies of `@g`'s three kernels in a chain, what
+/// the loop is when its trip count is known on the host (no loop machinery).
+fn unrolled_text(n: u32, k: u32) -> String {
+    let mut s = format!(
+        "graph @unrolled_{k} {{
+  %start = memcpy @x, @x0, {bytes}
+  %zero = memfill @count, 0 : u32, 1
+",
+        bytes = 4 * u64::from(n)
+    );
+    let mut prev = "%start, %zero".to_string();
+    for i in 0..k {
+        let _ = write!(
+            s,
+            "  %s{i} = kernel @jacobi range({n}) args(@x, @b, @xn, {n}) after({prev})
+  %r{i} = kernel @resid nd_range(global(256), local(256)) args(@x, @xn, @r, @count, @limit, @flag, {n}, 0.0) after(%s{i})
+  %c{i} = kernel @commit range({n}) args(@x, @xn, {n}) after(%r{i})
+"
+        );
+        prev = format!("%c{i}");
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The module with [`module_text`]'s graphs and `@unrolled_{k}` for each of `limits`.
+pub fn module_with_unrolled(n: u32, limits: &[u32]) -> String {
+    let mut s = module_text(n);
+    for &k in limits {
+        s.push('\n');
+        s.push_str(&unrolled_text(n, k.max(1)));
+    }
+    s
+}
+
 /// The three kernels and graph `@g` (one iteration) over vectors of `n` floats.
 pub fn module_text(n: u32) -> String {
     let mut tree = String::new();
@@ -239,6 +274,8 @@ struct Row {
     host_loop: f64,
     /// The `while` node: one `run` + `wait` for the whole loop.
     while_node: f64,
+    /// `@unrolled_{limit}`: one `run` + `wait` of the reset and `limit` iterations' kernels.
+    unrolled: f64,
     cuda: Option<[f64; 3]>,
 }
 
@@ -260,9 +297,10 @@ pub fn main(args: &Args) -> Result<(), String> {
 
 fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let n = args.n.max(3);
-    let name = format!("cond_{n}");
+    let limits: Vec<String> = args.limits.iter().map(|l| l.max(&1).to_string()).collect();
+    let name = format!("cond_{n}_{}", limits.join("_"));
     if phase.prepares() {
-        let (bundle, _) = harness::compile(&module_text(n), &[])?;
+        let (bundle, _) = harness::compile(&module_with_unrolled(n, &args.limits), &[])?;
         harness::save(phase.dir(), &name, &bundle)?;
     }
     if !phase.runs() {
@@ -270,18 +308,33 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     }
     let cuda = harness::torch(&args.common)?;
     let missing = harness::torch_missing(&cuda);
+    let reps = args.common.runs.max(1);
     let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name)?, &args.common)?;
-    let err = |e: cmdgraph_executor::ExecError| e.to_string();
     let device = ex.context().device_name().to_string();
+    let rows = loops(&mut ex, n, &args.limits, reps, cuda.as_ref())?;
+    let branch = branch(&mut ex, reps, cuda.as_ref())?;
+    let body = section(&rows, &branch, &device, &args.common, n, missing.as_deref());
+    harness::finish(&args.common, "cond", &body)
+}
+
+/// The loop rows: per limit, the host loop, the `while` node and the unrolled floor, each
+/// checked.
+fn loops(
+    ex: &mut cmdgraph_executor::Executor,
+    n: u32,
+    limits: &[u32],
+    reps: usize,
+    cuda: Option<&serde_json::Value>,
+) -> Result<Vec<Row>, String> {
+    let err = |e: cmdgraph_executor::ExecError| e.to_string();
     let g = ex.finalize("g").map_err(err)?;
     let lp = ex.finalize("loop").map_err(err)?;
     let reset = ex.finalize("reset").map_err(err)?;
     let (x0, b) = inputs(n);
     ex.bind_as("b", &b).map_err(err)?;
     ex.bind_as("x0", &x0).map_err(err)?;
-    let reps = args.common.runs.max(1);
     let mut rows = Vec::new();
-    for &limit in &args.limits {
+    for &limit in limits {
         let limit = limit.max(1);
         ex.bind_as("limit", &[limit]).map_err(err)?;
         let host_loop = |ex: &mut cmdgraph_executor::Executor| -> Result<u32, String> {
@@ -296,7 +349,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
                 }
             }
         };
-        let iterations = host_loop(&mut ex)?;
+        let iterations = host_loop(ex)?;
         let (want, want_count) = reference(&x0, &b, limit);
         let count = ex.read_as::<u32>("count").map_err(err)?;
         if iterations != want_count || count.first() != Some(&want_count) {
@@ -308,7 +361,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
             let t = Instant::now();
-            host_loop(&mut ex)?;
+            host_loop(ex)?;
             times.push(t.elapsed().as_secs_f64());
         }
         // The `while` node: the same loop in one run, no host round trip per iteration.
@@ -316,7 +369,7 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
             ex.run(lp).map_err(err)?;
             ex.wait(lp).map_err(err)
         };
-        while_node(&mut ex)?;
+        while_node(ex)?;
         let count = ex.read_as::<u32>("count").map_err(err)?;
         if count.first() != Some(&want_count) {
             return Err(format!("cond limit {limit}: the while node counted {count:?}, expected {want_count}"));
@@ -325,17 +378,52 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         let mut wtimes = Vec::with_capacity(reps);
         for _ in 0..reps {
             let t = Instant::now();
-            while_node(&mut ex)?;
+            while_node(ex)?;
             wtimes.push(t.elapsed().as_secs_f64());
         }
-        let peer = cuda.as_ref().and_then(|c| cuda_row(c, limit));
+        let unrolled = time_unrolled(ex, limit, want_count, &want, reps)?;
+        let peer = cuda.and_then(|c| cuda_row(c, limit));
         let (host_loop, while_node) = (harness::median(&times), harness::median(&wtimes));
-        rows.push(Row { limit, host_loop, while_node, cuda: peer });
-        eprintln!("cond: limit {limit}: host loop {:.3} ms, while node {:.3} ms", host_loop * 1e3, while_node * 1e3);
+        rows.push(Row { limit, host_loop, while_node, unrolled, cuda: peer });
+        eprintln!(
+            "cond: limit {limit}: host loop {:.3} ms, while node {:.3} ms, unrolled {:.3} ms",
+            host_loop * 1e3,
+            while_node * 1e3,
+            unrolled * 1e3
+        );
     }
-    let branch = branch(&mut ex, reps, cuda.as_ref())?;
-    let body = section(&rows, &branch, &device, &args.common, n, missing.as_deref());
-    harness::finish(&args.common, "cond", &body)
+    Ok(rows)
+}
+
+/// The median seconds of one `run` + `wait` of `@unrolled_{limit}` (the same kernels, the
+/// trip count known on the host, no loop machinery), checked against the loop's result.
+fn time_unrolled(
+    ex: &mut cmdgraph_executor::Executor,
+    limit: u32,
+    want_count: u32,
+    want: &[f32],
+    reps: usize,
+) -> Result<f64, String> {
+    let err = |e: cmdgraph_executor::ExecError| e.to_string();
+    let id = ex.finalize(&format!("unrolled_{limit}")).map_err(err)?;
+    let whole = |ex: &mut cmdgraph_executor::Executor| -> Result<(), String> {
+        ex.run(id).map_err(err)?;
+        ex.wait(id).map_err(err)
+    };
+    whole(ex)?;
+    let count = ex.read_as::<u32>("count").map_err(err)?;
+    if count.first() != Some(&limit) || want_count != limit {
+        return Err(format!("cond unrolled {limit}: counted {count:?}, the loop {want_count}"));
+    }
+    harness::same(&format!("cond unrolled {limit}"), &ex.read_as::<f32>("x").map_err(err)?, want)?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        whole(ex)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    ex.drop_exec(id).map_err(err)?;
+    Ok(harness::median(&times))
 }
 
 /// Launches per timed repetition of the IF/ELSE workload (as scripts/cuda_cond.py).
@@ -411,9 +499,11 @@ fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32,
          CUDA Graph of one iteration, replayed per iteration, the flag read back; *WHILE*: a CUDA Graph whose \
          WHILE conditional node runs the three until the residual kernel clears the condition, one launch. \
          Targets (the issue): the while node ≥ 5x faster than the host loop at 100 iterations, within 1.5x of \
-         CUDA's WHILE node.\n\n\
-         | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|\n"
+         CUDA's WHILE node. *unrolled* (a floor, not a loop): graph `@unrolled_k`, the reset and k \
+         copies of the three kernels in one chain, what the loop costs with its trip count known on the host \
+         and no loop machinery, one `run` + `wait` (checked the same way).\n\n\
+         | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | cmdgraph unrolled ms | while node / unrolled | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     let na = missing.unwrap_or("n/a");
     for r in rows {
@@ -428,11 +518,13 @@ fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32,
         };
         let _ = writeln!(
             s,
-            "| {} | {:.3} | {:.3} | {:.1}x | {e} | {g} | {w} | {ratio} |",
+            "| {} | {:.3} | {:.3} | {:.1}x | {:.3} | {:.2}x | {e} | {g} | {w} | {ratio} |",
             r.limit,
             r.host_loop * 1e3,
             r.while_node * 1e3,
-            r.host_loop / r.while_node.max(1e-12)
+            r.host_loop / r.while_node.max(1e-12),
+            r.unrolled * 1e3,
+            r.while_node / r.unrolled.max(1e-12)
         );
     }
     let _ = write!(
@@ -499,6 +591,18 @@ mod tests {
         // The `while` node's graph: the same loop in one run, from `@x0`.
         it.bind_as::<f32>("x0", &x0).unwrap();
         let e = it.finalize("loop").unwrap();
+        it.run(e).unwrap();
+        let got: Vec<f32> =
+            it.read("x").unwrap().chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        assert_eq!((got, it.read("count").unwrap().to_vec()), (want.clone(), count.to_le_bytes().to_vec()));
+        // The unrolled floor: the same iterate and count without a loop.
+        let m = cmdgraph_ir::text::parse(&module_with_unrolled(64, &[5])).expect("parses");
+        cmdgraph_ir::verify::verify(&m).expect("verifies");
+        let mut it = cmdgraph_interp::Interpreter::new(&m).expect("interpreter");
+        it.bind_as::<f32>("x0", &x0).unwrap();
+        it.bind_as::<f32>("b", &b).unwrap();
+        it.bind_as::<u32>("limit", &[5]).unwrap();
+        let e = it.finalize("unrolled_5").unwrap();
         it.run(e).unwrap();
         let got: Vec<f32> =
             it.read("x").unwrap().chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();

@@ -8,8 +8,9 @@
 //! for byte, and each row names the path the executor chose (`Executor::copy_paths`).
 
 use super::harness::{self, Common, Phase};
+use cmdgraph_executor::ash::vk;
 use cmdgraph_executor::peer::stamps::QueueStamps;
-use cmdgraph_executor::peer::transfer::{TransferOp, TransferPeer};
+use cmdgraph_executor::peer::transfer::{Burst, TransferOp, TransferPeer};
 use cmdgraph_executor::{CopyPath, ExecId, Executor};
 use cmdgraph_ir::graph::NodeKind;
 use std::fmt::Write as _;
@@ -129,6 +130,12 @@ struct Row {
     /// Median GPU seconds per run of the executor in [`BURST`] back-to-back runs between
     /// two queue stamps, as CUDA's replays are timed.
     burst: f64,
+    /// The same for the hand peer's command: each submission signalling a timeline value
+    /// as an executor run does, and bare (no signal).
+    hand_burst: f64,
+    hand_bare: f64,
+    /// The same, signalling at the command's own stage (`TRANSFER`) instead of `ALL_COMMANDS`.
+    hand_staged: f64,
     /// The larger of the two peers' slowest / fastest repetition.
     spread: f64,
     /// How the executor recorded the node: `kernel (16 B)`, `copy command`, `fill command`.
@@ -274,6 +281,20 @@ fn burst_secs(ex: &mut Executor, stamps: &mut QueueStamps, id: ExecId) -> Result
     Ok(ns as f64 * 1e-9 / f64::from(BURST))
 }
 
+/// GPU seconds per submission of [`BURST`] submissions of the hand peer's command back to
+/// back, signalling as `how` says, between two queue stamps.
+fn hand_burst_secs(
+    ex: &Executor,
+    stamps: &mut QueueStamps,
+    peer: &mut TransferPeer,
+    how: Burst,
+) -> Result<f64, String> {
+    stamps.open(ex.context()).map_err(|e| e.to_string())?;
+    peer.burst(ex.context(), BURST, how).map_err(|e| e.to_string())?;
+    let ns = stamps.close(ex.context()).map_err(|e| e.to_string())?;
+    Ok(ns as f64 * 1e-9 / f64::from(BURST))
+}
+
 /// GPU seconds of one run of `id` from its profile.
 fn exec_secs(ex: &mut Executor, id: ExecId) -> Result<f64, String> {
     ex.run(id).map_err(|e| e.to_string())?;
@@ -309,9 +330,13 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
         seen.described = peers[0].describe();
         let mut times = vec![(Vec::new(), Vec::new()); OPS.len()];
         let mut bursts = vec![Vec::new(); OPS.len()];
+        let mut hand_bursts = vec![(Vec::new(), Vec::new(), Vec::new()); OPS.len()];
         for round in 0..=reps.max(1) {
             for (i, peer) in peers.iter_mut().enumerate() {
                 let b = burst_secs(ex, stamps, plain[i])?;
+                let hb = hand_burst_secs(ex, stamps, peer, Burst::Timeline(vk::PipelineStageFlags2::ALL_COMMANDS))?;
+                let hn = hand_burst_secs(ex, stamps, peer, Burst::Bare)?;
+                let hs = hand_burst_secs(ex, stamps, peer, Burst::Timeline(vk::PipelineStageFlags2::TRANSFER))?;
                 let e = exec_secs(ex, ids[i])?;
                 peer.run(ex.context()).map_err(|e| e.to_string())?;
                 let h = peer.gpu_ns(ex.context()).map_err(|e| e.to_string())?;
@@ -320,6 +345,9 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
                     times[i].0.push(e);
                     times[i].1.push(h);
                     bursts[i].push(b);
+                    hand_bursts[i].0.push(hb);
+                    hand_bursts[i].1.push(hn);
+                    hand_bursts[i].2.push(hs);
                 }
             }
         }
@@ -340,6 +368,9 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
                 exec: harness::median(e),
                 hand: harness::median(h),
                 burst: harness::median(&bursts[i]),
+                hand_burst: harness::median(&hand_bursts[i].0),
+                hand_bare: harness::median(&hand_bursts[i].1),
+                hand_staged: harness::median(&hand_bursts[i].2),
                 spread: spread(e).max(spread(h)),
                 path: path_of(ex, ids[i])?,
                 cuda: None,
@@ -394,8 +425,8 @@ fn size(bytes: u64) -> String {
 fn table(rows: &[Row], missing: Option<&str>) -> String {
     let mut s = String::from(
         "| op | bytes | executor path | executor GPU µs | executor GB/s | back to back µs per run | back to back GB/s | \
-         hand command GB/s | CUDA Graph GB/s | executor/CUDA | back to back/CUDA | executor/hand |\n\
-         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         hand command GB/s | hand back to back µs per run | CUDA Graph GB/s | executor/CUDA | back to back/CUDA | executor/hand |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let (cuda, vs, burst_vs) = match (r.cuda, r.cuda_ratio(), r.burst_cuda_ratio()) {
@@ -404,7 +435,7 @@ fn table(rows: &[Row], missing: Option<&str>) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} (2^{} floats) | {} | {} | {:.1} | {} | {:.1} | {:.1} | {cuda} | {vs} | {burst_vs} | {:.0}% |",
+            "| {} | {} (2^{} floats) | {} | {} | {:.1} | {} | {:.1} | {:.1} | {} | {cuda} | {vs} | {burst_vs} | {:.0}% |",
             r.op.name,
             size(r.bytes),
             (r.bytes / 4).trailing_zeros(),
@@ -414,6 +445,7 @@ fn table(rows: &[Row], missing: Option<&str>) -> String {
             harness::us(r.burst),
             r.burst_gbs(),
             r.hand_gbs(),
+            harness::us(r.hand_burst),
             100.0 * r.ratio()
         );
     }
@@ -546,6 +578,27 @@ fn findings(rows: &[Row], seen: &Seen) -> String {
             rates.join("; ")
         );
     }
+    let boundaries: Vec<String> = rows
+        .iter()
+        .filter(|r| r.op.name == "memcpy")
+        .map(|r| {
+            format!(
+                "{}: executor {:.1} µs over its one-run GPU time, hand command {:.1} µs over its own with a timeline signal per submission at `ALL_COMMANDS`, {:.1} µs at `TRANSFER`, {:.1} µs bare",
+                size(r.bytes),
+                (r.burst - r.exec) * 1e6,
+                (r.hand_burst - r.hand) * 1e6,
+                (r.hand_staged - r.hand) * 1e6,
+                (r.hand_bare - r.hand) * 1e6
+            )
+        })
+        .collect();
+    if !boundaries.is_empty() {
+        let _ = writeln!(
+            s,
+            "- What a run costs back to back beyond its GPU time (`memcpy`, per run of {BURST}; the hand command resubmitted {BURST} times, each submission signalling a timeline value at `ALL_COMMANDS` as an executor run does, at `TRANSFER`, or nothing but a fence on the last): {}.",
+            boundaries.join("; ")
+        );
+    }
     let worst = rows.iter().max_by(|a, b| a.spread.total_cmp(&b.spread));
     if let Some(w) = worst {
         let _ = writeln!(
@@ -589,7 +642,8 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
          kernel; uint8 for memset), GPU time per replay from CUDA events around {BURST} back-to-back replays. *back to back*: the \
          executor's `run` of the same node in a graph without `enable_profiling` submitted {BURST} times without a wait between two timestamps written on its queue \
          (executor/src/peer/stamps.rs, each once every command submitted before it has completed), divided by \
-         {BURST}: CUDA's measure. GB/s counts read + \
+         {BURST}: CUDA's measure; *hand back to back*: the hand peer's barrier and command (no timestamps) submitted {BURST} times the same way, \
+         each submission signalling a timeline semaphore as an executor run does. GB/s counts read + \
          written bytes for copies and written bytes for fills. Checked after the timed runs: every copy \
          equals the random input and every fill its pattern, byte for byte, for the executor and the peers; \
          a mismatch fails the suite.\n\n{}\nAgainst the targets:\n\n{}\n{}",
@@ -624,6 +678,9 @@ mod tests {
             exec,
             hand: 1.0,
             burst: exec / 2.0,
+            hand_burst: 1.0,
+            hand_bare: 1.0,
+            hand_staged: 1.0,
             spread: 1.0,
             path: "copy command".into(),
             cuda,

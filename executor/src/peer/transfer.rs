@@ -26,6 +26,16 @@ pub enum TransferOp {
     Fill(u32),
 }
 
+/// How [`TransferPeer::burst`] signals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Burst {
+    /// Each submission signals the next value of a timeline semaphore at this stage
+    /// (`ALL_COMMANDS`: as every executor run does).
+    Timeline(vk::PipelineStageFlags2),
+    /// No submission signals anything; only the last carries a fence.
+    Bare,
+}
+
 /// Where a peer runs and what memory it got: the facts an investigation of copy speed needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Facts {
@@ -69,8 +79,15 @@ pub struct TransferPeer {
     dst: DevBuf,
     pool: vk::CommandPool,
     cb: vk::CommandBuffer,
+    /// The barrier and the command without timestamps, recorded for simultaneous use:
+    /// what [`burst`](Self::burst) submits back to back.
+    burst_cb: vk::CommandBuffer,
     fence: vk::Fence,
     queries: vk::QueryPool,
+    /// Signalled by each submission of a [`Burst::Timeline`] burst.
+    timeline: vk::Semaphore,
+    /// The last value `timeline` was signalled with.
+    signalled: u64,
     /// Staging transfers for [`write_src`](Self::write_src) and [`read_dst`](Self::read_dst).
     transfers: Option<Transfers>,
     /// Whether `run` has completed once (the timestamps hold a result).
@@ -94,8 +111,11 @@ impl TransferPeer {
             dst: DevBuf::default(),
             pool: vk::CommandPool::null(),
             cb: vk::CommandBuffer::null(),
+            burst_cb: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
             queries: vk::QueryPool::null(),
+            timeline: vk::Semaphore::null(),
+            signalled: 0,
             transfers: None,
             ran: false,
             facts: Facts::default(),
@@ -125,29 +145,34 @@ impl TransferPeer {
             self.pool = d.create_command_pool(&pool_info, None)?;
             self.fence = d.create_fence(&vk::FenceCreateInfo::default(), None)?;
             self.queries = d.create_query_pool(&query_info, None)?;
-            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(self.pool).command_buffer_count(1);
-            self.cb = d.allocate_command_buffers(&alloc)?.first().copied().unwrap_or_default();
+            let mut timeline = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+            self.timeline = d.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut timeline), None)?;
+            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(self.pool).command_buffer_count(2);
+            let cbs = d.allocate_command_buffers(&alloc)?;
+            (self.cb, self.burst_cb) = (cbs[0], cbs[1]);
         }
-        self.record(ctx)
+        self.record(ctx)?;
+        self.record_burst(ctx)
     }
 
-    /// Records the one command buffer every [`run`](Self::run) submits.
-    fn record(&self, ctx: &Context) -> Result<()> {
-        let (d, cb) = (&ctx.device, self.cb);
-        // Previous runs and staging copies wrote these buffers with transfer commands; sync
-        // validation (and the memory model) want that ordered before this run's accesses.
-        let barrier = [vk::MemoryBarrier2::default()
+    /// The ordering barrier every run starts with: previous runs and staging copies wrote
+    /// these buffers with transfer commands; sync validation (and the memory model) want
+    /// that ordered before this run's accesses.
+    fn barrier() -> [vk::MemoryBarrier2<'static>; 1] {
+        [vk::MemoryBarrier2::default()
             .src_stage_mask(vk::PipelineStageFlags2::TRANSFER)
             .src_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
             .dst_stage_mask(vk::PipelineStageFlags2::TRANSFER)
-            .dst_access_mask(vk::AccessFlags2::TRANSFER_READ | vk::AccessFlags2::TRANSFER_WRITE)];
-        // SAFETY: `cb` was allocated from this peer's pool and is not pending (never
-        // submitted yet); every handle recorded is live until `free`.
+            .dst_access_mask(vk::AccessFlags2::TRANSFER_READ | vk::AccessFlags2::TRANSFER_WRITE)]
+    }
+
+    /// Records the command itself into `cb`.
+    ///
+    /// # Safety
+    /// `cb` is recording; the peer's buffers are live.
+    unsafe fn command(&self, d: &ash::Device, cb: vk::CommandBuffer) {
+        // SAFETY: the caller's contract.
         unsafe {
-            d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())?;
-            d.cmd_reset_query_pool(cb, self.queries, 0, 2);
-            d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&barrier));
-            d.cmd_write_timestamp2(cb, vk::PipelineStageFlags2::NONE, self.queries, 0);
             match self.op {
                 TransferOp::Copy => {
                     let region = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size: self.bytes }];
@@ -155,6 +180,35 @@ impl TransferPeer {
                 }
                 TransferOp::Fill(word) => d.cmd_fill_buffer(cb, self.dst.buffer, 0, self.bytes, word),
             }
+        }
+    }
+
+    /// Records [`burst`](Self::burst)'s command buffer: the barrier and the command.
+    fn record_burst(&self, ctx: &Context) -> Result<()> {
+        let (d, cb) = (&ctx.device, self.burst_cb);
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+        // SAFETY: `cb` was allocated from this peer's pool and never submitted; every
+        // handle recorded is live until `free`.
+        unsafe {
+            d.begin_command_buffer(cb, &begin)?;
+            d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&Self::barrier()));
+            self.command(d, cb);
+            d.end_command_buffer(cb)?;
+        }
+        Ok(())
+    }
+
+    /// Records the one command buffer every [`run`](Self::run) submits.
+    fn record(&self, ctx: &Context) -> Result<()> {
+        let (d, cb) = (&ctx.device, self.cb);
+        // SAFETY: `cb` was allocated from this peer's pool and is not pending (never
+        // submitted yet); every handle recorded is live until `free`.
+        unsafe {
+            d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())?;
+            d.cmd_reset_query_pool(cb, self.queries, 0, 2);
+            d.cmd_pipeline_barrier2(cb, &vk::DependencyInfo::default().memory_barriers(&Self::barrier()));
+            d.cmd_write_timestamp2(cb, vk::PipelineStageFlags2::NONE, self.queries, 0);
+            self.command(d, cb);
             d.cmd_write_timestamp2(cb, vk::PipelineStageFlags2::TRANSFER, self.queries, 1);
             d.end_command_buffer(cb)?;
         }
@@ -233,6 +287,42 @@ impl TransferPeer {
         }
         self.ran = true;
         Ok(t.elapsed())
+    }
+
+    /// Submits the barrier and the command `n` times back to back, one submission each,
+    /// signalling as `how` says, then waits for the last: bracketed by
+    /// [`QueueStamps`](super::stamps::QueueStamps), the Vulkan floor of back-to-back runs.
+    pub fn burst(&mut self, ctx: &Context, n: u32, how: Burst) -> Result<()> {
+        self.check(ctx)?;
+        let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(self.burst_cb)];
+        for i in 0..n {
+            let value = self.signalled + 1;
+            let signal =
+                [vk::SemaphoreSubmitInfo::default().semaphore(self.timeline).value(value).stage_mask(match how {
+                    Burst::Timeline(stage) => stage,
+                    Burst::Bare => vk::PipelineStageFlags2::ALL_COMMANDS,
+                })];
+            let signals = if how == Burst::Bare { &[] } else { &signal[..] };
+            let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos).signal_semaphore_infos(signals)];
+            let fence = if i + 1 == n { self.fence } else { vk::Fence::null() };
+            // SAFETY: the command buffer was recorded for simultaneous use; `value` is above
+            // every value signalled before; the fence is unsignalled (reset after every
+            // wait); the queue is used from this thread only.
+            unsafe { ctx.device.queue_submit2(ctx.queue, &submit, fence) }?;
+            if how != Burst::Bare {
+                self.signalled = value;
+            }
+        }
+        if n > 0 {
+            // SAFETY: the last submission carries the fence.
+            unsafe {
+                ctx.waited(ctx.device.wait_for_fences(&[self.fence], true, ctx.wait_ns()), || {
+                    "a transfer peer burst".into()
+                })?;
+                ctx.device.reset_fences(&[self.fence])?;
+            }
+        }
+        Ok(())
     }
 
     /// Device nanoseconds between the two timestamps of the last run; `None` before the
@@ -317,6 +407,7 @@ impl TransferPeer {
         unsafe {
             ctx.device.destroy_query_pool(self.queries, None);
             ctx.device.destroy_fence(self.fence, None);
+            ctx.device.destroy_semaphore(self.timeline, None);
             ctx.device.destroy_command_pool(self.pool, None);
             for b in [self.src, self.dst] {
                 ctx.device.destroy_buffer(b.buffer, None);
@@ -324,8 +415,14 @@ impl TransferPeer {
             }
         }
         (self.src, self.dst) = (DevBuf::default(), DevBuf::default());
-        (self.queries, self.fence, self.pool, self.cb) =
-            (vk::QueryPool::null(), vk::Fence::null(), vk::CommandPool::null(), vk::CommandBuffer::null());
+        (self.queries, self.fence, self.pool, self.cb, self.burst_cb) = (
+            vk::QueryPool::null(),
+            vk::Fence::null(),
+            vk::CommandPool::null(),
+            vk::CommandBuffer::null(),
+            vk::CommandBuffer::null(),
+        );
+        self.timeline = vk::Semaphore::null();
     }
 }
 

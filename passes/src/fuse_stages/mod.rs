@@ -15,7 +15,12 @@
 //! - they launch the same way: `single_task`; or one work-group (`nd_range` with local size
 //!   equal to the global size, or a `range` of at most [`MAX_ONE_GROUP`] work-items, which
 //!   becomes one work-group); or the same 1-D `nd_range` (a 1-D `range` a multiple of
-//!   [`RANGE_LOCAL`] gets that local size), offsets zero;
+//!   [`RANGE_LOCAL`] gets that local size), offsets zero; or, beside a 1-D one-work-group
+//!   stage of W work-items, any 1-D launch of at most [`MAX_COARSE_PER_ITEM`] × W
+//!   work-items whose body reads no builtin but `global_id 0` and `global_range 0` and has
+//!   no work-group memory, barrier, subgroup operation or call: such a stage becomes a loop
+//!   `for %v = local_id 0 to items step W` inside the group ([`Stage::coarse`]), every
+//!   work-item of its launch run once;
 //! - with several work-groups, every memory one stage writes and another touches is touched
 //!   by each work-group only inside its own window ([`windows`]): work-group `G` of every
 //!   stage stays in the same byte range of it;
@@ -33,7 +38,7 @@ use crate::fuse::build::{self, Replacement};
 use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::graph::{Arg, ArgValue, Graph, KernelCommand, Launch, NodeKind};
 use cmdgraph_ir::inline::{concat_stages, Stage};
-use cmdgraph_ir::kernel::{Kernel, KernelBody, OpKind, Param, ParamType};
+use cmdgraph_ir::kernel::{Builtin, Kernel, KernelBody, OpKind, Param, ParamType};
 use cmdgraph_ir::module::Item;
 use cmdgraph_ir::types::Access;
 use cmdgraph_ir::{Handle, Module, Span};
@@ -51,6 +56,7 @@ pub const INFO: PassInfo = PassInfo {
         ("group-barriers", "group_barrier ops put between stages"),
         ("kernels-shared", "fusions that reuse an identical fused kernel"),
         ("refused", "links of a chain a legality rule refused (see --explain)"),
+        ("stages-coarsened", "stages of other launches run as a loop inside the chain's one work-group"),
     ],
     preserves: "the name of the member created last, with origins for all members; every result bit for \
                 bit; updatable graphs are left alone",
@@ -67,6 +73,13 @@ pub const RANGE_LOCAL: u64 = 64;
 pub const MAX_LOCAL_BYTES: u64 = 16 * 1024;
 /// Most stages in one fused kernel (its SPIR-V grows with each).
 pub const MAX_STAGES: usize = 128;
+/// Most work-items of a coarsened stage per work-item of the one work-group it runs in.
+/// Each turn of the loop waits for its loads (the driver does not overlap the turns), and a
+/// dependent dispatch with its barrier costs about 2-3.5 µs on the H200: at 16 items per
+/// work-item (`cond`'s Jacobi body, 4096-item sweep and commit inside the residual's group
+/// of 256) a round took 13.3 µs against 11.3 µs for the three dispatches (2026-11-30), so
+/// only a few turns pay.
+pub const MAX_COARSE_PER_ITEM: u64 = 4;
 
 /// How a node launches, as fusion compares launches.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,6 +90,8 @@ enum Shape {
     OneGroup(Vec<u64>),
     /// A 1-D launch of several work-groups.
     Groups { local: u64, groups: u64 },
+    /// Another 1-D launch of this many work-items: it fuses only as a coarsened stage.
+    Items(u64),
 }
 
 impl std::fmt::Display for Shape {
@@ -88,6 +103,7 @@ impl std::fmt::Display for Shape {
                 write!(f, "one work-group of {}", dims.join("x"))
             }
             Shape::Groups { local, groups } => write!(f, "{groups} work-groups of {local}"),
+            Shape::Items(n) => write!(f, "a range of {n} work-items"),
         }
     }
 }
@@ -126,6 +142,7 @@ impl Shape {
             Shape::Groups { local, groups } => {
                 Launch::NdRange { global: vec![local * groups], local: vec![*local], offset: Vec::new() }
             }
+            Shape::Items(n) => Launch::Range(vec![*n]),
         }
     }
 }
@@ -135,6 +152,11 @@ struct Member<'a> {
     cmd: &'a KernelCommand,
     kernel: &'a Kernel,
     shape: Shape,
+    /// `Some(items)` when the node can run as a loop inside one work-group of another stage
+    /// (a coarsened stage, [`Stage::coarse`]): a 1-D launch of `items` work-items (1 for
+    /// `single_task`) whose body reads no builtin but `global_id 0` and `global_range 0` and
+    /// has no work-group memory, barrier, subgroup operation or call.
+    coarse: Option<u64>,
     /// Work-group memory bytes.
     local_bytes: u64,
     /// Memory touched, for launches of several work-groups (`Err`: why it is not known).
@@ -148,7 +170,6 @@ fn member<'a>(module: &'a Module, graph: &'a Graph, v: u32) -> Option<Member<'a>
     if kernel.params.len() != cmd.args.len() {
         return None;
     }
-    let shape = Shape::of(&cmd.launch)?;
     let mut local_bytes: u64 = cmd
         .args
         .iter()
@@ -162,11 +183,51 @@ fn member<'a>(module: &'a Module, graph: &'a Graph, v: u32) -> Option<Member<'a>
             local_bytes = local_bytes.saturating_add(elem.size().saturating_mul(*count));
         }
     }
+    let coarse = coarse_items(cmd, body).filter(|_| local_bytes == 0);
+    let shape = Shape::of(&cmd.launch).or(coarse.map(Shape::Items))?;
     let touches = match shape {
         Shape::Groups { local, groups } => windows::touches(module, cmd, body, Groups { local, groups }),
         _ => Ok(BTreeMap::new()),
     };
-    Some(Member { cmd, kernel, shape, local_bytes, touches })
+    Some(Member { cmd, kernel, shape, coarse, local_bytes, touches })
+}
+
+/// The work-items of a launch that can become a loop in one work-group ([`Member::coarse`]).
+fn coarse_items(cmd: &KernelCommand, body: &cmdgraph_ir::kernel::Body) -> Option<u64> {
+    let items = match &cmd.launch {
+        Launch::SingleTask => 1,
+        Launch::Range(r) => match r.as_slice() {
+            [n] => *n,
+            _ => return None,
+        },
+        Launch::NdRange { global, offset, .. } => match global.as_slice() {
+            [n] if offset.iter().all(|&o| o == 0) => *n,
+            _ => return None,
+        },
+    };
+    let plain = body.ops.iter().all(|(_, op)| match &op.kind {
+        OpKind::Builtin(b, d) => *d == 0 && matches!(b, Builtin::GlobalId | Builtin::GlobalRange),
+        OpKind::GroupBarrier | OpKind::LocalAlloc { .. } | OpKind::Subgroup(_) | OpKind::Call { .. } => false,
+        _ => true,
+    });
+    (plain && items > 0).then_some(items)
+}
+
+/// The size of a 1-D one-work-group shape.
+fn one_group(shape: &Shape) -> Option<u64> {
+    match shape {
+        Shape::OneGroup(g) => match g.as_slice() {
+            [w] => Some(*w),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `m` can run as stage of one work-group of `group` work-items: it is launched so,
+/// or coarsened ([`MAX_COARSE_PER_ITEM`]).
+fn fits_group(m: &Member<'_>, group: u64) -> bool {
+    one_group(&m.shape) == Some(group) || m.coarse.is_some_and(|n| n <= group.saturating_mul(MAX_COARSE_PER_ITEM))
 }
 
 /// A chain being grown: its members and what they touch together.
@@ -185,8 +246,23 @@ impl<'a> Chain<'a> {
         if self.nodes.len() >= MAX_STAGES {
             return Err(format!("the chain already has {MAX_STAGES} stages"));
         }
-        if m.shape != self.shape {
-            return Err(format!("launched as {}, the chain as {}", m.shape, self.shape));
+        if m.shape != self.shape || matches!(self.shape, Shape::Items(_)) {
+            // Different launches share a dispatch when one is a 1-D work-group and the others
+            // are small enough to loop inside it.
+            let joined = match (one_group(&self.shape), one_group(&m.shape)) {
+                (Some(w), _) if fits_group(&m, w) => Some(w),
+                (_, Some(w)) if self.members.iter().all(|x| fits_group(x, w)) => Some(w),
+                _ => None,
+            };
+            let Some(w) = joined else {
+                return Err(format!(
+                    "launched as {}, the chain as {} (neither runs in the other's work-group: a stage loops inside \
+                     one work-group of {MAX_COARSE_PER_ITEM} items per work-item at most, without builtins but \
+                     global_id 0, work-group memory or barriers)",
+                    m.shape, self.shape
+                ));
+            };
+            self.shape = Shape::OneGroup(vec![w]);
         }
         let device = |v: u32| Handle::from_usize(v as usize).map(|h| graph.node_device(h));
         if let Some(&first) = self.nodes.first() {
@@ -294,7 +370,7 @@ fn node_name(graph: &Graph, v: u32) -> String {
 
 /// The chains of `graph` worth fusing (two or more members), with a remark per refused link.
 /// A chain to fuse: its nodes and what the pass knows of each, in order.
-type Planned<'a> = (Vec<u32>, Vec<Member<'a>>);
+type Planned<'a> = (Vec<u32>, Vec<Member<'a>>, Shape);
 
 fn plan<'a>(module: &'a Module, graph: &'a Graph, remarks: &mut Vec<String>) -> Option<Vec<Planned<'a>>> {
     let succ = Csr::successors(graph);
@@ -350,7 +426,7 @@ fn plan<'a>(module: &'a Module, graph: &'a Graph, remarks: &mut Vec<String>) -> 
             for &n in &chain.nodes {
                 taken[n as usize] = true;
             }
-            chains.push((chain.nodes, chain.members));
+            chains.push((chain.nodes, chain.members, chain.shape));
         }
     }
     Some(chains)
@@ -456,14 +532,23 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let mut new_kernels = Vec::new();
         let mut pending: HashMap<String, usize> = HashMap::new();
         let mut origins = Vec::new();
-        for (nodes, members) in chains {
+        for (nodes, members, shape) in chains {
             let (params, bindings, args) = bind(&members);
-            let barrier = members[0].shape != Shape::Single;
+            let barrier = shape != Shape::Single;
+            // Stages launched otherwise than the chain loop inside its one work-group.
+            let coarse: Vec<Option<(u64, u64)>> = members
+                .iter()
+                .map(|m| match (one_group(&shape), m.coarse) {
+                    (Some(w), Some(n)) if m.shape != shape => Some((n, w)),
+                    _ => None,
+                })
+                .collect();
             let key = format!(
-                "{barrier}|{:?}|{:?}|{:?}",
+                "{barrier}|{:?}|{:?}|{:?}|{:?}",
                 members.iter().map(|m| m.cmd.kernel.index()).collect::<Vec<_>>(),
                 bindings,
-                params
+                params,
+                coarse
             );
             let keep = nodes.iter().copied().max().unwrap_or(0);
             let fused_node = node_name(graph, keep);
@@ -483,7 +568,13 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                         .iter()
                         .zip(bindings)
                         .zip(&nodes)
-                        .map(|((m, params), &v)| Stage { kernel: m.kernel, params, prefix: node_name(graph, v) })
+                        .zip(&coarse)
+                        .map(|(((m, params), &v), &coarse)| Stage {
+                            kernel: m.kernel,
+                            params,
+                            prefix: node_name(graph, v),
+                            coarse,
+                        })
                         .collect();
                     let k = concat_stages(&module.functions, name, params, &stages, barrier)
                         .map_err(|e| failed(&graph.name, e.to_string()))?;
@@ -491,7 +582,14 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                     Fused::New(key, Box::new(k))
                 }
             };
-            let launch = members[0].shape.launch();
+            let launch = shape.launch();
+            let coarsened: Vec<String> = nodes
+                .iter()
+                .zip(&coarse)
+                .filter(|(_, c)| c.is_some())
+                .map(|(&v, _)| format!("%{}", node_name(graph, v)))
+                .collect();
+            ctx.bump("stages-coarsened", coarsened.len() as u64);
             ctx.bump("fusions", 1);
             ctx.bump("kernels-fused", nodes.len() as u64);
             ctx.bump("launches-saved", nodes.len() as u64 - 1);
@@ -499,7 +597,16 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
                 ctx.bump("group-barriers", nodes.len() as u64 - 1);
             }
             let names: Vec<String> = nodes.iter().map(|&v| format!("%{}", node_name(graph, v))).collect();
-            ctx.remarks.push(format!("fuse-stages: @{}: fused {} into %{fused_node}\n", graph.name, names.join(", ")));
+            let looped = if coarsened.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} looped inside its {shape})", coarsened.join(", "))
+            };
+            ctx.remarks.push(format!(
+                "fuse-stages: @{}: fused {} into %{fused_node}{looped}\n",
+                graph.name,
+                names.join(", ")
+            ));
             origins.push((fused_node, nodes.iter().map(|&v| node_name(graph, v)).collect::<Vec<_>>()));
             new_kernels.push(kernel);
             // The kernel handle is filled in below, once the kernel is in the module.
