@@ -157,7 +157,9 @@ fn while_loops_of_zero_one_and_many_rounds_match_the_interpreter() {
 /// A loop body that writes its condition in the middle (`@add`, the countdown, then `@double`
 /// after them): the next round's predicate is computed beside `@double`, which still reads
 /// this round's (even and odd rounds read words of their own). 0, 1, 2 and many rounds, across
-/// chunks, against the interpreter.
+/// chunks, against the interpreter. `@count_down` reads `local_id 0` (0 in its one work-item)
+/// so that `fuse-stages` keeps it a dispatch of its own: a body of plain small kernels would
+/// become one dispatch, with no inside to compute the predicate in.
 #[test]
 fn the_next_rounds_predicate_computed_inside_the_body_keeps_every_round() {
     let m = module(
@@ -170,7 +172,7 @@ fn the_next_rounds_predicate_computed_inside_the_body_keeps_every_round() {
 }
 
 kernel @count_down(%c: buf<u32, read_write>) {
-  %zero = const 0 : u32
+  %zero = local_id 0
   %one = const 1 : u32
   %n = load %c[%zero]
   %n1 = sub %n, %one
@@ -179,7 +181,7 @@ kernel @count_down(%c: buf<u32, read_write>) {
 
 graph @middle {
   %a = kernel @add range(8) args(@x, 1.0)
-  %c = kernel @count_down single_task args(@flags) after(%a)
+  %c = kernel @count_down nd_range(global(1), local(1)) args(@flags) after(%a)
   %d = kernel @double range(8) args(@x) after(%c)
 }
 
