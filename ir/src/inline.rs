@@ -377,6 +377,35 @@ impl Builder<'_> {
     }
 }
 
+impl Builder<'_> {
+    /// Defines the parameters of a kernel built from other kernels' bodies (names made
+    /// unique in place); their values, in order.
+    fn define_params(&mut self, params: &mut [crate::kernel::Param]) -> Vec<V> {
+        let mut values = Vec::with_capacity(params.len());
+        for (i, p) in params.iter_mut().enumerate() {
+            p.name = self.unique(std::mem::take(&mut p.name));
+            let value = Value { name: p.name.clone(), ty: p.ty.into(), def: ValueDef::Param(i as u32) };
+            values.push(self.out.values.append(value, crate::Span::UNDEFINED));
+        }
+        values
+    }
+
+    /// The frame copying `stage`'s body, its parameters bound to `params` (the new kernel's).
+    fn stage_frame<'s>(&self, stage: &Stage<'s>, params: &[V], what: &str) -> Result<Frame<'s>, InlineError> {
+        let KernelBody::Ir(body) = &stage.kernel.body else {
+            return Err(self.error(&format!("{what} (@{}) has no body to copy", stage.kernel.name)));
+        };
+        if stage.params.len() != stage.kernel.params.len() {
+            return Err(self.error(&format!("{what} (@{}) binds the wrong number of parameters", stage.kernel.name)));
+        }
+        let mut map = vec![None; body.values.len()];
+        for (slot, &p) in map.iter_mut().zip(&stage.params) {
+            *slot = Some(*params.get(p).ok_or_else(|| self.error("a stage parameter out of range"))?);
+        }
+        Ok(Frame { body, map, prefix: Some(stage.prefix.clone()), depth: 0, coarse: None })
+    }
+}
+
 /// One kernel spliced in as a stage of a stage-fused kernel ([`concat_stages`]).
 pub struct Stage<'a> {
     /// The kernel whose body the stage runs.
@@ -406,35 +435,92 @@ pub fn concat_stages(
     barrier: bool,
 ) -> Result<Kernel, InlineError> {
     let mut b = Builder { functions, kernel: &name, out: Body::default(), names: HashSet::new(), calls: 0 };
-    let mut fused_params = Vec::with_capacity(params.len());
-    for (i, p) in params.iter_mut().enumerate() {
-        p.name = b.unique(std::mem::take(&mut p.name));
-        let value = Value { name: p.name.clone(), ty: p.ty.into(), def: ValueDef::Param(i as u32) };
-        fused_params.push(b.out.values.append(value, crate::Span::UNDEFINED));
-    }
+    let fused_params = b.define_params(&mut params);
     let mut ops = Vec::new();
     for (i, stage) in stages.iter().enumerate() {
-        let KernelBody::Ir(body) = &stage.kernel.body else {
-            return Err(b.error(&format!("stage {i} (@{}) has no body to copy", stage.kernel.name)));
-        };
-        if stage.params.len() != stage.kernel.params.len() {
-            return Err(b.error(&format!("stage {i} (@{}) binds the wrong number of parameters", stage.kernel.name)));
-        }
-        let mut map = vec![None; body.values.len()];
-        for (slot, &p) in map.iter_mut().zip(&stage.params) {
-            *slot = Some(*fused_params.get(p).ok_or_else(|| b.error("a stage parameter out of range"))?);
-        }
+        let mut frame = b.stage_frame(stage, &fused_params, &format!("stage {i}"))?;
         if i > 0 && barrier {
             let op = Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() };
             ops.push(b.out.ops.append(op, crate::Span::UNDEFINED));
         }
-        let mut frame = Frame { body, map, prefix: Some(stage.prefix.clone()), depth: 0, coarse: None };
+        let entry = &frame.body.entry;
         match stage.coarse {
-            None => ops.extend(b.region(&mut frame, &body.entry)?.ops),
-            Some((items, group)) => ops.extend(b.coarse_loop(&mut frame, &body.entry, &stage.prefix, items, group)?),
+            None => ops.extend(b.region(&mut frame, entry)?.ops),
+            Some((items, group)) => ops.extend(b.coarse_loop(&mut frame, entry, &stage.prefix, items, group)?),
         }
     }
     b.out.entry = Region { ops, closing_comments: Vec::new() };
+    Ok(Kernel {
+        name: name.clone(),
+        params,
+        body: KernelBody::Ir(b.out),
+        comments: Default::default(),
+        param_spans: Default::default(),
+    })
+}
+
+/// A kernel named `name` with parameters `params` (parameter `cond` a `u32` buffer) that
+/// reads word 0 of `cond` and runs the body of `then` when it is non-zero, else the body of
+/// `otherwise` (if any), both with their parameters bound as [`concat_stages`] binds them:
+/// `if <cond> then @a else @b` of one kernel each, as one dispatch (`merge-branches`). Every
+/// work-item reads the same word, so the branch is uniform.
+pub fn branch_kernel(
+    functions: &Arena<Function>,
+    name: String,
+    mut params: Vec<crate::kernel::Param>,
+    cond: usize,
+    then: &Stage<'_>,
+    otherwise: Option<&Stage<'_>>,
+) -> Result<Kernel, InlineError> {
+    let mut b = Builder { functions, kernel: &name, out: Body::default(), names: HashSet::new(), calls: 0 };
+    let fused_params = b.define_params(&mut params);
+    let cond = *fused_params.get(cond).ok_or_else(|| b.error("the condition parameter out of range"))?;
+    let zero = OpKind::Const(Literal { value: LitValue::Int(0), ty: Some(ScalarType::U32) }, Type::U32);
+    let (zero_op, zero) = b.u32_op(zero, "branch.zero".into());
+    let load = b.out.ops.append(
+        Op {
+            kind: OpKind::Load { mem: crate::kernel::MemBase::Value(cond), index: zero },
+            results: Vec::new(),
+            comments: Default::default(),
+        },
+        crate::Span::UNDEFINED,
+    );
+    let word_name = b.unique("branch.word".into());
+    let word = b.out.values.append(
+        Value { name: word_name, ty: ValueType::Data(Type::U32), def: ValueDef::Result(load, 0) },
+        crate::Span::UNDEFINED,
+    );
+    b.out.ops[load].results.push(word);
+    let test = b.out.ops.append(
+        Op {
+            kind: OpKind::Cmp(crate::kernel::CmpOp::Ne, word, zero),
+            results: Vec::new(),
+            comments: Default::default(),
+        },
+        crate::Span::UNDEFINED,
+    );
+    let on_name = b.unique("branch.on".into());
+    let on = b.out.values.append(
+        Value { name: on_name, ty: ValueType::Data(Type::scalar(ScalarType::Bool)), def: ValueDef::Result(test, 0) },
+        crate::Span::UNDEFINED,
+    );
+    b.out.ops[test].results.push(on);
+    let branch = b.out.ops.append(
+        Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() },
+        crate::Span::UNDEFINED,
+    );
+    let arm = |b: &mut Builder<'_>, stage: &Stage<'_>| -> Result<Region, InlineError> {
+        let mut frame = b.stage_frame(stage, &fused_params, "a body")?;
+        let entry = &frame.body.entry;
+        b.region(&mut frame, entry)
+    };
+    let then_region = arm(&mut b, then)?;
+    let else_region = match otherwise {
+        Some(s) => Some(arm(&mut b, s)?),
+        None => None,
+    };
+    b.out.ops[branch].kind = OpKind::If { cond: on, result_types: Vec::new(), then_region, else_region };
+    b.out.entry = Region { ops: vec![zero_op, load, test, branch], closing_comments: Vec::new() };
     Ok(Kernel {
         name: name.clone(),
         params,

@@ -21,6 +21,7 @@ pub mod fuse_stages;
 pub mod inline_calls;
 pub mod inline_subgraphs;
 pub mod memory;
+pub mod merge_branches;
 pub mod pipeline;
 pub mod place_devices;
 pub mod reduce;
@@ -64,6 +65,7 @@ pub static REGISTRY: &[PassInfo] = &[
     fuse_stages::INFO,
     dead_kernels::INFO,
     tile_contractions::INFO,
+    merge_branches::INFO,
     place_devices::INFO,
     split_devices::INFO,
     split_ranks::INFO,

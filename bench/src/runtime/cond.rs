@@ -283,6 +283,8 @@ struct Row {
 struct Branch {
     plain: f64,
     if_else: f64,
+    /// The same from the bundle compiled with [`MERGED`]: the `if` as one kernel.
+    merged: (f64, f64),
     /// CUDA's (µs in its JSON): the kernel alone, the condition kernel and IF/ELSE node.
     cuda: Option<[f64; 2]>,
 }
@@ -295,6 +297,10 @@ pub fn main(args: &Args) -> Result<(), String> {
     r
 }
 
+/// The pass the IF/ELSE workload's second bundle is compiled with: the `if` node, whose
+/// arms are one kernel each, becomes one kernel that branches on the word.
+const MERGED: &str = "merge-branches";
+
 fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let n = args.n.max(3);
     let limits: Vec<String> = args.limits.iter().map(|l| l.max(&1).to_string()).collect();
@@ -302,6 +308,12 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     if phase.prepares() {
         let (bundle, _) = harness::compile(&module_with_unrolled(n, &args.limits), &[])?;
         harness::save(phase.dir(), &name, &bundle)?;
+        let (bundle, report) = harness::compile(&module_text(n), &[MERGED])?;
+        // The branch must really be one kernel, or the row measures the `if` node again.
+        if !report.remarks.iter().any(|r| r.contains("@branch: %i is one kernel")) {
+            return Err(format!("cond: {MERGED} left @branch's `if` as it was: {:?}", report.remarks));
+        }
+        harness::save(phase.dir(), &format!("{name}_merged"), &bundle)?;
     }
     if !phase.runs() {
         return Ok(());
@@ -312,7 +324,11 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name)?, &args.common)?;
     let device = ex.context().device_name().to_string();
     let rows = loops(&mut ex, n, &args.limits, reps, cuda.as_ref())?;
-    let branch = branch(&mut ex, reps, cuda.as_ref())?;
+    let mut branch = branch(&mut ex, reps, cuda.as_ref())?;
+    drop(ex);
+    let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &format!("{name}_merged"))?, &args.common)?;
+    let merged = self::branch(&mut ex, reps, None)?;
+    branch.merged = (merged.plain, merged.if_else);
     let body = section(&rows, &branch, &device, &args.common, n, missing.as_deref());
     harness::finish(&args.common, "cond", &body)
 }
@@ -467,7 +483,7 @@ fn branch(
         Some([get("plain_us")?, get("if_else_us")?])
     });
     eprintln!("cond: branch: plain {:.2} us/launch, if/else {:.2} us/launch", plain * 1e6, if_else * 1e6);
-    Ok(Branch { plain, if_else, cuda: peer })
+    Ok(Branch { plain, if_else, merged: (0.0, 0.0), cuda: peer })
 }
 
 /// The CUDA peers' wall ms for `limit`: eager, graph per iteration, WHILE node.
@@ -533,12 +549,18 @@ fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32,
          add 1 to or double 1024 floats (both arms checked), against `@plain`, the first kernel alone; CUDA's \
          (scripts/cuda_cond.py): a kernel that reads the flag and sets the condition, then an IF/ELSE node, \
          against a graph of the kernel alone (CUDA events over 1000 launches). Target (the issue): the \
-         IF/ELSE overhead over an unconditional node ≤ 2 µs.\n\n\
+         IF/ELSE overhead over an unconditional node ≤ 2 µs. *cmdgraph, `{MERGED}`*: the same module \
+         compiled with that pass (docs/passes.md): the `if` node, whose arms are one kernel each, is one \
+         kernel reading the word and branching (both arms checked the same way).\n\n\
          | per launch | plain µs | IF/ELSE µs | overhead µs |\n|---|---:|---:|---:|\n\
-         | cmdgraph | {:.2} | {:.2} | {:.2} |\n",
+         | cmdgraph | {:.2} | {:.2} | {:.2} |\n\
+         | cmdgraph, `{MERGED}` | {:.2} | {:.2} | {:.2} |\n",
         branch.plain * 1e6,
         branch.if_else * 1e6,
-        (branch.if_else - branch.plain) * 1e6
+        (branch.if_else - branch.plain) * 1e6,
+        branch.merged.0 * 1e6,
+        branch.merged.1 * 1e6,
+        (branch.merged.1 - branch.merged.0) * 1e6
     );
     match branch.cuda {
         Some([p, c]) => {

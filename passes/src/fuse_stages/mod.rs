@@ -434,12 +434,22 @@ fn plan<'a>(module: &'a Module, graph: &'a Graph, remarks: &mut Vec<String>) -> 
 
 /// The fused kernel's parameters and each stage's binding of them, and the fused arguments.
 fn bind(members: &[Member<'_>]) -> (Vec<Param>, Vec<Vec<usize>>, Vec<Arg>) {
-    let mut params: Vec<Param> = Vec::new();
-    let mut args: Vec<Arg> = Vec::new();
-    let mut bindings = Vec::with_capacity(members.len());
-    for m in members {
-        let mut binding = Vec::with_capacity(m.kernel.params.len());
-        for (p, a) in m.kernel.params.iter().zip(&m.cmd.args) {
+    bind_commands(Vec::new(), Vec::new(), members.iter().map(|m| (m.kernel, m.cmd)))
+}
+
+/// Parameters for one kernel running the bodies of `members` (kernel and command each),
+/// after `params` / `args` already there: each member's binding of them and the arguments.
+/// The same memory or value passed to several members is one parameter (access modes
+/// joined); work-group memory never is.
+pub(crate) fn bind_commands<'a>(
+    mut params: Vec<Param>,
+    mut args: Vec<Arg>,
+    members: impl Iterator<Item = (&'a Kernel, &'a KernelCommand)>,
+) -> (Vec<Param>, Vec<Vec<usize>>, Vec<Arg>) {
+    let mut bindings = Vec::new();
+    for (kernel, cmd) in members {
+        let mut binding = Vec::with_capacity(kernel.params.len());
+        for (p, a) in kernel.params.iter().zip(&cmd.args) {
             // One parameter per argument: the same memory or value passed to several stages
             // is one binding (access modes joined), work-group memory never is.
             let shared = match p.ty {

@@ -1,0 +1,179 @@
+//! `merge-branches`: an `if C then @a [else @b]` node whose bodies are one kernel node each,
+//! launched alike, becomes one kernel node that reads the condition word and runs the body
+//! the word picks (`cmdgraph_ir::inline::branch_kernel`).
+//!
+//! The executor runs an `if` node as its bodies' predicated kernels, each testing the word
+//! at entry, with a barrier between the bodies when both touch the same memory: two
+//! dispatches and a barrier for one kernel's work (docs/conditional.md). One kernel that
+//! branches on the word is one dispatch. A node merges when:
+//!
+//! - it is an `if` in a graph that is not `updatable`;
+//! - each body graph holds exactly one node, a kernel node with an IR body whose argument
+//!   count matches its parameters, with no dynamic parameter, and both launch alike;
+//! - no body kernel uses work-group memory, a barrier or a subgroup operation (they would
+//!   run under the branch; they are left to the executor's path);
+//! - no body may write the condition's memory (the word is read once, before either body,
+//!   and every work-item must see the same one).
+//!
+//! The merged kernel runs exactly the chosen body's operations, so results are bit for bit
+//! those of the `if` node. Body graphs stay in the module (other nodes may use them).
+//! Opt-in: not in the default pipeline, whose `if` nodes the executor's conditional path
+//! runs (and reports).
+
+use crate::fuse_stages::bind_commands;
+use crate::{PassContext, PassError, PassInfo};
+use cmdgraph_ir::graph::{Arg, ArgValue, CondKind, Graph, KernelCommand, NodeKind, Pointer};
+use cmdgraph_ir::inline::{branch_kernel, Stage};
+use cmdgraph_ir::kernel::{Kernel, KernelBody, OpKind, Param, ParamType};
+use cmdgraph_ir::module::Item;
+use cmdgraph_ir::types::{Access, Type};
+use cmdgraph_ir::{Handle, Module, Span};
+use std::collections::BTreeSet;
+
+/// Registry entry.
+pub const INFO: PassInfo = PassInfo {
+    name: "merge-branches",
+    summary: "turn an `if` whose bodies are one kernel each into one kernel that branches on the condition word",
+    statistics: &[
+        ("branches-merged", "`if` nodes replaced by one kernel node"),
+        ("refused", "`if` nodes a rule kept (see --explain)"),
+    ],
+    preserves: "node names and edges; every result bit for bit; body graphs; updatable graphs are left alone",
+    run,
+};
+
+/// The body graph's one kernel node, or why it cannot merge.
+fn only_kernel(module: &Module, body: Handle<Graph>) -> Result<(&Kernel, &KernelCommand), String> {
+    let graph = module.graphs.try_get(body).ok_or("a missing body graph")?;
+    let mut nodes = graph.nodes.iter();
+    let (Some((_, node)), None) = (nodes.next(), nodes.next()) else {
+        return Err(format!("@{} does not hold exactly one node", graph.name));
+    };
+    let NodeKind::Kernel(cmd) = &node.kind else {
+        return Err(format!("@{}'s node is not a kernel node", graph.name));
+    };
+    let kernel = module.kernels.try_get(cmd.kernel).ok_or("a missing kernel")?;
+    let KernelBody::Ir(ir) = &kernel.body else {
+        return Err(format!("@{} has no IR body", kernel.name));
+    };
+    if kernel.params.len() != cmd.args.len() || cmd.args.iter().any(|a| matches!(a, Arg::Dyn(_))) {
+        return Err(format!("%{} has a dynamic parameter", node.name));
+    }
+    let unsafe_op = ir.ops.iter().find_map(|(_, op)| match &op.kind {
+        OpKind::GroupBarrier => Some("a group_barrier"),
+        OpKind::LocalAlloc { .. } => Some("work-group memory"),
+        OpKind::Subgroup(_) => Some("a subgroup operation"),
+        _ => None,
+    });
+    let local_param = kernel.params.iter().any(|p| matches!(p.ty, ParamType::Local { .. }));
+    match (unsafe_op, local_param) {
+        (Some(what), _) => Err(format!("@{} uses {what}", kernel.name)),
+        (None, true) => Err(format!("@{} takes work-group memory", kernel.name)),
+        (None, false) => Ok((kernel, cmd)),
+    }
+}
+
+/// Whether `cmd` may write the memory `cond` points into.
+fn writes_condition(kernel: &Kernel, cmd: &KernelCommand, cond: &Pointer) -> bool {
+    kernel.params.iter().zip(&cmd.args).any(|(p, a)| {
+        let writable = matches!(p.ty, ParamType::Buffer { access, .. } if access != Access::Read);
+        let same = match a {
+            Arg::Value(ArgValue::Pointer(q)) => q.base == cond.base,
+            Arg::Value(ArgValue::Accessor(_)) => true,
+            _ => false,
+        };
+        writable && same
+    })
+}
+
+/// The merged kernel for one node: name, parameters, bindings and arguments.
+struct Merge {
+    node: Handle<cmdgraph_ir::Node>,
+    kernel: Kernel,
+    command: KernelCommand,
+}
+
+fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> (Vec<Merge>, Vec<String>) {
+    let (mut merges, mut remarks) = (Vec::new(), Vec::new());
+    for (h, node) in graph.nodes.iter() {
+        let NodeKind::Conditional { kind: CondKind::If, cond, bodies } = &node.kind else { continue };
+        let arms: Result<Vec<_>, String> = bodies.iter().map(|&b| only_kernel(module, b)).collect();
+        let arms = arms.and_then(|arms| {
+            if arms.windows(2).any(|w| w[0].1.launch != w[1].1.launch) {
+                return Err("the bodies launch differently".into());
+            }
+            if let Some((k, _)) = arms.iter().find(|(k, c)| writes_condition(k, c, cond)) {
+                return Err(format!("@{} may write the condition's memory", k.name));
+            }
+            Ok(arms)
+        });
+        let arms = match arms {
+            Ok(arms) if !arms.is_empty() => arms,
+            Ok(_) => continue,
+            Err(why) => {
+                remarks.push(format!("merge-branches: @{}: %{} not merged: {why}\n", graph.name, node.name));
+                continue;
+            }
+        };
+        let cond_param = Param { name: "cond".into(), ty: ParamType::Buffer { elem: Type::U32, access: Access::Read } };
+        let cond_arg = Arg::Value(ArgValue::Pointer(*cond));
+        let (params, bindings, args) = bind_commands(vec![cond_param], vec![cond_arg], arms.iter().copied());
+        let names: Vec<&str> = arms.iter().map(|(k, _)| k.name.as_str()).collect();
+        let base = format!("branch.{}", names.join("."));
+        let name =
+            (0..).map(|i| if i == 0 { base.clone() } else { format!("{base}.{i}") }).find(|n| !taken.contains(n));
+        let Some(name) = name else { continue };
+        taken.insert(name.clone());
+        let stages: Vec<Stage<'_>> = arms
+            .iter()
+            .zip(bindings)
+            .zip(["then", "else"])
+            .map(|(((k, _), params), prefix)| Stage { kernel: k, params, prefix: prefix.into(), coarse: None })
+            .collect();
+        let kernel = match branch_kernel(&module.functions, name.clone(), params, 0, &stages[0], stages.get(1)) {
+            Ok(k) => k,
+            Err(e) => {
+                remarks.push(format!("merge-branches: @{}: %{} not merged: {e}\n", graph.name, node.name));
+                continue;
+            }
+        };
+        remarks.push(format!("merge-branches: @{}: %{} is one kernel @{name}\n", graph.name, node.name));
+        let launch = arms[0].1.launch.clone();
+        // The kernel handle is set once the kernel is in the module.
+        merges.push(Merge { node: h, kernel, command: KernelCommand { kernel: arms[0].1.kernel, launch, args } });
+    }
+    (merges, remarks)
+}
+
+fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
+    let mut taken: BTreeSet<String> = module.kernels.iter().map(|(_, k)| k.name.clone()).collect();
+    let mut added = Vec::new();
+    let graphs: Vec<_> = module.graphs.handles().collect();
+    for gh in graphs {
+        let Some(graph) = module.graphs.try_get(gh) else { continue };
+        if graph.properties.updatable {
+            continue;
+        }
+        let (merges, remarks) = plan(module, graph, &mut taken);
+        let refused = remarks.iter().filter(|r| r.contains("not merged")).count();
+        ctx.bump("refused", refused as u64);
+        ctx.remarks.extend(remarks);
+        for m in merges {
+            let kh = module.kernels.append(m.kernel, Span::UNDEFINED);
+            added.push(Item::Kernel(kh));
+            let graph = module.graphs.try_get_mut(gh).ok_or_else(|| PassError::Failed {
+                pass: INFO.name,
+                graph: String::new(),
+                node: None,
+                message: "the graph disappeared".into(),
+            })?;
+            if let Some(node) = graph.nodes.try_get_mut(m.node) {
+                node.kind = NodeKind::Kernel(KernelCommand { kernel: kh, ..m.command });
+                ctx.bump("branches-merged", 1);
+            }
+        }
+    }
+    let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
+    module.items.splice(at..at, added);
+    Ok(())
+}
