@@ -179,15 +179,35 @@ impl Builder<'_> {
         Ok(Region { ops, closing_comments: region.closing_comments.clone() })
     }
 
-    /// A new op of `kind` with one `u32` result named `name`, appended in pre-order.
-    fn u32_op(&mut self, kind: OpKind, name: String) -> (Handle<Op>, V) {
-        let op =
-            self.out.ops.append(Op { kind, results: Vec::new(), comments: Default::default() }, crate::Span::UNDEFINED);
-        let name = self.unique(name);
-        let value = Value { name, ty: ValueType::Data(Type::U32), def: ValueDef::Result(op, 0) };
+    /// A new op of `kind` with one result of type `ty` named `name`, appended in pre-order.
+    fn result_op(&mut self, kind: OpKind, name: &str, ty: Type) -> (Handle<Op>, V) {
+        let op = self.placeholder();
+        self.out.ops[op].kind = kind;
+        let name = self.unique(name.to_string());
+        let value = Value { name, ty: ValueType::Data(ty), def: ValueDef::Result(op, 0) };
         let v = self.out.values.append(value, crate::Span::UNDEFINED);
         self.out.ops[op].results.push(v);
         (op, v)
+    }
+
+    /// A new op appended in pre-order, to be given its kind once its regions are copied.
+    fn placeholder(&mut self) -> Handle<Op> {
+        let op = Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() };
+        self.out.ops.append(op, crate::Span::UNDEFINED)
+    }
+
+    /// The kernel this builder made (named as the builder's kernel): `params` and the
+    /// top-level `ops`.
+    fn finish(self, params: Vec<crate::kernel::Param>, ops: Vec<Handle<Op>>) -> Kernel {
+        let mut body = self.out;
+        body.entry = Region { ops, closing_comments: Vec::new() };
+        Kernel {
+            name: self.kernel.to_string(),
+            params,
+            body: KernelBody::Ir(body),
+            comments: Default::default(),
+            param_spans: Default::default(),
+        }
     }
 
     /// The ops of a coarsened stage ([`Stage::coarse`]): the loop's bounds, then the loop
@@ -200,17 +220,10 @@ impl Builder<'_> {
         items: u64,
         group: u64,
     ) -> Result<Vec<Handle<Op>>, InlineError> {
-        let int = |n: u64| {
-            OpKind::Const(Literal { value: LitValue::Int(i128::from(n)), ty: Some(ScalarType::U32) }, Type::U32)
-        };
-        let (lid_op, lid) = self.u32_op(OpKind::Builtin(Builtin::LocalId, 0), format!("{prefix}.item0"));
-        let (n_op, n) = self.u32_op(int(items), format!("{prefix}.items"));
-        let (step_op, step) = self.u32_op(int(group), format!("{prefix}.group"));
-        let placeholder = OpKind::GroupBarrier;
-        let looped = self.out.ops.append(
-            Op { kind: placeholder, results: Vec::new(), comments: Default::default() },
-            crate::Span::UNDEFINED,
-        );
+        let (lid_op, lid) = self.result_op(OpKind::Builtin(Builtin::LocalId, 0), &format!("{prefix}.item0"), Type::U32);
+        let (n_op, n) = self.result_op(u32_const(items), &format!("{prefix}.items"), Type::U32);
+        let (step_op, step) = self.result_op(u32_const(group), &format!("{prefix}.group"), Type::U32);
+        let looped = self.placeholder();
         let name = self.unique(format!("{prefix}.item"));
         let var = self.out.values.append(
             Value { name, ty: ValueType::Data(Type::U32), def: ValueDef::LoopVar(looped) },
@@ -406,6 +419,11 @@ impl Builder<'_> {
     }
 }
 
+/// `const n : u32`.
+fn u32_const(n: u64) -> OpKind {
+    OpKind::Const(Literal { value: LitValue::Int(i128::from(n)), ty: Some(ScalarType::U32) }, Type::U32)
+}
+
 /// One kernel spliced in as a stage of a stage-fused kernel ([`concat_stages`]).
 pub struct Stage<'a> {
     /// The kernel whose body the stage runs.
@@ -449,14 +467,7 @@ pub fn concat_stages(
             Some((items, group)) => ops.extend(b.coarse_loop(&mut frame, entry, &stage.prefix, items, group)?),
         }
     }
-    b.out.entry = Region { ops, closing_comments: Vec::new() };
-    Ok(Kernel {
-        name: name.clone(),
-        params,
-        body: KernelBody::Ir(b.out),
-        comments: Default::default(),
-        param_spans: Default::default(),
-    })
+    Ok(b.finish(params, ops))
 }
 
 /// A kernel named `name` with parameters `params` (parameter `cond` a `u32` buffer) that
@@ -475,40 +486,12 @@ pub fn branch_kernel(
     let mut b = Builder { functions, kernel: &name, out: Body::default(), names: HashSet::new(), calls: 0 };
     let fused_params = b.define_params(&mut params);
     let cond = *fused_params.get(cond).ok_or_else(|| b.error("the condition parameter out of range"))?;
-    let zero = OpKind::Const(Literal { value: LitValue::Int(0), ty: Some(ScalarType::U32) }, Type::U32);
-    let (zero_op, zero) = b.u32_op(zero, "branch.zero".into());
-    let load = b.out.ops.append(
-        Op {
-            kind: OpKind::Load { mem: crate::kernel::MemBase::Value(cond), index: zero },
-            results: Vec::new(),
-            comments: Default::default(),
-        },
-        crate::Span::UNDEFINED,
-    );
-    let word_name = b.unique("branch.word".into());
-    let word = b.out.values.append(
-        Value { name: word_name, ty: ValueType::Data(Type::U32), def: ValueDef::Result(load, 0) },
-        crate::Span::UNDEFINED,
-    );
-    b.out.ops[load].results.push(word);
-    let test = b.out.ops.append(
-        Op {
-            kind: OpKind::Cmp(crate::kernel::CmpOp::Ne, word, zero),
-            results: Vec::new(),
-            comments: Default::default(),
-        },
-        crate::Span::UNDEFINED,
-    );
-    let on_name = b.unique("branch.on".into());
-    let on = b.out.values.append(
-        Value { name: on_name, ty: ValueType::Data(Type::scalar(ScalarType::Bool)), def: ValueDef::Result(test, 0) },
-        crate::Span::UNDEFINED,
-    );
-    b.out.ops[test].results.push(on);
-    let branch = b.out.ops.append(
-        Op { kind: OpKind::GroupBarrier, results: Vec::new(), comments: Default::default() },
-        crate::Span::UNDEFINED,
-    );
+    let (zero_op, zero) = b.result_op(u32_const(0), "branch.zero", Type::U32);
+    let load = OpKind::Load { mem: crate::kernel::MemBase::Value(cond), index: zero };
+    let (load_op, word) = b.result_op(load, "branch.word", Type::U32);
+    let test = OpKind::Cmp(crate::kernel::CmpOp::Ne, word, zero);
+    let (test_op, on) = b.result_op(test, "branch.on", Type::scalar(ScalarType::Bool));
+    let branch = b.placeholder();
     let arm = |b: &mut Builder<'_>, stage: &Stage<'_>| -> Result<Region, InlineError> {
         let mut frame = b.stage_frame(stage, &fused_params, "a body")?;
         let entry = &frame.body.entry;
@@ -520,12 +503,5 @@ pub fn branch_kernel(
         None => None,
     };
     b.out.ops[branch].kind = OpKind::If { cond: on, result_types: Vec::new(), then_region, else_region };
-    b.out.entry = Region { ops: vec![zero_op, load, test, branch], closing_comments: Vec::new() };
-    Ok(Kernel {
-        name: name.clone(),
-        params,
-        body: KernelBody::Ir(b.out),
-        comments: Default::default(),
-        param_spans: Default::default(),
-    })
+    Ok(b.finish(params, vec![zero_op, load_op, test_op, branch]))
 }

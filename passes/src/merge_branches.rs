@@ -20,9 +20,10 @@
 //! Opt-in: not in the default pipeline, whose `if` nodes the executor's conditional path
 //! runs (and reports).
 
+use crate::fuse::build::{new_kernel_name, place_kernels};
 use crate::fuse_stages::bind_commands;
 use crate::{PassContext, PassError, PassInfo};
-use cmdgraph_ir::graph::{Arg, ArgValue, CondKind, Graph, KernelCommand, NodeKind, Pointer};
+use cmdgraph_ir::graph::{Arg, ArgValue, CondKind, Graph, KernelCommand, Launch, NodeKind, Pointer};
 use cmdgraph_ir::inline::{branch_kernel, Stage};
 use cmdgraph_ir::kernel::{Kernel, KernelBody, OpKind, Param, ParamType};
 use cmdgraph_ir::module::Item;
@@ -56,7 +57,16 @@ fn only_kernel(module: &Module, body: Handle<Graph>) -> Result<(&Kernel, &Kernel
     let KernelBody::Ir(ir) = &kernel.body else {
         return Err(format!("@{} has no IR body", kernel.name));
     };
-    if kernel.params.len() != cmd.args.len() || cmd.args.iter().any(|a| matches!(a, Arg::Dyn(_))) {
+    if kernel.params.len() != cmd.args.len() {
+        return Err(format!(
+            "%{} passes {} arguments to @{}'s {} parameters",
+            node.name,
+            cmd.args.len(),
+            kernel.name,
+            kernel.params.len()
+        ));
+    }
+    if cmd.args.iter().any(|a| matches!(a, Arg::Dyn(_))) {
         return Err(format!("%{} has a dynamic parameter", node.name));
     }
     let unsafe_op = ir.ops.iter().find_map(|(_, op)| match &op.kind {
@@ -86,15 +96,28 @@ fn writes_condition(kernel: &Kernel, cmd: &KernelCommand, cond: &Pointer) -> boo
     })
 }
 
-/// The merged kernel for one node: name, parameters, bindings and arguments.
+/// One `if` node to replace: the merged kernel and how the new kernel node launches it.
 struct Merge {
     node: Handle<cmdgraph_ir::Node>,
     kernel: Kernel,
-    command: KernelCommand,
+    launch: Launch,
+    args: Vec<Arg>,
 }
 
-fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> (Vec<Merge>, Vec<String>) {
-    let (mut merges, mut remarks) = (Vec::new(), Vec::new());
+/// What [`plan`] found in one graph.
+#[derive(Default)]
+struct Planned {
+    merges: Vec<Merge>,
+    remarks: Vec<String>,
+    refused: u64,
+}
+
+fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> Planned {
+    let mut out = Planned::default();
+    let refuse = |out: &mut Planned, node: &str, why: String| {
+        out.remarks.push(format!("merge-branches: @{}: %{node} not merged: {why}\n", graph.name));
+        out.refused += 1;
+    };
     for (h, node) in graph.nodes.iter() {
         let NodeKind::Conditional { kind: CondKind::If, cond, bodies } = &node.kind else { continue };
         let arms: Result<Vec<_>, String> = bodies.iter().map(|&b| only_kernel(module, b)).collect();
@@ -108,41 +131,35 @@ fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> (Vec<Me
             Ok(arms)
         });
         let arms = match arms {
-            Ok(arms) if !arms.is_empty() => arms,
-            Ok(_) => continue,
+            Ok(arms) => arms,
             Err(why) => {
-                remarks.push(format!("merge-branches: @{}: %{} not merged: {why}\n", graph.name, node.name));
+                refuse(&mut out, &node.name, why);
                 continue;
             }
         };
+        let Some(&(_, first)) = arms.first() else { continue };
         let cond_param = Param { name: "cond".into(), ty: ParamType::Buffer { elem: Type::U32, access: Access::Read } };
         let cond_arg = Arg::Value(ArgValue::Pointer(*cond));
         let (params, bindings, args) = bind_commands(vec![cond_param], vec![cond_arg], arms.iter().copied());
         let names: Vec<&str> = arms.iter().map(|(k, _)| k.name.as_str()).collect();
-        let base = format!("branch.{}", names.join("."));
-        let name =
-            (0..).map(|i| if i == 0 { base.clone() } else { format!("{base}.{i}") }).find(|n| !taken.contains(n));
-        let Some(name) = name else { continue };
-        taken.insert(name.clone());
+        let name = new_kernel_name(taken, format!("branch.{}", names.join(".")));
         let stages: Vec<Stage<'_>> = arms
             .iter()
             .zip(bindings)
             .zip(["then", "else"])
             .map(|(((k, _), params), prefix)| Stage { kernel: k, params, prefix: prefix.into(), coarse: None })
             .collect();
-        let kernel = match branch_kernel(&module.functions, name.clone(), params, 0, &stages[0], stages.get(1)) {
-            Ok(k) => k,
-            Err(e) => {
-                remarks.push(format!("merge-branches: @{}: %{} not merged: {e}\n", graph.name, node.name));
-                continue;
+        let [then, rest @ ..] = stages.as_slice() else { continue };
+        match branch_kernel(&module.functions, name.clone(), params, 0, then, rest.first()) {
+            Ok(kernel) => {
+                taken.insert(name.clone());
+                out.remarks.push(format!("merge-branches: @{}: %{} is one kernel @{name}\n", graph.name, node.name));
+                out.merges.push(Merge { node: h, kernel, launch: first.launch.clone(), args });
             }
-        };
-        remarks.push(format!("merge-branches: @{}: %{} is one kernel @{name}\n", graph.name, node.name));
-        let launch = arms[0].1.launch.clone();
-        // The kernel handle is set once the kernel is in the module.
-        merges.push(Merge { node: h, kernel, command: KernelCommand { kernel: arms[0].1.kernel, launch, args } });
+            Err(e) => refuse(&mut out, &node.name, e.to_string()),
+        }
     }
-    (merges, remarks)
+    out
 }
 
 fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
@@ -154,26 +171,19 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         if graph.properties.updatable {
             continue;
         }
-        let (merges, remarks) = plan(module, graph, &mut taken);
-        let refused = remarks.iter().filter(|r| r.contains("not merged")).count();
-        ctx.bump("refused", refused as u64);
-        ctx.remarks.extend(remarks);
-        for m in merges {
-            let kh = module.kernels.append(m.kernel, Span::UNDEFINED);
-            added.push(Item::Kernel(kh));
-            let graph = module.graphs.try_get_mut(gh).ok_or_else(|| PassError::Failed {
-                pass: INFO.name,
-                graph: String::new(),
-                node: None,
-                message: "the graph disappeared".into(),
-            })?;
-            if let Some(node) = graph.nodes.try_get_mut(m.node) {
-                node.kind = NodeKind::Kernel(KernelCommand { kernel: kh, ..m.command });
+        let planned = plan(module, graph, &mut taken);
+        ctx.bump("refused", planned.refused);
+        ctx.remarks.extend(planned.remarks);
+        for m in planned.merges {
+            let kernel = module.kernels.append(m.kernel, Span::UNDEFINED);
+            added.push(Item::Kernel(kernel));
+            let node = module.graphs.try_get_mut(gh).and_then(|g| g.nodes.try_get_mut(m.node));
+            if let Some(node) = node {
+                node.kind = NodeKind::Kernel(KernelCommand { kernel, launch: m.launch, args: m.args });
                 ctx.bump("branches-merged", 1);
             }
         }
     }
-    let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
-    module.items.splice(at..at, added);
+    place_kernels(module, added);
     Ok(())
 }

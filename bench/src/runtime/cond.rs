@@ -283,8 +283,6 @@ struct Row {
 struct Branch {
     plain: f64,
     if_else: f64,
-    /// The same from the bundle compiled with [`MERGED`]: the `if` as one kernel.
-    merged: (f64, f64),
     /// CUDA's (µs in its JSON): the kernel alone, the condition kernel and IF/ELSE node.
     cuda: Option<[f64; 2]>,
 }
@@ -324,12 +322,11 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name)?, &args.common)?;
     let device = ex.context().device_name().to_string();
     let rows = loops(&mut ex, n, &args.limits, reps, cuda.as_ref())?;
-    let mut branch = branch(&mut ex, reps, cuda.as_ref())?;
+    let branch = branch(&mut ex, reps, cuda.as_ref())?;
     drop(ex);
     let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &format!("{name}_merged"))?, &args.common)?;
     let merged = self::branch(&mut ex, reps, None)?;
-    branch.merged = (merged.plain, merged.if_else);
-    let body = section(&rows, &branch, &device, &args.common, n, missing.as_deref());
+    let body = section(&rows, [&branch, &merged], &device, &args.common, n, missing.as_deref());
     harness::finish(&args.common, "cond", &body)
 }
 
@@ -381,10 +378,7 @@ fn loops(
             times.push(t.elapsed().as_secs_f64());
         }
         // The `while` node: the same loop in one run, no host round trip per iteration.
-        let while_node = |ex: &mut cmdgraph_executor::Executor| -> Result<(), String> {
-            ex.run(lp).map_err(err)?;
-            ex.wait(lp).map_err(err)
-        };
+        let while_node = |ex: &mut cmdgraph_executor::Executor| run_and_wait(ex, lp);
         while_node(ex)?;
         let count = ex.read_as::<u32>("count").map_err(err)?;
         if count.first() != Some(&want_count) {
@@ -411,6 +405,12 @@ fn loops(
     Ok(rows)
 }
 
+/// One `run` of `id` and its `wait`.
+fn run_and_wait(ex: &mut cmdgraph_executor::Executor, id: cmdgraph_executor::ExecId) -> Result<(), String> {
+    ex.run(id).map_err(|e| e.to_string())?;
+    ex.wait(id).map_err(|e| e.to_string())
+}
+
 /// The median seconds of one `run` + `wait` of `@unrolled_{limit}` (the same kernels, the
 /// trip count known on the host, no loop machinery), checked against the loop's result.
 fn time_unrolled(
@@ -422,10 +422,7 @@ fn time_unrolled(
 ) -> Result<f64, String> {
     let err = |e: cmdgraph_executor::ExecError| e.to_string();
     let id = ex.finalize(&format!("unrolled_{limit}")).map_err(err)?;
-    let whole = |ex: &mut cmdgraph_executor::Executor| -> Result<(), String> {
-        ex.run(id).map_err(err)?;
-        ex.wait(id).map_err(err)
-    };
+    let whole = |ex: &mut cmdgraph_executor::Executor| run_and_wait(ex, id);
     whole(ex)?;
     let count = ex.read_as::<u32>("count").map_err(err)?;
     if count.first() != Some(&limit) || want_count != limit {
@@ -483,7 +480,7 @@ fn branch(
         Some([get("plain_us")?, get("if_else_us")?])
     });
     eprintln!("cond: branch: plain {:.2} us/launch, if/else {:.2} us/launch", plain * 1e6, if_else * 1e6);
-    Ok(Branch { plain, if_else, merged: (0.0, 0.0), cuda: peer })
+    Ok(Branch { plain, if_else, cuda: peer })
 }
 
 /// The CUDA peers' wall ms for `limit`: eager, graph per iteration, WHILE node.
@@ -494,7 +491,14 @@ fn cuda_row(json: &serde_json::Value, limit: u32) -> Option<[f64; 3]> {
     Some([get("eager_ms")?, get("graph_per_iteration_ms")?, get("while_node_ms")?])
 }
 
-fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32, missing: Option<&str>) -> String {
+fn section(
+    rows: &[Row],
+    [branch, merged]: [&Branch; 2],
+    device: &str,
+    common: &Common,
+    n: u32,
+    missing: Option<&str>,
+) -> String {
     let how = "wall time of the whole loop (resetting the iterate and the count on the device, as the CUDA peers \
                do, then every iteration's `run` + `wait` + read of `@flag` for the host loop; one `run` + `wait` \
                of a graph that resets and loops for the `while` node), median of the repetitions after one checked \
@@ -558,9 +562,9 @@ fn section(rows: &[Row], branch: &Branch, device: &str, common: &Common, n: u32,
         branch.plain * 1e6,
         branch.if_else * 1e6,
         (branch.if_else - branch.plain) * 1e6,
-        branch.merged.0 * 1e6,
-        branch.merged.1 * 1e6,
-        (branch.merged.1 - branch.merged.0) * 1e6
+        merged.plain * 1e6,
+        merged.if_else * 1e6,
+        (merged.if_else - merged.plain) * 1e6
     );
     match branch.cuda {
         Some([p, c]) => {

@@ -269,30 +269,35 @@ fn offsets(ex: &Executor) -> Vec<(String, Vec<u64>)> {
         .collect()
 }
 
-/// GPU seconds per run of [`BURST`] runs of `id` submitted back to back, between two
+/// GPU seconds per submission of what `submit` submits ([`BURST`] submissions), between two
 /// queue stamps (as CUDA events around back-to-back replays).
-fn burst_secs(ex: &mut Executor, stamps: &mut QueueStamps, id: ExecId) -> Result<f64, String> {
+fn stamped_secs(
+    ex: &mut Executor,
+    stamps: &mut QueueStamps,
+    submit: impl FnOnce(&mut Executor) -> Result<(), String>,
+) -> Result<f64, String> {
     stamps.open(ex.context()).map_err(|e| e.to_string())?;
-    for _ in 0..BURST {
-        ex.run(id).map_err(|e| e.to_string())?;
-    }
+    submit(ex)?;
     let ns = stamps.close(ex.context()).map_err(|e| e.to_string())?;
-    ex.wait(id).map_err(|e| e.to_string())?;
     Ok(ns as f64 * 1e-9 / f64::from(BURST))
 }
 
-/// GPU seconds per submission of [`BURST`] submissions of the hand peer's command back to
-/// back, signalling as `how` says, between two queue stamps.
+/// [`stamped_secs`] of [`BURST`] runs of `id`.
+fn burst_secs(ex: &mut Executor, stamps: &mut QueueStamps, id: ExecId) -> Result<f64, String> {
+    let secs = stamped_secs(ex, stamps, |ex| (0..BURST).try_for_each(|_| ex.run(id).map_err(|e| e.to_string())))?;
+    ex.wait(id).map_err(|e| e.to_string())?;
+    Ok(secs)
+}
+
+/// [`stamped_secs`] of the hand peer's command submitted [`BURST`] times, signalling as
+/// `how` says.
 fn hand_burst_secs(
-    ex: &Executor,
+    ex: &mut Executor,
     stamps: &mut QueueStamps,
     peer: &mut TransferPeer,
     how: Burst,
 ) -> Result<f64, String> {
-    stamps.open(ex.context()).map_err(|e| e.to_string())?;
-    peer.burst(ex.context(), BURST, how).map_err(|e| e.to_string())?;
-    let ns = stamps.close(ex.context()).map_err(|e| e.to_string())?;
-    Ok(ns as f64 * 1e-9 / f64::from(BURST))
+    stamped_secs(ex, stamps, |ex| peer.burst(ex.context(), BURST, how).map_err(|e| e.to_string()))
 }
 
 /// GPU seconds of one run of `id` from its profile.

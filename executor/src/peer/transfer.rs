@@ -148,8 +148,10 @@ impl TransferPeer {
             let mut timeline = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
             self.timeline = d.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut timeline), None)?;
             let alloc = vk::CommandBufferAllocateInfo::default().command_pool(self.pool).command_buffer_count(2);
-            let cbs = d.allocate_command_buffers(&alloc)?;
-            (self.cb, self.burst_cb) = (cbs[0], cbs[1]);
+            let [cb, burst_cb] = d.allocate_command_buffers(&alloc)?[..] else {
+                return Err(ExecError::Vulkan("two command buffers asked for, another count given".into()));
+            };
+            (self.cb, self.burst_cb) = (cb, burst_cb);
         }
         self.record(ctx)?;
         self.record_burst(ctx)
@@ -297,19 +299,20 @@ impl TransferPeer {
         let infos = [vk::CommandBufferSubmitInfo::default().command_buffer(self.burst_cb)];
         for i in 0..n {
             let value = self.signalled + 1;
-            let signal =
-                [vk::SemaphoreSubmitInfo::default().semaphore(self.timeline).value(value).stage_mask(match how {
-                    Burst::Timeline(stage) => stage,
-                    Burst::Bare => vk::PipelineStageFlags2::ALL_COMMANDS,
-                })];
-            let signals = if how == Burst::Bare { &[] } else { &signal[..] };
+            let signal = match how {
+                Burst::Timeline(stage) => {
+                    Some(vk::SemaphoreSubmitInfo::default().semaphore(self.timeline).value(value).stage_mask(stage))
+                }
+                Burst::Bare => None,
+            };
+            let signals = signal.as_slice();
             let submit = [vk::SubmitInfo2::default().command_buffer_infos(&infos).signal_semaphore_infos(signals)];
             let fence = if i + 1 == n { self.fence } else { vk::Fence::null() };
             // SAFETY: the command buffer was recorded for simultaneous use; `value` is above
             // every value signalled before; the fence is unsignalled (reset after every
             // wait); the queue is used from this thread only.
             unsafe { ctx.device.queue_submit2(ctx.queue, &submit, fence) }?;
-            if how != Burst::Bare {
+            if signal.is_some() {
                 self.signalled = value;
             }
         }

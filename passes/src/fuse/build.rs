@@ -157,3 +157,24 @@ fn contract(graph: &mut Graph, groups: Vec<Replacement>) -> Result<edit::NodeMap
         |e| !drop_edges.get(e.index()).copied().unwrap_or(false),
     )
 }
+
+/// Puts kernels a pass added (`added`, in order) after the module's last kernel item, where
+/// the printer then shows them.
+pub fn place_kernels(module: &mut cmdgraph_ir::Module, added: Vec<cmdgraph_ir::module::Item>) {
+    use cmdgraph_ir::module::Item;
+    let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
+    module.items.splice(at..at, added);
+}
+
+/// A kernel name built from `base` (cut to 64 bytes) that is not in `taken`: `base`, else
+/// `base.1`, `base.2`, ...
+pub fn new_kernel_name(taken: &BTreeSet<String>, mut base: String) -> String {
+    if base.len() > 64 {
+        let cut = (0..=64).rev().find(|&i| base.is_char_boundary(i)).unwrap_or(0);
+        base.truncate(cut);
+    }
+    if !taken.contains(&base) {
+        return base;
+    }
+    (1..).map(|i| format!("{base}.{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+}

@@ -178,8 +178,7 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
     }
     let mut origins: BTreeMap<_, _> = origins.into_iter().collect();
     ctx.origins.append(&mut origins);
-    let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
-    module.items.splice(at..at, added);
+    build::place_kernels(module, added);
     Ok(())
 }
 

@@ -495,15 +495,7 @@ fn fused_name(taken: &BTreeSet<String>, members: &[Member<'_>]) -> String {
             names.push(&m.kernel.name);
         }
     }
-    let mut base = format!("stages.{}", names.join("."));
-    if base.len() > 64 {
-        let cut = (0..=64).rev().find(|&i| base.is_char_boundary(i)).unwrap_or(0);
-        base.truncate(cut);
-    }
-    if !taken.contains(&base) {
-        return base;
-    }
-    (1..).map(|i| format!("{base}.{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+    build::new_kernel_name(taken, format!("stages.{}", names.join(".")))
 }
 
 /// The kernel a fused node runs.
@@ -655,7 +647,6 @@ fn run(module: &mut Module, ctx: &mut PassContext) -> Result<(), PassError> {
         let graph = module.graphs.try_get_mut(gh).ok_or_else(|| failed(&graph_name, "the graph disappeared"))?;
         build::apply(graph, replacements).map_err(|e| failed(&graph_name, e.to_string()))?;
     }
-    let at = module.items.iter().rposition(|i| matches!(i, Item::Kernel(_))).map(|i| i + 1).unwrap_or(0);
-    module.items.splice(at..at, added);
+    build::place_kernels(module, added);
     Ok(())
 }
