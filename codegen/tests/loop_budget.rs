@@ -128,3 +128,31 @@ fn a_short_constant_loop_in_a_long_loop_is_straight_line_and_the_long_one_unroll
         assert_eq!(loops, 1, "-O{opt}");
     }
 }
+
+/// The most `OpFMul`s in one basic block of the kernel's SPIR-V at each -O level.
+fn muls_per_block(src: &str) -> Vec<usize> {
+    let module = cmdgraph_ir::text::parse(src).unwrap_or_else(|d| panic!("parse: {d:?}\n{src}"));
+    let (k, v) = module_variants(&module).expect("variants").remove(0);
+    (0..=3)
+        .map(|opt| {
+            let asm = emit(&module, k, &v, &Options { opt_level: opt }, Emit::SpirvAsm)
+                .unwrap_or_else(|e| panic!("-O{opt}: {e}"));
+            asm.split("OpLabel")
+                .map(|block| block.lines().filter(|l| l.split_whitespace().any(|w| w == "OpFMul")).count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+#[test]
+fn a_round_of_copies_has_no_test_between_them() {
+    // The unrolled loop's rounds are straight-line code (codegen/src/lower/control.rs), so
+    // a driver may issue every copy's load before the first returns; a test after each
+    // copy would put each copy in a block of its own.
+    // (The body reads no memory: a load is a bounds-check diamond of its own.)
+    let src = module("const 0 : u32", "add %n, %g").replace("%v = load %x[%j]", "%v = cast %j to f32");
+    for (opt, most) in muls_per_block(&src).into_iter().enumerate() {
+        assert_eq!(most, UNROLL, "-O{opt}: the most OpFMul in one block");
+    }
+}

@@ -88,15 +88,17 @@ fn a_short_constant_loop_records_its_iterations() {
 fn an_unrolled_loop_records_one_back_edge_per_eight_iterations() {
     assert_eq!(marker(&single("const 100000 : u32")), "12500");
     assert_eq!(marker(&single("const 1000000 : u32")), "125000");
-    // 100001 iterations: the last, partial, round of copies is a back-edge too.
-    assert_eq!(marker(&single("const 100001 : u32")), "12501");
+    // 100007 iterations: the tail of 7 guarded copies after the last full round takes no
+    // back-edge.
+    assert_eq!(marker(&single("const 100007 : u32")), "12500");
+    assert_eq!(marker(&single("const 100008 : u32")), "12501");
 }
 
 #[test]
 fn nested_loops_add_up() {
-    // 1000 * (100 + 1) passes the budget: the inner loop is unrolled (13 back-edges per
-    // run), the outer one is not (it holds a loop): 1000 + 1000 * 13.
-    assert_eq!(marker(&nested(1000, 100)), "14000");
+    // 1000 * (100 + 1) passes the budget: the inner loop is unrolled (12 rounds of 8 and a
+    // tail of 4 per run), the outer one is not (it holds a loop): 1000 + 1000 * 12.
+    assert_eq!(marker(&nested(1000, 100)), "13000");
     // Within the budget: as written, 20 * (30 + 1).
     assert_eq!(marker(&nested(20, 30)), "620");
     // A 4-iteration inner loop becomes straight-line code and the outer one is unrolled.

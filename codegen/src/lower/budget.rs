@@ -82,9 +82,11 @@ fn emitted(body: &Body, unrolls: bool, region: &Region, depth: usize) -> Option<
                     Shape::Straight(n) => u128::from(n).checked_mul(each)?,
                     Shape::Loop(copies) => {
                         // Every iteration runs one copy of the body; the emitted loop takes a
-                        // back-edge per `copies` of them (the last, partial, included).
+                        // back-edge per round of `copies` of them, and none in the tail of
+                        // fewer (control.rs).
                         let trips = trip_count(body, *lo, *hi, *step)?;
-                        trips.div_ceil(u128::from(copies)).checked_add(trips.checked_mul(each)?)?
+                        let rounds = if copies > 1 { trips / u128::from(copies) } else { trips };
+                        rounds.checked_add(trips.checked_mul(each)?)?
                     }
                 }
             }
@@ -176,6 +178,24 @@ fn contains_for(body: &Body, region: &Region, depth: usize) -> bool {
         Some(OpKind::If { then_region, else_region, .. }) => {
             contains_for(body, then_region, depth + 1)
                 || else_region.as_ref().is_some_and(|r| contains_for(body, r, depth + 1))
+        }
+        _ => false,
+    })
+}
+
+/// Whether `region` holds (at any depth) an operation whose lanes must reach it together:
+/// a subgroup operation, a work-group barrier or a call (which may hold either). A loop
+/// around one keeps one place per iteration index (control.rs, `tested_for`).
+pub(crate) fn convergent(body: &Body, region: &Region, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return true;
+    }
+    region.ops.iter().any(|&h| match body.ops.try_get(h).map(|op| &op.kind) {
+        None | Some(OpKind::Subgroup(_) | OpKind::GroupBarrier | OpKind::Call { .. }) => true,
+        Some(OpKind::For { body: inner, .. } | OpKind::Loop { body: inner, .. }) => convergent(body, inner, depth + 1),
+        Some(OpKind::If { then_region, else_region, .. }) => {
+            convergent(body, then_region, depth + 1)
+                || else_region.as_ref().is_some_and(|r| convergent(body, r, depth + 1))
         }
         _ => false,
     })

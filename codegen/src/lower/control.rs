@@ -5,11 +5,20 @@
 //! which iterates in unbounded integers. A non-positive step runs no iteration (the
 //! interpreter faults instead; docs/codegen.md).
 //!
-//! In a kernel whose loops may exceed llvmpipe's loop budget (budget.rs), an innermost
-//! `for` holds [`budget::UNROLL`] copies of its body per back-edge: copy `k` runs iteration
-//! `i + k * step` when the previous copy's test said there is one, and each copy's test is
-//! the same `step < hi - i`, so every trip count runs exactly as in the one-copy loop. There,
-//! a `for` with no `for` inside and a constant trip count of at most `UNROLL` is no loop at
+//! In a kernel whose loops may exceed llvmpipe's loop budget (budget.rs), or whose trip
+//! counts are not constants, an innermost `for` is unrolled to [`budget::UNROLL`] copies of
+//! its body per back-edge. The trip count `(hi - lo - 1) / step + 1` is computed on entry;
+//! the loop runs `trips / UNROLL` rounds of that many copies with no test between them, then
+//! a tail of `trips mod UNROLL` copies, copy `k` guarded by `rem > k` (no back-edge). So every
+//! trip count runs exactly the one-copy loop's iterations in its order, and the copies of a
+//! round are straight-line code: a driver can issue all of their loads before the first
+//! value returns. (With a test after each copy, as this was until 2026-11-30, the NVIDIA
+//! driver waited for every copy's loads in turn: a residual's strided loop over 4096 floats
+//! in one work-group of 256 took about 1.4 µs longer, docs/performance.md `cond`.) A body
+//! with a subgroup operation, a barrier or a call keeps that older shape (`tested_for`):
+//! lanes with different trip counts would split them differently between rounds and tail,
+//! and a subgroup operation must find the lanes of one iteration at one place. There, a
+//! `for` with no `for` inside and a constant trip count of at most `UNROLL` is no loop at
 //! all: its iterations in a row (`straight_for`), so the loop around it is innermost.
 
 use super::{budget, Lowerer, Val};
@@ -17,7 +26,7 @@ use crate::error::CodegenError;
 use cmdgraph_ir::kernel::{Region, V};
 use cmdgraph_ir::{Handle, Op, Type};
 
-/// One copy of an unrolled loop body, as its latch sees it.
+/// One copy of an unrolled loop body, as the block joining the copies sees it.
 struct BodyCopy {
     /// The block the copy ends in.
     end: String,
@@ -27,6 +36,21 @@ struct BodyCopy {
     yields: Vec<Val>,
     /// Its test: whether another iteration follows it.
     more: Val,
+}
+
+/// A `for` being lowered: its op, variable, bounds (lowered, with their LLVM type), carried
+/// values with their initial values, and body.
+struct ForParts<'a, 'b> {
+    h: Handle<Op>,
+    var: V,
+    ty: &'b str,
+    lo: &'b Val,
+    hi: &'b Val,
+    step: &'b Val,
+    carried: &'a [(V, V)],
+    inits: &'b [Val],
+    body: &'a Region,
+    depth: usize,
 }
 
 impl<'a> Lowerer<'a> {
@@ -62,15 +86,58 @@ impl<'a> Lowerer<'a> {
             inits.push(self.val(h, init)?);
         }
         let pre = self.ir.block.clone();
-        let head = self.ir.label("loop");
+        let first = self.ir.label("loop");
         let exit = self.ir.label("loop_exit");
-        self.ir.inst(format!("br i1 {}, label %{head}, label %{exit}", enter.v));
-        self.ir.start(&head);
+        self.ir.inst(format!("br i1 {}, label %{first}, label %{exit}", enter.v));
+        self.ir.start(&first);
+        let f = ForParts { h, var, ty: &ty, lo: &lo, hi: &hi, step: &step, carried, inits: &inits, body, depth };
+        let (last, yielded) = if copies > 1 && !budget::convergent(self.plan.body, body, 0) {
+            self.unrolled_for(&f, copies)?
+        } else {
+            self.tested_for(&f, (&pre, &first), copies)?
+        };
+        self.ir.inst(format!("br label %{exit}"));
+        self.ir.start(&exit);
+        for (i, (init, y)) in inits.iter().zip(&yielded).enumerate() {
+            let r = self.ir.emit(&init.ty, format!("phi {} [ {}, %{pre} ], [ {}, %{last} ]", init.ty, init.v, y.v));
+            self.set(h, op, i, r)?;
+        }
+        Ok(())
+    }
+
+    /// One copy of a loop body for iteration `iv` with the carried values `current`: its
+    /// yields.
+    fn body_copy(&mut self, f: &ForParts<'a, '_>, iv: String, current: &[Val]) -> Result<Vec<Val>, CodegenError> {
+        self.bind(f.var, Val::new(f.ty, iv));
+        for ((inner, _), val) in f.carried.iter().zip(current) {
+            self.bind(*inner, val.clone());
+        }
+        let yielded = self.region(f.body, f.depth + 1)?.unwrap_or_default();
+        if yielded.len() != f.carried.len() {
+            return Err(self.err(f.h, format!("the loop body must yield {} values", f.carried.len())));
+        }
+        Ok(yielded)
+    }
+
+    /// The loop with `copies` body copies per back-edge, each followed by its test, entered
+    /// at block `head` from `pre` (at least one iteration): copy `k` runs iteration
+    /// `i + k * step` when the previous copy's `step < hi - i` says there is one, else
+    /// branches to the latch, which continues only from the last copy. Every iteration index
+    /// has one copy, so the lanes of a subgroup in iteration `i` are at one place, which
+    /// subgroup operations in the body need. Returns the block it leaves from and the last
+    /// yields, for the exit's phis.
+    fn tested_for(
+        &mut self,
+        f: &ForParts<'a, '_>,
+        (pre, head): (&str, &str),
+        copies: u32,
+    ) -> Result<(String, Vec<Val>), CodegenError> {
+        let (ty, inits) = (f.ty, f.inits);
         let i = self.ir.tmp();
         let i_phi = self.ir.placeholder();
-        let mut phis = Vec::with_capacity(carried.len());
-        let mut current = Vec::with_capacity(carried.len());
-        for init in &inits {
+        let mut phis = Vec::with_capacity(inits.len());
+        let mut current = Vec::with_capacity(inits.len());
+        for init in inits {
             let name = self.ir.tmp();
             phis.push((name.clone(), self.ir.placeholder()));
             current.push(Val::new(init.ty.clone(), name));
@@ -82,44 +149,117 @@ impl<'a> Lowerer<'a> {
         for k in 0..copies {
             if k > 0 {
                 self.ir.start(&copy_l);
-                iv = self.ir.emit(&ty, format!("add {ty} {iv}, {}", step.v)).v;
+                iv = self.ir.emit(ty, format!("add {ty} {iv}, {}", f.step.v)).v;
             }
-            self.bind(var, Val::new(ty.clone(), iv.clone()));
-            for ((inner, _), val) in carried.iter().zip(&current) {
-                self.bind(*inner, val.clone());
-            }
-            let yielded = self.region(body, depth + 1)?.unwrap_or_default();
-            if yielded.len() != carried.len() {
-                return Err(self.err(h, format!("the loop body must yield {} values", carried.len())));
-            }
+            current = self.body_copy(f, iv.clone(), &current)?;
             let end = self.ir.block.clone();
-            let left = self.ir.emit(&ty, format!("sub {ty} {}, {iv}", hi.v));
-            let more = self.ir.emit("i1", format!("icmp ugt {ty} {}, {}", left.v, step.v));
+            let left = self.ir.emit(ty, format!("sub {ty} {}, {iv}", f.hi.v));
+            let more = self.ir.emit("i1", format!("icmp ugt {ty} {}, {}", left.v, f.step.v));
             if k + 1 < copies {
                 copy_l = self.ir.label("loop_copy");
                 self.ir.inst(format!("br i1 {}, label %{copy_l}, label %{latch_l}", more.v));
             }
-            current.clone_from(&yielded);
-            ends.push(BodyCopy { end, iv: iv.clone(), yields: yielded, more });
+            ends.push(BodyCopy { end, iv: iv.clone(), yields: current.clone(), more });
         }
-        let (latch, last_i, yielded, more) = if copies == 1 {
-            let c = ends.swap_remove(0);
-            (c.end, c.iv, c.yields, c.more)
-        } else {
-            self.join_copies(&latch_l, &ty, &inits, &ends)
+        let (latch, last_i, yielded, more) = match ends.len() {
+            1 => {
+                let c = ends.swap_remove(0);
+                (c.end, c.iv, c.yields, c.more)
+            }
+            _ => self.join_copies(&latch_l, ty, inits, &ends),
         };
-        let next = self.ir.emit(&ty, format!("add {ty} {last_i}, {}", step.v));
-        self.ir.inst(format!("br i1 {}, label %{head}, label %{exit}", more.v));
-        self.ir.patch(i_phi, format!("  {i} = phi {ty} [ {}, %{pre} ], [ {}, %{latch} ]", lo.v, next.v));
+        let next = self.ir.emit(ty, format!("add {ty} {last_i}, {}", f.step.v));
+        let done = self.ir.label("loop_done");
+        self.ir.inst(format!("br i1 {}, label %{head}, label %{done}", more.v));
+        self.ir.patch(i_phi, format!("  {i} = phi {ty} [ {}, %{pre} ], [ {}, %{latch} ]", f.lo.v, next.v));
         for ((name, at), (init, y)) in phis.iter().zip(inits.iter().zip(&yielded)) {
             self.ir.patch(*at, format!("  {name} = phi {} [ {}, %{pre} ], [ {}, %{latch} ]", init.ty, init.v, y.v));
         }
-        self.ir.start(&exit);
-        for (i, (init, y)) in inits.iter().zip(&yielded).enumerate() {
-            let r = self.ir.emit(&init.ty, format!("phi {} [ {}, %{pre} ], [ {}, %{latch} ]", init.ty, init.v, y.v));
-            self.set(h, op, i, r)?;
+        self.ir.start(&done);
+        Ok((done, yielded))
+    }
+
+    /// The unrolled loop (module doc): in block `setup` (at least one iteration), the trip
+    /// count splits into `full` rounds of `copies` unconditional body copies (one
+    /// back-edge each) and a tail of `rem < copies` guarded copies after them. Returns the
+    /// block it leaves from and the last yields, for the exit's phis.
+    fn unrolled_for(&mut self, f: &ForParts<'a, '_>, copies: u32) -> Result<(String, Vec<Val>), CodegenError> {
+        let (ty, inits) = (f.ty, f.inits);
+        let setup = self.ir.block.clone();
+        // trips = (hi - lo - 1) / step + 1: exact for lo < hi and step > 0 (unsigned).
+        let span = self.ir.emit(ty, format!("sub {ty} {}, {}", f.hi.v, f.lo.v));
+        let span1 = self.ir.emit(ty, format!("sub {ty} {}, 1", span.v));
+        let q = self.ir.emit(ty, format!("udiv {ty} {}, {}", span1.v, f.step.v));
+        let trips = self.ir.emit(ty, format!("add {ty} {}, 1", q.v));
+        let full = self.ir.emit(ty, format!("udiv {ty} {}, {copies}", trips.v));
+        let rem = self.ir.emit(ty, format!("urem {ty} {}, {copies}", trips.v));
+        let any_full = self.ir.emit("i1", format!("icmp ne {ty} {}, 0", full.v));
+        let main = self.ir.label("loop");
+        let tail = self.ir.label("loop_tail");
+        self.ir.inst(format!("br i1 {}, label %{main}, label %{tail}", any_full.v));
+
+        // The rounds: `copies` iterations each, no test between them, so the device may
+        // start every copy's loads at once.
+        self.ir.start(&main);
+        let (i, j) = (self.ir.tmp(), self.ir.tmp());
+        let (i_phi, j_phi) = (self.ir.placeholder(), self.ir.placeholder());
+        let mut phis = Vec::with_capacity(inits.len());
+        let mut current = Vec::with_capacity(inits.len());
+        for init in inits {
+            let name = self.ir.tmp();
+            phis.push((name.clone(), self.ir.placeholder()));
+            current.push(Val::new(init.ty.clone(), name));
         }
-        Ok(())
+        let mut iv = i.clone();
+        for k in 0..copies {
+            if k > 0 {
+                iv = self.ir.emit(ty, format!("add {ty} {iv}, {}", f.step.v)).v;
+            }
+            current = self.body_copy(f, iv.clone(), &current)?;
+        }
+        let latch = self.ir.block.clone();
+        // Past the last iteration when no round follows: then unused (no tail copy runs
+        // when `rem` is 0), and a wrap is harmless.
+        let next = self.ir.emit(ty, format!("add {ty} {iv}, {}", f.step.v));
+        let j1 = self.ir.emit(ty, format!("sub {ty} {j}, 1"));
+        let again = self.ir.emit("i1", format!("icmp ne {ty} {}, 0", j1.v));
+        self.ir.inst(format!("br i1 {}, label %{main}, label %{tail}", again.v));
+        self.ir.patch(i_phi, format!("  {i} = phi {ty} [ {}, %{setup} ], [ {}, %{latch} ]", f.lo.v, next.v));
+        self.ir.patch(j_phi, format!("  {j} = phi {ty} [ {}, %{setup} ], [ {}, %{latch} ]", full.v, j1.v));
+        for ((name, at), (init, y)) in phis.iter().zip(inits.iter().zip(&current)) {
+            self.ir.patch(*at, format!("  {name} = phi {} [ {}, %{setup} ], [ {}, %{latch} ]", init.ty, init.v, y.v));
+        }
+
+        // The tail: copy `k` runs when `rem > k`.
+        self.ir.start(&tail);
+        let incoming = |a: &str, b: &str| format!("[ {a}, %{setup} ], [ {b}, %{latch} ]");
+        let mut iv = self.ir.emit(ty, format!("phi {ty} {}", incoming(&f.lo.v, &next.v))).v;
+        let rounds = std::mem::take(&mut current);
+        for (init, y) in inits.iter().zip(&rounds) {
+            current.push(self.ir.emit(&init.ty, format!("phi {} {}", init.ty, incoming(&init.v, &y.v))));
+        }
+        let join = self.ir.label("loop_join");
+        let mut ends: Vec<BodyCopy> = vec![BodyCopy {
+            end: tail.clone(),
+            iv: iv.clone(),
+            yields: current.clone(),
+            more: self.ir.emit("i1", format!("icmp ne {ty} {}, 0", rem.v)),
+        }];
+        for k in 0..copies - 1 {
+            let copy_l = self.ir.label("loop_copy");
+            let more = ends.last().map(|e| e.more.v.clone()).unwrap_or_default();
+            self.ir.inst(format!("br i1 {more}, label %{copy_l}, label %{join}"));
+            self.ir.start(&copy_l);
+            if k > 0 {
+                iv = self.ir.emit(ty, format!("add {ty} {iv}, {}", f.step.v)).v;
+            }
+            current = self.body_copy(f, iv.clone(), &current)?;
+            let more = self.ir.emit("i1", format!("icmp ugt {ty} {}, {}", rem.v, k + 1));
+            ends.push(BodyCopy { end: self.ir.block.clone(), iv: iv.clone(), yields: current.clone(), more });
+        }
+        // The join's test is unused: nothing follows the tail.
+        let (_, _, yields, _) = self.join_copies(&join, ty, inits, &ends);
+        Ok((join, yields))
     }
 
     /// A `for` with a constant trip count `trips` as straight-line code: its iterations
@@ -162,10 +302,10 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    /// The latch of an unrolled loop: every copy's test branches here when it ends the
-    /// loop, the last copy always; the loop continues only from the last copy, so the
-    /// test is `false` from the others. Returns the latch, the last iteration value, the
-    /// yields and the test.
+    /// The latch of unrolled copies: every copy's test branches here when it ends the
+    /// copies, the last copy always; only the last copy's test may be `true` here (the
+    /// others are `false`). Returns the latch, the last iteration value, the yields and the
+    /// test.
     fn join_copies(
         &mut self,
         latch: &str,
