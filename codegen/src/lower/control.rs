@@ -105,6 +105,27 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// A loop header's phis for the carried values, patched later ([`Self::patch_carried`]):
+    /// their names with their placeholders, and the values the first copy sees.
+    fn carried_phis(&mut self, inits: &[Val]) -> (Vec<(String, usize)>, Vec<Val>) {
+        let mut phis = Vec::with_capacity(inits.len());
+        let mut current = Vec::with_capacity(inits.len());
+        for init in inits {
+            let name = self.ir.tmp();
+            phis.push((name.clone(), self.ir.placeholder()));
+            current.push(Val::new(init.ty.clone(), name));
+        }
+        (phis, current)
+    }
+
+    /// Fills [`Self::carried_phis`]: the initial values from block `from`, `yields` from
+    /// the back-edge's block `latch`.
+    fn patch_carried(&mut self, phis: &[(String, usize)], inits: &[Val], yields: &[Val], from: &str, latch: &str) {
+        for ((name, at), (init, y)) in phis.iter().zip(inits.iter().zip(yields)) {
+            self.ir.patch(*at, format!("  {name} = phi {} [ {}, %{from} ], [ {}, %{latch} ]", init.ty, init.v, y.v));
+        }
+    }
+
     /// One copy of a loop body for iteration `iv` with the carried values `current`: its
     /// yields.
     fn body_copy(&mut self, f: &ForParts<'a, '_>, iv: String, current: &[Val]) -> Result<Vec<Val>, CodegenError> {
@@ -135,13 +156,7 @@ impl<'a> Lowerer<'a> {
         let (ty, inits) = (f.ty, f.inits);
         let i = self.ir.tmp();
         let i_phi = self.ir.placeholder();
-        let mut phis = Vec::with_capacity(inits.len());
-        let mut current = Vec::with_capacity(inits.len());
-        for init in inits {
-            let name = self.ir.tmp();
-            phis.push((name.clone(), self.ir.placeholder()));
-            current.push(Val::new(init.ty.clone(), name));
-        }
+        let (phis, mut current) = self.carried_phis(inits);
         let mut ends: Vec<BodyCopy> = Vec::with_capacity(copies as usize);
         let mut iv = i.clone();
         let latch_l = if copies > 1 { self.ir.label("loop_latch") } else { String::new() };
@@ -172,9 +187,7 @@ impl<'a> Lowerer<'a> {
         let done = self.ir.label("loop_done");
         self.ir.inst(format!("br i1 {}, label %{head}, label %{done}", more.v));
         self.ir.patch(i_phi, format!("  {i} = phi {ty} [ {}, %{pre} ], [ {}, %{latch} ]", f.lo.v, next.v));
-        for ((name, at), (init, y)) in phis.iter().zip(inits.iter().zip(&yielded)) {
-            self.ir.patch(*at, format!("  {name} = phi {} [ {}, %{pre} ], [ {}, %{latch} ]", init.ty, init.v, y.v));
-        }
+        self.patch_carried(&phis, inits, &yielded, pre, &latch);
         self.ir.start(&done);
         Ok((done, yielded))
     }
@@ -203,13 +216,7 @@ impl<'a> Lowerer<'a> {
         self.ir.start(&main);
         let (i, j) = (self.ir.tmp(), self.ir.tmp());
         let (i_phi, j_phi) = (self.ir.placeholder(), self.ir.placeholder());
-        let mut phis = Vec::with_capacity(inits.len());
-        let mut current = Vec::with_capacity(inits.len());
-        for init in inits {
-            let name = self.ir.tmp();
-            phis.push((name.clone(), self.ir.placeholder()));
-            current.push(Val::new(init.ty.clone(), name));
-        }
+        let (phis, mut current) = self.carried_phis(inits);
         let mut iv = i.clone();
         for k in 0..copies {
             if k > 0 {
@@ -226,9 +233,7 @@ impl<'a> Lowerer<'a> {
         self.ir.inst(format!("br i1 {}, label %{main}, label %{tail}", again.v));
         self.ir.patch(i_phi, format!("  {i} = phi {ty} [ {}, %{setup} ], [ {}, %{latch} ]", f.lo.v, next.v));
         self.ir.patch(j_phi, format!("  {j} = phi {ty} [ {}, %{setup} ], [ {}, %{latch} ]", full.v, j1.v));
-        for ((name, at), (init, y)) in phis.iter().zip(inits.iter().zip(&current)) {
-            self.ir.patch(*at, format!("  {name} = phi {} [ {}, %{setup} ], [ {}, %{latch} ]", init.ty, init.v, y.v));
-        }
+        self.patch_carried(&phis, inits, &current, &setup, &latch);
 
         // The tail: copy `k` runs when `rem > k`.
         self.ir.start(&tail);
