@@ -1,7 +1,8 @@
-//! `merge-branches` checked semantically: an `if` whose bodies are one kernel each becomes
-//! one kernel node (counted), and the merged bundle gives, on Vulkan (validation and
-//! synchronization validation on), the bytes the interpreter computes for the source's `if`
-//! node, for a zero and two non-zero condition words, over full-precision random floats.
+//! `merge-branches` checked semantically: an `if` or a `switch` whose bodies are one kernel
+//! each becomes one kernel node (counted), and the merged bundle gives, on Vulkan (validation
+//! and synchronization validation on), the bytes the interpreter computes for the source's
+//! node, for every condition word that picks a body and some that pick none, over
+//! full-precision random floats.
 //! What is refused (a body that may write the condition, bodies launched differently, a
 //! barrier in a body, an `updatable` graph) is left as it was, with a remark.
 
@@ -64,26 +65,18 @@ fn merged(m: &Module) -> (u64, Vec<String>, Module) {
     (ctx.stats.get("branches-merged").copied().unwrap_or(0), ctx.remarks, out)
 }
 
-#[test]
-fn a_merged_branch_gives_the_if_nodes_bytes_for_either_word() {
-    let m = parse(
-        "graph @then_arm {\n  %a = kernel @add_one range(1000) args(@x)\n}\n
-graph @else_arm {\n  %b = kernel @scale range(1000) args(@x, @y, 0.7310585786300049)\n}\n
-graph @main {\n  %i = if @arm + 4 then @then_arm else @else_arm\n  %after = kernel @add_one range(1000) args(@y) after(%i)\n}",
-    );
-    let (count, remarks, after) = merged(&m);
-    assert_eq!(count, 1, "{remarks:?}");
-    let main = &after.graphs[after.graph_by_name("main").expect("main")];
-    assert!(main.nodes.iter().all(|(_, n)| matches!(n.kind, NodeKind::Kernel(_))), "no conditional node is left");
-    let bundle = compile(&m, Some("merge-branches")).unwrap_or_else(|e| panic!("{e}"));
-    let mut rng = Rng(71);
-    for word in [0u32, 1, 0x8000_0000] {
-        let mut ex = executor(&bundle).unwrap_or_else(|e| panic!("{e}"));
-        let mut it = Interpreter::new(&m).expect("interpreter");
-        let x = random_bytes(cmdgraph_ir::types::Type::F32, 1000, &mut rng);
-        let y = random_bytes(cmdgraph_ir::types::Type::F32, 1000, &mut rng);
+/// Runs `m` (on the interpreter) and `bundle` (on Vulkan) twice per word, the condition word
+/// at `@arm + 4` and word 0 set to something else, and compares every memory; returns, per
+/// word, whether `@x` and `@y` changed on the interpreter.
+fn both_agree(m: &Module, bundle: &[u8], words: &[u32], rng: &mut Rng) -> Vec<(bool, bool)> {
+    let mut changed = Vec::new();
+    for &word in words {
+        let mut ex = executor(bundle).unwrap_or_else(|e| panic!("{e}"));
+        let mut it = Interpreter::new(m).expect("interpreter");
+        let x = random_bytes(cmdgraph_ir::types::Type::F32, 1000, rng);
+        let y = random_bytes(cmdgraph_ir::types::Type::F32, 1000, rng);
         // Word 0 is not the condition (`@arm + 4` is): a merged kernel reading the wrong
-        // word takes the other branch.
+        // word takes another branch.
         let arm: Vec<u8> = [word ^ 1, word].iter().flat_map(|w| w.to_le_bytes()).collect();
         for (name, bytes) in [("x", &x), ("y", &y), ("arm", &arm)] {
             ex.bind(name, bytes).unwrap();
@@ -98,10 +91,47 @@ graph @main {\n  %i = if @arm + 4 then @then_arm else @else_arm\n  %after = kern
                 assert!(ex.read(name).unwrap() == it.read(name).unwrap(), "word {word:#x}, run {run}: @{name} differs");
             }
         }
-        assert_ne!(it.read("x").unwrap() == x, word != 0, "word {word:#x}: the then body ran exactly when it should");
+        changed.push((it.read("x").unwrap() != x, it.read("y").unwrap() != y));
         let msgs = ex.context().take_messages();
         assert!(msgs.is_empty(), "validation: {msgs:?}");
     }
+    changed
+}
+
+#[test]
+fn a_merged_branch_gives_the_if_nodes_bytes_for_either_word() {
+    let m = parse(
+        "graph @then_arm {\n  %a = kernel @add_one range(1000) args(@x)\n}\n
+graph @else_arm {\n  %b = kernel @scale range(1000) args(@x, @y, 0.7310585786300049)\n}\n
+graph @main {\n  %i = if @arm + 4 then @then_arm else @else_arm\n  %after = kernel @add_one range(1000) args(@y) after(%i)\n}",
+    );
+    let (count, remarks, after) = merged(&m);
+    assert_eq!(count, 1, "{remarks:?}");
+    let main = &after.graphs[after.graph_by_name("main").expect("main")];
+    assert!(main.nodes.iter().all(|(_, n)| matches!(n.kind, NodeKind::Kernel(_))), "no conditional node is left");
+    let bundle = compile(&m, Some("merge-branches")).unwrap_or_else(|e| panic!("{e}"));
+    let changed = both_agree(&m, &bundle, &[0, 1, 0x8000_0000], &mut Rng(71));
+    // The then body writes @x exactly when the word is non-zero.
+    assert_eq!(changed.iter().map(|&(x, _)| x).collect::<Vec<_>>(), [false, true, true]);
+}
+
+#[test]
+fn a_merged_switch_gives_the_switch_nodes_bytes_for_every_case_and_past_the_last() {
+    let m = parse(
+        "graph @c0 {\n  %a = kernel @add_one range(1000) args(@x)\n}\n
+graph @c1 {\n  %b = kernel @scale range(1000) args(@x, @y, 0.7310585786300049)\n}\n
+graph @c2 {\n  %c = kernel @add_one range(1000) args(@y)\n}\n
+graph @main {\n  %s = switch @arm + 4 cases(@c0, @c1, @c2)\n}",
+    );
+    let (count, remarks, after) = merged(&m);
+    assert_eq!(count, 1, "{remarks:?}");
+    let main = &after.graphs[after.graph_by_name("main").expect("main")];
+    assert!(main.nodes.iter().all(|(_, n)| matches!(n.kind, NodeKind::Kernel(_))), "no conditional node is left");
+    let bundle = compile(&m, Some("merge-branches")).unwrap_or_else(|e| panic!("{e}"));
+    // Words 0, 1, 2 pick a case; 3 and 2^31 none. Case 0 writes @x, case 1 and 2 @y: which
+    // memory changed on the interpreter says which case ran there.
+    let changed = both_agree(&m, &bundle, &[0, 1, 2, 3, 0x8000_0000], &mut Rng(73));
+    assert_eq!(changed, [(true, false), (false, true), (false, true), (false, false), (false, false)]);
 }
 
 #[test]

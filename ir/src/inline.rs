@@ -470,18 +470,27 @@ pub fn concat_stages(
     Ok(b.finish(params, ops))
 }
 
+/// How a branch kernel ([`branch_kernel`]) picks its arm from the condition word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Branching {
+    /// `if`: the first arm when the word is non-zero, else the second (if any).
+    If,
+    /// `switch`: arm `k` when the word is `k`; none past the last arm.
+    Switch,
+}
+
 /// A kernel named `name` with parameters `params` (parameter `cond` a `u32` buffer) that
-/// reads word 0 of `cond` and runs the body of `then` when it is non-zero, else the body of
-/// `otherwise` (if any), both with their parameters bound as [`concat_stages`] binds them:
-/// `if <cond> then @a else @b` of one kernel each, as one dispatch (`merge-branches`). Every
-/// work-item reads the same word, so the branch is uniform.
+/// reads word 0 of `cond` and runs the body of the arm the word picks (`how`), each arm's
+/// parameters bound as [`concat_stages`] binds them: an `if` or a `switch` of one kernel per
+/// body, as one dispatch (`merge-branches`). Every work-item reads the same word, so the
+/// branch is uniform.
 pub fn branch_kernel(
     functions: &Arena<Function>,
     name: String,
     mut params: Vec<crate::kernel::Param>,
     cond: usize,
-    then: &Stage<'_>,
-    otherwise: Option<&Stage<'_>>,
+    arms: &[Stage<'_>],
+    how: Branching,
 ) -> Result<Kernel, InlineError> {
     let mut b = Builder { functions, kernel: &name, out: Body::default(), names: HashSet::new(), calls: 0 };
     let fused_params = b.define_params(&mut params);
@@ -489,19 +498,45 @@ pub fn branch_kernel(
     let (zero_op, zero) = b.result_op(u32_const(0), "branch.zero", Type::U32);
     let load = OpKind::Load { mem: crate::kernel::MemBase::Value(cond), index: zero };
     let (load_op, word) = b.result_op(load, "branch.word", Type::U32);
-    let test = OpKind::Cmp(crate::kernel::CmpOp::Ne, word, zero);
-    let (test_op, on) = b.result_op(test, "branch.on", Type::scalar(ScalarType::Bool));
-    let branch = b.placeholder();
+    let mut ops = vec![zero_op, load_op];
     let arm = |b: &mut Builder<'_>, stage: &Stage<'_>| -> Result<Region, InlineError> {
         let mut frame = b.stage_frame(stage, &fused_params, "a body")?;
         let entry = &frame.body.entry;
         b.region(&mut frame, entry)
     };
-    let then_region = arm(&mut b, then)?;
-    let else_region = match otherwise {
-        Some(s) => Some(arm(&mut b, s)?),
-        None => None,
-    };
-    b.out.ops[branch].kind = OpKind::If { cond: on, result_types: Vec::new(), then_region, else_region };
-    Ok(b.finish(params, vec![zero_op, load_op, test_op, branch]))
+    match how {
+        Branching::If => {
+            let test = OpKind::Cmp(crate::kernel::CmpOp::Ne, word, zero);
+            let (test_op, on) = b.result_op(test, "branch.on", Type::scalar(ScalarType::Bool));
+            let branch = b.placeholder();
+            let then = arms.first().ok_or_else(|| b.error("an `if` without a body"))?;
+            let then_region = arm(&mut b, then)?;
+            let else_region = match arms.get(1) {
+                Some(s) => Some(arm(&mut b, s)?),
+                None => None,
+            };
+            b.out.ops[branch].kind = OpKind::If { cond: on, result_types: Vec::new(), then_region, else_region };
+            ops.extend([test_op, branch]);
+        }
+        Branching::Switch => {
+            // `if word == 0 { arm 0 } else { if word == 1 { arm 1 } else { ... } }`, its ops
+            // made in pre-order; the innermost `if` has no `else`.
+            let mut cases = Vec::with_capacity(arms.len());
+            for (k, stage) in arms.iter().enumerate() {
+                let (k_op, kv) = b.result_op(u32_const(k as u64), &format!("branch.case{k}"), Type::U32);
+                let test = OpKind::Cmp(crate::kernel::CmpOp::Eq, word, kv);
+                let (test_op, on) = b.result_op(test, &format!("branch.is{k}"), Type::scalar(ScalarType::Bool));
+                let branch = b.placeholder();
+                let then_region = arm(&mut b, stage)?;
+                cases.push(([k_op, test_op, branch], on, then_region));
+            }
+            let mut else_region: Option<Region> = None;
+            while let Some((three, on, then_region)) = cases.pop() {
+                b.out.ops[three[2]].kind = OpKind::If { cond: on, result_types: Vec::new(), then_region, else_region };
+                else_region = Some(Region { ops: three.to_vec(), closing_comments: Vec::new() });
+            }
+            ops.extend(else_region.map(|r| r.ops).unwrap_or_default());
+        }
+    }
+    Ok(b.finish(params, ops))
 }

@@ -1,13 +1,14 @@
-//! `merge-branches`: an `if C then @a [else @b]` node whose bodies are one kernel node each,
-//! launched alike, becomes one kernel node that reads the condition word and runs the body
-//! the word picks (`cmdgraph_ir::inline::branch_kernel`).
+//! `merge-branches`: an `if C then @a [else @b]` or `switch C cases(@a, @b, ...)` node whose
+//! bodies are one kernel node each, launched alike, becomes one kernel node that reads the
+//! condition word and runs the body the word picks (`cmdgraph_ir::inline::branch_kernel`; a
+//! `switch` word past the last case runs none, as the node does).
 //!
-//! The executor runs an `if` node as its bodies' predicated kernels, each testing the word
-//! at entry, with a barrier between the bodies when both touch the same memory: two
-//! dispatches and a barrier for one kernel's work (docs/conditional.md). One kernel that
-//! branches on the word is one dispatch. A node merges when:
+//! The executor runs such a node as its bodies' predicated kernels, each testing the word
+//! at entry, with a barrier between the bodies when they touch the same memory: a dispatch
+//! per body and the barriers between them for one kernel's work (docs/conditional.md). One
+//! kernel that branches on the word is one dispatch. A node merges when:
 //!
-//! - it is an `if` in a graph that is not `updatable`;
+//! - it is an `if` or a `switch` in a graph that is not `updatable`;
 //! - each body graph holds exactly one node, a kernel node with an IR body whose argument
 //!   count matches its parameters, with no dynamic parameter, and both launch alike;
 //! - no body kernel uses work-group memory, a barrier or a subgroup operation (they would
@@ -17,14 +18,14 @@
 //!
 //! The merged kernel runs exactly the chosen body's operations, so results are bit for bit
 //! those of the `if` node. Body graphs stay in the module (other nodes may use them).
-//! Opt-in: not in the default pipeline, whose `if` nodes the executor's conditional path
-//! runs (and reports).
+//! Opt-in: not in the default pipeline, whose `if` and `switch` nodes the executor's
+//! conditional path runs (and reports). `while` nodes are left alone.
 
 use crate::fuse::build::{new_kernel_name, place_kernels};
 use crate::fuse_stages::bind_commands;
 use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::graph::{Arg, ArgValue, CondKind, Graph, KernelCommand, Launch, NodeKind, Pointer};
-use cmdgraph_ir::inline::{branch_kernel, Stage};
+use cmdgraph_ir::inline::{branch_kernel, Branching, Stage};
 use cmdgraph_ir::kernel::{Kernel, KernelBody, OpKind, Param, ParamType};
 use cmdgraph_ir::module::Item;
 use cmdgraph_ir::types::{Access, Type};
@@ -34,10 +35,11 @@ use std::collections::BTreeSet;
 /// Registry entry.
 pub const INFO: PassInfo = PassInfo {
     name: "merge-branches",
-    summary: "turn an `if` whose bodies are one kernel each into one kernel that branches on the condition word",
+    summary:
+        "turn an `if` or `switch` whose bodies are one kernel each into one kernel that branches on the condition word",
     statistics: &[
-        ("branches-merged", "`if` nodes replaced by one kernel node"),
-        ("refused", "`if` nodes a rule kept (see --explain)"),
+        ("branches-merged", "`if` and `switch` nodes replaced by one kernel node"),
+        ("refused", "`if` and `switch` nodes a rule kept (see --explain)"),
     ],
     preserves: "node names and edges; every result bit for bit; body graphs; updatable graphs are left alone",
     run,
@@ -96,7 +98,8 @@ fn writes_condition(kernel: &Kernel, cmd: &KernelCommand, cond: &Pointer) -> boo
     })
 }
 
-/// One `if` node to replace: the merged kernel and how the new kernel node launches it.
+/// One `if` or `switch` node to replace: the merged kernel and how the new kernel node
+/// launches it.
 struct Merge {
     node: Handle<cmdgraph_ir::Node>,
     kernel: Kernel,
@@ -119,7 +122,12 @@ fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> Planned
         out.refused += 1;
     };
     for (h, node) in graph.nodes.iter() {
-        let NodeKind::Conditional { kind: CondKind::If, cond, bodies } = &node.kind else { continue };
+        let how = match &node.kind {
+            NodeKind::Conditional { kind: CondKind::If, .. } => Branching::If,
+            NodeKind::Conditional { kind: CondKind::Switch, .. } => Branching::Switch,
+            _ => continue,
+        };
+        let NodeKind::Conditional { cond, bodies, .. } = &node.kind else { continue };
         let arms: Result<Vec<_>, String> = bodies.iter().map(|&b| only_kernel(module, b)).collect();
         let arms = arms.and_then(|arms| {
             if arms.windows(2).any(|w| w[0].1.launch != w[1].1.launch) {
@@ -143,14 +151,17 @@ fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> Planned
         let (params, bindings, args) = bind_commands(vec![cond_param], vec![cond_arg], arms.iter().copied());
         let names: Vec<&str> = arms.iter().map(|(k, _)| k.name.as_str()).collect();
         let name = new_kernel_name(taken, format!("branch.{}", names.join(".")));
+        let prefix = |i: usize| match how {
+            Branching::If => ["then", "else"].get(i).map_or_else(|| format!("arm{i}"), |p| p.to_string()),
+            Branching::Switch => format!("case{i}"),
+        };
         let stages: Vec<Stage<'_>> = arms
             .iter()
             .zip(bindings)
-            .zip(["then", "else"])
-            .map(|(((k, _), params), prefix)| Stage { kernel: k, params, prefix: prefix.into(), coarse: None })
+            .enumerate()
+            .map(|(i, ((k, _), params))| Stage { kernel: k, params, prefix: prefix(i), coarse: None })
             .collect();
-        let [then, rest @ ..] = stages.as_slice() else { continue };
-        match branch_kernel(&module.functions, name.clone(), params, 0, then, rest.first()) {
+        match branch_kernel(&module.functions, name.clone(), params, 0, &stages, how) {
             Ok(kernel) => {
                 taken.insert(name.clone());
                 out.remarks.push(format!("merge-branches: @{}: %{} is one kernel @{name}\n", graph.name, node.name));
