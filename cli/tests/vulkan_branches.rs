@@ -3,8 +3,10 @@
 //! and synchronization validation on), the bytes the interpreter computes for the source's
 //! node, for every condition word that picks a body and some that pick none, over
 //! full-precision random floats.
-//! What is refused (a body that may write the condition, bodies launched differently, a
-//! barrier in a body, an `updatable` graph) is left as it was, with a remark.
+//! Bodies with barriers, work-group memory and subgroup operations merge (the branch is
+//! uniform). What is refused (a body that may write the condition, bodies launched
+//! differently, bodies whose work-group memory together passes 16 KiB, a body of two nodes,
+//! an `updatable` graph) is left as it was, with a remark.
 
 mod support;
 
@@ -35,14 +37,47 @@ kernel @set(%c: buf<u32, write>) {
 }
 
 kernel @rot(%x: buf<f32, read_write>) {
+  %t = local f32[2560]
+  %g = global_id 0
   %l = local_id 0
   %one = const 1 : u32
-  %mask = const 63 : u32
+  %size = const 50 : u32
   %n = add %l, %one
-  %j = and %n, %mask
-  %v = load %x[%j]
+  %j = rem %n, %size
+  %v = load %x[%g]
+  store %t[%l], %v
   group_barrier
-  store %x[%l], %v
+  %w = load %t[%j]
+  %m = subgroup_reduce max %w
+  %r = add %w, %m
+  store %x[%g], %r
+}
+
+kernel @rev(%x: buf<f32, read_write>) {
+  %t = local f32[64]
+  %g = global_id 0
+  %l = local_id 0
+  %last = const 49 : u32
+  %v = load %x[%g]
+  store %t[%l], %v
+  group_barrier
+  %j = sub %last, %l
+  %w = load %t[%j]
+  %half = const 0.5 : f32
+  %h = mul %w, %half
+  store %x[%g], %h
+}
+
+kernel @big(%x: buf<f32, read_write>) {
+  %t = local f32[2560]
+  %l = local_id 0
+  %v = load %x[%l]
+  store %t[%l], %v
+  group_barrier
+  %w = load %t[%l]
+  %two = const 2.0 : f32
+  %r = mul %w, %two
+  store %x[%l], %r
 }
 
 usm @x : f32[1000]
@@ -134,6 +169,22 @@ graph @main {\n  %s = switch @arm + 4 cases(@c0, @c1, @c2)\n}",
     assert_eq!(changed, [(true, false), (false, true), (false, true), (false, false), (false, false)]);
 }
 
+/// The branch is uniform (every work-item reads the same word, which no body writes), so
+/// bodies with barriers, work-group memory and subgroup operations merge too.
+#[test]
+fn bodies_with_barriers_local_memory_and_subgroup_ops_merge() {
+    let m = parse(
+        "graph @then_arm {\n  %a = kernel @rot nd_range(global(1000), local(50)) args(@x)\n}\n
+graph @else_arm {\n  %b = kernel @rev nd_range(global(1000), local(50)) args(@y)\n}\n
+graph @main {\n  %i = if @arm + 4 then @then_arm else @else_arm\n}",
+    );
+    let (count, remarks, _) = merged(&m);
+    assert_eq!(count, 1, "{remarks:?}");
+    let bundle = compile(&m, Some("merge-branches")).unwrap_or_else(|e| panic!("{e}"));
+    let changed = both_agree(&m, &bundle, &[0, 1, 0x8000_0000], &mut Rng(79));
+    assert_eq!(changed, [(false, true), (true, false), (true, false)]);
+}
+
 #[test]
 fn refused_branches_stay_as_they_were_and_say_why() {
     let cases = [
@@ -151,8 +202,9 @@ graph @main {\n  %i = if @arm then @then_arm else @else_arm\n}",
         ),
         (
             "graph @then_arm {\n  %a = kernel @rot nd_range(global(64), local(64)) args(@x)\n}\n
-graph @main {\n  %i = if @arm then @then_arm\n}",
-            "@rot uses a group_barrier",
+graph @else_arm {\n  %b = kernel @big nd_range(global(64), local(64)) args(@x)\n}\n
+graph @main {\n  %i = if @arm then @then_arm else @else_arm\n}",
+            "together the bodies would use 20480 bytes of work-group memory",
         ),
         (
             "graph @then_arm {\n  %a = kernel @add_one range(1000) args(@x)\n  %b = kernel @add_one range(1000) args(@x) after(%a)\n}\n

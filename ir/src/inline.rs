@@ -495,26 +495,38 @@ pub fn branch_kernel(
     let mut b = Builder { functions, kernel: &name, out: Body::default(), names: HashSet::new(), calls: 0 };
     let fused_params = b.define_params(&mut params);
     let cond = *fused_params.get(cond).ok_or_else(|| b.error("the condition parameter out of range"))?;
+    // `local` ops stand at a kernel's top level (the verifier's rule), so every arm's come
+    // first, whichever arm runs; each arm's body then runs without them.
+    let mut ops = Vec::new();
+    let mut bodies = Vec::with_capacity(arms.len());
+    for stage in arms {
+        let mut frame = b.stage_frame(stage, &fused_params, "a body")?;
+        let entry = &frame.body.entry;
+        let is_local =
+            |h: &Handle<Op>| matches!(frame.body.ops.try_get(*h).map(|o| &o.kind), Some(OpKind::LocalAlloc { .. }));
+        let (locals, rest): (Vec<Handle<Op>>, Vec<Handle<Op>>) = entry.ops.iter().partition(|h| is_local(h));
+        let locals = Region { ops: locals, closing_comments: Vec::new() };
+        ops.extend(b.region(&mut frame, &locals)?.ops);
+        bodies.push((frame, Region { ops: rest, closing_comments: entry.closing_comments.clone() }));
+    }
     let (zero_op, zero) = b.result_op(u32_const(0), "branch.zero", Type::U32);
     let load = OpKind::Load { mem: crate::kernel::MemBase::Value(cond), index: zero };
     let (load_op, word) = b.result_op(load, "branch.word", Type::U32);
-    let mut ops = vec![zero_op, load_op];
-    let arm = |b: &mut Builder<'_>, stage: &Stage<'_>| -> Result<Region, InlineError> {
-        let mut frame = b.stage_frame(stage, &fused_params, "a body")?;
-        let entry = &frame.body.entry;
-        b.region(&mut frame, entry)
+    ops.extend([zero_op, load_op]);
+    let mut bodies = bodies.into_iter();
+    let mut arm = |b: &mut Builder<'_>| -> Result<Option<Region>, InlineError> {
+        match bodies.next() {
+            Some((mut frame, body)) => b.region(&mut frame, &body).map(Some),
+            None => Ok(None),
+        }
     };
     match how {
         Branching::If => {
             let test = OpKind::Cmp(crate::kernel::CmpOp::Ne, word, zero);
             let (test_op, on) = b.result_op(test, "branch.on", Type::scalar(ScalarType::Bool));
             let branch = b.placeholder();
-            let then = arms.first().ok_or_else(|| b.error("an `if` without a body"))?;
-            let then_region = arm(&mut b, then)?;
-            let else_region = match arms.get(1) {
-                Some(s) => Some(arm(&mut b, s)?),
-                None => None,
-            };
+            let then_region = arm(&mut b)?.ok_or_else(|| b.error("an `if` without a body"))?;
+            let else_region = arm(&mut b)?;
             b.out.ops[branch].kind = OpKind::If { cond: on, result_types: Vec::new(), then_region, else_region };
             ops.extend([test_op, branch]);
         }
@@ -522,12 +534,12 @@ pub fn branch_kernel(
             // `if word == 0 { arm 0 } else { if word == 1 { arm 1 } else { ... } }`, its ops
             // made in pre-order; the innermost `if` has no `else`.
             let mut cases = Vec::with_capacity(arms.len());
-            for (k, stage) in arms.iter().enumerate() {
+            for k in 0..arms.len() {
                 let (k_op, kv) = b.result_op(u32_const(k as u64), &format!("branch.case{k}"), Type::U32);
                 let test = OpKind::Cmp(crate::kernel::CmpOp::Eq, word, kv);
                 let (test_op, on) = b.result_op(test, &format!("branch.is{k}"), Type::scalar(ScalarType::Bool));
                 let branch = b.placeholder();
-                let then_region = arm(&mut b, stage)?;
+                let then_region = arm(&mut b)?.ok_or_else(|| b.error("a missing case"))?;
                 cases.push(([k_op, test_op, branch], on, then_region));
             }
             let mut else_region: Option<Region> = None;

@@ -11,8 +11,10 @@
 //! - it is an `if` or a `switch` in a graph that is not `updatable`;
 //! - each body graph holds exactly one node, a kernel node with an IR body whose argument
 //!   count matches its parameters, with no dynamic parameter, and both launch alike;
-//! - no body kernel uses work-group memory, a barrier or a subgroup operation (they would
-//!   run under the branch; they are left to the executor's path);
+//! - no body kernel takes a work-group memory parameter, and when several bodies allocate
+//!   work-group memory (`local`), together they stay within `fuse_stages::MAX_LOCAL_BYTES`
+//!   (every arm's allocations are declared in the one kernel); barriers and subgroup
+//!   operations are fine under the branch, which is uniform;
 //! - no body may write the condition's memory (the word is read once, before either body,
 //!   and every work-item must see the same one).
 //!
@@ -22,7 +24,7 @@
 //! conditional path runs (and reports). `while` nodes are left alone.
 
 use crate::fuse::build::{new_kernel_name, place_kernels};
-use crate::fuse_stages::bind_commands;
+use crate::fuse_stages::{bind_commands, MAX_LOCAL_BYTES};
 use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::graph::{Arg, ArgValue, CondKind, Graph, KernelCommand, Launch, NodeKind, Pointer};
 use cmdgraph_ir::inline::{branch_kernel, Branching, Stage};
@@ -56,9 +58,9 @@ fn only_kernel(module: &Module, body: Handle<Graph>) -> Result<(&Kernel, &Kernel
         return Err(format!("@{}'s node is not a kernel node", graph.name));
     };
     let kernel = module.kernels.try_get(cmd.kernel).ok_or("a missing kernel")?;
-    let KernelBody::Ir(ir) = &kernel.body else {
+    if !matches!(kernel.body, KernelBody::Ir(_)) {
         return Err(format!("@{} has no IR body", kernel.name));
-    };
+    }
     if kernel.params.len() != cmd.args.len() {
         return Err(format!(
             "%{} passes {} arguments to @{}'s {} parameters",
@@ -71,18 +73,22 @@ fn only_kernel(module: &Module, body: Handle<Graph>) -> Result<(&Kernel, &Kernel
     if cmd.args.iter().any(|a| matches!(a, Arg::Dyn(_))) {
         return Err(format!("%{} has a dynamic parameter", node.name));
     }
-    let unsafe_op = ir.ops.iter().find_map(|(_, op)| match &op.kind {
-        OpKind::GroupBarrier => Some("a group_barrier"),
-        OpKind::LocalAlloc { .. } => Some("work-group memory"),
-        OpKind::Subgroup(_) => Some("a subgroup operation"),
-        _ => None,
-    });
-    let local_param = kernel.params.iter().any(|p| matches!(p.ty, ParamType::Local { .. }));
-    match (unsafe_op, local_param) {
-        (Some(what), _) => Err(format!("@{} uses {what}", kernel.name)),
-        (None, true) => Err(format!("@{} takes work-group memory", kernel.name)),
-        (None, false) => Ok((kernel, cmd)),
+    if kernel.params.iter().any(|p| matches!(p.ty, ParamType::Local { .. })) {
+        return Err(format!("@{} takes a work-group memory parameter", kernel.name));
     }
+    Ok((kernel, cmd))
+}
+
+/// Bytes of work-group memory the `local` ops of `kernel` allocate.
+fn local_bytes(kernel: &Kernel) -> u64 {
+    let KernelBody::Ir(ir) = &kernel.body else { return 0 };
+    ir.ops
+        .iter()
+        .map(|(_, op)| match &op.kind {
+            OpKind::LocalAlloc { elem, count } => elem.size().saturating_mul(*count),
+            _ => 0,
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// Whether `cmd` may write the memory `cond` points into.
@@ -135,6 +141,11 @@ fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> Planned
             }
             if let Some((k, _)) = arms.iter().find(|(k, c)| writes_condition(k, c, cond)) {
                 return Err(format!("@{} may write the condition's memory", k.name));
+            }
+            // Every arm's `local` ops are declared in the one kernel, chosen or not.
+            let local = arms.iter().map(|(k, _)| local_bytes(k)).fold(0, u64::saturating_add);
+            if local > MAX_LOCAL_BYTES && arms.iter().filter(|(k, _)| local_bytes(k) > 0).count() > 1 {
+                return Err(format!("together the bodies would use {local} bytes of work-group memory"));
             }
             Ok(arms)
         });
