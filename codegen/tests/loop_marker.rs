@@ -114,3 +114,31 @@ fn a_data_dependent_bound_is_unbounded() {
 fn a_kernel_without_loops_records_zero() {
     assert_eq!(marker(&module("  %acc = load %x[%g]")), "0");
 }
+
+#[test]
+fn a_loop_around_a_barrier_counts_its_last_partial_round() {
+    // A body whose lanes must meet keeps a test after each copy (codegen/src/lower/control.rs,
+    // `tested_for`), so its last, partial, round of 8 copies is a back-edge too:
+    // ceil(100001 / 8), where the rounds-and-tail shape takes floor(100001 / 8) = 12500.
+    let src = "kernel @k(%x: buf<f32, read>, %o: buf<f32, write>) {
+  %g = global_id 0
+  %zero = const 0 : u32
+  %one = const 1 : u32
+  %hi = const 100001 : u32
+  %f0 = const 0.0 : f32
+  %acc = for %j = %zero to %hi step %one carry(%a = %f0) {
+    %v = load %x[%zero]
+    group_barrier
+    %a2 = add %a, %v
+    yield %a2
+  }
+  store %o[%g], %acc
+}
+usm @x : f32[1024]
+usm @o : f32[64]
+graph @g {
+  %k = kernel @k nd_range(global(64), local(64)) args(@x, @o)
+}
+";
+    assert_eq!(marker(src), "12501");
+}

@@ -24,11 +24,11 @@
 //! conditional path runs (and reports). `while` nodes are left alone.
 
 use crate::fuse::build::{new_kernel_name, place_kernels};
-use crate::fuse_stages::{bind_commands, MAX_LOCAL_BYTES};
+use crate::fuse_stages::{bind_commands, local_alloc_bytes, MAX_LOCAL_BYTES};
 use crate::{PassContext, PassError, PassInfo};
 use cmdgraph_ir::graph::{Arg, ArgValue, CondKind, Graph, KernelCommand, Launch, NodeKind, Pointer};
 use cmdgraph_ir::inline::{branch_kernel, Branching, Stage};
-use cmdgraph_ir::kernel::{Kernel, KernelBody, OpKind, Param, ParamType};
+use cmdgraph_ir::kernel::{Kernel, KernelBody, Param, ParamType};
 use cmdgraph_ir::module::Item;
 use cmdgraph_ir::types::{Access, Type};
 use cmdgraph_ir::{Handle, Module, Span};
@@ -81,14 +81,10 @@ fn only_kernel(module: &Module, body: Handle<Graph>) -> Result<(&Kernel, &Kernel
 
 /// Bytes of work-group memory the `local` ops of `kernel` allocate.
 fn local_bytes(kernel: &Kernel) -> u64 {
-    let KernelBody::Ir(ir) = &kernel.body else { return 0 };
-    ir.ops
-        .iter()
-        .map(|(_, op)| match &op.kind {
-            OpKind::LocalAlloc { elem, count } => elem.size().saturating_mul(*count),
-            _ => 0,
-        })
-        .fold(0, u64::saturating_add)
+    match &kernel.body {
+        KernelBody::Ir(ir) => local_alloc_bytes(ir),
+        _ => 0,
+    }
 }
 
 /// Whether `cmd` may write the memory `cond` points into.
@@ -128,12 +124,12 @@ fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> Planned
         out.refused += 1;
     };
     for (h, node) in graph.nodes.iter() {
-        let how = match &node.kind {
-            NodeKind::Conditional { kind: CondKind::If, .. } => Branching::If,
-            NodeKind::Conditional { kind: CondKind::Switch, .. } => Branching::Switch,
-            _ => continue,
+        let NodeKind::Conditional { kind, cond, bodies } = &node.kind else { continue };
+        let how = match kind {
+            CondKind::If => Branching::If,
+            CondKind::Switch => Branching::Switch,
+            CondKind::While => continue,
         };
-        let NodeKind::Conditional { cond, bodies, .. } = &node.kind else { continue };
         let arms: Result<Vec<_>, String> = bodies.iter().map(|&b| only_kernel(module, b)).collect();
         let arms = arms.and_then(|arms| {
             if arms.windows(2).any(|w| w[0].1.launch != w[1].1.launch) {
@@ -143,8 +139,9 @@ fn plan(module: &Module, graph: &Graph, taken: &mut BTreeSet<String>) -> Planned
                 return Err(format!("@{} may write the condition's memory", k.name));
             }
             // Every arm's `local` ops are declared in the one kernel, chosen or not.
-            let local = arms.iter().map(|(k, _)| local_bytes(k)).fold(0, u64::saturating_add);
-            if local > MAX_LOCAL_BYTES && arms.iter().filter(|(k, _)| local_bytes(k) > 0).count() > 1 {
+            let each: Vec<u64> = arms.iter().map(|(k, _)| local_bytes(k)).collect();
+            let local = each.iter().copied().fold(0, u64::saturating_add);
+            if local > MAX_LOCAL_BYTES && each.iter().filter(|&&b| b > 0).count() > 1 {
                 return Err(format!("together the bodies would use {local} bytes of work-group memory"));
             }
             Ok(arms)

@@ -34,8 +34,13 @@ pub(crate) fn needs_unrolling(body: &Body) -> bool {
 /// How a `for` is emitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Shape {
-    /// A loop with this many copies of its body per back-edge.
+    /// A loop with this many copies of its body per back-edge, each followed by its exit
+    /// test (control.rs, `tested_for`): one back-edge per `copies` iterations, the last,
+    /// partial, included.
     Loop(u32),
+    /// `trips / copies` rounds of this many copies with no test between them, one back-edge
+    /// each, then a tail of fewer guarded copies with none (control.rs, `unrolled_for`).
+    Rounds(u32),
     /// No loop: its constant number of iterations (at most [`UNROLL`]) in a row.
     Straight(u32),
 }
@@ -54,13 +59,17 @@ pub(crate) fn shape(body: &Body, kernel_unrolls: bool, (lo, hi, step): (V, V, V)
         Some(n) if n <= u128::from(UNROLL) && !contains_for(body, region, 0) => Shape::Straight(n as u32),
         _ if emits_loop(body, region, 0) => Shape::Loop(1),
         Some(n) if n <= 1 => Shape::Loop(1),
-        _ => Shape::Loop(UNROLL),
+        // Lanes with different trip counts split differently between rounds and tail, so a
+        // body whose lanes must meet keeps one copy per iteration index.
+        _ if convergent(body, region, 0) => Shape::Loop(UNROLL),
+        _ => Shape::Rounds(UNROLL),
     }
 }
 
 /// The most loop back-edges one invocation of the kernel takes as codegen emits it (the
 /// figure llvmpipe's budget is spent by): [`Shape::Loop`]`(c)` takes one back-edge per `c`
-/// iterations, [`Shape::Straight`] none; `None` when unknown (a bound that is not a
+/// iterations (rounded up), [`Shape::Rounds`]`(c)` one per `c` (rounded down),
+/// [`Shape::Straight`] none; `None` when unknown (a bound that is not a
 /// constant, a compare-and-swap retry loop, a general `loop`). Recorded in the module for the executor's
 /// llvmpipe warning (docs/abi.md, "Loop back-edges").
 pub(crate) fn emitted_back_edges(body: &Body) -> Option<u128> {
@@ -80,13 +89,14 @@ fn emitted(body: &Body, unrolls: bool, region: &Region, depth: usize) -> Option<
                 let each = emitted(body, unrolls, inner, depth + 1)?;
                 match shape(body, unrolls, (*lo, *hi, *step), inner) {
                     Shape::Straight(n) => u128::from(n).checked_mul(each)?,
+                    // Every iteration runs one copy of the body, plus the shape's back-edges.
                     Shape::Loop(copies) => {
-                        // Every iteration runs one copy of the body; the emitted loop takes a
-                        // back-edge per round of `copies` of them, and none in the tail of
-                        // fewer (control.rs).
                         let trips = trip_count(body, *lo, *hi, *step)?;
-                        let rounds = if copies > 1 { trips / u128::from(copies) } else { trips };
-                        rounds.checked_add(trips.checked_mul(each)?)?
+                        trips.div_ceil(u128::from(copies)).checked_add(trips.checked_mul(each)?)?
+                    }
+                    Shape::Rounds(copies) => {
+                        let trips = trip_count(body, *lo, *hi, *step)?;
+                        (trips / u128::from(copies)).checked_add(trips.checked_mul(each)?)?
                     }
                 }
             }
@@ -184,9 +194,8 @@ fn contains_for(body: &Body, region: &Region, depth: usize) -> bool {
 }
 
 /// Whether `region` holds (at any depth) an operation whose lanes must reach it together:
-/// a subgroup operation, a work-group barrier or a call (which may hold either). A loop
-/// around one keeps one place per iteration index (control.rs, `tested_for`).
-pub(crate) fn convergent(body: &Body, region: &Region, depth: usize) -> bool {
+/// a subgroup operation, a work-group barrier or a call (which may hold either).
+fn convergent(body: &Body, region: &Region, depth: usize) -> bool {
     if depth > MAX_DEPTH {
         return true;
     }

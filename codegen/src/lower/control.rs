@@ -15,7 +15,8 @@
 //! value returns. (With a test after each copy, as this was until 2026-11-30, the NVIDIA
 //! driver waited for every copy's loads in turn: a residual's strided loop over 4096 floats
 //! in one work-group of 256 took about 1.4 µs longer, docs/performance.md `cond`.) A body
-//! with a subgroup operation, a barrier or a call keeps that older shape (`tested_for`):
+//! with a subgroup operation, a barrier or a call keeps that older shape (`tested_for`,
+//! `budget::Shape::Loop`):
 //! lanes with different trip counts would split them differently between rounds and tail,
 //! and a subgroup operation must find the lanes of one iteration at one place. There, a
 //! `for` with no `for` inside and a constant trip count of at most `UNROLL` is no loop at
@@ -38,19 +39,25 @@ struct BodyCopy {
     more: Val,
 }
 
-/// A `for` being lowered: its op, variable, bounds (lowered, with their LLVM type), carried
-/// values with their initial values, and body.
-struct ForParts<'a, 'b> {
+/// What each copy of a `for` body needs: the op, its variable and the variable's LLVM type,
+/// the carried values and the body.
+struct LoopBody<'a, 'b> {
     h: Handle<Op>,
     var: V,
     ty: &'b str,
+    carried: &'a [(V, V)],
+    body: &'a Region,
+    depth: usize,
+}
+
+/// A `for` lowered as a loop: its body, its bounds (lowered) and the carried values'
+/// initial values.
+struct ForParts<'a, 'b> {
+    body: LoopBody<'a, 'b>,
     lo: &'b Val,
     hi: &'b Val,
     step: &'b Val,
-    carried: &'a [(V, V)],
     inits: &'b [Val],
-    body: &'a Region,
-    depth: usize,
 }
 
 impl<'a> Lowerer<'a> {
@@ -68,14 +75,15 @@ impl<'a> Lowerer<'a> {
         if t.lanes != 1 || !t.scalar.is_integer() || self.width > 1 {
             return Err(self.err(h, format!("loop bounds of type {t}")));
         }
-        let copies = match budget::shape(self.plan.body, self.unroll, (lo, hi, step), body) {
-            budget::Shape::Loop(copies) => copies,
-            budget::Shape::Straight(trips) => {
-                return self.straight_for(h, op, (var, lo, step), carried, body, depth, trips)
-            }
-        };
+        let shape = budget::shape(self.plan.body, self.unroll, (lo, hi, step), body);
         let (lo, hi, step) = (self.val(h, lo)?, self.val(h, hi)?, self.val(h, step)?);
         let ty = lo.ty.clone();
+        let each = LoopBody { h, var, ty: &ty, carried, body, depth };
+        let (copies, rounds) = match shape {
+            budget::Shape::Straight(trips) => return self.straight_for(&each, op, (&lo, &step), trips),
+            budget::Shape::Loop(copies) => (copies, false),
+            budget::Shape::Rounds(copies) => (copies, true),
+        };
         let signed = t.scalar.is_signed_integer();
         let zero = Val::new(ty.clone(), "0");
         let positive = self.int_cmp(if signed { "sgt" } else { "ne" }, t, &step, &zero);
@@ -90,11 +98,10 @@ impl<'a> Lowerer<'a> {
         let exit = self.ir.label("loop_exit");
         self.ir.inst(format!("br i1 {}, label %{first}, label %{exit}", enter.v));
         self.ir.start(&first);
-        let f = ForParts { h, var, ty: &ty, lo: &lo, hi: &hi, step: &step, carried, inits: &inits, body, depth };
-        let (last, yielded) = if copies > 1 && !budget::convergent(self.plan.body, body, 0) {
-            self.unrolled_for(&f, copies)?
-        } else {
-            self.tested_for(&f, (&pre, &first), copies)?
+        let f = ForParts { body: each, lo: &lo, hi: &hi, step: &step, inits: &inits };
+        let (last, yielded) = match rounds {
+            true => self.unrolled_for(&f, copies)?,
+            false => self.tested_for(&f, (&pre, &first), copies)?,
         };
         self.ir.inst(format!("br label %{exit}"));
         self.ir.start(&exit);
@@ -128,7 +135,7 @@ impl<'a> Lowerer<'a> {
 
     /// One copy of a loop body for iteration `iv` with the carried values `current`: its
     /// yields.
-    fn body_copy(&mut self, f: &ForParts<'a, '_>, iv: String, current: &[Val]) -> Result<Vec<Val>, CodegenError> {
+    fn body_copy(&mut self, f: &LoopBody<'a, '_>, iv: String, current: &[Val]) -> Result<Vec<Val>, CodegenError> {
         self.bind(f.var, Val::new(f.ty, iv));
         for ((inner, _), val) in f.carried.iter().zip(current) {
             self.bind(*inner, val.clone());
@@ -153,7 +160,7 @@ impl<'a> Lowerer<'a> {
         (pre, head): (&str, &str),
         copies: u32,
     ) -> Result<(String, Vec<Val>), CodegenError> {
-        let (ty, inits) = (f.ty, f.inits);
+        let (ty, inits) = (f.body.ty, f.inits);
         let i = self.ir.tmp();
         let i_phi = self.ir.placeholder();
         let (phis, mut current) = self.carried_phis(inits);
@@ -166,7 +173,7 @@ impl<'a> Lowerer<'a> {
                 self.ir.start(&copy_l);
                 iv = self.ir.emit(ty, format!("add {ty} {iv}, {}", f.step.v)).v;
             }
-            current = self.body_copy(f, iv.clone(), &current)?;
+            current = self.body_copy(&f.body, iv.clone(), &current)?;
             let end = self.ir.block.clone();
             let left = self.ir.emit(ty, format!("sub {ty} {}, {iv}", f.hi.v));
             let more = self.ir.emit("i1", format!("icmp ugt {ty} {}, {}", left.v, f.step.v));
@@ -197,7 +204,7 @@ impl<'a> Lowerer<'a> {
     /// back-edge each) and a tail of `rem < copies` guarded copies after them. Returns the
     /// block it leaves from and the last yields, for the exit's phis.
     fn unrolled_for(&mut self, f: &ForParts<'a, '_>, copies: u32) -> Result<(String, Vec<Val>), CodegenError> {
-        let (ty, inits) = (f.ty, f.inits);
+        let (ty, inits) = (f.body.ty, f.inits);
         let setup = self.ir.block.clone();
         // trips = (hi - lo - 1) / step + 1: exact for lo < hi and step > 0 (unsigned).
         let span = self.ir.emit(ty, format!("sub {ty} {}, {}", f.hi.v, f.lo.v));
@@ -222,7 +229,7 @@ impl<'a> Lowerer<'a> {
             if k > 0 {
                 iv = self.ir.emit(ty, format!("add {ty} {iv}, {}", f.step.v)).v;
             }
-            current = self.body_copy(f, iv.clone(), &current)?;
+            current = self.body_copy(&f.body, iv.clone(), &current)?;
         }
         let latch = self.ir.block.clone();
         // Past the last iteration when no round follows: then unused (no tail copy runs
@@ -258,7 +265,7 @@ impl<'a> Lowerer<'a> {
             if k > 0 {
                 iv = self.ir.emit(ty, format!("add {ty} {iv}, {}", f.step.v)).v;
             }
-            current = self.body_copy(f, iv.clone(), &current)?;
+            current = self.body_copy(&f.body, iv.clone(), &current)?;
             let more = self.ir.emit("i1", format!("icmp ugt {ty} {}, {}", rem.v, k + 1));
             ends.push(BodyCopy { end: self.ir.block.clone(), iv: iv.clone(), yields: current.clone(), more });
         }
@@ -270,39 +277,27 @@ impl<'a> Lowerer<'a> {
     /// A `for` with a constant trip count `trips` as straight-line code: its iterations
     /// `lo, lo + step, ...` in a row (exact: the count says none passes `hi`), carried values
     /// passed from one to the next; `trips == 0` gives the initial values.
-    #[allow(clippy::too_many_arguments)]
     fn straight_for(
         &mut self,
-        h: Handle<Op>,
+        f: &LoopBody<'a, '_>,
         op: &Op,
-        (var, lo, step): (V, V, V),
-        carried: &'a [(V, V)],
-        body: &'a Region,
-        depth: usize,
+        (lo, step): (&Val, &Val),
         trips: u32,
     ) -> Result<(), CodegenError> {
-        let (lo, step) = (self.val(h, lo)?, self.val(h, step)?);
-        let ty = lo.ty.clone();
-        let mut current = Vec::with_capacity(carried.len());
-        for &(_, init) in carried {
-            current.push(self.val(h, init)?);
+        let ty = f.ty;
+        let mut current = Vec::with_capacity(f.carried.len());
+        for &(_, init) in f.carried {
+            current.push(self.val(f.h, init)?);
         }
-        let mut iv = lo.v;
+        let mut iv = lo.v.clone();
         for k in 0..trips {
             if k > 0 {
-                iv = self.ir.emit(&ty, format!("add {ty} {iv}, {}", step.v)).v;
+                iv = self.ir.emit(ty, format!("add {ty} {iv}, {}", step.v)).v;
             }
-            self.bind(var, Val::new(ty.clone(), iv.clone()));
-            for ((inner, _), val) in carried.iter().zip(&current) {
-                self.bind(*inner, val.clone());
-            }
-            current = self.region(body, depth + 1)?.unwrap_or_default();
-            if current.len() != carried.len() {
-                return Err(self.err(h, format!("the loop body must yield {} values", carried.len())));
-            }
+            current = self.body_copy(f, iv.clone(), &current)?;
         }
         for (i, r) in current.into_iter().enumerate() {
-            self.set(h, op, i, r)?;
+            self.set(f.h, op, i, r)?;
         }
         Ok(())
     }

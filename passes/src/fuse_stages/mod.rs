@@ -170,19 +170,14 @@ fn member<'a>(module: &'a Module, graph: &'a Graph, v: u32) -> Option<Member<'a>
     if kernel.params.len() != cmd.args.len() {
         return None;
     }
-    let mut local_bytes: u64 = cmd
+    let local_bytes: u64 = cmd
         .args
         .iter()
         .map(|a| match a {
             Arg::Value(ArgValue::Local { elem, count }) => elem.size().saturating_mul(*count),
             _ => 0,
         })
-        .sum();
-    for (_, op) in body.ops.iter() {
-        if let OpKind::LocalAlloc { elem, count } = &op.kind {
-            local_bytes = local_bytes.saturating_add(elem.size().saturating_mul(*count));
-        }
-    }
+        .fold(local_alloc_bytes(body), u64::saturating_add);
     let coarse = coarse_items(cmd, body).filter(|_| local_bytes == 0);
     let shape = Shape::of(&cmd.launch).or(coarse.map(Shape::Items))?;
     let touches = match shape {
@@ -190,6 +185,17 @@ fn member<'a>(module: &'a Module, graph: &'a Graph, v: u32) -> Option<Member<'a>
         _ => Ok(BTreeMap::new()),
     };
     Some(Member { cmd, kernel, shape, coarse, local_bytes, touches })
+}
+
+/// Bytes of work-group memory `body`'s `local` ops allocate.
+pub(crate) fn local_alloc_bytes(body: &cmdgraph_ir::kernel::Body) -> u64 {
+    body.ops
+        .iter()
+        .map(|(_, op)| match &op.kind {
+            OpKind::LocalAlloc { elem, count } => elem.size().saturating_mul(*count),
+            _ => 0,
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// The work-items of a launch that can become a loop in one work-group ([`Member::coarse`]).
