@@ -61,8 +61,8 @@ pub(crate) struct LoopStep {
     /// The segment's command buffer, last in every submission of rounds: makes their writes
     /// visible to the host. Runs no round.
     pub(crate) tail: vk::CommandBuffer,
-    /// Chunks of rounds, ascending: command buffer, rounds.
-    pub(crate) chunks: Vec<(vk::CommandBuffer, u32)>,
+    /// Chunks of rounds, ascending.
+    pub(crate) chunks: Vec<Chunk>,
     /// The rounds the last run took (what this run submits at once).
     pub(crate) last: Arc<std::sync::atomic::AtomicU64>,
     /// Address of the loop's mapped, host-coherent words: per parity of rounds, the
@@ -76,20 +76,39 @@ pub(crate) struct LoopStep {
     pub(crate) limit: u64,
 }
 
+/// One size of a `while` node's chunks of rounds, recorded twice (executable/conditional/rounds.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chunk {
+    /// Opens a submission: a barrier after everything before it, then round 0's predicate
+    /// computed from the condition.
+    pub(crate) open: vk::CommandBuffer,
+    /// Follows a chunk of an even number of rounds in the same submission: it starts with
+    /// round 0's body at once, on the predicate that chunk's last round left in the even
+    /// window, behind the barrier that closed that round (on an H200 the opening's barriers
+    /// and dispatch cost 6-10 µs a chunk). Null for the largest chunk, which only opens.
+    pub(crate) more: vk::CommandBuffer,
+    /// Rounds it runs.
+    pub(crate) rounds: u32,
+}
+
 impl LoopStep {
     /// Distinct chunks whose rounds add up to `want` (each chunk at most once: a command
     /// buffer may not be pending twice), largest first: exact up to the sum of all chunks.
+    /// The first opens the submission and the others continue from it; every chunk but the
+    /// last runs an even number of rounds (only the 1-round chunk is odd, and it comes last),
+    /// so each continuing chunk finds its first predicate in the even window.
     fn chunks_for(&self, want: u64) -> Vec<(vk::CommandBuffer, u32)> {
         let mut left = want;
         let mut out = Vec::new();
-        for &(cb, n) in self.chunks.iter().rev() {
-            if u64::from(n) <= left {
-                out.push((cb, n));
-                left -= u64::from(n);
+        for c in self.chunks.iter().rev() {
+            if u64::from(c.rounds) <= left {
+                let cb = if out.is_empty() || c.more == vk::CommandBuffer::null() { c.open } else { c.more };
+                out.push((cb, c.rounds));
+                left -= u64::from(c.rounds);
             }
         }
         if out.is_empty() {
-            out.extend(self.chunks.first().copied());
+            out.extend(self.chunks.first().map(|c| (c.open, c.rounds)));
         }
         out
     }
@@ -113,13 +132,18 @@ impl LoopStep {
         unsafe { std::ptr::read_volatile(self.word(at)) != 0 }
     }
 
-    /// The rounds this run has run so far: both parities' tallies.
-    fn rounds_run(&self) -> u64 {
+    /// The rounds this run has run, after `submissions` submissions of rounds: both
+    /// parities' tallies, less one for each submission after the first. Every predicate
+    /// that says "run" counts its round, the last one of a submission too (a continuing
+    /// chunk runs the round it says); a submission follows another only when that one's
+    /// last predicate said "run", and its opening predicate counts that round again.
+    fn rounds_run(&self, submissions: u64) -> u64 {
         let w = crate::executable::conditional::LOOP_WINDOW;
         // SAFETY: as in `running`.
-        unsafe {
+        let tally = unsafe {
             u64::from(std::ptr::read_volatile(self.word(4))) + u64::from(std::ptr::read_volatile(self.word(w + 4)))
-        }
+        };
+        tally.saturating_sub(submissions.saturating_sub(1))
     }
 
     /// Zeroes both tallies before a run's first submission of rounds. No submitted work
@@ -434,6 +458,7 @@ fn finish_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep, st
     // The host has nothing to do until the loop's first answer: on a GPU, poll for longer
     // than other waits do (a blocking wait costs about 21 µs more on NVIDIA).
     wait_timeline_spinning(ctx, timeline, at)?;
+    let mut submissions = 1;
     while l.running(last_chunk) {
         if rounds >= l.limit {
             return Err(ExecError::Invalid(format!(
@@ -446,11 +471,12 @@ fn finish_loop(ctx: &Context, timeline: vk::Semaphore, at: u64, l: &LoopStep, st
         let cbs: Vec<vk::CommandBuffer> = batch.iter().map(|c| c.0).chain(std::iter::once(l.tail)).collect();
         let v = l.counter.fetch_add(1, Ordering::SeqCst);
         submit_many(ctx, l.sem, v, &cbs)?;
+        submissions += 1;
         wait_timeline_spinning(ctx, l.sem, v + 1)?;
         rounds += batch.iter().map(|c| u64::from(c.1)).sum::<u64>();
         last_chunk = batch.last().map_or(0, |c| c.1);
     }
-    l.last.store(l.rounds_run(), Ordering::Relaxed);
+    l.last.store(l.rounds_run(submissions), Ordering::Relaxed);
     Ok(())
 }
 
@@ -591,5 +617,57 @@ fn call(
     match (r, hc.violation) {
         (Err(e), _) | (Ok(()), Some(e)) => Err(host_err(e.to_string())),
         (Ok(()), None) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ash::vk::Handle as _;
+
+    /// A loop step with chunks of 1, 2, ... 64 rounds, whose command buffers are made-up
+    /// handles: opening `2r`, continuing `2r + 1` for `r` rounds (none for the largest).
+    fn step() -> LoopStep {
+        let chunks = (0..7)
+            .map(|i| {
+                let rounds = 1u32 << i;
+                let more = if i == 6 { 0 } else { 2 * u64::from(rounds) + 1 };
+                Chunk {
+                    open: vk::CommandBuffer::from_raw(2 * u64::from(rounds)),
+                    more: vk::CommandBuffer::from_raw(more),
+                    rounds,
+                }
+            })
+            .collect();
+        LoopStep {
+            node: "w".into(),
+            tail: vk::CommandBuffer::null(),
+            chunks,
+            last: Arc::default(),
+            words: 0,
+            sem: vk::Semaphore::null(),
+            counter: Arc::default(),
+            limit: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn a_submission_opens_with_its_largest_chunk_and_the_others_continue_from_even_ones() {
+        let l = step();
+        for want in 1..=127u64 {
+            let batch = l.chunks_for(want);
+            assert_eq!(batch.iter().map(|c| u64::from(c.1)).sum::<u64>(), want, "{want}");
+            for (k, &(cb, rounds)) in batch.iter().enumerate() {
+                let expected = 2 * u64::from(rounds) + u64::from(k > 0);
+                assert_eq!(cb.as_raw(), expected, "{want}: chunk {k} of {rounds} rounds");
+                if k + 1 < batch.len() {
+                    assert_eq!(rounds % 2, 0, "{want}: a chunk followed by another runs an even number of rounds");
+                }
+            }
+        }
+        // Past the sum of all chunks: every chunk once, the largest opening.
+        let all = l.chunks_for(1000);
+        assert_eq!((all.len(), all[0].0.as_raw()), (7, 128));
+        assert_eq!(l.chunks_for(0).iter().map(|c| c.0.as_raw()).collect::<Vec<_>>(), vec![2]);
     }
 }

@@ -161,8 +161,8 @@ pub(crate) struct CondNode {
 /// What a `while` node's run needs beyond its segment's command buffer (which ends each
 /// submission of rounds: it makes their writes visible to the host, and runs no round).
 pub(crate) struct LoopRes {
-    /// Chunks of rounds: (command buffer, rounds), rounds ascending ([`LADDER`]).
-    pub(crate) chunks: Vec<(vk::CommandBuffer, u32)>,
+    /// Chunks of rounds, rounds ascending ([`LADDER`]).
+    pub(crate) chunks: Vec<crate::worker::Chunk>,
     /// The rounds the last run took: what the next run submits at once.
     pub(crate) last: Arc<AtomicU64>,
     /// The next round's predicate is computed inside the body, beside its commands after
@@ -427,7 +427,7 @@ impl Executor {
                 (Some(l), _) => format!(
                     "while: {how}{}; rounds in chunks of {}, a submission as many as the last run took ({FIRST_ROUNDS} the first time), then doubling while the host reads that the loop still runs",
                     if l.split { ", the next round's inside the body after its last write of the condition" } else { "" },
-                    l.chunks.iter().map(|m| m.1.to_string()).collect::<Vec<_>>().join(", ")
+                    l.chunks.iter().map(|m| m.rounds.to_string()).collect::<Vec<_>>().join(", ")
                 ),
                 (None, kind) => format!("{}: {how}; no host round trip", kind.keyword()),
             };

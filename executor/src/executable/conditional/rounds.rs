@@ -110,15 +110,21 @@ impl Executor {
             }
         };
         let mut chunks = Vec::new();
+        let largest = ladder.last().copied();
         for &rounds in &ladder {
-            let cb = allocate_or_reset(&d, exe.cmd_pool, vk::CommandBuffer::null())?;
-            // SAFETY: as above.
-            unsafe { d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))? };
-            let r = self.record_rounds(exe, h, cb, rounds, split, native);
-            // SAFETY: as above.
-            unsafe { d.end_command_buffer(cb)? };
-            r?;
-            chunks.push((cb, rounds));
+            let mut record = |opens: bool| -> Result<vk::CommandBuffer> {
+                let cb = allocate_or_reset(&d, exe.cmd_pool, vk::CommandBuffer::null())?;
+                // SAFETY: as above.
+                unsafe { d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(flags))? };
+                let r = self.record_rounds(exe, h, cb, (rounds, opens), split, native);
+                // SAFETY: as above.
+                unsafe { d.end_command_buffer(cb)? };
+                r.map(|()| cb)
+            };
+            let open = record(true)?;
+            // The largest chunk is first wherever it is taken (worker.rs, `chunks_for`).
+            let more = if Some(rounds) == largest { vk::CommandBuffer::null() } else { record(false)? };
+            chunks.push(crate::worker::Chunk { open, more, rounds });
         }
         if let Some(l) = exe.cond.as_mut().and_then(|s| s.nodes.get_mut(&h.index())).and_then(|c| c.looping.as_mut()) {
             l.chunks = chunks;
@@ -130,20 +136,25 @@ impl Executor {
 
     /// Records `rounds` rounds of `while` node `h` into `cb`. The predicate of the round after
     /// them is left in the window of parity `rounds % 2`, where the host reads it once the
-    /// submission's last command buffer (the segment's, a barrier to the host) has run.
+    /// submission's last command buffer (the segment's, a barrier to the host) has run, and
+    /// where a continuing chunk after this one finds it. `opens`: the chunk opens a
+    /// submission, with a barrier after everything before it and round 0's predicate
+    /// computed from the condition; otherwise it follows an even chunk in the same
+    /// submission, whose last round's closing barrier orders it.
     ///
     /// Even rounds run body 0, which reads the predicate at the loop's words' byte 0; odd
     /// rounds body 1, reading byte [`LOOP_WINDOW`]. The predicate kernel computes round j+1's
     /// word during round j, right after the barrier that follows the body's last write of the
     /// condition ([`loop_split`](Self::loop_split)), beside the commands after it, which read
     /// round j's word: so a round costs the body's own barriers and one more, not two. Each
-    /// predicate counts its round in its window's tally when the round runs.
+    /// predicate that says "run" counts its round in its window's tally, the one left for
+    /// after the chunk too (worker.rs, `rounds_run`).
     fn record_rounds(
         &self,
         exe: &Executable,
         h: Handle<Node>,
         cb: vk::CommandBuffer,
-        rounds: u32,
+        (rounds, opens): (u32, bool),
         split: Option<usize>,
         native: &mut BTreeMap<String, NativeFn>,
     ) -> Result<()> {
@@ -158,24 +169,26 @@ impl Executor {
         let kernel = self.predicate_kernel.as_ref().ok_or_else(|| ExecError::Invalid("no predicate kernel".into()))?;
         let under = c.rendering.first().copied().unwrap_or(false);
         let d = &self.ctx.device;
-        // The predicate of round `j` (parity j % 2), counted when `count`.
-        let predicate = |cb: vk::CommandBuffer, j: u32, count: bool| {
-            let push = [c.cond.1, NO_PARENT, 0, 1, MODE_TRUTH, if count { 1 } else { NO_PARENT }];
+        // The predicate of round `j` (parity j % 2), counted in its window's tally (word 1).
+        let predicate = |cb: vk::CommandBuffer, j: u32| {
+            let push = [c.cond.1, NO_PARENT, 0, 1, MODE_TRUTH, 1];
             // SAFETY: `cb` is recording; the set's windows hold words 0 and 1.
             unsafe { predicate::record(d, cb, kernel, l.sets[(j % 2) as usize].1, push) };
         };
-        // SAFETY: `cb` is recording; set, buffers and words are this executable's.
-        unsafe { into_rounds(d, cb, under) };
-        predicate(cb, 0, rounds > 0);
-        // SAFETY: as above.
-        unsafe { predicate_barrier(d, cb, under) };
+        if opens {
+            // SAFETY: `cb` is recording; set, buffers and words are this executable's.
+            unsafe { into_rounds(d, cb, under) };
+            predicate(cb, 0);
+            // SAFETY: as above.
+            unsafe { predicate_barrier(d, cb, under) };
+        }
         for j in 0..rounds {
             let (body, offset) = if j % 2 == 0 { (even, 0) } else { (odd, LOOP_WINDOW) };
             // SAFETY: as above; the rendering begun here ends before the next round.
             if under {
                 unsafe { begin_rendering(self.rendering_fns(true)?, cb, words, offset) };
             }
-            let next = |cb: vk::CommandBuffer| predicate(cb, j + 1, j + 1 < rounds);
+            let next = |cb: vk::CommandBuffer| predicate(cb, j + 1);
             self.pred_stack.borrow_mut().push((words, (offset / 4) as u32, under));
             let r = self.record_body_with(body, cb, native, split.map(|k| (k, &next as &dyn Fn(vk::CommandBuffer))));
             self.pred_stack.borrow_mut().pop();
@@ -199,8 +212,8 @@ impl Executor {
     }
 }
 
-/// Orders a chunk of rounds after everything submitted before it (the device segment before
-/// the loop, earlier chunks): their writes visible to the chunk's compute work, and, where a
+/// Orders a chunk that opens a submission after everything submitted before it (the device
+/// segment before the loop, an earlier submission of rounds): their writes visible to the chunk's compute work, and, where a
 /// body runs under conditional rendering, to the command processor. Narrower than a full
 /// barrier on purpose: on an H200 each `ALL_COMMANDS` → `ALL_COMMANDS` barrier cost about
 /// 2.7 µs inside a loop (docs/conditional.md, "Executor").
