@@ -814,6 +814,23 @@ impl Executor {
         wait_timeline(&self.ctx, exe.timeline, value)
     }
 
+    /// Whether nothing this executor submitted is pending: the host-task thread is idle, no
+    /// wait gave up on work still running, and every executable's timeline has reached its
+    /// last run's value (transfers and eager commands wait for their own fences). Each
+    /// segment's closing barrier made its writes visible to the host, so the host may then
+    /// read and write user memory through its mapping.
+    pub(crate) fn quiescent(&self) -> Result<bool> {
+        if !self.worker.idle() || self.ctx.is_overdue() {
+            return Ok(false);
+        }
+        for exe in self.execs.iter().flatten() {
+            if exe.submitted > 0 && plan::timeline_value(&self.ctx, exe.timeline)? < exe.submitted {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Waits until every submitted run of `id` has finished.
     /// Reports the error of a run whose host task failed (once).
     pub fn wait(&self, id: ExecId) -> Result<()> {

@@ -30,7 +30,10 @@ mod worker;
 /// an application passes its handles with the same definitions.
 pub use ash;
 pub use cmdgraph_ir::host::{HostError, HostFn, HostMemory};
-pub use exec::{BarrierPolicy, CopyPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects};
+pub use exec::{
+    BarrierPolicy, CopyPolicy, ExecId, Executor, HostContext, NativeContext, RecordOptions, VulkanObjects,
+    MAPPED_USER_MAX,
+};
 pub use executable::conditional::LADDER as LOOP_LADDER;
 pub use executable::copies::CopyPath;
 pub use executable::plan::HostTaskWait;

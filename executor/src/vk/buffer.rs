@@ -19,6 +19,9 @@ pub struct Buffer {
     pub(crate) base: u64,
     /// The buffer and its memory are this executor's to destroy (not an application's).
     owned: bool,
+    /// The mapping is host-cached: the host reads it at memory speed. Otherwise a read of
+    /// mapped memory crosses the bus uncached, one load at a time.
+    host_cached: bool,
 }
 
 // SAFETY: the mapping pointer is this buffer's alone (never shared or aliased outside
@@ -60,7 +63,17 @@ pub enum Place {
     /// write through the mapping). The CPU reads device-local (BAR) or uncached memory
     /// across PCIe uncached: a 90 KB row took milliseconds on an H200.
     HostCached,
+    /// Device-local, host-visible and coherent, mapped, where the device has such a type
+    /// (NVIDIA's BAR; every type of a CPU device); else [`Place::Device`], unmapped. Small
+    /// user memory: the host reads and writes it through the mapping when no submitted work
+    /// is pending, without a transfer on the queue (`Executor::read`), and kernels access
+    /// it as device memory.
+    Mapped,
 }
+
+/// The most bytes read through an uncached mapping (device-local memory the host reads
+/// across the bus, one load at a time); longer reads go through a staging copy.
+pub const UNCACHED_READ_MAX: u64 = 256;
 
 const ALL_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
     vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
@@ -115,6 +128,12 @@ impl Buffer {
                 vk::MemoryPropertyFlags::DEVICE_LOCAL,
                 vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
             ),
+            Place::Mapped => (
+                vk::MemoryPropertyFlags::empty(),
+                vk::MemoryPropertyFlags::DEVICE_LOCAL
+                    | vk::MemoryPropertyFlags::HOST_VISIBLE
+                    | vk::MemoryPropertyFlags::HOST_COHERENT,
+            ),
             Place::HostCached => (
                 vk::MemoryPropertyFlags::HOST_CACHED,
                 vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
@@ -129,6 +148,9 @@ impl Buffer {
         let Some(index) = index else {
             // SAFETY: the buffer has no memory bound and is not in use.
             unsafe { ctx.device.destroy_buffer(buffer, None) };
+            if place == Place::Mapped {
+                return Buffer::with_usage(ctx, size, Place::Device, usage);
+            }
             return Err(ExecError::Vulkan(format!("no memory type for a {place:?} buffer")));
         };
         let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(index as u32);
@@ -142,10 +164,15 @@ impl Buffer {
                     ctx.shared_fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     return Buffer::with_usage(ctx, size, Place::Host, usage);
                 }
+                if place == Place::Mapped {
+                    // That heap is full (a BAR of 256 MiB): kernels keep device memory.
+                    return Buffer::with_usage(ctx, size, Place::Device, usage);
+                }
                 return Err(ExecError::Vulkan(format!("allocating {size} bytes: {e:?}")));
             }
         };
-        let mut out = Buffer { buffer, memory, size, mapped: None, base: 0, owned: true };
+        let host_cached = types[index].property_flags.contains(vk::MemoryPropertyFlags::HOST_CACHED);
+        let mut out = Buffer { buffer, memory, size, mapped: None, base: 0, owned: true, host_cached };
         // SAFETY: memory was allocated for this buffer's requirements, offset 0.
         if let Err(e) = unsafe { ctx.device.bind_buffer_memory(buffer, memory, 0) } {
             out.destroy(ctx);
@@ -168,7 +195,18 @@ impl Buffer {
     /// and destroys it).
     pub(crate) fn imported(buffer: vk::Buffer, base: u64, range: u64) -> Buffer {
         let size = base.saturating_add(range);
-        Buffer { buffer, memory: vk::DeviceMemory::null(), size, mapped: None, base, owned: false }
+        Buffer { buffer, memory: vk::DeviceMemory::null(), size, mapped: None, base, owned: false, host_cached: false }
+    }
+
+    /// Whether the host reads `len` bytes of this buffer through its mapping faster than
+    /// through a staging copy: mapped, and host-cached or at most [`UNCACHED_READ_MAX`] bytes.
+    pub(crate) fn reads_mapped(&self, len: u64) -> bool {
+        self.mapped.is_some() && (self.host_cached || len <= UNCACHED_READ_MAX)
+    }
+
+    /// Whether the buffer is mapped (the host may write it through the mapping).
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
     }
 
     /// Whether this is an application's buffer.

@@ -157,6 +157,8 @@ pub struct Context {
     /// Buffers asked for in device-local, host-visible memory that went to system memory
     /// ([`Context::shared_fallbacks`]).
     pub(crate) shared_fallbacks: std::sync::atomic::AtomicU64,
+    /// Reads and writes of user memory made through its mapping ([`Context::mapped_accesses`]).
+    pub(crate) mapped_accesses: std::sync::atomic::AtomicU64,
     /// A wait timed out and the queue may still run that work: before the next submission
     /// that reuses a fence or frees a command buffer, [`Context::settle`] waits for idle.
     overdue: AtomicBool,
@@ -444,6 +446,7 @@ impl Context {
             timeout: opts.timeout,
             wait_spin_ns: std::sync::atomic::AtomicU64::new(default_wait_spin(props.device_type)),
             shared_fallbacks: std::sync::atomic::AtomicU64::new(0),
+            mapped_accesses: std::sync::atomic::AtomicU64::new(0),
             overdue: AtomicBool::new(false),
             idle_fences: Mutex::new(Vec::new()),
             external,
@@ -474,6 +477,17 @@ impl Context {
     /// over the context's life.
     pub fn shared_fallbacks(&self) -> u64 {
         self.shared_fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// How many reads and writes of user memory went through its mapping instead of a
+    /// transfer on the queue (`Executor::read`, `bind`, ...), over the context's life.
+    pub fn mapped_accesses(&self) -> u64 {
+        self.mapped_accesses.load(Ordering::Relaxed)
+    }
+
+    /// Whether a wait timed out with its work possibly still running on the queue.
+    pub(crate) fn is_overdue(&self) -> bool {
+        self.overdue.load(Ordering::Acquire)
     }
 
     /// The chosen device's name (e.g. `llvmpipe (LLVM 19.1.7, 256 bits)`).
