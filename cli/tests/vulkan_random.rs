@@ -52,7 +52,7 @@ fn kernel_copy_nodes(ex: &mut Executor, module: &Module) -> Result<usize, String
     for (_, g) in module.graphs.iter() {
         let id = ex.finalize(&g.name).map_err(|e| format!("finalize @{}: {e}", g.name))?;
         let paths = ex.copy_paths(id).map_err(|e| e.to_string())?;
-        n += paths.iter().filter(|(_, p)| matches!(p, CopyPath::Kernel { .. })).count();
+        n += paths.iter().filter(|(_, p)| matches!(p, CopyPath::Kernel { .. } | CopyPath::KernelWithEnds)).count();
         ex.drop_exec(id).map_err(|e| e.to_string())?;
     }
     Ok(n)

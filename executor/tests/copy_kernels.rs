@@ -19,7 +19,9 @@ const N: usize = 20_011;
 /// Every kind of copy in one graph. `%t` is a graph allocation the scale kernel writes and a
 /// copy reads; `%v4` (16-byte aligned) and `%v1` (4-byte aligned) take the kernel; `%odd` (byte
 /// offsets) takes the byte kernel, and `%plain` copies what it wrote; `%pat` fills f64s, a pattern
-/// `vkCmdFillBuffer` cannot repeat; `%after` reads what `%v4` wrote.
+/// `vkCmdFillBuffer` cannot repeat; `%after` reads what `%v4` wrote; `%ends` (offsets 4 and
+/// 20: the same remainder modulo 16, 70 004 bytes) runs as 16-byte elements between 4-byte
+/// ends, three dispatches side by side, into memory whose other bytes stay.
 fn ir() -> String {
     format!(
         "{KERNELS_IR}
@@ -28,6 +30,7 @@ usm @b : f32[{N}]
 usm @c : f32[{N}]
 usm @d : f32[{N}]
 usm @e : f32[{N}]
+usm @f : f32[{N}]
 usm @wide : f64[999]
 
 graph @g {{
@@ -38,6 +41,7 @@ graph @g {{
   %odd = memcpy @d + 1, @a + 3, 4001
   %plain = memcpy @e + 4, @d, 40000 after(%odd)
   %pat = memfill @wide + 8, 0.1 : f64, 997
+  %ends = memcpy @f + 4, @a + 20, 70004
   %after = kernel @scale range({N}) args(@b, @a, 0.5) after(%v4, %v1)
   %f = async_free %t after(%v4)
 }}
@@ -56,13 +60,13 @@ fn run(options: RecordOptions) -> (Memories, Vec<(String, CopyPath)>, VulkanObje
     ex.set_record_options(options);
     let id = ex.finalize("g").unwrap();
     let paths = ex.copy_paths(id).unwrap();
-    for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+    for (i, name) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
         ex.bind(name, &f32_bytes(&random(N, 40 + i as u64))).unwrap();
     }
     ex.run(id).unwrap();
     ex.run(id).unwrap();
     ex.wait(id).unwrap();
-    let out = ["a", "b", "c", "d", "e", "wide"].iter().map(|n| (n.to_string(), ex.read(n).unwrap())).collect();
+    let out = ["a", "b", "c", "d", "e", "f", "wide"].iter().map(|n| (n.to_string(), ex.read(n).unwrap())).collect();
     no_messages(&ex);
     (out, paths, ex.vulkan_objects(id).unwrap())
 }
@@ -71,13 +75,13 @@ fn interpreted() -> Memories {
     let ir = ir();
     let module = cmdgraph_ir::text::parse(&ir).unwrap();
     let mut it = Interpreter::new(&module).unwrap();
-    for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+    for (i, name) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
         it.bind(name, &f32_bytes(&random(N, 40 + i as u64))).unwrap();
     }
     let id = it.finalize("g").unwrap();
     it.run(id).unwrap();
     it.run(id).unwrap();
-    ["a", "b", "c", "d", "e", "wide"].iter().map(|n| (n.to_string(), it.read(n).unwrap().to_vec())).collect()
+    ["a", "b", "c", "d", "e", "f", "wide"].iter().map(|n| (n.to_string(), it.read(n).unwrap().to_vec())).collect()
 }
 
 fn assert_same(got: &[(String, Vec<u8>)], want: &[(String, Vec<u8>)], what: &str) {
@@ -97,10 +101,11 @@ fn kernel_copies_match_the_interpreter_and_each_copy_takes_the_path_it_can() {
     assert_eq!(path("odd"), Some(CopyPath::Kernel { elem: 1 }), "byte offsets take the byte kernel");
     assert_eq!(path("plain"), Some(CopyPath::Kernel { elem: 4 }));
     assert!(matches!(path("pat"), Some(CopyPath::Kernel { .. })), "{paths:?}");
-    assert_eq!(paths.len(), 5, "{paths:?}");
-    // One set per pair of windows (%v4, %v1, %odd, %plain, %pat), beside the two kernel
-    // launches' sets. Three more pipelines (llvmpipe stores bytes).
-    assert_eq!(objects.descriptor_sets, 2 + 5, "{objects:?}");
+    assert_eq!(path("ends"), Some(CopyPath::KernelWithEnds), "same remainder modulo 16, 4-byte aligned");
+    assert_eq!(paths.len(), 6, "{paths:?}");
+    // One set per pair of windows (%v4, %v1, %odd, %plain, %pat, and %ends' three parts),
+    // beside the two kernel launches' sets. Three more pipelines (llvmpipe stores bytes).
+    assert_eq!(objects.descriptor_sets, 2 + 5 + 3, "{objects:?}");
     assert_eq!(objects.pipelines, 3 + 3, "{objects:?}");
 }
 
@@ -112,7 +117,8 @@ fn one_group_loops_over_every_element_with_the_same_result() {
     let want = interpreted();
     let (got, paths, _) = run(RecordOptions { copies: CopyPolicy::Shader, copy_groups: 1, ..Default::default() });
     assert_same(&got, &want, "one group");
-    assert_eq!(paths.iter().filter(|(_, p)| matches!(p, CopyPath::Kernel { .. })).count(), 5);
+    let kernel = |p: &CopyPath| matches!(p, CopyPath::Kernel { .. } | CopyPath::KernelWithEnds);
+    assert_eq!(paths.iter().filter(|(_, p)| kernel(p)).count(), 6);
 }
 
 #[test]

@@ -251,6 +251,7 @@ fn path_of(ex: &Executor, id: ExecId) -> Result<String, String> {
     let paths = ex.copy_paths(id).map_err(|e| e.to_string())?;
     Ok(match paths.first() {
         Some((_, CopyPath::Kernel { elem })) => format!("kernel ({elem} B)"),
+        Some((_, CopyPath::KernelWithEnds)) => "kernel (16 B, 4 B ends)".into(),
         Some((_, CopyPath::Transfer)) => "copy command".into(),
         None => "fill command".into(),
     })

@@ -338,13 +338,16 @@ impl Executor {
             }
             return Ok(true);
         }
-        if let Some(c) = self.kernel_copy(exe, graph, h)? {
+        if let Some(parts) = self.kernel_copy(exe, graph, h)? {
             let kernels = self.copy_kernels.as_ref().ok_or_else(|| ExecError::Invalid("no copy kernels".into()))?;
-            let set = exe.copy_sets.borrow_mut().get(&self.ctx, kernels.set_layout(), c.src, c.dst)?;
-            // SAFETY: `cb` is recording; the set's windows hold the copy's elements (planned
-            // against the buffers' sizes and the device's descriptor limits).
-            unsafe { crate::vk::copy::record(d, cb, kernels, c.elem, set, c.push, c.groups) };
-            *bound = kernels.pipeline(c.elem);
+            // Parts of one copy write disjoint ranges: no barrier between them.
+            for c in parts {
+                let set = exe.copy_sets.borrow_mut().get(&self.ctx, kernels.set_layout(), c.src, c.dst)?;
+                // SAFETY: `cb` is recording; the set's windows hold the copy's elements
+                // (planned against the buffers' sizes and the device's descriptor limits).
+                unsafe { crate::vk::copy::record(d, cb, kernels, c.elem, set, c.push, c.groups) };
+                *bound = kernels.pipeline(c.elem);
+            }
             return Ok(true);
         }
         match &n.kind {
