@@ -23,7 +23,10 @@ condition kernels through NVRTC (declaring `cudaGraphSetConditional`), the node 
 driver API (`cuGraphAddNode`, CUDA 13's signature with edge data), the body captured into the
 node's graph with `cudaStreamBeginCaptureToGraph`.
 
-    python3 scripts/cuda_cond.py --json out.json [--n 4096] [--limits 10,100,1000]
+    python3 scripts/cuda_cond.py --json out.json [--n 1024,4096] [--limits 10,100,1000]
+
+Each loop row carries its `n` (the suite's sizes: at 1024 cmdgraph fuses the three kernels
+into one dispatch; CUDA's peers launch three at every size).
 """
 
 import argparse
@@ -345,7 +348,7 @@ def branch_rows(reps, k, device):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True, help="where to write the results")
-    p.add_argument("--n", type=int, default=4096, help="Jacobi vector length")
+    p.add_argument("--n", default="1024,4096", help="Jacobi vector lengths, comma-separated")
     p.add_argument("--limits", default="10,100,1000", help="iteration counts")
     p.add_argument("--reps", type=int, default=9, help="timed repetitions (median)")
     a = p.parse_args()
@@ -359,8 +362,11 @@ def main():
         "available": True,
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
-        "n": a.n,
-        "loop": loop_rows(a.n, limits, a.reps, k, device),
+        "loop": [
+            dict(row, n=n)
+            for n in (int(x) for x in a.n.split(","))
+            for row in loop_rows(n, limits, a.reps, k, device)
+        ],
         "branch": branch_rows(a.reps, k, device),
     }
     with open(a.json, "w") as f:

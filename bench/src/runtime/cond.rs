@@ -7,7 +7,9 @@
 //! `max |xn - x|` over the interior (a strided pass, then a tree in work-group memory),
 //! counts the iteration and writes whether to go on (`residual > tol` and `count < limit`,
 //! both read on the device) into `@flag`; the commit of `@xn` into `@x`. With `tol = 0` and
-//! `limit` = 10, 100, 1000 the count is data on the device and known.
+//! `limit` = 10, 100, 1000 the count is data on the device and known. Compiled with the
+//! default pipeline at each of `--n` (1024 and 4096): at 1024 `fuse-stages` makes the three
+//! kernels one dispatch (small kernels), at 4096 they stay three.
 //!
 //! *host loop*: one graph of the three kernels, `run` + `wait` + a read of `@flag` per
 //! iteration (what a Vulkan application that loops until a residual is small does). *while
@@ -27,9 +29,11 @@ use std::time::Instant;
 pub struct Args {
     #[command(flatten)]
     pub common: Common,
-    /// Floats in the relaxed vector.
-    #[arg(long, default_value_t = 4096)]
-    pub n: u32,
+    /// Floats in the relaxed vector, one set of rows each: at 1024 and below the default
+    /// pipeline's `fuse-stages` makes the three kernels one dispatch (small kernels), at 4096
+    /// they stay three.
+    #[arg(long, value_delimiter = ',', default_values_t = [1024u32, 4096])]
+    pub n: Vec<u32>,
     /// Iteration limits (the loop's data-dependent trip counts).
     #[arg(long, value_delimiter = ',', default_values_t = [10u32, 100, 1000])]
     pub limits: Vec<u32>,
@@ -270,6 +274,10 @@ pub fn reference(x0: &[f32], b: &[f32], limit: u32) -> (Vec<f32>, u32) {
 
 /// One limit's medians, in seconds, and the CUDA peers' (ms in their JSON).
 struct Row {
+    /// Floats in the relaxed vector.
+    n: u32,
+    /// Dispatches of one iteration (kernel nodes of the optimized `@g`).
+    dispatches: usize,
     limit: u32,
     host_loop: f64,
     /// The `while` node: one `run` + `wait` for the whole loop.
@@ -300,13 +308,18 @@ pub fn main(args: &Args) -> Result<(), String> {
 const MERGED: &str = "merge-branches";
 
 fn run(args: &Args, phase: &Phase) -> Result<(), String> {
-    let n = args.n.max(3);
+    let sizes: Vec<u32> = if args.n.is_empty() { vec![4096] } else { args.n.iter().map(|&n| n.max(3)).collect() };
     let limits: Vec<String> = args.limits.iter().map(|l| l.max(&1).to_string()).collect();
-    let name = format!("cond_{n}_{}", limits.join("_"));
+    let name_of = |n: u32| format!("cond_{n}_{}", limits.join("_"));
+    let (first, name) = (sizes[0], name_of(sizes[0]));
     if phase.prepares() {
-        let (bundle, _) = harness::compile(&module_with_unrolled(n, &args.limits), &[])?;
-        harness::save(phase.dir(), &name, &bundle)?;
-        let (bundle, report) = harness::compile(&module_text(n), &[MERGED])?;
+        for &n in &sizes {
+            // What an application gets from `cmdgraph compile`: the default pipeline.
+            let (bundle, _) =
+                harness::compile(&module_with_unrolled(n, &args.limits), cmdgraph_passes::DEFAULT_PIPELINE)?;
+            harness::save(phase.dir(), &name_of(n), &bundle)?;
+        }
+        let (bundle, report) = harness::compile(&module_text(first), &[MERGED])?;
         // The branch must really be one kernel, or the row measures the `if` node again.
         if !report.remarks.iter().any(|r| r.contains("@branch: %i is one kernel")) {
             return Err(format!("cond: {MERGED} left @branch's `if` as it was: {:?}", report.remarks));
@@ -319,14 +332,18 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let cuda = harness::torch(&args.common)?;
     let missing = harness::torch_missing(&cuda);
     let reps = args.common.runs.max(1);
+    let mut rows = Vec::new();
+    for &n in sizes.iter().rev() {
+        let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name_of(n))?, &args.common)?;
+        rows.splice(0..0, loops(&mut ex, n, &args.limits, reps, cuda.as_ref())?);
+    }
     let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name)?, &args.common)?;
     let device = ex.context().device_name().to_string();
-    let rows = loops(&mut ex, n, &args.limits, reps, cuda.as_ref())?;
     let branch = branch(&mut ex, reps, cuda.as_ref())?;
     drop(ex);
     let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &format!("{name}_merged"))?, &args.common)?;
     let merged = self::branch(&mut ex, reps, None)?;
-    let body = section(&rows, [&branch, &merged], &device, &args.common, n, missing.as_deref());
+    let body = section(&rows, [&branch, &merged], &device, &args.common, missing.as_deref());
     harness::finish(&args.common, "cond", &body)
 }
 
@@ -340,6 +357,17 @@ fn loops(
     cuda: Option<&serde_json::Value>,
 ) -> Result<Vec<Row>, String> {
     let err = |e: cmdgraph_executor::ExecError| e.to_string();
+    let dispatches = ex
+        .module()
+        .graph_by_name("g")
+        .map(|h| {
+            ex.module().graphs[h]
+                .nodes
+                .iter()
+                .filter(|(_, nd)| matches!(nd.kind, cmdgraph_ir::NodeKind::Kernel(_)))
+                .count()
+        })
+        .unwrap_or(0);
     let g = ex.finalize("g").map_err(err)?;
     let lp = ex.finalize("loop").map_err(err)?;
     let reset = ex.finalize("reset").map_err(err)?;
@@ -392,11 +420,11 @@ fn loops(
             wtimes.push(t.elapsed().as_secs_f64());
         }
         let unrolled = time_unrolled(ex, limit, want_count, &want, reps)?;
-        let peer = cuda.and_then(|c| cuda_row(c, limit));
+        let peer = cuda.and_then(|c| cuda_row(c, n, limit));
         let (host_loop, while_node) = (harness::median(&times), harness::median(&wtimes));
-        rows.push(Row { limit, host_loop, while_node, unrolled, cuda: peer });
+        rows.push(Row { n, dispatches, limit, host_loop, while_node, unrolled, cuda: peer });
         eprintln!(
-            "cond: limit {limit}: host loop {:.3} ms, while node {:.3} ms, unrolled {:.3} ms",
+            "cond: n {n}, limit {limit}: host loop {:.3} ms, while node {:.3} ms, unrolled {:.3} ms",
             host_loop * 1e3,
             while_node * 1e3,
             unrolled * 1e3
@@ -483,10 +511,14 @@ fn branch(
     Ok(Branch { plain, if_else, cuda: peer })
 }
 
-/// The CUDA peers' wall ms for `limit`: eager, graph per iteration, WHILE node.
-fn cuda_row(json: &serde_json::Value, limit: u32) -> Option<[f64; 3]> {
-    let row =
-        json.get("loop")?.as_array()?.iter().find(|r| r.get("limit").and_then(|l| l.as_u64()) == Some(limit.into()))?;
+/// The CUDA peers' wall ms for `n` floats and `limit` iterations: eager, graph per iteration,
+/// WHILE node (rows without their own `n` have the file's).
+fn cuda_row(json: &serde_json::Value, n: u32, limit: u32) -> Option<[f64; 3]> {
+    let file_n = json.get("n").and_then(|v| v.as_u64());
+    let row = json.get("loop")?.as_array()?.iter().find(|r| {
+        let row_n = r.get("n").and_then(|v| v.as_u64()).or(file_n);
+        r.get("limit").and_then(|l| l.as_u64()) == Some(limit.into()) && row_n == Some(n.into())
+    })?;
     let get = |k: &str| row.get(k).and_then(|v| v.as_f64());
     Some([get("eager_ms")?, get("graph_per_iteration_ms")?, get("while_node_ms")?])
 }
@@ -496,7 +528,6 @@ fn section(
     [branch, merged]: [&Branch; 2],
     device: &str,
     common: &Common,
-    n: u32,
     missing: Option<&str>,
 ) -> String {
     let how = "wall time of the whole loop (resetting the iterate and the count on the device, as the CUDA peers \
@@ -506,9 +537,13 @@ fn section(
     let mut s = harness::header("Loops and branches decided on the GPU (issue 33)", device, common, how);
     let _ = write!(
         s,
-        "Input (bench/src/runtime/cond.rs): a 1-D Jacobi relaxation of {n} floats, three kernels per iteration \
+        "Input (bench/src/runtime/cond.rs): a 1-D Jacobi relaxation of n floats, three kernels per iteration \
          (the sweep; one work-group reducing the residual, counting the iteration and writing whether to go on: \
-         `residual > 0` and `count < limit`, both on the device; the commit), run until the device says stop; \
+         `residual > 0` and `count < limit`, both on the device; the commit), run until the device says stop, \
+         compiled with the default pipeline (what `cmdgraph compile` gives: at n = 1024 `fuse-stages` makes the \
+         three kernels one dispatch, the sweep and the commit looped 4 items per work-item inside the \
+         residual's work-group of 256, small kernels; at n = 4096 they would loop 16 items and stay three \
+         dispatches, column *dispatches*); \
          the count and the final iterate checked against the host (exact), for each cmdgraph row. *host loop*: \
          one cmdgraph graph of the three kernels, `run` + `wait` + a read of `@flag` per iteration. *while node*: \
          graph `@loop`, a `while @flag do @g` node (docs/conditional.md: the body's kernels are predicated \
@@ -522,8 +557,8 @@ fn section(
          CUDA's WHILE node. *unrolled* (a floor, not a loop): graph `@unrolled_k`, the reset and k \
          copies of the three kernels in one chain, what the loop costs with its trip count known on the host \
          and no loop machinery, one `run` + `wait` (checked the same way).\n\n\
-         | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | cmdgraph unrolled ms | while node / unrolled | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+         | n | dispatches | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | cmdgraph unrolled ms | while node / unrolled | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     let na = missing.unwrap_or("n/a");
     for r in rows {
@@ -538,7 +573,9 @@ fn section(
         };
         let _ = writeln!(
             s,
-            "| {} | {:.3} | {:.3} | {:.1}x | {:.3} | {:.2}x | {e} | {g} | {w} | {ratio} |",
+            "| {} | {} | {} | {:.3} | {:.3} | {:.1}x | {:.3} | {:.2}x | {e} | {g} | {w} | {ratio} |",
+            r.n,
+            r.dispatches,
             r.limit,
             r.host_loop * 1e3,
             r.while_node * 1e3,
