@@ -73,7 +73,8 @@ pub struct RunArgs {
     /// `--then` (see `steps`).
     #[command(flatten)]
     pub steps: Steps,
-    /// Print the last run's per-node device times (needs `properties(enable_profiling)`).
+    /// Print the last run's per-node device times (needs `properties(enable_profiling)`), how
+    /// each conditional node and each copy ran.
     #[arg(long)]
     pub profile: bool,
     /// The Vulkan device: an index or a name substring (default: discrete, integrated,
@@ -281,6 +282,10 @@ fn on_device(
         }
         for (node, rounds) in ex.loop_rounds(exec).map_err(fail)? {
             let _ = writeln!(summary, "while %{node}: {rounds} round(s) in the last run");
+        }
+        // How each copy ran: the copy kernel or the copy command (docs/executor.md, "Copies").
+        for (node, path) in ex.copy_paths(exec).map_err(fail)? {
+            let _ = writeln!(summary, "copy %{node}: {path}");
         }
     }
     layer_rejection(ex.context().take_messages())?;

@@ -38,6 +38,19 @@ pub enum CopyPath {
     KernelWithEnds,
 }
 
+impl std::fmt::Display for CopyPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CopyPath::Transfer => f.write_str("the copy command (vkCmdCopyBuffer)"),
+            CopyPath::Kernel { elem: 1 } => f.write_str("the copy kernel, bytes"),
+            CopyPath::Kernel { elem } => write!(f, "the copy kernel, {elem}-byte elements"),
+            CopyPath::KernelWithEnds => {
+                f.write_str("the copy kernel, 16-byte elements between 4-byte ends (three dispatches side by side)")
+            }
+        }
+    }
+}
+
 /// The fewest bytes a copy of 4-byte alignment is split into 16-byte elements between
 /// 4-byte ends for ([`CopyPath::KernelWithEnds`]): below it one dispatch of 4-byte elements
 /// costs less than three. On the H200 the 4-byte kernel moved 4 MiB at 0.83x CUDA's copy
