@@ -38,7 +38,10 @@ kernel @spin(%x: buf<u32, read_write>, %n: u32, %add: u32) {
 }
 "#;
 
-const ITEMS: u64 = 8192;
+/// Enough work that a run lasts tens of milliseconds on llvmpipe even when this binary's
+/// tests share two cores: a submission there was once descheduled for 6-9 ms in CI (the
+/// other tests' llvmpipe threads), against runs of 24 ms with 8192 items.
+const ITEMS: u64 = 32768;
 /// llvmpipe stops a work-item's loops after 65535 iterations in all (Mesa's
 /// `LP_MAX_TGSI_LOOP_ITERATIONS`, one counter per invocation; docs/executor.md, "Devices"), so
 /// the work is spread over work-items instead.
