@@ -352,38 +352,37 @@ impl Executor {
     /// Sets a user memory object; the length must be its exact size. Waits for earlier work.
     pub fn bind(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
         self.worker.drain(self.ctx.timeout())?;
-        let (_, buf, size) = self.user(name)?;
+        let (index, buf, size) = self.user(name)?;
         if bytes.len() as u64 != size {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} given", bytes.len())));
         }
         let base = buf.base;
-        self.upload(name, base, bytes)
+        self.upload(index, base, bytes)
     }
 
-    /// Writes `bytes` at byte `at` of user memory `name`'s buffer (in range: the caller
+    /// Writes `bytes` at byte `at` of user memory `index`'s buffer (in range: the caller
     /// checked), after the work submitted before: through the mapping when nothing is
     /// pending (host writes before a submission are visible to it), else by a transfer
     /// ordered after that work on the queue.
-    fn upload(&mut self, name: &str, at: u64, bytes: &[u8]) -> Result<()> {
-        let quiet = self.quiescent()?;
-        let (index, _, _) = self.user(name)?;
+    fn upload(&mut self, index: usize, at: u64, bytes: &[u8]) -> Result<()> {
+        let mapped = matches!(self.memories.get(index), Some(Some(b)) if b.is_mapped());
+        let quiet = mapped && self.quiescent()?;
         match self.memories.get_mut(index) {
-            Some(Some(buf)) if quiet && buf.is_mapped() => {
+            Some(Some(buf)) if quiet => {
                 buf.write(at, bytes)?;
                 self.ctx.mapped_accesses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok(())
             }
             Some(Some(buf)) => self.transfers.upload(&self.ctx, &*buf, at, bytes),
-            _ => Err(ExecError::Invalid(format!("@{name} is not user memory"))),
+            _ => Err(ExecError::Invalid(format!("memory {index} is not user memory"))),
         }
     }
 
-    /// Reads `out.len()` bytes at byte `at` of user memory `name`'s buffer (in range: the
-    /// caller checked), after everything submitted: through the mapping when nothing is
-    /// pending and the mapping reads fast ([`Buffer::reads_mapped`]), else by a transfer
-    /// ordered after that work on the queue.
-    fn download(&self, name: &str, at: u64, out: &mut [u8]) -> Result<()> {
-        let (_, buf, _) = self.user(name)?;
+    /// Reads `out.len()` bytes at byte `at` of `buf`, a user memory object's buffer (in
+    /// range: the caller checked), after everything submitted: through the mapping when
+    /// nothing is pending and the mapping reads fast ([`Buffer::reads_mapped`]), else by a
+    /// transfer ordered after that work on the queue.
+    fn download(&self, buf: &Buffer, at: u64, out: &mut [u8]) -> Result<()> {
         if buf.reads_mapped(out.len() as u64) && self.quiescent()? {
             buf.read_into(at, out)?;
             self.ctx.mapped_accesses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -401,9 +400,8 @@ impl Executor {
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
         self.worker.drain(self.ctx.timeout())?;
         let (_, buf, size) = self.user(name)?;
-        let base = buf.base;
         let mut out = vec![0u8; usize::try_from(size).map_err(|_| ExecError::Invalid(format!("{name} is too large")))?];
-        self.download(name, base, &mut out)?;
+        self.download(buf, buf.base, &mut out)?;
         Ok(out)
     }
 
@@ -417,14 +415,13 @@ impl Executor {
         if offset.checked_add(len).is_none_or(|end| end > size) {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes; {len} from byte {offset} asked for")));
         }
-        let at = buf.base + offset;
-        self.download(name, at, out)
+        self.download(buf, buf.base + offset, out)
     }
 
     /// Writes `bytes` into a user memory object from byte `offset`. Waits for earlier work.
     pub fn write_range(&mut self, name: &str, offset: u64, bytes: &[u8]) -> Result<()> {
         self.worker.drain(self.ctx.timeout())?;
-        let (_, buf, size) = self.user(name)?;
+        let (index, buf, size) = self.user(name)?;
         if offset.checked_add(bytes.len() as u64).is_none_or(|end| end > size) {
             return Err(ExecError::Invalid(format!(
                 "{name} has {size} bytes; {} from byte {offset} given",
@@ -432,7 +429,7 @@ impl Executor {
             )));
         }
         let at = buf.base + offset;
-        self.upload(name, at, bytes)
+        self.upload(index, at, bytes)
     }
 
     /// [`read`](Self::read) into `out`, which must be exactly the object's size: the
@@ -444,8 +441,7 @@ impl Executor {
         if out.len() as u64 != size {
             return Err(ExecError::Invalid(format!("{name} has {size} bytes, {} asked for", out.len())));
         }
-        let base = buf.base;
-        self.download(name, base, out)
+        self.download(buf, buf.base, out)
     }
 
     /// [`read`](Self::read) as typed elements.

@@ -201,7 +201,7 @@ impl Buffer {
     /// Whether the host reads `len` bytes of this buffer through its mapping faster than
     /// through a staging copy: mapped, and host-cached or at most [`UNCACHED_READ_MAX`] bytes.
     pub(crate) fn reads_mapped(&self, len: u64) -> bool {
-        self.mapped.is_some() && (self.host_cached || len <= UNCACHED_READ_MAX)
+        self.is_mapped() && (self.host_cached || len <= UNCACHED_READ_MAX)
     }
 
     /// Whether the buffer is mapped (the host may write it through the mapping).
