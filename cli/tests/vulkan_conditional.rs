@@ -137,20 +137,81 @@ fn both(m: &Module, x: &[u8], flags: [u32; 4], runs: usize) -> ([u32; 4], u32, (
     ([f[0], f[1], f[2], f[3]], u32::from_le_bytes([r[0], r[1], r[2], r[3]]), (ex, ee))
 }
 
+/// Both ways a round's successor predicate is made: `@loop_body` is one kernel on one
+/// work-group, which writes it itself (a loop predicate, docs/abi.md); on two work-groups the
+/// predicate dispatch computes it after the body.
 #[test]
 fn while_loops_of_zero_one_and_many_rounds_match_the_interpreter() {
-    let m = module("graph @main {\n  %w = while @flags do @loop_body\n}");
+    let two_groups = "graph @two_groups {
+  %k = kernel @double_and_count_down nd_range(global(8), local(4)) args(@x, @flags, @rounds)
+}
+
+graph @main {
+  %w = while @flags do @two_groups
+}";
+    let bodies = [
+        (
+            "graph @main {\n  %w = while @flags do @loop_body\n}".to_string(),
+            "a predicated kernel that writes the next round's predicate itself",
+        ),
+        (two_groups.to_string(), "predicated kernels reading words a predicate dispatch computes"),
+    ];
     let mut rng = Rng(33);
-    // 16 rounds fill the first submission exactly; 17 and 300 need further chunks (32, 64,
-    // 128, then 256), 300 ending inside the last.
-    for n in [0u32, 1, 7, 16, 17, 300] {
-        let (flags, rounds, (ex, id)) = both(&m, &x0(&mut rng), [n, 0, 0, 0], 1);
-        assert_eq!((flags[0], rounds), (0, n), "{n} rounds");
+    for (graphs, how) in bodies {
+        let m = module(&graphs);
+        // 16 rounds fill the first submission exactly; 17 and 300 need further chunks (32, 64,
+        // 128, then 256), 300 ending inside the last.
+        for n in [0u32, 1, 7, 16, 17, 300] {
+            let (flags, rounds, (ex, id)) = both(&m, &x0(&mut rng), [n, 0, 0, 0], 1);
+            assert_eq!((flags[0], rounds), (0, n), "{n} rounds");
+            let paths = ex.conditional_paths(id).unwrap();
+            let want = format!("while: {how}; rounds in chunks of 1, 2, 4");
+            assert!(paths.len() == 1 && paths[0].1.starts_with(&want), "{paths:?}");
+            // The rounds are counted on the device, and the next run submits as many at once.
+            assert_eq!(ex.loop_rounds(id).unwrap(), vec![("w".to_string(), u64::from(n))]);
+        }
+    }
+}
+
+/// A loop predicate reads the condition where the kernel's view of the memory has it: the
+/// view starts at `@flags + 4` and the condition is `@flags + 12`, element 2 of the view,
+/// the word the kernel's last work-item counts down (element 0 of the view, `@flags + 4`,
+/// holds a decoy the kernel never changes; the first invocation reads the condition after
+/// the barrier). Against the interpreter, across chunks and runs.
+#[test]
+fn a_loop_predicate_reads_the_condition_inside_the_kernels_view() {
+    let m = module(
+        "kernel @count_down_at(%x: buf<f32, read_write>, %c: buf<u32, read_write>, %at: u32) {
+  %i = global_id 0
+  %v = load %x[%i]
+  %two = const 2.0 : f32
+  %d = mul %v, %two
+  store %x[%i], %d
+  %seven = const 7 : u32
+  %last = eq %i, %seven
+  if %last {
+    %one = const 1 : u32
+    %n = load %c[%at]
+    %n1 = sub %n, %one
+    store %c[%at], %n1
+  }
+}
+
+graph @body {
+  %k = kernel @count_down_at range(8) args(@x, @flags + 4, 2 : u32)
+}
+
+graph @main {
+  %w = while @flags + 12 do @body
+}",
+    );
+    let mut rng = Rng(34);
+    for n in [0u32, 1, 3, 40] {
+        let (flags, _, (ex, id)) = both(&m, &x0(&mut rng), [7, 5, 9, n], 2);
+        assert_eq!(flags, [7, 5, 9, 0], "{n} rounds");
         let paths = ex.conditional_paths(id).unwrap();
-        let want = "while: predicated kernels reading words a predicate dispatch computes; rounds in chunks of 1, 2, 4";
-        assert!(paths.len() == 1 && paths[0].1.starts_with(want), "{paths:?}");
-        // The rounds are counted on the device, and the next run submits as many at once.
-        assert_eq!(ex.loop_rounds(id).unwrap(), vec![("w".to_string(), u64::from(n))]);
+        assert!(paths[0].1.contains("writes the next round's predicate itself"), "{paths:?}");
+        assert_eq!(ex.loop_rounds(id).unwrap(), vec![("w".to_string(), 0)], "{n} rounds: the second run");
     }
 }
 

@@ -32,6 +32,7 @@ impl KernelCompiler for Fake {
             dims: launch.dims() as u8,
             local_capacity: Vec::new(),
             predicated: false,
+            loop_tail: None,
         })
     }
 

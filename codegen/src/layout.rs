@@ -83,7 +83,7 @@ pub(crate) fn layout(
     kernel: &Kernel,
     body: &Body,
     local_capacity: &[u64],
-    predicated: bool,
+    (predicated, loop_tail): (bool, Option<u32>),
 ) -> Result<Layout, CodegenError> {
     let mut offset = HEADER_BYTES;
     let mut fields = Vec::with_capacity(kernel.params.len());
@@ -134,8 +134,12 @@ pub(crate) fn layout(
         globals.push((g, slot));
     }
     if predicated {
-        // The last binding; the lowering reads it (lower/mod.rs, `predicate`).
-        abi_slots.push(MemorySlot::Predicate);
+        // The last binding; the lowering reads it (lower/mod.rs, `and_predicate`) and, in a
+        // loop's variant, writes the next round's word (`loop_tail`).
+        abi_slots.push(match loop_tail {
+            Some(condition_param) => MemorySlot::LoopPredicate { condition_param },
+            None => MemorySlot::Predicate,
+        });
     }
     let abi = ArgLayout { block_size: align_to(offset, 16), fields, slots: abi_slots };
     Ok(Layout { abi, slots, param_slot, globals })

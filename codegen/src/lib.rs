@@ -57,6 +57,11 @@ pub struct Variant {
     /// and returns at once when it says not to run (`MemorySlot::Predicate`, docs/abi.md
     /// "Predicated variants").
     pub predicated: bool,
+    /// A predicated launch that is the one kernel of a `while` body: the buffer parameter
+    /// whose memory holds the loop's condition. The variant then also has mode 3, in which
+    /// its first invocation writes the next round's predicate after the kernel's work
+    /// (`MemorySlot::LoopPredicate`, docs/abi.md "Loop predicates").
+    pub loop_tail: Option<u32>,
 }
 
 /// What `compile --emit` can print for one kernel variant.
@@ -109,7 +114,7 @@ fn compile(
     } else {
         body
     };
-    let layout = layout::layout(module, k, body, &variant.local_capacity, variant.predicated)?;
+    let layout = layout::layout(module, k, body, &variant.local_capacity, (variant.predicated, variant.loop_tail))?;
     let vectorize = vectorize::element_wise(body, &layout, variant);
     let plan = lower::Plan { kernel: k, body, variant, layout: &layout, vectorize };
     let text = lower::lower(&plan, &k.name)?;

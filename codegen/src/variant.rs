@@ -86,7 +86,7 @@ pub fn choose_variant(
             }
         }
     }
-    Ok(Variant { workgroup_size, dims: dims as u8, local_capacity, predicated: false })
+    Ok(Variant { workgroup_size, dims: dims as u8, local_capacity, predicated: false, loop_tail: None })
 }
 
 /// Every distinct (kernel, variant) the module's graphs launch (kernel nodes and every

@@ -44,7 +44,13 @@ impl KernelCompiler for Fake {
                 _ => None,
             })
             .collect();
-        Ok(Variant { workgroup_size: wg, dims: launch.dims() as u8, local_capacity, predicated: false })
+        Ok(Variant {
+            workgroup_size: wg,
+            dims: launch.dims() as u8,
+            local_capacity,
+            predicated: false,
+            loop_tail: None,
+        })
     }
 
     fn compile_kernel(

@@ -16,7 +16,13 @@ struct Fake;
 
 impl KernelCompiler for Fake {
     fn choose_variant(&self, _: &Module, _: Handle<Kernel>, l: &Launch, _: &[Arg]) -> Result<Variant, CodegenError> {
-        Ok(Variant { workgroup_size: [64, 1, 1], dims: l.dims() as u8, local_capacity: Vec::new(), predicated: false })
+        Ok(Variant {
+            workgroup_size: [64, 1, 1],
+            dims: l.dims() as u8,
+            local_capacity: Vec::new(),
+            predicated: false,
+            loop_tail: None,
+        })
     }
 
     fn compile_kernel(

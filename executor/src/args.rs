@@ -81,6 +81,17 @@ pub fn geometry(launch: &Launch) -> Result<Geometry> {
     })
 }
 
+/// The work-groups a launch of global `size` runs as `variant`, per dimension.
+pub(crate) fn group_counts(size: [u32; 3], variant: &CompiledKernel) -> [u32; 3] {
+    let wg = variant.workgroup_size;
+    let per = [wg[0].saturating_mul(variant.items_per_invocation), wg[1], wg[2]];
+    let mut groups = [0u32; 3];
+    for d in 0..3 {
+        groups[d] = size[d].div_ceil(per[d].max(1));
+    }
+    groups
+}
+
 /// Encodes the argument block of `kernel` compiled as `variant` for `launch` and `args`
 /// (dynamic parameters already replaced by their values). `resolve` places a memory reference
 /// plus byte offset; `limits` are the device's.
@@ -105,7 +116,7 @@ pub fn encode(
     for (i, slot) in layout.slots.iter().enumerate() {
         match slot {
             MemorySlot::DeviceGlobal { name, .. } => slots[i] = Some(Target::Global(name.clone())),
-            MemorySlot::Predicate => slots[i] = Some(Target::Predicate),
+            MemorySlot::Predicate | MemorySlot::LoopPredicate { .. } => slots[i] = Some(Target::Predicate),
             MemorySlot::Param { .. } => {}
         }
     }
@@ -198,11 +209,8 @@ pub fn encode(
         .enumerate()
         .map(|(i, s)| s.ok_or_else(|| ExecError::Bundle(format!("@{name}: memory slot {i} has no argument"))))
         .collect::<Result<Vec<_>>>()?;
-    let wg = variant.workgroup_size;
-    let per = [wg[0].saturating_mul(variant.items_per_invocation), wg[1], wg[2]];
-    let mut groups = [0u32; 3];
+    let groups = group_counts(size, variant);
     for d in 0..3 {
-        groups[d] = size[d].div_ceil(per[d].max(1));
         if groups[d] > max_groups[d] {
             return Err(ExecError::Invalid(format!(
                 "@{name}: {} work-groups in dimension {d}, the device allows {}",

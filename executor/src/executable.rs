@@ -714,7 +714,7 @@ impl Executor {
         };
         let Encoded { mut block, slots, mut windows, groups } =
             encode(kernel, variant, &k.cmd.launch, &args, &|m, o| exe.place(self, m, o), &limits)?;
-        if variant.layout.slots.last() == Some(&cmdgraph_ir::bundle::MemorySlot::Predicate) {
+        if variant.layout.slots.last().is_some_and(cmdgraph_ir::bundle::MemorySlot::is_predicate) {
             // Words 6 and 7: what the kernel's predicate test reads, and the window of the
             // predicate words it binds (conditional.rs).
             let p = &exe.predicate;

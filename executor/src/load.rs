@@ -353,10 +353,24 @@ fn check_kernel(module: &Module, variant: usize, k: &CompiledKernel) -> Result<(
                     return Err(bad(format!("slot {i} (binding {}) is not the slot of field {param}", i + 1)));
                 }
             }
-            MemorySlot::Predicate => {
+            MemorySlot::Predicate | MemorySlot::LoopPredicate { .. } => {
                 // The kernel reads it as its last binding (docs/abi.md, "Predicated variants").
                 if i + 1 != l.slots.len() {
                     return Err(bad(format!("slot {i} (binding {}) is a predicate but not the last slot", i + 1)));
+                }
+                // The condition is read through the parameter's own slot, as a 4-byte word.
+                if let MemorySlot::LoopPredicate { condition_param: p } = slot {
+                    let word = matches!(
+                        kernel.params.get(*p as usize).map(|p| p.ty),
+                        Some(ParamType::Buffer { elem, .. }) if elem.lanes == 1
+                            && matches!(elem.scalar, cmdgraph_ir::ScalarType::U32 | cmdgraph_ir::ScalarType::I32)
+                    );
+                    if !word || !slot_field.contains(&Some(*p as usize)) {
+                        return Err(bad(format!(
+                            "slot {i} (binding {}) reads a loop's condition through parameter {p}, which is not a buffer of u32 or i32 with a slot",
+                            i + 1
+                        )));
+                    }
                 }
             }
             MemorySlot::DeviceGlobal { name, .. } => {

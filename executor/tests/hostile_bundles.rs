@@ -260,6 +260,23 @@ fn layout_second_slot_for_one_parameter() {
 }
 
 #[test]
+fn loop_predicate_slot_misplaced_or_reading_no_word() {
+    // @ramp's %out is a buffer of f32: not where a loop's condition word can be read.
+    let mut b = good();
+    b.kernels[RAMP_V as usize].layout.slots.push(MemorySlot::LoopPredicate { condition_param: 0 });
+    assert_refused(b, &["kernel @ramp", "slot 1 (binding 2) reads a loop's condition through parameter 0"]);
+    // @scale's %s is a value.
+    let mut b = good();
+    b.kernels[SCALE_V as usize].layout.slots.push(MemorySlot::LoopPredicate { condition_param: 2 });
+    assert_refused(b, &["kernel @scale", "through parameter 2, which is not a buffer of u32 or i32"]);
+    let mut b = good();
+    let slots = &mut b.kernels[RAMP_V as usize].layout.slots;
+    slots.push(MemorySlot::LoopPredicate { condition_param: 0 });
+    slots.push(MemorySlot::Predicate);
+    assert_refused(b, &["kernel @ramp", "slot 1 (binding 2) is a predicate but not the last slot"]);
+}
+
+#[test]
 fn items_per_invocation_out_of_range() {
     let mut b = good();
     b.kernels[RAMP_V as usize].items_per_invocation = 1 << 31;

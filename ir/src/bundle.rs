@@ -20,8 +20,9 @@ pub use io::{BundleError, Framed, DECODE_BUDGET_FACTOR, HEADER_BYTES, MAGIC, MAX
 
 /// Bumped whenever the bundle or the kernel ABI changes. 1: RON text (SPIR-V words as
 /// decimal numbers); 2: binary header and LZ4-compressed payload; 3: predicated kernel
-/// variants ([`MemorySlot::Predicate`], argument-block words 6 and 7).
-pub const FORMAT_VERSION: u32 = 3;
+/// variants ([`MemorySlot::Predicate`], argument-block words 6 and 7); 4: loop predicates
+/// ([`MemorySlot::LoopPredicate`], mode 3).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The debug string (`OpModuleProcessed`) by which a kernel variant's SPIR-V records how many
 /// work-items one invocation handles: this prefix, then the number in decimal. Codegen writes
@@ -150,6 +151,25 @@ pub enum MemorySlot {
     /// 1 run when the word is non-zero, 2 run when it equals word 7; bits 2-31 the word's
     /// index), returning at once when it says not to run.
     Predicate,
+    /// The predicate of the one kernel launch of a `while` body (docs/abi.md, "Loop
+    /// predicates"): as [`MemorySlot::Predicate`], and mode 3 besides. In mode 3 the kernel
+    /// runs when word `(word6 >> 2) & 0x7fff` is non-zero, and at its end, after a work-group
+    /// barrier, its first invocation reads element `word7` of parameter `condition_param`'s
+    /// memory (the loop's condition) and writes whether it is non-zero into word
+    /// `word6 >> 17` (the next round's predicate), adding that to the word after it (the
+    /// loop's tally of rounds). Mode 3 is for dispatches of one work-group.
+    LoopPredicate {
+        /// The buffer parameter whose memory holds the condition word (`u32` or `i32`
+        /// elements).
+        condition_param: u32,
+    },
+}
+
+impl MemorySlot {
+    /// Whether this is the predicate slot of a predicated variant (either kind).
+    pub fn is_predicate(&self) -> bool {
+        matches!(self, MemorySlot::Predicate | MemorySlot::LoopPredicate { .. })
+    }
 }
 
 /// Everything about one graph that is not in its IR text.

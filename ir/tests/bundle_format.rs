@@ -16,6 +16,7 @@ fn sample() -> Bundle {
         slots: vec![
             MemorySlot::Param { param: 0, writes: true },
             MemorySlot::DeviceGlobal { name: "table".into(), writes: false },
+            MemorySlot::LoopPredicate { condition_param: 0 },
         ],
     };
     Bundle {

@@ -278,6 +278,9 @@ struct Row {
     n: u32,
     /// Dispatches of one iteration (kernel nodes of the optimized `@g`).
     dispatches: usize,
+    /// Who makes each round's successor predicate: the body's kernel itself (a loop
+    /// predicate, docs/abi.md) or a predicate dispatch (`Executor::conditional_paths`).
+    next_by_kernel: bool,
     limit: u32,
     host_loop: f64,
     /// The `while` node: one `run` + `wait` for the whole loop.
@@ -370,6 +373,9 @@ fn loops(
         .unwrap_or(0);
     let g = ex.finalize("g").map_err(err)?;
     let lp = ex.finalize("loop").map_err(err)?;
+    let paths = ex.conditional_paths(lp).map_err(err)?;
+    let next_by_kernel = paths.iter().any(|(_, p)| p.contains("writes the next round's predicate itself"));
+    eprintln!("cond: n {n}: {}", paths.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>().join("; "));
     let reset = ex.finalize("reset").map_err(err)?;
     let (x0, b) = inputs(n);
     ex.bind_as("b", &b).map_err(err)?;
@@ -422,7 +428,7 @@ fn loops(
         let unrolled = time_unrolled(ex, limit, want_count, &want, reps)?;
         let peer = cuda.and_then(|c| cuda_row(c, n, limit));
         let (host_loop, while_node) = (harness::median(&times), harness::median(&wtimes));
-        rows.push(Row { n, dispatches, limit, host_loop, while_node, unrolled, cuda: peer });
+        rows.push(Row { n, dispatches, next_by_kernel, limit, host_loop, while_node, unrolled, cuda: peer });
         eprintln!(
             "cond: n {n}, limit {limit}: host loop {:.3} ms, while node {:.3} ms, unrolled {:.3} ms",
             host_loop * 1e3,
@@ -543,7 +549,9 @@ fn section(
          compiled with the default pipeline (what `cmdgraph compile` gives: at n = 1024 `fuse-stages` makes the \
          three kernels one dispatch, the sweep and the commit looped 4 items per work-item inside the \
          residual's work-group of 256, small kernels; at n = 4096 they would loop 16 items and stay three \
-         dispatches, column *dispatches*); \
+         dispatches, column *dispatches*; column *next predicate*: who computes each round's successor \
+         predicate, the body's one kernel at its end (a loop predicate, docs/abi.md: a one-group dispatch) or \
+         a predicate dispatch after the body); \
          the count and the final iterate checked against the host (exact), for each cmdgraph row. *host loop*: \
          one cmdgraph graph of the three kernels, `run` + `wait` + a read of `@flag` per iteration. *while node*: \
          graph `@loop`, a `while @flag do @g` node (docs/conditional.md: the body's kernels are predicated \
@@ -557,8 +565,8 @@ fn section(
          CUDA's WHILE node. *unrolled* (a floor, not a loop): graph `@unrolled_k`, the reset and k \
          copies of the three kernels in one chain, what the loop costs with its trip count known on the host \
          and no loop machinery, one `run` + `wait` (checked the same way).\n\n\
-         | n | dispatches | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | cmdgraph unrolled ms | while node / unrolled | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+         | n | dispatches | next predicate | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | cmdgraph unrolled ms | while node / unrolled | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     let na = missing.unwrap_or("n/a");
     for r in rows {
@@ -573,9 +581,10 @@ fn section(
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.3} | {:.3} | {:.1}x | {:.3} | {:.2}x | {e} | {g} | {w} | {ratio} |",
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.1}x | {:.3} | {:.2}x | {e} | {g} | {w} | {ratio} |",
             r.n,
             r.dispatches,
+            if r.next_by_kernel { "kernel" } else { "dispatch" },
             r.limit,
             r.host_loop * 1e3,
             r.while_node * 1e3,

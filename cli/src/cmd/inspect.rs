@@ -201,7 +201,7 @@ fn graph_summary(
             }
         }
     }
-    conditional_summary(out, optimized, &plan.name);
+    conditional_summary(out, b, optimized, &plan.name);
     let naive = naive_pool(optimized, &plan.name, plan.memory.alignment);
     if plan.memory.offsets.is_empty() {
         let _ = writeln!(out, "  memory: no graph-owned allocations");
@@ -239,7 +239,7 @@ fn graph_summary(
 /// How the executor runs each conditional node of graph `name` (docs/conditional.md,
 /// "Executor"); the same on every device with `VK_EXT_conditional_rendering`, and refused at
 /// finalize on one without.
-fn conditional_summary(out: &mut String, m: &Module, name: &str) {
+fn conditional_summary(out: &mut String, b: &Bundle, m: &Module, name: &str) {
     let Some(g) = m.graph_by_name(name).map(|h| &m.graphs[h]) else { return };
     for (_, n) in g.nodes.iter() {
         let cmdgraph_ir::NodeKind::Conditional { kind, bodies, .. } = &n.kind else { continue };
@@ -248,9 +248,22 @@ fn conditional_summary(out: &mut String, m: &Module, name: &str) {
         let how = match kind {
             cmdgraph_ir::graph::CondKind::While => {
                 let ladder: Vec<String> = cmdgraph_executor::LOOP_LADDER.iter().map(u32::to_string).collect();
+                // A loop predicate (docs/abi.md): the body's one kernel writes each round's
+                // successor predicate, when the executor finds it on one work-group.
+                let tail = bodies.first().and_then(|h| m.graphs.try_get(*h)).is_some_and(|body| {
+                    let plan = b.graphs.iter().find(|p| p.name == body.name);
+                    plan.is_some_and(|p| {
+                        p.launches.iter().any(|l| {
+                            b.kernels.get(l.kernel as usize).and_then(|k| k.layout.slots.last()).is_some_and(|s| {
+                                matches!(s, cmdgraph_ir::bundle::MemorySlot::LoopPredicate { .. })
+                            })
+                        })
+                    })
+                });
                 format!(
-                    "a segment of its own: predicated rounds in chunks of {} (fewer for bodies of many commands), a submission as many rounds as the last run took, more while the condition the last round left is non-zero",
-                    ladder.join(", ")
+                    "a segment of its own: predicated rounds in chunks of {} (fewer for bodies of many commands), a submission as many rounds as the last run took, more while the condition the last round left is non-zero{}",
+                    ladder.join(", "),
+                    if tail { "; the body's kernel writes each round's successor predicate itself (a loop predicate: on one work-group, else a predicate dispatch does)" } else { "" }
                 )
             }
             _ => "the bodies' kernels test their predicate and return at once when their body does not run; no host round trip".into(),

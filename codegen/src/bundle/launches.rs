@@ -4,7 +4,8 @@
 use super::{CompileError, KernelCompiler};
 use crate::{CodegenError, CompiledKernel, Handle, Kernel, Module, Variant};
 use cmdgraph_ir::bundle::LaunchVariant;
-use cmdgraph_ir::{Arg, Graph, Span};
+use cmdgraph_ir::graph::{ArgValue, CondKind, KernelCommand, NodeKind};
+use cmdgraph_ir::{Arg, Graph, ParamType, Pointer, ScalarType, Span};
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -58,8 +59,10 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
     // variants"); a compiler that cannot make one (external SPIR-V) leaves the predicate
     // out, and the executor predicates such a body with conditional rendering instead.
     let bodies = cmdgraph_ir::conditional::body_graphs(module);
+    let loops = loop_bodies(module);
     for (graph_handle, graph) in module.graphs.iter() {
         let in_body = bodies.contains(&graph_handle);
+        let condition = loops.get(&graph_handle).copied().flatten().filter(|_| sole_kernel(graph));
         let mut table = Vec::new();
         for (node_handle, node) in graph.nodes.iter() {
             for (alternative, cmd) in graph.kernel_commands(node_handle) {
@@ -70,6 +73,7 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
                     .choose_variant(module, cmd.kernel, &cmd.launch, &args)
                     .map_err(|error| CompileError::Codegen { at: at(), at_span, error })?;
                 variant.predicated = in_body;
+                variant.loop_tail = condition.and_then(|c| condition_param(module, cmd, &args, c));
                 let next = first.len() as u32;
                 let id = match ids.entry((cmd.kernel, variant)) {
                     Entry::Occupied(e) => *e.get(),
@@ -114,6 +118,57 @@ pub fn collect(module: &Module, compiler: &dyn KernelCompiler) -> Result<Launche
     let mut slots: Vec<Option<Needed>> = first.into_iter().map(Some).collect();
     let variants = order.iter().filter_map(|&id| slots.get_mut(id as usize).and_then(Option::take)).collect();
     Ok(Launches { variants, tables })
+}
+
+/// The condition of each graph that is the body of a `while` node (`None` when it is the
+/// body of two loops with different conditions).
+fn loop_bodies(module: &Module) -> HashMap<Handle<Graph>, Option<Pointer>> {
+    let mut out: HashMap<Handle<Graph>, Option<Pointer>> = HashMap::new();
+    for (_, graph) in module.graphs.iter() {
+        for (_, node) in graph.nodes.iter() {
+            if let NodeKind::Conditional { kind: CondKind::While, cond, bodies } = &node.kind {
+                for &b in bodies {
+                    let entry = out.entry(b).or_insert(Some(*cond));
+                    if *entry != Some(*cond) {
+                        *entry = None;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `graph` runs one kernel and nothing else but ordering nodes: a loop body whose
+/// kernel can compute the next round's predicate itself (docs/abi.md, "Loop predicates").
+fn sole_kernel(graph: &Graph) -> bool {
+    let mut kernels = 0;
+    for (_, node) in graph.nodes.iter() {
+        match &node.kind {
+            NodeKind::Kernel(_) => kernels += 1,
+            NodeKind::Empty | NodeKind::Barrier { .. } => {}
+            _ => return false,
+        }
+    }
+    kernels == 1
+}
+
+/// The first buffer parameter of `u32` or `i32` elements whose argument points into the
+/// memory of `condition`: where a loop's kernel reads the condition at its end.
+fn condition_param(module: &Module, cmd: &KernelCommand, args: &[Arg], condition: Pointer) -> Option<u32> {
+    let kernel = module.kernels.try_get(cmd.kernel)?;
+    (kernel.params.iter().zip(args).enumerate())
+        .find(|(_, (p, a))| {
+            let word = matches!(p.ty, ParamType::Buffer { elem, .. } if elem.lanes == 1
+                && matches!(elem.scalar, ScalarType::U32 | ScalarType::I32));
+            let base = match a {
+                Arg::Value(ArgValue::Pointer(p)) => Some(p.base),
+                Arg::Value(ArgValue::Accessor(a)) => Some(a.buffer),
+                _ => None,
+            };
+            word && base == Some(condition.base)
+        })
+        .map(|(i, _)| i as u32)
 }
 
 /// Arguments with dynamic parameters replaced by their current values (borrowed as they

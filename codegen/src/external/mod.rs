@@ -256,7 +256,13 @@ impl KernelCompiler for WithExternal<'_> {
             return Err(CodegenError::launch(&k.name, message));
         }
         // One variant whatever the launch: the module is what it is.
-        Ok(Variant { workgroup_size: c.workgroup_size, dims: 0, local_capacity: Vec::new(), predicated: false })
+        Ok(Variant {
+            workgroup_size: c.workgroup_size,
+            dims: 0,
+            local_capacity: Vec::new(),
+            predicated: false,
+            loop_tail: None,
+        })
     }
 
     fn compile_kernel(

@@ -12,6 +12,7 @@ mod control;
 mod general_loop;
 mod half;
 mod ir;
+mod loop_tail;
 mod memory;
 mod ops;
 mod ranges;
@@ -88,6 +89,24 @@ pub(crate) struct Lowerer<'a> {
     /// The range of each `u32` value where known (ranges.rs): work-group accesses whose index
     /// provably stays below the array's capacity need no bounds check.
     pub ranges: Vec<Option<ranges::Range>>,
+    /// The predicate binding's handle, once made (loop_tail.rs).
+    pub predicate: String,
+    /// A loop's variant: the words its tail uses, read at the entry (loop_tail.rs).
+    pub tail: Option<TailWords>,
+}
+
+/// The entry-block values a loop's variant ends with (loop_tail.rs).
+#[derive(Clone)]
+pub(crate) struct TailWords {
+    /// Mode 3 (`i1`).
+    mode3: Val,
+    /// The condition's element (argument-block word 7).
+    element: Val,
+    /// The next round's word and the tally's word in the predicate binding.
+    next: Val,
+    tally: Val,
+    /// The tally's value before this dispatch.
+    old: Val,
 }
 
 impl<'a> Lowerer<'a> {
@@ -364,6 +383,8 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
         offsets: Vec::new(),
         unroll: budget::needs_unrolling(plan.body),
         ranges: ranges::ranges(plan.body, plan.variant.workgroup_size),
+        predicate: String::new(),
+        tail: None,
     };
     l.ir.start("entry");
     l.prologue()?;
@@ -381,43 +402,12 @@ pub(crate) fn lower(plan: &Plan<'_>, entry: &str) -> Result<String, CodegenError
         l.ir.inst(format!("br label %{exit}"));
     }
     l.ir.start(&exit);
+    l.loop_tail()?;
     l.ir.inst("ret void".into());
     Ok(finish(l.ir, entry, plan.variant.workgroup_size))
 }
 
 impl Lowerer<'_> {
-    /// `inside` and, in a predicated variant, whether the predicate says to run: word 6 of
-    /// the argument block holds the mode (bits 0-1: 0 always, 1 the word is non-zero, 2 it
-    /// equals word 7) and the word's index in the predicate binding (bits 2-31), the last
-    /// binding (docs/abi.md, "Predicated variants"). Every work-item of every group reads the
-    /// same word, so a whole dispatch returns at once, before any barrier.
-    fn and_predicate(&mut self, inside: Val) -> Val {
-        if !self.plan.variant.predicated {
-            return inside;
-        }
-        let binding = self.plan.layout.slots.len() as u32 + 1;
-        let name = self.ir.cstring("predicate");
-        let handle = self.handle("[0 x i32]", binding, false, &name);
-        let control = self.word(24);
-        let mode = self.ir.emit("i32", format!("and i32 {}, 3", control.v));
-        let index = self.ir.emit("i32", format!("lshr i32 {}, 2", control.v));
-        let expect = self.word(28);
-        let array = "[0 x i32]";
-        let ht = format!("target(\"spirv.VulkanBuffer\", {array}, 12, 0)");
-        let f = format!("llvm.spv.resource.getpointer.p11.tspirv.VulkanBuffer_{}_12_0t", types::mangle(array));
-        self.ir.declare(format!("declare ptr addrspace(11) @{f}({ht}, i32)"));
-        let p =
-            self.ir.emit("ptr addrspace(11)", format!("call ptr addrspace(11) @{f}({ht} {handle}, i32 {})", index.v));
-        let word = self.ir.emit("i32", format!("load i32, ptr addrspace(11) {}, align 4", p.v));
-        let nonzero = self.ir.emit("i1", format!("icmp ne i32 {}, 0", word.v));
-        let equal = self.ir.emit("i1", format!("icmp eq i32 {}, {}", word.v, expect.v));
-        let is_equal_mode = self.ir.emit("i1", format!("icmp eq i32 {}, 2", mode.v));
-        let test = self.ir.emit("i1", format!("select i1 {}, i1 {}, i1 {}", is_equal_mode.v, equal.v, nonzero.v));
-        let always = self.ir.emit("i1", format!("icmp eq i32 {}, 0", mode.v));
-        let run = self.ir.emit("i1", format!("or i1 {}, {}", always.v, test.v));
-        self.ir.emit("i1", format!("and i1 {}, {}", inside.v, run.v))
-    }
-
     /// `i1` true when this work-item is inside the global range in every launch dimension.
     fn tail_check(&mut self) -> Result<Val, CodegenError> {
         let mut acc = Val::new("i1", "true");

@@ -24,6 +24,7 @@
 
 mod record;
 mod rounds;
+mod tail;
 
 use super::Executable;
 use crate::error::{ExecError, Result};
@@ -156,6 +157,9 @@ pub(crate) struct CondNode {
     /// Where the condition word is (its backing buffer and byte offset), to find the body
     /// commands that write it.
     pub(crate) cond_place: (crate::args::Target, u64),
+    /// A `while` node whose body's one kernel writes each round's successor predicate
+    /// (tail.rs): its rounds record no predicate dispatch.
+    pub(crate) tail: bool,
 }
 
 /// What a `while` node's run needs beyond its segment's command buffer (which ends each
@@ -220,6 +224,10 @@ impl Executor {
                 let m = &self.loaded.module;
                 bodies.iter().all(|b| m.graph_by_name(b).is_some_and(|h| !touches_or_branches(m, h, cond.base)))
             };
+            let tail = match (kind, bodies.as_slice()) {
+                (CondKind::While, [body]) if !rendering.iter().any(|&r| r) => self.loop_tail(body, cond),
+                _ => None,
+            };
             let loop_words = match kind {
                 CondKind::While => match Buffer::loop_words(&self.ctx, 2 * LOOP_WINDOW) {
                     Ok(b) => Some(b),
@@ -251,16 +259,27 @@ impl Executor {
                         if kind == CondKind::While { loop_words.iter().collect::<Vec<_>>() } else { Vec::new() };
                     // A `while` body twice, reading the predicate of even and of odd rounds
                     // (each in a window of its own: see `record_rounds`).
+                    // With a loop predicate each instance binds both windows: it reads its
+                    // own and writes the other's (tail.rs).
                     let instances: Vec<Enclosing> = if parities.is_empty() {
                         vec![enclosing]
                     } else {
                         (0..2u64)
-                            .map(|p| Enclosing {
-                                preds: parities[0].buffer,
-                                buffer: parities[0].buffer,
-                                window: (p * LOOP_WINDOW, 8),
-                                control: nonzero(0),
-                                expect: 0,
+                            .map(|p| match tail {
+                                Some(element) => Enclosing {
+                                    preds: parities[0].buffer,
+                                    buffer: parities[0].buffer,
+                                    window: (0, LOOP_WINDOW + 8),
+                                    control: tail::mode3(tail::words_of(p).0, tail::words_of(p).1),
+                                    expect: element,
+                                },
+                                None => Enclosing {
+                                    preds: parities[0].buffer,
+                                    buffer: parities[0].buffer,
+                                    window: (p * LOOP_WINDOW, 8),
+                                    control: nonzero(0),
+                                    expect: 0,
+                                },
                             })
                             .collect()
                     };
@@ -305,6 +324,7 @@ impl Executor {
                     looping: None,
                     loop_words,
                     cond_place: cond_place.unwrap_or((crate::args::Target::Pool, 0)),
+                    tail: tail.is_some(),
                 },
             );
             word += space(kind, words as usize);
@@ -318,7 +338,9 @@ impl Executor {
         let b = &self.loaded.bundle;
         b.graphs.iter().find(|g| g.name == name).is_some_and(|g| {
             g.launches.iter().any(|l| {
-                b.kernels.get(l.kernel as usize).is_none_or(|k| k.layout.slots.last() != Some(&MemorySlot::Predicate))
+                b.kernels
+                    .get(l.kernel as usize)
+                    .is_none_or(|k| !k.layout.slots.last().is_some_and(MemorySlot::is_predicate))
             })
         })
     }
@@ -423,6 +445,7 @@ impl Executor {
                 (false, true) => "predicated kernels reading the condition itself, no predicate dispatch",
                 (false, false) => "predicated kernels reading words a predicate dispatch computes",
             };
+            let how = if c.tail { "a predicated kernel that writes the next round's predicate itself" } else { how };
             let text = match (&c.looping, c.kind) {
                 (Some(l), _) => format!(
                     "while: {how}{}; rounds in chunks of {}, a submission as many as the last run took ({FIRST_ROUNDS} the first time), then doubling while the host reads that the loop still runs",

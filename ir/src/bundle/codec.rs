@@ -66,6 +66,10 @@ pub(super) fn encode(b: &Bundle) -> Vec<u8> {
                     w.uint((*writes).into());
                 }
                 MemorySlot::Predicate => w.uint(2),
+                MemorySlot::LoopPredicate { condition_param } => {
+                    w.uint(3);
+                    w.uint((*condition_param).into());
+                }
             }
         }
     }
@@ -169,6 +173,7 @@ pub(super) fn decode(bytes: &[u8], budget: u64) -> Result<Bundle, (usize, &'stat
                 0 => MemorySlot::Param { param: r.u32()?, writes: r.bool()? },
                 1 => MemorySlot::DeviceGlobal { name: r.str()?, writes: r.bool()? },
                 2 => MemorySlot::Predicate,
+                3 => MemorySlot::LoopPredicate { condition_param: r.u32()? },
                 t => return Err(r.fail(format!("unknown slot kind {t}"))),
             };
             slots.push(slot);

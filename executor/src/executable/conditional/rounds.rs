@@ -102,7 +102,7 @@ impl Executor {
         let split = {
             let c = exe.cond.as_ref().and_then(|s| s.nodes.get(&h.index()));
             match c {
-                Some(c) if !c.rendering.first().copied().unwrap_or(false) => match c.bodies.first() {
+                Some(c) if !c.tail && !c.rendering.first().copied().unwrap_or(false) => match c.bodies.first() {
                     Some(&b) => self.loop_split(b, &c.cond_place)?,
                     None => None,
                 },
@@ -202,7 +202,8 @@ impl Executor {
                 compute_to_compute(d, cb);
             }
             r?;
-            if split.is_none() {
+            // A loop predicate: the body wrote round j+1's word itself, before the barrier above.
+            if split.is_none() && !c.tail {
                 next(cb);
                 // SAFETY: as above.
                 unsafe { predicate_barrier(d, cb, under) };
