@@ -12,6 +12,10 @@
 //! other values are renamed `%<call result or function>.<n>.<name>`, with `n` counting the
 //! calls inlined into the kernel, so that names stay unique and say where they came from.
 
+mod rounds;
+
+pub use rounds::rounds_kernel;
+
 use std::collections::HashSet;
 
 use crate::arena::{Arena, Handle};

@@ -20,6 +20,7 @@ pub mod fuse;
 pub mod fuse_stages;
 pub mod inline_calls;
 pub mod inline_subgraphs;
+pub mod iterate_in_kernel;
 pub mod memory;
 pub mod merge_branches;
 pub mod pipeline;
@@ -66,6 +67,7 @@ pub static REGISTRY: &[PassInfo] = &[
     dead_kernels::INFO,
     tile_contractions::INFO,
     merge_branches::INFO,
+    iterate_in_kernel::INFO,
     place_devices::INFO,
     split_devices::INFO,
     split_ranks::INFO,

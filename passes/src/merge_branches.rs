@@ -47,8 +47,8 @@ pub const INFO: PassInfo = PassInfo {
     run,
 };
 
-/// The body graph's one kernel node, or why it cannot merge.
-fn only_kernel(module: &Module, body: Handle<Graph>) -> Result<(&Kernel, &KernelCommand), String> {
+/// The body graph's one kernel node, or why it cannot merge (also `iterate-in-kernel`'s rule).
+pub(crate) fn only_kernel(module: &Module, body: Handle<Graph>) -> Result<(&Kernel, &KernelCommand), String> {
     let graph = module.graphs.try_get(body).ok_or("a missing body graph")?;
     let mut nodes = graph.nodes.iter();
     let (Some((_, node)), None) = (nodes.next(), nodes.next()) else {

@@ -355,7 +355,7 @@ impl DynamicMap {
 }
 
 /// `base`, or `base.2`, `base.3`, ... : the first name no memory, graph or kernel has.
-fn unused_name(module: &Module, base: &str) -> String {
+pub(crate) fn unused_name(module: &Module, base: &str) -> String {
     let taken = |s: &str| {
         module.memory_by_name(s).is_some()
             || module.graph_by_name(s).is_some()

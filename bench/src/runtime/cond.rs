@@ -287,6 +287,8 @@ struct Row {
     while_node: f64,
     /// `@unrolled_{limit}`: one `run` + `wait` of the reset and `limit` iterations' kernels.
     unrolled: f64,
+    /// The `while` node compiled with [`ITERATED`] too, where that pass rewrote it.
+    iterated: Option<f64>,
     cuda: Option<[f64; 3]>,
 }
 
@@ -310,6 +312,11 @@ pub fn main(args: &Args) -> Result<(), String> {
 /// arms are one kernel each, becomes one kernel that branches on the word.
 const MERGED: &str = "merge-branches";
 
+/// The pass the loop's third bundle adds to the default pipeline: a body of one kernel on
+/// one work-group runs up to 16 iterations a launch (at n = 1024; the three kernels at
+/// n = 4096 are refused).
+const ITERATED: &str = "iterate-in-kernel";
+
 fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let sizes: Vec<u32> = if args.n.is_empty() { vec![4096] } else { args.n.iter().map(|&n| n.max(3)).collect() };
     let limits: Vec<String> = args.limits.iter().map(|l| l.max(&1).to_string()).collect();
@@ -321,6 +328,14 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
             let (bundle, _) =
                 harness::compile(&module_with_unrolled(n, &args.limits), cmdgraph_passes::DEFAULT_PIPELINE)?;
             harness::save(phase.dir(), &name_of(n), &bundle)?;
+            let mut pipeline = cmdgraph_passes::DEFAULT_PIPELINE.to_vec();
+            pipeline.push(ITERATED);
+            let (bundle, report) = harness::compile(&module_text(n), &pipeline)?;
+            // Saved only where the pass rewrote the loop: elsewhere the row would measure
+            // the default bundle again.
+            if report.remarks.iter().any(|r| r.contains("@loop: %w runs up to")) {
+                harness::save(phase.dir(), &format!("{}_iterated", name_of(n)), &bundle)?;
+            }
         }
         let (bundle, report) = harness::compile(&module_text(first), &[MERGED])?;
         // The branch must really be one kernel, or the row measures the `if` node again.
@@ -338,7 +353,15 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
     let mut rows = Vec::new();
     for &n in sizes.iter().rev() {
         let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name_of(n))?, &args.common)?;
-        rows.splice(0..0, loops(&mut ex, n, &args.limits, reps, cuda.as_ref())?);
+        let mut these = loops(&mut ex, n, &args.limits, reps, cuda.as_ref())?;
+        drop(ex);
+        if let Ok(bytes) = harness::bundle_bytes(phase.dir(), &format!("{}_iterated", name_of(n))) {
+            let mut ex = harness::executor(&bytes, &args.common)?;
+            for (row, t) in these.iter_mut().zip(iterated(&mut ex, n, &args.limits, reps)?) {
+                row.iterated = Some(t);
+            }
+        }
+        rows.splice(0..0, these);
     }
     let mut ex = harness::executor(&harness::bundle_bytes(phase.dir(), &name)?, &args.common)?;
     let device = ex.context().device_name().to_string();
@@ -428,7 +451,17 @@ fn loops(
         let unrolled = time_unrolled(ex, limit, want_count, &want, reps)?;
         let peer = cuda.and_then(|c| cuda_row(c, n, limit));
         let (host_loop, while_node) = (harness::median(&times), harness::median(&wtimes));
-        rows.push(Row { n, dispatches, next_by_kernel, limit, host_loop, while_node, unrolled, cuda: peer });
+        rows.push(Row {
+            n,
+            dispatches,
+            next_by_kernel,
+            limit,
+            host_loop,
+            while_node,
+            unrolled,
+            iterated: None,
+            cuda: peer,
+        });
         eprintln!(
             "cond: n {n}, limit {limit}: host loop {:.3} ms, while node {:.3} ms, unrolled {:.3} ms",
             host_loop * 1e3,
@@ -437,6 +470,38 @@ fn loops(
         );
     }
     Ok(rows)
+}
+
+/// Per limit, the median seconds of one `run` + `wait` of `@loop` from the bundle compiled
+/// with [`ITERATED`], checked as the default bundle's loop is.
+fn iterated(ex: &mut cmdgraph_executor::Executor, n: u32, limits: &[u32], reps: usize) -> Result<Vec<f64>, String> {
+    let err = |e: cmdgraph_executor::ExecError| e.to_string();
+    let lp = ex.finalize("loop").map_err(err)?;
+    let (x0, b) = inputs(n);
+    ex.bind_as("b", &b).map_err(err)?;
+    ex.bind_as("x0", &x0).map_err(err)?;
+    let mut out = Vec::with_capacity(limits.len());
+    for &limit in limits {
+        let limit = limit.max(1);
+        ex.bind_as("limit", &[limit]).map_err(err)?;
+        let (want, want_count) = reference(&x0, &b, limit);
+        run_and_wait(ex, lp)?;
+        let count = ex.read_as::<u32>("count").map_err(err)?;
+        if count.first() != Some(&want_count) {
+            return Err(format!("cond {ITERATED} limit {limit}: counted {count:?}, expected {want_count}"));
+        }
+        harness::same(&format!("cond {ITERATED} limit {limit}"), &ex.read_as::<f32>("x").map_err(err)?, &want)?;
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let t = Instant::now();
+            run_and_wait(ex, lp)?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        let t = harness::median(&times);
+        eprintln!("cond: n {n}, limit {limit}: while node, {ITERATED}: {:.3} ms", t * 1e3);
+        out.push(t);
+    }
+    Ok(out)
 }
 
 /// One `run` of `id` and its `wait`.
@@ -564,9 +629,12 @@ fn section(
          Targets (the issue): the while node ≥ 5x faster than the host loop at 100 iterations, within 1.5x of \
          CUDA's WHILE node. *unrolled* (a floor, not a loop): graph `@unrolled_k`, the reset and k \
          copies of the three kernels in one chain, what the loop costs with its trip count known on the host \
-         and no loop machinery, one `run` + `wait` (checked the same way).\n\n\
-         | n | dispatches | next predicate | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | cmdgraph unrolled ms | while node / unrolled | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE |\n\
-         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+         and no loop machinery, one `run` + `wait` (checked the same way). *`{ITERATED}`*: the `while` node \
+         compiled with that pass added to the default pipeline (docs/passes.md: a body of one kernel on one \
+         work-group runs up to 16 iterations a launch; only at n = 1024, the three kernels at n = 4096 are \
+         refused), checked the same way.\n\n\
+         | n | dispatches | next predicate | limit (iterations) | cmdgraph host loop ms | cmdgraph while node ms | host loop / while node | cmdgraph unrolled ms | while node / unrolled | CUDA eager ms | CUDA Graph per iteration ms | CUDA WHILE node ms | while node / CUDA WHILE | `{ITERATED}` while node ms | host loop / it | it / CUDA WHILE |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     let na = missing.unwrap_or("n/a");
     for r in rows {
@@ -579,9 +647,17 @@ fn section(
             ),
             None => (na.to_string(), na.to_string(), na.to_string(), "—".to_string()),
         };
+        let (it, it_host, it_cuda) = match (r.iterated, r.cuda) {
+            (Some(t), cuda) => (
+                format!("{:.3}", t * 1e3),
+                format!("{:.1}x", r.host_loop / t.max(1e-12)),
+                cuda.map_or("—".to_string(), |[_, _, w]| format!("{:.2}x", t * 1e3 / w.max(1e-9))),
+            ),
+            (None, _) => ("refused".to_string(), "—".to_string(), "—".to_string()),
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.1}x | {:.3} | {:.2}x | {e} | {g} | {w} | {ratio} |",
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.1}x | {:.3} | {:.2}x | {e} | {g} | {w} | {ratio} | {it} | {it_host} | {it_cuda} |",
             r.n,
             r.dispatches,
             if r.next_by_kernel { "kernel" } else { "dispatch" },
