@@ -3,6 +3,11 @@
 //! a kernel computes from data, each compiled through the default pipeline and run on the
 //! default device with validation (synchronization validation included), every memory
 //! object compared bit for bit with the interpreter running the source module.
+//!
+//! Compiled with the default pipeline without `iterate-in-kernel`, so that one round is one
+//! iteration and the loops here exercise the executor's rounds, chunks and submissions
+//! (cli/tests/vulkan_iterate_in_kernel.rs checks that pass; the random modules at the end
+//! use the default pipeline, the pass included).
 
 mod support;
 
@@ -90,6 +95,12 @@ graph @nothing {
 }
 ";
 
+/// The default pipeline without `iterate-in-kernel` (see the module documentation).
+fn pipeline() -> String {
+    let passes = cmdgraph_passes::DEFAULT_PIPELINE.iter().filter(|&&p| p != "iterate-in-kernel");
+    passes.copied().collect::<Vec<_>>().join(",")
+}
+
 fn module(graphs: &str) -> Module {
     let text = format!("{COMMON}\n{graphs}");
     let m = cmdgraph_ir::text::parse(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
@@ -111,7 +122,7 @@ fn words(w: [u32; 4]) -> Vec<u8> {
 /// after each run and that validation said nothing. Returns `@flags` and `@rounds` after the
 /// last run, and the executor with the executable (for what it reports).
 fn both(m: &Module, x: &[u8], flags: [u32; 4], runs: usize) -> ([u32; 4], u32, (Executor, ExecId)) {
-    let bundle = compile(m, None).unwrap_or_else(|e| panic!("{e}"));
+    let bundle = compile(m, Some(&pipeline())).unwrap_or_else(|e| panic!("{e}"));
     let mut ex = executor(&bundle).unwrap_or_else(|e| panic!("{e}"));
     let mut it = Interpreter::new(m).unwrap();
     let inputs = [("x", x.to_vec()), ("flags", words(flags)), ("rounds", vec![0; 4])];
@@ -270,7 +281,7 @@ graph @main {
 #[test]
 fn loops_longer_and_shorter_than_the_last_run_match_the_interpreter() {
     let m = module("graph @main {\n  %w = while @flags do @loop_body\n}");
-    let bundle = compile(&m, None).unwrap_or_else(|e| panic!("{e}"));
+    let bundle = compile(&m, Some(&pipeline())).unwrap_or_else(|e| panic!("{e}"));
     let mut ex = executor(&bundle).unwrap();
     let mut it = Interpreter::new(&m).unwrap();
     let (ee, ie) = (ex.finalize("main").unwrap(), it.finalize("main").unwrap());
@@ -370,7 +381,7 @@ graph @main {
   %c = if @g + 4 then @plus_ten after(%a, %b)
 }",
     );
-    let bundle = compile(&m, None).unwrap_or_else(|e| panic!("{e}"));
+    let bundle = compile(&m, Some(&pipeline())).unwrap_or_else(|e| panic!("{e}"));
     for (g0, case) in [(1u32, 1u32), (0, 0), (1, 5)] {
         let mut ex = executor(&bundle).unwrap();
         let mut it = Interpreter::new(&m).unwrap();
@@ -518,7 +529,7 @@ graph @main properties(updatable) {{
 #[test]
 fn updates_that_conditional_executables_refuse_name_the_node_and_change_nothing() {
     let m = module("graph @main properties(updatable) {\n  %w = while @flags do @loop_body\n  %a = kernel @add range(8) args(@x, 1.0) after(%w)\n}");
-    let bundle = compile(&m, None).unwrap_or_else(|e| panic!("{e}"));
+    let bundle = compile(&m, Some(&pipeline())).unwrap_or_else(|e| panic!("{e}"));
     let mut ex = executor(&bundle).unwrap();
     let ee = ex.finalize("main").unwrap();
     let err = ex.update_graph(ee, &m, "main").unwrap_err().to_string();
@@ -561,7 +572,7 @@ graph @other {
 }",
     );
     // Toggle from 2 flips between 3 and 2: never 0.
-    let bundle = compile(&m, None).unwrap_or_else(|e| panic!("{e}"));
+    let bundle = compile(&m, Some(&pipeline())).unwrap_or_else(|e| panic!("{e}"));
     let mut ex = executor(&bundle).unwrap();
     ex.set_loop_round_limit(100);
     ex.bind("flags", &words([0, 2, 0, 0])).unwrap();

@@ -24,10 +24,12 @@
 //!   work-items, which becomes that `nd_range`; with `local` arrays, of one dimension,
 //!   each of a scalar type (every work-item zeroes its share of them each turn).
 //!
-//! Opt-in, not in the default pipeline: it multiplies the kernel's loop back-edges by 16
-//! (llvmpipe ends an invocation's loops past 65535 back-edges; codegen unrolls to stay
-//! within it where it can tell, docs/codegen.md) and changes what a loop's round count
-//! means; the body graph stays in the module for other users.
+//! In the default pipeline after `fuse-stages`, which makes such bodies of small kernels.
+//! It multiplies the kernel's loop back-edges by 16 (llvmpipe ends an invocation's loops
+//! past 65535 back-edges; codegen unrolls to stay within it where it can tell, and the
+//! executor warns where it cannot, docs/codegen.md) and makes a loop's round count
+//! (`Executor::loop_rounds`, the round limit) count launches; the body graph stays in the
+//! module for other users.
 
 use crate::fuse::build::{new_kernel_name, place_kernels};
 use crate::fuse_stages::{bind_commands, MAX_ONE_GROUP};
@@ -59,11 +61,11 @@ pub const INFO: PassInfo = PassInfo {
     run,
 };
 
-/// The launch the rewritten body runs with and its work-items, or why the body cannot
-/// iterate in one work-group.
-fn one_group(launch: &Launch, kernel: &Kernel) -> Result<(Launch, u64), String> {
+/// The launch the rewritten body runs with and its work-items (`None`: a `single_task`), or
+/// why the body cannot iterate in one work-group.
+fn one_group(launch: &Launch, kernel: &Kernel) -> Result<(Launch, Option<u64>), String> {
     let (dims, launch) = match launch {
-        Launch::SingleTask => return Ok((Launch::SingleTask, 1)),
+        Launch::SingleTask => return Ok((Launch::SingleTask, None)),
         Launch::NdRange { global, local, offset } if global == local && offset.iter().all(|&o| o == 0) => {
             (global.clone(), launch.clone())
         }
@@ -87,7 +89,7 @@ fn one_group(launch: &Launch, kernel: &Kernel) -> Result<(Launch, u64), String> 
     if arrays.iter().any(|t| t.lanes != 1) {
         return Err("it has a `local` array of vectors".into());
     }
-    Ok((launch, dims.first().copied().unwrap_or(1)))
+    Ok((launch, Some(dims.first().copied().unwrap_or(1))))
 }
 
 /// One `while` node to rewrite: the body graph it gets.

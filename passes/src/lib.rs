@@ -85,6 +85,7 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "tile-contractions",
     "transitive-reduction",
     "fuse-stages",
+    "iterate-in-kernel",
     "dead-kernel-elimination",
     "plan-memory",
 ];

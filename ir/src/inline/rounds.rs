@@ -25,15 +25,17 @@ use std::collections::HashSet;
 /// can write it before the next barrier, so all of them take the same branch (the barriers
 /// inside the body stay uniform). A `local` array is zero at the start of each launch
 /// (docs/ir.md), so each turn zeroes it again: a turn sees what a launch of its own would.
-/// The caller guarantees one work-group of `group` work-items, one dimension of them (or
-/// one work-item) when the body has `local` arrays, and scalar `local` element types.
+/// The caller guarantees one work-group of `group` work-items, one dimension of them when
+/// the body has `local` arrays, and scalar `local` element types. `group` is `None` for a
+/// `single_task`, which has no work-group to synchronize (the verifier refuses a barrier
+/// there): one work-item, no barriers, its program order is the order.
 pub fn rounds_kernel(
     functions: &Arena<Function>,
     name: String,
     mut params: Vec<crate::kernel::Param>,
     cond: usize,
     body: &Stage<'_>,
-    (rounds, group): (u64, u64),
+    (rounds, group): (u64, Option<u64>),
 ) -> Result<Kernel, InlineError> {
     let mut b = Builder { functions, kernel: &name, out: Default::default(), names: HashSet::new(), calls: 0 };
     let fused = b.define_params(&mut params);
@@ -63,7 +65,7 @@ pub fn rounds_kernel(
     let mut zeroing = Vec::new();
     if !arrays.is_empty() {
         let (lid_op, lid) = b.result_op(OpKind::Builtin(Builtin::LocalId, 0), "rounds.item", Type::U32);
-        let (step_op, step) = b.result_op(u32_const(group), "rounds.group", Type::U32);
+        let (step_op, step) = b.result_op(u32_const(group.unwrap_or(1)), "rounds.group", Type::U32);
         ops.extend([lid_op, step_op]);
         for (k, &(array, elem, count)) in arrays.iter().enumerate() {
             if elem.lanes != 1 {
@@ -96,12 +98,16 @@ pub fn rounds_kernel(
         b.out.ops[clear].kind = OpKind::For { var: z, lo: lid, hi: count, step, carried: Vec::new(), body };
         turn.push(clear);
     }
-    turn.push(barrier(&mut b));
+    if group.is_some() {
+        turn.push(barrier(&mut b));
+    }
     let branch = b.placeholder();
     let then_region = b.region(&mut frame, &rest)?;
     b.out.ops[branch].kind = OpKind::If { cond: on, result_types: Vec::new(), then_region, else_region: None };
     turn.push(branch);
-    turn.push(barrier(&mut b));
+    if group.is_some() {
+        turn.push(barrier(&mut b));
+    }
     let body = Region { ops: turn, closing_comments: Vec::new() };
     b.out.ops[looped].kind = OpKind::For { var: r, lo: zero, hi: n, step: one, carried: Vec::new(), body };
     ops.push(looped);
