@@ -250,15 +250,11 @@ fn conditional_summary(out: &mut String, b: &Bundle, m: &Module, name: &str) {
                 let ladder: Vec<String> = cmdgraph_executor::LOOP_LADDER.iter().map(u32::to_string).collect();
                 // A loop predicate (docs/abi.md): the body's one kernel writes each round's
                 // successor predicate, when the executor finds it on one work-group.
-                let tail = bodies.first().and_then(|h| m.graphs.try_get(*h)).is_some_and(|body| {
-                    let plan = b.graphs.iter().find(|p| p.name == body.name);
-                    plan.is_some_and(|p| {
-                        p.launches.iter().any(|l| {
-                            b.kernels.get(l.kernel as usize).and_then(|k| k.layout.slots.last()).is_some_and(|s| {
-                                matches!(s, cmdgraph_ir::bundle::MemorySlot::LoopPredicate { .. })
-                            })
-                        })
-                    })
+                let body = bodies.first().and_then(|h| m.graphs.try_get(*h));
+                let plan = body.and_then(|body| b.graphs.iter().find(|p| p.name == body.name));
+                let slots = plan.into_iter().flat_map(|p| &p.launches).filter_map(|l| b.kernels.get(l.kernel as usize));
+                let tail = slots.filter_map(|k| k.layout.slots.last()).any(|s| {
+                    matches!(s, cmdgraph_ir::bundle::MemorySlot::LoopPredicate { .. })
                 });
                 format!(
                     "a segment of its own: predicated rounds in chunks of {} (fewer for bodies of many commands), a submission as many rounds as the last run took, more while the condition the last round left is non-zero{}",

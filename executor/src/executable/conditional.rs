@@ -265,21 +265,13 @@ impl Executor {
                         vec![enclosing]
                     } else {
                         (0..2u64)
-                            .map(|p| match tail {
-                                Some(element) => Enclosing {
-                                    preds: parities[0].buffer,
-                                    buffer: parities[0].buffer,
-                                    window: (0, LOOP_WINDOW + 8),
-                                    control: tail::mode3(tail::words_of(p).0, tail::words_of(p).1),
-                                    expect: element,
-                                },
-                                None => Enclosing {
-                                    preds: parities[0].buffer,
-                                    buffer: parities[0].buffer,
-                                    window: (p * LOOP_WINDOW, 8),
-                                    control: nonzero(0),
-                                    expect: 0,
-                                },
+                            .map(|p| {
+                                let (window, control, expect) = match tail {
+                                    Some(element) => ((0, LOOP_WINDOW + 8), tail::mode3_of(p), element),
+                                    None => ((p * LOOP_WINDOW, 8), nonzero(0), 0),
+                                };
+                                let buffer = parities[0].buffer;
+                                Enclosing { preds: buffer, buffer, window, control, expect }
                             })
                             .collect()
                     };

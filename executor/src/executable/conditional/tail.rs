@@ -10,21 +10,14 @@ use cmdgraph_ir::bundle::MemorySlot;
 use cmdgraph_ir::graph::NodeKind;
 use cmdgraph_ir::{Arg, ArgValue, MemRef, Pointer};
 
-/// Argument-block word 6 in mode 3: run when word `index` is non-zero, then write the next
-/// round's predicate into word `next` and add it to word `next + 1`.
-pub(super) fn mode3(index: u32, next: u32) -> u32 {
-    3 | (index << 2) | (next << 17)
-}
-
-/// The windows' first words, by parity: even rounds read word 0 and write the odd window's,
-/// odd rounds the reverse.
-pub(super) fn words_of(parity: u64) -> (u32, u32) {
+/// Argument-block word 6 in mode 3 for the body instance of rounds of `parity`: run when
+/// its window's first word is non-zero, then write the next round's predicate into the
+/// other window's first word and add it to the word after. Even rounds read word 0 and
+/// write the odd window's, odd rounds the reverse.
+pub(super) fn mode3_of(parity: u64) -> u32 {
     let window = (LOOP_WINDOW / 4) as u32;
-    if parity == 0 {
-        (0, window)
-    } else {
-        (window, 0)
-    }
+    let (index, next) = if parity == 0 { (0, window) } else { (window, 0) };
+    3 | (index << 2) | (next << 17)
 }
 
 impl Executor {
