@@ -12,7 +12,8 @@ kernel. The offset rows copy `src[1:-1]` into `dst[1:-1]` (4-byte offsets, 8 byt
 GPU time per replay: CUDA events around BATCH back-to-back replays, divided by BATCH, median
 of the repetitions after a warm-up (one replay between events would add the graph's launch,
 about 10 µs, to a copy of a few µs; back to back, launches overlap the previous copy, so
-this is the strongest CUDA floor). GB/s counts read + written bytes for copies and written bytes for fills, as the
+this is the strongest CUDA floor). `chain_gbs`: BATCH of the operation captured in one graph
+and replayed, per node (the suite's `_chain` graphs). GB/s counts read + written bytes for copies and written bytes for fills, as the
 suite does. Every output is checked. Without torch or CUDA it writes
 {"available": false, "reason": ...} and exits 0.
 """
@@ -91,7 +92,19 @@ def measure(torch, log2, reps):
     for name, fn, moved, ok in ops:
         g = captured(torch, fn)
         ms = replay_ms(torch, g, reps)
-        rows.append({"op": name, "log2": log2, "us": ms * 1e3, "gbs": moved / (ms * 1e-3) / 1e9, "output_ok": ok()})
+        # The suite's `_chain` graph: BATCH of the operation captured in one graph, per node.
+        chain = captured(torch, lambda: [fn() for _ in range(BATCH)])
+        chain_ms = replay_ms(torch, chain, max(3, reps // 10)) / BATCH
+        rows.append(
+            {
+                "op": name,
+                "log2": log2,
+                "us": ms * 1e3,
+                "gbs": moved / (ms * 1e-3) / 1e9,
+                "chain_gbs": moved / (chain_ms * 1e-3) / 1e9,
+                "output_ok": ok(),
+            }
+        )
         print(f"torch_copy: {name} 2^{log2}: {rows[-1]['gbs']:.1f} GB/s", file=sys.stderr)
     return rows
 

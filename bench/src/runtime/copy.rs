@@ -83,9 +83,10 @@ impl Op {
     }
 }
 
-/// The module of one size: five `usm` objects and two graphs per operation: `@<op>` with
-/// `enable_profiling` (one run, timed by its profile) and `@<op>_plain` without it (runs back
-/// to back between queue stamps, as CUDA's graphs run with no profiling either).
+/// The module of one size: five `usm` objects and three graphs per operation: `@<op>` with
+/// `enable_profiling` (one run, timed by its profile), `@<op>_plain` without it (runs back
+/// to back between queue stamps, as CUDA's graphs run with no profiling either) and
+/// `@<op>_chain`, [`CHAIN`] of the node in one profiled graph.
 pub fn module_text(n: u64) -> String {
     let b = n * 4;
     let inner = b - 8;
@@ -103,8 +104,28 @@ pub fn module_text(n: u64) -> String {
              graph @fill{suffix}{props} {{\n  %memfill = memfill @fill_out, {FILL:?} : f32, {n}\n}}\n"
         );
     }
+    let ops = [
+        ("copy", format!("memcpy @copied, @src, {b}")),
+        ("copy4", format!("memcpy @shifted + 4, @src + 4, {inner}")),
+        ("copyb", format!("memcpy @bytes + 1, @src + 3, {inner}")),
+        ("set", format!("memset @set_out, {SET_BYTE}, {b}")),
+        ("fill", format!("memfill @fill_out, {FILL:?} : f32, {n}")),
+    ];
+    for (graph, op) in ops {
+        let _ = writeln!(text, "\ngraph @{graph}_chain properties(enable_profiling) {{");
+        for i in 0..CHAIN {
+            let after = if i == 0 { String::new() } else { format!(" after(%n{})", i - 1) };
+            let _ = writeln!(text, "  %n{i} = {op}{after}");
+        }
+        text.push_str("}\n");
+    }
     text
 }
+
+/// Nodes in a `_chain` graph: the same operation [`CHAIN`] times, each after the one before
+/// (it writes the same memory), so the GPU runs them back to back inside one run, as CUDA
+/// runs its [`BURST`] replays.
+const CHAIN: u32 = 20;
 
 /// Deterministic pseudo-random bytes (splitmix64).
 fn random_bytes(n: usize) -> Vec<u8> {
@@ -142,6 +163,10 @@ struct Row {
     path: String,
     /// CUDA Graph's GB/s for the same operation and size (`--torch-json`).
     cuda: Option<f64>,
+    /// Median GPU seconds per node of the `_chain` graph ([`CHAIN`] of the node in one run).
+    chain: f64,
+    /// CUDA's GB/s per node of one graph of the same [`CHAIN`] operations.
+    cuda_chain: Option<f64>,
 }
 
 impl Row {
@@ -165,6 +190,13 @@ impl Row {
     /// Back-to-back executor bandwidth as a fraction of CUDA Graph's (timed the same way).
     fn burst_cuda_ratio(&self) -> Option<f64> {
         self.cuda.map(|c| self.burst_gbs() / c.max(1e-12))
+    }
+    fn chain_gbs(&self) -> f64 {
+        self.op.moved(self.bytes) / self.chain.max(1e-12) / 1e9
+    }
+    /// Bandwidth per node of a chain in one run as a fraction of CUDA Graph's per replay.
+    fn chain_cuda_ratio(&self) -> Option<f64> {
+        self.cuda.map(|c| self.chain_gbs() / c.max(1e-12))
     }
 }
 
@@ -228,14 +260,16 @@ fn run(args: &Args, phase: &Phase) -> Result<(), String> {
         rows.extend(measure(&mut ex, 4 << s, rounds(args), &mut seen)?);
     }
     for r in &mut rows {
-        r.cuda = cuda_gbs(&torch, r.op.name, (r.bytes / 4).trailing_zeros());
+        r.cuda = cuda_gbs(&torch, r.op.name, (r.bytes / 4).trailing_zeros(), "gbs");
+        r.cuda_chain = cuda_gbs(&torch, r.op.name, (r.bytes / 4).trailing_zeros(), "chain_gbs");
     }
     let missing = harness::torch_missing(&torch);
     harness::finish(&args.common, "copy", &section(args, &rows, &seen, missing.as_deref()))
 }
 
-/// CUDA Graph's GB/s for `op` at 2^`log2` floats from `scripts/torch_copy.py`'s JSON.
-fn cuda_gbs(torch: &Option<serde_json::Value>, op: &str, log2: u32) -> Option<f64> {
+/// CUDA Graph's GB/s (`field`: `gbs` per replay, `chain_gbs` per node of one graph of
+/// [`BURST`] of them) for `op` at 2^`log2` floats from `scripts/torch_copy.py`'s JSON.
+fn cuda_gbs(torch: &Option<serde_json::Value>, op: &str, log2: u32, field: &str) -> Option<f64> {
     let rows = torch.as_ref()?.get("rows")?.as_array()?;
     let row = rows.iter().find(|r| {
         r.get("op").and_then(|o| o.as_str()) == Some(op) && r.get("log2").and_then(|l| l.as_u64()) == Some(log2.into())
@@ -243,7 +277,7 @@ fn cuda_gbs(torch: &Option<serde_json::Value>, op: &str, log2: u32) -> Option<f6
     if row.get("output_ok").and_then(|o| o.as_bool()) != Some(true) {
         return None;
     }
-    row.get("gbs")?.as_f64()
+    row.get(field)?.as_f64()
 }
 
 /// How the executor recorded `graph`'s one node.
@@ -259,7 +293,8 @@ fn path_of(ex: &Executor, id: ExecId) -> Result<String, String> {
 
 /// The byte offsets of every transfer node's pointers in the executor's module.
 fn offsets(ex: &Executor) -> Vec<(String, Vec<u64>)> {
-    let profiled = ex.module().graphs.iter().filter(|(_, g)| g.properties.enable_profiling);
+    let profiled =
+        ex.module().graphs.iter().filter(|(_, g)| g.properties.enable_profiling && !g.name.ends_with("_chain"));
     let nodes = profiled.flat_map(|(_, g)| g.nodes.iter().map(|(_, n)| n));
     nodes
         .filter_map(|n| match &n.kind {
@@ -321,6 +356,10 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
         .iter()
         .map(|op| ex.finalize(&format!("{}_plain", op.graph)).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>, _>>()?;
+    let chains = OPS
+        .iter()
+        .map(|op| ex.finalize(&format!("{}_chain", op.graph)).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut peers = Vec::new();
     let mut stamps = QueueStamps::new(ex.context()).map_err(|e| e.to_string())?;
     let r = (|| {
@@ -336,6 +375,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
         seen.described = peers[0].describe();
         let mut times = vec![(Vec::new(), Vec::new()); OPS.len()];
         let mut bursts = vec![Vec::new(); OPS.len()];
+        let mut chained = vec![Vec::new(); OPS.len()];
         let mut hand_bursts = vec![(Vec::new(), Vec::new(), Vec::new()); OPS.len()];
         for round in 0..=reps.max(1) {
             for (i, peer) in peers.iter_mut().enumerate() {
@@ -344,6 +384,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
                 let hn = hand_burst_secs(ex, stamps, peer, Burst::Bare)?;
                 let hs = hand_burst_secs(ex, stamps, peer, Burst::Timeline(vk::PipelineStageFlags2::TRANSFER))?;
                 let e = exec_secs(ex, ids[i])?;
+                let c = exec_secs(ex, chains[i])? / f64::from(CHAIN);
                 peer.run(ex.context()).map_err(|e| e.to_string())?;
                 let h = peer.gpu_ns(ex.context()).map_err(|e| e.to_string())?;
                 let h = h.ok_or_else(|| format!("{}: the queue has no timestamps", seen.device))? as f64 * 1e-9;
@@ -351,6 +392,7 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
                     times[i].0.push(e);
                     times[i].1.push(h);
                     bursts[i].push(b);
+                    chained[i].push(c);
                     hand_bursts[i].0.push(hb);
                     hand_bursts[i].1.push(hn);
                     hand_bursts[i].2.push(hs);
@@ -380,13 +422,16 @@ fn measure(ex: &mut Executor, bytes: u64, reps: usize, seen: &mut Seen) -> Resul
                 spread: spread(e).max(spread(h)),
                 path: path_of(ex, ids[i])?,
                 cuda: None,
+                chain: harness::median(&chained[i]),
+                cuda_chain: None,
             };
             eprintln!(
-                "copy: {} {bytes} B ({}): executor {:.1} GB/s ({:.1} back to back), hand {:.1} GB/s ({:.0}%)",
+                "copy: {} {bytes} B ({}): executor {:.1} GB/s ({:.1} back to back, {:.1} per node of a chain), hand {:.1} GB/s ({:.0}%)",
                 op.name,
                 row.path,
                 row.exec_gbs(),
                 row.burst_gbs(),
+                row.chain_gbs(),
                 row.hand_gbs(),
                 100.0 * row.ratio()
             );
@@ -431,17 +476,20 @@ fn size(bytes: u64) -> String {
 fn table(rows: &[Row], missing: Option<&str>) -> String {
     let mut s = String::from(
         "| op | bytes | executor path | executor GPU µs | executor GB/s | back to back µs per run | back to back GB/s | \
-         hand command GB/s | hand back to back µs per run | CUDA Graph GB/s | executor/CUDA | back to back/CUDA | executor/hand |\n\
-         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         chain µs per node | chain GB/s | hand command GB/s | hand back to back µs per run | CUDA Graph GB/s | executor/CUDA | back to back/CUDA | chain/CUDA | executor/hand |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
-        let (cuda, vs, burst_vs) = match (r.cuda, r.cuda_ratio(), r.burst_cuda_ratio()) {
-            (Some(c), Some(v), Some(b)) => (format!("{c:.1}"), format!("{v:.2}x"), format!("{b:.2}x")),
-            _ => (missing.unwrap_or("n/a").to_string(), "—".into(), "—".into()),
+        let (cuda, vs, burst_vs, chain_vs) = match (r.cuda, r.cuda_ratio(), r.burst_cuda_ratio(), r.chain_cuda_ratio())
+        {
+            (Some(c), Some(v), Some(b), Some(ch)) => {
+                (format!("{c:.1}"), format!("{v:.2}x"), format!("{b:.2}x"), format!("{ch:.2}x"))
+            }
+            _ => (missing.unwrap_or("n/a").to_string(), "—".into(), "—".into(), "—".into()),
         };
         let _ = writeln!(
             s,
-            "| {} | {} (2^{} floats) | {} | {} | {:.1} | {} | {:.1} | {:.1} | {} | {cuda} | {vs} | {burst_vs} | {:.0}% |",
+            "| {} | {} (2^{} floats) | {} | {} | {:.1} | {} | {:.1} | {} | {:.1} | {:.1} | {} | {cuda} | {vs} | {burst_vs} | {chain_vs} | {:.0}% |",
             r.op.name,
             size(r.bytes),
             (r.bytes / 4).trailing_zeros(),
@@ -450,6 +498,8 @@ fn table(rows: &[Row], missing: Option<&str>) -> String {
             r.exec_gbs(),
             harness::us(r.burst),
             r.burst_gbs(),
+            harness::us(r.chain),
+            r.chain_gbs(),
             r.hand_gbs(),
             harness::us(r.hand_burst),
             100.0 * r.ratio()
@@ -497,6 +547,12 @@ fn targets(rows: &[Row]) -> String {
         rows,
         &format!("executor, {BURST} runs back to back (timed as CUDA's replays are)"),
         Row::burst_cuda_ratio,
+    );
+    cuda_target(
+        &mut s,
+        rows,
+        &format!("executor, per node of a {CHAIN}-node chain in one run (the node's marginal cost inside a graph)"),
+        Row::chain_cuda_ratio,
     );
     let missed: Vec<String> = rows
         .iter()
@@ -605,6 +661,26 @@ fn findings(rows: &[Row], seen: &Seen) -> String {
             boundaries.join("; ")
         );
     }
+    let chains: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let c = r.cuda_chain?;
+            Some(format!(
+                "{} {}: {:.1} against {c:.1} GB/s ({:.2}x)",
+                r.op.name,
+                size(r.bytes),
+                r.chain_gbs(),
+                r.chain_gbs() / c.max(1e-12)
+            ))
+        })
+        .collect();
+    if !chains.is_empty() {
+        let _ = writeln!(
+            s,
+            "- The chains against CUDA's own chain ({CHAIN} of the operation captured in one CUDA Graph, per node; executor first): {}.",
+            chains.join("; ")
+        );
+    }
     let worst = rows.iter().max_by(|a, b| a.spread.total_cmp(&b.spread));
     if let Some(w) = worst {
         let _ = writeln!(
@@ -649,7 +725,10 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
          executor's `run` of the same node in a graph without `enable_profiling` submitted {BURST} times without a wait between two timestamps written on its queue \
          (executor/src/peer/stamps.rs, each once every command submitted before it has completed), divided by \
          {BURST}: CUDA's measure; *hand back to back*: the hand peer's barrier and command (no timestamps) submitted {BURST} times the same way, \
-         each submission signalling a timeline semaphore as an executor run does. GB/s counts read + \
+         each submission signalling a timeline semaphore as an executor run does; *chain*: the graph `@<op>_chain`, \
+         the same node {CHAIN} times, each after the one before, run once with `enable_profiling` (its profile \
+         divided by {CHAIN}: what one more such node costs inside a graph; the nodes write the same memory, so the \
+         executor orders them with barriers, as CUDA's stream orders its replays). GB/s counts read + \
          written bytes for copies and written bytes for fills. Checked after the timed runs: every copy \
          equals the random input and every fill its pattern, byte for byte, for the executor and the peers; \
          a mismatch fails the suite.\n\n{}\nAgainst the targets:\n\n{}\n{}",
@@ -670,10 +749,17 @@ mod tests {
         let m = cmdgraph_ir::text::parse(&text)
             .unwrap_or_else(|d| panic!("{}", cmdgraph_ir::diag::render_all(&d, "m", &text)));
         assert!(cmdgraph_ir::verify::verify(&m).is_ok());
-        assert_eq!(m.graphs.iter().count(), 10);
-        assert!(m.graphs.iter().all(|(_, g)| g.nodes.iter().count() == 1));
-        let profiled = m.graphs.iter().filter(|(_, g)| g.properties.enable_profiling).count();
+        assert_eq!(m.graphs.iter().count(), 15);
+        let (chains, single): (Vec<_>, Vec<_>) = m.graphs.iter().partition(|(_, g)| g.name.ends_with("_chain"));
+        assert!(single.iter().all(|(_, g)| g.nodes.iter().count() == 1));
+        let profiled = single.iter().filter(|(_, g)| g.properties.enable_profiling).count();
         assert_eq!(profiled, 5, "one profiled and one plain graph per operation");
+        assert_eq!(chains.len(), 5);
+        for (_, g) in chains {
+            assert!(g.properties.enable_profiling);
+            assert_eq!(g.nodes.iter().count(), CHAIN as usize, "{}", g.name);
+            assert_eq!(g.edges.iter().count(), CHAIN as usize - 1, "{}: one edge from each node to the next", g.name);
+        }
     }
 
     #[test]
@@ -690,6 +776,8 @@ mod tests {
             spread: 1.0,
             path: "copy command".into(),
             cuda,
+            chain: exec,
+            cuda_chain: None,
         };
         let t = targets(&[row(OPS[0], 1.0, None), row(OPS[3], 2.0, None)]);
         assert!(t.contains("**missed** on 1 of 2 rows: memset 4 MiB (50%)"), "{t}");

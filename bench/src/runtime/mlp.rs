@@ -544,7 +544,7 @@ pub fn section(rows: &[Row], torch: &Torch, head: &Header, reps: usize) -> Strin
          Reading the numbers: at batch 8 each kernel is tiny, so the GPU time is mostly launch gaps and \
          barriers, the regime a recorded graph is for: compare it with PyTorch's CUDA Graph. The larger \
          shape is bound by the matmul, where the tiled kernel (f32 `fma`, no tensor cores, as TF32 is off for \
-         PyTorch too) meets cuBLAS. *host* adds the submit \
+         PyTorch too) competes with cuBLAS's f32 GEMM. *host* adds the submit \
          and the wait to the GPU time.\n",
         head.render(),
         torch.note(),
