@@ -1,4 +1,4 @@
-//! SPIR-V words: validation with `spirv-val`, disassembly with `spirv-dis`, and removal
+//! SPIR-V words: validation with SPIRV-Tools, disassembly with `spirv-dis`, and removal
 //! of the dead name strings LLVM leaves behind.
 
 use crate::error::CodegenError;
@@ -34,12 +34,21 @@ fn run(tool: &str, args: &[&str], input: &[u8]) -> Result<(bool, String, String)
     ))
 }
 
-/// Runs `spirv-val --target-env vulkan1.3` on `words`: the inner `Err` is the validator's
-/// output when it rejects them (whose fault that is depends on where the words came from);
-/// the outer one says it could not run.
+/// Validates `words` as `spirv-val --target-env vulkan1.3` would, with SPIRV-Tools in process
+/// (the `spirv-tools` crate, the library the executor's loader checks bundles with): the inner
+/// `Err` is the validator's message when it rejects them (whose fault that is depends on where
+/// the words came from), worded as `spirv-val` words it; the outer one says it could not run.
 pub(crate) fn validate(words: &[u32]) -> Result<Result<(), String>, CodegenError> {
-    let (ok, out, err) = run("spirv-val", &["--target-env", "vulkan1.3", "-"], &bytes(words))?;
-    Ok(if ok { Ok(()) } else { Err(format!("{err}{out}").trim().to_string()) })
+    use spirv_tools::val::Validator as _;
+    let validator = spirv_tools::val::create(Some(spirv_tools::TargetEnv::Vulkan_1_3));
+    Ok(match validator.validate(words, None) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(match &e.diagnostic {
+            Some(d) if d.notes.is_empty() => format!("error: line {}: {}", d.index, d.message.trim_end()),
+            Some(d) => format!("error: line {}: {}\n{}", d.index, d.message.trim_end(), d.notes.trim_end()),
+            None => format!("error: {e}"),
+        }),
+    })
 }
 
 /// `spirv-dis` text of `words`.
@@ -183,4 +192,26 @@ pub(crate) fn strip_dead_names(words: &[u32]) -> Vec<u32> {
         out.extend_from_slice(&words[s..e]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The executor's validator test module (executor/tests/data) is what its source says,
+    /// and valid: the assembler and validator here know `SPV_KHR_cooperative_matrix` as the
+    /// loader's do. A truncated module is refused in `spirv-val`'s words.
+    #[test]
+    fn the_cooperative_matrix_test_module_assembles_to_its_binary_and_is_valid() {
+        use spirv_tools::assembler::Assembler as _;
+        let stem = concat!(env!("CARGO_MANIFEST_DIR"), "/../executor/tests/data/cooperative_matrix_f16");
+        let text = std::fs::read_to_string(format!("{stem}.spvasm")).unwrap();
+        let binary = std::fs::read(format!("{stem}.spv")).unwrap();
+        let assembler = spirv_tools::assembler::create(Some(spirv_tools::TargetEnv::Vulkan_1_3));
+        let assembled = assembler.assemble(&text, spirv_tools::assembler::AssemblerOptions::default()).unwrap();
+        assert_eq!(assembled.as_bytes(), &binary[..], "the .spv is not the .spvasm assembled");
+        assert_eq!(validate(assembled.as_words()).unwrap(), Ok(()));
+        let e = validate(&assembled.as_words()[..40]).unwrap().unwrap_err();
+        assert!(e.starts_with("error: line "), "{e}");
+    }
 }

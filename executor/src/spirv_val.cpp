@@ -2,13 +2,25 @@
 // unwind into Rust ("Rust cannot catch foreign exceptions" aborts the process). The
 // validator throws for instance std::bad_alloc or std::length_error when it preallocates
 // for a huge module; here any exception becomes a result code and a message.
-#include <spirv-tools/libspirv.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <new>
+
+// The part of SPIRV-Tools' C API (include/spirv-tools/libspirv.h) the shim calls, declared
+// here so that it needs no header: the library comes from the spirv-tools-sys crate, whose
+// headers stay in its own source tree.
+extern "C" {
+typedef const struct spv_context_t* spv_const_context;
+typedef struct spv_diagnostic_t* spv_diagnostic;
+int spvValidateBinary(spv_const_context context, const uint32_t* words, const size_t num_words,
+                      spv_diagnostic* diagnostic);
+}
+
+// spv_result_t values (libspirv.h).
+constexpr int SPV_ERROR_INTERNAL = -1;
+constexpr int SPV_ERROR_OUT_OF_MEMORY = -2;
 
 namespace {
 // Copies `what` into `out` (nul-terminated, truncated to `cap` bytes).
