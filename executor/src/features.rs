@@ -7,6 +7,7 @@
 //! executor does not know is refused rather than guessed.
 
 use crate::error::{ExecError, Result};
+use crate::spirv::cooperative::MulAdd;
 use crate::spirv::{self, AtomicOp, AtomicStorage, AtomicUse, Requirements};
 use cmdgraph_ir::bundle::CompiledKernel;
 use std::collections::BTreeSet;
@@ -78,6 +79,10 @@ pub enum Feature {
     /// into another device, so a device waits on another's progress without a host thread
     /// (docs/multi-device.md).
     ExternalSemaphoreFd,
+    /// `cooperativeMatrix` of `VK_KHR_cooperative_matrix`: matrix multiply-adds by a whole
+    /// subgroup (tensor cores on NVIDIA), in the configurations the device lists
+    /// ([`EnabledFeatures::cooperative`]).
+    CooperativeMatrix,
 }
 
 impl fmt::Display for Feature {
@@ -110,6 +115,7 @@ impl fmt::Display for Feature {
             Feature::ConditionalRendering => "conditionalRendering (VK_EXT_conditional_rendering)",
             Feature::ExternalMemoryHost => "VK_EXT_external_memory_host",
             Feature::ExternalSemaphoreFd => "VK_KHR_external_semaphore_fd",
+            Feature::CooperativeMatrix => "cooperativeMatrix (VK_KHR_cooperative_matrix)",
             Feature::FloatAtomics { shared, width, op } => {
                 let memory = if *shared { "Shared" } else { "Buffer" };
                 let (what, ext) = match (op, width) {
@@ -127,31 +133,47 @@ impl fmt::Display for Feature {
 }
 
 /// The optional features and extensions a device was created with (beyond what every
-/// Vulkan 1.3 device has). `Default` is none of them.
+/// Vulkan 1.3 device has), and the cooperative-matrix configurations it lists. `Default` is
+/// none of them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EnabledFeatures(BTreeSet<Feature>);
+pub struct EnabledFeatures {
+    features: BTreeSet<Feature>,
+    cooperative: Vec<MulAdd>,
+}
 
 impl EnabledFeatures {
     /// A set of exactly these features (tests build devices that lack some).
     pub fn new(features: impl IntoIterator<Item = Feature>) -> EnabledFeatures {
-        EnabledFeatures(features.into_iter().collect())
+        EnabledFeatures { features: features.into_iter().collect(), cooperative: Vec::new() }
     }
 
     /// Adds `feature` when `on` (device creation records what it enabled).
     pub fn set(&mut self, feature: Feature, on: bool) {
         if on {
-            self.0.insert(feature);
+            self.features.insert(feature);
         }
     }
 
     /// Whether `feature` is enabled.
     pub fn has(&self, feature: Feature) -> bool {
-        self.0.contains(&feature)
+        self.features.contains(&feature)
     }
 
     /// The enabled features in a fixed order.
     pub fn iter(&self) -> impl Iterator<Item = Feature> + '_ {
-        self.0.iter().copied()
+        self.features.iter().copied()
+    }
+
+    /// Records the cooperative-matrix multiply-adds the device supports
+    /// (`vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR`), in its order.
+    pub fn set_cooperative(&mut self, configurations: Vec<MulAdd>) {
+        self.cooperative = configurations;
+    }
+
+    /// The cooperative-matrix multiply-adds the device supports (none where
+    /// [`Feature::CooperativeMatrix`] is not enabled).
+    pub fn cooperative(&self) -> &[MulAdd] {
+        &self.cooperative
     }
 }
 
@@ -205,6 +227,7 @@ const CAPABILITIES: &[(u32, &str, Need)] = &[
     (63, "GroupNonUniformArithmetic", Need::AnyOf(&[Feature::SubgroupArithmetic])),
     (64, "GroupNonUniformBallot", Need::AnyOf(&[Feature::SubgroupBallot])),
     (65, "GroupNonUniformShuffle", Need::AnyOf(&[Feature::SubgroupShuffle])),
+    (6022, "CooperativeMatrixKHR", Need::AnyOf(&[Feature::CooperativeMatrix])),
 ];
 
 /// SPIR-V extensions this executor knows: those promoted to SPIR-V 1.6 / Vulkan 1.3 core
@@ -221,6 +244,7 @@ const EXTENSIONS: &[(&str, Need)] = &[
     ("SPV_EXT_shader_atomic_float_add", Need::AnyOf(&[Feature::ExtShaderAtomicFloat])),
     ("SPV_EXT_shader_atomic_float_min_max", Need::AnyOf(&[Feature::ExtShaderAtomicFloat2])),
     ("SPV_EXT_shader_atomic_float16_add", Need::AnyOf(&[Feature::ExtShaderAtomicFloat2])),
+    ("SPV_KHR_cooperative_matrix", Need::AnyOf(&[Feature::CooperativeMatrix])),
 ];
 
 /// The SPIR-V name of capability `cap` if this executor knows it.
@@ -247,7 +271,7 @@ fn any_of(features: &[Feature]) -> String {
 
 /// Checks the requirements `req` of `kernel`'s entry point `entry` against `enabled`; the
 /// first unmet one (in module order: capabilities, extensions, 8/16-bit buffer memory,
-/// atomics) is the error.
+/// atomics, cooperative-matrix multiply-adds) is the error.
 pub fn check(kernel: &str, entry: &str, req: &Requirements, enabled: &EnabledFeatures) -> Result<()> {
     let refuse = |what: String, need: String| {
         Err(ExecError::Invalid(format!(
@@ -309,8 +333,26 @@ pub fn check(kernel: &str, entry: &str, req: &Requirements, enabled: &EnabledFea
             );
         }
     }
+    if req.capabilities.contains(&CAPABILITY_COOPERATIVE_MATRIX) {
+        if let Some(why) = &req.cooperative_unresolved {
+            return refuse(why.clone(), "a configuration the device lists, which cannot be told for it".into());
+        }
+    }
+    for m in &req.cooperative {
+        if !enabled.cooperative.contains(m) {
+            let listed: Vec<String> = enabled.cooperative.iter().map(MulAdd::to_string).collect();
+            let listed = if listed.is_empty() { "none".to_string() } else { listed.join("; ") };
+            return refuse(
+                format!("a cooperative-matrix multiply-add {m}"),
+                format!("a configuration the device lists for VK_KHR_cooperative_matrix (it lists: {listed})"),
+            );
+        }
+    }
     Ok(())
 }
+
+/// `CooperativeMatrixKHR`.
+const CAPABILITY_COOPERATIVE_MATRIX: u32 = 6022;
 
 /// Checks a compiled kernel's SPIR-V against the features its device enabled (called before
 /// `vkCreateShaderModule`).

@@ -8,6 +8,7 @@
 
 use crate::error::{ExecError, Result};
 
+pub mod cooperative;
 pub(crate) mod sizes;
 
 /// Most `Function` and `Private` memory one invocation may declare, in bytes: 64 KiB.
@@ -509,6 +510,11 @@ pub struct Requirements {
     /// ascending: Vulkan needs `storageBuffer8BitAccess` / `storageBuffer16BitAccess` for
     /// them whatever capabilities the module declares (`Int8` alone allows the type).
     pub narrow_storage: Vec<u32>,
+    /// Its cooperative-matrix multiply-adds ([`cooperative::mul_adds`]), each once.
+    pub cooperative: Vec<cooperative::MulAdd>,
+    /// Why the multiply-adds could not all be resolved, if they could not (the module is
+    /// then refused where it needs the device's list).
+    pub cooperative_unresolved: Option<String>,
 }
 
 /// The kind of an atomic instruction, as far as Vulkan's features tell them apart.
@@ -633,6 +639,10 @@ pub fn requirements(words: &[u32]) -> Requirements {
         }
     }
     req.narrow_storage = narrow.into_iter().collect();
+    match cooperative::mul_adds(words) {
+        Ok(found) => req.cooperative = found,
+        Err(why) => req.cooperative_unresolved = Some(why),
+    }
     for (op, ptr) in atomics {
         let pointer = types.get(&ptr).and_then(|ty| pointers.get(ty));
         let Some(&(storage, pointee)) = pointer else { continue };

@@ -11,6 +11,7 @@
 mod check;
 pub mod decls;
 pub mod decls_hlsl;
+mod layouts;
 mod rebind;
 pub mod reflect;
 
@@ -101,6 +102,9 @@ fn load_one(
         )
     };
     let words = reflect::words_of(&bytes).map_err(|e| not_spirv(e.0))?;
+    // Layout decorations on work-group types mean nothing and Vulkan forbids them; older
+    // compilers write them (layouts.rs).
+    let words = layouts::strip_workgroup_layouts(&words).unwrap_or(words);
     let reflection = reflect::reflect(&words).map_err(|e| not_spirv(e.0))?;
     let validated = |words: &[u32], what: &str| match validate::validate(words) {
         Ok(Ok(())) => Ok(()),

@@ -33,6 +33,7 @@ fn mapped() -> Vec<(u32, &'static str, Vec<Feature>)> {
         (63, "GroupNonUniformArithmetic", vec![Feature::SubgroupArithmetic]),
         (64, "GroupNonUniformBallot", vec![Feature::SubgroupBallot]),
         (65, "GroupNonUniformShuffle", vec![Feature::SubgroupShuffle]),
+        (6022, "CooperativeMatrixKHR", vec![Feature::CooperativeMatrix]),
     ]
 }
 
@@ -96,6 +97,7 @@ fn extensions_need_their_device_extension() {
         ("SPV_EXT_shader_atomic_float_add", Feature::ExtShaderAtomicFloat),
         ("SPV_EXT_shader_atomic_float_min_max", Feature::ExtShaderAtomicFloat2),
         ("SPV_EXT_shader_atomic_float16_add", Feature::ExtShaderAtomicFloat2),
+        ("SPV_KHR_cooperative_matrix", Feature::CooperativeMatrix),
     ] {
         let m = message(check("k", "main", &ext(e), &none));
         assert!(m.contains(e) && m.contains(&f.to_string()), "{m}");
@@ -220,4 +222,48 @@ fn eight_and_sixteen_bit_buffer_memory_needs_its_storage_feature() {
     for width in [32, 64] {
         assert_eq!(requirements(&memory_module(true, width, STORAGE_BUFFER)).narrow_storage, Vec::<u32>::new());
     }
+}
+
+/// executor/tests/data/cooperative_matrix_f16.spv: one 16x16x16 f16·f16 + f32 multiply-add on
+/// a subgroup.
+fn cooperative_module() -> Vec<u32> {
+    let bytes = include_bytes!("../../tests/data/cooperative_matrix_f16.spv");
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+#[test]
+fn a_cooperative_multiply_add_needs_a_configuration_the_device_lists() {
+    use crate::spirv::cooperative::{Component, MulAdd};
+    let req = requirements(&cooperative_module());
+    let used = MulAdd {
+        m: 16,
+        n: 16,
+        k: 16,
+        a: Component::Float(16),
+        b: Component::Float(16),
+        c: Component::Float(32),
+        result: Component::Float(32),
+        scope: 3,
+        saturating: false,
+    };
+    assert_eq!(req.cooperative, vec![used]);
+    // Without the feature: its capability is refused first.
+    let without = EnabledFeatures::new(everything().iter().filter(|f| *f != Feature::CooperativeMatrix));
+    let m = message(check("k", "main", &req, &without));
+    assert!(m.contains("capability CooperativeMatrixKHR") || m.contains("cooperativeMatrix"), "{m}");
+    let mut device = everything();
+    // The feature, but a list without the module's configuration (an f16 accumulator, and
+    // 16x8x16): refused, naming both.
+    let others =
+        vec![MulAdd { c: Component::Float(16), result: Component::Float(16), ..used }, MulAdd { n: 8, ..used }];
+    device.set_cooperative(others);
+    let m = message(check("k", "main", &req, &device));
+    assert!(m.contains("multiply-add 16x16x16 f16·f16 + f32 → f32 at subgroup scope"), "{m}");
+    assert!(m.contains("it lists: 16x16x16 f16·f16 + f16 → f16 at subgroup scope; 16x8x16"), "{m}");
+    device.set_cooperative(vec![MulAdd { n: 8, ..used }, used]);
+    assert_eq!(check("k", "main", &req, &device), Ok(()));
+    // A multiply-add whose operands could not be resolved is refused even with the list.
+    let unresolved = Requirements { cooperative: vec![], cooperative_unresolved: Some("a test".into()), ..req.clone() };
+    let m = message(check("k", "main", &unresolved, &device));
+    assert!(m.contains("a test"), "{m}");
 }

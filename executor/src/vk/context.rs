@@ -385,7 +385,7 @@ impl Context {
         }
         let mut partial = Partial { instance, debug: ctx_debug, armed: true };
         let (physical, family) = choose(&partial.instance, &opts.device)?;
-        let (device, update_after_bind, features) = create_device(&partial.instance, physical, family)?;
+        let (device, update_after_bind, features) = create_device(&entry, &partial.instance, physical, family)?;
         partial.armed = false;
         let instance = partial.instance.clone();
         // SAFETY: `device` was created with one queue in `family`.
@@ -777,6 +777,7 @@ fn choose(instance: &ash::Instance, choice: &DeviceChoice) -> Result<(vk::Physic
 }
 
 fn create_device(
+    entry: &ash::Entry,
     instance: &ash::Instance,
     physical: vk::PhysicalDevice,
     family: u32,
@@ -790,12 +791,14 @@ fn create_device(
     let cr = has(ash::ext::conditional_rendering::NAME);
     let emh = has(ash::ext::external_memory_host::NAME);
     let esf = has(ash::khr::external_semaphore_fd::NAME);
+    let cm = has(ash::khr::cooperative_matrix::NAME);
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have13 = vk::PhysicalDeviceVulkan13Features::default();
     let mut have_af1 = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
     let mut have_af2 = vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT::default();
     let mut have_cr = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default();
+    let mut have_cm = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
     let mut have =
         vk::PhysicalDeviceFeatures2::default().push_next(&mut have12).push_next(&mut have11).push_next(&mut have13);
     if af1 {
@@ -806,6 +809,9 @@ fn create_device(
     }
     if cr {
         have = have.push_next(&mut have_cr);
+    }
+    if cm {
+        have = have.push_next(&mut have_cm);
     }
     // SAFETY: `physical` came from this instance; the chain is of live locals, each of an
     // extension the device has.
@@ -836,6 +842,15 @@ fn create_device(
     // Transfers between devices through host memory imported into both (docs/multi-device.md).
     if emh {
         ext_names.push(ash::ext::external_memory_host::NAME.as_ptr());
+    }
+    // Matrix multiply-adds by a subgroup (tensor cores), with bounds on their loads and stores
+    // where the device has them, as robust buffer access gives every other access.
+    let cm = cm && have_cm.cooperative_matrix != 0;
+    let mut f_cm = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default()
+        .cooperative_matrix(true)
+        .cooperative_matrix_robust_buffer_access(have_cm.cooperative_matrix_robust_buffer_access != 0);
+    if cm {
+        ext_names.push(ash::khr::cooperative_matrix::NAME.as_ptr());
     }
     // Semaphores shared between devices (docs/multi-device.md, "One run, one wait").
     if esf {
@@ -893,6 +908,10 @@ fn create_device(
     enabled.set(Feature::ConditionalRendering, cr);
     enabled.set(Feature::ExternalMemoryHost, emh);
     enabled.set(Feature::ExternalSemaphoreFd, esf);
+    enabled.set(Feature::CooperativeMatrix, cm);
+    if cm {
+        enabled.set_cooperative(super::cooperative::configurations(entry, instance, physical));
+    }
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut info = vk::DeviceCreateInfo::default()
@@ -910,6 +929,9 @@ fn create_device(
     }
     if cr {
         info = info.push_next(&mut f_cr);
+    }
+    if cm {
+        info = info.push_next(&mut f_cm);
     }
     // SAFETY: every pointer in `info` refers to locals alive for the call.
     Ok((unsafe { instance.create_device(physical, &info, None) }?, uab, enabled))

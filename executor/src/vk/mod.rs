@@ -3,6 +3,7 @@
 pub mod buffer;
 pub mod builtin;
 pub mod context;
+mod cooperative;
 pub mod copy;
 pub mod external;
 pub mod host_bridge;
