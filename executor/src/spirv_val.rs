@@ -221,12 +221,6 @@ mod tests {
         assert!(e.contains("SPIR-V validation (Vulkan 1.3):"), "{e}");
     }
 
-    /// tests/data/cooperative_matrix_f16.spv (assembled from the `.spvasm` beside it) as words.
-    fn cooperative_matrix() -> Vec<u32> {
-        let bytes = include_bytes!("../tests/data/cooperative_matrix_f16.spv");
-        bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-    }
-
     /// The validator knows `SPV_KHR_cooperative_matrix` (Debian's SPIRV-Tools 2023.1 refused
     /// its capability): a valid f16 multiply-add passes, and the same module with the
     /// `OpCooperativeMatrixMulAddKHR`'s A and B operands swapped (a B-use matrix where an
@@ -234,7 +228,7 @@ mod tests {
     #[test]
     fn cooperative_matrices_are_validated_by_their_rules() {
         const OP_COOPERATIVE_MATRIX_MUL_ADD: u32 = 4459;
-        let words = cooperative_matrix();
+        let words = crate::spirv::cooperative::test_module();
         validate(&words).expect("the cooperative-matrix module is valid");
         let instructions = {
             let mut at = 5;

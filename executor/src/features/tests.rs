@@ -224,28 +224,11 @@ fn eight_and_sixteen_bit_buffer_memory_needs_its_storage_feature() {
     }
 }
 
-/// executor/tests/data/cooperative_matrix_f16.spv: one 16x16x16 f16·f16 + f32 multiply-add on
-/// a subgroup.
-fn cooperative_module() -> Vec<u32> {
-    let bytes = include_bytes!("../../tests/data/cooperative_matrix_f16.spv");
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-}
-
 #[test]
 fn a_cooperative_multiply_add_needs_a_configuration_the_device_lists() {
-    use crate::spirv::cooperative::{Component, MulAdd};
-    let req = requirements(&cooperative_module());
-    let used = MulAdd {
-        m: 16,
-        n: 16,
-        k: 16,
-        a: Component::Float(16),
-        b: Component::Float(16),
-        c: Component::Float(32),
-        result: Component::Float(32),
-        scope: 3,
-        saturating: false,
-    };
+    use crate::spirv::cooperative::{test_module, test_mul_add, Component, MulAdd};
+    let req = requirements(&test_module());
+    let used = test_mul_add();
     assert_eq!(req.cooperative, vec![used]);
     // Without the feature: its capability is refused first.
     let without = EnabledFeatures::new(everything().iter().filter(|f| *f != Feature::CooperativeMatrix));

@@ -180,32 +180,38 @@ pub fn mul_adds(words: &[u32]) -> Result<Vec<MulAdd>, String> {
     Ok(found)
 }
 
+/// tests/data/cooperative_matrix_f16.spv (assembled from the `.spvasm` beside it) as words:
+/// one 16x16x16 f16·f16 + f32 multiply-add on a subgroup ([`test_mul_add`]).
+#[cfg(test)]
+pub(crate) fn test_module() -> Vec<u32> {
+    let bytes = include_bytes!("../../tests/data/cooperative_matrix_f16.spv");
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// The multiply-add of [`test_module`].
+#[cfg(test)]
+pub(crate) fn test_mul_add() -> MulAdd {
+    MulAdd {
+        m: 16,
+        n: 16,
+        k: 16,
+        a: Component::Float(16),
+        b: Component::Float(16),
+        c: Component::Float(32),
+        result: Component::Float(32),
+        scope: 3,
+        saturating: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn words(bytes: &[u8]) -> Vec<u32> {
-        bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-    }
-
-    fn test_module() -> Vec<u32> {
-        words(include_bytes!("../../tests/data/cooperative_matrix_f16.spv"))
-    }
-
     #[test]
     fn the_test_modules_multiply_add_is_16x16x16_f16_into_f32_on_a_subgroup() {
         let found = mul_adds(&test_module()).unwrap();
-        let want = MulAdd {
-            m: 16,
-            n: 16,
-            k: 16,
-            a: Component::Float(16),
-            b: Component::Float(16),
-            c: Component::Float(32),
-            result: Component::Float(32),
-            scope: 3,
-            saturating: false,
-        };
+        let want = test_mul_add();
         assert_eq!(found, vec![want]);
         assert_eq!(want.to_string(), "16x16x16 f16·f16 + f32 → f32 at subgroup scope");
         assert_eq!(mul_adds(&test_module()[..5]).unwrap(), vec![]);
