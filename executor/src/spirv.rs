@@ -52,7 +52,7 @@ pub fn loop_back_edges(words: &[u32]) -> Option<Option<u128>> {
 /// The instructions of a module after its 5-word header, as (word index, opcode, operands);
 /// an instruction whose length is 0 or runs past the end ends the walk (the loader's checks
 /// report it; walks that only read never fail).
-fn instructions(words: &[u32]) -> impl Iterator<Item = (usize, u32, &[u32])> {
+pub(crate) fn instructions(words: &[u32]) -> impl Iterator<Item = (usize, u32, &[u32])> {
     let mut at = 5;
     std::iter::from_fn(move || {
         let word = *words.get(at)?;

@@ -230,16 +230,9 @@ mod tests {
         const OP_COOPERATIVE_MATRIX_MUL_ADD: u32 = 4459;
         let words = crate::spirv::cooperative::test_module();
         validate(&words).expect("the cooperative-matrix module is valid");
-        let instructions = {
-            let mut at = 5;
-            let mut v = Vec::new();
-            while at < words.len() {
-                v.push(at);
-                at += (words[at] >> 16) as usize;
-            }
-            v
-        };
-        let mul_add = instructions.iter().find(|&&i| words[i] & 0xffff == OP_COOPERATIVE_MATRIX_MUL_ADD).unwrap();
+        let (mul_add, ..) = crate::spirv::instructions(&words)
+            .find(|(_, opcode, _)| *opcode == OP_COOPERATIVE_MATRIX_MUL_ADD)
+            .expect("the module has a multiply-add");
         let mut bad = words.clone();
         // Words: opcode and count, result type, result, A, B, C.
         bad.swap(mul_add + 3, mul_add + 4);

@@ -94,24 +94,20 @@ pub fn module_text(n: u64) -> String {
         "usm @src : f32[{n}]\nusm @copied : f32[{n}]\nusm @shifted : f32[{n}]\nusm @bytes : f32[{n}]\n\
          usm @set_out : f32[{n}]\nusm @fill_out : f32[{n}]\n"
     );
-    for (suffix, props) in [("", " properties(enable_profiling)"), ("_plain", "")] {
-        let _ = write!(
-            text,
-            "\ngraph @copy{suffix}{props} {{\n  %memcpy = memcpy @copied, @src, {b}\n}}\n\n\
-             graph @copy4{suffix}{props} {{\n  %memcpy4 = memcpy @shifted + 4, @src + 4, {inner}\n}}\n\n\
-             graph @copyb{suffix}{props} {{\n  %memcpyb = memcpy @bytes + 1, @src + 3, {inner}\n}}\n\n\
-             graph @set{suffix}{props} {{\n  %memset = memset @set_out, {SET_BYTE}, {b}\n}}\n\n\
-             graph @fill{suffix}{props} {{\n  %memfill = memfill @fill_out, {FILL:?} : f32, {n}\n}}\n"
-        );
-    }
+    // (graph, node, operation) per operation.
     let ops = [
-        ("copy", format!("memcpy @copied, @src, {b}")),
-        ("copy4", format!("memcpy @shifted + 4, @src + 4, {inner}")),
-        ("copyb", format!("memcpy @bytes + 1, @src + 3, {inner}")),
-        ("set", format!("memset @set_out, {SET_BYTE}, {b}")),
-        ("fill", format!("memfill @fill_out, {FILL:?} : f32, {n}")),
+        ("copy", "memcpy", format!("memcpy @copied, @src, {b}")),
+        ("copy4", "memcpy4", format!("memcpy @shifted + 4, @src + 4, {inner}")),
+        ("copyb", "memcpyb", format!("memcpy @bytes + 1, @src + 3, {inner}")),
+        ("set", "memset", format!("memset @set_out, {SET_BYTE}, {b}")),
+        ("fill", "memfill", format!("memfill @fill_out, {FILL:?} : f32, {n}")),
     ];
-    for (graph, op) in ops {
+    for (suffix, props) in [("", " properties(enable_profiling)"), ("_plain", "")] {
+        for (graph, node, op) in &ops {
+            let _ = write!(text, "\ngraph @{graph}{suffix}{props} {{\n  %{node} = {op}\n}}\n");
+        }
+    }
+    for (graph, _, op) in ops {
         let _ = writeln!(text, "\ngraph @{graph}_chain properties(enable_profiling) {{");
         for i in 0..CHAIN {
             let after = if i == 0 { String::new() } else { format!(" after(%n{})", i - 1) };
@@ -742,7 +738,6 @@ fn section(args: &Args, rows: &[Row], seen: &Seen, missing: Option<&str>) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-
     #[test]
     fn the_module_verifies_with_one_transfer_per_graph() {
         let text = module_text(1024);

@@ -27,18 +27,11 @@ const OFFSET: u32 = 35;
 const STORAGE_WORKGROUP: u32 = 4;
 const WORKGROUP_MEMORY_EXPLICIT_LAYOUT: u32 = 4428;
 
-/// The instructions after the header: (word index, opcode, operands); `None` for a word
+/// The instructions after the header as (word index, opcode, operands); `None` for a word
 /// stream that does not split into whole instructions (the validator then says why).
 fn instructions(words: &[u32]) -> Option<Vec<(usize, u32, &[u32])>> {
-    let mut out = Vec::new();
-    let mut at = 5;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        let operands = words.get(at + 1..at.checked_add(count).filter(|_| count > 0)?)?;
-        out.push((at, words[at] & 0xffff, operands));
-        at += count;
-    }
-    Some(out)
+    let list = crate::spirv_walk::instructions(words)?;
+    Some(list.into_iter().map(|(at, opcode, count)| (at, opcode, &words[at + 1..at + count])).collect())
 }
 
 /// Every type reachable from `roots` through composite members and elements (not pointers).

@@ -4,13 +4,10 @@
 //! The validator cannot know that list, and a driver given a combination outside it is free
 //! to fail in any way, so such a module is refused before it reaches the driver.
 
-use super::instructions;
+use super::{instructions, OP_CONSTANT, OP_TYPE_FLOAT, OP_TYPE_INT};
 use std::collections::BTreeMap;
 use std::fmt;
 
-const OP_TYPE_INT: u32 = 21;
-const OP_TYPE_FLOAT: u32 = 22;
-const OP_CONSTANT: u32 = 43;
 const OP_TYPE_COOPERATIVE_MATRIX: u32 = 4456;
 const OP_COOPERATIVE_MATRIX_MUL_ADD: u32 = 4459;
 /// `OpTypeInt` .. `OpTypeForwardPointer`, `OpTypeCooperativeMatrixKHR`: instructions that
