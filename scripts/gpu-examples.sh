@@ -18,7 +18,8 @@ graph_of() { grep -o '^graph @[A-Za-z0-9_.$-]*' "$1" | tail -n 1 | cut -d@ -f2; 
 
 prepare() {
   . scripts/env.sh
-  [ -n "${NO_BUILD:-}" ] || cargo build -q -p cmdgraph-cli
+  # Static LLVM: the GPU machine has no libLLVM (codegen/build.rs links it shared in debug builds).
+  [ -n "${NO_BUILD:-}" ] || CMDGRAPH_LLVM_LINK=static cargo build -q -p cmdgraph-cli
   rm -rf .bin && mkdir -p .bin
   strip -o .bin/cmdgraph target/debug/cmdgraph
   xz -T2 -6 .bin/cmdgraph

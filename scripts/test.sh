@@ -158,7 +158,8 @@ echo "  python: pytest took $((SECONDS - python_start)) s"
 # the way that page says: both headers alone with warnings as errors (cmdgraph_build.h as
 # C11 and C++17, cmdgraph_sycl.hpp as C++17); examples/capi-build/dotp.cpp (intel/llvm's dotp
 # graph sample ported to the C++ header) and saxpy.c (the C API) against
-# libcmdgraph_build.so (saxpy.c also against libcmdgraph_build.a, with the same outputs), on
+# libcmdgraph_build.so (saxpy.c also against libcmdgraph_build.a, with the same outputs; a debug
+# build's archive links Debian's shared libLLVM, codegen/build.rs), on
 # random full-precision inputs, run with validation on (any message
 # fails the run). dotp fails unless the device's dot product equals the host's bit for bit;
 # the bundle it compiled in process must be `cmdgraph compile`'s for the IR it exported.
@@ -180,7 +181,8 @@ build_link=(-L "$build_lib" -lcmdgraph_build -Wl,-rpath,"$build_lib")
 c++ -std=c++17 "${build_strict[@]}" examples/capi-build/dotp.cpp "${build_link[@]}" -o "${build_tmp}/dotp"
 cc -std=c11 "${build_strict[@]}" examples/capi-build/saxpy.c "${build_link[@]}" -o "${build_tmp}/saxpy"
 cc -std=c11 "${build_strict[@]}" examples/capi-build/saxpy.c "${build_lib}/libcmdgraph_build.a" \
-  -lffi -lz -lzstd -lstdc++ -ldl -lgcc_s -lutil -lrt -lpthread -lm -o "${build_tmp}/saxpy_static"
+  -L /usr/lib/llvm-22/lib -lLLVM-22 -lffi -lz -lzstd -lstdc++ -ldl -lgcc_s -lutil -lrt -lpthread -lm \
+  -o "${build_tmp}/saxpy_static"
 mkdir "${build_tmp}/dotp.d" "${build_tmp}/saxpy.d" "${build_tmp}/saxpy_static.d"
 python3 -c 'import random, struct, sys
 r = random.Random(int(sys.argv[2]))
