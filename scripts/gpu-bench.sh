@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-SUITES=(replay latency update barrier-run load fusion-run mlp copy shader-run cond)
+SUITES=(replay latency update barrier-run load fusion-run mlp mlp-f16 copy shader-run cond)
 # Needs two GPUs (the nvidia-h200-x2 kind); run on its own: `device multi-device`, `device mpi`.
 MULTI_SUITES=(multi-device mpi)
 FUSION_SIZES=16777216,67108864
@@ -45,6 +45,7 @@ prepare() {
   $bench load --prepare .bin/perf/load --sizes 100,1000,10000
   $bench fusion-run --prepare .bin/perf/fusion-run --sizes "$FUSION_SIZES"
   $bench mlp --prepare .bin/perf/mlp --shapes "$MLP_SHAPES"
+  $bench mlp-f16 --prepare .bin/perf/mlp-f16 --shapes "$MLP_SHAPES"
   $bench copy --prepare .bin/perf/copy
   $bench cond --prepare .bin/perf/cond
   $bench multi-device --prepare .bin/perf/multi-device
@@ -84,7 +85,7 @@ device() {
     local torch=()
     case "$suite" in
       replay) [ -f .bin/perf/torch-replay.json ] && torch=(--torch-json .bin/perf/torch-replay.json) ;;
-      fusion-run | mlp)
+      fusion-run | mlp | mlp-f16)
         [ -f .bin/perf/torch-fusion.json ] && torch=(--torch-json .bin/perf/torch-fusion.json)
         [ -f .bin/perf/iree.json ] && torch+=(--iree-json .bin/perf/iree.json) ;;
       copy) [ -f .bin/perf/torch-copy.json ] && torch=(--torch-json .bin/perf/torch-copy.json) ;;
@@ -94,7 +95,7 @@ device() {
         torch+=(--capi-bin .bin/capi-latency) ;;
     esac
     local extra=()
-    [ "$suite" = fusion-run ] || [ "$suite" = mlp ] || extra=(--driver "$driver")
+    [ "$suite" = fusion-run ] || [ "$suite" = mlp ] || [ "$suite" = mlp-f16 ] || extra=(--driver "$driver")
     echo "==> $suite"
     if [ "$suite" = memory ]; then
       # The compile-side suite writes the checkout it was built in (CARGO_MANIFEST_DIR):

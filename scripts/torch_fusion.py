@@ -7,7 +7,7 @@ fusion: the chain y = x; K times y = y * 0.5 + y, over N f32 elements (N default
 2^26), timed eagerly and through torch.compile. mlp: per layer h = x @ W, z = h + b,
 g = gelu(z, tanh), r = x + g, x = layer_norm(r) (no affine, eps 1e-5), timed eagerly and as a
 replayed torch.cuda.CUDAGraph; the first 4096 outputs go into the JSON so that the bench prints
-its largest difference. Inputs follow bench/src/runtime/fusion_run.rs `pattern` exactly.
+its largest difference; mlp_f16 (--f16-shapes) is the same network in f16. Inputs follow bench/src/runtime/fusion_run.rs `pattern` exactly.
 
 Times are GPU times between torch.cuda.Events around one call, after warm-up, median of --reps.
 Without torch or CUDA the script writes {"available": false, "reason": ...} and exits 0.
@@ -27,6 +27,7 @@ def parse_args(argv):
     p.add_argument("sizes", nargs="*", type=int, help="fusion chain sizes in elements")
     p.add_argument("--chains", default="2,4,8,16,32", help="chain lengths K")
     p.add_argument("--shapes", default="8x512x4,256x1024x4", help="MLP shapes BATCHxHIDDENxLAYERS")
+    p.add_argument("--f16-shapes", default="8x512x4,256x1024x4", help="f16 MLP shapes (mlp-f16)")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions (median)")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     # Measured on the H100 (torch 2.11): torch.compile of the K=32 chain takes about 190 s per
@@ -88,12 +89,15 @@ def fusion(torch, k, n, reps, compile_too):
     return {"k": k, "n": n, "eager_ms": eager, "compile_ms": compiled, "compile_s": compile_s}
 
 
-def mlp(torch, batch, hidden, layers, reps):
+def mlp(torch, batch, hidden, layers, reps, dtype=None):
+    """The MLP in f32 (TF32 off), or in `dtype` (torch.float16 for `mlp-f16`: the inputs are the f32
+    ones rounded, and every operation rounds to f16)."""
     import torch.nn.functional as F
 
-    x = pattern(torch, batch * hidden, 1).float().reshape(batch, hidden)
-    ws = [(pattern(torch, hidden * hidden, 2 + l) / math.sqrt(hidden)).float().reshape(hidden, hidden) for l in range(layers)]
-    bs = [(pattern(torch, hidden, 100 + l) * 0.1).float() for l in range(layers)]
+    dtype = dtype or torch.float32
+    x = pattern(torch, batch * hidden, 1).float().reshape(batch, hidden).to(dtype)
+    ws = [(pattern(torch, hidden * hidden, 2 + l) / math.sqrt(hidden)).float().reshape(hidden, hidden).to(dtype) for l in range(layers)]
+    bs = [(pattern(torch, hidden, 100 + l) * 0.1).float().to(dtype) for l in range(layers)]
 
     def forward(y):
         for w, b in zip(ws, bs):
@@ -134,7 +138,7 @@ def main(argv):
     device = torch.cuda.get_device_name(0)
     print(f"torch_fusion: {device}, torch {torch.__version__}")
     sizes = args.sizes or [1 << 24, 1 << 26]
-    out = {"available": True, "device": device, "torch": torch.__version__, "reps": args.reps, "fusion": [], "mlp": []}
+    out = {"available": True, "device": device, "torch": torch.__version__, "reps": args.reps, "fusion": [], "mlp": [], "mlp_f16": []}
     compile_chains = {int(s) for s in args.compile_chains.split(",") if s}
     for n in sizes:
         for k in [int(s) for s in args.chains.split(",") if s]:
@@ -147,6 +151,11 @@ def main(argv):
         r = mlp(torch, b, h, l, args.reps)
         out["mlp"].append(r)
         print(f"mlp {shape}: eager {r['eager_ms']:.3f} ms, CUDA Graph {r['graph_ms']:.3f} ms", flush=True)
+    for shape in [s for s in args.f16_shapes.split(",") if s]:
+        b, h, l = (int(v) for v in shape.split("x"))
+        r = mlp(torch, b, h, l, args.reps, torch.float16)
+        out["mlp_f16"].append(r)
+        print(f"mlp f16 {shape}: eager {r['eager_ms']:.3f} ms, CUDA Graph {r['graph_ms']:.3f} ms", flush=True)
     write(args.json, out)
     print("torch_fusion: wrote", args.json)
     return 0

@@ -9,6 +9,7 @@
 //! cargo run --release -p cmdgraph-bench -- compile [--runs 3] [-O 2]
 //! cargo run --release -p cmdgraph-bench -- fusion-run [--sizes 1048576,4194304] [--prepare DIR | --from DIR]
 //! cargo run --release -p cmdgraph-bench -- mlp [--shapes 8x512x4,64x1024x2] [--prepare DIR | --from DIR]
+//! cargo run --release -p cmdgraph-bench -- mlp-f16 [--shapes 8x512x4,256x1024x4] [--prepare DIR | --from DIR]
 //! cargo run --release -p cmdgraph-bench -- copy [--sizes 20,24,26] [--prepare DIR | --from DIR]
 //! cargo run --release -p cmdgraph-bench -- shader-run [--saxpy N,...] [--matmul N,...] [--prepare DIR | --from DIR]
 //! ```
@@ -186,6 +187,14 @@ enum Command {
         common: runtime::harness::Common,
         /// Shapes as BATCHxHIDDENxLAYERS (the H100 run: 8x512x4,256x1024x4).
         #[arg(long, value_delimiter = ',', default_values_t = ["8x512x4".to_string(), "64x1024x2".into()])]
+        shapes: Vec<String>,
+    },
+    /// The MLP block in f16 on KHR cooperative matrices (tensor cores), on Vulkan.
+    MlpF16 {
+        #[command(flatten)]
+        common: runtime::harness::Common,
+        /// Shapes as BATCHxHIDDENxLAYERS (hidden a multiple of 128).
+        #[arg(long, value_delimiter = ',', default_values_t = ["8x512x4".to_string(), "256x1024x4".into()])]
         shapes: Vec<String>,
     },
 }
@@ -552,6 +561,7 @@ fn main() -> ExitCode {
         Command::ShaderRun(args) => runtime::shader_run::run(&args),
         Command::FusionRun { common, chains, sizes } => runtime::fusion_run::main(&common, &chains, &sizes),
         Command::Mlp { common, shapes } => runtime::mlp::main(&common, &shapes),
+        Command::MlpF16 { common, shapes } => runtime::mlp_f16::main(&common, &shapes),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@
 mod barrier;
 pub mod bundle;
 mod cmpxchg;
+pub mod coop_gemm;
 mod error;
 pub mod external;
 mod float_controls;

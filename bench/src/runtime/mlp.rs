@@ -47,11 +47,11 @@ impl Shape {
     }
 
     /// The LayerNorm work-group size: one work-group per row.
-    fn local(&self) -> u32 {
+    pub(crate) fn local(&self) -> u32 {
         self.hidden.min(256)
     }
 
-    fn elems(&self) -> u64 {
+    pub(crate) fn elems(&self) -> u64 {
         u64::from(self.batch) * u64::from(self.hidden)
     }
 }
@@ -407,7 +407,7 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
 /// Runs `id` back to back for half a second before anything is timed: an idle GPU runs at
 /// a low clock and takes a while under load to raise it (on the H200 the first runs of a
 /// few ms each were several times slower than later ones).
-fn warm_up(ex: &mut Executor, id: cmdgraph_executor::ExecId) -> Result<(), String> {
+pub(crate) fn warm_up(ex: &mut Executor, id: cmdgraph_executor::ExecId) -> Result<(), String> {
     let t = Instant::now();
     while t.elapsed().as_secs_f64() < 0.5 {
         ex.run(id).map_err(|e| e.to_string())?;
@@ -420,7 +420,7 @@ fn warm_up(ex: &mut Executor, id: cmdgraph_executor::ExecId) -> Result<(), Strin
 /// median over `reps` runs of its summed GPU time, from a second executable of the graph
 /// recorded with per-node timestamps (docs/executor.md, "Profiling": each timestamp waits
 /// for the earlier commands, so these runs are slower than the timed ones).
-fn breakdown(ex: &mut Executor, reps: usize) -> Result<Vec<(String, f64)>, String> {
+pub(crate) fn breakdown(ex: &mut Executor, reps: usize) -> Result<Vec<(String, f64)>, String> {
     let options = ex.record_options();
     ex.set_record_options(cmdgraph_executor::RecordOptions { node_profiling: true, ..options });
     let id = ex.finalize("mlp").map_err(|e| e.to_string())?;

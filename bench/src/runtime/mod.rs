@@ -13,6 +13,7 @@ pub mod iree;
 pub mod latency;
 pub mod load;
 pub mod mlp;
+pub mod mlp_f16;
 pub mod mpi;
 pub mod multi_device;
 pub mod replay;
