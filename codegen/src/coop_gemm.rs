@@ -91,17 +91,18 @@ const SUBGROUP: u32 = 32;
 /// `Workgroup` scope, and acquire-release on work-group memory, for `OpControlBarrier`.
 const BARRIER: &str = "OpControlBarrier %c2 %c2 %c264";
 /// Vulkan's guaranteed work-group memory is 16 KiB; NVIDIA and most desktop GPUs give 48.
-const MAX_WORKGROUP_MEMORY: u32 = 49152;
+const MAX_WORKGROUP_MEMORY: u64 = 49152;
 
 impl Gemm {
     /// Invocations per work-group.
-    pub fn invocations(&self) -> u32 {
-        SUBGROUP * self.tile.wm * self.tile.wn * self.tile.ks
+    pub fn invocations(&self) -> u64 {
+        u64::from(SUBGROUP) * u64::from(self.tile.wm) * u64::from(self.tile.wn) * u64::from(self.tile.ks)
     }
 
     /// The node's launch, `range(x, y)` in work-items.
-    pub fn launch(&self) -> (u32, u32) {
-        (self.n / self.tile.bn * self.invocations(), self.m.div_ceil(self.tile.bm))
+    pub fn launch(&self) -> (u64, u64) {
+        let t = self.tile;
+        (u64::from(self.n / t.bn.max(1)) * self.invocations(), u64::from(self.m.div_ceil(t.bm.max(1))))
     }
 
     /// The buffer parameters, in binding order, as the IR declares them.
@@ -116,22 +117,33 @@ impl Gemm {
 
     /// Bytes of work-group memory: each slice's staged `x` and `w` steps (rows padded by 16
     /// bytes against bank conflicts), and the f32 sums of every slice but the first.
-    pub fn workgroup_memory(&self) -> u32 {
+    pub fn workgroup_memory(&self) -> u64 {
         let t = self.tile;
-        let stage = t.bm * (t.bk / 4 + 2) + t.bk * (t.bn / 4 + 2);
-        t.ks * stage * 8 + t.ks.saturating_sub(1).max(1) * t.bm * t.bn * 4
+        let [bm, bn, bk, ks] = [t.bm, t.bn, t.bk, t.ks].map(u64::from);
+        let stage = bm * (bk / 4 + 2) + bk * (bn / 4 + 2);
+        ks * stage * 8 + ks.saturating_sub(1).max(1) * bm * bn * 4
     }
 
     /// Whether the sizes fit the tiling; the message says which does not and what would.
     pub fn check(&self) -> Result<(), String> {
         let t = self.tile;
+        if [t.bm, t.bn, t.bk, t.wm, t.wn, t.ks].iter().any(|&v| v == 0 || v > 1024) {
+            return Err(format!("tile {}: every tile size must be between 1 and 1024", self.tile));
+        }
+        if self.invocations() > 1024 {
+            return Err(format!("tile {}: at most 1024 invocations per work-group", self.tile));
+        }
+        let rows = u64::from(self.m.max(t.bm));
+        let largest = [rows * u64::from(self.k), u64::from(self.k) * u64::from(self.n), rows * u64::from(self.n)];
+        if largest.iter().any(|&e| e > 1 << 31) {
+            return Err(format!("{}x{}x{}: at most 2^31 elements per matrix (32-bit indices)", self.m, self.n, self.k));
+        }
         let ts = SUBGROUP * t.wm * t.wn;
         let rules = [
             (t.bm > 0 && t.bm.is_multiple_of(16 * t.wm.max(1)), "bm must be a positive multiple of 16 × wm"),
             (t.bn > 0 && t.bn.is_multiple_of(16 * t.wn.max(1)), "bn must be a positive multiple of 16 × wn"),
             (t.bk > 0 && t.bk.is_multiple_of(16), "bk must be a positive multiple of 16"),
             (t.ks > 0, "ks must be positive"),
-            (self.invocations() <= 1024, "at most 1024 invocations per work-group"),
             (self.m > 0, "M must be positive"),
             (self.n > 0 && self.n.is_multiple_of(t.bn), "N must be a positive multiple of bn"),
             (self.k > 0 && self.k.is_multiple_of(t.bk * t.ks), "K must be a positive multiple of bk × ks"),
@@ -194,7 +206,8 @@ impl Asm {
         let t = g.tile;
         let (m, n, k) = (g.m, g.n, g.k);
         let ts = SUBGROUP * t.wm * t.wn;
-        let inv = g.invocations();
+        // At most 1024 after `check`.
+        let inv = SUBGROUP * t.wm * t.wn * t.ks;
         let (fm, fn_) = (t.bm / t.wm / 16, t.bn / t.wn / 16);
         let steps = k / t.bk / t.ks;
         let (sa, sb) = (t.bk / 4 + 2, t.bn / 4 + 2);

@@ -49,6 +49,9 @@ fn sizes_that_do_not_fit_the_tile_are_refused_with_the_rule() {
         (residual(256, 1024, Tile { ks: 4, ..t }), "at most 48 KiB of work-group memory"),
         (residual(256, 1024, Tile { bm: 24, ..t }), "bm must be a positive multiple of 16 × wm"),
         (residual(0, 1024, t), "M must be positive"),
+        (residual(256, 1024, Tile { bn: 0, ..t }), "between 1 and 1024"),
+        (residual(1 << 20, 1 << 12, t), "at most 2^31 elements"),
+        (residual(256, 1024, Tile { ks: 1 << 20, wm: 1 << 20, ..t }), "between 1 and 1024"),
         (residual(256, 1024, Tile { wm: 8, wn: 4, bm: 128, bn: 64, bk: 16, ks: 2 }), "at most 1024 invocations"),
     ];
     for (g, rule) in refused {
