@@ -341,8 +341,10 @@ pub fn prepare(dir: &Path, shapes: &[Shape]) -> Result<(), String> {
     write(&dir.join("mlp.manifest"), &manifest)
 }
 
-fn torch_row(torch: &Torch, s: Shape, y: &[f32]) -> Option<(f64, f64, Option<f32>)> {
-    let e = torch.entries("mlp").into_iter().find(|e| {
+/// PyTorch's row for `s` in list `key` (`mlp`, `mlp_f16`): eager ms, CUDA Graph ms, and the
+/// largest |`y` − its output sample|.
+pub(crate) fn torch_row(torch: &Torch, key: &str, s: Shape, y: &[f32]) -> Option<(f64, f64, Option<f32>)> {
+    let e = torch.entries(key).into_iter().find(|e| {
         let g = |k: &str| e.get(k).and_then(|v| v.as_u64());
         g("batch") == Some(s.batch.into())
             && g("hidden") == Some(s.hidden.into())
@@ -385,29 +387,36 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
         if err_host > 1e-3 || y.len() != want.len() {
             return Err(format!("mlp {s}: the device output differs from the host reference by {err_host}"));
         }
-        warm_up(&mut ex, id)?;
-        let (mut gpu, mut host) = (Vec::new(), Vec::new());
-        for _ in 0..reps.max(1) {
-            let t = Instant::now();
-            ex.run(id).map_err(|e| e.to_string())?;
-            ex.wait(id).map_err(|e| e.to_string())?;
-            host.push(t.elapsed().as_secs_f64() * 1e3);
-            let p = ex.profile(id).map_err(|e| e.to_string())?;
-            gpu.push(p.end_ns.saturating_sub(p.start_ns) as f64 / 1e6);
-        }
-        let torch = torch_row(torch, s, &y);
+        let (gpu, host) = time_runs(&mut ex, id, reps)?;
+        let torch = torch_row(torch, "mlp", s, &y);
         let breakdown = breakdown(&mut ex, reps)?;
-        let row = Row { shape: s, kernels, gpu: median(&gpu), host: median(&host), err_host, torch, breakdown };
+        let row = Row { shape: s, kernels, gpu, host, err_host, torch, breakdown };
         eprintln!("mlp: {s}: GPU {:.3} ms, host {:.3} ms, max |Δ| vs host {:.2e}", row.gpu, row.host, row.err_host);
         rows.push(row);
     }
     Ok((rows, device_name))
 }
 
+/// After [`warm_up`], the medians over `reps` runs of the GPU ms of a run (profiling
+/// timestamps) and of the host ms from `run` to the end of `wait`.
+pub(crate) fn time_runs(ex: &mut Executor, id: cmdgraph_executor::ExecId, reps: usize) -> Result<(f64, f64), String> {
+    warm_up(ex, id)?;
+    let (mut gpu, mut host) = (Vec::new(), Vec::new());
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        ex.run(id).map_err(|e| e.to_string())?;
+        ex.wait(id).map_err(|e| e.to_string())?;
+        host.push(t.elapsed().as_secs_f64() * 1e3);
+        let p = ex.profile(id).map_err(|e| e.to_string())?;
+        gpu.push(p.end_ns.saturating_sub(p.start_ns) as f64 / 1e6);
+    }
+    Ok((median(&gpu), median(&host)))
+}
+
 /// Runs `id` back to back for half a second before anything is timed: an idle GPU runs at
 /// a low clock and takes a while under load to raise it (on the H200 the first runs of a
 /// few ms each were several times slower than later ones).
-pub(crate) fn warm_up(ex: &mut Executor, id: cmdgraph_executor::ExecId) -> Result<(), String> {
+fn warm_up(ex: &mut Executor, id: cmdgraph_executor::ExecId) -> Result<(), String> {
     let t = Instant::now();
     while t.elapsed().as_secs_f64() < 0.5 {
         ex.run(id).map_err(|e| e.to_string())?;

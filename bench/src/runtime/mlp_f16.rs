@@ -11,13 +11,12 @@
 //! lacks both), refuses the bundle, and the suite says so.
 
 use super::fusion_run::{compile_to, executor, kernel_nodes, Header, Torch};
-use super::harness::{finish, median, read, write, write_bytes, Common, Phase};
-use super::mlp::{breakdown, max_abs_diff, warm_up, Shape};
+use super::harness::{finish, read, write, write_bytes, Common, Phase};
+use super::mlp::{breakdown, max_abs_diff, time_runs, torch_row, Shape};
 use cmdgraph_codegen::coop_gemm::{self, Epilogue, Gemm, Tile};
 use half::f16;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Instant;
 
 /// Largest |device − host reference| accepted: four f16 units in the last place at the
 /// outputs' magnitude (|y| < 8), for sums added in another order and a `tanh` of Vulkan's
@@ -257,21 +256,6 @@ pub struct Measured {
     pub breakdown: Vec<(String, f64)>,
 }
 
-fn torch_row(torch: &Torch, s: Shape, y: &[f32]) -> Option<(f64, f64, Option<f32>)> {
-    let e = torch.entries("mlp_f16").into_iter().find(|e| {
-        let g = |k: &str| e.get(k).and_then(|v| v.as_u64());
-        g("batch") == Some(s.batch.into())
-            && g("hidden") == Some(s.hidden.into())
-            && g("layers") == Some(s.layers.into())
-    })?;
-    let head: Option<Vec<f32>> = e
-        .get("output_head")
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect());
-    let err = head.filter(|h| !h.is_empty()).map(|h| max_abs_diff(y, &h));
-    Some((e.get("eager_ms")?.as_f64()?, e.get("graph_ms")?.as_f64()?, err))
-}
-
 fn measure(dir: &Path, s: Shape, device: Option<&str>, reps: usize) -> Result<(Measured, Vec<f32>, String), String> {
     let mut ex = executor(&dir.join(bundle_name(s)), device)?;
     let name = ex.context().device_name().to_string();
@@ -288,19 +272,10 @@ fn measure(dir: &Path, s: Shape, device: Option<&str>, reps: usize) -> Result<(M
     if err_host > TOLERANCE || y.len() != want.len() {
         return Err(format!("mlp-f16 {s}: the device output differs from the host reference by {err_host}"));
     }
-    warm_up(&mut ex, id)?;
-    let (mut gpu, mut host) = (Vec::new(), Vec::new());
-    for _ in 0..reps.max(1) {
-        let t = Instant::now();
-        ex.run(id).map_err(|e| e.to_string())?;
-        ex.wait(id).map_err(|e| e.to_string())?;
-        host.push(t.elapsed().as_secs_f64() * 1e3);
-        let p = ex.profile(id).map_err(|e| e.to_string())?;
-        gpu.push(p.end_ns.saturating_sub(p.start_ns) as f64 / 1e6);
-    }
+    let (gpu, host) = time_runs(&mut ex, id, reps)?;
     let kernels = kernel_nodes(&ex, "mlp");
     let breakdown = breakdown(&mut ex, reps)?;
-    Ok((Measured { gpu: median(&gpu), host: median(&host), err_host, kernels, breakdown }, y, name))
+    Ok((Measured { gpu, host, err_host, kernels, breakdown }, y, name))
 }
 
 /// Whether `error` is the executor refusing the bundle for what this device lacks:
@@ -320,7 +295,7 @@ pub fn run_from(dir: &Path, device: Option<&str>, reps: usize, torch: &Torch) ->
             Ok((m, y, name)) => {
                 device_name = name;
                 eprintln!("mlp-f16: {s}: GPU {:.3} ms, max |Δ| vs host {:.2e}", m.gpu, m.err_host);
-                Row { shape: s, torch: torch_row(torch, s, &y), result: Ok(m) }
+                Row { shape: s, torch: torch_row(torch, "mlp_f16", s, &y), result: Ok(m) }
             }
             Err(e) if refused_by_device(&e) => {
                 eprintln!("mlp-f16: {s}: not run: {e}");
