@@ -20,7 +20,7 @@
 //! The tile was chosen on an H200 (docs/performance.md, "f16 MLP"): 32×64 outputs, K steps of
 //! 64, 2×2 subgroups, two K slices (256 invocations).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// What happens to each sum before it is stored.
@@ -53,6 +53,36 @@ pub struct Tile {
 impl Tile {
     /// The tile measured fastest for the MLP suite's layers on the H200.
     pub const MEASURED: Tile = Tile { bm: 32, bn: 64, bk: 64, wm: 2, wn: 2, ks: 2 };
+}
+
+/// Where a tile's data sits in work-group memory, in elements: each slice's staged rows of `x`
+/// and `w` (`v4half`s, padded by 16 bytes against bank conflicts), and the f32 sums of every
+/// slice but the first (or one slice's, which the epilogue reads).
+struct Layout {
+    /// Row stride of a staged `x` step.
+    sa: u32,
+    /// Row stride of a staged `w` step.
+    sb: u32,
+    /// One slice's staged `x` step.
+    ta: u32,
+    /// One slice's staged `w` step.
+    tb: u32,
+    /// The sums.
+    sums: u32,
+}
+
+impl Tile {
+    /// Saturating, so that a tile [`Gemm::check`] refuses still gives numbers.
+    fn layout(&self) -> Layout {
+        let (sa, sb) = (self.bk / 4 + 2, self.bn / 4 + 2);
+        Layout {
+            sa,
+            sb,
+            ta: self.bm.saturating_mul(sa),
+            tb: self.bk.saturating_mul(sb),
+            sums: self.ks.saturating_sub(1).max(1).saturating_mul(self.bm).saturating_mul(self.bn),
+        }
+    }
 }
 
 impl std::fmt::Display for Tile {
@@ -118,10 +148,8 @@ impl Gemm {
     /// Bytes of work-group memory: each slice's staged `x` and `w` steps (rows padded by 16
     /// bytes against bank conflicts), and the f32 sums of every slice but the first.
     pub fn workgroup_memory(&self) -> u64 {
-        let t = self.tile;
-        let [bm, bn, bk, ks] = [t.bm, t.bn, t.bk, t.ks].map(u64::from);
-        let stage = bm * (bk / 4 + 2) + bk * (bn / 4 + 2);
-        ks * stage * 8 + ks.saturating_sub(1).max(1) * bm * bn * 4
+        let l = self.tile.layout();
+        u64::from(self.tile.ks) * (u64::from(l.ta) + u64::from(l.tb)) * 8 + u64::from(l.sums) * 4
     }
 
     /// Whether the sizes fit the tiling; the message says which does not and what would.
@@ -188,13 +216,13 @@ pub fn module(g: &Gemm) -> Result<Vec<u32>, String> {
 #[derive(Default)]
 struct Asm {
     lines: Vec<String>,
-    consts: BTreeMap<u32, ()>,
+    consts: BTreeSet<u32>,
 }
 
 impl Asm {
     /// The id of the `u32` constant `v`.
     fn c(&mut self, v: u32) -> String {
-        self.consts.insert(v, ());
+        self.consts.insert(v);
         format!("%c{v}")
     }
 
@@ -210,9 +238,8 @@ impl Asm {
         let inv = SUBGROUP * t.wm * t.wn * t.ks;
         let (fm, fn_) = (t.bm / t.wm / 16, t.bn / t.wn / 16);
         let steps = k / t.bk / t.ks;
-        let (sa, sb) = (t.bk / 4 + 2, t.bn / 4 + 2);
+        let Layout { sa, sb, ta, tb, .. } = t.layout();
         let (na, nb) = (t.bm * t.bk / 4 / ts, t.bk * t.bn / 4 / ts);
-        let (ta, tb) = (t.bm * sa, t.bk * sb);
         for v in [0, 1, 2, 3, 4, 16, 264] {
             self.c(v);
         }
@@ -512,9 +539,8 @@ impl Asm {
     /// The module: header, types, constants and variables, then the function.
     fn finish(mut self, g: &Gemm) -> String {
         let t = g.tile;
-        let (sa, sb) = (t.bk / 4 + 2, t.bn / 4 + 2);
-        let (stage_a, stage_b) = (t.ks * t.bm * sa, t.ks * t.bk * sb);
-        let sums = t.ks.saturating_sub(1).max(1) * t.bm * t.bn;
+        let Layout { ta, tb, sums, .. } = t.layout();
+        let (stage_a, stage_b) = (t.ks * ta, t.ks * tb);
         for v in [stage_a, stage_b, sums] {
             self.c(v);
         }
@@ -550,7 +576,7 @@ impl Asm {
              %half = OpTypeFloat 16\n%float = OpTypeFloat 32\n%v3uint = OpTypeVector %uint 3\n\
              %v4half = OpTypeVector %half 4\n%v4float = OpTypeVector %float 4\n%pin = OpTypePointer Input %v3uint\n",
         );
-        for v in self.consts.keys() {
+        for v in &self.consts {
             let _ = writeln!(s, "%c{v} = OpConstant %uint {v}");
         }
         let _ = writeln!(

@@ -203,14 +203,6 @@ pub fn reference(s: Shape, inputs: &[(String, Vec<f16>)]) -> Vec<f16> {
     out
 }
 
-fn bytes(v: &[f16]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn halves(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
-}
-
 fn bundle_name(s: Shape) -> String {
     format!("mlp_f16_{s}.cgb")
 }
@@ -222,8 +214,7 @@ pub fn prepare(dir: &Path, shapes: &[Shape]) -> Result<(), String> {
     let mut manifest = String::new();
     for &s in shapes {
         let words = coop_gemm::module(&gemm(s)).map_err(|e| format!("mlp-f16 {s}: {e}"))?;
-        let spv: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        write_bytes(&dir.join(spv_name(s)), &spv)?;
+        write_bytes(&dir.join(spv_name(s)), &cmdgraph_ir::data::to_bytes(&words))?;
         compile_to(&dir.join(bundle_name(s)), &module_text(s), true)?;
         let _ = writeln!(manifest, "{s}");
         eprintln!("mlp-f16: compiled {s}");
@@ -261,12 +252,12 @@ fn measure(dir: &Path, s: Shape, device: Option<&str>, reps: usize) -> Result<(M
     let name = ex.context().device_name().to_string();
     let ins = inputs(s);
     for (n, v) in &ins {
-        ex.bind(n, &bytes(v)).map_err(|e| e.to_string())?;
+        ex.bind_as(n, v).map_err(|e| e.to_string())?;
     }
     let id = ex.finalize("mlp").map_err(|e| e.to_string())?;
     ex.run(id).map_err(|e| e.to_string())?;
     ex.wait(id).map_err(|e| e.to_string())?;
-    let y = halves(&ex.read("y").map_err(|e| e.to_string())?);
+    let y: Vec<f32> = ex.read_as::<f16>("y").map_err(|e| e.to_string())?.iter().map(|v| v.to_f32()).collect();
     let want: Vec<f32> = reference(s, &ins).iter().map(|v| v.to_f32()).collect();
     let err_host = max_abs_diff(&y, &want);
     if err_host > TOLERANCE || y.len() != want.len() {

@@ -57,10 +57,10 @@ fn the_f16_layer_norm_matches_the_host() {
         })
         .collect();
     let mut interp = Interpreter::new(&module).unwrap_or_else(|e| panic!("{e}"));
-    interp.bind("r", &bytes(&r)).unwrap_or_else(|e| panic!("{e}"));
+    interp.bind_as("r", &r).unwrap_or_else(|e| panic!("{e}"));
     let id = interp.finalize("g").unwrap_or_else(|e| panic!("{e}"));
     interp.run(id).unwrap_or_else(|e| panic!("{e}"));
-    let y = halves(interp.read("y").unwrap_or_else(|e| panic!("{e}")));
+    let y: Vec<f32> = interp.read_as::<f16>("y").unwrap_or_else(|e| panic!("{e}")).iter().map(|v| v.to_f32()).collect();
     for (row, out) in r.chunks(h).zip(y.chunks(h)) {
         let v: Vec<f64> = row.iter().map(|x| x.to_f64()).collect();
         let mean = v.iter().sum::<f64>() / h as f64;
